@@ -1,0 +1,9 @@
+# tessera_add_test(NAME SOURCES ... [LIBRARIES ...]): a Catch2 test executable run by CTest.
+# Tests see TESSERA_SOURCE_DIR, TESSERA_PLUGIN_DIR and TESSERA_BINARY_DIR as string macros.
+function(tessera_add_test name)
+  cmake_parse_arguments(ARG "" "" "SOURCES;LIBRARIES" ${ARGN})
+  add_executable(${name} ${ARG_SOURCES})
+  target_link_libraries(${name} PRIVATE tessera_test_main tessera::core ${ARG_LIBRARIES})
+  add_test(NAME ${name} COMMAND ${name})
+  set_tests_properties(${name} PROPERTIES ENVIRONMENT "TESSERA_PLUGIN_PATH=")
+endfunction()

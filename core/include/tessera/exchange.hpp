@@ -1,0 +1,66 @@
+// One exchange phase, its schedule, and the core's validator of schedules.
+#pragma once
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace tessera {
+
+struct Target;
+
+/// `words` consecutive words from `source` to every tile in `destinations` (one send,
+/// several receivers when the target has multicast). Addresses are byte offsets in tile
+/// memory, filled in by lower-exchanges; schedulers ignore them.
+struct Transfer {
+  std::uint32_t source = 0;
+  std::vector<std::uint32_t> destinations;
+  std::uint32_t words = 0;
+  std::uint32_t source_address = 0;
+  std::vector<std::uint32_t> destination_addresses;  ///< parallel to destinations
+};
+
+struct ExchangePhase {
+  std::uint32_t tiles = 0;
+  std::vector<Transfer> transfers;
+};
+
+/// The transfer's next `words` words leave its source on consecutive cycles from `start`.
+struct Segment {
+  std::uint32_t transfer = 0;
+  std::uint64_t start = 0;
+  std::uint32_t words = 0;
+};
+
+struct Schedule {
+  std::vector<Segment> segments;
+};
+
+/// What the validator found. `horizon` = last arrival cycle + 1 (0 for an empty phase).
+struct ScheduleReport {
+  bool valid = true;
+  std::string first_conflict;          ///< empty when valid
+  std::uint64_t horizon = 0;
+  std::uint64_t endpoint_lower_bound = 0;  ///< max over tiles of words sent or received
+  std::uint64_t lower_bound = 0;           ///< the strongest bound computed for the target
+};
+
+/// Max over tiles of the words it sends or receives (a multicast word is sent once).
+std::uint64_t endpoint_lower_bound(const ExchangePhase& phase);
+
+/// The strongest cheap lower bound on the horizon for `target` (at least the endpoint bound).
+std::uint64_t lower_bound(const ExchangePhase& phase, const Target& target);
+
+/// Checks `schedule` against the target's rules: every word sent once and in order, one
+/// word sent and one received per tile per cycle, latency, multicast, receive-mux switch
+/// cost. Reports the first conflict with tile, cycle and the transfers involved.
+ScheduleReport validate_schedule(const ExchangePhase& phase, const Schedule& schedule,
+                                 const Target& target);
+
+/// Reads a phase file (`tiles N` then `SRC DST[,DST...] WORDS` lines, `#` comments).
+/// Throws Error naming the file and line.
+ExchangePhase read_phase_file(const std::string& path);
+void write_phase_file(const ExchangePhase& phase, const std::string& path);
+/// Writes `TRANSFER START WORDS` lines.
+void write_schedule_file(const Schedule& schedule, const std::string& path);
+
+}  // namespace tessera

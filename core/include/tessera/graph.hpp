@@ -1,0 +1,75 @@
+// The Graph IR: tensors and operations, loaded from a model YAML (configs/models/).
+#pragma once
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace tessera {
+
+enum class DType : std::uint8_t { float32 = 0, float16 = 1 };
+const char* dtype_name(DType);
+std::uint32_t dtype_bytes(DType);
+
+enum class TensorKind : std::uint8_t {
+  input = 0,        ///< streamed from the host at every run
+  weight = 1,       ///< streamed from the host once, at initialize
+  intermediate = 2, ///< produced by an op
+};
+
+/// A place in a source file, for diagnostics. Line and column are 1-based; 0 = unknown.
+struct SourcePlace {
+  std::uint32_t line = 0;
+  std::uint32_t column = 0;
+};
+
+struct Tensor {
+  std::string name;
+  std::vector<std::int64_t> shape;  ///< row-major; rank 1 or 2
+  DType dtype = DType::float32;
+  TensorKind kind = TensorKind::intermediate;
+  double init_scale = 1.0;          ///< inputs and weights: uniform in [-scale, scale]
+  SourcePlace place;
+
+  std::int64_t elements() const;
+  std::int64_t rows() const { return shape.size() == 2 ? shape[0] : 1; }
+  std::int64_t cols() const { return shape.empty() ? 1 : shape.back(); }
+};
+
+enum class OpKind : std::uint8_t {
+  matmul = 0,  ///< out[m,n] = in0[m,k] * in1[k,n]
+  add = 1,     ///< out = in0 + in1; in1 may be a row vector [n] broadcast over rows
+  relu = 2,    ///< out = max(in0, 0)
+  dense = 3,   ///< out = act(in0 * in1 + bias): made by lower-mid from matmul/add/relu
+};
+const char* op_kind_name(OpKind);
+
+struct Op {
+  OpKind kind = OpKind::matmul;
+  std::vector<std::uint32_t> inputs;  ///< tensor indices; dense: {x, w} or {x, w, bias}
+  std::uint32_t output = 0;
+  bool relu = false;                  ///< dense only: apply ReLU in the epilogue
+  SourcePlace place;
+};
+
+struct Graph {
+  std::string name;
+  std::string source_file;
+  std::uint64_t seed = 0;
+  std::vector<Tensor> tensors;
+  std::vector<Op> ops;                 ///< in execution order
+  std::vector<std::uint32_t> outputs;  ///< tensor indices the host reads back
+
+  /// Index of the tensor called `name`, or -1.
+  std::int64_t find_tensor(const std::string& name) const;
+};
+
+/// Loads a model YAML; checks names, shapes and dtypes. Throws Error with file:line:column.
+Graph load_model(const std::string& path);
+
+/// The deterministic initial value of element `index` of an input or weight tensor.
+float initial_value(const Graph& graph, const Tensor& tensor, std::uint64_t index);
+
+/// Infers the output shape of `op` from its inputs; returns an error message or "".
+std::string infer_shape(const Graph& graph, const Op& op, std::vector<std::int64_t>& shape);
+
+}  // namespace tessera

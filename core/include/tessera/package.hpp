@@ -1,0 +1,102 @@
+// The package file (.tpkg): what a device loads. Versioned, checksummed, written atomically.
+#pragma once
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "tessera/codelets.hpp"
+#include "tessera/graph.hpp"
+#include "tessera/program.hpp"
+
+namespace tessera {
+
+/// Format version of the package file; a reader refuses any other.
+inline constexpr std::uint32_t kPackageFormatVersion = 1;
+
+struct TileBufferEntry {
+  std::uint32_t offset = 0;
+  std::uint32_t bytes = 0;
+  Region region = Region::standard;
+};
+
+/// A codelet call with operands resolved to byte addresses in this tile's memory.
+struct TileCodeletCall {
+  Codelet codelet = Codelet::copy;
+  std::vector<std::uint32_t> addresses;
+  std::vector<std::uint32_t> params;
+};
+
+/// `words` words from `address` leave this tile on cycles [cycle, cycle + words).
+struct TileSend {
+  std::uint64_t cycle = 0;
+  std::uint32_t address = 0;
+  std::uint32_t words = 0;
+};
+
+/// `words` words from `sender` arrive on cycles [arrival, arrival + words) and are
+/// stored from `address`.
+struct TileReceive {
+  std::uint64_t arrival = 0;
+  std::uint32_t sender = 0;
+  std::uint32_t address = 0;
+  std::uint32_t words = 0;
+};
+
+struct TileSuperstep {
+  std::vector<TileCodeletCall> compute;
+  std::vector<TileSend> sends;        ///< sorted by cycle
+  std::vector<TileReceive> receives;  ///< sorted by arrival
+};
+
+struct TileImage {
+  std::uint32_t tile = 0;
+  std::vector<TileBufferEntry> buffers;
+  std::vector<TileSuperstep> supersteps;  ///< the same count on every tile
+};
+
+/// A block of a host tensor at a byte address of a tile.
+struct PackageSlice {
+  std::uint32_t tile = 0;
+  std::uint32_t address = 0;
+  std::uint32_t row_begin = 0, rows = 0, col_begin = 0, cols = 0;
+};
+
+struct PackageStream {
+  std::string tensor;
+  StreamKind kind = StreamKind::input;
+  std::uint32_t rows = 0, cols = 0;
+  std::vector<PackageSlice> slices;
+};
+
+/// Compile-time figures carried along for reports.
+struct PackageEstimates {
+  std::uint64_t estimated_cycles = 0;
+  std::uint64_t estimated_exchange_cycles = 0;
+  std::uint64_t scheduled_exchange_cycles = 0;  ///< sum of the schedules' horizons
+  std::uint64_t exchange_lower_bound = 0;       ///< sum of the phases' lower bounds
+  std::uint64_t peak_tile_bytes = 0;
+};
+
+struct Package {
+  std::string compiler_version;
+  std::string target_name;
+  std::uint64_t target_hash = 0;
+  std::uint32_t codelet_set_version = kCodeletSetVersion;
+  std::uint32_t tile_count = 0;
+  std::uint64_t tile_memory_bytes = 0;
+  std::vector<std::string> superstep_labels;
+  PackageEstimates estimates;
+  Graph graph;  ///< the model as written, for the host (initial values) and the reference
+  std::vector<PackageStream> streams;
+  std::vector<TileImage> tiles;  ///< one per tile, in tile order
+};
+
+/// Writes to a temporary file beside `path`, flushes it, then renames it over `path`, so
+/// a failure never leaves a partial package. Throws Error naming the path.
+void write_package(const Package& package, const std::string& path);
+
+/// Reads and checks magic, version, section table, sizes and checksums; throws Error
+/// naming the file and the first problem.
+Package read_package(const std::string& path);
+
+}  // namespace tessera

@@ -1,0 +1,24 @@
+// The exchange-scheduler plugin interface. The core validates every schedule returned.
+#pragma once
+#include <cstdint>
+
+#include "tessera/exchange.hpp"
+#include "tessera/plugin.hpp"
+
+namespace tessera {
+
+struct Target;
+
+class ExchangeScheduler : public PluginObject {
+public:
+  /// Schedules one phase within about `budget_ms`, then validates the result; an invalid
+  /// schedule or an exception is a PluginError naming this plugin and the first conflict.
+  Schedule schedule(const ExchangePhase& phase, const Target& target, std::uint64_t budget_ms,
+                    ScheduleReport* report = nullptr);
+
+protected:
+  virtual Schedule schedule_impl(const ExchangePhase& phase, const Target& target,
+                                 std::uint64_t budget_ms) = 0;
+};
+
+}  // namespace tessera
