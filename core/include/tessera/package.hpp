@@ -7,6 +7,7 @@
 #include "tessera/codelets.hpp"
 #include "tessera/graph.hpp"
 #include "tessera/program.hpp"
+#include "tessera/target.hpp"
 
 namespace tessera {
 
@@ -79,16 +80,14 @@ struct PackageEstimates {
 
 struct Package {
   std::string compiler_version;
-  std::string target_name;
-  std::uint64_t target_hash = 0;
+  Target target;                ///< the whole machine description, so a package stands alone
+  std::uint64_t target_hash = 0;  ///< target.hash() at compile time; the reader checks it
   std::uint32_t codelet_set_version = kCodeletSetVersion;
-  std::uint32_t tile_count = 0;
-  std::uint64_t tile_memory_bytes = 0;
   std::vector<std::string> superstep_labels;
   PackageEstimates estimates;
   Graph graph;  ///< the model as written, for the host (initial values) and the reference
   std::vector<PackageStream> streams;
-  std::vector<TileImage> tiles;  ///< one per tile, in tile order
+  std::vector<TileImage> tiles;  ///< one per target tile, in tile order
 };
 
 /// Writes to a temporary file beside `path`, flushes it, then renames it over `path`, so

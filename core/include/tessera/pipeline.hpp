@@ -1,5 +1,6 @@
 // The pipeline YAML: which target, which plugins, in which order, with which options.
 #pragma once
+#include <map>
 #include <string>
 #include <vector>
 
@@ -14,6 +15,7 @@ struct PluginUse {
   std::string plugin;
   Options options;       ///< as written; resolve_pipeline fills in defaults
   std::string place;     ///< "file:line:column"
+  std::map<std::string, std::string> option_places;  ///< option name -> "file:line:column"
 };
 
 struct PipelineSpec {

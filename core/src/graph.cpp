@@ -1,0 +1,243 @@
+// The Graph IR: loading a model YAML, shape inference, deterministic initial values.
+#include "tessera/graph.hpp"
+
+#include <unordered_map>
+
+#include "tessera/diagnostic.hpp"
+#include "yaml_util.hpp"
+
+namespace tessera {
+
+const char* dtype_name(DType type) { return type == DType::float16 ? "float16" : "float32"; }
+std::uint32_t dtype_bytes(DType type) { return type == DType::float16 ? 2 : 4; }
+
+const char* op_kind_name(OpKind kind) {
+  switch (kind) {
+    case OpKind::matmul: return "matmul";
+    case OpKind::add: return "add";
+    case OpKind::relu: return "relu";
+    case OpKind::dense: return "dense";
+  }
+  return "?";
+}
+
+std::int64_t Tensor::elements() const {
+  std::int64_t count = 1;
+  for (auto d : shape) count *= d;
+  return count;
+}
+
+std::int64_t Graph::find_tensor(const std::string& tensor_name) const {
+  for (std::size_t i = 0; i < tensors.size(); ++i)
+    if (tensors[i].name == tensor_name) return static_cast<std::int64_t>(i);
+  return -1;
+}
+
+static std::string shape_text(const std::vector<std::int64_t>& shape) {
+  std::string text = "[";
+  for (std::size_t i = 0; i < shape.size(); ++i) text += (i ? ", " : "") + std::to_string(shape[i]);
+  return text + "]";
+}
+
+std::string infer_shape(const Graph& graph, const Op& op, std::vector<std::int64_t>& shape) {
+  auto input = [&](std::size_t i) -> const Tensor& { return graph.tensors.at(op.inputs.at(i)); };
+  auto expect_inputs = [&](std::size_t low, std::size_t high) -> std::string {
+    if (op.inputs.size() < low || op.inputs.size() > high)
+      return std::string(op_kind_name(op.kind)) + " takes " + std::to_string(low) +
+             (low == high ? "" : " to " + std::to_string(high)) + " inputs, got " +
+             std::to_string(op.inputs.size());
+    return "";
+  };
+  switch (op.kind) {
+    case OpKind::matmul:
+    case OpKind::dense: {
+      if (auto e = op.kind == OpKind::matmul ? expect_inputs(2, 2) : expect_inputs(2, 3); !e.empty()) return e;
+      const Tensor& a = input(0);
+      const Tensor& b = input(1);
+      if (a.shape.size() != 2 || b.shape.size() != 2)
+        return "matmul needs two matrices, got '" + a.name + "' " + shape_text(a.shape) + " and '" +
+               b.name + "' " + shape_text(b.shape);
+      if (a.shape[1] != b.shape[0])
+        return "matmul inner dimensions differ: '" + a.name + "' " + shape_text(a.shape) + " x '" +
+               b.name + "' " + shape_text(b.shape);
+      if (op.inputs.size() == 3 && (input(2).shape.size() != 1 || input(2).shape[0] != b.shape[1]))
+        return "bias '" + input(2).name + "' " + shape_text(input(2).shape) + " must be [" +
+               std::to_string(b.shape[1]) + "]";
+      shape = {a.shape[0], b.shape[1]};
+      return "";
+    }
+    case OpKind::add: {
+      if (auto e = expect_inputs(2, 2); !e.empty()) return e;
+      const Tensor& a = input(0);
+      const Tensor& b = input(1);
+      const bool same = a.shape == b.shape;
+      const bool row_broadcast = b.shape.size() == 1 && !a.shape.empty() && a.shape.back() == b.shape[0];
+      if (!same && !row_broadcast)
+        return "add needs equal shapes or a row vector: '" + a.name + "' " + shape_text(a.shape) +
+               " + '" + b.name + "' " + shape_text(b.shape);
+      shape = a.shape;
+      return "";
+    }
+    case OpKind::relu: {
+      if (auto e = expect_inputs(1, 1); !e.empty()) return e;
+      shape = input(0).shape;
+      return "";
+    }
+  }
+  return "unknown operation";
+}
+
+static std::uint64_t splitmix64(std::uint64_t x) {
+  x += 0x9e3779b97f4a7c15ull;
+  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
+  x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
+  return x ^ (x >> 31);
+}
+
+static std::uint64_t name_hash(const std::string& name) {
+  std::uint64_t h = 1469598103934665603ull;  // FNV-1a
+  for (unsigned char c : name) h = (h ^ c) * 1099511628211ull;
+  return h;
+}
+
+float initial_value(const Graph& graph, const Tensor& tensor, std::uint64_t index) {
+  const std::uint64_t bits = splitmix64(graph.seed ^ name_hash(tensor.name) ^ splitmix64(index));
+  const double unit = static_cast<double>(bits >> 11) * 0x1.0p-53;  // [0, 1)
+  return static_cast<float>((2.0 * unit - 1.0) * tensor.init_scale);
+}
+
+static OpKind parse_op_kind(const std::string& file, const YAML::Node& node) {
+  const std::string text = node.Scalar();
+  if (text == "matmul") return OpKind::matmul;
+  if (text == "add") return OpKind::add;
+  if (text == "relu") return OpKind::relu;
+  if (text == "dense") return OpKind::dense;
+  std::string near = yaml::nearest(text, {"matmul", "add", "relu", "dense"});
+  yaml::fail(file, node, "unknown op '" + text + "'" +
+                             (near.empty() ? "" : "; did you mean '" + near + "'?") +
+                             " (known: matmul, add, relu, dense)");
+}
+
+static SourcePlace place_of(const YAML::Node& node) {
+  if (node.Mark().is_null()) return {};
+  return {static_cast<std::uint32_t>(node.Mark().line + 1), static_cast<std::uint32_t>(node.Mark().column + 1)};
+}
+
+// Sizes beyond which a model is refused as unreasonable rather than attempted.
+constexpr std::int64_t kMaxDimension = 1ll << 24;
+constexpr std::int64_t kMaxTensorElements = 1ll << 31;
+
+Graph load_model(const std::string& path) {
+  using namespace yaml;
+  YAML::Node root = load_file(path);
+  require_map(path, root, "a model");
+  check_keys(path, root, {"model", "seed", "tensors", "ops", "outputs"});
+  Graph graph;
+  graph.source_file = path;
+  graph.name = get_string(path, root, "model");
+  graph.seed = get_uint_or(path, root, "seed", 0);
+
+  std::unordered_map<std::string, std::uint32_t> index;
+  auto known_names = [&] {
+    std::vector<std::string> names;
+    for (const auto& t : graph.tensors) names.push_back(t.name);
+    return names;
+  };
+
+  YAML::Node tensors = root["tensors"];
+  if (!tensors.IsDefined() || !tensors.IsSequence() || tensors.size() == 0)
+    fail(path, tensors.IsDefined() ? tensors : root, "'tensors' must be a non-empty list of inputs and weights");
+  for (const auto& node : tensors) {
+    require_map(path, node, "a tensor");
+    check_keys(path, node, {"name", "shape", "dtype", "kind", "scale"});
+    Tensor t;
+    t.name = get_string(path, node, "name");
+    t.place = place_of(node);
+    if (index.count(t.name)) fail(path, node["name"], "tensor '" + t.name + "' is defined twice");
+    YAML::Node shape = node["shape"];
+    if (!shape.IsDefined() || !shape.IsSequence() || shape.size() < 1 || shape.size() > 2)
+      fail(path, shape.IsDefined() ? shape : YAML::Node(node), "'shape' must be a list of 1 or 2 positive sizes");
+    std::int64_t elements = 1;
+    for (const auto& d : shape) {
+      std::int64_t size = 0;
+      if (!d.IsScalar() || !parse_int(d.Scalar(), size) || size <= 0 || size > kMaxDimension)
+        fail(path, d, "a shape size must be an integer in 1.." + std::to_string(kMaxDimension));
+      t.shape.push_back(size);
+      elements *= size;
+    }
+    if (elements > kMaxTensorElements)
+      fail(path, shape, "tensor '" + t.name + "' has " + std::to_string(elements) +
+                            " elements; the limit is " + std::to_string(kMaxTensorElements));
+    const std::string dtype = node["dtype"].IsDefined() ? get_string(path, node, "dtype") : "float32";
+    if (dtype == "float32") t.dtype = DType::float32;
+    else fail(path, node["dtype"], "dtype '" + dtype + "' is not supported; use float32");
+    const std::string kind = get_string(path, node, "kind");
+    if (kind == "input") t.kind = TensorKind::input;
+    else if (kind == "weight") t.kind = TensorKind::weight;
+    else fail(path, node["kind"], "kind must be 'input' or 'weight', got '" + kind + "'");
+    t.init_scale = get_number_or(path, node, "scale", 1.0);
+    index[t.name] = static_cast<std::uint32_t>(graph.tensors.size());
+    graph.tensors.push_back(std::move(t));
+  }
+
+  YAML::Node ops = root["ops"];
+  if (!ops.IsDefined() || !ops.IsSequence() || ops.size() == 0)
+    fail(path, ops.IsDefined() ? ops : root, "'ops' must be a non-empty list of operations");
+  for (const auto& node : ops) {
+    require_map(path, node, "an op");
+    check_keys(path, node, {"op", "inputs", "output", "relu"});
+    if (!node["op"].IsDefined()) fail(path, node, "missing required key 'op'");
+    Op op;
+    op.kind = parse_op_kind(path, node["op"]);
+    op.place = place_of(node);
+    op.relu = get_bool_or(path, node, "relu", false);
+    if (op.relu && op.kind != OpKind::dense) fail(path, node["relu"], "'relu' applies to dense ops only");
+    YAML::Node inputs = node["inputs"];
+    if (!inputs.IsDefined() || !inputs.IsSequence())
+      fail(path, inputs.IsDefined() ? inputs : YAML::Node(node), "'inputs' must be a list of tensor names");
+    for (const auto& in : inputs) {
+      const std::string name = in.Scalar();
+      auto it = index.find(name);
+      if (it == index.end()) {
+        std::string near = nearest(name, known_names());
+        fail(path, in, "unknown tensor '" + name + "'" +
+                           (near.empty() ? "" : "; did you mean '" + near + "'?") +
+                           " (a tensor must be defined before an op reads it)");
+      }
+      op.inputs.push_back(it->second);
+    }
+    const std::string output = get_string(path, node, "output");
+    if (index.count(output)) fail(path, node["output"], "tensor '" + output + "' is defined twice");
+    std::vector<std::int64_t> shape;
+    if (std::string problem = infer_shape(graph, op, shape); !problem.empty())
+      fail(path, node, problem);
+    Tensor out;
+    out.name = output;
+    out.shape = shape;
+    out.dtype = graph.tensors[op.inputs[0]].dtype;
+    out.kind = TensorKind::intermediate;
+    out.place = place_of(node["output"]);
+    op.output = static_cast<std::uint32_t>(graph.tensors.size());
+    index[output] = op.output;
+    graph.tensors.push_back(std::move(out));
+    graph.ops.push_back(std::move(op));
+  }
+
+  YAML::Node outputs = root["outputs"];
+  if (!outputs.IsDefined() || !outputs.IsSequence() || outputs.size() == 0)
+    fail(path, outputs.IsDefined() ? outputs : root, "'outputs' must be a non-empty list of tensor names");
+  for (const auto& node : outputs) {
+    auto it = index.find(node.Scalar());
+    if (it == index.end()) {
+      std::string near = nearest(node.Scalar(), known_names());
+      fail(path, node, "unknown output tensor '" + node.Scalar() + "'" +
+                           (near.empty() ? "" : "; did you mean '" + near + "'?"));
+    }
+    if (graph.tensors[it->second].kind != TensorKind::intermediate)
+      fail(path, node, "output '" + node.Scalar() + "' must be produced by an op");
+    graph.outputs.push_back(it->second);
+  }
+  return graph;
+}
+
+}  // namespace tessera

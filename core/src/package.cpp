@@ -1,0 +1,390 @@
+// The package file: sections with checksums, an atomic writer and a checking reader.
+//
+// Layout (little-endian):
+//   magic "TPKG\r\n\x1a\n" | u32 format version | u32 section count | u64 xxh64 of the table
+//   table: per section {u32 tag, u32 index, u64 offset, u64 size, u64 xxh64 of the payload}
+//   payloads: META (versions, target, estimates), GRPH (the model), STRM (host streams),
+//             TILE x tile count (one tile image each)
+#include "tessera/package.hpp"
+
+#include <fcntl.h>
+#include <unistd.h>
+#include <xxhash.h>
+
+#include <cerrno>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+
+#include <fmt/format.h>
+
+#include "tessera/diagnostic.hpp"
+
+namespace tessera {
+
+namespace {
+
+constexpr char kMagic[8] = {'T', 'P', 'K', 'G', '\r', '\n', '\x1a', '\n'};
+constexpr std::uint32_t kTagMeta = 0x4154454d;   // "META"
+constexpr std::uint32_t kTagGraph = 0x48505247;  // "GRPH"
+constexpr std::uint32_t kTagStreams = 0x4d525453;// "STRM"
+constexpr std::uint32_t kTagTile = 0x454c4954;   // "TILE"
+constexpr std::size_t kHeaderBytes = 8 + 4 + 4 + 8;
+constexpr std::size_t kEntryBytes = 4 + 4 + 8 + 8 + 8;
+constexpr std::uint32_t kMaxSections = 1u << 20;
+
+std::string tag_name(std::uint32_t tag) {
+  std::string name(4, ' ');
+  std::memcpy(name.data(), &tag, 4);
+  return name;
+}
+
+class Writer {
+public:
+  std::string bytes;
+  template <typename T> void raw(T value) { bytes.append(reinterpret_cast<const char*>(&value), sizeof(T)); }
+  void u8(std::uint8_t v) { raw(v); }
+  void u32(std::uint32_t v) { raw(v); }
+  void u64(std::uint64_t v) { raw(v); }
+  void i64(std::int64_t v) { raw(v); }
+  void f64(double v) { raw(v); }
+  void str(const std::string& s) { u32(static_cast<std::uint32_t>(s.size())); bytes += s; }
+  void u32s(const std::vector<std::uint32_t>& v) { u32(static_cast<std::uint32_t>(v.size())); for (auto x : v) u32(x); }
+};
+
+class Reader {
+public:
+  Reader(const char* data, std::size_t size, std::string where) : data_(data), size_(size), where_(std::move(where)) {}
+  template <typename T> T raw() {
+    need(sizeof(T));
+    T value;
+    std::memcpy(&value, data_ + pos_, sizeof(T));
+    pos_ += sizeof(T);
+    return value;
+  }
+  std::uint8_t u8() { return raw<std::uint8_t>(); }
+  std::uint32_t u32() { return raw<std::uint32_t>(); }
+  std::uint64_t u64() { return raw<std::uint64_t>(); }
+  std::int64_t i64() { return raw<std::int64_t>(); }
+  double f64() { return raw<double>(); }
+  std::string str() {
+    std::uint32_t n = u32();
+    need(n);
+    std::string s(data_ + pos_, n);
+    pos_ += n;
+    return s;
+  }
+  /// A count of items each at least `item_bytes` long; refuses counts the data cannot hold.
+  std::uint32_t count(std::size_t item_bytes) {
+    std::uint32_t n = u32();
+    if (item_bytes > 0 && n > (size_ - pos_) / item_bytes) fail(fmt::format("count {} exceeds the section", n));
+    return n;
+  }
+  std::vector<std::uint32_t> u32s() {
+    std::vector<std::uint32_t> v(count(4));
+    for (auto& x : v) x = u32();
+    return v;
+  }
+  void expect_end() { if (pos_ != size_) fail(fmt::format("{} unexpected bytes at the end", size_ - pos_)); }
+  [[noreturn]] void fail(const std::string& why) { throw Error(where_ + ": " + why + " at byte " + std::to_string(pos_)); }
+  template <typename E> E enumeration(std::uint32_t limit) {
+    std::uint32_t v = u32();
+    if (v >= limit) fail(fmt::format("enumeration value {} out of range", v));
+    return static_cast<E>(v);
+  }
+
+private:
+  void need(std::size_t n) { if (n > size_ - pos_) fail("section is truncated"); }
+  const char* data_;
+  std::size_t size_;
+  std::size_t pos_ = 0;
+  std::string where_;
+};
+
+void write_target(Writer& w, const Target& t) {
+  w.str(t.name);
+  w.u32(t.tiles); w.u32(t.tiles_per_column); w.u64(t.memory_bytes); w.u32(t.memory_element_bytes);
+  w.u64(t.interleaved_start); w.u32(t.alignment); w.u32(t.worker_threads); w.f64(t.clock_hz);
+  w.u32(t.fp32_macs_per_cycle); w.u32(t.fp16_macs_per_cycle); w.u32(t.exchange_word_bytes);
+  w.u32(t.exchange_base_latency); w.f64(t.exchange_latency_per_column); w.u32(t.switch_cost);
+  w.u8(t.multicast); w.u32(t.sync_cycles); w.u32(t.exchange_phase_overhead); w.f64(t.host_bytes_per_cycle);
+}
+
+Target read_target(Reader& r) {
+  Target t;
+  t.name = r.str();
+  t.tiles = r.u32(); t.tiles_per_column = r.u32(); t.memory_bytes = r.u64(); t.memory_element_bytes = r.u32();
+  t.interleaved_start = r.u64(); t.alignment = r.u32(); t.worker_threads = r.u32(); t.clock_hz = r.f64();
+  t.fp32_macs_per_cycle = r.u32(); t.fp16_macs_per_cycle = r.u32(); t.exchange_word_bytes = r.u32();
+  t.exchange_base_latency = r.u32(); t.exchange_latency_per_column = r.f64(); t.switch_cost = r.u32();
+  t.multicast = r.u8() != 0; t.sync_cycles = r.u32(); t.exchange_phase_overhead = r.u32(); t.host_bytes_per_cycle = r.f64();
+  if (t.tiles == 0 || t.tiles_per_column == 0 || t.memory_bytes == 0 || t.memory_bytes > (1ull << 32) ||
+      t.interleaved_start > t.memory_bytes || t.worker_threads == 0 || t.fp32_macs_per_cycle == 0)
+    r.fail("target description is inconsistent");
+  return t;
+}
+
+std::string encode_meta(const Package& p) {
+  Writer w;
+  w.str(p.compiler_version);
+  write_target(w, p.target);
+  w.u64(p.target_hash);
+  w.u32(p.codelet_set_version);
+  w.u32(static_cast<std::uint32_t>(p.superstep_labels.size()));
+  for (const auto& label : p.superstep_labels) w.str(label);
+  const PackageEstimates& e = p.estimates;
+  w.u64(e.estimated_cycles); w.u64(e.estimated_exchange_cycles); w.u64(e.scheduled_exchange_cycles);
+  w.u64(e.exchange_lower_bound); w.u64(e.peak_tile_bytes);
+  return w.bytes;
+}
+
+void decode_meta(Reader& r, Package& p) {
+  p.compiler_version = r.str();
+  p.target = read_target(r);
+  p.target_hash = r.u64();
+  p.codelet_set_version = r.u32();
+  p.superstep_labels.resize(r.count(4));
+  for (auto& label : p.superstep_labels) label = r.str();
+  PackageEstimates& e = p.estimates;
+  e.estimated_cycles = r.u64(); e.estimated_exchange_cycles = r.u64(); e.scheduled_exchange_cycles = r.u64();
+  e.exchange_lower_bound = r.u64(); e.peak_tile_bytes = r.u64();
+  r.expect_end();
+}
+
+std::string encode_graph(const Graph& g) {
+  Writer w;
+  w.str(g.name); w.str(g.source_file); w.u64(g.seed);
+  w.u32(static_cast<std::uint32_t>(g.tensors.size()));
+  for (const auto& t : g.tensors) {
+    w.str(t.name);
+    w.u32(static_cast<std::uint32_t>(t.shape.size()));
+    for (auto d : t.shape) w.i64(d);
+    w.u32(static_cast<std::uint32_t>(t.dtype)); w.u32(static_cast<std::uint32_t>(t.kind)); w.f64(t.init_scale);
+  }
+  w.u32(static_cast<std::uint32_t>(g.ops.size()));
+  for (const auto& op : g.ops) {
+    w.u32(static_cast<std::uint32_t>(op.kind)); w.u32s(op.inputs); w.u32(op.output); w.u8(op.relu);
+  }
+  w.u32s(g.outputs);
+  return w.bytes;
+}
+
+void decode_graph(Reader& r, Graph& g) {
+  g.name = r.str(); g.source_file = r.str(); g.seed = r.u64();
+  g.tensors.resize(r.count(16));
+  for (auto& t : g.tensors) {
+    t.name = r.str();
+    t.shape.resize(r.count(8));
+    for (auto& d : t.shape) if ((d = r.i64()) <= 0) r.fail("tensor size must be positive");
+    if (t.shape.empty() || t.shape.size() > 2) r.fail("tensor rank must be 1 or 2");
+    t.dtype = r.enumeration<DType>(2); t.kind = r.enumeration<TensorKind>(3); t.init_scale = r.f64();
+  }
+  g.ops.resize(r.count(13));
+  for (auto& op : g.ops) {
+    op.kind = r.enumeration<OpKind>(4); op.inputs = r.u32s(); op.output = r.u32(); op.relu = r.u8() != 0;
+    for (auto i : op.inputs) if (i >= g.tensors.size()) r.fail("op input out of range");
+    if (op.output >= g.tensors.size()) r.fail("op output out of range");
+    std::vector<std::int64_t> shape;
+    if (std::string problem = infer_shape(g, op, shape); !problem.empty() || shape != g.tensors[op.output].shape)
+      r.fail("graph op shapes are inconsistent: " + problem);
+  }
+  g.outputs = r.u32s();
+  for (auto o : g.outputs) if (o >= g.tensors.size()) r.fail("graph output out of range");
+  r.expect_end();
+}
+
+std::string encode_streams(const std::vector<PackageStream>& streams) {
+  Writer w;
+  w.u32(static_cast<std::uint32_t>(streams.size()));
+  for (const auto& s : streams) {
+    w.str(s.tensor); w.u32(static_cast<std::uint32_t>(s.kind)); w.u32(s.rows); w.u32(s.cols);
+    w.u32(static_cast<std::uint32_t>(s.slices.size()));
+    for (const auto& sl : s.slices) {
+      w.u32(sl.tile); w.u32(sl.address); w.u32(sl.row_begin); w.u32(sl.rows); w.u32(sl.col_begin); w.u32(sl.cols);
+    }
+  }
+  return w.bytes;
+}
+
+void decode_streams(Reader& r, std::vector<PackageStream>& streams, const Target& target) {
+  streams.resize(r.count(16));
+  for (auto& s : streams) {
+    s.tensor = r.str(); s.kind = r.enumeration<StreamKind>(3); s.rows = r.u32(); s.cols = r.u32();
+    s.slices.resize(r.count(24));
+    for (auto& sl : s.slices) {
+      sl.tile = r.u32(); sl.address = r.u32(); sl.row_begin = r.u32(); sl.rows = r.u32(); sl.col_begin = r.u32(); sl.cols = r.u32();
+      if (sl.tile >= target.tiles) r.fail("stream slice tile out of range");
+      if (std::uint64_t(sl.row_begin) + sl.rows > s.rows || std::uint64_t(sl.col_begin) + sl.cols > s.cols)
+        r.fail("stream slice lies outside its tensor");
+      if (sl.address + std::uint64_t(sl.rows) * sl.cols * 4 > target.memory_bytes) r.fail("stream slice lies outside tile memory");
+    }
+  }
+  r.expect_end();
+}
+
+std::string encode_tile(const TileImage& tile) {
+  Writer w;
+  w.u32(tile.tile);
+  w.u32(static_cast<std::uint32_t>(tile.buffers.size()));
+  for (const auto& b : tile.buffers) { w.u32(b.offset); w.u32(b.bytes); w.u32(static_cast<std::uint32_t>(b.region)); }
+  w.u32(static_cast<std::uint32_t>(tile.supersteps.size()));
+  for (const auto& step : tile.supersteps) {
+    w.u32(static_cast<std::uint32_t>(step.compute.size()));
+    for (const auto& call : step.compute) { w.u32(static_cast<std::uint32_t>(call.codelet)); w.u32s(call.addresses); w.u32s(call.params); }
+    w.u32(static_cast<std::uint32_t>(step.sends.size()));
+    for (const auto& s : step.sends) { w.u64(s.cycle); w.u32(s.address); w.u32(s.words); }
+    w.u32(static_cast<std::uint32_t>(step.receives.size()));
+    for (const auto& rc : step.receives) { w.u64(rc.arrival); w.u32(rc.sender); w.u32(rc.address); w.u32(rc.words); }
+  }
+  return w.bytes;
+}
+
+void decode_tile(Reader& r, TileImage& tile, const Target& target, std::size_t supersteps) {
+  tile.tile = r.u32();
+  auto in_memory = [&](std::uint64_t address, std::uint64_t bytes, const char* what) {
+    if (address + bytes > target.memory_bytes) r.fail(fmt::format("{} at {}+{} lies outside tile memory", what, address, bytes));
+  };
+  tile.buffers.resize(r.count(12));
+  for (auto& b : tile.buffers) {
+    b.offset = r.u32(); b.bytes = r.u32(); b.region = r.enumeration<Region>(2);
+    in_memory(b.offset, b.bytes, "buffer");
+  }
+  tile.supersteps.resize(r.count(12));
+  if (tile.supersteps.size() != supersteps)
+    r.fail(fmt::format("tile has {} supersteps, the package {}", tile.supersteps.size(), supersteps));
+  for (auto& step : tile.supersteps) {
+    step.compute.resize(r.count(12));
+    for (auto& call : step.compute) {
+      call.codelet = r.enumeration<Codelet>(kCodeletCount); call.addresses = r.u32s(); call.params = r.u32s();
+      if (call.addresses.size() != codelet_operand_count(call.codelet) || call.params.size() != codelet_param_count(call.codelet))
+        r.fail(fmt::format("{} call has the wrong number of operands or params", codelet_name(call.codelet)));
+      for (std::uint32_t o = 0; o < call.addresses.size(); ++o)
+        in_memory(call.addresses[o], 4 * codelet_operand_words(call.codelet, call.params, o), "codelet operand");
+    }
+    step.sends.resize(r.count(16));
+    for (auto& s : step.sends) { s.cycle = r.u64(); s.address = r.u32(); s.words = r.u32(); in_memory(s.address, 4ull * s.words, "send"); }
+    step.receives.resize(r.count(20));
+    for (auto& rc : step.receives) {
+      rc.arrival = r.u64(); rc.sender = r.u32(); rc.address = r.u32(); rc.words = r.u32();
+      if (rc.sender >= target.tiles) r.fail("receive from a tile out of range");
+      in_memory(rc.address, 4ull * rc.words, "receive");
+    }
+  }
+  r.expect_end();
+}
+
+struct SectionEntry {
+  std::uint32_t tag, index;
+  std::uint64_t offset, size, checksum;
+};
+
+}  // namespace
+
+void write_package(const Package& package, const std::string& path) {
+  if (package.tiles.size() != package.target.tiles)
+    throw Error(path + fmt::format(": internal error: {} tile images for a {}-tile target", package.tiles.size(), package.target.tiles));
+  std::vector<std::pair<SectionEntry, std::string>> sections;
+  auto add = [&](std::uint32_t tag, std::uint32_t index, std::string payload) {
+    SectionEntry e{tag, index, 0, payload.size(), XXH64(payload.data(), payload.size(), 0)};
+    sections.emplace_back(e, std::move(payload));
+  };
+  add(kTagMeta, 0, encode_meta(package));
+  add(kTagGraph, 0, encode_graph(package.graph));
+  add(kTagStreams, 0, encode_streams(package.streams));
+  for (std::uint32_t i = 0; i < package.tiles.size(); ++i) add(kTagTile, i, encode_tile(package.tiles[i]));
+
+  Writer table;
+  std::uint64_t offset = kHeaderBytes + kEntryBytes * sections.size();
+  for (auto& [entry, payload] : sections) {
+    entry.offset = offset;
+    offset += payload.size();
+    table.u32(entry.tag); table.u32(entry.index); table.u64(entry.offset); table.u64(entry.size); table.u64(entry.checksum);
+  }
+  Writer header;
+  header.bytes.append(kMagic, sizeof(kMagic));
+  header.u32(kPackageFormatVersion);
+  header.u32(static_cast<std::uint32_t>(sections.size()));
+  header.u64(XXH64(table.bytes.data(), table.bytes.size(), 0));
+
+  namespace fs = std::filesystem;
+  const fs::path target_path(path);
+  const fs::path temporary = target_path.parent_path() / ("." + target_path.filename().string() + ".tmp-" + std::to_string(getpid()));
+  std::error_code ec;
+  if (!target_path.parent_path().empty()) fs::create_directories(target_path.parent_path(), ec);
+  int fd = ::open(temporary.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  if (fd < 0) throw Error(path + ": cannot write package: " + std::strerror(errno));
+  auto write_all = [&](const std::string& bytes) {
+    std::size_t done = 0;
+    while (done < bytes.size()) {
+      ssize_t n = ::write(fd, bytes.data() + done, bytes.size() - done);
+      if (n < 0 && errno == EINTR) continue;
+      if (n <= 0) return false;
+      done += static_cast<std::size_t>(n);
+    }
+    return true;
+  };
+  bool ok = write_all(header.bytes) && write_all(table.bytes);
+  for (const auto& section : sections) ok = ok && write_all(section.second);
+  ok = ok && ::fsync(fd) == 0;
+  const int saved_errno = errno;
+  ok = (::close(fd) == 0) && ok;
+  if (!ok || std::rename(temporary.c_str(), path.c_str()) != 0) {
+    const int error = ok ? errno : saved_errno;
+    fs::remove(temporary, ec);
+    throw Error(path + ": cannot write package: " + std::strerror(error));
+  }
+}
+
+Package read_package(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw Error(path + ": cannot open package: " + std::strerror(errno));
+  std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  if (bytes.size() < kHeaderBytes || std::memcmp(bytes.data(), kMagic, sizeof(kMagic)) != 0)
+    throw Error(path + ": not a Tessera package (bad magic)");
+  Reader header(bytes.data() + 8, kHeaderBytes - 8, path + ": header");
+  const std::uint32_t version = header.u32();
+  if (version != kPackageFormatVersion)
+    throw Error(path + fmt::format(": package format version {}, this runtime reads version {}", version, kPackageFormatVersion));
+  const std::uint32_t count = header.u32();
+  const std::uint64_t table_checksum = header.u64();
+  if (count < 3 || count > kMaxSections || kHeaderBytes + std::uint64_t(count) * kEntryBytes > bytes.size())
+    throw Error(path + fmt::format(": section table of {} entries does not fit the file ({} bytes): truncated?", count, bytes.size()));
+  const char* table_bytes = bytes.data() + kHeaderBytes;
+  if (XXH64(table_bytes, count * kEntryBytes, 0) != table_checksum) throw Error(path + ": section table checksum mismatch");
+  Reader table(table_bytes, count * kEntryBytes, path + ": section table");
+  std::vector<SectionEntry> entries(count);
+  for (auto& e : entries) {
+    e.tag = table.u32(); e.index = table.u32(); e.offset = table.u64(); e.size = table.u64(); e.checksum = table.u64();
+    const std::string name = fmt::format("{}[{}]", tag_name(e.tag), e.index);
+    if (e.offset > bytes.size() || e.size > bytes.size() - e.offset)
+      throw Error(path + fmt::format(": section {} lies past the end of the file ({} bytes): truncated?", name, bytes.size()));
+    if (XXH64(bytes.data() + e.offset, e.size, 0) != e.checksum)
+      throw Error(path + ": section " + name + " checksum mismatch (the file is corrupt)");
+  }
+  auto reader = [&](const SectionEntry& e) {
+    return Reader(bytes.data() + e.offset, e.size, fmt::format("{}: section {}[{}]", path, tag_name(e.tag), e.index));
+  };
+  if (entries[0].tag != kTagMeta || entries[1].tag != kTagGraph || entries[2].tag != kTagStreams)
+    throw Error(path + ": sections are not in the expected order META, GRPH, STRM, TILE...");
+  Package package;
+  { Reader r = reader(entries[0]); decode_meta(r, package); }
+  if (package.target.hash() != package.target_hash)
+    throw Error(path + ": target description does not match its hash (the file is corrupt or was edited)");
+  if (package.codelet_set_version != kCodeletSetVersion)
+    throw Error(path + fmt::format(": codelet set version {}, this runtime has version {}", package.codelet_set_version, kCodeletSetVersion));
+  { Reader r = reader(entries[1]); decode_graph(r, package.graph); }
+  { Reader r = reader(entries[2]); decode_streams(r, package.streams, package.target); }
+  if (count - 3 != package.target.tiles)
+    throw Error(path + fmt::format(": {} tile sections for a {}-tile target", count - 3, package.target.tiles));
+  package.tiles.resize(package.target.tiles);
+  for (std::uint32_t i = 0; i < package.target.tiles; ++i) {
+    const SectionEntry& e = entries[3 + i];
+    if (e.tag != kTagTile || e.index != i) throw Error(path + fmt::format(": section {} should be TILE[{}]", 3 + i, i));
+    Reader r = reader(e);
+    decode_tile(r, package.tiles[i], package.target, package.superstep_labels.size());
+    if (package.tiles[i].tile != i) r.fail(fmt::format("tile image says tile {}", package.tiles[i].tile));
+  }
+  return package;
+}
+
+}  // namespace tessera

@@ -1,0 +1,136 @@
+// The pass manager: creates a pipeline's plugins and runs its passes in order.
+#include "tessera/pass_manager.hpp"
+
+#include <chrono>
+#include <fstream>
+#include <sstream>
+#include <filesystem>
+
+#include "tessera/diagnostic.hpp"
+#include "tessera/log.hpp"
+#include "tessera/plugin_host.hpp"
+
+namespace tessera {
+
+std::string phase_name(const std::string& plugin_name) {
+  std::string name = plugin_name;
+  for (char& c : name)
+    if (c == '-') c = '_';
+  return name;
+}
+
+struct PassManager::Impl {
+  PassManagerOptions options;
+  std::unique_ptr<CostModel> cost_model;
+  std::unique_ptr<ExchangeScheduler> scheduler;
+  std::vector<std::unique_ptr<Pass>> passes;
+  std::vector<const PluginInfo*> pass_infos;
+};
+
+PassManager::PassManager(const PipelineSpec& spec, const PluginHost& host, PassManagerOptions options)
+    : impl_(std::make_unique<Impl>()) {
+  impl_->options = std::move(options);
+  auto info = [&](const PluginUse& use) -> const PluginInfo& {
+    const PluginInfo* found = host.find(use.plugin);
+    if (!found) throw Error(use.place + ": plugin '" + use.plugin + "' is not loaded (resolve the pipeline first)");
+    return *found;
+  };
+  impl_->cost_model = host.create_cost_model(info(spec.cost_model), spec.cost_model.options);
+  impl_->scheduler = host.create_scheduler(info(spec.exchange_scheduler), spec.exchange_scheduler.options);
+  for (const auto& use : spec.passes) {
+    impl_->pass_infos.push_back(&info(use));
+    impl_->passes.push_back(host.create_pass(info(use), use.options));
+  }
+}
+
+PassManager::~PassManager() = default;
+
+CostModel& PassManager::cost_model() { return *impl_->cost_model; }
+ExchangeScheduler& PassManager::scheduler() { return *impl_->scheduler; }
+
+static bool wants_dump(const std::vector<std::string>& requested, const std::string& plugin) {
+  for (const auto& name : requested)
+    if (name == plugin || name == phase_name(plugin) || name == "all") return true;
+  return false;
+}
+
+Status PassManager::run(CompilationState& state) {
+  auto log = logger("tessera.build");
+  for (std::size_t i = 0; i < impl_->passes.size(); ++i) {
+    Pass& pass = *impl_->passes[i];
+    const PluginInfo& info = *impl_->pass_infos[i];
+    const std::string phase = phase_name(info.name);
+    PassContext context{state.target, *impl_->cost_model, *impl_->scheduler, *log,
+                        fmt::format("tessera.build{{tile_count={} operations={}}}:tessera.phase{{phase=\"{}\"}}",
+                                    state.target.tiles, state.model.ops.size(), phase),
+                        impl_->options.schedule_budget_ms, impl_->options.threads};
+    const auto start = std::chrono::steady_clock::now();
+    Status status = pass.run(state, context);
+    if (status.ok) {
+      state.facts.insert(info.provided_facts.begin(), info.provided_facts.end());
+      if (state.facts.count(facts::plan)) {
+        if (std::string problem = verify_program(state.program, state.target); !problem.empty())
+          status = Status::failure("left an invalid program: " + problem);
+      }
+    }
+    const auto elapsed = std::chrono::duration_cast<std::chrono::milliseconds>(
+                             std::chrono::steady_clock::now() - start).count();
+    context.info("package build phase finished phase=\"{}\" elapsed_ms={} success={}", phase, elapsed, status.ok);
+    if (wants_dump(impl_->options.dump_after, info.name)) {
+      const std::string file = impl_->options.dump_directory + "/" + phase + ".dump";
+      std::error_code ec;
+      std::filesystem::create_directories(impl_->options.dump_directory, ec);
+      std::ofstream out(file);
+      out << dump_state(state);
+      if (!out) return Status::failure(file + ": cannot write the dump requested by --dump-after");
+      log->info("wrote state after phase=\"{}\" file={}", phase, file);
+    }
+    if (!status.ok) return Status::failure("pass '" + info.name + "' failed: " + status.message);
+  }
+  return Status::success();
+}
+
+std::string dump_state(const CompilationState& state) {
+  std::ostringstream out;
+  out << "# tessera state: model " << state.model.name << ", target " << state.target.name << "\nfacts:";
+  for (const auto& fact : state.facts) out << " " << fact;
+  out << "\n\ngraph " << state.graph.name << " (" << state.graph.ops.size() << " ops)\n";
+  for (std::size_t i = 0; i < state.graph.ops.size(); ++i) {
+    const Op& op = state.graph.ops[i];
+    out << "  op " << i << " " << op_kind_name(op.kind) << (op.relu ? "+relu" : "") << " (";
+    for (std::size_t j = 0; j < op.inputs.size(); ++j) out << (j ? ", " : "") << state.graph.tensors[op.inputs[j]].name;
+    const Tensor& output = state.graph.tensors[op.output];
+    out << ") -> " << output.name << " [";
+    for (std::size_t j = 0; j < output.shape.size(); ++j) out << (j ? ", " : "") << output.shape[j];
+    out << "]\n";
+  }
+  const Program& program = state.program;
+  out << "\nbuffers " << program.buffers.size() << "\n";
+  for (std::size_t i = 0; i < program.buffers.size(); ++i) {
+    const Buffer& b = program.buffers[i];
+    out << "  buffer " << i << " tile=" << b.tile << " name=" << b.name << " bytes=" << b.bytes
+        << " region=" << region_name(b.region) << " live=" << b.first_use << ".." << b.last_use
+        << " offset=" << b.offset << "\n";
+  }
+  out << "\nsupersteps " << program.supersteps.size() << "\n";
+  for (std::size_t s = 0; s < program.supersteps.size(); ++s) {
+    const Superstep& step = program.supersteps[s];
+    out << "  superstep " << s << " " << step.label << ": compute=" << step.compute.size()
+        << " copies=" << step.copies.size() << " transfers=" << step.exchange.transfers.size()
+        << " segments=" << step.schedule.segments.size() << "\n";
+    for (const auto& call : step.compute) {
+      out << "    tile " << call.tile << " " << codelet_name(call.codelet) << " operands=";
+      for (const auto& o : call.operands) out << o.buffer << "+" << o.word_offset << " ";
+      out << "params=";
+      for (auto p : call.params) out << p << " ";
+      out << "\n";
+    }
+  }
+  out << "\nstreams " << program.streams.size() << "\n";
+  for (const auto& stream : program.streams)
+    out << "  " << stream_kind_name(stream.kind) << " " << stream.tensor << " [" << stream.rows << " x "
+        << stream.cols << "] slices=" << stream.slices.size() << "\n";
+  return out.str();
+}
+
+}  // namespace tessera

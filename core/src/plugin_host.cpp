@@ -1,0 +1,309 @@
+// The plugin host: loads plugin libraries with Boost.DLL, checks manifests, creates objects.
+#include "tessera/plugin_host.hpp"
+
+#include <dlfcn.h>
+
+#include <algorithm>
+#include <cstdlib>
+#include <filesystem>
+#include <map>
+#include <sstream>
+
+#include <boost/dll/shared_library.hpp>
+#include <spdlog/spdlog.h>
+
+#include "tessera/cost_model.hpp"
+#include "tessera/pass.hpp"
+#include "tessera/scheduler.hpp"
+#include "yaml_util.hpp"
+
+namespace fs = std::filesystem;
+
+namespace tessera {
+
+const char* plugin_kind_name(PluginKind kind) {
+  switch (kind) {
+    case PluginKind::pass: return "pass";
+    case PluginKind::cost_model: return "cost model";
+    case PluginKind::exchange_scheduler: return "exchange scheduler";
+  }
+  return "unknown kind";
+}
+
+namespace {
+
+// Libraries stay loaded until the process exits: objects, type info and exceptions made by
+// plugin code must never outlive its code. Deliberately never destroyed.
+std::vector<boost::dll::shared_library>& resident_libraries() {
+  static auto* libraries = new std::vector<boost::dll::shared_library>();
+  return *libraries;
+}
+
+std::string loader_message(const std::string& file) {
+  // Boost.DLL reports a generic error code; ask the loader itself for its reason.
+  void* handle = dlopen(file.c_str(), RTLD_NOW | RTLD_LOCAL);
+  if (handle) return "loaded on retry";
+  const char* message = dlerror();
+  return message ? message : "unknown loader error";
+}
+
+std::vector<std::string> split_facts(const char* text) {
+  std::vector<std::string> facts;
+  if (!text) return facts;
+  std::stringstream stream(text);
+  std::string item;
+  while (std::getline(stream, item, ',')) {
+    item.erase(0, item.find_first_not_of(" \t"));
+    item.erase(item.find_last_not_of(" \t") + 1);
+    if (!item.empty()) facts.push_back(item);
+  }
+  return facts;
+}
+
+bool is_kebab_case(const std::string& name) {
+  if (name.empty() || !std::islower(static_cast<unsigned char>(name.front()))) return false;
+  return std::all_of(name.begin(), name.end(), [](char c) {
+    return std::islower(static_cast<unsigned char>(c)) || std::isdigit(static_cast<unsigned char>(c)) || c == '-';
+  });
+}
+
+// Converts option text (YAML scalar or manifest default) to the declared type.
+bool parse_option(const std::string& text, OptionType type, OptionValue& value) {
+  switch (type) {
+    case OptionType::boolean: { bool b; if (!yaml::parse_bool(text, b)) return false; value = b; return true; }
+    case OptionType::integer: { std::int64_t i; if (!yaml::parse_int(text, i)) return false; value = i; return true; }
+    case OptionType::number: { double d; if (!yaml::parse_number(text, d)) return false; value = d; return true; }
+    case OptionType::string: value = text; return true;
+  }
+  return false;
+}
+
+bool parse_option_type(const std::string& text, OptionType& type) {
+  if (text == "bool") type = OptionType::boolean;
+  else if (text == "int") type = OptionType::integer;
+  else if (text == "float") type = OptionType::number;
+  else if (text == "string") type = OptionType::string;
+  else return false;
+  return true;
+}
+
+}  // namespace
+
+struct PluginHost::Impl {
+  std::map<std::string, PluginInfo> by_name;
+  std::map<std::string, std::string> loaded_files;  // canonical path -> plugin name
+  std::vector<std::string> directories;             // canonical, in scan order
+};
+
+PluginHost::PluginHost() : impl_(std::make_unique<Impl>()) {}
+PluginHost::~PluginHost() = default;
+
+void PluginHost::load_directory(const std::string& directory) {
+  std::error_code ec;
+  if (!fs::is_directory(directory, ec))
+    throw Error(directory + ": plugin path is not a directory (check plugin_paths or TESSERA_PLUGIN_PATH)");
+  const std::string canonical = fs::canonical(directory, ec).string();
+  if (std::find(impl_->directories.begin(), impl_->directories.end(), canonical) != impl_->directories.end())
+    return;
+  impl_->directories.push_back(canonical);
+  std::vector<fs::path> files;
+  for (const auto& entry : fs::directory_iterator(canonical, ec))
+    if (entry.path().extension() == ".so" && entry.is_regular_file()) files.push_back(entry.path());
+  std::sort(files.begin(), files.end());  // deterministic order, deterministic errors
+  for (const auto& file : files) load_file(file.string());
+}
+
+void PluginHost::load_environment_paths() {
+  const char* value = std::getenv("TESSERA_PLUGIN_PATH");
+  if (!value) return;
+  std::stringstream stream(value);
+  std::string directory;
+  while (std::getline(stream, directory, ':'))
+    if (!directory.empty()) load_directory(directory);
+}
+
+const PluginInfo& PluginHost::load_file(const std::string& file_name) {
+  std::error_code ec;
+  const std::string file = fs::weakly_canonical(file_name, ec).string();
+  if (auto it = impl_->loaded_files.find(file); it != impl_->loaded_files.end())
+    return impl_->by_name.at(it->second);
+
+  boost::dll::shared_library library;
+  library.load(file, ec, boost::dll::load_mode::rtld_now | boost::dll::load_mode::rtld_local);
+  if (ec) throw Error(file + ": cannot load plugin library: " + loader_message(file));
+  if (!library.has(kPluginEntrySymbol))
+    throw Error(file + ": not a Tessera plugin: it does not export '" + std::string(kPluginEntrySymbol) +
+                "' (define it with TESSERA_PLUGIN(manifest_function))");
+  TesseraPluginEntry& entry = library.get_alias<TesseraPluginEntry>(kPluginEntrySymbol);
+  const TesseraPluginManifest* manifest = entry();
+  if (!manifest) throw Error(file + ": the plugin's entry point returned no manifest");
+  if (manifest->struct_size < sizeof(TesseraPluginManifest))
+    throw Error(file + ": plugin manifest is " + std::to_string(manifest->struct_size) +
+                " bytes, the host needs " + std::to_string(sizeof(TesseraPluginManifest)) +
+                " (rebuild the plugin against this Tessera SDK)");
+  if (manifest->api_major != kPluginApiMajor)
+    throw Error(file + ": wrong plugin API major version: plugin has " + std::to_string(manifest->api_major) +
+                "." + std::to_string(manifest->api_minor) + ", host supports " + std::to_string(kPluginApiMajor) +
+                "." + std::to_string(kPluginApiMinor) + " (rebuild the plugin against this Tessera SDK)");
+  if (manifest->api_minor > kPluginApiMinor)
+    throw Error(file + ": plugin needs a newer host: plugin API " + std::to_string(manifest->api_major) + "." +
+                std::to_string(manifest->api_minor) + ", host supports up to " + std::to_string(kPluginApiMajor) +
+                "." + std::to_string(kPluginApiMinor));
+  const std::string plugin_abi = manifest->abi_tag ? manifest->abi_tag : "";
+  if (plugin_abi != abi_tag())
+    throw Error(file + ": ABI mismatch: plugin built as '" + plugin_abi + "', host is '" + abi_tag() +
+                "' (rebuild the plugin with the same compiler, Boost and Tessera)");
+
+  PluginInfo info;
+  info.file = file;
+  info.manifest = manifest;
+  info.api_major = manifest->api_major;
+  info.api_minor = manifest->api_minor;
+  info.abi_tag = plugin_abi;
+  info.name = manifest->name ? manifest->name : "";
+  info.version = manifest->version ? manifest->version : "";
+  info.summary = manifest->summary ? manifest->summary : "";
+  if (!is_kebab_case(info.name))
+    throw Error(file + ": plugin name '" + info.name + "' must be kebab-case (lower-case letters, digits, '-')");
+  if (manifest->kind < TESSERA_PLUGIN_PASS || manifest->kind > TESSERA_PLUGIN_EXCHANGE_SCHEDULER)
+    throw Error(file + ": plugin '" + info.name + "' declares unknown kind " + std::to_string(manifest->kind));
+  info.kind = static_cast<PluginKind>(manifest->kind);
+  if (!manifest->create) throw Error(file + ": plugin '" + info.name + "' has no factory");
+  if (manifest->option_count > 0 && !manifest->options)
+    throw Error(file + ": plugin '" + info.name + "' declares options but gives no list");
+  for (std::uint32_t i = 0; i < manifest->option_count; ++i) {
+    const TesseraOptionSpec& raw = manifest->options[i];
+    if (!raw.name || !raw.type || !raw.default_value)
+      throw Error(file + ": plugin '" + info.name + "' option " + std::to_string(i) + " lacks a name, type or default");
+    OptionSpec spec;
+    spec.name = raw.name;
+    spec.doc = raw.doc ? raw.doc : "";
+    if (!parse_option_type(raw.type, spec.type))
+      throw Error(file + ": plugin '" + info.name + "' option '" + spec.name + "' has unknown type '" + raw.type +
+                  "' (bool, int, float or string)");
+    if (!parse_option(raw.default_value, spec.type, spec.default_value))
+      throw Error(file + ": plugin '" + info.name + "' option '" + spec.name + "' default '" + raw.default_value +
+                  "' is not a " + option_type_name(spec.type));
+    info.options.push_back(std::move(spec));
+  }
+  info.required_facts = split_facts(manifest->required_facts);
+  info.provided_facts = split_facts(manifest->provided_facts);
+
+  if (auto it = impl_->by_name.find(info.name); it != impl_->by_name.end())
+    throw Error("duplicate plugin name '" + info.name + "': defined by " + it->second.file + " and by " + file +
+                " (remove one from the plugin paths)");
+  resident_libraries().push_back(std::move(library));
+  impl_->loaded_files[file] = info.name;
+  spdlog::debug("loaded plugin name={} file={}", info.name, file);
+  return impl_->by_name.emplace(info.name, std::move(info)).first->second;
+}
+
+const PluginInfo* PluginHost::find(const std::string& name) const {
+  auto it = impl_->by_name.find(name);
+  return it == impl_->by_name.end() ? nullptr : &it->second;
+}
+
+std::vector<const PluginInfo*> PluginHost::plugins() const {
+  std::vector<const PluginInfo*> list;
+  for (const auto& [name, info] : impl_->by_name) list.push_back(&info);
+  std::stable_sort(list.begin(), list.end(), [](auto* a, auto* b) { return a->kind < b->kind; });
+  return list;
+}
+
+std::string PluginHost::unknown_plugin_message(const std::string& name, PluginKind kind) const {
+  std::vector<std::string> same_kind;
+  for (const auto& [n, info] : impl_->by_name)
+    if (info.kind == kind) same_kind.push_back(n);
+  std::string message = std::string("unknown ") + plugin_kind_name(kind) + " '" + name + "'";
+  if (const PluginInfo* other = find(name))
+    return message + ": '" + name + "' is of kind " + plugin_kind_name(other->kind) + " (" + other->file + ")";
+  if (auto near = yaml::nearest(name, same_kind); !near.empty()) message += "; did you mean '" + near + "'?";
+  message += " available: ";
+  for (std::size_t i = 0; i < same_kind.size(); ++i) message += (i ? ", " : "") + same_kind[i];
+  if (same_kind.empty()) message += "none";
+  message += " (searched:";
+  for (const auto& d : impl_->directories) message += " " + d;
+  if (impl_->directories.empty()) message += " no plugin paths";
+  return message + ")";
+}
+
+Options PluginHost::resolve_options(const PluginInfo& plugin, const Options& given,
+                                    const std::string& place) const {
+  Options resolved;
+  for (const auto& spec : plugin.options) resolved.values[spec.name] = spec.default_value;
+  for (const auto& [name, value] : given.values) {
+    auto spec = std::find_if(plugin.options.begin(), plugin.options.end(),
+                             [&](const OptionSpec& s) { return s.name == name; });
+    if (spec == plugin.options.end()) {
+      std::vector<std::string> names;
+      for (const auto& s : plugin.options) names.push_back(s.name);
+      std::string message = place + ": unknown option '" + name + "' for plugin '" + plugin.name + "'";
+      if (auto near = yaml::nearest(name, names); !near.empty()) message += "; did you mean '" + near + "'?";
+      message += " (options:";
+      for (const auto& n : names) message += " " + n;
+      if (names.empty()) message += " none";
+      throw Error(message + ")");
+    }
+    OptionValue typed;
+    const bool ok = std::holds_alternative<std::string>(value)
+                        ? parse_option(std::get<std::string>(value), spec->type, typed)
+                        : (spec->type == OptionType::number && std::holds_alternative<std::int64_t>(value))
+                              ? (typed = static_cast<double>(std::get<std::int64_t>(value)), true)
+                              : (value.index() == static_cast<std::size_t>(spec->type) && (typed = value, true));
+    if (!ok)
+      throw Error(place + ": option '" + name + "' of plugin '" + plugin.name + "' must be " +
+                  option_type_name(spec->type) + ", got '" + option_value_text(value) + "'");
+    resolved.values[name] = typed;
+  }
+  return resolved;
+}
+
+std::unique_ptr<PluginObject> PluginHost::create(const PluginInfo& plugin, const Options& options) const {
+  PluginObject* raw = plugin.manifest->create();
+  if (!raw) throw PluginError(plugin.name, "its factory failed to create an object (" + plugin.file + ")");
+  std::unique_ptr<PluginObject> object(raw);
+  object->plugin_name_ = plugin.name;
+  Status status = Status::success();
+  try {
+    status = object->configure(options);
+  } catch (const std::exception& e) {
+    throw PluginError(plugin.name, std::string("configure threw: ") + e.what());
+  } catch (...) {
+    throw PluginError(plugin.name, "configure threw an unknown exception");
+  }
+  if (!status.ok) throw PluginError(plugin.name, "rejected its options: " + status.message);
+  return object;
+}
+
+static void check_kind(const PluginInfo& plugin, PluginKind kind) {
+  if (plugin.kind != kind)
+    throw PluginError(plugin.name, std::string("is of kind ") + plugin_kind_name(plugin.kind) + ", not " +
+                                       plugin_kind_name(kind) + " (" + plugin.file + ")");
+}
+
+template <typename Interface>
+static std::unique_ptr<Interface> downcast(std::unique_ptr<PluginObject> object, const PluginInfo& plugin,
+                                           PluginKind kind) {
+  auto* typed = dynamic_cast<Interface*>(object.get());
+  if (!typed)
+    throw PluginError(plugin.name, std::string("declares kind ") + plugin_kind_name(kind) +
+                                       " but its factory made another kind of object (" + plugin.file + ")");
+  object.release();
+  return std::unique_ptr<Interface>(typed);
+}
+
+std::unique_ptr<Pass> PluginHost::create_pass(const PluginInfo& plugin, const Options& options) const {
+  check_kind(plugin, PluginKind::pass);
+  return downcast<Pass>(create(plugin, options), plugin, PluginKind::pass);
+}
+std::unique_ptr<CostModel> PluginHost::create_cost_model(const PluginInfo& plugin, const Options& options) const {
+  check_kind(plugin, PluginKind::cost_model);
+  return downcast<CostModel>(create(plugin, options), plugin, PluginKind::cost_model);
+}
+std::unique_ptr<ExchangeScheduler> PluginHost::create_scheduler(const PluginInfo& plugin,
+                                                                const Options& options) const {
+  check_kind(plugin, PluginKind::exchange_scheduler);
+  return downcast<ExchangeScheduler>(create(plugin, options), plugin, PluginKind::exchange_scheduler);
+}
+
+}  // namespace tessera

@@ -1,0 +1,63 @@
+// The core side of every plugin call: catching exceptions at the boundary, validating results.
+#include <boost/version.hpp>
+
+#include "tessera/cost_model.hpp"
+#include "tessera/pass.hpp"
+#include "tessera/scheduler.hpp"
+#include "tessera/version.hpp"
+
+namespace tessera {
+
+const char* abi_tag() noexcept { return TESSERA_ABI_TAG; }
+
+PluginObject::~PluginObject() = default;
+
+Status PluginObject::configure(const Options&) { return Status::success(); }
+
+namespace {
+// Runs plugin code; any exception leaving it becomes a PluginError naming the plugin.
+template <typename Function>
+auto guarded(const std::string& plugin, const char* call, Function&& function) {
+  try {
+    return function();
+  } catch (const PluginError&) {
+    throw;
+  } catch (const std::exception& e) {
+    throw PluginError(plugin, std::string(call) + " threw: " + e.what());
+  } catch (...) {
+    throw PluginError(plugin, std::string(call) + " threw an unknown exception");
+  }
+}
+}  // namespace
+
+Status Pass::run(CompilationState& state, PassContext& context) {
+  try {
+    return guarded(plugin_name(), "run", [&] { return run_impl(state, context); });
+  } catch (const Error& e) {
+    return Status::failure(e.what());
+  }
+}
+
+CostEstimate CostModel::estimate(const Program& program, const Target& target) {
+  return guarded(plugin_name(), "estimate", [&] { return estimate_impl(program, target); });
+}
+
+std::uint64_t CostModel::estimate_exchange(const ExchangePhase& phase, const Target& target) {
+  return guarded(plugin_name(), "estimate_exchange",
+                 [&] { return estimate_exchange_impl(phase, target); });
+}
+
+Schedule ExchangeScheduler::schedule(const ExchangePhase& phase, const Target& target,
+                                     std::uint64_t budget_ms, ScheduleReport* report) {
+  Schedule schedule = guarded(plugin_name(), "schedule",
+                              [&] { return schedule_impl(phase, target, budget_ms); });
+  ScheduleReport checked = validate_schedule(phase, schedule, target);
+  if (!checked.valid)
+    throw PluginError(plugin_name(), "returned an invalid schedule for a phase of " +
+                                         std::to_string(phase.transfers.size()) +
+                                         " transfers: " + checked.first_conflict);
+  if (report) *report = checked;
+  return schedule;
+}
+
+}  // namespace tessera

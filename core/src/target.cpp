@@ -1,0 +1,95 @@
+// Loads and checks target descriptions (configs/targets/*.yaml).
+#include "tessera/target.hpp"
+
+#include <fmt/format.h>
+#include <xxhash.h>
+
+#include <cmath>
+#include <cstdlib>
+
+#include "tessera/diagnostic.hpp"
+#include "yaml_util.hpp"
+
+namespace tessera {
+
+std::uint32_t Target::latency(std::uint32_t source, std::uint32_t destination) const {
+  const std::int64_t distance = std::llabs(static_cast<std::int64_t>(column_of(source)) -
+                                           static_cast<std::int64_t>(column_of(destination)));
+  return exchange_base_latency +
+         static_cast<std::uint32_t>(std::lround(exchange_latency_per_column * distance));
+}
+
+std::uint64_t Target::hash() const {
+  // Every field that changes generated code or timing, in a fixed textual form.
+  const std::string canonical = fmt::format(
+      "{}|{}|{}|{}|{}|{}|{}|{}|{:.9g}|{}|{}|{}|{}|{:.9g}|{}|{}|{}|{}|{:.9g}", name, tiles,
+      tiles_per_column, memory_bytes, memory_element_bytes, interleaved_start, alignment,
+      worker_threads, clock_hz, fp32_macs_per_cycle, fp16_macs_per_cycle, exchange_word_bytes,
+      exchange_base_latency, exchange_latency_per_column, switch_cost, multicast, sync_cycles,
+      exchange_phase_overhead, host_bytes_per_cycle);
+  return XXH64(canonical.data(), canonical.size(), 0);
+}
+
+Target load_target(const std::string& path) {
+  using namespace yaml;
+  YAML::Node root = load_file(path);
+  require_map(path, root, "a target");
+  check_keys(path, root, {"name", "tiles", "tiles_per_column", "memory", "compute", "exchange",
+                          "sync_cycles", "host"});
+  Target t;
+  t.source_file = path;
+  t.name = get_string(path, root, "name");
+  t.tiles = static_cast<std::uint32_t>(get_uint(path, root, "tiles"));
+  t.tiles_per_column = static_cast<std::uint32_t>(get_uint_or(path, root, "tiles_per_column", 1));
+  t.sync_cycles = static_cast<std::uint32_t>(get_uint_or(path, root, "sync_cycles", t.sync_cycles));
+  if (t.tiles == 0 || t.tiles > 65536) fail(path, root["tiles"], "'tiles' must be in 1..65536");
+  if (t.tiles_per_column == 0) fail(path, root["tiles_per_column"], "'tiles_per_column' must be positive");
+
+  YAML::Node memory = root["memory"];
+  if (!memory.IsDefined()) fail(path, root, "missing required key 'memory'");
+  require_map(path, memory, "'memory'");
+  check_keys(path, memory, {"bytes_per_tile", "element_bytes", "interleaved_start", "alignment"});
+  t.memory_bytes = get_uint(path, memory, "bytes_per_tile");
+  t.memory_element_bytes = static_cast<std::uint32_t>(get_uint_or(path, memory, "element_bytes", t.memory_element_bytes));
+  t.interleaved_start = get_uint_or(path, memory, "interleaved_start", t.memory_bytes);
+  t.alignment = static_cast<std::uint32_t>(get_uint_or(path, memory, "alignment", t.alignment));
+  if (t.memory_bytes == 0 || t.memory_bytes > (1ull << 32))
+    fail(path, memory["bytes_per_tile"], "'bytes_per_tile' must be in 1..4 GiB");
+  if (t.interleaved_start > t.memory_bytes)
+    fail(path, memory["interleaved_start"], "'interleaved_start' is past the end of tile memory");
+  if (t.alignment == 0 || (t.alignment & (t.alignment - 1)) != 0 || t.alignment % 4 != 0)
+    fail(path, memory["alignment"], "'alignment' must be a power of two and a multiple of 4");
+
+  if (YAML::Node compute = root["compute"]; compute.IsDefined()) {
+    require_map(path, compute, "'compute'");
+    check_keys(path, compute, {"worker_threads", "clock_hz", "fp32_macs_per_cycle", "fp16_macs_per_cycle"});
+    t.worker_threads = static_cast<std::uint32_t>(get_uint_or(path, compute, "worker_threads", t.worker_threads));
+    t.clock_hz = get_number_or(path, compute, "clock_hz", t.clock_hz);
+    t.fp32_macs_per_cycle = static_cast<std::uint32_t>(get_uint_or(path, compute, "fp32_macs_per_cycle", t.fp32_macs_per_cycle));
+    t.fp16_macs_per_cycle = static_cast<std::uint32_t>(get_uint_or(path, compute, "fp16_macs_per_cycle", t.fp16_macs_per_cycle));
+    if (t.worker_threads == 0 || t.fp32_macs_per_cycle == 0 || t.fp16_macs_per_cycle == 0 || t.clock_hz <= 0)
+      fail(path, compute, "compute figures must be positive");
+  }
+  if (YAML::Node exchange = root["exchange"]; exchange.IsDefined()) {
+    require_map(path, exchange, "'exchange'");
+    check_keys(path, exchange, {"word_bytes", "base_latency", "latency_per_column", "switch_cost",
+                                "multicast", "phase_overhead"});
+    t.exchange_word_bytes = static_cast<std::uint32_t>(get_uint_or(path, exchange, "word_bytes", 4));
+    t.exchange_base_latency = static_cast<std::uint32_t>(get_uint_or(path, exchange, "base_latency", 0));
+    t.exchange_latency_per_column = get_number_or(path, exchange, "latency_per_column", 0);
+    t.switch_cost = static_cast<std::uint32_t>(get_uint_or(path, exchange, "switch_cost", 0));
+    t.multicast = get_bool_or(path, exchange, "multicast", false);
+    t.exchange_phase_overhead = static_cast<std::uint32_t>(get_uint_or(path, exchange, "phase_overhead", t.exchange_phase_overhead));
+    if (t.exchange_word_bytes != 4) fail(path, exchange["word_bytes"], "'word_bytes' must be 4 (32-bit words)");
+    if (t.exchange_latency_per_column < 0) fail(path, exchange["latency_per_column"], "'latency_per_column' must not be negative");
+  }
+  if (YAML::Node host = root["host"]; host.IsDefined()) {
+    require_map(path, host, "'host'");
+    check_keys(path, host, {"bytes_per_cycle"});
+    t.host_bytes_per_cycle = get_number_or(path, host, "bytes_per_cycle", t.host_bytes_per_cycle);
+    if (t.host_bytes_per_cycle <= 0) fail(path, host["bytes_per_cycle"], "'bytes_per_cycle' must be positive");
+  }
+  return t;
+}
+
+}  // namespace tessera

@@ -1,0 +1,150 @@
+// Strict YAML reading for the core's loaders.
+#include "yaml_util.hpp"
+
+#include <algorithm>
+#include <charconv>
+#include <cmath>
+#include <filesystem>
+
+#include "tessera/diagnostic.hpp"
+
+namespace tessera::yaml {
+
+std::string place(const std::string& file, const YAML::Node& node) {
+  if (!node.IsDefined() || node.Mark().is_null()) return file;
+  return file + ":" + std::to_string(node.Mark().line + 1) + ":" +
+         std::to_string(node.Mark().column + 1);
+}
+
+void fail(const std::string& file, const YAML::Node& node, const std::string& message) {
+  throw Error(place(file, node) + ": " + message);
+}
+
+YAML::Node load_file(const std::string& path) {
+  std::error_code ec;
+  if (!std::filesystem::exists(path, ec))
+    throw Error(path + ": file not found");
+  if (std::filesystem::is_directory(path, ec))
+    throw Error(path + ": is a directory, expected a YAML file");
+  try {
+    YAML::Node root = YAML::LoadFile(path);
+    if (!root.IsDefined() || root.IsNull()) throw Error(path + ": file is empty");
+    return root;
+  } catch (const YAML::BadFile&) {
+    throw Error(path + ": cannot be read");
+  } catch (const YAML::ParserException& e) {
+    throw Error(path, static_cast<int>(e.mark.line + 1), static_cast<int>(e.mark.column + 1),
+                "YAML syntax error: " + e.msg);
+  }
+}
+
+void require_map(const std::string& file, const YAML::Node& node, const std::string& what) {
+  if (!node.IsMap()) fail(file, node, what + " must be a mapping (key: value)");
+}
+
+void check_keys(const std::string& file, const YAML::Node& map,
+                std::initializer_list<const char*> allowed) {
+  std::vector<std::string> names(allowed.begin(), allowed.end());
+  for (const auto& entry : map) {
+    const std::string key = entry.first.as<std::string>();
+    if (std::find(names.begin(), names.end(), key) != names.end()) continue;
+    std::string message = "unknown key '" + key + "'";
+    if (auto near = nearest(key, names); !near.empty()) message += "; did you mean '" + near + "'?";
+    message += " (allowed:";
+    for (const auto& n : names) message += " " + n;
+    message += ")";
+    fail(file, entry.first, message);
+  }
+}
+
+static YAML::Node scalar_at(const std::string& file, const YAML::Node& map, const char* key) {
+  YAML::Node value = map[key];
+  if (value.IsDefined() && !value.IsScalar())
+    fail(file, value, std::string("'") + key + "' must be a single value");
+  return value;
+}
+
+std::string get_string(const std::string& file, const YAML::Node& map, const char* key) {
+  YAML::Node value = scalar_at(file, map, key);
+  if (!value.IsDefined()) fail(file, map, std::string("missing required key '") + key + "'");
+  return value.Scalar();
+}
+
+std::uint64_t get_uint(const std::string& file, const YAML::Node& map, const char* key) {
+  YAML::Node value = scalar_at(file, map, key);
+  if (!value.IsDefined()) fail(file, map, std::string("missing required key '") + key + "'");
+  std::int64_t parsed = 0;
+  if (!parse_int(value.Scalar(), parsed) || parsed < 0)
+    fail(file, value, std::string("'") + key + "' must be a non-negative integer, got '" +
+                          value.Scalar() + "'");
+  return static_cast<std::uint64_t>(parsed);
+}
+
+std::uint64_t get_uint_or(const std::string& file, const YAML::Node& map, const char* key,
+                          std::uint64_t fallback) {
+  return map[key].IsDefined() ? get_uint(file, map, key) : fallback;
+}
+
+double get_number_or(const std::string& file, const YAML::Node& map, const char* key,
+                     double fallback) {
+  YAML::Node value = scalar_at(file, map, key);
+  if (!value.IsDefined()) return fallback;
+  double parsed = 0;
+  if (!parse_number(value.Scalar(), parsed))
+    fail(file, value, std::string("'") + key + "' must be a number, got '" + value.Scalar() + "'");
+  return parsed;
+}
+
+bool get_bool_or(const std::string& file, const YAML::Node& map, const char* key, bool fallback) {
+  YAML::Node value = scalar_at(file, map, key);
+  if (!value.IsDefined()) return fallback;
+  bool parsed = false;
+  if (!parse_bool(value.Scalar(), parsed))
+    fail(file, value, std::string("'") + key + "' must be true or false, got '" + value.Scalar() + "'");
+  return parsed;
+}
+
+bool parse_int(const std::string& text, std::int64_t& value) {
+  const char* end = text.data() + text.size();
+  auto [ptr, ec] = std::from_chars(text.data(), end, value);
+  return ec == std::errc() && ptr == end && !text.empty();
+}
+
+bool parse_number(const std::string& text, double& value) {
+  const char* end = text.data() + text.size();
+  auto [ptr, ec] = std::from_chars(text.data(), end, value);
+  return ec == std::errc() && ptr == end && !text.empty() && std::isfinite(value);
+}
+
+bool parse_bool(const std::string& text, bool& value) {
+  if (text == "true" || text == "True" || text == "yes" || text == "on") return value = true, true;
+  if (text == "false" || text == "False" || text == "no" || text == "off") return value = false, true;
+  return false;
+}
+
+std::size_t edit_distance(const std::string& a, const std::string& b) {
+  std::vector<std::size_t> row(b.size() + 1);
+  for (std::size_t j = 0; j <= b.size(); ++j) row[j] = j;
+  for (std::size_t i = 1; i <= a.size(); ++i) {
+    std::size_t diagonal = row[0];
+    row[0] = i;
+    for (std::size_t j = 1; j <= b.size(); ++j) {
+      std::size_t above = row[j];
+      row[j] = std::min({row[j] + 1, row[j - 1] + 1, diagonal + (a[i - 1] == b[j - 1] ? 0 : 1)});
+      diagonal = above;
+    }
+  }
+  return row[b.size()];
+}
+
+std::string nearest(const std::string& name, const std::vector<std::string>& candidates) {
+  std::string best;
+  std::size_t best_distance = std::max<std::size_t>(2, name.size() / 3) + 1;
+  for (const auto& candidate : candidates) {
+    std::size_t d = edit_distance(name, candidate);
+    if (d < best_distance) best_distance = d, best = candidate;
+  }
+  return best;
+}
+
+}  // namespace tessera::yaml

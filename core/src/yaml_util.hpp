@@ -1,0 +1,43 @@
+// Strict YAML reading for the core's loaders: places, unknown keys, typed scalars.
+#pragma once
+#include <cstdint>
+#include <initializer_list>
+#include <string>
+#include <vector>
+
+#include <yaml-cpp/yaml.h>
+
+namespace tessera::yaml {
+
+/// "file:line:column" of a node (1-based), or just "file" when the node has no mark.
+std::string place(const std::string& file, const YAML::Node& node);
+
+[[noreturn]] void fail(const std::string& file, const YAML::Node& node, const std::string& message);
+
+/// Parses a YAML file; syntax errors become Error with file:line:column.
+YAML::Node load_file(const std::string& path);
+
+/// Fails on a key of `map` not in `allowed`, suggesting the nearest allowed key.
+void check_keys(const std::string& file, const YAML::Node& map,
+                std::initializer_list<const char*> allowed);
+void require_map(const std::string& file, const YAML::Node& node, const std::string& what);
+
+/// Required or optional typed scalars; a wrong type fails naming the key and its place.
+std::string get_string(const std::string& file, const YAML::Node& map, const char* key);
+std::uint64_t get_uint(const std::string& file, const YAML::Node& map, const char* key);
+std::uint64_t get_uint_or(const std::string& file, const YAML::Node& map, const char* key,
+                          std::uint64_t fallback);
+double get_number_or(const std::string& file, const YAML::Node& map, const char* key,
+                     double fallback);
+bool get_bool_or(const std::string& file, const YAML::Node& map, const char* key, bool fallback);
+
+/// Scalar parsing helpers shared with option parsing.
+bool parse_int(const std::string& text, std::int64_t& value);
+bool parse_number(const std::string& text, double& value);
+bool parse_bool(const std::string& text, bool& value);
+
+/// Levenshtein distance, and the nearest candidate within a small distance (or "").
+std::size_t edit_distance(const std::string& a, const std::string& b);
+std::string nearest(const std::string& name, const std::vector<std::string>& candidates);
+
+}  // namespace tessera::yaml

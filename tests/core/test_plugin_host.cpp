@@ -1,0 +1,119 @@
+// The plugin host: real plugins load through Boost.DLL; faulty ones are refused by name.
+#include <catch2/catch.hpp>
+
+#include <filesystem>
+
+#include "tessera/cost_model.hpp"
+#include "tessera/diagnostic.hpp"
+#include "tessera/pass.hpp"
+#include "tessera/plugin_host.hpp"
+#include "tessera/scheduler.hpp"
+#include "temp_dir.hpp"
+
+using namespace tessera;
+using tessera::testing::TempDir;
+
+static std::string test_plugin(const std::string& name) {
+  return std::string(TESSERA_BINARY_DIR) + "/test-plugins/" + name;
+}
+
+TEST_CASE("plugin host loads every shipped plugin with its manifest", "[plugins]") {
+  PluginHost host;
+  host.load_directory(TESSERA_PLUGIN_DIR);
+  for (const char* name : {"lower-mid", "select-finalist", "place-storage", "lower-exchanges", "emit-tile-code"}) {
+    const PluginInfo* info = host.find(name);
+    REQUIRE(info != nullptr);
+    CHECK(info->kind == PluginKind::pass);
+    CHECK(info->api_major == kPluginApiMajor);
+    CHECK(info->abi_tag == abi_tag());
+    CHECK(!info->provided_facts.empty());
+  }
+  REQUIRE(host.find("greedy"));
+  CHECK(host.find("greedy")->kind == PluginKind::exchange_scheduler);
+  REQUIRE(host.find("in-order"));
+  REQUIRE(host.find("analytic"));
+  CHECK(host.find("analytic")->kind == PluginKind::cost_model);
+  // Loading the same directory again is a no-op, not a duplicate.
+  host.load_directory(TESSERA_PLUGIN_DIR);
+}
+
+TEST_CASE("plugin host refuses another API major, naming the file and both versions", "[plugins]") {
+  PluginHost host;
+  CHECK_THROWS_WITH(host.load_directory(test_plugin("abi-major")),
+                    Catch::Contains("test-abi-major.so") && Catch::Contains("plugin has 99.0, host supports 1.0"));
+}
+
+TEST_CASE("plugin host refuses a library without the entry point", "[plugins]") {
+  PluginHost host;
+  CHECK_THROWS_WITH(host.load_directory(test_plugin("no-entry")),
+                    Catch::Contains("no-entry.so: not a Tessera plugin") && Catch::Contains("tessera_plugin_manifest"));
+}
+
+TEST_CASE("plugin host refuses a file that is not a shared library, with the loader's message", "[plugins]") {
+  TempDir dir;
+  dir.write("fake.so", "this is not an ELF file\n");
+  PluginHost host;
+  CHECK_THROWS_WITH(host.load_directory(dir.path().string()),
+                    Catch::Contains("fake.so: cannot load plugin library") && Catch::Contains("file too short"));
+}
+
+TEST_CASE("plugin host reports duplicate names with both files", "[plugins]") {
+  PluginHost host;
+  host.load_directory(TESSERA_PLUGIN_DIR);
+  CHECK_THROWS_WITH(host.load_directory(test_plugin("duplicate-greedy")),
+                    Catch::Contains("duplicate plugin name 'greedy'") && Catch::Contains("/greedy.so") &&
+                        Catch::Contains("test-duplicate-greedy.so"));
+}
+
+TEST_CASE("plugin host catches an exception thrown by plugin code and names the plugin", "[plugins]") {
+  PluginHost host;
+  const PluginInfo& info = host.load_file(test_plugin("throwing-pass/test-throwing-pass.so"));
+  auto pass = host.create_pass(info, host.resolve_options(info, {}, "test"));
+  CompilationState state;
+  host.load_directory(TESSERA_PLUGIN_DIR);
+  auto model = host.create_cost_model(*host.find("analytic"), host.resolve_options(*host.find("analytic"), {}, "test"));
+  auto scheduler = host.create_scheduler(*host.find("greedy"), host.resolve_options(*host.find("greedy"), {}, "test"));
+  auto logger = spdlog::default_logger();
+  PassContext context{state.target, *model, *scheduler, *logger, "test"};
+  Status status = pass->run(state, context);
+  CHECK_FALSE(status.ok);
+  CHECK_THAT(status.message, Catch::Contains("plugin 'throwing-pass': run threw: deliberate failure inside the plugin"));
+}
+
+TEST_CASE("plugin host validates schedules and names the plugin and the conflict", "[plugins]") {
+  PluginHost host;
+  const PluginInfo& info = host.load_file(test_plugin("invalid-scheduler/test-invalid-scheduler.so"));
+  auto scheduler = host.create_scheduler(info, host.resolve_options(info, {}, "test"));
+  Target target;
+  target.tiles = 4;
+  ExchangePhase phase;
+  phase.tiles = 4;
+  phase.transfers.push_back({0, {1}, 5, 0, {0}});
+  phase.transfers.push_back({0, {2}, 5, 0, {0}});  // same sender at the same cycles
+  CHECK_THROWS_WITH(scheduler->schedule(phase, target, 100),
+                    Catch::Contains("plugin 'all-at-once'") && Catch::Contains("invalid schedule") && Catch::Contains("tile 0"));
+}
+
+TEST_CASE("plugin host creates only the declared kind and checks option types", "[plugins]") {
+  PluginHost host;
+  host.load_directory(TESSERA_PLUGIN_DIR);
+  const PluginInfo& greedy = *host.find("greedy");
+  CHECK_THROWS_WITH(host.create_pass(greedy, {}), Catch::Contains("plugin 'greedy': is of kind exchange scheduler, not pass"));
+  const PluginInfo& planner = *host.find("select-finalist");
+  Options given;
+  given.values["finalists"] = std::string("many");
+  CHECK_THROWS_WITH(host.resolve_options(planner, given, "here"), Catch::Contains("here: option 'finalists'") && Catch::Contains("must be int"));
+  given.values["finalists"] = std::string("4");
+  CHECK(host.resolve_options(planner, given, "here").get_int("finalists") == 4);
+}
+
+TEST_CASE("plugin host finds plugins on TESSERA_PLUGIN_PATH", "[plugins]") {
+  setenv("TESSERA_PLUGIN_PATH", (std::string("/nonexistent-dir:") + TESSERA_PLUGIN_DIR).c_str(), 1);
+  PluginHost host;
+  CHECK_THROWS_WITH(host.load_environment_paths(), Catch::Contains("/nonexistent-dir: plugin path is not a directory"));
+  setenv("TESSERA_PLUGIN_PATH", TESSERA_PLUGIN_DIR, 1);
+  PluginHost host2;
+  host2.load_environment_paths();
+  CHECK(host2.find("greedy"));
+  unsetenv("TESSERA_PLUGIN_PATH");
+}

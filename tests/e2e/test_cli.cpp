@@ -1,0 +1,168 @@
+// End-to-end: the real `tessera` binary on real configs, including its failures.
+#include <catch2/catch.hpp>
+
+#include <filesystem>
+#include <fstream>
+#include <regex>
+
+#include "run_command.hpp"
+#include "temp_dir.hpp"
+
+using namespace tessera::testing;
+namespace fs = std::filesystem;
+
+namespace {
+
+const std::string kSmallModel = source_path("configs/models/mlp-small.yaml");
+const std::string kSmallPipeline = source_path("configs/pipelines/small.yaml");
+
+// The error is one line on stderr, naming `file`; no crash, no half-written package.
+void check_clean_failure(const CommandResult& r, const std::string& file, const std::string& package) {
+  CHECK(r.exit_code == 1);
+  CHECK(r.signal == 0);
+  CHECK(r.err.find("terminate called") == std::string::npos);
+  const std::string last_line = r.err.substr(r.err.rfind("error: "));
+  CHECK(std::count(last_line.begin(), last_line.end(), '\n') == 1);
+  CHECK_THAT(last_line, Catch::Contains(file));
+  CHECK_FALSE(fs::exists(package));
+  for (const auto& entry : fs::directory_iterator(fs::path(package).parent_path()))
+    CHECK(entry.path().filename().string().find(".tmp-") == std::string::npos);
+}
+
+std::string pipeline_variant(const TempDir& dir, const std::string& from, const std::string& to) {
+  return pipeline_copy(dir, kSmallPipeline, from, to);
+}
+
+}  // namespace
+
+TEST_CASE("cli compiles and runs the small model with a passing numerical test", "[e2e]") {
+  TempDir dir;
+  const std::string package = (dir.path() / "small.tpkg").string();
+  auto pipeline = pipeline_variant(dir, "finalists: 2", "finalists: 2");
+  CommandResult compiled = run_command({tessera_binary(), "compile", kSmallModel, "-p", pipeline, "-o", package});
+  INFO(compiled.err);
+  REQUIRE(compiled.exit_code == 0);
+  CHECK_THAT(compiled.out, Catch::StartsWith("package=" + package + " tiles=16 "));
+  for (const char* phase : {"lower_mid", "select_finalist", "place_storage", "lower_exchanges", "emit_tile_code"})
+    CHECK_THAT(compiled.err, Catch::Contains(std::string("package build phase finished phase=\"") + phase + "\" elapsed_ms="));
+  CHECK_THAT(compiled.err, Catch::Contains("success=true"));
+  CHECK_THAT(compiled.err, Catch::Contains("tessera.build{tile_count=16 operations=6}:tessera.phase{phase=\"select_finalist\"}"));
+
+  const std::string profile = (dir.path() / "profile.json").string();
+  CommandResult ran = run_command({tessera_binary(), "run", package, "--profile", profile,
+                                   "--lock", (dir.path() / "device.lock").string()});
+  INFO(ran.err);
+  REQUIRE(ran.exit_code == 0);
+  CHECK_THAT(ran.out, Catch::Contains("numericalTest=PASS"));
+  CHECK_THAT(ran.out, Catch::Contains("profile=" + profile + " tiles=16 samples="));
+  CHECK(fs::file_size(profile) > 0);
+  for (const char* stage : {"reading application package", "acquired device", "loading application tile_count=16",
+                            "starting host exchange session", "call=\"initialize\"", "call=\"run\""})
+    CHECK_THAT(ran.err, Catch::Contains(stage));
+  std::smatch cycles;
+  REQUIRE(std::regex_search(ran.out, cycles, std::regex("simulated_cycles=([0-9]+)")));
+  CHECK(std::stoull(cycles[1]) > 0);
+}
+
+TEST_CASE("cli swaps the exchange scheduler through the YAML alone", "[e2e]") {
+  TempDir dir;
+  const std::string package = (dir.path() / "small.tpkg").string();
+  auto greedy = run_command({tessera_binary(), "compile", kSmallModel, "-p", pipeline_variant(dir, "plugin: greedy", "plugin: greedy"), "-o", package});
+  REQUIRE(greedy.exit_code == 0);
+  CHECK_THAT(greedy.err, Catch::Contains("selected_kind=\"greedy\""));
+  auto in_order = run_command({tessera_binary(), "compile", kSmallModel, "-p", pipeline_variant(dir, "plugin: greedy", "plugin: in-order"), "-o", package});
+  INFO(in_order.err);
+  REQUIRE(in_order.exit_code == 0);
+  CHECK_THAT(in_order.err, Catch::Contains("selected_kind=\"in-order\""));
+  CHECK_THAT(in_order.err, !Catch::Contains("selected_kind=\"greedy\""));
+  auto ran = run_command({tessera_binary(), "run", package, "--lock", (dir.path() / "device.lock").string()});
+  CHECK_THAT(ran.out, Catch::Contains("numericalTest=PASS"));
+}
+
+TEST_CASE("cli bad pipelines fail with one line naming the file and leave no package", "[e2e]") {
+  TempDir dir;
+  const std::string package = (dir.path() / "x.tpkg").string();
+  auto unknown = pipeline_variant(dir, "plugin: greedy", "plugin: greedyy");
+  auto r = run_command({tessera_binary(), "compile", kSmallModel, "-p", unknown, "-o", package});
+  check_clean_failure(r, unknown + ":6:21", package);
+  CHECK_THAT(r.err, Catch::Contains("did you mean 'greedy'?"));
+
+  auto typo_key = pipeline_variant(dir, "cost_model:", "cost_modle:");
+  r = run_command({tessera_binary(), "compile", kSmallModel, "-p", typo_key, "-o", package});
+  check_clean_failure(r, typo_key + ":5:1", package);
+
+  auto bad_option = pipeline_variant(dir, "finalists: 2", "finalists: 2.5");
+  r = run_command({tessera_binary(), "compile", kSmallModel, "-p", bad_option, "-o", package});
+  check_clean_failure(r, bad_option + ":9:", package);
+  CHECK_THAT(r.err, Catch::Contains("must be int"));
+
+  auto no_such_dir = pipeline_variant(dir, TESSERA_PLUGIN_DIR, "/no/such/plugins");
+  r = run_command({tessera_binary(), "compile", kSmallModel, "-p", no_such_dir, "-o", package});
+  check_clean_failure(r, no_such_dir + ":4:", package);
+}
+
+TEST_CASE("cli a model that does not fit fails listing the tiles", "[e2e]") {
+  TempDir dir;
+  const std::string package = (dir.path() / "x.tpkg").string();
+  // 16 tiles of 624 KiB cannot hold a 4096 x 4096 float32 matrix (64 MiB).
+  auto model = dir.write("big.yaml", "model: big\ntensors:\n  - {name: x, shape: [2, 4096], kind: input}\n"
+                                     "  - {name: w, shape: [4096, 4096], kind: weight}\n"
+                                     "ops: [{op: matmul, inputs: [x, w], output: y}]\noutputs: [y]\n");
+  auto r = run_command({tessera_binary(), "compile", model, "-p", pipeline_variant(dir, "finalists: 2", "finalists: 2"), "-o", package});
+  check_clean_failure(r, model, package);
+  CHECK_THAT(r.err, Catch::Contains("638976"));
+}
+
+TEST_CASE("cli print-pipeline output compiles again", "[e2e]") {
+  TempDir dir;
+  auto printed = run_command({tessera_binary(), "compile", "--print-pipeline", "-p", pipeline_variant(dir, "finalists: 2", "finalists: 2")});
+  INFO(printed.err);
+  REQUIRE(printed.exit_code == 0);
+  CHECK_THAT(printed.out, Catch::Contains("exchange_scheduler: {plugin: greedy"));
+  auto file = dir.write("printed.yaml", printed.out);
+  auto again = run_command({tessera_binary(), "compile", "--print-pipeline", "-p", file});
+  CHECK(again.out == printed.out);
+  const std::string package = (dir.path() / "again.tpkg").string();
+  auto compiled = run_command({tessera_binary(), "compile", kSmallModel, "-p", file, "-o", package});
+  CHECK(compiled.exit_code == 0);
+}
+
+TEST_CASE("cli dump-after writes the state after the named pass", "[e2e]") {
+  TempDir dir;
+  const std::string package = (dir.path() / "x.tpkg").string();
+  auto r = run_command({tessera_binary(), "compile", kSmallModel, "-p", pipeline_variant(dir, "finalists: 2", "finalists: 2"), "-o", package,
+                        "--dump-after", "place-storage", "--dump-dir", dir.path().string()});
+  REQUIRE(r.exit_code == 0);
+  std::ifstream dump(dir.path() / "place_storage.dump");
+  std::string text((std::istreambuf_iterator<char>(dump)), {});
+  CHECK_THAT(text, Catch::Contains("facts:") && Catch::Contains("storage") && Catch::Contains("buffers "));
+  CHECK_THAT(text, !Catch::Contains("offset=-1"));
+}
+
+TEST_CASE("cli run refuses a corrupt package naming the section", "[e2e]") {
+  TempDir dir;
+  const std::string package = (dir.path() / "x.tpkg").string();
+  REQUIRE(run_command({tessera_binary(), "compile", kSmallModel, "-p", pipeline_variant(dir, "finalists: 2", "finalists: 2"), "-o", package}).exit_code == 0);
+  std::string bytes;
+  {
+    std::ifstream in(package, std::ios::binary);
+    bytes.assign((std::istreambuf_iterator<char>(in)), {});
+  }
+  bytes[bytes.size() - 5] ^= 0x40;  // inside the last tile's section
+  std::ofstream(package, std::ios::binary | std::ios::trunc) << bytes;
+  auto r = run_command({tessera_binary(), "run", package, "--lock", (dir.path() / "lock").string()});
+  CHECK(r.exit_code == 1);
+  CHECK_THAT(r.err, Catch::Contains(package) && Catch::Contains("TILE[15] checksum mismatch"));
+}
+
+TEST_CASE("cli plugins list shows every shipped plugin", "[e2e]") {
+  auto r = run_command({tessera_binary(), "plugins", "list"});
+  REQUIRE(r.exit_code == 0);
+  for (const char* name : {"lower-mid", "select-finalist", "place-storage", "lower-exchanges", "emit-tile-code", "greedy", "in-order", "analytic"})
+    CHECK_THAT(r.out, Catch::Contains(name));
+  auto info = run_command({tessera_binary(), "plugins", "info", "select-finalist"});
+  CHECK_THAT(info.out, Catch::Contains("finalists (int, default 2)"));
+  auto typo = run_command({tessera_binary(), "plugins", "info", "gredy"});
+  CHECK(typo.exit_code == 1);
+  CHECK_THAT(typo.err, Catch::Contains("did you mean 'greedy'?"));
+}

@@ -1,0 +1,52 @@
+// A temporary directory for a test, removed at the end of its scope.
+#pragma once
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <iterator>
+#include <stdexcept>
+#include <string>
+
+namespace tessera::testing {
+
+class TempDir {
+public:
+  TempDir() {
+    std::string pattern = (std::filesystem::temp_directory_path() / "tessera-test-XXXXXX").string();
+    path_ = mkdtemp(pattern.data());
+  }
+  ~TempDir() {
+    std::error_code ec;
+    std::filesystem::remove_all(path_, ec);
+  }
+  TempDir(const TempDir&) = delete;
+  TempDir& operator=(const TempDir&) = delete;
+  const std::filesystem::path& path() const { return path_; }
+  /// Writes `text` to `name` inside the directory and returns the full path.
+  std::string write(const std::string& name, const std::string& text) const {
+    auto file = path_ / name;
+    std::filesystem::create_directories(file.parent_path());
+    std::ofstream(file) << text;
+    return file.string();
+  }
+
+private:
+  std::filesystem::path path_;
+};
+
+inline std::string source_path(const std::string& relative) { return std::string(TESSERA_SOURCE_DIR) + "/" + relative; }
+
+/// A copy of a shipped pipeline in `dir`, pointing at the shipped targets and this build's
+/// plugins, with the text `from` replaced by `to`.
+inline std::string pipeline_copy(const TempDir& dir, const std::string& pipeline, const std::string& from,
+                                 const std::string& to) {
+  std::ifstream in(pipeline);
+  std::string text((std::istreambuf_iterator<char>(in)), {});
+  text.replace(text.find("../targets/"), 11, source_path("configs/targets/"));
+  text.replace(text.find("../../build/plugins"), 19, TESSERA_PLUGIN_DIR);
+  if (text.find(from) == std::string::npos) throw std::runtime_error("pipeline_copy: '" + from + "' not in " + pipeline);
+  text.replace(text.find(from), from.size(), to);
+  return dir.write("pipeline.yaml", text);
+}
+
+}  // namespace tessera::testing

@@ -1,0 +1,95 @@
+// The compile driver: pipeline -> plugins -> passes -> package.
+#include "compile.hpp"
+
+#include <chrono>
+#include <filesystem>
+
+#include "tessera/diagnostic.hpp"
+#include "tessera/log.hpp"
+#include "tessera/pass_manager.hpp"
+#include "tessera/pipeline.hpp"
+#include "tessera/plugin_host.hpp"
+#include "tessera/version.hpp"
+
+namespace fs = std::filesystem;
+
+namespace tessera::cli {
+
+static PipelineSpec load_resolved(const std::string& pipeline, const std::string& target, PluginHost& host) {
+  PipelineSpec spec = load_pipeline(pipeline);
+  if (!target.empty()) {
+    std::error_code ec;
+    if (!fs::is_regular_file(target, ec)) throw Error(target + ": target file not found (given with --target)");
+    spec.target = fs::absolute(target).lexically_normal().string();
+    spec.target_place = "--target";
+  }
+  resolve_pipeline(spec, host);
+  return spec;
+}
+
+std::string resolved_pipeline_yaml(const std::string& pipeline, const std::string& target) {
+  PluginHost host;
+  return print_pipeline(load_resolved(pipeline, target, host));
+}
+
+std::string bundled_plugin_directory() {
+  std::error_code ec;
+  fs::path exe = fs::read_symlink("/proc/self/exe", ec);
+  if (ec) return "";
+  for (fs::path candidate : {exe.parent_path().parent_path() / "plugins", exe.parent_path().parent_path() / "lib/tessera/plugins"})
+    if (fs::is_directory(candidate, ec)) return candidate.string();
+  return "";
+}
+
+CompileResult compile(const CompileRequest& request) {
+  const auto start = std::chrono::steady_clock::now();
+  auto log = logger("tessera.build");
+  if (request.output.empty()) throw Error("no output package given (use -o PACKAGE)");
+
+  PluginHost host;
+  PipelineSpec spec = load_resolved(request.pipeline, request.target, host);
+  CompilationState state;
+  state.target = load_target(spec.target);
+  state.model = load_model(request.model);
+  state.facts.insert(facts::graph);
+  log->info("compiling model={} pipeline={} target={} tiles={} cost_model={} exchange_scheduler={} passes={}",
+            state.model.name, spec.name, state.target.name, state.target.tiles, spec.cost_model.plugin,
+            spec.exchange_scheduler.plugin, spec.passes.size());
+
+  PassManagerOptions options;
+  options.dump_after = request.dump_after;
+  options.dump_directory = request.dump_directory.empty()
+                               ? (fs::path(request.output).parent_path() / "dumps").string()
+                               : request.dump_directory;
+  options.schedule_budget_ms = request.schedule_budget_ms;
+  options.threads = request.threads;
+  PassManager manager(spec, host, options);
+  if (Status status = manager.run(state); !status.ok) throw Error(request.model + ": compile failed: " + status.message);
+  if (!state.facts.count(facts::tile_images))
+    throw Error(spec.file + ": the pipeline never provides 'tile-images', so there is no package to write; "
+                "end it with emit-tile-code");
+
+  Package& package = state.package;
+  package.compiler_version = kCoreVersion;
+  package.target = state.target;
+  package.target_hash = state.target.hash();
+  package.codelet_set_version = kCodeletSetVersion;
+  package.graph = state.model;
+  package.superstep_labels.clear();
+  for (const auto& step : state.program.supersteps) package.superstep_labels.push_back(step.label);
+  package.estimates = state.estimates;
+  log->info("writing application package tiles={}", package.tiles.size());
+  write_package(package, request.output);
+  std::error_code ec;
+  log->info("application package written path={} bytes={}", request.output, fs::file_size(request.output, ec));
+
+  CompileResult result;
+  result.package_path = request.output;
+  result.tiles = state.target.tiles;
+  result.supersteps = state.program.supersteps.size();
+  result.estimates = state.estimates;
+  result.compile_ms = std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - start).count();
+  return result;
+}
+
+}  // namespace tessera::cli

@@ -1,0 +1,40 @@
+// Compiling a model with a pipeline into a package: the driver behind `tessera compile`.
+#pragma once
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "tessera/package.hpp"
+
+namespace tessera::cli {
+
+struct CompileRequest {
+  std::string model;
+  std::string pipeline;
+  std::string target;       ///< overrides the pipeline's target when set
+  std::string output;       ///< package path
+  std::vector<std::string> dump_after;
+  std::string dump_directory;
+  std::uint64_t schedule_budget_ms = 2000;
+  unsigned threads = 1;
+};
+
+struct CompileResult {
+  std::string package_path;
+  std::uint32_t tiles = 0;
+  std::size_t supersteps = 0;
+  PackageEstimates estimates;
+  std::int64_t compile_ms = 0;
+};
+
+/// Loads, resolves and runs the pipeline, then writes the package atomically. Throws
+/// Error on any user-facing problem; nothing is written then.
+CompileResult compile(const CompileRequest& request);
+
+/// Loads and resolves a pipeline (with an optional target override) and returns it as YAML.
+std::string resolved_pipeline_yaml(const std::string& pipeline, const std::string& target);
+
+/// The folder of plugins shipped beside this binary (build/plugins), or "" if absent.
+std::string bundled_plugin_directory();
+
+}  // namespace tessera::cli

@@ -1,0 +1,124 @@
+// `tessera`: compile models, run packages on the simulator, list plugins.
+#include <CLI/CLI.hpp>
+#include <fmt/format.h>
+
+#include <filesystem>
+
+#include "compile.hpp"
+#include "plugins_command.hpp"
+#include "tessera/diagnostic.hpp"
+#include "tessera/log.hpp"
+#include "tessera/runtime/run.hpp"
+#include "tessera/version.hpp"
+
+namespace fs = std::filesystem;
+using namespace tessera;
+
+namespace {
+
+void print_compile_result(const cli::CompileResult& r) {
+  fmt::print("package={} tiles={} supersteps={} estimated_cycles={} estimated_exchange_cycles={} "
+             "scheduled_exchange_cycles={} exchange_lower_bound={} peak_tile_bytes={} compile_ms={}\n",
+             r.package_path, r.tiles, r.supersteps, r.estimates.estimated_cycles, r.estimates.estimated_exchange_cycles,
+             r.estimates.scheduled_exchange_cycles, r.estimates.exchange_lower_bound, r.estimates.peak_tile_bytes,
+             r.compile_ms);
+}
+
+// Prints the run's result lines; returns the exit code (1 when the numbers are wrong).
+int print_run_result(const runtime::RunResult& r, const std::string& package_path) {
+  if (!r.profile_path.empty()) fmt::print("profile={} tiles={} samples={}\n", r.profile_path, r.tiles, r.profile_samples);
+  fmt::print("package={} tiles={} simulated_cycles={} compute_cycles={} exchange_cycles={} sync_cycles={}\n",
+             package_path, r.tiles, r.cycles.total(), r.cycles.compute, r.cycles.exchange, r.cycles.sync);
+  if (!r.numerics_checked) return 0;
+  fmt::print("referenceMaximumAbsoluteError={:.9g} tolerance={:.3g} numericalTest={}\n", r.numerics.max_abs_error,
+             r.numerics.tolerance, r.numerics.passed ? "PASS" : "FAIL");
+  return r.numerics.passed ? 0 : 1;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  CLI::App app{"tessera: a plugin-based compiler for tile-based BSP accelerators"};
+  app.set_version_flag("--version", std::string("tessera ") + kCoreVersion);
+  app.require_subcommand(1);
+  std::string log_level = "info";
+  app.add_option("--log-level", log_level, "trace, debug, info, warn, error or off")
+      ->check(CLI::IsMember({"trace", "debug", "info", "warn", "error", "off"}));
+
+  cli::CompileRequest compile_request;
+  bool print_pipeline = false;
+  auto* compile = app.add_subcommand("compile", "compile a model YAML into a package");
+  compile->add_option("model", compile_request.model, "model YAML (configs/models/)")->check(CLI::ExistingFile);
+  compile->add_option("--pipeline,-p", compile_request.pipeline, "pipeline YAML (configs/pipelines/)")
+      ->required()->check(CLI::ExistingFile);
+  compile->add_option("--target,-t", compile_request.target, "target YAML; overrides the pipeline's")->check(CLI::ExistingFile);
+  compile->add_option("--output,-o", compile_request.output, "package file to write (.tpkg)");
+  compile->add_flag("--print-pipeline", print_pipeline, "print the resolved pipeline as YAML and stop");
+  compile->add_option("--dump-after", compile_request.dump_after, "write the state after this pass (name, or 'all')");
+  compile->add_option("--dump-dir", compile_request.dump_directory, "folder for --dump-after files (default: beside the package)");
+  compile->add_option("--schedule-budget-ms", compile_request.schedule_budget_ms, "time budget per exchange phase for the scheduler");
+
+  std::string run_package_path;
+  runtime::RunOptions run_options;
+  auto* run = app.add_subcommand("run", "run a package on the simulator and check its numbers");
+  run->add_option("package", run_package_path, "package file (.tpkg)")->required()->check(CLI::ExistingFile);
+  run->add_option("--profile", run_options.profile_path, "write the execution profile (JSON) here");
+  run->add_option("--lock", run_options.lock_path, "device lock file (default: $TMPDIR/tessera-sim0.lock)");
+
+  cli::CompileRequest demo_request;
+  demo_request.model = "configs/models/mlp-b2-n3.yaml";
+  demo_request.pipeline = "configs/pipelines/default.yaml";
+  demo_request.output = "build/artifacts/mlp-b2-n3/model.tpkg";
+  runtime::RunOptions demo_run;
+  auto* demo = app.add_subcommand("demo", "compile mlp-b2-n3, run it on the simulator, check the numbers");
+  demo->add_option("--model", demo_request.model, "model YAML")->check(CLI::ExistingFile);
+  demo->add_option("--pipeline", demo_request.pipeline, "pipeline YAML")->check(CLI::ExistingFile);
+  demo->add_option("--target", demo_request.target, "target YAML; overrides the pipeline's")->check(CLI::ExistingFile);
+  demo->add_option("--output", demo_request.output, "package file to write");
+  demo->add_option("--lock", demo_run.lock_path, "device lock file");
+
+  std::vector<std::string> plugin_paths;
+  std::string plugin_name;
+  auto* plugins = app.add_subcommand("plugins", "list the available plugins, or show one");
+  plugins->require_subcommand(1);
+  auto* list = plugins->add_subcommand("list", "every plugin found: bundled, TESSERA_PLUGIN_PATH, --plugin-path");
+  auto* info = plugins->add_subcommand("info", "one plugin's kind, version, ABI, file and options");
+  info->add_option("name", plugin_name, "plugin name")->required();
+  for (auto* sub : {list, info}) sub->add_option("--plugin-path", plugin_paths, "another folder of plugins")->check(CLI::ExistingDirectory);
+
+  CLI11_PARSE(app, argc, argv);
+  configure_logging(log_level);
+  try {
+    if (*compile) {
+      if (print_pipeline) {
+        fmt::print("{}", cli::resolved_pipeline_yaml(compile_request.pipeline, compile_request.target));
+        return 0;
+      }
+      if (compile_request.model.empty()) throw Error("tessera compile: no model given (tessera compile MODEL -p PIPELINE -o PACKAGE)");
+      print_compile_result(cli::compile(compile_request));
+      return 0;
+    }
+    if (*run) {
+      run_options.package_path = run_package_path;
+      return print_run_result(runtime::run_package(run_options), run_package_path);
+    }
+    if (*demo) {
+      cli::CompileResult compiled = cli::compile(demo_request);
+      print_compile_result(compiled);
+      demo_run.package_path = compiled.package_path;
+      demo_run.profile_path = (fs::path(compiled.package_path).parent_path() / "profile.json").string();
+      return print_run_result(runtime::run_package(demo_run), compiled.package_path);
+    }
+    if (*plugins) return cli::plugins_command(*info ? plugin_name : "", plugin_paths);
+  } catch (const PluginError& e) {
+    fmt::print(stderr, "error: {}\n", e.what());
+    return 1;
+  } catch (const Error& e) {
+    fmt::print(stderr, "error: {}\n", e.what());
+    return 1;
+  } catch (const std::exception& e) {
+    fmt::print(stderr, "internal error: {}\n", e.what());
+    return 2;
+  }
+  return 0;
+}
