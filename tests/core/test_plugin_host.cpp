@@ -4,6 +4,8 @@
 #include <filesystem>
 
 #include "tessera/cost_model.hpp"
+#include <spdlog/spdlog.h>
+
 #include "tessera/diagnostic.hpp"
 #include "tessera/pass.hpp"
 #include "tessera/plugin_host.hpp"

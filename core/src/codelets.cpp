@@ -1,0 +1,169 @@
+// The codelet set's names, operand shapes and cycle formulas: the machine model the simulator charges.
+#include "tessera/codelets.hpp"
+
+#include <fmt/format.h>
+
+#include <limits>
+#include <stdexcept>
+
+#include "tessera/target.hpp"
+
+namespace tessera {
+
+namespace {
+
+struct CodeletShape {
+  const char* name;
+  std::uint32_t operands;
+  std::uint32_t params;
+};
+
+// Indexed by the enum value; the order must follow enum class Codelet.
+constexpr CodeletShape kShapes[kCodeletCount] = {
+    {"matmul", 3, 3},      // {a, b, c}; {m, k, n}
+    {"reduce_add", 2, 2},  // {in, out}; {parts, count}
+    {"bias_add", 2, 3},    // {inout, bias}; {rows, cols, relu}
+    {"relu", 1, 1},        // {inout}; {count}
+    {"add", 3, 1},         // {a, b, out}; {count}
+    {"copy", 2, 1},        // {in, out}; {count}
+};
+
+const CodeletShape& shape_of(Codelet codelet) {
+  const auto index = static_cast<std::uint32_t>(codelet);
+  // An out-of-range codelet here is a caller bug: readers reject unknown codelets first.
+  if (index >= kCodeletCount)
+    throw std::logic_error(fmt::format("codelet id {} is not in the codelet set", index));
+  return kShapes[index];
+}
+
+void check_params(Codelet codelet, std::span<const std::uint32_t> params) {
+  const CodeletShape& shape = shape_of(codelet);
+  // Callers check param counts against codelet_param_count() before asking for sizes.
+  if (params.size() != shape.params)
+    throw std::logic_error(fmt::format("codelet {} takes {} params, got {}", shape.name,
+                                       shape.params, params.size()));
+}
+
+std::uint64_t ceil_div(std::uint64_t numerator, std::uint64_t denominator) {
+  return denominator == 0 ? 0 : (numerator + denominator - 1) / denominator;
+}
+
+std::uint64_t saturate(unsigned __int128 value) {
+  constexpr auto max = std::numeric_limits<std::uint64_t>::max();
+  return value > max ? max : static_cast<std::uint64_t>(value);
+}
+
+// --- The machine model ------------------------------------------------------------------
+//
+// A tile is barrel-threaded: its worker threads take turns in a pipeline of
+// kBarrelPipelineDepth stages, so each worker issues one instruction every
+// kBarrelPipelineDepth cycles and the tile as a whole issues worker_threads /
+// kBarrelPipelineDepth instructions per cycle (one per cycle on the 6-worker IPU tile).
+// Elementwise codelets split their elements evenly over the workers; each worker walks
+// its share in 64-bit vectors of two float32 values. A vector costs a codelet-specific
+// number of instructions (loads, the arithmetic and the store bundled as the IPU's
+// load/store-with-pace instructions allow). So for `count` elements:
+//
+//   cycles = launch + kBarrelPipelineDepth * ceil(ceil(count / workers) / 2) * instructions
+//   launch = kLaunchCyclesPerWorker * worker_threads  (the supervisor starts each worker
+//            with a `run` instruction and waits for all of them at the end)
+//
+// With 6 workers that is about 2 / instructions elements per cycle for large counts, and a
+// small call still pays for the slowest worker's whole vectors.
+//
+// Matrix multiplication runs on the accumulating matrix product (AMP) unit, which does
+// target.fp32_macs_per_cycle float32 multiply-accumulates per cycle for the whole tile:
+//
+//   cycles = kMatmulOverheadCycles + ceil(m * k * n / fp32_macs_per_cycle)
+//
+// where the overhead covers loading the AMP's weights state, the supervisor's setup and
+// draining the accumulators.
+
+constexpr std::uint64_t kBarrelPipelineDepth = 6;
+constexpr std::uint64_t kLaunchCyclesPerWorker = 4;
+constexpr std::uint64_t kFloatsPerVector = 2;
+constexpr std::uint64_t kMatmulOverheadCycles = 40;
+
+// Instructions per two-float vector.
+constexpr std::uint64_t kCopyInstructions = 1;      // ld64 + st64 bundled
+constexpr std::uint64_t kReluInstructions = 1;      // ld64, f32v2max with 0, st64 bundled
+constexpr std::uint64_t kAddInstructions = 2;       // two loads, f32v2add, store
+constexpr std::uint64_t kBiasAddInstructions = 2;   // load value and bias, f32v2add, store
+constexpr std::uint64_t kBiasReluInstructions = 1;  // the fused max with 0 in the epilogue
+// reduce_add: one load-and-add per part plus the store, per output vector.
+constexpr std::uint64_t kReduceStoreInstructions = 1;
+
+std::uint64_t elementwise_cycles(std::uint64_t count, std::uint64_t instructions_per_vector,
+                                 const Target& target) {
+  const std::uint64_t workers = target.worker_threads == 0 ? 1 : target.worker_threads;
+  const std::uint64_t launch = kLaunchCyclesPerWorker * workers;
+  const std::uint64_t per_worker = ceil_div(count, workers);
+  const std::uint64_t vectors = ceil_div(per_worker, kFloatsPerVector);
+  return launch + saturate(static_cast<unsigned __int128>(kBarrelPipelineDepth) * vectors *
+                           instructions_per_vector);
+}
+
+}  // namespace
+
+const char* codelet_name(Codelet codelet) { return shape_of(codelet).name; }
+
+std::uint32_t codelet_operand_count(Codelet codelet) { return shape_of(codelet).operands; }
+
+std::uint32_t codelet_param_count(Codelet codelet) { return shape_of(codelet).params; }
+
+std::uint64_t codelet_operand_words(Codelet codelet, std::span<const std::uint32_t> params,
+                                    std::uint32_t operand) {
+  check_params(codelet, params);
+  const CodeletShape& shape = shape_of(codelet);
+  if (operand >= shape.operands)
+    throw std::logic_error(fmt::format("codelet {} has {} operands, asked for operand {}",
+                                       shape.name, shape.operands, operand));
+  auto product = [](std::uint64_t a, std::uint64_t b) { return a * b; };  // fits: 32 x 32 bits
+  switch (codelet) {
+    case Codelet::matmul: {
+      const std::uint64_t m = params[0], k = params[1], n = params[2];
+      if (operand == 0) return product(m, k);
+      if (operand == 1) return product(k, n);
+      return product(m, n);
+    }
+    case Codelet::reduce_add:
+      return operand == 0 ? product(params[0], params[1]) : params[1];
+    case Codelet::bias_add:
+      return operand == 0 ? product(params[0], params[1]) : params[1];
+    case Codelet::relu:
+    case Codelet::add:
+    case Codelet::copy:
+      return params[0];
+  }
+  throw std::logic_error("unreachable codelet");
+}
+
+std::uint64_t codelet_cycles(Codelet codelet, std::span<const std::uint32_t> params,
+                             const Target& target) {
+  check_params(codelet, params);
+  switch (codelet) {
+    case Codelet::matmul: {
+      const unsigned __int128 macs =
+          static_cast<unsigned __int128>(params[0]) * params[1] * params[2];
+      const std::uint64_t rate = target.fp32_macs_per_cycle == 0 ? 1 : target.fp32_macs_per_cycle;
+      return kMatmulOverheadCycles + saturate((macs + rate - 1) / rate);
+    }
+    case Codelet::reduce_add:
+      return elementwise_cycles(params[1],
+                                static_cast<std::uint64_t>(params[0]) + kReduceStoreInstructions,
+                                target);
+    case Codelet::bias_add:
+      return elementwise_cycles(static_cast<std::uint64_t>(params[0]) * params[1],
+                                kBiasAddInstructions + (params[2] != 0 ? kBiasReluInstructions : 0),
+                                target);
+    case Codelet::relu:
+      return elementwise_cycles(params[0], kReluInstructions, target);
+    case Codelet::add:
+      return elementwise_cycles(params[0], kAddInstructions, target);
+    case Codelet::copy:
+      return elementwise_cycles(params[0], kCopyInstructions, target);
+  }
+  throw std::logic_error("unreachable codelet");
+}
+
+}  // namespace tessera

@@ -1,0 +1,55 @@
+// run_package: read a package, lock and load the device, stream, run, check numerics, profile.
+#pragma once
+#include <cstdint>
+#include <string>
+
+#include "tessera/runtime/device.hpp"
+#include "tessera/runtime/reference.hpp"
+
+namespace tessera {
+struct Package;
+}
+
+namespace tessera::runtime {
+
+struct RunOptions {
+  std::string package_path;                  ///< the .tpkg to run (run_package(options))
+  std::string backend = "sim";
+  std::string lock_path;                     ///< empty: default_lock_path()
+  std::uint64_t lock_timeout_ms = 0;         ///< 0: wait for the device as long as it takes
+  std::string profile_path;                  ///< empty: no profile file
+  std::string trace_path;                    ///< empty: no Chrome trace
+  bool check_numerics = true;                ///< run the float64 reference and compare
+  double atol = kDefaultAbsoluteTolerance;   ///< see reference.hpp for why these values
+  double rtol = kDefaultRelativeTolerance;
+};
+
+struct RunResult {
+  CycleCounts cycles;
+  std::uint64_t host_initialize_bytes = 0;
+  std::uint64_t host_run_bytes = 0;
+  std::uint64_t host_run_cycles = 0;  ///< run's streams at the target's host bandwidth
+  NumericalReport numerics;           ///< empty when check_numerics is false
+  bool numerics_checked = false;
+  std::uint32_t tiles = 0;
+  std::uint64_t profile_samples = 0;
+  std::string profile_path;           ///< where the profile was written, or empty
+  std::uint64_t words_exchanged = 0;
+  std::uint64_t words_unreceived = 0;
+  HostTensors outputs;
+
+  bool passed() const { return !numerics_checked || numerics.passed; }
+};
+
+/// Reads options.package_path and runs it (see the other overload). Errors in the
+/// package name its path.
+RunResult run_package(const RunOptions& options);
+
+/// Runs an in-memory package: takes the device lock, opens and attaches the device,
+/// loads the package, streams weights (initialize) and inputs (run), executes, reads the
+/// outputs, compares them with the float64 reference, writes the profile. Logs each step
+/// through the "tessera.runtime" logger. Does not print the summary lines.
+RunResult run_package(const Package& package, const RunOptions& options,
+                      const std::string& package_name = "<in-memory package>");
+
+}  // namespace tessera::runtime

@@ -1,0 +1,64 @@
+// Host-side tensors for the host exchange streams: initial values and slice packing.
+#include "tessera/runtime/host_exchange.hpp"
+
+#include <algorithm>
+#include <cassert>
+#include <cmath>
+
+#include "tessera/package.hpp"
+
+namespace tessera::runtime {
+
+HostTensors initial_host_tensors(const Graph& graph, TensorKind kind) {
+  HostTensors tensors;
+  for (const Tensor& tensor : graph.tensors) {
+    if (tensor.kind != kind) continue;
+    std::vector<float>& values = tensors[tensor.name];
+    values.resize(static_cast<std::size_t>(tensor.elements()));
+    for (std::size_t i = 0; i < values.size(); ++i) values[i] = initial_value(graph, tensor, i);
+  }
+  return tensors;
+}
+
+// Slices were checked against the tensor and the tile when the package was loaded.
+void pack_slice(std::span<const float> tensor, std::uint32_t tensor_cols,
+                const PackageSlice& slice, std::span<float> destination) {
+  assert(destination.size() == static_cast<std::size_t>(slice.rows) * slice.cols);
+  for (std::uint32_t r = 0; r < slice.rows; ++r) {
+    const std::size_t from = static_cast<std::size_t>(slice.row_begin + r) * tensor_cols + slice.col_begin;
+    assert(from + slice.cols <= tensor.size());
+    std::copy_n(tensor.data() + from, slice.cols,
+                destination.data() + static_cast<std::size_t>(r) * slice.cols);
+  }
+}
+
+void unpack_slice(std::span<const float> packed, std::uint32_t tensor_cols,
+                  const PackageSlice& slice, std::span<float> tensor) {
+  assert(packed.size() == static_cast<std::size_t>(slice.rows) * slice.cols);
+  for (std::uint32_t r = 0; r < slice.rows; ++r) {
+    const std::size_t to = static_cast<std::size_t>(slice.row_begin + r) * tensor_cols + slice.col_begin;
+    assert(to + slice.cols <= tensor.size());
+    std::copy_n(packed.data() + static_cast<std::size_t>(r) * slice.cols, slice.cols,
+                tensor.data() + to);
+  }
+}
+
+std::uint64_t HostCallSummary::cycles(double host_bytes_per_cycle) const {
+  if (host_bytes_per_cycle <= 0) return 0;
+  return static_cast<std::uint64_t>(std::ceil(static_cast<double>(bytes) / host_bytes_per_cycle));
+}
+
+HostCallSummary summarize_host_call(const Package& package,
+                                    std::initializer_list<StreamKind> kinds) {
+  HostCallSummary summary;
+  for (const PackageStream& stream : package.streams) {
+    if (std::find(kinds.begin(), kinds.end(), stream.kind) == kinds.end()) continue;
+    for (const PackageSlice& slice : stream.slices) {
+      ++summary.phases;
+      summary.bytes += std::uint64_t{slice.rows} * slice.cols * sizeof(float);
+    }
+  }
+  return summary;
+}
+
+}  // namespace tessera::runtime

@@ -1,0 +1,187 @@
+// The float64 reference executor of a model graph, and the numerical test against it.
+#include "tessera/runtime/reference.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+
+#include "tessera/diagnostic.hpp"
+
+namespace tessera::runtime {
+
+namespace {
+
+/// A tensor's values and its matrix view (1-D tensors are one row). Inputs and weights
+/// stay float32 and are widened element by element; op results are double.
+struct Matrix {
+  const double* wide = nullptr;
+  const float* narrow = nullptr;
+  std::int64_t rows = 0, cols = 0;
+  double at(std::int64_t r, std::int64_t c) const {
+    const auto i = static_cast<std::size_t>(r * cols + c);
+    return wide != nullptr ? wide[i] : static_cast<double>(narrow[i]);
+  }
+};
+
+[[noreturn]] void fail(const Graph& graph, const Op& op, const std::string& message) {
+  throw Error(graph.source_file.empty() ? graph.name : graph.source_file,
+              static_cast<int>(op.place.line), static_cast<int>(op.place.column),
+              fmt::format("reference executor: {} op: {}", op_kind_name(op.kind), message));
+}
+
+/// out[m,n] = a[m,k] * b[k,n] (+ bias[n]); accumulated in double in k order.
+std::vector<double> matmul(const Matrix& a, const Matrix& b, const Matrix* bias, bool relu) {
+  std::vector<double> out(static_cast<std::size_t>(a.rows * b.cols), 0.0);
+  for (std::int64_t i = 0; i < a.rows; ++i) {
+    double* row = out.data() + i * b.cols;
+    for (std::int64_t p = 0; p < a.cols; ++p) {
+      const double scale = a.at(i, p);
+      if (b.wide != nullptr) {
+        const double* b_row = b.wide + p * b.cols;
+        for (std::int64_t j = 0; j < b.cols; ++j) row[j] += scale * b_row[j];
+      } else {
+        const float* b_row = b.narrow + p * b.cols;
+        for (std::int64_t j = 0; j < b.cols; ++j) row[j] += scale * static_cast<double>(b_row[j]);
+      }
+    }
+    if (bias != nullptr)
+      for (std::int64_t j = 0; j < b.cols; ++j) row[j] += bias->at(0, j);
+    if (relu)
+      for (std::int64_t j = 0; j < b.cols; ++j) row[j] = std::max(row[j], 0.0);
+  }
+  return out;
+}
+
+}  // namespace
+
+ReferenceValues execute_reference(const Graph& graph, const HostTensors& values) {
+  ReferenceValues computed;
+  auto lookup = [&](const Op& op, std::uint32_t index) -> Matrix {
+    if (index >= graph.tensors.size())
+      fail(graph, op, fmt::format("input tensor index {} is out of range", index));
+    const Tensor& tensor = graph.tensors[index];
+    Matrix matrix;
+    matrix.rows = tensor.rows();
+    matrix.cols = tensor.cols();
+    std::size_t size = 0;
+    if (auto it = computed.find(tensor.name); it != computed.end()) {
+      matrix.wide = it->second.data();
+      size = it->second.size();
+    } else if (tensor.kind == TensorKind::intermediate) {
+      fail(graph, op, fmt::format("tensor '{}' is used before an op produces it", tensor.name));
+    } else {
+      auto given = values.find(tensor.name);
+      if (given == values.end())
+        fail(graph, op, fmt::format("no values given for {} '{}'",
+                                    tensor.kind == TensorKind::weight ? "weight" : "input",
+                                    tensor.name));
+      matrix.narrow = given->second.data();
+      size = given->second.size();
+    }
+    if (size != static_cast<std::size_t>(matrix.rows * matrix.cols))
+      fail(graph, op, fmt::format("tensor '{}' has {} values but shape {}x{}", tensor.name, size,
+                                  matrix.rows, matrix.cols));
+    return matrix;
+  };
+
+  for (const Op& op : graph.ops) {
+    if (op.output >= graph.tensors.size())
+      fail(graph, op, fmt::format("output tensor index {} is out of range", op.output));
+    const Tensor& out_tensor = graph.tensors[op.output];
+    std::vector<double> out;
+    switch (op.kind) {
+      case OpKind::matmul:
+      case OpKind::dense: {
+        const std::size_t most_inputs = op.kind == OpKind::matmul ? 2 : 3;  // dense: + bias
+        if (op.inputs.size() < 2 || op.inputs.size() > most_inputs)
+          fail(graph, op, fmt::format("has {} inputs", op.inputs.size()));
+        const Matrix a = lookup(op, op.inputs[0]);
+        const Matrix b = lookup(op, op.inputs[1]);
+        if (a.cols != b.rows)
+          fail(graph, op, fmt::format("inner dimensions differ: {}x{} times {}x{}", a.rows, a.cols,
+                                      b.rows, b.cols));
+        Matrix bias;
+        const bool has_bias = op.inputs.size() == 3;
+        if (has_bias) {
+          bias = lookup(op, op.inputs[2]);
+          if (bias.rows != 1 || bias.cols != b.cols)
+            fail(graph, op, fmt::format("bias is {}x{}, expected a row of {}", bias.rows,
+                                        bias.cols, b.cols));
+        }
+        out = matmul(a, b, has_bias ? &bias : nullptr, op.kind == OpKind::dense && op.relu);
+        break;
+      }
+      case OpKind::add: {
+        if (op.inputs.size() != 2) fail(graph, op, fmt::format("has {} inputs", op.inputs.size()));
+        const Matrix a = lookup(op, op.inputs[0]);
+        const Matrix b = lookup(op, op.inputs[1]);
+        const bool broadcast = b.rows == 1 && b.cols == a.cols;
+        if (!broadcast && (b.rows != a.rows || b.cols != a.cols))
+          fail(graph, op, fmt::format("cannot add {}x{} to {}x{}", b.rows, b.cols, a.rows, a.cols));
+        out.resize(static_cast<std::size_t>(a.rows * a.cols));
+        for (std::int64_t r = 0; r < a.rows; ++r)
+          for (std::int64_t c = 0; c < a.cols; ++c)
+            out[static_cast<std::size_t>(r * a.cols + c)] = a.at(r, c) + b.at(broadcast ? 0 : r, c);
+        break;
+      }
+      case OpKind::relu: {
+        if (op.inputs.size() != 1) fail(graph, op, fmt::format("has {} inputs", op.inputs.size()));
+        const Matrix a = lookup(op, op.inputs[0]);
+        out.resize(static_cast<std::size_t>(a.rows * a.cols));
+        for (std::int64_t r = 0; r < a.rows; ++r)
+          for (std::int64_t c = 0; c < a.cols; ++c)
+            out[static_cast<std::size_t>(r * a.cols + c)] = std::max(a.at(r, c), 0.0);
+        break;
+      }
+      default:
+        fail(graph, op, "unsupported op kind");
+    }
+    if (out.size() != static_cast<std::size_t>(out_tensor.rows() * out_tensor.cols()))
+      fail(graph, op, fmt::format("produces {} values but '{}' is {}x{}", out.size(),
+                                  out_tensor.name, out_tensor.rows(), out_tensor.cols()));
+    computed[out_tensor.name] = std::move(out);
+  }
+  return computed;
+}
+
+NumericalReport compare_with_reference(const Graph& graph, const HostTensors& outputs,
+                                       const ReferenceValues& reference, double atol,
+                                       double rtol) {
+  NumericalReport report;
+  bool saw_nan = false;
+  for (std::uint32_t index : graph.outputs) {
+    const std::string& name = graph.tensors.at(index).name;
+    auto device = outputs.find(name);
+    if (device == outputs.end())
+      throw Error(fmt::format("numerical test: the device returned no output '{}'", name));
+    auto expected = reference.find(name);
+    if (expected == reference.end())
+      throw Error(fmt::format("numerical test: the reference computed no '{}'", name));
+    if (device->second.size() != expected->second.size())
+      throw Error(fmt::format("numerical test: output '{}' has {} values, the reference {}", name,
+                              device->second.size(), expected->second.size()));
+    for (std::size_t i = 0; i < device->second.size(); ++i) {
+      const double want = expected->second[i];
+      const double error = std::fabs(static_cast<double>(device->second[i]) - want);
+      report.max_abs_reference = std::max(report.max_abs_reference, std::fabs(want));
+      // A NaN compares false with everything: record it as the worst element explicitly.
+      if (std::isnan(error)) {
+        if (!saw_nan) report.worst_tensor = name, report.worst_index = i;
+        saw_nan = true;
+      } else if (error > report.max_abs_error && !saw_nan) {
+        report.max_abs_error = error;
+        report.worst_tensor = name;
+        report.worst_index = i;
+      }
+    }
+    report.elements += device->second.size();
+  }
+  if (saw_nan) report.max_abs_error = std::numeric_limits<double>::quiet_NaN();
+  report.tolerance = atol + rtol * report.max_abs_reference;
+  report.passed = !saw_nan && report.max_abs_error <= report.tolerance;
+  return report;
+}
+
+}  // namespace tessera::runtime

@@ -1,0 +1,682 @@
+// The simulator backend: checks a package's tile images at load, then executes them exactly.
+#include "tessera/runtime/sim_device.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <array>
+#include <cassert>
+#include <cstring>
+#include <limits>
+#include <span>
+#include <stdexcept>
+
+#include "tessera/codelets.hpp"
+#include "tessera/diagnostic.hpp"
+#include "tessera/package.hpp"
+#include "tessera/runtime/host_exchange.hpp"
+
+namespace tessera::runtime {
+
+namespace {
+
+constexpr std::uint32_t kWordBytes = 4;
+
+/// A codelet call with operands as word indices into its tile's memory.
+struct LoadedCall {
+  Codelet codelet = Codelet::copy;
+  std::array<std::uint32_t, 3> operand{};
+  std::array<std::uint32_t, 3> param{};
+};
+
+/// `words` words from one tile's memory to another's, in one exchange phase.
+struct WordCopy {
+  std::uint32_t source_tile = 0;
+  std::uint32_t source_word = 0;
+  std::uint32_t destination_tile = 0;
+  std::uint32_t destination_word = 0;
+  std::uint32_t words = 0;
+};
+
+struct LoadedSuperstep {
+  std::vector<std::vector<LoadedCall>> calls;  ///< per tile, in program order
+  std::vector<WordCopy> copies;                ///< every received word, by receiver
+  std::uint64_t copied_words = 0;
+  SuperstepProfile profile;                    ///< cycles are data-independent: known at load
+};
+
+/// Where a problem is, for messages: "superstep 2 ('layer0'), tile 5".
+std::string place(std::uint32_t superstep, const std::string& label, std::uint32_t tile) {
+  return label.empty() ? fmt::format("superstep {}, tile {}", superstep, tile)
+                       : fmt::format("superstep {} ('{}'), tile {}", superstep, label, tile);
+}
+
+/// A byte range of tile memory, checked and converted to words. `where` and `what` are
+/// callables making the message's place and subject, so the common case formats nothing.
+template <typename Where, typename What>
+std::uint32_t checked_word(std::uint64_t address, std::uint64_t words, std::uint64_t tile_bytes,
+                           Where&& where, What&& what) {
+  if (address % kWordBytes != 0)
+    throw Error(fmt::format("{}: {} at byte address {} is not 4-byte aligned (data is float32 "
+                            "words); the emitter must place buffers on word boundaries",
+                            where(), what(), address));
+  const std::uint64_t end = address + words * kWordBytes;
+  if (end > tile_bytes)
+    throw Error(fmt::format("{}: {} covers bytes [{}, {}) but the tile's buffer table ends at "
+                            "byte {}; every operand must lie inside the tile's buffers",
+                            where(), what(), address, end, tile_bytes));
+  return static_cast<std::uint32_t>(address / kWordBytes);
+}
+
+bool overlaps(std::uint32_t a, std::uint64_t a_words, std::uint32_t b, std::uint64_t b_words) {
+  return a_words != 0 && b_words != 0 && a < b + b_words && b < a + a_words;
+}
+
+// --- Codelet kernels on float32 tile memory ------------------------------------------------
+
+void run_matmul(float* memory, const LoadedCall& call) {
+  const std::uint32_t m = call.param[0], k = call.param[1], n = call.param[2];
+  const float* __restrict a = memory + call.operand[0];
+  const float* __restrict b = memory + call.operand[1];
+  float* __restrict c = memory + call.operand[2];
+  for (std::uint32_t i = 0; i < m; ++i) {
+    float* __restrict row = c + static_cast<std::size_t>(i) * n;
+    std::fill(row, row + n, 0.0f);
+    for (std::uint32_t p = 0; p < k; ++p) {
+      const float scale = a[static_cast<std::size_t>(i) * k + p];
+      const float* __restrict b_row = b + static_cast<std::size_t>(p) * n;
+      for (std::uint32_t j = 0; j < n; ++j) row[j] += scale * b_row[j];
+    }
+  }
+}
+
+void run_reduce_add(float* memory, const LoadedCall& call) {
+  const std::uint32_t parts = call.param[0], count = call.param[1];
+  const float* in = memory + call.operand[0];
+  float* out = memory + call.operand[1];
+  // Blocks keep the accumulators in cache and let `out` alias one of the parts: a block
+  // is written only after all its inputs were read.
+  constexpr std::uint32_t kBlock = 256;
+  std::array<float, kBlock> sum;
+  for (std::uint32_t begin = 0; begin < count; begin += kBlock) {
+    const std::uint32_t size = std::min(kBlock, count - begin);
+    std::fill(sum.begin(), sum.begin() + size, 0.0f);
+    for (std::uint32_t part = 0; part < parts; ++part) {
+      const float* source = in + static_cast<std::size_t>(part) * count + begin;
+      for (std::uint32_t i = 0; i < size; ++i) sum[i] += source[i];
+    }
+    std::copy(sum.begin(), sum.begin() + size, out + begin);
+  }
+}
+
+void run_bias_add(float* memory, const LoadedCall& call) {
+  const std::uint32_t rows = call.param[0], cols = call.param[1];
+  const bool relu = call.param[2] != 0;
+  float* __restrict values = memory + call.operand[0];
+  const float* __restrict bias = memory + call.operand[1];
+  for (std::uint32_t r = 0; r < rows; ++r) {
+    float* row = values + static_cast<std::size_t>(r) * cols;
+    for (std::uint32_t c = 0; c < cols; ++c) {
+      const float sum = row[c] + bias[c];
+      row[c] = relu ? std::max(sum, 0.0f) : sum;
+    }
+  }
+}
+
+void run_relu(float* memory, const LoadedCall& call) {
+  float* values = memory + call.operand[0];
+  for (std::uint32_t i = 0; i < call.param[0]; ++i) values[i] = std::max(values[i], 0.0f);
+}
+
+void run_add(float* memory, const LoadedCall& call) {
+  const float* a = memory + call.operand[0];
+  const float* b = memory + call.operand[1];
+  float* out = memory + call.operand[2];
+  for (std::uint32_t i = 0; i < call.param[0]; ++i) out[i] = a[i] + b[i];
+}
+
+void run_copy(float* memory, const LoadedCall& call) {
+  if (call.operand[0] == call.operand[1]) return;
+  std::memcpy(memory + call.operand[1], memory + call.operand[0],
+              static_cast<std::size_t>(call.param[0]) * sizeof(float));
+}
+
+void run_call(float* memory, const LoadedCall& call) {
+  switch (call.codelet) {
+    case Codelet::matmul: return run_matmul(memory, call);
+    case Codelet::reduce_add: return run_reduce_add(memory, call);
+    case Codelet::bias_add: return run_bias_add(memory, call);
+    case Codelet::relu: return run_relu(memory, call);
+    case Codelet::add: return run_add(memory, call);
+    case Codelet::copy: return run_copy(memory, call);
+  }
+  assert(false && "codelet checked at load");
+}
+
+/// Which operand overlaps a codelet may have. A real tile's vectorised loops give garbage
+/// on any other overlap, so the simulator refuses it rather than compute something the
+/// hardware would not.
+std::string aliasing_problem(const LoadedCall& call, std::span<const std::uint64_t> words) {
+  const auto& o = call.operand;
+  auto same = [&](int x, int y) { return o[x] == o[y] && words[x] == words[y]; };
+  switch (call.codelet) {
+    case Codelet::matmul:
+      if (overlaps(o[2], words[2], o[0], words[0]) || overlaps(o[2], words[2], o[1], words[1]))
+        return "its output c overlaps an input (matmul cannot run in place)";
+      return "";
+    case Codelet::reduce_add: {
+      if (!overlaps(o[1], words[1], o[0], words[0])) return "";
+      const std::uint32_t count = call.param[1];
+      // out may be exactly one of the parts: each block is read before it is written.
+      if (count != 0 && o[1] >= o[0] && (o[1] - o[0]) % count == 0) return "";
+      return "its output overlaps its input other than exactly on one part";
+    }
+    case Codelet::bias_add:
+      if (overlaps(o[0], words[0], o[1], words[1])) return "the bias overlaps the values";
+      return "";
+    case Codelet::relu:
+      return "";
+    case Codelet::add:
+      if ((overlaps(o[2], words[2], o[0], words[0]) && !same(2, 0)) ||
+          (overlaps(o[2], words[2], o[1], words[1]) && !same(2, 1)))
+        return "its output partly overlaps an input (only exact in-place is allowed)";
+      return "";
+    case Codelet::copy:
+      if (overlaps(o[1], words[1], o[0], words[0]) && !same(1, 0))
+        return "its output partly overlaps its input";
+      return "";
+  }
+  return "";
+}
+
+/// A send checked and placed in the phase's per-word receive counters.
+struct LoadedSend {
+  std::uint64_t cycle = 0;
+  std::uint32_t word = 0;
+  std::uint32_t words = 0;
+  std::uint64_t first_counter = 0;  ///< index of its first word in the phase's counters
+};
+
+struct LoadedReceive {
+  std::uint64_t arrival = 0;
+  std::uint32_t sender = 0;
+  std::uint32_t word = 0;
+  std::uint32_t words = 0;
+};
+
+/// The send of `sends` (sorted, disjoint) that covers `cycle`, or null.
+const LoadedSend* send_at(const std::vector<LoadedSend>& sends, std::uint64_t cycle) {
+  auto after = std::upper_bound(sends.begin(), sends.end(), cycle,
+                                [](std::uint64_t c, const LoadedSend& s) { return c < s.cycle; });
+  if (after == sends.begin()) return nullptr;
+  const LoadedSend& candidate = *(after - 1);
+  return cycle < candidate.cycle + candidate.words ? &candidate : nullptr;
+}
+
+}  // namespace
+
+struct SimDevice::Impl {
+  Target target;
+  std::uint32_t tile_count = 0;
+  std::vector<std::uint64_t> tile_bytes;   ///< buffer-table extent of each tile
+  std::vector<std::vector<float>> memory;  ///< per tile, word-addressed
+  std::vector<LoadedSuperstep> supersteps;
+  std::vector<PackageStream> streams;
+  CycleCounts cycles;
+
+  void load_tiles(const Package& package);
+  void load_compute(const Package& package, std::uint32_t step, LoadedSuperstep& loaded);
+  void load_exchange(const Package& package, std::uint32_t step, LoadedSuperstep& loaded);
+  void load_streams(const Package& package);
+  void write_streams(StreamKind kind, const HostTensors& values);
+  HostTensors read_outputs() const;
+  void exchange(const LoadedSuperstep& step, std::vector<float>& staging);
+};
+
+void SimDevice::Impl::load_tiles(const Package& package) {
+  const Target& t = package.target;
+  if (package.codelet_set_version != kCodeletSetVersion)
+    throw Error(fmt::format("package uses codelet set version {} but this simulator implements "
+                            "version {}; rebuild the package with this compiler",
+                            package.codelet_set_version, kCodeletSetVersion));
+  if (t.tiles == 0 || package.tiles.size() != t.tiles)
+    throw Error(fmt::format("package has {} tile images but its target '{}' has {} tiles",
+                            package.tiles.size(), t.name, t.tiles));
+  if (t.exchange_word_bytes != kWordBytes)
+    throw Error(fmt::format("target '{}' has {}-byte exchange words; the simulator moves "
+                            "32-bit words", t.name, t.exchange_word_bytes));
+  tile_count = t.tiles;
+  const std::size_t step_count = package.tiles.front().supersteps.size();
+  if (!package.superstep_labels.empty() && package.superstep_labels.size() != step_count)
+    throw Error(fmt::format("package has {} superstep labels but tile 0 has {} supersteps",
+                            package.superstep_labels.size(), step_count));
+
+  tile_bytes.assign(tile_count, 0);
+  memory.assign(tile_count, {});
+  for (std::uint32_t index = 0; index < tile_count; ++index) {
+    const TileImage& image = package.tiles[index];
+    if (image.tile != index)
+      throw Error(fmt::format("tile image {} says it is for tile {}; images must be in tile order",
+                              index, image.tile));
+    if (image.supersteps.size() != step_count)
+      throw Error(fmt::format("tile {} has {} supersteps but tile 0 has {}; every tile runs "
+                              "the same supersteps", index, image.supersteps.size(), step_count));
+    std::uint64_t extent = 0;
+    for (std::size_t b = 0; b < image.buffers.size(); ++b) {
+      const TileBufferEntry& entry = image.buffers[b];
+      const std::uint64_t end = static_cast<std::uint64_t>(entry.offset) + entry.bytes;
+      if (end > t.memory_bytes)
+        throw Error(fmt::format("tile {} buffer-table entry {} covers bytes [{}, {}) past the "
+                                "tile's {} bytes of memory (target '{}')",
+                                index, b, entry.offset, end, t.memory_bytes, t.name));
+      if (entry.region == Region::interleaved && entry.bytes != 0 &&
+          entry.offset < t.interleaved_start)
+        throw Error(fmt::format("tile {} buffer-table entry {} is marked interleaved but starts at "
+                                "byte {}, below the interleaved region at {} (target '{}')",
+                                index, b, entry.offset, t.interleaved_start, t.name));
+      extent = std::max(extent, end);
+    }
+    tile_bytes[index] = extent;
+    memory[index].assign((extent + kWordBytes - 1) / kWordBytes, 0.0f);
+  }
+}
+
+void SimDevice::Impl::load_compute(const Package& package, std::uint32_t step,
+                                   LoadedSuperstep& loaded) {
+  const std::string& label = loaded.profile.label;
+  loaded.calls.assign(tile_count, {});
+  loaded.profile.tile_compute_cycles.assign(tile_count, 0);
+  for (std::uint32_t tile = 0; tile < tile_count; ++tile) {
+    const auto& calls = package.tiles[tile].supersteps[step].compute;
+    std::uint64_t tile_cycles = 0;
+    for (std::size_t index = 0; index < calls.size(); ++index) {
+      const TileCodeletCall& call = calls[index];
+      auto where = [&] { return fmt::format("{}, call {}", place(step, label, tile), index); };
+      const auto id = static_cast<std::uint32_t>(call.codelet);
+      if (id >= kCodeletCount)
+        throw Error(fmt::format("{}: unknown codelet id {} (codelet set version {} has {})", where(),
+                                id, kCodeletSetVersion, kCodeletCount));
+      const char* name = codelet_name(call.codelet);
+      if (call.addresses.size() != codelet_operand_count(call.codelet) ||
+          call.params.size() != codelet_param_count(call.codelet))
+        throw Error(fmt::format("{}: {} takes {} operands and {} params, got {} and {}", where(),
+                                name, codelet_operand_count(call.codelet),
+                                codelet_param_count(call.codelet), call.addresses.size(),
+                                call.params.size()));
+      if (call.codelet == Codelet::bias_add && call.params[2] > 1)
+        throw Error(fmt::format("{}: bias_add's relu flag must be 0 or 1, got {}", where(),
+                                call.params[2]));
+      LoadedCall result;
+      result.codelet = call.codelet;
+      std::array<std::uint64_t, 3> words{};
+      for (std::uint32_t o = 0; o < call.addresses.size(); ++o) {
+        words[o] = codelet_operand_words(call.codelet, call.params, o);
+        result.operand[o] = checked_word(call.addresses[o], words[o], tile_bytes[tile], where,
+                                         [&] { return fmt::format("{} operand {}", name, o); });
+      }
+      std::copy(call.params.begin(), call.params.end(), result.param.begin());
+      if (std::string problem = aliasing_problem(result, words); !problem.empty())
+        throw Error(fmt::format("{}: {} operands alias: {}", where(), name, problem));
+      tile_cycles += codelet_cycles(call.codelet, call.params, package.target);
+      loaded.calls[tile].push_back(result);
+    }
+    loaded.profile.tile_compute_cycles[tile] = tile_cycles;
+    if (tile_cycles > loaded.profile.compute_cycles) {
+      loaded.profile.compute_cycles = tile_cycles;
+      loaded.profile.busiest_tile = tile;
+    }
+  }
+}
+
+// The exchange rules (ARCHITECTURE.md, "The exchange problem"), all data-independent, so
+// they are checked once here: a word sent by s at cycle c arrives at d at c + latency(s, d);
+// per cycle a tile sends at most one word and receives at most one; a receiver changing
+// the sender it listens to leaves switch_cost idle cycles; without multicast a word has at
+// most one receiver. Each received word must have been sent by its sender at
+// arrival - latency. A sent word nobody receives is allowed and counted.
+void SimDevice::Impl::load_exchange(const Package& package, std::uint32_t step,
+                                    LoadedSuperstep& loaded) {
+  const Target& t = package.target;
+  const std::string& label = loaded.profile.label;
+  SuperstepProfile& profile = loaded.profile;
+
+  std::vector<std::vector<LoadedSend>> sends(tile_count);
+  std::uint64_t counters_needed = 0;
+  std::uint64_t horizon = 0;
+  for (std::uint32_t tile = 0; tile < tile_count; ++tile) {
+    for (const TileSend& send : package.tiles[tile].supersteps[step].sends) {
+      if (send.words == 0) continue;
+      auto where = [&] { return fmt::format("{}, cycle {}", place(step, label, tile), send.cycle); };
+      auto what = [&] { return fmt::format("send of {} words", send.words); };
+      LoadedSend loaded_send{send.cycle,
+                             checked_word(send.address, send.words, tile_bytes[tile], where, what),
+                             send.words, 0};
+      sends[tile].push_back(loaded_send);
+    }
+    auto& list = sends[tile];
+    std::sort(list.begin(), list.end(),
+              [](const LoadedSend& a, const LoadedSend& b) { return a.cycle < b.cycle; });
+    for (std::size_t i = 0; i < list.size(); ++i) {
+      if (i > 0 && list[i].cycle < list[i - 1].cycle + list[i - 1].words)
+        throw Error(fmt::format("{}, cycle {}: conflict: the tile sends two words in one cycle "
+                                "(a send of {} words from cycle {} overlaps a send starting at "
+                                "cycle {}); a tile sends at most one word per cycle",
+                                place(step, label, tile), list[i].cycle, list[i - 1].words,
+                                list[i - 1].cycle, list[i].cycle));
+      list[i].first_counter = counters_needed;
+      counters_needed += list[i].words;
+      profile.words_sent += list[i].words;
+      horizon = std::max(horizon, list[i].cycle + list[i].words);
+    }
+  }
+
+  // How many receivers took each sent word (saturating): multicast and unreceived counts.
+  std::vector<std::uint8_t> receivers(counters_needed, 0);
+  std::vector<std::vector<LoadedReceive>> receives(tile_count);
+  for (std::uint32_t tile = 0; tile < tile_count; ++tile) {
+    auto& list = receives[tile];
+    for (const TileReceive& receive : package.tiles[tile].supersteps[step].receives) {
+      if (receive.words == 0) continue;
+      auto where = [&] {
+        return fmt::format("{}, cycle {}", place(step, label, tile), receive.arrival);
+      };
+      auto what = [&] { return fmt::format("receive of {} words", receive.words); };
+      if (receive.sender >= tile_count)
+        throw Error(fmt::format("{}: receive from tile {}, but the target has {} tiles", where(),
+                                receive.sender, tile_count));
+      list.push_back({receive.arrival, receive.sender,
+                      checked_word(receive.address, receive.words, tile_bytes[tile], where, what),
+                      receive.words});
+    }
+    std::sort(list.begin(), list.end(), [](const LoadedReceive& a, const LoadedReceive& b) {
+      return a.arrival < b.arrival;
+    });
+    for (std::size_t i = 0; i < list.size(); ++i) {
+      const LoadedReceive& r = list[i];
+      if (i > 0) {
+        const LoadedReceive& previous = list[i - 1];
+        const std::uint64_t previous_end = previous.arrival + previous.words;
+        if (r.arrival < previous_end)
+          throw Error(fmt::format("{}, cycle {}: conflict: two words arrive in one cycle (from "
+                                  "tile {}, words arriving from cycle {}, and from tile {}, from "
+                                  "cycle {}); a tile receives at most one word per cycle",
+                                  place(step, label, tile), r.arrival, previous.sender,
+                                  previous.arrival, r.sender, r.arrival));
+        if (r.sender != previous.sender && r.arrival < previous_end + t.switch_cost)
+          throw Error(fmt::format("{}, cycle {}: conflict: the receiver switches from tile {} "
+                                  "(last word at cycle {}) to tile {} after {} idle cycles; "
+                                  "target '{}' needs {} (switch_cost)",
+                                  place(step, label, tile), r.arrival, previous.sender,
+                                  previous_end - 1, r.sender, r.arrival - previous_end, t.name,
+                                  t.switch_cost));
+      }
+      const std::uint32_t latency = t.latency(r.sender, tile);
+      horizon = std::max(horizon, r.arrival + r.words);
+      for (std::uint32_t done = 0; done < r.words;) {
+        const std::uint64_t arrival = r.arrival + done;
+        const LoadedSend* send =
+            arrival >= latency ? send_at(sends[r.sender], arrival - latency) : nullptr;
+        if (send == nullptr)
+          throw Error(fmt::format(
+              "{}, cycle {}: receive with no matching send: the word arriving at cycle {} from "
+              "tile {} must leave it at cycle {} (latency {}), but tile {} sends nothing then",
+              place(step, label, tile), arrival, arrival, r.sender,
+              static_cast<std::int64_t>(arrival) - latency, latency, r.sender));
+        const std::uint64_t sent = arrival - latency;
+        const auto offset = static_cast<std::uint32_t>(sent - send->cycle);
+        const std::uint32_t run = std::min(send->words - offset, r.words - done);
+        for (std::uint64_t w = send->first_counter + offset, end = w + run; w < end; ++w) {
+          if (receivers[w] != 0 && !t.multicast)
+            throw Error(fmt::format(
+                "{}, cycle {}: conflict: the word tile {} sends at cycle {} is received by "
+                "this tile and another one, but target '{}' has no multicast",
+                place(step, label, tile), r.arrival + done + (w - send->first_counter - offset),
+                r.sender, send->cycle + (w - send->first_counter), t.name));
+          if (receivers[w] != std::numeric_limits<std::uint8_t>::max()) ++receivers[w];
+        }
+        WordCopy copy{r.sender, send->word + offset, tile, r.word + done, run};
+        WordCopy* last = loaded.copies.empty() ? nullptr : &loaded.copies.back();
+        if (last != nullptr && last->source_tile == copy.source_tile &&
+            last->destination_tile == copy.destination_tile &&
+            last->source_word + last->words == copy.source_word &&
+            last->destination_word + last->words == copy.destination_word)
+          last->words += run;
+        else
+          loaded.copies.push_back(copy);
+        loaded.copied_words += run;
+        done += run;
+      }
+      profile.words_received += r.words;
+    }
+  }
+  for (std::uint8_t count : receivers) profile.words_unreceived += count == 0 ? 1 : 0;
+
+  // The simulator reads every sent word before storing any received word, which is what
+  // the hardware does unless a tile stores a word and then sends from the same address
+  // within the phase (forwarding). Such a package would be simulated wrongly, so refuse it.
+  for (std::uint32_t tile = 0; tile < tile_count; ++tile) {
+    if (sends[tile].empty() || receives[tile].empty()) continue;
+    std::vector<LoadedSend> by_address = sends[tile];
+    std::sort(by_address.begin(), by_address.end(),
+              [](const LoadedSend& a, const LoadedSend& b) { return a.word < b.word; });
+    std::vector<std::uint64_t> reach(by_address.size());  // max end word of sends[0..i]
+    for (std::size_t i = 0; i < by_address.size(); ++i)
+      reach[i] = std::max<std::uint64_t>(i ? reach[i - 1] : 0,
+                                         std::uint64_t{by_address[i].word} + by_address[i].words);
+    for (const LoadedReceive& r : receives[tile]) {
+      const std::uint64_t r_end = std::uint64_t{r.word} + r.words;
+      auto first_after = std::lower_bound(
+          by_address.begin(), by_address.end(), r_end,
+          [](const LoadedSend& s, std::uint64_t end) { return s.word < end; });
+      for (auto i = first_after - by_address.begin(); i-- > 0 && reach[i] > r.word;) {
+        const LoadedSend& s = by_address[i];
+        if (!overlaps(s.word, s.words, r.word, r.words)) continue;
+        // Along an overlap both walk one word per cycle, so arrival - send cycle is the
+        // same for every shared word.
+        const std::int64_t arrival_minus_send =
+            (static_cast<std::int64_t>(r.arrival) - r.word) -
+            (static_cast<std::int64_t>(s.cycle) - s.word);
+        if (arrival_minus_send <= 0) {
+          const std::uint32_t shared = std::max(s.word, r.word);
+          throw Error(fmt::format(
+              "{}, cycle {}: the tile sends byte address {} at cycle {} after a word from tile "
+              "{} was stored there at cycle {} in the same phase; forwarding within a phase "
+              "is not supported: send from a buffer no receive of this phase writes",
+              place(step, label, tile), s.cycle + (shared - s.word),
+              std::uint64_t{shared} * kWordBytes, s.cycle + (shared - s.word), r.sender,
+              r.arrival + (shared - r.word)));
+        }
+      }
+    }
+  }
+
+  profile.exchange_horizon = profile.words_sent == 0 ? 0 : horizon;
+  profile.exchange_cycles =
+      profile.words_sent == 0 ? 0 : horizon + package.target.exchange_phase_overhead;
+}
+
+void SimDevice::Impl::load_streams(const Package& package) {
+  const Graph& graph = package.graph;
+  for (const PackageStream& stream : package.streams) {
+    const std::string name = fmt::format("host stream '{}' ({})", stream.tensor,
+                                         stream_kind_name(stream.kind));
+    const std::int64_t index = graph.find_tensor(stream.tensor);
+    if (index < 0)
+      throw Error(fmt::format("{}: the package's graph has no tensor '{}'", name, stream.tensor));
+    const Tensor& tensor = graph.tensors[static_cast<std::size_t>(index)];
+    if (stream.rows != tensor.rows() || stream.cols != tensor.cols())
+      throw Error(fmt::format("{}: stream is {}x{} but tensor '{}' is {}x{}", name, stream.rows,
+                              stream.cols, tensor.name, tensor.rows(), tensor.cols()));
+    const bool kind_matches =
+        (stream.kind == StreamKind::weight && tensor.kind == TensorKind::weight) ||
+        (stream.kind == StreamKind::input && tensor.kind == TensorKind::input) ||
+        (stream.kind == StreamKind::output &&
+         std::find(graph.outputs.begin(), graph.outputs.end(), index) != graph.outputs.end());
+    if (!kind_matches)
+      throw Error(fmt::format("{}: tensor '{}' is not a graph {}", name, tensor.name,
+                              stream_kind_name(stream.kind)));
+    // Every element must come from (or go to) some slice, or the device would compute
+    // with zeros and the host would read nothing.
+    std::vector<bool> covered(static_cast<std::size_t>(stream.rows) * stream.cols, false);
+    for (std::size_t s = 0; s < stream.slices.size(); ++s) {
+      const PackageSlice& slice = stream.slices[s];
+      auto where = [&] { return fmt::format("{}, slice {}, tile {}", name, s, slice.tile); };
+      if (slice.tile >= tile_count)
+        throw Error(fmt::format("{}: the target has {} tiles", where(), tile_count));
+      if (std::uint64_t{slice.row_begin} + slice.rows > stream.rows ||
+          std::uint64_t{slice.col_begin} + slice.cols > stream.cols)
+        throw Error(fmt::format("{}: block rows [{}, {}) cols [{}, {}) is outside the {}x{} "
+                                "tensor", where(), slice.row_begin, slice.row_begin + slice.rows,
+                                slice.col_begin, slice.col_begin + slice.cols, stream.rows,
+                                stream.cols));
+      checked_word(slice.address, std::uint64_t{slice.rows} * slice.cols, tile_bytes[slice.tile],
+                   where, [] { return "the block"; });
+      for (std::uint32_t r = 0; r < slice.rows; ++r)
+        for (std::uint32_t c = 0; c < slice.cols; ++c)
+          covered[static_cast<std::size_t>(slice.row_begin + r) * stream.cols + slice.col_begin +
+                  c] = true;
+    }
+    if (auto gap = std::find(covered.begin(), covered.end(), false); gap != covered.end()) {
+      const auto element = static_cast<std::uint64_t>(gap - covered.begin());
+      throw Error(fmt::format("{}: element [{}, {}] is in no slice; the slices must cover the "
+                              "tensor", name, element / stream.cols, element % stream.cols));
+    }
+    streams.push_back(stream);
+  }
+  for (std::uint32_t output : graph.outputs) {
+    const bool streamed = std::any_of(streams.begin(), streams.end(), [&](const PackageStream& s) {
+      return s.kind == StreamKind::output && s.tensor == graph.tensors.at(output).name;
+    });
+    if (!streamed)
+      throw Error(fmt::format("graph output '{}' has no output host stream",
+                              graph.tensors.at(output).name));
+  }
+}
+
+void SimDevice::Impl::write_streams(StreamKind kind, const HostTensors& values) {
+  for (const PackageStream& stream : streams) {
+    if (stream.kind != kind) continue;
+    auto found = values.find(stream.tensor);
+    if (found == values.end())
+      throw Error(fmt::format("no host values for {} tensor '{}'", stream_kind_name(kind),
+                              stream.tensor));
+    const std::vector<float>& tensor = found->second;
+    if (tensor.size() != static_cast<std::size_t>(stream.rows) * stream.cols)
+      throw Error(fmt::format("host values for '{}' have {} elements; the stream needs {}x{}",
+                              stream.tensor, tensor.size(), stream.rows, stream.cols));
+    for (const PackageSlice& slice : stream.slices) {
+      float* destination = memory[slice.tile].data() + slice.address / kWordBytes;
+      pack_slice(tensor, stream.cols, slice,
+                 std::span<float>(destination, static_cast<std::size_t>(slice.rows) * slice.cols));
+    }
+  }
+}
+
+HostTensors SimDevice::Impl::read_outputs() const {
+  HostTensors outputs;
+  for (const PackageStream& stream : streams) {
+    if (stream.kind != StreamKind::output) continue;
+    std::vector<float>& tensor = outputs[stream.tensor];
+    tensor.assign(static_cast<std::size_t>(stream.rows) * stream.cols, 0.0f);
+    // Replicated slices hold the same values; the last one read wins.
+    for (const PackageSlice& slice : stream.slices) {
+      const float* source = memory[slice.tile].data() + slice.address / kWordBytes;
+      unpack_slice(std::span<const float>(source, static_cast<std::size_t>(slice.rows) * slice.cols),
+                   stream.cols, slice, tensor);
+    }
+  }
+  return outputs;
+}
+
+void SimDevice::Impl::exchange(const LoadedSuperstep& step, std::vector<float>& staging) {
+  // Read every word first, then store: a sent word is the value at its send cycle, and the
+  // load-time check guarantees no receive of this phase wrote it before then.
+  staging.resize(step.copied_words);
+  std::size_t at = 0;
+  for (const WordCopy& copy : step.copies) {
+    std::memcpy(staging.data() + at, memory[copy.source_tile].data() + copy.source_word,
+                copy.words * sizeof(float));
+    at += copy.words;
+  }
+  at = 0;
+  for (const WordCopy& copy : step.copies) {
+    std::memcpy(memory[copy.destination_tile].data() + copy.destination_word,
+                staging.data() + at, copy.words * sizeof(float));
+    at += copy.words;
+  }
+}
+
+SimDevice::SimDevice() : impl_(std::make_unique<Impl>()) {}
+SimDevice::~SimDevice() = default;
+
+std::uint64_t SimDevice::tile_memory_bytes(std::uint32_t tile) const {
+  return tile < impl_->tile_bytes.size() ? impl_->tile_bytes[tile] : 0;
+}
+
+std::uint64_t SimDevice::allocated_bytes() const {
+  std::uint64_t total = 0;
+  for (std::uint64_t bytes : impl_->tile_bytes) total += bytes;
+  return total;
+}
+
+std::vector<float> SimDevice::read_words(std::uint32_t tile, std::uint32_t address,
+                                         std::uint32_t words) const {
+  if (tile >= impl_->tile_count)
+    throw Error(fmt::format("read of tile {}: the device has {} tiles", tile, impl_->tile_count));
+  const std::uint32_t first =
+      checked_word(address, words, impl_->tile_bytes[tile],
+                   [&] { return fmt::format("tile {}", tile); }, [] { return "the read"; });
+  const auto& tile_memory = impl_->memory[tile];
+  return {tile_memory.begin() + first, tile_memory.begin() + first + words};
+}
+
+void SimDevice::attach_impl() {}
+
+void SimDevice::load_impl(const Package& package) {
+  Impl fresh;
+  fresh.target = package.target;
+  fresh.load_tiles(package);
+  const std::size_t step_count = package.tiles.front().supersteps.size();
+  fresh.supersteps.resize(step_count);
+  for (std::uint32_t step = 0; step < step_count; ++step) {
+    LoadedSuperstep& loaded = fresh.supersteps[step];
+    loaded.profile.label = package.superstep_labels.empty()
+                               ? fmt::format("superstep {}", step)
+                               : package.superstep_labels[step];
+    fresh.load_compute(package, step, loaded);
+    fresh.load_exchange(package, step, loaded);
+    loaded.profile.sync_cycles = package.target.sync_cycles;
+    fresh.cycles.compute += loaded.profile.compute_cycles;
+    fresh.cycles.exchange += loaded.profile.exchange_cycles;
+    fresh.cycles.sync += loaded.profile.sync_cycles;
+  }
+  fresh.load_streams(package);
+  *impl_ = std::move(fresh);  // a package that fails to load leaves the device as it was
+}
+
+void SimDevice::initialize_impl(const HostTensors& weights) {
+  impl_->write_streams(StreamKind::weight, weights);
+}
+
+HostTensors SimDevice::run_impl(const HostTensors& inputs, ExecutionProfile& profile) {
+  Impl& sim = *impl_;
+  sim.write_streams(StreamKind::input, inputs);
+  std::vector<float> staging;
+  for (const LoadedSuperstep& step : sim.supersteps) {
+    for (std::uint32_t tile = 0; tile < sim.tile_count; ++tile) {
+      float* tile_memory = sim.memory[tile].data();
+      for (const LoadedCall& call : step.calls[tile]) run_call(tile_memory, call);
+    }
+    // The barrier needs no action in a sequential simulation; exchange follows it.
+    sim.exchange(step, staging);
+  }
+  profile.target_name = sim.target.name;
+  profile.tiles = sim.tile_count;
+  profile.clock_hz = sim.target.clock_hz;
+  profile.cycles = sim.cycles;
+  profile.supersteps.clear();
+  for (const LoadedSuperstep& step : sim.supersteps) profile.supersteps.push_back(step.profile);
+  return sim.read_outputs();
+}
+
+}  // namespace tessera::runtime

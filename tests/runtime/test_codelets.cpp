@@ -1,0 +1,78 @@
+// Tests of the codelet set: names, operand shapes and the cycle formulas the simulator charges.
+#include <catch2/catch.hpp>
+
+#include <stdexcept>
+#include <vector>
+
+#include "sim_fixture.hpp"
+#include "tessera/codelets.hpp"
+
+using namespace tessera;
+
+TEST_CASE("codelets name themselves and declare operand and param counts", "[codelets]") {
+  CHECK(std::string(codelet_name(Codelet::matmul)) == "matmul");
+  CHECK(std::string(codelet_name(Codelet::reduce_add)) == "reduce_add");
+  CHECK(std::string(codelet_name(Codelet::bias_add)) == "bias_add");
+  CHECK(std::string(codelet_name(Codelet::relu)) == "relu");
+  CHECK(std::string(codelet_name(Codelet::add)) == "add");
+  CHECK(std::string(codelet_name(Codelet::copy)) == "copy");
+  CHECK(codelet_operand_count(Codelet::matmul) == 3);
+  CHECK(codelet_param_count(Codelet::matmul) == 3);
+  CHECK(codelet_operand_count(Codelet::reduce_add) == 2);
+  CHECK(codelet_param_count(Codelet::bias_add) == 3);
+  CHECK(codelet_operand_count(Codelet::relu) == 1);
+  CHECK(codelet_operand_count(Codelet::add) == 3);
+  CHECK(codelet_param_count(Codelet::copy) == 1);
+  CHECK_THROWS_AS(codelet_name(static_cast<Codelet>(kCodeletCount)), std::logic_error);
+}
+
+TEST_CASE("codelet operand spans follow the shape params", "[codelets]") {
+  const std::vector<std::uint32_t> mkn = {3, 5, 7};
+  CHECK(codelet_operand_words(Codelet::matmul, mkn, 0) == 15);
+  CHECK(codelet_operand_words(Codelet::matmul, mkn, 1) == 35);
+  CHECK(codelet_operand_words(Codelet::matmul, mkn, 2) == 21);
+  const std::vector<std::uint32_t> parts_count = {4, 10};
+  CHECK(codelet_operand_words(Codelet::reduce_add, parts_count, 0) == 40);
+  CHECK(codelet_operand_words(Codelet::reduce_add, parts_count, 1) == 10);
+  const std::vector<std::uint32_t> bias = {2, 6, 1};
+  CHECK(codelet_operand_words(Codelet::bias_add, bias, 0) == 12);
+  CHECK(codelet_operand_words(Codelet::bias_add, bias, 1) == 6);
+  CHECK(codelet_operand_words(Codelet::add, std::vector<std::uint32_t>{9}, 2) == 9);
+  // Large shapes must not overflow 32 bits.
+  const std::vector<std::uint32_t> big = {65536, 65536, 1};
+  CHECK(codelet_operand_words(Codelet::matmul, big, 0) == 4294967296ull);
+  CHECK_THROWS_AS(codelet_operand_words(Codelet::matmul, std::vector<std::uint32_t>{1, 2}, 0),
+                  std::logic_error);
+  CHECK_THROWS_AS(codelet_operand_words(Codelet::relu, std::vector<std::uint32_t>{4}, 1),
+                  std::logic_error);
+}
+
+TEST_CASE("codelet cycle formulas charge the documented machine model", "[codelets]") {
+  const Target target = testing::four_tile_target();  // 6 workers, 16 fp32 MACs per cycle
+  // matmul: 40 + ceil(m*k*n / 16)
+  CHECK(codelet_cycles(Codelet::matmul, std::vector<std::uint32_t>{2, 4, 4}, target) == 42);
+  CHECK(codelet_cycles(Codelet::matmul, std::vector<std::uint32_t>{2, 4096, 3}, target) ==
+        40 + 1536);
+  CHECK(codelet_cycles(Codelet::matmul, std::vector<std::uint32_t>{1, 1, 1}, target) == 41);
+  // elementwise: 4*workers + 6 * ceil(ceil(count/workers)/2) * instructions per vector
+  CHECK(codelet_cycles(Codelet::copy, std::vector<std::uint32_t>{12}, target) == 24 + 6 * 1 * 1);
+  CHECK(codelet_cycles(Codelet::copy, std::vector<std::uint32_t>{1200}, target) == 24 + 6 * 100);
+  CHECK(codelet_cycles(Codelet::relu, std::vector<std::uint32_t>{13}, target) == 24 + 6 * 2 * 1);
+  CHECK(codelet_cycles(Codelet::add, std::vector<std::uint32_t>{1200}, target) == 24 + 6 * 100 * 2);
+  CHECK(codelet_cycles(Codelet::bias_add, std::vector<std::uint32_t>{2, 600, 0}, target) ==
+        24 + 6 * 100 * 2);
+  CHECK(codelet_cycles(Codelet::bias_add, std::vector<std::uint32_t>{2, 600, 1}, target) ==
+        24 + 6 * 100 * 3);
+  // reduce_add: one load-add per part plus the store, per output vector.
+  CHECK(codelet_cycles(Codelet::reduce_add, std::vector<std::uint32_t>{4, 1200}, target) ==
+        24 + 6 * 100 * 5);
+  // Fewer workers: a longer share each, and a cheaper launch.
+  Target three_workers = target;
+  three_workers.worker_threads = 3;
+  CHECK(codelet_cycles(Codelet::copy, std::vector<std::uint32_t>{1200}, three_workers) ==
+        12 + 6 * 200);
+  // A faster AMP unit halves the MAC term only.
+  Target wide = target;
+  wide.fp32_macs_per_cycle = 32;
+  CHECK(codelet_cycles(Codelet::matmul, std::vector<std::uint32_t>{2, 4096, 3}, wide) == 40 + 768);
+}

@@ -1,0 +1,144 @@
+// Tests of the float64 reference executor, the numerical test and the host tensors.
+#include <catch2/catch.hpp>
+
+#include <cmath>
+#include <limits>
+
+#include "sim_fixture.hpp"
+#include "tessera/diagnostic.hpp"
+#include "tessera/package.hpp"
+#include "tessera/runtime/host_exchange.hpp"
+#include "tessera/runtime/reference.hpp"
+
+using namespace tessera;
+using namespace tessera::runtime;
+using Catch::Matchers::Contains;
+
+namespace {
+
+/// x[2,2] * w[2,3] + b[3] -> relu, written as matmul/add/relu, plus the same as one dense op.
+Graph tiny_graph() {
+  using testing::make_tensor;
+  Graph g;
+  g.name = "tiny";
+  g.source_file = "tiny.yaml";
+  g.tensors = {make_tensor("x", {2, 2}, TensorKind::input),
+               make_tensor("w", {2, 3}, TensorKind::weight),
+               make_tensor("b", {3}, TensorKind::weight),
+               make_tensor("h", {2, 3}, TensorKind::intermediate),
+               make_tensor("a", {2, 3}, TensorKind::intermediate),
+               make_tensor("y", {2, 3}, TensorKind::intermediate),
+               make_tensor("d", {2, 3}, TensorKind::intermediate)};
+  Op matmul{OpKind::matmul, {0, 1}, 3, false, {4, 3}};
+  Op add{OpKind::add, {3, 2}, 4, false, {5, 3}};
+  Op relu{OpKind::relu, {4}, 5, false, {6, 3}};
+  Op dense{OpKind::dense, {0, 1, 2}, 6, true, {7, 3}};
+  g.ops = {matmul, add, relu, dense};
+  g.outputs = {5, 6};
+  return g;
+}
+
+HostTensors tiny_values() {
+  return {{"x", {1, 2, 3, 4}}, {"w", {1, 0, -1, 0, 1, 1}}, {"b", {0.5f, -3, 0}}};
+}
+
+}  // namespace
+
+TEST_CASE("reference executor computes matmul, broadcast add, relu and dense in float64",
+          "[runtime][reference]") {
+  const ReferenceValues values = execute_reference(tiny_graph(), tiny_values());
+  CHECK(values.at("h") == std::vector<double>{1, 2, 1, 3, 4, 1});
+  CHECK(values.at("a") == std::vector<double>{1.5, -1, 1, 3.5, 1, 1});
+  CHECK(values.at("y") == std::vector<double>{1.5, 0, 1, 3.5, 1, 1});
+  CHECK(values.at("d") == values.at("y"));
+  CHECK(values.count("x") == 0);  // only what ops produce
+}
+
+TEST_CASE("reference executor works in double, not float", "[runtime][reference]") {
+  // h[0,0] = 1 * 1 + 2^-30 * 1: float32 rounds the sum to 1, double keeps 1 + 2^-30.
+  Graph g = tiny_graph();
+  HostTensors values = tiny_values();
+  values["x"] = {1.0f, static_cast<float>(std::ldexp(1.0, -30)), 0, 0};
+  values["w"] = {1, 0, 0, 1, 0, 0};
+  const ReferenceValues result = execute_reference(g, values);
+  CHECK(1.0f + static_cast<float>(std::ldexp(1.0, -30)) == 1.0f);
+  CHECK(result.at("h")[0] == 1.0 + std::ldexp(1.0, -30));
+  CHECK(result.at("h")[1] == 0.0);
+}
+
+TEST_CASE("reference executor reports missing values and bad shapes at the op's place",
+          "[runtime][reference]") {
+  HostTensors values = tiny_values();
+  values.erase("w");
+  CHECK_THROWS_WITH(execute_reference(tiny_graph(), values),
+                    Contains("tiny.yaml:4:3") && Contains("no values given for weight 'w'"));
+
+  Graph g = tiny_graph();
+  g.tensors[1].shape = {3, 2};  // w no longer fits x
+  values = tiny_values();
+  CHECK_THROWS_WITH(execute_reference(g, values), Contains("inner dimensions differ"));
+
+  g = tiny_graph();
+  g.tensors[2].shape = {2};  // bias of the wrong length
+  values["b"] = {1, 2};
+  CHECK_THROWS_WITH(execute_reference(g, values), Contains("tiny.yaml:5:3") && Contains("cannot add"));
+}
+
+TEST_CASE("numerical test passes within atol + rtol * max|reference| and fails beyond",
+          "[runtime][reference]") {
+  const Graph g = tiny_graph();
+  const ReferenceValues reference = execute_reference(g, tiny_values());
+  HostTensors outputs = {{"y", {1.5f, 0, 1, 3.5f, 1, 1}}, {"d", {1.5f, 0, 1, 3.5f, 1, 1}}};
+  NumericalReport report = compare_with_reference(g, outputs, reference, 1e-4, 1e-4);
+  CHECK(report.passed);
+  CHECK(report.max_abs_error == 0);
+  CHECK(report.max_abs_reference == 3.5);
+  CHECK(report.tolerance == Approx(1e-4 + 3.5e-4));
+  CHECK(report.elements == 12);
+
+  outputs["d"][4] = 1.0f + 4e-4f;  // inside 4.5e-4
+  report = compare_with_reference(g, outputs, reference, 1e-4, 1e-4);
+  CHECK(report.passed);
+  CHECK(report.max_abs_error == Approx(4e-4).epsilon(1e-3));
+
+  outputs["d"][4] = 1.0f + 5e-4f;  // beyond it
+  report = compare_with_reference(g, outputs, reference, 1e-4, 1e-4);
+  CHECK_FALSE(report.passed);
+  CHECK(report.worst_tensor == "d");
+  CHECK(report.worst_index == 4);
+
+  outputs["d"][4] = std::numeric_limits<float>::quiet_NaN();
+  report = compare_with_reference(g, outputs, reference, 1e-4, 1e-4);
+  CHECK_FALSE(report.passed);
+  CHECK(std::isnan(report.max_abs_error));
+
+  outputs.erase("d");
+  CHECK_THROWS_WITH(compare_with_reference(g, outputs, reference), Contains("no output 'd'"));
+}
+
+TEST_CASE("host tensors hold the model's initial values in row-major order", "[runtime][host]") {
+  const Graph g = testing::small_mlp_graph();
+  const HostTensors weights = initial_host_tensors(g, TensorKind::weight);
+  REQUIRE(weights.size() == 2);
+  REQUIRE(weights.at("w").size() == 32);
+  REQUIRE(weights.at("b").size() == 4);
+  for (std::uint64_t i = 0; i < 32; ++i)
+    CHECK(weights.at("w")[i] == initial_value(g, g.tensors[1], i));
+  for (float v : weights.at("w")) CHECK(std::fabs(v) <= 0.5f);  // init_scale
+  const HostTensors inputs = initial_host_tensors(g, TensorKind::input);
+  CHECK(inputs.size() == 1);
+  CHECK(inputs.at("x").size() == 16);
+}
+
+TEST_CASE("host slices pack a block row-major and unpack it back", "[runtime][host]") {
+  // A 3x4 tensor 0..11; the block rows 1..2, cols 1..2.
+  std::vector<float> tensor(12);
+  for (int i = 0; i < 12; ++i) tensor[i] = static_cast<float>(i);
+  const PackageSlice slice{0, 0, 1, 2, 1, 2};
+  std::vector<float> packed(4);
+  pack_slice(tensor, 4, slice, packed);
+  CHECK(packed == std::vector<float>{5, 6, 9, 10});
+  std::vector<float> back(12, -1.0f);
+  unpack_slice(packed, 4, slice, back);
+  CHECK(back == std::vector<float>{-1, -1, -1, -1, -1, 5, 6, -1, -1, 9, 10, -1});
+}
