@@ -3,7 +3,7 @@ BUILD ?= build
 GENERATOR := $(shell command -v ninja >/dev/null 2>&1 && echo "-G Ninja")
 TESSERA := $(BUILD)/tools/tessera
 
-.PHONY: all bootstrap build demo test bench clean
+.PHONY: all bootstrap build demo test bench bench-exchange clean
 
 all: build
 
@@ -23,6 +23,9 @@ test: build
 
 bench: build
 	$(BUILD)/bench/bench-compile-run
+
+bench-exchange: build
+	$(BUILD)/bench/bench-exchange
 
 clean:
 	rm -rf $(BUILD)

@@ -69,6 +69,14 @@ CompileResult compile(const CompileRequest& request) {
     throw Error(spec.file + ": the pipeline never provides 'tile-images', so there is no package to write; "
                 "end it with emit-tile-code");
 
+  if (!request.phase_directory.empty()) {
+    fs::create_directories(request.phase_directory);
+    for (std::size_t k = 0; k < state.program.supersteps.size(); ++k)
+      if (!state.program.supersteps[k].exchange.transfers.empty())
+        write_phase_file(state.program.supersteps[k].exchange,
+                         (fs::path(request.phase_directory) / ("phase-" + std::to_string(k) + ".txt")).string());
+  }
+
   Package& package = state.package;
   package.compiler_version = kCoreVersion;
   package.target = state.target;

@@ -15,6 +15,7 @@ struct CompileRequest {
   std::string output;       ///< package path
   std::vector<std::string> dump_after;
   std::string dump_directory;
+  std::string phase_directory;  ///< when set, phase-K.txt per non-empty exchange phase
   std::uint64_t schedule_budget_ms = 2000;
   unsigned threads = 1;
 };

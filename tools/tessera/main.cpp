@@ -6,6 +6,7 @@
 
 #include "compile.hpp"
 #include "plugins_command.hpp"
+#include "schedule_command.hpp"
 #include "tessera/diagnostic.hpp"
 #include "tessera/log.hpp"
 #include "tessera/runtime/run.hpp"
@@ -57,6 +58,7 @@ int main(int argc, char** argv) {
   compile->add_option("--dump-after", compile_request.dump_after, "write the state after this pass (name, or 'all')");
   compile->add_option("--dump-dir", compile_request.dump_directory, "folder for --dump-after files (default: beside the package)");
   compile->add_option("--schedule-budget-ms", compile_request.schedule_budget_ms, "time budget per exchange phase for the scheduler");
+  compile->add_option("--emit-phases", compile_request.phase_directory, "write each exchange phase as a phase file into this folder");
 
   std::string run_package_path;
   runtime::RunOptions run_options;
@@ -76,6 +78,17 @@ int main(int argc, char** argv) {
   demo->add_option("--target", demo_request.target, "target YAML; overrides the pipeline's")->check(CLI::ExistingFile);
   demo->add_option("--output", demo_request.output, "package file to write");
   demo->add_option("--lock", demo_run.lock_path, "device lock file");
+
+  cli::ScheduleRequest schedule_request;
+  auto* schedule = app.add_subcommand("schedule", "schedule one exchange phase file with one scheduler plugin");
+  schedule->add_option("phase", schedule_request.phase, "phase file: `tiles N` then `SRC DST[,DST...] WORDS` lines")
+      ->required()->check(CLI::ExistingFile);
+  schedule->add_option("--target,-t", schedule_request.target, "target YAML")->required()->check(CLI::ExistingFile);
+  schedule->add_option("--scheduler,-s", schedule_request.scheduler, "exchange-scheduler plugin name")->required();
+  schedule->add_option("--option", schedule_request.options, "plugin option KEY=VALUE (repeatable)");
+  schedule->add_option("--emit", schedule_request.emit, "write the schedule file (TRANSFER START WORDS lines)");
+  schedule->add_option("--budget-ms", schedule_request.budget_ms, "time budget given to the scheduler");
+  schedule->add_option("--plugin-path", schedule_request.plugin_paths, "another folder of plugins")->check(CLI::ExistingDirectory);
 
   std::vector<std::string> plugin_paths;
   std::string plugin_name;
@@ -109,6 +122,7 @@ int main(int argc, char** argv) {
       demo_run.profile_path = (fs::path(compiled.package_path).parent_path() / "profile.json").string();
       return print_run_result(runtime::run_package(demo_run), compiled.package_path);
     }
+    if (*schedule) return cli::schedule_command(schedule_request);
     if (*plugins) return cli::plugins_command(*info ? plugin_name : "", plugin_paths);
   } catch (const PluginError& e) {
     fmt::print(stderr, "error: {}\n", e.what());

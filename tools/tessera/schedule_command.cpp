@@ -1,0 +1,52 @@
+// `tessera schedule PHASE --target T --scheduler NAME`: one phase, one scheduler, one line.
+#include "schedule_command.hpp"
+
+#include <chrono>
+
+#include <fmt/format.h>
+
+#include "compile.hpp"
+#include "tessera/diagnostic.hpp"
+#include "tessera/exchange.hpp"
+#include "tessera/plugin_host.hpp"
+#include "tessera/scheduler.hpp"
+#include "tessera/target.hpp"
+
+namespace tessera::cli {
+
+int schedule_command(const ScheduleRequest& request) {
+  const Target target = load_target(request.target);
+  const ExchangePhase phase = read_phase_file(request.phase);
+  if (phase.tiles > target.tiles)
+    throw Error(request.phase + fmt::format(": the phase has {} tiles but target '{}' has {}", phase.tiles, target.name, target.tiles));
+
+  PluginHost host;
+  if (auto bundled = bundled_plugin_directory(); !bundled.empty()) host.load_directory(bundled);
+  host.load_environment_paths();
+  for (const auto& path : request.plugin_paths) host.load_directory(path);
+  const PluginInfo* info = host.find(request.scheduler);
+  if (!info || info->kind != PluginKind::exchange_scheduler)
+    throw Error("--scheduler: " + host.unknown_plugin_message(request.scheduler, PluginKind::exchange_scheduler));
+  Options given;
+  for (const auto& option : request.options) {
+    const auto equals = option.find('=');
+    if (equals == std::string::npos || equals == 0)
+      throw Error("--option '" + option + "': expected KEY=VALUE");
+    given.values[option.substr(0, equals)] = option.substr(equals + 1);
+  }
+  auto scheduler = host.create_scheduler(*info, host.resolve_options(*info, given, "--option"));
+
+  ScheduleReport report;
+  const auto start = std::chrono::steady_clock::now();
+  Schedule schedule = scheduler->schedule(phase, target, request.budget_ms, &report);  // validated by the core
+  const auto elapsed = std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - start).count();
+  if (!request.emit.empty()) write_schedule_file(schedule, request.emit);
+  const double ratio = report.lower_bound ? static_cast<double>(report.horizon) / report.lower_bound : 1.0;
+  fmt::print("transfers={} endpoint_lower_bound={} lower_bound={} horizon={} lower_bound_gap={} ratio={:.3f} "
+             "segments={} elapsed_ms={} valid=true\n",
+             phase.transfers.size(), report.endpoint_lower_bound, report.lower_bound, report.horizon,
+             report.horizon - report.lower_bound, ratio, schedule.segments.size(), elapsed);
+  return 0;
+}
+
+}  // namespace tessera::cli
