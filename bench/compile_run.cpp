@@ -30,6 +30,8 @@ struct Measured {
 Measured measure(const std::vector<std::string>& arguments) {
   const std::string out_file = (fs::temp_directory_path() / ("tessera-bench-" + std::to_string(getpid()))).string();
   const auto start = std::chrono::steady_clock::now();
+  std::fflush(stdout);  // or the child would write our buffered output again
+  std::fflush(stderr);
   pid_t pid = fork();
   if (pid == 0) {
     if (!freopen(out_file.c_str(), "w", stdout) || !freopen("/dev/null", "w", stderr)) _exit(127);

@@ -4,6 +4,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <cstdio>
 #include <cstdlib>
 #include <fstream>
 #include <sstream>
@@ -22,6 +23,8 @@ static std::string read_all(const std::string& file) {
 CommandResult run_command(const std::vector<std::string>& arguments, const std::vector<std::string>& environment) {
   TempDir dir;
   const std::string out_file = (dir.path() / "out").string(), err_file = (dir.path() / "err").string();
+  std::fflush(stdout);  // or the child would write our buffered output again
+  std::fflush(stderr);
   pid_t pid = fork();
   if (pid == 0) {
     if (!freopen(out_file.c_str(), "w", stdout) || !freopen(err_file.c_str(), "w", stderr)) _exit(127);
