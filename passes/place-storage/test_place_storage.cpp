@@ -1,0 +1,110 @@
+// Tests of the place-storage pass plugin, loaded through the real PluginHost.
+#include <catch2/catch.hpp>
+
+#include "pass_bench.hpp"
+
+using namespace tessera;
+using tessera::testing::config_path;
+using tessera::testing::log_field;
+using tessera::testing::PassBench;
+
+namespace {
+
+bool live_together(const Buffer& a, const Buffer& b) { return a.first_use <= b.last_use && b.first_use <= a.last_use; }
+bool share_bytes(const Buffer& a, const Buffer& b) {
+  return a.offset < b.offset + std::int64_t{b.bytes} && b.offset < a.offset + std::int64_t{a.bytes};
+}
+
+/// Every buffer placed inside its region, aligned, and apart from every buffer live with it.
+void check_placement(const Program& program, const Target& target) {
+  for (const Buffer& buffer : program.buffers) {
+    REQUIRE(buffer.offset != kUnplaced);
+    CHECK(buffer.offset % buffer.alignment == 0);
+    const std::uint64_t low = buffer.region == Region::interleaved ? target.interleaved_start : 0;
+    const std::uint64_t high = buffer.region == Region::interleaved ? target.memory_bytes : target.interleaved_start;
+    CHECK(std::uint64_t(buffer.offset) >= low);
+    CHECK(std::uint64_t(buffer.offset) + buffer.bytes <= high);
+  }
+  for (std::size_t i = 0; i < program.buffers.size(); ++i)
+    for (std::size_t j = i + 1; j < program.buffers.size(); ++j) {
+      const Buffer &a = program.buffers[i], &b = program.buffers[j];
+      if (a.tile != b.tile || !live_together(a, b)) continue;
+      INFO(a.name << " and " << b.name << " on tile " << a.tile);
+      CHECK_FALSE(share_bytes(a, b));
+    }
+}
+
+Buffer buffer(const std::string& name, std::uint32_t bytes, Region region, std::uint32_t first, std::uint32_t last,
+              std::uint32_t alignment = 8) {
+  Buffer b;
+  b.name = name;
+  b.bytes = bytes;
+  b.region = region;
+  b.first_use = first;
+  b.last_use = last;
+  b.alignment = alignment;
+  return b;
+}
+
+}  // namespace
+
+TEST_CASE("place-storage keeps simultaneously live buffers apart on mlp-small", "[place-storage]") {
+  PassBench bench(config_path("models/mlp-small.yaml"), config_path("targets/t16.yaml"));
+  REQUIRE(bench.run_through("place-storage").ok);
+  check_placement(bench.state.program, bench.state.target);
+  CHECK(verify_program(bench.state.program, bench.state.target) == "");
+  const auto lines = bench.log_lines("placed storage");
+  REQUIRE(lines.size() == 1);
+  CHECK(log_field(lines[0], "tiles") == 16);
+  CHECK(log_field(lines[0], "peak_total_bytes") == bench.state.estimates.peak_tile_bytes);
+  CHECK(log_field(lines[0], "peak_total_bytes") >= log_field(lines[0], "peak_interleaved_bytes"));
+  CHECK(log_field(lines[0], "peak_total_bytes") >= log_field(lines[0], "mean_tile_bytes"));
+  CHECK(log_field(lines[0], "peak_interleaved_bytes") > 0);
+}
+
+TEST_CASE("place-storage shares memory between buffers never live together", "[place-storage]") {
+  PassBench bench(config_path("models/mlp-small.yaml"), config_path("targets/t16.yaml"));
+  Program& program = bench.state.program;
+  program.supersteps.resize(4);
+  program.buffers = {buffer("early", 4000, Region::standard, 0, 1),
+                     buffer("late", 4000, Region::standard, 2, 3),
+                     buffer("across", 1000, Region::standard, 1, 2),
+                     buffer("aligned", 100, Region::standard, 0, 3, 64),
+                     buffer("fast", 256, Region::interleaved, 0, 3, 16)};
+  REQUIRE(bench.run("place-storage").ok);
+  check_placement(program, bench.state.target);
+  // The largest buffers go first, at the bottom: "late" reuses "early"'s bytes.
+  CHECK(program.buffers[0].offset == 0);
+  CHECK(program.buffers[1].offset == 0);
+  CHECK(program.buffers[2].offset == 4000);
+  CHECK(program.buffers[3].offset == 5056);  // first multiple of 64 after 4000 + 1000
+  CHECK(program.buffers[4].offset == std::int64_t(bench.state.target.interleaved_start));
+  CHECK(bench.state.estimates.peak_tile_bytes == 5156 + 256);
+}
+
+TEST_CASE("place-storage reports every tile over with its largest buffers", "[place-storage]") {
+  PassBench bench(config_path("models/mlp-small.yaml"), config_path("targets/t16.yaml"));
+  REQUIRE(bench.run_through("select-finalist").ok);
+  // The same plan on a machine with only 4 KiB of interleaved memory per tile.
+  Target& target = bench.state.target;
+  target.memory_bytes = target.interleaved_start + 4096;
+  std::vector<std::uint32_t> expected_over;
+  for (std::uint32_t tile = 0; tile < target.tiles; ++tile) {
+    std::uint64_t weights = 0;
+    for (const Buffer& b : bench.state.program.buffers)
+      if (b.tile == tile && b.region == Region::interleaved && b.name.find(".w") != std::string::npos) weights += b.bytes;
+    if (weights > 4096) expected_over.push_back(tile);
+  }
+  REQUIRE_FALSE(expected_over.empty());
+  const Status status = bench.run("place-storage");
+  REQUIRE_FALSE(status.ok);
+  CHECK_THAT(status.message, Catch::StartsWith("model does not fit: "));
+  CHECK_THAT(status.message, Catch::Contains("over " + std::to_string(target.memory_bytes) + " bytes"));
+  for (std::uint32_t tile : expected_over)
+    CHECK_THAT(status.message, Catch::Contains("\n  tile " + std::to_string(tile) + " needs "));
+  CHECK_THAT(status.message, Catch::Contains(" interleaved"));
+  CHECK_THAT(status.message, Catch::Contains(".w "));
+  CHECK_THAT(status.message, Catch::Contains("fix: "));
+  // Nothing is half placed after a failure.
+  for (const Buffer& b : bench.state.program.buffers) CHECK(b.offset == kUnplaced);
+}

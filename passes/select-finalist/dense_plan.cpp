@@ -1,0 +1,314 @@
+// Candidate splits of a dense op, their screening figure, and the fragment each one builds.
+#include "dense_plan.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <set>
+
+#include <fmt/format.h>
+
+namespace tessera::select_finalist {
+
+namespace {
+
+Lifetime lifetime_of(const Tensor& tensor) {
+  return tensor.kind == TensorKind::weight ? Lifetime::whole_program : Lifetime::from_start;
+}
+
+StreamKind stream_kind_of(const Tensor& tensor) {
+  return tensor.kind == TensorKind::weight ? StreamKind::weight : StreamKind::input;
+}
+
+std::uint32_t ceil_div(std::uint32_t a, std::uint32_t b) { return (a + b - 1) / b; }
+
+std::uint64_t epilogue_cycles(const DenseOp& op, std::uint32_t cols, const Target& target) {
+  if (op.bias) return codelet_cycles(Codelet::bias_add, std::vector<std::uint32_t>{op.m, cols, op.relu}, target);
+  if (op.relu) return codelet_cycles(Codelet::relu, std::vector<std::uint32_t>{op.m * cols}, target);
+  return 0;
+}
+
+}  // namespace
+
+const char* input_source_name(InputSource source) {
+  switch (source) {
+    case InputSource::distributed: return "distributed";
+    case InputSource::host_slices: return "host_slices";
+    case InputSource::host_scatter: return "host_scatter";
+  }
+  return "?";
+}
+
+std::vector<Piece> scatter_layout(std::uint32_t columns, std::uint32_t tiles) {
+  std::vector<Piece> pieces;
+  const std::vector<Range> ranges = balanced_split(columns, std::min(columns, tiles));
+  for (std::uint32_t i = 0; i < ranges.size(); ++i) pieces.push_back({i, ranges[i].begin, ranges[i].size, 0});
+  return pieces;
+}
+
+std::vector<DenseCandidate> enumerate_dense_candidates(const DenseOp& op, std::uint32_t tiles) {
+  const std::uint32_t k = op.k, n = op.n;
+  const std::uint32_t max_columns = std::min(n, tiles);
+  const std::uint32_t max_depth = std::min(k, tiles);
+  auto divisors_up_to = [](std::uint32_t value, std::uint32_t limit) {
+    std::set<std::uint32_t> found;
+    for (std::uint32_t d = 1; std::uint64_t{d} * d <= value; ++d) {
+      if (value % d != 0) continue;
+      if (d <= limit) found.insert(d);
+      if (value / d <= limit) found.insert(value / d);
+    }
+    return found;
+  };
+  auto powers_of_two_up_to = [](std::uint32_t limit) {
+    std::set<std::uint32_t> found;
+    for (std::uint64_t p = 1; p <= limit; p *= 2) found.insert(static_cast<std::uint32_t>(p));
+    return found;
+  };
+
+  std::set<std::uint32_t> column_options = powers_of_two_up_to(max_columns);
+  column_options.merge(divisors_up_to(n, max_columns));
+  const auto root = static_cast<std::uint32_t>(std::sqrt(static_cast<double>(tiles)));
+  for (std::uint32_t near : {root, root + 1})
+    if (near >= 1 && near <= max_columns) column_options.insert(near);
+  // Column counts that fill the tiles for the usual depth counts.
+  std::set<std::uint32_t> depth_options = powers_of_two_up_to(max_depth);
+  depth_options.merge(divisors_up_to(k, max_depth));
+  for (std::uint32_t depth : depth_options) column_options.insert(std::min(max_columns, tiles / depth));
+  column_options.insert(max_columns);
+
+  const std::set<std::uint32_t> depth_divisors = divisors_up_to(k, max_depth);
+  std::set<DenseCandidate> candidates;
+  for (std::uint32_t columns : column_options) {
+    if (columns == 0) continue;
+    const std::uint32_t deepest = std::max(1u, std::min(k, tiles / columns));
+    // The deepest split uses every tile; an even divisor of k balances the chunks
+    // exactly; shallower splits trade reduction traffic for matmul time.
+    auto divisor = depth_divisors.upper_bound(deepest);
+    std::uint32_t power = 1;
+    while (power * 2 <= deepest) power *= 2;
+    for (std::uint32_t depth : {deepest, *std::prev(divisor), power, std::max(1u, deepest / 2), 1u}) {
+      if (!op.x_pieces.empty()) {
+        candidates.insert({columns, depth, InputSource::distributed});
+      } else {
+        candidates.insert({columns, depth, InputSource::host_slices});
+        candidates.insert({columns, depth, InputSource::host_scatter});
+      }
+    }
+  }
+  return {candidates.begin(), candidates.end()};
+}
+
+std::vector<DenseCandidate> pin_candidates(const std::vector<DenseCandidate>& candidates, const DenseOp& op,
+                                           std::uint32_t tiles, std::uint32_t column_groups,
+                                           std::uint32_t depth_groups) {
+  std::set<DenseCandidate> pinned;
+  for (DenseCandidate candidate : candidates) {
+    if (column_groups != 0) candidate.column_groups = std::min({column_groups, op.n, tiles});
+    const std::uint32_t deepest = std::max(1u, std::min(op.k, tiles / candidate.column_groups));
+    candidate.depth_groups = std::min(depth_groups != 0 ? depth_groups : candidate.depth_groups, deepest);
+    pinned.insert(candidate);
+  }
+  return {pinned.begin(), pinned.end()};
+}
+
+std::uint64_t screening_cycles(const DenseOp& op, DenseCandidate candidate, const Target& target) {
+  const std::uint32_t column_groups = candidate.column_groups, depth_groups = candidate.depth_groups;
+  const std::uint32_t widest = ceil_div(op.n, column_groups), deepest = ceil_div(op.k, depth_groups);
+  std::uint64_t compute =
+      codelet_cycles(Codelet::matmul, std::vector<std::uint32_t>{op.m, deepest, widest}, target);
+  std::uint64_t exchange = 0;
+  std::uint32_t phases = 0, supersteps = 1;
+
+  const std::uint64_t x_bytes = std::uint64_t{op.m} * op.k * 4;
+  const double host_rate = target.host_bytes_per_cycle > 0 ? target.host_bytes_per_cycle : 1.0;
+  const bool host_input = op.x->kind == TensorKind::input;
+  const std::vector<Piece>& sources = candidate.input == InputSource::host_scatter ? op.scatter_layout : op.x_pieces;
+  if (candidate.input == InputSource::host_slices) {
+    // Every column group's x chunks cross the host link at every run.
+    if (host_input) compute += static_cast<std::uint64_t>(double(x_bytes) * column_groups / host_rate);
+  } else {
+    if (candidate.input == InputSource::host_scatter) {
+      if (host_input) compute += static_cast<std::uint64_t>(double(x_bytes) / host_rate);
+      if (op.first_superstep) ++supersteps;
+    }
+    // Each consumer receives its whole x chunk; each source piece goes once to every
+    // depth group it overlaps (once per column group without multicast).
+    std::uint64_t send = 0;
+    for (const Piece& piece : sources) {
+      const std::uint32_t first = balanced_part_of(op.k, depth_groups, piece.col_begin);
+      const std::uint32_t last = balanced_part_of(op.k, depth_groups, piece.col_begin + piece.cols - 1);
+      const std::uint64_t copies = std::uint64_t{last - first + 1} * (target.multicast ? 1 : column_groups);
+      send = std::max<std::uint64_t>(send, copies * op.m * piece.cols);
+    }
+    exchange += std::max<std::uint64_t>(send, std::uint64_t{op.m} * deepest);
+    ++phases;
+  }
+  if (depth_groups > 1) {
+    const std::uint32_t piece = ceil_div(widest, depth_groups);
+    const std::uint64_t send = std::uint64_t{op.m} * (widest - widest / depth_groups);
+    const std::uint64_t receive = std::uint64_t{op.m} * piece * (depth_groups - 1);
+    exchange += std::max(send, receive);
+    ++phases;
+    ++supersteps;
+    compute += codelet_cycles(Codelet::reduce_add, std::vector<std::uint32_t>{depth_groups, op.m * piece}, target);
+    compute += epilogue_cycles(op, piece, target);
+  } else {
+    compute += epilogue_cycles(op, widest, target);
+  }
+  exchange += std::uint64_t{phases} * (target.exchange_phase_overhead + target.exchange_base_latency);
+  return compute + exchange + std::uint64_t{supersteps} * target.sync_cycles;
+}
+
+DenseFragment::DenseFragment(const DenseOp& op, DenseCandidate candidate, const Program& program,
+                             const Target& target)
+    : op_(op),
+      candidate_(candidate),
+      target_(target),
+      builder_(program, candidate.depth_groups > 1 ? 2 : 1),
+      columns_(balanced_split(op.n, candidate.column_groups)),
+      depths_(balanced_split(op.k, candidate.depth_groups)) {
+  lay_out_buffers();
+}
+
+void DenseFragment::lay_out_buffers() {
+  const std::uint32_t depth_groups = candidate_.depth_groups;
+  // Matmul operands feed the AMP's 128-bit loads; the rest need the target's minimum.
+  const std::uint32_t matmul_alignment = std::max(target_.alignment, 16u);
+  const std::uint32_t alignment = std::max(target_.alignment, 8u);
+  const Region fast = region_for(Region::interleaved, target_);
+  const Region standard = region_for(Region::standard, target_);
+  const std::uint32_t m = op_.m;
+
+  if (candidate_.input == InputSource::distributed) {
+    for (const Piece& piece : op_.x_pieces)
+      x_pieces_.push_back({piece.tile, piece.col_begin, piece.cols, builder_.existing(piece.buffer)});
+  } else if (candidate_.input == InputSource::host_scatter) {
+    for (const Piece& piece : op_.scatter_layout) {
+      const std::uint32_t buffer = builder_.create(op_.x->name + ".scatter", piece.tile, std::uint64_t{m} * piece.cols,
+                                                   standard, alignment, lifetime_of(*op_.x));
+      builder_.host_slice(*op_.x, stream_kind_of(*op_.x), buffer, 0, m, piece.col_begin, piece.cols);
+      x_pieces_.push_back({piece.tile, piece.col_begin, piece.cols, buffer});
+    }
+  }
+
+  groups_.reserve(columns_.size() * depths_.size());
+  for (std::uint32_t c = 0; c < columns_.size(); ++c) {
+    for (std::uint32_t g = 0; g < depth_groups; ++g) {
+      const std::uint32_t tile = c * depth_groups + g;
+      const Range cols = columns_[c], depth = depths_[g];
+      GroupBuffers group{tile, 0, 0, 0, kNoBuffer};
+      group.weights = builder_.create(op_.name + ".w", tile, std::uint64_t{depth.size} * cols.size, fast,
+                                      matmul_alignment, lifetime_of(*op_.w));
+      group.x_chunk = builder_.create(op_.name + ".x", tile, std::uint64_t{m} * depth.size, fast, matmul_alignment,
+                                      candidate_.input == InputSource::host_slices ? lifetime_of(*op_.x)
+                                                                                   : Lifetime::transient);
+      group.partial = builder_.create(op_.name + ".partial", tile, std::uint64_t{m} * cols.size, fast,
+                                      matmul_alignment, Lifetime::transient);
+      if (depth_groups == 1 && op_.bias)
+        group.bias = builder_.create(op_.name + ".bias", tile, cols.size, standard, alignment,
+                                     lifetime_of(*op_.bias));
+      groups_.push_back(group);
+    }
+  }
+  if (depth_groups == 1) return;
+  // Reduce-scatter: depth group g' of column group c owns piece g' of its columns.
+  for (std::uint32_t c = 0; c < columns_.size(); ++c) {
+    const std::vector<Range> pieces = balanced_split(columns_[c].size, depth_groups);
+    for (std::uint32_t owner = 0; owner < depth_groups; ++owner) {
+      const Range piece = pieces[owner];
+      if (piece.size == 0) continue;  // fewer columns than depth groups
+      const std::uint32_t tile = c * depth_groups + owner;
+      OwnedPiece owned{c, owner, tile, piece, 0, 0, kNoBuffer};
+      owned.reduce = builder_.create(op_.name + ".reduce", tile,
+                                     std::uint64_t{depth_groups} * m * piece.size, standard, alignment,
+                                     Lifetime::transient);
+      owned.out = builder_.create(op_.name + ".out", tile, std::uint64_t{m} * piece.size, standard,
+                                  alignment, Lifetime::transient);
+      if (op_.bias)
+        owned.bias = builder_.create(op_.name + ".bias", tile, piece.size, standard, alignment,
+                                     lifetime_of(*op_.bias));
+      pieces_.push_back(owned);
+    }
+  }
+}
+
+void DenseFragment::gather_x(const GroupBuffers& group, Range depth) {
+  if (candidate_.input == InputSource::host_slices) {
+    builder_.host_slice(*op_.x, stream_kind_of(*op_.x), group.x_chunk, 0, op_.m, depth.begin, depth.size);
+    return;
+  }
+  // Pieces are sorted by column: start at the first one ending after depth.begin.
+  auto piece = std::partition_point(x_pieces_.begin(), x_pieces_.end(), [&](const Piece& p) {
+    return p.col_begin + p.cols <= depth.begin;
+  });
+  for (; piece != x_pieces_.end() && piece->col_begin < depth.end(); ++piece) {
+    const std::uint32_t low = std::max(piece->col_begin, depth.begin);
+    const std::uint32_t high = std::min(piece->col_begin + piece->cols, depth.end());
+    builder_.move_rows(0, {piece->buffer, low - piece->col_begin}, piece->cols, {group.x_chunk, low - depth.begin},
+                       depth.size, op_.m, high - low);
+  }
+}
+
+void DenseFragment::epilogue(std::uint32_t superstep, std::uint32_t tile, std::uint32_t values,
+                             std::uint32_t bias_buffer, std::uint32_t col_begin, std::uint32_t cols) {
+  if (op_.bias) {
+    builder_.host_slice(*op_.bias, stream_kind_of(*op_.bias), bias_buffer, 0, 1, col_begin, cols);
+    builder_.call(superstep, tile, Codelet::bias_add, {{values, 0}, {bias_buffer, 0}},
+                  {op_.m, cols, op_.relu ? 1u : 0u});
+  } else if (op_.relu) {
+    builder_.call(superstep, tile, Codelet::relu, {{values, 0}}, {op_.m * cols});
+  }
+}
+
+Fragment DenseFragment::build() && {
+  const std::uint32_t depth_groups = candidate_.depth_groups;
+  const std::uint32_t m = op_.m;
+  builder_.label(0, op_.name + ".gather");
+  builder_.label(1, op_.name + ".matmul");
+  Distribution output{m, {}};
+
+  for (std::uint32_t c = 0; c < columns_.size(); ++c) {
+    for (std::uint32_t g = 0; g < depth_groups; ++g) {
+      const GroupBuffers& group = groups_[c * depth_groups + g];
+      const Range cols = columns_[c], depth = depths_[g];
+      gather_x(group, depth);
+      builder_.host_slice(*op_.w, stream_kind_of(*op_.w), group.weights, depth.begin, depth.size,
+                          cols.begin, cols.size);
+      builder_.call(1, group.tile, Codelet::matmul, {{group.x_chunk, 0}, {group.weights, 0}, {group.partial, 0}},
+                    {m, depth.size, cols.size});
+      if (depth_groups == 1) {
+        epilogue(1, group.tile, group.partial, group.bias, cols.begin, cols.size);
+        output.pieces.push_back({group.tile, cols.begin, cols.size, group.partial});
+      }
+    }
+  }
+
+  if (depth_groups > 1) {
+    builder_.label(2, op_.name + ".reduce");
+    // Every depth group sends each owner its partial's rows of the owner's piece, into
+    // slot [g][row] of the owner's reduce buffer.
+    for (const OwnedPiece& owned : pieces_) {
+      const std::uint32_t width = columns_[owned.column_group].size;
+      for (std::uint32_t g = 0; g < depth_groups; ++g) {
+        const GroupBuffers& sender = groups_[owned.column_group * depth_groups + g];
+        builder_.move_rows(1, {sender.partial, owned.columns.begin}, width,
+                           {owned.reduce, g * m * owned.columns.size}, owned.columns.size, m,
+                           owned.columns.size);
+      }
+    }
+    for (const OwnedPiece& owned : pieces_) {
+      const std::uint32_t piece = owned.columns.size;
+      const std::uint32_t col_begin = columns_[owned.column_group].begin + owned.columns.begin;
+      builder_.call(2, owned.tile, Codelet::reduce_add, {{owned.reduce, 0}, {owned.out, 0}},
+                    {depth_groups, m * piece});
+      epilogue(2, owned.tile, owned.out, owned.bias, col_begin, piece);
+      output.pieces.push_back({owned.tile, col_begin, piece, owned.out});
+    }
+  }
+  std::vector<TensorDistribution> made;
+  made.push_back({op_.output_index, std::move(output)});
+  if (candidate_.input == InputSource::host_scatter)
+    made.push_back({op_.x_index, Distribution{m, x_pieces_}});
+  return builder_.finish(std::move(made));
+}
+
+}  // namespace tessera::select_finalist

@@ -1,0 +1,103 @@
+// Operator plans of one dense op: candidate splits, their cheap screening figure and their fragments.
+#pragma once
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "distribution.hpp"
+#include "fragment.hpp"
+
+namespace tessera::select_finalist {
+
+/// Where a dense op's x chunks come from.
+enum class InputSource : std::uint8_t {
+  distributed,   ///< gathered over the exchange from x's pieces (x was computed or spread)
+  host_slices,   ///< written by the host straight into every x chunk (replicated per column group)
+  host_scatter,  ///< written by the host once, spread over the tiles, then gathered like a value
+};
+const char* input_source_name(InputSource source);
+
+/// out[m,n] = act(x[m,k] * w[k,n] + bias), with where its operands come from.
+struct DenseOp {
+  std::string name;  ///< "dense0": superstep labels and buffer names
+  std::uint32_t m = 0, k = 0, n = 0;
+  std::uint32_t x_index = 0, output_index = 0;  ///< tensor indices
+  const Tensor* x = nullptr;
+  const Tensor* w = nullptr;
+  const Tensor* bias = nullptr;  ///< null: no bias
+  bool relu = false;
+  /// Pieces of x sorted by column when x already has a distribution; otherwise empty and x
+  /// comes from the host.
+  std::vector<Piece> x_pieces;
+  /// Where host_scatter would put x: pieces sorted by column (buffers not yet made).
+  std::vector<Piece> scatter_layout;
+  /// The program has no superstep yet, so a gather needs a superstep of its own.
+  bool first_superstep = false;
+};
+
+/// n split into column_groups groups, k into depth_groups groups; group (c, g) runs on
+/// tile c * depth_groups + g, so a column group's reduction stays among neighbours.
+struct DenseCandidate {
+  std::uint32_t column_groups = 1;
+  std::uint32_t depth_groups = 1;
+  InputSource input = InputSource::distributed;
+  auto operator<=>(const DenseCandidate&) const = default;
+};
+
+/// How host_scatter spreads x: balanced column pieces, piece i on tile i.
+std::vector<Piece> scatter_layout(std::uint32_t columns, std::uint32_t tiles);
+
+/// Column-group counts from powers of two, divisors of n, values near sqrt(tiles) and
+/// tiles / (depth-group counts); for each, the deepest split that fits the tiles and a few
+/// shallower ones; each with every input source the op allows. Sorted, without duplicates.
+std::vector<DenseCandidate> enumerate_dense_candidates(const DenseOp& op, std::uint32_t tiles);
+
+/// The candidates with their column and/or depth groups replaced by pinned values (0: not
+/// pinned), clamped so they fit the op and the tiles. Sorted, without duplicates.
+std::vector<DenseCandidate> pin_candidates(const std::vector<DenseCandidate>& candidates, const DenseOp& op,
+                                           std::uint32_t tiles, std::uint32_t column_groups,
+                                           std::uint32_t depth_groups);
+
+/// A cheap figure to order candidates before building them: the busiest tile's codelet
+/// cycles plus the exchange resource load (the most words any tile sends or receives, one
+/// word per cycle) of the gather and the reduce-scatter, barriers, and the per-run host
+/// input cycles. Not a cost model; it only decides which candidates are worth costing.
+std::uint64_t screening_cycles(const DenseOp& op, DenseCandidate candidate, const Target& target);
+
+/// One candidate's fragment. Construction lays out the buffers only (cheap: the memory
+/// check needs nothing more); build() adds the compute, copies and host slices.
+class DenseFragment {
+public:
+  DenseFragment(const DenseOp& op, DenseCandidate candidate, const Program& program,
+                const Target& target);
+  bool oversized() const { return builder_.oversized(); }
+  std::vector<TileBytes> new_bytes() const { return builder_.new_bytes(target_.tiles); }
+  Fragment build() &&;
+
+private:
+  struct GroupBuffers {
+    std::uint32_t tile, weights, x_chunk, partial, bias;
+  };
+  struct OwnedPiece {
+    std::uint32_t column_group, owner_depth_group, tile;
+    Range columns;  ///< relative to the column group
+    std::uint32_t reduce, out, bias;
+  };
+  void lay_out_buffers();
+  void gather_x(const GroupBuffers& group, Range depth);
+  /// x's pieces in fragment buffers (existing or made for host_scatter), sorted by column.
+  std::vector<Piece> x_pieces_;
+  void epilogue(std::uint32_t superstep, std::uint32_t tile, std::uint32_t values,
+                std::uint32_t bias_buffer, std::uint32_t col_begin, std::uint32_t cols);
+  static constexpr std::uint32_t kNoBuffer = 0xffffffffu;
+
+  const DenseOp& op_;
+  DenseCandidate candidate_;
+  const Target& target_;
+  FragmentBuilder builder_;
+  std::vector<Range> columns_, depths_;
+  std::vector<GroupBuffers> groups_;  ///< index c * depth_groups + g
+  std::vector<OwnedPiece> pieces_;    ///< reduce-scatter owners (depth_groups > 1)
+};
+
+}  // namespace tessera::select_finalist

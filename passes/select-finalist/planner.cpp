@@ -1,0 +1,458 @@
+// Plans the canonical graph op by op: dense ops from costed candidates, elementwise ops in place.
+#include "planner.hpp"
+
+#include <algorithm>
+#include <limits>
+#include <map>
+#include <optional>
+#include <tuple>
+
+#include <fmt/format.h>
+
+#include "copy_transfers.hpp"
+#include "dense_plan.hpp"
+
+namespace tessera::select_finalist {
+
+namespace {
+
+constexpr std::uint64_t kDoesNotFit = std::numeric_limits<std::uint64_t>::max();
+
+struct CostedCandidate {
+  DenseCandidate candidate;
+  std::uint64_t peak_tile_bytes = 0;
+  CostEstimate estimate;
+  std::uint64_t host_input_cycles = 0;  ///< per run; the cost model does not see the host link
+  std::uint64_t refined_exchange_cycles = 0;
+  std::uint64_t refined_cycles = 0;
+  std::optional<Fragment> fragment;  ///< built when costed, or later for a finalist
+  /// What ranks costed candidates: the cost model's total plus the host link at every run.
+  std::uint64_t score() const { return estimate.total() + host_input_cycles; }
+};
+
+/// The exchange phase a superstep's copies become once lowered (addresses aside).
+ExchangePhase physical_phase(const Program& program, const Superstep& step, const Target& target) {
+  ExchangePhase phase;
+  phase.tiles = target.tiles;
+  for (const passes::CopyGroup& group : passes::group_copies(program.buffers, step.copies, target.multicast)) {
+    const Copy& first = step.copies[group.copies.front()];
+    Transfer transfer;
+    transfer.source = program.buffers[first.source.buffer].tile;
+    transfer.words = first.words;
+    for (std::uint32_t copy : group.copies)
+      transfer.destinations.push_back(program.buffers[step.copies[copy].destination.buffer].tile);
+    phase.transfers.push_back(std::move(transfer));
+  }
+  return phase;
+}
+
+class Planner {
+public:
+  Planner(const Graph& graph, PassContext& context, const PlannerOptions& options, Program& program)
+      : graph_(graph),
+        target_(context.target),
+        context_(context),
+        options_(options),
+        program_(program),
+        distributions_(graph.tensors.size()),
+        readers_(graph.tensors.size(), 0),
+        is_output_(graph.tensors.size(), false) {
+    for (const Op& op : graph.ops)
+      for (std::uint32_t input : op.inputs) ++readers_.at(input);
+    for (std::uint32_t output : graph.outputs) is_output_.at(output) = true;
+  }
+
+  Status plan() {
+    for (std::uint32_t i = 0; i < graph_.ops.size(); ++i) {
+      const Op& op = graph_.ops[i];
+      Status status = op.kind == OpKind::dense || op.kind == OpKind::matmul ? plan_dense(i)
+                                                                           : plan_elementwise(i);
+      if (!status.ok) return status;
+    }
+    return plan_outputs();
+  }
+
+private:
+  std::string where(const Op& op) const {
+    return fmt::format("{}:{}:{}", graph_.source_file, op.place.line, op.place.column);
+  }
+
+  Status unsupported(const Op& op, const std::string& why) const {
+    return Status::failure(fmt::format("{}: {} '{}' is not supported yet: {}", where(op), op_kind_name(op.kind),
+                                       graph_.tensors[op.output].name, why));
+  }
+
+  const Tensor& tensor(std::uint32_t index) const { return graph_.tensors.at(index); }
+
+  /// Bytes already committed on each tile while the next op runs: weights (kept for every
+  /// run) and every buffer still live at the current last superstep.
+  std::vector<TileBytes> resident_bytes() const {
+    std::vector<TileBytes> bytes(target_.tiles);
+    if (program_.supersteps.empty()) return bytes;
+    const auto last = static_cast<std::uint32_t>(program_.supersteps.size() - 1);
+    std::vector<bool> whole_program(program_.buffers.size(), false);
+    for (std::uint32_t index : whole_program_buffers_) whole_program[index] = true;
+    for (std::size_t i = 0; i < program_.buffers.size(); ++i) {
+      const Buffer& buffer = program_.buffers[i];
+      if (!whole_program[i] && buffer.last_use < last) continue;
+      TileBytes& tile = bytes[buffer.tile];
+      (buffer.region == Region::interleaved ? tile.interleaved : tile.standard) += aligned_bytes(buffer);
+    }
+    return bytes;
+  }
+
+  /// The busiest tile's bytes with the candidate's buffers added, or kDoesNotFit when some
+  /// tile overflows a region. Conservative: it treats all of them as live together.
+  std::uint64_t peak_if_fits(const std::vector<TileBytes>& resident, const std::vector<TileBytes>& added) const {
+    const std::uint64_t standard_capacity = target_.interleaved_start;
+    const std::uint64_t interleaved_capacity = target_.memory_bytes - target_.interleaved_start;
+    std::uint64_t peak = 0;
+    for (std::uint32_t tile = 0; tile < target_.tiles; ++tile) {
+      const std::uint64_t standard = resident[tile].standard + added[tile].standard;
+      const std::uint64_t interleaved = resident[tile].interleaved + added[tile].interleaved;
+      if (standard > standard_capacity || interleaved > interleaved_capacity) return kDoesNotFit;
+      peak = std::max(peak, standard + interleaved);
+    }
+    return peak;
+  }
+
+  std::uint64_t smallest_peak(const std::vector<TileBytes>& resident, const std::vector<TileBytes>& added) const {
+    std::uint64_t peak = 0;
+    for (std::uint32_t tile = 0; tile < target_.tiles; ++tile)
+      peak = std::max(peak, resident[tile].total() + added[tile].total());
+    return peak;
+  }
+
+  /// Re-costs a finalist's exchange as the phases lower-exchanges will build (multicast
+  /// copies merged), optionally scheduled by the exchange-scheduler plugin.
+  void refine(CostedCandidate& costed) {
+    const Program& fragment = costed.fragment->program;
+    std::uint64_t exchange = 0;
+    for (const Superstep& step : fragment.supersteps) {
+      const ExchangePhase phase = physical_phase(fragment, step, target_);
+      if (options_.schedule_finalists && !phase.transfers.empty()) {
+        ScheduleReport report;
+        (void)context_.scheduler.schedule(phase, target_, context_.schedule_budget_ms, &report);
+        exchange += report.horizon + target_.exchange_phase_overhead;
+      } else {
+        exchange += context_.cost_model.estimate_exchange(phase, target_);
+      }
+    }
+    costed.refined_exchange_cycles = exchange;
+    costed.refined_cycles =
+        costed.estimate.compute_cycles + costed.estimate.sync_cycles + exchange + costed.host_input_cycles;
+  }
+
+  /// Everything that shapes a dense candidate's fragment apart from names and buffer
+  /// numbers: two ops with equal signatures build fragments the cost model cannot tell
+  /// apart (the repeated layers of an MLP), so it is asked once.
+  std::vector<std::uint64_t> signature(const DenseOp& op, DenseCandidate candidate) const {
+    auto kind = [](const Tensor* t) { return t ? std::uint64_t{static_cast<std::uint8_t>(t->kind)} + 1 : 0; };
+    std::vector<std::uint64_t> key = {op.m, op.k, op.n, op.relu, kind(op.x), kind(op.w), kind(op.bias),
+                                      op.first_superstep, candidate.column_groups, candidate.depth_groups,
+                                      static_cast<std::uint64_t>(candidate.input)};
+    for (const Piece& piece : op.x_pieces) {
+      const Buffer& buffer = program_.buffers[piece.buffer];
+      key.insert(key.end(), {piece.tile, piece.col_begin, piece.cols, buffer.bytes, buffer.alignment,
+                             static_cast<std::uint64_t>(buffer.region)});
+    }
+    return key;
+  }
+
+  /// Costs a laid-out candidate, building its fragment only if the cost model has not
+  /// seen an identical one.
+  CostedCandidate cost(const DenseOp& op, DenseCandidate candidate, std::uint64_t peak, DenseFragment&& layout) {
+    CostedCandidate entry{candidate, peak, {}, 0, 0, 0, std::nullopt};
+    auto [known, inserted] = estimates_.try_emplace(signature(op, candidate));
+    if (inserted) {
+      entry.fragment = std::move(layout).build();
+      known->second.estimate = context_.cost_model.estimate(entry.fragment->program, target_);
+      known->second.host_input_cycles = host_input_cycles(entry.fragment->program, target_);
+    }
+    entry.estimate = known->second.estimate;
+    entry.host_input_cycles = known->second.host_input_cycles;
+    return entry;
+  }
+
+  void record(std::vector<TensorDistribution> made) {
+    for (TensorDistribution& entry : made) distributions_.at(entry.tensor) = std::move(entry.distribution);
+  }
+
+  Status plan_dense(std::uint32_t op_index) {
+    const Op& op = graph_.ops[op_index];
+    const std::size_t max_inputs = op.kind == OpKind::dense ? 3 : 2;
+    if (op.inputs.size() < 2 || op.inputs.size() > max_inputs)
+      return Status::failure(fmt::format("{}: {} has {} inputs; run lower-mid to canonicalise the graph",
+                                         where(op), op_kind_name(op.kind), op.inputs.size()));
+    const Tensor& x = tensor(op.inputs[0]);
+    const Tensor& w = tensor(op.inputs[1]);
+    const Tensor* bias = op.inputs.size() == 3 ? &tensor(op.inputs[2]) : nullptr;
+    if (w.kind == TensorKind::intermediate)
+      return unsupported(op, fmt::format("its right operand '{}' is computed by the graph; only weights "
+                                         "and inputs can be multiplied by so far", w.name));
+    if (bias && bias->kind == TensorKind::intermediate)
+      return unsupported(op, fmt::format("its bias '{}' is computed by the graph; only weights and "
+                                         "inputs can be biases so far", bias->name));
+    if (x.shape.size() != 2 || w.shape.size() != 2 || x.cols() != w.rows())
+      return Status::failure(fmt::format("{}: operands '{}' and '{}' do not multiply; run lower-mid to "
+                                         "check shapes", where(op), x.name, w.name));
+
+    DenseOp dense;
+    dense.name = fmt::format("dense{}", op_index);
+    dense.m = static_cast<std::uint32_t>(x.rows());
+    dense.k = static_cast<std::uint32_t>(x.cols());
+    dense.n = static_cast<std::uint32_t>(w.cols());
+    dense.x_index = op.inputs[0];
+    dense.output_index = op.output;
+    dense.first_superstep = program_.supersteps.empty();
+    dense.x = &x;
+    dense.w = &w;
+    dense.bias = bias;
+    dense.relu = op.kind == OpKind::dense && op.relu;
+    // x is gathered from its pieces once it has some (computed, or a graph input an
+    // earlier op spread); otherwise the host writes it, directly or spread once.
+    if (const auto& distribution = distributions_[op.inputs[0]]) {
+      dense.x_pieces = distribution->pieces;
+      std::sort(dense.x_pieces.begin(), dense.x_pieces.end(),
+                [](const Piece& a, const Piece& b) { return a.col_begin < b.col_begin; });
+    } else if (x.kind == TensorKind::intermediate) {
+      return Status::failure(fmt::format("{}: '{}' is read before it is produced", where(op), x.name));
+    } else {
+      dense.scatter_layout = scatter_layout(dense.k, target_.tiles);
+    }
+
+    // Screen every enumerated candidate cheaply, then build and cost the best that fit.
+    std::vector<std::pair<std::uint64_t, DenseCandidate>> screened;
+    std::vector<DenseCandidate> candidates = enumerate_dense_candidates(dense, target_.tiles);
+    if (options_.column_groups != 0 || options_.depth_groups != 0)
+      candidates = pin_candidates(candidates, dense, target_.tiles, options_.column_groups, options_.depth_groups);
+    for (const DenseCandidate& candidate : candidates)
+      screened.emplace_back(screening_cycles(dense, candidate, target_), candidate);
+    const std::size_t enumerated = screened.size();
+    std::sort(screened.begin(), screened.end());
+    if (screened.size() > options_.max_candidates) screened.resize(options_.max_candidates);
+
+    const std::vector<TileBytes> resident = resident_bytes();
+    std::vector<CostedCandidate> finalists;  // best first, at most options_.finalists
+    std::size_t rejected = 0, costed = 0;
+    std::optional<std::pair<std::uint64_t, DenseCandidate>> smallest;
+    for (const auto& [screening, candidate] : screened) {
+      if (costed == options_.costed_candidates) break;
+      DenseFragment fragment(dense, candidate, program_, target_);
+      const std::vector<TileBytes> added = fragment.new_bytes();
+      const std::uint64_t peak = fragment.oversized() ? kDoesNotFit : peak_if_fits(resident, added);
+      if (peak == kDoesNotFit) {
+        ++rejected;
+        const std::uint64_t needed = fragment.oversized() ? kDoesNotFit : smallest_peak(resident, added);
+        if (!smallest || needed < smallest->first) smallest.emplace(needed, candidate);
+        continue;
+      }
+      CostedCandidate entry = cost(dense, candidate, peak, std::move(fragment));
+      ++costed;
+      context_.logger.debug("{}: costed operator plan op={} column_groups={} depth_groups={} input={} "
+                            "screening_cycles={} estimated_cycles={} host_input_cycles={}",
+                            context_.span, op_index, candidate.column_groups, candidate.depth_groups,
+                            input_source_name(candidate.input), screening, entry.estimate.total(),
+                            entry.host_input_cycles);
+      auto position = std::find_if(finalists.begin(), finalists.end(), [&](const CostedCandidate& kept) {
+        return std::tuple(entry.score(), entry.candidate) < std::tuple(kept.score(), kept.candidate);
+      });
+      finalists.insert(position, std::move(entry));
+      if (finalists.size() > options_.finalists) finalists.pop_back();
+    }
+    context_.info("screened operator plans op={} candidates={} screened={} rejected_for_memory={} costed={}",
+                  op_index, enumerated, screened.size(), rejected, costed);
+
+    if (finalists.empty()) {
+      if (!smallest || smallest->first == kDoesNotFit)
+        return Status::failure(fmt::format("{}: model does not fit: every plan of {} '{}' needs a buffer of "
+                                           "4 GiB or more on one tile; use a target with more tiles",
+                                           where(op), op_kind_name(op.kind), tensor(op.output).name));
+      // Nothing fits: carry on with the smallest plan so place-storage reports every tile
+      // over, with its buffers, which says far more than a refusal here could.
+      context_.logger.warn("{}: no operator plan fits in tile memory op={} column_groups={} depth_groups={} "
+                           "peak_tile_bytes={} memory_bytes={}",
+                           context_.span, op_index, smallest->second.column_groups,
+                           smallest->second.depth_groups, smallest->first, target_.memory_bytes);
+      finalists.push_back(cost(dense, smallest->second, smallest->first,
+                               DenseFragment(dense, smallest->second, program_, target_)));
+    }
+
+    for (std::size_t i = 0; i < finalists.size(); ++i) {
+      CostedCandidate& finalist = finalists[i];
+      if (!finalist.fragment) finalist.fragment = DenseFragment(dense, finalist.candidate, program_, target_).build();
+      refine(finalist);
+      context_.info("retained operator-plan finalist op={} finalist={} column_groups={} depth_groups={} input={} "
+                    "estimated_cycles={} estimated_exchange_cycles={} host_input_cycles={} refined_cycles={} "
+                    "refined_exchange_cycles={} peak_tile_bytes={}",
+                    op_index, i, finalist.candidate.column_groups, finalist.candidate.depth_groups,
+                    input_source_name(finalist.candidate.input), finalist.estimate.total(),
+                    finalist.estimate.exchange_cycles, finalist.host_input_cycles, finalist.refined_cycles,
+                    finalist.refined_exchange_cycles, finalist.peak_tile_bytes);
+    }
+    auto best = std::min_element(finalists.begin(), finalists.end(), [](const auto& a, const auto& b) {
+      return a.refined_cycles < b.refined_cycles;
+    });
+    context_.info("selected operator plan op={} finalist={} column_groups={} depth_groups={} input={} "
+                  "estimated_cycles={} estimated_exchange_cycles={}",
+                  op_index, best - finalists.begin(), best->candidate.column_groups, best->candidate.depth_groups,
+                  input_source_name(best->candidate.input), best->refined_cycles, best->refined_exchange_cycles);
+    record(commit_fragment(std::move(*best->fragment), program_, whole_program_buffers_));
+    return Status::success();
+  }
+
+  /// add and relu that lower-mid left alone run where their first input lives, appended to
+  /// the compute of the last superstep (where or after it was produced). They write new
+  /// buffers unless this op is the value's only reader and it is no graph output or weight
+  /// (nobody else can see the change).
+  Status plan_elementwise(std::uint32_t op_index) {
+    const Op& op = graph_.ops[op_index];
+    const bool is_add = op.kind == OpKind::add;
+    if (op.inputs.size() != (is_add ? 2u : 1u))
+      return Status::failure(fmt::format("{}: {} has {} inputs", where(op), op_kind_name(op.kind), op.inputs.size()));
+    const std::uint32_t first = op.inputs[0];
+    if (!distributions_[first] || program_.supersteps.empty())
+      return unsupported(op, fmt::format("its first operand '{}' is a graph input or weight no earlier op "
+                                         "spread over the tiles; elementwise ops run where their first operand "
+                                         "lives", tensor(first).name));
+    const Distribution& input = *distributions_[first];
+    // Weights must survive for the next run, so they are never overwritten.
+    const bool in_place = readers_[first] == 1 && !is_output_[first] && tensor(first).kind != TensorKind::weight;
+    const std::string name = fmt::format("{}{}", op_kind_name(op.kind), op_index);
+    const std::uint32_t alignment = std::max(target_.alignment, 8u);
+    const Region region = region_for(Region::standard, target_);
+    const std::uint32_t rows = input.rows;
+
+    FragmentBuilder builder(program_, 0);
+    Distribution output{rows, {}};
+    // The buffer that receives the result: the input itself, or a copy of it.
+    auto result_buffer = [&](const Piece& piece, std::uint32_t source, bool copy_input) {
+      if (in_place) return source;
+      const std::uint32_t words = rows * piece.cols;
+      const std::uint32_t out = builder.create(name + ".out", piece.tile, words, region, alignment, Lifetime::transient);
+      if (copy_input) builder.call(0, piece.tile, Codelet::copy, {{source, 0}, {out, 0}}, {words});
+      return out;
+    };
+
+    if (!is_add) {
+      for (const Piece& piece : input.pieces) {
+        const std::uint32_t source = builder.existing(piece.buffer);
+        const std::uint32_t out = result_buffer(piece, source, true);
+        builder.call(0, piece.tile, Codelet::relu, {{out, 0}}, {rows * piece.cols});
+        output.pieces.push_back({piece.tile, piece.col_begin, piece.cols, out});
+      }
+    } else {
+      const Tensor& other = tensor(op.inputs[1]);
+      if (other.kind == TensorKind::intermediate) {
+        const auto& second = distributions_[op.inputs[1]];
+        auto key = [](const Piece& p) { return std::tuple(p.col_begin, p.cols, p.tile); };
+        std::vector<Piece> a = input.pieces, b = second ? second->pieces : std::vector<Piece>{};
+        auto by_key = [&](const Piece& l, const Piece& r) { return key(l) < key(r); };
+        std::sort(a.begin(), a.end(), by_key);
+        std::sort(b.begin(), b.end(), by_key);
+        const bool same = second && second->rows == rows && a.size() == b.size() &&
+                          std::equal(a.begin(), a.end(), b.begin(),
+                                     [&](const Piece& l, const Piece& r) { return key(l) == key(r); });
+        if (!same)
+          return unsupported(op, fmt::format("'{}' and '{}' are spread over the tiles differently; an add "
+                                             "of two activations needs both on the same tiles and columns",
+                                             tensor(first).name, other.name));
+        for (std::size_t i = 0; i < a.size(); ++i) {
+          const std::uint32_t words = rows * a[i].cols;
+          const std::uint32_t out = builder.create(name + ".out", a[i].tile, words, region, alignment, Lifetime::transient);
+          builder.call(0, a[i].tile, Codelet::add, {{builder.existing(a[i].buffer), 0}, {builder.existing(b[i].buffer), 0}, {out, 0}}, {words});
+          output.pieces.push_back({a[i].tile, a[i].col_begin, a[i].cols, out});
+        }
+      } else {
+        // A weight or input operand arrives from the host in the same pieces.
+        const bool row_vector = other.shape.size() == 1;
+        const StreamKind kind = other.kind == TensorKind::weight ? StreamKind::weight : StreamKind::input;
+        const Lifetime lifetime = other.kind == TensorKind::weight ? Lifetime::whole_program : Lifetime::from_start;
+        for (const Piece& piece : input.pieces) {
+          const std::uint32_t source = builder.existing(piece.buffer);
+          const std::uint32_t operand_rows = row_vector ? 1 : rows;
+          const std::uint32_t operand = builder.create(name + ".operand", piece.tile, operand_rows * piece.cols,
+                                                       region, alignment, lifetime);
+          builder.host_slice(other, kind, operand, 0, operand_rows, piece.col_begin, piece.cols);
+          std::uint32_t out;
+          if (row_vector) {
+            out = result_buffer(piece, source, true);
+            builder.call(0, piece.tile, Codelet::bias_add, {{out, 0}, {operand, 0}}, {rows, piece.cols, 0});
+          } else {
+            out = result_buffer(piece, source, false);
+            builder.call(0, piece.tile, Codelet::add, {{source, 0}, {operand, 0}, {out, 0}}, {rows * piece.cols});
+          }
+          output.pieces.push_back({piece.tile, piece.col_begin, piece.cols, out});
+        }
+      }
+    }
+    program_.supersteps.back().label += "+" + name;
+    std::vector<TensorDistribution> made;
+    made.push_back({op.output, std::move(output)});
+    record(commit_fragment(builder.finish(std::move(made)), program_, whole_program_buffers_));
+    context_.info("planned elementwise op op={} kind={} in_place={} pieces={}", op_index, op_kind_name(op.kind),
+                  in_place, distributions_[op.output]->pieces.size());
+    return Status::success();
+  }
+
+  /// Output streams read every piece of each graph output after the last superstep, so
+  /// those buffers (and the weights, written once for every run) live to the end.
+  Status plan_outputs() {
+    const auto last = static_cast<std::uint32_t>(program_.supersteps.empty() ? 0 : program_.supersteps.size() - 1);
+    for (std::uint32_t index : whole_program_buffers_) program_.buffers[index].last_use = last;
+    for (std::uint32_t index : graph_.outputs) {
+      const Tensor& output = tensor(index);
+      const auto& distribution = distributions_[index];
+      if (!distribution)
+        return Status::failure(fmt::format("{}: graph output '{}' is not computed by any op the planner ran",
+                                           graph_.source_file, output.name));
+      HostStream stream;
+      stream.tensor = output.name;
+      stream.kind = StreamKind::output;
+      stream.rows = static_cast<std::uint32_t>(output.rows());
+      stream.cols = static_cast<std::uint32_t>(output.cols());
+      for (const Piece& piece : distribution->pieces) {
+        program_.buffers[piece.buffer].last_use = last;
+        stream.slices.push_back({{piece.buffer, 0}, 0, distribution->rows, piece.col_begin, piece.cols});
+      }
+      program_.streams.push_back(std::move(stream));
+    }
+    return Status::success();
+  }
+
+  const Graph& graph_;
+  const Target& target_;
+  PassContext& context_;
+  PlannerOptions options_;
+  Program& program_;
+  std::vector<std::optional<Distribution>> distributions_;  ///< per tensor, once computed
+  std::vector<std::uint32_t> readers_;                      ///< per tensor: ops reading it
+  std::vector<bool> is_output_;
+  std::vector<std::uint32_t> whole_program_buffers_;
+  struct KnownCost {
+    CostEstimate estimate;
+    std::uint64_t host_input_cycles = 0;
+  };
+  std::map<std::vector<std::uint64_t>, KnownCost> estimates_;  ///< by fragment signature
+};
+
+}  // namespace
+
+Status plan_program(const Graph& graph, PassContext& context, const PlannerOptions& options,
+                    Program& program, PackageEstimates& estimates) {
+  program = Program{};
+  Planner planner(graph, context, options, program);
+  if (Status status = planner.plan(); !status.ok) return status;
+  const CostEstimate total = context.cost_model.estimate(program, context.target);
+  estimates.estimated_cycles = total.total();
+  estimates.estimated_exchange_cycles = total.exchange_cycles;
+  std::size_t copies = 0;
+  for (const Superstep& step : program.supersteps) copies += step.copies.size();
+  context.info("planned program supersteps={} buffers={} copies={} streams={} estimated_cycles={} "
+               "estimated_exchange_cycles={} estimated_compute_cycles={}",
+               program.supersteps.size(), program.buffers.size(), copies, program.streams.size(),
+               estimates.estimated_cycles, estimates.estimated_exchange_cycles, total.compute_cycles);
+  return Status::success();
+}
+
+}  // namespace tessera::select_finalist

@@ -1,0 +1,24 @@
+// The select-finalist planner: turns the canonical graph into a Program, op by op.
+#pragma once
+#include <cstdint>
+
+#include "tessera/pass.hpp"
+
+namespace tessera::select_finalist {
+
+struct PlannerOptions {
+  std::uint32_t finalists = 2;          ///< best costed candidates per op, re-costed and logged
+  std::uint32_t max_candidates = 64;    ///< candidates kept after enumeration and screening
+  std::uint32_t costed_candidates = 4;  ///< fitting candidates built and costed per op
+  bool schedule_finalists = false;      ///< re-cost finalists with the scheduler's horizons
+  std::uint32_t column_groups = 0;      ///< pins every dense op's column groups (0: free)
+  std::uint32_t depth_groups = 0;       ///< pins every dense op's depth groups (0: free)
+};
+
+/// Plans every op of `graph` into `program` (which must be empty) and records the cost
+/// model's estimate of the whole program in `estimates`. A graph the planner cannot map
+/// yet returns a failed Status naming the op's place.
+Status plan_program(const Graph& graph, PassContext& context, const PlannerOptions& options,
+                    Program& program, PackageEstimates& estimates);
+
+}  // namespace tessera::select_finalist
