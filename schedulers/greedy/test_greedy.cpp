@@ -1,0 +1,293 @@
+// The `greedy` scheduler, loaded through the real plugin host and checked by the validator.
+#include <catch2/catch.hpp>
+
+#include <algorithm>
+#include <chrono>
+#include <memory>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "exchange_testing.hpp"
+#include "tessera/diagnostic.hpp"
+#include "tessera/exchange.hpp"
+#include "tessera/plugin_host.hpp"
+#include "tessera/scheduler.hpp"
+#include "tessera/target.hpp"
+
+using namespace tessera;
+using tessera::testing::random_phase;
+using tessera::testing::RandomPhaseShape;
+using tessera::testing::shipped_target;
+using tessera::testing::skewed_phase;
+
+namespace {
+
+PluginHost& host() {
+  static PluginHost loaded;
+  static const bool once = (loaded.load_directory(TESSERA_PLUGIN_DIR), true);
+  (void)once;
+  return loaded;
+}
+
+std::unique_ptr<ExchangeScheduler> make_scheduler(const std::string& name,
+                                                  const std::string& order = "") {
+  const PluginInfo* info = host().find(name);
+  REQUIRE(info != nullptr);
+  Options given;
+  if (!order.empty()) given.values["order"] = order;
+  return host().create_scheduler(*info, host().resolve_options(*info, given, "test"));
+}
+
+// Schedules through the public entry point (which validates), then re-checks it here.
+ScheduleReport schedule_and_check(ExchangeScheduler& scheduler, const ExchangePhase& phase,
+                                  const Target& target, Schedule* out = nullptr) {
+  ScheduleReport report;
+  Schedule schedule = scheduler.schedule(phase, target, 2000, &report);
+  const ScheduleReport again = validate_schedule(phase, schedule, target);
+  INFO(again.first_conflict);
+  REQUIRE(again.valid);
+  REQUIRE(again.horizon == report.horizon);
+  // Non-preemptive: exactly one segment, carrying every word, per transfer with words.
+  std::vector<int> segments(phase.transfers.size(), 0);
+  for (const Segment& segment : schedule.segments) {
+    ++segments[segment.transfer];
+    CHECK(segment.words == phase.transfers[segment.transfer].words);
+  }
+  for (std::size_t i = 0; i < phase.transfers.size(); ++i)
+    REQUIRE(segments[i] == (phase.transfers[i].words > 0 ? 1 : 0));
+  CHECK(report.horizon >= report.lower_bound);
+  if (out) *out = std::move(schedule);
+  return report;
+}
+
+Target without_multicast(Target target) {
+  target.multicast = false;
+  target.name += "-unicast";
+  return target;
+}
+
+}  // namespace
+
+TEST_CASE("greedy loads through the plugin host as an exchange scheduler", "[greedy]") {
+  const PluginInfo* info = host().find("greedy");
+  REQUIRE(info != nullptr);
+  CHECK(info->kind == PluginKind::exchange_scheduler);
+  REQUIRE(info->options.size() == 1);
+  CHECK(info->options[0].name == "order");
+  CHECK(std::get<std::string>(info->options[0].default_value) == "load-first");
+}
+
+TEST_CASE("greedy schedules random 1472-tile phases validly on every target and order", "[greedy]") {
+  const Target realistic = shipped_target("t1472");
+  const Target ideal = shipped_target("t1472-ideal");
+  RandomPhaseShape unicast;
+  unicast.transfers = 6000;
+  RandomPhaseShape multicast = unicast;
+  multicast.multicast_fraction = 0.25;
+  multicast.max_fanout = 6;
+  for (const char* order : {"load-first", "longest-first", "phase-order"}) {
+    auto greedy = make_scheduler("greedy", order);
+    INFO("order " << order);
+    schedule_and_check(*greedy, random_phase(multicast, 1), realistic);
+    schedule_and_check(*greedy, random_phase(multicast, 2), ideal);
+    schedule_and_check(*greedy, random_phase(unicast, 3), without_multicast(realistic));
+    schedule_and_check(*greedy, random_phase(unicast, 4), without_multicast(ideal));
+  }
+}
+
+TEST_CASE("greedy schedules a dense 16-tile phase with latency and switch cost", "[greedy]") {
+  const Target small = shipped_target("t16");
+  RandomPhaseShape shape;
+  shape.tiles = 16;
+  shape.transfers = 3000;
+  shape.multicast_fraction = 0.3;
+  shape.max_fanout = 5;
+  auto greedy = make_scheduler("greedy");
+  const ScheduleReport report = schedule_and_check(*greedy, random_phase(shape, 5), small);
+  // Heavily loaded ports: every receiver's switches are charged, so the bound is strong.
+  CHECK(report.lower_bound > report.endpoint_lower_bound);
+  CHECK(report.horizon < 2 * report.lower_bound);
+}
+
+TEST_CASE("greedy returns nothing for an empty phase", "[greedy]") {
+  ExchangePhase phase;
+  phase.tiles = 1472;
+  auto greedy = make_scheduler("greedy");
+  Schedule schedule;
+  const ScheduleReport report = schedule_and_check(*greedy, phase, shipped_target("t1472"), &schedule);
+  CHECK(schedule.segments.empty());
+  CHECK(report.horizon == 0);
+}
+
+TEST_CASE("greedy sends a single transfer at once", "[greedy]") {
+  const Target target = shipped_target("t1472");
+  ExchangePhase phase;
+  phase.tiles = 1472;
+  phase.transfers.push_back(Transfer{5, {1400}, 100, 0, {}});
+  auto greedy = make_scheduler("greedy");
+  Schedule schedule;
+  const ScheduleReport report = schedule_and_check(*greedy, phase, target, &schedule);
+  REQUIRE(schedule.segments.size() == 1);
+  CHECK(schedule.segments[0].start == 0);
+  CHECK(report.horizon == 100 + target.latency(5, 1400));
+  CHECK(report.horizon == report.lower_bound);
+}
+
+TEST_CASE("greedy stays within twice the endpoint bound on the ideal target", "[greedy]") {
+  const Target ideal = without_multicast(shipped_target("t1472-ideal"));
+  auto greedy = make_scheduler("greedy");
+  RandomPhaseShape shape;
+  shape.transfers = 20000;
+  for (std::uint64_t seed = 10; seed < 13; ++seed) {
+    const ScheduleReport report = schedule_and_check(*greedy, random_phase(shape, seed), ideal);
+    INFO("seed " << seed << " horizon " << report.horizon << " bound " << report.endpoint_lower_bound);
+    CHECK(report.horizon <= 2 * report.endpoint_lower_bound);
+  }
+  const ScheduleReport skewed = schedule_and_check(*greedy, skewed_phase(1472, 20000, 16, 7), ideal);
+  CHECK(skewed.horizon <= 2 * skewed.endpoint_lower_bound);
+}
+
+namespace {
+
+// Busy cycles of one port, as [start, end) intervals.
+using Intervals = std::vector<std::pair<std::uint64_t, std::uint64_t>>;
+
+// True when the intervals together cover every cycle of [0, until).
+bool covers(Intervals intervals, std::uint64_t until) {
+  std::sort(intervals.begin(), intervals.end());
+  std::uint64_t covered = 0;
+  for (const auto& [start, end] : intervals) {
+    if (start > covered) break;
+    covered = std::max(covered, end);
+  }
+  return covered >= until;
+}
+
+}  // namespace
+
+TEST_CASE("greedy never idles a transfer's sender and receivers together before it starts", "[greedy]") {
+  // On the ideal target a dense schedule has, for every transfer, its sender or one of its
+  // receivers busy in every cycle before the transfer starts.
+  const Target ideal = shipped_target("t1472-ideal");
+  RandomPhaseShape shape;
+  shape.tiles = 64;
+  shape.transfers = 3000;
+  shape.multicast_fraction = 0.2;
+  for (const char* order : {"load-first", "longest-first", "phase-order"}) {
+    const ExchangePhase phase = random_phase(shape, 21);
+    Schedule schedule;
+    schedule_and_check(*make_scheduler("greedy", order), phase, ideal, &schedule);
+    std::vector<Intervals> sending(shape.tiles), receiving(shape.tiles);
+    for (const Segment& segment : schedule.segments) {
+      const Transfer& transfer = phase.transfers[segment.transfer];
+      sending[transfer.source].push_back({segment.start, segment.start + segment.words});
+      for (std::uint32_t destination : transfer.destinations)
+        receiving[destination].push_back({segment.start, segment.start + segment.words});
+    }
+    int idle_while_startable = 0;
+    for (const Segment& segment : schedule.segments) {
+      const Transfer& transfer = phase.transfers[segment.transfer];
+      Intervals busy = sending[transfer.source];
+      for (std::uint32_t destination : transfer.destinations)
+        busy.insert(busy.end(), receiving[destination].begin(), receiving[destination].end());
+      if (!covers(busy, segment.start)) ++idle_while_startable;
+    }
+    INFO("order " << order);
+    CHECK(idle_while_startable == 0);
+  }
+}
+
+TEST_CASE("greedy beats the in-order baseline on a skewed phase", "[greedy]") {
+  auto greedy = make_scheduler("greedy");
+  auto in_order = make_scheduler("in-order");
+  for (const char* target_name : {"t1472", "t1472-ideal"}) {
+    const Target target = shipped_target(target_name);
+    const ExchangePhase phase = skewed_phase(1472, 30000, 24, 99);
+    const ScheduleReport fast = schedule_and_check(*greedy, phase, target);
+    const ScheduleReport naive = schedule_and_check(*in_order, phase, target);
+    INFO(target_name << ": greedy " << fast.horizon << " in-order " << naive.horizon << " bound "
+                     << fast.lower_bound);
+    CHECK(fast.horizon < naive.horizon);
+    CHECK(fast.horizon * 10 < naive.horizon * 9);  // by more than 10%
+  }
+}
+
+TEST_CASE("greedy gives the same schedule for the same input", "[greedy]") {
+  const Target target = shipped_target("t1472");
+  RandomPhaseShape shape;
+  shape.transfers = 8000;
+  shape.multicast_fraction = 0.1;
+  const ExchangePhase phase = random_phase(shape, 42);
+  Schedule first, second, third;
+  auto greedy = make_scheduler("greedy");
+  schedule_and_check(*greedy, phase, target, &first);
+  schedule_and_check(*greedy, phase, target, &second);
+  schedule_and_check(*make_scheduler("greedy"), phase, target, &third);
+  auto same = [](const Schedule& a, const Schedule& b) {
+    return std::equal(a.segments.begin(), a.segments.end(), b.segments.begin(), b.segments.end(),
+                      [](const Segment& x, const Segment& y) {
+                        return x.transfer == y.transfer && x.start == y.start && x.words == y.words;
+                      });
+  };
+  CHECK(same(first, second));
+  CHECK(same(first, third));
+}
+
+TEST_CASE("greedy orders differ where they should", "[greedy]") {
+  // Tile 0 is the heaviest sender, so it chooses first at cycle 0 with every port free:
+  // load-first serves the receiver with most words to come (tile 1: 5 + 12), longest-first
+  // the longest transfer, phase-order the first listed.
+  const Target ideal = shipped_target("t1472-ideal");
+  ExchangePhase phase;
+  phase.tiles = 8;
+  phase.transfers = {Transfer{0, {6}, 1, 0, {}}, Transfer{0, {2}, 9, 0, {}},
+                     Transfer{0, {1}, 5, 0, {}}, Transfer{3, {1}, 12, 0, {}}};
+  auto first_from_tile_0 = [&](const char* order) {
+    Schedule schedule;
+    schedule_and_check(*make_scheduler("greedy", order), phase, ideal, &schedule);
+    const Segment* first = nullptr;
+    for (const Segment& s : schedule.segments)
+      if (phase.transfers[s.transfer].source == 0 && (!first || s.start < first->start)) first = &s;
+    REQUIRE(first != nullptr);
+    CHECK(first->start == 0);
+    return first->transfer;
+  };
+  CHECK(first_from_tile_0("load-first") == 2);
+  CHECK(first_from_tile_0("longest-first") == 1);
+  CHECK(first_from_tile_0("phase-order") == 0);
+}
+
+TEST_CASE("greedy refuses multicast on a target without it, and a bad order", "[greedy]") {
+  ExchangePhase phase;
+  phase.tiles = 16;
+  phase.transfers.push_back(Transfer{0, {1, 2}, 4, 0, {}});
+  auto greedy = make_scheduler("greedy");
+  CHECK_THROWS_WITH(greedy->schedule(phase, without_multicast(shipped_target("t16")), 100),
+                    Catch::Contains("plugin 'greedy'") &&
+                        Catch::Contains("transfer 0 has 2 destinations but target 't16-unicast' has no multicast"));
+  phase.transfers[0].destinations = {16};
+  CHECK_THROWS_WITH(greedy->schedule(phase, shipped_target("t16"), 100),
+                    Catch::Contains("destination tile 16 is out of range"));
+  CHECK_THROWS_WITH(make_scheduler("greedy", "fastest"),
+                    Catch::Contains("option 'order' is 'fastest'; use load-first, longest-first or phase-order"));
+}
+
+TEST_CASE("greedy schedules 600k transfers on 1472 tiles quickly", "[greedy][large]") {
+  RandomPhaseShape shape;
+  shape.transfers = 600000;
+  shape.max_words = 48;
+  const ExchangePhase phase = random_phase(shape, 600);
+  const Target target = shipped_target("t1472");
+  auto greedy = make_scheduler("greedy");
+  const auto started = std::chrono::steady_clock::now();
+  ScheduleReport report;
+  greedy->schedule(phase, target, 2000, &report);  // includes the core's validation
+  const double seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
+  INFO("600k transfers: " << seconds << " s, horizon " << report.horizon << ", bound " << report.lower_bound);
+  CHECK(report.valid);
+  CHECK(report.horizon < 2 * report.lower_bound);
+  // About a second on one core; the margin covers a loaded shared machine, not O(N^2).
+  CHECK(seconds < 15.0);
+}
