@@ -1,6 +1,5 @@
 # Quick start: `make demo` (build, compile mlp-b2-n3, run it on the simulator) and `make test`.
 BUILD ?= build
-GENERATOR := $(shell command -v ninja >/dev/null 2>&1 && echo "-G Ninja")
 TESSERA := $(BUILD)/tools/tessera
 
 .PHONY: all bootstrap build demo test bench bench-exchange clean
@@ -11,8 +10,9 @@ bootstrap:
 	@scripts/bootstrap.sh
 
 build: bootstrap
-	@[ -f $(BUILD)/CMakeCache.txt ] || cmake -S . -B $(BUILD) $(GENERATOR) -DCMAKE_BUILD_TYPE=Release
-	cmake --build $(BUILD)
+	@# Ninja is looked up here, after the bootstrap may have installed it.
+	@[ -f $(BUILD)/CMakeCache.txt ] || cmake -S . -B $(BUILD) $$(command -v ninja >/dev/null && echo -G Ninja) -DCMAKE_BUILD_TYPE=Release
+	cmake --build $(BUILD) --parallel $$(nproc)
 
 demo: build
 	$(TESSERA) demo --model configs/models/mlp-b2-n3.yaml --pipeline configs/pipelines/default.yaml \
