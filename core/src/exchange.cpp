@@ -2,13 +2,11 @@
 #include "tessera/exchange.hpp"
 
 #include <algorithm>
-#include <array>
 #include <charconv>
 #include <cstdint>
 #include <fstream>
 #include <limits>
 #include <optional>
-#include <sstream>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -25,16 +23,9 @@ namespace {
 // Cycles beyond this are refused, so start + latency + words never overflows 64 bits.
 constexpr std::uint64_t kLatestStartCycle = std::uint64_t{1} << 62;
 
-// Tiles a phase touches: its declared count, or more if a transfer names a tile beyond
-// it. Sizing per-tile arrays this way keeps the bounds safe on a malformed phase.
-std::uint32_t tile_span(const ExchangePhase& phase) {
-  std::uint32_t span = phase.tiles;
-  for (const Transfer& transfer : phase.transfers) {
-    span = std::max(span, transfer.source + 1);
-    for (std::uint32_t destination : transfer.destinations) span = std::max(span, destination + 1);
-  }
-  return span;
-}
+// The bounds accept any phase: a tile beyond phase.tiles is the validator's to report, so
+// the bounds leave out the transfers and destinations that name one.
+bool in_phase(const ExchangePhase& phase, std::uint32_t tile) { return tile < phase.tiles; }
 
 // Counting sort of items into per-tile buckets: `begin[t]..begin[t+1]` index `items` of
 // tile t, in input order. Linear, so the per-tile sorts that follow stay small.
@@ -230,9 +221,13 @@ std::uint64_t multicast_clique_bound(const ExchangePhase& phase, const Target& t
                                      std::uint32_t tiles) {
   constexpr std::size_t kCandidates = 512;
   std::vector<std::uint32_t> candidates;
-  for (std::uint32_t index = 0; index < phase.transfers.size(); ++index)
-    if (phase.transfers[index].destinations.size() > 1 && phase.transfers[index].words > 0)
+  for (std::uint32_t index = 0; index < phase.transfers.size(); ++index) {
+    const Transfer& transfer = phase.transfers[index];
+    if (transfer.destinations.size() > 1 && transfer.words > 0 && in_phase(phase, transfer.source) &&
+        std::all_of(transfer.destinations.begin(), transfer.destinations.end(),
+                    [&](std::uint32_t d) { return in_phase(phase, d); }))
       candidates.push_back(index);
+  }
   if (candidates.size() < 2) return 0;
   std::sort(candidates.begin(), candidates.end(), [&](std::uint32_t a, std::uint32_t b) {
     const auto wa = phase.transfers[a].words, wb = phase.transfers[b].words;
@@ -430,11 +425,13 @@ private:
 }  // namespace
 
 std::uint64_t endpoint_lower_bound(const ExchangePhase& phase) {
-  const std::uint32_t tiles = tile_span(phase);
+  const std::uint32_t tiles = phase.tiles;
   std::vector<std::uint64_t> sent(tiles, 0), received(tiles, 0);
   for (const Transfer& transfer : phase.transfers) {
+    if (!in_phase(phase, transfer.source)) continue;
     sent[transfer.source] += transfer.words;  // a multicast word leaves its source once
-    for (std::uint32_t destination : transfer.destinations) received[destination] += transfer.words;
+    for (std::uint32_t destination : transfer.destinations)
+      if (in_phase(phase, destination)) received[destination] += transfer.words;
   }
   std::uint64_t bound = 0;
   for (std::uint32_t tile = 0; tile < tiles; ++tile)
@@ -443,16 +440,18 @@ std::uint64_t endpoint_lower_bound(const ExchangePhase& phase) {
 }
 
 std::uint64_t lower_bound(const ExchangePhase& phase, const Target& target) {
-  const std::uint32_t tiles = tile_span(phase);
+  const std::uint32_t tiles = phase.tiles;
   std::uint64_t bound = endpoint_lower_bound(phase);
 
   std::vector<PortJob> receiver_jobs, sender_jobs;
   receiver_jobs.reserve(phase.transfers.size());
   sender_jobs.reserve(phase.transfers.size());
   for (const Transfer& transfer : phase.transfers) {
-    if (transfer.words == 0 || transfer.destinations.empty()) continue;
+    if (transfer.words == 0 || transfer.destinations.empty() || !in_phase(phase, transfer.source))
+      continue;
     std::uint32_t farthest = 0;
     for (std::uint32_t destination : transfer.destinations) {
+      if (!in_phase(phase, destination)) continue;
       const std::uint32_t latency = target.latency(transfer.source, destination);
       farthest = std::max(farthest, latency);
       // A word cannot arrive before `latency`: the receiver's release time.

@@ -1,14 +1,18 @@
 // The `greedy` exchange scheduler: non-preemptive dense list scheduling, event-driven.
 //
-// Each transfer is sent as one segment. Time advances through events "sender s is free at
-// cycle t"; at each, the sender starts the best transfer whose receivers can all take its
-// first word at t + latency (switch cost included), or sleeps until the earliest cycle any
-// of its transfers could start. So no sender idles while one of its transfers could start:
-// the schedule is dense, which bounds it by twice the optimum on the ideal target.
+// Each transfer is sent as one segment. Time advances through events in cycle order; when
+// a sender is free it starts the best transfer whose receivers can all take its first word
+// at cycle + latency (switch cost included), or sleeps until one of its transfers could
+// start. So no sender idles while one of its transfers could start: the schedule is dense,
+// which bounds it by twice the optimum on the ideal target. Receivers are never filled
+// back before a word already booked to arrive later (ports only move forward in time).
 //
 // Transfers with the same source and the same destination set are grouped: they compete
 // for exactly the same ports, so a sender scans its groups (at most one per receiver for
-// unicast), not its transfers. Cost: one scan of the sender's groups per decision.
+// unicast), not its transfers: one scan per decision, O(groups). A sender with nothing
+// startable sleeps on the receivers it waits for, and a freed receiver wakes only the
+// heaviest sleeper that can use it, so a receiver many senders wait for costs one wake-up
+// per use, not one per waiting sender.
 #include <algorithm>
 #include <array>
 #include <chrono>
@@ -101,13 +105,15 @@ public:
 private:
   static constexpr std::uint32_t kMulticast = std::numeric_limits<std::uint32_t>::max();
   static constexpr std::size_t kNoChoice = std::numeric_limits<std::size_t>::max();
-  // Below this many groups a sleeping sender registers with all its receivers (cheap, and no
-  // timers firing in vain); above it, with the first one only.
+  // With at most this many groups a sleeping sender registers with every receiver it
+  // waits for (cheap, and no timer firing in vain while a hot receiver serves others);
+  // with more, with the receivers of its kSleepSlots earliest groups and a timer.
   static constexpr std::uint32_t kSleepOnEveryReceiverBelow = 64;
   static constexpr std::uint32_t kSleepSlots = 8;
   static constexpr std::uint32_t kNoSlot = std::numeric_limits<std::uint32_t>::max();
 
-  // A multicast group's destination set.
+  // A group's destination set (multicast groups are scanned through it; a unicast group
+  // keeps its one destination in its slot).
   struct Group {
     std::uint32_t destination_begin, destination_end;  ///< into destinations_/latencies_
   };
@@ -119,12 +125,13 @@ private:
   };
 
   // An unfinished group (transfers with one source and one destination set) as its sender
-  // scans it. The scan reads only these 16 bytes per group, in order; the rest is in a
+  // scans it. The scan reads only these 20 bytes per group, in order; the rest is in a
   // parallel array touched once per booking.
   struct Slot {
     std::uint32_t destination;  ///< the receiver, or kMulticast (then see the group)
     std::uint32_t latency;      ///< unicast only
-    std::uint32_t head_rank;    ///< the next transfer's words, or its index for phase-order
+    std::uint32_t head_words;   ///< of the group's next transfer
+    std::uint32_t head;         ///< the group's next transfer (its index in the phase)
     std::uint32_t next;         ///< the next transfer, into queued_
   };
   struct SlotQueue {
@@ -141,6 +148,14 @@ private:
   // A sender asleep on a receiver: woken when the receiver can take its words.
   struct Sleeper {
     std::uint32_t sender, generation, latency;
+  };
+
+  // How a sender went to sleep: the slots it waits for on receivers (slots do not move
+  // while their sender sleeps; none listed: look at all) and its timer.
+  struct SleepState {
+    std::array<std::uint32_t, kSleepSlots> registered;
+    std::uint32_t registered_count = 0;
+    std::uint64_t timer = kNever;
   };
 
   // "Sender free (or due to look again) at cycle" or "receiver may have a sleeper to wake".
@@ -259,7 +274,8 @@ private:
         const bool unicast = destination_last - destination_first == 1;
         slots_.push_back(Slot{unicast ? *destination_first : kMulticast,
                               unicast ? latencies_[group.destination_begin] : 0,
-                              rank_of(queued_[first_queued]), first_queued});
+                              queued_[first_queued].words, queued_[first_queued].transfer,
+                              first_queued});
         queues_.push_back(SlotQueue{static_cast<std::uint32_t>(queued_.size()),
                                     static_cast<std::uint32_t>(groups_.size())});
         groups_.push_back(group);
@@ -294,27 +310,30 @@ private:
     return all;
   }
 
-  std::uint32_t rank_of(const Queued& head) const {
-    return order_ == Order::phase_order ? head.transfer : head.words;
-  }
-
-  // The group's rank among the sender's startable groups, packed into one word so the
-  // scan compares integers (larger is better, never 0). Fields saturate far beyond any
-  // real phase: 2^39 words into one receiver, 2^23 words in one transfer.
-  std::uint64_t priority_key(const Slot& slot, std::uint64_t receiver_load, bool listening) const {
+  // The group's rank among the sender's startable groups, packed so the scan compares
+  // integers (larger is better, never 0). Ties fall to the earlier transfer in the phase:
+  // lowering passes list transfers in a meaningful order (rounds of a permutation, a
+  // reduction's slices), which an arbitrary tie-break would scramble. Fields saturate far
+  // beyond any real phase: 2^39 words into one receiver, 2^23 words in one transfer.
+  using Key = unsigned __int128;
+  Key priority_key(const Slot& slot, std::uint64_t receiver_load, bool listening) const {
     const std::uint64_t load = std::min<std::uint64_t>(receiver_load, (std::uint64_t{1} << 39) - 1);
-    const std::uint64_t words = std::min<std::uint64_t>(slot.head_rank, (1u << 23) - 1);
+    const std::uint64_t words = std::min<std::uint64_t>(slot.head_words, (1u << 23) - 1);
+    const std::uint64_t earlier = std::numeric_limits<std::uint32_t>::max() - slot.head;
+    std::uint64_t rank = 1;
     switch (order_) {
       case Order::load_first:
         // The sender's own load is the same for all its groups, so the receiver decides;
         // then a receiver already listening (no switch), then the longer transfer.
-        return (load << 24) | (std::uint64_t{listening} << 23) | words | 1;
+        rank = (load << 24) | (std::uint64_t{listening} << 23) | words | 1;
+        break;
       case Order::longest_first:
-        return (words << 40) | (load << 1) | std::uint64_t{listening} | (std::uint64_t{1} << 63);
+        rank = (words << 40) | (load << 1) | std::uint64_t{listening} | (std::uint64_t{1} << 63);
+        break;
       case Order::phase_order:
-        return (std::uint64_t{1} << 32) - slot.head_rank;
+        break;
     }
-    return 1;
+    return (Key{rank} << 64) | earlier;
   }
 
   // Sender `sender` is free at `cycle`: start its best startable transfer, or sleep until
@@ -341,7 +360,7 @@ private:
     const SlotQueue* const queues = queues_.data() + slot_begin_[sender];
     std::uint64_t* const earliest_of = earliest_.data();
     std::uint32_t best = kNoSlot;
-    std::uint64_t best_key = 0;
+    Key best_key = 0;
     // The hot loop of the scheduler: written so the unicast path compiles to conditional
     // moves, since whether a receiver is ready is a coin flip the branch predictor loses.
     for (std::uint32_t i = 0; i < count; ++i) {
@@ -364,7 +383,7 @@ private:
       }
       const bool startable = earliest <= cycle;
       earliest_of[position] = earliest;
-      const std::uint64_t key = startable ? priority_key(slot, load, listening) : 0;
+      const Key key = startable ? priority_key(slot, load, listening) : 0;
       if (key > best_key) {
         best_key = key;
         best = position;
@@ -399,7 +418,8 @@ private:
         take(destinations_[k], latencies_[k]);
     }
     if (slot.next < queue.end) {
-      slot.head_rank = rank_of(queued_[slot.next]);
+      slot.head_words = queued_[slot.next].words;
+      slot.head = queued_[slot.next].transfer;
     } else {
       // Order among slots only breaks exact ties, so the last one fills the hole.
       slot = slots[count - 1];
@@ -535,13 +555,6 @@ private:
 
   std::vector<Receiver> receivers_;
   std::vector<std::uint64_t> remaining_send_;
-  // How a sender went to sleep: the slots it waits for on receivers (slots do not move
-  // while their sender sleeps; none listed: look at all) and its timer.
-  struct SleepState {
-    std::array<std::uint32_t, kSleepSlots> registered;
-    std::uint32_t registered_count = 0;
-    std::uint64_t timer = kNever;
-  };
   std::vector<SleepState> sleep_;                  ///< per sender
   std::vector<std::uint64_t> earliest_;            ///< per slot of the sender being served
   std::vector<std::uint32_t> generation_;          ///< per sender: bumps on every wake-up

@@ -168,33 +168,40 @@ bool covers(Intervals intervals, std::uint64_t until) {
 
 TEST_CASE("greedy never idles a transfer's sender and receivers together before it starts", "[greedy]") {
   // On the ideal target a dense schedule has, for every transfer, its sender or one of its
-  // receivers busy in every cycle before the transfer starts.
+  // receivers busy in every cycle before the transfer starts. Two shapes: few groups per
+  // sender (it sleeps on all its receivers) and many (it sleeps on some, with a timer).
   const Target ideal = shipped_target("t1472-ideal");
-  RandomPhaseShape shape;
-  shape.tiles = 64;
-  shape.transfers = 3000;
-  shape.multicast_fraction = 0.2;
-  for (const char* order : {"load-first", "longest-first", "phase-order"}) {
-    const ExchangePhase phase = random_phase(shape, 21);
-    Schedule schedule;
-    schedule_and_check(*make_scheduler("greedy", order), phase, ideal, &schedule);
-    std::vector<Intervals> sending(shape.tiles), receiving(shape.tiles);
-    for (const Segment& segment : schedule.segments) {
-      const Transfer& transfer = phase.transfers[segment.transfer];
-      sending[transfer.source].push_back({segment.start, segment.start + segment.words});
-      for (std::uint32_t destination : transfer.destinations)
-        receiving[destination].push_back({segment.start, segment.start + segment.words});
+  RandomPhaseShape few_groups;
+  few_groups.tiles = 64;
+  few_groups.transfers = 3000;
+  few_groups.multicast_fraction = 0.2;
+  RandomPhaseShape many_groups;
+  many_groups.tiles = 120;
+  many_groups.transfers = 15000;  // about 77 receivers per sender
+  many_groups.multicast_fraction = 0.1;
+  for (const RandomPhaseShape& shape : {few_groups, many_groups}) {
+    for (const char* order : {"load-first", "longest-first", "phase-order"}) {
+      const ExchangePhase phase = random_phase(shape, 21);
+      Schedule schedule;
+      schedule_and_check(*make_scheduler("greedy", order), phase, ideal, &schedule);
+      std::vector<Intervals> sending(shape.tiles), receiving(shape.tiles);
+      for (const Segment& segment : schedule.segments) {
+        const Transfer& transfer = phase.transfers[segment.transfer];
+        sending[transfer.source].push_back({segment.start, segment.start + segment.words});
+        for (std::uint32_t destination : transfer.destinations)
+          receiving[destination].push_back({segment.start, segment.start + segment.words});
+      }
+      int idle_while_startable = 0;
+      for (const Segment& segment : schedule.segments) {
+        const Transfer& transfer = phase.transfers[segment.transfer];
+        Intervals busy = sending[transfer.source];
+        for (std::uint32_t destination : transfer.destinations)
+          busy.insert(busy.end(), receiving[destination].begin(), receiving[destination].end());
+        if (!covers(busy, segment.start)) ++idle_while_startable;
+      }
+      INFO(shape.tiles << " tiles, order " << order);
+      CHECK(idle_while_startable == 0);
     }
-    int idle_while_startable = 0;
-    for (const Segment& segment : schedule.segments) {
-      const Transfer& transfer = phase.transfers[segment.transfer];
-      Intervals busy = sending[transfer.source];
-      for (std::uint32_t destination : transfer.destinations)
-        busy.insert(busy.end(), receiving[destination].begin(), receiving[destination].end());
-      if (!covers(busy, segment.start)) ++idle_while_startable;
-    }
-    INFO("order " << order);
-    CHECK(idle_while_startable == 0);
   }
 }
 

@@ -3,6 +3,7 @@
 
 #include <chrono>
 #include <fstream>
+#include <limits>
 #include <map>
 #include <random>
 #include <set>
@@ -173,6 +174,13 @@ TEST_CASE("validator refuses phases the target cannot run", "[exchange]") {
   phase.transfers[1].destinations = {9};
   CHECK(validate_schedule(phase, hand_schedule(), hand_target()).first_conflict ==
         "invalid phase: transfer 1: destination tile 9 is out of range (the phase has 8 tiles)");
+  // The bounds leave out what names a tile beyond the phase, however far.
+  phase = hand_phase();
+  phase.transfers[0].source = std::numeric_limits<std::uint32_t>::max();
+  CHECK(validate_schedule(phase, hand_schedule(), hand_target()).first_conflict ==
+        "invalid phase: transfer 0: source tile 4294967295 is out of range (the phase has 8 tiles)");
+  CHECK(endpoint_lower_bound(phase) == 5);  // tile 1 still receives transfers 1 and 2
+  CHECK(lower_bound(phase, hand_target()) >= 2);
   phase = hand_phase();
   phase.transfers[3].destinations = {0};
   CHECK(validate_schedule(phase, hand_schedule(), hand_target()).first_conflict ==
