@@ -1,0 +1,51 @@
+// A schedule that loses one word must not pass: the validator refuses such a schedule from a
+// plugin, and if a package carries one anyway, the simulator's numerical test fails.
+#include <catch2/catch.hpp>
+
+#include "run_command.hpp"
+#include "temp_dir.hpp"
+#include "tessera/package.hpp"
+#include "tessera/runtime/run.hpp"
+#include "tessera/target.hpp"
+
+using namespace tessera;
+using namespace tessera::testing;
+
+TEST_CASE("package whose exchange drops one word fails the numerical test", "[e2e][exchange]") {
+  TempDir dir;
+  const std::string package_file = (dir.path() / "small.tpkg").string();
+  auto compiled = run_command({tessera_binary(), "compile", source_path("configs/models/mlp-small.yaml"), "-p",
+                               pipeline_copy(dir, source_path("configs/pipelines/small.yaml"), "greedy", "greedy"), "-o",
+                               package_file});
+  REQUIRE(compiled.exit_code == 0);
+  Package package = read_package(package_file);
+  runtime::RunOptions options;
+  options.lock_path = (dir.path() / "lock").string();
+  REQUIRE(runtime::run_package(package, options).passed());
+
+  // Drop the last word of the first multi-word send, and the same word at its receivers.
+  bool dropped = false;
+  for (std::size_t s = 0; s < package.superstep_labels.size() && !dropped; ++s) {
+    for (TileImage& sender : package.tiles) {
+      auto& sends = sender.supersteps[s].sends;
+      auto send = std::find_if(sends.begin(), sends.end(), [](const TileSend& x) { return x.words > 1; });
+      if (send == sends.end()) continue;
+      int receivers = 0;
+      for (TileImage& receiver : package.tiles)
+        for (TileReceive& r : receiver.supersteps[s].receives)
+          if (r.sender == sender.tile && r.words == send->words &&
+              r.arrival == send->cycle + package.target.latency(sender.tile, receiver.tile)) {
+            --r.words;
+            ++receivers;
+          }
+      REQUIRE(receivers > 0);
+      --send->words;
+      dropped = true;
+      break;
+    }
+  }
+  REQUIRE(dropped);
+  runtime::RunResult result = runtime::run_package(package, options);
+  CHECK_FALSE(result.passed());
+  CHECK(result.numerics.max_abs_error > result.numerics.tolerance);
+}
