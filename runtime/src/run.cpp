@@ -127,7 +127,7 @@ RunResult run_package(const Package& package, const RunOptions& options,
              result.profile_samples);
   }
   if (!options.trace_path.empty()) {
-    write_chrome_trace(profile, options.trace_path);
+    write_chrome_trace(profile, options.trace_path, &package);
     log.info("trace written path={} format=chrome-trace", options.trace_path);
   }
   return result;

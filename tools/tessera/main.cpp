@@ -4,8 +4,11 @@
 
 #include <filesystem>
 
+#include "ab_command.hpp"
+#include "check_plugin_command.hpp"
 #include "compile.hpp"
 #include "plugins_command.hpp"
+#include "report_command.hpp"
 #include "schedule_command.hpp"
 #include "tessera/diagnostic.hpp"
 #include "tessera/log.hpp"
@@ -65,6 +68,7 @@ int main(int argc, char** argv) {
   auto* run = app.add_subcommand("run", "run a package on the simulator and check its numbers");
   run->add_option("package", run_package_path, "package file (.tpkg)")->required()->check(CLI::ExistingFile);
   run->add_option("--profile", run_options.profile_path, "write the execution profile (JSON) here");
+  run->add_option("--trace", run_options.trace_path, "write a Chrome trace (opens in Perfetto) here");
   run->add_option("--lock", run_options.lock_path, "device lock file (default: $TMPDIR/tessera-sim0.lock)");
 
   cli::CompileRequest demo_request;
@@ -99,6 +103,26 @@ int main(int argc, char** argv) {
   info->add_option("name", plugin_name, "plugin name")->required();
   for (auto* sub : {list, info}) sub->add_option("--plugin-path", plugin_paths, "another folder of plugins")->check(CLI::ExistingDirectory);
 
+  cli::CheckPluginRequest check_request;
+  auto* check_plugin = app.add_subcommand("check-plugin", "run a conformance battery on one plugin library: PASS/FAIL per check");
+  check_plugin->add_option("file", check_request.file, "plugin library (.so)")->required()->check(CLI::ExistingFile);
+  check_plugin->add_option("--target,-t", check_request.target, "also check against this target YAML")->check(CLI::ExistingFile);
+  check_plugin->add_option("--budget-ms", check_request.budget_ms, "time budget given to a scheduler per phase (default 500)");
+  check_plugin->add_option("--timeout", check_request.timeout_s, "seconds before a check is killed and fails (default 120)")
+      ->check(CLI::PositiveNumber);
+
+  cli::ReportRequest report_request;
+  auto* report = app.add_subcommand("report", "draw a package's memory, cycles and one exchange phase as an HTML page");
+  report->add_option("package", report_request.package, "package file (.tpkg)")->required()->check(CLI::ExistingFile);
+  report->add_option("--profile", report_request.profile, "profile from `tessera run --profile` (default: cycles from the codelet formulas)")
+      ->check(CLI::ExistingFile);
+  report->add_option("--html", report_request.html, "the page to write")->required();
+  report->add_option("--phase", report_request.phase, "exchange phase (superstep) to draw (default: the largest horizon)");
+  report->add_option("--tiles", report_request.timeline_tiles, "busiest tiles on the exchange timeline (default 16)")
+      ->check(CLI::Range(1u, 4096u));
+
+  auto ab_command = cli::add_ab_command(app);
+
   CLI11_PARSE(app, argc, argv);
   configure_logging(log_level);
   try {
@@ -113,7 +137,9 @@ int main(int argc, char** argv) {
     }
     if (*run) {
       run_options.package_path = run_package_path;
-      return print_run_result(runtime::run_package(run_options), run_package_path);
+      const runtime::RunResult result = runtime::run_package(run_options);
+      if (!run_options.trace_path.empty()) fmt::print("trace={}\n", run_options.trace_path);
+      return print_run_result(result, run_package_path);
     }
     if (*demo) {
       cli::CompileResult compiled = cli::compile(demo_request);
@@ -123,6 +149,9 @@ int main(int argc, char** argv) {
       return print_run_result(runtime::run_package(demo_run), compiled.package_path);
     }
     if (*schedule) return cli::schedule_command(schedule_request);
+    if (*report) return cli::report_command(report_request);
+    if (cli::ab_command_chosen(*ab_command)) return cli::run_ab_command(*ab_command);
+    if (*check_plugin) return cli::check_plugin_command(check_request);
     if (*plugins) return cli::plugins_command(*info ? plugin_name : "", plugin_paths);
   } catch (const PluginError& e) {
     fmt::print(stderr, "error: {}\n", e.what());

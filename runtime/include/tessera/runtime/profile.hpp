@@ -5,6 +5,10 @@
 
 #include "tessera/runtime/device.hpp"
 
+namespace tessera {
+struct Package;
+}
+
 namespace tessera::runtime {
 
 /// The profile as JSON text: per superstep its label, per-tile compute cycles, exchange
@@ -13,9 +17,16 @@ namespace tessera::runtime {
 std::string profile_json(const ExecutionProfile& profile);
 /// Writes profile_json atomically (temporary file beside `path`, then rename).
 void write_profile(const ExecutionProfile& profile, const std::string& path);
-/// Writes a Chrome trace (one track per tile, plus a device track with barriers and
-/// exchange phases; times in microseconds at the target clock) atomically.
-void write_chrome_trace(const ExecutionProfile& profile, const std::string& path);
+/// The Chrome trace (Trace Event Format, which Perfetto and chrome://tracing open): a
+/// device track with one slice per superstep holding its compute, sync and exchange, and one
+/// track per tile with its compute per superstep. When `package` (the package that was run)
+/// is given, each tile's track also shows its send/receive activity per exchange phase, from
+/// the tile images. Times are microseconds at the target clock; every slice's cycles are in
+/// its args.
+std::string chrome_trace_json(const ExecutionProfile& profile, const Package* package = nullptr);
+/// Writes chrome_trace_json atomically.
+void write_chrome_trace(const ExecutionProfile& profile, const std::string& path,
+                        const Package* package = nullptr);
 
 /// Writes `contents` to a temporary file beside `path`, flushes it to disk and renames it
 /// over `path`; throws Error naming the path on failure and leaves no partial file.

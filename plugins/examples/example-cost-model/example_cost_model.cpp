@@ -1,0 +1,184 @@
+// example-cost-model: a roofline cost model, an out-of-tree cost-model plugin.
+//
+// Built against the installed Tessera SDK (see docs/plugin-guide.md). Each codelet call costs
+// a fixed launch overhead plus the larger of its arithmetic cycles (multiply-accumulates at the
+// target's fp32 rate, other codelets one element per cycle) and its memory cycles (every
+// operand word loaded or stored once, two words per cycle over the 64-bit load path). A
+// superstep costs its slowest tile, then its exchange: the busiest tile's words sent or
+// received, plus the longest latency and the phase overhead. Copies not yet lowered to
+// transfers count each copy as its own send (no multicast), so plans that multicast are
+// overestimated; that is the kind of thing a team calibrates against `tessera run --profile`.
+#include <algorithm>
+#include <cstdint>
+#include <span>
+#include <vector>
+
+#include <fmt/format.h>
+
+#include "tessera/codelets.hpp"
+#include "tessera/cost_model.hpp"
+#include "tessera/diagnostic.hpp"
+#include "tessera/exchange.hpp"
+#include "tessera/plugin.hpp"
+#include "tessera/program.hpp"
+#include "tessera/target.hpp"
+
+namespace {
+
+using tessera::Codelet;
+using tessera::CodeletCall;
+using tessera::CostEstimate;
+using tessera::ExchangePhase;
+using tessera::Program;
+using tessera::Target;
+
+// A tile moves 64 bits (two float32 words) between memory and registers per cycle.
+constexpr std::uint64_t kWordsPerMemoryCycle = 2;
+
+std::uint64_t ceil_div(std::uint64_t value, std::uint64_t divisor) { return (value + divisor - 1) / divisor; }
+
+class ExampleCostModel final : public tessera::CostModel {
+public:
+  tessera::Status configure(const tessera::Options& options) override {
+    const std::int64_t overhead = options.get_int("call_overhead_cycles");
+    if (overhead < 0)
+      return tessera::Status::failure(fmt::format(
+          "option 'call_overhead_cycles' is {}; give the cycles a codelet launch costs, 0 or more", overhead));
+    call_overhead_cycles_ = static_cast<std::uint64_t>(overhead);
+    return tessera::Status::success();
+  }
+
+protected:
+  CostEstimate estimate_impl(const Program& program, const Target& target) override {
+    CostEstimate estimate;
+    std::vector<std::uint64_t> tile_cycles(std::max<std::uint32_t>(target.tiles, 1), 0);
+    for (const tessera::Superstep& step : program.supersteps) {
+      std::fill(tile_cycles.begin(), tile_cycles.end(), 0);
+      for (const CodeletCall& call : step.compute) {
+        if (call.tile >= target.tiles)
+          throw tessera::Error(fmt::format("superstep '{}': a {} call is on tile {} but target '{}' has {} tiles",
+                                           step.label, tessera::codelet_name(call.codelet), call.tile,
+                                           target.name, target.tiles));
+        tile_cycles[call.tile] += call_cycles(call, target);
+      }
+      estimate.compute_cycles += *std::max_element(tile_cycles.begin(), tile_cycles.end());
+      if (!step.exchange.transfers.empty())
+        estimate.exchange_cycles += estimate_exchange_impl(step.exchange, target);
+      else
+        estimate.exchange_cycles += copies_cycles(program, step, target);
+      estimate.sync_cycles += target.sync_cycles;
+    }
+    estimate.peak_tile_bytes = peak_tile_bytes(program, target);
+    return estimate;
+  }
+
+  std::uint64_t estimate_exchange_impl(const ExchangePhase& phase, const Target& target) override {
+    const std::uint64_t busiest = tessera::endpoint_lower_bound(phase);
+    if (busiest == 0) return 0;  // nothing crosses the fabric: no exchange phase runs
+    std::uint64_t longest_latency = 0;
+    for (const tessera::Transfer& transfer : phase.transfers)
+      for (std::uint32_t destination : transfer.destinations)
+        longest_latency = std::max<std::uint64_t>(longest_latency, target.latency(transfer.source, destination));
+    return busiest + longest_latency + target.exchange_phase_overhead;
+  }
+
+private:
+  std::uint64_t call_cycles(const CodeletCall& call, const Target& target) const {
+    const std::span<const std::uint32_t> params(call.params);
+    if (params.size() != tessera::codelet_param_count(call.codelet))
+      throw tessera::Error(fmt::format("a {} call on tile {} has {} params, the codelet takes {}",
+                                       tessera::codelet_name(call.codelet), call.tile, params.size(),
+                                       tessera::codelet_param_count(call.codelet)));
+    std::uint64_t words = 0;
+    for (std::uint32_t operand = 0; operand < tessera::codelet_operand_count(call.codelet); ++operand)
+      words += tessera::codelet_operand_words(call.codelet, params, operand);
+    std::uint64_t arithmetic = 0;
+    switch (call.codelet) {
+      case Codelet::matmul:
+        arithmetic = ceil_div(std::uint64_t{params[0]} * params[1] * params[2],
+                              std::max<std::uint32_t>(target.fp32_macs_per_cycle, 1));
+        break;
+      case Codelet::reduce_add: arithmetic = std::uint64_t{params[0]} * params[1]; break;
+      case Codelet::bias_add: arithmetic = std::uint64_t{params[0]} * params[1] * (params[2] ? 2 : 1); break;
+      case Codelet::relu:
+      case Codelet::add:
+      case Codelet::copy: arithmetic = params[0]; break;
+    }
+    return call_overhead_cycles_ + std::max(arithmetic, ceil_div(words, kWordsPerMemoryCycle));
+  }
+
+  // Before lower-exchanges a superstep's exchange is its copies between buffers.
+  static std::uint64_t copies_cycles(const Program& program, const tessera::Superstep& step, const Target& target) {
+    std::vector<std::uint64_t> sent(std::max<std::uint32_t>(target.tiles, 1), 0), received(sent);
+    std::uint64_t longest_latency = 0;
+    bool crosses = false;
+    for (const tessera::Copy& copy : step.copies) {
+      if (copy.source.buffer >= program.buffers.size() || copy.destination.buffer >= program.buffers.size())
+        throw tessera::Error(fmt::format("superstep '{}': a copy names buffer {} of {}", step.label,
+                                         std::max(copy.source.buffer, copy.destination.buffer),
+                                         program.buffers.size()));
+      const std::uint32_t source = program.buffers[copy.source.buffer].tile;
+      const std::uint32_t destination = program.buffers[copy.destination.buffer].tile;
+      if (source == destination || copy.words == 0) continue;  // stays on the tile
+      if (source >= target.tiles || destination >= target.tiles)
+        throw tessera::Error(fmt::format("superstep '{}': a copy from tile {} to tile {} is outside target '{}'",
+                                         step.label, source, destination, target.name));
+      sent[source] += copy.words;
+      received[destination] += copy.words;
+      longest_latency = std::max<std::uint64_t>(longest_latency, target.latency(source, destination));
+      crosses = true;
+    }
+    if (!crosses) return 0;
+    const std::uint64_t busiest = std::max(*std::max_element(sent.begin(), sent.end()),
+                                           *std::max_element(received.begin(), received.end()));
+    return busiest + longest_latency + target.exchange_phase_overhead;
+  }
+
+  // The most bytes live on one tile in one superstep; each buffer rounded up to its alignment.
+  static std::uint64_t peak_tile_bytes(const Program& program, const Target& target) {
+    struct Change {
+      std::uint32_t tile, superstep;
+      std::int64_t bytes;
+    };
+    std::vector<Change> changes;
+    changes.reserve(2 * program.buffers.size());
+    for (const tessera::Buffer& buffer : program.buffers) {
+      if (buffer.tile >= target.tiles)
+        throw tessera::Error(fmt::format("buffer '{}' is on tile {} but target '{}' has {} tiles", buffer.name,
+                                         buffer.tile, target.name, target.tiles));
+      const std::uint64_t alignment = std::max<std::uint32_t>(buffer.alignment, 1);
+      const auto bytes = static_cast<std::int64_t>(ceil_div(buffer.bytes, alignment) * alignment);
+      changes.push_back({buffer.tile, buffer.first_use, bytes});
+      changes.push_back({buffer.tile, std::max(buffer.last_use, buffer.first_use) + 1, -bytes});
+    }
+    std::sort(changes.begin(), changes.end(), [](const Change& a, const Change& b) {
+      return a.tile != b.tile ? a.tile < b.tile : a.superstep < b.superstep;
+    });
+    std::int64_t live = 0, peak = 0;
+    for (std::size_t i = 0; i < changes.size(); ++i) {
+      if (i > 0 && changes[i].tile != changes[i - 1].tile) live = 0;
+      live += changes[i].bytes;
+      const bool last_of_step = i + 1 == changes.size() || changes[i + 1].tile != changes[i].tile ||
+                                changes[i + 1].superstep != changes[i].superstep;
+      if (last_of_step) peak = std::max(peak, live);
+    }
+    return static_cast<std::uint64_t>(peak);
+  }
+
+  std::uint64_t call_overhead_cycles_ = 40;
+};
+
+const TesseraOptionSpec kOptions[] = {
+    {"call_overhead_cycles", "int", "40", "cycles to launch one codelet call, added to its roofline time"},
+};
+
+}  // namespace
+
+extern "C" const TesseraPluginManifest* example_cost_model_manifest() noexcept {
+  static const auto manifest = tessera::make_manifest(
+      TESSERA_PLUGIN_COST_MODEL, "example-cost-model", "0.1.0",
+      "roofline per codelet call, busiest-port exchange, liveness-aware peak memory (an out-of-tree example)",
+      kOptions, "", "", &tessera::create_plugin_object<ExampleCostModel>);
+  return &manifest;
+}
+TESSERA_PLUGIN(example_cost_model_manifest)

@@ -1,0 +1,232 @@
+// The `latency-aware` exchange scheduler: several constructive orders, the best improved by
+// critical-path neighbourhood moves within the time budget.
+//
+// A schedule is represented by a global order of the phase's transfers; re-timing it lets
+// every port serve its transfers in that order as early as latency, the receive-mux switch
+// cost and multicast allow (order_timing.hpp). The starts are list schedules (one of them
+// decision for decision the `greedy` plugin's, so the result is never later than greedy's),
+// a list schedule that may wait a few cycles for a better partner, and a round-by-round order
+// from an edge colouring (what phases made of permutations need). The search then moves
+// transfers along the critical path until the budget is spent or the lower bound is reached.
+#include <algorithm>
+#include <chrono>
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include <fmt/format.h>
+#include <spdlog/logger.h>
+
+#include "colour_order.hpp"
+#include "dense_list.hpp"
+#include "order_search.hpp"
+#include "order_timing.hpp"
+#include "phase_model.hpp"
+#include "receiver_driven.hpp"
+#include "work_budget.hpp"
+#include "tessera/diagnostic.hpp"
+#include "tessera/exchange.hpp"
+#include "tessera/log.hpp"
+#include "tessera/plugin.hpp"
+#include "tessera/scheduler.hpp"
+#include "tessera/target.hpp"
+
+namespace latency_aware {
+namespace {
+
+using tessera::ExchangePhase;
+using tessera::Schedule;
+using tessera::Target;
+
+std::uint64_t elapsed_ms(Clock::time_point since) {
+  return static_cast<std::uint64_t>(
+      std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - since).count());
+}
+
+// One constructive start and its timing.
+struct Candidate {
+  std::string name;
+  std::vector<std::uint32_t> order;
+  Score score;
+};
+
+// Times the starts' orders and keeps the best (ties: the earlier start).
+class Portfolio {
+public:
+  Portfolio(const PhaseModel& model, WorkBudget& work)
+      : model_(model), timer_(model), work_(work), log_(tessera::logger("tessera.scheduler.latency-aware")) {}
+
+  /// Returns true when `order` is the new best.
+  bool consider(const char* name, std::optional<std::vector<std::uint32_t>> order) {
+    if (!order) {
+      log_->debug("latency-aware start skipped start=\"{}\" reason=work-budget", name);
+      return false;
+    }
+    work_.record(kUnitsPerTimedEntry * (model_.jobs() + model_.destination.size()));
+    const Score score = timer_.score(*order);
+    log_->debug("latency-aware start finished start=\"{}\" horizon={} work_units={}", name,
+                score.horizon, work_.used());
+    if (std::string_view(name).ends_with("-restart")) ++restarts_;
+    if (best_ && !(score < best_->score)) return false;
+    best_ = Candidate{name, std::move(*order), score};
+    return true;
+  }
+
+  const Candidate& best() const { return *best_; }  // the greedy start always finishes
+  std::uint64_t restarts() const { return restarts_; }
+
+private:
+  static constexpr std::uint64_t kUnitsPerTimedEntry = 12;
+
+  const PhaseModel& model_;
+  OrderTimer timer_;
+  WorkBudget& work_;
+  std::shared_ptr<spdlog::logger> log_;
+  std::optional<Candidate> best_;
+  std::uint64_t restarts_ = 0;
+};
+
+class LatencyAwareScheduler final : public tessera::ExchangeScheduler {
+public:
+  tessera::Status configure(const tessera::Options& options) override {
+    budget_fraction_ = options.get_number("budget_fraction");
+    if (!(budget_fraction_ > 0 && budget_fraction_ <= 1))
+      return tessera::Status::failure(fmt::format(
+          "option 'budget_fraction' is {}; use a fraction of the time budget in (0, 1]",
+          budget_fraction_));
+    const std::int64_t seed = options.get_int("seed");
+    if (seed < 0)
+      return tessera::Status::failure(
+          fmt::format("option 'seed' is {}; use a non-negative integer", seed));
+    seed_ = static_cast<std::uint64_t>(seed);
+    const std::int64_t rounds = options.get_int("max_improvement_rounds");
+    if (rounds < 0)
+      return tessera::Status::failure(fmt::format(
+          "option 'max_improvement_rounds' is {}; use 0 (no limit) or a positive count", rounds));
+    max_rounds_ = static_cast<std::uint64_t>(rounds);
+    const std::int64_t lookahead = options.get_int("lookahead");
+    if (lookahead < 0 || lookahead > kMaxLookahead)
+      return tessera::Status::failure(fmt::format(
+          "option 'lookahead' is {}; use 0 (no lookahead start) to {} cycles", lookahead,
+          kMaxLookahead));
+    lookahead_ = static_cast<std::uint32_t>(lookahead);
+    return tessera::Status::success();
+  }
+
+protected:
+  Schedule schedule_impl(const ExchangePhase& phase, const Target& target,
+                         std::uint64_t budget_ms) override {
+    const Clock::time_point started = Clock::now();
+    const PhaseModel model = build_phase_model(phase, target);
+    if (model.jobs() == 0) return {};
+    const std::uint64_t bound = tessera::lower_bound(phase, target);
+
+    // Work is planned for `budget_fraction` of the budget; the clock stops it only at the
+    // whole budget (a machine twice as slow as planned still gets the same schedule).
+    const auto work_limit = static_cast<std::uint64_t>(
+        static_cast<double>(budget_ms) * budget_fraction_ * WorkBudget::kUnitsPerMillisecond);
+    WorkBudget work(work_limit, started + std::chrono::milliseconds(budget_ms));
+    Portfolio portfolio(model, work);
+
+    // 1. Constructive starts, at most half the work. The first two always finish: the
+    //    receiver-driven start is the cheapest and the best where switch costs make
+    //    receivers the bottleneck; greedy's own decisions are the floor the others must beat.
+    work.set_limit(work_limit / 2);
+    portfolio.consider("receiver-earliest-arrival", receiver_driven_order(model, 2, 0, work, true));
+    portfolio.consider("greedy-load-first",
+                       dense_list_order(model, {ListPriority::load_first}, work, true));
+    portfolio.consider("best-fit", dense_list_order(model, {ListPriority::best_fit}, work));
+    portfolio.consider("colour-rounds", colour_order(model, work));
+    if (lookahead_ > 0) {
+      const ListRule waiting{ListPriority::load_first, lookahead_, kWaitPenalty};
+      portfolio.consider("lookahead-load-first", dense_list_order(model, waiting, work));
+    }
+    portfolio.consider("greedy-longest-first",
+                       dense_list_order(model, {ListPriority::longest_first}, work));
+    auto log = tessera::logger("tessera.scheduler.latency-aware");
+    log->debug("latency-aware stage finished stage=starts work_units={} elapsed_ms={}", work.used(), elapsed_ms(started));
+    const Candidate& initial = portfolio.best();
+    const std::uint64_t initial_horizon = initial.score.horizon;
+
+    // 2. Receiver-driven restarts with other tie-breaks (each a different, equally
+    //    principled schedule), up to 70% of the work.
+    //    They stop early once several in a row found nothing better.
+    work.set_limit(work_limit / 10 * 7);
+    for (std::uint64_t restart = 1, fruitless = 0;
+         model.multicast_jobs == 0 && !work.spent() && fruitless < kRestartPatience; ++restart) {
+      const bool better = portfolio.consider(
+          "receiver-earliest-arrival-restart",
+          receiver_driven_order(model, 1 + restart % 2, seed_ * 1000 + restart, work));
+      fruitless = better ? 0 : fruitless + 1;
+    }
+
+    log->debug("latency-aware stage finished stage=restarts work_units={} elapsed_ms={}", work.used(), elapsed_ms(started));
+    // 3. Critical-path search on the best, for the rest (none if the starts used it all:
+    //    setting up the search costs a pass over every job).
+    work.set_limit(work_limit);
+    const Candidate& chosen = portfolio.best();
+    SearchResult searched;
+    if (!work.spent()) {
+      const SearchLimits limits{max_rounds_, seed_, bound};
+      searched = improve_order(model, chosen.order, limits, work);
+    } else {
+      Timing timing;
+      OrderTimer(model).time(chosen.order, timing);
+      searched.start = std::move(timing.start);
+      searched.horizon = timing.score.horizon;
+    }
+
+    if (work.stopped_by_clock())
+      log->warn("latency-aware stopped by the wall clock before its planned work was done "
+                "(the machine is slower or busier than planned); this phase's schedule may "
+                "differ from run to run transfers={} budget_ms={}",
+                phase.transfers.size(), budget_ms);
+    log->info("latency-aware scheduled exchange phase transfers={} initial_horizon={} "
+              "final_horizon={} lower_bound={} ratio={:.4f} start=\"{}\" restarts={} "
+              "neighborhood_improvements={} evaluations={} work_units={} elapsed_ms={} "
+              "budget_ms={}",
+              phase.transfers.size(), initial_horizon, searched.horizon, bound,
+              bound ? static_cast<double>(searched.horizon) / static_cast<double>(bound) : 1.0,
+              chosen.name, portfolio.restarts(), searched.improvements, searched.evaluations,
+              work.used(), elapsed_ms(started), budget_ms);
+    return to_schedule(model, searched.start);
+  }
+
+private:
+  // Receiver words one cycle of waiting must buy in the lookahead start (tuned on t1472).
+  static constexpr double kWaitPenalty = 50.0;
+  static constexpr std::int64_t kMaxLookahead = 4096;
+  static constexpr std::uint64_t kRestartPatience = 6;
+
+  double budget_fraction_ = 0.5;
+  std::uint64_t seed_ = 1;
+  std::uint64_t max_rounds_ = 0;
+  std::uint32_t lookahead_ = 24;
+};
+
+const TesseraOptionSpec kOptions[] = {
+    {"budget_fraction", "float", "0.5",
+     "share of the phase's time budget to use; the search stops when it is spent"},
+    {"seed", "int", "1", "seed of the move order; the same seed gives the same schedule"},
+    {"max_improvement_rounds", "int", "0",
+     "stop the search after this many re-timed orders (0: only the budget limits it)"},
+    {"lookahead", "int", "24",
+     "cycles a sender may wait for a better transfer in the lookahead start (0: no such start)"},
+};
+
+}  // namespace
+}  // namespace latency_aware
+
+extern "C" const TesseraPluginManifest* latency_aware_manifest() noexcept {
+  static const auto manifest = tessera::make_manifest(
+      TESSERA_PLUGIN_EXCHANGE_SCHEDULER, "latency-aware", "0.1.0",
+      "best of several list and round orders, improved by critical-path moves (latency, "
+      "switch cost, multicast)",
+      latency_aware::kOptions, "", "",
+      &tessera::create_plugin_object<latency_aware::LatencyAwareScheduler>);
+  return &manifest;
+}
+TESSERA_PLUGIN(latency_aware_manifest)

@@ -1,0 +1,189 @@
+// Arm overlays merged onto a base pipeline, arms validated by the core, and suite files.
+#include <catch2/catch.hpp>
+
+#include <yaml-cpp/yaml.h>
+
+#include "arms.hpp"
+#include "overlay.hpp"
+#include "suite.hpp"
+#include "temp_dir.hpp"
+#include "tessera/diagnostic.hpp"
+
+using namespace tessera::ab;
+using tessera::testing::pipeline_copy;
+using tessera::testing::source_path;
+using tessera::testing::TempDir;
+
+namespace {
+
+const char* kBase = R"(pipeline: base
+target: ../targets/t16.yaml
+plugin_paths: [plugins]
+cost_model: {plugin: analytic}
+exchange_scheduler: {plugin: greedy, options: {order: longest-first}}
+passes:
+  - {plugin: lower-mid}
+  - {plugin: select-finalist, options: {finalists: 2, mapping_candidates: 42}}
+  - {plugin: place-storage}
+  - {plugin: lower-exchanges}
+  - {plugin: emit-tile-code}
+)";
+
+std::vector<std::string> pass_names(const YAML::Node& pipeline) {
+  std::vector<std::string> names;
+  for (const auto& pass : pipeline["passes"]) names.push_back(pass["plugin"].as<std::string>());
+  return names;
+}
+
+std::string error_of(const std::function<void()>& action) {
+  try {
+    action();
+  } catch (const tessera::Error& e) {
+    return e.what();
+  }
+  return "";
+}
+
+}  // namespace
+
+TEST_CASE("overlay merges options into the pass it names and keeps the rest", "[ab][overlay]") {
+  TempDir dir;
+  const std::string base = dir.write("pipelines/base.yaml", kBase);
+  const std::string overlay = dir.write("arms/one.yaml", "passes:\n  - {plugin: select-finalist, options: {finalists: 1}}\n");
+  const MergedPipeline merged = merge_pipeline_overlay(base, overlay);
+  const YAML::Node pipeline = YAML::Load(merged.yaml);
+  CHECK(pass_names(pipeline) == std::vector<std::string>{"lower-mid", "select-finalist", "place-storage", "lower-exchanges",
+                                                          "emit-tile-code"});
+  CHECK(pipeline["passes"][1]["options"]["finalists"].as<int>() == 1);
+  CHECK(pipeline["passes"][1]["options"]["mapping_candidates"].as<int>() == 42);  // untouched option kept
+  CHECK(pipeline["exchange_scheduler"]["options"]["order"].as<std::string>() == "longest-first");
+  REQUIRE(merged.changes.size() == 1);
+  CHECK(merged.changes[0] == "pass select-finalist: finalists=1");
+}
+
+TEST_CASE("overlay naming another plugin replaces the entry and its options", "[ab][overlay]") {
+  TempDir dir;
+  const std::string base = dir.write("pipelines/base.yaml", kBase);
+  const MergedPipeline swapped = merge_pipeline_overlay(base, dir.write("swap.yaml", "exchange_scheduler: {plugin: in-order}\n"));
+  const YAML::Node pipeline = YAML::Load(swapped.yaml);
+  CHECK(pipeline["exchange_scheduler"]["plugin"].as<std::string>() == "in-order");
+  CHECK_FALSE(pipeline["exchange_scheduler"]["options"].IsDefined());  // greedy's order means nothing to in-order
+  CHECK(swapped.changes == std::vector<std::string>{"exchange_scheduler: greedy -> in-order"});
+
+  const MergedPipeline option =
+      merge_pipeline_overlay(base, dir.write("option.yaml", "exchange_scheduler: {options: {order: phase-order}}\n"));
+  const YAML::Node same_plugin = YAML::Load(option.yaml);
+  CHECK(same_plugin["exchange_scheduler"]["plugin"].as<std::string>() == "greedy");
+  CHECK(same_plugin["exchange_scheduler"]["options"]["order"].as<std::string>() == "phase-order");
+
+  const MergedPipeline cost = merge_pipeline_overlay(base, dir.write("cost.yaml", "cost_model: {plugin: analytic}\n"));
+  CHECK(cost.changes.empty());  // naming the same plugin without options changes nothing
+}
+
+TEST_CASE("overlay inserts and removes passes by name", "[ab][overlay]") {
+  TempDir dir;
+  const std::string base = dir.write("pipelines/base.yaml", kBase);
+  const std::string overlay = dir.write("edit.yaml", R"(passes:
+  - {plugin: place-storage, remove: true}
+  - {plugin: optimize-exchange-placement, after: lower-exchanges, options: {rounds: 3}}
+  - {plugin: check-graph, before: lower-mid}
+)");
+  const YAML::Node pipeline = YAML::Load(merge_pipeline_overlay(base, overlay).yaml);
+  CHECK(pass_names(pipeline) == std::vector<std::string>{"check-graph", "lower-mid", "select-finalist", "lower-exchanges",
+                                                          "optimize-exchange-placement", "emit-tile-code"});
+  CHECK(pipeline["passes"][4]["options"]["rounds"].as<int>() == 3);
+}
+
+TEST_CASE("overlay errors name the overlay file, line and a fix", "[ab][overlay]") {
+  TempDir dir;
+  const std::string base = dir.write("pipelines/base.yaml", kBase);
+  const std::string unknown_pass = dir.write("a.yaml", "# comment\npasses:\n  - {plugin: fuse-everything}\n");
+  std::string message = error_of([&] { merge_pipeline_overlay(base, unknown_pass); });
+  CHECK_THAT(message, Catch::StartsWith(unknown_pass + ":3:5:"));
+  CHECK_THAT(message, Catch::Contains("not in the base pipeline") && Catch::Contains("after: NAME"));
+
+  const std::string typo = dir.write("b.yaml", "exchange_sceduler: {plugin: in-order}\n");
+  message = error_of([&] { merge_pipeline_overlay(base, typo); });
+  CHECK_THAT(message, Catch::StartsWith(typo + ":1:1:") && Catch::Contains("did you mean 'exchange_scheduler'?"));
+
+  const std::string target = dir.write("c.yaml", "target: ../targets/t1472.yaml\n");
+  message = error_of([&] { merge_pipeline_overlay(base, target); });
+  CHECK_THAT(message, Catch::StartsWith(target + ":1:9:") && Catch::Contains("the suite"));
+
+  const std::string remove_missing = dir.write("d.yaml", "passes:\n  - {plugin: nothing, remove: true}\n");
+  message = error_of([&] { merge_pipeline_overlay(base, remove_missing); });
+  CHECK_THAT(message, Catch::Contains("cannot remove pass 'nothing'") && Catch::Contains("lower-mid"));
+
+  const std::string bad_yaml = dir.write("e.yaml", "passes: [\n");
+  CHECK_THAT(error_of([&] { merge_pipeline_overlay(base, bad_yaml); }), Catch::StartsWith(bad_yaml + ":"));
+}
+
+TEST_CASE("overlay paths resolve against the file that wrote them", "[ab][overlay]") {
+  TempDir dir;
+  const std::string base = dir.write("pipelines/base.yaml", kBase);
+  const std::string overlay = dir.write("elsewhere/arm.yaml", "plugin_paths: [my-plugins]\n");
+  const YAML::Node pipeline = YAML::Load(merge_pipeline_overlay(base, overlay).yaml);
+  CHECK(pipeline["target"].as<std::string>() == (dir.path() / "targets/t16.yaml").string());
+  REQUIRE(pipeline["plugin_paths"].size() == 2);
+  CHECK(pipeline["plugin_paths"][0].as<std::string>() == (dir.path() / "pipelines/plugins").string());
+  CHECK(pipeline["plugin_paths"][1].as<std::string>() == (dir.path() / "elsewhere/my-plugins").string());
+  // No overlay, or an empty one: the base itself (paths made absolute).
+  const std::string empty = dir.write("empty.yaml", "# nothing to change\n");
+  CHECK(merge_pipeline_overlay(base, empty).yaml == merge_pipeline_overlay(base, "").yaml);
+  CHECK(merge_pipeline_overlay(base, "").changes.empty());
+}
+
+TEST_CASE("arms are validated by the core and fingerprinted by what they run", "[ab][overlay]") {
+  TempDir dir;
+  const std::string base = pipeline_copy(dir, source_path("configs/pipelines/small.yaml"), "greedy", "greedy");
+  const std::string in_order = source_path("configs/suites/arms/in-order.yaml");
+  const std::vector<PreparedArm> arms =
+      prepare_arms(base, {{"A", ""}, {"B", in_order}, {"C", in_order}}, (dir.path() / "staging").string());
+  REQUIRE(arms.size() == 4);
+  CHECK(arms[3].info.name == "A.twin");
+  CHECK(arms[3].info.twin_of == "A");
+  CHECK(arms[3].info.fingerprint == arms[0].info.fingerprint);
+  CHECK(arms[1].info.fingerprint == arms[2].info.fingerprint);  // same plugins and options
+  CHECK(arms[0].info.fingerprint != arms[1].info.fingerprint);
+  CHECK_THAT(arms[1].yaml, Catch::Contains("tessera compile MODEL -p THIS_FILE"));
+
+  // Defaults count: spelling out greedy's default order gives the same arm as the base.
+  const std::string explicit_default = dir.write("default-order.yaml", "exchange_scheduler: {options: {order: load-first}}\n");
+  const auto same = prepare_arms(base, {{"A", ""}, {"D", explicit_default}}, (dir.path() / "staging").string());
+  CHECK(same[1].info.fingerprint == same[0].info.fingerprint);
+
+  // A merged pipeline the core refuses names the arm and the overlay.
+  const std::string wrong_type = dir.write("wrong.yaml", "passes:\n  - {plugin: select-finalist, options: {finalists: many}}\n");
+  const std::string message = error_of([&] { prepare_arms(base, {{"A", ""}, {"W", wrong_type}}, (dir.path() / "s").string()); });
+  CHECK_THAT(message, Catch::Contains("finalists") && Catch::Contains("arm 'W'") && Catch::Contains(wrong_type));
+  CHECK_THAT(error_of([] { parse_arm_argument("B"); }), Catch::Contains("NAME=OVERLAY.yaml"));
+  CHECK_THAT(error_of([] { parse_arm_argument("a/b="); }), Catch::Contains("letters, digits"));
+  CHECK_THAT(error_of([&] { prepare_arms(base, {{"A", ""}, {"A", ""}}, (dir.path() / "s").string()); }),
+             Catch::Contains("two arms"));
+}
+
+TEST_CASE("suite files list models and targets relative to themselves", "[ab][suite]") {
+  const Suite quick = load_suite(source_path("configs/suites/quick.yaml"));
+  CHECK(quick.name == "quick");
+  REQUIRE(quick.entries.size() == 1);
+  CHECK(quick.entries[0].id == "mlp-small@t16");
+  CHECK(quick.entries[0].model == source_path("configs/models/mlp-small.yaml"));
+  CHECK(quick.fingerprint == load_suite(source_path("configs/suites/quick.yaml")).fingerprint);
+  const Suite full = load_suite(source_path("configs/suites/default.yaml"));
+  CHECK(full.entries.size() == 2);
+  CHECK(full.fingerprint != quick.fingerprint);
+
+  TempDir dir;
+  const std::string models = source_path("configs/models/"), targets = source_path("configs/targets/");
+  const std::string duplicate = dir.write("dup.yaml", "suite: dup\nmodels:\n  - {model: " + models + "mlp-small.yaml, target: " +
+                                                          targets + "t16.yaml}\n  - {model: " + models +
+                                                          "mlp-small.yaml, target: " + targets + "t16.yaml}\n");
+  CHECK_THAT(error_of([&] { load_suite(duplicate); }), Catch::StartsWith(duplicate + ":4:") && Catch::Contains("name:"));
+  const std::string missing = dir.write("missing.yaml", "models:\n  - {model: nowhere.yaml, target: " + targets + "t16.yaml}\n");
+  CHECK_THAT(error_of([&] { load_suite(missing); }),
+             Catch::StartsWith(missing + ":2:") && Catch::Contains("relative to the suite file"));
+  const std::string renamed = dir.write("named.yaml", "- {model: " + models + "mlp-small.yaml, target: " + targets +
+                                                          "t16.yaml, name: small}\n");
+  CHECK(load_suite(renamed).entries[0].id == "small");
+  CHECK(load_suite(renamed).name == "named");  // a bare list takes the file's name
+}

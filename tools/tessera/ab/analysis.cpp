@@ -1,0 +1,426 @@
+// Turns A/B records into per-model comparisons, FDR-corrected tests, geomeans and a noise floor.
+#include "analysis.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <map>
+#include <set>
+#include <tuple>
+
+#include <fmt/format.h>
+
+#include "arms.hpp"
+#include "runner.hpp"
+
+namespace tessera::ab {
+
+namespace {
+
+const double kNaN = std::numeric_limits<double>::quiet_NaN();
+
+using RecordKey = std::tuple<std::string, std::string, std::uint32_t>;
+
+// The records of one (model, arm): by repeat, plus where its deterministic figures come from.
+struct ArmModelRecords {
+  std::map<std::uint32_t, const Record*> by_repeat;
+  const Record* compiled = nullptr;  ///< the lowest repeat with a successful compile
+  const Record* ran = nullptr;       ///< the record whose simulator run stands for this package
+};
+
+std::optional<double> deterministic_value(const std::string& metric, const ArmModelRecords& arm) {
+  if (metric == "simulated_cycles" || metric == "simulated_exchange_cycles") {
+    if (!arm.ran) return std::nullopt;
+    return static_cast<double>(metric == "simulated_cycles" ? arm.ran->run.simulated_cycles : arm.ran->run.exchange_cycles);
+  }
+  if (!arm.compiled) return std::nullopt;
+  const CompileRecord& c = arm.compiled->compile;
+  if (metric == "estimated_cycles") return static_cast<double>(c.estimated_cycles);
+  if (metric == "scheduled_exchange_cycles") return static_cast<double>(c.scheduled_exchange_cycles);
+  if (metric == "exchange_lower_bound") return static_cast<double>(c.exchange_lower_bound);
+  if (metric == "exchange_bound_ratio") {
+    if (c.exchange_lower_bound == 0) return c.scheduled_exchange_cycles == 0 ? std::optional<double>(1.0) : std::nullopt;
+    return static_cast<double>(c.scheduled_exchange_cycles) / static_cast<double>(c.exchange_lower_bound);
+  }
+  if (metric == "peak_tile_bytes") return static_cast<double>(c.peak_tile_bytes);
+  return std::nullopt;
+}
+
+double noisy_sample(const std::string& metric, const Record& record) {
+  if (metric == "compile_wall_ms") return record.compile.process.wall_ms;
+  if (metric == "compile_peak_rss_kib") return static_cast<double>(record.compile.process.peak_rss_kib);
+  return kNaN;
+}
+
+std::vector<double> noisy_samples(const std::string& metric, const ArmModelRecords& arm) {
+  std::vector<double> samples;
+  for (const auto& [repeat, record] : arm.by_repeat)
+    if (record->compile.process.succeeded()) samples.push_back(noisy_sample(metric, *record));
+  return samples;
+}
+
+double ratio_of(double baseline, double value) {
+  if (baseline == value) return 1.0;
+  if (baseline > 0 && value > 0) return value / baseline;
+  return kNaN;
+}
+
+// The smallest two-sided p an exact Mann-Whitney test can give with n samples on each side.
+double smallest_p_value(std::uint32_t n) {
+  double arrangements = 1;  // C(2n, n)
+  for (std::uint32_t k = 1; k <= n; ++k) arrangements = arrangements * (n + k) / k;
+  return 2.0 / arrangements;
+}
+
+class Analyser {
+public:
+  Analyser(const Manifest& manifest, const std::vector<Record>& records, double alpha) {
+    result_.manifest = manifest;
+    result_.alpha = alpha;
+    const ArmInfo& baseline = manifest.baseline();
+    for (const ArmInfo& arm : manifest.arms)
+      if (arm.name != baseline.name && arm.twin_of.empty()) result_.compared_arms.push_back(arm.name);
+    twin_ = twin_name(baseline.name);
+    index(records);
+  }
+
+  Analysis run() {
+    const Manifest& m = result_.manifest;
+    check_items();
+    describe_packages();
+    std::vector<std::string> arms = result_.compared_arms;
+    for (const MetricDefinition& metric : ab_metrics()) {
+      if (metric.determinism == Determinism::noisy) measure_noise_floor(metric);
+      for (const std::string& arm : arms) compare(metric, arm, result_.comparisons);
+      if (m.find_arm(twin_)) compare(metric, twin_, result_.twin_comparisons);
+    }
+    for (const std::string& arm : arms)
+      for (const MetricDefinition& metric : ab_metrics()) summarise(metric, arm);
+    build_phase_tables();
+    if (m.repeat > 0 && smallest_p_value(m.repeat) > result_.alpha)
+      result_.warnings.push_back(fmt::format(
+          "with --repeat {} the Mann-Whitney test cannot reach p <= {} (its smallest p is {:.3f}), so compile time and "
+          "memory can only be 'noise'; use --repeat 4 or more for verdicts on them",
+          m.repeat, result_.alpha, smallest_p_value(m.repeat)));
+    return std::move(result_);
+  }
+
+private:
+  void index(const std::vector<Record>& records) {
+    const Manifest& m = result_.manifest;
+    std::size_t ignored = 0;
+    for (const Record& record : records) {
+      if (!m.find_entry(record.model) || !m.find_arm(record.arm) || record.repeat >= m.repeat) continue;  // not planned
+      if (!record_matches(record, m, record.model, record.arm, record.repeat)) {
+        ++ignored;
+        continue;
+      }
+      records_[{record.model, record.arm}].by_repeat[record.repeat] = &record;
+    }
+    if (ignored)
+      result_.warnings.push_back(fmt::format("ignored {} stored records made for another suite, arm or tessera build",
+                                             ignored));
+    for (auto& [key, arm] : records_)
+      for (const auto& [repeat, record] : arm.by_repeat)
+        if (record->compile.process.succeeded()) {
+          arm.compiled = record;
+          break;
+        }
+    // The run of repeat 0 stands for the package; an unchanged package borrows the baseline's.
+    const std::string& baseline = m.baseline().name;
+    for (auto& [key, arm] : records_) {
+      auto zero = arm.by_repeat.find(0);
+      if (zero != arm.by_repeat.end() && zero->second->run.performed && zero->second->run.simulated_cycles > 0)
+        arm.ran = zero->second;
+    }
+    for (auto& [key, arm] : records_) {
+      if (arm.ran || !arm.compiled || key.second == baseline) continue;
+      const ArmModelRecords* base = find(key.first, baseline);
+      if (base && base->ran && base->compiled && base->compiled->compile.package_hash == arm.compiled->compile.package_hash)
+        arm.ran = base->ran;
+    }
+  }
+
+  const ArmModelRecords* find(const std::string& model, const std::string& arm) const {
+    auto found = records_.find({model, arm});
+    return found == records_.end() ? nullptr : &found->second;
+  }
+
+  void check_items() {
+    const Manifest& m = result_.manifest;
+    for (const WorkItem& item : plan_work(m)) {
+      ItemStatus status{m.entries[item.entry].id, m.arms[item.arm].name, item.repeat, "missing"};
+      if (const ArmModelRecords* arm = find(status.model, status.arm)) {
+        auto record = arm->by_repeat.find(item.repeat);
+        if (record != arm->by_repeat.end()) {
+          ++result_.items_present;
+          status.status = record->second->failed() ? "failed" : "ok";
+          if (record->second->failed()) {
+            ++result_.items_failed;
+            const ProcessRecord& p = record->second->compile.process.succeeded() ? record->second->run.process
+                                                                                 : record->second->compile.process;
+            std::string why = p.error.substr(0, p.error.find_last_not_of('\n') + 1);
+            if (why.size() > 300) why = "..." + why.substr(why.size() - 300);
+            result_.warnings.push_back(fmt::format("{}/{}/repeat-{}: {} failed (exit {}{}): {}", status.model, status.arm,
+                                                   item.repeat, record->second->compile.process.succeeded() ? "run" : "compile",
+                                                   p.exit_code, p.signal ? fmt::format(", signal {}", p.signal) : "", why));
+          }
+        }
+      }
+      result_.items.push_back(status);
+    }
+    const std::size_t expected = result_.items.size();
+    if (result_.items_present < expected)
+      result_.warnings.push_back(fmt::format(
+          "these results cover {} of {} work items{}; the missing ones are left out of every figure", result_.items_present,
+          expected, m.shard_count > 1 ? fmt::format(" (shard {}/{}: join the shards with `tessera ab merge`)",
+                                                    m.shard_index, m.shard_count)
+                                      : ""));
+  }
+
+  void describe_packages() {
+    const Manifest& m = result_.manifest;
+    const std::string& baseline = m.baseline().name;
+    for (const SuiteEntry& entry : m.entries)
+      for (const ArmInfo& arm_info : m.arms) {
+        ArmModel info;
+        info.model = entry.id;
+        info.arm = arm_info.name;
+        const ArmModelRecords* arm = find(entry.id, arm_info.name);
+        const ArmModelRecords* base = find(entry.id, baseline);
+        if (arm) {
+          std::set<std::string> hashes;
+          for (const auto& [repeat, record] : arm->by_repeat) {
+            if (record->compile.process.succeeded()) {
+              ++info.compiles;
+              hashes.insert(record->compile.package_hash);
+            } else {
+              ++info.failed;
+            }
+          }
+          if (hashes.size() > 1)
+            result_.warnings.push_back(fmt::format("{} arm {}: {} different packages from {} compiles of the same "
+                                                   "pipeline: the compiler is not deterministic here",
+                                                   entry.id, arm_info.name, hashes.size(), info.compiles));
+          if (arm->compiled) info.package_hash = arm->compiled->compile.package_hash;
+          if (arm->ran) {
+            info.numerical_test = arm->ran->run.numerical_test;
+            if (arm->ran->run.numerical_test == "FAIL" && arm->ran == (arm->by_repeat.count(0) ? arm->by_repeat.at(0) : nullptr))
+              result_.warnings.push_back(fmt::format("{} arm {}: the numerical test FAILED (max abs error {:.3g})",
+                                                     entry.id, arm_info.name, arm->ran->run.max_abs_error));
+          }
+        }
+        if (base && base->compiled && !info.package_hash.empty())
+          info.same_package = base->compiled->compile.package_hash == info.package_hash;
+        if (!arm_info.twin_of.empty() && !info.package_hash.empty() && base && base->compiled && !info.same_package)
+          result_.warnings.push_back(fmt::format("{}: the baseline compiled twice gave different packages; its deterministic "
+                                                 "metrics are not reproducible", entry.id));
+        result_.arm_models.push_back(info);
+      }
+  }
+
+  void measure_noise_floor(const MetricDefinition& metric) {
+    const Manifest& m = result_.manifest;
+    NoiseFloor floor;
+    floor.metric = metric.name;
+    std::vector<double> logs;
+    for (const SuiteEntry& entry : m.entries) {
+      const ArmModelRecords* base = find(entry.id, m.baseline().name);
+      const ArmModelRecords* twin = find(entry.id, twin_);
+      if (!base || !twin) continue;
+      for (const auto& [repeat, record] : twin->by_repeat) {
+        auto other = base->by_repeat.find(repeat);
+        if (other == base->by_repeat.end() || !record->compile.process.succeeded() ||
+            !other->second->compile.process.succeeded())
+          continue;
+        const double ratio = ratio_of(noisy_sample(metric.name, *other->second), noisy_sample(metric.name, *record));
+        if (std::isfinite(ratio) && ratio > 0) logs.push_back(std::log(ratio));
+      }
+    }
+    floor.pairs = logs.size();
+    floor.geomean_ratio = floor.max_abs_log_ratio = floor.log_sd = kNaN;
+    if (!logs.empty()) {
+      double sum = 0, largest = 0;
+      for (double value : logs) sum += value, largest = std::max(largest, std::abs(value));
+      const double mean = sum / static_cast<double>(logs.size());
+      floor.geomean_ratio = std::exp(mean);
+      floor.max_abs_log_ratio = largest;
+      if (logs.size() > 1) {
+        double squares = 0;
+        for (double value : logs) squares += (value - mean) * (value - mean);
+        floor.log_sd = std::sqrt(squares / static_cast<double>(logs.size() - 1));
+      }
+    }
+    result_.noise_floors.push_back(floor);
+  }
+
+  double noise_floor_log(const std::string& metric) const {
+    for (const NoiseFloor& floor : result_.noise_floors)
+      if (floor.metric == metric) return floor.max_abs_log_ratio;
+    return kNaN;
+  }
+
+  void compare(const MetricDefinition& metric, const std::string& arm_name, std::vector<Comparison>& out) {
+    const Manifest& m = result_.manifest;
+    std::vector<std::size_t> tested;  // comparisons of this (arm, metric) with a p-value
+    for (const SuiteEntry& entry : m.entries) {
+      Comparison c;
+      c.model = entry.id;
+      c.arm = arm_name;
+      c.metric = metric.name;
+      c.baseline = c.value = c.ratio = c.p_value = c.q_value = kNaN;
+      const ArmModelRecords* base = find(entry.id, m.baseline().name);
+      const ArmModelRecords* arm = find(entry.id, arm_name);
+      c.same_package = base && arm && base->compiled && arm->compiled &&
+                       base->compiled->compile.package_hash == arm->compiled->compile.package_hash;
+      if (metric.determinism == Determinism::deterministic) {
+        const auto baseline = base ? deterministic_value(metric.name, *base) : std::nullopt;
+        const auto value = arm ? deterministic_value(metric.name, *arm) : std::nullopt;
+        if (baseline && value) {
+          c.baseline = *baseline;
+          c.value = *value;
+          c.ratio = ratio_of(c.baseline, c.value);
+          c.verdict = classify_deterministic(c.baseline, c.value, metric.direction);
+        }
+      } else if (base && arm) {
+        c.baseline_samples = noisy_samples(metric.name, *base);
+        c.samples = noisy_samples(metric.name, *arm);
+        if (!c.baseline_samples.empty() && !c.samples.empty()) {
+          c.baseline = median(c.baseline_samples);
+          c.value = median(c.samples);
+          c.ratio = ratio_of(c.baseline, c.value);
+          const MannWhitneyResult test = mann_whitney_u(c.samples, c.baseline_samples);
+          c.p_value = test.p_value;
+          c.exact = test.exact;
+          tested.push_back(out.size());
+        }
+      }
+      out.push_back(std::move(c));
+    }
+    // Benjamini-Hochberg across the models, per arm and metric.
+    std::vector<double> p_values;
+    for (std::size_t index : tested) p_values.push_back(out[index].p_value);
+    const std::vector<double> q_values = benjamini_hochberg(p_values);
+    const double floor = noise_floor_log(metric.name);
+    for (std::size_t k = 0; k < tested.size(); ++k) {
+      Comparison& c = out[tested[k]];
+      c.q_value = q_values[k];
+      c.verdict = classify_noisy(c.ratio, c.q_value, result_.alpha, arm_name == twin_ ? kNaN : floor, metric.direction);
+    }
+  }
+
+  void summarise(const MetricDefinition& metric, const std::string& arm) {
+    ArmSummary summary;
+    summary.arm = arm;
+    summary.metric = metric.name;
+    std::vector<double> ratios;
+    for (const Comparison& c : result_.comparisons) {
+      if (c.arm != arm || c.metric != metric.name) continue;
+      switch (c.verdict) {
+        case Verdict::better: ++summary.better; break;
+        case Verdict::worse: ++summary.worse; break;
+        case Verdict::same: ++summary.same; break;
+        case Verdict::noise: ++summary.noise; break;
+        case Verdict::missing: ++summary.missing; break;
+      }
+      if (std::isfinite(c.ratio) && c.ratio > 0) ratios.push_back(c.ratio);
+    }
+    summary.interval = geomean_interval(ratios, 1 - result_.alpha);
+    result_.summaries.push_back(summary);
+  }
+
+  void build_phase_tables() {
+    const Manifest& m = result_.manifest;
+    std::vector<std::string> arms{m.baseline().name};
+    arms.insert(arms.end(), result_.compared_arms.begin(), result_.compared_arms.end());
+    for (const SuiteEntry& entry : m.entries) {
+      PhaseTable table;
+      table.model = entry.id;
+      table.arms = arms;
+      std::set<std::uint32_t> phases;
+      for (const std::string& arm : arms)
+        if (const ArmModelRecords* records = find(entry.id, arm); records && records->compiled)
+          for (const PhaseRecord& phase : records->compiled->compile.phases) phases.insert(phase.phase);
+      table.phases.assign(phases.begin(), phases.end());
+      for (std::uint32_t phase : table.phases) {
+        std::vector<std::optional<PhaseRecord>> row;
+        for (const std::string& arm : arms) {
+          std::optional<PhaseRecord> cell;
+          if (const ArmModelRecords* records = find(entry.id, arm); records && records->compiled)
+            for (const PhaseRecord& record : records->compiled->compile.phases)
+              if (record.phase == phase) cell = record;
+          row.push_back(cell);
+        }
+        table.cells.push_back(std::move(row));
+      }
+      result_.phase_tables.push_back(std::move(table));
+    }
+  }
+
+  Analysis result_;
+  std::string twin_;
+  std::map<std::pair<std::string, std::string>, ArmModelRecords> records_;
+};
+
+}  // namespace
+
+const std::vector<MetricDefinition>& ab_metrics() {
+  using D = Determinism;
+  static const std::vector<MetricDefinition> metrics = {
+      {"simulated_cycles", "cycles", D::deterministic, Direction::smaller_is_better,
+       "cycles of one run on the simulator (compute, exchange and barriers)"},
+      {"simulated_exchange_cycles", "cycles", D::deterministic, Direction::smaller_is_better,
+       "the exchange part of simulated_cycles (schedule horizons plus phase overheads)"},
+      {"estimated_cycles", "cycles", D::deterministic, Direction::smaller_is_better,
+       "the cost model's estimate of the compiled program"},
+      {"scheduled_exchange_cycles", "cycles", D::deterministic, Direction::smaller_is_better,
+       "sum over exchange phases of the schedule's horizon"},
+      {"exchange_lower_bound", "cycles", D::deterministic, Direction::smaller_is_better,
+       "sum over exchange phases of the strongest lower bound on the horizon"},
+      {"exchange_bound_ratio", "x", D::deterministic, Direction::smaller_is_better,
+       "scheduled_exchange_cycles / exchange_lower_bound: 1 means every schedule reaches its bound"},
+      {"peak_tile_bytes", "bytes", D::deterministic, Direction::smaller_is_better,
+       "the largest memory use of one tile"},
+      {"compile_wall_ms", "ms", D::noisy, Direction::smaller_is_better,
+       "wall time of the `tessera compile` process"},
+      {"compile_peak_rss_kib", "KiB", D::noisy, Direction::smaller_is_better,
+       "peak resident memory of the `tessera compile` process (wait4)"},
+  };
+  return metrics;
+}
+
+const char* determinism_name(Determinism d) { return d == Determinism::deterministic ? "deterministic" : "noisy"; }
+const char* direction_name(Direction d) { return d == Direction::smaller_is_better ? "smaller" : "larger"; }
+
+const char* verdict_name(Verdict v) {
+  switch (v) {
+    case Verdict::better: return "better";
+    case Verdict::worse: return "worse";
+    case Verdict::same: return "same";
+    case Verdict::noise: return "noise";
+    case Verdict::missing: return "missing";
+  }
+  return "?";
+}
+
+Verdict classify_deterministic(double baseline, double value, Direction direction) {
+  if (!std::isfinite(baseline) || !std::isfinite(value)) return Verdict::missing;
+  if (baseline == value) return Verdict::same;
+  const bool smaller = value < baseline;
+  return smaller == (direction == Direction::smaller_is_better) ? Verdict::better : Verdict::worse;
+}
+
+Verdict classify_noisy(double ratio, double q_value, double alpha, double noise_floor_log, Direction direction) {
+  if (!std::isfinite(ratio) || !(ratio > 0)) return Verdict::missing;
+  if (!(q_value <= alpha)) return Verdict::noise;
+  if (std::isfinite(noise_floor_log) && std::abs(std::log(ratio)) <= noise_floor_log) return Verdict::noise;
+  if (ratio == 1) return Verdict::noise;
+  const bool smaller = ratio < 1;
+  return smaller == (direction == Direction::smaller_is_better) ? Verdict::better : Verdict::worse;
+}
+
+Analysis analyse(const Manifest& manifest, const std::vector<Record>& records, double alpha) {
+  return Analyser(manifest, records, alpha).run();
+}
+
+}  // namespace tessera::ab

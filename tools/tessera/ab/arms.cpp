@@ -1,0 +1,97 @@
+// Merges, validates and fingerprints the arms of an A/B test.
+#include "arms.hpp"
+
+#include <cctype>
+#include <filesystem>
+#include <fstream>
+#include <set>
+
+#include "fingerprint.hpp"
+#include "overlay.hpp"
+#include "tessera/diagnostic.hpp"
+#include "tessera/pipeline.hpp"
+#include "tessera/plugin_host.hpp"
+
+namespace fs = std::filesystem;
+
+namespace tessera::ab {
+
+namespace {
+
+std::string use_fingerprint_text(const PluginUse& use, const PluginHost& host, const char* role) {
+  const PluginInfo* plugin = host.find(use.plugin);
+  std::string text = std::string(role) + " " + use.plugin;
+  if (plugin) text += " " + plugin->version + " " + hash_file(plugin->file);
+  for (const auto& [name, value] : use.options.values) text += " " + name + "=" + option_value_text(value);
+  return text + "\n";
+}
+
+}  // namespace
+
+ArmRequest parse_arm_argument(const std::string& text) {
+  const std::size_t equals = text.find('=');
+  if (equals == std::string::npos)
+    throw Error("--arm " + text + ": write NAME=OVERLAY.yaml, or NAME= for the base pipeline itself");
+  ArmRequest arm{text.substr(0, equals), text.substr(equals + 1)};
+  bool valid = !arm.name.empty();
+  for (char c : arm.name) valid = valid && (std::isalnum(static_cast<unsigned char>(c)) || c == '-' || c == '_');
+  if (!valid)
+    throw Error("--arm " + text + ": an arm name uses letters, digits, '-' and '_' (it names folders of results)");
+  if (!arm.overlay.empty()) {
+    std::error_code ec;
+    if (!fs::is_regular_file(arm.overlay, ec)) throw Error("--arm " + text + ": overlay file not found: " + arm.overlay);
+    arm.overlay = fs::absolute(arm.overlay).lexically_normal().string();
+  }
+  return arm;
+}
+
+std::string twin_name(const std::string& baseline) { return baseline + ".twin"; }
+
+std::vector<PreparedArm> prepare_arms(const std::string& base_pipeline, const std::vector<ArmRequest>& requests,
+                                      const std::string& staging_directory) {
+  if (requests.empty()) throw Error("tessera ab: no arms given; the first --arm is the baseline, e.g. --arm A= --arm B=b.yaml");
+  std::set<std::string> names;
+  std::vector<PreparedArm> arms;
+  fs::create_directories(staging_directory);
+  for (const ArmRequest& request : requests) {
+    if (!names.insert(request.name).second) throw Error("--arm " + request.name + ": two arms have this name");
+    PreparedArm arm;
+    arm.info.name = request.name;
+    arm.info.overlay = request.overlay;
+    const std::string origin = "arm '" + request.name + "' (" +
+                               (request.overlay.empty() ? "the base pipeline" : "overlay " + request.overlay) + ")";
+    MergedPipeline merged;
+    try {
+      merged = merge_pipeline_overlay(base_pipeline, request.overlay);
+    } catch (const Error& e) {
+      throw Error(std::string(e.what()) + " [" + origin + "]");
+    }
+    arm.info.changes = merged.changes;
+    arm.yaml = "# tessera ab " + origin + " merged onto " + fs::absolute(base_pipeline).lexically_normal().string() +
+               "\n# Reproduce this arm: tessera compile MODEL -p THIS_FILE -t TARGET -o PACKAGE\n" + merged.yaml;
+    const std::string staged = (fs::path(staging_directory) / (request.name + ".yaml")).string();
+    std::ofstream(staged) << arm.yaml;
+
+    PluginHost host;  // one host per arm: arms may load same-named plugins from other folders
+    PipelineSpec spec;
+    try {
+      spec = load_pipeline(staged);
+      resolve_pipeline(spec, host);
+    } catch (const Error& e) {
+      throw Error(std::string(e.what()) + " [" + origin + " merged onto " + base_pipeline + "]");
+    }
+    std::string fingerprint_text = "tessera-ab-arm/1\n";
+    fingerprint_text += use_fingerprint_text(spec.cost_model, host, "cost_model");
+    fingerprint_text += use_fingerprint_text(spec.exchange_scheduler, host, "exchange_scheduler");
+    for (const PluginUse& pass : spec.passes) fingerprint_text += use_fingerprint_text(pass, host, "pass");
+    arm.info.fingerprint = hash_text(fingerprint_text);
+    arms.push_back(std::move(arm));
+  }
+  PreparedArm twin = arms.front();
+  twin.info.name = twin_name(arms.front().info.name);
+  twin.info.twin_of = arms.front().info.name;
+  arms.push_back(std::move(twin));
+  return arms;
+}
+
+}  // namespace tessera::ab

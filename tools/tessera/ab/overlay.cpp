@@ -1,0 +1,219 @@
+// Deep-merges an arm's overlay YAML onto the base pipeline, keeping places for errors.
+#include "overlay.hpp"
+
+#include <filesystem>
+
+#include <yaml-cpp/yaml.h>
+
+#include "tessera/diagnostic.hpp"
+#include "yaml_places.hpp"
+
+namespace fs = std::filesystem;
+
+namespace tessera::ab {
+
+namespace {
+
+std::string absolute_from(const std::string& file, const std::string& path) {
+  const fs::path given(path);
+  if (given.is_absolute()) return given.lexically_normal().string();
+  return (fs::absolute(file).parent_path() / given).lexically_normal().string();
+}
+
+std::string scalar_text(const YAML::Node& node) {
+  if (node.IsScalar()) return node.Scalar();
+  YAML::Emitter out;
+  out << YAML::Flow << node;
+  return out.c_str();
+}
+
+// Makes the base pipeline's own relative paths absolute, so the merged file can live anywhere.
+void rebase_paths(YAML::Node& pipeline, const std::string& file) {
+  if (is_scalar(pipeline["target"])) pipeline["target"] = absolute_from(file, pipeline["target"].Scalar());
+  if (YAML::Node paths = pipeline["plugin_paths"]; is_sequence(paths))
+    for (std::size_t i = 0; i < paths.size(); ++i)
+      if (paths[i].IsScalar()) paths[i] = absolute_from(file, paths[i].Scalar());
+}
+
+class OverlayMerger {
+public:
+  OverlayMerger(std::string overlay_file, std::vector<std::string>& changes)
+      : file_(std::move(overlay_file)), changes_(changes) {}
+
+  void merge(YAML::Node& pipeline, const YAML::Node& overlay) {
+    if (!overlay.IsMap())
+      throw Error(yaml_place(file_, overlay) + ": an overlay must be a mapping of pipeline keys, e.g. "
+                  "`exchange_scheduler: {plugin: in-order}`");
+    if (overlay["target"].IsDefined())
+      throw Error(yaml_place(file_, overlay["target"]) + ": an overlay cannot set 'target': every arm compiles each "
+                  "suite model for the target the suite names beside it; remove 'target' from the overlay");
+    check_yaml_keys(file_, overlay, {"pipeline", "plugin_paths", "cost_model", "exchange_scheduler", "passes"},
+                    "an overlay");
+    for (const auto& entry : overlay) {
+      const std::string key = entry.first.as<std::string>();
+      const YAML::Node& value = entry.second;
+      if (key == "pipeline") {
+        pipeline["pipeline"] = scalar_text(value);
+        changes_.push_back("pipeline: " + scalar_text(value));
+      } else if (key == "plugin_paths") {
+        merge_plugin_paths(pipeline, value);
+      } else if (key == "passes") {
+        merge_passes(pipeline, value);
+      } else {
+        YAML::Node use = pipeline[key];
+        merge_plugin_use(use, value, key);
+      }
+    }
+  }
+
+private:
+  void merge_plugin_paths(YAML::Node& pipeline, const YAML::Node& paths) {
+    if (!paths.IsSequence()) throw Error(yaml_place(file_, paths) + ": 'plugin_paths' must be a list of directories");
+    if (!is_sequence(pipeline["plugin_paths"])) pipeline["plugin_paths"] = YAML::Node(YAML::NodeType::Sequence);
+    YAML::Node merged = pipeline["plugin_paths"];
+    for (const auto& path : paths) {
+      if (!path.IsScalar()) throw Error(yaml_place(file_, path) + ": a plugin path must be a directory name");
+      const std::string absolute = absolute_from(file_, path.Scalar());
+      bool present = false;
+      for (const auto& existing : merged) present = present || (existing.IsScalar() && existing.Scalar() == absolute);
+      if (present) continue;
+      merged.push_back(absolute);
+      changes_.push_back("plugin_paths: + " + absolute);
+    }
+  }
+
+  // Options of `over` replace those of `use` one by one; another plugin replaces the entry.
+  void merge_plugin_use(YAML::Node& use, const YAML::Node& over, const std::string& what) {
+    if (!over.IsMap())
+      throw Error(yaml_place(file_, over) + ": '" + what + "' must be {plugin: NAME, options: {...}}");
+    check_yaml_keys(file_, over, {"plugin", "options"}, "'" + what + "'");
+    const std::string base_plugin = is_scalar(use["plugin"]) ? use["plugin"].Scalar() : "";
+    if (over["plugin"].IsDefined() && scalar_text(over["plugin"]) != base_plugin) {
+      const std::string plugin = scalar_text(over["plugin"]);
+      YAML::Node replaced(YAML::NodeType::Map);
+      replaced["plugin"] = plugin;
+      if (over["options"].IsDefined()) replaced["options"] = YAML::Clone(over["options"]);
+      use = replaced;
+      changes_.push_back(what + ": " + (base_plugin.empty() ? "(none)" : base_plugin) + " -> " + plugin +
+                         describe_options(over["options"]));
+      return;
+    }
+    merge_options(use, over["options"], what + " " + base_plugin);
+  }
+
+  void merge_options(YAML::Node& use, const YAML::Node& options, const std::string& what) {
+    if (!options.IsDefined() || options.IsNull()) return;
+    if (!options.IsMap())
+      throw Error(yaml_place(file_, options) + ": 'options' must be a mapping of option names to values");
+    if (!is_map(use["options"])) use["options"] = YAML::Node(YAML::NodeType::Map);
+    YAML::Node merged = use["options"];
+    for (const auto& option : options) {
+      const std::string name = option.first.as<std::string>();
+      merged[name] = YAML::Clone(option.second);
+      changes_.push_back(what + ": " + name + "=" + scalar_text(option.second));
+    }
+  }
+
+  static std::string describe_options(const YAML::Node& options) {
+    if (!options.IsDefined() || options.IsNull()) return "";
+    return " " + scalar_text(options);
+  }
+
+  void merge_passes(YAML::Node& pipeline, const YAML::Node& overlay_passes) {
+    if (!overlay_passes.IsSequence())
+      throw Error(yaml_place(file_, overlay_passes) + ": 'passes' in an overlay must be a list of "
+                  "{plugin: NAME, options: {...}} matched by plugin name against the base pipeline");
+    YAML::Node base_passes = pipeline["passes"];
+    if (!base_passes.IsSequence())
+      throw Error(yaml_place(file_, overlay_passes) + ": the base pipeline has no 'passes' list to merge into");
+    std::vector<YAML::Node> passes(base_passes.begin(), base_passes.end());
+    for (const auto& entry : overlay_passes) {
+      if (!entry.IsMap() || !is_scalar(entry["plugin"]))
+        throw Error(yaml_place(file_, entry) + ": a pass in an overlay must be {plugin: NAME, ...}");
+      check_yaml_keys(file_, entry, {"plugin", "options", "remove", "after", "before"}, "a pass of an overlay");
+      const std::string name = entry["plugin"].Scalar();
+      const std::ptrdiff_t found = find_pass(passes, name, entry);
+      const bool remove = flag(entry["remove"], "remove");
+      const bool inserting = entry["after"].IsDefined() || entry["before"].IsDefined();
+      if (remove) {
+        if (found < 0) throw Error(yaml_place(file_, entry) + ": cannot remove pass '" + name + "': " + not_found(passes));
+        passes.erase(passes.begin() + found);
+        changes_.push_back("passes: - " + name);
+      } else if (found >= 0) {
+        if (inserting)
+          throw Error(yaml_place(file_, entry) + ": pass '" + name + "' is already in the base pipeline; "
+                      "to move it, remove it (`remove: true`) and add it under another name's `after:`");
+        merge_options(passes[static_cast<std::size_t>(found)], entry["options"], "pass " + name);
+      } else {
+        if (!inserting)
+          throw Error(yaml_place(file_, entry) + ": pass '" + name + "' is not in the base pipeline (" + not_found(passes) +
+                      "); to add it, give `after: NAME` or `before: NAME`");
+        const bool after = entry["after"].IsDefined();
+        const YAML::Node anchor_node = after ? entry["after"] : entry["before"];
+        const std::string anchor = scalar_text(anchor_node);
+        const std::ptrdiff_t anchor_index = find_pass(passes, anchor, anchor_node);
+        if (anchor_index < 0)
+          throw Error(yaml_place(file_, anchor_node) + ": no pass '" + anchor + "' to insert '" + name + "' " +
+                      (after ? "after" : "before") + " (" + not_found(passes) + ")");
+        YAML::Node added(YAML::NodeType::Map);
+        added["plugin"] = name;
+        if (entry["options"].IsDefined()) added["options"] = YAML::Clone(entry["options"]);
+        passes.insert(passes.begin() + anchor_index + (after ? 1 : 0), added);
+        changes_.push_back("passes: + " + name + (after ? " after " : " before ") + anchor + describe_options(entry["options"]));
+      }
+    }
+    YAML::Node rebuilt(YAML::NodeType::Sequence);
+    for (const YAML::Node& pass : passes) rebuilt.push_back(pass);
+    pipeline["passes"] = rebuilt;
+  }
+
+  std::ptrdiff_t find_pass(const std::vector<YAML::Node>& passes, const std::string& name, const YAML::Node& where) const {
+    std::ptrdiff_t found = -1;
+    for (std::size_t i = 0; i < passes.size(); ++i) {
+      if (!is_scalar(passes[i]["plugin"]) || passes[i]["plugin"].Scalar() != name) continue;
+      if (found >= 0)
+        throw Error(yaml_place(file_, where) + ": pass '" + name + "' appears more than once in the base pipeline, "
+                    "so an overlay cannot tell which one it means; give each arm its own base pipeline");
+      found = static_cast<std::ptrdiff_t>(i);
+    }
+    return found;
+  }
+
+  bool flag(const YAML::Node& node, const std::string& name) const {
+    if (!node.IsDefined()) return false;
+    try {
+      return node.as<bool>();
+    } catch (const YAML::Exception&) {
+      throw Error(yaml_place(file_, node) + ": '" + name + "' must be true or false");
+    }
+  }
+
+  static std::string not_found(const std::vector<YAML::Node>& passes) {
+    std::string list;
+    for (const YAML::Node& pass : passes)
+      list += (list.empty() ? "" : ", ") + (is_scalar(pass["plugin"]) ? pass["plugin"].Scalar() : std::string("?"));
+    return "the base passes are: " + list;
+  }
+
+  std::string file_;
+  std::vector<std::string>& changes_;
+};
+
+}  // namespace
+
+MergedPipeline merge_pipeline_overlay(const std::string& base_path, const std::string& overlay_path) {
+  YAML::Node pipeline = load_yaml_file(base_path, "base pipeline");
+  if (!pipeline.IsMap()) throw Error(base_path + ": a pipeline must be a mapping (see configs/pipelines/)");
+  rebase_paths(pipeline, base_path);
+  MergedPipeline merged;
+  if (!overlay_path.empty()) {
+    const YAML::Node overlay = load_yaml_file(overlay_path, "arm overlay");
+    if (overlay.IsDefined() && !overlay.IsNull()) OverlayMerger(overlay_path, merged.changes).merge(pipeline, overlay);
+  }
+  YAML::Emitter out;
+  out << pipeline;
+  merged.yaml = std::string(out.c_str()) + "\n";
+  return merged;
+}
+
+}  // namespace tessera::ab

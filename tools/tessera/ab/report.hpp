@@ -1,0 +1,36 @@
+// A/B reports: terminal table, JSON, CSV, Markdown and a standalone HTML page.
+#pragma once
+#include <cstddef>
+#include <cstdint>
+#include <string>
+
+#include "analysis.hpp"
+
+namespace tessera::ab {
+
+/// What this invocation of `tessera ab` itself did and cost (for the JSON report and bench/ab).
+struct DriverStats {
+  std::string command;                  ///< "ab" or "ab merge"
+  std::string results;                  ///< results directories, ';'-separated
+  double wall_ms = 0;                   ///< the whole invocation
+  std::int64_t self_peak_rss_kib = 0;   ///< the driver process alone (getrusage RUSAGE_SELF)
+  double child_wall_ms = 0;             ///< compiles and runs started by this invocation
+  std::size_t executed = 0, skipped = 0, stale = 0, failed = 0, runs = 0;
+};
+
+/// Tables sorted by change, for a terminal (plain text, fixed-width columns).
+std::string terminal_report(const Analysis& analysis, const std::string& results);
+std::string markdown_report(const Analysis& analysis);
+/// One row per (arm, model, metric), the baseline's twin included.
+std::string csv_report(const Analysis& analysis);
+std::string json_report(const Analysis& analysis, const DriverStats& driver);
+/// A standalone page (inline CSS, JS and SVG; no network) with stable ids: #ab-summary,
+/// #ab-models, #ab-noise, #ab-phases, #ab-warnings, svg.ab-chart, svg.ab-phase-chart.
+std::string html_report(const Analysis& analysis, const DriverStats& driver);
+
+/// Formats a metric's value for people: cycles and bytes as integers, ratios with 3 decimals.
+std::string format_metric_value(const std::string& metric, double value);
+/// "+12.5%", "-3.0%", "0.0%", or "-" for NaN.
+std::string format_change(double ratio);
+
+}  // namespace tessera::ab

@@ -1,0 +1,385 @@
+// The standalone HTML A/B report: tables, sorted log-ratio charts and a per-phase drill-down,
+// all inline (CSS, SVG, a little JS for sorting and filtering) so it opens without a network.
+#include <algorithm>
+#include <cmath>
+
+#include <fmt/format.h>
+
+#include "report.hpp"
+
+namespace tessera::ab {
+
+namespace {
+
+std::string escape(const std::string& text) {
+  std::string out;
+  for (char c : text) {
+    switch (c) {
+      case '&': out += "&amp;"; break;
+      case '<': out += "&lt;"; break;
+      case '>': out += "&gt;"; break;
+      case '"': out += "&quot;"; break;
+      case '\'': out += "&#39;"; break;
+      default: out += c;
+    }
+  }
+  return out;
+}
+
+std::string sort_value(double value) { return std::isfinite(value) ? fmt::format("{:.10g}", value) : ""; }
+
+const MetricDefinition& metric_definition(const std::string& name) {
+  for (const MetricDefinition& metric : ab_metrics())
+    if (metric.name == name) return metric;
+  return ab_metrics().front();
+}
+
+const char* kStyle = R"CSS(
+body { font: 14px/1.45 system-ui, -apple-system, "Segoe UI", sans-serif; margin: 24px auto; max-width: 1180px; color: #1d232b; padding: 0 16px; }
+h1 { font-size: 22px; margin-bottom: 4px; } h2 { font-size: 18px; margin-top: 32px; border-bottom: 1px solid #d8dde3; padding-bottom: 4px; }
+code { background: #f1f3f5; padding: 1px 4px; border-radius: 3px; }
+table.ab-table { border-collapse: collapse; margin: 8px 0; font-variant-numeric: tabular-nums; font-size: 13px; }
+div.ab-scroll { overflow-x: auto; }
+table.ab-table th, table.ab-table td { border-bottom: 1px solid #e3e6ea; padding: 3px 10px; text-align: right; white-space: nowrap; }
+table.ab-table th { background: #f6f7f9; cursor: default; }
+table.ab-sortable th { cursor: pointer; } table.ab-sortable th[data-order="ascending"]::after { content: " \25B2"; }
+table.ab-sortable th[data-order="descending"]::after { content: " \25BC"; }
+table.ab-table td.ab-text, table.ab-table th.ab-text { text-align: left; }
+.ab-better { color: #1b6e20; font-weight: 600; } .ab-worse { color: #b3261e; font-weight: 600; }
+.ab-noise, .ab-same, .ab-missing { color: #6b7280; }
+rect.ab-bar.ab-better { fill: #2e7d32; } rect.ab-bar.ab-worse { fill: #c62828; }
+rect.ab-bar.ab-same, rect.ab-bar.ab-noise { fill: #a9b0b8; }
+svg.ab-chart, svg.ab-phase-chart { display: block; margin: 6px 0 18px; background: #fff; }
+svg text { font: 11px system-ui, sans-serif; fill: #1d232b; }
+figure.ab-chart-figure { margin: 0; } figcaption { font-weight: 600; margin-top: 12px; }
+details.ab-phase-model { margin: 8px 0; } details.ab-phase-model > summary { cursor: pointer; font-weight: 600; }
+ul#ab-warnings li { color: #8a4b00; }
+.ab-note { color: #4b5563; }
+)CSS";
+
+const char* kScript = R"JS(
+(function () {
+  'use strict';
+  function sortKey(row, index) {
+    var cell = row.cells[index];
+    if (!cell) return '';
+    var key = cell.getAttribute('data-sort');
+    return key !== null ? key : cell.textContent;
+  }
+  function compareKeys(a, b) {
+    var x = parseFloat(a), y = parseFloat(b);
+    if (!isNaN(x) && !isNaN(y)) return x - y;
+    if (!isNaN(x)) return -1;
+    if (!isNaN(y)) return 1;
+    return String(a).localeCompare(String(b));
+  }
+  Array.prototype.forEach.call(document.querySelectorAll('table.ab-sortable'), function (table) {
+    var headers = table.querySelectorAll('thead th');
+    Array.prototype.forEach.call(headers, function (header, index) {
+      header.addEventListener('click', function () {
+        var body = table.tBodies[0];
+        if (!body) return;
+        var ascending = header.getAttribute('data-order') !== 'ascending';
+        Array.prototype.forEach.call(headers, function (other) { other.removeAttribute('data-order'); });
+        header.setAttribute('data-order', ascending ? 'ascending' : 'descending');
+        var rows = Array.prototype.slice.call(body.rows);
+        rows.sort(function (a, b) {
+          var order = compareKeys(sortKey(a, index), sortKey(b, index));
+          return ascending ? order : -order;
+        });
+        rows.forEach(function (row) { body.appendChild(row); });
+      });
+    });
+  });
+  var filter = document.getElementById('ab-metric-filter');
+  var models = document.getElementById('ab-models');
+  if (filter && models && models.tBodies[0]) {
+    filter.addEventListener('change', function () {
+      Array.prototype.forEach.call(models.tBodies[0].rows, function (row) {
+        row.hidden = filter.value !== '' && row.getAttribute('data-metric') !== filter.value;
+      });
+    });
+  }
+  var data = document.getElementById('ab-data');
+  var footer = document.getElementById('ab-footer');
+  if (data && footer) {
+    var report = JSON.parse(data.textContent);
+    footer.setAttribute('data-comparisons', String(report.comparisons.length));
+    footer.setAttribute('data-rendered', 'true');
+  }
+})();
+)JS";
+
+// One horizontal bar per (model, arm) for `metric`, sorted by log ratio, centred on "no change".
+std::string log_ratio_chart(const Analysis& analysis, const MetricDefinition& metric) {
+  std::vector<const Comparison*> bars;
+  for (const Comparison& c : analysis.comparisons)
+    if (c.metric == metric.name && std::isfinite(c.ratio) && c.ratio > 0) bars.push_back(&c);
+  std::stable_sort(bars.begin(), bars.end(),
+                   [](const Comparison* a, const Comparison* b) { return std::log(a->ratio) < std::log(b->ratio); });
+  double floor = NAN;
+  for (const NoiseFloor& f : analysis.noise_floors)
+    if (f.metric == metric.name) floor = f.max_abs_log_ratio;
+  const int label_width = 260, plot_width = 520, value_width = 90, bar_height = 18, gap = 5, top = 22;
+  const int width = label_width + plot_width + value_width;
+  const int height = top + static_cast<int>(std::max<std::size_t>(bars.size(), 1)) * (bar_height + gap) + 8;
+  double extent = 0.01;
+  for (const Comparison* c : bars) extent = std::max(extent, std::abs(std::log(c->ratio)));
+  if (std::isfinite(floor)) extent = std::max(extent, floor);
+  extent *= 1.1;
+  const double centre = label_width + plot_width / 2.0;
+  auto x_of = [&](double log_ratio) { return centre + log_ratio / extent * (plot_width / 2.0); };
+
+  std::string svg = fmt::format(
+      "<svg class=\"ab-chart\" id=\"ab-chart-{0}\" data-metric=\"{0}\" xmlns=\"http://www.w3.org/2000/svg\" width=\"{1}\" "
+      "height=\"{2}\" viewBox=\"0 0 {1} {2}\" role=\"img\" aria-label=\"log ratio per model for {0}\">\n",
+      escape(metric.name), width, height);
+  if (std::isfinite(floor) && floor > 0)
+    svg += fmt::format("<rect class=\"ab-noise-band\" x=\"{:.1f}\" y=\"{}\" width=\"{:.1f}\" height=\"{}\" fill=\"#eef1f4\">"
+                       "<title>noise floor: +/-{:.1f}%</title></rect>\n",
+                       x_of(-floor), top - 4, x_of(floor) - x_of(-floor), height - top, 100 * (std::exp(floor) - 1));
+  svg += fmt::format("<text x=\"{:.1f}\" y=\"12\" text-anchor=\"middle\">{} is better &#8592; 0 &#8594; {} is better</text>\n",
+                     centre, metric.direction == Direction::smaller_is_better ? "arm" : "baseline",
+                     metric.direction == Direction::smaller_is_better ? "baseline" : "arm");
+  svg += fmt::format("<line class=\"ab-axis\" x1=\"{0:.1f}\" y1=\"{1}\" x2=\"{0:.1f}\" y2=\"{2}\" stroke=\"#4b5563\"/>\n", centre,
+                     top - 4, height - 4);
+  if (bars.empty())
+    svg += fmt::format("<text class=\"ab-empty\" x=\"{:.1f}\" y=\"{}\" text-anchor=\"middle\">no comparable values</text>\n",
+                       centre, top + bar_height - 5);
+  for (std::size_t i = 0; i < bars.size(); ++i) {
+    const Comparison& c = *bars[i];
+    const double log_ratio = std::log(c.ratio);
+    const int y = top + static_cast<int>(i) * (bar_height + gap);
+    const double x0 = std::min(x_of(0), x_of(log_ratio)), x1 = std::max(x_of(0), x_of(log_ratio));
+    const std::string verdict = verdict_name(c.verdict);
+    svg += fmt::format("<text x=\"{}\" y=\"{}\" text-anchor=\"end\">{} &#183; {}</text>\n", label_width - 8,
+                       y + bar_height - 5, escape(c.model), escape(c.arm));
+    svg += fmt::format("<rect class=\"ab-bar ab-{}\" data-model=\"{}\" data-arm=\"{}\" x=\"{:.1f}\" y=\"{}\" width=\"{:.1f}\" "
+                       "height=\"{}\"><title>{} {}: {} vs {} ({}, {})</title></rect>\n",
+                       verdict, escape(c.model), escape(c.arm), x0, y, std::max(1.0, x1 - x0), bar_height, escape(c.model),
+                       escape(c.arm), format_metric_value(c.metric, c.value), format_metric_value(c.metric, c.baseline),
+                       format_change(c.ratio), verdict);
+    svg += fmt::format("<text x=\"{}\" y=\"{}\">{}</text>\n", label_width + plot_width + 6, y + bar_height - 5,
+                       format_change(c.ratio));
+  }
+  return svg + "</svg>\n";
+}
+
+// Grouped bars per exchange phase: each arm's horizon over the phase's lower bound.
+std::string phase_chart(const PhaseTable& table) {
+  const int left = 50, bar_width = 14, group_gap = 16, top = 14, plot_height = 160, bottom = 34;
+  const int group_width = static_cast<int>(table.arms.size()) * bar_width + group_gap;
+  const int plot_right = left + std::max(120, std::max<int>(1, static_cast<int>(table.phases.size())) * group_width);
+  const int width = plot_right + 160;
+  const int height = top + plot_height + bottom;
+  double highest = 1.05;
+  for (const auto& row : table.cells)
+    for (const auto& cell : row)
+      if (cell && cell->lower_bound > 0)
+        highest = std::max(highest, static_cast<double>(cell->horizon) / static_cast<double>(cell->lower_bound));
+  highest *= 1.05;
+  auto y_of = [&](double ratio) { return top + plot_height - (ratio - 1.0) / (highest - 1.0) * plot_height; };
+  static const char* kColours[] = {"#3b6ea8", "#d98c2b", "#5a9e4b", "#8e5ba8", "#b8493f", "#4f9fa6", "#a88f3b"};
+
+  std::string svg = fmt::format(
+      "<svg class=\"ab-phase-chart\" data-model=\"{0}\" xmlns=\"http://www.w3.org/2000/svg\" width=\"{1}\" height=\"{2}\" "
+      "viewBox=\"0 0 {1} {2}\" role=\"img\" aria-label=\"horizon over lower bound per exchange phase of {0}\">\n",
+      escape(table.model), width, height);
+  for (double tick : {1.0, 1.0 + (highest - 1.0) / 2, highest})
+    svg += fmt::format("<line x1=\"{}\" y1=\"{:.1f}\" x2=\"{}\" y2=\"{:.1f}\" stroke=\"#e3e6ea\"/><text x=\"{}\" y=\"{:.1f}\" "
+                       "text-anchor=\"end\">{:.3f}</text>\n",
+                       left, y_of(tick), plot_right, y_of(tick), left - 4, y_of(tick) + 4, tick);
+  for (std::size_t p = 0; p < table.phases.size(); ++p) {
+    const int x_group = left + static_cast<int>(p) * group_width + group_gap / 2;
+    for (std::size_t a = 0; a < table.arms.size(); ++a) {
+      const auto& cell = table.cells[p][a];
+      if (!cell || cell->lower_bound == 0) continue;
+      const double ratio = static_cast<double>(cell->horizon) / static_cast<double>(cell->lower_bound);
+      const double y = y_of(ratio);
+      svg += fmt::format("<rect class=\"ab-phase-bar\" data-arm=\"{}\" data-phase=\"{}\" x=\"{}\" y=\"{:.1f}\" width=\"{}\" "
+                         "height=\"{:.1f}\" fill=\"{}\"><title>phase {} arm {}: horizon {} / lower bound {} = {:.4f}"
+                         "</title></rect>\n",
+                         escape(table.arms[a]), table.phases[p], x_group + static_cast<int>(a) * bar_width, y, bar_width - 2,
+                         std::max(1.0, top + plot_height - y), kColours[a % 7], table.phases[p], escape(table.arms[a]),
+                         cell->horizon, cell->lower_bound, ratio);
+    }
+    svg += fmt::format("<text x=\"{}\" y=\"{}\" text-anchor=\"middle\">{}</text>\n",
+                       x_group + static_cast<int>(table.arms.size()) * bar_width / 2, top + plot_height + 14,
+                       table.phases[p]);
+  }
+  svg += fmt::format("<text x=\"{}\" y=\"{}\">exchange phase (superstep)</text>\n", left, top + plot_height + 30);
+  for (std::size_t a = 0; a < table.arms.size(); ++a)
+    svg += fmt::format("<rect x=\"{}\" y=\"{}\" width=\"10\" height=\"10\" fill=\"{}\"/><text x=\"{}\" y=\"{}\">{}</text>\n",
+                       plot_right + 16, top + 16 * static_cast<int>(a), kColours[a % 7], plot_right + 31,
+                       top + 9 + 16 * static_cast<int>(a), escape(table.arms[a]));
+  return svg + "</svg>\n";
+}
+
+std::string verdict_cell(Verdict verdict) {
+  return fmt::format("<td class=\"ab-text ab-{0}\">{0}</td>", verdict_name(verdict));
+}
+
+std::string number_cell(const std::string& text, double sort) {
+  return fmt::format("<td data-sort=\"{}\">{}</td>", sort_value(sort), escape(text));
+}
+
+}  // namespace
+
+std::string html_report(const Analysis& analysis, const DriverStats& driver) {
+  const Manifest& m = analysis.manifest;
+  const std::string& baseline = m.baseline().name;
+  std::string html = "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n";
+  html += fmt::format("<title>tessera ab: suite {}</title>\n<style>{}</style>\n</head>\n<body>\n", escape(m.suite_name), kStyle);
+  html += fmt::format("<header id=\"ab-header\">\n<h1>tessera ab: suite <code>{}</code></h1>\n<p class=\"ab-note\">{} model{}, "
+                      "{} arms, --repeat {}, tessera {} (build {}); ratios are arm / {}; intervals are {:.0f}%; noisy "
+                      "metrics use Mann-Whitney U with Benjamini-Hochberg q &lt;= {}.</p>\n<ul id=\"ab-arms\">\n",
+                      escape(m.suite_name), m.entries.size(), m.entries.size() == 1 ? "" : "s",
+                      analysis.compared_arms.size() + 1, m.repeat,
+                      escape(m.build.version), escape(m.build.build_hash), escape(baseline), 100 * (1 - analysis.alpha),
+                      analysis.alpha);
+  for (const ArmInfo& arm : m.arms) {
+    if (!arm.twin_of.empty()) continue;
+    std::string changes;
+    for (const std::string& change : arm.changes) changes += (changes.empty() ? "" : "; ") + change;
+    html += fmt::format("<li data-arm=\"{0}\"><b>{0}</b>{1}: {2}{3}</li>\n", escape(arm.name),
+                        arm.name == baseline ? " (baseline)" : "",
+                        arm.overlay.empty() ? "the base pipeline" : "overlay <code>" + escape(arm.overlay) + "</code>",
+                        changes.empty() ? "" : " &#8212; " + escape(changes));
+  }
+  html += "</ul>\n</header>\n";
+
+  // Summary: geomean per arm and metric.
+  html += "<section id=\"ab-overview\">\n<h2>Summary</h2>\n<div class=\"ab-scroll\"><table id=\"ab-summary\" class=\"ab-table ab-sortable\">\n"
+          "<thead><tr><th class=\"ab-text\">arm</th><th class=\"ab-text\">metric</th><th class=\"ab-text\">kind</th>"
+          "<th class=\"ab-text\">better when</th><th>geomean</th><th>change</th><th>interval low</th><th>interval high</th>"
+          "<th>models</th><th>better</th><th>worse</th><th>same</th><th>noise</th><th>missing</th></tr></thead>\n<tbody>\n";
+  for (const ArmSummary& s : analysis.summaries) {
+    const MetricDefinition& metric = metric_definition(s.metric);
+    html += fmt::format("<tr data-arm=\"{}\" data-metric=\"{}\"><td class=\"ab-text\">{}</td><td class=\"ab-text\">{}</td>"
+                        "<td class=\"ab-text\">{}</td><td class=\"ab-text\">{}</td>{}{}{}{}<td>{}</td><td>{}</td><td>{}</td>"
+                        "<td>{}</td><td>{}</td><td>{}</td></tr>\n",
+                        escape(s.arm), escape(s.metric), escape(s.arm), escape(s.metric), determinism_name(metric.determinism),
+                        direction_name(metric.direction),
+                        number_cell(std::isfinite(s.interval.geomean) ? fmt::format("{:.4f}", s.interval.geomean) : "-",
+                                    s.interval.geomean),
+                        number_cell(format_change(s.interval.geomean), s.interval.geomean),
+                        number_cell(std::isfinite(s.interval.low) ? fmt::format("{:.4f}", s.interval.low) : "-", s.interval.low),
+                        number_cell(std::isfinite(s.interval.high) ? fmt::format("{:.4f}", s.interval.high) : "-",
+                                    s.interval.high),
+                        s.interval.count, s.better, s.worse, s.same, s.noise, s.missing);
+  }
+  html += "</tbody>\n</table></div>\n</section>\n";
+
+  // Charts: one sorted log-ratio chart per metric.
+  html += "<section id=\"ab-charts\">\n<h2>Log ratio per model, sorted</h2>\n<p class=\"ab-note\">Each bar is log(arm / "
+          "baseline) for one model; the shaded band is the A-vs-A noise floor of noisy metrics. Hover a bar for its "
+          "values.</p>\n";
+  for (const MetricDefinition& metric : ab_metrics())
+    html += fmt::format("<figure class=\"ab-chart-figure\" data-metric=\"{0}\"><figcaption>{0} <span class=\"ab-note\">({1}, "
+                        "{2} is better; {3})</span></figcaption>\n{4}</figure>\n",
+                        escape(metric.name), determinism_name(metric.determinism), direction_name(metric.direction),
+                        escape(metric.description), log_ratio_chart(analysis, metric));
+  html += "</section>\n";
+
+  // Per-model table with a metric filter.
+  html += "<section id=\"ab-per-model\">\n<h2>Per model</h2>\n<label>metric <select id=\"ab-metric-filter\"><option "
+          "value=\"\">all</option>";
+  for (const MetricDefinition& metric : ab_metrics())
+    html += fmt::format("<option value=\"{0}\">{0}</option>", escape(metric.name));
+  html += fmt::format("</select></label>\n<div class=\"ab-scroll\"><table id=\"ab-models\" class=\"ab-table ab-sortable\">\n<thead><tr>"
+                      "<th class=\"ab-text\">model</th><th class=\"ab-text\">arm</th><th class=\"ab-text\">metric</th>"
+                      "<th>{} value</th><th>arm value</th><th>ratio</th><th>change</th><th>p</th><th>q</th>"
+                      "<th class=\"ab-text\">verdict</th><th class=\"ab-text\">package</th></tr></thead>\n<tbody>\n",
+                      escape(baseline));
+  for (const Comparison& c : analysis.comparisons) {
+    html += fmt::format("<tr data-model=\"{0}\" data-arm=\"{1}\" data-metric=\"{2}\"><td class=\"ab-text\">{0}</td>"
+                        "<td class=\"ab-text\">{1}</td><td class=\"ab-text\">{2}</td>{3}{4}{5}{6}{7}{8}{9}"
+                        "<td class=\"ab-text\">{10}</td></tr>\n",
+                        escape(c.model), escape(c.arm), escape(c.metric),
+                        number_cell(format_metric_value(c.metric, c.baseline), c.baseline),
+                        number_cell(format_metric_value(c.metric, c.value), c.value),
+                        number_cell(std::isfinite(c.ratio) ? fmt::format("{:.4f}", c.ratio) : "-", c.ratio),
+                        number_cell(format_change(c.ratio), c.ratio),
+                        number_cell(std::isfinite(c.p_value) ? fmt::format("{:.3g}", c.p_value) : "-", c.p_value),
+                        number_cell(std::isfinite(c.q_value) ? fmt::format("{:.3g}", c.q_value) : "-", c.q_value),
+                        verdict_cell(c.verdict), c.same_package ? "identical" : "differs");
+  }
+  html += "</tbody>\n</table></div>\n</section>\n";
+
+  // Noise floor.
+  html += fmt::format("<section id=\"ab-noise-floor\">\n<h2>Noise floor</h2>\n<p class=\"ab-note\">{0} compiled a second "
+                      "time as <code>{0}.twin</code> in every repeat; a noisy metric's change smaller than the largest "
+                      "twin change is reported as noise.</p>\n<table id=\"ab-noise\" class=\"ab-table\">\n<thead><tr>"
+                      "<th class=\"ab-text\">metric</th><th>pairs</th><th>geomean twin / base</th><th>largest change</th>"
+                      "<th>sd of log ratio</th></tr></thead>\n<tbody>\n",
+                      escape(baseline));
+  for (const NoiseFloor& f : analysis.noise_floors)
+    html += fmt::format("<tr data-metric=\"{0}\"><td class=\"ab-text\">{0}</td><td>{1}</td>{2}{3}{4}</tr>\n", escape(f.metric),
+                        f.pairs,
+                        number_cell(std::isfinite(f.geomean_ratio) ? fmt::format("{:.4f}", f.geomean_ratio) : "-",
+                                    f.geomean_ratio),
+                        number_cell(std::isfinite(f.max_abs_log_ratio)
+                                        ? fmt::format("{:.1f}%", 100 * (std::exp(f.max_abs_log_ratio) - 1))
+                                        : "-",
+                                    f.max_abs_log_ratio),
+                        number_cell(std::isfinite(f.log_sd) ? fmt::format("{:.4f}", f.log_sd) : "-", f.log_sd));
+  html += "</tbody>\n</table>\n</section>\n";
+
+  // Per-phase drill-down.
+  html += "<section id=\"ab-phases\">\n<h2>Exchange phases</h2>\n<p class=\"ab-note\">Per exchange phase of each model: "
+          "each arm's schedule horizon against the phase's lower bound (from the compile log and "
+          "<code>--emit-phases</code>; the phase files of repeat 0 are kept under <code>phases/</code> in the results "
+          "directory for <code>tessera schedule</code>).</p>\n";
+  for (const PhaseTable& table : analysis.phase_tables) {
+    html += fmt::format("<details class=\"ab-phase-model\" data-model=\"{0}\" open>\n<summary>{0} ({1} exchange phases)"
+                        "</summary>\n<div class=\"ab-scroll\"><table class=\"ab-phase-table ab-table ab-sortable\">\n<thead><tr><th>phase</th>"
+                        "<th>transfers</th><th>words</th><th>lower bound</th><th>endpoint bound</th>",
+                        escape(table.model), table.phases.size());
+    for (const std::string& arm : table.arms)
+      html += fmt::format("<th>{0} horizon</th><th>{0} / bound</th>", escape(arm));
+    html += "</tr></thead>\n<tbody>\n";
+    for (std::size_t p = 0; p < table.phases.size(); ++p) {
+      const std::optional<PhaseRecord>* first = nullptr;
+      for (const auto& cell : table.cells[p])
+        if (cell && !first) first = &cell;
+      html += fmt::format("<tr data-phase=\"{0}\"><td>{0}</td>", table.phases[p]);
+      if (first) {
+        const PhaseRecord& r = **first;
+        html += fmt::format("<td>{}</td><td>{}</td><td>{}</td><td>{}</td>", r.transfers, r.words, r.lower_bound,
+                            r.endpoint_lower_bound);
+      } else {
+        html += "<td></td><td></td><td></td><td></td>";
+      }
+      for (const auto& cell : table.cells[p]) {
+        if (!cell) {
+          html += "<td>-</td><td>-</td>";
+          continue;
+        }
+        const double ratio = cell->lower_bound ? static_cast<double>(cell->horizon) / static_cast<double>(cell->lower_bound) : NAN;
+        html += fmt::format("<td>{}</td>{}", cell->horizon,
+                            number_cell(std::isfinite(ratio) ? fmt::format("{:.4f}", ratio) : "-", ratio));
+      }
+      html += "</tr>\n";
+    }
+    html += "</tbody>\n</table></div>\n" + phase_chart(table) + "</details>\n";
+  }
+  html += "</section>\n";
+
+  html += "<section id=\"ab-warnings-section\">\n<h2>Warnings</h2>\n<ul id=\"ab-warnings\">\n";
+  for (const std::string& warning : analysis.warnings) html += "<li>" + escape(warning) + "</li>\n";
+  if (analysis.warnings.empty()) html += "<li class=\"ab-none\">none</li>\n";
+  html += "</ul>\n</section>\n";
+  html += fmt::format("<footer id=\"ab-footer\" class=\"ab-note\"><p>{} of {} work items present, {} failed. Made by "
+                      "<code>tessera {}</code> from {}.</p></footer>\n",
+                      analysis.items_present, analysis.items.size(), analysis.items_failed, escape(driver.command),
+                      escape(driver.results));
+
+  // The JSON report, for scripts that read the page; "</" is escaped so it cannot end the script.
+  std::string data = json_report(analysis, driver);
+  for (std::size_t at = data.find("</"); at != std::string::npos; at = data.find("</", at + 3)) data.replace(at, 2, "<\\/");
+  html += "<script type=\"application/json\" id=\"ab-data\">\n" + data + "</script>\n";
+  html += std::string("<script>") + kScript + "</script>\n</body>\n</html>\n";
+  return html;
+}
+
+}  // namespace tessera::ab

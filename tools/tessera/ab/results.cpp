@@ -1,0 +1,300 @@
+// Reading and writing A/B results directories (JSON via nlohmann-json), and the work plan.
+#include "results.hpp"
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include <nlohmann/json.hpp>
+
+#include "tessera/diagnostic.hpp"
+
+namespace fs = std::filesystem;
+using nlohmann::json;
+
+namespace tessera::ab {
+
+namespace {
+
+constexpr const char* kManifestFormat = "tessera-ab-results/1";
+constexpr const char* kRecordFormat = "tessera-ab-record/1";
+
+json to_json(const BuildIdentity& build) { return {{"version", build.version}, {"build_hash", build.build_hash}}; }
+BuildIdentity build_from(const json& j) { return {j.at("version").get<std::string>(), j.at("build_hash").get<std::string>()}; }
+
+json to_json(const ProcessRecord& p) {
+  return {{"command", p.command}, {"exit_code", p.exit_code}, {"signal", p.signal}, {"wall_ms", p.wall_ms},
+          {"peak_rss_kib", p.peak_rss_kib}, {"log", p.log}, {"error", p.error}};
+}
+ProcessRecord process_from(const json& j) {
+  ProcessRecord p;
+  p.command = j.at("command").get<std::vector<std::string>>();
+  p.exit_code = j.at("exit_code").get<int>();
+  p.signal = j.at("signal").get<int>();
+  p.wall_ms = j.at("wall_ms").get<double>();
+  p.peak_rss_kib = j.at("peak_rss_kib").get<std::int64_t>();
+  p.log = j.at("log").get<std::string>();
+  p.error = j.at("error").get<std::string>();
+  return p;
+}
+
+json to_json(const Record& r) {
+  json phases = json::array();
+  for (const PhaseRecord& p : r.compile.phases)
+    phases.push_back({{"phase", p.phase}, {"transfers", p.transfers}, {"words", p.words}, {"horizon", p.horizon},
+                      {"endpoint_lower_bound", p.endpoint_lower_bound}, {"lower_bound", p.lower_bound}});
+  const CompileRecord& c = r.compile;
+  const RunRecord& run = r.run;
+  return {{"format", kRecordFormat},
+          {"model", r.model},
+          {"arm", r.arm},
+          {"repeat", r.repeat},
+          {"suite_fingerprint", r.suite_fingerprint},
+          {"arm_fingerprint", r.arm_fingerprint},
+          {"tessera", to_json(r.build)},
+          {"finished_at", r.finished_at},
+          {"compile",
+           {{"process", to_json(c.process)}, {"compile_ms", c.compile_ms}, {"supersteps", c.supersteps},
+            {"estimated_cycles", c.estimated_cycles}, {"estimated_exchange_cycles", c.estimated_exchange_cycles},
+            {"scheduled_exchange_cycles", c.scheduled_exchange_cycles}, {"exchange_lower_bound", c.exchange_lower_bound},
+            {"peak_tile_bytes", c.peak_tile_bytes}, {"package", c.package}, {"package_hash", c.package_hash},
+            {"phases", phases}}},
+          {"run",
+           {{"performed", run.performed}, {"unchanged", run.unchanged}, {"process", to_json(run.process)},
+            {"simulated_cycles", run.simulated_cycles}, {"compute_cycles", run.compute_cycles},
+            {"exchange_cycles", run.exchange_cycles}, {"sync_cycles", run.sync_cycles},
+            {"numerical_test", run.numerical_test}, {"max_abs_error", run.max_abs_error}}}};
+}
+
+Record record_from(const json& j) {
+  if (j.value("format", "") != kRecordFormat) throw std::runtime_error("not a " + std::string(kRecordFormat) + " record");
+  Record r;
+  r.model = j.at("model").get<std::string>();
+  r.arm = j.at("arm").get<std::string>();
+  r.repeat = j.at("repeat").get<std::uint32_t>();
+  r.suite_fingerprint = j.at("suite_fingerprint").get<std::string>();
+  r.arm_fingerprint = j.at("arm_fingerprint").get<std::string>();
+  r.build = build_from(j.at("tessera"));
+  r.finished_at = j.at("finished_at").get<std::string>();
+  const json& c = j.at("compile");
+  r.compile.process = process_from(c.at("process"));
+  r.compile.compile_ms = c.at("compile_ms").get<std::int64_t>();
+  r.compile.supersteps = c.at("supersteps").get<std::uint64_t>();
+  r.compile.estimated_cycles = c.at("estimated_cycles").get<std::uint64_t>();
+  r.compile.estimated_exchange_cycles = c.at("estimated_exchange_cycles").get<std::uint64_t>();
+  r.compile.scheduled_exchange_cycles = c.at("scheduled_exchange_cycles").get<std::uint64_t>();
+  r.compile.exchange_lower_bound = c.at("exchange_lower_bound").get<std::uint64_t>();
+  r.compile.peak_tile_bytes = c.at("peak_tile_bytes").get<std::uint64_t>();
+  r.compile.package = c.at("package").get<std::string>();
+  r.compile.package_hash = c.at("package_hash").get<std::string>();
+  for (const json& p : c.at("phases"))
+    r.compile.phases.push_back({p.at("phase").get<std::uint32_t>(), p.at("transfers").get<std::uint64_t>(),
+                                p.at("words").get<std::uint64_t>(), p.at("horizon").get<std::uint64_t>(),
+                                p.at("endpoint_lower_bound").get<std::uint64_t>(), p.at("lower_bound").get<std::uint64_t>()});
+  const json& run = j.at("run");
+  r.run.performed = run.at("performed").get<bool>();
+  r.run.unchanged = run.at("unchanged").get<bool>();
+  r.run.process = process_from(run.at("process"));
+  r.run.simulated_cycles = run.at("simulated_cycles").get<std::uint64_t>();
+  r.run.compute_cycles = run.at("compute_cycles").get<std::uint64_t>();
+  r.run.exchange_cycles = run.at("exchange_cycles").get<std::uint64_t>();
+  r.run.sync_cycles = run.at("sync_cycles").get<std::uint64_t>();
+  r.run.numerical_test = run.at("numerical_test").get<std::string>();
+  r.run.max_abs_error = run.at("max_abs_error").get<double>();
+  return r;
+}
+
+json to_json(const Manifest& m) {
+  json entries = json::array();
+  for (const SuiteEntry& e : m.entries)
+    entries.push_back({{"id", e.id}, {"model", e.model}, {"target", e.target}, {"model_hash", e.model_hash},
+                       {"target_hash", e.target_hash}});
+  json arms = json::array();
+  for (const ArmInfo& a : m.arms)
+    arms.push_back({{"name", a.name}, {"overlay", a.overlay}, {"pipeline", a.pipeline}, {"fingerprint", a.fingerprint},
+                    {"changes", a.changes}, {"twin_of", a.twin_of}});
+  return {{"format", kManifestFormat},
+          {"tessera", to_json(m.build)},
+          {"suite", {{"name", m.suite_name}, {"file", m.suite_file}, {"fingerprint", m.suite_fingerprint}, {"entries", entries}}},
+          {"base_pipeline", m.base_pipeline},
+          {"arms", arms},
+          {"repeat", m.repeat},
+          {"shard", {{"index", m.shard_index}, {"count", m.shard_count}}}};
+}
+
+Manifest manifest_from(const json& j) {
+  if (j.value("format", "") != kManifestFormat)
+    throw std::runtime_error("not a " + std::string(kManifestFormat) + " manifest");
+  Manifest m;
+  m.build = build_from(j.at("tessera"));
+  const json& suite = j.at("suite");
+  m.suite_name = suite.at("name").get<std::string>();
+  m.suite_file = suite.at("file").get<std::string>();
+  m.suite_fingerprint = suite.at("fingerprint").get<std::string>();
+  for (const json& e : suite.at("entries"))
+    m.entries.push_back({e.at("id").get<std::string>(), e.at("model").get<std::string>(), e.at("target").get<std::string>(),
+                         e.at("model_hash").get<std::string>(), e.at("target_hash").get<std::string>()});
+  m.base_pipeline = j.at("base_pipeline").get<std::string>();
+  for (const json& a : j.at("arms"))
+    m.arms.push_back({a.at("name").get<std::string>(), a.at("overlay").get<std::string>(), a.at("pipeline").get<std::string>(),
+                      a.at("fingerprint").get<std::string>(), a.at("changes").get<std::vector<std::string>>(),
+                      a.at("twin_of").get<std::string>()});
+  m.repeat = j.at("repeat").get<std::uint32_t>();
+  m.shard_index = j.at("shard").at("index").get<std::uint32_t>();
+  m.shard_count = j.at("shard").at("count").get<std::uint32_t>();
+  if (m.arms.empty() || m.entries.empty()) throw std::runtime_error("a manifest without arms or suite entries");
+  return m;
+}
+
+std::string read_text(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw Error(path + ": cannot read the file");
+  std::stringstream text;
+  text << in.rdbuf();
+  return text.str();
+}
+
+std::string arm_list(const Manifest& m) {
+  std::string list;
+  for (const ArmInfo& a : m.arms) list += (list.empty() ? "" : ", ") + a.name + "@" + a.fingerprint.substr(0, 8);
+  return list;
+}
+
+}  // namespace
+
+bool Record::failed() const {
+  if (!compile.process.succeeded()) return true;
+  return run.performed && run.simulated_cycles == 0;
+}
+
+const ArmInfo* Manifest::find_arm(const std::string& name) const {
+  for (const ArmInfo& arm : arms)
+    if (arm.name == name) return &arm;
+  return nullptr;
+}
+
+const SuiteEntry* Manifest::find_entry(const std::string& id) const {
+  for (const SuiteEntry& entry : entries)
+    if (entry.id == id) return &entry;
+  return nullptr;
+}
+
+std::string manifest_mismatch(const Manifest& mine, const Manifest& other, bool same_repeat) {
+  if (mine.suite_fingerprint != other.suite_fingerprint)
+    return "another suite ('" + other.suite_name + "' " + other.suite_fingerprint + " from " + other.suite_file +
+           ", not '" + mine.suite_name + "' " + mine.suite_fingerprint + ")";
+  bool same_arms = mine.arms.size() == other.arms.size();
+  for (std::size_t i = 0; same_arms && i < mine.arms.size(); ++i)
+    same_arms = mine.arms[i].name == other.arms[i].name && mine.arms[i].fingerprint == other.arms[i].fingerprint;
+  if (!same_arms) return "other arms (" + arm_list(other) + ", not " + arm_list(mine) + ")";
+  if (!(mine.build == other.build))
+    return "another tessera build (" + other.build.version + " " + other.build.build_hash + ", not " + mine.build.version +
+           " " + mine.build.build_hash + ")";
+  if (same_repeat && mine.repeat != other.repeat)
+    return "another --repeat (" + std::to_string(other.repeat) + ", not " + std::to_string(mine.repeat) + ")";
+  return "";
+}
+
+std::vector<WorkItem> plan_work(const Manifest& manifest) {
+  std::vector<WorkItem> items;
+  const std::size_t arms = manifest.arms.size();
+  for (std::uint32_t repeat = 0; repeat < manifest.repeat; ++repeat)
+    for (std::size_t entry = 0; entry < manifest.entries.size(); ++entry)
+      for (std::size_t k = 0; k < arms; ++k) items.push_back({entry, (k + repeat) % arms, repeat});
+  return items;
+}
+
+std::vector<WorkItem> shard_items(const std::vector<WorkItem>& items, std::uint32_t index, std::uint32_t count) {
+  std::vector<WorkItem> shard;
+  for (std::size_t k = index - 1; k < items.size(); k += count) shard.push_back(items[k]);
+  return shard;
+}
+
+ResultsDir::ResultsDir(std::string root) : root_(fs::absolute(root).lexically_normal().string()) {}
+
+bool ResultsDir::has_manifest() const { return fs::exists(fs::path(root_) / "manifest.json"); }
+
+Manifest ResultsDir::read_manifest() const {
+  const std::string path = (fs::path(root_) / "manifest.json").string();
+  try {
+    return manifest_from(json::parse(read_text(path)));
+  } catch (const Error&) {
+    throw;
+  } catch (const std::exception& e) {
+    throw Error(path + ": not a tessera ab results manifest (" + e.what() + "); is " + root_ + " a results directory?");
+  }
+}
+
+void ResultsDir::write_manifest(const Manifest& manifest) const {
+  fs::create_directories(root_);
+  write_file_atomically((fs::path(root_) / "manifest.json").string(), to_json(manifest).dump(2) + "\n");
+}
+
+std::string ResultsDir::record_path(const std::string& model, const std::string& arm, std::uint32_t repeat) const {
+  return (fs::path(root_) / "records" / model / arm / ("repeat-" + std::to_string(repeat) + ".json")).string();
+}
+
+std::optional<Record> ResultsDir::read_record(const std::string& model, const std::string& arm, std::uint32_t repeat) const {
+  const std::string path = record_path(model, arm, repeat);
+  if (!fs::exists(path)) return std::nullopt;
+  try {
+    return record_from(json::parse(read_text(path)));
+  } catch (const Error&) {
+    throw;
+  } catch (const std::exception& e) {
+    throw Error(path + ": corrupt A/B record (" + e.what() + "); delete it and run again to redo that item");
+  }
+}
+
+void ResultsDir::write_record(const Record& record) const {
+  const std::string path = record_path(record.model, record.arm, record.repeat);
+  fs::create_directories(fs::path(path).parent_path());
+  write_file_atomically(path, to_json(record).dump(2) + "\n");
+}
+
+std::vector<Record> ResultsDir::read_all_records() const {
+  std::vector<std::string> paths;
+  const fs::path records = fs::path(root_) / "records";
+  if (fs::is_directory(records))
+    for (const auto& file : fs::recursive_directory_iterator(records))
+      if (file.is_regular_file() && file.path().extension() == ".json") paths.push_back(file.path().string());
+  std::sort(paths.begin(), paths.end());
+  std::vector<Record> all;
+  for (const std::string& path : paths) {
+    try {
+      all.push_back(record_from(json::parse(read_text(path))));
+    } catch (const Error&) {
+      throw;
+    } catch (const std::exception& e) {
+      throw Error(path + ": corrupt A/B record (" + e.what() + "); delete it and run again to redo that item");
+    }
+  }
+  return all;
+}
+
+std::string ResultsDir::absolute(const std::string& relative) const { return (fs::path(root_) / relative).string(); }
+
+std::string ResultsDir::relative(const std::string& absolute) const {
+  return fs::path(absolute).lexically_relative(root_).string();
+}
+
+void write_file_atomically(const std::string& path, const std::string& text) {
+  const std::string temporary = path + ".tmp-" + std::to_string(getpid());
+  {
+    std::ofstream out(temporary, std::ios::binary | std::ios::trunc);
+    out << text;
+    out.flush();
+    if (!out) throw Error(temporary + ": cannot write (disk full or no permission?)");
+  }
+  std::error_code ec;
+  fs::rename(temporary, path, ec);
+  if (ec) {
+    fs::remove(temporary);
+    throw Error(path + ": cannot replace the file: " + ec.message());
+  }
+}
+
+}  // namespace tessera::ab

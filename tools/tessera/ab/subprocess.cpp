@@ -1,0 +1,79 @@
+// fork/exec/wait4 for the A/B driver: each compile and run is a separate tessera process.
+#include "subprocess.hpp"
+
+#include <fcntl.h>
+#include <sys/resource.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <chrono>
+#include <cstdio>
+#include <cstring>
+#include <deque>
+#include <fstream>
+
+#include "tessera/diagnostic.hpp"
+
+namespace tessera::ab {
+
+ProcessRecord run_process(const std::vector<std::string>& command, const std::string& stdout_file,
+                          const std::string& stderr_file) {
+  ProcessRecord record;
+  record.command = command;
+  // Open the files before forking, so a bad path is reported here and not lost in the child.
+  const int out = ::open(stdout_file.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  const int err = out < 0 ? -1 : ::open(stderr_file.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  if (out < 0 || err < 0) {
+    const std::string why = std::strerror(errno);
+    if (out >= 0) ::close(out);
+    throw Error((out < 0 ? stdout_file : stderr_file) + ": cannot create the output file: " + why);
+  }
+  std::vector<char*> argv;
+  for (const std::string& argument : command) argv.push_back(const_cast<char*>(argument.c_str()));
+  argv.push_back(nullptr);
+
+  std::fflush(stdout);  // or the child would inherit and write our buffered output again
+  std::fflush(stderr);
+  const auto start = std::chrono::steady_clock::now();
+  const pid_t pid = ::fork();
+  if (pid < 0) {
+    const std::string why = std::strerror(errno);
+    ::close(out);
+    ::close(err);
+    throw Error("cannot start " + command.front() + ": fork failed: " + why);
+  }
+  if (pid == 0) {
+    if (::dup2(out, STDOUT_FILENO) < 0 || ::dup2(err, STDERR_FILENO) < 0) ::_exit(127);
+    ::execv(argv[0], argv.data());
+    const char* message = "tessera ab: exec failed\n";
+    [[maybe_unused]] auto written = ::write(STDERR_FILENO, message, std::strlen(message));
+    ::_exit(127);
+  }
+  ::close(out);
+  ::close(err);
+  int status = 0;
+  struct rusage usage {};
+  while (::wait4(pid, &status, 0, &usage) < 0) {
+    if (errno != EINTR) throw Error("waiting for " + command.front() + " failed: " + std::strerror(errno));
+  }
+  record.wall_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+  record.peak_rss_kib = usage.ru_maxrss;  // Linux reports kilobytes
+  if (WIFEXITED(status)) record.exit_code = WEXITSTATUS(status);
+  if (WIFSIGNALED(status)) record.signal = WTERMSIG(status);
+  return record;
+}
+
+std::string tail_of_file(const std::string& path, std::size_t lines) {
+  std::ifstream in(path);
+  std::deque<std::string> last;
+  for (std::string line; std::getline(in, line);) {
+    last.push_back(line);
+    if (last.size() > lines) last.pop_front();
+  }
+  std::string text;
+  for (const std::string& line : last) text += line + "\n";
+  return text;
+}
+
+}  // namespace tessera::ab

@@ -1,0 +1,19 @@
+// Runs a child process (no shell) with its output in files, measuring wall time and peak RSS.
+#pragma once
+#include <string>
+#include <vector>
+
+#include "results.hpp"
+
+namespace tessera::ab {
+
+/// Runs `command` (argv[0] a path), stdout to `stdout_file` and stderr to `stderr_file`, and
+/// waits for it with wait4: exit code or signal, wall time, and the child's own peak RSS.
+/// Throws Error only when the process cannot be started.
+ProcessRecord run_process(const std::vector<std::string>& command, const std::string& stdout_file,
+                          const std::string& stderr_file);
+
+/// The last `lines` lines of a text file (for error messages), or "" when unreadable.
+std::string tail_of_file(const std::string& path, std::size_t lines);
+
+}  // namespace tessera::ab

@@ -1,0 +1,96 @@
+// Loads and checks an A/B suite file.
+#include "suite.hpp"
+
+#include <cctype>
+#include <filesystem>
+#include <set>
+
+#include <yaml-cpp/yaml.h>
+
+#include "fingerprint.hpp"
+#include "tessera/diagnostic.hpp"
+#include "tessera/graph.hpp"
+#include "tessera/target.hpp"
+#include "yaml_places.hpp"
+
+namespace fs = std::filesystem;
+
+namespace tessera::ab {
+
+namespace {
+
+std::string entry_path(const std::string& file, const YAML::Node& entry, const char* key) {
+  const YAML::Node value = entry[key];
+  if (!value.IsDefined())
+    throw Error(yaml_place(file, entry) + ": a suite entry needs '" + key + "' (a path relative to the suite file)");
+  if (!value.IsScalar()) throw Error(yaml_place(file, value) + ": '" + key + "' must be a file path");
+  fs::path path(value.Scalar());
+  if (path.is_relative()) path = fs::absolute(file).parent_path() / path;
+  path = path.lexically_normal();
+  std::error_code ec;
+  if (!fs::is_regular_file(path, ec))
+    throw Error(yaml_place(file, value) + ": " + key + " file not found: " + path.string() +
+                " (paths are relative to the suite file)");
+  return path.string();
+}
+
+// Ids become folder names in the results directory.
+bool valid_id(const std::string& id) {
+  if (id.empty() || id[0] == '.') return false;
+  for (char c : id)
+    if (!(std::isalnum(static_cast<unsigned char>(c)) || c == '-' || c == '_' || c == '.' || c == '@')) return false;
+  return true;
+}
+
+}  // namespace
+
+std::string suite_fingerprint(const std::string& name, const std::vector<SuiteEntry>& entries) {
+  std::string text = "tessera-ab-suite/1\n" + name + "\n";
+  for (const SuiteEntry& entry : entries) text += entry.id + " " + entry.model_hash + " " + entry.target_hash + "\n";
+  return hash_text(text);
+}
+
+Suite load_suite(const std::string& path) {
+  const YAML::Node root = load_yaml_file(path, "suite");
+  Suite suite;
+  suite.file = fs::absolute(path).lexically_normal().string();
+  suite.name = fs::path(path).stem().string();
+  YAML::Node models = root;
+  if (root.IsMap()) {
+    check_yaml_keys(path, root, {"suite", "models"}, "a suite");
+    if (root["suite"].IsDefined()) {
+      if (!root["suite"].IsScalar()) throw Error(yaml_place(path, root["suite"]) + ": 'suite' must be a name");
+      suite.name = root["suite"].Scalar();
+    }
+    models = root["models"];
+  }
+  if (!is_sequence(models) || models.size() == 0)
+    throw Error(yaml_place(path, models.IsDefined() ? models : root) +
+                ": a suite lists its models: `models: [{model: ../models/M.yaml, target: ../targets/T.yaml}]`");
+
+  std::set<std::string> ids;
+  for (const auto& node : models) {
+    if (!node.IsMap()) throw Error(yaml_place(path, node) + ": a suite entry must be {model: PATH, target: PATH}");
+    check_yaml_keys(path, node, {"model", "target", "name"}, "a suite entry");
+    SuiteEntry entry;
+    entry.model = entry_path(path, node, "model");
+    entry.target = entry_path(path, node, "target");
+    entry.id = is_scalar(node["name"]) ? node["name"].Scalar()
+                                       : fs::path(entry.model).stem().string() + "@" + fs::path(entry.target).stem().string();
+    if (!valid_id(entry.id))
+      throw Error(yaml_place(path, node) + ": suite entry name '" + entry.id +
+                  "' must use letters, digits, '-', '_', '.', '@' and not start with '.'; set `name:`");
+    if (!ids.insert(entry.id).second)
+      throw Error(yaml_place(path, node) + ": a second suite entry called '" + entry.id +
+                  "'; give one of them another `name:`");
+    load_model(entry.model);  // a broken model or target is reported now, not after an hour
+    load_target(entry.target);
+    entry.model_hash = hash_file(entry.model);
+    entry.target_hash = hash_file(entry.target);
+    suite.entries.push_back(std::move(entry));
+  }
+  suite.fingerprint = suite_fingerprint(suite.name, suite.entries);
+  return suite;
+}
+
+}  // namespace tessera::ab

@@ -1,0 +1,33 @@
+// A/B suites: the models and targets every arm is compiled for (configs/suites/*.yaml).
+#pragma once
+#include <string>
+#include <vector>
+
+namespace tessera::ab {
+
+struct SuiteEntry {
+  std::string id;           ///< unique in the suite: `name`, or "<model stem>@<target stem>"
+  std::string model;        ///< absolute path
+  std::string target;       ///< absolute path
+  std::string model_hash;   ///< XXH64 of the model file
+  std::string target_hash;  ///< XXH64 of the target file
+};
+
+struct Suite {
+  std::string name;
+  std::string file;
+  std::vector<SuiteEntry> entries;
+  /// Hash of the name and every entry's id and file contents: results are comparable only
+  /// when it is equal (paths may differ between machines, contents may not).
+  std::string fingerprint;
+};
+
+/// Loads a suite: `suite: NAME` and `models:` a list of {model: PATH, target: PATH[, name: ID]},
+/// paths relative to the suite file. Each model and target is loaded by the core to check
+/// it. Throws Error with file:line:column.
+Suite load_suite(const std::string& path);
+
+/// The fingerprint of a suite's name and entries (as written into results manifests).
+std::string suite_fingerprint(const std::string& name, const std::vector<SuiteEntry>& entries);
+
+}  // namespace tessera::ab
