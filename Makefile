@@ -2,7 +2,7 @@
 BUILD ?= build
 TESSERA := $(BUILD)/tools/tessera
 
-.PHONY: all bootstrap build demo test bench bench-exchange clean
+.PHONY: all bootstrap build demo test bench bench-exchange bench-ab clean
 
 all: build
 
@@ -26,6 +26,9 @@ bench: build
 
 bench-exchange: build
 	$(BUILD)/bench/bench-exchange
+
+bench-ab: build
+	$(BUILD)/bench/ab/bench-ab
 
 clean:
 	rm -rf $(BUILD)

@@ -201,14 +201,14 @@ private:
   static constexpr std::int64_t kMaxLookahead = 4096;
   static constexpr std::uint64_t kRestartPatience = 6;
 
-  double budget_fraction_ = 0.5;
+  double budget_fraction_ = 0.4;
   std::uint64_t seed_ = 1;
   std::uint64_t max_rounds_ = 0;
   std::uint32_t lookahead_ = 24;
 };
 
 const TesseraOptionSpec kOptions[] = {
-    {"budget_fraction", "float", "0.5",
+    {"budget_fraction", "float", "0.4",
      "share of the phase's time budget to use; the search stops when it is spent"},
     {"seed", "int", "1", "seed of the move order; the same seed gives the same schedule"},
     {"max_improvement_rounds", "int", "0",

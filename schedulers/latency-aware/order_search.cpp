@@ -49,7 +49,7 @@ private:
   };
 
   // Work units (about nanoseconds, see WorkBudget): one job re-timed, one entry copied.
-  static constexpr std::uint64_t kUnitsPerTimedJob = 150;
+  static constexpr std::uint64_t kUnitsPerTimedJob = 220;
   static constexpr std::uint64_t kUnitsPerMove = 200;
   static constexpr std::uint64_t kUnitsPerCopiedEntry = 3;
   static constexpr std::uint64_t kUnitsPerChainLink = 20;

@@ -6,20 +6,26 @@
 // while every port holds at most B - t words, some matching covers all critical ports;
 // running it keeps the invariant, and at t = B nothing is left.
 //
-// Instead of fixed idle edges, a port that is not critical simply may idle. That freedom
-// keeps transfers whole. The running matching stays in place between events, and an event
+// Instead of fixed idle edges (a Birkhoff-von Neumann decomposition of the padded graph), a
+// port that is not critical simply may idle. That freedom is what keeps transfers whole: the
+// padded decomposition splits transfers at almost every step, this one about never. The
+// running matching stays in place between events, and an event
 // - frees the ports of the transfers that finished;
-// - matches every idle critical port: to a free neighbour if it has one, else along the
-//   alternating path that interrupts the fewest running transfers (a 0-1 breadth-first
-//   search through critical ports only, ending at a free port or at one that may idle);
-// - lets freed ports take free neighbours greedily, so no transfer has all its ports idle.
-// Every port prefers its transfers in phase order, and so do their partners: the phase's
-// own structure (permutations, shifts, groups listed together) then comes out as whole
-// matchings that end together, and the next event re-matches them without interruptions.
+// - matches every idle critical port, cheapest first: among its heaviest transfers (same-sized
+//   transfers end together, so rounds of permutations, shifts or slices stay aligned, in
+//   whatever order the phase lists them), to any idle partner, along an alternating path
+//   that moves only edges matched in this event (depth-first), or along the path that
+//   interrupts the fewest running transfers (0-1 breadth-first, through critical ports only,
+//   ending at an idle port or at one that may idle);
+// - lets freed ports take idle partners greedily, heaviest transfer first, so no transfer
+//   has all its ports idle.
+// A multicast transfer is a hyperedge that runs when all its ports are idle and is never
+// moved; a critical port that then finds no partner stretches the horizon instead.
 //
 // Work stays proportional to transfers, never to words: two heaps give the next event (a
 // transfer finishing, an idle port turning critical), only the ports an event touches are
-// looked at, and adjacency lists trim finished transfers off their ends as scans meet them.
+// looked at, and a finished transfer marks its adjacency entries, which scans skip and
+// compaction squeezes out.
 #include "matching_decomposition.hpp"
 
 #include <algorithm>
@@ -32,8 +38,6 @@
 #include <vector>
 
 #include <fmt/format.h>
-
-#include "tessera/target.hpp"
 
 namespace tessera::optimal {
 namespace {
@@ -62,11 +66,9 @@ struct Edge {
 };
 
 // An entry of a port's adjacency list; `vertex` is the unicast partner or kMulticastEntry,
-// `edge` is kFinished once the transfer is done.
+// `edge` is kFinished once the transfer is done. Eight bytes, as the scans read little else.
 struct Neighbour {
   std::uint32_t edge, vertex;
-  std::uint32_t words;  ///< the transfer's words, the order of the list
-  std::uint32_t slot;   ///< where entry_positions_ records this entry's position
 };
 constexpr std::uint32_t kMulticastEntry = kNone;
 constexpr std::uint32_t kFinished = kNone;  ///< in Neighbour::edge: the transfer is done
@@ -88,8 +90,8 @@ using KeyedHeap = std::vector<std::pair<std::uint64_t, std::uint32_t>>;
 class CriticalPortMatcher {
 public:
   CriticalPortMatcher(const ExchangePhase& phase, const std::vector<std::uint32_t>& transfers,
-                      std::vector<Segment>& out, const Target* latency_target)
-      : phase_(phase), transfers_(transfers), out_(out), tiles_(phase.tiles), latency_target_(latency_target) {}
+                      std::vector<Segment>& out)
+      : phase_(phase), transfers_(transfers), out_(out), tiles_(phase.tiles) {}
 
   DecompositionStats run() {
     build_edges();
@@ -175,7 +177,11 @@ private:
       for_each_port(edge, [&](std::uint32_t vertex) { ++adjacency_begin_[vertex + 1]; });
     for (std::uint32_t vertex = 0; vertex < 2 * tiles_; ++vertex)
       adjacency_begin_[vertex + 1] += adjacency_begin_[vertex];
-    adjacency_.resize(adjacency_begin_.back());
+    struct Sortable {
+      Neighbour entry;
+      std::uint32_t words;
+    };
+    std::vector<Sortable> sortable(adjacency_begin_.back());
     live_begin_.assign(adjacency_begin_.begin(), adjacency_begin_.end() - 1);
     live_end_ = live_begin_;
     for (std::uint32_t index = 0; index < edges_.size(); ++index) {
@@ -183,53 +189,47 @@ private:
       for_each_port(edge, [&](std::uint32_t vertex) {
         const std::uint32_t partner =
             edge.multicast ? kMulticastEntry : (vertex == edge.sender ? edge.receiver : edge.sender);
-        adjacency_[live_end_[vertex]++] = {index, partner, edge.remaining, 0};
+        sortable[live_end_[vertex]++] = {{index, partner}, edge.remaining};
       });
     }
-    for (std::uint32_t vertex = 0; vertex < 2 * tiles_; ++vertex) {
-      if (latency_target_) {
-        auto latency = [&](const Neighbour& entry) -> std::uint32_t {
-          if (entry.vertex == kMulticastEntry) return 0;
-          const std::uint32_t a = vertex < tiles_ ? vertex : vertex - tiles_;
-          const std::uint32_t b = entry.vertex < tiles_ ? entry.vertex : entry.vertex - tiles_;
-          return vertex < tiles_ ? latency_target_->latency(a, b) : latency_target_->latency(b, a);
-        };
-        std::stable_sort(adjacency_.begin() + adjacency_begin_[vertex], adjacency_.begin() + live_end_[vertex],
-                         [&](const Neighbour& x, const Neighbour& y) {
-                           const std::uint32_t lx = latency(x), ly = latency(y);
-                           return lx != ly ? lx < ly : x.words > y.words;
-                         });
-        continue;
-      }
-      std::stable_sort(adjacency_.begin() + adjacency_begin_[vertex], adjacency_.begin() + live_end_[vertex],
-                       [](const Neighbour& x, const Neighbour& y) { return x.words > y.words; });
+    for (std::uint32_t vertex = 0; vertex < 2 * tiles_; ++vertex)
+      std::stable_sort(sortable.begin() + adjacency_begin_[vertex], sortable.begin() + live_end_[vertex],
+                       [](const Sortable& x, const Sortable& y) { return x.words > y.words; });
+    adjacency_.resize(sortable.size());
+    entry_words_.resize(sortable.size());
+    for (std::size_t position = 0; position < sortable.size(); ++position) {
+      adjacency_[position] = sortable[position].entry;
+      entry_words_[position] = sortable[position].words;
     }
+    sortable = {};
     // Each edge records where its entries are, to mark them when it finishes.
     entry_begin_.assign(edges_.size() + 1, 0);
     for (const Neighbour& entry : adjacency_) ++entry_begin_[entry.edge + 1];
     for (std::size_t index = 0; index < edges_.size(); ++index) entry_begin_[index + 1] += entry_begin_[index];
     entry_positions_.resize(adjacency_.size());
+    entry_slots_.resize(adjacency_.size());
     std::vector<std::uint32_t> fill(entry_begin_.begin(), entry_begin_.end() - 1);
     for (std::uint32_t position = 0; position < adjacency_.size(); ++position) {
-      Neighbour& entry = adjacency_[position];
-      entry.slot = fill[entry.edge]++;
-      entry_positions_[entry.slot] = position;
+      entry_slots_[position] = fill[adjacency_[position].edge]++;
+      entry_positions_[entry_slots_[position]] = position;
     }
     finished_entries_.assign(2 * std::size_t{tiles_}, 0);
     busy_.assign(2 * std::size_t{tiles_}, 0);
   }
 
-  // Squeezes the finished entries out of `vertex`'s live slice once they are the majority,
-  // keeping the order; called only before a scan of the slice starts, as it moves entries.
+  // Squeezes the finished entries out of `vertex`'s live slice once they are a quarter of
+  // it, keeping the order; called only before a scan of the slice starts, as it moves
+  // entries. Scans then stay proportional to live transfers.
   void compact(std::uint32_t vertex) {
     const std::uint32_t live = live_end_[vertex] - live_begin_[vertex];
-    if (finished_entries_[vertex] < 16 || 2 * finished_entries_[vertex] < live) return;
+    if (finished_entries_[vertex] < 8 || 4 * finished_entries_[vertex] < live) return;
     std::uint32_t kept = live_begin_[vertex];
     for (std::uint32_t position = live_begin_[vertex]; position < live_end_[vertex]; ++position) {
-      const Neighbour entry = adjacency_[position];
-      if (entry.edge == kFinished) continue;
-      entry_positions_[entry.slot] = kept;
-      adjacency_[kept++] = entry;
+      if (adjacency_[position].edge == kFinished) continue;
+      entry_positions_[entry_slots_[position]] = kept;
+      adjacency_[kept] = adjacency_[position];
+      entry_words_[kept] = entry_words_[position];
+      entry_slots_[kept++] = entry_slots_[position];
     }
     live_end_[vertex] = kept;
     finished_entries_[vertex] = 0;
@@ -237,7 +237,7 @@ private:
 
   // The first live entry of `vertex`'s list at or after `position`, which it moves there;
   // null at the end. Finished transfers are skipped, and trimmed off the ends of the live
-  // slice, which keeps the phase order the scans rely on.
+  // slice; nothing moves, so the order the scans rely on stays.
   const Neighbour* next_live(std::uint32_t vertex, std::uint32_t& position) {
     for (; position < live_end_[vertex]; ++position) {
       const Neighbour& entry = adjacency_[position];
@@ -299,7 +299,7 @@ private:
     // Critical ports first, so free partners go where they are needed.
     for (std::uint32_t vertex : critical_)
       if (is_idle(vertex) && !match_in_class(vertex) && !match_directly(vertex) &&
-          !augment_from(vertex, kAnyClass))
+          !augment_without_splits(vertex) && !augment_from(vertex, kAnyClass))
         ++stats_.stalls;
     // touched_ may grow here: a path's last port is left idle and joins it.
     for (std::size_t i = 0; i < touched_.size(); ++i) {
@@ -308,7 +308,9 @@ private:
     }
     for (std::uint32_t index : displaced_) {
       Edge& edge = edges_[index];
-      if (!edge.matched && edge.run_open) close_run(index);
+      if (edge.matched || !edge.run_open) continue;  // taken back, or already closed
+      stats_.splits += now_ > edge.run_start;        // a run cut short: one more segment
+      close_run(index);
     }
     displaced_.clear();
     for (const std::vector<std::uint32_t>* list : {&touched_, &critical_})
@@ -333,8 +335,8 @@ private:
     compact(vertex);
     for (std::uint32_t position = live_begin_[vertex];; ++position) {
       const Neighbour* entry = next_live(vertex, position);
-      if (!entry || (class_words != kAnyClass && entry->words < class_words)) return false;
-      if (class_words != kAnyClass && entry->words != class_words) continue;
+      if (!entry || (class_words != kAnyClass && entry_words_[position] < class_words)) return false;
+      if (class_words != kAnyClass && entry_words_[position] != class_words) continue;
       if (entry->vertex == kMulticastEntry ? all_ports_idle(edges_[entry->edge])
                                            : is_idle(entry->vertex)) {
         enter(entry->edge);
@@ -349,11 +351,70 @@ private:
   // round, whatever order it lists them in; a lighter transfer taken too early would end in
   // the middle of the next round and interrupt it.
   bool match_in_class(std::uint32_t vertex) {
-    if (latency_target_) return false;
     std::uint32_t position = live_begin_[vertex];
     const Neighbour* first = next_live(vertex, position);
     if (!first) return false;
-    return match_directly(vertex, first->words) || augment_from(vertex, first->words);
+    const std::uint32_t words = entry_words_[position];
+    return match_directly(vertex, words) || augment_from(vertex, words);
+  }
+
+  // Depth-first search with look-ahead (Duff, Kaya and Uçar 2011) for an alternating path
+  // from the idle critical `root` that moves only edges matched in this event, so it splits
+  // nothing: from each port, first an idle partner ends the path, else the search goes on
+  // from the critical mate of a partner whose edge is fresh (a mate that may idle ends it).
+  // When an event has re-matched many ports, such a path is usually short, and going deep
+  // finds it after far fewer scans than a breadth-first search; when none exists, the 0-1
+  // breadth-first search below looks for the cheapest path.
+  bool augment_without_splits(std::uint32_t root) {
+    new_search();
+    ports_[root].seen = stamp_;
+    ports_[root].via = kNone;
+    frames_.clear();
+    frames_.push_back({root, kNone});
+    while (!frames_.empty()) {
+      Frame& frame = frames_.back();
+      const std::uint32_t from = frame.vertex;
+      if (frame.position == kNone) {  // first visit: look ahead for an idle partner
+        compact(from);
+        frame.position = live_begin_[from];
+        for (std::uint32_t position = live_begin_[from];; ++position) {
+          const Neighbour* entry = next_live(from, position);
+          if (!entry) break;
+          if (entry->vertex != kMulticastEntry && entry->edge != ports_[from].mate &&
+              is_idle(entry->vertex)) {
+            flip_path(root, from, entry->edge, false);
+            return true;
+          }
+        }
+      }
+      const Neighbour* entry = next_live(from, frame.position);
+      if (!entry) {
+        frames_.pop_back();
+        continue;
+      }
+      ++frame.position;
+      const std::uint32_t neighbour = entry->vertex;
+      if (neighbour == kMulticastEntry || entry->edge == ports_[from].mate) continue;
+      const std::uint32_t blocking = ports_[neighbour].mate;
+      if (blocking == kNone || edges_[blocking].multicast || !is_fresh(blocking)) continue;
+      const std::uint32_t next = edges_[blocking].other(neighbour);
+      if (!is_critical(next)) {
+        flip_path(root, from, entry->edge, true);
+        return true;
+      }
+      if (ports_[next].seen == stamp_) continue;
+      ports_[next].seen = stamp_;
+      ports_[next].via = entry->edge;
+      frames_.push_back({next, kNone});
+    }
+    return false;
+  }
+
+  // A new stamp, so ports seen by earlier searches count as unseen.
+  void new_search() {
+    if (++stamp_ != 0) return;
+    for (Port& port : ports_) port.seen = 0;
+    stamp_ = 1;
   }
 
   // Taking an edge out costs a segment unless its run began in this very event.
@@ -369,7 +430,7 @@ private:
   // one holds one. Multicast edges are never moved. False when no path exists.
   bool augment_from(std::uint32_t root, std::uint32_t class_words) {
     const bool in_class = class_words != kAnyClass;
-    ++stamp_;
+    new_search();
     level_now_.clear();
     level_next_.clear();
     level_now_.push_back(root);
@@ -387,8 +448,8 @@ private:
           const Neighbour* entry = next_live(from, position);
           if (!entry) break;
           const std::uint32_t index = entry->edge, neighbour = entry->vertex;
-          if (in_class && entry->words != class_words) {
-            if (entry->words < class_words) break;
+          if (in_class && entry_words_[position] != class_words) {
+            if (entry_words_[position] < class_words) break;
             continue;
           }
           if (neighbour == kMulticastEntry || index == ports_[from].mate) continue;
@@ -453,7 +514,6 @@ private:
       path_enter_.push_back(via);
       vertex = edges_[via].other(edges_[mate].other(vertex));
     }
-    for (std::uint32_t index : path_displace_) stats_.splits += !is_fresh(index);
     for (std::uint32_t index : path_displace_) displace(index);
     for (std::uint32_t index : path_enter_) enter(index);
     if (left_idle != kNone) touched_.push_back(left_idle);
@@ -519,7 +579,6 @@ private:
   const std::vector<std::uint32_t>& transfers_;
   std::vector<Segment>& out_;
   const std::uint32_t tiles_;
-  const Target* latency_target_;
   DecompositionStats stats_;
 
   std::vector<Edge> edges_;  ///< edges_[i] is transfers_[i]
@@ -529,6 +588,8 @@ private:
   std::vector<std::uint8_t> busy_;  ///< per port: matched
   std::vector<Neighbour> adjacency_;
   std::vector<std::uint32_t> adjacency_begin_, live_begin_, live_end_;
+  std::vector<std::uint32_t> entry_words_;  ///< parallel to adjacency_: the transfer's words, the list order
+  std::vector<std::uint32_t> entry_slots_;  ///< parallel to adjacency_: where entry_positions_ records it
   std::vector<std::uint32_t> entry_begin_, entry_positions_;  ///< each edge's adjacency entries
   std::vector<std::uint32_t> finished_entries_;  ///< per vertex: finished entries in its live slice
 
@@ -540,6 +601,11 @@ private:
   std::vector<std::uint32_t> critical_;   ///< idle critical ports to match in this event
   std::vector<std::uint32_t> displaced_;  ///< edges moved off in this event
   std::vector<std::uint32_t> level_now_, level_next_, path_displace_, path_enter_;
+  struct Frame {
+    std::uint32_t vertex;
+    std::uint32_t position;  ///< next entry of its list to descend through; kNone before the look-ahead
+  };
+  std::vector<Frame> frames_;  ///< the depth-first search's path
   std::uint32_t stamp_ = 0;
 };
 
@@ -547,8 +613,8 @@ private:
 
 DecompositionStats decompose_into_matchings(const ExchangePhase& phase,
                                             const std::vector<std::uint32_t>& transfers,
-                                            std::vector<Segment>& out, const Target* latency_target) {
-  return CriticalPortMatcher(phase, transfers, out, latency_target).run();
+                                            std::vector<Segment>& out) {
+  return CriticalPortMatcher(phase, transfers, out).run();
 }
 
 }  // namespace tessera::optimal

@@ -5,7 +5,6 @@
 
 #include "tessera/exchange.hpp"
 
-namespace tessera { struct Target; }
 namespace tessera::optimal {
 
 /// Figures of one decomposition, for the log line and the tests.
@@ -14,7 +13,7 @@ struct DecompositionStats {
   std::uint64_t horizon = 0;           ///< the cycle the last word leaves
   std::uint64_t events = 0;            ///< cycles at which the running matching changed
   std::uint64_t augmenting_paths = 0;  ///< re-matchings of a critical port that moved others
-  std::uint64_t splits = 0;            ///< transfers interrupted to make room (extra segments)
+  std::uint64_t splits = 0;            ///< runs cut short to make room (each an extra segment)
   std::uint64_t longest_path = 0;      ///< most edges moved by one augmenting path
   std::uint64_t stalls = 0;            ///< times a critical port found no partner (multicast)
 };
@@ -33,6 +32,6 @@ struct DecompositionStats {
 /// With multicast a critical port may find no partner; then the horizon grows.
 DecompositionStats decompose_into_matchings(const ExchangePhase& phase,
                                             const std::vector<std::uint32_t>& transfers,
-                                            std::vector<Segment>& out, const Target* latency_target = nullptr);
+                                            std::vector<Segment>& out);
 
 }  // namespace tessera::optimal

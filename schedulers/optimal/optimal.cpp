@@ -5,9 +5,10 @@
 // bound, the optimum (König; preemptive open shop, Gonzalez and Sahni 1976), and it is
 // returned as it is. Multicast transfers take part as hyperedges (all their ports at once),
 // which keeps the schedule valid on an ideal fabric but may stretch it. On a target with
-// latency or switch cost, the ideal schedule gives the order in which each port serves its
-// pieces, and the pieces are shifted to the earliest cycles the target's rules allow
-// (ordered_placement.hpp), which is valid by construction.
+// latency or switch cost (where the problem is NP-hard), the ideal schedule's pieces are
+// placed by the rules of the target (ordered_placement.hpp, option `repair`): each port
+// keeping the ideal order (a left shift), or densely with the ideal order as priority, or
+// both, keeping the shorter. Either is valid by construction.
 #include <algorithm>
 #include <chrono>
 #include <cstdint>
@@ -110,13 +111,15 @@ class OptimalScheduler final : public tessera::ExchangeScheduler {
 public:
   tessera::Status configure(const tessera::Options& options) override {
     const std::string& repair = options.get_string("repair");
-    if (repair == "dense")
+    if (repair == "best")
+      placement_ = tessera::optimal::Placement::best;
+    else if (repair == "dense")
       placement_ = tessera::optimal::Placement::dense;
     else if (repair == "left-shift")
       placement_ = tessera::optimal::Placement::left_shift;
     else
       return tessera::Status::failure(
-          fmt::format("option 'repair' is '{}'; use dense or left-shift", repair));
+          fmt::format("option 'repair' is '{}'; use best, dense or left-shift", repair));
     return tessera::Status::success();
   }
 
@@ -139,7 +142,7 @@ protected:
     Schedule schedule;
     schedule.segments.reserve(transfers.size() + transfers.size() / 16);
     const tessera::optimal::DecompositionStats stats =
-        tessera::optimal::decompose_into_matchings(phase, transfers, schedule.segments, is_ideal_fabric(target) ? nullptr : &target);
+        tessera::optimal::decompose_into_matchings(phase, transfers, schedule.segments);
     const bool placed = !is_ideal_fabric(target);
     if (placed)
       schedule.segments = place_on_target(phase, target, std::move(schedule.segments), placement_);
@@ -163,14 +166,15 @@ protected:
   }
 
 private:
-  tessera::optimal::Placement placement_ = tessera::optimal::Placement::dense;
+  tessera::optimal::Placement placement_ = tessera::optimal::Placement::best;
 };
 
 const TesseraOptionSpec kOptions[] = {
-    {"repair", "string", "dense",
-     "how the ideal schedule is placed on a target with latency or switch cost: dense (a free "
-     "sender starts the first of its next pieces, in ideal order, that can start) or "
-     "left-shift (every port keeps the ideal order)"},
+    {"repair", "string", "best",
+     "how the ideal schedule is placed on a target with latency or switch cost: left-shift "
+     "(every port keeps the ideal order, each piece as early as allowed), dense (a free "
+     "sender starts one of its next pieces in ideal order that can start now), or best (both, "
+     "keeping the shorter)"},
 };
 
 }  // namespace

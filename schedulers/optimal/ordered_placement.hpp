@@ -22,10 +22,13 @@ enum class Placement {
   /// source and all its destinations allow (latency, switch cost). A left shift of the
   /// ideal schedule.
   left_shift,
-  /// A free source starts the first of its next few pieces, in the given order, that every
-  /// destination can take now, so no source idles while one of those could start; the
-  /// order is a priority, not a constraint.
+  /// A free source starts, among its next few pieces in the given order, one that every
+  /// destination can take now (the one whose busiest destination has the most words still
+  /// to come), so no source idles while one of those could start; the order is a priority,
+  /// not a constraint.
   dense,
+  /// Both, keeping the one with the earlier horizon.
+  best,
 };
 
 /// Places `pieces`, listed in the order of the ideal schedule, on `target`. The result is

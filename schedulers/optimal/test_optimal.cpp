@@ -12,10 +12,12 @@
 #include <vector>
 
 #include <fmt/format.h>
+#include <spdlog/spdlog.h>
 
 #include "exchange_testing.hpp"
 #include "tessera/diagnostic.hpp"
 #include "tessera/exchange.hpp"
+#include "tessera/log.hpp"
 #include "tessera/plugin_host.hpp"
 #include "tessera/scheduler.hpp"
 #include "tessera/target.hpp"
@@ -53,8 +55,13 @@ Target without_multicast(Target target) {
   return target;
 }
 
+std::size_t transfers_with_words(const ExchangePhase& phase) {
+  return static_cast<std::size_t>(std::count_if(phase.transfers.begin(), phase.transfers.end(),
+                                                [](const Transfer& t) { return t.words > 0; }));
+}
+
 // Schedules through the public entry point (which validates), then re-checks the result
-// here: valid, every segment carries words, and at most two segments per transfer.
+// here: valid, no empty segment, at most two segments per transfer.
 ScheduleReport schedule_and_check(ExchangeScheduler& scheduler, const ExchangePhase& phase,
                                   const Target& target, Schedule* out = nullptr) {
   ScheduleReport report;
@@ -63,12 +70,14 @@ ScheduleReport schedule_and_check(ExchangeScheduler& scheduler, const ExchangePh
   INFO(again.first_conflict);
   REQUIRE(again.valid);
   REQUIRE(again.horizon == report.horizon);
-  std::size_t transfers_with_words = 0;
-  for (const Transfer& transfer : phase.transfers) transfers_with_words += transfer.words > 0;
-  CHECK(schedule.segments.size() <= 2 * transfers_with_words);
+  CHECK(schedule.segments.size() <= 2 * transfers_with_words(phase));
   CHECK(report.horizon >= report.lower_bound);
   if (out) *out = std::move(schedule);
   return report;
+}
+
+double segments_per_transfer(const Schedule& schedule, const ExchangePhase& phase) {
+  return double(schedule.segments.size()) / double(std::max<std::size_t>(1, transfers_with_words(phase)));
 }
 
 // ---- phase shapes like real traffic ----
@@ -77,9 +86,9 @@ Transfer unicast(std::uint32_t source, std::uint32_t destination, std::uint32_t 
   return Transfer{source, {destination}, words, 0, {}};
 }
 
-// Every tile of `tiles` sends a block to every other tile.
-ExchangePhase all_to_all_phase(std::uint32_t tiles, std::uint32_t min_words,
-                               std::uint32_t max_words, std::uint64_t seed) {
+// Every tile sends every other tile a block.
+ExchangePhase all_to_all_phase(std::uint32_t tiles, std::uint32_t min_words, std::uint32_t max_words,
+                               std::uint64_t seed) {
   std::mt19937_64 random(seed);
   std::uniform_int_distribution<std::uint32_t> words(min_words, max_words);
   ExchangePhase phase;
@@ -91,7 +100,7 @@ ExchangePhase all_to_all_phase(std::uint32_t tiles, std::uint32_t min_words,
 }
 
 // Reduce-scatter: tiles in groups of `group`; each member sends every other member its
-// slice (of uneven size), in several transfers when `parts` > 1.
+// slice (of uneven size), in `parts` transfers.
 ExchangePhase reduce_scatter_phase(std::uint32_t tiles, std::uint32_t group, std::uint32_t parts,
                                    std::uint64_t seed) {
   std::mt19937_64 random(seed);
@@ -107,7 +116,7 @@ ExchangePhase reduce_scatter_phase(std::uint32_t tiles, std::uint32_t group, std
   return phase;
 }
 
-// Sums of `permutations` random derangements, each with its own weight split into `parts`
+// Sums of `permutations` random derangements, each with its own size split into `parts`
 // transfers: every tile sends and receives exactly the bound.
 ExchangePhase permutation_sum_phase(std::uint32_t tiles, std::uint32_t permutations,
                                     std::uint32_t parts, std::uint64_t seed) {
@@ -119,19 +128,19 @@ ExchangePhase permutation_sum_phase(std::uint32_t tiles, std::uint32_t permutati
   for (std::uint32_t p = 0; p < permutations; ++p) {
     std::iota(image.begin(), image.end(), 0u);
     std::shuffle(image.begin(), image.end(), random);
-    // Rotate fixed points away: swapping with a neighbour keeps it a permutation.
+    // Swapping a fixed point with its neighbour keeps a permutation and removes the point.
     for (std::uint32_t tile = 0; tile < tiles; ++tile)
       if (image[tile] == tile) std::swap(image[tile], image[(tile + 1) % tiles]);
-    std::vector<std::uint32_t> weights(parts);
-    for (std::uint32_t& w : weights) w = words(random);
+    std::vector<std::uint32_t> sizes(parts);
+    for (std::uint32_t& size : sizes) size = words(random);
     for (std::uint32_t tile = 0; tile < tiles; ++tile)
-      for (std::uint32_t w : weights) phase.transfers.push_back(unicast(tile, image[tile], w));
+      for (std::uint32_t size : sizes) phase.transfers.push_back(unicast(tile, image[tile], size));
   }
   return phase;
 }
 
-// Each tile sends `fanout` distinct random tiles a block: the shape of the production
-// compiler's 586,368-transfer phase when fanout is about 400.
+// Each tile sends `fanout` distinct random tiles a block: with a fanout of about 400 on
+// 1472 tiles, the shape of the production compiler's 586,368-transfer phase.
 ExchangePhase scatter_phase(std::uint32_t tiles, std::uint32_t fanout, std::uint32_t min_words,
                             std::uint32_t max_words, std::uint64_t seed) {
   std::mt19937_64 random(seed);
@@ -143,7 +152,7 @@ ExchangePhase scatter_phase(std::uint32_t tiles, std::uint32_t fanout, std::uint
   for (std::uint32_t source = 0; source < tiles; ++source) {
     std::iota(others.begin(), others.end(), 0u);
     std::swap(others[source], others.back());
-    for (std::uint32_t k = 0; k < fanout; ++k) {  // partial Fisher-Yates over the others
+    for (std::uint32_t k = 0; k < fanout; ++k) {  // partial Fisher-Yates over the other tiles
       std::uniform_int_distribution<std::uint32_t> pick(k, tiles - 2);
       std::swap(others[k], others[pick(random)]);
       phase.transfers.push_back(unicast(source, others[k], words(random)));
@@ -152,25 +161,48 @@ ExchangePhase scatter_phase(std::uint32_t tiles, std::uint32_t fanout, std::uint
   return phase;
 }
 
+ExchangePhase shuffled(ExchangePhase phase, std::uint64_t seed) {
+  std::mt19937_64 random(seed);
+  std::shuffle(phase.transfers.begin(), phase.transfers.end(), random);
+  return phase;
+}
+
 struct NamedPhase {
   std::string name;
   ExchangePhase phase;
+  bool structured;  ///< made of same-sized rounds, which should come out whole
 };
 
-// The shapes every ideal-target test runs, at test size (well under a second each).
+// The shapes the ideal-target tests run, at test size (well under a second each).
 std::vector<NamedPhase> unicast_shapes() {
   RandomPhaseShape uniform;
   uniform.transfers = 20000;
   return {
-      {"uniform random", random_phase(uniform, 1)},
-      {"all-to-all 160 tiles", all_to_all_phase(160, 1, 64, 2)},
-      {"reduce-scatter groups of 16", reduce_scatter_phase(1472, 16, 1, 3)},
-      {"reduce-scatter groups of 48, 3 parts", reduce_scatter_phase(1440, 48, 3, 4)},
-      {"hot receivers", skewed_phase(1472, 30000, 16, 5)},
-      {"sum of 24 permutations", permutation_sum_phase(1472, 24, 1, 6)},
-      {"sum of 8 permutations, 4 parts", permutation_sum_phase(1472, 8, 4, 7)},
-      {"scatter fanout 24", scatter_phase(1472, 24, 1, 48, 8)},
+      {"uniform random", random_phase(uniform, 1), false},
+      {"all-to-all 160 tiles", all_to_all_phase(160, 1, 64, 2), false},
+      {"reduce-scatter groups of 16", reduce_scatter_phase(1472, 16, 1, 3), false},
+      {"reduce-scatter groups of 48, 3 parts", reduce_scatter_phase(1440, 48, 3, 4), false},
+      {"hot receivers", skewed_phase(1472, 30000, 16, 5), false},
+      {"sum of 24 permutations", permutation_sum_phase(1472, 24, 1, 6), true},
+      {"sum of 8 permutations, 4 parts", permutation_sum_phase(1472, 8, 4, 7), true},
+      {"sum of 16 permutations, shuffled", shuffled(permutation_sum_phase(1472, 16, 1, 8), 9), true},
+      {"scatter fanout 24", scatter_phase(1472, 24, 1, 48, 10), false},
   };
+}
+
+ExchangePhase multicast_phase(std::uint32_t transfers, std::uint64_t seed) {
+  RandomPhaseShape shape;
+  shape.transfers = transfers;
+  shape.multicast_fraction = 0.25;
+  shape.max_fanout = 6;
+  return random_phase(shape, seed);
+}
+
+bool same_schedule(const Schedule& a, const Schedule& b) {
+  return std::equal(a.segments.begin(), a.segments.end(), b.segments.begin(), b.segments.end(),
+                    [](const Segment& x, const Segment& y) {
+                      return x.transfer == y.transfer && x.start == y.start && x.words == y.words;
+                    });
 }
 
 }  // namespace
@@ -181,7 +213,7 @@ TEST_CASE("optimal loads through the plugin host as an exchange scheduler", "[op
   CHECK(info->kind == PluginKind::exchange_scheduler);
   REQUIRE(info->options.size() == 1);
   CHECK(info->options[0].name == "repair");
-  CHECK(std::get<std::string>(info->options[0].default_value) == "dense");
+  CHECK(std::get<std::string>(info->options[0].default_value) == "best");
 }
 
 TEST_CASE("optimal reaches the endpoint bound exactly on the ideal target without multicast",
@@ -191,57 +223,225 @@ TEST_CASE("optimal reaches the endpoint bound exactly on the ideal target withou
   for (const NamedPhase& shape : unicast_shapes()) {
     Schedule schedule;
     const ScheduleReport report = schedule_and_check(*optimal, shape.phase, ideal, &schedule);
+    const double per_transfer = segments_per_transfer(schedule, shape.phase);
     INFO(shape.name << ": horizon " << report.horizon << " bound " << report.endpoint_lower_bound
-                    << " segments " << schedule.segments.size() << " transfers "
-                    << shape.phase.transfers.size());
+                    << " segments per transfer " << per_transfer);
     CHECK(report.horizon == report.endpoint_lower_bound);
+    CHECK(report.lower_bound == report.endpoint_lower_bound);
+    // Preemption is rare: a transfer is split only to make room for a port with no slack.
+    CHECK(per_transfer <= 1.1);
+    // Same-sized rounds come out whole, whatever order the phase lists them in.
+    if (shape.structured) CHECK(schedule.segments.size() == transfers_with_words(shape.phase));
   }
 }
 
+TEST_CASE("optimal beats non-preemptive list scheduling where that falls short of the bound",
+          "[optimal]") {
+  // Every port of a sum of permutations is at the bound, so a port that waits once for a
+  // busy partner can never catch up; greedy loses about 10% here.
+  const Target ideal = without_multicast(shipped_target("t1472-ideal"));
+  const ExchangePhase phase = permutation_sum_phase(1472, 24, 1, 6);
+  const ScheduleReport optimal = schedule_and_check(*make_optimal(), phase, ideal);
+  ScheduleReport greedy;
+  make_scheduler("greedy")->schedule(phase, ideal, 2000, &greedy);
+  INFO("optimal " << optimal.horizon << " greedy " << greedy.horizon << " bound "
+                  << optimal.endpoint_lower_bound);
+  CHECK(optimal.horizon == optimal.endpoint_lower_bound);
+  CHECK(greedy.horizon > optimal.horizon);
+}
+
+TEST_CASE("optimal schedules multicast validly at the bound on the ideal target", "[optimal]") {
+  const Target ideal = shipped_target("t1472-ideal");
+  auto optimal = make_optimal();
+  for (std::uint64_t seed : {11u, 12u}) {
+    Schedule schedule;
+    const ExchangePhase phase = multicast_phase(20000, seed);
+    const ScheduleReport report = schedule_and_check(*optimal, phase, ideal, &schedule);
+    INFO("seed " << seed << ": horizon " << report.horizon << " lower bound " << report.lower_bound);
+    // A multicast needs all its ports at once, so the bound is not always reachable; on
+    // random phases it is reached or nearly.
+    CHECK(double(report.horizon) <= 1.02 * double(report.lower_bound));
+    CHECK(segments_per_transfer(schedule, phase) <= 1.1);
+  }
+}
+
+TEST_CASE("optimal stretches the horizon where multicast makes the bound unreachable", "[optimal]") {
+  // Transfer 0 needs receivers 1 and 2 at once for 10 cycles; tile 3 must send 10 words to
+  // each of them outside those cycles, one at a time: 30 cycles, though no port has more
+  // than 20 words.
+  ExchangePhase phase;
+  phase.tiles = 4;
+  phase.transfers = {Transfer{0, {1, 2}, 10, 0, {}}, unicast(3, 1, 10), unicast(3, 2, 10)};
+  Schedule schedule;
+  const ScheduleReport report =
+      schedule_and_check(*make_optimal(), phase, shipped_target("t1472-ideal"), &schedule);
+  CHECK(report.endpoint_lower_bound == 20);
+  CHECK(report.horizon == 30);
+  CHECK(schedule.segments.size() == 3);
+}
+
+TEST_CASE("optimal places its schedule validly on targets with latency and switch cost",
+          "[optimal]") {
+  const Target realistic = shipped_target("t1472");
+  std::vector<NamedPhase> shapes = unicast_shapes();
+  shapes.push_back({"random 25% multicast", multicast_phase(20000, 13), false});
+  auto optimal = make_optimal();
+  for (const NamedPhase& shape : shapes) {
+    const ScheduleReport report = schedule_and_check(*optimal, shape.phase, realistic);
+    INFO(shape.name << ": horizon " << report.horizon << " lower bound " << report.lower_bound);
+    // Measured between 1.002 and 1.36 times the lower bound; the bound itself is not
+    // reachable in general (latency and switch cost make the problem NP-hard).
+    CHECK(double(report.horizon) <= 1.5 * double(report.lower_bound));
+  }
+}
+
+TEST_CASE("optimal keeps the shorter placement when asked for the best", "[optimal]") {
+  const Target realistic = shipped_target("t1472");
+  for (const NamedPhase& shape : {NamedPhase{"hot receivers", skewed_phase(1472, 30000, 16, 5), false},
+                                  NamedPhase{"multicast", multicast_phase(20000, 14), false}}) {
+    const ScheduleReport best = schedule_and_check(*make_optimal("best"), shape.phase, realistic);
+    const ScheduleReport dense = schedule_and_check(*make_optimal("dense"), shape.phase, realistic);
+    const ScheduleReport shifted = schedule_and_check(*make_optimal("left-shift"), shape.phase, realistic);
+    INFO(shape.name << ": best " << best.horizon << " dense " << dense.horizon << " left-shift "
+                    << shifted.horizon);
+    CHECK(best.horizon == std::min(dense.horizon, shifted.horizon));
+  }
+}
+
+TEST_CASE("optimal schedules a dense 16-tile phase with latency, switch cost and multicast",
+          "[optimal]") {
+  const Target small = shipped_target("t16");
+  RandomPhaseShape shape;
+  shape.tiles = 16;
+  shape.transfers = 3000;
+  shape.multicast_fraction = 0.3;
+  shape.max_fanout = 5;
+  for (std::uint64_t seed = 20; seed < 23; ++seed)
+    for (const char* repair : {"best", "dense", "left-shift"}) {
+      const ScheduleReport report = schedule_and_check(*make_optimal(repair), random_phase(shape, seed), small);
+      INFO(repair << " seed " << seed << ": horizon " << report.horizon << " lower bound " << report.lower_bound);
+      CHECK(double(report.horizon) <= 1.6 * double(report.lower_bound));
+    }
+}
+
+TEST_CASE("optimal returns nothing for an empty phase or one without words", "[optimal]") {
+  auto optimal = make_optimal();
+  for (const char* target_name : {"t1472", "t1472-ideal"}) {
+    ExchangePhase phase;
+    phase.tiles = 1472;
+    Schedule schedule;
+    CHECK(schedule_and_check(*optimal, phase, shipped_target(target_name), &schedule).horizon == 0);
+    CHECK(schedule.segments.empty());
+    phase.transfers = {unicast(0, 1, 0), Transfer{2, {3, 4}, 0, 0, {}}};
+    CHECK(schedule_and_check(*optimal, phase, shipped_target(target_name), &schedule).horizon == 0);
+    CHECK(schedule.segments.empty());
+  }
+}
+
+TEST_CASE("optimal sends a single transfer at once in one segment", "[optimal]") {
+  auto optimal = make_optimal();
+  for (const char* target_name : {"t1472", "t1472-ideal"}) {
+    const Target target = shipped_target(target_name);
+    ExchangePhase phase;
+    phase.tiles = 1472;
+    phase.transfers = {unicast(5, 1400, 100)};
+    Schedule schedule;
+    const ScheduleReport report = schedule_and_check(*optimal, phase, target, &schedule);
+    REQUIRE(schedule.segments.size() == 1);
+    CHECK(schedule.segments[0].start == 0);
+    CHECK(schedule.segments[0].words == 100);
+    CHECK(report.horizon == 100 + target.latency(5, 1400));
+    CHECK(report.horizon == report.lower_bound);
+  }
+}
+
+TEST_CASE("optimal gives the same schedule for the same input", "[optimal]") {
+  for (const char* target_name : {"t1472", "t1472-ideal"}) {
+    const Target target = shipped_target(target_name);
+    const ExchangePhase phase = multicast_phase(8000, 42);
+    Schedule first, second, third;
+    auto optimal = make_optimal();
+    schedule_and_check(*optimal, phase, target, &first);
+    schedule_and_check(*optimal, phase, target, &second);
+    schedule_and_check(*make_optimal(), phase, target, &third);
+    CHECK(same_schedule(first, second));
+    CHECK(same_schedule(first, third));
+  }
+}
+
+TEST_CASE("optimal refuses malformed phases and a bad repair option with a fix", "[optimal]") {
+  auto optimal = make_optimal();
+  ExchangePhase phase;
+  phase.tiles = 16;
+  phase.transfers = {Transfer{0, {1, 2}, 4, 0, {}}};
+  CHECK_THROWS_WITH(optimal->schedule(phase, without_multicast(shipped_target("t16")), 100),
+                    Catch::Contains("plugin 'optimal'") &&
+                        Catch::Contains("transfer 0 has 2 destinations but target 't16-unicast' "
+                                        "has no multicast; lower it as one transfer per destination"));
+  phase.transfers = {unicast(0, 16, 4)};
+  CHECK_THROWS_WITH(optimal->schedule(phase, shipped_target("t16"), 100),
+                    Catch::Contains("destination tile 16 is out of range"));
+  phase.transfers = {Transfer{3, {}, 4, 0, {}}};
+  CHECK_THROWS_WITH(optimal->schedule(phase, shipped_target("t16"), 100),
+                    Catch::Contains("transfer 0 (from tile 3) has no destination"));
+  phase.transfers = {Transfer{3, {5, 5}, 4, 0, {}}};
+  CHECK_THROWS_WITH(optimal->schedule(phase, shipped_target("t16"), 100),
+                    Catch::Contains("destination tile 5 is listed twice"));
+  phase.tiles = 17;
+  phase.transfers.clear();
+  CHECK_THROWS_WITH(optimal->schedule(phase, shipped_target("t16"), 100),
+                    Catch::Contains("the phase has 17 tiles but target 't16' has only 16"));
+  CHECK_THROWS_WITH(make_optimal("fastest"),
+                    Catch::Contains("option 'repair' is 'fastest'; use best, dense or left-shift"));
+}
+
+TEST_CASE("optimal schedules 150k transfers on 1472 tiles without per-word work", "[optimal][large]") {
+  // About 0.2 s on one core; the margin covers a loaded shared machine, not O(N^2).
+  const ExchangePhase phase = scatter_phase(1472, 100, 18, 48, 150);
+  const Target ideal = without_multicast(shipped_target("t1472-ideal"));
+  const auto started = std::chrono::steady_clock::now();
+  Schedule schedule;
+  const ScheduleReport report = schedule_and_check(*make_optimal(), phase, ideal, &schedule);
+  const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
+  INFO("150k transfers: " << seconds << " s with validation");
+  CHECK(report.horizon == report.endpoint_lower_bound);
+  CHECK(seconds < 5.0);
+}
+
+// Run with `test_optimal "[.perf]"`: a table of ratio to the lower bound, segments per
+// transfer and elapsed time per shape and target, beside greedy, plus the 586k phase. The
+// plugin's own log line (debug level) gives its elapsed time without the validation.
 TEST_CASE("optimal prints its figures on the shipped targets", "[optimal][.perf]") {
-  struct Row {
-    std::string shape, target, scheduler;
-    ScheduleReport report;
-    std::size_t transfers, segments;
-    double ms;
-  };
-  std::vector<Row> rows;
+  auto log = tessera::logger("tessera.scheduler.optimal");
+  const spdlog::level::level_enum previous = log->level();
+  log->set_level(spdlog::level::debug);
   auto run = [&](const std::string& shape, const ExchangePhase& phase, const Target& target,
                  const std::string& name, ExchangeScheduler& scheduler) {
     const auto started = std::chrono::steady_clock::now();
     ScheduleReport report;
-    Schedule schedule = scheduler.schedule(phase, target, 2000, &report);
-    const double ms =
-        std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - started).count();
-    rows.push_back({shape, target.name, name, report, phase.transfers.size(), schedule.segments.size(), ms});
-    const Row& row = rows.back();
-    fmt::print("{:<40} {:<20} {:<10} transfers={:>7} bound={:>6} lower_bound={:>6} horizon={:>6} "
-               "ratio={:.4f} segments/transfer={:.3f} ms={:.0f}\n",
-               row.shape, row.target, row.scheduler, row.transfers, row.report.endpoint_lower_bound,
-               row.report.lower_bound, row.report.horizon,
-               double(row.report.horizon) / double(std::max<std::uint64_t>(1, row.report.lower_bound)),
-               double(row.segments) / double(std::max<std::size_t>(1, row.transfers)), row.ms);
+    const Schedule schedule = scheduler.schedule(phase, target, 2000, &report);
+    const double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - started).count();
+    fmt::print("{:<36} {:<12} {:<10} transfers={:>6} endpoint_lower_bound={:>5} lower_bound={:>5} "
+               "horizon={:>5} ratio={:.4f} segments_per_transfer={:.3f} elapsed_ms_with_validation={:.0f}\n",
+               shape, target.name, name, phase.transfers.size(), report.endpoint_lower_bound,
+               report.lower_bound, report.horizon, double(report.horizon) / double(std::max<std::uint64_t>(1, report.lower_bound)),
+               segments_per_transfer(schedule, phase), ms);
+    CHECK(report.valid);
   };
   auto optimal = make_optimal();
-  auto left_shift = make_optimal("left-shift");
   auto greedy = make_scheduler("greedy");
   const Target ideal = shipped_target("t1472-ideal");
   const Target realistic = shipped_target("t1472");
   std::vector<NamedPhase> shapes = unicast_shapes();
-  RandomPhaseShape multicast;
-  multicast.transfers = 20000;
-  multicast.multicast_fraction = 0.25;
-  multicast.max_fanout = 6;
-  shapes.push_back({"random 25% multicast", random_phase(multicast, 11)});
+  shapes.push_back({"random 25% multicast", multicast_phase(20000, 13), false});
   for (const NamedPhase& shape : shapes)
     for (const Target* target : {&ideal, &realistic}) {
       run(shape.name, shape.phase, *target, "optimal", *optimal);
-      if (target == &realistic) run(shape.name, shape.phase, *target, "left-shift", *left_shift);
       run(shape.name, shape.phase, *target, "greedy", *greedy);
     }
-  const ExchangePhase big = scatter_phase(1472, 398, 18, 48, 586);
+  const ExchangePhase big = scatter_phase(1472, 398, 16, 44, 586);
   run("scatter 586k", big, ideal, "optimal", *optimal);
   run("scatter 586k", big, realistic, "optimal", *optimal);
-  run("scatter 586k", big, realistic, "left-shift", *left_shift);
   run("scatter 586k", big, realistic, "greedy", *greedy);
+  log->set_level(previous);
 }

@@ -1,6 +1,8 @@
 // Arm overlays merged onto a base pipeline, arms validated by the core, and suite files.
 #include <catch2/catch.hpp>
 
+#include <functional>
+
 #include <yaml-cpp/yaml.h>
 
 #include "arms.hpp"
@@ -156,6 +158,10 @@ TEST_CASE("arms are validated by the core and fingerprinted by what they run", "
   const std::string wrong_type = dir.write("wrong.yaml", "passes:\n  - {plugin: select-finalist, options: {finalists: many}}\n");
   const std::string message = error_of([&] { prepare_arms(base, {{"A", ""}, {"W", wrong_type}}, (dir.path() / "s").string()); });
   CHECK_THAT(message, Catch::Contains("finalists") && Catch::Contains("arm 'W'") && Catch::Contains(wrong_type));
+  // An option the plugin's own configure() refuses is caught before anything compiles.
+  const std::string zero = dir.write("zero.yaml", "passes:\n  - {plugin: select-finalist, options: {finalists: 0}}\n");
+  CHECK_THAT(error_of([&] { prepare_arms(base, {{"A", ""}, {"Z", zero}}, (dir.path() / "s").string()); }),
+             Catch::Contains("between 1 and") && Catch::Contains("arm 'Z'"));
   CHECK_THAT(error_of([] { parse_arm_argument("B"); }), Catch::Contains("NAME=OVERLAY.yaml"));
   CHECK_THAT(error_of([] { parse_arm_argument("a/b="); }), Catch::Contains("letters, digits"));
   CHECK_THAT(error_of([&] { prepare_arms(base, {{"A", ""}, {"A", ""}}, (dir.path() / "s").string()); }),

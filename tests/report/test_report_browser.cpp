@@ -188,3 +188,35 @@ TEST_CASE("the DOM queries of the browser check find elements, classes, attribut
   CHECK(attribute(html, "render").empty());
   CHECK(table_body_rows(element_by_id(html, "tab")) == 2);
 }
+
+TEST_CASE("the A/B report page renders its tables and charts in headless Chromium without script errors",
+          "[report][browser][ab]") {
+  TempDir dir;
+  const std::string base = pipeline_copy(dir, source_path("configs/pipelines/small.yaml"), "finalists: 2", "finalists: 2");
+  const std::string html = (dir.path() / "ab.html").string();
+  const CommandResult ab = run_command(
+      {tessera_binary(), "ab", "--base", base, "--arm", "greedy=", "--arm",
+       "in-order=" + source_path("configs/suites/arms/in-order.yaml"), "--suite", source_path("configs/suites/quick.yaml"),
+       "--repeat", "2", "--results", (dir.path() / "results").string(), "--lock", (dir.path() / "device.lock").string(),
+       "--html", html, "--quiet"});
+  INFO(ab.out << ab.err);
+  REQUIRE(ab.exit_code == 0);
+
+  const RenderedPage page = render(html);
+  INFO(describe(page));
+  CHECK(page.uncaught_errors.empty());
+  // The A/B page's script marks its footer once it has run.
+  const std::string footer = element_by_id(page.dom, "ab-footer");
+  CHECK(attribute(footer, "data-rendered") == "true");
+  const std::string comparisons = attribute(footer, "data-comparisons");
+  REQUIRE_FALSE(comparisons.empty());
+  CHECK(std::stoul(comparisons) > 0);
+  CHECK(table_body_rows(element_by_id(page.dom, "ab-summary")) > 0);
+  CHECK(table_body_rows(element_by_id(page.dom, "ab-models")) == std::stoul(comparisons));
+  const std::vector<std::string> charts = elements_by_class(page.dom, "svg", "ab-chart");
+  REQUIRE_FALSE(charts.empty());
+  for (const std::string& chart : charts) {
+    INFO(attribute(chart, "id"));
+    CHECK(count_elements(chart, "rect", "ab-bar") > 0);
+  }
+}

@@ -55,7 +55,8 @@ void add_report_options(CLI::App& command, AbCommand& options) {
   command.add_option("--markdown", options.files.markdown, "write the report as Markdown here");
   command.add_option("--html", options.files.html, "write a standalone HTML report (tables, charts, phases) here");
   command.add_option("--alpha", options.alpha, "false-discovery rate for noisy metrics; intervals are 1 - alpha")
-      ->check(CLI::Range(1e-6, 0.5));
+      ->check(CLI::Range(1e-6, 0.5))
+      ->capture_default_str();
   command.add_flag("--quiet", options.quiet, "do not print the tables on stdout");
 }
 
@@ -121,6 +122,7 @@ std::string default_results_directory(const Manifest& manifest) {
 // A scratch folder for validating merged pipelines before the results directory is known.
 struct StagingDirectory {
   std::string path;
+  bool keep = false;  ///< set when an error message names a file in it
   StagingDirectory() {
     std::string pattern = (fs::temp_directory_path() / "tessera-ab-arms-XXXXXX").string();
     if (!mkdtemp(pattern.data())) throw Error("cannot create a temporary folder in " + fs::temp_directory_path().string());
@@ -128,7 +130,7 @@ struct StagingDirectory {
   }
   ~StagingDirectory() {
     std::error_code ec;
-    fs::remove_all(path, ec);
+    if (!keep) fs::remove_all(path, ec);
   }
 };
 
@@ -145,7 +147,13 @@ int run_ab(AbCommand& o) {
   std::vector<ArmRequest> requests;
   for (const std::string& text : o.arms) requests.push_back(parse_arm_argument(text));
   StagingDirectory staging;
-  std::vector<PreparedArm> prepared = prepare_arms(o.base, requests, staging.path);
+  std::vector<PreparedArm> prepared;
+  try {
+    prepared = prepare_arms(o.base, requests, staging.path);
+  } catch (const Error&) {
+    staging.keep = true;  // the error names the merged pipeline: leave it for the user to read
+    throw;
+  }
 
   Manifest manifest;
   manifest.build = current_build();
@@ -267,7 +275,8 @@ std::shared_ptr<AbCommand> add_ab_command(CLI::App& app) {
   o.ab->add_option("--arm", o.arms, "NAME=OVERLAY.yaml, or NAME= for the base itself; the first arm is the baseline "
                                     "(repeatable)");
   o.ab->add_option("--suite", o.suite, "suite YAML: the models and targets (configs/suites/)")->check(CLI::ExistingFile);
-  o.ab->add_option("--repeat", o.repeat, "compiles per model and arm, interleaved, for compile time and memory");
+  o.ab->add_option("--repeat", o.repeat, "compiles per model and arm, interleaved, for compile time and memory")
+      ->capture_default_str();
   o.ab->add_option("--shard", o.shard, "i/N: do every N-th work item from the i-th (join shards with `tessera ab merge`)");
   o.ab->add_option("--results", o.results, "results directory; rerunning resumes it (default: ab-results/SUITE-HASH)");
   o.ab->add_option("--lock", o.lock, "device lock file for the simulator runs (default: in the results directory)");

@@ -148,26 +148,42 @@ private:
 
   void check_items() {
     const Manifest& m = result_.manifest;
+    struct Failures {
+      std::size_t failed = 0, present = 0;
+      std::string first;  // what the first failure said
+    };
+    std::map<std::pair<std::string, std::string>, Failures> failures;  // per (model, arm), in plan order
+    std::vector<std::pair<std::string, std::string>> order;
     for (const WorkItem& item : plan_work(m)) {
       ItemStatus status{m.entries[item.entry].id, m.arms[item.arm].name, item.repeat, "missing"};
-      if (const ArmModelRecords* arm = find(status.model, status.arm)) {
-        auto record = arm->by_repeat.find(item.repeat);
-        if (record != arm->by_repeat.end()) {
-          ++result_.items_present;
-          status.status = record->second->failed() ? "failed" : "ok";
-          if (record->second->failed()) {
-            ++result_.items_failed;
-            const ProcessRecord& p = record->second->compile.process.succeeded() ? record->second->run.process
-                                                                                 : record->second->compile.process;
-            std::string why = p.error.substr(0, p.error.find_last_not_of('\n') + 1);
-            if (why.size() > 300) why = "..." + why.substr(why.size() - 300);
-            result_.warnings.push_back(fmt::format("{}/{}/repeat-{}: {} failed (exit {}{}): {}", status.model, status.arm,
-                                                   item.repeat, record->second->compile.process.succeeded() ? "run" : "compile",
-                                                   p.exit_code, p.signal ? fmt::format(", signal {}", p.signal) : "", why));
+      const ArmModelRecords* arm = find(status.model, status.arm);
+      const auto record = arm ? arm->by_repeat.find(item.repeat) : std::map<std::uint32_t, const Record*>::const_iterator{};
+      if (arm && record != arm->by_repeat.end()) {
+        ++result_.items_present;
+        const Record& r = *record->second;
+        status.status = r.failed() ? "failed" : "ok";
+        Failures& counts = failures[{status.model, status.arm}];
+        if (counts.present++ == 0) order.push_back({status.model, status.arm});
+        if (r.failed()) {
+          ++result_.items_failed;
+          if (counts.failed++ == 0) {
+            const bool compiled = r.compile.process.succeeded();
+            const ProcessRecord& p = compiled ? r.run.process : r.compile.process;
+            std::string why = p.error.substr(0, p.error.find('\n'));  // the error line itself
+            if (why.size() > 300) why = why.substr(0, 300) + "...";
+            counts.first = fmt::format("{} failed (exit {}{}): {}", compiled ? "run" : "compile", p.exit_code,
+                                       p.signal ? fmt::format(", signal {}", p.signal) : "", why);
           }
         }
       }
       result_.items.push_back(status);
+    }
+    for (const auto& key : order) {
+      const Failures& counts = failures.at(key);
+      if (counts.failed)
+        result_.warnings.push_back(fmt::format("{} arm {}: {} of {} work items failed; the first {} (logs under logs/{}/{})",
+                                               key.first, key.second, counts.failed, counts.present, counts.first,
+                                               key.first, key.second));
     }
     const std::size_t expected = result_.items.size();
     if (result_.items_present < expected)

@@ -9,6 +9,7 @@
 #include "fingerprint.hpp"
 #include "overlay.hpp"
 #include "tessera/diagnostic.hpp"
+#include "tessera/pass_manager.hpp"
 #include "tessera/pipeline.hpp"
 #include "tessera/plugin_host.hpp"
 
@@ -77,8 +78,12 @@ std::vector<PreparedArm> prepare_arms(const std::string& base_pipeline, const st
     try {
       spec = load_pipeline(staged);
       resolve_pipeline(spec, host);
+      // Creating the plugins runs their configure(), which checks option ranges: a bad arm
+      // fails here, not after an hour of compiles.
+      PassManager plugins_configured(spec, host, PassManagerOptions{});
     } catch (const Error& e) {
-      throw Error(std::string(e.what()) + " [" + origin + " merged onto " + base_pipeline + "]");
+      throw Error(std::string(e.what()) + " [" + origin + " merged onto " + base_pipeline + "; the merged pipeline is " +
+                  staged + "]");
     }
     std::string fingerprint_text = "tessera-ab-arm/1\n";
     fingerprint_text += use_fingerprint_text(spec.cost_model, host, "cost_model");

@@ -25,7 +25,8 @@ struct PreparedArm {
 };
 
 /// Merges every overlay onto `base_pipeline`, writes each result into `staging_directory`,
-/// loads and resolves it with the core (plugins, option types, pass order) and fingerprints
+/// loads and resolves it with the core (plugins, option types, pass order), creates its plugins
+/// (so each plugin's configure() checks its options) and fingerprints
 /// it from its plugins' names, versions, library contents and resolved options. Appends
 /// the baseline's twin. Throws Error naming the arm, the overlay and the merged file.
 std::vector<PreparedArm> prepare_arms(const std::string& base_pipeline, const std::vector<ArmRequest>& requests,

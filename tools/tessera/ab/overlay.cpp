@@ -2,6 +2,8 @@
 #include "overlay.hpp"
 
 #include <filesystem>
+#include <iterator>
+#include <list>
 
 #include <yaml-cpp/yaml.h>
 
@@ -126,24 +128,27 @@ private:
     YAML::Node base_passes = pipeline["passes"];
     if (!base_passes.IsSequence())
       throw Error(yaml_place(file_, overlay_passes) + ": the base pipeline has no 'passes' list to merge into");
-    std::vector<YAML::Node> passes(base_passes.begin(), base_passes.end());
+    // A list, not a vector: assigning a YAML::Node rewrites the node it refers to, so the
+    // element shuffling of vector::insert/erase would corrupt the base's passes.
+    std::list<YAML::Node> passes(base_passes.begin(), base_passes.end());
     for (const auto& entry : overlay_passes) {
       if (!entry.IsMap() || !is_scalar(entry["plugin"]))
         throw Error(yaml_place(file_, entry) + ": a pass in an overlay must be {plugin: NAME, ...}");
       check_yaml_keys(file_, entry, {"plugin", "options", "remove", "after", "before"}, "a pass of an overlay");
       const std::string name = entry["plugin"].Scalar();
-      const std::ptrdiff_t found = find_pass(passes, name, entry);
+      const auto found = find_pass(passes, name, entry);
       const bool remove = flag(entry["remove"], "remove");
       const bool inserting = entry["after"].IsDefined() || entry["before"].IsDefined();
       if (remove) {
-        if (found < 0) throw Error(yaml_place(file_, entry) + ": cannot remove pass '" + name + "': " + not_found(passes));
-        passes.erase(passes.begin() + found);
+        if (found == passes.end())
+          throw Error(yaml_place(file_, entry) + ": cannot remove pass '" + name + "': " + not_found(passes));
+        passes.erase(found);
         changes_.push_back("passes: - " + name);
-      } else if (found >= 0) {
+      } else if (found != passes.end()) {
         if (inserting)
           throw Error(yaml_place(file_, entry) + ": pass '" + name + "' is already in the base pipeline; "
                       "to move it, remove it (`remove: true`) and add it under another name's `after:`");
-        merge_options(passes[static_cast<std::size_t>(found)], entry["options"], "pass " + name);
+        merge_options(*found, entry["options"], "pass " + name);
       } else {
         if (!inserting)
           throw Error(yaml_place(file_, entry) + ": pass '" + name + "' is not in the base pipeline (" + not_found(passes) +
@@ -151,14 +156,14 @@ private:
         const bool after = entry["after"].IsDefined();
         const YAML::Node anchor_node = after ? entry["after"] : entry["before"];
         const std::string anchor = scalar_text(anchor_node);
-        const std::ptrdiff_t anchor_index = find_pass(passes, anchor, anchor_node);
-        if (anchor_index < 0)
+        const auto anchor_at = find_pass(passes, anchor, anchor_node);
+        if (anchor_at == passes.end())
           throw Error(yaml_place(file_, anchor_node) + ": no pass '" + anchor + "' to insert '" + name + "' " +
                       (after ? "after" : "before") + " (" + not_found(passes) + ")");
         YAML::Node added(YAML::NodeType::Map);
         added["plugin"] = name;
         if (entry["options"].IsDefined()) added["options"] = YAML::Clone(entry["options"]);
-        passes.insert(passes.begin() + anchor_index + (after ? 1 : 0), added);
+        passes.insert(after ? std::next(anchor_at) : anchor_at, added);
         changes_.push_back("passes: + " + name + (after ? " after " : " before ") + anchor + describe_options(entry["options"]));
       }
     }
@@ -167,14 +172,15 @@ private:
     pipeline["passes"] = rebuilt;
   }
 
-  std::ptrdiff_t find_pass(const std::vector<YAML::Node>& passes, const std::string& name, const YAML::Node& where) const {
-    std::ptrdiff_t found = -1;
-    for (std::size_t i = 0; i < passes.size(); ++i) {
-      if (!is_scalar(passes[i]["plugin"]) || passes[i]["plugin"].Scalar() != name) continue;
-      if (found >= 0)
+  std::list<YAML::Node>::iterator find_pass(std::list<YAML::Node>& passes, const std::string& name,
+                                            const YAML::Node& where) const {
+    auto found = passes.end();
+    for (auto pass = passes.begin(); pass != passes.end(); ++pass) {
+      if (!is_scalar((*pass)["plugin"]) || (*pass)["plugin"].Scalar() != name) continue;
+      if (found != passes.end())
         throw Error(yaml_place(file_, where) + ": pass '" + name + "' appears more than once in the base pipeline, "
                     "so an overlay cannot tell which one it means; give each arm its own base pipeline");
-      found = static_cast<std::ptrdiff_t>(i);
+      found = pass;
     }
     return found;
   }
@@ -188,7 +194,7 @@ private:
     }
   }
 
-  static std::string not_found(const std::vector<YAML::Node>& passes) {
+  static std::string not_found(const std::list<YAML::Node>& passes) {
     std::string list;
     for (const YAML::Node& pass : passes)
       list += (list.empty() ? "" : ", ") + (is_scalar(pass["plugin"]) ? pass["plugin"].Scalar() : std::string("?"));

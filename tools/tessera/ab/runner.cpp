@@ -135,7 +135,7 @@ RunnerStats run_work(const Manifest& manifest, const ResultsDir& results, const 
       record.compile.process.exit_code = 1;  // exited 0 without its result line: not a usable compile
       record.compile.process.error = "no result line on stdout: " + compiled.substr(0, 400);
     } else if (!record.compile.process.succeeded()) {
-      record.compile.process.error = tail_of_file(compile_err, 6);
+      record.compile.process.error = error_excerpt(compile_err, 6);
     }
     if (record.compile.process.succeeded()) {
       CompileRecord& c = record.compile;
@@ -185,7 +185,7 @@ RunnerStats run_work(const Manifest& manifest, const ResultsDir& results, const 
         if (auto found = numerics.find("numericalTest"); found != numerics.end()) record.run.numerical_test = found->second;
         record.run.max_abs_error = field_number(numerics, "referenceMaximumAbsoluteError").value_or(0);
         if (!record.run.process.succeeded() || record.run.simulated_cycles == 0)
-          record.run.process.error = tail_of_file(run_err, 6);
+          record.run.process.error = error_excerpt(run_err, 6);
       }
     }
 

@@ -12,6 +12,7 @@
 #include <cstring>
 #include <deque>
 #include <fstream>
+#include <vector>
 
 #include "tessera/diagnostic.hpp"
 
@@ -64,15 +65,21 @@ ProcessRecord run_process(const std::vector<std::string>& command, const std::st
   return record;
 }
 
-std::string tail_of_file(const std::string& path, std::size_t lines) {
+std::string error_excerpt(const std::string& path, std::size_t lines) {
   std::ifstream in(path);
   std::deque<std::string> last;
+  std::vector<std::string> from_error;
   for (std::string line; std::getline(in, line);) {
+    if (line.rfind("error: ", 0) == 0 || line.rfind("internal error: ", 0) == 0) from_error.clear(), from_error.push_back(line);
+    else if (!from_error.empty() && from_error.size() < 4) from_error.push_back(line);
     last.push_back(line);
     if (last.size() > lines) last.pop_front();
   }
   std::string text;
-  for (const std::string& line : last) text += line + "\n";
+  if (!from_error.empty())
+    for (const std::string& line : from_error) text += line.substr(0, 600) + "\n";
+  else
+    for (const std::string& line : last) text += line.substr(0, 600) + "\n";
   return text;
 }
 

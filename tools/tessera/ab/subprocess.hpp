@@ -13,7 +13,8 @@ namespace tessera::ab {
 ProcessRecord run_process(const std::vector<std::string>& command, const std::string& stdout_file,
                           const std::string& stderr_file);
 
-/// The last `lines` lines of a text file (for error messages), or "" when unreadable.
-std::string tail_of_file(const std::string& path, std::size_t lines);
+/// What a failed tessera process said: from its last "error:" line to the end (at most a
+/// few lines), or the last `lines` lines when it printed no error line; "" when unreadable.
+std::string error_excerpt(const std::string& path, std::size_t lines);
 
 }  // namespace tessera::ab

@@ -239,8 +239,8 @@ std::string render_html_report(const ProgramFigures& f) {
     phase_heading = fmt::format("Exchange phase {} ({}): the {} busiest tiles", phase.index, escape(phase.label),
                                 f.timeline.size());
     phase_note = fmt::format(
-        "Horizon {} cycles against a lower bound of {} ({:.3f}x; endpoint bound {}), {} words sent to {} "
-        "transfers over {} active tiles. The bound is tessera::lower_bound of the phase rebuilt from the tile "
+        "Horizon {} cycles against a lower bound of {} ({:.3f}x; endpoint bound {}), {} words sent in {} "
+        "transfers between {} active tiles. The bound is tessera::lower_bound of the phase rebuilt from the tile "
         "images' sends and receives. Tiles are ranked by the words through their busier port; the tile whose "
         "last word sets the horizon is always shown.",
         grouped(phase.horizon), grouped(phase.lower_bound), phase.ratio_to_bound(), grouped(phase.endpoint_lower_bound),

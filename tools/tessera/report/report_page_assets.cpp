@@ -31,8 +31,8 @@ svg.chart .grid { stroke: #eee; stroke-width: 1; }
 .legend { display: flex; flex-wrap: wrap; gap: 4px 14px; margin: 4px 0; color: var(--muted); }
 .legend span.swatch { display: inline-block; width: 11px; height: 11px; margin-right: 4px; vertical-align: -1px; }
 table { border-collapse: collapse; margin: 8px 0; font-variant-numeric: tabular-nums; }
-th, td { padding: 3px 9px; border-bottom: 1px solid #eee; text-align: right; white-space: nowrap; }
-th { background: #fafafa; border-bottom: 1px solid #ccc; cursor: default; }
+th, td { padding: 3px 6px; border-bottom: 1px solid #eee; text-align: right; white-space: nowrap; }
+th { background: #fafafa; border-bottom: 1px solid #ccc; cursor: default; white-space: normal; vertical-align: bottom; }
 table.sortable th { cursor: pointer; }
 td.text, th.text { text-align: left; white-space: normal; }
 tr.selected td { background: #fff6e8; }

@@ -1,0 +1,249 @@
+// End-to-end: `tessera ab` and `tessera ab merge` through the real binary on the quick suite.
+#include <catch2/catch.hpp>
+
+#include <filesystem>
+#include <fstream>
+#include <set>
+#include <sstream>
+#include <tuple>
+
+#include <nlohmann/json.hpp>
+
+#include "run_command.hpp"
+#include "temp_dir.hpp"
+
+using namespace tessera::testing;
+using nlohmann::json;
+namespace fs = std::filesystem;
+
+namespace {
+
+const std::vector<std::string> kNoExtraPlugins = {"TESSERA_PLUGIN_PATH="};
+
+std::string read_file(const fs::path& path) {
+  std::ifstream in(path);
+  std::stringstream text;
+  text << in.rdbuf();
+  return text.str();
+}
+
+json read_json(const fs::path& path) { return json::parse(read_file(path)); }
+
+// greedy (the base) against in-order over a suite, with the report files written beside `results`.
+std::vector<std::string> ab_command(const std::string& base, const std::string& suite, const fs::path& results,
+                                    std::vector<std::string> extra = {}, const std::string& second_arm = "in-order") {
+  std::vector<std::string> command = {tessera_binary(), "ab", "--base", base, "--arm", "greedy=",
+                                      "--arm", second_arm + "=" + source_path("configs/suites/arms/" + second_arm + ".yaml"),
+                                      "--suite", suite, "--repeat", "2", "--results", results.string(),
+                                      "--json", results.string() + ".json", "--quiet"};
+  command.insert(command.end(), extra.begin(), extra.end());
+  return command;
+}
+
+const json& find_comparison(const json& report, const std::string& arm, const std::string& metric) {
+  for (const json& c : report["comparisons"])
+    if (c["arm"] == arm && c["metric"] == metric) return c;
+  FAIL("no comparison for " << arm << " " << metric);
+  static json none;
+  return none;
+}
+
+using ItemKey = std::tuple<std::string, std::string, int>;
+std::set<ItemKey> items_with_status(const json& report, const std::string& status) {
+  std::set<ItemKey> items;
+  for (const json& item : report["items"]["list"])
+    if (item["status"] == status) items.insert({item["model"], item["arm"], item["repeat"].get<int>()});
+  return items;
+}
+
+std::size_t count_records(const fs::path& results) {
+  std::size_t records = 0;
+  for (const auto& file : fs::recursive_directory_iterator(results / "records")) records += file.path().extension() == ".json";
+  return records;
+}
+
+}  // namespace
+
+TEST_CASE("ab compares greedy with in-order on the quick suite and resumes", "[ab][e2e]") {
+  TempDir dir;
+  const std::string base = pipeline_copy(dir, source_path("configs/pipelines/small.yaml"), "greedy", "greedy");
+  const std::string suite = source_path("configs/suites/quick.yaml");
+  const fs::path results = dir.path() / "results";
+  const fs::path html = dir.path() / "out/report.html", csv = dir.path() / "out/report.csv", markdown = dir.path() / "out/r.md";
+  auto r = run_command(ab_command(base, suite, results, {"--html", html.string(), "--csv", csv.string(), "--markdown",
+                                                         markdown.string()}),
+                       kNoExtraPlugins);
+  INFO(r.err);
+  REQUIRE(r.exit_code == 0);
+  const json report = read_json(results.string() + ".json");
+
+  // Both arms and the baseline's twin, every item done, one simulator run per distinct package.
+  std::set<std::string> arms;
+  for (const json& arm : report["arms"]) arms.insert(arm["name"]);
+  CHECK(arms == std::set<std::string>{"greedy", "in-order", "greedy.twin"});
+  CHECK(report["baseline"] == "greedy");
+  CHECK(report["items"]["expected"] == 6);
+  CHECK(report["items"]["present"] == 6);
+  CHECK(report["items"]["failed"] == 0);
+  CHECK(count_records(results) == 6);
+  CHECK(report["driver"]["executed"] == 6);
+  CHECK(report["driver"]["runs"] == 2);  // the twin's package equals greedy's: not run again
+
+  // in-order schedules no shorter than greedy; the plan and the bound are the same.
+  const json& scheduled = find_comparison(report, "in-order", "scheduled_exchange_cycles");
+  CHECK(scheduled["value"].get<double>() >= scheduled["baseline"].get<double>());
+  CHECK(find_comparison(report, "in-order", "exchange_lower_bound")["verdict"] == "same");
+  CHECK(find_comparison(report, "in-order", "simulated_cycles")["value"].get<double>() > 0);
+  const json& wall = find_comparison(report, "in-order", "compile_wall_ms");
+  CHECK(wall["samples"].size() == 2);
+  CHECK(wall["baseline_samples"].size() == 2);
+  CHECK(wall["p_value"].is_number());
+  for (const json& package : report["packages"])
+    if (package["arm"] == "greedy.twin") CHECK(package["same_package_as_baseline"] == true);
+  for (const json& floor : report["noise_floor"]) CHECK(floor["pairs"] == 2);
+  for (const json& twin : report["twin_comparisons"])
+    if (twin["metric"] == "scheduled_exchange_cycles") CHECK(twin["verdict"] == "same");
+
+  // Per-phase drill-down: every phase of both arms with horizon >= lower bound.
+  REQUIRE(report["phases"].size() == 1);
+  REQUIRE_FALSE(report["phases"][0]["rows"].empty());
+  for (const json& row : report["phases"][0]["rows"])
+    for (const json& cell : row["cells"]) {
+      REQUIRE(cell.is_object());
+      CHECK(cell["horizon"].get<std::uint64_t>() >= cell["lower_bound"].get<std::uint64_t>());
+      CHECK(cell["transfers"].get<std::uint64_t>() > 0);
+    }
+  CHECK(fs::exists(results / "phases/mlp-small@t16/in-order/repeat-0/phase-0.txt"));
+
+  // The other formats, and the merged pipelines a user can compile again.
+  const std::string page = read_file(html);
+  for (const char* id : {"id=\"ab-summary\"", "id=\"ab-models\"", "id=\"ab-noise\"", "id=\"ab-phases\"", "class=\"ab-chart\"",
+                         "class=\"ab-phase-chart\"", "id=\"ab-data\""})
+    CHECK_THAT(page, Catch::Contains(id));
+  CHECK(page.find("http://") == page.find("http://www.w3.org/2000/svg"));  // no network: only the SVG namespace
+  const std::string table = read_file(csv);
+  CHECK(std::count(table.begin(), table.end(), '\n') == 1 + 2 * 9);  // header, (in-order + twin) x 9 metrics
+  CHECK_THAT(read_file(markdown), Catch::Contains("## in-order vs greedy"));
+  CHECK(fs::exists(results / "report.html"));
+  auto again = run_command({tessera_binary(), "compile", source_path("configs/models/mlp-small.yaml"), "-p",
+                            (results / "arms/in-order.yaml").string(), "-o", (dir.path() / "again.tpkg").string()},
+                           kNoExtraPlugins);
+  CHECK(again.exit_code == 0);
+  CHECK_THAT(again.out, Catch::Contains("scheduled_exchange_cycles=" +
+                                        std::to_string(static_cast<long>(scheduled["value"].get<double>())) + " "));
+
+  SECTION("a second run resumes: nothing is compiled again") {
+    auto resumed = run_command(ab_command(base, suite, results), kNoExtraPlugins);
+    INFO(resumed.err);
+    REQUIRE(resumed.exit_code == 0);
+    const json second = read_json(results.string() + ".json");
+    CHECK(second["driver"]["executed"] == 0);
+    CHECK(second["driver"]["skipped"] == 6);
+    CHECK(second["comparisons"] == report["comparisons"]);
+    CHECK_THAT(resumed.err, Catch::Contains("skipping finished ab item"));
+  }
+  SECTION("a missing record is redone, a record of another arm version is replaced") {
+    fs::remove(results / "records/mlp-small@t16/in-order/repeat-1.json");
+    const fs::path tampered = results / "records/mlp-small@t16/greedy/repeat-1.json";
+    json record = read_json(tampered);
+    record["arm_fingerprint"] = "0000000000000000";
+    std::ofstream(tampered) << record.dump();
+    auto resumed = run_command(ab_command(base, suite, results), kNoExtraPlugins);
+    INFO(resumed.err);
+    REQUIRE(resumed.exit_code == 0);
+    const json second = read_json(results.string() + ".json");
+    CHECK(second["driver"]["executed"] == 2);
+    CHECK(second["driver"]["stale"] == 1);
+    CHECK(second["items"]["present"] == 6);
+    CHECK(read_json(tampered)["arm_fingerprint"] != "0000000000000000");
+  }
+  SECTION("a results directory of other arms is refused") {
+    auto other = run_command(ab_command(base, suite, results, {}, "greedy-longest-first"), kNoExtraPlugins);
+    CHECK(other.exit_code == 1);
+    CHECK_THAT(other.err, Catch::Contains("error: " + results.string()) && Catch::Contains("other arms") &&
+                              Catch::Contains("another --results"));
+  }
+}
+
+TEST_CASE("ab shards merged equal the unsharded run, and merge refuses other suites", "[ab][e2e]") {
+  TempDir dir;
+  const std::string base = pipeline_copy(dir, source_path("configs/pipelines/small.yaml"), "greedy", "greedy");
+  const std::string suite = source_path("configs/suites/quick.yaml");
+  const fs::path whole = dir.path() / "whole", first = dir.path() / "shard1", second = dir.path() / "shard2";
+  REQUIRE(run_command(ab_command(base, suite, whole), kNoExtraPlugins).exit_code == 0);
+  auto one = run_command(ab_command(base, suite, first, {"--shard", "1/2"}), kNoExtraPlugins);
+  auto two = run_command(ab_command(base, suite, second, {"--shard", "2/2"}), kNoExtraPlugins);
+  INFO(one.err << two.err);
+  REQUIRE(one.exit_code == 0);
+  REQUIRE(two.exit_code == 0);
+  const json shard_one = read_json(first.string() + ".json"), shard_two = read_json(second.string() + ".json");
+  CHECK(shard_one["items"]["present"] == 3);
+  CHECK(shard_two["items"]["present"] == 3);
+  CHECK_THAT(shard_one["warnings"].dump(), Catch::Contains("tessera ab merge"));
+
+  const fs::path merged_json = dir.path() / "merged.json";
+  auto merged = run_command({tessera_binary(), "ab", "merge", first.string(), second.string(), "--json", merged_json.string(),
+                             "--html", (dir.path() / "merged.html").string()},
+                            kNoExtraPlugins);
+  INFO(merged.err);
+  REQUIRE(merged.exit_code == 0);
+  const json report = read_json(merged_json), unsharded = read_json(whole.string() + ".json");
+  CHECK(report["items"]["present"] == 6);
+  CHECK(items_with_status(report, "ok") == items_with_status(unsharded, "ok"));
+  CHECK(items_with_status(report, "ok").size() == 6);
+  for (const char* metric : {"simulated_cycles", "scheduled_exchange_cycles", "exchange_lower_bound", "peak_tile_bytes"})
+    CHECK(find_comparison(report, "in-order", metric)["value"] == find_comparison(unsharded, "in-order", metric)["value"]);
+  CHECK_THAT(merged.out, Catch::Contains("in-order vs greedy"));
+
+  // A shard of another suite (same models, another name) cannot join.
+  const std::string other_suite =
+      dir.write("other.yaml", "suite: other\nmodels:\n  - {model: " + source_path("configs/models/mlp-small.yaml") +
+                                  ", target: " + source_path("configs/targets/t16.yaml") + "}\n");
+  const fs::path foreign = dir.path() / "foreign";
+  REQUIRE(run_command(ab_command(base, other_suite, foreign, {"--shard", "2/2"}), kNoExtraPlugins).exit_code == 0);
+  auto refused = run_command({tessera_binary(), "ab", "merge", first.string(), foreign.string()}, kNoExtraPlugins);
+  CHECK(refused.exit_code == 1);
+  CHECK_THAT(refused.err, Catch::Contains("error: " + fs::absolute(foreign).string() + ": cannot merge") &&
+                              Catch::Contains("another suite"));
+  // Nor a shard of other arms, or of another --repeat.
+  const fs::path other_arms = dir.path() / "other-arms";
+  REQUIRE(run_command(ab_command(base, suite, other_arms, {"--shard", "2/2"}, "greedy-longest-first"), kNoExtraPlugins)
+              .exit_code == 0);
+  refused = run_command({tessera_binary(), "ab", "merge", first.string(), other_arms.string()}, kNoExtraPlugins);
+  CHECK(refused.exit_code == 1);
+  CHECK_THAT(refused.err, Catch::Contains("other arms"));
+}
+
+TEST_CASE("ab records a failing compile, reports the rest and exits 1", "[ab][e2e]") {
+  TempDir dir;
+  const std::string base = pipeline_copy(dir, source_path("configs/pipelines/small.yaml"), "greedy", "greedy");
+  // mlp-b2-n3 does not fit on 16 tiles: every arm's compile of it fails, mlp-small's succeed.
+  const std::string suite = dir.write(
+      "suite.yaml", "suite: mixed\nmodels:\n  - {model: " + source_path("configs/models/mlp-small.yaml") + ", target: " +
+                        source_path("configs/targets/t16.yaml") + "}\n  - {model: " + source_path("configs/models/mlp-b2-n3.yaml") +
+                        ", target: " + source_path("configs/targets/t16.yaml") + ", name: too-big}\n");
+  const fs::path results = dir.path() / "results";
+  auto r = run_command(ab_command(base, suite, results), kNoExtraPlugins);
+  CHECK(r.exit_code == 1);
+  CHECK_THAT(r.err, Catch::Contains("error: 6 of 12 work items failed"));
+  const json report = read_json(results.string() + ".json");
+  CHECK(report["items"]["failed"] == 6);
+  CHECK_THAT(report["warnings"].dump(), Catch::Contains("too-big arm greedy: 2 of 2 work items failed; the first compile "
+                                                          "failed (exit 1): error: ") &&
+                                            Catch::Contains("does not fit"));
+  for (const json& c : report["comparisons"])
+    CHECK(c["verdict"] == (c["model"] == "too-big" ? "missing" : c["verdict"].get<std::string>()));
+  CHECK(find_comparison(report, "in-order", "scheduled_exchange_cycles")["model"] == "mlp-small@t16");
+
+  // Bad command lines are one-line errors naming the problem.
+  auto no_overlay = run_command({tessera_binary(), "ab", "--base", base, "--arm", "A=", "--arm", "B=missing.yaml", "--suite",
+                                 suite, "--results", (dir.path() / "x").string()},
+                                kNoExtraPlugins);
+  CHECK(no_overlay.exit_code == 1);
+  CHECK_THAT(no_overlay.err, Catch::Contains("error: --arm B=missing.yaml: overlay file not found"));
+  auto bad_shard = run_command({tessera_binary(), "ab", "--base", base, "--arm", "A=", "--suite", suite, "--shard", "3/2",
+                                "--results", (dir.path() / "y").string()},
+                               kNoExtraPlugins);
+  CHECK(bad_shard.exit_code == 1);
+  CHECK_THAT(bad_shard.err, Catch::Contains("--shard 3/2"));
+}
