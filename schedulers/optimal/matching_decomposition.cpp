@@ -1,4 +1,4 @@
-// Timed matchings of the demand graph that keep every critical port busy: the optimal preemptive schedule.
+// Timed matchings that keep every critical port busy: the optimal preemptive schedule.
 //
 // Why it is optimal without multicast: pad the demand graph with idle edges until every port
 // totals the bound B; the result is B-regular, so it has a perfect matching (Hall), whose real
@@ -72,10 +72,10 @@ struct Neighbour {
 };
 constexpr std::uint32_t kMulticastEntry = kNone;
 constexpr std::uint32_t kFinished = kNone;  ///< in Neighbour::edge: the transfer is done
-constexpr std::uint32_t kAnyClass = 0;  ///< no transfer has 0 words
+constexpr std::uint32_t kAnyClass = 0;      ///< no transfer has 0 words
 
 struct Port {
-  std::uint64_t words = 0;     ///< left to send or receive, as of `since` while matched
+  std::uint64_t words = 0;  ///< left to send or receive, as of `since` while matched
   std::uint64_t since = 0;
   std::uint32_t mate = kNone;  ///< the matched edge
   std::uint32_t seen = 0;      ///< stamp of the last search that reached it
@@ -164,8 +164,28 @@ private:
       visit(edge.receiver);
       return;
     }
-    for (std::uint32_t k = multicast_begin_[edge.receiver]; k < multicast_begin_[edge.receiver + 1]; ++k)
+    for (std::uint32_t k = multicast_begin_[edge.receiver]; k < multicast_begin_[edge.receiver + 1];
+         ++k)
       visit(multicast_receivers_[k]);
+  }
+
+  // A multicast to more receivers than this is listed only at its sender: were a broadcast
+  // in every receiver's list, every freed receiver would check it. It watches one busy port
+  // instead (see wake_watchers). Narrower ones are listed at every port, where the scans
+  // weigh them against unicast transfers by size, which packs them better.
+  static constexpr std::uint32_t kWideMulticast = 16;
+  bool is_wide(const Edge& edge) const {
+    return edge.multicast &&
+           multicast_begin_[edge.receiver + 1] - multicast_begin_[edge.receiver] > kWideMulticast;
+  }
+
+  // Calls `visit(vertex)` for the ports whose adjacency lists hold the edge.
+  template <typename Visit>
+  void for_each_listing_port(const Edge& edge, Visit visit) const {
+    if (is_wide(edge))
+      visit(edge.sender);
+    else
+      for_each_port(edge, visit);
   }
 
   // Each vertex's edges as one slice of `adjacency_`, heaviest first (phase order among
@@ -174,7 +194,7 @@ private:
   void build_adjacency() {
     adjacency_begin_.assign(2 * std::size_t{tiles_} + 1, 0);
     for (const Edge& edge : edges_)
-      for_each_port(edge, [&](std::uint32_t vertex) { ++adjacency_begin_[vertex + 1]; });
+      for_each_listing_port(edge, [&](std::uint32_t vertex) { ++adjacency_begin_[vertex + 1]; });
     for (std::uint32_t vertex = 0; vertex < 2 * tiles_; ++vertex)
       adjacency_begin_[vertex + 1] += adjacency_begin_[vertex];
     struct Sortable {
@@ -186,14 +206,16 @@ private:
     live_end_ = live_begin_;
     for (std::uint32_t index = 0; index < edges_.size(); ++index) {
       const Edge& edge = edges_[index];
-      for_each_port(edge, [&](std::uint32_t vertex) {
-        const std::uint32_t partner =
-            edge.multicast ? kMulticastEntry : (vertex == edge.sender ? edge.receiver : edge.sender);
+      for_each_listing_port(edge, [&](std::uint32_t vertex) {
+        const std::uint32_t partner = edge.multicast
+                                          ? kMulticastEntry
+                                          : (vertex == edge.sender ? edge.receiver : edge.sender);
         sortable[live_end_[vertex]++] = {{index, partner}, edge.remaining};
       });
     }
     for (std::uint32_t vertex = 0; vertex < 2 * tiles_; ++vertex)
-      std::stable_sort(sortable.begin() + adjacency_begin_[vertex], sortable.begin() + live_end_[vertex],
+      std::stable_sort(sortable.begin() + adjacency_begin_[vertex],
+                       sortable.begin() + live_end_[vertex],
                        [](const Sortable& x, const Sortable& y) { return x.words > y.words; });
     adjacency_.resize(sortable.size());
     entry_words_.resize(sortable.size());
@@ -205,7 +227,8 @@ private:
     // Each edge records where its entries are, to mark them when it finishes.
     entry_begin_.assign(edges_.size() + 1, 0);
     for (const Neighbour& entry : adjacency_) ++entry_begin_[entry.edge + 1];
-    for (std::size_t index = 0; index < edges_.size(); ++index) entry_begin_[index + 1] += entry_begin_[index];
+    for (std::size_t index = 0; index < edges_.size(); ++index)
+      entry_begin_[index + 1] += entry_begin_[index];
     entry_positions_.resize(adjacency_.size());
     entry_slots_.resize(adjacency_.size());
     std::vector<std::uint32_t> fill(entry_begin_.begin(), entry_begin_.end() - 1);
@@ -215,6 +238,47 @@ private:
     }
     finished_entries_.assign(2 * std::size_t{tiles_}, 0);
     busy_.assign(2 * std::size_t{tiles_}, 0);
+    watchers_.assign(2 * std::size_t{tiles_}, {});
+    watched_port_.assign(edges_.size(), kNone);
+    for (std::uint32_t index = 0; index < edges_.size(); ++index)
+      if (is_wide(edges_[index])) {
+        watch(index, edges_[index].sender);
+        ++wide_multicast_edges_;
+      }
+  }
+
+  void watch(std::uint32_t index, std::uint32_t vertex) {
+    watched_port_[index] = vertex;
+    watchers_[vertex].push_back(index);
+  }
+
+  // The idle `vertex` was a port some wide multicasts waited for (as with watched literals
+  // in a SAT solver): each starts if all its ports are now idle, else watches a port still
+  // busy. So a wide multicast is looked at only when a port it waits for frees. Entries of
+  // multicasts that started, finished or moved on are dropped here.
+  void wake_watchers(std::uint32_t vertex) {
+    std::vector<std::uint32_t>& list = watchers_[vertex];
+    std::size_t kept = 0;
+    for (std::size_t i = 0; i < list.size(); ++i) {
+      const std::uint32_t index = list[i];
+      const Edge& edge = edges_[index];
+      if (watched_port_[index] != vertex || edge.matched || edge.remaining == 0) continue;
+      if (!is_idle(vertex)) {  // taken by an earlier multicast of this list: keep waiting here
+        list[kept++] = index;
+        continue;
+      }
+      std::uint32_t busy = kNone;
+      for_each_port(edge, [&](std::uint32_t port) {
+        if (busy == kNone && !is_idle(port)) busy = port;
+      });
+      if (busy == kNone) {
+        enter(index);
+        list[kept++] = index;  // dropped on a later wake, as it is matched or finished
+      } else {
+        watch(index, busy);
+      }
+    }
+    list.resize(kept);
   }
 
   // Squeezes the finished entries out of `vertex`'s live slice once they are a quarter of
@@ -247,7 +311,8 @@ private:
         --finished_entries_[vertex];
       }
     }
-    while (live_end_[vertex] > live_begin_[vertex] && adjacency_[live_end_[vertex] - 1].edge == kFinished) {
+    while (live_end_[vertex] > live_begin_[vertex] &&
+           adjacency_[live_end_[vertex] - 1].edge == kFinished) {
       --live_end_[vertex];
       --finished_entries_[vertex];
     }
@@ -295,7 +360,8 @@ private:
       drop_stale_idle();
     }
     for (std::uint32_t vertex : touched_)
-      if (is_idle(vertex) && ports_[vertex].words > 0 && is_critical(vertex)) critical_.push_back(vertex);
+      if (is_idle(vertex) && ports_[vertex].words > 0 && is_critical(vertex))
+        critical_.push_back(vertex);
     // Critical ports first, so free partners go where they are needed.
     for (std::uint32_t vertex : critical_)
       if (is_idle(vertex) && !match_in_class(vertex) && !match_directly(vertex) &&
@@ -304,6 +370,8 @@ private:
     // touched_ may grow here: a path's last port is left idle and joins it.
     for (std::size_t i = 0; i < touched_.size(); ++i) {
       const std::uint32_t vertex = touched_[i];
+      if (!is_idle(vertex)) continue;
+      if (wide_multicast_edges_ > 0) wake_watchers(vertex);
       if (is_idle(vertex) && ports_[vertex].words > 0) match_directly(vertex);
     }
     for (std::uint32_t index : displaced_) {
@@ -335,7 +403,8 @@ private:
     compact(vertex);
     for (std::uint32_t position = live_begin_[vertex];; ++position) {
       const Neighbour* entry = next_live(vertex, position);
-      if (!entry || (class_words != kAnyClass && entry_words_[position] < class_words)) return false;
+      if (!entry || (class_words != kAnyClass && entry_words_[position] < class_words))
+        return false;
       if (class_words != kAnyClass && entry_words_[position] != class_words) continue;
       if (entry->vertex == kMulticastEntry ? all_ports_idle(edges_[entry->edge])
                                            : is_idle(entry->vertex)) {
@@ -352,8 +421,7 @@ private:
   // the middle of the next round and interrupt it.
   bool match_in_class(std::uint32_t vertex) {
     std::uint32_t position = live_begin_[vertex];
-    const Neighbour* first = next_live(vertex, position);
-    if (!first) return false;
+    if (!next_live(vertex, position)) return false;
     const std::uint32_t words = entry_words_[position];
     return match_directly(vertex, words) || augment_from(vertex, words);
   }
@@ -489,7 +557,8 @@ private:
       level_next_.clear();
     }
     if (!in_class && multicast_edges_ == 0)
-      internal_error(fmt::format("no alternating path from critical port {} at cycle {}", root, now_));
+      internal_error(
+          fmt::format("no alternating path from critical port {} at cycle {}", root, now_));
     return false;
   }
 
@@ -562,7 +631,7 @@ private:
     edge.remaining = 0;
     for (std::uint32_t k = entry_begin_[index]; k < entry_begin_[index + 1]; ++k)
       adjacency_[entry_positions_[k]].edge = kFinished;
-    for_each_port(edge, [&](std::uint32_t vertex) { ++finished_entries_[vertex]; });
+    for_each_listing_port(edge, [&](std::uint32_t vertex) { ++finished_entries_[vertex]; });
     close_run(index);
   }
 
@@ -583,15 +652,19 @@ private:
 
   std::vector<Edge> edges_;  ///< edges_[i] is transfers_[i]
   std::vector<std::uint32_t> multicast_begin_, multicast_receivers_;  ///< receiver vertices
-  std::uint64_t multicast_edges_ = 0;
+  std::uint64_t multicast_edges_ = 0, wide_multicast_edges_ = 0;
   std::vector<Port> ports_;
   std::vector<std::uint8_t> busy_;  ///< per port: matched
   std::vector<Neighbour> adjacency_;
   std::vector<std::uint32_t> adjacency_begin_, live_begin_, live_end_;
-  std::vector<std::uint32_t> entry_words_;  ///< parallel to adjacency_: the transfer's words, the list order
-  std::vector<std::uint32_t> entry_slots_;  ///< parallel to adjacency_: where entry_positions_ records it
+  std::vector<std::uint32_t>
+      entry_words_;  ///< parallel to adjacency_: the transfer's words, the list order
+  std::vector<std::uint32_t>
+      entry_slots_;  ///< parallel to adjacency_: where entry_positions_ records it
   std::vector<std::uint32_t> entry_begin_, entry_positions_;  ///< each edge's adjacency entries
   std::vector<std::uint32_t> finished_entries_;  ///< per vertex: finished entries in its live slice
+  std::vector<std::vector<std::uint32_t>> watchers_;  ///< per port: multicasts that may wait for it
+  std::vector<std::uint32_t> watched_port_;           ///< per multicast edge: the port it waits for
 
   std::uint64_t now_ = 0;
   std::uint64_t horizon_ = 0;  ///< the bound, stretched while a critical port finds no partner
@@ -603,7 +676,8 @@ private:
   std::vector<std::uint32_t> level_now_, level_next_, path_displace_, path_enter_;
   struct Frame {
     std::uint32_t vertex;
-    std::uint32_t position;  ///< next entry of its list to descend through; kNone before the look-ahead
+    std::uint32_t
+        position;  ///< next entry of its list to descend through; kNone before the look-ahead
   };
   std::vector<Frame> frames_;  ///< the depth-first search's path
   std::uint32_t stamp_ = 0;

@@ -1,4 +1,4 @@
-// The ideal preemptive schedule of an exchange phase, as a sequence of timed matchings of its demand graph.
+// The ideal preemptive schedule of a phase: timed matchings of its demand graph.
 #pragma once
 #include <cstdint>
 #include <vector>

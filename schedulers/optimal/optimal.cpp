@@ -49,13 +49,13 @@ void check_phase(const ExchangePhase& phase, const Target& target) {
   for (std::uint32_t index = 0; index < phase.transfers.size(); ++index) {
     const Transfer& transfer = phase.transfers[index];
     if (transfer.source >= phase.tiles)
-      throw tessera::Error(fmt::format(
-          "transfer {}: source tile {} is out of range (the phase has {} tiles)", index,
-          transfer.source, phase.tiles));
+      throw tessera::Error(
+          fmt::format("transfer {}: source tile {} is out of range (the phase has {} tiles)", index,
+                      transfer.source, phase.tiles));
     if (transfer.destinations.empty())
-      throw tessera::Error(fmt::format(
-          "transfer {} (from tile {}) has no destination; give it one or drop it", index,
-          transfer.source));
+      throw tessera::Error(
+          fmt::format("transfer {} (from tile {}) has no destination; give it one or drop it",
+                      index, transfer.source));
     if (transfer.destinations.size() > 1 && !target.multicast)
       throw tessera::Error(fmt::format(
           "transfer {} has {} destinations but target '{}' has no multicast; lower it as one "
@@ -69,8 +69,8 @@ void check_phase(const ExchangePhase& phase, const Target& target) {
             index, destination, phase.tiles));
       if (listed_by[destination] == index)
         throw tessera::Error(fmt::format(
-            "transfer {}: destination tile {} is listed twice; list each destination once",
-            index, destination));
+            "transfer {}: destination tile {} is listed twice; list each destination once", index,
+            destination));
       listed_by[destination] = index;
     }
   }
@@ -151,17 +151,17 @@ protected:
                                 std::chrono::steady_clock::now() - started)
                                 .count();
     tessera::logger("tessera.scheduler.optimal")
-        ->debug("optimal scheduled exchange phase transfers={} multicast_transfers={} "
-                "endpoint_lower_bound={} ideal_horizon={} horizon={} events={} "
-                "augmenting_paths={} splits={} longest_path={} stalls={} segments={} "
-                "segments_per_transfer={:.3f} placed_on_target={} elapsed_ms={} budget_ms={}",
-                transfers.size(), multicast, stats.bound, stats.horizon,
-                placed ? horizon_of(phase, target, schedule.segments) : stats.horizon,
-                stats.events, stats.augmenting_paths, stats.splits, stats.longest_path,
-                stats.stalls, schedule.segments.size(),
-                transfers.empty() ? 0.0
-                                  : double(schedule.segments.size()) / double(transfers.size()),
-                placed, elapsed_ms, budget_ms);
+        ->debug(
+            "optimal scheduled exchange phase transfers={} multicast_transfers={} "
+            "endpoint_lower_bound={} ideal_horizon={} horizon={} events={} "
+            "augmenting_paths={} splits={} longest_path={} stalls={} segments={} "
+            "segments_per_transfer={:.3f} placed_on_target={} elapsed_ms={} budget_ms={}",
+            transfers.size(), multicast, stats.bound, stats.horizon,
+            placed ? horizon_of(phase, target, schedule.segments) : stats.horizon, stats.events,
+            stats.augmenting_paths, stats.splits, stats.longest_path, stats.stalls,
+            schedule.segments.size(),
+            transfers.empty() ? 0.0 : double(schedule.segments.size()) / double(transfers.size()),
+            placed, elapsed_ms, budget_ms);
     return schedule;
   }
 
@@ -182,8 +182,8 @@ const TesseraOptionSpec kOptions[] = {
 extern "C" const TesseraPluginManifest* optimal_manifest() noexcept {
   static const auto manifest = tessera::make_manifest(
       TESSERA_PLUGIN_EXCHANGE_SCHEDULER, "optimal", "0.1.0",
-      "preemptive matching decomposition: the endpoint bound on an ideal fabric", kOptions, "",
-      "", &tessera::create_plugin_object<OptimalScheduler>);
+      "preemptive matching decomposition: the endpoint bound on an ideal fabric", kOptions, "", "",
+      &tessera::create_plugin_object<OptimalScheduler>);
   return &manifest;
 }
 TESSERA_PLUGIN(optimal_manifest)

@@ -1,4 +1,4 @@
-// Placement of the ideal schedule's pieces on a real target: a left shift, or dense list scheduling by ideal order.
+// Placement of the ideal pieces on a real target: a left shift, or dense list scheduling.
 #include "ordered_placement.hpp"
 
 #include <algorithm>
@@ -49,7 +49,10 @@ struct Routes {
 class PortTimeline {
 public:
   PortTimeline(const Routes& routes, std::uint32_t tiles, std::uint32_t switch_cost)
-      : routes_(routes), switch_cost_(switch_cost), send_free_(tiles, 0), receive_free_(tiles, 0),
+      : routes_(routes),
+        switch_cost_(switch_cost),
+        send_free_(tiles, 0),
+        receive_free_(tiles, 0),
         listening_to_(tiles, kNoSource) {}
 
   // The first cycle at which the source is free and every destination can take the
@@ -64,7 +67,8 @@ public:
 
   // The first cycle `source` may start sending to `destination` as far as the destination
   // is concerned.
-  std::uint64_t ready_for(std::uint32_t source, std::uint32_t destination, std::uint32_t latency) const {
+  std::uint64_t ready_for(std::uint32_t source, std::uint32_t destination,
+                          std::uint32_t latency) const {
     std::uint64_t ready = receive_free_[destination];
     if (listening_to_[destination] != kNoSource && listening_to_[destination] != source)
       ready += switch_cost_;
@@ -96,7 +100,8 @@ std::uint64_t horizon_of(const Routes& routes, const std::vector<Piece>& pieces,
   for (std::size_t index = 0; index < pieces.size(); ++index) {
     const std::uint32_t transfer = pieces[index].transfer;
     for (std::uint32_t k = routes.begin[transfer]; k < routes.begin[transfer + 1]; ++k)
-      horizon = std::max<std::uint64_t>(horizon, starts[index] + routes.latencies[k] + pieces[index].words);
+      horizon = std::max<std::uint64_t>(horizon,
+                                        starts[index] + routes.latencies[k] + pieces[index].words);
   }
   return horizon;
 }
@@ -119,8 +124,8 @@ std::vector<std::uint64_t> left_shift(const Routes& routes, std::uint32_t tiles,
 // busiest destination has the most words still to come; if none can start, it sleeps until
 // the earliest cycle one of them could and looks again. Among sources free at the same
 // cycle, the one with more words left goes first.
-std::vector<std::uint64_t> dense(const Routes& routes, std::uint32_t tiles, std::uint32_t switch_cost,
-                                 const std::vector<Piece>& pieces) {
+std::vector<std::uint64_t> dense(const Routes& routes, std::uint32_t tiles,
+                                 std::uint32_t switch_cost, const std::vector<Piece>& pieces) {
   // Each source's pieces, in ideal order.
   std::vector<std::uint32_t> begin(std::size_t{tiles} + 1, 0);
   for (const Piece& piece : pieces) ++begin[routes.source[piece.transfer] + 1];
@@ -138,7 +143,8 @@ std::vector<std::uint64_t> dense(const Routes& routes, std::uint32_t tiles, std:
     for (std::uint32_t index = 0; index < pieces.size(); ++index) {
       const std::uint32_t transfer = pieces[index].transfer, source = routes.source[transfer];
       const bool unicast = routes.begin[transfer + 1] - routes.begin[transfer] == 1;
-      by_source[next[source]++] = {index, unicast ? routes.destinations[routes.begin[transfer]] : kNone,
+      by_source[next[source]++] = {index,
+                                   unicast ? routes.destinations[routes.begin[transfer]] : kNone,
                                    unicast ? routes.latencies[routes.begin[transfer]] : 0};
       to_send[source] += pieces[index].words;
       for (std::uint32_t k = routes.begin[transfer]; k < routes.begin[transfer + 1]; ++k)
@@ -155,13 +161,16 @@ std::vector<std::uint64_t> dense(const Routes& routes, std::uint32_t tiles, std:
     return load;
   };
   auto earliest = [&](std::uint32_t source, const Pending& pending) {
-    if (pending.destination == kNone) return timeline.earliest_start(pieces[pending.piece].transfer);
-    return std::max(timeline.send_free(source), timeline.ready_for(source, pending.destination, pending.latency));
+    if (pending.destination == kNone)
+      return timeline.earliest_start(pieces[pending.piece].transfer);
+    return std::max(timeline.send_free(source),
+                    timeline.ready_for(source, pending.destination, pending.latency));
   };
   std::vector<std::uint32_t> first_unplaced(begin.begin(), begin.end() - 1);
   std::vector<std::uint8_t> placed(pieces.size(), 0);
 
-  using Wake = std::tuple<std::uint64_t, std::uint64_t, std::uint32_t>;  // cycle, ~words left, source
+  using Wake =
+      std::tuple<std::uint64_t, std::uint64_t, std::uint32_t>;  // cycle, ~words left, source
   std::priority_queue<Wake, std::vector<Wake>, std::greater<>> wakes;
   for (std::uint32_t source = 0; source < tiles; ++source)
     if (begin[source] < begin[source + 1]) wakes.emplace(0, ~to_send[source], source);
@@ -173,7 +182,8 @@ std::vector<std::uint64_t> dense(const Routes& routes, std::uint32_t tiles, std:
     wakes.pop();
     std::uint64_t wake = kNever, chosen_load = 0;
     std::uint32_t chosen = kNone, seen = 0;
-    for (std::uint32_t k = first_unplaced[source]; k < begin[source + 1] && seen < kDenseWindow; ++k) {
+    for (std::uint32_t k = first_unplaced[source]; k < begin[source + 1] && seen < kDenseWindow;
+         ++k) {
       if (placed[k]) continue;
       ++seen;
       const std::uint64_t start = earliest(source, by_source[k]);
@@ -221,7 +231,8 @@ std::vector<Segment> to_segments(const ExchangePhase& phase, const std::vector<P
     const Piece& piece = pieces[index];
     std::uint32_t& last = last_segment[piece.transfer];
     if (last != kNone && segments[last].start + segments[last].words == starts[index] &&
-        std::uint64_t{segments[last].words} + piece.words <= std::numeric_limits<std::uint32_t>::max()) {
+        std::uint64_t{segments[last].words} + piece.words <=
+            std::numeric_limits<std::uint32_t>::max()) {
       segments[last].words += piece.words;
       continue;
     }

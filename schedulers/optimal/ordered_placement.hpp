@@ -1,4 +1,4 @@
-// Turns the ideal schedule's order of pieces into a valid schedule for any target (latency, switch cost, multicast).
+// Places the ideal schedule validly on any target (latency, switch cost, multicast).
 #pragma once
 #include <cstdint>
 #include <vector>
