@@ -2,7 +2,7 @@
 BUILD ?= build
 TESSERA := $(BUILD)/tools/tessera
 
-.PHONY: all bootstrap build demo test bench bench-exchange bench-ab clean
+.PHONY: all bootstrap build demo test test-sanitize fuzz bench bench-exchange bench-ab clean
 
 all: build
 
@@ -20,6 +20,41 @@ demo: build
 
 test: build
 	ctest --test-dir $(BUILD) --output-on-failure -j2
+
+# The whole suite under AddressSanitizer and UndefinedBehaviorSanitizer (plugins included: they
+# are built with the same flags), in its own build folder; any report fails the test it is in.
+SANITIZE_BUILD ?= build-asan
+SANITIZE_FLAGS := -fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer
+SANITIZE_ENV := ASAN_OPTIONS=halt_on_error=1:abort_on_error=1:detect_leaks=1:strict_string_checks=1 \
+  UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
+test-sanitize: bootstrap
+	cmake -S . -B $(SANITIZE_BUILD) $$(command -v ninja >/dev/null && echo -G Ninja) -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+	  $$(command -v ccache >/dev/null && echo -DCMAKE_CXX_COMPILER_LAUNCHER=ccache) \
+	  -DCMAKE_CXX_FLAGS="$(SANITIZE_FLAGS)" -DCMAKE_EXE_LINKER_FLAGS="$(SANITIZE_FLAGS)" \
+	  -DCMAKE_SHARED_LINKER_FLAGS="$(SANITIZE_FLAGS)" -DCMAKE_MODULE_LINKER_FLAGS="$(SANITIZE_FLAGS)"
+	cmake --build $(SANITIZE_BUILD) --parallel $$(nproc)
+	$(SANITIZE_ENV) ctest --test-dir $(SANITIZE_BUILD) --output-on-failure -j2 --timeout 900
+
+# libFuzzer on the readers of untrusted files (clang: scripts/bootstrap-fuzz.sh), each for
+# FUZZ_SECONDS. Seeds come from tests/fuzz/corpus/<target>/; new inputs go to
+# $(FUZZ_BUILD)/corpus/<target>/ and a crash to $(FUZZ_BUILD)/crashes/ (add it to the seeds once fixed).
+FUZZ_BUILD ?= build-fuzz
+FUZZ_SECONDS ?= 60
+FUZZ_TARGETS := pipeline model phase_file package
+fuzz:
+	@scripts/bootstrap-fuzz.sh
+	cmake -S . -B $(FUZZ_BUILD) $$(command -v ninja >/dev/null && echo -G Ninja) -DCMAKE_CXX_COMPILER=clang++ \
+	  -DCMAKE_BUILD_TYPE=RelWithDebInfo -DTESSERA_FUZZ=ON
+	cmake --build $(FUZZ_BUILD) --parallel $$(nproc)
+	@mkdir -p $(FUZZ_BUILD)/crashes
+	@for target in $(FUZZ_TARGETS); do \
+	  mkdir -p $(FUZZ_BUILD)/corpus/$$target; \
+	  echo "fuzz: $$target for $(FUZZ_SECONDS) s"; \
+	  ASAN_OPTIONS=halt_on_error=1:detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
+	  $(FUZZ_BUILD)/tests/fuzz/fuzz_$$target -max_total_time=$(FUZZ_SECONDS) -timeout=10 -rss_limit_mb=2048 \
+	    -print_final_stats=1 -artifact_prefix=$(FUZZ_BUILD)/crashes/$$target- \
+	    $(FUZZ_BUILD)/corpus/$$target tests/fuzz/corpus/$$target || exit 1; \
+	done
 
 bench: build
 	$(BUILD)/bench/bench-compile-run

@@ -2,7 +2,7 @@
 # Installs the Debian packages Tessera builds with; does nothing when all are present.
 set -euo pipefail
 packages=(g++ cmake ninja-build pkg-config libboost-dev libspdlog-dev libfmt-dev
-          libyaml-cpp-dev catch2 libcli11-dev nlohmann-json3-dev libxxhash-dev libglpk-dev chromium)
+          libyaml-cpp-dev catch2 libcli11-dev nlohmann-json3-dev libxxhash-dev libssl-dev libglpk-dev chromium)
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || missing+=("$p")

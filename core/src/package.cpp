@@ -11,6 +11,7 @@
 #include <unistd.h>
 #include <xxhash.h>
 
+#include <atomic>
 #include <cerrno>
 #include <cstring>
 #include <filesystem>
@@ -273,6 +274,12 @@ void decode_tile(Reader& r, TileImage& tile, const Target& target, std::size_t s
   r.expect_end();
 }
 
+// The temporary file of the write in progress, for remove_package_temporary() from a signal
+// handler: a fixed buffer and a lock-free flag, since a handler may not allocate or lock.
+char g_temporary_path[4096];
+std::atomic<bool> g_temporary_active{false};
+static_assert(std::atomic<bool>::is_always_lock_free);
+
 struct SectionEntry {
   std::uint32_t tag, index;
   std::uint64_t offset, size, checksum;
@@ -311,6 +318,15 @@ void write_package(const Package& package, const std::string& path) {
   const fs::path temporary = target_path.parent_path() / ("." + target_path.filename().string() + ".tmp-" + std::to_string(getpid()));
   std::error_code ec;
   if (!target_path.parent_path().empty()) fs::create_directories(target_path.parent_path(), ec);
+  const bool announce = temporary.native().size() < sizeof(g_temporary_path);
+  if (announce) {  // published before the file exists, so a signal never misses it
+    std::memcpy(g_temporary_path, temporary.c_str(), temporary.native().size() + 1);
+    g_temporary_active.store(true);
+  }
+  struct Unannounce {
+    bool active;
+    ~Unannounce() { if (active) g_temporary_active.store(false); }
+  } unannounce{announce};
   int fd = ::open(temporary.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
   if (fd < 0) throw Error(path + ": cannot write package: " + std::strerror(errno));
   auto write_all = [&](const std::string& bytes) {
@@ -333,6 +349,10 @@ void write_package(const Package& package, const std::string& path) {
     fs::remove(temporary, ec);
     throw Error(path + ": cannot write package: " + std::strerror(error));
   }
+}
+
+void remove_package_temporary() noexcept {
+  if (g_temporary_active.exchange(false)) ::unlink(g_temporary_path);
 }
 
 Package read_package(const std::string& path) {

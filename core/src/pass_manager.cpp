@@ -7,6 +7,7 @@
 #include <filesystem>
 
 #include "tessera/diagnostic.hpp"
+#include "tessera/isolation.hpp"
 #include "tessera/log.hpp"
 #include "tessera/plugin_host.hpp"
 
@@ -25,6 +26,7 @@ struct PassManager::Impl {
   std::unique_ptr<ExchangeScheduler> scheduler;
   std::vector<std::unique_ptr<Pass>> passes;
   std::vector<const PluginInfo*> pass_infos;
+  std::unique_ptr<PluginFault> fault;
 };
 
 PassManager::PassManager(const PipelineSpec& spec, const PluginHost& host, PassManagerOptions options)
@@ -36,7 +38,22 @@ PassManager::PassManager(const PipelineSpec& spec, const PluginHost& host, PassM
     return *found;
   };
   impl_->cost_model = host.create_cost_model(info(spec.cost_model), spec.cost_model.options);
-  impl_->scheduler = host.create_scheduler(info(spec.exchange_scheduler), spec.exchange_scheduler.options);
+  const PluginUse& scheduler_use = spec.exchange_scheduler;
+  if (scheduler_use.isolate == "process") {
+    // The plugin runs in a child process; only its fallback (if any) is created here.
+    std::unique_ptr<ExchangeScheduler> fallback;
+    if (!scheduler_use.fallback.empty()) {
+      const PluginInfo* fallback_info = host.find(scheduler_use.fallback);
+      if (!fallback_info)
+        throw Error(scheduler_use.fallback_place + ": plugin '" + scheduler_use.fallback +
+                    "' is not loaded (resolve the pipeline first)");
+      fallback = host.create_scheduler(*fallback_info,
+                                       host.resolve_options(*fallback_info, {}, scheduler_use.fallback_place));
+    }
+    impl_->scheduler = create_isolated_scheduler(info(scheduler_use), scheduler_use, std::move(fallback));
+  } else {
+    impl_->scheduler = host.create_scheduler(info(scheduler_use), scheduler_use.options);
+  }
   for (const auto& use : spec.passes) {
     impl_->pass_infos.push_back(&info(use));
     impl_->passes.push_back(host.create_pass(info(use), use.options));
@@ -44,6 +61,8 @@ PassManager::PassManager(const PipelineSpec& spec, const PluginHost& host, PassM
 }
 
 PassManager::~PassManager() = default;
+
+const PluginFault* PassManager::fault() const { return impl_->fault.get(); }
 
 CostModel& PassManager::cost_model() { return *impl_->cost_model; }
 ExchangeScheduler& PassManager::scheduler() { return *impl_->scheduler; }
@@ -56,6 +75,7 @@ static bool wants_dump(const std::vector<std::string>& requested, const std::str
 
 Status PassManager::run(CompilationState& state) {
   auto log = logger("tessera.build");
+  impl_->fault.reset();
   for (std::size_t i = 0; i < impl_->passes.size(); ++i) {
     Pass& pass = *impl_->passes[i];
     const PluginInfo& info = *impl_->pass_infos[i];
@@ -69,9 +89,14 @@ Status PassManager::run(CompilationState& state) {
     if (status.ok) {
       state.facts.insert(info.provided_facts.begin(), info.provided_facts.end());
       if (state.facts.count(facts::plan)) {
-        if (std::string problem = verify_program(state.program, state.target); !problem.empty())
+        if (std::string problem = verify_program(state.program, state.target); !problem.empty()) {
           status = Status::failure("left an invalid program: " + problem);
+          impl_->fault = std::make_unique<PluginFault>(PluginFault{info.name, info.name, status.message, nullptr});
+        }
       }
+    } else if (context.fault) {
+      impl_->fault = std::make_unique<PluginFault>(
+          PluginFault{context.fault->plugin_name, info.name, status.message, context.fault->failing_phase});
     }
     const auto elapsed = std::chrono::duration_cast<std::chrono::milliseconds>(
                              std::chrono::steady_clock::now() - start).count();

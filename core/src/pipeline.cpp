@@ -1,6 +1,8 @@
 // Loading, resolving and printing pipeline YAML files.
 #include "tessera/pipeline.hpp"
 
+#include <algorithm>
+#include <cctype>
 #include <filesystem>
 #include <set>
 
@@ -18,8 +20,12 @@ std::string resolve_path(const std::string& pipeline_file, const std::string& re
   fs::path path(relative);
   if (path.is_relative()) path = fs::path(pipeline_file).parent_path() / path;
   std::error_code ec;
-  fs::path absolute = fs::weakly_canonical(fs::absolute(path, ec), ec);
-  return absolute.lexically_normal().string();
+  const fs::path absolute = fs::absolute(path, ec);
+  // A symlink loop (ELOOP) makes weakly_canonical fail with an empty path: keep the path as
+  // written so the error that follows can name it.
+  fs::path canonical = fs::weakly_canonical(absolute, ec);
+  if (ec || canonical.empty()) canonical = absolute;
+  return canonical.lexically_normal().string();
 }
 
 PluginUse parse_plugin_use(const std::string& file, const YAML::Node& node, const std::string& what) {
@@ -30,8 +36,31 @@ PluginUse parse_plugin_use(const std::string& file, const YAML::Node& node, cons
     return use;
   }
   if (!node.IsMap()) yaml::fail(file, node, what + " must be {plugin: NAME, options: {...}}");
-  yaml::check_keys(file, node, {"plugin", "options"});
+  yaml::check_keys(file, node, {"plugin", "options", "isolate", "fallback", "time_limit_ms", "memory_limit_mb", "sha256"});
   use.plugin = yaml::get_string(file, node, "plugin");
+  if (node["sha256"].IsDefined()) {
+    use.sha256 = yaml::get_string(file, node, "sha256");
+    use.sha256_place = yaml::place(file, node["sha256"]);
+    std::transform(use.sha256.begin(), use.sha256.end(), use.sha256.begin(),
+                   [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+    if (use.sha256.size() != 64 || use.sha256.find_first_not_of("0123456789abcdef") != std::string::npos)
+      yaml::fail(file, node["sha256"], "'sha256' must be 64 hex digits (get them with `sha256sum PLUGIN.so`)");
+  }
+  if (node["isolate"].IsDefined()) {
+    use.isolate = yaml::get_string(file, node, "isolate");
+    if (use.isolate != "process")
+      yaml::fail(file, node["isolate"], "'isolate' must be 'process' (run the plugin in a child tessera-plugin-host)");
+  }
+  if (node["fallback"].IsDefined()) {
+    use.fallback = yaml::get_string(file, node, "fallback");
+    use.fallback_place = yaml::place(file, node["fallback"]);
+  }
+  use.time_limit_ms = yaml::get_uint_or(file, node, "time_limit_ms", 0);
+  use.memory_limit_mb = yaml::get_uint_or(file, node, "memory_limit_mb", 0);
+  // The limits and the fallback only mean something for a contained plugin.
+  for (const char* key : {"fallback", "time_limit_ms", "memory_limit_mb"})
+    if (node[key].IsDefined() && use.isolate.empty())
+      yaml::fail(file, node[key], std::string("'") + key + "' needs 'isolate: process' on the same entry");
   if (YAML::Node options = node["options"]; options.IsDefined() && !options.IsNull()) {
     if (!options.IsMap()) yaml::fail(file, options, "'options' must be a mapping of option names to values");
     for (const auto& entry : options) {
@@ -59,8 +88,8 @@ PipelineSpec load_pipeline(const std::string& path) {
   spec.target_place = yaml::place(path, root["target"]);
   std::error_code ec;
   if (!fs::is_regular_file(spec.target, ec))
-    throw Error(spec.target_place + ": target file not found: " + spec.target +
-                " (paths are relative to the pipeline file)");
+    throw Error(spec.target_place + (fs::is_directory(spec.target, ec) ? ": target is a directory, not a file: " : ": target file not found: ") +
+                spec.target + " (paths are relative to the pipeline file)");
   if (YAML::Node paths = root["plugin_paths"]; paths.IsDefined()) {
     if (!paths.IsSequence()) yaml::fail(path, paths, "'plugin_paths' must be a list of directories");
     for (const auto& entry : paths) {
@@ -90,6 +119,23 @@ static const PluginInfo& find_plugin(const PluginHost& host, const PluginUse& us
 
 static void resolve_use(const PluginHost& host, PluginUse& use, PluginKind kind) {
   const PluginInfo& info = find_plugin(host, use, kind);
+  if (!use.sha256.empty()) {  // checked before any object of the plugin is created
+    const std::string actual = file_sha256(info.file);
+    if (actual != use.sha256)
+      throw Error(use.sha256_place + ": plugin '" + use.plugin + "' library " + info.file +
+                  " does not match its sha256 pin: expected " + use.sha256 + ", actual " + actual +
+                  " (rebuild or reinstall the pinned library, or update the pin after checking the new file)");
+  }
+  if (!use.isolate.empty() && kind != PluginKind::exchange_scheduler)
+    throw Error(use.place + ": 'isolate: process' is not supported for " + plugin_kind_name(kind) + " '" +
+                use.plugin + "'; only exchange schedulers can run in a child process (remove 'isolate' here)");
+  if (!use.fallback.empty()) {
+    const PluginInfo* fallback = host.find(use.fallback);
+    if (!fallback || fallback->kind != kind)
+      throw Error(use.fallback_place + ": fallback: " + host.unknown_plugin_message(use.fallback, kind));
+    if (use.fallback == use.plugin)
+      throw Error(use.fallback_place + ": the fallback must be another plugin than '" + use.plugin + "'");
+  }
   // Check option by option so an error points at the option's own line.
   for (const auto& [name, value] : use.options.values) {
     Options single;
@@ -131,6 +177,11 @@ static void emit_use(YAML::Emitter& out, const PluginUse& use) {
       out << YAML::Key << name << YAML::Value << option_value_text(value);
     out << YAML::EndMap;
   }
+  if (!use.sha256.empty()) out << YAML::Key << "sha256" << YAML::Value << use.sha256;
+  if (!use.isolate.empty()) out << YAML::Key << "isolate" << YAML::Value << use.isolate;
+  if (!use.fallback.empty()) out << YAML::Key << "fallback" << YAML::Value << use.fallback;
+  if (use.time_limit_ms) out << YAML::Key << "time_limit_ms" << YAML::Value << use.time_limit_ms;
+  if (use.memory_limit_mb) out << YAML::Key << "memory_limit_mb" << YAML::Value << use.memory_limit_mb;
   out << YAML::EndMap;
 }
 

@@ -2,14 +2,18 @@
 #include "tessera/plugin_host.hpp"
 
 #include <dlfcn.h>
+#include <sys/stat.h>
 
 #include <algorithm>
 #include <cstdlib>
 #include <filesystem>
+#include <fstream>
 #include <map>
 #include <sstream>
 
 #include <boost/dll/shared_library.hpp>
+#include <fmt/format.h>
+#include <openssl/evp.h>
 #include <spdlog/spdlog.h>
 
 #include "tessera/cost_model.hpp"
@@ -87,7 +91,46 @@ bool parse_option_type(const std::string& text, OptionType& type) {
   return true;
 }
 
+// Plugins are native code run with the compiler's rights: a library, or a folder it is
+// found in, that another user can write is a way for them to run code as us. `what` is
+// "plugin library" or "plugin folder". A sticky folder (like /tmp) is accepted for a single
+// named file, whose owner alone can replace it there, but never as a folder to scan, where
+// anyone could drop in a new library.
+void check_not_writable_by_others(const std::string& path, const char* what, bool allow_sticky) {
+  struct stat info {};
+  if (::stat(path.c_str(), &info) != 0) return;  // missing: the loader reports it with its own reason
+  const bool sticky = (info.st_mode & S_ISVTX) != 0;
+  if ((info.st_mode & (S_IWGRP | S_IWOTH)) == 0 || (allow_sticky && sticky)) return;
+  const char* who = (info.st_mode & S_IWGRP) && (info.st_mode & S_IWOTH) ? "group and others"
+                    : (info.st_mode & S_IWGRP)                           ? "its group"
+                                                                        : "others";
+  throw Error(fmt::format("{}: refusing to load plugins: the {} is writable by {} (mode {:04o}), so another "
+                          "user could replace the code the compiler runs; fix: chmod go-w {}",
+                          path, what, who, info.st_mode & 07777, path));
+}
+
 }  // namespace
+
+std::string file_sha256(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw Error(path + ": cannot read the file to compute its sha256");
+  std::unique_ptr<EVP_MD_CTX, decltype(&EVP_MD_CTX_free)> context(EVP_MD_CTX_new(), &EVP_MD_CTX_free);
+  if (!context || EVP_DigestInit_ex(context.get(), EVP_sha256(), nullptr) != 1)
+    throw Error(path + ": OpenSSL could not start a sha256 digest");
+  std::vector<char> buffer(1 << 16);
+  while (in) {
+    in.read(buffer.data(), static_cast<std::streamsize>(buffer.size()));
+    if (in.gcount() > 0 && EVP_DigestUpdate(context.get(), buffer.data(), static_cast<std::size_t>(in.gcount())) != 1)
+      throw Error(path + ": OpenSSL failed while hashing the file");
+  }
+  if (in.bad()) throw Error(path + ": read error while computing its sha256");
+  unsigned char digest[EVP_MAX_MD_SIZE];
+  unsigned int length = 0;
+  if (EVP_DigestFinal_ex(context.get(), digest, &length) != 1) throw Error(path + ": OpenSSL failed to finish the sha256");
+  std::string hex;
+  for (unsigned int i = 0; i < length; ++i) hex += fmt::format("{:02x}", digest[i]);
+  return hex;
+}
 
 struct PluginHost::Impl {
   std::map<std::string, PluginInfo> by_name;
@@ -105,6 +148,7 @@ void PluginHost::load_directory(const std::string& directory) {
   const std::string canonical = fs::canonical(directory, ec).string();
   if (std::find(impl_->directories.begin(), impl_->directories.end(), canonical) != impl_->directories.end())
     return;
+  check_not_writable_by_others(canonical, "plugin folder", /*allow_sticky=*/false);
   impl_->directories.push_back(canonical);
   std::vector<fs::path> files;
   for (const auto& entry : fs::directory_iterator(canonical, ec))
@@ -128,6 +172,9 @@ const PluginInfo& PluginHost::load_file(const std::string& file_name) {
   if (auto it = impl_->loaded_files.find(file); it != impl_->loaded_files.end())
     return impl_->by_name.at(it->second);
 
+  // Checked before dlopen: loading runs the library's initialisers.
+  check_not_writable_by_others(fs::path(file).parent_path().string(), "plugin folder", /*allow_sticky=*/true);
+  check_not_writable_by_others(file, "plugin library", /*allow_sticky=*/false);
   boost::dll::shared_library library;
   library.load(file, ec, boost::dll::load_mode::rtld_now | boost::dll::load_mode::rtld_local);
   if (ec) throw Error(file + ": cannot load plugin library: " + loader_message(file));
@@ -233,7 +280,7 @@ Options PluginHost::resolve_options(const PluginInfo& plugin, const Options& giv
   for (const auto& spec : plugin.options) resolved.values[spec.name] = spec.default_value;
   for (const auto& [name, value] : given.values) {
     auto spec = std::find_if(plugin.options.begin(), plugin.options.end(),
-                             [&](const OptionSpec& s) { return s.name == name; });
+                             [&given_name = name](const OptionSpec& s) { return s.name == given_name; });  // clang 14: no binding captures
     if (spec == plugin.options.end()) {
       std::vector<std::string> names;
       for (const auto& s : plugin.options) names.push_back(s.name);

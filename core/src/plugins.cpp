@@ -31,8 +31,12 @@ auto guarded(const std::string& plugin, const char* call, Function&& function) {
 }  // namespace
 
 Status Pass::run(CompilationState& state, PassContext& context) {
+  context.fault.reset();
   try {
     return guarded(plugin_name(), "run", [&] { return run_impl(state, context); });
+  } catch (const PluginError& e) {
+    context.fault = std::make_shared<const PluginError>(e);  // kept for the reproducer
+    return Status::failure(e.what());
   } catch (const Error& e) {
     return Status::failure(e.what());
   }
@@ -49,13 +53,22 @@ std::uint64_t CostModel::estimate_exchange(const ExchangePhase& phase, const Tar
 
 Schedule ExchangeScheduler::schedule(const ExchangePhase& phase, const Target& target,
                                      std::uint64_t budget_ms, ScheduleReport* report) {
-  Schedule schedule = guarded(plugin_name(), "schedule",
-                              [&] { return schedule_impl(phase, target, budget_ms); });
+  // A failure carries a copy of the phase, so the driver can write a reproducer of it.
+  Schedule schedule;
+  try {
+    schedule = guarded(plugin_name(), "schedule", [&] { return schedule_impl(phase, target, budget_ms); });
+  } catch (PluginError& e) {
+    if (!e.failing_phase) e.failing_phase = std::make_shared<const ExchangePhase>(phase);
+    throw;
+  }
   ScheduleReport checked = validate_schedule(phase, schedule, target);
-  if (!checked.valid)
-    throw PluginError(plugin_name(), "returned an invalid schedule for a phase of " +
+  if (!checked.valid) {
+    PluginError error(plugin_name(), "returned an invalid schedule for a phase of " +
                                          std::to_string(phase.transfers.size()) +
                                          " transfers: " + checked.first_conflict);
+    error.failing_phase = std::make_shared<const ExchangePhase>(phase);
+    throw error;
+  }
   if (report) *report = checked;
   return schedule;
 }

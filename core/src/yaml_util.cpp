@@ -46,7 +46,10 @@ void check_keys(const std::string& file, const YAML::Node& map,
                 std::initializer_list<const char*> allowed) {
   std::vector<std::string> names(allowed.begin(), allowed.end());
   for (const auto& entry : map) {
-    const std::string key = entry.first.as<std::string>();
+    // A key may be a list or a map (`[a]: 1`, `? {x: 1}`); as<std::string>() would throw a
+    // YAML::BadConversion past our error handling (found by fuzz_model).
+    if (!entry.first.IsScalar()) fail(file, entry.first, "a key must be a plain name, not a list or a mapping");
+    const std::string key = entry.first.Scalar();
     if (std::find(names.begin(), names.end(), key) != names.end()) continue;
     std::string message = "unknown key '" + key + "'";
     if (auto near = nearest(key, names); !near.empty()) message += "; did you mean '" + near + "'?";

@@ -10,7 +10,10 @@ namespace {
 class EdgeColouring {
 public:
   explicit EdgeColouring(const PhaseModel& model)
-      : model_(model), colour_(model.jobs(), kNone), at_sender_(model.tiles), at_receiver_(model.tiles) {}
+      : model_(model),
+        colour_(model.jobs(), kNone),
+        at_sender_(model.tiles),
+        at_receiver_(model.tiles) {}
 
   bool run(WorkBudget& budget) {
     std::vector<std::uint32_t> jobs(model_.jobs());
@@ -61,7 +64,8 @@ private:
   void assign(std::uint32_t job, std::uint32_t colour) {
     colour_[job] = colour;
     hold(at_sender_[model_.source[job]], colour, job);
-    for (std::uint32_t receiver : model_.destinations_of(job)) hold(at_receiver_[receiver], colour, job);
+    for (std::uint32_t receiver : model_.destinations_of(job))
+      hold(at_receiver_[receiver], colour, job);
   }
   void release(std::uint32_t job) {
     at_sender_[model_.source[job]][colour_[job]] = kNone;
@@ -99,7 +103,8 @@ private:
         return assign(job, first_common_free(job));
       path_.push_back(next);
       work_ += 8;
-      tile = at_receiving_end ? model_.source[next] : model_.destination[model_.endpoint_begin[next]];
+      tile =
+          at_receiving_end ? model_.source[next] : model_.destination[model_.endpoint_begin[next]];
       at_receiving_end = !at_receiving_end;
       colour = colour == a ? b : a;
     }
@@ -117,7 +122,8 @@ private:
 
 }  // namespace
 
-std::optional<std::vector<std::uint32_t>> colour_order(const PhaseModel& model, WorkBudget& budget) {
+std::optional<std::vector<std::uint32_t>> colour_order(const PhaseModel& model,
+                                                       WorkBudget& budget) {
   EdgeColouring colouring(model);
   if (!colouring.run(budget)) return std::nullopt;
   return colouring.rounds();

@@ -1,10 +1,12 @@
 // Event-driven dense list scheduling (see dense_list.hpp).
 //
-// With lookahead 0 this makes the decisions the `greedy` plugin makes, tie for tie: jobs with
-// one source and one destination set form a group served longest first (or in phase order),
-// a sender scans its unfinished groups in the same sequence (a finished group's place is
-// taken by the sender's last group), and the same packed priority keys decide. The latency-
-// aware scheduler starts from this order, so its result is never later than greedy's.
+// With lookahead 0 this is the `greedy` plugin's rule as it was first written (commit
+// 144847e), decision for decision: jobs with one source and one destination set form a
+// group served longest first (or in phase order), a sender scans its unfinished groups in
+// the same sequence (a finished group's place is taken by the sender's last group), and the
+// same packed priority keys decide. The plugin has since changed how sleeping senders wake
+// up and how groups are ordered, which breaks some ties differently, so the latency-aware
+// scheduler's "never later than greedy" rests on its other starts and search as well.
 #include "dense_list.hpp"
 
 #include <algorithm>
@@ -58,7 +60,7 @@ private:
     std::uint32_t destination;  ///< the receiver, or kMulticast (then see the group)
     std::uint32_t latency;      ///< unicast only
     std::uint32_t group;
-    std::uint32_t head;         ///< the group's next job
+    std::uint32_t head;  ///< the group's next job
     std::uint32_t head_words;
   };
 
@@ -145,8 +147,8 @@ private:
       slot_begin_[source] = static_cast<std::uint32_t>(slots_.size());
       for (auto group_first = first; group_first != last;) {
         const std::uint32_t head = *group_first;
-        auto group_last =
-            std::find_if(group_first, last, [&](std::uint32_t job) { return !same_set(job, head); });
+        auto group_last = std::find_if(group_first, last,
+                                       [&](std::uint32_t job) { return !same_set(job, head); });
         Group group{model_.endpoint_begin[head], model_.endpoint_begin[head + 1],
                     static_cast<std::uint32_t>(group_jobs_.size()), 0};
         for (auto it = group_first; it != group_last; ++it) {
@@ -308,8 +310,8 @@ private:
 }  // namespace
 
 std::optional<std::vector<std::uint32_t>> dense_list_order(const PhaseModel& model,
-                                                           const ListRule& rule,
-                                                           WorkBudget& budget, bool must_finish) {
+                                                           const ListRule& rule, WorkBudget& budget,
+                                                           bool must_finish) {
   return DenseListScheduler(model, rule).run(budget, must_finish);
 }
 

@@ -20,8 +20,8 @@ enum class ListPriority {
 /// How a free sender picks its next job.
 struct ListRule {
   ListPriority priority = ListPriority::load_first;
-  /// 0: take only jobs that can start now (the `greedy` plugin's rule, decision for
-  /// decision). N > 0: also jobs that can start within N cycles, waiting for them, scored
+  /// 0: take only jobs that can start now (the `greedy` plugin's rule, see dense_list.cpp).
+  /// N > 0: also jobs that can start within N cycles, waiting for them, scored
   /// by receiver load minus `wait_penalty` per cycle of waiting.
   std::uint32_t lookahead = 0;
   double wait_penalty = 0;
@@ -33,8 +33,7 @@ struct ListRule {
 /// jobs in the same sequence. Charges `budget` as it goes and returns nothing once it is
 /// spent, unless `must_finish` (then the work is only recorded).
 std::optional<std::vector<std::uint32_t>> dense_list_order(const PhaseModel& model,
-                                                           const ListRule& rule,
-                                                           WorkBudget& budget,
+                                                           const ListRule& rule, WorkBudget& budget,
                                                            bool must_finish = false);
 
 }  // namespace latency_aware

@@ -1,13 +1,19 @@
-// The `latency-aware` exchange scheduler: several constructive orders, the best improved by
-// critical-path neighbourhood moves within the time budget.
+// The `latency-aware` exchange scheduler: several constructive schedules for targets with
+// latency, a receive-mux switch cost and multicast; the best is improved by critical-path
+// neighbourhood moves.
 //
-// A schedule is represented by a global order of the phase's transfers; re-timing it lets
-// every port serve its transfers in that order as early as latency, the receive-mux switch
-// cost and multicast allow (order_timing.hpp). The starts are list schedules (one of them
-// decision for decision the `greedy` plugin's, so the result is never later than greedy's),
-// a list schedule that may wait a few cycles for a better partner, and a round-by-round order
-// from an edge colouring (what phases made of permutations need). The search then moves
-// transfers along the critical path until the budget is spent or the lower bound is reached.
+// A constructive start is a global order of the phase's transfers, re-timed so every port
+// serves its transfers in that order as early as latency, switch cost and multicast allow
+// (order_timing.hpp). The starts: receiver-driven earliest-arrival list scheduling (the best
+// where switch costs make receivers the bottleneck), the `greedy` plugin's dense list rule
+// (so the result is, in practice, never later than greedy's; the tests check it), a best-fit
+// and a waiting list schedule, and a round-by-round order from an edge colouring (what
+// phases made of permutations need).
+// Receiver-driven restarts with other tie-breaks follow; then the best schedule, as one
+// sequence per port, is improved by moves on its critical path (order_search.hpp).
+//
+// Effort is counted in work units, not milliseconds (work_budget.hpp), so the same phase
+// gets the same schedule on a busy machine; the time budget only bounds it.
 #include <algorithm>
 #include <chrono>
 #include <cstdint>
@@ -26,13 +32,13 @@
 #include "order_timing.hpp"
 #include "phase_model.hpp"
 #include "receiver_driven.hpp"
-#include "work_budget.hpp"
 #include "tessera/diagnostic.hpp"
 #include "tessera/exchange.hpp"
 #include "tessera/log.hpp"
 #include "tessera/plugin.hpp"
 #include "tessera/scheduler.hpp"
 #include "tessera/target.hpp"
+#include "work_budget.hpp"
 
 namespace latency_aware {
 namespace {
@@ -40,6 +46,16 @@ namespace {
 using tessera::ExchangePhase;
 using tessera::Schedule;
 using tessera::Target;
+
+// What a sender-driven list scheduler's scans cost, roughly: each sender scans its jobs at
+// each of its decisions.
+std::uint64_t sender_scan_work(const PhaseModel& model) {
+  std::vector<std::uint64_t> jobs(model.tiles, 0);
+  for (std::uint32_t sender : model.source) ++jobs[sender];
+  std::uint64_t work = 0;
+  for (std::uint64_t count : jobs) work += count * count;
+  return work;
+}
 
 std::uint64_t elapsed_ms(Clock::time_point since) {
   return static_cast<std::uint64_t>(
@@ -57,7 +73,10 @@ struct Candidate {
 class Portfolio {
 public:
   Portfolio(const PhaseModel& model, WorkBudget& work)
-      : model_(model), timer_(model), work_(work), log_(tessera::logger("tessera.scheduler.latency-aware")) {}
+      : model_(model),
+        timer_(model),
+        work_(work),
+        log_(tessera::logger("tessera.scheduler.latency-aware")) {}
 
   /// Returns true when `order` is the new best.
   bool consider(const char* name, std::optional<std::vector<std::uint32_t>> order) {
@@ -75,7 +94,7 @@ public:
     return true;
   }
 
-  const Candidate& best() const { return *best_; }  // the greedy start always finishes
+  const Candidate& best() const { return *best_; }  // one start always finishes
   std::uint64_t restarts() const { return restarts_; }
 
 private:
@@ -94,9 +113,9 @@ public:
   tessera::Status configure(const tessera::Options& options) override {
     budget_fraction_ = options.get_number("budget_fraction");
     if (!(budget_fraction_ > 0 && budget_fraction_ <= 1))
-      return tessera::Status::failure(fmt::format(
-          "option 'budget_fraction' is {}; use a fraction of the time budget in (0, 1]",
-          budget_fraction_));
+      return tessera::Status::failure(
+          fmt::format("option 'budget_fraction' is {}; use a fraction of the time budget in (0, 1]",
+                      budget_fraction_));
     const std::int64_t seed = options.get_int("seed");
     if (seed < 0)
       return tessera::Status::failure(
@@ -109,9 +128,9 @@ public:
     max_rounds_ = static_cast<std::uint64_t>(rounds);
     const std::int64_t lookahead = options.get_int("lookahead");
     if (lookahead < 0 || lookahead > kMaxLookahead)
-      return tessera::Status::failure(fmt::format(
-          "option 'lookahead' is {}; use 0 (no lookahead start) to {} cycles", lookahead,
-          kMaxLookahead));
+      return tessera::Status::failure(
+          fmt::format("option 'lookahead' is {}; use 0 (no lookahead start) to {} cycles",
+                      lookahead, kMaxLookahead));
     lookahead_ = static_cast<std::uint32_t>(lookahead);
     return tessera::Status::success();
   }
@@ -131,13 +150,17 @@ protected:
     WorkBudget work(work_limit, started + std::chrono::milliseconds(budget_ms));
     Portfolio portfolio(model, work);
 
-    // 1. Constructive starts, at most half the work. The first two always finish: the
-    //    receiver-driven start is the cheapest and the best where switch costs make
-    //    receivers the bottleneck; greedy's own decisions are the floor the others must beat.
+    // 1. Constructive starts, at most half the work. The receiver-driven start (unicast
+    //    only) always finishes: it is linear in the jobs, and the best where switch costs
+    //    make receivers the bottleneck. Greedy's rule, the floor the others must beat, also
+    //    always finishes unless its scans (each sender's jobs, squared) would be so long
+    //    that the `greedy` plugin itself overruns a budget; then the budget may stop it.
     work.set_limit(work_limit / 2);
-    portfolio.consider("receiver-earliest-arrival", receiver_driven_order(model, 2, 0, work, true));
+    const bool unicast = model.multicast_jobs == 0;
+    portfolio.consider("receiver-earliest-arrival", receiver_driven_order(model, 1, 0, work, true));
+    const bool greedy_must_finish = !unicast || sender_scan_work(model) < kGreedyAlwaysFinishesBelow;
     portfolio.consider("greedy-load-first",
-                       dense_list_order(model, {ListPriority::load_first}, work, true));
+                       dense_list_order(model, {ListPriority::load_first}, work, greedy_must_finish));
     portfolio.consider("best-fit", dense_list_order(model, {ListPriority::best_fit}, work));
     portfolio.consider("colour-rounds", colour_order(model, work));
     if (lookahead_ > 0) {
@@ -147,27 +170,32 @@ protected:
     portfolio.consider("greedy-longest-first",
                        dense_list_order(model, {ListPriority::longest_first}, work));
     auto log = tessera::logger("tessera.scheduler.latency-aware");
-    log->debug("latency-aware stage finished stage=starts work_units={} elapsed_ms={}", work.used(), elapsed_ms(started));
-    const Candidate& initial = portfolio.best();
-    const std::uint64_t initial_horizon = initial.score.horizon;
+    log->debug("latency-aware stage finished stage=starts work_units={} elapsed_ms={}", work.used(),
+               elapsed_ms(started));
 
     // 2. Receiver-driven restarts with other tie-breaks (each a different, equally
-    //    principled schedule), up to 70% of the work.
-    //    They stop early once several in a row found nothing better.
+    //    principled schedule), up to 70% of the work; they stop once several in a row
+    //    found nothing better.
     work.set_limit(work_limit / 10 * 7);
     for (std::uint64_t restart = 1, fruitless = 0;
-         model.multicast_jobs == 0 && !work.spent() && fruitless < kRestartPatience; ++restart) {
+         unicast && !work.spent() && fruitless < kRestartPatience; ++restart) {
+      // Slack 0 suits a few hot receivers (any idle cycle there is lost), 2 spreads load
+      // over many; the rotation tries both, then 1 again with another tie-break.
+      const std::uint32_t slack = static_cast<std::uint32_t>((restart * 2) % 3);
       const bool better = portfolio.consider(
           "receiver-earliest-arrival-restart",
-          receiver_driven_order(model, 1 + restart % 2, seed_ * 1000 + restart, work));
+          receiver_driven_order(model, slack, seed_ * 1000 + restart, work));
       fruitless = better ? 0 : fruitless + 1;
     }
 
-    log->debug("latency-aware stage finished stage=restarts work_units={} elapsed_ms={}", work.used(), elapsed_ms(started));
+    log->debug("latency-aware stage finished stage=restarts work_units={} elapsed_ms={}",
+               work.used(), elapsed_ms(started));
+
     // 3. Critical-path search on the best, for the rest (none if the starts used it all:
     //    setting up the search costs a pass over every job).
     work.set_limit(work_limit);
     const Candidate& chosen = portfolio.best();
+    const std::uint64_t initial_horizon = chosen.score.horizon;
     SearchResult searched;
     if (!work.spent()) {
       const SearchLimits limits{max_rounds_, seed_, bound};
@@ -180,18 +208,20 @@ protected:
     }
 
     if (work.stopped_by_clock())
-      log->warn("latency-aware stopped by the wall clock before its planned work was done "
-                "(the machine is slower or busier than planned); this phase's schedule may "
-                "differ from run to run transfers={} budget_ms={}",
-                phase.transfers.size(), budget_ms);
-    log->info("latency-aware scheduled exchange phase transfers={} initial_horizon={} "
-              "final_horizon={} lower_bound={} ratio={:.4f} start=\"{}\" restarts={} "
-              "neighborhood_improvements={} evaluations={} work_units={} elapsed_ms={} "
-              "budget_ms={}",
-              phase.transfers.size(), initial_horizon, searched.horizon, bound,
-              bound ? static_cast<double>(searched.horizon) / static_cast<double>(bound) : 1.0,
-              chosen.name, portfolio.restarts(), searched.improvements, searched.evaluations,
-              work.used(), elapsed_ms(started), budget_ms);
+      log->warn(
+          "latency-aware stopped by the wall clock before its planned work was done "
+          "(the machine is slower or busier than planned); this phase's schedule may "
+          "differ from run to run transfers={} budget_ms={}",
+          phase.transfers.size(), budget_ms);
+    log->info(
+        "latency-aware scheduled exchange phase transfers={} initial_horizon={} "
+        "final_horizon={} lower_bound={} ratio={:.4f} start=\"{}\" restarts={} "
+        "neighborhood_improvements={} evaluations={} work_units={} elapsed_ms={} "
+        "budget_ms={}",
+        phase.transfers.size(), initial_horizon, searched.horizon, bound,
+        bound ? static_cast<double>(searched.horizon) / static_cast<double>(bound) : 1.0,
+        chosen.name, portfolio.restarts(), searched.improvements, searched.evaluations, work.used(),
+        elapsed_ms(started), budget_ms);
     return to_schedule(model, searched.start);
   }
 
@@ -200,6 +230,10 @@ private:
   static constexpr double kWaitPenalty = 50.0;
   static constexpr std::int64_t kMaxLookahead = 4096;
   static constexpr std::uint64_t kRestartPatience = 6;
+  // Sum over senders of their jobs squared above which greedy's rule may be stopped: about
+  // 400 jobs per sender on all 1472 tiles (a 590k-transfer shuffle, where the `greedy`
+  // plugin takes seconds).
+  static constexpr std::uint64_t kGreedyAlwaysFinishesBelow = 100'000'000;
 
   double budget_fraction_ = 0.4;
   std::uint64_t seed_ = 1;
@@ -212,7 +246,7 @@ const TesseraOptionSpec kOptions[] = {
      "share of the phase's time budget to use; the search stops when it is spent"},
     {"seed", "int", "1", "seed of the move order; the same seed gives the same schedule"},
     {"max_improvement_rounds", "int", "0",
-     "stop the search after this many re-timed orders (0: only the budget limits it)"},
+     "stop the neighbourhood search after trying this many moves (0: only the budget limits it)"},
     {"lookahead", "int", "24",
      "cycles a sender may wait for a better transfer in the lookahead start (0: no such start)"},
 };

@@ -13,7 +13,10 @@ class SequenceSearch {
 public:
   SequenceSearch(const PhaseModel& model, const std::vector<std::uint32_t>& order,
                  const SearchLimits& limits, WorkBudget& budget)
-      : limits_(limits), budget_(budget), current_(model, order), best_(model, order),
+      : limits_(limits),
+        budget_(budget),
+        current_(model, order),
+        best_(model, order),
         random_(limits.seed) {}
 
   SearchResult run() {
@@ -83,7 +86,8 @@ private:
       const std::uint32_t port = current_.blocking_port(job);
       const std::uint32_t latest = current_.index_of(job, port);
       std::uint32_t earliest = latest;
-      while (job != kNone && current_.blocker(job) != kNone && current_.blocking_port(job) == port) {
+      while (job != kNone && current_.blocker(job) != kNone &&
+             current_.blocking_port(job) == port) {
         budget_.charge(kUnitsPerChainLink);
         job = current_.blocker(job);
         earliest = current_.index_of(job, port);

@@ -1,4 +1,4 @@
-// Improves a job order by neighbourhood moves on its critical path, within a time budget.
+// Improves a schedule by neighbourhood moves on its critical path, within a work budget.
 #pragma once
 #include <cstdint>
 #include <vector>
@@ -9,26 +9,29 @@
 namespace latency_aware {
 
 struct SearchLimits {
-  std::uint64_t max_rounds = 0;     ///< moves tried at most; 0 = until the work budget is spent
-  std::uint64_t seed = 1;           ///< breaks ties among equally good moves, reproducibly
-  std::uint64_t lower_bound = 0;    ///< stop once the horizon reaches it
+  std::uint64_t max_rounds = 0;   ///< moves tried at most; 0: until the work budget is spent
+  std::uint64_t seed = 1;         ///< breaks ties among equally good moves, reproducibly
+  std::uint64_t lower_bound = 0;  ///< stop once the horizon reaches it
 };
 
 struct SearchResult {
   std::vector<std::uint64_t> start;  ///< per job: its first send cycle
   std::uint64_t horizon = 0;
-  std::uint64_t improvements = 0;   ///< accepted moves
-  std::uint64_t evaluations = 0;    ///< orders re-timed
+  std::uint64_t improvements = 0;  ///< moves that made the best schedule so far better
+  std::uint64_t evaluations = 0;   ///< moves tried (each re-times what it can affect)
 };
 
-/// Local search from `order`: a critical path of the re-timed order is a chain of jobs each
-/// held up by the one before on a shared port. Moving a job of the chain ahead of its
-/// blocker in the order (or the blocker behind it) re-sequences that port, and the move is
-/// kept if the schedule gets better: an earlier horizon, or the same horizon with fewer
-/// receivers finishing at it and then less total receiver completion time (so the search
-/// can cross plateaus toward an earlier horizon). At a local optimum a few moves are forced
-/// and the descent resumes (iterated local search); the best schedule seen is returned, so
-/// the result is never worse than `order`. Runs until `budget` is spent.
+/// Iterated local search from the schedule of `order` (one sequence per port, see
+/// PortSequences). Its critical path is the chain from the job finishing last back through
+/// the jobs that held each one up on a shared port; runs of it on one port are blocks of
+/// back-to-back jobs. A move swaps the first or last pair of a block, or moves one end of a
+/// block past the other, on that port only. Moves late in the path are tried first (early
+/// changes ripple through everything after them); the first one that makes the schedule
+/// better (Score: horizon, then receivers finishing at it, then their total completion) is
+/// kept. At a local optimum two swaps near the end of the path are forced and the descent
+/// resumes, from the best schedule seen if the last descent did worse. Stops when `budget`
+/// is spent, the lower bound is reached, or 64 local optima in a row brought nothing new.
+/// Returns the best schedule seen, so never worse than `order`'s.
 SearchResult improve_order(const PhaseModel& model, const std::vector<std::uint32_t>& order,
                            const SearchLimits& limits, WorkBudget& budget);
 

@@ -9,7 +9,8 @@
 namespace latency_aware {
 
 /// How good a timing is, compared lexicographically: the horizon, then how many receivers
-/// finish at it, then the sum of all receivers' last arrivals (smaller is better).
+/// finish at it, then the sum of all receivers' last arrivals (smaller is better). The
+/// tie-breaks let the search cross plateaus of equal horizon toward a smaller one.
 struct Score {
   std::uint64_t horizon = 0;
   std::uint32_t ports_at_horizon = 0;
@@ -21,36 +22,28 @@ struct Score {
   }
 };
 
-/// The timing of one order. `binding[job]` is the job whose port made it wait (kNone when
-/// it starts at cycle 0 or right when its sender is first free), the edge a critical path
-/// follows back.
 struct Timing {
-  std::vector<std::uint64_t> start;
-  std::vector<std::uint32_t> binding;
+  std::vector<std::uint64_t> start;  ///< per job: its first send cycle
   Score score;
-  std::uint32_t last_job = kNone;  ///< the first job in the order whose arrival ends at the horizon
 };
 
-/// Times orders of one model; holds the per-port scratch state so repeated calls (the local
-/// search makes thousands) allocate nothing.
+/// Times orders of one model, reusing its per-port scratch state between calls.
 class OrderTimer {
 public:
   explicit OrderTimer(const PhaseModel& model);
 
   /// Times `order` (every job exactly once). Any order is feasible: ports serve jobs in
-  /// order positions, so no job waits for a later one. Cost: linear in jobs + endpoints.
+  /// order positions, so no job waits for a later one. Linear in jobs + endpoints.
   void time(const std::vector<std::uint32_t>& order, Timing& timing);
-
-  /// Scores `order` without per-job results, for the moves the search rejects.
+  /// The same, without per-job results.
   Score score(const std::vector<std::uint32_t>& order);
 
 private:
-  template <bool kRecord>
-  Score run(const std::vector<std::uint32_t>& order, Timing* timing);
+  Score run(const std::vector<std::uint32_t>& order, std::uint64_t* start);
 
   const PhaseModel& model_;
   std::vector<std::uint64_t> send_free_, receive_free_;
-  std::vector<std::uint32_t> send_last_, receive_last_, receive_source_;
+  std::vector<std::uint32_t> receive_source_;
 };
 
 }  // namespace latency_aware

@@ -26,9 +26,9 @@ PhaseModel build_phase_model(const tessera::ExchangePhase& phase, const tessera:
   for (std::uint32_t index = 0; index < phase.transfers.size(); ++index) {
     const tessera::Transfer& transfer = phase.transfers[index];
     if (transfer.source >= phase.tiles)
-      throw tessera::Error(fmt::format(
-          "transfer {}: source tile {} is out of range (the phase has {} tiles)", index,
-          transfer.source, phase.tiles));
+      throw tessera::Error(
+          fmt::format("transfer {}: source tile {} is out of range (the phase has {} tiles)", index,
+                      transfer.source, phase.tiles));
     if (transfer.destinations.size() > 1 && !target.multicast)
       throw tessera::Error(fmt::format(
           "transfer {} has {} destinations but target '{}' has no multicast; lower it as one "
@@ -42,8 +42,8 @@ PhaseModel build_phase_model(const tessera::ExchangePhase& phase, const tessera:
             index, destination, phase.tiles));
       if (listed_by[destination] == index)
         throw tessera::Error(fmt::format(
-            "transfer {}: destination tile {} is listed twice; list each destination once",
-            index, destination));
+            "transfer {}: destination tile {} is listed twice; list each destination once", index,
+            destination));
       listed_by[destination] = index;
     }
     if (transfer.words == 0 || transfer.destinations.empty()) continue;

@@ -29,7 +29,7 @@ struct PhaseModel {
   std::vector<std::uint32_t> words;
   std::vector<std::uint32_t> endpoint_begin;  ///< jobs + 1 offsets into the two below
   std::vector<std::uint32_t> destination;
-  std::vector<std::uint32_t> latency;         ///< target.latency(source, destination)
+  std::vector<std::uint32_t> latency;  ///< target.latency(source, destination)
 
   std::uint32_t jobs() const { return static_cast<std::uint32_t>(transfer.size()); }
   std::span<const std::uint32_t> destinations_of(std::uint32_t job) const {

@@ -30,7 +30,8 @@ PortSequences::PortSequences(const PhaseModel& model, const std::vector<std::uin
   slot_.resize(entries);
   std::vector<std::uint32_t> next_slot(begin_.begin(), begin_.end() - 1);
   for (const std::uint32_t job : order) {
-    for (std::uint32_t entry = first_entry(job); entry < first_entry(job) + entry_count(job); ++entry) {
+    for (std::uint32_t entry = first_entry(job); entry < first_entry(job) + entry_count(job);
+         ++entry) {
       const std::uint32_t slot = next_slot[entry_port_[entry]]++;
       sequence_[slot] = entry;
       slot_[entry] = slot;
@@ -105,7 +106,8 @@ bool PortSequences::time_jobs(const std::vector<std::uint32_t>& jobs) {
   ready_.clear();
   for (const std::uint32_t job : jobs) {
     std::uint32_t waiting = 0;
-    for (std::uint32_t entry = first_entry(job); entry < first_entry(job) + entry_count(job); ++entry) {
+    for (std::uint32_t entry = first_entry(job); entry < first_entry(job) + entry_count(job);
+         ++entry) {
       const std::uint32_t before = previous(entry);
       waiting += before != kNone && stamp_[entry_job_[before]] == epoch_;
     }
@@ -118,7 +120,8 @@ bool PortSequences::time_jobs(const std::vector<std::uint32_t>& jobs) {
     ready_.pop_back();
     time_job(job);
     ++timed;
-    for (std::uint32_t entry = first_entry(job); entry < first_entry(job) + entry_count(job); ++entry) {
+    for (std::uint32_t entry = first_entry(job); entry < first_entry(job) + entry_count(job);
+         ++entry) {
       const std::uint32_t after = next(entry);
       if (after == kNone) continue;
       const std::uint32_t later = entry_job_[after];
@@ -166,6 +169,7 @@ bool PortSequences::try_move(std::uint32_t port, std::uint32_t from, std::uint32
   undo_port_ = port;
   undo_from_ = from;
   undo_to_ = to;
+  move_pending_ = true;
   move(port, from, to);
 
   // The moved range and everything after it on any port, transitively.
@@ -181,7 +185,8 @@ bool PortSequences::try_move(std::uint32_t port, std::uint32_t from, std::uint32
   }
   for (std::size_t i = 0; i < affected_.size(); ++i) {
     const std::uint32_t job = affected_[i];
-    for (std::uint32_t entry = first_entry(job); entry < first_entry(job) + entry_count(job); ++entry) {
+    for (std::uint32_t entry = first_entry(job); entry < first_entry(job) + entry_count(job);
+         ++entry) {
       const std::uint32_t after = next(entry);
       if (after == kNone) continue;
       const std::uint32_t later = entry_job_[after];
@@ -212,9 +217,12 @@ void PortSequences::assign(const PortSequences& other) {
   score_ = other.score_;
   last_job_ = other.last_job_;
   undo_.clear();
+  move_pending_ = false;
 }
 
 void PortSequences::undo() {
+  assert(move_pending_ && "undo() without a pending try_move()");
+  move_pending_ = false;
   move(undo_port_, undo_to_, undo_from_);
   for (const Saved& saved : undo_) {
     start_[saved.job] = saved.start;

@@ -28,8 +28,11 @@ public:
   /// undone and the timing as before, when the sequences would contradict each other.
   /// Otherwise the move stays until `keep()` or `undo()`.
   bool try_move(std::uint32_t port, std::uint32_t from, std::uint32_t to);
-  void keep() { undo_.clear(); }
-  /// Restores the sequences and the timing from before the last try_move().
+  void keep() {
+    undo_.clear();
+    move_pending_ = false;
+  }
+  /// Restores the sequences and the timing from before the last successful try_move().
   void undo();
 
   /// Copies another schedule of the same model (sequences and timing), e.g. a saved best.
@@ -99,6 +102,7 @@ private:
   Score undo_score_;
   std::uint32_t undo_last_job_ = kNone;
   std::uint32_t undo_port_ = 0, undo_from_ = 0, undo_to_ = 0;
+  bool move_pending_ = false;  ///< a try_move() neither kept nor undone
 };
 
 }  // namespace latency_aware

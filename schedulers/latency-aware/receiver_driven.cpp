@@ -60,7 +60,9 @@ private:
   // Work units (about nanoseconds, see WorkBudget): set-up, one event, one candidate.
   static constexpr std::uint64_t kUnitsPerJob = 100;
   static constexpr std::uint64_t kUnitsPerDecision = 100;
-  static constexpr std::uint64_t kUnitsPerCandidate = 5;
+  // Measured: a 590k-transfer shuffle (400 sources per receiver) takes ~0.45 s for ~0.7e9
+  // units. Scanning only a window of the candidates saves a third and costs 10-50% horizon.
+  static constexpr std::uint64_t kUnitsPerCandidate = 3;
 
   struct Incoming {
     std::uint32_t job, source, latency, words;
@@ -92,7 +94,8 @@ private:
     Incoming* const first = incoming_.data() + incoming_begin_[receiver];
     const std::uint32_t count = pending_[receiver];
     std::uint64_t earliest = kNever;
-    for (std::uint32_t i = 0; i < count; ++i) earliest = std::min(earliest, arrival(event, first[i]));
+    for (std::uint32_t i = 0; i < count; ++i)
+      earliest = std::min(earliest, arrival(event, first[i]));
     // Among the jobs arriving within the slack: the busiest sender, then the longer job.
     std::uint32_t best = count;
     for (std::uint32_t i = 0; i < count; ++i) {
@@ -108,7 +111,8 @@ private:
     sender_remaining_[chosen.source] -= chosen.words;
     receiver_remaining_[receiver] -= chosen.words;
     if (pending_[receiver] > 0)
-      events_.push({arrives + chosen.words, receiver_remaining_[receiver], receiver, chosen.source});
+      events_.push(
+          {arrives + chosen.words, receiver_remaining_[receiver], receiver, chosen.source});
     return chosen.job;
   }
 

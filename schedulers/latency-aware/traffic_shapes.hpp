@@ -51,15 +51,17 @@ inline ExchangePhase group_all_to_all_phase(std::uint32_t tiles, std::uint32_t g
     auto member = [&](std::uint32_t m) { return strided ? g + m * groups : g * group + m; };
     for (std::uint32_t a = 0; a < group; ++a)
       for (std::uint32_t b = 0; b < group; ++b)
-        if (a != b) phase.transfers.push_back(Transfer{member(a), {member(b)}, size(random), 0, {}});
+        if (a != b)
+          phase.transfers.push_back(Transfer{member(a), {member(b)}, size(random), 0, {}});
   }
   return phase;
 }
 
 /// `hot` receivers each gather `per_hot` transfers from random senders (a reduction's root),
 /// over `background` random transfers; 1..64 words each.
-inline ExchangePhase hot_receiver_phase(std::uint32_t tiles, std::uint32_t hot, std::uint32_t per_hot,
-                                        std::uint32_t background, std::uint64_t seed) {
+inline ExchangePhase hot_receiver_phase(std::uint32_t tiles, std::uint32_t hot,
+                                        std::uint32_t per_hot, std::uint32_t background,
+                                        std::uint64_t seed) {
   std::mt19937_64 random(seed);
   std::uniform_int_distribution<std::uint32_t> tile(0, tiles - 1), words(1, 64);
   ExchangePhase phase;

@@ -23,7 +23,8 @@ struct Receiver {
 
 }  // namespace
 
-tessera::Schedule list_schedule(const tessera::ExchangePhase& phase, const tessera::Target& target) {
+tessera::Schedule list_schedule(const tessera::ExchangePhase& phase,
+                                const tessera::Target& target) {
   const auto& transfers = phase.transfers;
   std::vector<std::vector<std::uint32_t>> pending(phase.tiles);
   std::vector<std::uint64_t> sender_remaining(phase.tiles, 0);

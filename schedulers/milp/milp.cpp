@@ -47,9 +47,9 @@ public:
     max_variables_ = static_cast<std::uint64_t>(variables);
     budget_fraction_ = options.get_number("budget_fraction");
     if (!(budget_fraction_ > 0 && budget_fraction_ <= 1))
-      return tessera::Status::failure(fmt::format(
-          "option 'budget_fraction' is {}; use a fraction of the time budget in (0, 1]",
-          budget_fraction_));
+      return tessera::Status::failure(
+          fmt::format("option 'budget_fraction' is {}; use a fraction of the time budget in (0, 1]",
+                      budget_fraction_));
     return tessera::Status::success();
   }
 
@@ -75,29 +75,32 @@ protected:
     const std::uint64_t bound = listed.lower_bound;
     auto report = [&](std::uint64_t horizon, bool optimal, std::uint64_t proven, const char* how,
                       const std::string& detail) {
-      log->info("milp scheduled exchange phase transfers={} milp_horizon={} lower_bound={} "
-                "proven_bound={} list_horizon={} optimal={} gap={:.4f} solution=\"{}\" {} "
-                "elapsed_ms={} budget_ms={}",
-                phase.transfers.size(), horizon, bound, proven, listed.horizon, optimal,
-                relative_gap(horizon, proven), how, detail, elapsed_ms(), budget_ms);
+      log->info(
+          "milp scheduled exchange phase transfers={} milp_horizon={} lower_bound={} "
+          "proven_bound={} list_horizon={} optimal={} gap={:.4f} solution={} {} "
+          "elapsed_ms={} budget_ms={}",
+          phase.transfers.size(), horizon, bound, proven, listed.horizon, optimal,
+          relative_gap(horizon, proven), how, detail, elapsed_ms(), budget_ms);
     };
 
     if (listed.horizon <= bound) {
-      report(listed.horizon, true, listed.horizon, "list schedule",
+      report(listed.horizon, true, listed.horizon, "list-schedule",
              "reason=\"the list schedule reaches the lower bound\"");
       return list;
     }
     const TimeIndexedModel model(phase, target, bound, listed.horizon);
     if (model.variables() > max_variables_) {
-      log->info("milp model too big for this phase: variables={} max_variables={}; returning "
-                "the list schedule (raise max_variables to solve it)",
-                model.variables(), max_variables_);
-      report(listed.horizon, false, bound, "list schedule",
+      log->info(
+          "milp model too big for this phase: variables={} max_variables={}; returning "
+          "the list schedule (raise max_variables to solve it)",
+          model.variables(), max_variables_);
+      report(listed.horizon, false, bound, "list-schedule",
              fmt::format("reason=too-many-variables variables={}", model.variables()));
       return list;
     }
 
-    const auto planned_ms = static_cast<std::uint64_t>(static_cast<double>(budget_ms) * budget_fraction_);
+    const auto planned_ms =
+        static_cast<std::uint64_t>(static_cast<double>(budget_ms) * budget_fraction_);
     const std::uint64_t time_limit_ms = planned_ms > elapsed_ms() ? planned_ms - elapsed_ms() : 1;
     MilpOutcome outcome = model.solve(time_limit_ms);
     const std::string detail =
@@ -105,22 +108,23 @@ protected:
                     outcome.variables, outcome.rows, outcome.nonzeros, outcome.status);
     const std::uint64_t proven = std::max(bound, outcome.bound);
     if (outcome.solved && outcome.horizon < listed.horizon) {
-      const tessera::ScheduleReport checked = tessera::validate_schedule(phase, outcome.schedule, target);
+      const tessera::ScheduleReport checked =
+          tessera::validate_schedule(phase, outcome.schedule, target);
       if (!checked.valid) {
         // A model that admits an invalid schedule is a bug here; the user still gets a
         // valid schedule, and the log says what went wrong.
         log->error("milp model solution is invalid ({}); returning the list schedule",
                    checked.first_conflict);
-        report(listed.horizon, false, bound, "list schedule", detail);
+        report(listed.horizon, false, bound, "list-schedule", detail);
         return list;
       }
-      report(checked.horizon, outcome.optimal, outcome.optimal ? checked.horizon : proven,
-             "milp", detail);
+      report(checked.horizon, outcome.optimal, outcome.optimal ? checked.horizon : proven, "milp",
+             detail);
       return std::move(outcome.schedule);
     }
     // GLPK found nothing better: the list schedule stands, optimal if GLPK proved it so.
     const bool optimal = outcome.optimal || proven >= listed.horizon;
-    report(listed.horizon, optimal, optimal ? listed.horizon : proven, "list schedule", detail);
+    report(listed.horizon, optimal, optimal ? listed.horizon : proven, "list-schedule", detail);
     return list;
   }
 

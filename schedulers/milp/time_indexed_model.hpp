@@ -14,14 +14,14 @@ namespace milp {
 
 /// What the solver found.
 struct MilpOutcome {
-  bool solved = false;            ///< a schedule better than the incumbent came back
-  bool optimal = false;           ///< proven optimal
-  tessera::Schedule schedule;     ///< when solved
-  std::uint64_t horizon = 0;      ///< of `schedule`
-  std::uint64_t bound = 0;        ///< the best proven lower bound on the horizon
-  std::string status;             ///< how the search ended, for the log
-  std::uint64_t models = 0;       ///< feasibility models solved
-  std::uint64_t variables = 0;    ///< columns, rows and nonzeros of the largest model
+  bool solved = false;          ///< a schedule better than the incumbent came back
+  bool optimal = false;         ///< proven optimal
+  tessera::Schedule schedule;   ///< when solved
+  std::uint64_t horizon = 0;    ///< of `schedule`
+  std::uint64_t bound = 0;      ///< the best proven lower bound on the horizon
+  std::string status;           ///< how the search ended, for the log
+  std::uint64_t models = 0;     ///< feasibility models solved
+  std::uint64_t variables = 0;  ///< columns, rows and nonzeros of the largest model
   std::size_t rows = 0, nonzeros = 0;
 };
 

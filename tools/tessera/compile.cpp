@@ -4,6 +4,8 @@
 #include <chrono>
 #include <filesystem>
 
+#include "replay_command.hpp"
+
 #include "tessera/diagnostic.hpp"
 #include "tessera/log.hpp"
 #include "tessera/pass_manager.hpp"
@@ -64,7 +66,22 @@ CompileResult compile(const CompileRequest& request) {
   options.schedule_budget_ms = request.schedule_budget_ms;
   options.threads = request.threads;
   PassManager manager(spec, host, options);
-  if (Status status = manager.run(state); !status.ok) throw Error(request.model + ": compile failed: " + status.message);
+  if (Status status = manager.run(state); !status.ok) {
+    std::string bundle_note;
+    if (const PluginFault* fault = manager.fault(); fault && request.write_reproducer) {
+      const std::string parent = request.reproducer_directory.empty()
+                                     ? (fs::path(request.output).parent_path() / "reproducers").string()
+                                     : request.reproducer_directory;
+      // The bundle is a help, never a second failure: the plugin's error is what the user must see.
+      try {
+        const std::string bundle = write_reproducer(parent, spec, host, *fault, request.model, request.schedule_budget_ms);
+        bundle_note = " (reproducer: " + bundle + "; run `tessera replay " + bundle + "`)";
+      } catch (const std::exception& e) {
+        log->warn("could not write a reproducer bundle into {}: {}", parent, e.what());
+      }
+    }
+    throw Error(request.model + ": compile failed: " + status.message + bundle_note);
+  }
   if (!state.facts.count(facts::tile_images))
     throw Error(spec.file + ": the pipeline never provides 'tile-images', so there is no package to write; "
                 "end it with emit-tile-code");

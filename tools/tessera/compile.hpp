@@ -18,6 +18,9 @@ struct CompileRequest {
   std::string phase_directory;  ///< when set, phase-K.txt per non-empty exchange phase
   std::uint64_t schedule_budget_ms = 2000;
   unsigned threads = 1;
+  /// On a plugin fault, the bundle goes to <this>/<plugin>-<N>/ (default: <output dir>/reproducers).
+  std::string reproducer_directory;
+  bool write_reproducer = true;  ///< `tessera replay` turns it off: it reports, never re-bundles
 };
 
 struct CompileResult {
@@ -29,7 +32,9 @@ struct CompileResult {
 };
 
 /// Loads, resolves and runs the pipeline, then writes the package atomically. Throws
-/// Error on any user-facing problem; nothing is written then.
+/// Error on any user-facing problem; no package is written then. When a plugin faults
+/// (throws, returns an invalid schedule or leaves an invalid program) a reproducer bundle
+/// is written first and its folder named in the error (docs/reliability.md).
 CompileResult compile(const CompileRequest& request);
 
 /// Loads and resolves a pipeline (with an optional target override) and returns it as YAML.

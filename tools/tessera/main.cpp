@@ -2,16 +2,20 @@
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
 
+#include <csignal>
 #include <filesystem>
 
 #include "ab_command.hpp"
 #include "check_plugin_command.hpp"
 #include "compile.hpp"
 #include "plugins_command.hpp"
+#include "replay_command.hpp"
 #include "report_command.hpp"
 #include "schedule_command.hpp"
 #include "tessera/diagnostic.hpp"
 #include "tessera/log.hpp"
+#include "tessera/package.hpp"
+#include "tessera/target.hpp"
 #include "tessera/runtime/run.hpp"
 #include "tessera/version.hpp"
 
@@ -39,6 +43,35 @@ int print_run_result(const runtime::RunResult& r, const std::string& package_pat
   return r.numerics.passed ? 0 : 1;
 }
 
+// SIGINT/SIGTERM: remove a half-written package, then die by the same signal so the caller
+// sees it (the default action is restored first, hence the re-raise terminates).
+extern "C" void remove_partial_output_and_reraise(int signal_number) {
+  remove_package_temporary();
+  std::signal(signal_number, SIG_DFL);
+  std::raise(signal_number);
+}
+
+void install_signal_handlers() {
+  struct sigaction action {};
+  action.sa_handler = remove_partial_output_and_reraise;
+  sigemptyset(&action.sa_mask);
+  for (int signal_number : {SIGINT, SIGTERM}) sigaction(signal_number, &action, nullptr);
+  // Past RLIMIT_FSIZE (a quota, a full disk simulated by a limit) write() should fail with
+  // EFBIG and an error naming the package, not kill the process mid-write.
+  std::signal(SIGXFSZ, SIG_IGN);
+}
+
+// `tessera run --target T`: refuse a package compiled for another machine, naming both.
+void check_package_target(const std::string& package_path, const std::string& target_path) {
+  const Target expected = load_target(target_path);
+  const Package package = read_package(package_path);
+  if (package.target_hash != expected.hash())
+    throw Error(fmt::format("{}: package was compiled for target '{}' (hash {:016x}), not for '{}' from {} (hash {:016x}); "
+                            "recompile it with `tessera compile ... -t {}`",
+                            package_path, package.target.name, package.target_hash, expected.name, target_path,
+                            expected.hash(), target_path));
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -62,6 +95,15 @@ int main(int argc, char** argv) {
   compile->add_option("--dump-dir", compile_request.dump_directory, "folder for --dump-after files (default: beside the package)");
   compile->add_option("--schedule-budget-ms", compile_request.schedule_budget_ms, "time budget per exchange phase for the scheduler");
   compile->add_option("--emit-phases", compile_request.phase_directory, "write each exchange phase as a phase file into this folder");
+  compile->add_option("--threads", compile_request.threads, "compile threads the passes may use (default 1; the package is the same for any count)")
+      ->check(CLI::Range(1u, 1024u));
+  compile->add_option("--reproducer-dir", compile_request.reproducer_directory,
+                      "where a plugin fault's reproducer bundle goes (default: <package dir>/reproducers)");
+
+  std::string replay_bundle;
+  auto* replay = app.add_subcommand("replay", "run the failing plugin of a reproducer bundle alone on its input");
+  replay->add_option("bundle", replay_bundle, "bundle folder printed by a failed `tessera compile`")
+      ->required()->check(CLI::ExistingDirectory);
 
   std::string run_package_path;
   runtime::RunOptions run_options;
@@ -70,6 +112,9 @@ int main(int argc, char** argv) {
   run->add_option("--profile", run_options.profile_path, "write the execution profile (JSON) here");
   run->add_option("--trace", run_options.trace_path, "write a Chrome trace (opens in Perfetto) here");
   run->add_option("--lock", run_options.lock_path, "device lock file (default: $TMPDIR/tessera-sim0.lock)");
+  std::string run_target_path;
+  run->add_option("--target,-t", run_target_path, "refuse the package unless it was compiled for this target YAML")
+      ->check(CLI::ExistingFile);
 
   cli::CompileRequest demo_request;
   demo_request.model = "configs/models/mlp-b2-n3.yaml";
@@ -123,8 +168,11 @@ int main(int argc, char** argv) {
 
   auto ab_command = cli::add_ab_command(app);
 
+  // Command-line mistakes (a missing file, a bad flag) get the same `error:` prefix as the rest.
+  app.failure_message([](const CLI::App* failed, const CLI::Error& e) { return "error: " + CLI::FailureMessage::simple(failed, e); });
   CLI11_PARSE(app, argc, argv);
   configure_logging(log_level);
+  install_signal_handlers();
   try {
     if (*compile) {
       if (print_pipeline) {
@@ -136,6 +184,7 @@ int main(int argc, char** argv) {
       return 0;
     }
     if (*run) {
+      if (!run_target_path.empty()) check_package_target(run_package_path, run_target_path);
       run_options.package_path = run_package_path;
       const runtime::RunResult result = runtime::run_package(run_options);
       if (!run_options.trace_path.empty()) fmt::print("trace={}\n", run_options.trace_path);
@@ -149,6 +198,7 @@ int main(int argc, char** argv) {
       return print_run_result(runtime::run_package(demo_run), compiled.package_path);
     }
     if (*schedule) return cli::schedule_command(schedule_request);
+    if (*replay) return cli::replay_command(replay_bundle);
     if (*report) return cli::report_command(report_request);
     if (cli::ab_command_chosen(*ab_command)) return cli::run_ab_command(*ab_command);
     if (*check_plugin) return cli::check_plugin_command(check_request);

@@ -1,9 +1,12 @@
 // Errors a user can cause, carrying the file and place, and the Status returned by plugins.
 #pragma once
+#include <memory>
 #include <stdexcept>
 #include <string>
 
 namespace tessera {
+
+struct ExchangePhase;
 
 /// A user-facing error: "FILE:LINE:COLUMN: message". Line and column are 1-based; 0 = unknown.
 class Error : public std::runtime_error {
@@ -18,6 +21,9 @@ public:
   PluginError(const std::string& plugin, const std::string& message)
       : Error("plugin '" + plugin + "': " + message), plugin_name(plugin) {}
   std::string plugin_name;
+  /// The phase a scheduler failed on (set by ExchangeScheduler::schedule), so the driver
+  /// can write a reproducer; null for other plugin failures.
+  std::shared_ptr<const ExchangePhase> failing_phase;
 };
 
 /// The result of a plugin call that can fail for a reason the user must hear.

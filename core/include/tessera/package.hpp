@@ -94,6 +94,10 @@ struct Package {
 /// a failure never leaves a partial package. Throws Error naming the path.
 void write_package(const Package& package, const std::string& path);
 
+/// Async-signal-safe: removes the temporary file of a write_package in progress, if any.
+/// For a SIGINT/SIGTERM handler, so an interrupted write leaves no partial file behind.
+void remove_package_temporary() noexcept;
+
 /// Reads and checks magic, version, section table, sizes and checksums; throws Error
 /// naming the file and the first problem.
 Package read_package(const std::string& path);

@@ -1,6 +1,7 @@
 // The pass-plugin interface and the compilation state passes read and change.
 #pragma once
 #include <cstdint>
+#include <memory>
 #include <set>
 #include <string>
 #include <utility>
@@ -47,6 +48,9 @@ struct PassContext {
   std::string span;             ///< log prefix: tessera.build{...}:phase{phase="..."}
   std::uint64_t schedule_budget_ms = 2000;
   unsigned threads = 1;
+  /// Set by Pass::run when the pass failed through a plugin fault (an exception from the
+  /// pass or from the scheduler it called, or an invalid schedule); the pass manager reads it.
+  std::shared_ptr<const PluginError> fault;
 
   /// Logs "span: message" at info level; messages are key=value fields.
   template <typename... Args>

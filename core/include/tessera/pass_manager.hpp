@@ -18,6 +18,14 @@ struct PassManagerOptions {
   unsigned threads = 1;
 };
 
+/// A plugin fault that stopped PassManager::run: which plugin, and what it was given.
+struct PluginFault {
+  std::string plugin;   ///< the faulty plugin: the scheduler when a schedule failed
+  std::string pass;     ///< the pass that was running
+  std::string message;
+  std::shared_ptr<const ExchangePhase> phase;  ///< the scheduler's input when it failed, else null
+};
+
 class PassManager {
 public:
   /// Creates the cost model, the scheduler and every pass of a resolved spec.
@@ -28,6 +36,10 @@ public:
   /// `package build phase finished phase="lower_mid" elapsed_ms=3 success=true`.
   /// Returns the first failure, naming the pass.
   Status run(CompilationState& state);
+
+  /// The plugin fault that stopped the last run() (an exception, an invalid schedule or an
+  /// invalid program), or null when it succeeded or failed for a reason the user caused.
+  const PluginFault* fault() const;
 
   CostModel& cost_model();
   ExchangeScheduler& scheduler();

@@ -1,5 +1,6 @@
 // The pipeline YAML: which target, which plugins, in which order, with which options.
 #pragma once
+#include <cstdint>
 #include <map>
 #include <string>
 #include <vector>
@@ -16,6 +17,17 @@ struct PluginUse {
   Options options;       ///< as written; resolve_pipeline fills in defaults
   std::string place;     ///< "file:line:column"
   std::map<std::string, std::string> option_places;  ///< option name -> "file:line:column"
+  /// `sha256:` pin (64 lower-case hex digits): resolve_pipeline refuses the plugin unless
+  /// its library file has exactly this SHA-256. Empty = not pinned.
+  std::string sha256;
+  std::string sha256_place;  ///< "file:line:column" of `sha256:`
+  /// Containment (docs/reliability.md): `isolate: process` runs the plugin in a child
+  /// `tessera-plugin-host`; exchange schedulers only. Empty = in process.
+  std::string isolate;
+  std::string fallback;                  ///< same-kind plugin taking over if the child fails
+  std::string fallback_place;            ///< "file:line:column" of `fallback:`
+  std::uint64_t time_limit_ms = 0;       ///< per call; 0 = budget * 2 + 10 s
+  std::uint64_t memory_limit_mb = 0;     ///< child address space; 0 = 4096
 };
 
 struct PipelineSpec {

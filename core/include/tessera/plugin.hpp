@@ -31,6 +31,7 @@ public:
 
 private:
   friend class PluginHost;
+  friend class IsolatedScheduler;  // names itself after the plugin it runs in a child process
   std::string plugin_name_;
 };
 

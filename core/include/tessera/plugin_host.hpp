@@ -34,6 +34,9 @@ struct PluginInfo {
   const TesseraPluginManifest* manifest = nullptr;
 };
 
+/// The SHA-256 of a file's bytes as 64 lower-case hex digits. Throws Error if unreadable.
+std::string file_sha256(const std::string& path);
+
 class PluginHost {
 public:
   PluginHost();
@@ -44,7 +47,8 @@ public:
   /// Loads every shared library (*.so) in `directory`. Throws Error on a library that
   /// fails to load (with dlerror), lacks the entry point, has another API major, a newer
   /// minor, another ABI tag, a bad manifest, or a name already loaded (naming both files).
-  /// A directory already scanned is skipped.
+  /// A directory already scanned is skipped. Refuses (Error naming the path, the reason and
+  /// `chmod go-w`) a directory, or a library file or its folder, writable by group or others.
   void load_directory(const std::string& directory);
   /// Loads one library file, with the same checks.
   const PluginInfo& load_file(const std::string& file);

@@ -1,0 +1,39 @@
+// Contained plugins: an exchange scheduler run in a child `tessera-plugin-host` process.
+#pragma once
+#include <memory>
+#include <string>
+
+#include "tessera/scheduler.hpp"
+
+namespace tessera {
+
+struct PluginInfo;
+struct PluginUse;
+
+/// The version of the pipe protocol between the compiler and `tessera-plugin-host`. Bump it
+/// on any change to a frame or a message; both sides refuse any other version.
+inline constexpr std::uint16_t kPluginHostProtocolVersion = 1;
+inline constexpr std::uint64_t kDefaultMemoryLimitMb = 4096;
+
+/// The `tessera-plugin-host` executable: $TESSERA_PLUGIN_HOST if set, else beside the running
+/// executable, else in ../tools, ../bin or ../../tools from it (build and install trees).
+/// Throws Error listing the places tried.
+std::string find_plugin_host_binary();
+
+/// Per call, the time limit of a use: its `time_limit_ms`, or twice the budget plus 10 s.
+std::uint64_t isolation_time_limit_ms(const PluginUse& use, std::uint64_t budget_ms);
+
+/// An exchange scheduler that sends each phase to `plugin` running in one child process per
+/// use (spawned on the first call, reused for later phases), under the use's time and memory
+/// limits. When the child crashes, hangs, hits a limit, breaks the protocol or returns an
+/// invalid schedule, the child is killed and, with a `fallback`, a warning is logged and the
+/// fallback schedules this and every later phase; without one, a PluginError names the
+/// plugin, the pipeline place and what happened.
+std::unique_ptr<ExchangeScheduler> create_isolated_scheduler(const PluginInfo& plugin, const PluginUse& use,
+                                                             std::unique_ptr<ExchangeScheduler> fallback);
+
+/// The child's side: answers requests on `channel_fd` until the parent closes it. Returns
+/// the process exit code. This is all `tessera-plugin-host` does.
+int serve_plugin_requests(int channel_fd);
+
+}  // namespace tessera

@@ -1,0 +1,602 @@
+// Contained exchange schedulers: the pipe protocol, the parent's IsolatedScheduler and the
+// child's request loop run by tessera-plugin-host.
+#include "tessera/isolation.hpp"
+
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <sys/prctl.h>
+#include <sys/resource.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <bit>
+#include <cerrno>
+#include <csignal>
+#include <chrono>
+#include <cstring>
+#include <filesystem>
+#include <mutex>
+#include <new>
+#include <thread>
+#include <vector>
+
+#include <spdlog/spdlog.h>
+
+#include "tessera/diagnostic.hpp"
+#include "tessera/log.hpp"
+#include "tessera/pipeline.hpp"
+#include "tessera/plugin_host.hpp"
+#include "tessera/target.hpp"
+
+namespace fs = std::filesystem;
+
+namespace tessera {
+
+namespace {
+
+// ---- Wire format -------------------------------------------------------------------------
+// A frame is a 12-byte header (magic "TSPH", u16 version, u16 message type, u32 payload
+// length) then the payload. Integers are little-endian fixed width, floats IEEE 754 bits,
+// strings a u32 length then bytes. Both ends run on the same machine, so native order is
+// checked once (static_assert) instead of swapped.
+static_assert(std::endian::native == std::endian::little, "the plugin-host protocol assumes little-endian");
+
+constexpr std::uint32_t kMagic = 0x48505354;  // "TSPH"
+constexpr std::size_t kHeaderBytes = 12;
+constexpr std::uint32_t kMaxPayloadBytes = 256u << 20;  // a phase of millions of transfers fits
+
+enum class Message : std::uint16_t {
+  load = 1,       // parent -> child: plugin file, plugin name, options
+  loaded = 2,     // child -> parent: the plugin is configured
+  schedule = 3,   // parent -> child: target, budget, phase
+  scheduled = 4,  // child -> parent: the schedule
+  failed = 5,     // child -> parent: u8 out_of_memory, message
+};
+
+// A malformed message from the other side.
+struct ProtocolError : std::runtime_error {
+  using std::runtime_error::runtime_error;
+};
+
+class Writer {
+public:
+  explicit Writer(Message type) {
+    put(kMagic);
+    put(kPluginHostProtocolVersion);
+    put(static_cast<std::uint16_t>(type));
+    put(std::uint32_t{0});  // length, patched by frame()
+  }
+  template <typename T>
+  void put(T value) {
+    static_assert(std::is_trivially_copyable_v<T>);
+    bytes_.append(reinterpret_cast<const char*>(&value), sizeof value);
+  }
+  void put_string(const std::string& text) {
+    put(static_cast<std::uint32_t>(text.size()));
+    bytes_ += text;
+  }
+  const std::string& frame() {
+    const auto length = static_cast<std::uint32_t>(bytes_.size() - kHeaderBytes);
+    std::memcpy(bytes_.data() + 8, &length, sizeof length);
+    return bytes_;
+  }
+
+private:
+  std::string bytes_;
+};
+
+class Reader {
+public:
+  explicit Reader(const std::string& payload) : data_(payload) {}
+  template <typename T>
+  T get() {
+    T value;
+    need(sizeof value);
+    std::memcpy(&value, data_.data() + at_, sizeof value);
+    at_ += sizeof value;
+    return value;
+  }
+  std::string get_string() {
+    const auto size = get<std::uint32_t>();
+    need(size);
+    std::string text = data_.substr(at_, size);
+    at_ += size;
+    return text;
+  }
+  // A count of items of at least `item_bytes` each, checked against what is left so a
+  // corrupt count cannot make us allocate without bound.
+  std::uint32_t get_count(std::size_t item_bytes) {
+    const auto count = get<std::uint32_t>();
+    if (count > (data_.size() - at_) / item_bytes) throw ProtocolError("a count exceeds the message size");
+    return count;
+  }
+  void finish() const {
+    if (at_ != data_.size()) throw ProtocolError(std::to_string(data_.size() - at_) + " stray bytes after the message");
+  }
+
+private:
+  void need(std::size_t bytes) const {
+    if (data_.size() - at_ < bytes) throw ProtocolError("the message is truncated");
+  }
+  const std::string& data_;
+  std::size_t at_ = 0;
+};
+
+void put_target(Writer& out, const Target& t) {
+  out.put_string(t.name);
+  out.put_string(t.source_file);
+  for (std::uint32_t v : {t.tiles, t.tiles_per_column, t.memory_element_bytes, t.alignment, t.worker_threads,
+                          t.fp32_macs_per_cycle, t.fp16_macs_per_cycle, t.exchange_word_bytes,
+                          t.exchange_base_latency, t.switch_cost, t.sync_cycles, t.exchange_phase_overhead})
+    out.put(v);
+  out.put(t.memory_bytes);
+  out.put(t.interleaved_start);
+  out.put(t.clock_hz);
+  out.put(t.exchange_latency_per_column);
+  out.put(t.host_bytes_per_cycle);
+  out.put(static_cast<std::uint8_t>(t.multicast));
+}
+
+Target get_target(Reader& in) {
+  Target t;
+  t.name = in.get_string();
+  t.source_file = in.get_string();
+  for (std::uint32_t* field : {&t.tiles, &t.tiles_per_column, &t.memory_element_bytes, &t.alignment,
+                               &t.worker_threads, &t.fp32_macs_per_cycle, &t.fp16_macs_per_cycle,
+                               &t.exchange_word_bytes, &t.exchange_base_latency, &t.switch_cost,
+                               &t.sync_cycles, &t.exchange_phase_overhead})
+    *field = in.get<std::uint32_t>();
+  t.memory_bytes = in.get<std::uint64_t>();
+  t.interleaved_start = in.get<std::uint64_t>();
+  t.clock_hz = in.get<double>();
+  t.exchange_latency_per_column = in.get<double>();
+  t.host_bytes_per_cycle = in.get<double>();
+  t.multicast = in.get<std::uint8_t>() != 0;
+  return t;
+}
+
+void put_phase(Writer& out, const ExchangePhase& phase) {
+  out.put(phase.tiles);
+  out.put(static_cast<std::uint32_t>(phase.transfers.size()));
+  for (const Transfer& transfer : phase.transfers) {
+    out.put(transfer.source);
+    out.put(transfer.words);
+    out.put(transfer.source_address);
+    out.put(static_cast<std::uint32_t>(transfer.destinations.size()));
+    for (auto tile : transfer.destinations) out.put(tile);
+    out.put(static_cast<std::uint32_t>(transfer.destination_addresses.size()));
+    for (auto address : transfer.destination_addresses) out.put(address);
+  }
+}
+
+ExchangePhase get_phase(Reader& in) {
+  ExchangePhase phase;
+  phase.tiles = in.get<std::uint32_t>();
+  phase.transfers.resize(in.get_count(20));
+  for (Transfer& transfer : phase.transfers) {
+    transfer.source = in.get<std::uint32_t>();
+    transfer.words = in.get<std::uint32_t>();
+    transfer.source_address = in.get<std::uint32_t>();
+    transfer.destinations.resize(in.get_count(4));
+    for (auto& tile : transfer.destinations) tile = in.get<std::uint32_t>();
+    transfer.destination_addresses.resize(in.get_count(4));
+    for (auto& address : transfer.destination_addresses) address = in.get<std::uint32_t>();
+  }
+  return phase;
+}
+
+void put_options(Writer& out, const Options& options) {
+  out.put(static_cast<std::uint32_t>(options.values.size()));
+  for (const auto& [name, value] : options.values) {
+    out.put_string(name);
+    out.put(static_cast<std::uint8_t>(value.index()));
+    std::visit([&](const auto& v) {
+      if constexpr (std::is_same_v<std::decay_t<decltype(v)>, std::string>) out.put_string(v);
+      else if constexpr (std::is_same_v<std::decay_t<decltype(v)>, bool>) out.put(static_cast<std::uint8_t>(v));
+      else out.put(v);
+    }, value);
+  }
+}
+
+Options get_options(Reader& in) {
+  Options options;
+  const auto count = in.get_count(6);
+  for (std::uint32_t i = 0; i < count; ++i) {
+    std::string name = in.get_string();
+    switch (in.get<std::uint8_t>()) {
+      case 0: options.values[name] = in.get<std::uint8_t>() != 0; break;
+      case 1: options.values[name] = in.get<std::int64_t>(); break;
+      case 2: options.values[name] = in.get<double>(); break;
+      case 3: options.values[name] = in.get_string(); break;
+      default: throw ProtocolError("option '" + name + "' has an unknown type tag");
+    }
+  }
+  return options;
+}
+
+// ---- Blocking I/O with a deadline ----------------------------------------------------------
+using Clock = std::chrono::steady_clock;
+
+enum class IoResult { ok, closed, timed_out };
+
+// Sends all of `bytes`; MSG_NOSIGNAL so a dead child is an EPIPE here, not a SIGPIPE that
+// would kill the compiler.
+IoResult send_all(int fd, const std::string& bytes) {
+  std::size_t sent = 0;
+  while (sent < bytes.size()) {
+    const ssize_t n = ::send(fd, bytes.data() + sent, bytes.size() - sent, MSG_NOSIGNAL);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) return IoResult::closed;
+    sent += static_cast<std::size_t>(n);
+  }
+  return IoResult::ok;
+}
+
+// Reads exactly `size` bytes; gives up at `deadline` (Clock::time_point::max() = never).
+IoResult read_exact(int fd, char* buffer, std::size_t size, Clock::time_point deadline) {
+  std::size_t got = 0;
+  while (got < size) {
+    int timeout_ms = -1;
+    if (deadline != Clock::time_point::max()) {
+      const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now()).count();
+      if (left <= 0) return IoResult::timed_out;
+      timeout_ms = static_cast<int>(std::min<long long>(left, 1 << 30));
+    }
+    pollfd waiting{fd, POLLIN, 0};
+    const int ready = ::poll(&waiting, 1, timeout_ms);
+    if (ready < 0 && errno == EINTR) continue;
+    if (ready < 0) return IoResult::closed;
+    if (ready == 0) return IoResult::timed_out;
+    const ssize_t n = ::read(fd, buffer + got, size - got);
+    if (n < 0 && (errno == EINTR || errno == EAGAIN)) continue;
+    if (n <= 0) return IoResult::closed;
+    got += static_cast<std::size_t>(n);
+  }
+  return IoResult::ok;
+}
+
+struct Frame {
+  Message type;
+  std::string payload;
+};
+
+// Reads one frame; a bad header is a ProtocolError describing it.
+IoResult read_frame(int fd, Frame& frame, Clock::time_point deadline) {
+  char header[kHeaderBytes];
+  if (IoResult r = read_exact(fd, header, sizeof header, deadline); r != IoResult::ok) return r;
+  std::uint32_t magic, length;
+  std::uint16_t version, type;
+  std::memcpy(&magic, header, 4);
+  std::memcpy(&version, header + 4, 2);
+  std::memcpy(&type, header + 6, 2);
+  std::memcpy(&length, header + 8, 4);
+  if (magic != kMagic) {
+    std::string shown;
+    for (char c : header) shown += std::isprint(static_cast<unsigned char>(c)) ? c : '.';
+    throw ProtocolError("a frame does not start with the protocol's magic (got \"" + shown + "\")");
+  }
+  if (version != kPluginHostProtocolVersion)
+    throw ProtocolError("protocol version " + std::to_string(version) + ", expected " +
+                        std::to_string(kPluginHostProtocolVersion));
+  if (length > kMaxPayloadBytes) throw ProtocolError("a frame of " + std::to_string(length) + " bytes is too large");
+  frame.type = static_cast<Message>(type);
+  frame.payload.resize(length);
+  return read_exact(fd, frame.payload.data(), length, deadline);
+}
+
+std::string describe_wait_status(int status) {
+  if (WIFSIGNALED(status)) {
+    const int signal = WTERMSIG(status);
+    return "crashed: killed by signal " + std::to_string(signal) + " (" + strsignal(signal) + ")";
+  }
+  if (WIFEXITED(status)) return "exited with status " + std::to_string(WEXITSTATUS(status)) + " without answering";
+  return "stopped without answering";
+}
+
+}  // namespace
+
+// ---- Finding the child executable ------------------------------------------------------------
+
+std::string find_plugin_host_binary() {
+  if (const char* configured = std::getenv("TESSERA_PLUGIN_HOST"); configured && *configured) {
+    if (::access(configured, X_OK) == 0) return configured;
+    throw Error(std::string("TESSERA_PLUGIN_HOST=") + configured + ": not an executable file; unset it or "
+                "point it at the tessera-plugin-host binary");
+  }
+  std::error_code ec;
+  const fs::path exe = fs::read_symlink("/proc/self/exe", ec);
+  std::string tried;
+  if (!ec) {
+    const fs::path folder = exe.parent_path();
+    for (const fs::path& candidate : {folder / "tessera-plugin-host", folder / "../tools/tessera-plugin-host",
+                                      folder / "../bin/tessera-plugin-host", folder / "../../tools/tessera-plugin-host"}) {
+      const fs::path normal = candidate.lexically_normal();
+      if (::access(normal.c_str(), X_OK) == 0) return normal.string();
+      tried += (tried.empty() ? "" : ", ") + normal.string();
+    }
+  }
+  throw Error("cannot find the tessera-plugin-host executable needed by 'isolate: process' (tried " +
+              (tried.empty() ? std::string("nothing: /proc/self/exe is unreadable") : tried) +
+              "); install it beside tessera or set TESSERA_PLUGIN_HOST");
+}
+
+std::uint64_t isolation_time_limit_ms(const PluginUse& use, std::uint64_t budget_ms) {
+  return use.time_limit_ms ? use.time_limit_ms : budget_ms * 2 + 10000;
+}
+
+// ---- Parent side ---------------------------------------------------------------------------
+
+class IsolatedScheduler final : public ExchangeScheduler {
+public:
+  IsolatedScheduler(const PluginInfo& plugin, const PluginUse& use, std::unique_ptr<ExchangeScheduler> fallback)
+      : plugin_file_(plugin.file), use_(use), fallback_(std::move(fallback)),
+        host_binary_(find_plugin_host_binary()), log_(logger("tessera.isolation")) {
+    plugin_name_ = plugin.name;
+  }
+  ~IsolatedScheduler() override { stop_child(/*kill_now=*/false); }
+
+protected:
+  Schedule schedule_impl(const ExchangePhase& phase, const Target& target, std::uint64_t budget_ms) override {
+    std::lock_guard lock(mutex_);  // one child, one request at a time
+    if (failure_.empty()) {
+      std::string what;
+      try {
+        Schedule schedule = ask_child(phase, target, budget_ms);
+        ScheduleReport checked = validate_schedule(phase, schedule, target);
+        if (checked.valid) return schedule;
+        what = "returned an invalid schedule for a phase of " + std::to_string(phase.transfers.size()) +
+               " transfers: " + checked.first_conflict;
+      } catch (const ProtocolError& e) {
+        what = std::string("broke the plugin-host protocol: ") + e.what();
+      } catch (const ChildFailure& e) {
+        what = e.what();
+      }
+      stop_child(/*kill_now=*/true);
+      failure_ = what + " (isolated by " + use_.place + ")";
+      if (fallback_)
+        log_->warn("exchange scheduler plugin=\"{}\" failed in its isolated process: {}; falling back to "
+                   "plugin=\"{}\" for this and later phases",
+                   plugin_name(), failure_, fallback_->plugin_name());
+    }
+    if (!fallback_)
+      throw PluginError(plugin_name(), failure_ + "; add 'fallback: OTHER-SCHEDULER' to that entry to continue "
+                                       "with another scheduler");
+    return fallback_->schedule(phase, target, budget_ms);
+  }
+
+private:
+  // What went wrong with the child, already phrased for the user.
+  struct ChildFailure : std::runtime_error {
+    using std::runtime_error::runtime_error;
+  };
+
+  std::uint64_t memory_limit_mb() const {
+    return use_.memory_limit_mb ? use_.memory_limit_mb : kDefaultMemoryLimitMb;
+  }
+
+  Schedule ask_child(const ExchangePhase& phase, const Target& target, std::uint64_t budget_ms) {
+    const auto limit_ms = isolation_time_limit_ms(use_, budget_ms);
+    const auto deadline = Clock::now() + std::chrono::milliseconds(limit_ms);
+    if (pid_ <= 0) start_child(deadline, limit_ms);
+    Writer request(Message::schedule);
+    put_target(request, target);
+    request.put(budget_ms);
+    put_phase(request, phase);
+    Frame reply = exchange(request.frame(), deadline, limit_ms);
+    Reader in(reply.payload);
+    if (reply.type != Message::scheduled) throw ProtocolError("expected a schedule, got message type " + std::to_string(static_cast<int>(reply.type)));
+    Schedule schedule;
+    schedule.segments.resize(in.get_count(16));
+    for (Segment& segment : schedule.segments) {
+      segment.transfer = in.get<std::uint32_t>();
+      segment.start = in.get<std::uint64_t>();
+      segment.words = in.get<std::uint32_t>();
+    }
+    in.finish();
+    return schedule;
+  }
+
+  void start_child(Clock::time_point deadline, std::uint64_t limit_ms) {
+    int channel[2];
+    if (::socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, channel) != 0)
+      throw ChildFailure(std::string("could not create its channel: ") + std::strerror(errno));
+    // Everything the child needs is prepared before fork: after it, only async-signal-safe calls.
+    const std::string level(spdlog::level::to_string_view(spdlog::get_level()).data());
+    std::vector<std::string> arguments = {host_binary_, "--channel-fd", "3", "--log-level", level};
+    std::vector<char*> argv;
+    for (auto& argument : arguments) argv.push_back(argument.data());
+    argv.push_back(nullptr);
+    rlimit memory{};
+    memory.rlim_cur = memory.rlim_max = static_cast<rlim_t>(memory_limit_mb()) << 20;
+    const pid_t parent = ::getpid();
+    const pid_t pid = ::fork();
+    if (pid < 0) {
+      ::close(channel[0]);
+      ::close(channel[1]);
+      throw ChildFailure(std::string("could not start tessera-plugin-host: fork: ") + std::strerror(errno));
+    }
+    if (pid == 0) {
+      ::prctl(PR_SET_PDEATHSIG, SIGKILL);  // never outlive the compiler
+      if (::getppid() != parent) ::_exit(126);
+      if (channel[1] == 3) ::fcntl(3, F_SETFD, 0);
+      else ::dup2(channel[1], 3);  // dup2 clears close-on-exec on the copy
+      ::dup2(STDERR_FILENO, STDOUT_FILENO);  // the plugin's prints must not reach the tool's stdout
+      ::setrlimit(RLIMIT_AS, &memory);
+      const rlimit no_core_dump{0, 0};  // a crashing plugin must not leave core files behind
+      ::setrlimit(RLIMIT_CORE, &no_core_dump);
+      ::execv(argv[0], argv.data());
+      ::_exit(127);
+    }
+    ::close(channel[1]);
+    channel_ = channel[0];
+    pid_ = pid;
+    log_->info("started isolated exchange scheduler plugin=\"{}\" pid={} time_limit_ms={} memory_limit_mb={}",
+               plugin_name(), pid, limit_ms, memory_limit_mb());
+    Writer load(Message::load);
+    load.put_string(plugin_file_);
+    load.put_string(plugin_name());
+    put_options(load, use_.options);
+    Frame reply = exchange(load.frame(), deadline, limit_ms);
+    if (reply.type != Message::loaded) throw ProtocolError("expected 'loaded', got message type " + std::to_string(static_cast<int>(reply.type)));
+    Reader(reply.payload).finish();
+  }
+
+  // Sends a request and waits for its reply; a failure reply, a dead child or the deadline
+  // become a ChildFailure.
+  Frame exchange(const std::string& request, Clock::time_point deadline, std::uint64_t limit_ms) {
+    IoResult result = send_all(channel_, request);
+    Frame reply{};
+    if (result == IoResult::ok) result = read_frame(channel_, reply, deadline);
+    if (result == IoResult::timed_out)
+      throw ChildFailure("did not answer within time_limit_ms=" + std::to_string(limit_ms) + " and was killed");
+    if (result == IoResult::closed) throw ChildFailure(reap_after_close(deadline));
+    if (reply.type == Message::failed) {
+      Reader in(reply.payload);
+      const bool out_of_memory = in.get<std::uint8_t>() != 0;
+      std::string message = in.get_string();
+      in.finish();
+      if (out_of_memory)
+        throw ChildFailure("hit memory_limit_mb=" + std::to_string(memory_limit_mb()) + ": " + message);
+      throw ChildFailure(message);
+    }
+    return reply;
+  }
+
+  // The child closed its end: wait (up to the deadline) for it to exit and say how it ended.
+  std::string reap_after_close(Clock::time_point deadline) {
+    int status = 0;
+    while (Clock::now() < deadline) {
+      const pid_t done = ::waitpid(pid_, &status, WNOHANG);
+      if (done == pid_) {
+        pid_ = -1;
+        ::close(channel_);
+        channel_ = -1;
+        return describe_wait_status(status);
+      }
+      if (done < 0 && errno != EINTR) break;
+      std::this_thread::sleep_for(std::chrono::milliseconds(2));
+    }
+    return "closed its channel without answering";
+  }
+
+  // Ends the child: politely (close the channel, it exits on end of input) or with SIGKILL.
+  void stop_child(bool kill_now) {
+    if (channel_ >= 0) ::close(channel_);
+    channel_ = -1;
+    if (pid_ <= 0) return;
+    if (!kill_now) {
+      for (int waited = 0; waited < 500; waited += 2) {
+        if (::waitpid(pid_, nullptr, WNOHANG) == pid_) {
+          pid_ = -1;
+          return;
+        }
+        std::this_thread::sleep_for(std::chrono::milliseconds(2));
+      }
+    }
+    ::kill(pid_, SIGKILL);
+    while (::waitpid(pid_, nullptr, 0) < 0 && errno == EINTR) {
+    }
+    pid_ = -1;
+  }
+
+  std::string plugin_file_;
+  PluginUse use_;
+  std::unique_ptr<ExchangeScheduler> fallback_;
+  std::string host_binary_;
+  std::shared_ptr<spdlog::logger> log_;
+  std::mutex mutex_;
+  pid_t pid_ = -1;
+  int channel_ = -1;
+  std::string failure_;  ///< set once the child failed; later phases go to the fallback
+};
+
+std::unique_ptr<ExchangeScheduler> create_isolated_scheduler(const PluginInfo& plugin, const PluginUse& use,
+                                                             std::unique_ptr<ExchangeScheduler> fallback) {
+  return std::make_unique<IsolatedScheduler>(plugin, use, std::move(fallback));
+}
+
+// ---- Child side ----------------------------------------------------------------------------
+
+namespace {
+
+// Set by the new-handler: an allocation failed, so the reply says the memory limit was hit
+// rather than whatever exception the plugin turned that into.
+volatile std::sig_atomic_t allocation_failed = 0;
+
+void note_failed_allocation() {
+  allocation_failed = 1;
+  std::set_new_handler(nullptr);
+  throw std::bad_alloc();
+}
+
+bool reply(int fd, Writer& message) { return send_all(fd, message.frame()) == IoResult::ok; }
+
+bool reply_failure(int fd, const std::string& what) {
+  Writer failed(Message::failed);
+  failed.put(static_cast<std::uint8_t>(allocation_failed != 0));
+  failed.put_string(what);
+  return reply(fd, failed);
+}
+
+}  // namespace
+
+int serve_plugin_requests(int channel_fd) {
+  auto log = logger("tessera.isolation");
+  PluginHost host;
+  std::unique_ptr<ExchangeScheduler> scheduler;
+  for (;;) {
+    Frame request{};
+    try {
+      if (read_frame(channel_fd, request, Clock::time_point::max()) != IoResult::ok) return 0;  // parent is done
+    } catch (const ProtocolError& e) {
+      log->error("tessera-plugin-host: {}", e.what());
+      return 3;
+    }
+    allocation_failed = 0;
+    std::set_new_handler(&note_failed_allocation);
+    try {
+      Reader in(request.payload);
+      if (request.type == Message::load) {
+        const std::string file = in.get_string();
+        const std::string name = in.get_string();
+        const Options options = get_options(in);
+        in.finish();
+        const PluginInfo& info = host.load_file(file);
+        if (info.name != name) throw Error(file + ": provides plugin '" + info.name + "', not '" + name + "'");
+        scheduler = host.create_scheduler(info, options);
+        Writer loaded(Message::loaded);
+        if (!reply(channel_fd, loaded)) return 0;
+      } else if (request.type == Message::schedule) {
+        if (!scheduler) throw ProtocolError("a schedule request before the plugin was loaded");
+        const Target target = get_target(in);
+        const auto budget_ms = in.get<std::uint64_t>();
+        const ExchangePhase phase = get_phase(in);
+        in.finish();
+        // schedule() validates too, so an invalid schedule is reported with its conflict.
+        const Schedule schedule = scheduler->schedule(phase, target, budget_ms);
+        Writer scheduled(Message::scheduled);
+        scheduled.put(static_cast<std::uint32_t>(schedule.segments.size()));
+        for (const Segment& segment : schedule.segments) {
+          scheduled.put(segment.transfer);
+          scheduled.put(segment.start);
+          scheduled.put(segment.words);
+        }
+        if (!reply(channel_fd, scheduled)) return 0;
+      } else {
+        throw ProtocolError("unknown message type " + std::to_string(static_cast<int>(request.type)));
+      }
+    } catch (const PluginError& e) {
+      // The parent names the plugin itself; send the reason alone.
+      std::string what = e.what();
+      const std::string prefix = "plugin '" + e.plugin_name + "': ";
+      if (what.rfind(prefix, 0) == 0) what.erase(0, prefix.size());
+      if (!reply_failure(channel_fd, what)) return 0;
+    } catch (const std::exception& e) {
+      if (!reply_failure(channel_fd, e.what())) return 0;
+    }
+  }
+}
+
+}  // namespace tessera

@@ -1,0 +1,201 @@
+// Contained plugins: `isolate: process` through the real `tessera compile`, with a faulty
+// scheduler that crashes, hangs, hoards memory, prints to stdout or returns garbage.
+#include <catch2/catch.hpp>
+
+#include <filesystem>
+#include <fstream>
+#include <iterator>
+
+#include "run_command.hpp"
+#include "temp_dir.hpp"
+#include "tessera/diagnostic.hpp"
+#include "tessera/pipeline.hpp"
+#include "tessera/plugin_host.hpp"
+
+using namespace tessera::testing;
+namespace fs = std::filesystem;
+
+namespace {
+
+const std::string kSmallModel = source_path("configs/models/mlp-small.yaml");
+const std::string kSmallPipeline = source_path("configs/pipelines/small.yaml");
+const std::string kSchedulerEntry = "exchange_scheduler: {plugin: greedy}";
+const std::string kFaultyPluginPath = std::string("TESSERA_PLUGIN_PATH=") + TESSERA_FAULTY_PLUGIN_DIR;
+
+std::string read_bytes(const std::string& file) {
+  std::ifstream in(file, std::ios::binary);
+  return std::string((std::istreambuf_iterator<char>(in)), {});
+}
+
+// The small pipeline with its scheduler entry replaced by `entry`.
+std::string pipeline_with(const TempDir& dir, const std::string& entry) {
+  return pipeline_copy(dir, kSmallPipeline, kSchedulerEntry, "exchange_scheduler: " + entry);
+}
+
+CommandResult compile(const std::string& pipeline, const std::string& package) {
+  return run_command({tessera_binary(), "compile", kSmallModel, "-p", pipeline, "-o", package}, {kFaultyPluginPath});
+}
+
+// The faulty scheduler contained, with limits small enough to keep the tests fast.
+std::string faulty_entry(const std::string& fault, const std::string& extra = "") {
+  return "{plugin: faulty-scheduler, options: {fault: " + fault +
+         "}, isolate: process, time_limit_ms: 3000, memory_limit_mb: 512" + extra + "}";
+}
+
+// The in-process greedy package every fallback run must reproduce byte for byte.
+const std::string& greedy_package_bytes() {
+  static const std::string bytes = [] {
+    TempDir dir;
+    const std::string package = (dir.path() / "greedy.tpkg").string();
+    CommandResult r = compile(pipeline_with(dir, "{plugin: greedy}"), package);
+    INFO(r.err);
+    REQUIRE(r.exit_code == 0);
+    return read_bytes(package);
+  }();
+  return bytes;
+}
+
+// A failed compile: exit 1, no signal, the last line the error naming the plugin and `what`.
+void check_contained_failure(const CommandResult& r, const std::string& package, const std::string& what) {
+  INFO(r.err);
+  CHECK(r.exit_code == 1);
+  CHECK(r.signal == 0);
+  CHECK(r.err.find("terminate called") == std::string::npos);
+  REQUIRE(r.err.rfind("error: ") != std::string::npos);
+  const std::string error = r.err.substr(r.err.rfind("error: "));
+  CHECK(std::count(error.begin(), error.end(), '\n') == 1);
+  CHECK_THAT(error, Catch::Contains(kSmallModel));
+  CHECK_THAT(error, Catch::Contains("plugin 'faulty-scheduler'"));
+  CHECK_THAT(error, Catch::Contains(what));
+  CHECK_THAT(error, Catch::Contains("pipeline.yaml:6:"));  // the entry that asked for isolation
+  CHECK_FALSE(fs::exists(package));
+}
+
+}  // namespace
+
+TEST_CASE("isolation runs greedy in a child process and gives the identical package", "[isolation]") {
+  TempDir dir;
+  const std::string package = (dir.path() / "isolated.tpkg").string();
+  CommandResult r = compile(pipeline_with(dir, "{plugin: greedy, isolate: process}"), package);
+  INFO(r.err);
+  REQUIRE(r.exit_code == 0);
+  CHECK_THAT(r.err, Catch::Contains("started isolated exchange scheduler plugin=\"greedy\""));
+  CHECK_THAT(r.err, Catch::Contains("selected_kind=\"greedy\""));
+  CHECK(read_bytes(package) == greedy_package_bytes());
+}
+
+TEST_CASE("isolation contains each fault and names it, with and without a fallback", "[isolation]") {
+  struct Case {
+    std::string fault;
+    std::string what;  // in the error and in the fallback warning
+  };
+  const Case cases[] = {
+      {"segfault", "crashed: killed by signal 11"},
+      {"hang", "did not answer within time_limit_ms=3000 and was killed"},
+      {"allocate", "hit memory_limit_mb=512"},
+      {"invalid-schedule", "returned an invalid schedule"},
+      {"protocol-junk", "broke the plugin-host protocol"},
+  };
+  for (const Case& c : cases) {
+    DYNAMIC_SECTION("fault " << c.fault << " without a fallback fails the compile") {
+      TempDir dir;
+      const std::string package = (dir.path() / "out.tpkg").string();
+      CommandResult r = compile(pipeline_with(dir, faulty_entry(c.fault)), package);
+      check_contained_failure(r, package, c.what);
+    }
+    DYNAMIC_SECTION("fault " << c.fault << " with a fallback continues with greedy") {
+      TempDir dir;
+      const std::string package = (dir.path() / "out.tpkg").string();
+      CommandResult r = compile(pipeline_with(dir, faulty_entry(c.fault, ", fallback: greedy")), package);
+      INFO(r.err);
+      REQUIRE(r.exit_code == 0);
+      CHECK_THAT(r.err, Catch::Contains("exchange scheduler plugin=\"faulty-scheduler\" failed in its isolated process: "));
+      CHECK_THAT(r.err, Catch::Contains(c.what));
+      CHECK_THAT(r.err, Catch::Contains("falling back to plugin=\"greedy\""));
+      // The first phase failed, so greedy scheduled every phase: the in-process package.
+      CHECK(read_bytes(package) == greedy_package_bytes());
+    }
+  }
+}
+
+TEST_CASE("isolation keeps a plugin's stdout off the tool's stdout", "[isolation]") {
+  TempDir dir;
+  const std::string package = (dir.path() / "out.tpkg").string();
+  CommandResult r = compile(pipeline_with(dir, faulty_entry("stdout")), package);
+  INFO(r.err);
+  REQUIRE(r.exit_code == 0);
+  CHECK_THAT(r.out, Catch::StartsWith("package=" + package));
+  CHECK_THAT(r.out, !Catch::Contains("stdout noise"));
+  CHECK_THAT(r.err, Catch::Contains("faulty-scheduler stdout noise"));
+  CHECK_THAT(r.err, !Catch::Contains("falling back"));
+}
+
+TEST_CASE("isolation is refused for passes and cost models with the place", "[isolation]") {
+  TempDir dir;
+  const std::string package = (dir.path() / "out.tpkg").string();
+  auto pass = pipeline_copy(dir, kSmallPipeline, "{plugin: place-storage}", "{plugin: place-storage, isolate: process}");
+  CommandResult r = compile(pass, package);
+  INFO(r.err);
+  CHECK(r.exit_code == 1);
+  CHECK_THAT(r.err, Catch::Contains(pass + ":10:"));
+  CHECK_THAT(r.err, Catch::Contains("'isolate: process' is not supported for pass 'place-storage'"));
+  CHECK_THAT(r.err, Catch::Contains("only exchange schedulers"));
+
+  auto cost = pipeline_copy(dir, kSmallPipeline, "{plugin: analytic}", "{plugin: analytic, isolate: process}");
+  r = compile(cost, package);
+  CHECK(r.exit_code == 1);
+  CHECK_THAT(r.err, Catch::Contains(cost + ":5:"));
+  CHECK_THAT(r.err, Catch::Contains("only exchange schedulers"));
+  CHECK_FALSE(fs::exists(package));
+}
+
+TEST_CASE("isolation settings are checked with their place", "[isolation]") {
+  TempDir dir;
+  const std::string package = (dir.path() / "out.tpkg").string();
+  SECTION("an unknown fallback is named with its place and a suggestion") {
+    auto p = pipeline_with(dir, "{plugin: greedy, isolate: process, fallback: in-ordr}");
+    CommandResult r = compile(p, package);
+    CHECK(r.exit_code == 1);
+    CHECK_THAT(r.err, Catch::Contains(p + ":6:"));
+    CHECK_THAT(r.err, Catch::Contains("did you mean 'in-order'"));
+  }
+  SECTION("a fallback of another kind is refused") {
+    CommandResult r = compile(pipeline_with(dir, "{plugin: greedy, isolate: process, fallback: analytic}"), package);
+    CHECK(r.exit_code == 1);
+    CHECK_THAT(r.err, Catch::Contains("fallback: "));
+    CHECK_THAT(r.err, Catch::Contains("is of kind cost model"));
+  }
+  SECTION("limits and fallback need isolation") {
+    CommandResult r = compile(pipeline_with(dir, "{plugin: greedy, time_limit_ms: 100}"), package);
+    CHECK(r.exit_code == 1);
+    CHECK_THAT(r.err, Catch::Contains("'time_limit_ms' needs 'isolate: process'"));
+  }
+  SECTION("only 'process' isolation exists") {
+    CommandResult r = compile(pipeline_with(dir, "{plugin: greedy, isolate: thread}"), package);
+    CHECK(r.exit_code == 1);
+    CHECK_THAT(r.err, Catch::Contains("'isolate' must be 'process'"));
+  }
+  CHECK_FALSE(fs::exists(package));
+}
+
+TEST_CASE("isolation settings survive print_pipeline and load_pipeline", "[isolation]") {
+  TempDir dir;
+  const std::string original = pipeline_with(
+      dir, "{plugin: greedy, isolate: process, fallback: in-order, time_limit_ms: 1500, memory_limit_mb: 300}");
+  tessera::PluginHost host;
+  tessera::PipelineSpec spec = tessera::load_pipeline(original);
+  tessera::resolve_pipeline(spec, host);
+  const std::string printed = dir.write("printed.yaml", tessera::print_pipeline(spec));
+  tessera::PipelineSpec again = tessera::load_pipeline(printed);
+  CHECK(again.exchange_scheduler.isolate == "process");
+  CHECK(again.exchange_scheduler.fallback == "in-order");
+  CHECK(again.exchange_scheduler.time_limit_ms == 1500);
+  CHECK(again.exchange_scheduler.memory_limit_mb == 300);
+  CHECK(again.cost_model.isolate.empty());
+}
+
+TEST_CASE("isolation's child refuses to run without the compiler", "[isolation]") {
+  CommandResult r = run_command({std::string(TESSERA_BINARY_DIR) + "/tools/tessera-plugin-host"});
+  CHECK(r.exit_code == 2);
+  CHECK_THAT(r.err, Catch::Contains("usage: tessera-plugin-host --channel-fd FD"));
+}
