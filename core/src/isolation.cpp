@@ -1,4 +1,4 @@
-// Contained exchange schedulers: the pipe protocol, the parent's IsolatedScheduler and the
+// Contained plugins: the pipe protocol, the parent side (IsolatedScheduler, IsolatedCostModel) and the
 // child's request loop run by tessera-plugin-host.
 #include "tessera/isolation.hpp"
 
@@ -24,10 +24,12 @@
 
 #include <spdlog/spdlog.h>
 
+#include "tessera/cost_model.hpp"
 #include "tessera/diagnostic.hpp"
 #include "tessera/log.hpp"
 #include "tessera/pipeline.hpp"
 #include "tessera/plugin_host.hpp"
+#include "tessera/program.hpp"
 #include "tessera/target.hpp"
 
 namespace fs = std::filesystem;
@@ -48,11 +50,15 @@ constexpr std::size_t kHeaderBytes = 12;
 constexpr std::uint32_t kMaxPayloadBytes = 256u << 20;  // a phase of millions of transfers fits
 
 enum class Message : std::uint16_t {
-  load = 1,       // parent -> child: plugin file, plugin name, options
+  load = 1,       // parent -> child: plugin kind, file, name, options
   loaded = 2,     // child -> parent: the plugin is configured
   schedule = 3,   // parent -> child: target, budget, phase
   scheduled = 4,  // child -> parent: the schedule
   failed = 5,     // child -> parent: u8 out_of_memory, message
+  estimate = 6,             // parent -> child: target, program
+  estimated = 7,            // child -> parent: compute, exchange, sync cycles, peak bytes
+  estimate_exchange = 8,    // parent -> child: target, phase
+  estimated_exchange = 9,   // child -> parent: cycles
 };
 
 // A malformed message from the other side.
@@ -185,6 +191,118 @@ ExchangePhase get_phase(Reader& in) {
     for (auto& address : transfer.destination_addresses) address = in.get<std::uint32_t>();
   }
   return phase;
+}
+
+void put_ref(Writer& out, const BufferRef& ref) {
+  out.put(ref.buffer);
+  out.put(ref.word_offset);
+}
+
+BufferRef get_ref(Reader& in) {
+  BufferRef ref;
+  ref.buffer = in.get<std::uint32_t>();
+  ref.word_offset = in.get<std::uint32_t>();
+  return ref;
+}
+
+// The whole Program a cost model sees: buffers, supersteps (compute calls, copies, exchange
+// phase, schedule) and host streams.
+void put_program(Writer& out, const Program& program) {
+  out.put(static_cast<std::uint32_t>(program.buffers.size()));
+  for (const Buffer& b : program.buffers) {
+    out.put_string(b.name);
+    for (std::uint32_t v : {b.tile, b.bytes, b.alignment, b.first_use, b.last_use}) out.put(v);
+    out.put(static_cast<std::uint8_t>(b.region));
+    out.put(b.offset);
+  }
+  out.put(static_cast<std::uint32_t>(program.supersteps.size()));
+  for (const Superstep& step : program.supersteps) {
+    out.put_string(step.label);
+    out.put(static_cast<std::uint32_t>(step.compute.size()));
+    for (const CodeletCall& call : step.compute) {
+      out.put(call.tile);
+      out.put(static_cast<std::uint16_t>(call.codelet));
+      out.put(static_cast<std::uint32_t>(call.operands.size()));
+      for (const BufferRef& ref : call.operands) put_ref(out, ref);
+      out.put(static_cast<std::uint32_t>(call.params.size()));
+      for (auto param : call.params) out.put(param);
+    }
+    out.put(static_cast<std::uint32_t>(step.copies.size()));
+    for (const Copy& copy : step.copies) {
+      put_ref(out, copy.source);
+      put_ref(out, copy.destination);
+      out.put(copy.words);
+    }
+    put_phase(out, step.exchange);
+    out.put(static_cast<std::uint32_t>(step.schedule.segments.size()));
+    for (const Segment& segment : step.schedule.segments) {
+      out.put(segment.transfer);
+      out.put(segment.start);
+      out.put(segment.words);
+    }
+  }
+  out.put(static_cast<std::uint32_t>(program.streams.size()));
+  for (const HostStream& stream : program.streams) {
+    out.put_string(stream.tensor);
+    out.put(static_cast<std::uint8_t>(stream.kind));
+    out.put(stream.rows);
+    out.put(stream.cols);
+    out.put(static_cast<std::uint32_t>(stream.slices.size()));
+    for (const HostSlice& slice : stream.slices) {
+      put_ref(out, slice.destination);
+      for (std::uint32_t v : {slice.row_begin, slice.rows, slice.col_begin, slice.cols}) out.put(v);
+    }
+  }
+}
+
+Program get_program(Reader& in) {
+  Program program;
+  program.buffers.resize(in.get_count(33));
+  for (Buffer& b : program.buffers) {
+    b.name = in.get_string();
+    for (std::uint32_t* v : {&b.tile, &b.bytes, &b.alignment, &b.first_use, &b.last_use}) *v = in.get<std::uint32_t>();
+    b.region = static_cast<Region>(in.get<std::uint8_t>());
+    b.offset = in.get<std::int64_t>();
+  }
+  program.supersteps.resize(in.get_count(24));
+  for (Superstep& step : program.supersteps) {
+    step.label = in.get_string();
+    step.compute.resize(in.get_count(14));
+    for (CodeletCall& call : step.compute) {
+      call.tile = in.get<std::uint32_t>();
+      call.codelet = static_cast<Codelet>(in.get<std::uint16_t>());
+      call.operands.resize(in.get_count(8));
+      for (BufferRef& ref : call.operands) ref = get_ref(in);
+      call.params.resize(in.get_count(4));
+      for (auto& param : call.params) param = in.get<std::uint32_t>();
+    }
+    step.copies.resize(in.get_count(20));
+    for (Copy& copy : step.copies) {
+      copy.source = get_ref(in);
+      copy.destination = get_ref(in);
+      copy.words = in.get<std::uint32_t>();
+    }
+    step.exchange = get_phase(in);
+    step.schedule.segments.resize(in.get_count(16));
+    for (Segment& segment : step.schedule.segments) {
+      segment.transfer = in.get<std::uint32_t>();
+      segment.start = in.get<std::uint64_t>();
+      segment.words = in.get<std::uint32_t>();
+    }
+  }
+  program.streams.resize(in.get_count(17));
+  for (HostStream& stream : program.streams) {
+    stream.tensor = in.get_string();
+    stream.kind = static_cast<StreamKind>(in.get<std::uint8_t>());
+    stream.rows = in.get<std::uint32_t>();
+    stream.cols = in.get<std::uint32_t>();
+    stream.slices.resize(in.get_count(24));
+    for (HostSlice& slice : stream.slices) {
+      slice.destination = get_ref(in);
+      for (std::uint32_t* v : {&slice.row_begin, &slice.rows, &slice.col_begin, &slice.cols}) *v = in.get<std::uint32_t>();
+    }
+  }
+  return program;
 }
 
 void put_options(Writer& out, const Options& options) {
@@ -328,77 +446,62 @@ std::uint64_t isolation_time_limit_ms(const PluginUse& use, std::uint64_t budget
 
 // ---- Parent side ---------------------------------------------------------------------------
 
-class IsolatedScheduler final : public ExchangeScheduler {
+namespace {
+
+// What went wrong with the child, already phrased for the user.
+struct ChildFailure : std::runtime_error {
+  using std::runtime_error::runtime_error;
+};
+
+// One child tessera-plugin-host running one plugin use: spawned on the first request,
+// reused for later ones, killed on failure.
+class PluginChild {
 public:
-  IsolatedScheduler(const PluginInfo& plugin, const PluginUse& use, std::unique_ptr<ExchangeScheduler> fallback)
-      : plugin_file_(plugin.file), use_(use), fallback_(std::move(fallback)),
-        host_binary_(find_plugin_host_binary()), log_(logger("tessera.isolation")) {
-    plugin_name_ = plugin.name;
-  }
-  ~IsolatedScheduler() override { stop_child(/*kill_now=*/false); }
+  PluginChild(const PluginInfo& plugin, const PluginUse& use)
+      : plugin_file_(plugin.file), plugin_name_(plugin.name), kind_(plugin.kind), use_(use),
+        host_binary_(find_plugin_host_binary()), log_(logger("tessera.isolation")) {}
+  ~PluginChild() { stop(/*kill_now=*/false); }
 
-protected:
-  Schedule schedule_impl(const ExchangePhase& phase, const Target& target, std::uint64_t budget_ms) override {
-    std::lock_guard lock(mutex_);  // one child, one request at a time
-    if (failure_.empty()) {
-      std::string what;
-      try {
-        Schedule schedule = ask_child(phase, target, budget_ms);
-        ScheduleReport checked = validate_schedule(phase, schedule, target);
-        if (checked.valid) return schedule;
-        what = "returned an invalid schedule for a phase of " + std::to_string(phase.transfers.size()) +
-               " transfers: " + checked.first_conflict;
-      } catch (const ProtocolError& e) {
-        what = std::string("broke the plugin-host protocol: ") + e.what();
-      } catch (const ChildFailure& e) {
-        what = e.what();
-      }
-      stop_child(/*kill_now=*/true);
-      failure_ = what + " (isolated by " + use_.place + ")";
-      if (fallback_)
-        log_->warn("exchange scheduler plugin=\"{}\" failed in its isolated process: {}; falling back to "
-                   "plugin=\"{}\" for this and later phases",
-                   plugin_name(), failure_, fallback_->plugin_name());
-    }
-    if (!fallback_)
-      throw PluginError(plugin_name(), failure_ + "; add 'fallback: OTHER-SCHEDULER' to that entry to continue "
-                                       "with another scheduler");
-    return fallback_->schedule(phase, target, budget_ms);
-  }
-
-private:
-  // What went wrong with the child, already phrased for the user.
-  struct ChildFailure : std::runtime_error {
-    using std::runtime_error::runtime_error;
-  };
-
+  const PluginUse& use() const { return use_; }
   std::uint64_t memory_limit_mb() const {
     return use_.memory_limit_mb ? use_.memory_limit_mb : kDefaultMemoryLimitMb;
   }
 
-  Schedule ask_child(const ExchangePhase& phase, const Target& target, std::uint64_t budget_ms) {
-    const auto limit_ms = isolation_time_limit_ms(use_, budget_ms);
+  // Sends a request (starting the child first if needed) and returns the reply, which must
+  // be of type `expected`; a failure reply, a dead child or the deadline are a ChildFailure,
+  // a malformed reply a ProtocolError.
+  Frame ask(Writer& request, Message expected, std::uint64_t limit_ms) {
     const auto deadline = Clock::now() + std::chrono::milliseconds(limit_ms);
-    if (pid_ <= 0) start_child(deadline, limit_ms);
-    Writer request(Message::schedule);
-    put_target(request, target);
-    request.put(budget_ms);
-    put_phase(request, phase);
+    if (pid_ <= 0) start(deadline, limit_ms);
     Frame reply = exchange(request.frame(), deadline, limit_ms);
-    Reader in(reply.payload);
-    if (reply.type != Message::scheduled) throw ProtocolError("expected a schedule, got message type " + std::to_string(static_cast<int>(reply.type)));
-    Schedule schedule;
-    schedule.segments.resize(in.get_count(16));
-    for (Segment& segment : schedule.segments) {
-      segment.transfer = in.get<std::uint32_t>();
-      segment.start = in.get<std::uint64_t>();
-      segment.words = in.get<std::uint32_t>();
-    }
-    in.finish();
-    return schedule;
+    if (reply.type != expected)
+      throw ProtocolError("expected message type " + std::to_string(static_cast<int>(expected)) + ", got " +
+                          std::to_string(static_cast<int>(reply.type)));
+    return reply;
   }
 
-  void start_child(Clock::time_point deadline, std::uint64_t limit_ms) {
+  // Ends the child: politely (close the channel, it exits on end of input) or with SIGKILL.
+  void stop(bool kill_now) {
+    if (channel_ >= 0) ::close(channel_);
+    channel_ = -1;
+    if (pid_ <= 0) return;
+    if (!kill_now) {
+      for (int waited = 0; waited < 500; waited += 2) {
+        if (::waitpid(pid_, nullptr, WNOHANG) == pid_) {
+          pid_ = -1;
+          return;
+        }
+        std::this_thread::sleep_for(std::chrono::milliseconds(2));
+      }
+    }
+    ::kill(pid_, SIGKILL);
+    while (::waitpid(pid_, nullptr, 0) < 0 && errno == EINTR) {
+    }
+    pid_ = -1;
+  }
+
+private:
+  void start(Clock::time_point deadline, std::uint64_t limit_ms) {
     int channel[2];
     if (::socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, channel) != 0)
       throw ChildFailure(std::string("could not create its channel: ") + std::strerror(errno));
@@ -432,19 +535,19 @@ private:
     ::close(channel[1]);
     channel_ = channel[0];
     pid_ = pid;
-    log_->info("started isolated exchange scheduler plugin=\"{}\" pid={} time_limit_ms={} memory_limit_mb={}",
-               plugin_name(), pid, limit_ms, memory_limit_mb());
+    log_->info("started isolated {} plugin=\"{}\" pid={} time_limit_ms={} memory_limit_mb={}",
+               plugin_kind_name(kind_), plugin_name_, pid, limit_ms, memory_limit_mb());
     Writer load(Message::load);
+    load.put(static_cast<std::uint32_t>(kind_));
     load.put_string(plugin_file_);
-    load.put_string(plugin_name());
+    load.put_string(plugin_name_);
     put_options(load, use_.options);
     Frame reply = exchange(load.frame(), deadline, limit_ms);
-    if (reply.type != Message::loaded) throw ProtocolError("expected 'loaded', got message type " + std::to_string(static_cast<int>(reply.type)));
+    if (reply.type != Message::loaded)
+      throw ProtocolError("expected 'loaded', got message type " + std::to_string(static_cast<int>(reply.type)));
     Reader(reply.payload).finish();
   }
 
-  // Sends a request and waits for its reply; a failure reply, a dead child or the deadline
-  // become a ChildFailure.
   Frame exchange(const std::string& request, Clock::time_point deadline, std::uint64_t limit_ms) {
     IoResult result = send_all(channel_, request);
     Frame reply{};
@@ -481,40 +584,175 @@ private:
     return "closed its channel without answering";
   }
 
-  // Ends the child: politely (close the channel, it exits on end of input) or with SIGKILL.
-  void stop_child(bool kill_now) {
-    if (channel_ >= 0) ::close(channel_);
-    channel_ = -1;
-    if (pid_ <= 0) return;
-    if (!kill_now) {
-      for (int waited = 0; waited < 500; waited += 2) {
-        if (::waitpid(pid_, nullptr, WNOHANG) == pid_) {
-          pid_ = -1;
-          return;
-        }
-        std::this_thread::sleep_for(std::chrono::milliseconds(2));
-      }
-    }
-    ::kill(pid_, SIGKILL);
-    while (::waitpid(pid_, nullptr, 0) < 0 && errno == EINTR) {
-    }
-    pid_ = -1;
-  }
-
   std::string plugin_file_;
+  std::string plugin_name_;
+  PluginKind kind_;
   PluginUse use_;
-  std::unique_ptr<ExchangeScheduler> fallback_;
   std::string host_binary_;
   std::shared_ptr<spdlog::logger> log_;
-  std::mutex mutex_;
   pid_t pid_ = -1;
   int channel_ = -1;
-  std::string failure_;  ///< set once the child failed; later phases go to the fallback
 };
+
+// Runs `call` against the child until it fails once; from then on (and for the failing call)
+// `fallback_call` runs instead, after one warning, or a PluginError is thrown when there is
+// no fallback. `validate` returns "" or why a reply is unusable.
+class Containment {
+public:
+  Containment(const std::string& plugin, const char* kind, std::string fallback_name)
+      : plugin_(plugin), kind_(kind), fallback_name_(std::move(fallback_name)) {}
+
+  template <typename Call, typename Validate, typename Fallback>
+  auto run(PluginChild& child, Call&& call, Validate&& validate, Fallback&& fallback_call) -> decltype(call()) {
+    if (failure_.empty()) {
+      std::string what;
+      try {
+        auto result = call();
+        what = validate(result);
+        if (what.empty()) return result;
+      } catch (const ProtocolError& e) {
+        what = std::string("broke the plugin-host protocol: ") + e.what();
+      } catch (const ChildFailure& e) {
+        what = e.what();
+      }
+      child.stop(/*kill_now=*/true);
+      failure_ = what + " (isolated by " + child.use().place + ")";
+      if (!fallback_name_.empty())
+        logger("tessera.isolation")
+            ->warn("{} plugin=\"{}\" failed in its isolated process: {}; falling back to plugin=\"{}\" for this "
+                   "and later calls",
+                   kind_, plugin_, failure_, fallback_name_);
+    }
+    if (fallback_name_.empty())
+      throw PluginError(plugin_, failure_ + "; add 'fallback: OTHER-PLUGIN' (same kind) to that entry to continue "
+                                            "with another plugin");
+    return fallback_call();
+  }
+
+private:
+  std::string plugin_, kind_, fallback_name_;
+  std::string failure_;  ///< set once the child failed; later calls go to the fallback
+};
+
+}  // namespace
+
+// A friend of PluginObject, so it names itself and the isolated cost model after their plugins.
+class IsolatedScheduler final : public ExchangeScheduler {
+public:
+  IsolatedScheduler(const PluginInfo& plugin, const PluginUse& use, std::unique_ptr<ExchangeScheduler> fallback)
+      : child_(plugin, use), fallback_(std::move(fallback)),
+        containment_(plugin.name, "exchange scheduler", fallback_ ? fallback_->plugin_name() : "") {
+    plugin_name_ = plugin.name;
+  }
+  static void set_plugin_name(PluginObject& object, const std::string& name) { object.plugin_name_ = name; }
+
+protected:
+  Schedule schedule_impl(const ExchangePhase& phase, const Target& target, std::uint64_t budget_ms) override {
+    std::lock_guard lock(mutex_);  // one child, one request at a time
+    return containment_.run(
+        child_,
+        [&] {
+          Writer request(Message::schedule);
+          put_target(request, target);
+          request.put(budget_ms);
+          put_phase(request, phase);
+          Frame reply = child_.ask(request, Message::scheduled, isolation_time_limit_ms(child_.use(), budget_ms));
+          Reader in(reply.payload);
+          Schedule schedule;
+          schedule.segments.resize(in.get_count(16));
+          for (Segment& segment : schedule.segments) {
+            segment.transfer = in.get<std::uint32_t>();
+            segment.start = in.get<std::uint64_t>();
+            segment.words = in.get<std::uint32_t>();
+          }
+          in.finish();
+          return schedule;
+        },
+        [&](const Schedule& schedule) -> std::string {
+          ScheduleReport checked = validate_schedule(phase, schedule, target);
+          if (checked.valid) return "";
+          return "returned an invalid schedule for a phase of " + std::to_string(phase.transfers.size()) +
+                 " transfers: " + checked.first_conflict;
+        },
+        [&] { return fallback_->schedule(phase, target, budget_ms); });
+  }
+
+private:
+  PluginChild child_;
+  std::unique_ptr<ExchangeScheduler> fallback_;
+  Containment containment_;
+  std::mutex mutex_;
+};
+
+namespace {
+
+class IsolatedCostModel final : public CostModel {
+public:
+  IsolatedCostModel(const PluginInfo& plugin, const PluginUse& use, std::unique_ptr<CostModel> fallback)
+      : child_(plugin, use), fallback_(std::move(fallback)),
+        containment_(plugin.name, "cost model", fallback_ ? fallback_->plugin_name() : "") {
+    IsolatedScheduler::set_plugin_name(*this, plugin.name);
+  }
+
+protected:
+  // Both entry points share one child and one containment: once either fails, both fall back.
+  CostEstimate estimate_impl(const Program& program, const Target& target) override {
+    std::lock_guard lock(mutex_);
+    return containment_.run(
+        child_,
+        [&] {
+          Writer request(Message::estimate);
+          put_target(request, target);
+          put_program(request, program);
+          Frame reply = child_.ask(request, Message::estimated, isolation_time_limit_ms(child_.use(), 0));
+          Reader in(reply.payload);
+          CostEstimate estimate;
+          estimate.compute_cycles = in.get<std::uint64_t>();
+          estimate.exchange_cycles = in.get<std::uint64_t>();
+          estimate.sync_cycles = in.get<std::uint64_t>();
+          estimate.peak_tile_bytes = in.get<std::uint64_t>();
+          in.finish();
+          return estimate;
+        },
+        [](const CostEstimate&) { return std::string(); },  // any figures are acceptable estimates
+        [&] { return fallback_->estimate(program, target); });
+  }
+
+  std::uint64_t estimate_exchange_impl(const ExchangePhase& phase, const Target& target) override {
+    std::lock_guard lock(mutex_);
+    return containment_.run(
+        child_,
+        [&] {
+          Writer request(Message::estimate_exchange);
+          put_target(request, target);
+          put_phase(request, phase);
+          Frame reply = child_.ask(request, Message::estimated_exchange, isolation_time_limit_ms(child_.use(), 0));
+          Reader in(reply.payload);
+          const auto cycles = in.get<std::uint64_t>();
+          in.finish();
+          return cycles;
+        },
+        [](std::uint64_t) { return std::string(); },
+        [&] { return fallback_->estimate_exchange(phase, target); });
+  }
+
+private:
+  PluginChild child_;
+  std::unique_ptr<CostModel> fallback_;
+  Containment containment_;
+  std::mutex mutex_;
+};
+
+}  // namespace
 
 std::unique_ptr<ExchangeScheduler> create_isolated_scheduler(const PluginInfo& plugin, const PluginUse& use,
                                                              std::unique_ptr<ExchangeScheduler> fallback) {
   return std::make_unique<IsolatedScheduler>(plugin, use, std::move(fallback));
+}
+
+std::unique_ptr<CostModel> create_isolated_cost_model(const PluginInfo& plugin, const PluginUse& use,
+                                                      std::unique_ptr<CostModel> fallback) {
+  return std::make_unique<IsolatedCostModel>(plugin, use, std::move(fallback));
 }
 
 // ---- Child side ----------------------------------------------------------------------------
@@ -546,6 +784,7 @@ int serve_plugin_requests(int channel_fd) {
   auto log = logger("tessera.isolation");
   PluginHost host;
   std::unique_ptr<ExchangeScheduler> scheduler;
+  std::unique_ptr<CostModel> cost_model;
   for (;;) {
     Frame request{};
     try {
@@ -559,13 +798,17 @@ int serve_plugin_requests(int channel_fd) {
     try {
       Reader in(request.payload);
       if (request.type == Message::load) {
+        const auto kind = static_cast<PluginKind>(in.get<std::uint32_t>());
         const std::string file = in.get_string();
         const std::string name = in.get_string();
         const Options options = get_options(in);
         in.finish();
         const PluginInfo& info = host.load_file(file);
         if (info.name != name) throw Error(file + ": provides plugin '" + info.name + "', not '" + name + "'");
-        scheduler = host.create_scheduler(info, options);
+        if (info.kind != kind) throw Error(file + ": plugin '" + name + "' is not a " + plugin_kind_name(kind));
+        if (kind == PluginKind::exchange_scheduler) scheduler = host.create_scheduler(info, options);
+        else if (kind == PluginKind::cost_model) cost_model = host.create_cost_model(info, options);
+        else throw ProtocolError(std::string("plugins of kind ") + plugin_kind_name(kind) + " cannot be isolated");
         Writer loaded(Message::loaded);
         if (!reply(channel_fd, loaded)) return 0;
       } else if (request.type == Message::schedule) {
@@ -584,6 +827,25 @@ int serve_plugin_requests(int channel_fd) {
           scheduled.put(segment.words);
         }
         if (!reply(channel_fd, scheduled)) return 0;
+      } else if (request.type == Message::estimate || request.type == Message::estimate_exchange) {
+        if (!cost_model) throw ProtocolError("an estimate request before a cost model was loaded");
+        const Target target = get_target(in);
+        if (request.type == Message::estimate) {
+          const Program program = get_program(in);
+          in.finish();
+          const CostEstimate estimate = cost_model->estimate(program, target);
+          Writer estimated(Message::estimated);
+          for (std::uint64_t v : {estimate.compute_cycles, estimate.exchange_cycles, estimate.sync_cycles,
+                                  estimate.peak_tile_bytes})
+            estimated.put(v);
+          if (!reply(channel_fd, estimated)) return 0;
+        } else {
+          const ExchangePhase phase = get_phase(in);
+          in.finish();
+          Writer estimated(Message::estimated_exchange);
+          estimated.put(cost_model->estimate_exchange(phase, target));
+          if (!reply(channel_fd, estimated)) return 0;
+        }
       } else {
         throw ProtocolError("unknown message type " + std::to_string(static_cast<int>(request.type)));
       }

@@ -37,19 +37,27 @@ PassManager::PassManager(const PipelineSpec& spec, const PluginHost& host, PassM
     if (!found) throw Error(use.place + ": plugin '" + use.plugin + "' is not loaded (resolve the pipeline first)");
     return *found;
   };
-  impl_->cost_model = host.create_cost_model(info(spec.cost_model), spec.cost_model.options);
+  // An isolated plugin runs in a child process; only its fallback (if any) is created here.
+  auto fallback_info = [&](const PluginUse& use) -> const PluginInfo* {
+    if (use.fallback.empty()) return nullptr;
+    const PluginInfo* found = host.find(use.fallback);
+    if (!found) throw Error(use.fallback_place + ": plugin '" + use.fallback + "' is not loaded (resolve the pipeline first)");
+    return found;
+  };
+  const PluginUse& cost_use = spec.cost_model;
+  if (cost_use.isolate == "process") {
+    std::unique_ptr<CostModel> fallback;
+    if (const PluginInfo* other = fallback_info(cost_use))
+      fallback = host.create_cost_model(*other, host.resolve_options(*other, {}, cost_use.fallback_place));
+    impl_->cost_model = create_isolated_cost_model(info(cost_use), cost_use, std::move(fallback));
+  } else {
+    impl_->cost_model = host.create_cost_model(info(cost_use), cost_use.options);
+  }
   const PluginUse& scheduler_use = spec.exchange_scheduler;
   if (scheduler_use.isolate == "process") {
-    // The plugin runs in a child process; only its fallback (if any) is created here.
     std::unique_ptr<ExchangeScheduler> fallback;
-    if (!scheduler_use.fallback.empty()) {
-      const PluginInfo* fallback_info = host.find(scheduler_use.fallback);
-      if (!fallback_info)
-        throw Error(scheduler_use.fallback_place + ": plugin '" + scheduler_use.fallback +
-                    "' is not loaded (resolve the pipeline first)");
-      fallback = host.create_scheduler(*fallback_info,
-                                       host.resolve_options(*fallback_info, {}, scheduler_use.fallback_place));
-    }
+    if (const PluginInfo* other = fallback_info(scheduler_use))
+      fallback = host.create_scheduler(*other, host.resolve_options(*other, {}, scheduler_use.fallback_place));
     impl_->scheduler = create_isolated_scheduler(info(scheduler_use), scheduler_use, std::move(fallback));
   } else {
     impl_->scheduler = host.create_scheduler(info(scheduler_use), scheduler_use.options);

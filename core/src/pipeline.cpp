@@ -126,9 +126,10 @@ static void resolve_use(const PluginHost& host, PluginUse& use, PluginKind kind)
                   " does not match its sha256 pin: expected " + use.sha256 + ", actual " + actual +
                   " (rebuild or reinstall the pinned library, or update the pin after checking the new file)");
   }
-  if (!use.isolate.empty() && kind != PluginKind::exchange_scheduler)
+  if (!use.isolate.empty() && kind == PluginKind::pass)
     throw Error(use.place + ": 'isolate: process' is not supported for " + plugin_kind_name(kind) + " '" +
-                use.plugin + "'; only exchange schedulers can run in a child process (remove 'isolate' here)");
+                use.plugin + "'; only exchange schedulers and cost models can run in a child process "
+                "(a pass changes the compilation state in place; remove 'isolate' here)");
   if (!use.fallback.empty()) {
     const PluginInfo* fallback = host.find(use.fallback);
     if (!fallback || fallback->kind != kind)

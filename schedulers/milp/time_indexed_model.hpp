@@ -46,8 +46,11 @@ private:
     tessera::Schedule schedule;  ///< when feasible
     std::uint64_t horizon = 0;
   };
+  /// GLPK settings for a question expected to have a schedule, or expected not to.
+  enum class Effort { find, refute };
   /// Builds and solves the model for `horizon`; records its size in `stats`.
-  Verdict feasible(std::uint64_t horizon, std::uint64_t time_limit_ms, MilpOutcome& stats) const;
+  Verdict feasible(std::uint64_t horizon, std::uint64_t time_limit_ms, Effort effort,
+                   MilpOutcome& stats) const;
 
   const tessera::ExchangePhase& phase_;
   const tessera::Target& target_;

@@ -1,5 +1,6 @@
 // Contained plugins: `isolate: process` through the real `tessera compile`, with a faulty
-// scheduler that crashes, hangs, hoards memory, prints to stdout or returns garbage.
+// scheduler that crashes, hangs, hoards memory, prints to stdout or returns garbage, and a
+// faulty cost model.
 #include <catch2/catch.hpp>
 
 #include <filesystem>
@@ -20,7 +21,8 @@ namespace {
 const std::string kSmallModel = source_path("configs/models/mlp-small.yaml");
 const std::string kSmallPipeline = source_path("configs/pipelines/small.yaml");
 const std::string kSchedulerEntry = "exchange_scheduler: {plugin: greedy}";
-const std::string kFaultyPluginPath = std::string("TESSERA_PLUGIN_PATH=") + TESSERA_FAULTY_PLUGIN_DIR;
+const std::string kCostModelEntry = "cost_model: {plugin: analytic}";
+const std::string kFaultyPluginPath = std::string("TESSERA_PLUGIN_PATH=") + TESSERA_FAULTY_PLUGIN_PATH;
 
 std::string read_bytes(const std::string& file) {
   std::ifstream in(file, std::ios::binary);
@@ -55,8 +57,10 @@ const std::string& greedy_package_bytes() {
   return bytes;
 }
 
-// A failed compile: exit 1, no signal, the last line the error naming the plugin and `what`.
-void check_contained_failure(const CommandResult& r, const std::string& package, const std::string& what) {
+// A failed compile: exit 1, no signal, the last line the error naming the plugin, `what` and
+// the entry's place (`line`: the scheduler's or the cost model's line in the small pipeline).
+void check_contained_failure(const CommandResult& r, const std::string& package, const std::string& what,
+                             const std::string& plugin = "faulty-scheduler", int line = 6) {
   INFO(r.err);
   CHECK(r.exit_code == 1);
   CHECK(r.signal == 0);
@@ -65,9 +69,9 @@ void check_contained_failure(const CommandResult& r, const std::string& package,
   const std::string error = r.err.substr(r.err.rfind("error: "));
   CHECK(std::count(error.begin(), error.end(), '\n') == 1);
   CHECK_THAT(error, Catch::Contains(kSmallModel));
-  CHECK_THAT(error, Catch::Contains("plugin 'faulty-scheduler'"));
+  CHECK_THAT(error, Catch::Contains("plugin '" + plugin + "'"));
   CHECK_THAT(error, Catch::Contains(what));
-  CHECK_THAT(error, Catch::Contains("pipeline.yaml:6:"));  // the entry that asked for isolation
+  CHECK_THAT(error, Catch::Contains("pipeline.yaml:" + std::to_string(line) + ":"));  // the isolated entry
   CHECK_FALSE(fs::exists(package));
 }
 
@@ -130,7 +134,7 @@ TEST_CASE("isolation keeps a plugin's stdout off the tool's stdout", "[isolation
   CHECK_THAT(r.err, !Catch::Contains("falling back"));
 }
 
-TEST_CASE("isolation is refused for passes and cost models with the place", "[isolation]") {
+TEST_CASE("isolation is refused for passes with the place", "[isolation]") {
   TempDir dir;
   const std::string package = (dir.path() / "out.tpkg").string();
   auto pass = pipeline_copy(dir, kSmallPipeline, "{plugin: place-storage}", "{plugin: place-storage, isolate: process}");
@@ -139,14 +143,42 @@ TEST_CASE("isolation is refused for passes and cost models with the place", "[is
   CHECK(r.exit_code == 1);
   CHECK_THAT(r.err, Catch::Contains(pass + ":10:"));
   CHECK_THAT(r.err, Catch::Contains("'isolate: process' is not supported for pass 'place-storage'"));
-  CHECK_THAT(r.err, Catch::Contains("only exchange schedulers"));
-
-  auto cost = pipeline_copy(dir, kSmallPipeline, "{plugin: analytic}", "{plugin: analytic, isolate: process}");
-  r = compile(cost, package);
-  CHECK(r.exit_code == 1);
-  CHECK_THAT(r.err, Catch::Contains(cost + ":5:"));
-  CHECK_THAT(r.err, Catch::Contains("only exchange schedulers"));
+  CHECK_THAT(r.err, Catch::Contains("only exchange schedulers and cost models"));
   CHECK_FALSE(fs::exists(package));
+}
+
+TEST_CASE("isolation runs the analytic cost model in a child process and gives the identical package", "[isolation]") {
+  TempDir dir;
+  const std::string package = (dir.path() / "isolated.tpkg").string();
+  auto pipeline = pipeline_copy(dir, kSmallPipeline, kCostModelEntry, "cost_model: {plugin: analytic, isolate: process}");
+  CommandResult r = compile(pipeline, package);
+  INFO(r.err);
+  REQUIRE(r.exit_code == 0);
+  CHECK_THAT(r.err, Catch::Contains("started isolated cost model plugin=\"analytic\""));
+  CHECK(read_bytes(package) == greedy_package_bytes());
+}
+
+TEST_CASE("isolation contains a faulty cost model, with and without a fallback", "[isolation]") {
+  TempDir dir;
+  const std::string package = (dir.path() / "out.tpkg").string();
+  const std::string entry = "cost_model: {plugin: faulty-cost-model, options: {fault: segfault}, isolate: process";
+  SECTION("without a fallback the compile fails naming the crash") {
+    CommandResult r = compile(pipeline_copy(dir, kSmallPipeline, kCostModelEntry, entry + "}"), package);
+    check_contained_failure(r, package, "crashed: killed by signal 11", "faulty-cost-model", 5);
+  }
+  SECTION("a hang is killed at the time limit") {
+    auto hang = "cost_model: {plugin: faulty-cost-model, options: {fault: hang}, isolate: process, time_limit_ms: 500}";
+    CommandResult r = compile(pipeline_copy(dir, kSmallPipeline, kCostModelEntry, hang), package);
+    check_contained_failure(r, package, "did not answer within time_limit_ms=500", "faulty-cost-model", 5);
+  }
+  SECTION("with a fallback analytic takes over and the package is the in-process one") {
+    CommandResult r = compile(pipeline_copy(dir, kSmallPipeline, kCostModelEntry, entry + ", fallback: analytic}"), package);
+    INFO(r.err);
+    REQUIRE(r.exit_code == 0);
+    CHECK_THAT(r.err, Catch::Contains("cost model plugin=\"faulty-cost-model\" failed in its isolated process: crashed"));
+    CHECK_THAT(r.err, Catch::Contains("falling back to plugin=\"analytic\""));
+    CHECK(read_bytes(package) == greedy_package_bytes());
+  }
 }
 
 TEST_CASE("isolation settings are checked with their place", "[isolation]") {

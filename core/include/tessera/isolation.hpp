@@ -1,8 +1,9 @@
-// Contained plugins: an exchange scheduler run in a child `tessera-plugin-host` process.
+// Contained plugins: an exchange scheduler or cost model run in a child `tessera-plugin-host`.
 #pragma once
 #include <memory>
 #include <string>
 
+#include "tessera/cost_model.hpp"
 #include "tessera/scheduler.hpp"
 
 namespace tessera {
@@ -31,6 +32,12 @@ std::uint64_t isolation_time_limit_ms(const PluginUse& use, std::uint64_t budget
 /// plugin, the pipeline place and what happened.
 std::unique_ptr<ExchangeScheduler> create_isolated_scheduler(const PluginInfo& plugin, const PluginUse& use,
                                                              std::unique_ptr<ExchangeScheduler> fallback);
+
+/// The same for a cost model: `estimate` and `estimate_exchange` go to one child per use
+/// (time limit per call: `time_limit_ms`, or 10 s); the first failure of either switches both
+/// to `fallback` or is a PluginError.
+std::unique_ptr<CostModel> create_isolated_cost_model(const PluginInfo& plugin, const PluginUse& use,
+                                                      std::unique_ptr<CostModel> fallback);
 
 /// The child's side: answers requests on `channel_fd` until the parent closes it. Returns
 /// the process exit code. This is all `tessera-plugin-host` does.
