@@ -91,7 +91,7 @@ Status PassManager::run(CompilationState& state) {
     PassContext context{state.target, *impl_->cost_model, *impl_->scheduler, *log,
                         fmt::format("tessera.build{{tile_count={} operations={}}}:tessera.phase{{phase=\"{}\"}}",
                                     state.target.tiles, state.model.ops.size(), phase),
-                        impl_->options.schedule_budget_ms, impl_->options.threads};
+                        impl_->options.schedule_budget_ms, impl_->options.threads, nullptr};
     const auto start = std::chrono::steady_clock::now();
     Status status = pass.run(state, context);
     if (status.ok) {
