@@ -15,6 +15,7 @@
 #include <cerrno>
 #include <csignal>
 #include <chrono>
+#include <cstdlib>
 #include <cstring>
 #include <filesystem>
 #include <mutex>
@@ -31,6 +32,16 @@
 #include "tessera/plugin_host.hpp"
 #include "tessera/program.hpp"
 #include "tessera/target.hpp"
+
+// AddressSanitizer reserves terabytes of address space for its shadow, so RLIMIT_AS cannot
+// bound a sanitized child; it gets ASan's resident-memory limit instead.
+#if defined(__SANITIZE_ADDRESS__)
+#define TESSERA_ADDRESS_SANITIZER 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define TESSERA_ADDRESS_SANITIZER 1
+#endif
+#endif
 
 namespace fs = std::filesystem;
 
@@ -511,8 +522,25 @@ private:
     std::vector<char*> argv;
     for (auto& argument : arguments) argv.push_back(argument.data());
     argv.push_back(nullptr);
+#ifndef TESSERA_ADDRESS_SANITIZER
     rlimit memory{};
     memory.rlim_cur = memory.rlim_max = static_cast<rlim_t>(memory_limit_mb()) << 20;
+#endif
+    // The child's environment: ours, plus (sanitized builds) ASan's memory limit.
+    std::vector<std::string> environment;
+    for (char** entry = environ; *entry; ++entry)
+      if (std::strncmp(*entry, "ASAN_OPTIONS=", 13) != 0) environment.emplace_back(*entry);
+#ifdef TESSERA_ADDRESS_SANITIZER
+    const char* inherited = std::getenv("ASAN_OPTIONS");
+    environment.push_back(std::string("ASAN_OPTIONS=") + (inherited ? inherited : "") +
+                          (inherited && *inherited ? ":" : "") + "hard_rss_limit_mb=" +
+                          std::to_string(memory_limit_mb()));
+#else
+    if (const char* inherited = std::getenv("ASAN_OPTIONS")) environment.push_back(std::string("ASAN_OPTIONS=") + inherited);
+#endif
+    std::vector<char*> envp;
+    for (auto& entry : environment) envp.push_back(entry.data());
+    envp.push_back(nullptr);
     const pid_t parent = ::getpid();
     const pid_t pid = ::fork();
     if (pid < 0) {
@@ -526,10 +554,12 @@ private:
       if (channel[1] == 3) ::fcntl(3, F_SETFD, 0);
       else ::dup2(channel[1], 3);  // dup2 clears close-on-exec on the copy
       ::dup2(STDERR_FILENO, STDOUT_FILENO);  // the plugin's prints must not reach the tool's stdout
+#ifndef TESSERA_ADDRESS_SANITIZER
       ::setrlimit(RLIMIT_AS, &memory);
+#endif
       const rlimit no_core_dump{0, 0};  // a crashing plugin must not leave core files behind
       ::setrlimit(RLIMIT_CORE, &no_core_dump);
-      ::execv(argv[0], argv.data());
+      ::execve(argv[0], argv.data(), envp.data());
       ::_exit(127);
     }
     ::close(channel[1]);

@@ -148,6 +148,13 @@ static void resolve_use(const PluginHost& host, PluginUse& use, PluginKind kind)
 }
 
 void resolve_pipeline(PipelineSpec& spec, PluginHost& host) {
+  // Pins first, so a pinned library named after its plugin is checked before it is loaded.
+  auto pin = [&](const PluginUse& use) {
+    if (!use.sha256.empty()) host.pin(use.plugin, use.sha256, use.sha256_place);
+  };
+  pin(spec.cost_model);
+  pin(spec.exchange_scheduler);
+  for (const PluginUse& pass : spec.passes) pin(pass);
   for (const auto& directory : spec.plugin_paths) host.load_directory(directory);
   host.load_environment_paths();
   resolve_use(host, spec.cost_model, PluginKind::cost_model);

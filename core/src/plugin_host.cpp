@@ -136,6 +136,10 @@ struct PluginHost::Impl {
   std::map<std::string, PluginInfo> by_name;
   std::map<std::string, std::string> loaded_files;  // canonical path -> plugin name
   std::vector<std::string> directories;             // canonical, in scan order
+  struct Pin {
+    std::string sha256, place;
+  };
+  std::map<std::string, Pin> pins;  // plugin name -> digest
 };
 
 PluginHost::PluginHost() : impl_(std::make_unique<Impl>()) {}
@@ -166,6 +170,10 @@ void PluginHost::load_environment_paths() {
     if (!directory.empty()) load_directory(directory);
 }
 
+void PluginHost::pin(const std::string& name, const std::string& sha256, const std::string& place) {
+  impl_->pins[name] = {sha256, place};
+}
+
 const PluginInfo& PluginHost::load_file(const std::string& file_name) {
   std::error_code ec;
   const std::string file = fs::weakly_canonical(file_name, ec).string();
@@ -175,6 +183,14 @@ const PluginInfo& PluginHost::load_file(const std::string& file_name) {
   // Checked before dlopen: loading runs the library's initialisers.
   check_not_writable_by_others(fs::path(file).parent_path().string(), "plugin folder", /*allow_sticky=*/true);
   check_not_writable_by_others(file, "plugin library", /*allow_sticky=*/false);
+  if (auto pinned = impl_->pins.find(fs::path(file).stem().string()); pinned != impl_->pins.end()) {
+    const std::string actual = file_sha256(file);
+    if (actual != pinned->second.sha256)
+      throw Error(pinned->second.place + ": plugin '" + pinned->first + "' library " + file +
+                  " does not match its sha256 pin: expected " + pinned->second.sha256 + ", actual " + actual +
+                  " (refused before loading it; rebuild or reinstall the pinned library, or update the pin "
+                  "after checking the new file)");
+  }
   boost::dll::shared_library library;
   library.load(file, ec, boost::dll::load_mode::rtld_now | boost::dll::load_mode::rtld_local);
   if (ec) throw Error(file + ": cannot load plugin library: " + loader_message(file));

@@ -1,7 +1,6 @@
 // Tests of the select-finalist planner plugin, loaded through the real PluginHost.
 #include <catch2/catch.hpp>
 
-#include <chrono>
 #include <set>
 
 #include "pass_bench.hpp"
@@ -210,16 +209,11 @@ TEST_CASE("select-finalist refuses an elementwise op it cannot map, naming its p
   CHECK_THAT(status.message, Catch::Contains("add 'd' is not supported yet"));
 }
 
-TEST_CASE("select-finalist plans mlp-b2-n3 on 1472 tiles quickly and within memory", "[select-finalist][large]") {
+// Planning speed is measured by make bench / bench-planning, not asserted here.
+TEST_CASE("select-finalist plans mlp-b2-n3 on 1472 tiles within memory", "[select-finalist][large]") {
   PassBench bench(config_path("models/mlp-b2-n3.yaml"), config_path("targets/t1472.yaml"));
   REQUIRE(bench.run("lower-mid").ok);
-  const auto start = std::chrono::steady_clock::now();
   REQUIRE(bench.run("select-finalist").ok);
-  const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-  WARN("planned mlp-b2-n3 in " << seconds << " s");
-#ifdef NDEBUG
-  CHECK(seconds < 3.0);  // the requirement is well under a second; leave slack for a loaded machine
-#endif
   CHECK(verify_program(bench.state.program, bench.state.target) == "");
   check_weights_covered_once(bench.state.model, bench.state.program);
   for (const std::string& line : bench.log_lines("selected operator plan")) {

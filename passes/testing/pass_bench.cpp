@@ -46,7 +46,7 @@ Status PassBench::run(const std::string& name, const Options& options) {
   if (!info) return Status::failure(host.unknown_plugin_message(name, PluginKind::pass));
   std::unique_ptr<Pass> pass = host.create_pass(*info, host.resolve_options(*info, options, "test"));
   PassContext context{state.target, *cost_model, *scheduler, *logger_, fmt::format("phase{{phase=\"{}\"}}", name),
-                      2000, 1};
+                      2000, 1, nullptr};
   Status status = pass->run(state, context);
   if (status.ok) state.facts.insert(info->provided_facts.begin(), info->provided_facts.end());
   return status;

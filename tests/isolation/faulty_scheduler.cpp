@@ -42,8 +42,9 @@ private:
       auto* hoard = new std::vector<char*>;
       hoard_sink = hoard;
       for (;;) {
-        char* block = new char[64u << 20];
-        block[0] = 1;  // touch it so the allocation is real
+        constexpr std::size_t kBlock = 64u << 20;
+        char* block = new char[kBlock];
+        for (std::size_t page = 0; page < kBlock; page += 4096) block[page] = 1;  // resident, not just reserved
         hoard->push_back(block);
       }
     } else if (fault_ == "stdout") {

@@ -8,6 +8,7 @@
 #include <iterator>
 
 #include "run_command.hpp"
+#include "sanitizer.hpp"
 #include "temp_dir.hpp"
 #include "tessera/diagnostic.hpp"
 #include "tessera/pipeline.hpp"
@@ -94,9 +95,10 @@ TEST_CASE("isolation contains each fault and names it, with and without a fallba
     std::string what;  // in the error and in the fallback warning
   };
   const Case cases[] = {
-      {"segfault", "crashed: killed by signal 11"},
+      {"segfault", "crashed: killed by signal " + std::to_string(kSegfaultSignal)},
       {"hang", "did not answer within time_limit_ms=3000 and was killed"},
-      {"allocate", "hit memory_limit_mb=512"},
+      // Under ASan the limit is its hard_rss_limit_mb, which aborts the child.
+      {"allocate", kAddressSanitizer ? "crashed: killed by signal 6" : "hit memory_limit_mb=512"},
       {"invalid-schedule", "returned an invalid schedule"},
       {"protocol-junk", "broke the plugin-host protocol"},
   };
@@ -164,7 +166,7 @@ TEST_CASE("isolation contains a faulty cost model, with and without a fallback",
   const std::string entry = "cost_model: {plugin: faulty-cost-model, options: {fault: segfault}, isolate: process";
   SECTION("without a fallback the compile fails naming the crash") {
     CommandResult r = compile(pipeline_copy(dir, kSmallPipeline, kCostModelEntry, entry + "}"), package);
-    check_contained_failure(r, package, "crashed: killed by signal 11", "faulty-cost-model", 5);
+    check_contained_failure(r, package, "crashed: killed by signal " + std::to_string(kSegfaultSignal), "faulty-cost-model", 5);
   }
   SECTION("a hang is killed at the time limit") {
     auto hang = "cost_model: {plugin: faulty-cost-model, options: {fault: hang}, isolate: process, time_limit_ms: 500}";

@@ -54,6 +54,11 @@ public:
   const PluginInfo& load_file(const std::string& file);
   /// Loads the directories listed in TESSERA_PLUGIN_PATH (colon-separated), if set.
   void load_environment_paths();
+  /// Pins plugin `name` to a SHA-256 digest. A library file named after it (NAME.so) is
+  /// hashed before it is loaded and refused on a mismatch (Error prefixed with `place`), so
+  /// its code never runs; a library declaring the name under another file name is checked
+  /// by resolve_pipeline once loaded.
+  void pin(const std::string& name, const std::string& sha256, const std::string& place);
 
   const PluginInfo* find(const std::string& name) const;
   std::vector<const PluginInfo*> plugins() const;  ///< sorted by kind, then name
