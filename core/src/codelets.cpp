@@ -26,6 +26,7 @@ constexpr CodeletShape kShapes[kCodeletCount] = {
     {"relu", 1, 1},        // {inout}; {count}
     {"add", 3, 1},         // {a, b, out}; {count}
     {"copy", 2, 1},        // {in, out}; {count}
+    {"reduce_bias", 4, 5}, // {in, own, bias, out}; {parts, rows, cols, own_stride, relu}
 };
 
 const CodeletShape& shape_of(Codelet codelet) {
@@ -92,6 +93,12 @@ constexpr std::uint64_t kBiasAddInstructions = 2;   // load value and bias, f32v
 constexpr std::uint64_t kBiasReluInstructions = 1;  // the fused max with 0 in the epilogue
 // reduce_add: one load-and-add per part plus the store, per output vector.
 constexpr std::uint64_t kReduceStoreInstructions = 1;
+// reduce_bias: reduce_add's per-part load-and-add and store, plus one for the own partial
+// (a strided load-and-add like any part), one for the bias (load and add) and the fused
+// max with 0 when relu is set. Rows are walked separately (the own partial is strided),
+// so a row of odd width pays a whole vector for its last float.
+constexpr std::uint64_t kOwnPartialInstructions = 1;
+constexpr std::uint64_t kBiasLoadAddInstructions = 1;
 
 std::uint64_t elementwise_cycles(std::uint64_t count, std::uint64_t instructions_per_vector,
                                  const Target& target) {
@@ -134,6 +141,13 @@ std::uint64_t codelet_operand_words(Codelet codelet, std::span<const std::uint32
     case Codelet::add:
     case Codelet::copy:
       return params[0];
+    case Codelet::reduce_bias: {
+      const std::uint64_t parts = params[0], rows = params[1], cols = params[2], stride = params[3];
+      if (operand == 0) return parts * rows * cols;
+      if (operand == 1) return rows == 0 || cols == 0 ? 0 : (rows - 1) * stride + cols;
+      if (operand == 2) return cols;
+      return rows * cols;
+    }
   }
   throw std::logic_error("unreachable codelet");
 }
@@ -162,6 +176,12 @@ std::uint64_t codelet_cycles(Codelet codelet, std::span<const std::uint32_t> par
       return elementwise_cycles(params[0], kAddInstructions, target);
     case Codelet::copy:
       return elementwise_cycles(params[0], kCopyInstructions, target);
+    case Codelet::reduce_bias: {
+      const std::uint64_t padded = std::uint64_t{params[1]} * ceil_div(params[2], kFloatsPerVector) * kFloatsPerVector;
+      const std::uint64_t instructions = std::uint64_t{params[0]} + kOwnPartialInstructions + kBiasLoadAddInstructions +
+                                         kReduceStoreInstructions + (params[4] != 0 ? kBiasReluInstructions : 0);
+      return elementwise_cycles(padded, instructions, target);
+    }
   }
   throw std::logic_error("unreachable codelet");
 }

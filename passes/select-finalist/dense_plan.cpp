@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 #include <set>
 
 #include <fmt/format.h>
@@ -149,8 +150,13 @@ std::uint64_t screening_cycles(const DenseOp& op, DenseCandidate candidate, cons
     exchange += std::max(send, receive);
     ++phases;
     ++supersteps;
-    compute += codelet_cycles(Codelet::reduce_add, std::vector<std::uint32_t>{depth_groups, op.m * piece}, target);
-    compute += epilogue_cycles(op, piece, target);
+    if (op.bias) {
+      compute += codelet_cycles(Codelet::reduce_bias,
+                                std::vector<std::uint32_t>{depth_groups - 1, op.m, piece, widest, op.relu}, target);
+    } else {
+      compute += codelet_cycles(Codelet::reduce_add, std::vector<std::uint32_t>{depth_groups, op.m * piece}, target);
+      compute += epilogue_cycles(op, piece, target);
+    }
   } else {
     compute += epilogue_cycles(op, widest, target);
   }
@@ -158,11 +164,88 @@ std::uint64_t screening_cycles(const DenseOp& op, DenseCandidate candidate, cons
   return compute + exchange + std::uint64_t{supersteps} * target.sync_cycles;
 }
 
+namespace {
+
+/// The x sources a candidate gathers from (none for host_slices).
+const std::vector<Piece>& gather_sources(const DenseOp& op, DenseCandidate candidate) {
+  static const std::vector<Piece> none;
+  if (candidate.input == InputSource::host_slices) return none;
+  return candidate.input == InputSource::host_scatter ? op.scatter_layout : op.x_pieces;
+}
+
+}  // namespace
+
+TileMapping::TileMapping(const DenseOp& op, DenseCandidate candidate, const Target& target)
+    : candidate_(candidate), tiles_(target.tiles) {
+  if (!candidate.rotated || candidate.transposed) return;
+  const std::uint32_t depth = candidate.depth_groups;
+  const std::vector<Range> depths = balanced_split(op.k, depth);
+  // Columns of x each tile already holds.
+  std::vector<std::vector<Range>> held(target.tiles);
+  for (const Piece& piece : gather_sources(op, candidate)) held[piece.tile].push_back({piece.col_begin, piece.cols});
+  // Per column group, the first rotation (of at most 64 tried) with the fewest held words.
+  rotation_.assign(candidate.column_groups, 0);
+  const std::uint32_t tries = std::min(depth, 64u);
+  for (std::uint32_t c = 0; c < candidate.column_groups; ++c) {
+    std::uint64_t fewest = std::numeric_limits<std::uint64_t>::max();
+    for (std::uint32_t s = 0; s < tries && fewest != 0; ++s) {
+      std::uint64_t words = 0;
+      for (std::uint32_t g = 0; g < depth; ++g) {
+        const auto t = static_cast<std::uint32_t>((std::uint64_t{c} * depth + (g + s) % depth + candidate.tile_offset) % tiles_);
+        for (const Range& range : held[t])
+          words += std::max<std::int64_t>(0, std::int64_t{std::min(range.end(), depths[g].end())} -
+                                                 std::int64_t{std::max(range.begin, depths[g].begin)});
+      }
+      if (words < fewest) fewest = words, rotation_[c] = s;
+    }
+  }
+}
+
+MappingLoad mapping_load(const DenseOp& op, DenseCandidate candidate, const Target& target) {
+  MappingLoad load;
+  const TileMapping mapping(op, candidate, target);
+  if (candidate.input == InputSource::host_slices) return load;
+  const std::vector<Piece>& sources = candidate.input == InputSource::host_scatter ? op.scatter_layout : op.x_pieces;
+  const std::vector<Range> depths = balanced_split(op.k, candidate.depth_groups);
+  std::vector<std::uint64_t> received(target.tiles, 0), sent_by(target.tiles, 0), on_tile(target.tiles, 0);
+  for (const Piece& piece : sources) {
+    std::uint64_t sent = 0;
+    const std::uint32_t first = balanced_part_of(op.k, candidate.depth_groups, piece.col_begin);
+    const std::uint32_t last = balanced_part_of(op.k, candidate.depth_groups, piece.col_begin + piece.cols - 1);
+    for (std::uint32_t g = first; g <= last; ++g) {
+      const std::uint32_t low = std::max(piece.col_begin, depths[g].begin);
+      const std::uint32_t high = std::min(piece.col_begin + piece.cols, depths[g].end());
+      const std::uint64_t words = std::uint64_t{op.m} * (high - low);
+      bool sends = false;
+      for (std::uint32_t c = 0; c < candidate.column_groups; ++c) {
+        const std::uint32_t tile = mapping.tile(c, g);
+        if (tile == piece.tile) {
+          // Rows move as one block only when contiguous on both sides.
+          const bool block = op.m == 1 || (high - low == piece.cols && high - low == depths[g].size);
+          on_tile[tile] += (block ? 1 : op.m) *
+                           codelet_cycles(Codelet::copy, std::vector<std::uint32_t>{block ? op.m * (high - low) : high - low}, target);
+          continue;
+        }
+        sends = true;
+        received[tile] += words;
+        load.latency = std::max<std::uint64_t>(load.latency, target.latency(piece.tile, tile));
+      }
+      if (sends) sent += target.multicast ? words : words * candidate.column_groups;
+    }
+    sent_by[piece.tile] += sent;
+  }
+  load.exchange_load = std::max(*std::max_element(sent_by.begin(), sent_by.end()),
+                                *std::max_element(received.begin(), received.end()));
+  load.on_tile_cycles = *std::max_element(on_tile.begin(), on_tile.end());
+  return load;
+}
+
 DenseFragment::DenseFragment(const DenseOp& op, DenseCandidate candidate, const Program& program,
                              const Target& target)
     : op_(op),
       candidate_(candidate),
       target_(target),
+      mapping_(op, candidate, target),
       builder_(program, candidate.depth_groups > 1 ? 2 : 1),
       columns_(balanced_split(op.n, candidate.column_groups)),
       depths_(balanced_split(op.k, candidate.depth_groups)) {
@@ -193,7 +276,7 @@ void DenseFragment::lay_out_buffers() {
   groups_.reserve(columns_.size() * depths_.size());
   for (std::uint32_t c = 0; c < columns_.size(); ++c) {
     for (std::uint32_t g = 0; g < depth_groups; ++g) {
-      const std::uint32_t tile = c * depth_groups + g;
+      const std::uint32_t tile = mapping_.tile(c, g);
       const Range cols = columns_[c], depth = depths_[g];
       GroupBuffers group{tile, 0, 0, 0, kNoBuffer};
       group.weights = builder_.create(op_.name + ".w", tile, std::uint64_t{depth.size} * cols.size, fast,
@@ -216,11 +299,12 @@ void DenseFragment::lay_out_buffers() {
     for (std::uint32_t owner = 0; owner < depth_groups; ++owner) {
       const Range piece = pieces[owner];
       if (piece.size == 0) continue;  // fewer columns than depth groups
-      const std::uint32_t tile = c * depth_groups + owner;
+      const std::uint32_t tile = mapping_.tile(c, owner);
       OwnedPiece owned{c, owner, tile, piece, 0, 0, kNoBuffer};
-      owned.reduce = builder_.create(op_.name + ".reduce", tile,
-                                     std::uint64_t{depth_groups} * m * piece.size, standard, alignment,
-                                     Lifetime::transient);
+      // With a bias the fused reduce_bias reads the owner's own partial in place.
+      const std::uint32_t slots = op_.bias ? depth_groups - 1 : depth_groups;
+      owned.reduce = builder_.create(op_.name + ".reduce", tile, std::uint64_t{slots} * m * piece.size,
+                                     standard, alignment, Lifetime::transient);
       owned.out = builder_.create(op_.name + ".out", tile, std::uint64_t{m} * piece.size, standard,
                                   alignment, Lifetime::transient);
       if (op_.bias)
@@ -286,21 +370,32 @@ Fragment DenseFragment::build() && {
     builder_.label(2, op_.name + ".reduce");
     // Every depth group sends each owner its partial's rows of the owner's piece, into
     // slot [g][row] of the owner's reduce buffer.
+    // (With a bias the owner's own partial stays in place: slots skip the owner.)
     for (const OwnedPiece& owned : pieces_) {
       const std::uint32_t width = columns_[owned.column_group].size;
       for (std::uint32_t g = 0; g < depth_groups; ++g) {
+        if (op_.bias && g == owned.owner_depth_group) continue;
+        const std::uint32_t slot = op_.bias && g > owned.owner_depth_group ? g - 1 : g;
         const GroupBuffers& sender = groups_[owned.column_group * depth_groups + g];
         builder_.move_rows(1, {sender.partial, owned.columns.begin}, width,
-                           {owned.reduce, g * m * owned.columns.size}, owned.columns.size, m,
+                           {owned.reduce, slot * m * owned.columns.size}, owned.columns.size, m,
                            owned.columns.size);
       }
     }
     for (const OwnedPiece& owned : pieces_) {
       const std::uint32_t piece = owned.columns.size;
       const std::uint32_t col_begin = columns_[owned.column_group].begin + owned.columns.begin;
-      builder_.call(2, owned.tile, Codelet::reduce_add, {{owned.reduce, 0}, {owned.out, 0}},
-                    {depth_groups, m * piece});
-      epilogue(2, owned.tile, owned.out, owned.bias, col_begin, piece);
+      if (op_.bias) {
+        const GroupBuffers& own = groups_[owned.column_group * depth_groups + owned.owner_depth_group];
+        builder_.host_slice(*op_.bias, stream_kind_of(*op_.bias), owned.bias, 0, 1, col_begin, piece);
+        builder_.call(2, owned.tile, Codelet::reduce_bias,
+                      {{owned.reduce, 0}, {own.partial, owned.columns.begin}, {owned.bias, 0}, {owned.out, 0}},
+                      {depth_groups - 1, m, piece, columns_[owned.column_group].size, op_.relu ? 1u : 0u});
+      } else {
+        builder_.call(2, owned.tile, Codelet::reduce_add, {{owned.reduce, 0}, {owned.out, 0}},
+                      {depth_groups, m * piece});
+        epilogue(2, owned.tile, owned.out, owned.bias, col_begin, piece);
+      }
       output.pieces.push_back({owned.tile, col_begin, piece, owned.out});
     }
   }

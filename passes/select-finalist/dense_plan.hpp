@@ -36,13 +36,51 @@ struct DenseOp {
 };
 
 /// n split into column_groups groups, k into depth_groups groups; group (c, g) runs on
-/// tile c * depth_groups + g, so a column group's reduction stays among neighbours.
+/// tile (c * depth_groups + g + tile_offset) mod tiles, so a column group's reduction stays
+/// among neighbours; the offset (the tile mapping) moves groups off the tiles that hold
+/// their own x, whose on-tile copies cost compute.
 struct DenseCandidate {
   std::uint32_t column_groups = 1;
   std::uint32_t depth_groups = 1;
   InputSource input = InputSource::distributed;
+  std::uint32_t tile_offset = 0;
+  /// Rotates each column group's depth groups over its tiles so that no group lands on a
+  /// tile holding x it needs (see TileMapping).
+  bool rotated = false;
+  /// Group (c, g) on tile g * column_groups + c (+ offset): depth groups in blocks, so a
+  /// whole block can be moved off the tiles holding its x (the reduction spreads out).
+  bool transposed = false;
   auto operator<=>(const DenseCandidate&) const = default;
 };
+
+/// Which tile runs group (c, g): tile (c * depth + (g + rotation[c]) mod depth + offset) mod tiles.
+class TileMapping {
+public:
+  TileMapping(const DenseOp& op, DenseCandidate candidate, const Target& target);
+  std::uint32_t tile(std::uint32_t c, std::uint32_t g) const {
+    const std::uint32_t depth = candidate_.depth_groups;
+    if (candidate_.transposed)
+      return static_cast<std::uint32_t>((std::uint64_t{g} * candidate_.column_groups + c + candidate_.tile_offset) % tiles_);
+    const std::uint32_t slot = rotation_.empty() ? g : (g + rotation_[c]) % depth;
+    return static_cast<std::uint32_t>((std::uint64_t{c} * depth + slot + candidate_.tile_offset) % tiles_);
+  }
+
+private:
+  DenseCandidate candidate_;
+  std::uint32_t tiles_;
+  std::vector<std::uint32_t> rotation_;  ///< per column group; empty when not rotated
+};
+
+/// How a tile mapping loads the gather of x: the most words a tile sends or receives over
+/// the exchange, the longest latency of a gather copy, and the busiest tile's on-tile copy
+/// cycles (x it already holds, which the exchange cannot send to itself).
+struct MappingLoad {
+  std::uint64_t exchange_load = 0;
+  std::uint64_t latency = 0;
+  std::uint64_t on_tile_cycles = 0;
+  std::uint64_t figure() const { return exchange_load + latency + on_tile_cycles; }
+};
+MappingLoad mapping_load(const DenseOp& op, DenseCandidate candidate, const Target& target);
 
 /// How host_scatter spreads x: balanced column pieces, piece i on tile i.
 std::vector<Piece> scatter_layout(std::uint32_t columns, std::uint32_t tiles);
@@ -72,6 +110,7 @@ public:
                 const Target& target);
   bool oversized() const { return builder_.oversized(); }
   std::vector<TileBytes> new_bytes() const { return builder_.new_bytes(target_.tiles); }
+  std::uint64_t peak_temporary_bytes() const { return builder_.peak_temporary_bytes(target_.tiles); }
   Fragment build() &&;
 
 private:
@@ -94,6 +133,7 @@ private:
   const DenseOp& op_;
   DenseCandidate candidate_;
   const Target& target_;
+  TileMapping mapping_;
   FragmentBuilder builder_;
   std::vector<Range> columns_, depths_;
   std::vector<GroupBuffers> groups_;  ///< index c * depth_groups + g

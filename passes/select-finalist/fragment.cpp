@@ -134,6 +134,15 @@ std::vector<TileBytes> FragmentBuilder::new_bytes(std::uint32_t tiles) const {
   return bytes;
 }
 
+std::uint64_t FragmentBuilder::peak_temporary_bytes(std::uint32_t tiles) const {
+  std::vector<std::uint64_t> bytes(tiles, 0);
+  const auto& buffers = fragment_.program.buffers;
+  for (std::size_t i = 0; i < buffers.size(); ++i)
+    if (fragment_.program_buffer[i] == kNewBuffer && fragment_.lifetime[i] == Lifetime::transient)
+      bytes.at(buffers[i].tile) += aligned_bytes(buffers[i]);
+  return bytes.empty() ? 0 : *std::max_element(bytes.begin(), bytes.end());
+}
+
 Fragment FragmentBuilder::finish(std::vector<TensorDistribution> distributions) {
   auto& supersteps = fragment_.program.supersteps;
   for (std::size_t s = 0; s < supersteps.size(); ++s) {

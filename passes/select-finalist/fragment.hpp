@@ -87,6 +87,8 @@ public:
   bool oversized() const { return oversized_; }
   /// Bytes the new buffers take on each tile (aligned), by region.
   std::vector<TileBytes> new_bytes(std::uint32_t tiles) const;
+  /// The most bytes of new transient buffers (the op's temporaries) on any one tile.
+  std::uint64_t peak_temporary_bytes(std::uint32_t tiles) const;
 
   /// Completes the fragment; `distributions` are the tensors it computes or spreads.
   Fragment finish(std::vector<TensorDistribution> distributions);

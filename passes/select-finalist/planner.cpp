@@ -150,7 +150,8 @@ private:
     auto kind = [](const Tensor* t) { return t ? std::uint64_t{static_cast<std::uint8_t>(t->kind)} + 1 : 0; };
     std::vector<std::uint64_t> key = {op.m, op.k, op.n, op.relu, kind(op.x), kind(op.w), kind(op.bias),
                                       op.first_superstep, candidate.column_groups, candidate.depth_groups,
-                                      static_cast<std::uint64_t>(candidate.input)};
+                                      static_cast<std::uint64_t>(candidate.input), candidate.tile_offset,
+                                      candidate.rotated, candidate.transposed};
     for (const Piece& piece : op.x_pieces) {
       const Buffer& buffer = program_.buffers[piece.buffer];
       key.insert(key.end(), {piece.tile, piece.col_begin, piece.cols, buffer.bytes, buffer.alignment,
@@ -172,6 +173,52 @@ private:
     entry.estimate = known->second.estimate;
     entry.host_input_cycles = known->second.host_input_cycles;
     return entry;
+  }
+
+  /// Screens `mapping_candidates` tile mappings (group offsets) of a finalist by the gather's
+  /// exchange load, latency and on-tile copies; a better one that fits replaces the mapping
+  /// and is costed again.
+  void screen_mappings(const DenseOp& op, std::uint32_t op_index, std::size_t index, CostedCandidate& finalist,
+                       const std::vector<TileBytes>& resident) {
+    if (options_.mapping_candidates <= 1) return;
+    DenseCandidate best = finalist.candidate;
+    MappingLoad best_load = mapping_load(op, best, target_);
+    std::uint32_t selected = 0;
+    const std::uint32_t count = std::min(options_.mapping_candidates, target_.tiles);
+    for (std::uint32_t i = 1; i < count; ++i) {
+      // Odd candidates rotate each column group's depth groups; offsets move every group,
+      // within one column group first (keeping the reduction's neighbours), then by groups.
+      // Every third candidate is transposed, shifted by whole depth blocks.
+      DenseCandidate mapped = finalist.candidate;
+      const std::uint32_t step = i / 3;
+      if (i % 3 == 2) {
+        mapped.transposed = true;
+        mapped.tile_offset = static_cast<std::uint32_t>((std::uint64_t{step} + 1) * best.column_groups % target_.tiles);
+      } else {
+        mapped.rotated = i % 3 == 1;
+        mapped.tile_offset = (finalist.candidate.tile_offset + (step < best.depth_groups ? step : step * best.depth_groups)) %
+                             target_.tiles;
+      }
+      if (mapped == finalist.candidate) continue;
+      const MappingLoad load = mapping_load(op, mapped, target_);
+      context_.logger.debug("{}: tile mapping op={} finalist={} candidate={} tile_offset={} rotated={} exchange_load={} "
+                            "latency={} on_tile_copy_cycles={}", context_.span, op_index, index, i, mapped.tile_offset,
+                            mapped.rotated, load.exchange_load, load.latency, load.on_tile_cycles);
+      if (load.figure() < best_load.figure()) best = mapped, best_load = load, selected = i;
+    }
+    context_.info("screened tile mappings op={} finalist={} candidates={} selected={} tile_offset={} rotated={} "
+                  "exchange_load={} latency={} on_tile_copy_cycles={}",
+                  op_index, index, count, selected, best.tile_offset, best.rotated, best_load.exchange_load,
+                  best_load.latency, best_load.on_tile_cycles);
+    if (best == finalist.candidate) return;
+    DenseFragment fragment(op, best, program_, target_);
+    const bool over_budget = fragment.peak_temporary_bytes() >
+                             static_cast<std::uint64_t>(options_.available_memory_proportion * double(target_.memory_bytes));
+    const std::uint64_t peak =
+        fragment.oversized() || over_budget ? kDoesNotFit : peak_if_fits(resident, fragment.new_bytes());
+    if (peak == kDoesNotFit) return;
+    finalist = cost(op, best, peak, std::move(fragment));
+    if (!finalist.fragment) finalist.fragment = DenseFragment(op, best, program_, target_).build();
   }
 
   void record(std::vector<TensorDistribution> made) {
@@ -235,12 +282,15 @@ private:
     const std::vector<TileBytes> resident = resident_bytes();
     std::vector<CostedCandidate> finalists;  // best first, at most options_.finalists
     std::size_t rejected = 0, costed = 0;
+    const auto temporary_budget =
+        static_cast<std::uint64_t>(options_.available_memory_proportion * double(target_.memory_bytes));
     std::optional<std::pair<std::uint64_t, DenseCandidate>> smallest;
     for (const auto& [screening, candidate] : screened) {
       if (costed == options_.costed_candidates) break;
       DenseFragment fragment(dense, candidate, program_, target_);
       const std::vector<TileBytes> added = fragment.new_bytes();
-      const std::uint64_t peak = fragment.oversized() ? kDoesNotFit : peak_if_fits(resident, added);
+      const bool over_budget = !fragment.oversized() && fragment.peak_temporary_bytes() > temporary_budget;
+      const std::uint64_t peak = fragment.oversized() || over_budget ? kDoesNotFit : peak_if_fits(resident, added);
       if (peak == kDoesNotFit) {
         ++rejected;
         const std::uint64_t needed = fragment.oversized() ? kDoesNotFit : smallest_peak(resident, added);
@@ -280,6 +330,7 @@ private:
 
     for (std::size_t i = 0; i < finalists.size(); ++i) {
       CostedCandidate& finalist = finalists[i];
+      screen_mappings(dense, op_index, i, finalist, resident);
       if (!finalist.fragment) finalist.fragment = DenseFragment(dense, finalist.candidate, program_, target_).build();
       refine(finalist);
       context_.info("retained operator-plan finalist op={} finalist={} column_groups={} depth_groups={} input={} "

@@ -10,7 +10,10 @@ struct PlannerOptions {
   std::uint32_t finalists = 2;          ///< best costed candidates per op, re-costed and logged
   std::uint32_t max_candidates = 64;    ///< candidates kept after enumeration and screening
   std::uint32_t costed_candidates = 4;  ///< fitting candidates built and costed per op
-  bool schedule_finalists = false;      ///< re-cost finalists with the scheduler's horizons
+  std::uint32_t mapping_candidates = 1;  ///< tile mappings screened per finalist (1: c * depth + g only)
+  bool schedule_finalists = false;
+  /// A candidate whose temporaries on any tile exceed this share of tile memory is rejected.
+  double available_memory_proportion = 0.6;      ///< re-cost finalists with the scheduler's horizons
   std::uint32_t column_groups = 0;      ///< pins every dense op's column groups (0: free)
   std::uint32_t depth_groups = 0;       ///< pins every dense op's depth groups (0: free)
 };

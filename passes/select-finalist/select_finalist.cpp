@@ -13,6 +13,10 @@ constexpr TesseraOptionSpec kOptions[] = {
     {"max_candidates", "int", "64", "candidates per op kept after enumeration and screening"},
     {"costed_candidates", "int", "4",
      "candidates per op built and costed by the cost model: the best by screening that fit in memory"},
+    {"mapping_candidates", "int", "1",
+     "tile mappings (group offsets) screened per finalist by the gather's exchange load, latency and on-tile copies"},
+    {"available_memory_proportion", "float", "0.6",
+     "a plan whose temporary buffers on any tile exceed this share of tile memory is rejected (0 < p <= 1)"},
     {"schedule_finalists", "bool", "false",
      "re-cost finalists with the exchange scheduler's horizons instead of the cost model's exchange figure"},
     {"column_groups", "int", "0",
@@ -33,6 +37,14 @@ public:
     if (finalists < 1 || finalists > 100000) return out_of_range("finalists", finalists);
     if (max_candidates < 1 || max_candidates > 100000) return out_of_range("max_candidates", max_candidates);
     if (costed < 1 || costed > 100000) return out_of_range("costed_candidates", costed);
+    const std::int64_t mappings = options.get_int("mapping_candidates");
+    if (mappings < 1 || mappings > 100000) return out_of_range("mapping_candidates", mappings);
+    options_.mapping_candidates = static_cast<std::uint32_t>(mappings);
+    const double proportion = options.get_number("available_memory_proportion");
+    if (!(proportion > 0.0 && proportion <= 1.0))
+      return Status::failure(fmt::format("option 'available_memory_proportion' is {}; it must be in (0, 1], e.g. 0.6",
+                                         proportion));
+    options_.available_memory_proportion = proportion;
     const std::int64_t column_groups = options.get_int("column_groups");
     const std::int64_t depth_groups = options.get_int("depth_groups");
     auto pin_out_of_range = [](const char* name, std::int64_t value) {

@@ -223,3 +223,45 @@ TEST_CASE("select-finalist plans mlp-b2-n3 on 1472 tiles within memory", "[selec
     CHECK(log_field(line, "peak_tile_bytes") <= bench.state.target.memory_bytes);
   CHECK(bench.log_lines("no operator plan fits").empty());
 }
+
+TEST_CASE("select-finalist rejects plans whose temporaries exceed the memory budget", "[select-finalist]") {
+  auto rejected = [](double proportion) {
+    PassBench bench(config_path("models/mlp-small.yaml"), config_path("targets/t16.yaml"));
+    REQUIRE(bench.run("lower-mid").ok);
+    Options options;
+    options.values["available_memory_proportion"] = proportion;
+    REQUIRE(bench.run("select-finalist", options).ok);
+    REQUIRE(verify_program(bench.state.program, bench.state.target) == "");
+    const auto outputs = tessera::testing::execute_program(bench.state.program, bench.state.model);
+    CHECK(tessera::testing::max_relative_error(outputs, tessera::testing::reference_outputs(bench.state.model)) < 1e-5);
+    std::uint64_t count = 0;
+    for (const std::string& line : bench.log_lines("screened operator plans")) count += log_field(line, "rejected_for_memory");
+    return count;
+  };
+  CHECK(rejected(0.6) == 0);
+  // 319 bytes of temporaries per tile: the plans with the widest chunks are refused.
+  CHECK(rejected(0.0005) > 0);
+
+  PassBench bench(config_path("models/mlp-small.yaml"), config_path("targets/t16.yaml"));
+  REQUIRE(bench.run("lower-mid").ok);
+  Options options;
+  options.values["available_memory_proportion"] = 1.5;
+  CHECK_THROWS_WITH(bench.run("select-finalist", options), Catch::Contains("available_memory_proportion"));
+}
+
+TEST_CASE("select-finalist screens tile mappings and moves groups off tiles holding their x", "[select-finalist]") {
+  PassBench bench(config_path("models/mlp-small.yaml"), config_path("targets/t16.yaml"));
+  REQUIRE(bench.run("lower-mid").ok);
+  Options options;
+  options.values["mapping_candidates"] = std::int64_t{8};
+  REQUIRE(bench.run("select-finalist", options).ok);
+  REQUIRE(verify_program(bench.state.program, bench.state.target) == "");
+  const auto lines = bench.log_lines("screened tile mappings");
+  REQUIRE_FALSE(lines.empty());
+  for (const std::string& line : lines) {
+    CHECK(log_field(line, "candidates") == 8);
+    CHECK(log_field(line, "selected") < 8);
+  }
+  const auto outputs = tessera::testing::execute_program(bench.state.program, bench.state.model);
+  CHECK(tessera::testing::max_relative_error(outputs, tessera::testing::reference_outputs(bench.state.model)) < 1e-5);
+}

@@ -122,6 +122,15 @@ void run_codelet(Codelet codelet, const std::vector<std::uint32_t>& p, Word&& wo
     case Codelet::copy:
       for (std::uint32_t i = 0; i < p[0]; ++i) word(1, i) = word(0, i);
       return;
+    case Codelet::reduce_bias:
+      for (std::uint32_t r = 0; r < p[1]; ++r)
+        for (std::uint32_t c = 0; c < p[2]; ++c) {
+          float sum = word(1, r * p[3] + c);
+          for (std::uint32_t part = 0; part < p[0]; ++part) sum += word(0, (part * p[1] + r) * p[2] + c);
+          sum += word(2, c);
+          word(3, r * p[2] + c) = p[4] != 0 ? std::max(sum, 0.0f) : sum;
+        }
+      return;
   }
   throw std::runtime_error("unknown codelet");
 }
@@ -196,7 +205,8 @@ TensorValues execute_program(const Program& program, const Graph& model) {
         const bool output = (call.codelet == Codelet::matmul && operand == 2) ||
                             (call.codelet == Codelet::reduce_add && operand == 1) ||
                             (call.codelet == Codelet::add && operand == 2) ||
-                            (call.codelet == Codelet::copy && operand == 1);
+                            (call.codelet == Codelet::copy && operand == 1) ||
+                            (call.codelet == Codelet::reduce_bias && operand == 3);
         return output ? write(ref.buffer, ref.word_offset + i) : read(ref.buffer, ref.word_offset + i);
       });
     }

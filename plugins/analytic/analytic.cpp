@@ -91,6 +91,14 @@ std::uint64_t estimate_call(const CodeletCall& call, const Target& target) {
     case Codelet::copy:
       cycles += elementwise_cycles(p[0], kCopyInstructionsPerElement, target);
       break;
+    case Codelet::reduce_bias:
+      // parts + the own partial, each a load-add per element, then the bias add (and relu).
+      cycles += elementwise_cycles(double(p[1]) * double(p[2]),
+                                   kReduceInstructionsPerPartialElement * (double(p[0]) + 1) +
+                                       kBiasAddInstructionsPerElement +
+                                       (p[4] ? kFusedReluInstructionsPerElement : 0.0),
+                                   target);
+      break;
   }
   return ceil_cycles(cycles);
 }

@@ -25,8 +25,8 @@ constexpr std::uint32_t kWordBytes = 4;
 /// A codelet call with operands as word indices into its tile's memory.
 struct LoadedCall {
   Codelet codelet = Codelet::copy;
-  std::array<std::uint32_t, 3> operand{};
-  std::array<std::uint32_t, 3> param{};
+  std::array<std::uint32_t, kMaxCodeletOperands> operand{};
+  std::array<std::uint32_t, kMaxCodeletParams> param{};
 };
 
 /// `words` words from one tile's memory to another's, in one exchange phase.
@@ -141,6 +141,24 @@ void run_copy(float* memory, const LoadedCall& call) {
               static_cast<std::size_t>(call.param[0]) * sizeof(float));
 }
 
+void run_reduce_bias(float* memory, const LoadedCall& call) {
+  const std::uint32_t parts = call.param[0], rows = call.param[1], cols = call.param[2];
+  const std::uint32_t stride = call.param[3];
+  const bool relu = call.param[4] != 0;
+  const float* __restrict in = memory + call.operand[0];
+  const float* __restrict own = memory + call.operand[1];
+  const float* __restrict bias = memory + call.operand[2];
+  float* __restrict out = memory + call.operand[3];
+  const std::size_t block = static_cast<std::size_t>(rows) * cols;
+  for (std::uint32_t r = 0; r < rows; ++r)
+    for (std::uint32_t c = 0; c < cols; ++c) {
+      float sum = own[static_cast<std::size_t>(r) * stride + c];
+      for (std::uint32_t p = 0; p < parts; ++p) sum += in[p * block + static_cast<std::size_t>(r) * cols + c];
+      sum += bias[c];
+      out[static_cast<std::size_t>(r) * cols + c] = relu ? std::max(sum, 0.0f) : sum;
+    }
+}
+
 void run_call(float* memory, const LoadedCall& call) {
   switch (call.codelet) {
     case Codelet::matmul: return run_matmul(memory, call);
@@ -149,6 +167,7 @@ void run_call(float* memory, const LoadedCall& call) {
     case Codelet::relu: return run_relu(memory, call);
     case Codelet::add: return run_add(memory, call);
     case Codelet::copy: return run_copy(memory, call);
+    case Codelet::reduce_bias: return run_reduce_bias(memory, call);
   }
   assert(false && "codelet checked at load");
 }
@@ -184,6 +203,10 @@ std::string aliasing_problem(const LoadedCall& call, std::span<const std::uint64
     case Codelet::copy:
       if (overlaps(o[1], words[1], o[0], words[0]) && !same(1, 0))
         return "its output partly overlaps its input";
+      return "";
+    case Codelet::reduce_bias:
+      for (int input = 0; input < 3; ++input)
+        if (overlaps(o[3], words[3], o[input], words[input])) return "its output overlaps an input";
       return "";
   }
   return "";
@@ -306,9 +329,13 @@ void SimDevice::Impl::load_compute(const Package& package, std::uint32_t step,
       if (call.codelet == Codelet::bias_add && call.params[2] > 1)
         throw Error(fmt::format("{}: bias_add's relu flag must be 0 or 1, got {}", where(),
                                 call.params[2]));
+      if (call.codelet == Codelet::reduce_bias && (call.params[4] > 1 || call.params[3] < call.params[2]))
+        throw Error(fmt::format("{}: reduce_bias needs a relu flag of 0 or 1 and own_stride >= cols, "
+                                "got relu={} own_stride={} cols={}", where(), call.params[4],
+                                call.params[3], call.params[2]));
       LoadedCall result;
       result.codelet = call.codelet;
-      std::array<std::uint64_t, 3> words{};
+      std::array<std::uint64_t, kMaxCodeletOperands> words{};
       for (std::uint32_t o = 0; o < call.addresses.size(); ++o) {
         words[o] = codelet_operand_words(call.codelet, call.params, o);
         result.operand[o] = checked_word(call.addresses[o], words[o], tile_bytes[tile], where,

@@ -66,6 +66,16 @@ TEST_CASE("codelet cycle formulas charge the documented machine model", "[codele
   // reduce_add: one load-add per part plus the store, per output vector.
   CHECK(codelet_cycles(Codelet::reduce_add, std::vector<std::uint32_t>{4, 1200}, target) ==
         24 + 6 * 100 * 5);
+  // reduce_bias: per vector one load-add per part and for the own partial, the bias, the
+  // store and the fused relu; an odd row width pays a whole vector (2 x 3 -> 2 x 4 floats).
+  CHECK(codelet_cycles(Codelet::reduce_bias, std::vector<std::uint32_t>{15, 2, 3, 45, 1}, target) ==
+        24 + 6 * 1 * (15 + 1 + 1 + 1 + 1));
+  CHECK(codelet_cycles(Codelet::reduce_bias, std::vector<std::uint32_t>{3, 2, 600, 600, 0}, target) ==
+        24 + 6 * 100 * (3 + 1 + 1 + 1));
+  CHECK(codelet_operand_words(Codelet::reduce_bias, std::vector<std::uint32_t>{3, 2, 5, 9, 0}, 0) == 30);
+  CHECK(codelet_operand_words(Codelet::reduce_bias, std::vector<std::uint32_t>{3, 2, 5, 9, 0}, 1) == 14);
+  CHECK(codelet_operand_words(Codelet::reduce_bias, std::vector<std::uint32_t>{3, 2, 5, 9, 0}, 2) == 5);
+  CHECK(codelet_operand_words(Codelet::reduce_bias, std::vector<std::uint32_t>{3, 2, 5, 9, 0}, 3) == 10);
   // Fewer workers: a longer share each, and a cheaper launch.
   Target three_workers = target;
   three_workers.worker_threads = 3;

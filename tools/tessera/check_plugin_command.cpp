@@ -688,7 +688,8 @@ void check_cost_model(Battery& battery, const PluginHost& host, const PluginInfo
       auto model = make_cost_model(host, info);
       const std::pair<Codelet, std::vector<std::uint32_t>> shapes[] = {
           {Codelet::copy, {0}}, {Codelet::relu, {0}}, {Codelet::add, {0}},
-          {Codelet::reduce_add, {4, 0}}, {Codelet::bias_add, {0, 4, 1}}};
+          {Codelet::reduce_add, {4, 0}}, {Codelet::bias_add, {0, 4, 1}},
+          {Codelet::reduce_bias, {4, 1, 0, 16384, 1}}};
       std::vector<std::string> figures;
       for (const auto& [codelet, shape] : shapes) {
         std::vector<Step> steps;

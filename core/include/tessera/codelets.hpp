@@ -9,7 +9,7 @@ namespace tessera {
 struct Target;
 
 /// Version of the codelet set (semantics and cycle formulas); written into packages.
-inline constexpr std::uint32_t kCodeletSetVersion = 1;
+inline constexpr std::uint32_t kCodeletSetVersion = 2;
 
 /// Operands are word offsets into buffers (program) or byte addresses (tile image);
 /// params are the shape numbers listed per codelet. All data is float32.
@@ -20,8 +20,15 @@ enum class Codelet : std::uint16_t {
   relu = 3,        ///< operands {inout}; params {count}
   add = 4,         ///< operands {a, b, out}; params {count}: out = a + b
   copy = 5,        ///< operands {in, out}; params {count}
+  /// A reduction's epilogue fused in: operands {in, own, bias, out}; params {parts, rows, cols,
+  /// own_stride, relu}: out[r,c] = act(sum_p in[(p*rows+r)*cols+c] + own[r*own_stride+c] + bias[c]),
+  /// so the owner's own partial is read in place (strided) instead of copied.
+  reduce_bias = 6,
 };
-inline constexpr std::uint32_t kCodeletCount = 6;
+inline constexpr std::uint32_t kCodeletCount = 7;
+/// Most operands and params any codelet takes.
+inline constexpr std::uint32_t kMaxCodeletOperands = 4;
+inline constexpr std::uint32_t kMaxCodeletParams = 5;
 
 const char* codelet_name(Codelet);
 /// Number of operands and params a call of `codelet` must carry.

@@ -103,6 +103,9 @@ private:
       case Codelet::relu:
       case Codelet::add:
       case Codelet::copy: arithmetic = params[0]; break;
+      case Codelet::reduce_bias:
+        arithmetic = (std::uint64_t{params[0]} + 2) * params[1] * params[2];
+        break;
     }
     return call_overhead_cycles_ + std::max(arithmetic, ceil_div(words, kWordsPerMemoryCycle));
   }
