@@ -1,12 +1,15 @@
 // Groups a superstep's logical copies into exchange transfers (multicast where the target allows).
-// Shared by select-finalist (re-costing finalists' exchange) and lower-exchanges (the real
-// lowering), so both see the same transfers for the same copies.
+// Shared by select-finalist (re-costing finalists' exchange), optimize-exchange-placement
+// (scheduling candidate tile mappings) and lower-exchanges (the real lowering), so all see
+// the same transfers for the same copies.
 #pragma once
 #include <cstdint>
 #include <algorithm>
+#include <utility>
 #include <vector>
 
 #include "tessera/program.hpp"
+#include "tessera/target.hpp"
 
 namespace tessera::passes {
 
@@ -79,6 +82,23 @@ inline std::vector<CopyGroup> group_copies(const std::vector<Buffer>& buffers,
   std::sort(groups.begin(), groups.end(),
             [](const CopyGroup& a, const CopyGroup& b) { return a.copies.front() < b.copies.front(); });
   return groups;
+}
+
+/// The exchange phase a superstep's copies become once lowered, addresses aside: what a
+/// scheduler sees before place-storage has run.
+inline ExchangePhase physical_phase(const Program& program, const Superstep& step, const Target& target) {
+  ExchangePhase phase;
+  phase.tiles = target.tiles;
+  for (const CopyGroup& group : group_copies(program.buffers, step.copies, target.multicast)) {
+    const Copy& first = step.copies[group.copies.front()];
+    Transfer transfer;
+    transfer.source = program.buffers[first.source.buffer].tile;
+    transfer.words = first.words;
+    for (std::uint32_t copy : group.copies)
+      transfer.destinations.push_back(program.buffers[step.copies[copy].destination.buffer].tile);
+    phase.transfers.push_back(std::move(transfer));
+  }
+  return phase;
 }
 
 }  // namespace tessera::passes

@@ -1,6 +1,7 @@
 // place-storage: gives every buffer a byte offset in its tile's region; buffers never live together share bytes.
 #include <algorithm>
 #include <cstdint>
+#include <map>
 #include <numeric>
 #include <string>
 #include <vector>
@@ -33,12 +34,15 @@ struct TilePlacement {
 };
 
 /// Interval-graph first fit: largest buffers first, each at the lowest aligned offset in
-/// its region that overlaps no placed buffer whose live range meets its own. Offsets may
-/// run past the region's end; the caller reports that as the tile being over.
+/// its region that overlaps no placed buffer whose live range meets its own, and no memory
+/// element of a buffer it must stay element-apart from. Offsets may run past the region's
+/// end; the caller reports that as the tile being over.
 class TilePlacer {
 public:
-  TilePlacer(const std::vector<Buffer>& buffers, std::vector<std::int64_t>& offsets)
-      : buffers_(buffers), offsets_(offsets) {}
+  TilePlacer(const std::vector<Buffer>& buffers, const std::vector<std::vector<std::uint32_t>>& element_apart,
+             std::uint64_t element_bytes, std::vector<std::int64_t>& offsets)
+      : buffers_(buffers), element_apart_(element_apart), element_bytes_(std::max<std::uint64_t>(element_bytes, 1)),
+        offsets_(offsets) {}
 
   /// Places `members` (indices of buffers of one tile and one region); returns the end of
   /// the highest one.
@@ -54,8 +58,16 @@ public:
     for (std::uint32_t index : members) {
       const Buffer& buffer = buffers_[index];
       conflicts_.clear();
-      for (const Placed& other : placed_)
-        if (other.first_use <= buffer.last_use && buffer.first_use <= other.last_use) conflicts_.push_back(other);
+      const std::vector<std::uint32_t>& apart = element_apart_[index];
+      for (const Placed& other : placed_) {
+        if (std::find(apart.begin(), apart.end(), other.index) != apart.end()) {
+          // The other buffer's whole memory elements are off limits.
+          conflicts_.push_back({other.begin / element_bytes_ * element_bytes_, align_up(other.end, element_bytes_),
+                                other.first_use, other.last_use, other.index});
+        } else if (other.first_use <= buffer.last_use && buffer.first_use <= other.last_use) {
+          conflicts_.push_back(other);
+        }
+      }
       std::sort(conflicts_.begin(), conflicts_.end(), [](const Placed& a, const Placed& b) { return a.begin < b.begin; });
       const std::uint64_t alignment = std::max<std::uint32_t>(buffer.alignment, 1);
       std::uint64_t offset = align_up(bounds.low, alignment);
@@ -64,7 +76,7 @@ public:
         offset = std::max(offset, align_up(other.end, alignment));
       }
       offsets_[index] = static_cast<std::int64_t>(offset);
-      placed_.push_back({offset, offset + buffer.bytes, buffer.first_use, buffer.last_use});
+      placed_.push_back({offset, offset + buffer.bytes, buffer.first_use, buffer.last_use, index});
       end = std::max(end, offset + buffer.bytes);
     }
     return end;
@@ -74,11 +86,33 @@ private:
   struct Placed {
     std::uint64_t begin, end;
     std::uint32_t first_use, last_use;
+    std::uint32_t index;
   };
   const std::vector<Buffer>& buffers_;
+  const std::vector<std::vector<std::uint32_t>>& element_apart_;
+  const std::uint64_t element_bytes_;
   std::vector<std::int64_t>& offsets_;
   std::vector<Placed> placed_, conflicts_;
 };
+
+/// For each buffer, the buffers it must not share a memory element with: a matmul's `a` and
+/// `b` operands, whose loads the inner loop pairs in one cycle (ld2x64pace), which one
+/// element cannot serve (Poplar declares the same as `elem(*a) != elem(*b)`).
+std::vector<std::vector<std::uint32_t>> element_apart_operands(const tessera::Program& program) {
+  std::vector<std::vector<std::uint32_t>> apart(program.buffers.size());
+  auto add = [&](std::uint32_t from, std::uint32_t to) {
+    if (std::find(apart[from].begin(), apart[from].end(), to) == apart[from].end()) apart[from].push_back(to);
+  };
+  for (const tessera::Superstep& step : program.supersteps)
+    for (const tessera::CodeletCall& call : step.compute) {
+      if (call.codelet != tessera::Codelet::matmul || call.operands.size() < 2) continue;
+      const std::uint32_t a = call.operands[0].buffer, b = call.operands[1].buffer;
+      if (a == b || a >= apart.size() || b >= apart.size()) continue;
+      add(a, b);
+      add(b, a);
+    }
+  return apart;
+}
 
 class PlaceStorage final : public tessera::Pass {
 protected:
@@ -99,7 +133,8 @@ protected:
 
     std::vector<std::int64_t> offsets(buffers.size(), tessera::kUnplaced);
     std::vector<TilePlacement> tiles(target.tiles);
-    TilePlacer placer(buffers, offsets);
+    const std::vector<std::vector<std::uint32_t>> element_apart = element_apart_operands(state.program);
+    TilePlacer placer(buffers, element_apart, target.memory_element_bytes, offsets);
     for (std::uint32_t tile = 0; tile < target.tiles; ++tile) {
       TilePlacement& placement = tiles[tile];
       const std::uint64_t standard_end = placer.place(by_tile[std::size_t{tile} * 2], standard);
@@ -117,49 +152,117 @@ protected:
 
     for (std::size_t i = 0; i < buffers.size(); ++i) buffers[i].offset = offsets[i];
     std::uint64_t peak_standard = 0, peak_interleaved = 0, peak_total = 0, sum = 0;
-    std::uint32_t used_tiles = 0;
-    for (const TilePlacement& placement : tiles) {
+    std::uint32_t used_tiles = 0, tiles_over_90_percent = 0, peak_tile = 0;
+    for (std::uint32_t tile = 0; tile < target.tiles; ++tile) {
+      const TilePlacement& placement = tiles[tile];
       const std::uint64_t total = placement.standard_used + placement.interleaved_used;
       peak_standard = std::max(peak_standard, placement.standard_used);
       peak_interleaved = std::max(peak_interleaved, placement.interleaved_used);
+      if (total > peak_total) peak_tile = tile;
       peak_total = std::max(peak_total, total);
       sum += total;
       used_tiles += total > 0;
+      tiles_over_90_percent += total * 10 > target.memory_bytes * 9;
     }
+    const std::uint64_t mean = target.tiles ? sum / target.tiles : 0;
     state.estimates.peak_tile_bytes = peak_total;
-    context.info("placed storage tiles={} used_tiles={} buffers={} peak_standard_bytes={} peak_interleaved_bytes={} "
-                 "peak_total_bytes={} mean_tile_bytes={}",
-                 target.tiles, used_tiles, buffers.size(), peak_standard, peak_interleaved, peak_total,
-                 target.tiles ? sum / target.tiles : 0);
+    context.info("placed storage tiles={} used_tiles={} buffers={} element_apart_pairs={} peak_standard_bytes={} "
+                 "peak_interleaved_bytes={} peak_total_bytes={} mean_tile_bytes={}",
+                 target.tiles, used_tiles, buffers.size(), count_pairs(element_apart), peak_standard, peak_interleaved,
+                 peak_total, mean);
+    // Tile bytes are address extents (standard plus interleaved in use), as `tessera report` draws them.
+    context.info("memory summary max_tile_bytes={} mean_tile_bytes={} tiles_over_90_percent={} "
+                 "peak_standard_bytes={} peak_interleaved_bytes={} max_tile={} memory_bytes={}",
+                 peak_total, mean, tiles_over_90_percent, peak_standard, peak_interleaved, peak_tile,
+                 target.memory_bytes);
     return Status::success();
   }
 
 private:
-  /// Every tile over, each with what it needs, by how much, its regions and its largest buffers.
+  static std::size_t count_pairs(const std::vector<std::vector<std::uint32_t>>& apart) {
+    std::size_t links = 0;
+    for (const auto& partners : apart) links += partners.size();
+    return links / 2;
+  }
+
+  /// What takes one region of an over tile: the region's extent, its peak live bytes and the
+  /// superstep of that peak (more than the peak means fragmentation or element separation),
+  /// and its buffers grouped by name (one tensor's pieces share a name), the largest first.
+  static std::string region_breakdown(const tessera::Program& program, const std::vector<std::string>& tensor_of,
+                                      const std::vector<std::uint32_t>& members, const char* region,
+                                      std::uint64_t used, std::uint64_t capacity) {
+    constexpr std::size_t kLargestShown = 4;
+    const auto& buffers = program.buffers;
+    std::string text = fmt::format("{} region {} of {} bytes", region, used, capacity);
+    if (used <= capacity || members.empty()) return text;
+
+    std::vector<std::uint64_t> live(program.supersteps.size() + 1, 0);
+    for (std::uint32_t index : members)
+      for (std::uint32_t s = buffers[index].first_use; s <= buffers[index].last_use && s < live.size(); ++s)
+        live[s] += buffers[index].bytes;
+    const auto peak = std::max_element(live.begin(), live.end());
+
+    struct Group {
+      std::string name, tensor;
+      std::uint64_t bytes = 0;
+      std::uint32_t count = 0, first_use = 0, last_use = 0;
+    };
+    std::map<std::string, Group> by_name;
+    for (std::uint32_t index : members) {
+      const Buffer& buffer = buffers[index];
+      Group& group = by_name[buffer.name];
+      if (group.count == 0) group = {buffer.name, tensor_of[index], 0, 0, buffer.first_use, buffer.last_use};
+      group.bytes += buffer.bytes;
+      ++group.count;
+      group.first_use = std::min(group.first_use, buffer.first_use);
+      group.last_use = std::max(group.last_use, buffer.last_use);
+    }
+    std::vector<Group> groups;
+    for (auto& entry : by_name) groups.push_back(std::move(entry.second));
+    std::stable_sort(groups.begin(), groups.end(), [](const Group& a, const Group& b) { return a.bytes > b.bytes; });
+    std::vector<std::string> shown;
+    for (std::size_t i = 0; i < groups.size() && i < kLargestShown; ++i)
+      shown.push_back(fmt::format("{} {} bytes ({} buffer{}{}, live supersteps {}-{})", groups[i].name, groups[i].bytes,
+                                  groups[i].count, groups[i].count == 1 ? "" : "s",
+                                  groups[i].tensor.empty() ? "" : ", tensor " + groups[i].tensor, groups[i].first_use,
+                                  groups[i].last_use));
+    if (groups.size() > kLargestShown) {
+      std::uint64_t rest_bytes = 0, rest_buffers = 0;
+      for (std::size_t i = kLargestShown; i < groups.size(); ++i) {
+        rest_bytes += groups[i].bytes;
+        rest_buffers += groups[i].count;
+      }
+      shown.push_back(fmt::format("and {} more buffer{} of {} bytes", rest_buffers, rest_buffers == 1 ? "" : "s",
+                                  rest_bytes));
+    }
+    return fmt::format("{} ({} over; peak live {} bytes at superstep {}): {}", text, used - capacity, *peak,
+                       peak - live.begin(), fmt::join(shown, ", "));
+  }
+
+  /// Every tile over, each with what it needs, by how much, and per region what takes the space.
   static Status does_not_fit(const tessera::CompilationState& state, const tessera::Target& target,
                              const std::vector<TilePlacement>& tiles, const std::vector<std::uint32_t>& over,
                              const std::vector<std::vector<std::uint32_t>>& by_tile) {
-    constexpr std::size_t kLargestShown = 4;
-    const auto& buffers = state.program.buffers;
-    std::string message = fmt::format("model does not fit: {} tile{} over {} bytes:", over.size(),
-                                      over.size() == 1 ? "" : "s", target.memory_bytes);
+    const auto worst = std::max_element(over.begin(), over.end(), [&](std::uint32_t a, std::uint32_t b) {
+      return tiles[a].over() < tiles[b].over();
+    });
+    std::string message = fmt::format("model does not fit: {} tile{} over {} bytes (the worst, tile {}, by {} bytes):",
+                                      over.size(), over.size() == 1 ? "" : "s", target.memory_bytes, *worst,
+                                      tiles[*worst].over());
+    const std::uint64_t interleaved_capacity = target.memory_bytes - target.interleaved_start;
+    // The model tensor the host streams into a buffer, when it does: weights and inputs.
+    std::vector<std::string> tensor_of(state.program.buffers.size());
+    for (const tessera::HostStream& stream : state.program.streams)
+      for (const tessera::HostSlice& slice : stream.slices)
+        if (slice.destination.buffer < tensor_of.size()) tensor_of[slice.destination.buffer] = stream.tensor;
     for (std::uint32_t tile : over) {
       const TilePlacement& placement = tiles[tile];
-      std::vector<std::uint32_t> members = by_tile[std::size_t{tile} * 2];
-      members.insert(members.end(), by_tile[std::size_t{tile} * 2 + 1].begin(), by_tile[std::size_t{tile} * 2 + 1].end());
-      std::sort(members.begin(), members.end(), [&](std::uint32_t a, std::uint32_t b) {
-        return buffers[a].bytes != buffers[b].bytes ? buffers[a].bytes > buffers[b].bytes : a < b;
-      });
-      std::vector<std::string> largest;
-      for (std::size_t i = 0; i < members.size() && i < kLargestShown; ++i)
-        largest.push_back(fmt::format("{} {} {}", buffers[members[i]].name, buffers[members[i]].bytes,
-                                      tessera::region_name(buffers[members[i]].region)));
-      if (members.size() > kLargestShown) largest.push_back(fmt::format("and {} more", members.size() - kLargestShown));
       message += fmt::format(
-          "\n  tile {} needs {} bytes ({} over: {}; standard region {} of {} bytes, interleaved region {} of {} bytes)",
-          tile, target.memory_bytes + placement.over(), placement.over(), fmt::join(largest, ", "),
-          placement.standard_used, target.interleaved_start, placement.interleaved_used,
-          target.memory_bytes - target.interleaved_start);
+          "\n  tile {} needs {} bytes ({} over): {}; {}", tile, target.memory_bytes + placement.over(), placement.over(),
+          region_breakdown(state.program, tensor_of, by_tile[std::size_t{tile} * 2 + 1], "interleaved",
+                           placement.interleaved_used, interleaved_capacity),
+          region_breakdown(state.program, tensor_of, by_tile[std::size_t{tile} * 2], "standard", placement.standard_used,
+                           target.interleaved_start));
     }
     message += fmt::format("\nfix: use a target with more tiles or more memory per tile than '{}', or a smaller model",
                            target.name);
@@ -172,7 +275,8 @@ private:
 extern "C" const TesseraPluginManifest* place_storage_manifest() noexcept {
   static const auto manifest = tessera::make_manifest(
       TESSERA_PLUGIN_PASS, "place-storage", "0.1.0",
-      "assigns buffer offsets per tile and region; buffers with disjoint live ranges share memory",
+      "assigns buffer offsets per tile and region; buffers with disjoint live ranges share memory; a matmul's "
+      "operands never share a memory element",
       tessera::facts::plan, tessera::facts::storage, &tessera::create_plugin_object<PlaceStorage>);
   return &manifest;
 }

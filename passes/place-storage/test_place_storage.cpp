@@ -1,6 +1,9 @@
 // Tests of the place-storage pass plugin, loaded through the real PluginHost.
 #include <catch2/catch.hpp>
 
+#include <cstdio>
+#include <map>
+
 #include "pass_bench.hpp"
 
 using namespace tessera;
@@ -82,6 +85,64 @@ TEST_CASE("place-storage shares memory between buffers never live together", "[p
   CHECK(bench.state.estimates.peak_tile_bytes == 5156 + 256);
 }
 
+TEST_CASE("place-storage logs a memory summary of the tiles' extents", "[place-storage]") {
+  PassBench bench(config_path("models/mlp-small.yaml"), config_path("targets/t16.yaml"));
+  Program& program = bench.state.program;
+  program.supersteps.resize(2);
+  Buffer standard = buffer("standard", 4000, Region::standard, 0, 1), fast = buffer("fast", 256, Region::interleaved, 0, 1);
+  // Tile 1 holds 580,000 bytes: over 90% of its 638,976.
+  Buffer full_standard = buffer("full-standard", 250000, Region::standard, 0, 1);
+  Buffer full_fast = buffer("full-fast", 330000, Region::interleaved, 0, 1);
+  full_standard.tile = full_fast.tile = 1;
+  program.buffers = {standard, fast, full_standard, full_fast};
+  REQUIRE(bench.run("place-storage").ok);
+  check_placement(program, bench.state.target);
+  const auto lines = bench.log_lines("memory summary ");
+  REQUIRE(lines.size() == 1);
+  CHECK(log_field(lines[0], "max_tile_bytes") == 580000);
+  CHECK(log_field(lines[0], "mean_tile_bytes") == (4256 + 580000) / 16);
+  CHECK(log_field(lines[0], "tiles_over_90_percent") == 1);
+  CHECK(log_field(lines[0], "peak_standard_bytes") == 250000);
+  CHECK(log_field(lines[0], "peak_interleaved_bytes") == 330000);
+  CHECK(log_field(lines[0], "max_tile") == 1);
+  CHECK(bench.state.estimates.peak_tile_bytes == 580000);
+}
+
+TEST_CASE("place-storage keeps a matmul's operands in different memory elements", "[place-storage]") {
+  PassBench bench(config_path("models/mlp-small.yaml"), config_path("targets/t16.yaml"));
+  Program& program = bench.state.program;
+  program.supersteps.resize(1);
+  program.buffers = {buffer("x", 1000, Region::interleaved, 0, 0, 16), buffer("w", 20000, Region::interleaved, 0, 0, 16),
+                     buffer("partial", 80, Region::interleaved, 0, 0, 16)};
+  program.supersteps[0].compute.push_back({0, Codelet::matmul, {{0, 0}, {1, 0}, {2, 0}}, {1, 250, 20}});
+  REQUIRE(bench.run("place-storage").ok);
+  check_placement(program, bench.state.target);
+  const std::int64_t start = std::int64_t(bench.state.target.interleaved_start), element = 16384;
+  // "w" fills elements 16 and 17 in part; "x" starts at element 18, "partial" packs after "w".
+  CHECK(program.buffers[1].offset == start);
+  CHECK(program.buffers[0].offset == start + 2 * element);
+  CHECK(program.buffers[2].offset == start + 20000);
+}
+
+TEST_CASE("place-storage never puts a planned matmul's operands in one memory element", "[place-storage]") {
+  PassBench bench(config_path("models/mlp-small.yaml"), config_path("targets/t16.yaml"));
+  REQUIRE(bench.run_through("place-storage").ok);
+  const Program& program = bench.state.program;
+  const std::int64_t element = bench.state.target.memory_element_bytes;
+  std::size_t matmuls = 0;
+  for (const Superstep& step : program.supersteps)
+    for (const CodeletCall& call : step.compute) {
+      if (call.codelet != Codelet::matmul) continue;
+      ++matmuls;
+      const Buffer &a = program.buffers[call.operands[0].buffer], &b = program.buffers[call.operands[1].buffer];
+      INFO(a.name << " and " << b.name << " on tile " << a.tile);
+      const bool apart = (a.offset + std::int64_t{a.bytes} - 1) / element < b.offset / element ||
+                         (b.offset + std::int64_t{b.bytes} - 1) / element < a.offset / element;
+      CHECK(apart);
+    }
+  CHECK(matmuls > 0);
+}
+
 TEST_CASE("place-storage reports every tile over with its largest buffers", "[place-storage]") {
   PassBench bench(config_path("models/mlp-small.yaml"), config_path("targets/t16.yaml"));
   REQUIRE(bench.run_through("select-finalist").ok);
@@ -100,9 +161,34 @@ TEST_CASE("place-storage reports every tile over with its largest buffers", "[pl
   REQUIRE_FALSE(status.ok);
   CHECK_THAT(status.message, Catch::StartsWith("model does not fit: "));
   CHECK_THAT(status.message, Catch::Contains("over " + std::to_string(target.memory_bytes) + " bytes"));
-  for (std::uint32_t tile : expected_over)
-    CHECK_THAT(status.message, Catch::Contains("\n  tile " + std::to_string(tile) + " needs "));
-  CHECK_THAT(status.message, Catch::Contains(" interleaved"));
+  const std::uint64_t capacity = target.memory_bytes - target.interleaved_start;
+  for (std::uint32_t tile : expected_over) {
+    // Each over tile: what it needs, by how much, and its largest tensor's buffers by name.
+    std::uint64_t interleaved_bytes = 0, largest = 0;
+    std::map<std::string, std::uint64_t> by_name;
+    for (const Buffer& b : bench.state.program.buffers)
+      if (b.tile == tile && b.region == Region::interleaved) {
+        interleaved_bytes += b.bytes;  // all live at once here: weights, x chunk, partials
+        largest = std::max(largest, by_name[b.name] += b.bytes);
+      }
+    std::string largest_name;
+    for (const auto& [name, bytes] : by_name)
+      if (bytes == largest && largest_name.empty()) largest_name = name;
+    const std::string line_start = "\n  tile " + std::to_string(tile) + " needs ";
+    const std::size_t at = status.message.find(line_start);
+    REQUIRE(at != std::string::npos);
+    const std::string line = status.message.substr(at + 1, status.message.find('\n', at + 1) - at - 1);
+    INFO(line);
+    CHECK_THAT(line, Catch::Contains("interleaved region "));
+    CHECK_THAT(line, Catch::Contains(" of " + std::to_string(capacity) + " bytes ("));
+    CHECK_THAT(line, Catch::Contains(largest_name + " " + std::to_string(largest) + " bytes ("));
+    CHECK_THAT(line, Catch::Contains("peak live "));
+    std::uint64_t needs = 0, over = 0;
+    REQUIRE(std::sscanf(line.c_str(), " tile %*u needs %lu bytes (%lu over)", &needs, &over) == 2);
+    CHECK(over > 0);
+    CHECK(needs == target.memory_bytes + over);
+    CHECK(interleaved_bytes > capacity);
+  }
   CHECK_THAT(status.message, Catch::Contains(".w "));
   CHECK_THAT(status.message, Catch::Contains("fix: "));
   // Nothing is half placed after a failure.

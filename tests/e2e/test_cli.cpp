@@ -115,6 +115,9 @@ TEST_CASE("cli a model that does not fit fails listing the tiles", "[e2e]") {
   check_clean_failure(r, model, package, true);
   CHECK_THAT(r.err, Catch::Contains("model does not fit: 16 tiles over 638976 bytes"));
   CHECK_THAT(r.err, Catch::Contains("tile 15 needs"));
+  // What takes the space: the weight block, named with its tensor, bytes and live range.
+  CHECK_THAT(r.err, Catch::Contains(" over): interleaved region "));
+  CHECK_THAT(r.err, Catch::Contains(".w 4194304 bytes (1 buffer, tensor w, live supersteps "));
 }
 
 TEST_CASE("cli print-pipeline output compiles again", "[e2e]") {

@@ -163,6 +163,13 @@ TEST_CASE("tessera report draws a compiled and run package with the compiler's o
   REQUIRE(reported.exit_code == 0);
   CHECK_THAT(reported.out, Contains("report=" + page_path + " tiles=16 supersteps="));
   CHECK(field(reported.out, "peak_tile_bytes") == field(run.compiled.out, "peak_tile_bytes"));
+  // Per-region peaks from the tile buffer tables agree with place-storage's memory summary.
+  const std::size_t summary = run.compiled.err.find("memory summary ");
+  REQUIRE(summary != std::string::npos);
+  const std::string summary_line = run.compiled.err.substr(summary, run.compiled.err.find('\n', summary) - summary);
+  CHECK(field(reported.out, "peak_standard_bytes") == field(summary_line, "peak_standard_bytes"));
+  CHECK(field(reported.out, "peak_interleaved_bytes") == field(summary_line, "peak_interleaved_bytes"));
+  CHECK(field(reported.out, "peak_tile_bytes") == field(summary_line, "max_tile_bytes"));
   CHECK_THAT(reported.err, Contains("report written path=" + page_path));
 
   // The phases rebuilt from the package's sends have the bounds of the compiler's phases.

@@ -3,6 +3,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <chrono>
 
 #include "html_report.hpp"
@@ -46,8 +47,16 @@ int report_command(const ReportRequest& request) {
     phase = fmt::format("phase={} horizon={} lower_bound={} endpoint_lower_bound={} timeline_tiles={}", selected.index,
                         selected.horizon, selected.lower_bound, selected.endpoint_lower_bound, figures.timeline.size());
   }
-  fmt::print("report={} tiles={} supersteps={} peak_tile_bytes={} peak_tile={} {}\n", request.html, package.tiles.size(),
-             figures.phases.size(), figures.peak_tile_bytes, figures.peak_tile, phase);
+  // The same per-region peaks place-storage logs in its memory summary (address extents).
+  std::uint64_t peak_standard = 0, peak_interleaved = 0;
+  for (const report::TileMemory& memory : figures.memory) {
+    peak_standard = std::max(peak_standard, memory.standard_extent);
+    peak_interleaved = std::max(peak_interleaved, memory.interleaved_extent);
+  }
+  fmt::print("report={} tiles={} supersteps={} peak_tile_bytes={} peak_tile={} peak_standard_bytes={} "
+             "peak_interleaved_bytes={} {}\n",
+             request.html, package.tiles.size(), figures.phases.size(), figures.peak_tile_bytes, figures.peak_tile,
+             peak_standard, peak_interleaved, phase);
   return 0;
 }
 
