@@ -2,7 +2,7 @@
 BUILD ?= build
 TESSERA := $(BUILD)/tools/tessera
 
-.PHONY: all bootstrap build demo test test-sanitize fuzz bench bench-exchange bench-ab clean
+.PHONY: all bootstrap build demo test test-sanitize fuzz bench bench-exchange bench-ab bench-planning calibrate clean
 
 all: build
 
@@ -64,6 +64,18 @@ bench-exchange: build
 
 bench-ab: build
 	$(BUILD)/bench/ab/bench-ab
+
+# The calibrated cost model's tables, one per shipped target, regenerated from this build's
+# simulator every time (configs/pipelines/calibrated.yaml reads $(CALIBRATION)/<target>.yaml).
+CALIBRATION := $(BUILD)/calibration
+calibrate: build
+	@for target in configs/targets/*.yaml; do \
+	  $(TESSERA) --log-level warn calibrate --target $$target -o $(CALIBRATION)/$$(basename $$target) || exit 1; \
+	done
+
+# Per suite model: simulated cycles against the roofline, both cost models' errors, compile time.
+bench-planning: calibrate
+	$(BUILD)/bench/planning/bench-planning
 
 clean:
 	rm -rf $(BUILD)

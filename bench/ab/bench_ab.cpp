@@ -1,9 +1,5 @@
 // Benchmark: the time and memory `tessera ab` costs on top of the compiles and runs it starts,
 // measured by replaying the very same `tessera compile` / `tessera run` commands bare.
-#include <sys/resource.h>
-#include <sys/wait.h>
-#include <unistd.h>
-
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -16,40 +12,14 @@
 
 #include <nlohmann/json.hpp>
 
+#include "measure.hpp"
+
 namespace fs = std::filesystem;
 using nlohmann::json;
+using tessera::bench::Measured;
+using tessera::bench::measure;
 
 namespace {
-
-struct Measured {
-  int exit_code = -1;
-  double wall_ms = 0;
-  double peak_rss_mib = 0;  ///< wait4: the child, or its largest waited-for descendant
-};
-
-// Runs a command with stdout and stderr discarded; wall time and peak RSS from wait4.
-Measured measure(const std::vector<std::string>& arguments) {
-  std::fflush(stdout);  // or the child would write our buffered output again
-  std::fflush(stderr);
-  const auto start = std::chrono::steady_clock::now();
-  const pid_t pid = fork();
-  if (pid == 0) {
-    if (!freopen("/dev/null", "w", stdout) || !freopen("/dev/null", "w", stderr)) _exit(127);
-    std::vector<char*> argv;
-    for (const auto& a : arguments) argv.push_back(const_cast<char*>(a.c_str()));
-    argv.push_back(nullptr);
-    execv(argv[0], argv.data());
-    _exit(127);
-  }
-  int status = 0;
-  struct rusage usage {};
-  wait4(pid, &status, 0, &usage);
-  Measured m;
-  m.wall_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
-  m.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-  m.peak_rss_mib = usage.ru_maxrss / 1024.0;
-  return m;
-}
 
 json read_json(const fs::path& path) {
   std::ifstream in(path);
@@ -79,7 +49,7 @@ std::vector<json> stored_records(const fs::path& results) {
 int main(int argc, char** argv) {
   const fs::path build = fs::canonical("/proc/self/exe").parent_path().parent_path().parent_path();
   const fs::path source = TESSERA_SOURCE_DIR;
-  const std::string suite = argc > 1 ? argv[1] : (source / "configs/suites/default.yaml").string();
+  const std::string suite = argc > 1 ? argv[1] : (source / "configs/suites/ab-bench.yaml").string();
   const int repeat = argc > 2 ? std::max(1, std::atoi(argv[2])) : 3;
   const int rounds = argc > 3 ? std::max(1, std::atoi(argv[3])) : 3;
   const std::string tessera = (build / "tools/tessera").string();
@@ -87,12 +57,8 @@ int main(int argc, char** argv) {
   fs::create_directories(work);
 
   // The default pipeline, pointing at this build's plugins; arms greedy (base) and in-order.
-  std::ifstream in(source / "configs/pipelines/default.yaml");
-  std::string text((std::istreambuf_iterator<char>(in)), {});
-  text.replace(text.find("../targets/"), 11, (source / "configs/targets/").string());
-  text.replace(text.find("../../build/plugins"), 19, (build / "plugins").string());
   const fs::path base = work / "base.yaml";
-  std::ofstream(base) << text;
+  tessera::bench::write_pipeline_copy(source, build, "default.yaml", base);
   const std::string overlay = (source / "configs/suites/arms/in-order.yaml").string();
 
   std::printf("# tessera ab overhead: suite=%s arms=greedy,in-order (+ the baseline's twin) repeat=%d rounds=%d\n",

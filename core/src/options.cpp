@@ -13,6 +13,7 @@ const char* option_type_name(OptionType type) {
     case OptionType::integer: return "int";
     case OptionType::number: return "float";
     case OptionType::string: return "string";
+    case OptionType::path: return "path";
   }
   return "?";
 }

@@ -117,7 +117,7 @@ static const PluginInfo& find_plugin(const PluginHost& host, const PluginUse& us
   return *info;
 }
 
-static void resolve_use(const PluginHost& host, PluginUse& use, PluginKind kind) {
+static void resolve_use(const PluginHost& host, const std::string& pipeline_file, PluginUse& use, PluginKind kind) {
   const PluginInfo& info = find_plugin(host, use, kind);
   if (!use.sha256.empty()) {  // checked before any object of the plugin is created
     const std::string actual = file_sha256(info.file);
@@ -145,6 +145,11 @@ static void resolve_use(const PluginHost& host, PluginUse& use, PluginKind kind)
     host.resolve_options(info, single, place);
   }
   use.options = host.resolve_options(info, use.options, use.place);
+  // A `path` option means the same file wherever the compiler runs from.
+  for (const OptionSpec& option : info.options)
+    if (option.type == OptionType::path)
+      if (auto& text = std::get<std::string>(use.options.values.at(option.name)); !text.empty())
+        text = resolve_path(pipeline_file, text);
 }
 
 void resolve_pipeline(PipelineSpec& spec, PluginHost& host) {
@@ -157,11 +162,11 @@ void resolve_pipeline(PipelineSpec& spec, PluginHost& host) {
   for (const PluginUse& pass : spec.passes) pin(pass);
   for (const auto& directory : spec.plugin_paths) host.load_directory(directory);
   host.load_environment_paths();
-  resolve_use(host, spec.cost_model, PluginKind::cost_model);
-  resolve_use(host, spec.exchange_scheduler, PluginKind::exchange_scheduler);
+  resolve_use(host, spec.file, spec.cost_model, PluginKind::cost_model);
+  resolve_use(host, spec.file, spec.exchange_scheduler, PluginKind::exchange_scheduler);
   std::set<std::string> available = {"graph"};
   for (auto& pass : spec.passes) {
-    resolve_use(host, pass, PluginKind::pass);
+    resolve_use(host, spec.file, pass, PluginKind::pass);
     const PluginInfo& info = *host.find(pass.plugin);
     for (const auto& fact : info.required_facts) {
       if (available.count(fact)) continue;

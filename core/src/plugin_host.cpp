@@ -77,7 +77,8 @@ bool parse_option(const std::string& text, OptionType type, OptionValue& value) 
     case OptionType::boolean: { bool b; if (!yaml::parse_bool(text, b)) return false; value = b; return true; }
     case OptionType::integer: { std::int64_t i; if (!yaml::parse_int(text, i)) return false; value = i; return true; }
     case OptionType::number: { double d; if (!yaml::parse_number(text, d)) return false; value = d; return true; }
-    case OptionType::string: value = text; return true;
+    case OptionType::string:
+    case OptionType::path: value = text; return true;
   }
   return false;
 }
@@ -87,6 +88,7 @@ bool parse_option_type(const std::string& text, OptionType& type) {
   else if (text == "int") type = OptionType::integer;
   else if (text == "float") type = OptionType::number;
   else if (text == "string") type = OptionType::string;
+  else if (text == "path") type = OptionType::path;
   else return false;
   return true;
 }
@@ -243,7 +245,7 @@ const PluginInfo& PluginHost::load_file(const std::string& file_name) {
     spec.doc = raw.doc ? raw.doc : "";
     if (!parse_option_type(raw.type, spec.type))
       throw Error(file + ": plugin '" + info.name + "' option '" + spec.name + "' has unknown type '" + raw.type +
-                  "' (bool, int, float or string)");
+                  "' (bool, int, float, string or path)");
     if (!parse_option(raw.default_value, spec.type, spec.default_value))
       throw Error(file + ": plugin '" + info.name + "' option '" + spec.name + "' default '" + raw.default_value +
                   "' is not a " + option_type_name(spec.type));
@@ -312,7 +314,8 @@ Options PluginHost::resolve_options(const PluginInfo& plugin, const Options& giv
                         ? parse_option(std::get<std::string>(value), spec->type, typed)
                         : (spec->type == OptionType::number && std::holds_alternative<std::int64_t>(value))
                               ? (typed = static_cast<double>(std::get<std::int64_t>(value)), true)
-                              : (value.index() == static_cast<std::size_t>(spec->type) && (typed = value, true));
+                              : (value.index() == static_cast<std::size_t>(spec->type == OptionType::path ? OptionType::string : spec->type) &&
+                                 (typed = value, true));
     if (!ok)
       throw Error(place + ": option '" + name + "' of plugin '" + plugin.name + "' must be " +
                   option_type_name(spec->type) + ", got '" + option_value_text(value) + "'");

@@ -5,6 +5,7 @@
 
 #include <fmt/format.h>
 
+#include "tessera/diagnostic.hpp"
 #include "tessera/target.hpp"
 
 namespace tessera {
@@ -124,6 +125,43 @@ std::string verify_program(const Program& program, const Target& target) {
     }
   }
   return "";
+}
+
+}  // namespace tessera
+
+namespace tessera {
+
+std::uint64_t peak_live_bytes(const Program& program) {
+  struct Change {
+    std::uint32_t tile;
+    std::uint64_t superstep;
+    std::int64_t bytes;
+  };
+  std::vector<Change> changes;
+  changes.reserve(program.buffers.size() * 2);
+  for (std::size_t index = 0; index < program.buffers.size(); ++index) {
+    const Buffer& buffer = program.buffers[index];
+    if (buffer.last_use < buffer.first_use)
+      throw Error(fmt::format("buffer {} ('{}') is last used in superstep {} before its first use in {}", index,
+                              buffer.name, buffer.last_use, buffer.first_use));
+    const std::uint64_t alignment = std::max<std::uint32_t>(buffer.alignment, 1);
+    const auto bytes = static_cast<std::int64_t>((buffer.bytes + alignment - 1) / alignment * alignment);
+    changes.push_back({buffer.tile, buffer.first_use, bytes});
+    changes.push_back({buffer.tile, std::uint64_t{buffer.last_use} + 1, -bytes});
+  }
+  // Within one (tile, superstep) all frees and allocations apply before the peak is read.
+  std::sort(changes.begin(), changes.end(), [](const Change& a, const Change& b) {
+    return a.tile != b.tile ? a.tile < b.tile : a.superstep < b.superstep;
+  });
+  std::int64_t peak = 0, live = 0;
+  for (std::size_t i = 0; i < changes.size(); ++i) {
+    if (i > 0 && changes[i].tile != changes[i - 1].tile) live = 0;
+    live += changes[i].bytes;
+    const bool step_ends = i + 1 == changes.size() || changes[i + 1].tile != changes[i].tile ||
+                           changes[i + 1].superstep != changes[i].superstep;
+    if (step_ends) peak = std::max(peak, live);
+  }
+  return static_cast<std::uint64_t>(peak);
 }
 
 }  // namespace tessera

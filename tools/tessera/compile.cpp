@@ -43,6 +43,19 @@ std::string bundled_plugin_directory() {
   return "";
 }
 
+Package& finish_package(CompilationState& state) {
+  Package& package = state.package;
+  package.compiler_version = kCoreVersion;
+  package.target = state.target;
+  package.target_hash = state.target.hash();
+  package.codelet_set_version = kCodeletSetVersion;
+  package.graph = state.model;
+  package.superstep_labels.clear();
+  for (const auto& step : state.program.supersteps) package.superstep_labels.push_back(step.label);
+  package.estimates = state.estimates;
+  return package;
+}
+
 CompileResult compile(const CompileRequest& request) {
   const auto start = std::chrono::steady_clock::now();
   auto log = logger("tessera.build");
@@ -94,15 +107,7 @@ CompileResult compile(const CompileRequest& request) {
                          (fs::path(request.phase_directory) / ("phase-" + std::to_string(k) + ".txt")).string());
   }
 
-  Package& package = state.package;
-  package.compiler_version = kCoreVersion;
-  package.target = state.target;
-  package.target_hash = state.target.hash();
-  package.codelet_set_version = kCodeletSetVersion;
-  package.graph = state.model;
-  package.superstep_labels.clear();
-  for (const auto& step : state.program.supersteps) package.superstep_labels.push_back(step.label);
-  package.estimates = state.estimates;
+  Package& package = finish_package(state);
   log->info("writing application package tiles={}", package.tiles.size());
   write_package(package, request.output);
   std::error_code ec;

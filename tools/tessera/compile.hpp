@@ -6,6 +6,10 @@
 
 #include "tessera/package.hpp"
 
+namespace tessera {
+struct CompilationState;
+}
+
 namespace tessera::cli {
 
 struct CompileRequest {
@@ -36,6 +40,10 @@ struct CompileResult {
 /// (throws, returns an invalid schedule or leaves an invalid program) a reproducer bundle
 /// is written first and its folder named in the error (docs/reliability.md).
 CompileResult compile(const CompileRequest& request);
+
+/// Fills the package's header (versions, target, graph, labels, estimates) from a state whose
+/// passes have emitted its tile images.
+Package& finish_package(CompilationState& state);
 
 /// Loads and resolves a pipeline (with an optional target override) and returns it as YAML.
 std::string resolved_pipeline_yaml(const std::string& pipeline, const std::string& target);

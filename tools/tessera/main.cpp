@@ -6,6 +6,7 @@
 #include <filesystem>
 
 #include "ab_command.hpp"
+#include "calibrate_command.hpp"
 #include "check_plugin_command.hpp"
 #include "compile.hpp"
 #include "plugins_command.hpp"
@@ -166,6 +167,14 @@ int main(int argc, char** argv) {
   report->add_option("--tiles", report_request.timeline_tiles, "busiest tiles on the exchange timeline (default 16)")
       ->check(CLI::Range(1u, 4096u));
 
+  cli::CalibrateRequest calibrate_request;
+  auto* calibrate = app.add_subcommand("calibrate", "fit the calibrated cost model's formulas on simulator microbenchmarks");
+  calibrate->add_option("--target,-t", calibrate_request.target, "target YAML to calibrate for")->required()->check(CLI::ExistingFile);
+  calibrate->add_option("--output,-o", calibrate_request.output, "table file to write (YAML)")->required();
+  calibrate->add_option("--scheduler,-s", calibrate_request.scheduler, "exchange scheduler the exchange formula measures (default greedy)");
+  calibrate->add_option("--plugin-path", calibrate_request.plugin_paths, "another folder of plugins")->check(CLI::ExistingDirectory);
+  calibrate->add_option("--lock", calibrate_request.lock_path, "device lock file (default: $TMPDIR/tessera-sim0.lock)");
+
   auto ab_command = cli::add_ab_command(app);
 
   // Command-line mistakes (a missing file, a bad flag) get the same `error:` prefix as the rest.
@@ -199,6 +208,7 @@ int main(int argc, char** argv) {
     }
     if (*schedule) return cli::schedule_command(schedule_request);
     if (*replay) return cli::replay_command(replay_bundle);
+    if (*calibrate) return cli::calibrate_command(calibrate_request);
     if (*report) return cli::report_command(report_request);
     if (cli::ab_command_chosen(*ab_command)) return cli::run_ab_command(*ab_command);
     if (*check_plugin) return cli::check_plugin_command(check_request);

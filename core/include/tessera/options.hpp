@@ -7,7 +7,9 @@
 
 namespace tessera {
 
-enum class OptionType : std::uint8_t { boolean, integer, number, string };
+/// `path` holds a string; the pipeline loader makes a relative one absolute against the
+/// pipeline file's folder, as it does for `target:` and `plugin_paths:`.
+enum class OptionType : std::uint8_t { boolean, integer, number, string, path };
 const char* option_type_name(OptionType);
 
 using OptionValue = std::variant<bool, std::int64_t, double, std::string>;

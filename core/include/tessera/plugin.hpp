@@ -45,8 +45,8 @@ enum TesseraPluginKind : std::uint32_t {
   TESSERA_PLUGIN_EXCHANGE_SCHEDULER = 3,
 };
 
-/// One declared option. `type` is "bool", "int", "float" or "string"; `default_value` is
-/// its YAML text.
+/// One declared option. `type` is "bool", "int", "float", "string" or "path" (API 1.1: a
+/// file the pipeline names, relative to the pipeline file); `default_value` is its YAML text.
 struct TesseraOptionSpec {
   const char* name;
   const char* type;

@@ -87,4 +87,10 @@ struct Program {
 /// problem found, or "" when the program is well formed.
 std::string verify_program(const Program& program, const struct Target& target);
 
+/// The most bytes one tile holds at once: buffers live from first_use to last_use, each
+/// rounded up to its alignment, as no allocator can pack them tighter (a lower bound on what
+/// place-storage needs, known before placement). Throws Error on a buffer whose last_use
+/// comes before its first_use.
+std::uint64_t peak_live_bytes(const Program& program);
+
 }  // namespace tessera

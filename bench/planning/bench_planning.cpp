@@ -1,0 +1,146 @@
+// Benchmark: how good the plans are and how well the cost models predict them. For every model
+// of a suite: simulated cycles against the roofline, the analytic and calibrated cost models'
+// errors, compile time and peak tile memory (docs/planning-benchmark.md explains each figure).
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <cstdio>
+#include <filesystem>
+#include <string>
+#include <vector>
+
+#include <yaml-cpp/yaml.h>
+
+#include "measure.hpp"
+#include "tessera/package.hpp"
+
+namespace fs = std::filesystem;
+using tessera::bench::field;
+using tessera::bench::measure;
+
+namespace {
+
+std::uint64_t ceil_div(std::uint64_t a, std::uint64_t b) { return b == 0 ? 0 : (a + b - 1) / b; }
+
+// MACs of a call and whether they run at the float16 rate; 0 for codelets that are not matmuls.
+// A matmul codelet with float16 operands belongs here with `true`.
+std::uint64_t matmul_macs(const tessera::TileCodeletCall& call, bool& fp16) {
+  fp16 = false;
+  if (call.codelet == tessera::Codelet::matmul && call.params.size() == 3)
+    return std::uint64_t{call.params[0]} * call.params[1] * call.params[2];
+  return 0;
+}
+
+// The roofline of a compiled package, per superstep s (docs/planning-benchmark.md):
+//   C_s = ceil(fp32 MACs / (tiles * fp32_macs_per_cycle)) + ceil(fp16 MACs / (tiles * fp16_macs_per_cycle))
+//   X_s = endpoint words (max over tiles of words sent or received, from the tile images'
+//         send and receive lists) + exchange_phase_overhead + exchange_base_latency, 0 without exchange
+//   roofline = sum over s of max(C_s, X_s) + sync_cycles.
+std::uint64_t roofline_cycles(const tessera::Package& package) {
+  const tessera::Target& target = package.target;
+  const std::size_t steps = package.tiles.empty() ? 0 : package.tiles.front().supersteps.size();
+  std::uint64_t total = 0;
+  for (std::size_t s = 0; s < steps; ++s) {
+    std::uint64_t fp32_macs = 0, fp16_macs = 0, endpoint = 0;
+    for (const tessera::TileImage& tile : package.tiles) {
+      const tessera::TileSuperstep& step = tile.supersteps.at(s);
+      for (const tessera::TileCodeletCall& call : step.compute) {
+        bool fp16 = false;
+        const std::uint64_t macs = matmul_macs(call, fp16);
+        (fp16 ? fp16_macs : fp32_macs) += macs;
+      }
+      std::uint64_t sent = 0, received = 0;
+      for (const tessera::TileSend& send : step.sends) sent += send.words;
+      for (const tessera::TileReceive& receive : step.receives) received += receive.words;
+      endpoint = std::max({endpoint, sent, received});
+    }
+    const std::uint64_t compute = ceil_div(fp32_macs, std::uint64_t{target.tiles} * target.fp32_macs_per_cycle) +
+                                  ceil_div(fp16_macs, std::uint64_t{target.tiles} * target.fp16_macs_per_cycle);
+    const std::uint64_t exchange =
+        endpoint == 0 ? 0 : endpoint + target.exchange_phase_overhead + target.exchange_base_latency;
+    total += std::max(compute, exchange) + target.sync_cycles;
+  }
+  return total;
+}
+
+double signed_error(const std::string& estimate, const std::string& simulated) {
+  try {
+    return (std::stod(estimate) - std::stod(simulated)) / std::stod(simulated);
+  } catch (const std::exception&) {
+    return NAN;
+  }
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  const fs::path build = fs::canonical("/proc/self/exe").parent_path().parent_path().parent_path();
+  const fs::path source = TESSERA_SOURCE_DIR;
+  const fs::path suite = argc > 1 ? fs::path(argv[1]) : source / "configs/suites/default.yaml";
+  const std::string tessera = (build / "tools/tessera").string();
+  const fs::path work = build / "artifacts/bench-planning";
+  fs::create_directories(work);
+  const fs::path analytic_pipeline = work / "default.yaml", calibrated_pipeline = work / "calibrated.yaml";
+  tessera::bench::write_pipeline_copy(source, build, "default.yaml", analytic_pipeline);
+  tessera::bench::write_pipeline_copy(source, build, "calibrated.yaml", calibrated_pipeline);
+  const std::string lock = (work / "device.lock").string();
+
+  const YAML::Node models = YAML::LoadFile(suite.string())["models"];
+  std::printf("# planning benchmark: suite=%s; pipelines default (analytic) and calibrated; "
+              "cost-model errors = (estimate - simulated) / simulated of each pipeline's own package\n",
+              suite.stem().c_str());
+  double max_analytic = 0, max_calibrated = 0;
+  std::string b2n3_ratio = "?", b2n3_compile = "?";
+  bool b2n3_meets = false, b2n3_fast = false;
+  int failures = 0;
+  for (const YAML::Node& entry : models) {
+    const fs::path model = fs::weakly_canonical(suite.parent_path() / entry["model"].as<std::string>());
+    const fs::path target = fs::weakly_canonical(suite.parent_path() / entry["target"].as<std::string>());
+    const std::string name = model.stem().string();
+    const std::string package = (work / (name + ".tpkg")).string();
+    const std::string calibrated_package = (work / (name + "-calibrated.tpkg")).string();
+
+    const auto compile = measure({tessera, "compile", model.string(), "-p", analytic_pipeline.string(), "-t",
+                                  target.string(), "-o", package, "--threads", "2"},
+                                 true);
+    const auto run = measure({tessera, "run", package, "--lock", lock}, true);
+    const auto calibrated_compile = measure({tessera, "compile", model.string(), "-p", calibrated_pipeline.string(),
+                                             "-t", target.string(), "-o", calibrated_package, "--threads", "2"},
+                                            true);
+    const auto calibrated_run = measure({tessera, "run", calibrated_package, "--lock", lock}, true);
+    if (compile.exit_code != 0 || run.exit_code != 0 || calibrated_compile.exit_code != 0 ||
+        calibrated_run.exit_code != 0) {
+      std::printf("model=%s target=%s failed compile=%d run=%d calibrated_compile=%d calibrated_run=%d\n",
+                  name.c_str(), target.stem().c_str(), compile.exit_code, run.exit_code, calibrated_compile.exit_code,
+                  calibrated_run.exit_code);
+      ++failures;
+      continue;
+    }
+    const std::string simulated = field(run.out, "simulated_cycles");
+    const std::uint64_t roofline = roofline_cycles(tessera::read_package(package));
+    const double ratio = std::stod(simulated) / double(roofline);
+    const double analytic_error = signed_error(field(compile.out, "estimated_cycles"), simulated);
+    const double calibrated_error =
+        signed_error(field(calibrated_compile.out, "estimated_cycles"), field(calibrated_run.out, "simulated_cycles"));
+    max_analytic = std::max(max_analytic, std::abs(analytic_error));
+    max_calibrated = std::max(max_calibrated, std::abs(calibrated_error));
+    std::printf("model=%s target=%s simulated_cycles=%s roofline_cycles=%llu roofline_ratio=%.3f analytic_error=%+.4f "
+                "calibrated_error=%+.4f compile_ms=%.0f peak_tile_bytes=%s\n",
+                name.c_str(), target.stem().c_str(), simulated.c_str(), static_cast<unsigned long long>(roofline),
+                ratio, analytic_error, calibrated_error, compile.wall_ms, field(compile.out, "peak_tile_bytes").c_str());
+    if (name == "mlp-b2-n3" && target.stem() == "t1472") {
+      char text[32];
+      std::snprintf(text, sizeof text, "%.3f", ratio);
+      b2n3_ratio = text;
+      b2n3_meets = ratio <= 1.25;
+      b2n3_compile = std::to_string(static_cast<long long>(compile.wall_ms));
+      b2n3_fast = compile.wall_ms <= 5000;
+    }
+  }
+  std::printf("summary models=%zu failures=%d max_abs_analytic_error=%.4f max_abs_calibrated_error=%.4f "
+              "calibrated_within_10pct=%s mlp_b2_n3_roofline_ratio=%s mlp_b2_n3_meets_1.25x=%s "
+              "mlp_b2_n3_compile_ms=%s mlp_b2_n3_compile_within_5s=%s\n",
+              models.size(), failures, max_analytic, max_calibrated, max_calibrated <= 0.10 ? "yes" : "no",
+              b2n3_ratio.c_str(), b2n3_meets ? "yes" : "no", b2n3_compile.c_str(), b2n3_fast ? "yes" : "no");
+  return failures ? 1 : 0;
+}

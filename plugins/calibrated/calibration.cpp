@@ -1,0 +1,232 @@
+// The feature table, the exchange features and the calibration table file.
+#include "calibration.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <filesystem>
+#include <limits>
+
+#include <fmt/format.h>
+#include <yaml-cpp/yaml.h>
+
+#include "copy_transfers.hpp"
+#include "tessera/diagnostic.hpp"
+#include "tessera/program.hpp"
+#include "tessera/target.hpp"
+
+namespace tessera::calibration {
+
+namespace {
+
+using Params = std::span<const std::uint32_t>;
+
+// Elementwise work splits evenly over the worker threads, each walking its share in 64-bit
+// vectors of two float32: the slowest worker's vectors set the length.
+double worker_vectors(double count, const Target& target) {
+  const double workers = std::max<std::uint32_t>(target.worker_threads, 1);
+  return std::ceil(std::ceil(count / workers) / 2);
+}
+
+// The feature table: one line per codelet. A new codelet needs its line here (calibrate
+// refuses to run without one); keep each microbenchmark call under ~200 KB of operands.
+const CodeletLine kCodeletLines[] = {
+    {Codelet::matmul, "call,macs",
+     [](Params p, const Target&) -> Features { return {1, double(p[0]) * p[1] * p[2]}; },
+     {{1, 16, 16}, {2, 64, 32}, {4, 128, 64}, {8, 256, 16}, {16, 64, 128}, {2, 512, 64}, {1, 1024, 32},
+      {16, 128, 128}, {32, 256, 32}, {4, 32, 512}, {3, 100, 7}, {2, 2048, 8}}},
+    {Codelet::reduce_add, "call,vectors,part_vectors",
+     [](Params p, const Target& t) -> Features {
+       const double vectors = worker_vectors(p[1], t);
+       return {1, vectors, p[0] * vectors};
+     },
+     {{2, 64}, {4, 1000}, {8, 512}, {16, 300}, {3, 4096}, {2, 8000}, {12, 2048}, {23, 1024}, {1, 7}, {5, 9000}}},
+    {Codelet::bias_add, "call,vectors,relu_vectors",
+     [](Params p, const Target& t) -> Features {
+       const double vectors = worker_vectors(double(p[0]) * p[1], t);
+       return {1, vectors, p[2] != 0 ? vectors : 0.0};
+     },
+     {{1, 64, 0}, {2, 4096, 1}, {16, 256, 0}, {4, 1024, 1}, {8, 512, 1}, {2, 3000, 0}, {16, 1024, 0}, {1, 7, 1},
+      {1, 13, 0}, {3, 5000, 1}}},
+    {Codelet::relu, "call,vectors",
+     [](Params p, const Target& t) -> Features { return {1, worker_vectors(p[0], t)}; },
+     {{1}, {7}, {64}, {333}, {1000}, {4096}, {12000}, {30000}}},
+    {Codelet::add, "call,vectors",
+     [](Params p, const Target& t) -> Features { return {1, worker_vectors(p[0], t)}; },
+     {{1}, {7}, {64}, {333}, {1000}, {4096}, {12000}, {16000}}},
+    {Codelet::copy, "call,vectors",
+     [](Params p, const Target& t) -> Features { return {1, worker_vectors(p[0], t)}; },
+     {{1}, {7}, {64}, {333}, {1000}, {4096}, {12000}, {24000}}},
+};
+
+[[noreturn]] void fail(const std::string& file, const YAML::Node& node, const std::string& message) {
+  const YAML::Mark mark = node.Mark();
+  if (mark.line < 0) throw Error(file + ": " + message);
+  throw Error(fmt::format("{}:{}:{}: {}", file, mark.line + 1, mark.column + 1, message));
+}
+
+YAML::Node required(const std::string& file, const YAML::Node& map, const char* key) {
+  if (!map.IsMap()) fail(file, map, "expected a mapping");
+  YAML::Node node = map[key];
+  if (!node.IsDefined()) fail(file, map, fmt::format("missing key '{}'", key));
+  return node;
+}
+
+template <typename T>
+T scalar(const std::string& file, const YAML::Node& map, const char* key) {
+  const YAML::Node node = required(file, map, key);
+  try {
+    return node.as<T>();
+  } catch (const YAML::Exception&) {
+    fail(file, node, fmt::format("'{}' has the wrong type", key));
+  }
+}
+
+Formula read_formula(const std::string& file, const YAML::Node& node) {
+  Formula formula;
+  const YAML::Node features = required(file, node, "features");
+  const YAML::Node coefficients = required(file, node, "coefficients");
+  if (!features.IsSequence() || !coefficients.IsSequence() || features.size() != coefficients.size() ||
+      features.size() == 0)
+    fail(file, node, "'features' and 'coefficients' must be lists of the same, non-zero length");
+  for (std::size_t i = 0; i < features.size(); ++i) {
+    formula.features.push_back(features[i].as<std::string>());
+    try {
+      formula.coefficients.push_back(coefficients[i].as<double>());
+    } catch (const YAML::Exception&) {
+      fail(file, coefficients[i], "a coefficient must be a number");
+    }
+    if (!std::isfinite(formula.coefficients.back())) fail(file, coefficients[i], "a coefficient must be finite");
+  }
+  formula.samples = scalar<std::uint64_t>(file, node, "samples");
+  formula.max_relative_error = scalar<double>(file, node, "max_relative_error");
+  return formula;
+}
+
+void emit_formula(YAML::Emitter& out, const Formula& formula) {
+  out << YAML::BeginMap;
+  out << YAML::Key << "features" << YAML::Value << YAML::Flow << formula.features;
+  out << YAML::Key << "coefficients" << YAML::Value << YAML::Flow << YAML::BeginSeq;
+  for (double c : formula.coefficients) out << fmt::format("{:.9g}", c);
+  out << YAML::EndSeq;
+  out << YAML::Key << "samples" << YAML::Value << formula.samples;
+  out << YAML::Key << "max_relative_error" << YAML::Value << fmt::format("{:.6f}", formula.max_relative_error);
+  out << YAML::EndMap;
+}
+
+}  // namespace
+
+const CodeletLine* codelet_line(Codelet codelet) {
+  for (const CodeletLine& line : kCodeletLines)
+    if (line.codelet == codelet) return &line;
+  return nullptr;
+}
+
+const char* exchange_feature_names() { return "phase,lower_bound"; }
+
+Features exchange_features(const ExchangePhase& phase, const Target& target) {
+  return {1, double(lower_bound(phase, target))};
+}
+
+ExchangePhase phase_of_copies(const Program& program, const Superstep& step, const Target& target) {
+  ExchangePhase phase{target.tiles, {}};
+  const auto& buffers = program.buffers;
+  for (const Copy& copy : step.copies)
+    if (copy.source.buffer >= buffers.size() || copy.destination.buffer >= buffers.size())
+      throw Error(fmt::format("a copy of superstep '{}' names buffer {} of {}", step.label,
+                              std::max(copy.source.buffer, copy.destination.buffer), buffers.size()));
+  for (const passes::CopyGroup& group : passes::group_copies(buffers, step.copies, target.multicast)) {
+    const Copy& first = step.copies[group.copies.front()];
+    Transfer transfer;
+    transfer.source = buffers[first.source.buffer].tile;
+    transfer.words = first.words;
+    for (std::uint32_t index : group.copies) {
+      const std::uint32_t destination = buffers[step.copies[index].destination.buffer].tile;
+      if (destination != transfer.source) transfer.destinations.push_back(destination);  // never crosses the fabric
+    }
+    if (transfer.words > 0 && !transfer.destinations.empty()) phase.transfers.push_back(std::move(transfer));
+  }
+  return phase;
+}
+
+double Formula::cycles(const Features& values) const {
+  double sum = 0;
+  for (std::size_t i = 0; i < coefficients.size() && i < values.size(); ++i) sum += coefficients[i] * values[i];
+  return sum;
+}
+
+std::vector<std::string> split_names(const char* names) {
+  std::vector<std::string> out;
+  std::string current;
+  for (const char* c = names; *c; ++c) {
+    if (*c == ',') {
+      out.push_back(current);
+      current.clear();
+    } else {
+      current += *c;
+    }
+  }
+  out.push_back(current);
+  return out;
+}
+
+std::string table_yaml(const Table& table) {
+  YAML::Emitter out;
+  out << YAML::BeginMap;
+  out << YAML::Key << "calibration_table" << YAML::Value << kTableFormatVersion;
+  out << YAML::Key << "target" << YAML::Value << table.target;
+  out << YAML::Key << "target_hash" << YAML::Value << fmt::format("{:016x}", table.target_hash);
+  out << YAML::Key << "codelet_set_version" << YAML::Value << table.codelet_set_version;
+  out << YAML::Key << "scheduler" << YAML::Value << table.scheduler;
+  out << YAML::Key << "codelets" << YAML::Value << YAML::BeginMap;
+  for (const auto& [name, formula] : table.codelets) {
+    out << YAML::Key << name << YAML::Value;
+    emit_formula(out, formula);
+  }
+  out << YAML::EndMap;
+  out << YAML::Key << "exchange" << YAML::Value;
+  emit_formula(out, table.exchange);
+  out << YAML::Key << "barrier_cycles" << YAML::Value << fmt::format("{:.9g}", table.barrier_cycles);
+  out << YAML::EndMap;
+  return std::string("# Calibrated cost-model table: cycles = coefficients . features, fitted by `tessera calibrate`\n"
+                     "# on simulator microbenchmarks. Generated; do not edit (re-run the command instead).\n") +
+         out.c_str() + "\n";
+}
+
+Table read_table(const std::string& path, const std::string& make_command) {
+  std::error_code ec;
+  if (!std::filesystem::is_regular_file(path, ec))
+    throw Error(fmt::format("calibration table {} not found; make it with `{}`", path, make_command));
+  YAML::Node root;
+  try {
+    root = YAML::LoadFile(path);
+  } catch (const YAML::Exception& e) {
+    throw Error(fmt::format("{}:{}:{}: {}", path, e.mark.line + 1, e.mark.column + 1, e.msg));
+  }
+  if (!root.IsMap()) fail(path, root, "a calibration table must be a mapping (written by `tessera calibrate`)");
+  const auto version = scalar<std::uint32_t>(path, root, "calibration_table");
+  if (version != kTableFormatVersion)
+    fail(path, root["calibration_table"],
+         fmt::format("table format {} is not the {} this build reads; re-run `{}`", version, kTableFormatVersion,
+                     make_command));
+  Table table;
+  table.file = path;
+  table.target = scalar<std::string>(path, root, "target");
+  const std::string hash = scalar<std::string>(path, root, "target_hash");
+  try {
+    std::size_t used = 0;
+    table.target_hash = std::stoull(hash, &used, 16);
+    if (used != hash.size()) throw std::invalid_argument(hash);
+  } catch (const std::exception&) {
+    fail(path, root["target_hash"], "'target_hash' must be 16 hex digits");
+  }
+  table.codelet_set_version = scalar<std::uint32_t>(path, root, "codelet_set_version");
+  table.scheduler = scalar<std::string>(path, root, "scheduler");
+  const YAML::Node codelets = required(path, root, "codelets");
+  if (!codelets.IsMap()) fail(path, codelets, "'codelets' must map codelet names to formulas");
+  for (const auto& entry : codelets) table.codelets[entry.first.as<std::string>()] = read_formula(path, entry.second);
+  table.exchange = read_formula(path, required(path, root, "exchange"));
+  table.barrier_cycles = scalar<double>(path, root, "barrier_cycles");
+  return table;
+}
+
+}  // namespace tessera::calibration
