@@ -176,7 +176,7 @@ TEST_CASE("suite files list models and targets relative to themselves", "[ab][su
   CHECK(quick.entries[0].model == source_path("configs/models/mlp-small.yaml"));
   CHECK(quick.fingerprint == load_suite(source_path("configs/suites/quick.yaml")).fingerprint);
   const Suite full = load_suite(source_path("configs/suites/default.yaml"));
-  CHECK(full.entries.size() == 2);
+  CHECK(full.entries.size() == 4);
   CHECK(full.fingerprint != quick.fingerprint);
 
   TempDir dir;

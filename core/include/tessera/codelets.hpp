@@ -9,10 +9,12 @@ namespace tessera {
 struct Target;
 
 /// Version of the codelet set (semantics and cycle formulas); written into packages.
-inline constexpr std::uint32_t kCodeletSetVersion = 1;
+inline constexpr std::uint32_t kCodeletSetVersion = 2;  // 2: transposed, half-weight, softmax and layer_norm codelets
 
 /// Operands are word offsets into buffers (program) or byte addresses (tile image);
-/// params are the shape numbers listed per codelet. All data is float32.
+/// params are the shape numbers listed per codelet. Data is float32 unless marked half
+/// (IEEE binary16, two per word, packed row-major, the last word padded). Float params
+/// (scale, eps) are passed as their float32 bit patterns.
 enum class Codelet : std::uint16_t {
   matmul = 0,      ///< operands {a, b, c}; params {m, k, n}: c[m,n] = a[m,k] * b[k,n]
   reduce_add = 1,  ///< operands {in, out}; params {parts, count}: out[i] = sum_p in[p*count+i]
@@ -20,8 +22,19 @@ enum class Codelet : std::uint16_t {
   relu = 3,        ///< operands {inout}; params {count}
   add = 4,         ///< operands {a, b, out}; params {count}: out = a + b
   copy = 5,        ///< operands {in, out}; params {count}
+  matmul_transposed = 6,  ///< operands {a, b, c}; params {m, k, n}: c[m,n] = a[m,k] * b[n,k]^T
+  matmul_half = 7,        ///< operands {a, b (half), c}; params {m, k, n}: c = half(a) * b, float32 sums
+  bias_add_half = 8,      ///< operands {inout, bias (half)}; params {rows, cols, relu}
+  softmax = 9,            ///< operands {in, out}; params {rows, cols, scale}: rows of softmax(scale * in)
+  layer_norm = 10,        ///< operands {in, gamma, beta, out}; params {rows, cols, eps}
 };
-inline constexpr std::uint32_t kCodeletCount = 6;
+inline constexpr std::uint32_t kCodeletCount = 11;
+/// The most operands a codelet takes.
+inline constexpr std::uint32_t kMaxCodeletOperands = 4;
+
+/// A float param's bit pattern, and back.
+std::uint32_t float_param(float value);
+float param_float(std::uint32_t bits);
 
 const char* codelet_name(Codelet);
 /// Number of operands and params a call of `codelet` must carry.
