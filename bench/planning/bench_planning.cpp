@@ -23,11 +23,11 @@ namespace {
 std::uint64_t ceil_div(std::uint64_t a, std::uint64_t b) { return b == 0 ? 0 : (a + b - 1) / b; }
 
 // MACs of a call and whether they run at the float16 rate; 0 for codelets that are not matmuls.
-// A matmul codelet with float16 operands belongs here with `true`.
 std::uint64_t matmul_macs(const tessera::TileCodeletCall& call, bool& fp16) {
-  fp16 = false;
-  if (call.codelet == tessera::Codelet::matmul && call.params.size() == 3)
-    return std::uint64_t{call.params[0]} * call.params[1] * call.params[2];
+  using tessera::Codelet;
+  fp16 = call.codelet == Codelet::matmul_half;
+  const bool matmul = call.codelet == Codelet::matmul || call.codelet == Codelet::matmul_transposed || fp16;
+  if (matmul && call.params.size() == 3) return std::uint64_t{call.params[0]} * call.params[1] * call.params[2];
   return 0;
 }
 

@@ -3,6 +3,7 @@
 
 #include <fmt/format.h>
 
+#include <bit>
 #include <limits>
 #include <stdexcept>
 
@@ -27,6 +28,11 @@ constexpr CodeletShape kShapes[kCodeletCount] = {
     {"add", 3, 1},         // {a, b, out}; {count}
     {"copy", 2, 1},        // {in, out}; {count}
     {"reduce_bias", 4, 5}, // {in, own, bias, out}; {parts, rows, cols, own_stride, relu}
+    {"matmul_transposed", 3, 3},  // {a, b, c}; {m, k, n}
+    {"matmul_half", 3, 3},        // {a, b, c}; {m, k, n}
+    {"bias_add_half", 2, 3},      // {inout, bias}; {rows, cols, relu}
+    {"softmax", 2, 3},            // {in, out}; {rows, cols, scale}
+    {"layer_norm", 4, 3},         // {in, gamma, beta, out}; {rows, cols, eps}
 };
 
 const CodeletShape& shape_of(Codelet codelet) {
@@ -79,6 +85,31 @@ std::uint64_t saturate(unsigned __int128 value) {
 //
 // where the overhead covers loading the AMP's weights state, the supervisor's setup and
 // draining the accumulators.
+//
+// matmul_transposed (c = a * b^T, b stored [n, k]) runs on the AMP like matmul after the
+// workers transpose b into the AMP's [k, n] weight layout (strided loads: two
+// instructions per vector of b):
+//
+//   cycles = matmul(m, k, n) + elementwise(n * k, kTransposeInstructions)
+//
+// matmul_half (half b, float32 a): the AMP multiplies half by half with float32
+// accumulators at target.fp16_macs_per_cycle, as the IPU's f16v4sisoamp does, so the workers
+// first convert the a chunk to half (one f32v2tof16 + store per vector), rounding it:
+//
+//   cycles = kMatmulOverheadCycles + elementwise(m * k, kToHalfInstructions)
+//            + ceil(m * k * n / fp16_macs_per_cycle)
+//
+// Row codelets (softmax, layer_norm) give whole rows to the workers, each worker its rows
+// one after another, so rows < workers leaves workers idle:
+//
+//   cycles = launch + kBarrelPipelineDepth * ceil(rows / workers) * per_row
+//   softmax    per_row = vectors * (max + exp-and-sum + normalise) + 2 * kRowReduceInstructions
+//                        + kDivideInstructions          (one reciprocal of the row sum)
+//   layer_norm per_row = vectors * (mean + variance + normalise) + 2 * kRowReduceInstructions
+//                        + kSqrtInstructions + kDivideInstructions
+//
+// with vectors = ceil(cols / 2) and exp, divide and square root costing several
+// instructions (they are software sequences on the tile's floating-point unit).
 
 constexpr std::uint64_t kBarrelPipelineDepth = 6;
 constexpr std::uint64_t kLaunchCyclesPerWorker = 4;
@@ -99,6 +130,22 @@ constexpr std::uint64_t kReduceStoreInstructions = 1;
 // so a row of odd width pays a whole vector for its last float.
 constexpr std::uint64_t kOwnPartialInstructions = 1;
 constexpr std::uint64_t kBiasLoadAddInstructions = 1;
+constexpr std::uint64_t kTransposeInstructions = 2;  // two strided loads, one paired store
+constexpr std::uint64_t kToHalfInstructions = 1;     // ld64, f32v2tof16, st32 bundled
+constexpr std::uint64_t kHalfBiasInstructions = 1;   // f16v2tof32 of the bias pair
+// softmax per vector: max pass (ld64 + f32v2max), exp pass (scale and subtract the max,
+// exp of two floats as a software sequence, accumulate, store), normalise (ld, mul, st).
+constexpr std::uint64_t kSoftmaxMaxInstructions = 1;
+constexpr std::uint64_t kSoftmaxExpInstructions = 1 + 6 + 1 + 1;
+constexpr std::uint64_t kSoftmaxNormaliseInstructions = 1;
+// layer_norm per vector: sum (ld + add), squared deviations (sub, mul-add), normalise
+// (load x, gamma, beta; sub, mul, mul-add; store).
+constexpr std::uint64_t kNormMeanInstructions = 1;
+constexpr std::uint64_t kNormVarianceInstructions = 2;
+constexpr std::uint64_t kNormApplyInstructions = 4;
+constexpr std::uint64_t kRowReduceInstructions = 4;  // fold the two lanes and the partial sums
+constexpr std::uint64_t kDivideInstructions = 8;     // reciprocal by Newton iterations
+constexpr std::uint64_t kSqrtInstructions = 10;      // inverse square root by Newton iterations
 
 std::uint64_t elementwise_cycles(std::uint64_t count, std::uint64_t instructions_per_vector,
                                  const Target& target) {
@@ -110,7 +157,23 @@ std::uint64_t elementwise_cycles(std::uint64_t count, std::uint64_t instructions
                            instructions_per_vector);
 }
 
+std::uint64_t matmul_cycles(std::uint64_t m, std::uint64_t k, std::uint64_t n, std::uint32_t macs_per_cycle) {
+  const unsigned __int128 macs = static_cast<unsigned __int128>(m) * k * n;
+  const std::uint64_t rate = macs_per_cycle == 0 ? 1 : macs_per_cycle;
+  return kMatmulOverheadCycles + saturate((macs + rate - 1) / rate);
+}
+
+std::uint64_t row_cycles(std::uint64_t rows, std::uint64_t per_row_instructions, const Target& target) {
+  const std::uint64_t workers = target.worker_threads == 0 ? 1 : target.worker_threads;
+  return kLaunchCyclesPerWorker * workers +
+         saturate(static_cast<unsigned __int128>(kBarrelPipelineDepth) * ceil_div(rows, workers) *
+                  per_row_instructions);
+}
+
 }  // namespace
+
+std::uint32_t float_param(float value) { return std::bit_cast<std::uint32_t>(value); }
+float param_float(std::uint32_t bits) { return std::bit_cast<float>(bits); }
 
 const char* codelet_name(Codelet codelet) { return shape_of(codelet).name; }
 
@@ -127,12 +190,20 @@ std::uint64_t codelet_operand_words(Codelet codelet, std::span<const std::uint32
                                        shape.name, shape.operands, operand));
   auto product = [](std::uint64_t a, std::uint64_t b) { return a * b; };  // fits: 32 x 32 bits
   switch (codelet) {
-    case Codelet::matmul: {
+    case Codelet::matmul:
+    case Codelet::matmul_transposed:
+    case Codelet::matmul_half: {
       const std::uint64_t m = params[0], k = params[1], n = params[2];
       if (operand == 0) return product(m, k);
-      if (operand == 1) return product(k, n);
+      if (operand == 1) return codelet == Codelet::matmul_half ? (product(k, n) + 1) / 2 : product(k, n);
       return product(m, n);
     }
+    case Codelet::bias_add_half:
+      return operand == 0 ? product(params[0], params[1]) : (std::uint64_t{params[1]} + 1) / 2;
+    case Codelet::softmax:
+      return product(params[0], params[1]);
+    case Codelet::layer_norm:
+      return operand == 1 || operand == 2 ? params[1] : product(params[0], params[1]);
     case Codelet::reduce_add:
       return operand == 0 ? product(params[0], params[1]) : params[1];
     case Codelet::bias_add:
@@ -156,11 +227,32 @@ std::uint64_t codelet_cycles(Codelet codelet, std::span<const std::uint32_t> par
                              const Target& target) {
   check_params(codelet, params);
   switch (codelet) {
-    case Codelet::matmul: {
-      const unsigned __int128 macs =
-          static_cast<unsigned __int128>(params[0]) * params[1] * params[2];
-      const std::uint64_t rate = target.fp32_macs_per_cycle == 0 ? 1 : target.fp32_macs_per_cycle;
-      return kMatmulOverheadCycles + saturate((macs + rate - 1) / rate);
+    case Codelet::matmul:
+      return matmul_cycles(params[0], params[1], params[2], target.fp32_macs_per_cycle);
+    case Codelet::matmul_transposed:
+      return matmul_cycles(params[0], params[1], params[2], target.fp32_macs_per_cycle) +
+             elementwise_cycles(std::uint64_t{params[2]} * params[1], kTransposeInstructions, target);
+    case Codelet::matmul_half:
+      return matmul_cycles(params[0], params[1], params[2], target.fp16_macs_per_cycle) +
+             elementwise_cycles(std::uint64_t{params[0]} * params[1], kToHalfInstructions, target);
+    case Codelet::bias_add_half:
+      return elementwise_cycles(static_cast<std::uint64_t>(params[0]) * params[1],
+                                kBiasAddInstructions + kHalfBiasInstructions +
+                                    (params[2] != 0 ? kBiasReluInstructions : 0),
+                                target);
+    case Codelet::softmax: {
+      const std::uint64_t vectors = ceil_div(params[1], kFloatsPerVector);
+      return row_cycles(params[0],
+                        vectors * (kSoftmaxMaxInstructions + kSoftmaxExpInstructions + kSoftmaxNormaliseInstructions) +
+                            kRowReduceInstructions * 2 + kDivideInstructions,
+                        target);
+    }
+    case Codelet::layer_norm: {
+      const std::uint64_t vectors = ceil_div(params[1], kFloatsPerVector);
+      return row_cycles(params[0],
+                        vectors * (kNormMeanInstructions + kNormVarianceInstructions + kNormApplyInstructions) +
+                            kRowReduceInstructions * 2 + kSqrtInstructions + kDivideInstructions,
+                        target);
     }
     case Codelet::reduce_add:
       return elementwise_cycles(params[1],

@@ -1,6 +1,8 @@
 // The Graph IR: loading a model YAML, shape inference, deterministic initial values.
 #include "tessera/graph.hpp"
 
+#include <cmath>
+#include <cstring>
 #include <unordered_map>
 
 #include "tessera/diagnostic.hpp"
@@ -10,6 +12,55 @@ namespace tessera {
 
 const char* dtype_name(DType type) { return type == DType::float16 ? "float16" : "float32"; }
 std::uint32_t dtype_bytes(DType type) { return type == DType::float16 ? 2 : 4; }
+std::uint64_t packed_words(std::uint64_t elements, DType type) {
+  return type == DType::float16 ? (elements + 1) / 2 : elements;
+}
+
+std::uint16_t float_to_half(float value) {
+  std::uint32_t bits = 0;
+  std::memcpy(&bits, &value, sizeof bits);
+  const auto sign = static_cast<std::uint16_t>((bits >> 16) & 0x8000u);
+  const std::uint32_t exponent = (bits >> 23) & 0xffu;
+  std::uint32_t mantissa = bits & 0x7fffffu;
+  if (exponent == 0xff)  // infinity stays infinity; NaN stays a (quiet) NaN
+    return static_cast<std::uint16_t>(sign | 0x7c00u | (mantissa != 0 ? 0x200u : 0u));
+  const int unbiased = static_cast<int>(exponent) - 127;
+  if (unbiased > 15) return static_cast<std::uint16_t>(sign | 0x7c00u);  // overflow
+  // Normal halves keep 10 mantissa bits; subnormal ones fewer. Shift with round to nearest even.
+  int shift = 13;
+  std::uint32_t half_exponent = 0;
+  if (unbiased >= -14) {
+    half_exponent = static_cast<std::uint32_t>(unbiased + 15);
+  } else {
+    if (unbiased < -25) return sign;  // below half the smallest subnormal: rounds to zero
+    mantissa |= 0x800000u;            // the implicit bit becomes explicit
+    shift = 13 + (-14 - unbiased);
+  }
+  std::uint32_t result = mantissa >> shift;
+  const std::uint32_t rest = mantissa & ((1u << shift) - 1);
+  const std::uint32_t halfway = 1u << (shift - 1);
+  if (rest > halfway || (rest == halfway && (result & 1u))) ++result;
+  // A carry out of the mantissa correctly bumps the exponent (up to infinity).
+  return static_cast<std::uint16_t>(sign + ((half_exponent << 10) + result));
+}
+
+float half_to_float(std::uint16_t half) {
+  const std::uint32_t sign = static_cast<std::uint32_t>(half & 0x8000u) << 16;
+  const std::uint32_t exponent = (half >> 10) & 0x1fu;
+  const std::uint32_t mantissa = half & 0x3ffu;
+  std::uint32_t bits = 0;
+  if (exponent == 0x1f) {
+    bits = sign | 0x7f800000u | (mantissa << 13);
+  } else if (exponent != 0) {
+    bits = sign | ((exponent + 112) << 23) | (mantissa << 13);
+  } else {
+    const float magnitude = std::ldexp(static_cast<float>(mantissa), -24);  // subnormal or zero
+    return sign != 0 ? -magnitude : magnitude;
+  }
+  float value = 0;
+  std::memcpy(&value, &bits, sizeof value);
+  return value;
+}
 
 const char* op_kind_name(OpKind kind) {
   switch (kind) {
@@ -17,6 +68,8 @@ const char* op_kind_name(OpKind kind) {
     case OpKind::add: return "add";
     case OpKind::relu: return "relu";
     case OpKind::dense: return "dense";
+    case OpKind::softmax: return "softmax";
+    case OpKind::layer_norm: return "layer_norm";
   }
   return "?";
 }
@@ -57,13 +110,33 @@ std::string infer_shape(const Graph& graph, const Op& op, std::vector<std::int64
       if (a.shape.size() != 2 || b.shape.size() != 2)
         return "matmul needs two matrices, got '" + a.name + "' " + shape_text(a.shape) + " and '" +
                b.name + "' " + shape_text(b.shape);
-      if (a.shape[1] != b.shape[0])
+      if (op.transpose_b && op.kind == OpKind::dense) return "dense ops do not take transpose_b";
+      // transpose_b: b is [n, k] and the product is a * b^T.
+      const std::int64_t depth = op.transpose_b ? b.shape[1] : b.shape[0];
+      const std::int64_t columns = op.transpose_b ? b.shape[0] : b.shape[1];
+      if (a.shape[1] != depth)
         return "matmul inner dimensions differ: '" + a.name + "' " + shape_text(a.shape) + " x '" +
-               b.name + "' " + shape_text(b.shape);
-      if (op.inputs.size() == 3 && (input(2).shape.size() != 1 || input(2).shape[0] != b.shape[1]))
+               b.name + "' " + shape_text(b.shape) + (op.transpose_b ? " transposed" : "");
+      if (op.inputs.size() == 3 && (input(2).shape.size() != 1 || input(2).shape[0] != columns))
         return "bias '" + input(2).name + "' " + shape_text(input(2).shape) + " must be [" +
-               std::to_string(b.shape[1]) + "]";
-      shape = {a.shape[0], b.shape[1]};
+               std::to_string(columns) + "]";
+      shape = {a.shape[0], columns};
+      return "";
+    }
+    case OpKind::softmax: {
+      if (auto e = expect_inputs(1, 1); !e.empty()) return e;
+      shape = input(0).shape;
+      return "";
+    }
+    case OpKind::layer_norm: {
+      if (auto e = expect_inputs(3, 3); !e.empty()) return e;
+      const Tensor& x = input(0);
+      for (std::size_t i = 1; i < 3; ++i)
+        if (input(i).shape.size() != 1 || input(i).shape[0] != x.cols())
+          return std::string(i == 1 ? "gamma" : "beta") + " '" + input(i).name + "' " +
+                 shape_text(input(i).shape) + " must be [" + std::to_string(x.cols()) +
+                 "], one value per column of '" + x.name + "'";
+      shape = x.shape;
       return "";
     }
     case OpKind::add: {
@@ -112,10 +185,12 @@ static OpKind parse_op_kind(const std::string& file, const YAML::Node& node) {
   if (text == "add") return OpKind::add;
   if (text == "relu") return OpKind::relu;
   if (text == "dense") return OpKind::dense;
-  std::string near = yaml::nearest(text, {"matmul", "add", "relu", "dense"});
+  if (text == "softmax") return OpKind::softmax;
+  if (text == "layer_norm") return OpKind::layer_norm;
+  std::string near = yaml::nearest(text, {"matmul", "add", "relu", "dense", "softmax", "layer_norm"});
   yaml::fail(file, node, "unknown op '" + text + "'" +
                              (near.empty() ? "" : "; did you mean '" + near + "'?") +
-                             " (known: matmul, add, relu, dense)");
+                             " (known: matmul, add, relu, dense, softmax, layer_norm)");
 }
 
 static SourcePlace place_of(const YAML::Node& node) {
@@ -170,11 +245,15 @@ Graph load_model(const std::string& path) {
                             " elements; the limit is " + std::to_string(kMaxTensorElements));
     const std::string dtype = node["dtype"].IsDefined() ? get_string(path, node, "dtype") : "float32";
     if (dtype == "float32") t.dtype = DType::float32;
-    else fail(path, node["dtype"], "dtype '" + dtype + "' is not supported; use float32");
+    else if (dtype == "float16") t.dtype = DType::float16;
+    else fail(path, node["dtype"], "dtype '" + dtype + "' is not supported; use float32 or float16");
     const std::string kind = get_string(path, node, "kind");
     if (kind == "input") t.kind = TensorKind::input;
     else if (kind == "weight") t.kind = TensorKind::weight;
     else fail(path, node["kind"], "kind must be 'input' or 'weight', got '" + kind + "'");
+    if (t.dtype == DType::float16 && t.kind != TensorKind::weight)
+      fail(path, node["dtype"], "float16 inputs are not supported yet: only weights may be stored as "
+                                "float16 (activations are float32); declare '" + t.name + "' float32");
     t.init_scale = get_number_or(path, node, "scale", 1.0);
     index[t.name] = static_cast<std::uint32_t>(graph.tensors.size());
     graph.tensors.push_back(std::move(t));
@@ -185,13 +264,28 @@ Graph load_model(const std::string& path) {
     fail(path, ops.IsDefined() ? ops : root, "'ops' must be a non-empty list of operations");
   for (const auto& node : ops) {
     require_map(path, node, "an op");
-    check_keys(path, node, {"op", "inputs", "output", "relu"});
+    check_keys(path, node, {"op", "inputs", "output", "relu", "transpose_b", "scale", "eps"});
     if (!node["op"].IsDefined()) fail(path, node, "missing required key 'op'");
     Op op;
     op.kind = parse_op_kind(path, node["op"]);
     op.place = place_of(node);
     op.relu = get_bool_or(path, node, "relu", false);
     if (op.relu && op.kind != OpKind::dense) fail(path, node["relu"], "'relu' applies to dense ops only");
+    // Attributes belong to one op kind each; elsewhere they would be silently ignored.
+    auto only_for = [&](const char* key, OpKind kind) {
+      if (node[key].IsDefined() && op.kind != kind)
+        fail(path, node[key], std::string("'") + key + "' applies to " + op_kind_name(kind) + " ops only");
+    };
+    only_for("transpose_b", OpKind::matmul);
+    only_for("scale", OpKind::softmax);
+    only_for("eps", OpKind::layer_norm);
+    op.transpose_b = get_bool_or(path, node, "transpose_b", false);
+    op.scale = get_number_or(path, node, "scale", 1.0);
+    if (!std::isfinite(op.scale) || op.scale == 0.0)
+      fail(path, node["scale"], "'scale' must be a finite non-zero number, e.g. 0.0625 for 1/sqrt(256)");
+    op.epsilon = get_number_or(path, node, "eps", 1e-5);
+    if (!std::isfinite(op.epsilon) || op.epsilon <= 0.0)
+      fail(path, node["eps"], "'eps' must be a finite positive number, e.g. 1e-5");
     YAML::Node inputs = node["inputs"];
     if (!inputs.IsDefined() || !inputs.IsSequence())
       fail(path, inputs.IsDefined() ? inputs : YAML::Node(node), "'inputs' must be a list of tensor names");
@@ -211,10 +305,21 @@ Graph load_model(const std::string& path) {
     std::vector<std::int64_t> shape;
     if (std::string problem = infer_shape(graph, op, shape); !problem.empty())
       fail(path, node, problem);
+    // float16 weights feed the half-weight matmul and bias adds; nothing else reads halves.
+    for (std::size_t i = 0; i < op.inputs.size(); ++i) {
+      const Tensor& in = graph.tensors[op.inputs[i]];
+      if (in.dtype != DType::float16) continue;
+      const bool matmul_weight = (op.kind == OpKind::matmul || op.kind == OpKind::dense) && i == 1 && !op.transpose_b;
+      const bool bias = (op.kind == OpKind::add && i == 1 && in.shape.size() == 1) || (op.kind == OpKind::dense && i == 2);
+      if (!matmul_weight && !bias)
+        fail(path, inputs[i], "float16 tensor '" + in.name + "' cannot be input " + std::to_string(i) + " of " +
+                                  op_kind_name(op.kind) + ": float16 is supported yet only for the right operand "
+                                  "of a matmul (without transpose_b) and for a bias row vector; declare it float32");
+    }
     Tensor out;
     out.name = output;
     out.shape = shape;
-    out.dtype = graph.tensors[op.inputs[0]].dtype;
+    out.dtype = DType::float32;  // results are computed and kept in float32
     out.kind = TensorKind::intermediate;
     out.place = place_of(node["output"]);
     op.output = static_cast<std::uint32_t>(graph.tensors.size());

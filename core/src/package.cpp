@@ -165,6 +165,7 @@ std::string encode_graph(const Graph& g) {
   w.u32(static_cast<std::uint32_t>(g.ops.size()));
   for (const auto& op : g.ops) {
     w.u32(static_cast<std::uint32_t>(op.kind)); w.u32s(op.inputs); w.u32(op.output); w.u8(op.relu);
+    w.u8(op.transpose_b); w.f64(op.scale); w.f64(op.epsilon);
   }
   w.u32s(g.outputs);
   return w.bytes;
@@ -182,7 +183,8 @@ void decode_graph(Reader& r, Graph& g) {
   }
   g.ops.resize(r.count(13));
   for (auto& op : g.ops) {
-    op.kind = r.enumeration<OpKind>(4); op.inputs = r.u32s(); op.output = r.u32(); op.relu = r.u8() != 0;
+    op.kind = r.enumeration<OpKind>(kOpKindCount); op.inputs = r.u32s(); op.output = r.u32(); op.relu = r.u8() != 0;
+    op.transpose_b = r.u8() != 0; op.scale = r.f64(); op.epsilon = r.f64();
     for (auto i : op.inputs) if (i >= g.tensors.size()) r.fail("op input out of range");
     if (op.output >= g.tensors.size()) r.fail("op output out of range");
     std::vector<std::int64_t> shape;
@@ -198,7 +200,8 @@ std::string encode_streams(const std::vector<PackageStream>& streams) {
   Writer w;
   w.u32(static_cast<std::uint32_t>(streams.size()));
   for (const auto& s : streams) {
-    w.str(s.tensor); w.u32(static_cast<std::uint32_t>(s.kind)); w.u32(s.rows); w.u32(s.cols);
+    w.str(s.tensor); w.u32(static_cast<std::uint32_t>(s.kind)); w.u32(static_cast<std::uint32_t>(s.dtype));
+    w.u32(s.rows); w.u32(s.cols);
     w.u32(static_cast<std::uint32_t>(s.slices.size()));
     for (const auto& sl : s.slices) {
       w.u32(sl.tile); w.u32(sl.address); w.u32(sl.row_begin); w.u32(sl.rows); w.u32(sl.col_begin); w.u32(sl.cols);
@@ -210,14 +213,15 @@ std::string encode_streams(const std::vector<PackageStream>& streams) {
 void decode_streams(Reader& r, std::vector<PackageStream>& streams, const Target& target) {
   streams.resize(r.count(16));
   for (auto& s : streams) {
-    s.tensor = r.str(); s.kind = r.enumeration<StreamKind>(3); s.rows = r.u32(); s.cols = r.u32();
+    s.tensor = r.str(); s.kind = r.enumeration<StreamKind>(3); s.dtype = r.enumeration<DType>(2);
+    s.rows = r.u32(); s.cols = r.u32();
     s.slices.resize(r.count(24));
     for (auto& sl : s.slices) {
       sl.tile = r.u32(); sl.address = r.u32(); sl.row_begin = r.u32(); sl.rows = r.u32(); sl.col_begin = r.u32(); sl.cols = r.u32();
       if (sl.tile >= target.tiles) r.fail("stream slice tile out of range");
       if (std::uint64_t(sl.row_begin) + sl.rows > s.rows || std::uint64_t(sl.col_begin) + sl.cols > s.cols)
         r.fail("stream slice lies outside its tensor");
-      if (sl.address + std::uint64_t(sl.rows) * sl.cols * 4 > target.memory_bytes) r.fail("stream slice lies outside tile memory");
+      if (sl.address + packed_words(std::uint64_t(sl.rows) * sl.cols, s.dtype) * 4 > target.memory_bytes) r.fail("stream slice lies outside tile memory");
     }
   }
   r.expect_end();

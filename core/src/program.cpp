@@ -121,7 +121,7 @@ std::string verify_program(const Program& program, const Target& target) {
       const std::string who = fmt::format("stream '{}' slice {}", stream.tensor, i);
       if (slice.row_begin + slice.rows > stream.rows || slice.col_begin + slice.cols > stream.cols)
         return who + ": block lies outside the tensor";
-      if (auto p = check_ref(program, slice.destination, std::uint64_t(slice.rows) * slice.cols, who); !p.empty()) return p;
+      if (auto p = check_ref(program, slice.destination, packed_words(std::uint64_t(slice.rows) * slice.cols, stream.dtype), who); !p.empty()) return p;
     }
   }
   return "";

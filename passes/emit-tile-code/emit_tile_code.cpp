@@ -71,7 +71,7 @@ protected:
 
     package.streams.clear();
     for (const tessera::HostStream& stream : program.streams) {
-      tessera::PackageStream emitted{stream.tensor, stream.kind, stream.rows, stream.cols, {}};
+      tessera::PackageStream emitted{stream.tensor, stream.kind, stream.rows, stream.cols, {}, stream.dtype};
       for (const tessera::HostSlice& slice : stream.slices)
         emitted.slices.push_back({program.buffers[slice.destination.buffer].tile, byte_address(program, slice.destination),
                                   slice.row_begin, slice.rows, slice.col_begin, slice.cols});

@@ -85,7 +85,7 @@ struct FusionCounts {
   std::size_t absorbed = 0;  ///< add and relu ops folded into them
 };
 
-/// Rewrites every matmul into a dense op and folds a following bias add and/or relu into
+/// Rewrites every matmul by a weight or input into a dense op and folds a following bias add and/or relu into
 /// it when the intermediate tensor has no other reader and is not a graph output (so no one
 /// can observe the value the fusion stops materialising). The dense op takes the matmul's
 /// position: its other inputs are weights, which are always available.
@@ -104,6 +104,8 @@ FusionCounts fuse_dense_chains(Graph& graph) {
   for (std::uint32_t i = 0; i < graph.ops.size(); ++i) {
     Op& op = graph.ops[i];
     if (op.kind != OpKind::matmul) continue;
+    // A product of two activations (or with b transposed) is planned as a matmul of its own.
+    if (op.transpose_b || graph.tensors[op.inputs[1]].kind == TensorKind::intermediate) continue;
     const std::int64_t columns = graph.tensors[op.output].cols();
     op.kind = OpKind::dense;
     ++counts.dense;

@@ -22,8 +22,16 @@ StreamKind stream_kind_of(const Tensor& tensor) {
 
 std::uint32_t ceil_div(std::uint32_t a, std::uint32_t b) { return (a + b - 1) / b; }
 
+// float16 weights and biases are read by the half-weight codelets.
+Codelet matmul_codelet(const DenseOp& op) {
+  return op.w->dtype == DType::float16 ? Codelet::matmul_half : Codelet::matmul;
+}
+Codelet bias_codelet(const DenseOp& op) {
+  return op.bias && op.bias->dtype == DType::float16 ? Codelet::bias_add_half : Codelet::bias_add;
+}
+
 std::uint64_t epilogue_cycles(const DenseOp& op, std::uint32_t cols, const Target& target) {
-  if (op.bias) return codelet_cycles(Codelet::bias_add, std::vector<std::uint32_t>{op.m, cols, op.relu}, target);
+  if (op.bias) return codelet_cycles(bias_codelet(op), std::vector<std::uint32_t>{op.m, cols, op.relu}, target);
   if (op.relu) return codelet_cycles(Codelet::relu, std::vector<std::uint32_t>{op.m * cols}, target);
   return 0;
 }
@@ -115,7 +123,7 @@ std::uint64_t screening_cycles(const DenseOp& op, DenseCandidate candidate, cons
   const std::uint32_t column_groups = candidate.column_groups, depth_groups = candidate.depth_groups;
   const std::uint32_t widest = ceil_div(op.n, column_groups), deepest = ceil_div(op.k, depth_groups);
   std::uint64_t compute =
-      codelet_cycles(Codelet::matmul, std::vector<std::uint32_t>{op.m, deepest, widest}, target);
+      codelet_cycles(matmul_codelet(op), std::vector<std::uint32_t>{op.m, deepest, widest}, target);
   std::uint64_t exchange = 0;
   std::uint32_t phases = 0, supersteps = 1;
 
@@ -138,7 +146,7 @@ std::uint64_t screening_cycles(const DenseOp& op, DenseCandidate candidate, cons
       const std::uint32_t first = balanced_part_of(op.k, depth_groups, piece.col_begin);
       const std::uint32_t last = balanced_part_of(op.k, depth_groups, piece.col_begin + piece.cols - 1);
       const std::uint64_t copies = std::uint64_t{last - first + 1} * (target.multicast ? 1 : column_groups);
-      send = std::max<std::uint64_t>(send, copies * op.m * piece.cols);
+      send = std::max<std::uint64_t>(send, copies * piece.row_count(op.m) * piece.cols);
     }
     exchange += std::max<std::uint64_t>(send, std::uint64_t{op.m} * deepest);
     ++phases;
@@ -262,8 +270,10 @@ void DenseFragment::lay_out_buffers() {
   const std::uint32_t m = op_.m;
 
   if (candidate_.input == InputSource::distributed) {
-    for (const Piece& piece : op_.x_pieces)
-      x_pieces_.push_back({piece.tile, piece.col_begin, piece.cols, builder_.existing(piece.buffer)});
+    for (Piece piece : op_.x_pieces) {
+      piece.buffer = builder_.existing(piece.buffer);
+      x_pieces_.push_back(piece);
+    }
   } else if (candidate_.input == InputSource::host_scatter) {
     for (const Piece& piece : op_.scatter_layout) {
       const std::uint32_t buffer = builder_.create(op_.x->name + ".scatter", piece.tile, std::uint64_t{m} * piece.cols,
@@ -279,16 +289,16 @@ void DenseFragment::lay_out_buffers() {
       const std::uint32_t tile = mapping_.tile(c, g);
       const Range cols = columns_[c], depth = depths_[g];
       GroupBuffers group{tile, 0, 0, 0, kNoBuffer};
-      group.weights = builder_.create(op_.name + ".w", tile, std::uint64_t{depth.size} * cols.size, fast,
-                                      matmul_alignment, lifetime_of(*op_.w));
+      group.weights = builder_.create(op_.name + ".w", tile, packed_words(std::uint64_t{depth.size} * cols.size, op_.w->dtype),
+                                      fast, matmul_alignment, lifetime_of(*op_.w));
       group.x_chunk = builder_.create(op_.name + ".x", tile, std::uint64_t{m} * depth.size, fast, matmul_alignment,
                                       candidate_.input == InputSource::host_slices ? lifetime_of(*op_.x)
                                                                                    : Lifetime::transient);
       group.partial = builder_.create(op_.name + ".partial", tile, std::uint64_t{m} * cols.size, fast,
                                       matmul_alignment, Lifetime::transient);
       if (depth_groups == 1 && op_.bias)
-        group.bias = builder_.create(op_.name + ".bias", tile, cols.size, standard, alignment,
-                                     lifetime_of(*op_.bias));
+        group.bias = builder_.create(op_.name + ".bias", tile, packed_words(cols.size, op_.bias->dtype), standard,
+                                     alignment, lifetime_of(*op_.bias));
       groups_.push_back(group);
     }
   }
@@ -308,8 +318,8 @@ void DenseFragment::lay_out_buffers() {
       owned.out = builder_.create(op_.name + ".out", tile, std::uint64_t{m} * piece.size, standard,
                                   alignment, Lifetime::transient);
       if (op_.bias)
-        owned.bias = builder_.create(op_.name + ".bias", tile, piece.size, standard, alignment,
-                                     lifetime_of(*op_.bias));
+        owned.bias = builder_.create(op_.name + ".bias", tile, packed_words(piece.size, op_.bias->dtype), standard,
+                                     alignment, lifetime_of(*op_.bias));
       pieces_.push_back(owned);
     }
   }
@@ -327,8 +337,11 @@ void DenseFragment::gather_x(const GroupBuffers& group, Range depth) {
   for (; piece != x_pieces_.end() && piece->col_begin < depth.end(); ++piece) {
     const std::uint32_t low = std::max(piece->col_begin, depth.begin);
     const std::uint32_t high = std::min(piece->col_begin + piece->cols, depth.end());
-    builder_.move_rows(0, {piece->buffer, low - piece->col_begin}, piece->cols, {group.x_chunk, low - depth.begin},
-                       depth.size, op_.m, high - low);
+    if (low >= high) continue;  // a block of a later column range sorted among earlier ones
+    // A column piece fills every row; a 2-D block its own rows.
+    builder_.move_rows(0, {piece->buffer, low - piece->col_begin}, piece->cols,
+                       {group.x_chunk, piece->row_begin * depth.size + low - depth.begin}, depth.size,
+                       piece->row_count(op_.m), high - low);
   }
 }
 
@@ -336,7 +349,7 @@ void DenseFragment::epilogue(std::uint32_t superstep, std::uint32_t tile, std::u
                              std::uint32_t bias_buffer, std::uint32_t col_begin, std::uint32_t cols) {
   if (op_.bias) {
     builder_.host_slice(*op_.bias, stream_kind_of(*op_.bias), bias_buffer, 0, 1, col_begin, cols);
-    builder_.call(superstep, tile, Codelet::bias_add, {{values, 0}, {bias_buffer, 0}},
+    builder_.call(superstep, tile, bias_codelet(op_), {{values, 0}, {bias_buffer, 0}},
                   {op_.m, cols, op_.relu ? 1u : 0u});
   } else if (op_.relu) {
     builder_.call(superstep, tile, Codelet::relu, {{values, 0}}, {op_.m * cols});
@@ -357,7 +370,7 @@ Fragment DenseFragment::build() && {
       gather_x(group, depth);
       builder_.host_slice(*op_.w, stream_kind_of(*op_.w), group.weights, depth.begin, depth.size,
                           cols.begin, cols.size);
-      builder_.call(1, group.tile, Codelet::matmul, {{group.x_chunk, 0}, {group.weights, 0}, {group.partial, 0}},
+      builder_.call(1, group.tile, matmul_codelet(op_), {{group.x_chunk, 0}, {group.weights, 0}, {group.partial, 0}},
                     {m, depth.size, cols.size});
       if (depth_groups == 1) {
         epilogue(1, group.tile, group.partial, group.bias, cols.begin, cols.size);

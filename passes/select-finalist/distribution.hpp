@@ -1,4 +1,4 @@
-// How an activation is spread over tiles: column pieces, each holding all rows, and balanced splits.
+// How an activation is spread over tiles: blocks of rows x columns (column pieces hold every row), and balanced splits.
 #pragma once
 #include <cstdint>
 #include <vector>
@@ -34,18 +34,22 @@ inline std::uint32_t balanced_part_of(std::uint32_t total, std::uint32_t parts,
   return larger + static_cast<std::uint32_t>((position - in_larger) / base);
 }
 
-/// One tile's share of a [rows x cols] activation: every row of columns
-/// [col_begin, col_begin + cols), packed row-major from word 0 of `buffer`.
+/// One tile's share of a [rows x cols] activation: the block of rows
+/// [row_begin, row_begin + rows) and columns [col_begin, col_begin + cols), packed
+/// row-major from word 0 of `buffer`. rows == 0 means every row (a column piece).
 struct Piece {
   std::uint32_t tile = 0;
   std::uint32_t col_begin = 0;
   std::uint32_t cols = 0;
   std::uint32_t buffer = 0;  ///< program buffer index (fragment index inside a fragment)
+  std::uint32_t row_begin = 0;
+  std::uint32_t rows = 0;    ///< 0: all the distribution's rows
+  std::uint32_t row_count(std::uint32_t all_rows) const { return rows == 0 ? all_rows : rows; }
 };
 
 struct Distribution {
   std::uint32_t rows = 0;
-  std::vector<Piece> pieces;  ///< disjoint, together covering every column once
+  std::vector<Piece> pieces;  ///< disjoint blocks, together covering every element once
 };
 
 }  // namespace tessera::select_finalist

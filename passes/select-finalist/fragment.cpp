@@ -116,6 +116,7 @@ void FragmentBuilder::host_slice(const Tensor& tensor, StreamKind kind, std::uin
     created.kind = kind;
     created.rows = static_cast<std::uint32_t>(tensor.rows());
     created.cols = static_cast<std::uint32_t>(tensor.cols());
+    created.dtype = tensor.dtype;
     streams.push_back(std::move(created));
     stream = streams.end() - 1;
   }

@@ -66,7 +66,7 @@ public:
   void label(std::uint32_t superstep, std::string label);
   /// The fragment index of an existing program buffer the fragment reads.
   std::uint32_t existing(std::uint32_t program_buffer);
-  /// A new buffer of `words` 32-bit words. Sizes beyond a buffer's 32-bit byte count are
+  /// A new buffer of `words` 32-bit words (packed_words() for float16 data). Sizes beyond a buffer's 32-bit byte count are
   /// clamped and flagged: such a fragment can never fit (see oversized()).
   std::uint32_t create(std::string name, std::uint32_t tile, std::uint64_t words, Region region,
                        std::uint32_t alignment, Lifetime lifetime);

@@ -10,6 +10,7 @@
 #include <fmt/format.h>
 
 #include "copy_transfers.hpp"
+#include "block_plans.hpp"
 #include "dense_plan.hpp"
 
 namespace tessera::select_finalist {
@@ -65,8 +66,9 @@ public:
   Status plan() {
     for (std::uint32_t i = 0; i < graph_.ops.size(); ++i) {
       const Op& op = graph_.ops[i];
-      Status status = op.kind == OpKind::dense || op.kind == OpKind::matmul ? plan_dense(i)
-                                                                           : plan_elementwise(i);
+      Status status = is_block_op(graph_, op) ? plan_block(i)
+                      : op.kind == OpKind::dense || op.kind == OpKind::matmul ? plan_dense(i)
+                                                                              : plan_elementwise(i);
       if (!status.ok) return status;
     }
     return plan_outputs();
@@ -154,8 +156,8 @@ private:
                                       candidate.rotated, candidate.transposed};
     for (const Piece& piece : op.x_pieces) {
       const Buffer& buffer = program_.buffers[piece.buffer];
-      key.insert(key.end(), {piece.tile, piece.col_begin, piece.cols, buffer.bytes, buffer.alignment,
-                             static_cast<std::uint64_t>(buffer.region)});
+      key.insert(key.end(), {piece.tile, piece.col_begin, piece.cols, piece.row_begin, piece.rows, buffer.bytes,
+                             buffer.alignment, static_cast<std::uint64_t>(buffer.region)});
     }
     return key;
   }
@@ -379,7 +381,7 @@ private:
     // The buffer that receives the result: the input itself, or a copy of it.
     auto result_buffer = [&](const Piece& piece, std::uint32_t source, bool copy_input) {
       if (in_place) return source;
-      const std::uint32_t words = rows * piece.cols;
+      const std::uint32_t words = piece.row_count(rows) * piece.cols;
       const std::uint32_t out = builder.create(name + ".out", piece.tile, words, region, alignment, Lifetime::transient);
       if (copy_input) builder.call(0, piece.tile, Codelet::copy, {{source, 0}, {out, 0}}, {words});
       return out;
@@ -389,14 +391,14 @@ private:
       for (const Piece& piece : input.pieces) {
         const std::uint32_t source = builder.existing(piece.buffer);
         const std::uint32_t out = result_buffer(piece, source, true);
-        builder.call(0, piece.tile, Codelet::relu, {{out, 0}}, {rows * piece.cols});
-        output.pieces.push_back({piece.tile, piece.col_begin, piece.cols, out});
+        builder.call(0, piece.tile, Codelet::relu, {{out, 0}}, {piece.row_count(rows) * piece.cols});
+        output.pieces.push_back({piece.tile, piece.col_begin, piece.cols, out, piece.row_begin, piece.rows});
       }
     } else {
       const Tensor& other = tensor(op.inputs[1]);
       if (other.kind == TensorKind::intermediate) {
         const auto& second = distributions_[op.inputs[1]];
-        auto key = [](const Piece& p) { return std::tuple(p.col_begin, p.cols, p.tile); };
+        auto key = [](const Piece& p) { return std::tuple(p.col_begin, p.cols, p.row_begin, p.rows, p.tile); };
         std::vector<Piece> a = input.pieces, b = second ? second->pieces : std::vector<Piece>{};
         auto by_key = [&](const Piece& l, const Piece& r) { return key(l) < key(r); };
         std::sort(a.begin(), a.end(), by_key);
@@ -404,36 +406,39 @@ private:
         const bool same = second && second->rows == rows && a.size() == b.size() &&
                           std::equal(a.begin(), a.end(), b.begin(),
                                      [&](const Piece& l, const Piece& r) { return key(l) == key(r); });
-        if (!same)
-          return unsupported(op, fmt::format("'{}' and '{}' are spread over the tiles differently; an add "
-                                             "of two activations needs both on the same tiles and columns",
-                                             tensor(first).name, other.name));
+        // Differently spread operands: the second is gathered into the first's blocks.
+        if (!same) return plan_block(op_index);
         for (std::size_t i = 0; i < a.size(); ++i) {
-          const std::uint32_t words = rows * a[i].cols;
+          const std::uint32_t words = a[i].row_count(rows) * a[i].cols;
           const std::uint32_t out = builder.create(name + ".out", a[i].tile, words, region, alignment, Lifetime::transient);
           builder.call(0, a[i].tile, Codelet::add, {{builder.existing(a[i].buffer), 0}, {builder.existing(b[i].buffer), 0}, {out, 0}}, {words});
-          output.pieces.push_back({a[i].tile, a[i].col_begin, a[i].cols, out});
+          output.pieces.push_back({a[i].tile, a[i].col_begin, a[i].cols, out, a[i].row_begin, a[i].rows});
         }
       } else {
         // A weight or input operand arrives from the host in the same pieces.
         const bool row_vector = other.shape.size() == 1;
+        const bool half = other.dtype == DType::float16;  // the loader allows half row vectors only
         const StreamKind kind = other.kind == TensorKind::weight ? StreamKind::weight : StreamKind::input;
         const Lifetime lifetime = other.kind == TensorKind::weight ? Lifetime::whole_program : Lifetime::from_start;
         for (const Piece& piece : input.pieces) {
           const std::uint32_t source = builder.existing(piece.buffer);
-          const std::uint32_t operand_rows = row_vector ? 1 : rows;
-          const std::uint32_t operand = builder.create(name + ".operand", piece.tile, operand_rows * piece.cols,
+          const std::uint32_t piece_rows = piece.row_count(rows);
+          const std::uint32_t operand_rows = row_vector ? 1 : piece_rows;
+          const std::uint32_t operand = builder.create(name + ".operand", piece.tile,
+                                                       packed_words(std::uint64_t{operand_rows} * piece.cols, other.dtype),
                                                        region, alignment, lifetime);
-          builder.host_slice(other, kind, operand, 0, operand_rows, piece.col_begin, piece.cols);
+          builder.host_slice(other, kind, operand, row_vector ? 0 : piece.row_begin, operand_rows, piece.col_begin,
+                             piece.cols);
           std::uint32_t out;
           if (row_vector) {
             out = result_buffer(piece, source, true);
-            builder.call(0, piece.tile, Codelet::bias_add, {{out, 0}, {operand, 0}}, {rows, piece.cols, 0});
+            builder.call(0, piece.tile, half ? Codelet::bias_add_half : Codelet::bias_add, {{out, 0}, {operand, 0}},
+                         {piece_rows, piece.cols, 0});
           } else {
             out = result_buffer(piece, source, false);
-            builder.call(0, piece.tile, Codelet::add, {{source, 0}, {operand, 0}, {out, 0}}, {rows * piece.cols});
+            builder.call(0, piece.tile, Codelet::add, {{source, 0}, {operand, 0}, {out, 0}}, {piece_rows * piece.cols});
           }
-          output.pieces.push_back({piece.tile, piece.col_begin, piece.cols, out});
+          output.pieces.push_back({piece.tile, piece.col_begin, piece.cols, out, piece.row_begin, piece.rows});
         }
       }
     }
@@ -443,6 +448,19 @@ private:
     record(commit_fragment(builder.finish(std::move(made)), program_, whole_program_buffers_));
     context_.info("planned elementwise op op={} kind={} in_place={} pieces={}", op_index, op_kind_name(op.kind),
                   in_place, distributions_[op.output]->pieces.size());
+    return Status::success();
+  }
+
+  /// softmax, layer_norm, products of activations and adds of differently spread
+  /// activations: block plans (block_plans.hpp), costed by the cost model.
+  Status plan_block(std::uint32_t op_index) {
+    const Op& op = graph_.ops[op_index];
+    const std::vector<TileBytes> resident = resident_bytes();
+    BlockPlanContext plan{graph_, op, op_index, program_, target_, context_, distributions_,
+                          [&](const std::vector<TileBytes>& added) { return peak_if_fits(resident, added) != kDoesNotFit; }};
+    std::optional<Fragment> fragment;
+    if (Status status = plan_block_op(plan, fragment); !status.ok) return status;
+    record(commit_fragment(std::move(*fragment), program_, whole_program_buffers_));
     return Status::success();
   }
 
@@ -464,7 +482,8 @@ private:
       stream.cols = static_cast<std::uint32_t>(output.cols());
       for (const Piece& piece : distribution->pieces) {
         program_.buffers[piece.buffer].last_use = last;
-        stream.slices.push_back({{piece.buffer, 0}, 0, distribution->rows, piece.col_begin, piece.cols});
+        stream.slices.push_back({{piece.buffer, 0}, piece.row_begin, piece.row_count(distribution->rows),
+                                 piece.col_begin, piece.cols});
       }
       program_.streams.push_back(std::move(stream));
     }

@@ -45,6 +45,17 @@ constexpr double kBiasAddInstructionsPerElement = 2.0;
 constexpr double kFusedReluInstructionsPerElement = 0.5;
 // reduce_add: each partial element is one load and one add per float pair.
 constexpr double kReduceInstructionsPerPartialElement = 1.0;
+// Transposing b for the AMP (strided loads), converting a to half, widening a half bias.
+constexpr double kTransposeInstructionsPerElement = 1.0;
+constexpr double kToHalfInstructionsPerElement = 0.5;
+constexpr double kHalfBiasInstructionsPerElement = 0.5;
+// Row codelets, per element: softmax = max + exp (a software sequence of ~6 instructions
+// per pair) + sum + normalise; layer_norm = mean + variance + normalise. Per row: the lane
+// folds, a reciprocal (and a square root) as Newton sequences.
+constexpr double kSoftmaxInstructionsPerElement = 5.5;
+constexpr double kSoftmaxInstructionsPerRow = 16;
+constexpr double kLayerNormInstructionsPerElement = 3.5;
+constexpr double kLayerNormInstructionsPerRow = 26;
 
 std::uint64_t ceil_cycles(double cycles) {
   return cycles <= 0 ? 0 : static_cast<std::uint64_t>(std::ceil(cycles));
@@ -59,6 +70,16 @@ double elementwise_cycles(double elements, double instructions_per_element, cons
   return per_thread * instructions_per_element * threads;
 }
 
+// Row codelets give each worker whole rows: the busiest worker has ceil(rows / threads).
+double row_cycles(double rows, double cols, double per_element, double per_row, const Target& target) {
+  const double threads = std::max<std::uint32_t>(target.worker_threads, 1);
+  return std::ceil(rows / threads) * (cols * per_element + per_row) * threads;
+}
+
+double matmul_cycles(double m, double k, double n, std::uint32_t macs_per_cycle) {
+  return kMatmulPipelineCycles + m * k * n / std::max<std::uint32_t>(macs_per_cycle, 1);
+}
+
 std::uint64_t estimate_call(const CodeletCall& call, const Target& target) {
   const std::vector<std::uint32_t>& p = call.params;
   if (p.size() != tessera::codelet_param_count(call.codelet))
@@ -67,11 +88,29 @@ std::uint64_t estimate_call(const CodeletCall& call, const Target& target) {
                                      tessera::codelet_param_count(call.codelet), p.size()));
   double cycles = kCallOverheadCycles;
   switch (call.codelet) {
-    case Codelet::matmul: {
-      const double macs = double(p[0]) * double(p[1]) * double(p[2]);
-      cycles += kMatmulPipelineCycles + macs / std::max<std::uint32_t>(target.fp32_macs_per_cycle, 1);
+    case Codelet::matmul:
+      cycles += matmul_cycles(p[0], p[1], p[2], target.fp32_macs_per_cycle);
       break;
-    }
+    case Codelet::matmul_transposed:
+      cycles += matmul_cycles(p[0], p[1], p[2], target.fp32_macs_per_cycle) +
+                elementwise_cycles(double(p[2]) * p[1], kTransposeInstructionsPerElement, target);
+      break;
+    case Codelet::matmul_half:
+      cycles += matmul_cycles(p[0], p[1], p[2], target.fp16_macs_per_cycle) +
+                elementwise_cycles(double(p[0]) * p[1], kToHalfInstructionsPerElement, target);
+      break;
+    case Codelet::bias_add_half:
+      cycles += elementwise_cycles(double(p[0]) * double(p[1]),
+                                   kBiasAddInstructionsPerElement + kHalfBiasInstructionsPerElement +
+                                       (p[2] ? kFusedReluInstructionsPerElement : 0.0),
+                                   target);
+      break;
+    case Codelet::softmax:
+      cycles += row_cycles(p[0], p[1], kSoftmaxInstructionsPerElement, kSoftmaxInstructionsPerRow, target);
+      break;
+    case Codelet::layer_norm:
+      cycles += row_cycles(p[0], p[1], kLayerNormInstructionsPerElement, kLayerNormInstructionsPerRow, target);
+      break;
     case Codelet::reduce_add:
       cycles += elementwise_cycles(double(p[0]) * double(p[1]), kReduceInstructionsPerPartialElement,
                                    target);

@@ -56,6 +56,49 @@ const CodeletLine kCodeletLines[] = {
     {Codelet::copy, "call,vectors",
      [](Params p, const Target& t) -> Features { return {1, worker_vectors(p[0], t)}; },
      {{1}, {7}, {64}, {333}, {1000}, {4096}, {12000}, {24000}}},
+    // Rows are walked separately (the own partial is strided), so each row rounds up to vectors.
+    {Codelet::reduce_bias, "call,vectors,part_vectors,relu_vectors",
+     [](Params p, const Target& t) -> Features {
+       const double vectors = worker_vectors(double(p[1]) * 2 * std::ceil(p[2] / 2.0), t);
+       return {1, vectors, p[0] * vectors, p[4] != 0 ? vectors : 0.0};
+     },
+     {{2, 2, 3, 64, 1}, {22, 2, 3, 64, 1}, {4, 16, 64, 64, 0}, {8, 8, 100, 120, 1}, {3, 4, 513, 600, 0},
+      {16, 2, 256, 256, 1}, {1, 1, 7, 7, 0}, {23, 2, 178, 178, 1}, {5, 16, 200, 200, 0}, {10, 3, 50, 64, 1}}},
+    {Codelet::matmul_transposed, "call,macs,transpose_vectors",
+     [](Params p, const Target& t) -> Features {
+       return {1, double(p[0]) * p[1] * p[2], worker_vectors(double(p[2]) * p[1], t)};
+     },
+     {{1, 16, 16}, {2, 64, 32}, {4, 128, 64}, {8, 256, 16}, {16, 64, 128}, {2, 512, 64}, {64, 64, 64},
+      {16, 128, 128}, {32, 256, 32}, {4, 32, 512}, {3, 100, 7}, {2, 2048, 8}}},
+    {Codelet::matmul_half, "call,macs,conversion_vectors",
+     [](Params p, const Target& t) -> Features {
+       return {1, double(p[0]) * p[1] * p[2], worker_vectors(double(p[0]) * p[1], t)};
+     },
+     {{1, 16, 16}, {2, 64, 32}, {4, 128, 64}, {8, 256, 16}, {16, 64, 128}, {2, 512, 64}, {1, 1024, 32},
+      {16, 128, 128}, {32, 256, 32}, {4, 32, 512}, {3, 100, 7}, {2, 2048, 8}}},
+    {Codelet::bias_add_half, "call,vectors,relu_vectors",
+     [](Params p, const Target& t) -> Features {
+       const double vectors = worker_vectors(double(p[0]) * p[1], t);
+       return {1, vectors, p[2] != 0 ? vectors : 0.0};
+     },
+     {{1, 64, 0}, {2, 4096, 1}, {16, 256, 0}, {4, 1024, 1}, {8, 512, 1}, {2, 3000, 0}, {16, 1024, 0}, {1, 7, 1},
+      {1, 13, 0}, {3, 5000, 1}}},
+    // Row codelets: each worker takes whole rows; a row costs a fixed reduction plus per-vector work.
+    // The third param is a float's bits (softmax scale 0.125, layer_norm eps 1e-5).
+    {Codelet::softmax, "call,row_steps,row_vector_steps",
+     [](Params p, const Target& t) -> Features {
+       const double steps = std::ceil(double(p[0]) / std::max<std::uint32_t>(t.worker_threads, 1));
+       return {1, steps, steps * std::ceil(p[1] / 2.0)};
+     },
+     {{1, 16, 0x3e000000}, {64, 64, 0x3e000000}, {6, 256, 0x3e000000}, {13, 100, 0x3e000000},
+      {32, 7, 0x3e000000}, {128, 32, 0x3e000000}, {2, 1024, 0x3e000000}, {40, 300, 0x3e000000}}},
+    {Codelet::layer_norm, "call,row_steps,row_vector_steps",
+     [](Params p, const Target& t) -> Features {
+       const double steps = std::ceil(double(p[0]) / std::max<std::uint32_t>(t.worker_threads, 1));
+       return {1, steps, steps * std::ceil(p[1] / 2.0)};
+     },
+     {{1, 16, 0x3727c5ac}, {64, 64, 0x3727c5ac}, {6, 256, 0x3727c5ac}, {13, 100, 0x3727c5ac},
+      {32, 7, 0x3727c5ac}, {128, 32, 0x3727c5ac}, {2, 1024, 0x3727c5ac}, {40, 300, 0x3727c5ac}}},
 };
 
 [[noreturn]] void fail(const std::string& file, const YAML::Node& node, const std::string& message) {

@@ -69,7 +69,7 @@ const std::string& t16_table() {
                                               (dir.path() / "lock").string()});
     INFO(result.out << result.err);
     REQUIRE(result.exit_code == 0);
-    CHECK_THAT(result.out, Catch::Contains("calibration table=" + table + " target=t16 scheduler=greedy codelets=6"));
+    CHECK_THAT(result.out, Catch::Contains("calibration table=" + table + " target=t16 scheduler=greedy codelets=" + std::to_string(tessera::kCodeletCount)));
     return table;
   }();
   return path;

@@ -16,6 +16,9 @@ HostTensors initial_host_tensors(const Graph& graph, TensorKind kind) {
     std::vector<float>& values = tensors[tensor.name];
     values.resize(static_cast<std::size_t>(tensor.elements()));
     for (std::size_t i = 0; i < values.size(); ++i) values[i] = initial_value(graph, tensor, i);
+    // A float16 tensor's values are the ones it can hold: the device stores exactly these.
+    if (tensor.dtype == DType::float16)
+      for (float& value : values) value = round_to_half(value);
   }
   return tensors;
 }
@@ -55,7 +58,7 @@ HostCallSummary summarize_host_call(const Package& package,
     if (std::find(kinds.begin(), kinds.end(), stream.kind) == kinds.end()) continue;
     for (const PackageSlice& slice : stream.slices) {
       ++summary.phases;
-      summary.bytes += std::uint64_t{slice.rows} * slice.cols * sizeof(float);
+      summary.bytes += packed_words(std::uint64_t{slice.rows} * slice.cols, stream.dtype) * sizeof(float);
     }
   }
   return summary;

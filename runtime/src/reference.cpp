@@ -31,6 +31,46 @@ struct Matrix {
               fmt::format("reference executor: {} op: {}", op_kind_name(op.kind), message));
 }
 
+/// out[m,n] = a[m,k] * b[n,k]^T; accumulated in double in k order.
+std::vector<double> matmul_transposed(const Matrix& a, const Matrix& b) {
+  std::vector<double> out(static_cast<std::size_t>(a.rows * b.rows), 0.0);
+  for (std::int64_t i = 0; i < a.rows; ++i)
+    for (std::int64_t j = 0; j < b.rows; ++j) {
+      double sum = 0.0;
+      for (std::int64_t p = 0; p < a.cols; ++p) sum += a.at(i, p) * b.at(j, p);
+      out[static_cast<std::size_t>(i * b.rows + j)] = sum;
+    }
+  return out;
+}
+
+std::vector<double> softmax(const Matrix& x, double scale) {
+  std::vector<double> out(static_cast<std::size_t>(x.rows * x.cols));
+  for (std::int64_t r = 0; r < x.rows; ++r) {
+    double largest = -std::numeric_limits<double>::infinity();
+    for (std::int64_t c = 0; c < x.cols; ++c) largest = std::max(largest, scale * x.at(r, c));
+    double sum = 0.0;
+    double* row = out.data() + r * x.cols;
+    for (std::int64_t c = 0; c < x.cols; ++c) sum += row[c] = std::exp(scale * x.at(r, c) - largest);
+    for (std::int64_t c = 0; c < x.cols; ++c) row[c] /= sum;
+  }
+  return out;
+}
+
+std::vector<double> layer_norm(const Matrix& x, const Matrix& gamma, const Matrix& beta, double eps) {
+  std::vector<double> out(static_cast<std::size_t>(x.rows * x.cols));
+  for (std::int64_t r = 0; r < x.rows; ++r) {
+    double mean = 0.0, variance = 0.0;
+    for (std::int64_t c = 0; c < x.cols; ++c) mean += x.at(r, c);
+    mean /= static_cast<double>(x.cols);
+    for (std::int64_t c = 0; c < x.cols; ++c) variance += (x.at(r, c) - mean) * (x.at(r, c) - mean);
+    variance /= static_cast<double>(x.cols);
+    const double inverse = 1.0 / std::sqrt(variance + eps);
+    for (std::int64_t c = 0; c < x.cols; ++c)
+      out[static_cast<std::size_t>(r * x.cols + c)] = (x.at(r, c) - mean) * inverse * gamma.at(0, c) + beta.at(0, c);
+  }
+  return out;
+}
+
 /// out[m,n] = a[m,k] * b[k,n] (+ bias[n]); accumulated in double in k order.
 std::vector<double> matmul(const Matrix& a, const Matrix& b, const Matrix* bias, bool relu) {
   std::vector<double> out(static_cast<std::size_t>(a.rows * b.cols), 0.0);
@@ -99,6 +139,13 @@ ReferenceValues execute_reference(const Graph& graph, const HostTensors& values)
           fail(graph, op, fmt::format("has {} inputs", op.inputs.size()));
         const Matrix a = lookup(op, op.inputs[0]);
         const Matrix b = lookup(op, op.inputs[1]);
+        if (op.transpose_b) {
+          if (op.kind != OpKind::matmul || op.inputs.size() != 2 || a.cols != b.cols)
+            fail(graph, op, fmt::format("cannot multiply {}x{} by the transpose of {}x{}", a.rows, a.cols,
+                                        b.rows, b.cols));
+          out = matmul_transposed(a, b);
+          break;
+        }
         if (a.cols != b.rows)
           fail(graph, op, fmt::format("inner dimensions differ: {}x{} times {}x{}", a.rows, a.cols,
                                       b.rows, b.cols));
@@ -135,6 +182,21 @@ ReferenceValues execute_reference(const Graph& graph, const HostTensors& values)
             out[static_cast<std::size_t>(r * a.cols + c)] = std::max(a.at(r, c), 0.0);
         break;
       }
+      case OpKind::softmax: {
+        if (op.inputs.size() != 1) fail(graph, op, fmt::format("has {} inputs", op.inputs.size()));
+        out = softmax(lookup(op, op.inputs[0]), op.scale);
+        break;
+      }
+      case OpKind::layer_norm: {
+        if (op.inputs.size() != 3) fail(graph, op, fmt::format("has {} inputs", op.inputs.size()));
+        const Matrix x = lookup(op, op.inputs[0]);
+        const Matrix gamma = lookup(op, op.inputs[1]);
+        const Matrix beta = lookup(op, op.inputs[2]);
+        if (gamma.rows * gamma.cols != x.cols || beta.rows * beta.cols != x.cols)
+          fail(graph, op, fmt::format("gamma and beta must hold {} values each", x.cols));
+        out = layer_norm(x, gamma, beta, op.epsilon);
+        break;
+      }
       default:
         fail(graph, op, "unsupported op kind");
     }
@@ -144,6 +206,15 @@ ReferenceValues execute_reference(const Graph& graph, const HostTensors& values)
     computed[out_tensor.name] = std::move(out);
   }
   return computed;
+}
+
+double float16_relative_tolerance(const Graph& graph) {
+  std::uint32_t half_matmuls = 0;
+  for (const Op& op : graph.ops)
+    if ((op.kind == OpKind::matmul || op.kind == OpKind::dense) && op.inputs.size() >= 2 &&
+        op.inputs[1] < graph.tensors.size() && graph.tensors[op.inputs[1]].dtype == DType::float16)
+      ++half_matmuls;
+  return kFloat16Deviations * kFloat16UnitRoundoff * std::sqrt(static_cast<double>(half_matmuls));
 }
 
 NumericalReport compare_with_reference(const Graph& graph, const HostTensors& outputs,
@@ -179,7 +250,7 @@ NumericalReport compare_with_reference(const Graph& graph, const HostTensors& ou
     report.elements += device->second.size();
   }
   if (saw_nan) report.max_abs_error = std::numeric_limits<double>::quiet_NaN();
-  report.tolerance = atol + rtol * report.max_abs_reference;
+  report.tolerance = atol + (rtol + float16_relative_tolerance(graph)) * report.max_abs_reference;
   report.passed = !saw_nan && report.max_abs_error <= report.tolerance;
   return report;
 }

@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <array>
 #include <cassert>
+#include <cmath>
 #include <cstring>
 #include <limits>
 #include <span>
@@ -74,11 +75,18 @@ bool overlaps(std::uint32_t a, std::uint64_t a_words, std::uint32_t b, std::uint
 
 // --- Codelet kernels on float32 tile memory ------------------------------------------------
 
-void run_matmul(float* memory, const LoadedCall& call) {
-  const std::uint32_t m = call.param[0], k = call.param[1], n = call.param[2];
-  const float* __restrict a = memory + call.operand[0];
-  const float* __restrict b = memory + call.operand[1];
-  float* __restrict c = memory + call.operand[2];
+/// `count` halves packed from word `word` of tile memory, widened to float.
+std::vector<float> read_halves(const float* memory, std::uint32_t word, std::size_t count) {
+  std::vector<std::uint16_t> bits(count);
+  std::memcpy(bits.data(), memory + word, count * sizeof(std::uint16_t));
+  std::vector<float> values(count);
+  for (std::size_t i = 0; i < count; ++i) values[i] = half_to_float(bits[i]);
+  return values;
+}
+
+/// c[m,n] = a[m,k] * b[k,n] summed in float32 in k order; c must not alias a or b.
+void multiply(const float* __restrict a, const float* __restrict b, float* __restrict c, std::uint32_t m,
+              std::uint32_t k, std::uint32_t n) {
   for (std::uint32_t i = 0; i < m; ++i) {
     float* __restrict row = c + static_cast<std::size_t>(i) * n;
     std::fill(row, row + n, 0.0f);
@@ -87,6 +95,85 @@ void run_matmul(float* memory, const LoadedCall& call) {
       const float* __restrict b_row = b + static_cast<std::size_t>(p) * n;
       for (std::uint32_t j = 0; j < n; ++j) row[j] += scale * b_row[j];
     }
+  }
+}
+
+void run_matmul(float* memory, const LoadedCall& call) {
+  multiply(memory + call.operand[0], memory + call.operand[1], memory + call.operand[2], call.param[0],
+           call.param[1], call.param[2]);
+}
+
+void run_matmul_transposed(float* memory, const LoadedCall& call) {
+  const std::uint32_t m = call.param[0], k = call.param[1], n = call.param[2];
+  const float* __restrict a = memory + call.operand[0];
+  const float* __restrict b = memory + call.operand[1];
+  float* __restrict c = memory + call.operand[2];
+  for (std::uint32_t i = 0; i < m; ++i)
+    for (std::uint32_t j = 0; j < n; ++j) {
+      const float* a_row = a + static_cast<std::size_t>(i) * k;
+      const float* b_row = b + static_cast<std::size_t>(j) * k;
+      float sum = 0.0f;
+      for (std::uint32_t p = 0; p < k; ++p) sum += a_row[p] * b_row[p];
+      c[static_cast<std::size_t>(i) * n + j] = sum;
+    }
+}
+
+// Both operands as halves (a rounded on load), products exact in float32, float32 sums.
+void run_matmul_half(float* memory, const LoadedCall& call) {
+  const std::uint32_t m = call.param[0], k = call.param[1], n = call.param[2];
+  const float* a = memory + call.operand[0];
+  std::vector<float> a_half(a, a + static_cast<std::size_t>(m) * k);
+  for (float& value : a_half) value = round_to_half(value);
+  const std::vector<float> b = read_halves(memory, call.operand[1], static_cast<std::size_t>(k) * n);
+  multiply(a_half.data(), b.data(), memory + call.operand[2], m, k, n);
+}
+
+void run_bias_add_half(float* memory, const LoadedCall& call) {
+  const std::uint32_t rows = call.param[0], cols = call.param[1];
+  const bool relu = call.param[2] != 0;
+  float* values = memory + call.operand[0];
+  const std::vector<float> bias = read_halves(memory, call.operand[1], cols);
+  for (std::uint32_t r = 0; r < rows; ++r)
+    for (std::uint32_t c = 0; c < cols; ++c) {
+      float& value = values[static_cast<std::size_t>(r) * cols + c];
+      value = relu ? std::max(value + bias[c], 0.0f) : value + bias[c];
+    }
+}
+
+// Each row is read before its outputs are written at the same positions: in place is fine.
+void run_softmax(float* memory, const LoadedCall& call) {
+  const std::uint32_t rows = call.param[0], cols = call.param[1];
+  const float scale = param_float(call.param[2]);
+  for (std::uint32_t r = 0; r < rows; ++r) {
+    const float* in = memory + call.operand[0] + static_cast<std::size_t>(r) * cols;
+    float* out = memory + call.operand[1] + static_cast<std::size_t>(r) * cols;
+    float largest = -std::numeric_limits<float>::infinity();
+    for (std::uint32_t c = 0; c < cols; ++c) largest = std::max(largest, scale * in[c]);
+    float sum = 0.0f;
+    for (std::uint32_t c = 0; c < cols; ++c) {
+      out[c] = std::exp(scale * in[c] - largest);
+      sum += out[c];
+    }
+    const float inverse = 1.0f / sum;
+    for (std::uint32_t c = 0; c < cols; ++c) out[c] *= inverse;
+  }
+}
+
+void run_layer_norm(float* memory, const LoadedCall& call) {
+  const std::uint32_t rows = call.param[0], cols = call.param[1];
+  const float eps = param_float(call.param[2]);
+  const float* gamma = memory + call.operand[1];
+  const float* beta = memory + call.operand[2];
+  for (std::uint32_t r = 0; r < rows; ++r) {
+    const float* in = memory + call.operand[0] + static_cast<std::size_t>(r) * cols;
+    float* out = memory + call.operand[3] + static_cast<std::size_t>(r) * cols;
+    float sum = 0.0f;
+    for (std::uint32_t c = 0; c < cols; ++c) sum += in[c];
+    const float mean = sum / static_cast<float>(cols);
+    float squares = 0.0f;
+    for (std::uint32_t c = 0; c < cols; ++c) squares += (in[c] - mean) * (in[c] - mean);
+    const float inverse = 1.0f / std::sqrt(squares / static_cast<float>(cols) + eps);
+    for (std::uint32_t c = 0; c < cols; ++c) out[c] = (in[c] - mean) * inverse * gamma[c] + beta[c];
   }
 }
 
@@ -168,6 +255,11 @@ void run_call(float* memory, const LoadedCall& call) {
     case Codelet::add: return run_add(memory, call);
     case Codelet::copy: return run_copy(memory, call);
     case Codelet::reduce_bias: return run_reduce_bias(memory, call);
+    case Codelet::matmul_transposed: return run_matmul_transposed(memory, call);
+    case Codelet::matmul_half: return run_matmul_half(memory, call);
+    case Codelet::bias_add_half: return run_bias_add_half(memory, call);
+    case Codelet::softmax: return run_softmax(memory, call);
+    case Codelet::layer_norm: return run_layer_norm(memory, call);
   }
   assert(false && "codelet checked at load");
 }
@@ -180,8 +272,20 @@ std::string aliasing_problem(const LoadedCall& call, std::span<const std::uint64
   auto same = [&](int x, int y) { return o[x] == o[y] && words[x] == words[y]; };
   switch (call.codelet) {
     case Codelet::matmul:
+    case Codelet::matmul_transposed:
+    case Codelet::matmul_half:
       if (overlaps(o[2], words[2], o[0], words[0]) || overlaps(o[2], words[2], o[1], words[1]))
         return "its output c overlaps an input (matmul cannot run in place)";
+      return "";
+    case Codelet::softmax:
+      if (overlaps(o[1], words[1], o[0], words[0]) && !same(1, 0))
+        return "its output partly overlaps its input (only exact in-place is allowed)";
+      return "";
+    case Codelet::layer_norm:
+      if (overlaps(o[3], words[3], o[0], words[0]) && !same(3, 0))
+        return "its output partly overlaps its input (only exact in-place is allowed)";
+      if (overlaps(o[3], words[3], o[1], words[1]) || overlaps(o[3], words[3], o[2], words[2]))
+        return "its output overlaps gamma or beta";
       return "";
     case Codelet::reduce_add: {
       if (!overlaps(o[1], words[1], o[0], words[0])) return "";
@@ -191,6 +295,7 @@ std::string aliasing_problem(const LoadedCall& call, std::span<const std::uint64
       return "its output overlaps its input other than exactly on one part";
     }
     case Codelet::bias_add:
+    case Codelet::bias_add_half:
       if (overlaps(o[0], words[0], o[1], words[1])) return "the bias overlaps the values";
       return "";
     case Codelet::relu:
@@ -326,7 +431,7 @@ void SimDevice::Impl::load_compute(const Package& package, std::uint32_t step,
                                 name, codelet_operand_count(call.codelet),
                                 codelet_param_count(call.codelet), call.addresses.size(),
                                 call.params.size()));
-      if (call.codelet == Codelet::bias_add && call.params[2] > 1)
+      if ((call.codelet == Codelet::bias_add || call.codelet == Codelet::bias_add_half) && call.params[2] > 1)
         throw Error(fmt::format("{}: bias_add's relu flag must be 0 or 1, got {}", where(),
                                 call.params[2]));
       if (call.codelet == Codelet::reduce_bias && (call.params[4] > 1 || call.params[3] < call.params[2]))
@@ -542,6 +647,9 @@ void SimDevice::Impl::load_streams(const Package& package) {
     if (!kind_matches)
       throw Error(fmt::format("{}: tensor '{}' is not a graph {}", name, tensor.name,
                               stream_kind_name(stream.kind)));
+    if (stream.dtype != tensor.dtype || (stream.dtype == DType::float16 && stream.kind != StreamKind::weight))
+      throw Error(fmt::format("{}: stream is {} but tensor '{}' is {} (only weights are streamed as float16)",
+                              name, dtype_name(stream.dtype), tensor.name, dtype_name(tensor.dtype)));
     // Every element must come from (or go to) some slice, or the device would compute
     // with zeros and the host would read nothing.
     std::vector<bool> covered(static_cast<std::size_t>(stream.rows) * stream.cols, false);
@@ -556,8 +664,8 @@ void SimDevice::Impl::load_streams(const Package& package) {
                                 "tensor", where(), slice.row_begin, slice.row_begin + slice.rows,
                                 slice.col_begin, slice.col_begin + slice.cols, stream.rows,
                                 stream.cols));
-      checked_word(slice.address, std::uint64_t{slice.rows} * slice.cols, tile_bytes[slice.tile],
-                   where, [] { return "the block"; });
+      checked_word(slice.address, packed_words(std::uint64_t{slice.rows} * slice.cols, stream.dtype),
+                   tile_bytes[slice.tile], where, [] { return "the block"; });
       for (std::uint32_t r = 0; r < slice.rows; ++r)
         for (std::uint32_t c = 0; c < slice.cols; ++c)
           covered[static_cast<std::size_t>(slice.row_begin + r) * stream.cols + slice.col_begin +
@@ -593,8 +701,17 @@ void SimDevice::Impl::write_streams(StreamKind kind, const HostTensors& values) 
                               stream.tensor, tensor.size(), stream.rows, stream.cols));
     for (const PackageSlice& slice : stream.slices) {
       float* destination = memory[slice.tile].data() + slice.address / kWordBytes;
-      pack_slice(tensor, stream.cols, slice,
-                 std::span<float>(destination, static_cast<std::size_t>(slice.rows) * slice.cols));
+      const std::size_t count = static_cast<std::size_t>(slice.rows) * slice.cols;
+      if (stream.dtype == DType::float32) {
+        pack_slice(tensor, stream.cols, slice, std::span<float>(destination, count));
+        continue;
+      }
+      // The host converts to half, two a word; the padding half of an odd block is zero.
+      std::vector<float> block(count);
+      pack_slice(tensor, stream.cols, slice, block);
+      std::vector<std::uint16_t> halves(count + count % 2, 0);
+      for (std::size_t i = 0; i < count; ++i) halves[i] = float_to_half(block[i]);
+      std::memcpy(destination, halves.data(), halves.size() * sizeof(std::uint16_t));
     }
   }
 }

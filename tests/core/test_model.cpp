@@ -1,5 +1,6 @@
 // Model YAML: the shipped models load; mistakes are reported at their place.
 #include <catch2/catch.hpp>
+#include <cmath>
 
 #include "tessera/diagnostic.hpp"
 #include "tessera/graph.hpp"
@@ -69,4 +70,60 @@ TEST_CASE("model rejects empty and huge models", "[model]") {
   auto huge = dir.write("huge.yaml", "model: m\ntensors:\n  - {name: x, shape: [16000000, 16000000], kind: input}\n"
                                       "ops: [{op: relu, inputs: [x], output: y}]\noutputs: [y]\n");
   CHECK_THROWS_WITH(load_model(huge), Catch::Contains("elements; the limit is"));
+}
+
+TEST_CASE("model loads the transformer block and float16 MLP", "[model]") {
+  Graph block = load_model(source_path("configs/models/transformer-block.yaml"));
+  const Op& scores = block.ops[4];
+  CHECK(scores.kind == OpKind::matmul);
+  CHECK(scores.transpose_b);
+  CHECK(block.tensors[scores.output].shape == std::vector<std::int64_t>{64, 64});
+  CHECK(block.ops[5].kind == OpKind::softmax);
+  CHECK(block.ops[5].scale == Approx(0.0625));
+  CHECK(block.ops[0].kind == OpKind::layer_norm);
+  Graph half = load_model(source_path("configs/models/mlp-b8-w2048-n4-f16.yaml"));
+  CHECK(half.tensors[half.find_tensor("w3")].dtype == DType::float16);
+  CHECK(half.tensors[half.find_tensor("y3")].dtype == DType::float32);  // results stay float32
+}
+
+TEST_CASE("model attribute, shape and dtype mistakes name their place", "[model]") {
+  TempDir dir;
+  auto file = dir.write("a.yaml", model_with_ops("  - {op: softmax, inputs: [x], output: y, eps: 0.1}\n"));
+  CHECK_THROWS_WITH(load_model(file), Catch::Contains(file + ":8:48") && Catch::Contains("'eps' applies to layer_norm ops only"));
+  file = dir.write("b.yaml", model_with_ops("  - {op: relu, inputs: [x], output: y, transpose_b: true}\n"));
+  CHECK_THROWS_WITH(load_model(file), Catch::Contains("'transpose_b' applies to matmul ops only"));
+  file = dir.write("c.yaml", model_with_ops("  - {op: layer_norm, inputs: [x, b, b], output: y}\n"));
+  CHECK_THROWS_WITH(load_model(file), Catch::Contains(file + ":8:5") && Catch::Contains("gamma 'b' [4] must be [8]"));
+  file = dir.write("d.yaml", model_with_ops("  - {op: layer_norm, inputs: [x, x, x], output: y, eps: -1}\n"));
+  CHECK_THROWS_WITH(load_model(file), Catch::Contains("'eps' must be a finite positive number"));
+  file = dir.write("e.yaml", model_with_ops("  - {op: softmax, inputs: [x], output: y, scale: 0}\n"));
+  CHECK_THROWS_WITH(load_model(file), Catch::Contains("'scale' must be a finite non-zero number"));
+  file = dir.write("f.yaml", model_with_ops("  - {op: matmul, inputs: [x, w], output: y, transpose_b: true}\n"));
+  CHECK_THROWS_WITH(load_model(file), Catch::Contains("inner dimensions differ") && Catch::Contains("transposed"));
+  file = dir.write("g.yaml", model_with_ops("  - {op: matmul, inputs: [x, x], output: y, transpose_b: true}\n"));
+  CHECK(load_model(file).tensors.back().shape == std::vector<std::int64_t>{2, 2});
+  auto half_input = dir.write("h.yaml", "model: m\ntensors:\n  - {name: x, shape: [2], dtype: float16, kind: input}\n"
+                                        "ops: [{op: relu, inputs: [x], output: y}]\noutputs: [y]\n");
+  CHECK_THROWS_WITH(load_model(half_input), Catch::Contains(half_input + ":3:34") &&
+                                                Catch::Contains("float16 inputs are not supported yet"));
+  auto half_misuse = dir.write("i.yaml", "model: m\ntensors:\n  - {name: x, shape: [2, 2], kind: input}\n"
+                                         "  - {name: w, shape: [2, 2], dtype: float16, kind: weight}\n"
+                                         "ops: [{op: matmul, inputs: [w, x], output: y}]\noutputs: [y]\n");
+  CHECK_THROWS_WITH(load_model(half_misuse), Catch::Contains(half_misuse + ":5:29") &&
+                                                 Catch::Contains("float16 tensor 'w' cannot be input 0 of matmul"));
+}
+
+TEST_CASE("float16 conversion rounds to nearest even and round-trips halves", "[model]") {
+  CHECK(float_to_half(1.0f) == 0x3c00);
+  CHECK(float_to_half(-2.0f) == 0xc000);
+  CHECK(float_to_half(65504.0f) == 0x7bff);
+  CHECK(float_to_half(70000.0f) == 0x7c00);                 // overflow to infinity
+  CHECK(float_to_half(1.0f + std::ldexp(1.0f, -11)) == 0x3c00);  // a tie goes to even
+  CHECK(float_to_half(1.0f + 3 * std::ldexp(1.0f, -11)) == 0x3c02);
+  CHECK(half_to_float(0x0001) == std::ldexp(1.0f, -24));    // smallest subnormal
+  CHECK(float_to_half(std::ldexp(1.0f, -24)) == 0x0001);
+  CHECK(float_to_half(std::ldexp(1.0f, -26)) == 0x0000);
+  for (std::uint32_t bits = 0; bits < 0x7c00; ++bits)       // every finite positive half
+    REQUIRE(float_to_half(half_to_float(static_cast<std::uint16_t>(bits))) == bits);
+  CHECK(std::fabs(round_to_half(0.1f) - 0.1f) <= 0.1f * std::ldexp(1.0f, -11));
 }

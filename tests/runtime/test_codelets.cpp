@@ -86,3 +86,28 @@ TEST_CASE("codelet cycle formulas charge the documented machine model", "[codele
   wide.fp32_macs_per_cycle = 32;
   CHECK(codelet_cycles(Codelet::matmul, std::vector<std::uint32_t>{2, 4096, 3}, wide) == 40 + 768);
 }
+
+TEST_CASE("block and half-weight codelets declare their operands and charge their formulas", "[codelets]") {
+  const Target target = testing::four_tile_target();  // 6 workers, 16 fp32 / 64 fp16 MACs per cycle
+  const std::vector<std::uint32_t> mkn = {3, 5, 7};
+  CHECK(codelet_operand_words(Codelet::matmul_transposed, mkn, 1) == 35);
+  CHECK(codelet_operand_words(Codelet::matmul_half, mkn, 1) == 18);  // 35 halves, padded to a word
+  CHECK(codelet_operand_words(Codelet::bias_add_half, std::vector<std::uint32_t>{2, 5, 0}, 1) == 3);
+  CHECK(codelet_operand_count(Codelet::layer_norm) == 4);
+  CHECK(codelet_operand_words(Codelet::layer_norm, std::vector<std::uint32_t>{4, 10, 0}, 2) == 10);
+  CHECK(codelet_operand_words(Codelet::softmax, std::vector<std::uint32_t>{4, 10, 0}, 1) == 40);
+  CHECK(param_float(float_param(0.125f)) == 0.125f);
+  // matmul_transposed: matmul + the workers' transpose of b (2 instructions per vector).
+  CHECK(codelet_cycles(Codelet::matmul_transposed, std::vector<std::uint32_t>{2, 4096, 3}, target) ==
+        40 + 1536 + 24 + 6 * 1024 * 2);
+  // matmul_half: 64 MACs per cycle after converting a to half (1 instruction per vector).
+  CHECK(codelet_cycles(Codelet::matmul_half, std::vector<std::uint32_t>{2, 4096, 3}, target) ==
+        40 + 384 + 24 + 6 * 683 * 1);
+  CHECK(codelet_cycles(Codelet::bias_add_half, std::vector<std::uint32_t>{2, 600, 1}, target) ==
+        24 + 6 * 100 * 4);
+  // Row codelets: ceil(rows / workers) rows per worker, 6 cycles per instruction.
+  // softmax per row: 5 vectors * (1 + 9 + 1) + 2 * 4 + 8 = 71 instructions.
+  CHECK(codelet_cycles(Codelet::softmax, std::vector<std::uint32_t>{7, 10, 0}, target) == 24 + 6 * 2 * 71);
+  // layer_norm per row: 5 vectors * (1 + 2 + 4) + 2 * 4 + 10 + 8 = 61 instructions.
+  CHECK(codelet_cycles(Codelet::layer_norm, std::vector<std::uint32_t>{6, 10, 0}, target) == 24 + 6 * 1 * 61);
+}

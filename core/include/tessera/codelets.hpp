@@ -9,10 +9,12 @@ namespace tessera {
 struct Target;
 
 /// Version of the codelet set (semantics and cycle formulas); written into packages.
-inline constexpr std::uint32_t kCodeletSetVersion = 2;
+inline constexpr std::uint32_t kCodeletSetVersion = 2;  // 2: reduce_bias, transposed, half-weight, softmax, layer_norm
 
 /// Operands are word offsets into buffers (program) or byte addresses (tile image);
-/// params are the shape numbers listed per codelet. All data is float32.
+/// params are the shape numbers listed per codelet. Data is float32 unless marked half
+/// (IEEE binary16, two per word, packed row-major, the last word padded). Float params
+/// (scale, eps) are passed as their float32 bit patterns.
 enum class Codelet : std::uint16_t {
   matmul = 0,      ///< operands {a, b, c}; params {m, k, n}: c[m,n] = a[m,k] * b[k,n]
   reduce_add = 1,  ///< operands {in, out}; params {parts, count}: out[i] = sum_p in[p*count+i]
@@ -24,11 +26,20 @@ enum class Codelet : std::uint16_t {
   /// own_stride, relu}: out[r,c] = act(sum_p in[(p*rows+r)*cols+c] + own[r*own_stride+c] + bias[c]),
   /// so the owner's own partial is read in place (strided) instead of copied.
   reduce_bias = 6,
+  matmul_transposed = 7,  ///< operands {a, b, c}; params {m, k, n}: c[m,n] = a[m,k] * b[n,k]^T
+  matmul_half = 8,        ///< operands {a, b (half), c}; params {m, k, n}: c = half(a) * b, float32 sums
+  bias_add_half = 9,      ///< operands {inout, bias (half)}; params {rows, cols, relu}
+  softmax = 10,           ///< operands {in, out}; params {rows, cols, scale}: rows of softmax(scale * in)
+  layer_norm = 11,        ///< operands {in, gamma, beta, out}; params {rows, cols, eps}
 };
-inline constexpr std::uint32_t kCodeletCount = 7;
+inline constexpr std::uint32_t kCodeletCount = 12;
 /// Most operands and params any codelet takes.
 inline constexpr std::uint32_t kMaxCodeletOperands = 4;
 inline constexpr std::uint32_t kMaxCodeletParams = 5;
+
+/// A float param's bit pattern, and back.
+std::uint32_t float_param(float value);
+float param_float(std::uint32_t bits);
 
 const char* codelet_name(Codelet);
 /// Number of operands and params a call of `codelet` must carry.

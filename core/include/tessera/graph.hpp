@@ -9,6 +9,15 @@ namespace tessera {
 enum class DType : std::uint8_t { float32 = 0, float16 = 1 };
 const char* dtype_name(DType);
 std::uint32_t dtype_bytes(DType);
+/// 32-bit words `elements` values of `type` take packed in tile memory (float16: two a
+/// word, the last word padded).
+std::uint64_t packed_words(std::uint64_t elements, DType type);
+
+/// IEEE 754 binary16 conversions: round to nearest even (overflow to infinity), and exact.
+std::uint16_t float_to_half(float value);
+float half_to_float(std::uint16_t bits);
+/// `value` rounded to the nearest float16, as a float.
+inline float round_to_half(float value) { return half_to_float(float_to_half(value)); }
 
 enum class TensorKind : std::uint8_t {
   input = 0,        ///< streamed from the host at every run
@@ -40,7 +49,10 @@ enum class OpKind : std::uint8_t {
   add = 1,     ///< out = in0 + in1; in1 may be a row vector [n] broadcast over rows
   relu = 2,    ///< out = max(in0, 0)
   dense = 3,   ///< out = act(in0 * in1 + bias): made by lower-mid from matmul/add/relu
+  softmax = 4,     ///< out[r,:] = softmax(scale * in0[r,:]) over each row
+  layer_norm = 5,  ///< out[r,:] = (in0[r,:] - mean) / sqrt(var + eps) * gamma + beta; inputs {x, gamma, beta}
 };
+inline constexpr std::uint32_t kOpKindCount = 6;
 const char* op_kind_name(OpKind);
 
 struct Op {
@@ -49,6 +61,9 @@ struct Op {
   std::uint32_t output = 0;
   bool relu = false;                  ///< dense only: apply ReLU in the epilogue
   SourcePlace place;
+  bool transpose_b = false;           ///< matmul only: out = in0 * in1^T (in1 is [n, k])
+  double scale = 1.0;                 ///< softmax only: multiplies the row before the softmax
+  double epsilon = 1e-5;              ///< layer_norm only: added to the variance
 };
 
 struct Graph {

@@ -12,7 +12,7 @@
 namespace tessera {
 
 /// Format version of the package file; a reader refuses any other.
-inline constexpr std::uint32_t kPackageFormatVersion = 1;
+inline constexpr std::uint32_t kPackageFormatVersion = 2;  // 2: op attributes, stream dtypes
 
 struct TileBufferEntry {
   std::uint32_t offset = 0;
@@ -67,6 +67,7 @@ struct PackageStream {
   StreamKind kind = StreamKind::input;
   std::uint32_t rows = 0, cols = 0;
   std::vector<PackageSlice> slices;
+  DType dtype = DType::float32;  ///< how the slices are packed in tile memory (float16: two a word)
 };
 
 /// Compile-time figures carried along for reports.

@@ -6,6 +6,7 @@
 
 #include "tessera/codelets.hpp"
 #include "tessera/exchange.hpp"
+#include "tessera/graph.hpp"
 
 namespace tessera {
 
@@ -75,6 +76,7 @@ struct HostStream {
   StreamKind kind = StreamKind::input;
   std::uint32_t rows = 0, cols = 0;
   std::vector<HostSlice> slices;  ///< together they cover the tensor (replicas allowed)
+  DType dtype = DType::float32;   ///< element type in tile memory; the host converts
 };
 
 struct Program {

@@ -95,9 +95,17 @@ private:
     std::uint64_t arithmetic = 0;
     switch (call.codelet) {
       case Codelet::matmul:
+      case Codelet::matmul_transposed:
         arithmetic = ceil_div(std::uint64_t{params[0]} * params[1] * params[2],
                               std::max<std::uint32_t>(target.fp32_macs_per_cycle, 1));
         break;
+      case Codelet::matmul_half:
+        arithmetic = ceil_div(std::uint64_t{params[0]} * params[1] * params[2],
+                              std::max<std::uint32_t>(target.fp16_macs_per_cycle, 1));
+        break;
+      case Codelet::bias_add_half: arithmetic = std::uint64_t{params[0]} * params[1] * (params[2] ? 2 : 1); break;
+      case Codelet::softmax:
+      case Codelet::layer_norm: arithmetic = std::uint64_t{params[0]} * params[1] * 4; break;
       case Codelet::reduce_add: arithmetic = std::uint64_t{params[0]} * params[1]; break;
       case Codelet::bias_add: arithmetic = std::uint64_t{params[0]} * params[1] * (params[2] ? 2 : 1); break;
       case Codelet::relu:

@@ -13,7 +13,8 @@ namespace tessera::runtime {
 /// Tensor values in float64, row-major, by name.
 using ReferenceValues = std::map<std::string, std::vector<double>>;
 
-/// Executes `graph` (matmul, add with row-vector broadcast, relu, dense) in float64.
+/// Executes `graph` (matmul with optional transpose_b, add with row-vector broadcast,
+/// relu, dense, softmax with scale, layer_norm) in float64.
 /// Inputs and weights come from `values` (float32, widened to double: the same numbers
 /// the device gets). Returns every tensor an op produces. Throws Error naming the op's
 /// place in the model file on a missing value or a shape mismatch.
@@ -28,10 +29,30 @@ ReferenceValues execute_reference(const Graph& graph, const HostTensors& values)
 inline constexpr double kDefaultAbsoluteTolerance = 1e-4;
 inline constexpr double kDefaultRelativeTolerance = 1e-4;
 
+/// float16. The reference computes with the weights' stored (rounded) float16 values, so
+/// storage adds no error; what it cannot see is that a matmul with float16 weights rounds
+/// its float32 left operand to float16 on load (the AMP multiplies half by half, see
+/// codelets.cpp). Each rounding is x_i (1 + d_i), |d_i| <= u = 2^-11, about uniform and
+/// independent, so an output y_j = sum_i x_i w_ij gets the error sum_i d_i x_i w_ij, of
+/// standard deviation u / sqrt(3) * ||x o w_j||_2, i.e. u / sqrt(3) of y's own spread for
+/// random-sign terms, whatever the reduction depth k (error and output both grow like
+/// sqrt(k); the worst case u * sum_i |x_i w_ij| is sqrt(k) times larger and never seen
+/// with independent roundings). L such matmuls on a path add their errors in quadrature,
+/// so the relative tolerance gains kFloat16Deviations * u * sqrt(L): 8 standard deviations
+/// of the largest single-layer error (about 0.8% for L = 4), 10 to 20 times what is
+/// observed, while a corrupted or misplaced half (an exponent bit, a swapped pair, a wrong
+/// offset) makes errors of the order of the values. Float32 accumulation stays covered by
+/// the defaults above.
+inline constexpr double kFloat16UnitRoundoff = 0x1.0p-11;
+inline constexpr double kFloat16Deviations = 8.0;
+/// The relative tolerance float16 matmuls add: kFloat16Deviations * u * sqrt(L), L the
+/// number of matmul/dense ops whose right operand is float16 (0 for float32 models).
+double float16_relative_tolerance(const Graph& graph);
+
 struct NumericalReport {
   double max_abs_error = 0;      ///< over every element of every output
   double max_abs_reference = 0;  ///< largest |reference| over the outputs
-  double tolerance = 0;          ///< atol + rtol * max_abs_reference
+  double tolerance = 0;          ///< atol + (rtol + float16 term) * max_abs_reference
   bool passed = false;           ///< max_abs_error <= tolerance (and no NaN)
   std::string worst_tensor;      ///< where max_abs_error is reached
   std::uint64_t worst_index = 0;

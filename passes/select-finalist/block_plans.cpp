@@ -1,0 +1,272 @@
+// Block plans: row-block plans for softmax and layer_norm, output-block plans for products of activations, gathered adds.
+#include "block_plans.hpp"
+
+#include <algorithm>
+#include <limits>
+#include <set>
+#include <utility>
+
+#include <fmt/format.h>
+
+namespace tessera::select_finalist {
+
+namespace {
+
+/// Operand alignments, as the dense plan uses them.
+struct Layout {
+  Region fast, standard;
+  std::uint32_t matmul_alignment, alignment;
+  explicit Layout(const Target& target)
+      : fast(region_for(Region::interleaved, target)),
+        standard(region_for(Region::standard, target)),
+        matmul_alignment(std::max(target.alignment, 16u)),
+        alignment(std::max(target.alignment, 8u)) {}
+};
+
+constexpr std::uint32_t kMinBlockColumns = 16;
+
+/// One way to spread an op over the tiles: rows (and columns of the output) in groups.
+struct Split {
+  std::uint32_t row_groups = 1;
+  std::uint32_t column_groups = 1;
+};
+
+/// Group counts worth trying for `total` things on at most `limit` groups: the most, then
+/// halving down to one.
+std::vector<std::uint32_t> group_counts(std::uint32_t total, std::uint32_t limit) {
+  std::set<std::uint32_t> counts;
+  for (std::uint32_t count = std::max(1u, std::min(total, limit)); count >= 1; count /= 2) counts.insert(count);
+  return {counts.rbegin(), counts.rend()};
+}
+
+std::uint32_t rows_of(const Tensor& tensor) { return static_cast<std::uint32_t>(tensor.rows()); }
+std::uint32_t cols_of(const Tensor& tensor) { return static_cast<std::uint32_t>(tensor.cols()); }
+
+/// softmax / layer_norm: row group g holds rows split[g] of x whole, on tile g.
+Fragment build_rows(const BlockPlanContext& plan, Split split, FragmentBuilder& builder) {
+  const Op& op = plan.op;
+  const Tensor& x = plan.graph.tensors[op.inputs[0]];
+  const std::uint32_t cols = cols_of(x);
+  const Layout layout(plan.target);
+  const std::string name = fmt::format("{}{}", op_kind_name(op.kind), plan.op_index);
+  builder.label(0, name + ".gather");
+  builder.label(1, name);
+  Distribution output{rows_of(x), {}};
+  const std::vector<Range> groups = balanced_split(rows_of(x), split.row_groups);
+  for (std::uint32_t tile = 0; tile < groups.size(); ++tile) {
+    const Range rows = groups[tile];
+    const std::uint32_t in = gather_block(builder, 0, plan.graph, plan.distributions, op.inputs[0],
+                                          {rows.begin, rows.size, 0, cols}, tile, layout.standard, layout.alignment);
+    const std::uint32_t out = builder.create(name + ".out", tile, std::uint64_t{rows.size} * cols, layout.standard,
+                                             layout.alignment, Lifetime::transient);
+    if (op.kind == OpKind::softmax) {
+      builder.call(1, tile, Codelet::softmax, {{in, 0}, {out, 0}},
+                   {rows.size, cols, float_param(static_cast<float>(op.scale))});
+    } else {
+      const std::uint32_t gamma = gather_block(builder, 0, plan.graph, plan.distributions, op.inputs[1],
+                                               {0, 1, 0, cols}, tile, layout.standard, layout.alignment);
+      const std::uint32_t beta = gather_block(builder, 0, plan.graph, plan.distributions, op.inputs[2],
+                                              {0, 1, 0, cols}, tile, layout.standard, layout.alignment);
+      builder.call(1, tile, Codelet::layer_norm, {{in, 0}, {gamma, 0}, {beta, 0}, {out, 0}},
+                   {rows.size, cols, float_param(static_cast<float>(op.epsilon))});
+    }
+    output.pieces.push_back({tile, 0, cols, out, rows.begin, rows.size});
+  }
+  std::vector<TensorDistribution> made;
+  made.push_back({op.output, std::move(output)});
+  return builder.finish(std::move(made));
+}
+
+/// c = a * b (or a * b^T): output block (i, j) on tile i * column_groups + j, from rows i
+/// of a and the columns j of the product (rows j of b when transposed).
+Fragment build_product(const BlockPlanContext& plan, Split split, FragmentBuilder& builder) {
+  const Op& op = plan.op;
+  const Tensor& a = plan.graph.tensors[op.inputs[0]];
+  const Tensor& out_tensor = plan.graph.tensors[op.output];
+  const std::uint32_t k = cols_of(a), n = cols_of(out_tensor);
+  const Layout layout(plan.target);
+  const std::string name = fmt::format("matmul{}", plan.op_index);
+  builder.label(0, name + ".gather");
+  builder.label(1, name);
+  Distribution output{rows_of(a), {}};
+  const std::vector<Range> row_groups = balanced_split(rows_of(a), split.row_groups);
+  const std::vector<Range> column_groups = balanced_split(n, split.column_groups);
+  for (std::uint32_t i = 0; i < row_groups.size(); ++i) {
+    for (std::uint32_t j = 0; j < column_groups.size(); ++j) {
+      const std::uint32_t tile = i * split.column_groups + j;
+      const Range rows = row_groups[i], cols = column_groups[j];
+      const std::uint32_t a_block = gather_block(builder, 0, plan.graph, plan.distributions, op.inputs[0],
+                                                 {rows.begin, rows.size, 0, k}, tile, layout.fast,
+                                                 layout.matmul_alignment);
+      const Block b_rows = op.transpose_b ? Block{cols.begin, cols.size, 0, k} : Block{0, k, cols.begin, cols.size};
+      const std::uint32_t b_block = gather_block(builder, 0, plan.graph, plan.distributions, op.inputs[1], b_rows,
+                                                 tile, layout.fast, layout.matmul_alignment);
+      const std::uint32_t c_block = builder.create(name + ".out", tile, std::uint64_t{rows.size} * cols.size,
+                                                   layout.fast, layout.matmul_alignment, Lifetime::transient);
+      builder.call(1, tile, op.transpose_b ? Codelet::matmul_transposed : Codelet::matmul,
+                   {{a_block, 0}, {b_block, 0}, {c_block, 0}}, {rows.size, k, cols.size});
+      output.pieces.push_back({tile, cols.begin, cols.size, c_block, rows.begin, rows.size});
+    }
+  }
+  std::vector<TensorDistribution> made;
+  made.push_back({op.output, std::move(output)});
+  return builder.finish(std::move(made));
+}
+
+/// a + b where b is spread differently: b's values are gathered into a's blocks.
+Fragment build_add(const BlockPlanContext& plan, FragmentBuilder& builder) {
+  const Op& op = plan.op;
+  const Distribution& a = *plan.distributions[op.inputs[0]];
+  const Layout layout(plan.target);
+  const std::string name = fmt::format("add{}", plan.op_index);
+  builder.label(0, name + ".gather");
+  builder.label(1, name);
+  Distribution output{a.rows, {}};
+  for (const Piece& piece : a.pieces) {
+    const std::uint32_t rows = piece.row_count(a.rows);
+    const std::uint32_t other = gather_block(builder, 0, plan.graph, plan.distributions, op.inputs[1],
+                                             {piece.row_begin, rows, piece.col_begin, piece.cols}, piece.tile,
+                                             layout.standard, layout.alignment);
+    const std::uint32_t out = builder.create(name + ".out", piece.tile, std::uint64_t{rows} * piece.cols,
+                                             layout.standard, layout.alignment, Lifetime::transient);
+    builder.call(1, piece.tile, Codelet::add, {{builder.existing(piece.buffer), 0}, {other, 0}, {out, 0}},
+                 {rows * piece.cols});
+    output.pieces.push_back({piece.tile, piece.col_begin, piece.cols, out, piece.row_begin, piece.rows});
+  }
+  std::vector<TensorDistribution> made;
+  made.push_back({op.output, std::move(output)});
+  return builder.finish(std::move(made));
+}
+
+/// Bytes a built fragment's new buffers take on each tile (aligned), by region.
+std::vector<TileBytes> new_bytes(const Fragment& fragment, std::uint32_t tiles) {
+  std::vector<TileBytes> bytes(tiles);
+  for (std::size_t i = 0; i < fragment.program.buffers.size(); ++i) {
+    if (fragment.program_buffer[i] != kNewBuffer) continue;
+    const Buffer& buffer = fragment.program.buffers[i];
+    TileBytes& tile = bytes.at(buffer.tile);
+    (buffer.region == Region::interleaved ? tile.interleaved : tile.standard) += aligned_bytes(buffer);
+  }
+  return bytes;
+}
+
+std::string where(const BlockPlanContext& plan) {
+  return fmt::format("{}:{}:{}", plan.graph.source_file, plan.op.place.line, plan.op.place.column);
+}
+
+}  // namespace
+
+bool is_block_op(const Graph& graph, const Op& op) {
+  if (op.kind == OpKind::softmax || op.kind == OpKind::layer_norm) return true;
+  return op.kind == OpKind::matmul && op.inputs.size() == 2 &&
+         (op.transpose_b || graph.tensors.at(op.inputs[1]).kind == TensorKind::intermediate);
+}
+
+std::uint32_t gather_block(FragmentBuilder& builder, std::uint32_t superstep, const Graph& graph,
+                           const std::vector<std::optional<Distribution>>& distributions, std::uint32_t index,
+                           Block block, std::uint32_t tile, Region region, std::uint32_t alignment) {
+  const Tensor& tensor = graph.tensors.at(index);
+  const std::uint64_t words = std::uint64_t{block.rows} * block.cols;
+  const std::string name = tensor.name + ".block";
+  const std::optional<Distribution>& distribution = distributions.at(index);
+  if (!distribution) {
+    const bool weight = tensor.kind == TensorKind::weight;
+    const std::uint32_t buffer = builder.create(name, tile, packed_words(words, tensor.dtype), region, alignment,
+                                                weight ? Lifetime::whole_program : Lifetime::from_start);
+    builder.host_slice(tensor, weight ? StreamKind::weight : StreamKind::input, buffer, block.row_begin, block.rows,
+                       block.col_begin, block.cols);
+    return buffer;
+  }
+  const std::uint32_t buffer = builder.create(name, tile, words, region, alignment, Lifetime::transient);
+  // Every piece meeting the block sends the rows of their intersection.
+  for (const Piece& piece : distribution->pieces) {
+    const std::uint32_t row_low = std::max(piece.row_begin, block.row_begin);
+    const std::uint32_t row_high = std::min(piece.row_begin + piece.row_count(distribution->rows),
+                                            block.row_begin + block.rows);
+    const std::uint32_t col_low = std::max(piece.col_begin, block.col_begin);
+    const std::uint32_t col_high = std::min(piece.col_begin + piece.cols, block.col_begin + block.cols);
+    if (row_low >= row_high || col_low >= col_high) continue;
+    builder.move_rows(superstep,
+                      {builder.existing(piece.buffer),
+                       (row_low - piece.row_begin) * piece.cols + (col_low - piece.col_begin)},
+                      piece.cols,
+                      {buffer, (row_low - block.row_begin) * block.cols + (col_low - block.col_begin)}, block.cols,
+                      row_high - row_low, col_high - col_low);
+  }
+  return buffer;
+}
+
+Status plan_block_op(const BlockPlanContext& plan, std::optional<Fragment>& fragment) {
+  const Op& op = plan.op;
+  const Graph& graph = plan.graph;
+  const std::uint32_t tiles = plan.target.tiles;
+  for (std::uint32_t input : op.inputs)
+    if (graph.tensors.at(input).kind == TensorKind::intermediate && !plan.distributions.at(input))
+      return Status::failure(fmt::format("{}: '{}' is read before it is produced", where(plan),
+                                         graph.tensors[input].name));
+  std::vector<Split> splits;
+  if (op.kind == OpKind::add) {
+    if (!plan.distributions.at(op.inputs[0]))
+      return Status::failure(fmt::format("{}: add '{}' is not supported yet: its first operand '{}' is a graph "
+                                         "input or weight; put the computed operand first",
+                                         where(plan), graph.tensors[op.output].name, graph.tensors[op.inputs[0]].name));
+    splits.push_back({});
+  } else if (op.kind == OpKind::matmul) {
+    const std::uint32_t m = rows_of(graph.tensors[op.inputs[0]]), n = cols_of(graph.tensors[op.output]);
+    // Output blocks at least kMinBlockColumns wide: narrower ones would split every later
+    // gather of the product into column-wide copies (and starve the AMP's 16-wide rows).
+    const std::uint32_t most_columns = std::max(1u, n / kMinBlockColumns);
+    for (std::uint32_t rows : group_counts(m, tiles))
+      for (std::uint32_t cols : group_counts(std::min(n, most_columns), tiles / rows)) splits.push_back({rows, cols});
+  } else {
+    for (std::uint32_t rows : group_counts(rows_of(graph.tensors[op.inputs[0]]), tiles)) splits.push_back({rows, 1});
+  }
+
+  constexpr std::uint64_t kNone = std::numeric_limits<std::uint64_t>::max();
+  std::uint64_t best_cycles = kNone, smallest_bytes = kNone;
+  Split best{}, smallest{};
+  std::size_t costed = 0;
+  auto build = [&](Split split, FragmentBuilder& builder) {
+    if (op.kind == OpKind::add) return build_add(plan, builder);
+    if (op.kind == OpKind::matmul) return build_product(plan, split, builder);
+    return build_rows(plan, split, builder);
+  };
+  for (Split split : splits) {
+    FragmentBuilder builder(plan.program, 1);
+    Fragment candidate = build(split, builder);
+    const std::vector<TileBytes> added = new_bytes(candidate, tiles);
+    std::uint64_t peak = 0;
+    for (const TileBytes& bytes : added) peak = std::max(peak, bytes.total());
+    if (!builder.oversized() && peak < smallest_bytes) smallest_bytes = peak, smallest = split;
+    if (builder.oversized() || !plan.fits(added)) continue;
+    const std::uint64_t cycles = plan.context.cost_model.estimate(candidate.program, plan.target).total() +
+                                 host_input_cycles(candidate.program, plan.target);
+    ++costed;
+    plan.context.logger.debug("{}: costed block plan op={} row_groups={} column_groups={} estimated_cycles={}",
+                              plan.context.span, plan.op_index, split.row_groups, split.column_groups, cycles);
+    if (cycles < best_cycles) {
+      best_cycles = cycles;
+      best = split;
+      fragment = std::move(candidate);
+    }
+  }
+  if (!fragment) {
+    if (smallest_bytes == kNone)
+      return Status::failure(fmt::format("{}: model does not fit: every plan of {} '{}' needs a buffer of 4 GiB or "
+                                         "more on one tile", where(plan), op_kind_name(op.kind),
+                                         graph.tensors[op.output].name));
+    // Nothing fits: carry on with the smallest so place-storage reports every tile over.
+    plan.context.logger.warn("{}: no block plan fits in tile memory op={} row_groups={} column_groups={}",
+                             plan.context.span, plan.op_index, smallest.row_groups, smallest.column_groups);
+    FragmentBuilder builder(plan.program, 1);
+    fragment = build(smallest, builder);
+    best = smallest;
+  }
+  plan.context.info("selected block plan op={} kind={} row_groups={} column_groups={} candidates={} costed={} "
+                    "estimated_cycles={}",
+                    plan.op_index, op_kind_name(op.kind), best.row_groups, best.column_groups, splits.size(), costed,
+                    best_cycles == kNone ? 0 : best_cycles);
+  return Status::success();
+}
+
+}  // namespace tessera::select_finalist

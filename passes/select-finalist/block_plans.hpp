@@ -1,0 +1,47 @@
+// Block plans: ops on whole rows (softmax, layer_norm), products of activations, adds of differently spread activations.
+#pragma once
+#include <cstdint>
+#include <functional>
+#include <optional>
+#include <vector>
+
+#include "distribution.hpp"
+#include "fragment.hpp"
+#include "tessera/pass.hpp"
+
+namespace tessera::select_finalist {
+
+/// What a block plan reads from the planner.
+struct BlockPlanContext {
+  const Graph& graph;
+  const Op& op;
+  std::uint32_t op_index = 0;
+  const Program& program;
+  const Target& target;
+  PassContext& context;
+  const std::vector<std::optional<Distribution>>& distributions;  ///< per tensor, once computed
+  /// Whether a candidate's new buffers fit beside what is already resident.
+  std::function<bool(const std::vector<TileBytes>&)> fits;
+};
+
+/// softmax, layer_norm, and matmul by an activation or with transpose_b: the ops
+/// plan_block_op plans (adds reach it when their operands are spread differently).
+bool is_block_op(const Graph& graph, const Op& op);
+
+/// A rows x cols block of a 2-D tensor (1-D tensors are one row).
+struct Block {
+  std::uint32_t row_begin = 0, rows = 0, col_begin = 0, cols = 0;
+};
+
+/// A new buffer on `tile` holding `block` of tensor `index` packed row-major: written by the
+/// host when the tensor has no distribution (an input or weight), else gathered from the
+/// tensor's blocks in `superstep`'s exchange (on-tile parts by copy codelets).
+std::uint32_t gather_block(FragmentBuilder& builder, std::uint32_t superstep, const Graph& graph,
+                           const std::vector<std::optional<Distribution>>& distributions, std::uint32_t index,
+                           Block block, std::uint32_t tile, Region region, std::uint32_t alignment);
+
+/// Plans one op into `fragment`: enumerates its splits over the tiles, costs each fitting
+/// one with the cost model, keeps the cheapest and logs the choice.
+Status plan_block_op(const BlockPlanContext& plan, std::optional<Fragment>& fragment);
+
+}  // namespace tessera::select_finalist

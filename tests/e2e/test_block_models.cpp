@@ -1,0 +1,84 @@
+// End-to-end: the transformer block's ops (layer_norm, softmax, products of activations, residual adds) and float16 weights.
+#include <catch2/catch.hpp>
+
+#include <algorithm>
+#include <cmath>
+
+#include "run_command.hpp"
+#include "temp_dir.hpp"
+#include "tessera/package.hpp"
+#include "tessera/runtime/device.hpp"
+#include "tessera/runtime/host_exchange.hpp"
+#include "tessera/runtime/reference.hpp"
+#include "tessera/runtime/run.hpp"
+
+using namespace tessera;
+using namespace tessera::testing;
+
+namespace {
+
+Package compile_small(TempDir& dir, const std::string& model) {
+  const std::string package_file = (dir.path() / (model + ".tpkg")).string();
+  auto compiled = run_command({tessera_binary(), "compile", source_path("configs/models/" + model + ".yaml"), "-p",
+                               pipeline_copy(dir, source_path("configs/pipelines/small.yaml"), "greedy", "greedy"),
+                               "-o", package_file});
+  INFO(compiled.err.substr(compiled.err.size() > 4000 ? compiled.err.size() - 4000 : 0));
+  REQUIRE(compiled.exit_code == 0);
+  return read_package(package_file);
+}
+
+}  // namespace
+
+TEST_CASE("transformer-small runs on t16 and matches the float64 reference", "[e2e][transformer]") {
+  TempDir dir;
+  const Package package = compile_small(dir, "transformer-small");
+  runtime::RunOptions options;
+  options.lock_path = (dir.path() / "lock").string();
+  const runtime::RunResult result = runtime::run_package(package, options);
+  CHECK(result.passed());
+  CHECK(result.numerics.elements == 16 * 32);
+  // float32 throughout: far inside the float32 tolerance.
+  CHECK(result.numerics.max_abs_error < 1e-4);
+  CHECK(result.numerics.max_abs_reference > 0.5);
+}
+
+TEST_CASE("float16 weights pass within the float16 tolerance and a corrupted half fails", "[e2e][float16]") {
+  TempDir dir;
+  const Package package = compile_small(dir, "mlp-small-f16");
+  // Weight streams carry halves: half the bytes of float32.
+  bool half_stream = false;
+  for (const PackageStream& stream : package.streams)
+    if (stream.tensor == "w1") half_stream = stream.dtype == DType::float16;
+  CHECK(half_stream);
+
+  runtime::RunOptions options;
+  options.lock_path = (dir.path() / "lock").string();
+  const runtime::RunResult clean = runtime::run_package(package, options);
+  REQUIRE(clean.passed());
+  // Two float16 matmuls: rtol gains 8 * 2^-11 * sqrt(2).
+  CHECK(runtime::float16_relative_tolerance(package.graph) == Approx(8 * std::ldexp(1.0, -11) * std::sqrt(2.0)));
+  CHECK(clean.numerics.max_abs_error > 1e-6);  // activations really are rounded to half
+
+  // Double one large weight of the last layer on the device (its lowest exponent bit), on
+  // the row of the largest hidden activation, while the reference keeps the stored value.
+  runtime::HostTensors values = runtime::initial_host_tensors(package.graph, TensorKind::weight);
+  values.merge(runtime::initial_host_tensors(package.graph, TensorKind::input));
+  const runtime::ReferenceValues reference = runtime::execute_reference(package.graph, values);
+  const std::vector<double>& hidden = reference.at("y0");
+  const auto row = static_cast<std::size_t>(std::max_element(hidden.begin(), hidden.begin() + 64) - hidden.begin());
+  std::vector<float> corrupted = values.at("w1");
+  auto first = corrupted.begin() + static_cast<std::ptrdiff_t>(row * 64);
+  auto largest = std::max_element(first, first + 64, [](float a, float b) { return std::fabs(a) < std::fabs(b); });
+  *largest = half_to_float(static_cast<std::uint16_t>(float_to_half(*largest) ^ 0x0400u));
+  runtime::HostTensors device_values = values;
+  device_values["w1"] = corrupted;
+
+  auto device = runtime::open_device("sim");
+  device->attach();
+  device->load(package);
+  device->initialize(device_values);
+  const runtime::HostTensors outputs = device->run(device_values);
+  const runtime::NumericalReport report = runtime::compare_with_reference(package.graph, outputs, reference);
+  CHECK_FALSE(report.passed);
+  CHECK(report.max_abs_error > report.tolerance);
+}
