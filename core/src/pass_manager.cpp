@@ -23,6 +23,7 @@ std::string phase_name(const std::string& plugin_name) {
 struct PassManager::Impl {
   PassManagerOptions options;
   std::unique_ptr<CostModel> cost_model;
+  std::function<std::unique_ptr<CostModel>()> new_cost_model;  ///< empty when isolated
   std::unique_ptr<ExchangeScheduler> scheduler;
   std::vector<std::unique_ptr<Pass>> passes;
   std::vector<const PluginInfo*> pass_infos;
@@ -52,6 +53,10 @@ PassManager::PassManager(const PipelineSpec& spec, const PluginHost& host, PassM
     impl_->cost_model = create_isolated_cost_model(info(cost_use), cost_use, std::move(fallback));
   } else {
     impl_->cost_model = host.create_cost_model(info(cost_use), cost_use.options);
+    // The host outlives the manager (it holds the plugin libraries the objects run from).
+    impl_->new_cost_model = [&host, &plugin = info(cost_use), options = cost_use.options] {
+      return host.create_cost_model(plugin, options);
+    };
   }
   const PluginUse& scheduler_use = spec.exchange_scheduler;
   if (scheduler_use.isolate == "process") {
@@ -91,7 +96,8 @@ Status PassManager::run(CompilationState& state) {
     PassContext context{state.target, *impl_->cost_model, *impl_->scheduler, *log,
                         fmt::format("tessera.build{{tile_count={} operations={}}}:tessera.phase{{phase=\"{}\"}}",
                                     state.target.tiles, state.model.ops.size(), phase),
-                        impl_->options.schedule_budget_ms, impl_->options.threads, nullptr};
+                        impl_->options.schedule_budget_ms, impl_->options.threads, nullptr,
+                        impl_->new_cost_model};
     const auto start = std::chrono::steady_clock::now();
     Status status = pass.run(state, context);
     if (status.ok) {

@@ -28,20 +28,21 @@ std::string check_buffers(const Program& program, const Target& target) {
   bool any_placed = false, any_unplaced = false;
   for (std::size_t i = 0; i < program.buffers.size(); ++i) {
     const Buffer& b = program.buffers[i];
-    const std::string who = fmt::format("buffer {} '{}' on tile {}", i, b.name, b.tile);
-    if (b.tile >= target.tiles) return who + ": tile out of range";
-    if (b.bytes == 0 || b.bytes % 4 != 0) return who + ": size must be a positive multiple of 4 bytes";
-    if (b.alignment == 0 || (b.alignment & (b.alignment - 1)) != 0) return who + ": alignment is not a power of two";
+    // Named only on failure: formatting a name per buffer would dominate the check.
+    auto who = [&] { return fmt::format("buffer {} '{}' on tile {}", i, b.name, b.tile); };
+    if (b.tile >= target.tiles) return who() + ": tile out of range";
+    if (b.bytes == 0 || b.bytes % 4 != 0) return who() + ": size must be a positive multiple of 4 bytes";
+    if (b.alignment == 0 || (b.alignment & (b.alignment - 1)) != 0) return who() + ": alignment is not a power of two";
     if (b.first_use > b.last_use || (steps > 0 && b.last_use >= steps))
-      return who + fmt::format(": live range {}..{} is outside the {} supersteps", b.first_use, b.last_use, steps);
+      return who() + fmt::format(": live range {}..{} is outside the {} supersteps", b.first_use, b.last_use, steps);
     if (b.offset == kUnplaced) { any_unplaced = true; continue; }
     any_placed = true;
     const std::uint64_t begin = static_cast<std::uint64_t>(b.offset), end = begin + b.bytes;
-    if (b.offset < 0 || begin % b.alignment != 0) return who + fmt::format(": offset {} is not aligned to {}", b.offset, b.alignment);
+    if (b.offset < 0 || begin % b.alignment != 0) return who() + fmt::format(": offset {} is not aligned to {}", b.offset, b.alignment);
     const std::uint64_t low = b.region == Region::interleaved ? target.interleaved_start : 0;
     const std::uint64_t high = b.region == Region::interleaved ? target.memory_bytes : target.interleaved_start;
     if (begin < low || end > high)
-      return who + fmt::format(": bytes {}..{} lie outside its {} region {}..{}", begin, end, region_name(b.region), low, high);
+      return who() + fmt::format(": bytes {}..{} lie outside its {} region {}..{}", begin, end, region_name(b.region), low, high);
   }
   if (any_placed && any_unplaced) return "some buffers are placed and others are not";
   if (!any_placed) return "";
@@ -64,11 +65,13 @@ std::string check_buffers(const Program& program, const Target& target) {
   return "";
 }
 
-std::string check_ref(const Program& program, const BufferRef& ref, std::uint64_t words, const std::string& who) {
-  if (ref.buffer >= program.buffers.size()) return who + fmt::format(": buffer {} does not exist", ref.buffer);
+/// `who()` names the reference; called only on failure.
+template <typename Who>
+std::string check_ref(const Program& program, const BufferRef& ref, std::uint64_t words, const Who& who) {
+  if (ref.buffer >= program.buffers.size()) return who() + fmt::format(": buffer {} does not exist", ref.buffer);
   const Buffer& b = program.buffers[ref.buffer];
   if (static_cast<std::uint64_t>(ref.word_offset) + words > b.bytes / 4)
-    return who + fmt::format(": words {}..{} overrun buffer '{}' of {} words", ref.word_offset,
+    return who() + fmt::format(": words {}..{} overrun buffer '{}' of {} words", ref.word_offset,
                              ref.word_offset + words, b.name, b.bytes / 4);
   return "";
 }
@@ -81,46 +84,49 @@ std::string verify_program(const Program& program, const Target& target) {
     const Superstep& step = program.supersteps[s];
     for (std::size_t c = 0; c < step.compute.size(); ++c) {
       const CodeletCall& call = step.compute[c];
-      const std::string who = fmt::format("superstep {} call {} ({} on tile {})", s, c, codelet_name(call.codelet), call.tile);
-      if (call.tile >= target.tiles) return who + ": tile out of range";
+      auto who = [&] { return fmt::format("superstep {} call {} ({} on tile {})", s, c, codelet_name(call.codelet), call.tile); };
+      if (call.tile >= target.tiles) return who() + ": tile out of range";
       if (call.operands.size() != codelet_operand_count(call.codelet) || call.params.size() != codelet_param_count(call.codelet))
-        return who + fmt::format(": needs {} operands and {} params, has {} and {}", codelet_operand_count(call.codelet),
+        return who() + fmt::format(": needs {} operands and {} params, has {} and {}", codelet_operand_count(call.codelet),
                                  codelet_param_count(call.codelet), call.operands.size(), call.params.size());
       for (std::uint32_t o = 0; o < call.operands.size(); ++o) {
         const BufferRef& ref = call.operands[o];
         auto words = codelet_operand_words(call.codelet, call.params, o);
-        if (auto problem = check_ref(program, ref, words, who + fmt::format(" operand {}", o)); !problem.empty()) return problem;
+        if (auto problem = check_ref(program, ref, words, [&] { return who() + fmt::format(" operand {}", o); });
+            !problem.empty())
+          return problem;
         const Buffer& b = program.buffers[ref.buffer];
-        if (b.tile != call.tile) return who + fmt::format(": operand {} is buffer '{}' on tile {}", o, b.name, b.tile);
+        if (b.tile != call.tile) return who() + fmt::format(": operand {} is buffer '{}' on tile {}", o, b.name, b.tile);
         if (s < b.first_use || s > b.last_use)
-          return who + fmt::format(": operand {} buffer '{}' is not live in superstep {}", o, b.name, s);
+          return who() + fmt::format(": operand {} buffer '{}' is not live in superstep {}", o, b.name, s);
       }
     }
     for (std::size_t c = 0; c < step.copies.size(); ++c) {
       const Copy& copy = step.copies[c];
-      const std::string who = fmt::format("superstep {} copy {}", s, c);
-      if (copy.words == 0) return who + ": copies no words";
-      if (auto p = check_ref(program, copy.source, copy.words, who + " source"); !p.empty()) return p;
-      if (auto p = check_ref(program, copy.destination, copy.words, who + " destination"); !p.empty()) return p;
+      auto who = [&] { return fmt::format("superstep {} copy {}", s, c); };
+      if (copy.words == 0) return who() + ": copies no words";
+      if (auto p = check_ref(program, copy.source, copy.words, [&] { return who() + " source"; }); !p.empty()) return p;
+      if (auto p = check_ref(program, copy.destination, copy.words, [&] { return who() + " destination"; }); !p.empty())
+        return p;
       if (program.buffers[copy.source.buffer].tile == program.buffers[copy.destination.buffer].tile)
-        return who + ": source and destination are on the same tile (use a copy codelet)";
+        return who() + ": source and destination are on the same tile (use a copy codelet)";
     }
     for (std::size_t t = 0; t < step.exchange.transfers.size(); ++t) {
       const Transfer& transfer = step.exchange.transfers[t];
-      const std::string who = fmt::format("superstep {} transfer {}", s, t);
+      auto who = [&] { return fmt::format("superstep {} transfer {}", s, t); };
       if (transfer.source >= target.tiles || transfer.destinations.empty() ||
           transfer.destination_addresses.size() != transfer.destinations.size())
-        return who + ": bad source or destinations";
+        return who() + ": bad source or destinations";
       for (auto d : transfer.destinations)
-        if (d >= target.tiles || d == transfer.source) return who + fmt::format(": bad destination tile {}", d);
+        if (d >= target.tiles || d == transfer.source) return who() + fmt::format(": bad destination tile {}", d);
     }
   }
   for (const auto& stream : program.streams) {
     for (std::size_t i = 0; i < stream.slices.size(); ++i) {
       const HostSlice& slice = stream.slices[i];
-      const std::string who = fmt::format("stream '{}' slice {}", stream.tensor, i);
+      auto who = [&] { return fmt::format("stream '{}' slice {}", stream.tensor, i); };
       if (slice.row_begin + slice.rows > stream.rows || slice.col_begin + slice.cols > stream.cols)
-        return who + ": block lies outside the tensor";
+        return who() + ": block lies outside the tensor";
       if (auto p = check_ref(program, slice.destination, packed_words(std::uint64_t(slice.rows) * slice.cols, stream.dtype), who); !p.empty()) return p;
     }
   }

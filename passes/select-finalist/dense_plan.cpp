@@ -54,6 +54,16 @@ std::vector<Piece> scatter_layout(std::uint32_t columns, std::uint32_t tiles) {
   return pieces;
 }
 
+std::vector<Piece> host_scatter_layout(const DenseOp& op, DenseCandidate candidate, std::uint32_t tiles) {
+  const std::uint32_t depth_groups = candidate.depth_groups;
+  if (depth_groups <= 1 || depth_groups > tiles) return op.scatter_layout;
+  std::vector<Piece> pieces;
+  const std::vector<Range> depths = balanced_split(op.k, depth_groups);
+  for (std::uint32_t g = 0; g < depth_groups; ++g)
+    pieces.push_back({g * (tiles / depth_groups), depths[g].begin, depths[g].size, 0});
+  return pieces;
+}
+
 std::vector<DenseCandidate> enumerate_dense_candidates(const DenseOp& op, std::uint32_t tiles) {
   const std::uint32_t k = op.k, n = op.n;
   const std::uint32_t max_columns = std::min(n, tiles);
@@ -130,7 +140,8 @@ std::uint64_t screening_cycles(const DenseOp& op, DenseCandidate candidate, cons
   const std::uint64_t x_bytes = std::uint64_t{op.m} * op.k * 4;
   const double host_rate = target.host_bytes_per_cycle > 0 ? target.host_bytes_per_cycle : 1.0;
   const bool host_input = op.x->kind == TensorKind::input;
-  const std::vector<Piece>& sources = candidate.input == InputSource::host_scatter ? op.scatter_layout : op.x_pieces;
+  const std::vector<Piece> sources =
+      candidate.input == InputSource::host_scatter ? host_scatter_layout(op, candidate, target.tiles) : op.x_pieces;
   if (candidate.input == InputSource::host_slices) {
     // Every column group's x chunks cross the host link at every run.
     if (host_input) compute += static_cast<std::uint64_t>(double(x_bytes) * column_groups / host_rate);
@@ -175,10 +186,9 @@ std::uint64_t screening_cycles(const DenseOp& op, DenseCandidate candidate, cons
 namespace {
 
 /// The x sources a candidate gathers from (none for host_slices).
-const std::vector<Piece>& gather_sources(const DenseOp& op, DenseCandidate candidate) {
-  static const std::vector<Piece> none;
-  if (candidate.input == InputSource::host_slices) return none;
-  return candidate.input == InputSource::host_scatter ? op.scatter_layout : op.x_pieces;
+std::vector<Piece> gather_sources(const DenseOp& op, DenseCandidate candidate, std::uint32_t tiles) {
+  if (candidate.input == InputSource::host_slices) return {};
+  return candidate.input == InputSource::host_scatter ? host_scatter_layout(op, candidate, tiles) : op.x_pieces;
 }
 
 }  // namespace
@@ -190,7 +200,7 @@ TileMapping::TileMapping(const DenseOp& op, DenseCandidate candidate, const Targ
   const std::vector<Range> depths = balanced_split(op.k, depth);
   // Columns of x each tile already holds.
   std::vector<std::vector<Range>> held(target.tiles);
-  for (const Piece& piece : gather_sources(op, candidate)) held[piece.tile].push_back({piece.col_begin, piece.cols});
+  for (const Piece& piece : gather_sources(op, candidate, target.tiles)) held[piece.tile].push_back({piece.col_begin, piece.cols});
   // Per column group, the first rotation (of at most 64 tried) with the fewest held words.
   rotation_.assign(candidate.column_groups, 0);
   const std::uint32_t tries = std::min(depth, 64u);
@@ -213,7 +223,7 @@ MappingLoad mapping_load(const DenseOp& op, DenseCandidate candidate, const Targ
   MappingLoad load;
   const TileMapping mapping(op, candidate, target);
   if (candidate.input == InputSource::host_slices) return load;
-  const std::vector<Piece>& sources = candidate.input == InputSource::host_scatter ? op.scatter_layout : op.x_pieces;
+  const std::vector<Piece> sources = gather_sources(op, candidate, target.tiles);
   const std::vector<Range> depths = balanced_split(op.k, candidate.depth_groups);
   std::vector<std::uint64_t> received(target.tiles, 0), sent_by(target.tiles, 0), on_tile(target.tiles, 0);
   for (const Piece& piece : sources) {
@@ -275,7 +285,7 @@ void DenseFragment::lay_out_buffers() {
       x_pieces_.push_back(piece);
     }
   } else if (candidate_.input == InputSource::host_scatter) {
-    for (const Piece& piece : op_.scatter_layout) {
+    for (const Piece& piece : host_scatter_layout(op_, candidate_, target_.tiles)) {
       const std::uint32_t buffer = builder_.create(op_.x->name + ".scatter", piece.tile, std::uint64_t{m} * piece.cols,
                                                    standard, alignment, lifetime_of(*op_.x));
       builder_.host_slice(*op_.x, stream_kind_of(*op_.x), buffer, 0, m, piece.col_begin, piece.cols);

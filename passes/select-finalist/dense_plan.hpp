@@ -85,6 +85,11 @@ MappingLoad mapping_load(const DenseOp& op, DenseCandidate candidate, const Targ
 /// How host_scatter spreads x: balanced column pieces, piece i on tile i.
 std::vector<Piece> scatter_layout(std::uint32_t columns, std::uint32_t tiles);
 
+/// Where a host_scatter candidate has the host write x: one piece per depth group (its x
+/// chunk) on tiles spread evenly, so each receiver listens to one sender, which multicasts
+/// the chunk to every column group; op.scatter_layout when x is not split in depth.
+std::vector<Piece> host_scatter_layout(const DenseOp& op, DenseCandidate candidate, std::uint32_t tiles);
+
 /// Column-group counts from powers of two, divisors of n, values near sqrt(tiles) and
 /// tiles / (depth-group counts); for each, the deepest split that fits the tiles and a few
 /// shallower ones; each with every input source the op allows. Sorted, without duplicates.

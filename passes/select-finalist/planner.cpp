@@ -2,9 +2,14 @@
 #include "planner.hpp"
 
 #include <algorithm>
+#include <atomic>
+#include <exception>
 #include <limits>
 #include <map>
+#include <memory>
+#include <mutex>
 #include <optional>
+#include <thread>
 #include <tuple>
 
 #include <fmt/format.h>
@@ -31,21 +36,52 @@ struct CostedCandidate {
   std::uint64_t score() const { return estimate.total() + host_input_cycles; }
 };
 
-/// The exchange phase a superstep's copies become once lowered (addresses aside).
-ExchangePhase physical_phase(const Program& program, const Superstep& step, const Target& target) {
-  ExchangePhase phase;
-  phase.tiles = target.tiles;
-  for (const passes::CopyGroup& group : passes::group_copies(program.buffers, step.copies, target.multicast)) {
-    const Copy& first = step.copies[group.copies.front()];
-    Transfer transfer;
-    transfer.source = program.buffers[first.source.buffer].tile;
-    transfer.words = first.words;
-    for (std::uint32_t copy : group.copies)
-      transfer.destinations.push_back(program.buffers[step.copies[copy].destination.buffer].tile);
-    phase.transfers.push_back(std::move(transfer));
+/// Runs work(worker, i) for every i in [0, count) on up to `threads` workers (worker 0 is the
+/// caller); rethrows the failure of the lowest i, so errors do not depend on the thread count.
+template <typename Work>
+void parallel_for(std::size_t count, unsigned threads, Work&& work) {
+  const std::size_t workers = std::min<std::size_t>(std::max(threads, 1u), count);
+  if (workers <= 1) {
+    for (std::size_t i = 0; i < count; ++i) work(0u, i);
+    return;
   }
-  return phase;
+  std::atomic<std::size_t> next{0};
+  std::vector<std::exception_ptr> errors(count);
+  auto drain = [&](unsigned worker) {
+    for (std::size_t i; (i = next.fetch_add(1)) < count;) try {
+        work(worker, i);
+      } catch (...) {
+        errors[i] = std::current_exception();
+      }
+  };
+  std::vector<std::thread> pool;
+  for (std::size_t w = 1; w < workers; ++w) pool.emplace_back(drain, static_cast<unsigned>(w));
+  drain(0u);
+  for (std::thread& thread : pool) thread.join();
+  for (const std::exception_ptr& error : errors)
+    if (error) std::rethrow_exception(error);
 }
+
+/// Log lines made on worker threads, written in a fixed order once they have joined.
+class LogLines {
+public:
+  template <typename... Args>
+  void info(fmt::format_string<Args...> format, Args&&... args) {
+    lines_.emplace_back(false, fmt::format(format, std::forward<Args>(args)...));
+  }
+  template <typename... Args>
+  void debug(fmt::format_string<Args...> format, Args&&... args) {
+    lines_.emplace_back(true, fmt::format(format, std::forward<Args>(args)...));
+  }
+  void write(const PassContext& context) const {
+    for (const auto& [debug, line] : lines_)
+      if (debug) context.logger.debug("{}: {}", context.span, line);
+      else context.info("{}", line);
+  }
+
+private:
+  std::vector<std::pair<bool, std::string>> lines_;
+};
 
 class Planner {
 public:
@@ -61,6 +97,12 @@ public:
     for (const Op& op : graph.ops)
       for (std::uint32_t input : op.inputs) ++readers_.at(input);
     for (std::uint32_t output : graph.outputs) is_output_.at(output) = true;
+    // Each extra worker gets its own cost model when the core can make one (plugins need
+    // not be thread-safe). Without one (an isolated model) the planner stays on its own
+    // thread: an isolated plugin's process is tied to the thread that first called it.
+    if (context.new_cost_model)
+      for (unsigned worker = 1; worker < context.threads; ++worker) worker_models_.push_back(context.new_cost_model());
+    cost_threads_ = static_cast<unsigned>(worker_models_.size()) + 1;
   }
 
   Status plan() {
@@ -127,17 +169,17 @@ private:
 
   /// Re-costs a finalist's exchange as the phases lower-exchanges will build (multicast
   /// copies merged), optionally scheduled by the exchange-scheduler plugin.
-  void refine(CostedCandidate& costed) {
+  void refine(unsigned worker, CostedCandidate& costed) {
     const Program& fragment = costed.fragment->program;
     std::uint64_t exchange = 0;
     for (const Superstep& step : fragment.supersteps) {
-      const ExchangePhase phase = physical_phase(fragment, step, target_);
+      const ExchangePhase phase = passes::physical_phase(fragment, step, target_);
       if (options_.schedule_finalists && !phase.transfers.empty()) {
         ScheduleReport report;
         (void)context_.scheduler.schedule(phase, target_, context_.schedule_budget_ms, &report);
         exchange += report.horizon + target_.exchange_phase_overhead;
       } else {
-        exchange += context_.cost_model.estimate_exchange(phase, target_);
+        exchange += cost_model(worker).estimate_exchange(phase, target_);
       }
     }
     costed.refined_exchange_cycles = exchange;
@@ -162,26 +204,36 @@ private:
     return key;
   }
 
+  /// The cost model of a worker: the pipeline's for worker 0 (the planner's own thread).
+  CostModel& cost_model(unsigned worker) { return worker == 0 ? context_.cost_model : *worker_models_.at(worker - 1); }
+
   /// Costs a laid-out candidate, building its fragment only if the cost model has not
-  /// seen an identical one.
-  CostedCandidate cost(const DenseOp& op, DenseCandidate candidate, std::uint64_t peak, DenseFragment&& layout) {
+  /// seen an identical one. Thread-safe: workers cost candidates side by side.
+  CostedCandidate cost(unsigned worker, const DenseOp& op, DenseCandidate candidate, std::uint64_t peak,
+                       DenseFragment&& layout) {
     CostedCandidate entry{candidate, peak, {}, 0, 0, 0, std::nullopt};
-    auto [known, inserted] = estimates_.try_emplace(signature(op, candidate));
-    if (inserted) {
-      entry.fragment = std::move(layout).build();
-      known->second.estimate = context_.cost_model.estimate(entry.fragment->program, target_);
-      known->second.host_input_cycles = host_input_cycles(entry.fragment->program, target_);
+    std::vector<std::uint64_t> key = signature(op, candidate);
+    {
+      const std::lock_guard lock(estimates_mutex_);
+      if (auto known = estimates_.find(key); known != estimates_.end()) {
+        entry.estimate = known->second.estimate;
+        entry.host_input_cycles = known->second.host_input_cycles;
+        return entry;
+      }
     }
-    entry.estimate = known->second.estimate;
-    entry.host_input_cycles = known->second.host_input_cycles;
+    entry.fragment = std::move(layout).build();
+    entry.estimate = cost_model(worker).estimate(entry.fragment->program, target_);
+    entry.host_input_cycles = host_input_cycles(entry.fragment->program, target_);
+    const std::lock_guard lock(estimates_mutex_);
+    estimates_.try_emplace(std::move(key), KnownCost{entry.estimate, entry.host_input_cycles});
     return entry;
   }
 
   /// Screens `mapping_candidates` tile mappings (group offsets) of a finalist by the gather's
   /// exchange load, latency and on-tile copies; a better one that fits replaces the mapping
   /// and is costed again.
-  void screen_mappings(const DenseOp& op, std::uint32_t op_index, std::size_t index, CostedCandidate& finalist,
-                       const std::vector<TileBytes>& resident) {
+  void screen_mappings(unsigned worker, const DenseOp& op, std::uint32_t op_index, std::size_t index, CostedCandidate& finalist,
+                       const std::vector<TileBytes>& resident, LogLines& log) {
     if (options_.mapping_candidates <= 1) return;
     DenseCandidate best = finalist.candidate;
     MappingLoad best_load = mapping_load(op, best, target_);
@@ -203,12 +255,12 @@ private:
       }
       if (mapped == finalist.candidate) continue;
       const MappingLoad load = mapping_load(op, mapped, target_);
-      context_.logger.debug("{}: tile mapping op={} finalist={} candidate={} tile_offset={} rotated={} exchange_load={} "
-                            "latency={} on_tile_copy_cycles={}", context_.span, op_index, index, i, mapped.tile_offset,
+      log.debug("tile mapping op={} finalist={} candidate={} tile_offset={} rotated={} exchange_load={} "
+                            "latency={} on_tile_copy_cycles={}", op_index, index, i, mapped.tile_offset,
                             mapped.rotated, load.exchange_load, load.latency, load.on_tile_cycles);
       if (load.figure() < best_load.figure()) best = mapped, best_load = load, selected = i;
     }
-    context_.info("screened tile mappings op={} finalist={} candidates={} selected={} tile_offset={} rotated={} "
+    log.info("screened tile mappings op={} finalist={} candidates={} selected={} tile_offset={} rotated={} "
                   "exchange_load={} latency={} on_tile_copy_cycles={}",
                   op_index, index, count, selected, best.tile_offset, best.rotated, best_load.exchange_load,
                   best_load.latency, best_load.on_tile_cycles);
@@ -219,7 +271,7 @@ private:
     const std::uint64_t peak =
         fragment.oversized() || over_budget ? kDoesNotFit : peak_if_fits(resident, fragment.new_bytes());
     if (peak == kDoesNotFit) return;
-    finalist = cost(op, best, peak, std::move(fragment));
+    finalist = cost(worker, op, best, peak, std::move(fragment));
     if (!finalist.fragment) finalist.fragment = DenseFragment(op, best, program_, target_).build();
   }
 
@@ -287,30 +339,45 @@ private:
     const auto temporary_budget =
         static_cast<std::uint64_t>(options_.available_memory_proportion * double(target_.memory_bytes));
     std::optional<std::pair<std::uint64_t, DenseCandidate>> smallest;
-    for (const auto& [screening, candidate] : screened) {
-      if (costed == options_.costed_candidates) break;
-      DenseFragment fragment(dense, candidate, program_, target_);
-      const std::vector<TileBytes> added = fragment.new_bytes();
-      const bool over_budget = !fragment.oversized() && fragment.peak_temporary_bytes() > temporary_budget;
-      const std::uint64_t peak = fragment.oversized() || over_budget ? kDoesNotFit : peak_if_fits(resident, added);
-      if (peak == kDoesNotFit) {
-        ++rejected;
-        const std::uint64_t needed = fragment.oversized() ? kDoesNotFit : smallest_peak(resident, added);
-        if (!smallest || needed < smallest->first) smallest.emplace(needed, candidate);
-        continue;
-      }
-      CostedCandidate entry = cost(dense, candidate, peak, std::move(fragment));
-      ++costed;
-      context_.logger.debug("{}: costed operator plan op={} column_groups={} depth_groups={} input={} "
-                            "screening_cycles={} estimated_cycles={} host_input_cycles={}",
-                            context_.span, op_index, candidate.column_groups, candidate.depth_groups,
-                            input_source_name(candidate.input), screening, entry.estimate.total(),
-                            entry.host_input_cycles);
-      auto position = std::find_if(finalists.begin(), finalists.end(), [&](const CostedCandidate& kept) {
-        return std::tuple(entry.score(), entry.candidate) < std::tuple(kept.score(), kept.candidate);
+    // Candidates are laid out, checked and costed in windows of as many as are still wanted,
+    // side by side; the bookkeeping then runs in screening order, as a serial loop would.
+    struct Trial {
+      std::uint64_t needed = kDoesNotFit;  ///< busiest tile's bytes when it does not fit
+      std::optional<CostedCandidate> costed;
+    };
+    for (std::size_t next = 0; costed < options_.costed_candidates && next < screened.size();) {
+      const std::size_t window = std::min<std::size_t>(options_.costed_candidates - costed, screened.size() - next);
+      std::vector<Trial> trials(window);
+      parallel_for(window, cost_threads_, [&](unsigned worker, std::size_t i) {
+        const DenseCandidate& candidate = screened[next + i].second;
+        DenseFragment fragment(dense, candidate, program_, target_);
+        const std::vector<TileBytes> added = fragment.new_bytes();
+        const bool over_budget = !fragment.oversized() && fragment.peak_temporary_bytes() > temporary_budget;
+        const std::uint64_t peak = fragment.oversized() || over_budget ? kDoesNotFit : peak_if_fits(resident, added);
+        if (peak != kDoesNotFit) trials[i].costed = cost(worker, dense, candidate, peak, std::move(fragment));
+        else if (!fragment.oversized()) trials[i].needed = smallest_peak(resident, added);
       });
-      finalists.insert(position, std::move(entry));
-      if (finalists.size() > options_.finalists) finalists.pop_back();
+      for (std::size_t i = 0; i < window; ++i) {
+        const auto& [screening, candidate] = screened[next + i];
+        if (!trials[i].costed) {
+          ++rejected;
+          if (!smallest || trials[i].needed < smallest->first) smallest.emplace(trials[i].needed, candidate);
+          continue;
+        }
+        CostedCandidate& entry = *trials[i].costed;
+        ++costed;
+        context_.logger.debug("{}: costed operator plan op={} column_groups={} depth_groups={} input={} "
+                              "screening_cycles={} estimated_cycles={} host_input_cycles={}",
+                              context_.span, op_index, candidate.column_groups, candidate.depth_groups,
+                              input_source_name(candidate.input), screening, entry.estimate.total(),
+                              entry.host_input_cycles);
+        auto position = std::find_if(finalists.begin(), finalists.end(), [&](const CostedCandidate& kept) {
+          return std::tuple(entry.score(), entry.candidate) < std::tuple(kept.score(), kept.candidate);
+        });
+        finalists.insert(position, std::move(entry));
+        if (finalists.size() > options_.finalists) finalists.pop_back();
+      }
+      next += window;
     }
     context_.info("screened operator plans op={} candidates={} screened={} rejected_for_memory={} costed={}",
                   op_index, enumerated, screened.size(), rejected, costed);
@@ -326,23 +393,27 @@ private:
                            "peak_tile_bytes={} memory_bytes={}",
                            context_.span, op_index, smallest->second.column_groups,
                            smallest->second.depth_groups, smallest->first, target_.memory_bytes);
-      finalists.push_back(cost(dense, smallest->second, smallest->first,
+      finalists.push_back(cost(0, dense, smallest->second, smallest->first,
                                DenseFragment(dense, smallest->second, program_, target_)));
     }
 
-    for (std::size_t i = 0; i < finalists.size(); ++i) {
+    // Finalists are screened, built and refined side by side; their lines are logged in order.
+    std::vector<LogLines> notes(finalists.size());
+    // The scheduler (schedule_finalists) may be isolated too: it is called from this thread.
+    parallel_for(finalists.size(), options_.schedule_finalists ? 1 : cost_threads_, [&](unsigned worker, std::size_t i) {
       CostedCandidate& finalist = finalists[i];
-      screen_mappings(dense, op_index, i, finalist, resident);
+      screen_mappings(worker, dense, op_index, i, finalist, resident, notes[i]);
       if (!finalist.fragment) finalist.fragment = DenseFragment(dense, finalist.candidate, program_, target_).build();
-      refine(finalist);
-      context_.info("retained operator-plan finalist op={} finalist={} column_groups={} depth_groups={} input={} "
+      refine(worker, finalist);
+      notes[i].info("retained operator-plan finalist op={} finalist={} column_groups={} depth_groups={} input={} "
                     "estimated_cycles={} estimated_exchange_cycles={} host_input_cycles={} refined_cycles={} "
                     "refined_exchange_cycles={} peak_tile_bytes={}",
                     op_index, i, finalist.candidate.column_groups, finalist.candidate.depth_groups,
                     input_source_name(finalist.candidate.input), finalist.estimate.total(),
                     finalist.estimate.exchange_cycles, finalist.host_input_cycles, finalist.refined_cycles,
                     finalist.refined_exchange_cycles, finalist.peak_tile_bytes);
-    }
+    });
+    for (const LogLines& lines : notes) lines.write(context_);
     auto best = std::min_element(finalists.begin(), finalists.end(), [](const auto& a, const auto& b) {
       return a.refined_cycles < b.refined_cycles;
     });
@@ -504,6 +575,9 @@ private:
     std::uint64_t host_input_cycles = 0;
   };
   std::map<std::vector<std::uint64_t>, KnownCost> estimates_;  ///< by fragment signature
+  std::mutex estimates_mutex_;
+  std::vector<std::unique_ptr<CostModel>> worker_models_;  ///< workers 1.. when the core can make them
+  unsigned cost_threads_ = 1;  ///< workers that cost candidates: each with a cost model of its own
 };
 
 }  // namespace

@@ -34,6 +34,7 @@ PassBench::PassBench(const std::string& model_path, const std::string& target_pa
   };
   const PluginInfo& cost = find(cost_model_name, PluginKind::cost_model);
   cost_model = host.create_cost_model(cost, host.resolve_options(cost, {}, "test"));
+  cost_info_ = &cost;
   const PluginInfo& sched = find(scheduler_name, PluginKind::exchange_scheduler);
   scheduler = host.create_scheduler(sched, host.resolve_options(sched, {}, "test"));
   logger_ = std::make_shared<spdlog::logger>("tessera.test", std::make_shared<spdlog::sinks::ostream_sink_st>(log_));
@@ -46,7 +47,9 @@ Status PassBench::run(const std::string& name, const Options& options) {
   if (!info) return Status::failure(host.unknown_plugin_message(name, PluginKind::pass));
   std::unique_ptr<Pass> pass = host.create_pass(*info, host.resolve_options(*info, options, "test"));
   PassContext context{state.target, *cost_model, *scheduler, *logger_, fmt::format("phase{{phase=\"{}\"}}", name),
-                      2000, 1, nullptr};
+                      2000, threads, nullptr, {}};
+  if (duplicate_cost_model)
+    context.new_cost_model = [this] { return host.create_cost_model(*cost_info_, host.resolve_options(*cost_info_, {}, "test")); };
   Status status = pass->run(state, context);
   if (status.ok) state.facts.insert(info->provided_facts.begin(), info->provided_facts.end());
   return status;

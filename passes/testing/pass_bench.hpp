@@ -40,9 +40,12 @@ public:
   PluginHost host;
   CompilationState state;
   std::unique_ptr<CostModel> cost_model;
+  unsigned threads = 1;           ///< PassContext::threads of the passes run
+  bool duplicate_cost_model = true;  ///< false: PassContext::new_cost_model is left empty
   std::unique_ptr<ExchangeScheduler> scheduler;
 
 private:
+  const PluginInfo* cost_info_ = nullptr;
   std::ostringstream log_;
   std::shared_ptr<spdlog::logger> logger_;
 };

@@ -171,23 +171,16 @@ Features exchange_features(const ExchangePhase& phase, const Target& target) {
 }
 
 ExchangePhase phase_of_copies(const Program& program, const Superstep& step, const Target& target) {
-  ExchangePhase phase{target.tiles, {}};
   const auto& buffers = program.buffers;
   for (const Copy& copy : step.copies)
     if (copy.source.buffer >= buffers.size() || copy.destination.buffer >= buffers.size())
       throw Error(fmt::format("a copy of superstep '{}' names buffer {} of {}", step.label,
                               std::max(copy.source.buffer, copy.destination.buffer), buffers.size()));
-  for (const passes::CopyGroup& group : passes::group_copies(buffers, step.copies, target.multicast)) {
-    const Copy& first = step.copies[group.copies.front()];
-    Transfer transfer;
-    transfer.source = buffers[first.source.buffer].tile;
-    transfer.words = first.words;
-    for (std::uint32_t index : group.copies) {
-      const std::uint32_t destination = buffers[step.copies[index].destination.buffer].tile;
-      if (destination != transfer.source) transfer.destinations.push_back(destination);  // never crosses the fabric
-    }
-    if (transfer.words > 0 && !transfer.destinations.empty()) phase.transfers.push_back(std::move(transfer));
-  }
+  ExchangePhase phase = passes::physical_phase(program, step, target);
+  std::erase_if(phase.transfers, [](Transfer& transfer) {
+    std::erase(transfer.destinations, transfer.source);  // a copy within a tile never crosses the fabric
+    return transfer.words == 0 || transfer.destinations.empty();
+  });
   return phase;
 }
 

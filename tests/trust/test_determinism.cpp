@@ -41,8 +41,8 @@ void check_identical(const std::string& a, const std::string& b) {
 
 }  // namespace
 
-// Today's passes run single-threaded whatever --threads says; this test then still proves the
-// flag reaches the pipeline without changing the result, and guards it when passes use threads.
+// select-finalist plans on --threads workers (candidates and finalists side by side); the
+// package must not depend on how many.
 TEST_CASE("compile gives bit-identical packages across runs and thread counts", "[trust][determinism]") {
   TempDir dir;
   SECTION("mlp-small on t16") {

@@ -1,8 +1,10 @@
 // The compile driver: pipeline -> plugins -> passes -> package.
 #include "compile.hpp"
 
+#include <algorithm>
 #include <chrono>
 #include <filesystem>
+#include <thread>
 
 #include "replay_command.hpp"
 
@@ -67,9 +69,10 @@ CompileResult compile(const CompileRequest& request) {
   state.target = load_target(spec.target);
   state.model = load_model(request.model);
   state.facts.insert(facts::graph);
-  log->info("compiling model={} pipeline={} target={} tiles={} cost_model={} exchange_scheduler={} passes={}",
+  const unsigned threads = request.threads != 0 ? request.threads : std::max(1u, std::thread::hardware_concurrency());
+  log->info("compiling model={} pipeline={} target={} tiles={} cost_model={} exchange_scheduler={} passes={} threads={}",
             state.model.name, spec.name, state.target.name, state.target.tiles, spec.cost_model.plugin,
-            spec.exchange_scheduler.plugin, spec.passes.size());
+            spec.exchange_scheduler.plugin, spec.passes.size(), threads);
 
   PassManagerOptions options;
   options.dump_after = request.dump_after;
@@ -77,7 +80,7 @@ CompileResult compile(const CompileRequest& request) {
                                ? (fs::path(request.output).parent_path() / "dumps").string()
                                : request.dump_directory;
   options.schedule_budget_ms = request.schedule_budget_ms;
-  options.threads = request.threads;
+  options.threads = threads;
   PassManager manager(spec, host, options);
   if (Status status = manager.run(state); !status.ok) {
     std::string bundle_note;

@@ -21,7 +21,7 @@ struct CompileRequest {
   std::string dump_directory;
   std::string phase_directory;  ///< when set, phase-K.txt per non-empty exchange phase
   std::uint64_t schedule_budget_ms = 2000;
-  unsigned threads = 1;
+  unsigned threads = 0;  ///< 0: the machine's cores
   /// On a plugin fault, the bundle goes to <this>/<plugin>-<N>/ (default: <output dir>/reproducers).
   std::string reproducer_directory;
   bool write_reproducer = true;  ///< `tessera replay` turns it off: it reports, never re-bundles

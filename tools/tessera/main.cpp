@@ -96,7 +96,7 @@ int main(int argc, char** argv) {
   compile->add_option("--dump-dir", compile_request.dump_directory, "folder for --dump-after files (default: beside the package)");
   compile->add_option("--schedule-budget-ms", compile_request.schedule_budget_ms, "time budget per exchange phase for the scheduler");
   compile->add_option("--emit-phases", compile_request.phase_directory, "write each exchange phase as a phase file into this folder");
-  compile->add_option("--threads", compile_request.threads, "compile threads the passes may use (default 1; the package is the same for any count)")
+  compile->add_option("--threads", compile_request.threads, "compile threads the passes may use (default: the machine's cores; the package is the same for any count)")
       ->check(CLI::Range(1u, 1024u));
   compile->add_option("--reproducer-dir", compile_request.reproducer_directory,
                       "where a plugin fault's reproducer bundle goes (default: <package dir>/reproducers)");

@@ -1,6 +1,7 @@
 // The pass-plugin interface and the compilation state passes read and change.
 #pragma once
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <set>
 #include <string>
@@ -51,6 +52,12 @@ struct PassContext {
   /// Set by Pass::run when the pass failed through a plugin fault (an exception from the
   /// pass or from the scheduler it called, or an invalid schedule); the pass manager reads it.
   std::shared_ptr<const PluginError> fault;
+  /// Makes another object of the pipeline's cost model (same plugin, same options), so that
+  /// a pass using threads can give each its own: plugins need not be thread-safe. Empty when
+  /// the model cannot be duplicated (an isolated one): then call `cost_model` (and `scheduler`,
+  /// which may be isolated too) from the pass's own thread only, since an isolated plugin's
+  /// child process is tied to the thread that started it.
+  std::function<std::unique_ptr<CostModel>()> new_cost_model;
 
   /// Logs "span: message" at info level; messages are key=value fields.
   template <typename... Args>

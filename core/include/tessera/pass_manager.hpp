@@ -28,7 +28,8 @@ struct PluginFault {
 
 class PassManager {
 public:
-  /// Creates the cost model, the scheduler and every pass of a resolved spec.
+  /// Creates the cost model, the scheduler and every pass of a resolved spec. `host` must
+  /// outlive the manager (passes may ask it for more cost-model objects).
   PassManager(const PipelineSpec& spec, const PluginHost& host, PassManagerOptions options);
   ~PassManager();
 
