@@ -2,6 +2,7 @@
 #include "block_plans.hpp"
 
 #include <algorithm>
+#include <cassert>
 #include <limits>
 #include <set>
 #include <utility>
@@ -99,11 +100,15 @@ Fragment build_product(const BlockPlanContext& plan, Split split, FragmentBuilde
                                                  {rows.begin, rows.size, 0, k}, tile, layout.fast,
                                                  layout.matmul_alignment);
       const Block b_rows = op.transpose_b ? Block{cols.begin, cols.size, 0, k} : Block{0, k, cols.begin, cols.size};
+      // b's block stored transposed when that takes fewer copies (narrow column pieces send
+      // whole columns, not one word a row); the codelet follows the layout: [k, n] is matmul's.
+      const std::optional<Distribution>& b_spread = plan.distributions[op.inputs[1]];
+      const bool b_transposed = b_spread && gather_copies(*b_spread, b_rows, true) < gather_copies(*b_spread, b_rows, false);
       const std::uint32_t b_block = gather_block(builder, 0, plan.graph, plan.distributions, op.inputs[1], b_rows,
-                                                 tile, layout.fast, layout.matmul_alignment);
+                                                 tile, layout.fast, layout.matmul_alignment, b_transposed);
       const std::uint32_t c_block = builder.create(name + ".out", tile, std::uint64_t{rows.size} * cols.size,
                                                    layout.fast, layout.matmul_alignment, Lifetime::transient);
-      builder.call(1, tile, op.transpose_b ? Codelet::matmul_transposed : Codelet::matmul,
+      builder.call(1, tile, op.transpose_b != b_transposed ? Codelet::matmul_transposed : Codelet::matmul,
                    {{a_block, 0}, {b_block, 0}, {c_block, 0}}, {rows.size, k, cols.size});
       output.pieces.push_back({tile, cols.begin, cols.size, c_block, rows.begin, rows.size});
     }
@@ -162,14 +167,47 @@ bool is_block_op(const Graph& graph, const Op& op) {
          (op.transpose_b || graph.tensors.at(op.inputs[1]).kind == TensorKind::intermediate);
 }
 
+namespace {
+
+/// The part of `block` that `piece` holds: rows [row_low, row_high) x columns [col_low, col_high).
+struct Overlap {
+  std::uint32_t row_low, row_high, col_low, col_high;
+  bool empty() const { return row_low >= row_high || col_low >= col_high; }
+};
+
+Overlap overlap(const Piece& piece, std::uint32_t all_rows, Block block) {
+  return {std::max(piece.row_begin, block.row_begin),
+          std::min(piece.row_begin + piece.row_count(all_rows), block.row_begin + block.rows),
+          std::max(piece.col_begin, block.col_begin), std::min(piece.col_begin + piece.cols, block.col_begin + block.cols)};
+}
+
+}  // namespace
+
+std::uint64_t gather_copies(const Distribution& distribution, Block block, bool column_major) {
+  std::uint64_t copies = 0;
+  for (const Piece& piece : distribution.pieces) {
+    const Overlap o = overlap(piece, distribution.rows, block);
+    if (o.empty()) continue;
+    const std::uint64_t rows = o.row_high - o.row_low, cols = o.col_high - o.col_low;
+    // As FragmentBuilder::move_rows counts: one copy per strided row, one for a contiguous run.
+    if (column_major)
+      copies += cols * (rows == 1 || piece.cols == 1 ? 1 : rows);
+    else
+      copies += rows == 1 || (piece.cols == cols && block.cols == cols) ? 1 : rows;
+  }
+  return copies;
+}
+
 std::uint32_t gather_block(FragmentBuilder& builder, std::uint32_t superstep, const Graph& graph,
                            const std::vector<std::optional<Distribution>>& distributions, std::uint32_t index,
-                           Block block, std::uint32_t tile, Region region, std::uint32_t alignment) {
+                           Block block, std::uint32_t tile, Region region, std::uint32_t alignment,
+                           bool column_major) {
   const Tensor& tensor = graph.tensors.at(index);
   const std::uint64_t words = std::uint64_t{block.rows} * block.cols;
-  const std::string name = tensor.name + ".block";
+  const std::string name = tensor.name + (column_major ? ".block_t" : ".block");
   const std::optional<Distribution>& distribution = distributions.at(index);
   if (!distribution) {
+    assert(!column_major && "host slices fill blocks row-major");
     const bool weight = tensor.kind == TensorKind::weight;
     const std::uint32_t buffer = builder.create(name, tile, packed_words(words, tensor.dtype), region, alignment,
                                                 weight ? Lifetime::whole_program : Lifetime::from_start);
@@ -178,20 +216,23 @@ std::uint32_t gather_block(FragmentBuilder& builder, std::uint32_t superstep, co
     return buffer;
   }
   const std::uint32_t buffer = builder.create(name, tile, words, region, alignment, Lifetime::transient);
-  // Every piece meeting the block sends the rows of their intersection.
+  // Every piece meeting the block sends the rows (columns, column-major) of their intersection.
   for (const Piece& piece : distribution->pieces) {
-    const std::uint32_t row_low = std::max(piece.row_begin, block.row_begin);
-    const std::uint32_t row_high = std::min(piece.row_begin + piece.row_count(distribution->rows),
-                                            block.row_begin + block.rows);
-    const std::uint32_t col_low = std::max(piece.col_begin, block.col_begin);
-    const std::uint32_t col_high = std::min(piece.col_begin + piece.cols, block.col_begin + block.cols);
-    if (row_low >= row_high || col_low >= col_high) continue;
-    builder.move_rows(superstep,
-                      {builder.existing(piece.buffer),
-                       (row_low - piece.row_begin) * piece.cols + (col_low - piece.col_begin)},
-                      piece.cols,
-                      {buffer, (row_low - block.row_begin) * block.cols + (col_low - block.col_begin)}, block.cols,
-                      row_high - row_low, col_high - col_low);
+    const Overlap o = overlap(piece, distribution->rows, block);
+    if (o.empty()) continue;
+    const BufferRef source{builder.existing(piece.buffer),
+                           (o.row_low - piece.row_begin) * piece.cols + (o.col_low - piece.col_begin)};
+    if (!column_major) {
+      builder.move_rows(superstep, source, piece.cols,
+                        {buffer, (o.row_low - block.row_begin) * block.cols + (o.col_low - block.col_begin)},
+                        block.cols, o.row_high - o.row_low, o.col_high - o.col_low);
+      continue;
+    }
+    // Column c of the overlap: a strided column of the piece, a contiguous run of the block.
+    for (std::uint32_t c = o.col_low; c < o.col_high; ++c)
+      builder.move_rows(superstep, {source.buffer, source.word_offset + (c - o.col_low)}, piece.cols,
+                        {buffer, (c - block.col_begin) * block.rows + (o.row_low - block.row_begin)}, 1,
+                        o.row_high - o.row_low, 1);
   }
   return buffer;
 }
@@ -262,10 +303,16 @@ Status plan_block_op(const BlockPlanContext& plan, std::optional<Fragment>& frag
     fragment = build(smallest, builder);
     best = smallest;
   }
+  std::size_t copies = 0, transposed_gathers = 0;
+  for (const Superstep& step : fragment->program.supersteps) {
+    copies += step.copies.size();
+    for (const CodeletCall& call : step.compute) copies += call.codelet == Codelet::copy ? 1 : 0;
+  }
+  for (const Buffer& buffer : fragment->program.buffers) transposed_gathers += buffer.name.ends_with(".block_t");
   plan.context.info("selected block plan op={} kind={} row_groups={} column_groups={} candidates={} costed={} "
-                    "estimated_cycles={}",
+                    "copies={} transposed_gathers={} estimated_cycles={}",
                     plan.op_index, op_kind_name(op.kind), best.row_groups, best.column_groups, splits.size(), costed,
-                    best_cycles == kNone ? 0 : best_cycles);
+                    copies, transposed_gathers, best_cycles == kNone ? 0 : best_cycles);
   return Status::success();
 }
 

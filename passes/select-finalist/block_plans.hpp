@@ -33,12 +33,17 @@ struct Block {
   std::uint32_t row_begin = 0, rows = 0, col_begin = 0, cols = 0;
 };
 
-/// A new buffer on `tile` holding `block` of tensor `index` packed row-major: written by the
-/// host when the tensor has no distribution (an input or weight), else gathered from the
-/// tensor's blocks in `superstep`'s exchange (on-tile parts by copy codelets).
+/// A new buffer on `tile` holding `block` of tensor `index` packed row-major (column-major,
+/// i.e. the block transposed, when `column_major`): written by the host when the tensor has
+/// no distribution (an input or weight; row-major only), else gathered from the tensor's
+/// blocks in `superstep`'s exchange (on-tile parts by copy codelets).
 std::uint32_t gather_block(FragmentBuilder& builder, std::uint32_t superstep, const Graph& graph,
                            const std::vector<std::optional<Distribution>>& distributions, std::uint32_t index,
-                           Block block, std::uint32_t tile, Region region, std::uint32_t alignment);
+                           Block block, std::uint32_t tile, Region region, std::uint32_t alignment,
+                           bool column_major = false);
+
+/// How many copies gather_block makes for `block` from `distribution` in either layout.
+std::uint64_t gather_copies(const Distribution& distribution, Block block, bool column_major);
 
 /// Plans one op into `fragment`: enumerates its splits over the tiles, costs each fitting
 /// one with the cost model, keeps the cheapest and logs the choice.

@@ -82,3 +82,44 @@ TEST_CASE("float16 weights pass within the float16 tolerance and a corrupted hal
   CHECK_FALSE(report.passed);
   CHECK(report.max_abs_error > report.tolerance);
 }
+
+TEST_CASE("products gather one-column pieces transposed, whole columns a copy, and stay exact",
+          "[e2e][transformer]") {
+  TempDir dir;
+  // Depth-heavy projections to 16 columns come out one column per tile on t16, so both
+  // products gather their second operand column by column (q k^T then runs as a plain matmul,
+  // s v as matmul_transposed).
+  const std::string model = dir.write("narrow.yaml", "model: narrow-products\nseed: 9\ntensors:\n"
+                                                     "  - {name: x, shape: [64, 128], kind: input}\n"
+                                                     "  - {name: wq, shape: [128, 16], kind: weight, scale: 0.25}\n"
+                                                     "  - {name: wk, shape: [128, 16], kind: weight, scale: 0.25}\n"
+                                                     "  - {name: wv, shape: [128, 16], kind: weight, scale: 0.25}\n"
+                                                     "ops:\n"
+                                                     "  - {op: matmul, inputs: [x, wq], output: q}\n"
+                                                     "  - {op: matmul, inputs: [x, wk], output: k}\n"
+                                                     "  - {op: matmul, inputs: [x, wv], output: v}\n"
+                                                     "  - {op: matmul, inputs: [q, k], output: s, transpose_b: true}\n"
+                                                     "  - {op: matmul, inputs: [s, v], output: c}\n"
+                                                     "outputs: [c]\n");
+  const std::string package_file = (dir.path() / "narrow.tpkg").string();
+  auto compiled = run_command({tessera_binary(), "compile", model, "-p",
+                               pipeline_copy(dir, source_path("configs/pipelines/small.yaml"), "greedy", "greedy"),
+                               "-o", package_file});
+  INFO(compiled.err.substr(compiled.err.size() > 4000 ? compiled.err.size() - 4000 : 0));
+  REQUIRE(compiled.exit_code == 0);
+  const std::string log = compiled.out + compiled.err;
+  for (const char* op : {"op=3 kind=matmul", "op=4 kind=matmul"}) {
+    const std::size_t line = log.find(std::string("selected block plan ") + op);
+    REQUIRE(line != std::string::npos);
+    const std::size_t field = log.find("transposed_gathers=", line);
+    REQUIRE(field != std::string::npos);
+    INFO(op);
+    CHECK(std::stoul(log.substr(field + 19)) > 0);
+  }
+  runtime::RunOptions options;
+  options.lock_path = (dir.path() / "lock").string();
+  const runtime::RunResult result = runtime::run_package(read_package(package_file), options);
+  CHECK(result.passed());
+  CHECK(result.numerics.elements == 64 * 16);
+  CHECK(result.numerics.max_abs_error < 1e-3);
+}
