@@ -22,6 +22,9 @@ StreamKind stream_kind_of(const Tensor& tensor) {
 
 std::uint32_t ceil_div(std::uint32_t a, std::uint32_t b) { return (a + b - 1) / b; }
 
+// reduce_bias reads its bias as float32 words; a float16 bias takes reduce_add + bias_add_half.
+bool fused_reduction(const DenseOp& op) { return op.bias && op.bias->dtype == DType::float32; }
+
 // float16 weights and biases are read by the half-weight codelets.
 Codelet matmul_codelet(const DenseOp& op) {
   return op.w->dtype == DType::float16 ? Codelet::matmul_half : Codelet::matmul;
@@ -169,7 +172,7 @@ std::uint64_t screening_cycles(const DenseOp& op, DenseCandidate candidate, cons
     exchange += std::max(send, receive);
     ++phases;
     ++supersteps;
-    if (op.bias) {
+    if (fused_reduction(op)) {
       compute += codelet_cycles(Codelet::reduce_bias,
                                 std::vector<std::uint32_t>{depth_groups - 1, op.m, piece, widest, op.relu}, target);
     } else {
@@ -322,7 +325,7 @@ void DenseFragment::lay_out_buffers() {
       const std::uint32_t tile = mapping_.tile(c, owner);
       OwnedPiece owned{c, owner, tile, piece, 0, 0, kNoBuffer};
       // With a bias the fused reduce_bias reads the owner's own partial in place.
-      const std::uint32_t slots = op_.bias ? depth_groups - 1 : depth_groups;
+      const std::uint32_t slots = fused_reduction(op_) ? depth_groups - 1 : depth_groups;
       owned.reduce = builder_.create(op_.name + ".reduce", tile, std::uint64_t{slots} * m * piece.size,
                                      standard, alignment, Lifetime::transient);
       owned.out = builder_.create(op_.name + ".out", tile, std::uint64_t{m} * piece.size, standard,
@@ -397,8 +400,8 @@ Fragment DenseFragment::build() && {
     for (const OwnedPiece& owned : pieces_) {
       const std::uint32_t width = columns_[owned.column_group].size;
       for (std::uint32_t g = 0; g < depth_groups; ++g) {
-        if (op_.bias && g == owned.owner_depth_group) continue;
-        const std::uint32_t slot = op_.bias && g > owned.owner_depth_group ? g - 1 : g;
+        if (fused_reduction(op_) && g == owned.owner_depth_group) continue;
+        const std::uint32_t slot = fused_reduction(op_) && g > owned.owner_depth_group ? g - 1 : g;
         const GroupBuffers& sender = groups_[owned.column_group * depth_groups + g];
         builder_.move_rows(1, {sender.partial, owned.columns.begin}, width,
                            {owned.reduce, slot * m * owned.columns.size}, owned.columns.size, m,
@@ -408,7 +411,7 @@ Fragment DenseFragment::build() && {
     for (const OwnedPiece& owned : pieces_) {
       const std::uint32_t piece = owned.columns.size;
       const std::uint32_t col_begin = columns_[owned.column_group].begin + owned.columns.begin;
-      if (op_.bias) {
+      if (fused_reduction(op_)) {
         const GroupBuffers& own = groups_[owned.column_group * depth_groups + owned.owner_depth_group];
         builder_.host_slice(*op_.bias, stream_kind_of(*op_.bias), owned.bias, 0, 1, col_begin, piece);
         builder_.call(2, owned.tile, Codelet::reduce_bias,

@@ -123,3 +123,25 @@ TEST_CASE("products gather one-column pieces transposed, whole columns a copy, a
   CHECK(result.numerics.elements == 64 * 16);
   CHECK(result.numerics.max_abs_error < 1e-3);
 }
+
+TEST_CASE("a float16 bias survives a split reduction (reduce_add + bias_add_half)", "[e2e][float16]") {
+  // A pinned depth split makes every layer reduce partial sums; the fused reduce_bias reads
+  // float32 biases only, so half biases must take the unfused epilogue.
+  TempDir dir;
+  const std::string package_file = (dir.path() / "split.tpkg").string();
+  const std::string pipeline = pipeline_copy(dir, source_path("configs/pipelines/small.yaml"), "{finalists: 2}",
+                                             "{finalists: 2, depth_groups: 4}");
+  const auto compiled = run_command({tessera_binary(), "compile", source_path("configs/models/mlp-small-f16.yaml"),
+                                     "-p", pipeline, "-o", package_file});
+  INFO(compiled.err);
+  REQUIRE(compiled.exit_code == 0);
+  const Package package = read_package(package_file);
+  bool unfused = false;
+  for (const TileImage& tile : package.tiles)
+    for (const TileSuperstep& step : tile.supersteps)
+      for (const TileCodeletCall& call : step.compute) unfused |= call.codelet == Codelet::bias_add_half;
+  CHECK(unfused);
+  runtime::RunOptions options;
+  options.lock_path = (dir.path() / "lock").string();
+  CHECK(runtime::run_package(package, options).passed());
+}
