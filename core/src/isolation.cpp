@@ -323,6 +323,11 @@ void put_options(Writer& out, const Options& options) {
     out.put(static_cast<std::uint8_t>(value.index()));
     std::visit([&](const auto& v) {
       if constexpr (std::is_same_v<std::decay_t<decltype(v)>, std::string>) out.put_string(v);
+      else if constexpr (std::is_same_v<std::decay_t<decltype(v)>, MapOption>) {
+        out.put_string(v.yaml);
+        out.put_string(v.file);
+        out.put(v.first_line);
+      }
       else if constexpr (std::is_same_v<std::decay_t<decltype(v)>, bool>) out.put(static_cast<std::uint8_t>(v));
       else out.put(v);
     }, value);
@@ -339,6 +344,14 @@ Options get_options(Reader& in) {
       case 1: options.values[name] = in.get<std::int64_t>(); break;
       case 2: options.values[name] = in.get<double>(); break;
       case 3: options.values[name] = in.get_string(); break;
+      case 4: {
+        MapOption map;
+        map.yaml = in.get_string();
+        map.file = in.get_string();
+        map.first_line = in.get<std::int64_t>();
+        options.values[name] = std::move(map);
+        break;
+      }
       default: throw ProtocolError("option '" + name + "' has an unknown type tag");
     }
   }

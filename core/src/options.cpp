@@ -14,6 +14,7 @@ const char* option_type_name(OptionType type) {
     case OptionType::number: return "float";
     case OptionType::string: return "string";
     case OptionType::path: return "path";
+    case OptionType::map: return "map";
   }
   return "?";
 }
@@ -24,8 +25,31 @@ std::string option_value_text(const OptionValue& value) {
     std::string operator()(std::int64_t v) const { return std::to_string(v); }
     std::string operator()(double v) const { return fmt::format("{}", v); }
     std::string operator()(const std::string& v) const { return v; }
+    std::string operator()(const MapOption& v) const {  // one line: the layout's spaces and breaks squeezed
+      std::string text;
+      bool quoted = false, escaped = false;
+      for (char c : v.yaml) {
+        const bool space = !quoted && (c == ' ' || c == '\n');
+        if (space && (text.empty() || text.back() == ' ' || text.back() == '{' || text.back() == '[')) continue;
+        if (!quoted && (c == '}' || c == ']') && !text.empty() && text.back() == ' ') text.pop_back();
+        text += space ? ' ' : c;
+        if (quoted && !escaped && c == '"') quoted = false;
+        else if (!quoted && c == '"') quoted = true;
+        escaped = quoted && !escaped && c == '\\';
+      }
+      return text;
+    }
   };
   return std::visit(Visitor{}, value);
+}
+
+std::string MapOption::place(std::int64_t line, std::int64_t column) const {
+  if (file.empty()) return fmt::format("(default):{}:{}", line + 1, column + 1);
+  return fmt::format("{}:{}:{}", file, first_line + line + 1, column + 1);
+}
+
+bool MapOption::operator==(const MapOption& other) const {
+  return option_value_text(*this) == option_value_text(other);
 }
 
 const OptionValue& Options::at(const std::string& name) const {
@@ -54,6 +78,11 @@ double Options::get_number(const std::string& name) const {
 const std::string& Options::get_string(const std::string& name) const {
   if (auto v = std::get_if<std::string>(&at(name))) return *v;
   throw std::logic_error("option '" + name + "' is not a string");
+}
+
+const MapOption& Options::get_map(const std::string& name) const {
+  if (auto v = std::get_if<MapOption>(&at(name))) return *v;
+  throw std::logic_error("option '" + name + "' is not a map");
 }
 
 }  // namespace tessera

@@ -65,9 +65,13 @@ PluginUse parse_plugin_use(const std::string& file, const YAML::Node& node, cons
     if (!options.IsMap()) yaml::fail(file, options, "'options' must be a mapping of option names to values");
     for (const auto& entry : options) {
       const std::string name = entry.first.Scalar();
-      if (!entry.second.IsScalar())
-        yaml::fail(file, entry.second, "option '" + name + "' must be a single value");
-      use.options.values[name] = entry.second.Scalar();
+      if (entry.second.IsMap()) {  // for a `map` option; resolve_options checks the type
+        use.options.values[name] = MapOption{yaml::flow_layout(entry.second), file, entry.second.Mark().line};
+      } else if (!entry.second.IsScalar()) {
+        yaml::fail(file, entry.second, "option '" + name + "' must be a single value or a mapping");
+      } else {
+        use.options.values[name] = entry.second.Scalar();
+      }
       use.option_places[name] = yaml::place(file, entry.first);
     }
   }
@@ -186,8 +190,11 @@ static void emit_use(YAML::Emitter& out, const PluginUse& use) {
   out << YAML::Flow << YAML::BeginMap << YAML::Key << "plugin" << YAML::Value << use.plugin;
   if (!use.options.values.empty()) {
     out << YAML::Key << "options" << YAML::Value << YAML::BeginMap;
-    for (const auto& [name, value] : use.options.values)
-      out << YAML::Key << name << YAML::Value << option_value_text(value);
+    for (const auto& [name, value] : use.options.values) {
+      out << YAML::Key << name << YAML::Value;
+      if (auto map = std::get_if<MapOption>(&value)) out << YAML::Load(map->yaml);
+      else out << option_value_text(value);
+    }
     out << YAML::EndMap;
   }
   if (!use.sha256.empty()) out << YAML::Key << "sha256" << YAML::Value << use.sha256;

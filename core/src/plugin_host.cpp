@@ -79,8 +79,31 @@ bool parse_option(const std::string& text, OptionType type, OptionValue& value) 
     case OptionType::number: { double d; if (!yaml::parse_number(text, d)) return false; value = d; return true; }
     case OptionType::string:
     case OptionType::path: value = text; return true;
+    case OptionType::map: {  // a manifest default such as "{}"; the pipeline gives a YAML mapping
+      try {
+        const YAML::Node node = YAML::Load(text);
+        if (!node.IsMap()) return false;
+        value = MapOption{yaml::flow_layout(node), "", 0};
+        return true;
+      } catch (const YAML::Exception&) {
+        return false;
+      }
+    }
   }
   return false;
+}
+
+// The OptionValue alternative that holds a value of `type`.
+std::size_t option_value_index(OptionType type) {
+  switch (type) {
+    case OptionType::boolean: return 0;
+    case OptionType::integer: return 1;
+    case OptionType::number: return 2;
+    case OptionType::string:
+    case OptionType::path: return 3;
+    case OptionType::map: return 4;
+  }
+  return 0;
 }
 
 bool parse_option_type(const std::string& text, OptionType& type) {
@@ -89,6 +112,7 @@ bool parse_option_type(const std::string& text, OptionType& type) {
   else if (text == "float") type = OptionType::number;
   else if (text == "string") type = OptionType::string;
   else if (text == "path") type = OptionType::path;
+  else if (text == "map") type = OptionType::map;
   else return false;
   return true;
 }
@@ -245,7 +269,7 @@ const PluginInfo& PluginHost::load_file(const std::string& file_name) {
     spec.doc = raw.doc ? raw.doc : "";
     if (!parse_option_type(raw.type, spec.type))
       throw Error(file + ": plugin '" + info.name + "' option '" + spec.name + "' has unknown type '" + raw.type +
-                  "' (bool, int, float, string or path)");
+                  "' (bool, int, float, string, path or map)");
     if (!parse_option(raw.default_value, spec.type, spec.default_value))
       throw Error(file + ": plugin '" + info.name + "' option '" + spec.name + "' default '" + raw.default_value +
                   "' is not a " + option_type_name(spec.type));
@@ -314,8 +338,7 @@ Options PluginHost::resolve_options(const PluginInfo& plugin, const Options& giv
                         ? parse_option(std::get<std::string>(value), spec->type, typed)
                         : (spec->type == OptionType::number && std::holds_alternative<std::int64_t>(value))
                               ? (typed = static_cast<double>(std::get<std::int64_t>(value)), true)
-                              : (value.index() == static_cast<std::size_t>(spec->type == OptionType::path ? OptionType::string : spec->type) &&
-                                 (typed = value, true));
+                              : (value.index() == option_value_index(spec->type) && (typed = value, true));
     if (!ok)
       throw Error(place + ": option '" + name + "' of plugin '" + plugin.name + "' must be " +
                   option_type_name(spec->type) + ", got '" + option_value_text(value) + "'");

@@ -6,6 +6,8 @@
 #include <cmath>
 #include <filesystem>
 
+#include <fmt/format.h>
+
 #include "tessera/diagnostic.hpp"
 
 namespace tessera::yaml {
@@ -148,6 +150,77 @@ std::string nearest(const std::string& name, const std::vector<std::string>& can
     if (d < best_distance) best_distance = d, best = candidate;
   }
   return best;
+}
+
+namespace {
+
+struct FlowWriter {
+  std::string out;
+  int origin = 0, line = 0, column = 0;
+
+  void put(const std::string& text) { out += text; column += static_cast<int>(text.size()); }
+  // Moves to a mark when it is still ahead; otherwise a space keeps tokens apart.
+  void move_to(const YAML::Mark& mark, int column_shift = 0) {
+    const int target_line = mark.line - origin, target_column = mark.column + column_shift;
+    if (mark.is_null() || target_line < line || (target_line == line && target_column <= column)) {
+      if (!out.empty() && out.back() != '{' && out.back() != '[') put(" ");
+      return;
+    }
+    if (target_line > line) out.append(static_cast<std::size_t>(target_line - line), '\n'), line = target_line, column = 0;
+    put(std::string(static_cast<std::size_t>(target_column - column), ' '));
+  }
+  void scalar(const YAML::Node& node) {
+    const std::string& text = node.Scalar();
+    const bool plain = node.Tag() == "?" && !text.empty() &&
+                       text.find_first_not_of("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_.+-/") ==
+                           std::string::npos;
+    if (plain) return put(text);
+    std::string quoted = "\"";
+    for (char c : text) {
+      if (c == '"' || c == '\\') quoted += '\\', quoted += c;
+      else if (c == '\n') quoted += "\\n";
+      else if (static_cast<unsigned char>(c) < 0x20) quoted += fmt::format("\\x{:02x}", static_cast<unsigned char>(c));
+      else quoted += c;
+    }
+    put(quoted + "\"");
+  }
+  // Block collections start at their first child: the bracket goes one column before it.
+  static bool starts_at_child(const YAML::Node& node) {
+    if (node.size() == 0) return false;
+    const YAML::Mark child = node.IsMap() ? node.begin()->first.Mark() : node.begin()->Mark();
+    return child.line == node.Mark().line && child.column == node.Mark().column;
+  }
+  void write(const YAML::Node& node) {
+    if (!node.IsMap() && !node.IsSequence()) {
+      move_to(node.Mark());
+      if (node.IsNull()) return put("null");
+      return scalar(node);
+    }
+    move_to(node.Mark(), starts_at_child(node) ? -1 : 0);
+    put(node.IsMap() ? "{" : "[");
+    bool first = true;
+    for (const auto& entry : node) {
+      if (!first) put(",");
+      first = false;
+      if (node.IsMap()) {
+        write(entry.first);
+        put(":");
+        write(entry.second);
+      } else {
+        write(entry);
+      }
+    }
+    put(node.IsMap() ? "}" : "]");
+  }
+};
+
+}  // namespace
+
+std::string flow_layout(const YAML::Node& node) {
+  FlowWriter writer;
+  writer.origin = node.Mark().is_null() ? 0 : node.Mark().line;
+  writer.write(node);
+  return writer.out;
 }
 
 }  // namespace tessera::yaml

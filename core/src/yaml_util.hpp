@@ -31,6 +31,10 @@ double get_number_or(const std::string& file, const YAML::Node& map, const char*
                      double fallback);
 bool get_bool_or(const std::string& file, const YAML::Node& map, const char* key, bool fallback);
 
+/// `node` as YAML flow text in which every node starts at its own mark: line relative to
+/// node's line, column as written (so places found in the text map back to the file).
+std::string flow_layout(const YAML::Node& node);
+
 /// Scalar parsing helpers shared with option parsing.
 bool parse_int(const std::string& text, std::int64_t& value);
 bool parse_number(const std::string& text, double& value);

@@ -105,7 +105,8 @@ public:
     cost_threads_ = static_cast<unsigned>(worker_models_.size()) + 1;
   }
 
-  Status plan() {
+  Status plan(const Graph& model) {
+    if (Status status = resolve_pins(model); !status.ok) return status;
     for (std::uint32_t i = 0; i < graph_.ops.size(); ++i) {
       const Op& op = graph_.ops[i];
       Status status = is_block_op(graph_, op) ? plan_block(i)
@@ -117,6 +118,50 @@ public:
   }
 
 private:
+  /// Matches each `plans` entry to its dense op: the op's output, or a tensor of the model
+  /// as written that lower-mid fused into it (the matmul's and the bias add's outputs).
+  Status resolve_pins(const Graph& model) {
+    if (options_.plans.empty()) return Status::success();
+    std::map<std::string, std::uint32_t> op_of_name;  // tensor name -> canonical op index
+    std::string valid;
+    for (std::uint32_t i = 0; i < graph_.ops.size(); ++i) {
+      const Op& op = graph_.ops[i];
+      if (is_block_op(graph_, op) || (op.kind != OpKind::dense && op.kind != OpKind::matmul)) continue;
+      std::vector<std::string> names{tensor(op.output).name};
+      auto producer = [&](const std::string& name) -> const Op* {
+        const std::int64_t index = model.find_tensor(name);
+        for (const Op& written : model.ops)
+          if (index >= 0 && written.output == static_cast<std::uint32_t>(index)) return &written;
+        return nullptr;
+      };
+      // Walk back over the fused relu, then the fused bias add, to the matmul.
+      if (const Op* relu = op.relu ? producer(names.back()) : nullptr; relu && relu->kind == OpKind::relu)
+        names.push_back(model.tensors[relu->inputs[0]].name);
+      if (const Op* add = op.inputs.size() == 3 ? producer(names.back()) : nullptr; add && add->kind == OpKind::add)
+        names.push_back(model.tensors[add->inputs[0]].name);
+      for (const std::string& name : names) op_of_name[name] = i;
+      valid += (valid.empty() ? "" : ", ") + names[0];
+      if (names.size() > 1) {
+        valid += " (or";
+        for (std::size_t n = 1; n < names.size(); ++n) valid += " " + names[n];
+        valid += ")";
+      }
+    }
+    std::map<std::uint32_t, std::string> named;  // op index -> the name that pinned it
+    for (const auto& [name, pin] : options_.plans) {
+      auto found = op_of_name.find(name);
+      if (found == op_of_name.end())
+        return Status::failure(fmt::format("{}: unknown op '{}' in select-finalist option 'plans'; key a pin by the "
+                                           "output tensor of a matmul/dense op: {}",
+                                           pin.place, name, valid.empty() ? "the model has none" : valid));
+      if (auto [it, added] = named.emplace(found->second, name); !added)
+        return Status::failure(fmt::format("{}: '{}' and '{}' name the same fused dense op in 'plans'; keep one pin",
+                                           pin.place, it->second, name));
+      pins_[found->second] = {name, pin};
+    }
+    return Status::success();
+  }
+
   std::string where(const Op& op) const {
     return fmt::format("{}:{}:{}", graph_.source_file, op.place.line, op.place.column);
   }
@@ -325,8 +370,24 @@ private:
     // Screen every enumerated candidate cheaply, then build and cost the best that fit.
     std::vector<std::pair<std::uint64_t, DenseCandidate>> screened;
     std::vector<DenseCandidate> candidates = enumerate_dense_candidates(dense, target_.tiles);
-    if (options_.column_groups != 0 || options_.depth_groups != 0)
-      candidates = pin_candidates(candidates, dense, target_.tiles, options_.column_groups, options_.depth_groups);
+    std::uint32_t column_groups = options_.column_groups, depth_groups = options_.depth_groups;
+    if (auto pinned = pins_.find(op_index); pinned != pins_.end()) {
+      const OpPin& pin = pinned->second.second;
+      if (pin.column_groups != 0) column_groups = pin.column_groups;
+      if (pin.depth_groups != 0) depth_groups = pin.depth_groups;
+      // The same clamping as pin_candidates: to the op's columns and depth and the tiles (0: free).
+      const std::uint32_t used_columns = column_groups ? std::min({column_groups, dense.n, target_.tiles}) : 0;
+      const std::uint32_t used_depth =
+          depth_groups && used_columns ? std::min(depth_groups, std::max(1u, std::min(dense.k, target_.tiles / used_columns)))
+          : depth_groups               ? std::min(depth_groups, std::max(1u, std::min(dense.k, target_.tiles)))
+                                       : 0;
+      context_.info("pinned operator plan op={} name={} column_groups={} depth_groups={} requested_column_groups={} "
+                    "requested_depth_groups={} clamped={}",
+                    op_index, pinned->second.first, used_columns, used_depth, column_groups, depth_groups,
+                    used_columns != column_groups || used_depth != depth_groups);
+    }
+    if (column_groups != 0 || depth_groups != 0)
+      candidates = pin_candidates(candidates, dense, target_.tiles, column_groups, depth_groups);
     for (const DenseCandidate& candidate : candidates)
       screened.emplace_back(screening_cycles(dense, candidate, target_), candidate);
     const std::size_t enumerated = screened.size();
@@ -570,6 +631,7 @@ private:
   std::vector<std::uint32_t> readers_;                      ///< per tensor: ops reading it
   std::vector<bool> is_output_;
   std::vector<std::uint32_t> whole_program_buffers_;
+  std::map<std::uint32_t, std::pair<std::string, OpPin>> pins_;  ///< op index -> (name used, pin)
   struct KnownCost {
     CostEstimate estimate;
     std::uint64_t host_input_cycles = 0;
@@ -582,11 +644,11 @@ private:
 
 }  // namespace
 
-Status plan_program(const Graph& graph, PassContext& context, const PlannerOptions& options,
+Status plan_program(const Graph& graph, const Graph& model, PassContext& context, const PlannerOptions& options,
                     Program& program, PackageEstimates& estimates) {
   program = Program{};
   Planner planner(graph, context, options, program);
-  if (Status status = planner.plan(); !status.ok) return status;
+  if (Status status = planner.plan(model); !status.ok) return status;
   const CostEstimate total = context.cost_model.estimate(program, context.target);
   estimates.estimated_cycles = total.total();
   estimates.estimated_exchange_cycles = total.exchange_cycles;

@@ -1,10 +1,18 @@
 // The select-finalist planner: turns the canonical graph into a Program, op by op.
 #pragma once
 #include <cstdint>
+#include <map>
+#include <string>
 
 #include "tessera/pass.hpp"
 
 namespace tessera::select_finalist {
+
+/// One op's pinned split from the `plans` option (0: not pinned, the global pin or the planner decides).
+struct OpPin {
+  std::uint32_t column_groups = 0, depth_groups = 0;
+  std::string place;  ///< pipeline file:line:column of the op's name
+};
 
 struct PlannerOptions {
   std::uint32_t finalists = 2;          ///< best costed candidates per op, re-costed and logged
@@ -16,12 +24,15 @@ struct PlannerOptions {
   double available_memory_proportion = 0.6;      ///< re-cost finalists with the scheduler's horizons
   std::uint32_t column_groups = 0;      ///< pins every dense op's column groups (0: free)
   std::uint32_t depth_groups = 0;       ///< pins every dense op's depth groups (0: free)
+  /// Per-op pins by a tensor name the dense op produces in the model as written.
+  std::map<std::string, OpPin> plans;
 };
 
-/// Plans every op of `graph` into `program` (which must be empty) and records the cost
+/// Plans every op of `graph` (canonical) into `program` (which must be empty) and records the cost
 /// model's estimate of the whole program in `estimates`. A graph the planner cannot map
-/// yet returns a failed Status naming the op's place.
-Status plan_program(const Graph& graph, PassContext& context, const PlannerOptions& options,
+/// yet returns a failed Status naming the op's place. `model` (as written) names the
+/// tensors lower-mid fused away, which `plans` may use.
+Status plan_program(const Graph& graph, const Graph& model, PassContext& context, const PlannerOptions& options,
                     Program& program, PackageEstimates& estimates);
 
 }  // namespace tessera::select_finalist

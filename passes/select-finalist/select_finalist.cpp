@@ -1,5 +1,8 @@
 // select-finalist: the planner plugin — enumerates, costs and picks an operator plan per op, builds the Program.
 #include <fmt/format.h>
+#include <yaml-cpp/yaml.h>
+
+#include <charconv>
 
 #include "planner.hpp"
 #include "tessera/pass.hpp"
@@ -7,6 +10,48 @@
 namespace {
 
 using tessera::Status;
+using tessera::select_finalist::OpPin;
+
+/// Parses `plans: {OP: {column_groups: C, depth_groups: D}, ...}`; errors name the pipeline place.
+Status parse_plans(const tessera::MapOption& option, std::map<std::string, OpPin>& plans) {
+  YAML::Node root;
+  try {
+    root = YAML::Load(option.yaml);
+  } catch (const YAML::Exception& e) {  // the core hands over a mapping; kept for a hand-made one
+    return Status::failure(fmt::format("{}: option 'plans' is not YAML: {}", option.place(e.mark.line, e.mark.column), e.msg));
+  }
+  auto place = [&](const YAML::Node& node) { return option.place(node.Mark().line, node.Mark().column); };
+  if (!root.IsMap()) return Status::failure(fmt::format("{}: option 'plans' must map op names to {{column_groups: C, "
+                                                        "depth_groups: D}}", place(root)));
+  for (const auto& entry : root) {
+    const std::string name = entry.first.Scalar();
+    const YAML::Node& fields = entry.second;
+    if (!fields.IsMap() || fields.size() == 0)
+      return Status::failure(fmt::format("{}: plan of op '{}' must be a mapping such as {{column_groups: 64, "
+                                         "depth_groups: 23}}", place(fields.IsNull() ? entry.first : fields), name));
+    OpPin pin;
+    pin.place = place(entry.first);
+    for (const auto& field : fields) {
+      const std::string key = field.first.Scalar();
+      std::uint32_t* target = key == "column_groups" ? &pin.column_groups
+                              : key == "depth_groups" ? &pin.depth_groups
+                                                      : nullptr;
+      if (!target)
+        return Status::failure(fmt::format("{}: unknown field '{}' in the plan of op '{}' (fields: column_groups, "
+                                           "depth_groups)", place(field.first), key, name));
+      const std::string text = field.second.IsScalar() ? field.second.Scalar() : "";
+      std::uint64_t value = 0;
+      const auto [end, error] = std::from_chars(text.data(), text.data() + text.size(), value);
+      if (text.empty() || error != std::errc() || end != text.data() + text.size() || value < 1 || value > 1000000)
+        return Status::failure(fmt::format("{}: '{}' of op '{}' must be a positive integer (a count of groups up to "
+                                           "1000000), got '{}'", place(field.second.IsNull() ? field.first : field.second),
+                                           key, name, text));
+      *target = static_cast<std::uint32_t>(value);
+    }
+    plans[name] = pin;
+  }
+  return Status::success();
+}
 
 constexpr TesseraOptionSpec kOptions[] = {
     {"finalists", "int", "2", "how many of the best costed candidates per op are re-costed and logged"},
@@ -23,6 +68,9 @@ constexpr TesseraOptionSpec kOptions[] = {
      "pin every dense op's column groups, for experiments (0: the planner chooses; clamped to the op and tiles)"},
     {"depth_groups", "int", "0",
      "pin every dense op's depth groups, for experiments (0: the planner chooses; clamped to the op and tiles)"},
+    {"plans", "map", "{}",
+     "pin ops' splits: {OP: {column_groups: C, depth_groups: D}}, OP the op's output tensor in the model (or a "
+     "tensor lower-mid fused into it); clamped to the op and tiles like the global pins"},
 };
 
 class SelectFinalist final : public tessera::Pass {
@@ -59,12 +107,14 @@ public:
     options_.max_candidates = static_cast<std::uint32_t>(max_candidates);
     options_.costed_candidates = static_cast<std::uint32_t>(costed);
     options_.schedule_finalists = options.get_bool("schedule_finalists");
+    options_.plans.clear();
+    if (Status status = parse_plans(options.get_map("plans"), options_.plans); !status.ok) return status;
     return Status::success();
   }
 
 protected:
   Status run_impl(tessera::CompilationState& state, tessera::PassContext& context) override {
-    return tessera::select_finalist::plan_program(state.graph, context, options_, state.program, state.estimates);
+    return tessera::select_finalist::plan_program(state.graph, state.model, context, options_, state.program, state.estimates);
   }
 
 private:

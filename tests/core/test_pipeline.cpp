@@ -1,5 +1,6 @@
 // Pipeline YAML: strict parsing, plugin resolution, option types, pass order, printing.
 #include <catch2/catch.hpp>
+#include <yaml-cpp/yaml.h>
 
 #include "tessera/diagnostic.hpp"
 #include "tessera/pipeline.hpp"
@@ -106,4 +107,45 @@ TEST_CASE("pipeline paths are relative to the pipeline file", "[pipeline]") {
   TempDir dir;
   auto file = dir.write("sub/p.yaml", "target: ../nowhere/t.yaml\ncost_model: analytic\nexchange_scheduler: greedy\npasses: [lower-mid]\n");
   CHECK_THROWS_WITH(load_pipeline(file), Catch::Contains(file + ":1:9") && Catch::Contains((dir.path() / "nowhere/t.yaml").string()));
+}
+
+TEST_CASE("pipeline map option keeps nested YAML laid out at its places, prints and type-checks", "[pipeline]") {
+  TempDir dir;
+  auto file = write_pipeline(dir, "cost_model: analytic\nexchange_scheduler: greedy\n"
+                                  "passes:\n"
+                                  "  - {plugin: lower-mid}\n"
+                                  "  - plugin: select-finalist\n"
+                                  "    options:\n"
+                                  "      plans:\n"
+                                  "        y0: {column_groups: 2, \"depth groups\": 4}\n"
+                                  "        h1:\n"
+                                  "          column_groups: 8\n");
+  PipelineSpec spec = load_pipeline(file);
+  PluginHost host;
+  resolve_pipeline(spec, host);
+  const MapOption& plans = spec.passes[1].options.get_map("plans");
+  // The text parses back to the same mapping, every node at its own line and column.
+  const YAML::Node node = YAML::Load(plans.yaml);
+  CHECK(node["y0"]["depth groups"].as<int>() == 4);
+  CHECK(plans.place(node["y0"]["depth groups"].Mark().line, node["y0"]["depth groups"].Mark().column) == file + ":11:48");
+  for (const auto& entry : node)
+    if (entry.first.Scalar() == "h1") CHECK(plans.place(entry.first.Mark().line, entry.first.Mark().column) == file + ":12:9");
+  CHECK(plans.place(node["h1"]["column_groups"].Mark().line, node["h1"]["column_groups"].Mark().column) == file + ":13:26");
+  // Printed on one line, and loaded again to the same mapping.
+  CHECK(option_value_text(plans) == "{y0: {column_groups: 2, \"depth groups\": 4}, h1: {column_groups: 8}}");
+  PipelineSpec again = load_pipeline(dir.write("printed.yaml", print_pipeline(spec)));
+  PluginHost host2;
+  resolve_pipeline(again, host2);
+  CHECK(YAML::Dump(YAML::Load(again.passes[1].options.get_map("plans").yaml)) == YAML::Dump(node));
+  // A mapping given to an int option, and a scalar to a map option, are type errors at the option.
+  auto bad = write_pipeline(dir, std::string("cost_model: analytic\nexchange_scheduler: greedy\n") +
+                                     "passes:\n  - {plugin: lower-mid}\n  - {plugin: select-finalist, options: {finalists: {a: 1}}}\n");
+  spec = load_pipeline(bad);
+  PluginHost host3;
+  CHECK_THROWS_WITH(resolve_pipeline(spec, host3), Catch::Contains(bad + ":8:41") && Catch::Contains("must be int, got '{a: 1}'"));
+  bad = write_pipeline(dir, std::string("cost_model: analytic\nexchange_scheduler: greedy\n") +
+                                "passes:\n  - {plugin: lower-mid}\n  - {plugin: select-finalist, options: {plans: 3}}\n");
+  spec = load_pipeline(bad);
+  PluginHost host4;
+  CHECK_THROWS_WITH(resolve_pipeline(spec, host4), Catch::Contains(bad + ":8:41") && Catch::Contains("must be map, got '3'"));
 }
