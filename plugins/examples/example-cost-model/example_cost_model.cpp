@@ -145,35 +145,13 @@ private:
     return busiest + longest_latency + target.exchange_phase_overhead;
   }
 
-  // The most bytes live on one tile in one superstep; each buffer rounded up to its alignment.
+  // The core's liveness peak (each buffer rounded up to its alignment), on tiles the target has.
   static std::uint64_t peak_tile_bytes(const Program& program, const Target& target) {
-    struct Change {
-      std::uint32_t tile, superstep;
-      std::int64_t bytes;
-    };
-    std::vector<Change> changes;
-    changes.reserve(2 * program.buffers.size());
-    for (const tessera::Buffer& buffer : program.buffers) {
+    for (const tessera::Buffer& buffer : program.buffers)
       if (buffer.tile >= target.tiles)
         throw tessera::Error(fmt::format("buffer '{}' is on tile {} but target '{}' has {} tiles", buffer.name,
                                          buffer.tile, target.name, target.tiles));
-      const std::uint64_t alignment = std::max<std::uint32_t>(buffer.alignment, 1);
-      const auto bytes = static_cast<std::int64_t>(ceil_div(buffer.bytes, alignment) * alignment);
-      changes.push_back({buffer.tile, buffer.first_use, bytes});
-      changes.push_back({buffer.tile, std::max(buffer.last_use, buffer.first_use) + 1, -bytes});
-    }
-    std::sort(changes.begin(), changes.end(), [](const Change& a, const Change& b) {
-      return a.tile != b.tile ? a.tile < b.tile : a.superstep < b.superstep;
-    });
-    std::int64_t live = 0, peak = 0;
-    for (std::size_t i = 0; i < changes.size(); ++i) {
-      if (i > 0 && changes[i].tile != changes[i - 1].tile) live = 0;
-      live += changes[i].bytes;
-      const bool last_of_step = i + 1 == changes.size() || changes[i + 1].tile != changes[i].tile ||
-                                changes[i + 1].superstep != changes[i].superstep;
-      if (last_of_step) peak = std::max(peak, live);
-    }
-    return static_cast<std::uint64_t>(peak);
+    return tessera::peak_live_bytes(program);
   }
 
   std::uint64_t call_overhead_cycles_ = 40;
