@@ -540,20 +540,20 @@ private:
     memory.rlim_cur = memory.rlim_max = static_cast<rlim_t>(memory_limit_mb()) << 20;
 #endif
     // The child's environment: ours, plus (sanitized builds) ASan's memory limit.
+    char** child_environment = environ;
+#ifdef TESSERA_ADDRESS_SANITIZER
     std::vector<std::string> environment;
     for (char** entry = environ; *entry; ++entry)
       if (std::strncmp(*entry, "ASAN_OPTIONS=", 13) != 0) environment.emplace_back(*entry);
-#ifdef TESSERA_ADDRESS_SANITIZER
     const char* inherited = std::getenv("ASAN_OPTIONS");
     environment.push_back(std::string("ASAN_OPTIONS=") + (inherited ? inherited : "") +
                           (inherited && *inherited ? ":" : "") + "hard_rss_limit_mb=" +
                           std::to_string(memory_limit_mb()));
-#else
-    if (const char* inherited = std::getenv("ASAN_OPTIONS")) environment.push_back(std::string("ASAN_OPTIONS=") + inherited);
-#endif
     std::vector<char*> envp;
     for (auto& entry : environment) envp.push_back(entry.data());
     envp.push_back(nullptr);
+    child_environment = envp.data();
+#endif
     const pid_t parent = ::getpid();
     const pid_t pid = ::fork();
     if (pid < 0) {
@@ -572,7 +572,7 @@ private:
 #endif
       const rlimit no_core_dump{0, 0};  // a crashing plugin must not leave core files behind
       ::setrlimit(RLIMIT_CORE, &no_core_dump);
-      ::execve(argv[0], argv.data(), envp.data());
+      ::execve(argv[0], argv.data(), child_environment);
       ::_exit(127);
     }
     ::close(channel[1]);
