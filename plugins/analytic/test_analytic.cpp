@@ -1,6 +1,8 @@
 // The `analytic` cost model, loaded through the real plugin host.
 #include <catch2/catch.hpp>
 
+#include "plugin_testing.hpp"
+
 #include <chrono>
 #include <cmath>
 #include <memory>
@@ -16,22 +18,16 @@
 #include "tessera/target.hpp"
 
 using namespace tessera;
+using namespace tessera::testing;
 
 namespace {
 
-PluginHost& host() {
-  static PluginHost loaded;
-  static const bool once = (loaded.load_directory(TESSERA_PLUGIN_DIR), true);
-  (void)once;
-  return loaded;
-}
-
 std::unique_ptr<CostModel> make_model(double exchange_efficiency = 1.0) {
-  const PluginInfo* info = host().find("analytic");
+  const PluginInfo* info = shipped_plugins().find("analytic");
   REQUIRE(info != nullptr);
   Options given;
   given.values["exchange_efficiency"] = exchange_efficiency;
-  return host().create_cost_model(*info, host().resolve_options(*info, given, "test"));
+  return shipped_plugins().create_cost_model(*info, shipped_plugins().resolve_options(*info, given, "test"));
 }
 
 Target target_named(const std::string& name) {
@@ -83,7 +79,7 @@ std::uint64_t mean_latency(const ExchangePhase& phase, const Target& target) {
 }  // namespace
 
 TEST_CASE("analytic loads through the plugin host as a cost model", "[analytic]") {
-  const PluginInfo* info = host().find("analytic");
+  const PluginInfo* info = shipped_plugins().find("analytic");
   REQUIRE(info != nullptr);
   CHECK(info->kind == PluginKind::cost_model);
   REQUIRE(info->options.size() == 1);

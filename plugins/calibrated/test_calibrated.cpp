@@ -2,6 +2,8 @@
 // measurements, the plugin's estimate of a compiled model, and its errors.
 #include <catch2/catch.hpp>
 
+#include "plugin_testing.hpp"
+
 #include <cmath>
 #include <filesystem>
 #include <fstream>
@@ -27,19 +29,12 @@ using namespace tessera::testing;
 
 namespace {
 
-PluginHost& host() {
-  static PluginHost loaded;
-  static const bool once = (loaded.load_directory(TESSERA_PLUGIN_DIR), true);
-  (void)once;
-  return loaded;
-}
-
 std::unique_ptr<CostModel> make_model(const std::string& table) {
-  const PluginInfo* info = host().find("calibrated");
+  const PluginInfo* info = shipped_plugins().find("calibrated");
   REQUIRE(info != nullptr);
   Options given;
   given.values["table"] = table;
-  return host().create_cost_model(*info, host().resolve_options(*info, given, "test"));
+  return shipped_plugins().create_cost_model(*info, shipped_plugins().resolve_options(*info, given, "test"));
 }
 
 Target target_named(const std::string& name) { return load_target(source_path("configs/targets/" + name + ".yaml")); }
@@ -78,7 +73,7 @@ const std::string& t16_table() {
 }  // namespace
 
 TEST_CASE("calibrated loads through the plugin host with a path option", "[calibrated]") {
-  const PluginInfo* info = host().find("calibrated");
+  const PluginInfo* info = shipped_plugins().find("calibrated");
   REQUIRE(info != nullptr);
   CHECK(info->kind == PluginKind::cost_model);
   REQUIRE(info->options.size() == 1);
@@ -185,7 +180,7 @@ TEST_CASE("calibrated explains a missing, foreign or incomplete table", "[calibr
              Catch::Contains("has no formula for codelet 'relu'") && Catch::Contains("superstep 'relu'"));
 
   // No table option: configure refuses, naming the option.
-  const PluginInfo* info = host().find("calibrated");
-  CHECK_THAT(error_of([&] { host().create_cost_model(*info, host().resolve_options(*info, {}, "test")); }),
+  const PluginInfo* info = shipped_plugins().find("calibrated");
+  CHECK_THAT(error_of([&] { shipped_plugins().create_cost_model(*info, shipped_plugins().resolve_options(*info, {}, "test")); }),
              Catch::Contains("option 'table' is not set"));
 }

@@ -1,6 +1,8 @@
 // The `greedy` scheduler, loaded through the real plugin host and checked by the validator.
 #include <catch2/catch.hpp>
 
+#include "plugin_testing.hpp"
+
 #include <algorithm>
 #include <chrono>
 #include <memory>
@@ -16,28 +18,13 @@
 #include "tessera/target.hpp"
 
 using namespace tessera;
+using namespace tessera::testing;
 using tessera::testing::random_phase;
 using tessera::testing::RandomPhaseShape;
 using tessera::testing::shipped_target;
 using tessera::testing::skewed_phase;
 
 namespace {
-
-PluginHost& host() {
-  static PluginHost loaded;
-  static const bool once = (loaded.load_directory(TESSERA_PLUGIN_DIR), true);
-  (void)once;
-  return loaded;
-}
-
-std::unique_ptr<ExchangeScheduler> make_scheduler(const std::string& name,
-                                                  const std::string& order = "") {
-  const PluginInfo* info = host().find(name);
-  REQUIRE(info != nullptr);
-  Options given;
-  if (!order.empty()) given.values["order"] = order;
-  return host().create_scheduler(*info, host().resolve_options(*info, given, "test"));
-}
 
 // Schedules through the public entry point (which validates), then re-checks it here.
 ScheduleReport schedule_and_check(ExchangeScheduler& scheduler, const ExchangePhase& phase,
@@ -70,7 +57,7 @@ Target without_multicast(Target target) {
 }  // namespace
 
 TEST_CASE("greedy loads through the plugin host as an exchange scheduler", "[greedy]") {
-  const PluginInfo* info = host().find("greedy");
+  const PluginInfo* info = shipped_plugins().find("greedy");
   REQUIRE(info != nullptr);
   CHECK(info->kind == PluginKind::exchange_scheduler);
   REQUIRE(info->options.size() == 1);
@@ -87,7 +74,7 @@ TEST_CASE("greedy schedules random 1472-tile phases validly on every target and 
   multicast.multicast_fraction = 0.25;
   multicast.max_fanout = 6;
   for (const char* order : {"load-first", "longest-first", "phase-order"}) {
-    auto greedy = make_scheduler("greedy", order);
+    auto greedy = make_scheduler("greedy", options({{"order", order}}));
     INFO("order " << order);
     schedule_and_check(*greedy, random_phase(multicast, 1), realistic);
     schedule_and_check(*greedy, random_phase(multicast, 2), ideal);
@@ -183,7 +170,7 @@ TEST_CASE("greedy never idles a transfer's sender and receivers together before 
     for (const char* order : {"load-first", "longest-first", "phase-order"}) {
       const ExchangePhase phase = random_phase(shape, 21);
       Schedule schedule;
-      schedule_and_check(*make_scheduler("greedy", order), phase, ideal, &schedule);
+      schedule_and_check(*make_scheduler("greedy", options({{"order", order}})), phase, ideal, &schedule);
       std::vector<Intervals> sending(shape.tiles), receiving(shape.tiles);
       for (const Segment& segment : schedule.segments) {
         const Transfer& transfer = phase.transfers[segment.transfer];
@@ -252,7 +239,7 @@ TEST_CASE("greedy orders differ where they should", "[greedy]") {
                      Transfer{0, {1}, 5, 0, {}}, Transfer{3, {1}, 12, 0, {}}};
   auto first_from_tile_0 = [&](const char* order) {
     Schedule schedule;
-    schedule_and_check(*make_scheduler("greedy", order), phase, ideal, &schedule);
+    schedule_and_check(*make_scheduler("greedy", options({{"order", order}})), phase, ideal, &schedule);
     const Segment* first = nullptr;
     for (const Segment& s : schedule.segments)
       if (phase.transfers[s.transfer].source == 0 && (!first || s.start < first->start)) first = &s;
@@ -276,7 +263,7 @@ TEST_CASE("greedy refuses multicast on a target without it, and a bad order", "[
   phase.transfers[0].destinations = {16};
   CHECK_THROWS_WITH(greedy->schedule(phase, shipped_target("t16"), 100),
                     Catch::Contains("destination tile 16 is out of range"));
-  CHECK_THROWS_WITH(make_scheduler("greedy", "fastest"),
+  CHECK_THROWS_WITH(make_scheduler("greedy", options({{"order", "fastest"}})),
                     Catch::Contains("option 'order' is 'fastest'; use load-first, longest-first or phase-order"));
 }
 

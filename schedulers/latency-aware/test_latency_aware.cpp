@@ -1,6 +1,8 @@
 // The `latency-aware` scheduler, loaded through the real plugin host and compared with `greedy`.
 #include <catch2/catch.hpp>
 
+#include "plugin_testing.hpp"
+
 #include <algorithm>
 #include <chrono>
 #include <memory>
@@ -28,25 +30,6 @@ namespace {
 
 // A test budget: enough for every start on these sizes, small enough for a fast test.
 constexpr std::uint64_t kBudgetMs = 400;
-
-PluginHost& host() {
-  static PluginHost loaded;
-  static const bool once = (loaded.load_directory(TESSERA_PLUGIN_DIR), true);
-  (void)once;
-  return loaded;
-}
-
-std::unique_ptr<ExchangeScheduler> make_scheduler(const std::string& name, Options given = {}) {
-  const PluginInfo* info = host().find(name);
-  REQUIRE(info != nullptr);
-  return host().create_scheduler(*info, host().resolve_options(*info, given, "test"));
-}
-
-Options options(std::initializer_list<std::pair<const std::string, OptionValue>> values) {
-  Options given;
-  given.values = values;
-  return given;
-}
 
 // Schedules through the public entry point (which validates), then re-checks it here.
 ScheduleReport schedule_and_check(ExchangeScheduler& scheduler, const ExchangePhase& phase,
@@ -138,14 +121,14 @@ std::vector<NamedPhase> realistic_unicast_phases() {
 }  // namespace
 
 TEST_CASE("latency-aware loads through the plugin host with its options", "[latency-aware]") {
-  const PluginInfo* info = host().find("latency-aware");
+  const PluginInfo* info = shipped_plugins().find("latency-aware");
   REQUIRE(info != nullptr);
   CHECK(info->kind == PluginKind::exchange_scheduler);
   std::vector<std::string> names;
   for (const OptionSpec& option : info->options) names.push_back(option.name);
   CHECK(names ==
         std::vector<std::string>{"budget_fraction", "seed", "max_improvement_rounds", "lookahead"});
-  const Options defaults = host().resolve_options(*info, {}, "test");
+  const Options defaults = shipped_plugins().resolve_options(*info, {}, "test");
   CHECK(defaults.get_number("budget_fraction") == Approx(0.4));
   CHECK(defaults.get_int("seed") == 1);
 }

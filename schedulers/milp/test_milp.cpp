@@ -2,6 +2,8 @@
 // bound, multicast and switch cost, its fallbacks, and the heuristics measured against it.
 #include <catch2/catch.hpp>
 
+#include "plugin_testing.hpp"
+
 #include <algorithm>
 #include <chrono>
 #include <memory>
@@ -26,25 +28,6 @@ using namespace tessera;
 using namespace tessera::testing;
 
 namespace {
-
-PluginHost& host() {
-  static PluginHost loaded;
-  static const bool once = (loaded.load_directory(TESSERA_PLUGIN_DIR), true);
-  (void)once;
-  return loaded;
-}
-
-std::unique_ptr<ExchangeScheduler> make_scheduler(const std::string& name, Options given = {}) {
-  const PluginInfo* info = host().find(name);
-  REQUIRE(info != nullptr);
-  return host().create_scheduler(*info, host().resolve_options(*info, given, "test"));
-}
-
-Options options(std::initializer_list<std::pair<const std::string, OptionValue>> values) {
-  Options given;
-  given.values = values;
-  return given;
-}
 
 // Captures the milp plugin's log lines.
 class LogCapture {
@@ -129,10 +112,10 @@ std::vector<ExchangePhase> small_t16_phases() {
 }  // namespace
 
 TEST_CASE("milp loads through the plugin host with its options", "[milp]") {
-  const PluginInfo* info = host().find("milp");
+  const PluginInfo* info = shipped_plugins().find("milp");
   REQUIRE(info != nullptr);
   CHECK(info->kind == PluginKind::exchange_scheduler);
-  const Options defaults = host().resolve_options(*info, {}, "test");
+  const Options defaults = shipped_plugins().resolve_options(*info, {}, "test");
   CHECK(defaults.get_int("max_variables") == 200000);
   CHECK(defaults.get_number("budget_fraction") == Approx(0.9));
 }

@@ -1,6 +1,8 @@
 // The `optimal` scheduler, loaded through the real plugin host and checked by the validator.
 #include <catch2/catch.hpp>
 
+#include "plugin_testing.hpp"
+
 #include <algorithm>
 #include <chrono>
 #include <cstdint>
@@ -24,25 +26,13 @@
 #include "tessera/target.hpp"
 
 using namespace tessera;
+using namespace tessera::testing;
 using tessera::testing::random_phase;
 using tessera::testing::RandomPhaseShape;
 using tessera::testing::shipped_target;
 using tessera::testing::skewed_phase;
 
 namespace {
-
-PluginHost& host() {
-  static PluginHost loaded;
-  static const bool once = (loaded.load_directory(TESSERA_PLUGIN_DIR), true);
-  (void)once;
-  return loaded;
-}
-
-std::unique_ptr<ExchangeScheduler> make_scheduler(const std::string& name, Options given = {}) {
-  const PluginInfo* info = host().find(name);
-  REQUIRE(info != nullptr);
-  return host().create_scheduler(*info, host().resolve_options(*info, given, "test"));
-}
 
 std::unique_ptr<ExchangeScheduler> make_optimal(const std::string& repair = "") {
   Options given;
@@ -212,7 +202,7 @@ bool same_schedule(const Schedule& a, const Schedule& b) {
 }  // namespace
 
 TEST_CASE("optimal loads through the plugin host as an exchange scheduler", "[optimal]") {
-  const PluginInfo* info = host().find("optimal");
+  const PluginInfo* info = shipped_plugins().find("optimal");
   REQUIRE(info != nullptr);
   CHECK(info->kind == PluginKind::exchange_scheduler);
   REQUIRE(info->options.size() == 1);
