@@ -1,14 +1,16 @@
 #!/usr/bin/env bash
 # Installs the Debian packages Tessera builds with; does nothing when all are present.
+# With arguments, installs those packages instead (scripts/bootstrap-fuzz.sh uses this).
 set -euo pipefail
 packages=(g++ cmake ninja-build pkg-config libboost-dev libspdlog-dev libfmt-dev
           libyaml-cpp-dev catch2 libcli11-dev nlohmann-json3-dev libxxhash-dev libssl-dev libglpk-dev chromium)
+[ $# -eq 0 ] || packages=("$@")
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || missing+=("$p")
 done
 [ ${#missing[@]} -eq 0 ] && exit 0
-echo "bootstrap: installing ${missing[*]}"
+echo "$(basename "$0" .sh): installing ${missing[*]}"
 sudo=""
 [ "$(id -u)" -eq 0 ] || sudo="sudo"
 export DEBIAN_FRONTEND=noninteractive
