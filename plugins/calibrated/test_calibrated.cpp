@@ -98,7 +98,7 @@ TEST_CASE("calibrate on t16 fits formulas that reproduce fresh simulator measure
   const std::string package = (dir.path() / "model.tpkg").string(), profile = (dir.path() / "profile.json").string();
   const std::string phases = (dir.path() / "phases").string();
   CommandResult compiled = run_command({tessera_binary(), "compile", source_path("configs/models/mlp-b4-n3-w512.yaml"),
-                                        "-p", pipeline_copy(dir, source_path("configs/pipelines/small.yaml"), "", ""),
+                                        "-p", pipeline_copy(dir, source_path("configs/pipelines/small.yaml")),
                                         "-o", package, "--emit-phases", phases});
   REQUIRE(compiled.exit_code == 0);
   CommandResult ran = run_command(
@@ -140,10 +140,13 @@ TEST_CASE("calibrated estimates mlp-small on t16 within 10% of the simulator", "
 }
 
 TEST_CASE("calibrated resolves its table against the pipeline file", "[calibrated]") {
-  const CommandResult printed = run_command({tessera_binary(), "compile", "--print-pipeline", "-p",
-                                             source_path("configs/pipelines/calibrated.yaml")});
+  TempDir dir;
+  const std::string pipeline = pipeline_copy(dir, source_path("configs/pipelines/calibrated.yaml"),
+                                             "../../build/calibration/", "tables/");
+  const CommandResult printed = run_command({tessera_binary(), "compile", "--print-pipeline", "-p", pipeline});
+  INFO(printed.err);
   REQUIRE(printed.exit_code == 0);
-  CHECK_THAT(printed.out, Catch::Contains("table: \"" + std::string(TESSERA_SOURCE_DIR) + "/build/calibration/{target}.yaml\""));
+  CHECK_THAT(printed.out, Catch::Contains("table: \"" + (dir.path() / "tables").string() + "/{target}.yaml\""));
 }
 
 TEST_CASE("calibrated explains a missing, foreign or incomplete table", "[calibrated]") {

@@ -9,6 +9,7 @@
 
 using namespace tessera;
 using tessera::testing::TempDir;
+using tessera::testing::pipeline_copy;
 using tessera::testing::source_path;
 
 // A pipeline in a temp dir that points at the shipped target and the built plugins.
@@ -27,7 +28,8 @@ static const char* kPasses =
     "  - {plugin: emit-tile-code}\n";
 
 TEST_CASE("pipeline default resolves every plugin with defaults filled in", "[pipeline]") {
-  PipelineSpec spec = load_pipeline(source_path("configs/pipelines/default.yaml"));
+  TempDir dir;
+  PipelineSpec spec = load_pipeline(pipeline_copy(dir, source_path("configs/pipelines/default.yaml")));
   CHECK(spec.name == "default");
   CHECK(spec.target == source_path("configs/targets/t1472.yaml"));
   PluginHost host;
@@ -38,10 +40,10 @@ TEST_CASE("pipeline default resolves every plugin with defaults filled in", "[pi
 }
 
 TEST_CASE("pipeline printed form loads again to the same pipeline", "[pipeline]") {
-  PipelineSpec spec = load_pipeline(source_path("configs/pipelines/default.yaml"));
+  TempDir dir;
+  PipelineSpec spec = load_pipeline(pipeline_copy(dir, source_path("configs/pipelines/default.yaml")));
   PluginHost host;
   resolve_pipeline(spec, host);
-  TempDir dir;
   std::string printed = print_pipeline(spec);
   PipelineSpec again = load_pipeline(dir.write("printed.yaml", printed));
   PluginHost host2;

@@ -9,8 +9,8 @@ inline constexpr bool kAddressSanitizer = true;
 inline constexpr bool kAddressSanitizer = false;
 #endif
 
-/// The signal that ends a process whose code segfaults: ASan reports it, then aborts
-/// (abort_on_error=1 in make test-sanitize).
+/// The signal that ends a process whose code segfaults: the sanitizers report it, then abort
+/// (abort_on_error=1 in ASAN_OPTIONS and UBSAN_OPTIONS of make test-sanitize).
 inline constexpr int kSegfaultSignal = kAddressSanitizer ? 6 : 11;
 
 }  // namespace tessera::testing
