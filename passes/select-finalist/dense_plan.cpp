@@ -121,22 +121,44 @@ std::vector<DenseCandidate> enumerate_dense_candidates(const DenseOp& op, std::u
 
 std::vector<DenseCandidate> pin_candidates(const std::vector<DenseCandidate>& candidates, const DenseOp& op,
                                            std::uint32_t tiles, std::uint32_t column_groups,
-                                           std::uint32_t depth_groups) {
+                                           std::uint32_t depth_groups, std::uint32_t serial_splits) {
   std::set<DenseCandidate> pinned;
   for (DenseCandidate candidate : candidates) {
     if (column_groups != 0) candidate.column_groups = std::min({column_groups, op.n, tiles});
     const std::uint32_t deepest = std::max(1u, std::min(op.k, tiles / candidate.column_groups));
     candidate.depth_groups = std::min(depth_groups != 0 ? depth_groups : candidate.depth_groups, deepest);
+    candidate.serial_splits =
+        clamp_serial_splits(op, candidate, serial_splits != 0 ? serial_splits : candidate.serial_splits);
     pinned.insert(candidate);
   }
   return {pinned.begin(), pinned.end()};
 }
 
+std::uint32_t clamp_serial_splits(const DenseOp& op, DenseCandidate candidate, std::uint32_t serial_splits) {
+  if (candidate.depth_groups <= 1 || candidate.column_groups == 0) return 1;
+  const std::uint32_t narrowest = op.n / candidate.column_groups;  // balanced_split's smallest group
+  return std::max(1u, std::min(serial_splits, narrowest));
+}
+
+std::vector<DenseCandidate> serial_candidates(const std::vector<DenseCandidate>& candidates, const DenseOp& op,
+                                              const std::vector<std::uint32_t>& splits) {
+  std::set<DenseCandidate> serial;
+  for (DenseCandidate candidate : candidates) {
+    for (std::uint32_t split : splits) {
+      candidate.serial_splits = clamp_serial_splits(op, candidate, split);
+      if (candidate.serial_splits > 1) serial.insert(candidate);
+    }
+  }
+  return {serial.begin(), serial.end()};
+}
+
 std::uint64_t screening_cycles(const DenseOp& op, DenseCandidate candidate, const Target& target) {
   const std::uint32_t column_groups = candidate.column_groups, depth_groups = candidate.depth_groups;
   const std::uint32_t widest = ceil_div(op.n, column_groups), deepest = ceil_div(op.k, depth_groups);
+  // Serial slices run one after another: every per-slice figure counts serial_splits times.
+  const std::uint32_t slices = candidate.serial_splits, slice = ceil_div(widest, slices);
   std::uint64_t compute =
-      codelet_cycles(matmul_codelet(op), std::vector<std::uint32_t>{op.m, deepest, widest}, target);
+      slices * codelet_cycles(matmul_codelet(op), std::vector<std::uint32_t>{op.m, deepest, slice}, target);
   std::uint64_t exchange = 0;
   std::uint32_t phases = 0, supersteps = 1;
 
@@ -166,18 +188,18 @@ std::uint64_t screening_cycles(const DenseOp& op, DenseCandidate candidate, cons
     ++phases;
   }
   if (depth_groups > 1) {
-    const std::uint32_t piece = ceil_div(widest, depth_groups);
-    const std::uint64_t send = std::uint64_t{op.m} * (widest - widest / depth_groups);
+    const std::uint32_t piece = ceil_div(slice, depth_groups);
+    const std::uint64_t send = std::uint64_t{op.m} * (slice - slice / depth_groups);
     const std::uint64_t receive = std::uint64_t{op.m} * piece * (depth_groups - 1);
-    exchange += std::max(send, receive);
-    ++phases;
-    ++supersteps;
+    exchange += slices * std::max(send, receive);
+    phases += slices;
+    supersteps += slices;
     if (fused_reduction(op)) {
-      compute += codelet_cycles(Codelet::reduce_bias,
-                                std::vector<std::uint32_t>{depth_groups - 1, op.m, piece, widest, op.relu}, target);
+      compute += slices * codelet_cycles(Codelet::reduce_bias,
+                                         std::vector<std::uint32_t>{depth_groups - 1, op.m, piece, slice, op.relu}, target);
     } else {
-      compute += codelet_cycles(Codelet::reduce_add, std::vector<std::uint32_t>{depth_groups, op.m * piece}, target);
-      compute += epilogue_cycles(op, piece, target);
+      compute += slices * codelet_cycles(Codelet::reduce_add, std::vector<std::uint32_t>{depth_groups, op.m * piece}, target);
+      compute += slices * epilogue_cycles(op, piece, target);
     }
   } else {
     compute += epilogue_cycles(op, widest, target);
@@ -267,9 +289,10 @@ DenseFragment::DenseFragment(const DenseOp& op, DenseCandidate candidate, const 
       candidate_(candidate),
       target_(target),
       mapping_(op, candidate, target),
-      builder_(program, candidate.depth_groups > 1 ? 2 : 1),
+      builder_(program, candidate.depth_groups > 1 ? 1 + candidate.serial_splits : 1),
       columns_(balanced_split(op.n, candidate.column_groups)),
       depths_(balanced_split(op.k, candidate.depth_groups)) {
+  for (const Range& columns : columns_) slices_.push_back(balanced_split(columns.size, candidate.serial_splits));
   lay_out_buffers();
 }
 
@@ -301,14 +324,22 @@ void DenseFragment::lay_out_buffers() {
     for (std::uint32_t g = 0; g < depth_groups; ++g) {
       const std::uint32_t tile = mapping_.tile(c, g);
       const Range cols = columns_[c], depth = depths_[g];
-      GroupBuffers group{tile, 0, 0, 0, kNoBuffer};
-      group.weights = builder_.create(op_.name + ".w", tile, packed_words(std::uint64_t{depth.size} * cols.size, op_.w->dtype),
-                                      fast, matmul_alignment, lifetime_of(*op_.w));
+      GroupBuffers group{tile, 0, kNoBuffer, {}, {0, 0}};
+      for (const Range& slice : slices_[c])
+        group.weights.push_back(builder_.create(op_.name + ".w", tile,
+                                                packed_words(std::uint64_t{depth.size} * slice.size, op_.w->dtype), fast,
+                                                matmul_alignment, lifetime_of(*op_.w)));
       group.x_chunk = builder_.create(op_.name + ".x", tile, std::uint64_t{m} * depth.size, fast, matmul_alignment,
                                       candidate_.input == InputSource::host_slices ? lifetime_of(*op_.x)
                                                                                    : Lifetime::transient);
-      group.partial = builder_.create(op_.name + ".partial", tile, std::uint64_t{m} * cols.size, fast,
-                                      matmul_alignment, Lifetime::transient);
+      // balanced_split makes the first slice the widest.
+      const std::uint32_t widest_slice = slices_[c].front().size;
+      group.partials[0] = builder_.create(op_.name + ".partial", tile, std::uint64_t{m} * widest_slice, fast,
+                                          matmul_alignment, Lifetime::transient);
+      group.partials[1] = slices_[c].size() == 1 ? group.partials[0]
+                                                 : builder_.create(op_.name + ".partial", tile,
+                                                                   std::uint64_t{m} * widest_slice, fast,
+                                                                   matmul_alignment, Lifetime::transient);
       if (depth_groups == 1 && op_.bias)
         group.bias = builder_.create(op_.name + ".bias", tile, packed_words(cols.size, op_.bias->dtype), standard,
                                      alignment, lifetime_of(*op_.bias));
@@ -316,24 +347,30 @@ void DenseFragment::lay_out_buffers() {
     }
   }
   if (depth_groups == 1) return;
-  // Reduce-scatter: depth group g' of column group c owns piece g' of its columns.
+  // Reduce-scatter: depth group g' of column group c owns piece g' of each slice's columns.
+  // With a bias the fused reduce_bias reads the owner's own partial in place.
+  const std::uint32_t slots = fused_reduction(op_) ? depth_groups - 1 : depth_groups;
   for (std::uint32_t c = 0; c < columns_.size(); ++c) {
-    const std::vector<Range> pieces = balanced_split(columns_[c].size, depth_groups);
+    std::vector<std::vector<Range>> pieces;  // per slice
+    for (const Range& slice : slices_[c]) pieces.push_back(balanced_split(slice.size, depth_groups));
     for (std::uint32_t owner = 0; owner < depth_groups; ++owner) {
-      const Range piece = pieces[owner];
-      if (piece.size == 0) continue;  // fewer columns than depth groups
+      // One reduce buffer serves every slice: slice s+1's partials arrive after slice s is reduced.
+      const std::uint32_t widest_piece = pieces.front()[owner].size;
+      if (widest_piece == 0) continue;  // fewer columns than depth groups
       const std::uint32_t tile = mapping_.tile(c, owner);
-      OwnedPiece owned{c, owner, tile, piece, 0, 0, kNoBuffer};
-      // With a bias the fused reduce_bias reads the owner's own partial in place.
-      const std::uint32_t slots = fused_reduction(op_) ? depth_groups - 1 : depth_groups;
-      owned.reduce = builder_.create(op_.name + ".reduce", tile, std::uint64_t{slots} * m * piece.size,
-                                     standard, alignment, Lifetime::transient);
-      owned.out = builder_.create(op_.name + ".out", tile, std::uint64_t{m} * piece.size, standard,
-                                  alignment, Lifetime::transient);
-      if (op_.bias)
-        owned.bias = builder_.create(op_.name + ".bias", tile, packed_words(piece.size, op_.bias->dtype), standard,
-                                     alignment, lifetime_of(*op_.bias));
-      pieces_.push_back(owned);
+      const std::uint32_t reduce = builder_.create(op_.name + ".reduce", tile, std::uint64_t{slots} * m * widest_piece,
+                                                   standard, alignment, Lifetime::transient);
+      for (std::uint32_t s = 0; s < pieces.size(); ++s) {
+        const Range piece = pieces[s][owner];
+        if (piece.size == 0) continue;
+        OwnedPiece owned{c, owner, tile, s, piece, reduce, 0, kNoBuffer};
+        owned.out = builder_.create(op_.name + ".out", tile, std::uint64_t{m} * piece.size, standard,
+                                    alignment, Lifetime::transient);
+        if (op_.bias)
+          owned.bias = builder_.create(op_.name + ".bias", tile, packed_words(piece.size, op_.bias->dtype), standard,
+                                       alignment, lifetime_of(*op_.bias));
+        pieces_.push_back(owned);
+      }
     }
   }
 }
@@ -371,9 +408,18 @@ void DenseFragment::epilogue(std::uint32_t superstep, std::uint32_t tile, std::u
 
 Fragment DenseFragment::build() && {
   const std::uint32_t depth_groups = candidate_.depth_groups;
+  const std::uint32_t slices = candidate_.serial_splits;
   const std::uint32_t m = op_.m;
   builder_.label(0, op_.name + ".gather");
-  builder_.label(1, op_.name + ".matmul");
+  if (slices == 1) {
+    builder_.label(1, op_.name + ".matmul");
+    if (depth_groups > 1) builder_.label(2, op_.name + ".reduce");
+  } else {
+    for (std::uint32_t s = 0; s < slices; ++s)
+      builder_.label(matmul_superstep(s), s == 0 ? op_.name + ".matmul0"
+                                                 : fmt::format("{}.reduce{}+matmul{}", op_.name, s - 1, s));
+    builder_.label(matmul_superstep(slices), fmt::format("{}.reduce{}", op_.name, slices - 1));
+  }
   Distribution output{m, {}};
 
   for (std::uint32_t c = 0; c < columns_.size(); ++c) {
@@ -381,46 +427,51 @@ Fragment DenseFragment::build() && {
       const GroupBuffers& group = groups_[c * depth_groups + g];
       const Range cols = columns_[c], depth = depths_[g];
       gather_x(group, depth);
-      builder_.host_slice(*op_.w, stream_kind_of(*op_.w), group.weights, depth.begin, depth.size,
-                          cols.begin, cols.size);
-      builder_.call(1, group.tile, matmul_codelet(op_), {{group.x_chunk, 0}, {group.weights, 0}, {group.partial, 0}},
-                    {m, depth.size, cols.size});
-      if (depth_groups == 1) {
-        epilogue(1, group.tile, group.partial, group.bias, cols.begin, cols.size);
-        output.pieces.push_back({group.tile, cols.begin, cols.size, group.partial});
+      for (std::uint32_t s = 0; s < slices_[c].size(); ++s) {
+        const Range slice = slices_[c][s];
+        builder_.host_slice(*op_.w, stream_kind_of(*op_.w), group.weights[s], depth.begin, depth.size,
+                            cols.begin + slice.begin, slice.size);
+        builder_.call(matmul_superstep(s), group.tile, matmul_codelet(op_),
+                      {{group.x_chunk, 0}, {group.weights[s], 0}, {group.partials[s % 2], 0}},
+                      {m, depth.size, slice.size});
+      }
+      if (depth_groups == 1) {  // no serial splits: the partials are the output
+        epilogue(1, group.tile, group.partials[0], group.bias, cols.begin, cols.size);
+        output.pieces.push_back({group.tile, cols.begin, cols.size, group.partials[0]});
       }
     }
   }
 
   if (depth_groups > 1) {
-    builder_.label(2, op_.name + ".reduce");
     // Every depth group sends each owner its partial's rows of the owner's piece, into
-    // slot [g][row] of the owner's reduce buffer.
+    // slot [g][row] of the owner's reduce buffer, in the exchange after the slice's matmul.
     // (With a bias the owner's own partial stays in place: slots skip the owner.)
     for (const OwnedPiece& owned : pieces_) {
-      const std::uint32_t width = columns_[owned.column_group].size;
+      const std::uint32_t width = slices_[owned.column_group][owned.slice].size;
       for (std::uint32_t g = 0; g < depth_groups; ++g) {
         if (fused_reduction(op_) && g == owned.owner_depth_group) continue;
         const std::uint32_t slot = fused_reduction(op_) && g > owned.owner_depth_group ? g - 1 : g;
         const GroupBuffers& sender = groups_[owned.column_group * depth_groups + g];
-        builder_.move_rows(1, {sender.partial, owned.columns.begin}, width,
+        builder_.move_rows(matmul_superstep(owned.slice), {sender.partials[owned.slice % 2], owned.columns.begin}, width,
                            {owned.reduce, slot * m * owned.columns.size}, owned.columns.size, m,
                            owned.columns.size);
       }
     }
     for (const OwnedPiece& owned : pieces_) {
       const std::uint32_t piece = owned.columns.size;
-      const std::uint32_t col_begin = columns_[owned.column_group].begin + owned.columns.begin;
+      const Range slice = slices_[owned.column_group][owned.slice];
+      const std::uint32_t col_begin = columns_[owned.column_group].begin + slice.begin + owned.columns.begin;
+      const std::uint32_t superstep = matmul_superstep(owned.slice) + 1;
       if (fused_reduction(op_)) {
         const GroupBuffers& own = groups_[owned.column_group * depth_groups + owned.owner_depth_group];
         builder_.host_slice(*op_.bias, stream_kind_of(*op_.bias), owned.bias, 0, 1, col_begin, piece);
-        builder_.call(2, owned.tile, Codelet::reduce_bias,
-                      {{owned.reduce, 0}, {own.partial, owned.columns.begin}, {owned.bias, 0}, {owned.out, 0}},
-                      {depth_groups - 1, m, piece, columns_[owned.column_group].size, op_.relu ? 1u : 0u});
+        builder_.call(superstep, owned.tile, Codelet::reduce_bias,
+                      {{owned.reduce, 0}, {own.partials[owned.slice % 2], owned.columns.begin}, {owned.bias, 0}, {owned.out, 0}},
+                      {depth_groups - 1, m, piece, slice.size, op_.relu ? 1u : 0u});
       } else {
-        builder_.call(2, owned.tile, Codelet::reduce_add, {{owned.reduce, 0}, {owned.out, 0}},
+        builder_.call(superstep, owned.tile, Codelet::reduce_add, {{owned.reduce, 0}, {owned.out, 0}},
                       {depth_groups, m * piece});
-        epilogue(2, owned.tile, owned.out, owned.bias, col_begin, piece);
+        epilogue(superstep, owned.tile, owned.out, owned.bias, col_begin, piece);
       }
       output.pieces.push_back({owned.tile, col_begin, piece, owned.out});
     }

@@ -43,6 +43,10 @@ struct DenseCandidate {
   std::uint32_t column_groups = 1;
   std::uint32_t depth_groups = 1;
   InputSource input = InputSource::distributed;
+  /// Each column group's columns in this many slices, multiplied and reduced one after
+  /// another (slice s+1's matmul beside slice s's reduction) so the partial-sum and reduce
+  /// buffers hold one slice: the plan when memory is short. Only with depth_groups > 1.
+  std::uint32_t serial_splits = 1;
   std::uint32_t tile_offset = 0;
   /// Rotates each column group's depth groups over its tiles so that no group lands on a
   /// tile holding x it needs (see TileMapping).
@@ -95,11 +99,21 @@ std::vector<Piece> host_scatter_layout(const DenseOp& op, DenseCandidate candida
 /// shallower ones; each with every input source the op allows. Sorted, without duplicates.
 std::vector<DenseCandidate> enumerate_dense_candidates(const DenseOp& op, std::uint32_t tiles);
 
-/// The candidates with their column and/or depth groups replaced by pinned values (0: not
-/// pinned), clamped so they fit the op and the tiles. Sorted, without duplicates.
+/// The candidates with their column and/or depth groups and serial splits replaced by pinned
+/// values (0: not pinned), clamped so they fit the op and the tiles (see clamp_serial_splits).
+/// Sorted, without duplicates.
 std::vector<DenseCandidate> pin_candidates(const std::vector<DenseCandidate>& candidates, const DenseOp& op,
                                            std::uint32_t tiles, std::uint32_t column_groups,
-                                           std::uint32_t depth_groups);
+                                           std::uint32_t depth_groups, std::uint32_t serial_splits);
+
+/// Serial splits a candidate can take: 1 without a depth split (its partial sums are its
+/// output), else at most the narrowest column group's width.
+std::uint32_t clamp_serial_splits(const DenseOp& op, DenseCandidate candidate, std::uint32_t serial_splits);
+
+/// The candidates again with each of `splits` serial splits (those that clamp to 1 dropped):
+/// what the planner tries when no plan without serial splits fits. Sorted, without duplicates.
+std::vector<DenseCandidate> serial_candidates(const std::vector<DenseCandidate>& candidates, const DenseOp& op,
+                                              const std::vector<std::uint32_t>& splits);
 
 /// A cheap figure to order candidates before building them: the busiest tile's codelet
 /// cycles plus the exchange resource load (the most words any tile sends or receives, one
@@ -120,13 +134,20 @@ public:
 
 private:
   struct GroupBuffers {
-    std::uint32_t tile, weights, x_chunk, partial, bias;
+    std::uint32_t tile, x_chunk, bias;
+    std::vector<std::uint32_t> weights;  ///< per serial slice
+    /// Slice s multiplies into partials[s % 2]: with serial splits the next slice's matmul
+    /// runs while this one's reduction still reads the owner's partial in place.
+    std::uint32_t partials[2];
   };
   struct OwnedPiece {
-    std::uint32_t column_group, owner_depth_group, tile;
-    Range columns;  ///< relative to the column group
+    std::uint32_t column_group, owner_depth_group, tile, slice;
+    Range columns;  ///< relative to the slice
     std::uint32_t reduce, out, bias;
   };
+  /// The superstep slice s multiplies in (its reduce-scatter is that superstep's exchange);
+  /// it reduces in the next.
+  static std::uint32_t matmul_superstep(std::uint32_t slice) { return 1 + slice; }
   void lay_out_buffers();
   void gather_x(const GroupBuffers& group, Range depth);
   /// x's pieces in fragment buffers (existing or made for host_scatter), sorted by column.
@@ -141,6 +162,7 @@ private:
   TileMapping mapping_;
   FragmentBuilder builder_;
   std::vector<Range> columns_, depths_;
+  std::vector<std::vector<Range>> slices_;  ///< per column group: its serial slices, relative to it
   std::vector<GroupBuffers> groups_;  ///< index c * depth_groups + g
   std::vector<OwnedPiece> pieces_;    ///< reduce-scatter owners (depth_groups > 1)
 };

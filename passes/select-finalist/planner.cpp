@@ -27,10 +27,13 @@ constexpr std::uint64_t kDoesNotFit = std::numeric_limits<std::uint64_t>::max();
 struct CostedCandidate {
   DenseCandidate candidate;
   std::uint64_t peak_tile_bytes = 0;
+  TileBytes peak_region_bytes;  ///< the most bytes any tile has in each region
+  bool mapped = false;          ///< the tile-mapping screening replaced the mapping
   CostEstimate estimate;
   std::uint64_t host_input_cycles = 0;  ///< per run; the cost model does not see the host link
   std::uint64_t refined_exchange_cycles = 0;
   std::uint64_t refined_cycles = 0;
+  bool refined_by_scheduler = false;  ///< refined_exchange_cycles are scheduled horizons
   std::optional<Fragment> fragment;  ///< built when costed, or later for a finalist
   /// What ranks costed candidates: the cost model's total plus the host link at every run.
   std::uint64_t score() const { return estimate.total() + host_input_cycles; }
@@ -205,6 +208,16 @@ private:
     return peak;
   }
 
+  /// The most bytes any tile holds in each region with the candidate's buffers added.
+  TileBytes region_peaks(const std::vector<TileBytes>& resident, const std::vector<TileBytes>& added) const {
+    TileBytes peak;
+    for (std::uint32_t tile = 0; tile < target_.tiles; ++tile) {
+      peak.standard = std::max(peak.standard, resident[tile].standard + added[tile].standard);
+      peak.interleaved = std::max(peak.interleaved, resident[tile].interleaved + added[tile].interleaved);
+    }
+    return peak;
+  }
+
   std::uint64_t smallest_peak(const std::vector<TileBytes>& resident, const std::vector<TileBytes>& added) const {
     std::uint64_t peak = 0;
     for (std::uint32_t tile = 0; tile < target_.tiles; ++tile)
@@ -217,6 +230,7 @@ private:
   void refine(unsigned worker, CostedCandidate& costed) {
     const Program& fragment = costed.fragment->program;
     std::uint64_t exchange = 0;
+    costed.refined_by_scheduler = options_.schedule_finalists;
     for (const Superstep& step : fragment.supersteps) {
       const ExchangePhase phase = passes::physical_phase(fragment, step, target_);
       if (options_.schedule_finalists && !phase.transfers.empty()) {
@@ -239,7 +253,8 @@ private:
     auto kind = [](const Tensor* t) { return t ? std::uint64_t{static_cast<std::uint8_t>(t->kind)} + 1 : 0; };
     std::vector<std::uint64_t> key = {op.m, op.k, op.n, op.relu, kind(op.x), kind(op.w), kind(op.bias),
                                       op.first_superstep, candidate.column_groups, candidate.depth_groups,
-                                      static_cast<std::uint64_t>(candidate.input), candidate.tile_offset,
+                                      static_cast<std::uint64_t>(candidate.input), candidate.serial_splits,
+                                      candidate.tile_offset,
                                       candidate.rotated, candidate.transposed};
     for (const Piece& piece : op.x_pieces) {
       const Buffer& buffer = program_.buffers[piece.buffer];
@@ -256,7 +271,9 @@ private:
   /// seen an identical one. Thread-safe: workers cost candidates side by side.
   CostedCandidate cost(unsigned worker, const DenseOp& op, DenseCandidate candidate, std::uint64_t peak,
                        DenseFragment&& layout) {
-    CostedCandidate entry{candidate, peak, {}, 0, 0, 0, std::nullopt};
+    CostedCandidate entry;
+    entry.candidate = candidate;
+    entry.peak_tile_bytes = peak;
     std::vector<std::uint64_t> key = signature(op, candidate);
     {
       const std::lock_guard lock(estimates_mutex_);
@@ -316,7 +333,10 @@ private:
     const std::uint64_t peak =
         fragment.oversized() || over_budget ? kDoesNotFit : peak_if_fits(resident, fragment.new_bytes());
     if (peak == kDoesNotFit) return;
+    const TileBytes regions = region_peaks(resident, fragment.new_bytes());
     finalist = cost(worker, op, best, peak, std::move(fragment));
+    finalist.peak_region_bytes = regions;
+    finalist.mapped = true;
     if (!finalist.fragment) finalist.fragment = DenseFragment(op, best, program_, target_).build();
   }
 
@@ -371,28 +391,36 @@ private:
     std::vector<std::pair<std::uint64_t, DenseCandidate>> screened;
     std::vector<DenseCandidate> candidates = enumerate_dense_candidates(dense, target_.tiles);
     std::uint32_t column_groups = options_.column_groups, depth_groups = options_.depth_groups;
+    std::uint32_t serial_splits = options_.serial_splits;
     if (auto pinned = pins_.find(op_index); pinned != pins_.end()) {
       const OpPin& pin = pinned->second.second;
       if (pin.column_groups != 0) column_groups = pin.column_groups;
       if (pin.depth_groups != 0) depth_groups = pin.depth_groups;
+      if (pin.serial_splits != 0) serial_splits = pin.serial_splits;
       // The same clamping as pin_candidates: to the op's columns and depth and the tiles (0: free).
       const std::uint32_t used_columns = column_groups ? std::min({column_groups, dense.n, target_.tiles}) : 0;
       const std::uint32_t used_depth =
           depth_groups && used_columns ? std::min(depth_groups, std::max(1u, std::min(dense.k, target_.tiles / used_columns)))
           : depth_groups               ? std::min(depth_groups, std::max(1u, std::min(dense.k, target_.tiles)))
                                        : 0;
+      // Serial splits clamp per candidate (to its narrowest column group): logged as asked.
       context_.info("pinned operator plan op={} name={} column_groups={} depth_groups={} requested_column_groups={} "
-                    "requested_depth_groups={} clamped={}",
+                    "requested_depth_groups={} clamped={} serial_splits={}",
                     op_index, pinned->second.first, used_columns, used_depth, column_groups, depth_groups,
-                    used_columns != column_groups || used_depth != depth_groups);
+                    used_columns != column_groups || used_depth != depth_groups, serial_splits);
     }
-    if (column_groups != 0 || depth_groups != 0)
-      candidates = pin_candidates(candidates, dense, target_.tiles, column_groups, depth_groups);
-    for (const DenseCandidate& candidate : candidates)
-      screened.emplace_back(screening_cycles(dense, candidate, target_), candidate);
-    const std::size_t enumerated = screened.size();
-    std::sort(screened.begin(), screened.end());
-    if (screened.size() > options_.max_candidates) screened.resize(options_.max_candidates);
+    if (column_groups != 0 || depth_groups != 0 || serial_splits != 0)
+      candidates = pin_candidates(candidates, dense, target_.tiles, column_groups, depth_groups, serial_splits);
+    // Screens candidates cheaply, best first, keeping max_candidates; returns how many there were.
+    auto screen = [&](const std::vector<DenseCandidate>& all) {
+      screened.clear();
+      for (const DenseCandidate& candidate : all)
+        screened.emplace_back(screening_cycles(dense, candidate, target_), candidate);
+      std::sort(screened.begin(), screened.end());
+      if (screened.size() > options_.max_candidates) screened.resize(options_.max_candidates);
+      return all.size();
+    };
+    std::size_t enumerated = screen(candidates);
 
     const std::vector<TileBytes> resident = resident_bytes();
     std::vector<CostedCandidate> finalists;  // best first, at most options_.finalists
@@ -406,42 +434,60 @@ private:
       std::uint64_t needed = kDoesNotFit;  ///< busiest tile's bytes when it does not fit
       std::optional<CostedCandidate> costed;
     };
-    for (std::size_t next = 0; costed < options_.costed_candidates && next < screened.size();) {
-      const std::size_t window = std::min<std::size_t>(options_.costed_candidates - costed, screened.size() - next);
-      std::vector<Trial> trials(window);
-      parallel_for(window, cost_threads_, [&](unsigned worker, std::size_t i) {
-        const DenseCandidate& candidate = screened[next + i].second;
-        DenseFragment fragment(dense, candidate, program_, target_);
-        const std::vector<TileBytes> added = fragment.new_bytes();
-        const bool over_budget = !fragment.oversized() && fragment.peak_temporary_bytes() > temporary_budget;
-        const std::uint64_t peak = fragment.oversized() || over_budget ? kDoesNotFit : peak_if_fits(resident, added);
-        if (peak != kDoesNotFit) trials[i].costed = cost(worker, dense, candidate, peak, std::move(fragment));
-        else if (!fragment.oversized()) trials[i].needed = smallest_peak(resident, added);
-      });
-      for (std::size_t i = 0; i < window; ++i) {
-        const auto& [screening, candidate] = screened[next + i];
-        if (!trials[i].costed) {
-          ++rejected;
-          if (!smallest || trials[i].needed < smallest->first) smallest.emplace(trials[i].needed, candidate);
-          continue;
-        }
-        CostedCandidate& entry = *trials[i].costed;
-        ++costed;
-        context_.logger.debug("{}: costed operator plan op={} column_groups={} depth_groups={} input={} "
-                              "screening_cycles={} estimated_cycles={} host_input_cycles={}",
-                              context_.span, op_index, candidate.column_groups, candidate.depth_groups,
-                              input_source_name(candidate.input), screening, entry.estimate.total(),
-                              entry.host_input_cycles);
-        auto position = std::find_if(finalists.begin(), finalists.end(), [&](const CostedCandidate& kept) {
-          return std::tuple(entry.score(), entry.candidate) < std::tuple(kept.score(), kept.candidate);
+    // Lays out, checks and costs the screened candidates until costed_candidates fit.
+    auto try_screened = [&] {
+      for (std::size_t next = 0; costed < options_.costed_candidates && next < screened.size();) {
+        const std::size_t window = std::min<std::size_t>(options_.costed_candidates - costed, screened.size() - next);
+        std::vector<Trial> trials(window);
+        parallel_for(window, cost_threads_, [&](unsigned worker, std::size_t i) {
+          const DenseCandidate& candidate = screened[next + i].second;
+          DenseFragment fragment(dense, candidate, program_, target_);
+          const std::vector<TileBytes> added = fragment.new_bytes();
+          const bool over_budget = !fragment.oversized() && fragment.peak_temporary_bytes() > temporary_budget;
+          const std::uint64_t peak = fragment.oversized() || over_budget ? kDoesNotFit : peak_if_fits(resident, added);
+          if (peak != kDoesNotFit) {
+            trials[i].costed = cost(worker, dense, candidate, peak, std::move(fragment));
+            trials[i].costed->peak_region_bytes = region_peaks(resident, added);
+          } else if (!fragment.oversized()) {
+            trials[i].needed = smallest_peak(resident, added);
+          }
         });
-        finalists.insert(position, std::move(entry));
-        if (finalists.size() > options_.finalists) finalists.pop_back();
+        for (std::size_t i = 0; i < window; ++i) {
+          const auto& [screening, candidate] = screened[next + i];
+          if (!trials[i].costed) {
+            ++rejected;
+            if (!smallest || trials[i].needed < smallest->first) smallest.emplace(trials[i].needed, candidate);
+            continue;
+          }
+          CostedCandidate& entry = *trials[i].costed;
+          ++costed;
+          context_.logger.debug("{}: costed operator plan op={} column_groups={} depth_groups={} serial_splits={} "
+                                "input={} screening_cycles={} estimated_cycles={} host_input_cycles={}",
+                                context_.span, op_index, candidate.column_groups, candidate.depth_groups,
+                                candidate.serial_splits, input_source_name(candidate.input), screening,
+                                entry.estimate.total(), entry.host_input_cycles);
+          auto position = std::find_if(finalists.begin(), finalists.end(), [&](const CostedCandidate& kept) {
+            return std::tuple(entry.score(), entry.candidate) < std::tuple(kept.score(), kept.candidate);
+          });
+          finalists.insert(position, std::move(entry));
+          if (finalists.size() > options_.finalists) finalists.pop_back();
+        }
+        next += window;
       }
-      next += window;
-    }
+    };
+    try_screened();
     context_.info("screened operator plans op={} candidates={} screened={} rejected_for_memory={} costed={}",
                   op_index, enumerated, screened.size(), rejected, costed);
+    // Memory is short: the same splits again with their columns in serial slices (unless pinned).
+    if (finalists.empty() && serial_splits == 0) {
+      const auto smallest_plain = smallest;  // what a does-not-fit report shows: the simpler plan
+      enumerated = screen(serial_candidates(candidates, dense, {2, 4, 8, 16}));
+      rejected = 0;
+      try_screened();
+      context_.info("screened serial splits op={} candidates={} screened={} rejected_for_memory={} costed={}",
+                    op_index, enumerated, screened.size(), rejected, costed);
+      if (finalists.empty()) smallest = smallest_plain;
+    }
 
     if (finalists.empty()) {
       if (!smallest || smallest->first == kDoesNotFit)
@@ -451,9 +497,9 @@ private:
       // Nothing fits: carry on with the smallest plan so place-storage reports every tile
       // over, with its buffers, which says far more than a refusal here could.
       context_.logger.warn("{}: no operator plan fits in tile memory op={} column_groups={} depth_groups={} "
-                           "peak_tile_bytes={} memory_bytes={}",
-                           context_.span, op_index, smallest->second.column_groups,
-                           smallest->second.depth_groups, smallest->first, target_.memory_bytes);
+                           "serial_splits={} peak_tile_bytes={} memory_bytes={}",
+                           context_.span, op_index, smallest->second.column_groups, smallest->second.depth_groups,
+                           smallest->second.serial_splits, smallest->first, target_.memory_bytes);
       finalists.push_back(cost(0, dense, smallest->second, smallest->first,
                                DenseFragment(dense, smallest->second, program_, target_)));
     }
@@ -466,22 +512,30 @@ private:
       screen_mappings(worker, dense, op_index, i, finalist, resident, notes[i]);
       if (!finalist.fragment) finalist.fragment = DenseFragment(dense, finalist.candidate, program_, target_).build();
       refine(worker, finalist);
-      notes[i].info("retained operator-plan finalist op={} finalist={} column_groups={} depth_groups={} input={} "
-                    "estimated_cycles={} estimated_exchange_cycles={} host_input_cycles={} refined_cycles={} "
-                    "refined_exchange_cycles={} peak_tile_bytes={}",
+      notes[i].info("retained operator-plan finalist op={} finalist={} column_groups={} depth_groups={} "
+                    "serial_splits={} input={} estimated_cycles={} estimated_exchange_cycles={} host_input_cycles={} "
+                    "refined_cycles={} refined_exchange_cycles={} peak_tile_bytes={} peak_standard_bytes={} "
+                    "peak_interleaved_bytes={}",
                     op_index, i, finalist.candidate.column_groups, finalist.candidate.depth_groups,
-                    input_source_name(finalist.candidate.input), finalist.estimate.total(),
-                    finalist.estimate.exchange_cycles, finalist.host_input_cycles, finalist.refined_cycles,
-                    finalist.refined_exchange_cycles, finalist.peak_tile_bytes);
+                    finalist.candidate.serial_splits, input_source_name(finalist.candidate.input),
+                    finalist.estimate.total(), finalist.estimate.exchange_cycles, finalist.host_input_cycles,
+                    finalist.refined_cycles, finalist.refined_exchange_cycles, finalist.peak_tile_bytes,
+                    finalist.peak_region_bytes.standard, finalist.peak_region_bytes.interleaved);
+      if (finalist.refined_by_scheduler)
+        notes[i].info("scheduled operator-plan finalist op={} finalist={} mapped={} analytical_cycles={} "
+                      "analytical_exchange_cycles={} scheduled_exchange_cycles={} refined_cycles={}",
+                      op_index, i, finalist.mapped, finalist.score(), finalist.estimate.exchange_cycles,
+                      finalist.refined_exchange_cycles, finalist.refined_cycles);
     });
     for (const LogLines& lines : notes) lines.write(context_);
     auto best = std::min_element(finalists.begin(), finalists.end(), [](const auto& a, const auto& b) {
       return a.refined_cycles < b.refined_cycles;
     });
-    context_.info("selected operator plan op={} finalist={} column_groups={} depth_groups={} input={} "
-                  "estimated_cycles={} estimated_exchange_cycles={}",
+    context_.info("selected operator plan op={} finalist={} column_groups={} depth_groups={} serial_splits={} "
+                  "input={} estimated_cycles={} estimated_exchange_cycles={}",
                   op_index, best - finalists.begin(), best->candidate.column_groups, best->candidate.depth_groups,
-                  input_source_name(best->candidate.input), best->refined_cycles, best->refined_exchange_cycles);
+                  best->candidate.serial_splits, input_source_name(best->candidate.input), best->refined_cycles,
+                  best->refined_exchange_cycles);
     record(commit_fragment(std::move(*best->fragment), program_, whole_program_buffers_));
     return Status::success();
   }

@@ -10,7 +10,7 @@ namespace tessera::select_finalist {
 
 /// One op's pinned split from the `plans` option (0: not pinned, the global pin or the planner decides).
 struct OpPin {
-  std::uint32_t column_groups = 0, depth_groups = 0;
+  std::uint32_t column_groups = 0, depth_groups = 0, serial_splits = 0;
   std::string place;  ///< pipeline file:line:column of the op's name
 };
 
@@ -19,11 +19,12 @@ struct PlannerOptions {
   std::uint32_t max_candidates = 64;    ///< candidates kept after enumeration and screening
   std::uint32_t costed_candidates = 4;  ///< fitting candidates built and costed per op
   std::uint32_t mapping_candidates = 1;  ///< tile mappings screened per finalist (1: c * depth + g only)
-  bool schedule_finalists = false;
+  bool schedule_finalists = false;  ///< re-cost finalists with the scheduler's horizons
   /// A candidate whose temporaries on any tile exceed this share of tile memory is rejected.
-  double available_memory_proportion = 0.6;      ///< re-cost finalists with the scheduler's horizons
+  double available_memory_proportion = 0.6;
   std::uint32_t column_groups = 0;      ///< pins every dense op's column groups (0: free)
   std::uint32_t depth_groups = 0;       ///< pins every dense op's depth groups (0: free)
+  std::uint32_t serial_splits = 0;      ///< pins every dense op's serial splits (0: free)
   /// Per-op pins by a tensor name the dense op produces in the model as written.
   std::map<std::string, OpPin> plans;
 };

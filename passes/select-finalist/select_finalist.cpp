@@ -33,12 +33,13 @@ Status parse_plans(const tessera::MapOption& option, std::map<std::string, OpPin
     pin.place = place(entry.first);
     for (const auto& field : fields) {
       const std::string key = field.first.Scalar();
-      std::uint32_t* target = key == "column_groups" ? &pin.column_groups
-                              : key == "depth_groups" ? &pin.depth_groups
-                                                      : nullptr;
+      std::uint32_t* target = key == "column_groups"   ? &pin.column_groups
+                              : key == "depth_groups"  ? &pin.depth_groups
+                              : key == "serial_splits" ? &pin.serial_splits
+                                                       : nullptr;
       if (!target)
         return Status::failure(fmt::format("{}: unknown field '{}' in the plan of op '{}' (fields: column_groups, "
-                                           "depth_groups)", place(field.first), key, name));
+                                           "depth_groups, serial_splits)", place(field.first), key, name));
       const std::string text = field.second.IsScalar() ? field.second.Scalar() : "";
       std::uint64_t value = 0;
       const auto [end, error] = std::from_chars(text.data(), text.data() + text.size(), value);
@@ -68,9 +69,12 @@ constexpr TesseraOptionSpec kOptions[] = {
      "pin every dense op's column groups, for experiments (0: the planner chooses; clamped to the op and tiles)"},
     {"depth_groups", "int", "0",
      "pin every dense op's depth groups, for experiments (0: the planner chooses; clamped to the op and tiles)"},
+    {"serial_splits", "int", "0",
+     "pin every depth-split dense op's serial splits: its columns in this many slices multiplied one after another, "
+     "for less temporary memory (0: the planner chooses, 1 unless nothing else fits; clamped to the narrowest column group)"},
     {"plans", "map", "{}",
-     "pin ops' splits: {OP: {column_groups: C, depth_groups: D}}, OP the op's output tensor in the model (or a "
-     "tensor lower-mid fused into it); clamped to the op and tiles like the global pins"},
+     "pin ops' splits: {OP: {column_groups: C, depth_groups: D, serial_splits: S}}, OP the op's output tensor in the "
+     "model (or a tensor lower-mid fused into it); clamped to the op and tiles like the global pins"},
 };
 
 class SelectFinalist final : public tessera::Pass {
@@ -101,6 +105,9 @@ public:
     };
     if (column_groups < 0 || column_groups > 1000000) return pin_out_of_range("column_groups", column_groups);
     if (depth_groups < 0 || depth_groups > 1000000) return pin_out_of_range("depth_groups", depth_groups);
+    const std::int64_t serial_splits = options.get_int("serial_splits");
+    if (serial_splits < 0 || serial_splits > 1000000) return pin_out_of_range("serial_splits", serial_splits);
+    options_.serial_splits = static_cast<std::uint32_t>(serial_splits);
     options_.column_groups = static_cast<std::uint32_t>(column_groups);
     options_.depth_groups = static_cast<std::uint32_t>(depth_groups);
     options_.finalists = static_cast<std::uint32_t>(finalists);
@@ -126,7 +133,7 @@ private:
 extern "C" const TesseraPluginManifest* select_finalist_manifest() noexcept {
   static const auto manifest = tessera::make_manifest(
       TESSERA_PLUGIN_PASS, "select-finalist", "0.1.0",
-      "plans every op over the tiles: enumerates column x depth splits, costs them, keeps the best",
+      "plans every op over the tiles: enumerates column x depth (x serial) splits, costs them, keeps the best",
       kOptions, tessera::facts::canonical, tessera::facts::plan,
       &tessera::create_plugin_object<SelectFinalist>);
   return &manifest;
