@@ -194,7 +194,49 @@ TEST_CASE("select-finalist re-costs finalists with the scheduler when asked", "[
     CHECK(log_field(line, "refined_cycles") > exchange);
   }
   CHECK(with_exchange > 0);  // the second layer gathers its input from the first
+  // Each finalist's analytical figures beside the scheduled ones, as the reference log has them.
+  const auto retained = bench.log_lines("retained operator-plan finalist");
+  const auto scheduled = bench.log_lines("scheduled operator-plan finalist");
+  REQUIRE(scheduled.size() == retained.size());
+  for (std::size_t i = 0; i < scheduled.size(); ++i) {
+    CHECK(log_field(scheduled[i], "scheduled_exchange_cycles") == log_field(retained[i], "refined_exchange_cycles"));
+    CHECK(log_field(scheduled[i], "refined_cycles") == log_field(retained[i], "refined_cycles"));
+    CHECK(log_field(scheduled[i], "analytical_exchange_cycles") == log_field(retained[i], "estimated_exchange_cycles"));
+    CHECK(log_field(scheduled[i], "analytical_cycles") ==
+          log_field(retained[i], "estimated_cycles") + log_field(retained[i], "host_input_cycles"));
+    // Region peaks are parts of the busiest tile's total.
+    CHECK(log_field(retained[i], "peak_standard_bytes") + log_field(retained[i], "peak_interleaved_bytes") >=
+          log_field(retained[i], "peak_tile_bytes"));
+    CHECK(log_field(retained[i], "peak_interleaved_bytes") > 0);
+  }
   CHECK(verify_program(bench.state.program, bench.state.target) == "");
+}
+
+TEST_CASE("select-finalist serial splits keep every weight element once and verify", "[select-finalist][serial]") {
+  PassBench bench(config_path("models/mlp-small.yaml"), config_path("targets/t16.yaml"));
+  REQUIRE(bench.run("lower-mid").ok);
+  Options options;
+  options.values["column_groups"] = std::int64_t{2};
+  options.values["depth_groups"] = std::int64_t{4};
+  options.values["serial_splits"] = std::int64_t{3};
+  REQUIRE(bench.run("select-finalist", options).ok);
+  REQUIRE(verify_program(bench.state.program, bench.state.target) == "");
+  check_weights_covered_once(bench.state.model, bench.state.program);
+  const auto outputs = tessera::testing::execute_program(bench.state.program, bench.state.model);
+  CHECK(tessera::testing::max_relative_error(outputs, tessera::testing::reference_outputs(bench.state.model)) < 1e-5);
+  const auto selected = bench.log_lines("selected operator plan");
+  REQUIRE(selected.size() == 2);
+  for (const std::string& line : selected) {
+    CHECK(log_field(line, "depth_groups") == 4);
+    CHECK(log_field(line, "serial_splits") == 3);
+  }
+  // Per op: three matmul supersteps, the later two beside the previous slice's reduction,
+  // then the last slice's reduction (the next op's gather joins it).
+  std::string labels;
+  for (const Superstep& step : bench.state.program.supersteps) labels += step.label + " ";
+  for (const std::string op : {"dense0", "dense1"})
+    CHECK_THAT(labels, Catch::Contains(op + ".matmul0 " + op + ".reduce0+matmul1 " + op + ".reduce1+matmul2 " + op +
+                                       ".reduce2"));
 }
 
 TEST_CASE("select-finalist plans unfused add and relu on their input's distribution", "[select-finalist]") {

@@ -28,8 +28,8 @@ std::string pipeline_with_plans(const TempDir& dir, const std::string& plans) {
   return dir.write("pipeline.yaml", text);
 }
 
-CommandResult demo(const TempDir& dir, const std::string& pipeline) {
-  return run_command({tessera_binary(), "demo", "--model", kSmallModel, "--pipeline", pipeline, "--output",
+CommandResult demo(const TempDir& dir, const std::string& pipeline, const std::string& model = kSmallModel) {
+  return run_command({tessera_binary(), "demo", "--model", model, "--pipeline", pipeline, "--output",
                       (dir.path() / "model.tpkg").string(), "--lock", (dir.path() / "device.lock").string()},
                      {std::string("TESSERA_PLUGIN_PATH=")});
 }
@@ -69,6 +69,40 @@ TEST_CASE("a pinned plan is selected for its op and passes the numerical test", 
                                       "requested_depth_groups=4 clamped=false"));
     CHECK(first_selected(r.err) == std::pair(2, 4));
   }
+}
+
+TEST_CASE("a pinned serial split runs its column slices one after another and passes the numerical test",
+          "[e2e][plans][serial]") {
+  TempDir dir;
+  // float32 biases take the fused reduce_bias, float16 ones reduce_add + bias_add_half.
+  for (const std::string model : {kSmallModel, source_path("configs/models/mlp-small-f16.yaml")}) {
+    INFO(model);
+    const auto r = demo(dir, pipeline_with_plans(dir, "        y0: {column_groups: 2, depth_groups: 4, serial_splits: 4}\n"),
+                        model);
+    INFO(r.err.substr(r.err.size() > 3000 ? r.err.size() - 3000 : 0));
+    REQUIRE(r.exit_code == 0);
+    CHECK_THAT(r.out, Catch::Contains("numericalTest=PASS"));
+    CHECK_THAT(r.err, Catch::Contains("selected operator plan op=0 finalist=0 column_groups=2 depth_groups=4 "
+                                      "serial_splits=4 "));
+    // Four slices: one superstep per matmul (the first three beside the previous slice's
+    // reduction) and one for the last reduction, after the gather.
+    std::ifstream profile(dir.path() / "profile.json");
+    const std::string labels{std::istreambuf_iterator<char>(profile), {}};
+    CHECK_THAT(labels, Catch::Contains("\"dense0.matmul0\"") && Catch::Contains("\"dense0.reduce2+matmul3\"") &&
+                           Catch::Contains("\"dense0.reduce3\""));
+  }
+}
+
+TEST_CASE("a layer that fits no plain split is planned with serial splits", "[e2e][plans][serial]") {
+  TempDir dir;
+  const auto r = demo(dir, pipeline_with_plans(dir, "        {}\n"), source_path("configs/models/mlp-b128-n1-w1024.yaml"));
+  INFO(r.err.substr(r.err.size() > 3000 ? r.err.size() - 3000 : 0));
+  REQUIRE(r.exit_code == 0);
+  CHECK_THAT(r.out, Catch::Contains("numericalTest=PASS"));
+  CHECK_THAT(r.err, Catch::Contains("screened operator plans op=0 candidates=30 screened=30 rejected_for_memory=30 costed=0"));
+  std::smatch match;
+  REQUIRE(std::regex_search(r.err, match, std::regex("selected operator plan op=0 .* serial_splits=([0-9]+) ")));
+  CHECK(std::stoi(match[1]) > 1);
 }
 
 TEST_CASE("a pin too large for the op is clamped and logged", "[e2e][plans]") {
