@@ -33,7 +33,6 @@ struct CostedCandidate {
   std::uint64_t host_input_cycles = 0;  ///< per run; the cost model does not see the host link
   std::uint64_t refined_exchange_cycles = 0;
   std::uint64_t refined_cycles = 0;
-  bool refined_by_scheduler = false;  ///< refined_exchange_cycles are scheduled horizons
   std::optional<Fragment> fragment;  ///< built when costed, or later for a finalist
   /// What ranks costed candidates: the cost model's total plus the host link at every run.
   std::uint64_t score() const { return estimate.total() + host_input_cycles; }
@@ -230,7 +229,6 @@ private:
   void refine(unsigned worker, CostedCandidate& costed) {
     const Program& fragment = costed.fragment->program;
     std::uint64_t exchange = 0;
-    costed.refined_by_scheduler = options_.schedule_finalists;
     for (const Superstep& step : fragment.supersteps) {
       const ExchangePhase phase = passes::physical_phase(fragment, step, target_);
       if (options_.schedule_finalists && !phase.transfers.empty()) {
@@ -330,10 +328,10 @@ private:
     DenseFragment fragment(op, best, program_, target_);
     const bool over_budget = fragment.peak_temporary_bytes() >
                              static_cast<std::uint64_t>(options_.available_memory_proportion * double(target_.memory_bytes));
-    const std::uint64_t peak =
-        fragment.oversized() || over_budget ? kDoesNotFit : peak_if_fits(resident, fragment.new_bytes());
+    const std::vector<TileBytes> added = fragment.new_bytes();
+    const std::uint64_t peak = fragment.oversized() || over_budget ? kDoesNotFit : peak_if_fits(resident, added);
     if (peak == kDoesNotFit) return;
-    const TileBytes regions = region_peaks(resident, fragment.new_bytes());
+    const TileBytes regions = region_peaks(resident, added);
     finalist = cost(worker, op, best, peak, std::move(fragment));
     finalist.peak_region_bytes = regions;
     finalist.mapped = true;
@@ -521,7 +519,7 @@ private:
                     finalist.estimate.total(), finalist.estimate.exchange_cycles, finalist.host_input_cycles,
                     finalist.refined_cycles, finalist.refined_exchange_cycles, finalist.peak_tile_bytes,
                     finalist.peak_region_bytes.standard, finalist.peak_region_bytes.interleaved);
-      if (finalist.refined_by_scheduler)
+      if (options_.schedule_finalists)
         notes[i].info("scheduled operator-plan finalist op={} finalist={} mapped={} analytical_cycles={} "
                       "analytical_exchange_cycles={} scheduled_exchange_cycles={} refined_cycles={}",
                       op_index, i, finalist.mapped, finalist.score(), finalist.estimate.exchange_cycles,
