@@ -108,11 +108,18 @@ std::vector<DenseCandidate> enumerate_dense_candidates(const DenseOp& op, std::u
     std::uint32_t power = 1;
     while (power * 2 <= deepest) power *= 2;
     for (std::uint32_t depth : {deepest, *std::prev(divisor), power, std::max(1u, deepest / 2), 1u}) {
-      if (!op.x_pieces.empty()) {
-        candidates.insert({columns, depth, InputSource::distributed});
-      } else {
-        candidates.insert({columns, depth, InputSource::host_slices});
-        candidates.insert({columns, depth, InputSource::host_scatter});
+      // One-stage reductions, and two-stage ones in about sqrt(depth) blocks and in a few
+      // powers of two (clamped: duplicates and single blocks fold into the one-stage plan).
+      const auto root_blocks = static_cast<std::uint32_t>(std::lround(std::sqrt(static_cast<double>(depth))));
+      for (std::uint32_t blocks : {1u, root_blocks, 2u, 4u, 8u, 16u}) {
+        DenseCandidate candidate{columns, depth};
+        candidate.reduction_blocks = clamp_reduction_blocks(candidate, blocks);
+        if (blocks != 1 && candidate.reduction_blocks == 1) continue;
+        for (InputSource input : op.x_pieces.empty() ? std::vector{InputSource::host_slices, InputSource::host_scatter}
+                                                     : std::vector{InputSource::distributed}) {
+          candidate.input = input;
+          candidates.insert(candidate);
+        }
       }
     }
   }
@@ -120,15 +127,16 @@ std::vector<DenseCandidate> enumerate_dense_candidates(const DenseOp& op, std::u
 }
 
 std::vector<DenseCandidate> pin_candidates(const std::vector<DenseCandidate>& candidates, const DenseOp& op,
-                                           std::uint32_t tiles, std::uint32_t column_groups,
-                                           std::uint32_t depth_groups, std::uint32_t serial_splits) {
+                                           std::uint32_t tiles, DensePins pins) {
   std::set<DenseCandidate> pinned;
   for (DenseCandidate candidate : candidates) {
-    if (column_groups != 0) candidate.column_groups = std::min({column_groups, op.n, tiles});
+    if (pins.column_groups != 0) candidate.column_groups = std::min({pins.column_groups, op.n, tiles});
     const std::uint32_t deepest = std::max(1u, std::min(op.k, tiles / candidate.column_groups));
-    candidate.depth_groups = std::min(depth_groups != 0 ? depth_groups : candidate.depth_groups, deepest);
+    candidate.depth_groups = std::min(pins.depth_groups != 0 ? pins.depth_groups : candidate.depth_groups, deepest);
     candidate.serial_splits =
-        clamp_serial_splits(op, candidate, serial_splits != 0 ? serial_splits : candidate.serial_splits);
+        clamp_serial_splits(op, candidate, pins.serial_splits != 0 ? pins.serial_splits : candidate.serial_splits);
+    candidate.reduction_blocks = clamp_reduction_blocks(
+        candidate, pins.reduction_blocks != 0 ? pins.reduction_blocks : candidate.reduction_blocks);
     pinned.insert(candidate);
   }
   return {pinned.begin(), pinned.end()};
@@ -140,10 +148,16 @@ std::uint32_t clamp_serial_splits(const DenseOp& op, DenseCandidate candidate, s
   return std::max(1u, std::min(serial_splits, narrowest));
 }
 
+std::uint32_t clamp_reduction_blocks(DenseCandidate candidate, std::uint32_t reduction_blocks) {
+  if (candidate.serial_splits > 1 || candidate.depth_groups < 4) return 1;
+  return std::max(1u, std::min(reduction_blocks, candidate.depth_groups / 2));
+}
+
 std::vector<DenseCandidate> serial_candidates(const std::vector<DenseCandidate>& candidates, const DenseOp& op,
                                               const std::vector<std::uint32_t>& splits) {
   std::set<DenseCandidate> serial;
   for (DenseCandidate candidate : candidates) {
+    if (candidate.reduction_blocks > 1) continue;  // two-stage plans take no serial splits
     for (std::uint32_t split : splits) {
       candidate.serial_splits = clamp_serial_splits(op, candidate, split);
       if (candidate.serial_splits > 1) serial.insert(candidate);
@@ -187,7 +201,26 @@ std::uint64_t screening_cycles(const DenseOp& op, DenseCandidate candidate, cons
     exchange += std::max<std::uint64_t>(send, std::uint64_t{op.m} * deepest);
     ++phases;
   }
-  if (depth_groups > 1) {
+  if (candidate.reduction_blocks > 1) {
+    // Stage one: each block's partials of a stage piece summed on a holder in the next
+    // block; stage two: the holders of a piece reduce-scatter its sums (docs/planning.md).
+    const std::uint32_t blocks = candidate.reduction_blocks;
+    const std::uint32_t members = ceil_div(depth_groups, blocks), pieces = depth_groups / blocks;
+    const std::uint32_t piece = ceil_div(widest, pieces), sub = ceil_div(piece, blocks);
+    exchange += std::max(std::uint64_t{op.m} * widest, std::uint64_t{op.m} * piece * members);
+    exchange += std::max(std::uint64_t{op.m} * (piece - piece / blocks), std::uint64_t{op.m} * sub * (blocks - 1));
+    phases += 2;
+    supersteps += 3;
+    compute += codelet_cycles(Codelet::reduce_add, std::vector<std::uint32_t>{members, op.m * piece}, target);
+    if (fused_reduction(op)) {
+      compute += codelet_cycles(Codelet::reduce_bias, std::vector<std::uint32_t>{blocks - 1, op.m, sub, sub, op.relu},
+                                target);
+    } else {
+      compute += codelet_cycles(Codelet::copy, std::vector<std::uint32_t>{op.m * sub}, target);
+      compute += codelet_cycles(Codelet::reduce_add, std::vector<std::uint32_t>{blocks, op.m * sub}, target);
+      compute += epilogue_cycles(op, sub, target);
+    }
+  } else if (depth_groups > 1) {
     const std::uint32_t piece = ceil_div(slice, depth_groups);
     const std::uint64_t send = std::uint64_t{op.m} * (slice - slice / depth_groups);
     const std::uint64_t receive = std::uint64_t{op.m} * piece * (depth_groups - 1);
@@ -289,7 +322,9 @@ DenseFragment::DenseFragment(const DenseOp& op, DenseCandidate candidate, const 
       candidate_(candidate),
       target_(target),
       mapping_(op, candidate, target),
-      builder_(program, candidate.depth_groups > 1 ? 1 + candidate.serial_splits : 1),
+      builder_(program, candidate.depth_groups <= 1       ? 1
+                        : candidate.reduction_blocks > 1 ? 3
+                                                         : 1 + candidate.serial_splits),
       columns_(balanced_split(op.n, candidate.column_groups)),
       depths_(balanced_split(op.k, candidate.depth_groups)) {
   for (const Range& columns : columns_) slices_.push_back(balanced_split(columns.size, candidate.serial_splits));
@@ -347,6 +382,7 @@ void DenseFragment::lay_out_buffers() {
     }
   }
   if (depth_groups == 1) return;
+  if (candidate_.reduction_blocks > 1) return lay_out_two_stage();
   // Reduce-scatter: depth group g' of column group c owns piece g' of each slice's columns.
   // With a bias the fused reduce_bias reads the owner's own partial in place.
   const std::uint32_t slots = fused_reduction(op_) ? depth_groups - 1 : depth_groups;
@@ -360,15 +396,66 @@ void DenseFragment::lay_out_buffers() {
       const std::uint32_t tile = mapping_.tile(c, owner);
       const std::uint32_t reduce = builder_.create(op_.name + ".reduce", tile, std::uint64_t{slots} * m * widest_piece,
                                                    standard, alignment, Lifetime::transient);
+      const GroupBuffers& own = groups_[c * depth_groups + owner];
       for (std::uint32_t s = 0; s < pieces.size(); ++s) {
         const Range piece = pieces[s][owner];
         if (piece.size == 0) continue;
-        OwnedPiece owned{c, owner, tile, s, piece, reduce, 0, kNoBuffer};
+        OwnedPiece owned{c, owner, tile, s, piece, reduce, 0, kNoBuffer, matmul_superstep(s) + 1, depth_groups,
+                         {own.partials[s % 2], piece.begin}, slices_[c][s].size, 0, 0};
         owned.out = builder_.create(op_.name + ".out", tile, std::uint64_t{m} * piece.size, standard,
                                     alignment, Lifetime::transient);
         if (op_.bias)
           owned.bias = builder_.create(op_.name + ".bias", tile, packed_words(piece.size, op_.bias->dtype), standard,
                                        alignment, lifetime_of(*op_.bias));
+        pieces_.push_back(owned);
+      }
+    }
+  }
+}
+
+// Two-stage reduction of column group c over blocks B_0..B_{R-1} of its depth groups. Its
+// columns are cut into P stage pieces (P: the smallest block's size). Stage one: holder
+// (r, j), depth group B_r.begin + j, receives block r-1's partials of piece j (mod R: a
+// holder never sums its own partial, which the exchange could not send it) and sums them.
+// Stage two: the R holders of piece j reduce-scatter it, holder r owning sub-piece r. Stage
+// buffers are laid out sub-piece by sub-piece, so each sub-piece's sum is contiguous.
+void DenseFragment::lay_out_two_stage() {
+  const std::uint32_t blocks = candidate_.reduction_blocks, m = op_.m;
+  const std::uint32_t alignment = std::max(target_.alignment, 8u);
+  const Region standard = region_for(Region::standard, target_);
+  const bool fused = fused_reduction(op_);
+  blocks_ = balanced_split(candidate_.depth_groups, blocks);
+  stage_piece_count_ = blocks_.back().size;  // balanced_split puts the larger blocks first
+  for (std::uint32_t c = 0; c < columns_.size(); ++c) {
+    const std::vector<Range> pieces = balanced_split(columns_[c].size, stage_piece_count_);
+    for (std::uint32_t r = 0; r < blocks; ++r) {
+      const std::uint32_t summed = blocks_[(r + blocks - 1) % blocks].size;
+      for (std::uint32_t j = 0; j < stage_piece_count_; ++j) {
+        StagePiece stage{c, r, j, mapping_.tile(c, blocks_[r].begin + j), pieces[j], kNoBuffer, kNoBuffer};
+        if (pieces[j].size != 0) {
+          stage.reduce = builder_.create(op_.name + ".reduce", stage.tile, std::uint64_t{summed} * m * pieces[j].size,
+                                         standard, alignment, Lifetime::transient);
+          stage.sum = builder_.create(op_.name + ".sum", stage.tile, std::uint64_t{m} * pieces[j].size, standard,
+                                      alignment, Lifetime::transient);
+        }
+        stage_pieces_.push_back(stage);
+      }
+    }
+    for (std::uint32_t j = 0; j < stage_piece_count_; ++j) {
+      const std::vector<Range> subs = balanced_split(pieces[j].size, blocks);
+      for (std::uint32_t r = 0; r < blocks; ++r) {
+        if (subs[r].size == 0) continue;  // a piece narrower than the blocks
+        const StagePiece& holder = stage_piece(c, r, j);
+        const std::uint32_t slots = fused ? blocks - 1 : blocks;
+        OwnedPiece owned{c, blocks_[r].begin + j, holder.tile, 0, {pieces[j].begin + subs[r].begin, subs[r].size}, 0, 0, kNoBuffer, 3, blocks,
+                         {holder.sum, m * subs[r].begin}, subs[r].size, r, j};
+        owned.reduce = builder_.create(op_.name + ".reduce", holder.tile, std::uint64_t{slots} * m * subs[r].size,
+                                       standard, alignment, Lifetime::transient);
+        owned.out = builder_.create(op_.name + ".out", holder.tile, std::uint64_t{m} * subs[r].size, standard, alignment,
+                                    Lifetime::transient);
+        if (op_.bias)
+          owned.bias = builder_.create(op_.name + ".bias", holder.tile, packed_words(subs[r].size, op_.bias->dtype),
+                                       standard, alignment, lifetime_of(*op_.bias));
         pieces_.push_back(owned);
       }
     }
@@ -442,7 +529,9 @@ Fragment DenseFragment::build() && {
     }
   }
 
-  if (depth_groups > 1) {
+  if (candidate_.reduction_blocks > 1) {
+    build_two_stage();
+  } else if (depth_groups > 1) {
     // Every depth group sends each owner its partial's rows of the owner's piece, into
     // slot [g][row] of the owner's reduce buffer, in the exchange after the slice's matmul.
     // (With a bias the owner's own partial stays in place: slots skip the owner.)
@@ -457,30 +546,68 @@ Fragment DenseFragment::build() && {
                            owned.columns.size);
       }
     }
-    for (const OwnedPiece& owned : pieces_) {
-      const std::uint32_t piece = owned.columns.size;
-      const Range slice = slices_[owned.column_group][owned.slice];
-      const std::uint32_t col_begin = columns_[owned.column_group].begin + slice.begin + owned.columns.begin;
-      const std::uint32_t superstep = matmul_superstep(owned.slice) + 1;
-      if (fused_reduction(op_)) {
-        const GroupBuffers& own = groups_[owned.column_group * depth_groups + owned.owner_depth_group];
-        builder_.host_slice(*op_.bias, stream_kind_of(*op_.bias), owned.bias, 0, 1, col_begin, piece);
-        builder_.call(superstep, owned.tile, Codelet::reduce_bias,
-                      {{owned.reduce, 0}, {own.partials[owned.slice % 2], owned.columns.begin}, {owned.bias, 0}, {owned.out, 0}},
-                      {depth_groups - 1, m, piece, slice.size, op_.relu ? 1u : 0u});
-      } else {
-        builder_.call(superstep, owned.tile, Codelet::reduce_add, {{owned.reduce, 0}, {owned.out, 0}},
-                      {depth_groups, m * piece});
-        epilogue(superstep, owned.tile, owned.out, owned.bias, col_begin, piece);
-      }
-      output.pieces.push_back({owned.tile, col_begin, piece, owned.out});
-    }
   }
+  if (depth_groups > 1) reduce_owned_pieces(output);
   std::vector<TensorDistribution> made;
   made.push_back({op_.output_index, std::move(output)});
   if (candidate_.input == InputSource::host_scatter)
     made.push_back({op_.x_index, Distribution{m, x_pieces_}});
   return builder_.finish(std::move(made));
+}
+
+void DenseFragment::build_two_stage() {
+  const std::uint32_t blocks = candidate_.reduction_blocks, depth_groups = candidate_.depth_groups, m = op_.m;
+  const bool fused = fused_reduction(op_);
+  builder_.label(2, op_.name + ".reduce.stage1");
+  builder_.label(3, op_.name + ".reduce.stage2");
+  // Stage one, in the matmul's exchange: block r-1's partials of piece j to holder (r, j),
+  // slot by slot, sub-piece by sub-piece; summed in superstep 2.
+  for (const StagePiece& stage : stage_pieces_) {
+    if (stage.columns.size == 0) continue;
+    const Range summed = blocks_[(stage.block + blocks - 1) % blocks];
+    const std::uint32_t width = columns_[stage.column_group].size, piece = stage.columns.size;
+    for (std::uint32_t slot = 0; slot < summed.size; ++slot) {
+      const GroupBuffers& sender = groups_[stage.column_group * depth_groups + summed.begin + slot];
+      for (const Range& sub : balanced_split(piece, blocks))
+        if (sub.size != 0)
+          builder_.move_rows(1, {sender.partials[0], stage.columns.begin + sub.begin}, width,
+                             {stage.reduce, slot * m * piece + m * sub.begin}, sub.size, m, sub.size);
+    }
+    builder_.call(2, stage.tile, Codelet::reduce_add, {{stage.reduce, 0}, {stage.sum, 0}}, {summed.size, m * piece});
+  }
+  // Stage two, in superstep 2's exchange: every other holder of the piece sends its sum of
+  // the owner's sub-piece (a contiguous block). With a bias the owner's own sum stays in
+  // place; without, it is copied into slot r on the tile.
+  for (const OwnedPiece& owned : pieces_) {
+    const std::uint32_t sub = owned.columns.size;
+    for (std::uint32_t r = 0; r < blocks; ++r) {
+      if (fused && r == owned.block) continue;
+      const std::uint32_t slot = fused && r > owned.block ? r - 1 : r;
+      const StagePiece& holder = stage_piece(owned.column_group, r, owned.stage_piece);
+      builder_.move_rows(2, {holder.sum, owned.own.word_offset}, m * sub, {owned.reduce, slot * m * sub}, m * sub, 1,
+                         m * sub);
+    }
+  }
+}
+
+void DenseFragment::reduce_owned_pieces(Distribution& output) {
+  const std::uint32_t m = op_.m;
+  for (const OwnedPiece& owned : pieces_) {
+    const std::uint32_t piece = owned.columns.size;
+    const Range slice = slices_[owned.column_group][owned.slice];
+    const std::uint32_t col_begin = columns_[owned.column_group].begin + slice.begin + owned.columns.begin;
+    if (fused_reduction(op_)) {
+      builder_.host_slice(*op_.bias, stream_kind_of(*op_.bias), owned.bias, 0, 1, col_begin, piece);
+      builder_.call(owned.superstep, owned.tile, Codelet::reduce_bias,
+                    {{owned.reduce, 0}, owned.own, {owned.bias, 0}, {owned.out, 0}},
+                    {owned.parts - 1, m, piece, owned.own_stride, op_.relu ? 1u : 0u});
+    } else {
+      builder_.call(owned.superstep, owned.tile, Codelet::reduce_add, {{owned.reduce, 0}, {owned.out, 0}},
+                    {owned.parts, m * piece});
+      epilogue(owned.superstep, owned.tile, owned.out, owned.bias, col_begin, piece);
+    }
+    output.pieces.push_back({owned.tile, col_begin, piece, owned.out});
+  }
 }
 
 }  // namespace tessera::select_finalist

@@ -47,6 +47,10 @@ struct DenseCandidate {
   /// another (slice s+1's matmul beside slice s's reduction) so the partial-sum and reduce
   /// buffers hold one slice: the plan when memory is short. Only with depth_groups > 1.
   std::uint32_t serial_splits = 1;
+  /// Two-stage reduction when > 1: the depth groups reduce in this many blocks of
+  /// neighbours first, then the blocks' sums are reduced across the blocks, so no reduction
+  /// adds more than ~depth_groups / reduction_blocks parts. Only without serial splits.
+  std::uint32_t reduction_blocks = 1;
   std::uint32_t tile_offset = 0;
   /// Rotates each column group's depth groups over its tiles so that no group lands on a
   /// tile holding x it needs (see TileMapping).
@@ -99,16 +103,24 @@ std::vector<Piece> host_scatter_layout(const DenseOp& op, DenseCandidate candida
 /// shallower ones; each with every input source the op allows. Sorted, without duplicates.
 std::vector<DenseCandidate> enumerate_dense_candidates(const DenseOp& op, std::uint32_t tiles);
 
-/// The candidates with their column and/or depth groups and serial splits replaced by pinned
-/// values (0: not pinned), clamped so they fit the op and the tiles (see clamp_serial_splits).
-/// Sorted, without duplicates.
+/// A dense op's pins (0: not pinned).
+struct DensePins {
+  std::uint32_t column_groups = 0, depth_groups = 0, serial_splits = 0, reduction_blocks = 0;
+  bool any() const { return column_groups != 0 || depth_groups != 0 || serial_splits != 0 || reduction_blocks != 0; }
+};
+
+/// The candidates with their fields replaced by the pinned ones, clamped so they fit the op
+/// and the tiles (see clamp_serial_splits, clamp_reduction_blocks). Sorted, without duplicates.
 std::vector<DenseCandidate> pin_candidates(const std::vector<DenseCandidate>& candidates, const DenseOp& op,
-                                           std::uint32_t tiles, std::uint32_t column_groups,
-                                           std::uint32_t depth_groups, std::uint32_t serial_splits);
+                                           std::uint32_t tiles, DensePins pins);
 
 /// Serial splits a candidate can take: 1 without a depth split (its partial sums are its
 /// output), else at most the narrowest column group's width.
 std::uint32_t clamp_serial_splits(const DenseOp& op, DenseCandidate candidate, std::uint32_t serial_splits);
+
+/// Reduction blocks a candidate can take: 1 (one stage) with serial splits or fewer than 4
+/// depth groups, else at most depth_groups / 2 (every block has two depth groups or more).
+std::uint32_t clamp_reduction_blocks(DenseCandidate candidate, std::uint32_t reduction_blocks);
 
 /// The candidates again with each of `splits` serial splits (those that clamp to 1 dropped):
 /// what the planner tries when no plan without serial splits fits. Sorted, without duplicates.
@@ -140,15 +152,34 @@ private:
     /// runs while this one's reduction still reads the owner's partial in place.
     std::uint32_t partials[2];
   };
+  /// A piece of the output: its owner receives the parts of it into `reduce` and reduces
+  /// them (with the epilogue) into `out` in `superstep`.
   struct OwnedPiece {
     std::uint32_t column_group, owner_depth_group, tile, slice;
     Range columns;  ///< relative to the slice
     std::uint32_t reduce, out, bias;
+    std::uint32_t superstep, parts;  ///< parts: received ones plus the owner's own
+    BufferRef own;  ///< the owner's own part, which reduce_bias reads in place
+    std::uint32_t own_stride;
+    std::uint32_t block, stage_piece;  ///< two-stage: the holder's block and stage piece
+  };
+  /// Two-stage reductions: holder (block r, piece j) of a column group, the depth group
+  /// blocks[r].begin + j, first sums block (r - 1) mod R's partials of stage piece j.
+  struct StagePiece {
+    std::uint32_t column_group, block, piece, tile;
+    Range columns;  ///< relative to the column group
+    std::uint32_t reduce, sum;  ///< laid out sub-piece by sub-piece (see lay_out_two_stage)
   };
   /// The superstep slice s multiplies in (its reduce-scatter is that superstep's exchange);
   /// it reduces in the next.
   static std::uint32_t matmul_superstep(std::uint32_t slice) { return 1 + slice; }
   void lay_out_buffers();
+  void lay_out_two_stage();
+  void build_two_stage();
+  void reduce_owned_pieces(Distribution& output);
+  const StagePiece& stage_piece(std::uint32_t c, std::uint32_t block, std::uint32_t piece) const {
+    return stage_pieces_[(std::uint64_t{c} * candidate_.reduction_blocks + block) * stage_piece_count_ + piece];
+  }
   void gather_x(const GroupBuffers& group, Range depth);
   /// x's pieces in fragment buffers (existing or made for host_scatter), sorted by column.
   std::vector<Piece> x_pieces_;
@@ -164,7 +195,10 @@ private:
   std::vector<Range> columns_, depths_;
   std::vector<std::vector<Range>> slices_;  ///< per column group: its serial slices, relative to it
   std::vector<GroupBuffers> groups_;  ///< index c * depth_groups + g
-  std::vector<OwnedPiece> pieces_;    ///< reduce-scatter owners (depth_groups > 1)
+  std::vector<OwnedPiece> pieces_;    ///< reduce-scatter owners (depth_groups > 1), final stage
+  std::vector<Range> blocks_;         ///< depth groups per reduction block (two-stage only)
+  std::vector<StagePiece> stage_pieces_;  ///< index (c * blocks + r) * stage pieces + j
+  std::uint32_t stage_piece_count_ = 0;   ///< stage pieces per column group: the smallest block's size
 };
 
 }  // namespace tessera::select_finalist

@@ -252,7 +252,7 @@ private:
     std::vector<std::uint64_t> key = {op.m, op.k, op.n, op.relu, kind(op.x), kind(op.w), kind(op.bias),
                                       op.first_superstep, candidate.column_groups, candidate.depth_groups,
                                       static_cast<std::uint64_t>(candidate.input), candidate.serial_splits,
-                                      candidate.tile_offset,
+                                      candidate.reduction_blocks, candidate.tile_offset,
                                       candidate.rotated, candidate.transposed};
     for (const Piece& piece : op.x_pieces) {
       const Buffer& buffer = program_.buffers[piece.buffer];
@@ -388,27 +388,28 @@ private:
     // Screen every enumerated candidate cheaply, then build and cost the best that fit.
     std::vector<std::pair<std::uint64_t, DenseCandidate>> screened;
     std::vector<DenseCandidate> candidates = enumerate_dense_candidates(dense, target_.tiles);
-    std::uint32_t column_groups = options_.column_groups, depth_groups = options_.depth_groups;
-    std::uint32_t serial_splits = options_.serial_splits;
+    DensePins pins{options_.column_groups, options_.depth_groups, options_.serial_splits, options_.reduction_blocks};
     if (auto pinned = pins_.find(op_index); pinned != pins_.end()) {
       const OpPin& pin = pinned->second.second;
-      if (pin.column_groups != 0) column_groups = pin.column_groups;
-      if (pin.depth_groups != 0) depth_groups = pin.depth_groups;
-      if (pin.serial_splits != 0) serial_splits = pin.serial_splits;
+      if (pin.column_groups != 0) pins.column_groups = pin.column_groups;
+      if (pin.depth_groups != 0) pins.depth_groups = pin.depth_groups;
+      if (pin.serial_splits != 0) pins.serial_splits = pin.serial_splits;
+      if (pin.reduction_blocks != 0) pins.reduction_blocks = pin.reduction_blocks;
       // The same clamping as pin_candidates: to the op's columns and depth and the tiles (0: free).
+      const std::uint32_t column_groups = pins.column_groups, depth_groups = pins.depth_groups;
       const std::uint32_t used_columns = column_groups ? std::min({column_groups, dense.n, target_.tiles}) : 0;
       const std::uint32_t used_depth =
           depth_groups && used_columns ? std::min(depth_groups, std::max(1u, std::min(dense.k, target_.tiles / used_columns)))
           : depth_groups               ? std::min(depth_groups, std::max(1u, std::min(dense.k, target_.tiles)))
                                        : 0;
-      // Serial splits clamp per candidate (to its narrowest column group): logged as asked.
+      // Serial splits and reduction blocks clamp per candidate: logged as asked.
       context_.info("pinned operator plan op={} name={} column_groups={} depth_groups={} requested_column_groups={} "
-                    "requested_depth_groups={} clamped={} serial_splits={}",
+                    "requested_depth_groups={} clamped={} serial_splits={} reduction_blocks={}",
                     op_index, pinned->second.first, used_columns, used_depth, column_groups, depth_groups,
-                    used_columns != column_groups || used_depth != depth_groups, serial_splits);
+                    used_columns != column_groups || used_depth != depth_groups, pins.serial_splits,
+                    pins.reduction_blocks);
     }
-    if (column_groups != 0 || depth_groups != 0 || serial_splits != 0)
-      candidates = pin_candidates(candidates, dense, target_.tiles, column_groups, depth_groups, serial_splits);
+    if (pins.any()) candidates = pin_candidates(candidates, dense, target_.tiles, pins);
     // Screens candidates cheaply, best first, keeping max_candidates; returns how many there were.
     auto screen = [&](const std::vector<DenseCandidate>& all) {
       screened.clear();
@@ -460,9 +461,10 @@ private:
           CostedCandidate& entry = *trials[i].costed;
           ++costed;
           context_.logger.debug("{}: costed operator plan op={} column_groups={} depth_groups={} serial_splits={} "
-                                "input={} screening_cycles={} estimated_cycles={} host_input_cycles={}",
+                                "reduction_blocks={} input={} screening_cycles={} estimated_cycles={} host_input_cycles={}",
                                 context_.span, op_index, candidate.column_groups, candidate.depth_groups,
-                                candidate.serial_splits, input_source_name(candidate.input), screening,
+                                candidate.serial_splits, candidate.reduction_blocks, input_source_name(candidate.input),
+                                screening,
                                 entry.estimate.total(), entry.host_input_cycles);
           auto position = std::find_if(finalists.begin(), finalists.end(), [&](const CostedCandidate& kept) {
             return std::tuple(entry.score(), entry.candidate) < std::tuple(kept.score(), kept.candidate);
@@ -477,7 +479,7 @@ private:
     context_.info("screened operator plans op={} candidates={} screened={} rejected_for_memory={} costed={}",
                   op_index, enumerated, screened.size(), rejected, costed);
     // Memory is short: the same splits again with their columns in serial slices (unless pinned).
-    if (finalists.empty() && serial_splits == 0) {
+    if (finalists.empty() && pins.serial_splits == 0) {
       const auto smallest_plain = smallest;  // what a does-not-fit report shows: the simpler plan
       enumerated = screen(serial_candidates(candidates, dense, {2, 4, 8, 16}));
       rejected = 0;
@@ -495,9 +497,10 @@ private:
       // Nothing fits: carry on with the smallest plan so place-storage reports every tile
       // over, with its buffers, which says far more than a refusal here could.
       context_.logger.warn("{}: no operator plan fits in tile memory op={} column_groups={} depth_groups={} "
-                           "serial_splits={} peak_tile_bytes={} memory_bytes={}",
+                           "serial_splits={} reduction_blocks={} peak_tile_bytes={} memory_bytes={}",
                            context_.span, op_index, smallest->second.column_groups, smallest->second.depth_groups,
-                           smallest->second.serial_splits, smallest->first, target_.memory_bytes);
+                           smallest->second.serial_splits, smallest->second.reduction_blocks, smallest->first,
+                           target_.memory_bytes);
       finalists.push_back(cost(0, dense, smallest->second, smallest->first,
                                DenseFragment(dense, smallest->second, program_, target_)));
     }
@@ -511,11 +514,12 @@ private:
       if (!finalist.fragment) finalist.fragment = DenseFragment(dense, finalist.candidate, program_, target_).build();
       refine(worker, finalist);
       notes[i].info("retained operator-plan finalist op={} finalist={} column_groups={} depth_groups={} "
-                    "serial_splits={} input={} estimated_cycles={} estimated_exchange_cycles={} host_input_cycles={} "
-                    "refined_cycles={} refined_exchange_cycles={} peak_tile_bytes={} peak_standard_bytes={} "
-                    "peak_interleaved_bytes={}",
+                    "serial_splits={} reduction_blocks={} input={} estimated_cycles={} estimated_exchange_cycles={} "
+                    "host_input_cycles={} refined_cycles={} refined_exchange_cycles={} peak_tile_bytes={} "
+                    "peak_standard_bytes={} peak_interleaved_bytes={}",
                     op_index, i, finalist.candidate.column_groups, finalist.candidate.depth_groups,
-                    finalist.candidate.serial_splits, input_source_name(finalist.candidate.input),
+                    finalist.candidate.serial_splits, finalist.candidate.reduction_blocks,
+                    input_source_name(finalist.candidate.input),
                     finalist.estimate.total(), finalist.estimate.exchange_cycles, finalist.host_input_cycles,
                     finalist.refined_cycles, finalist.refined_exchange_cycles, finalist.peak_tile_bytes,
                     finalist.peak_region_bytes.standard, finalist.peak_region_bytes.interleaved);
@@ -530,9 +534,10 @@ private:
       return a.refined_cycles < b.refined_cycles;
     });
     context_.info("selected operator plan op={} finalist={} column_groups={} depth_groups={} serial_splits={} "
-                  "input={} estimated_cycles={} estimated_exchange_cycles={}",
+                  "reduction_blocks={} input={} estimated_cycles={} estimated_exchange_cycles={}",
                   op_index, best - finalists.begin(), best->candidate.column_groups, best->candidate.depth_groups,
-                  best->candidate.serial_splits, input_source_name(best->candidate.input), best->refined_cycles,
+                  best->candidate.serial_splits, best->candidate.reduction_blocks, input_source_name(best->candidate.input),
+                  best->refined_cycles,
                   best->refined_exchange_cycles);
     record(commit_fragment(std::move(*best->fragment), program_, whole_program_buffers_));
     return Status::success();

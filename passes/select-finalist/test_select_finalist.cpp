@@ -239,6 +239,51 @@ TEST_CASE("select-finalist serial splits keep every weight element once and veri
                                        ".reduce2"));
 }
 
+TEST_CASE("select-finalist two-stage reductions compute the outputs for every block count", "[select-finalist][two-stage]") {
+  TempDir dir;
+  // k = 70 into 5 columns (float32 bias: reduce_bias in stage two) and 5 into 9 without a
+  // bias (reduce_add): uneven blocks, stage pieces narrower than the blocks, empty pieces.
+  const std::string model = dir.write("deep.yaml", "model: deep\nseed: 11\ntensors:\n"
+                                                   "  - {name: x, shape: [3, 70], kind: input}\n"
+                                                   "  - {name: w0, shape: [70, 5], kind: weight, scale: 0.3}\n"
+                                                   "  - {name: b0, shape: [5], kind: weight}\n"
+                                                   "  - {name: w1, shape: [5, 9], kind: weight}\n"
+                                                   "ops:\n"
+                                                   "  - {op: matmul, inputs: [x, w0], output: h}\n"
+                                                   "  - {op: add, inputs: [h, b0], output: a}\n"
+                                                   "  - {op: relu, inputs: [a], output: y}\n"
+                                                   "  - {op: matmul, inputs: [y, w1], output: z}\n"
+                                                   "outputs: [z]\n");
+  std::set<std::uint64_t> blocks_used;
+  for (std::int64_t columns : {1, 2, 3})
+    for (std::int64_t depth : {4, 5, 7, 16})
+      for (std::int64_t blocks : {2, 3, 8}) {
+        PassBench bench(model, config_path("targets/t16.yaml"));
+        INFO("column_groups " << columns << " depth_groups " << depth << " reduction_blocks " << blocks);
+        REQUIRE(bench.run("lower-mid").ok);
+        Options options;
+        options.values["column_groups"] = columns;
+        options.values["depth_groups"] = depth;
+        options.values["reduction_blocks"] = blocks;
+        REQUIRE(bench.run("select-finalist", options).ok);
+        REQUIRE(verify_program(bench.state.program, bench.state.target) == "");
+        check_weights_covered_once(bench.state.model, bench.state.program);
+        const auto outputs = tessera::testing::execute_program(bench.state.program, bench.state.model);
+        CHECK(tessera::testing::max_relative_error(outputs, tessera::testing::reference_outputs(bench.state.model)) < 1e-5);
+        for (const std::string& line : bench.log_lines("selected operator plan")) {
+          const std::uint64_t used_depth = log_field(line, "depth_groups"), used = log_field(line, "reduction_blocks");
+          // Clamped to depth_groups / 2 (every block two depth groups or more); one stage below 4.
+          CHECK(used == (used_depth < 4 ? 1 : std::min<std::uint64_t>(blocks, used_depth / 2)));
+          blocks_used.insert(used);
+        }
+        std::string labels;
+        for (const Superstep& step : bench.state.program.supersteps) labels += step.label + " ";
+        CHECK_THAT(labels, Catch::Contains("dense0.matmul dense0.reduce.stage1 dense0.reduce.stage2"));
+      }
+  // 4: 8 blocks pinned on 8 depth groups (two columns on 16 tiles) clamp to 8 / 2.
+  CHECK(blocks_used == std::set<std::uint64_t>{2, 3, 4, 8});
+}
+
 TEST_CASE("select-finalist plans unfused add and relu on their input's distribution", "[select-finalist]") {
   TempDir dir;
   // h has three readers, so nothing fuses: add of a row vector, relu, an add of two
