@@ -33,9 +33,9 @@ Codelet bias_codelet(const DenseOp& op) {
   return op.bias && op.bias->dtype == DType::float16 ? Codelet::bias_add_half : Codelet::bias_add;
 }
 
-std::uint64_t epilogue_cycles(const DenseOp& op, std::uint32_t cols, const Target& target) {
-  if (op.bias) return codelet_cycles(bias_codelet(op), std::vector<std::uint32_t>{op.m, cols, op.relu}, target);
-  if (op.relu) return codelet_cycles(Codelet::relu, std::vector<std::uint32_t>{op.m * cols}, target);
+std::uint64_t epilogue_cycles(const DenseOp& op, std::uint32_t rows, std::uint32_t cols, const Target& target) {
+  if (op.bias) return codelet_cycles(bias_codelet(op), std::vector<std::uint32_t>{rows, cols, op.relu}, target);
+  if (op.relu) return codelet_cycles(Codelet::relu, std::vector<std::uint32_t>{rows * cols}, target);
   return 0;
 }
 
@@ -69,8 +69,6 @@ std::vector<Piece> host_scatter_layout(const DenseOp& op, DenseCandidate candida
 
 std::vector<DenseCandidate> enumerate_dense_candidates(const DenseOp& op, std::uint32_t tiles) {
   const std::uint32_t k = op.k, n = op.n;
-  const std::uint32_t max_columns = std::min(n, tiles);
-  const std::uint32_t max_depth = std::min(k, tiles);
   auto divisors_up_to = [](std::uint32_t value, std::uint32_t limit) {
     std::set<std::uint32_t> found;
     for (std::uint32_t d = 1; std::uint64_t{d} * d <= value; ++d) {
@@ -86,39 +84,45 @@ std::vector<DenseCandidate> enumerate_dense_candidates(const DenseOp& op, std::u
     return found;
   };
 
-  std::set<std::uint32_t> column_options = powers_of_two_up_to(max_columns);
-  column_options.merge(divisors_up_to(n, max_columns));
-  const auto root = static_cast<std::uint32_t>(std::sqrt(static_cast<double>(tiles)));
-  for (std::uint32_t near : {root, root + 1})
-    if (near >= 1 && near <= max_columns) column_options.insert(near);
-  // Column counts that fill the tiles for the usual depth counts.
-  std::set<std::uint32_t> depth_options = powers_of_two_up_to(max_depth);
-  depth_options.merge(divisors_up_to(k, max_depth));
-  for (std::uint32_t depth : depth_options) column_options.insert(std::min(max_columns, tiles / depth));
-  column_options.insert(max_columns);
-
-  const std::set<std::uint32_t> depth_divisors = divisors_up_to(k, max_depth);
   std::set<DenseCandidate> candidates;
-  for (std::uint32_t columns : column_options) {
-    if (columns == 0) continue;
-    const std::uint32_t deepest = std::max(1u, std::min(k, tiles / columns));
-    // The deepest split uses every tile; an even divisor of k balances the chunks
-    // exactly; shallower splits trade reduction traffic for matmul time.
-    auto divisor = depth_divisors.upper_bound(deepest);
-    std::uint32_t power = 1;
-    while (power * 2 <= deepest) power *= 2;
-    for (std::uint32_t depth : {deepest, *std::prev(divisor), power, std::max(1u, deepest / 2), 1u}) {
-      // One-stage reductions, and two-stage ones in about sqrt(depth) blocks and in a few
-      // powers of two (clamped: duplicates and single blocks fold into the one-stage plan).
-      const auto root_blocks = static_cast<std::uint32_t>(std::lround(std::sqrt(static_cast<double>(depth))));
-      for (std::uint32_t blocks : {1u, root_blocks, 2u, 4u, 8u, 16u}) {
-        DenseCandidate candidate{columns, depth};
-        candidate.reduction_blocks = clamp_reduction_blocks(candidate, blocks);
-        if (blocks != 1 && candidate.reduction_blocks == 1) continue;
-        for (InputSource input : op.x_pieces.empty() ? std::vector{InputSource::host_slices, InputSource::host_scatter}
-                                                     : std::vector{InputSource::distributed}) {
-          candidate.input = input;
-          candidates.insert(candidate);
+  for (std::uint32_t rows : powers_of_two_up_to(std::min(op.m, tiles))) {
+    const std::uint32_t share = tiles / rows;  // each row group's tiles
+    const std::uint32_t max_columns = std::min(n, share);
+    const std::uint32_t max_depth = std::min(k, share);
+    std::set<std::uint32_t> column_options = powers_of_two_up_to(max_columns);
+    column_options.merge(divisors_up_to(n, max_columns));
+    const auto root = static_cast<std::uint32_t>(std::sqrt(static_cast<double>(share)));
+    for (std::uint32_t near : {root, root + 1})
+      if (near >= 1 && near <= max_columns) column_options.insert(near);
+    // Column counts that fill the tiles for the usual depth counts.
+    std::set<std::uint32_t> depth_options = powers_of_two_up_to(max_depth);
+    depth_options.merge(divisors_up_to(k, max_depth));
+    for (std::uint32_t depth : depth_options) column_options.insert(std::min(max_columns, share / depth));
+    column_options.insert(max_columns);
+
+    const std::set<std::uint32_t> depth_divisors = divisors_up_to(k, max_depth);
+    for (std::uint32_t columns : column_options) {
+      if (columns == 0) continue;
+      const std::uint32_t deepest = std::max(1u, std::min(k, share / columns));
+      // The deepest split uses every tile; an even divisor of k balances the chunks
+      // exactly; shallower splits trade reduction traffic for matmul time.
+      auto divisor = depth_divisors.upper_bound(deepest);
+      std::uint32_t power = 1;
+      while (power * 2 <= deepest) power *= 2;
+      for (std::uint32_t depth : {deepest, *std::prev(divisor), power, std::max(1u, deepest / 2), 1u}) {
+        // One-stage reductions, and two-stage ones in about sqrt(depth) blocks and in a few
+        // powers of two (clamped: duplicates and single blocks fold into the one-stage plan).
+        const auto root_blocks = static_cast<std::uint32_t>(std::lround(std::sqrt(static_cast<double>(depth))));
+        for (std::uint32_t blocks : {1u, root_blocks, 2u, 4u, 8u, 16u}) {
+          DenseCandidate candidate{columns, depth};
+          candidate.row_groups = rows;
+          candidate.reduction_blocks = clamp_reduction_blocks(candidate, blocks);
+          if (blocks != 1 && candidate.reduction_blocks == 1) continue;
+          for (InputSource input : op.x_pieces.empty() ? std::vector{InputSource::host_slices, InputSource::host_scatter}
+                                                       : std::vector{InputSource::distributed}) {
+            candidate.input = input;
+            candidates.insert(candidate);
+          }
         }
       }
     }
@@ -130,9 +134,21 @@ std::vector<DenseCandidate> pin_candidates(const std::vector<DenseCandidate>& ca
                                            std::uint32_t tiles, DensePins pins) {
   std::set<DenseCandidate> pinned;
   for (DenseCandidate candidate : candidates) {
-    if (pins.column_groups != 0) candidate.column_groups = std::min({pins.column_groups, op.n, tiles});
-    const std::uint32_t deepest = std::max(1u, std::min(op.k, tiles / candidate.column_groups));
-    candidate.depth_groups = std::min(pins.depth_groups != 0 ? pins.depth_groups : candidate.depth_groups, deepest);
+    // Pinned rows come first (columns and depth share their tiles); otherwise a candidate's
+    // own row groups give way to pinned columns and depth.
+    if (pins.row_groups != 0) candidate.row_groups = std::min({pins.row_groups, op.m, tiles});
+    if (pins.column_groups != 0)
+      candidate.column_groups =
+          std::min({pins.column_groups, op.n, pins.row_groups != 0 ? tiles / candidate.row_groups : tiles});
+    if (pins.depth_groups != 0) candidate.depth_groups = pins.depth_groups;
+    if (pins.row_groups == 0) {
+      const std::uint32_t depth = std::min(candidate.depth_groups, std::max(1u, std::min(op.k, tiles / candidate.column_groups)));
+      candidate.row_groups = std::max(1u, std::min(candidate.row_groups, tiles / (candidate.column_groups * depth)));
+    }
+    candidate.column_groups = std::min(candidate.column_groups, tiles / candidate.row_groups);
+    const std::uint32_t share = tiles / candidate.row_groups;
+    const std::uint32_t deepest = std::max(1u, std::min(op.k, share / candidate.column_groups));
+    candidate.depth_groups = std::min(candidate.depth_groups, deepest);
     candidate.serial_splits =
         clamp_serial_splits(op, candidate, pins.serial_splits != 0 ? pins.serial_splits : candidate.serial_splits);
     candidate.reduction_blocks = clamp_reduction_blocks(
@@ -169,14 +185,15 @@ std::vector<DenseCandidate> serial_candidates(const std::vector<DenseCandidate>&
 std::uint64_t screening_cycles(const DenseOp& op, DenseCandidate candidate, const Target& target) {
   const std::uint32_t column_groups = candidate.column_groups, depth_groups = candidate.depth_groups;
   const std::uint32_t widest = ceil_div(op.n, column_groups), deepest = ceil_div(op.k, depth_groups);
+  const std::uint32_t m = ceil_div(op.m, candidate.row_groups);  // the busiest tile's rows
   // Serial slices run one after another: every per-slice figure counts serial_splits times.
   const std::uint32_t slices = candidate.serial_splits, slice = ceil_div(widest, slices);
   std::uint64_t compute =
-      slices * codelet_cycles(matmul_codelet(op), std::vector<std::uint32_t>{op.m, deepest, slice}, target);
+      slices * codelet_cycles(matmul_codelet(op), std::vector<std::uint32_t>{m, deepest, slice}, target);
   std::uint64_t exchange = 0;
   std::uint32_t phases = 0, supersteps = 1;
 
-  const std::uint64_t x_bytes = std::uint64_t{op.m} * op.k * 4;
+  const std::uint64_t x_bytes = std::uint64_t{op.m} * op.k * 4;  // all rows
   const double host_rate = target.host_bytes_per_cycle > 0 ? target.host_bytes_per_cycle : 1.0;
   const bool host_input = op.x->kind == TensorKind::input;
   const std::vector<Piece> sources =
@@ -198,7 +215,7 @@ std::uint64_t screening_cycles(const DenseOp& op, DenseCandidate candidate, cons
       const std::uint64_t copies = std::uint64_t{last - first + 1} * (target.multicast ? 1 : column_groups);
       send = std::max<std::uint64_t>(send, copies * piece.row_count(op.m) * piece.cols);
     }
-    exchange += std::max<std::uint64_t>(send, std::uint64_t{op.m} * deepest);
+    exchange += std::max<std::uint64_t>(send, std::uint64_t{m} * deepest);
     ++phases;
   }
   if (candidate.reduction_blocks > 1) {
@@ -207,35 +224,35 @@ std::uint64_t screening_cycles(const DenseOp& op, DenseCandidate candidate, cons
     const std::uint32_t blocks = candidate.reduction_blocks;
     const std::uint32_t members = ceil_div(depth_groups, blocks), pieces = depth_groups / blocks;
     const std::uint32_t piece = ceil_div(widest, pieces), sub = ceil_div(piece, blocks);
-    exchange += std::max(std::uint64_t{op.m} * widest, std::uint64_t{op.m} * piece * members);
-    exchange += std::max(std::uint64_t{op.m} * (piece - piece / blocks), std::uint64_t{op.m} * sub * (blocks - 1));
+    exchange += std::max(std::uint64_t{m} * widest, std::uint64_t{m} * piece * members);
+    exchange += std::max(std::uint64_t{m} * (piece - piece / blocks), std::uint64_t{m} * sub * (blocks - 1));
     phases += 2;
     supersteps += 3;
-    compute += codelet_cycles(Codelet::reduce_add, std::vector<std::uint32_t>{members, op.m * piece}, target);
+    compute += codelet_cycles(Codelet::reduce_add, std::vector<std::uint32_t>{members, m * piece}, target);
     if (fused_reduction(op)) {
-      compute += codelet_cycles(Codelet::reduce_bias, std::vector<std::uint32_t>{blocks - 1, op.m, sub, sub, op.relu},
+      compute += codelet_cycles(Codelet::reduce_bias, std::vector<std::uint32_t>{blocks - 1, m, sub, sub, op.relu},
                                 target);
     } else {
-      compute += codelet_cycles(Codelet::copy, std::vector<std::uint32_t>{op.m * sub}, target);
-      compute += codelet_cycles(Codelet::reduce_add, std::vector<std::uint32_t>{blocks, op.m * sub}, target);
-      compute += epilogue_cycles(op, sub, target);
+      compute += codelet_cycles(Codelet::copy, std::vector<std::uint32_t>{m * sub}, target);
+      compute += codelet_cycles(Codelet::reduce_add, std::vector<std::uint32_t>{blocks, m * sub}, target);
+      compute += epilogue_cycles(op, m, sub, target);
     }
   } else if (depth_groups > 1) {
     const std::uint32_t piece = ceil_div(slice, depth_groups);
-    const std::uint64_t send = std::uint64_t{op.m} * (slice - slice / depth_groups);
-    const std::uint64_t receive = std::uint64_t{op.m} * piece * (depth_groups - 1);
+    const std::uint64_t send = std::uint64_t{m} * (slice - slice / depth_groups);
+    const std::uint64_t receive = std::uint64_t{m} * piece * (depth_groups - 1);
     exchange += slices * std::max(send, receive);
     phases += slices;
     supersteps += slices;
     if (fused_reduction(op)) {
       compute += slices * codelet_cycles(Codelet::reduce_bias,
-                                         std::vector<std::uint32_t>{depth_groups - 1, op.m, piece, slice, op.relu}, target);
+                                         std::vector<std::uint32_t>{depth_groups - 1, m, piece, slice, op.relu}, target);
     } else {
-      compute += slices * codelet_cycles(Codelet::reduce_add, std::vector<std::uint32_t>{depth_groups, op.m * piece}, target);
-      compute += slices * epilogue_cycles(op, piece, target);
+      compute += slices * codelet_cycles(Codelet::reduce_add, std::vector<std::uint32_t>{depth_groups, m * piece}, target);
+      compute += slices * epilogue_cycles(op, m, piece, target);
     }
   } else {
-    compute += epilogue_cycles(op, widest, target);
+    compute += epilogue_cycles(op, m, widest, target);
   }
   exchange += std::uint64_t{phases} * (target.exchange_phase_overhead + target.exchange_base_latency);
   return compute + exchange + std::uint64_t{supersteps} * target.sync_cycles;
@@ -249,30 +266,43 @@ std::vector<Piece> gather_sources(const DenseOp& op, DenseCandidate candidate, s
   return candidate.input == InputSource::host_scatter ? host_scatter_layout(op, candidate, tiles) : op.x_pieces;
 }
 
+/// The rows of x a piece holds.
+Range rows_of(const Piece& piece, std::uint32_t all_rows) { return {piece.row_begin, piece.row_count(all_rows)}; }
+
+/// How many of [a) and [b) overlap.
+std::uint32_t overlap(Range a, Range b) {
+  const std::uint32_t low = std::max(a.begin, b.begin), high = std::min(a.end(), b.end());
+  return high > low ? high - low : 0;
+}
+
 }  // namespace
 
 TileMapping::TileMapping(const DenseOp& op, DenseCandidate candidate, const Target& target)
     : candidate_(candidate), tiles_(target.tiles) {
   if (!candidate.rotated || candidate.transposed) return;
-  const std::uint32_t depth = candidate.depth_groups;
-  const std::vector<Range> depths = balanced_split(op.k, depth);
-  // Columns of x each tile already holds.
-  std::vector<std::vector<Range>> held(target.tiles);
-  for (const Piece& piece : gather_sources(op, candidate, target.tiles)) held[piece.tile].push_back({piece.col_begin, piece.cols});
-  // Per column group, the first rotation (of at most 64 tried) with the fewest held words.
-  rotation_.assign(candidate.column_groups, 0);
+  const std::uint32_t depth = candidate.depth_groups, columns = candidate.column_groups;
+  const std::vector<Range> depths = balanced_split(op.k, depth), rows = balanced_split(op.m, candidate.row_groups);
+  // The blocks of x (columns, rows) each tile already holds.
+  std::vector<std::vector<std::pair<Range, Range>>> held(target.tiles);
+  for (const Piece& piece : gather_sources(op, candidate, target.tiles))
+    held[piece.tile].push_back({{piece.col_begin, piece.cols}, rows_of(piece, op.m)});
+  // Per row and column group, the first rotation (of at most 64 tried) with the fewest held words.
+  rotation_.assign(std::size_t{candidate.row_groups} * columns, 0);
   const std::uint32_t tries = std::min(depth, 64u);
-  for (std::uint32_t c = 0; c < candidate.column_groups; ++c) {
-    std::uint64_t fewest = std::numeric_limits<std::uint64_t>::max();
-    for (std::uint32_t s = 0; s < tries && fewest != 0; ++s) {
-      std::uint64_t words = 0;
-      for (std::uint32_t g = 0; g < depth; ++g) {
-        const auto t = static_cast<std::uint32_t>((std::uint64_t{c} * depth + (g + s) % depth + candidate.tile_offset) % tiles_);
-        for (const Range& range : held[t])
-          words += std::max<std::int64_t>(0, std::int64_t{std::min(range.end(), depths[g].end())} -
-                                                 std::int64_t{std::max(range.begin, depths[g].begin)});
+  const std::uint64_t grid = std::uint64_t{columns} * depth;
+  for (std::uint32_t r = 0; r < candidate.row_groups; ++r) {
+    for (std::uint32_t c = 0; c < columns; ++c) {
+      std::uint64_t fewest = std::numeric_limits<std::uint64_t>::max();
+      for (std::uint32_t s = 0; s < tries && fewest != 0; ++s) {
+        std::uint64_t words = 0;
+        for (std::uint32_t g = 0; g < depth; ++g) {
+          const auto t = static_cast<std::uint32_t>((r * grid + std::uint64_t{c} * depth + (g + s) % depth +
+                                                     candidate.tile_offset) % tiles_);
+          for (const auto& [cols, held_rows] : held[t])
+            words += std::uint64_t{overlap(cols, depths[g])} * overlap(held_rows, rows[r]);
+        }
+        if (words < fewest) fewest = words, rotation_[std::size_t{r} * columns + c] = s;
       }
-      if (words < fewest) fewest = words, rotation_[c] = s;
     }
   }
 }
@@ -283,30 +313,36 @@ MappingLoad mapping_load(const DenseOp& op, DenseCandidate candidate, const Targ
   if (candidate.input == InputSource::host_slices) return load;
   const std::vector<Piece> sources = gather_sources(op, candidate, target.tiles);
   const std::vector<Range> depths = balanced_split(op.k, candidate.depth_groups);
+  const std::vector<Range> rows = balanced_split(op.m, candidate.row_groups);
   std::vector<std::uint64_t> received(target.tiles, 0), sent_by(target.tiles, 0), on_tile(target.tiles, 0);
   for (const Piece& piece : sources) {
     std::uint64_t sent = 0;
+    const Range piece_rows = rows_of(piece, op.m);
     const std::uint32_t first = balanced_part_of(op.k, candidate.depth_groups, piece.col_begin);
     const std::uint32_t last = balanced_part_of(op.k, candidate.depth_groups, piece.col_begin + piece.cols - 1);
     for (std::uint32_t g = first; g <= last; ++g) {
-      const std::uint32_t low = std::max(piece.col_begin, depths[g].begin);
-      const std::uint32_t high = std::min(piece.col_begin + piece.cols, depths[g].end());
-      const std::uint64_t words = std::uint64_t{op.m} * (high - low);
-      bool sends = false;
-      for (std::uint32_t c = 0; c < candidate.column_groups; ++c) {
-        const std::uint32_t tile = mapping.tile(c, g);
-        if (tile == piece.tile) {
-          // Rows move as one block only when contiguous on both sides.
-          const bool block = op.m == 1 || (high - low == piece.cols && high - low == depths[g].size);
-          on_tile[tile] += (block ? 1 : op.m) *
-                           codelet_cycles(Codelet::copy, std::vector<std::uint32_t>{block ? op.m * (high - low) : high - low}, target);
-          continue;
+      const std::uint32_t width = overlap({piece.col_begin, piece.cols}, depths[g]);
+      for (std::uint32_t r = 0; r < candidate.row_groups; ++r) {
+        const std::uint32_t row_count = overlap(piece_rows, rows[r]);
+        if (row_count == 0 || width == 0) continue;
+        const std::uint64_t words = std::uint64_t{row_count} * width;
+        bool sends = false;
+        for (std::uint32_t c = 0; c < candidate.column_groups; ++c) {
+          const std::uint32_t tile = mapping.tile(r, c, g);
+          if (tile == piece.tile) {
+            // Rows move as one block only when contiguous on both sides.
+            const bool block = row_count == 1 || (width == piece.cols && width == depths[g].size);
+            on_tile[tile] += (block ? 1 : row_count) *
+                             codelet_cycles(Codelet::copy, std::vector<std::uint32_t>{block ? row_count * width : width},
+                                            target);
+            continue;
+          }
+          sends = true;
+          received[tile] += words;
+          load.latency = std::max<std::uint64_t>(load.latency, target.latency(piece.tile, tile));
         }
-        sends = true;
-        received[tile] += words;
-        load.latency = std::max<std::uint64_t>(load.latency, target.latency(piece.tile, tile));
+        if (sends) sent += target.multicast ? words : words * candidate.column_groups;
       }
-      if (sends) sent += target.multicast ? words : words * candidate.column_groups;
     }
     sent_by[piece.tile] += sent;
   }
@@ -325,10 +361,17 @@ DenseFragment::DenseFragment(const DenseOp& op, DenseCandidate candidate, const 
       builder_(program, candidate.depth_groups <= 1       ? 1
                         : candidate.reduction_blocks > 1 ? 3
                                                          : 1 + candidate.serial_splits),
+      rows_(balanced_split(op.m, candidate.row_groups)),
       columns_(balanced_split(op.n, candidate.column_groups)),
       depths_(balanced_split(op.k, candidate.depth_groups)) {
   for (const Range& columns : columns_) slices_.push_back(balanced_split(columns.size, candidate.serial_splits));
   lay_out_buffers();
+}
+
+Piece DenseFragment::output_piece(std::uint32_t r, std::uint32_t tile, std::uint32_t col_begin, std::uint32_t cols,
+                                  std::uint32_t buffer) const {
+  if (rows_.size() == 1) return {tile, col_begin, cols, buffer};
+  return {tile, col_begin, cols, buffer, rows_[r].begin, rows_[r].size};
 }
 
 void DenseFragment::lay_out_buffers() {
@@ -338,7 +381,6 @@ void DenseFragment::lay_out_buffers() {
   const std::uint32_t alignment = std::max(target_.alignment, 8u);
   const Region fast = region_for(Region::interleaved, target_);
   const Region standard = region_for(Region::standard, target_);
-  const std::uint32_t m = op_.m;
 
   if (candidate_.input == InputSource::distributed) {
     for (Piece piece : op_.x_pieces) {
@@ -347,38 +389,41 @@ void DenseFragment::lay_out_buffers() {
     }
   } else if (candidate_.input == InputSource::host_scatter) {
     for (const Piece& piece : host_scatter_layout(op_, candidate_, target_.tiles)) {
-      const std::uint32_t buffer = builder_.create(op_.x->name + ".scatter", piece.tile, std::uint64_t{m} * piece.cols,
+      const std::uint32_t buffer = builder_.create(op_.x->name + ".scatter", piece.tile, std::uint64_t{op_.m} * piece.cols,
                                                    standard, alignment, lifetime_of(*op_.x));
-      builder_.host_slice(*op_.x, stream_kind_of(*op_.x), buffer, 0, m, piece.col_begin, piece.cols);
+      builder_.host_slice(*op_.x, stream_kind_of(*op_.x), buffer, 0, op_.m, piece.col_begin, piece.cols);
       x_pieces_.push_back({piece.tile, piece.col_begin, piece.cols, buffer});
     }
   }
 
-  groups_.reserve(columns_.size() * depths_.size());
-  for (std::uint32_t c = 0; c < columns_.size(); ++c) {
-    for (std::uint32_t g = 0; g < depth_groups; ++g) {
-      const std::uint32_t tile = mapping_.tile(c, g);
-      const Range cols = columns_[c], depth = depths_[g];
-      GroupBuffers group{tile, 0, kNoBuffer, {}, {0, 0}};
-      for (const Range& slice : slices_[c])
-        group.weights.push_back(builder_.create(op_.name + ".w", tile,
-                                                packed_words(std::uint64_t{depth.size} * slice.size, op_.w->dtype), fast,
-                                                matmul_alignment, lifetime_of(*op_.w)));
-      group.x_chunk = builder_.create(op_.name + ".x", tile, std::uint64_t{m} * depth.size, fast, matmul_alignment,
-                                      candidate_.input == InputSource::host_slices ? lifetime_of(*op_.x)
-                                                                                   : Lifetime::transient);
-      // balanced_split makes the first slice the widest.
-      const std::uint32_t widest_slice = slices_[c].front().size;
-      group.partials[0] = builder_.create(op_.name + ".partial", tile, std::uint64_t{m} * widest_slice, fast,
-                                          matmul_alignment, Lifetime::transient);
-      group.partials[1] = slices_[c].size() == 1 ? group.partials[0]
-                                                 : builder_.create(op_.name + ".partial", tile,
-                                                                   std::uint64_t{m} * widest_slice, fast,
-                                                                   matmul_alignment, Lifetime::transient);
-      if (depth_groups == 1 && op_.bias)
-        group.bias = builder_.create(op_.name + ".bias", tile, packed_words(cols.size, op_.bias->dtype), standard,
-                                     alignment, lifetime_of(*op_.bias));
-      groups_.push_back(group);
+  groups_.reserve(rows_.size() * columns_.size() * depths_.size());
+  for (std::uint32_t r = 0; r < rows_.size(); ++r) {
+    const std::uint32_t m = rows_[r].size;
+    for (std::uint32_t c = 0; c < columns_.size(); ++c) {
+      for (std::uint32_t g = 0; g < depth_groups; ++g) {
+        const std::uint32_t tile = mapping_.tile(r, c, g);
+        const Range cols = columns_[c], depth = depths_[g];
+        GroupBuffers group{r, tile, 0, kNoBuffer, {}, {0, 0}};
+        for (const Range& slice : slices_[c])
+          group.weights.push_back(builder_.create(op_.name + ".w", tile,
+                                                  packed_words(std::uint64_t{depth.size} * slice.size, op_.w->dtype),
+                                                  fast, matmul_alignment, lifetime_of(*op_.w)));
+        group.x_chunk = builder_.create(op_.name + ".x", tile, std::uint64_t{m} * depth.size, fast, matmul_alignment,
+                                        candidate_.input == InputSource::host_slices ? lifetime_of(*op_.x)
+                                                                                     : Lifetime::transient);
+        // balanced_split makes the first slice the widest.
+        const std::uint32_t widest_slice = slices_[c].front().size;
+        group.partials[0] = builder_.create(op_.name + ".partial", tile, std::uint64_t{m} * widest_slice, fast,
+                                            matmul_alignment, Lifetime::transient);
+        group.partials[1] = slices_[c].size() == 1 ? group.partials[0]
+                                                   : builder_.create(op_.name + ".partial", tile,
+                                                                     std::uint64_t{m} * widest_slice, fast,
+                                                                     matmul_alignment, Lifetime::transient);
+        if (depth_groups == 1 && op_.bias)
+          group.bias = builder_.create(op_.name + ".bias", tile, packed_words(cols.size, op_.bias->dtype), standard,
+                                       alignment, lifetime_of(*op_.bias));
+        groups_.push_back(group);
+      }
     }
   }
   if (depth_groups == 1) return;
@@ -386,85 +431,93 @@ void DenseFragment::lay_out_buffers() {
   // Reduce-scatter: depth group g' of column group c owns piece g' of each slice's columns.
   // With a bias the fused reduce_bias reads the owner's own partial in place.
   const std::uint32_t slots = fused_reduction(op_) ? depth_groups - 1 : depth_groups;
-  for (std::uint32_t c = 0; c < columns_.size(); ++c) {
-    std::vector<std::vector<Range>> pieces;  // per slice
-    for (const Range& slice : slices_[c]) pieces.push_back(balanced_split(slice.size, depth_groups));
-    for (std::uint32_t owner = 0; owner < depth_groups; ++owner) {
-      // One reduce buffer serves every slice: slice s+1's partials arrive after slice s is reduced.
-      const std::uint32_t widest_piece = pieces.front()[owner].size;
-      if (widest_piece == 0) continue;  // fewer columns than depth groups
-      const std::uint32_t tile = mapping_.tile(c, owner);
-      const std::uint32_t reduce = builder_.create(op_.name + ".reduce", tile, std::uint64_t{slots} * m * widest_piece,
-                                                   standard, alignment, Lifetime::transient);
-      const GroupBuffers& own = groups_[c * depth_groups + owner];
-      for (std::uint32_t s = 0; s < pieces.size(); ++s) {
-        const Range piece = pieces[s][owner];
-        if (piece.size == 0) continue;
-        OwnedPiece owned{c, owner, tile, s, piece, reduce, 0, kNoBuffer, matmul_superstep(s) + 1, depth_groups,
-                         {own.partials[s % 2], piece.begin}, slices_[c][s].size, 0, 0};
-        owned.out = builder_.create(op_.name + ".out", tile, std::uint64_t{m} * piece.size, standard,
-                                    alignment, Lifetime::transient);
-        if (op_.bias)
-          owned.bias = builder_.create(op_.name + ".bias", tile, packed_words(piece.size, op_.bias->dtype), standard,
-                                       alignment, lifetime_of(*op_.bias));
-        pieces_.push_back(owned);
+  for (std::uint32_t r = 0; r < rows_.size(); ++r) {
+    const std::uint32_t m = rows_[r].size;
+    for (std::uint32_t c = 0; c < columns_.size(); ++c) {
+      std::vector<std::vector<Range>> pieces;  // per slice
+      for (const Range& slice : slices_[c]) pieces.push_back(balanced_split(slice.size, depth_groups));
+      for (std::uint32_t owner = 0; owner < depth_groups; ++owner) {
+        // One reduce buffer serves every slice: slice s+1's partials arrive after slice s is reduced.
+        const std::uint32_t widest_piece = pieces.front()[owner].size;
+        if (widest_piece == 0) continue;  // fewer columns than depth groups
+        const GroupBuffers& own = group(r, c, owner);
+        const std::uint32_t reduce = builder_.create(op_.name + ".reduce", own.tile,
+                                                     std::uint64_t{slots} * m * widest_piece, standard, alignment,
+                                                     Lifetime::transient);
+        for (std::uint32_t s = 0; s < pieces.size(); ++s) {
+          const Range piece = pieces[s][owner];
+          if (piece.size == 0) continue;
+          OwnedPiece owned{r, c, owner, own.tile, s, piece, reduce, 0, kNoBuffer, matmul_superstep(s) + 1, depth_groups,
+                           {own.partials[s % 2], piece.begin}, slices_[c][s].size, 0, 0};
+          owned.out = builder_.create(op_.name + ".out", own.tile, std::uint64_t{m} * piece.size, standard, alignment,
+                                      Lifetime::transient);
+          if (op_.bias)
+            owned.bias = builder_.create(op_.name + ".bias", own.tile, packed_words(piece.size, op_.bias->dtype),
+                                         standard, alignment, lifetime_of(*op_.bias));
+          pieces_.push_back(owned);
+        }
       }
     }
   }
 }
 
-// Two-stage reduction of column group c over blocks B_0..B_{R-1} of its depth groups. Its
+// Two-stage reduction of a column group over blocks B_0..B_{R-1} of its depth groups. Its
 // columns are cut into P stage pieces (P: the smallest block's size). Stage one: holder
-// (r, j), depth group B_r.begin + j, receives block r-1's partials of piece j (mod R: a
+// (b, j), depth group B_b.begin + j, receives block b-1's partials of piece j (mod R: a
 // holder never sums its own partial, which the exchange could not send it) and sums them.
-// Stage two: the R holders of piece j reduce-scatter it, holder r owning sub-piece r. Stage
+// Stage two: the R holders of piece j reduce-scatter it, holder b owning sub-piece b. Stage
 // buffers are laid out sub-piece by sub-piece, so each sub-piece's sum is contiguous.
 void DenseFragment::lay_out_two_stage() {
-  const std::uint32_t blocks = candidate_.reduction_blocks, m = op_.m;
+  const std::uint32_t blocks = candidate_.reduction_blocks;
   const std::uint32_t alignment = std::max(target_.alignment, 8u);
   const Region standard = region_for(Region::standard, target_);
   const bool fused = fused_reduction(op_);
   blocks_ = balanced_split(candidate_.depth_groups, blocks);
   stage_piece_count_ = blocks_.back().size;  // balanced_split puts the larger blocks first
-  for (std::uint32_t c = 0; c < columns_.size(); ++c) {
-    const std::vector<Range> pieces = balanced_split(columns_[c].size, stage_piece_count_);
-    for (std::uint32_t r = 0; r < blocks; ++r) {
-      const std::uint32_t summed = blocks_[(r + blocks - 1) % blocks].size;
-      for (std::uint32_t j = 0; j < stage_piece_count_; ++j) {
-        StagePiece stage{c, r, j, mapping_.tile(c, blocks_[r].begin + j), pieces[j], kNoBuffer, kNoBuffer};
-        if (pieces[j].size != 0) {
-          stage.reduce = builder_.create(op_.name + ".reduce", stage.tile, std::uint64_t{summed} * m * pieces[j].size,
-                                         standard, alignment, Lifetime::transient);
-          stage.sum = builder_.create(op_.name + ".sum", stage.tile, std::uint64_t{m} * pieces[j].size, standard,
-                                      alignment, Lifetime::transient);
+  for (std::uint32_t r = 0; r < rows_.size(); ++r) {
+    const std::uint32_t m = rows_[r].size;
+    for (std::uint32_t c = 0; c < columns_.size(); ++c) {
+      const std::vector<Range> pieces = balanced_split(columns_[c].size, stage_piece_count_);
+      for (std::uint32_t b = 0; b < blocks; ++b) {
+        const std::uint32_t summed = blocks_[(b + blocks - 1) % blocks].size;
+        for (std::uint32_t j = 0; j < stage_piece_count_; ++j) {
+          StagePiece stage{r, c, b, j, group(r, c, blocks_[b].begin + j).tile, pieces[j], kNoBuffer, kNoBuffer};
+          if (pieces[j].size != 0) {
+            stage.reduce = builder_.create(op_.name + ".reduce", stage.tile,
+                                           std::uint64_t{summed} * m * pieces[j].size, standard, alignment,
+                                           Lifetime::transient);
+            stage.sum = builder_.create(op_.name + ".sum", stage.tile, std::uint64_t{m} * pieces[j].size, standard,
+                                        alignment, Lifetime::transient);
+          }
+          stage_pieces_.push_back(stage);
         }
-        stage_pieces_.push_back(stage);
       }
-    }
-    for (std::uint32_t j = 0; j < stage_piece_count_; ++j) {
-      const std::vector<Range> subs = balanced_split(pieces[j].size, blocks);
-      for (std::uint32_t r = 0; r < blocks; ++r) {
-        if (subs[r].size == 0) continue;  // a piece narrower than the blocks
-        const StagePiece& holder = stage_piece(c, r, j);
-        const std::uint32_t slots = fused ? blocks - 1 : blocks;
-        OwnedPiece owned{c, blocks_[r].begin + j, holder.tile, 0, {pieces[j].begin + subs[r].begin, subs[r].size}, 0, 0, kNoBuffer, 3, blocks,
-                         {holder.sum, m * subs[r].begin}, subs[r].size, r, j};
-        owned.reduce = builder_.create(op_.name + ".reduce", holder.tile, std::uint64_t{slots} * m * subs[r].size,
-                                       standard, alignment, Lifetime::transient);
-        owned.out = builder_.create(op_.name + ".out", holder.tile, std::uint64_t{m} * subs[r].size, standard, alignment,
-                                    Lifetime::transient);
-        if (op_.bias)
-          owned.bias = builder_.create(op_.name + ".bias", holder.tile, packed_words(subs[r].size, op_.bias->dtype),
-                                       standard, alignment, lifetime_of(*op_.bias));
-        pieces_.push_back(owned);
+      for (std::uint32_t j = 0; j < stage_piece_count_; ++j) {
+        const std::vector<Range> subs = balanced_split(pieces[j].size, blocks);
+        for (std::uint32_t b = 0; b < blocks; ++b) {
+          if (subs[b].size == 0) continue;  // a piece narrower than the blocks
+          const StagePiece& holder = stage_piece(r, c, b, j);
+          const std::uint32_t slots = fused ? blocks - 1 : blocks;
+          OwnedPiece owned{r, c, blocks_[b].begin + j, holder.tile, 0, {pieces[j].begin + subs[b].begin, subs[b].size},
+                           0, 0, kNoBuffer, 3, blocks, {holder.sum, m * subs[b].begin}, subs[b].size, b, j};
+          owned.reduce = builder_.create(op_.name + ".reduce", holder.tile, std::uint64_t{slots} * m * subs[b].size,
+                                         standard, alignment, Lifetime::transient);
+          owned.out = builder_.create(op_.name + ".out", holder.tile, std::uint64_t{m} * subs[b].size, standard,
+                                      alignment, Lifetime::transient);
+          if (op_.bias)
+            owned.bias = builder_.create(op_.name + ".bias", holder.tile, packed_words(subs[b].size, op_.bias->dtype),
+                                         standard, alignment, lifetime_of(*op_.bias));
+          pieces_.push_back(owned);
+        }
       }
     }
   }
 }
 
 void DenseFragment::gather_x(const GroupBuffers& group, Range depth) {
+  const Range rows = rows_[group.row_group];
   if (candidate_.input == InputSource::host_slices) {
-    builder_.host_slice(*op_.x, stream_kind_of(*op_.x), group.x_chunk, 0, op_.m, depth.begin, depth.size);
+    builder_.host_slice(*op_.x, stream_kind_of(*op_.x), group.x_chunk, rows.begin, rows.size, depth.begin, depth.size);
     return;
   }
   // Pieces are sorted by column: start at the first one ending after depth.begin.
@@ -474,29 +527,29 @@ void DenseFragment::gather_x(const GroupBuffers& group, Range depth) {
   for (; piece != x_pieces_.end() && piece->col_begin < depth.end(); ++piece) {
     const std::uint32_t low = std::max(piece->col_begin, depth.begin);
     const std::uint32_t high = std::min(piece->col_begin + piece->cols, depth.end());
-    if (low >= high) continue;  // a block of a later column range sorted among earlier ones
-    // A column piece fills every row; a 2-D block its own rows.
-    builder_.move_rows(0, {piece->buffer, low - piece->col_begin}, piece->cols,
-                       {group.x_chunk, piece->row_begin * depth.size + low - depth.begin}, depth.size,
-                       piece->row_count(op_.m), high - low);
+    // The piece's rows in this row group (a column piece holds every row, a 2-D block its own).
+    const Range held = rows_of(*piece, op_.m);
+    const std::uint32_t row_low = std::max(held.begin, rows.begin), row_high = std::min(held.end(), rows.end());
+    if (low >= high || row_low >= row_high) continue;  // a block of other rows, or of a later column range
+    builder_.move_rows(0, {piece->buffer, (row_low - held.begin) * piece->cols + low - piece->col_begin}, piece->cols,
+                       {group.x_chunk, (row_low - rows.begin) * depth.size + low - depth.begin}, depth.size,
+                       row_high - row_low, high - low);
   }
 }
 
-void DenseFragment::epilogue(std::uint32_t superstep, std::uint32_t tile, std::uint32_t values,
+void DenseFragment::epilogue(std::uint32_t superstep, std::uint32_t tile, std::uint32_t rows, std::uint32_t values,
                              std::uint32_t bias_buffer, std::uint32_t col_begin, std::uint32_t cols) {
   if (op_.bias) {
     builder_.host_slice(*op_.bias, stream_kind_of(*op_.bias), bias_buffer, 0, 1, col_begin, cols);
-    builder_.call(superstep, tile, bias_codelet(op_), {{values, 0}, {bias_buffer, 0}},
-                  {op_.m, cols, op_.relu ? 1u : 0u});
+    builder_.call(superstep, tile, bias_codelet(op_), {{values, 0}, {bias_buffer, 0}}, {rows, cols, op_.relu ? 1u : 0u});
   } else if (op_.relu) {
-    builder_.call(superstep, tile, Codelet::relu, {{values, 0}}, {op_.m * cols});
+    builder_.call(superstep, tile, Codelet::relu, {{values, 0}}, {rows * cols});
   }
 }
 
 Fragment DenseFragment::build() && {
   const std::uint32_t depth_groups = candidate_.depth_groups;
   const std::uint32_t slices = candidate_.serial_splits;
-  const std::uint32_t m = op_.m;
   builder_.label(0, op_.name + ".gather");
   if (slices == 1) {
     builder_.label(1, op_.name + ".matmul");
@@ -507,25 +560,24 @@ Fragment DenseFragment::build() && {
                                                  : fmt::format("{}.reduce{}+matmul{}", op_.name, s - 1, s));
     builder_.label(matmul_superstep(slices), fmt::format("{}.reduce{}", op_.name, slices - 1));
   }
-  Distribution output{m, {}};
+  Distribution output{op_.m, {}};
 
-  for (std::uint32_t c = 0; c < columns_.size(); ++c) {
-    for (std::uint32_t g = 0; g < depth_groups; ++g) {
-      const GroupBuffers& group = groups_[c * depth_groups + g];
-      const Range cols = columns_[c], depth = depths_[g];
-      gather_x(group, depth);
-      for (std::uint32_t s = 0; s < slices_[c].size(); ++s) {
-        const Range slice = slices_[c][s];
-        builder_.host_slice(*op_.w, stream_kind_of(*op_.w), group.weights[s], depth.begin, depth.size,
-                            cols.begin + slice.begin, slice.size);
-        builder_.call(matmul_superstep(s), group.tile, matmul_codelet(op_),
-                      {{group.x_chunk, 0}, {group.weights[s], 0}, {group.partials[s % 2], 0}},
-                      {m, depth.size, slice.size});
-      }
-      if (depth_groups == 1) {  // no serial splits: the partials are the output
-        epilogue(1, group.tile, group.partials[0], group.bias, cols.begin, cols.size);
-        output.pieces.push_back({group.tile, cols.begin, cols.size, group.partials[0]});
-      }
+  for (const GroupBuffers& group : groups_) {
+    const std::uint32_t index = static_cast<std::uint32_t>(&group - groups_.data());
+    const std::uint32_t c = index / depth_groups % columns_.size(), g = index % depth_groups;
+    const std::uint32_t m = rows_[group.row_group].size;
+    const Range cols = columns_[c], depth = depths_[g];
+    gather_x(group, depth);
+    for (std::uint32_t s = 0; s < slices_[c].size(); ++s) {
+      const Range slice = slices_[c][s];
+      builder_.host_slice(*op_.w, stream_kind_of(*op_.w), group.weights[s], depth.begin, depth.size,
+                          cols.begin + slice.begin, slice.size);
+      builder_.call(matmul_superstep(s), group.tile, matmul_codelet(op_),
+                    {{group.x_chunk, 0}, {group.weights[s], 0}, {group.partials[s % 2], 0}}, {m, depth.size, slice.size});
+    }
+    if (depth_groups == 1) {  // no serial splits: the partials are the output
+      epilogue(1, group.tile, m, group.partials[0], group.bias, cols.begin, cols.size);
+      output.pieces.push_back(output_piece(group.row_group, group.tile, cols.begin, cols.size, group.partials[0]));
     }
   }
 
@@ -536,14 +588,13 @@ Fragment DenseFragment::build() && {
     // slot [g][row] of the owner's reduce buffer, in the exchange after the slice's matmul.
     // (With a bias the owner's own partial stays in place: slots skip the owner.)
     for (const OwnedPiece& owned : pieces_) {
-      const std::uint32_t width = slices_[owned.column_group][owned.slice].size;
+      const std::uint32_t width = slices_[owned.column_group][owned.slice].size, m = rows_[owned.row_group].size;
       for (std::uint32_t g = 0; g < depth_groups; ++g) {
         if (fused_reduction(op_) && g == owned.owner_depth_group) continue;
         const std::uint32_t slot = fused_reduction(op_) && g > owned.owner_depth_group ? g - 1 : g;
-        const GroupBuffers& sender = groups_[owned.column_group * depth_groups + g];
+        const GroupBuffers& sender = group(owned.row_group, owned.column_group, g);
         builder_.move_rows(matmul_superstep(owned.slice), {sender.partials[owned.slice % 2], owned.columns.begin}, width,
-                           {owned.reduce, slot * m * owned.columns.size}, owned.columns.size, m,
-                           owned.columns.size);
+                           {owned.reduce, slot * m * owned.columns.size}, owned.columns.size, m, owned.columns.size);
       }
     }
   }
@@ -551,23 +602,24 @@ Fragment DenseFragment::build() && {
   std::vector<TensorDistribution> made;
   made.push_back({op_.output_index, std::move(output)});
   if (candidate_.input == InputSource::host_scatter)
-    made.push_back({op_.x_index, Distribution{m, x_pieces_}});
+    made.push_back({op_.x_index, Distribution{op_.m, x_pieces_}});
   return builder_.finish(std::move(made));
 }
 
 void DenseFragment::build_two_stage() {
-  const std::uint32_t blocks = candidate_.reduction_blocks, depth_groups = candidate_.depth_groups, m = op_.m;
+  const std::uint32_t blocks = candidate_.reduction_blocks;
   const bool fused = fused_reduction(op_);
   builder_.label(2, op_.name + ".reduce.stage1");
   builder_.label(3, op_.name + ".reduce.stage2");
-  // Stage one, in the matmul's exchange: block r-1's partials of piece j to holder (r, j),
+  // Stage one, in the matmul's exchange: block b-1's partials of piece j to holder (b, j),
   // slot by slot, sub-piece by sub-piece; summed in superstep 2.
   for (const StagePiece& stage : stage_pieces_) {
     if (stage.columns.size == 0) continue;
     const Range summed = blocks_[(stage.block + blocks - 1) % blocks];
     const std::uint32_t width = columns_[stage.column_group].size, piece = stage.columns.size;
+    const std::uint32_t m = rows_[stage.row_group].size;
     for (std::uint32_t slot = 0; slot < summed.size; ++slot) {
-      const GroupBuffers& sender = groups_[stage.column_group * depth_groups + summed.begin + slot];
+      const GroupBuffers& sender = group(stage.row_group, stage.column_group, summed.begin + slot);
       for (const Range& sub : balanced_split(piece, blocks))
         if (sub.size != 0)
           builder_.move_rows(1, {sender.partials[0], stage.columns.begin + sub.begin}, width,
@@ -577,23 +629,21 @@ void DenseFragment::build_two_stage() {
   }
   // Stage two, in superstep 2's exchange: every other holder of the piece sends its sum of
   // the owner's sub-piece (a contiguous block). With a bias the owner's own sum stays in
-  // place; without, it is copied into slot r on the tile.
+  // place; without, it is copied into slot b on the tile.
   for (const OwnedPiece& owned : pieces_) {
-    const std::uint32_t sub = owned.columns.size;
-    for (std::uint32_t r = 0; r < blocks; ++r) {
-      if (fused && r == owned.block) continue;
-      const std::uint32_t slot = fused && r > owned.block ? r - 1 : r;
-      const StagePiece& holder = stage_piece(owned.column_group, r, owned.stage_piece);
-      builder_.move_rows(2, {holder.sum, owned.own.word_offset}, m * sub, {owned.reduce, slot * m * sub}, m * sub, 1,
-                         m * sub);
+    const std::uint32_t words = rows_[owned.row_group].size * owned.columns.size;
+    for (std::uint32_t b = 0; b < blocks; ++b) {
+      if (fused && b == owned.block) continue;
+      const std::uint32_t slot = fused && b > owned.block ? b - 1 : b;
+      const StagePiece& holder = stage_piece(owned.row_group, owned.column_group, b, owned.stage_piece);
+      builder_.move_rows(2, {holder.sum, owned.own.word_offset}, words, {owned.reduce, slot * words}, words, 1, words);
     }
   }
 }
 
 void DenseFragment::reduce_owned_pieces(Distribution& output) {
-  const std::uint32_t m = op_.m;
   for (const OwnedPiece& owned : pieces_) {
-    const std::uint32_t piece = owned.columns.size;
+    const std::uint32_t piece = owned.columns.size, m = rows_[owned.row_group].size;
     const Range slice = slices_[owned.column_group][owned.slice];
     const std::uint32_t col_begin = columns_[owned.column_group].begin + slice.begin + owned.columns.begin;
     if (fused_reduction(op_)) {
@@ -604,9 +654,9 @@ void DenseFragment::reduce_owned_pieces(Distribution& output) {
     } else {
       builder_.call(owned.superstep, owned.tile, Codelet::reduce_add, {{owned.reduce, 0}, {owned.out, 0}},
                     {owned.parts, m * piece});
-      epilogue(owned.superstep, owned.tile, owned.out, owned.bias, col_begin, piece);
+      epilogue(owned.superstep, owned.tile, m, owned.out, owned.bias, col_begin, piece);
     }
-    output.pieces.push_back({owned.tile, col_begin, piece, owned.out});
+    output.pieces.push_back(output_piece(owned.row_group, owned.tile, col_begin, piece, owned.out));
   }
 }
 

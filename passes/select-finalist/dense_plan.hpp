@@ -58,25 +58,31 @@ struct DenseCandidate {
   /// Group (c, g) on tile g * column_groups + c (+ offset): depth groups in blocks, so a
   /// whole block can be moved off the tiles holding its x (the reduction spreads out).
   bool transposed = false;
+  /// m split into this many row groups, each with the whole column x depth grid of groups
+  /// on its own tiles: x chunks, partials and outputs shrink by the factor, the weights are
+  /// held once per row group. (Last, so that plans without it order as before.)
+  std::uint32_t row_groups = 1;
   auto operator<=>(const DenseCandidate&) const = default;
 };
 
-/// Which tile runs group (c, g): tile (c * depth + (g + rotation[c]) mod depth + offset) mod tiles.
+/// Which tile runs group (r, c, g) of row group r: tile (r * C * D + c * D + (g + rotation[r, c])
+/// mod D + offset) mod tiles (transposed: r * C * D + g * C + c + offset).
 class TileMapping {
 public:
   TileMapping(const DenseOp& op, DenseCandidate candidate, const Target& target);
-  std::uint32_t tile(std::uint32_t c, std::uint32_t g) const {
-    const std::uint32_t depth = candidate_.depth_groups;
+  std::uint32_t tile(std::uint32_t r, std::uint32_t c, std::uint32_t g) const {
+    const std::uint64_t depth = candidate_.depth_groups, grid = depth * candidate_.column_groups;
     if (candidate_.transposed)
-      return static_cast<std::uint32_t>((std::uint64_t{g} * candidate_.column_groups + c + candidate_.tile_offset) % tiles_);
-    const std::uint32_t slot = rotation_.empty() ? g : (g + rotation_[c]) % depth;
-    return static_cast<std::uint32_t>((std::uint64_t{c} * depth + slot + candidate_.tile_offset) % tiles_);
+      return static_cast<std::uint32_t>((r * grid + std::uint64_t{g} * candidate_.column_groups + c + candidate_.tile_offset) %
+                                        tiles_);
+    const std::uint64_t slot = rotation_.empty() ? g : (g + rotation_[std::uint64_t{r} * candidate_.column_groups + c]) % depth;
+    return static_cast<std::uint32_t>((r * grid + c * depth + slot + candidate_.tile_offset) % tiles_);
   }
 
 private:
   DenseCandidate candidate_;
   std::uint32_t tiles_;
-  std::vector<std::uint32_t> rotation_;  ///< per column group; empty when not rotated
+  std::vector<std::uint32_t> rotation_;  ///< per row and column group; empty when not rotated
 };
 
 /// How a tile mapping loads the gather of x: the most words a tile sends or receives over
@@ -98,15 +104,19 @@ std::vector<Piece> scatter_layout(std::uint32_t columns, std::uint32_t tiles);
 /// the chunk to every column group; op.scatter_layout when x is not split in depth.
 std::vector<Piece> host_scatter_layout(const DenseOp& op, DenseCandidate candidate, std::uint32_t tiles);
 
-/// Column-group counts from powers of two, divisors of n, values near sqrt(tiles) and
+/// Row-group counts from powers of two up to m; for each, over its share of the tiles,
+/// column-group counts from powers of two, divisors of n, values near sqrt(tiles) and
 /// tiles / (depth-group counts); for each, the deepest split that fits the tiles and a few
-/// shallower ones; each with every input source the op allows. Sorted, without duplicates.
+/// shallower ones; each with one- and two-stage reductions and every input source the op
+/// allows. Sorted, without duplicates.
 std::vector<DenseCandidate> enumerate_dense_candidates(const DenseOp& op, std::uint32_t tiles);
 
 /// A dense op's pins (0: not pinned).
 struct DensePins {
-  std::uint32_t column_groups = 0, depth_groups = 0, serial_splits = 0, reduction_blocks = 0;
-  bool any() const { return column_groups != 0 || depth_groups != 0 || serial_splits != 0 || reduction_blocks != 0; }
+  std::uint32_t column_groups = 0, depth_groups = 0, serial_splits = 0, reduction_blocks = 0, row_groups = 0;
+  bool any() const {
+    return column_groups != 0 || depth_groups != 0 || serial_splits != 0 || reduction_blocks != 0 || row_groups != 0;
+  }
 };
 
 /// The candidates with their fields replaced by the pinned ones, clamped so they fit the op
@@ -146,7 +156,7 @@ public:
 
 private:
   struct GroupBuffers {
-    std::uint32_t tile, x_chunk, bias;
+    std::uint32_t row_group, tile, x_chunk, bias;
     std::vector<std::uint32_t> weights;  ///< per serial slice
     /// Slice s multiplies into partials[s % 2]: with serial splits the next slice's matmul
     /// runs while this one's reduction still reads the owner's partial in place.
@@ -155,7 +165,7 @@ private:
   /// A piece of the output: its owner receives the parts of it into `reduce` and reduces
   /// them (with the epilogue) into `out` in `superstep`.
   struct OwnedPiece {
-    std::uint32_t column_group, owner_depth_group, tile, slice;
+    std::uint32_t row_group, column_group, owner_depth_group, tile, slice;
     Range columns;  ///< relative to the slice
     std::uint32_t reduce, out, bias;
     std::uint32_t superstep, parts;  ///< parts: received ones plus the owner's own
@@ -166,7 +176,7 @@ private:
   /// Two-stage reductions: holder (block r, piece j) of a column group, the depth group
   /// blocks[r].begin + j, first sums block (r - 1) mod R's partials of stage piece j.
   struct StagePiece {
-    std::uint32_t column_group, block, piece, tile;
+    std::uint32_t row_group, column_group, block, piece, tile;
     Range columns;  ///< relative to the column group
     std::uint32_t reduce, sum;  ///< laid out sub-piece by sub-piece (see lay_out_two_stage)
   };
@@ -177,13 +187,20 @@ private:
   void lay_out_two_stage();
   void build_two_stage();
   void reduce_owned_pieces(Distribution& output);
-  const StagePiece& stage_piece(std::uint32_t c, std::uint32_t block, std::uint32_t piece) const {
-    return stage_pieces_[(std::uint64_t{c} * candidate_.reduction_blocks + block) * stage_piece_count_ + piece];
+  const StagePiece& stage_piece(std::uint32_t r, std::uint32_t c, std::uint32_t block, std::uint32_t piece) const {
+    const std::uint64_t column_group = std::uint64_t{r} * columns_.size() + c;
+    return stage_pieces_[(column_group * candidate_.reduction_blocks + block) * stage_piece_count_ + piece];
+  }
+  const GroupBuffers& group(std::uint32_t r, std::uint32_t c, std::uint32_t g) const {
+    return groups_[(std::uint64_t{r} * columns_.size() + c) * depths_.size() + g];
   }
   void gather_x(const GroupBuffers& group, Range depth);
+  /// An output piece of row group r (every row without row groups, as before them).
+  Piece output_piece(std::uint32_t r, std::uint32_t tile, std::uint32_t col_begin, std::uint32_t cols,
+                     std::uint32_t buffer) const;
   /// x's pieces in fragment buffers (existing or made for host_scatter), sorted by column.
   std::vector<Piece> x_pieces_;
-  void epilogue(std::uint32_t superstep, std::uint32_t tile, std::uint32_t values,
+  void epilogue(std::uint32_t superstep, std::uint32_t tile, std::uint32_t rows, std::uint32_t values,
                 std::uint32_t bias_buffer, std::uint32_t col_begin, std::uint32_t cols);
   static constexpr std::uint32_t kNoBuffer = 0xffffffffu;
 
@@ -192,12 +209,12 @@ private:
   const Target& target_;
   TileMapping mapping_;
   FragmentBuilder builder_;
-  std::vector<Range> columns_, depths_;
+  std::vector<Range> rows_, columns_, depths_;
   std::vector<std::vector<Range>> slices_;  ///< per column group: its serial slices, relative to it
-  std::vector<GroupBuffers> groups_;  ///< index c * depth_groups + g
+  std::vector<GroupBuffers> groups_;  ///< index (r * column_groups + c) * depth_groups + g
   std::vector<OwnedPiece> pieces_;    ///< reduce-scatter owners (depth_groups > 1), final stage
   std::vector<Range> blocks_;         ///< depth groups per reduction block (two-stage only)
-  std::vector<StagePiece> stage_pieces_;  ///< index (c * blocks + r) * stage pieces + j
+  std::vector<StagePiece> stage_pieces_;  ///< index ((r * C + c) * blocks + block) * stage pieces + j
   std::uint32_t stage_piece_count_ = 0;   ///< stage pieces per column group: the smallest block's size
 };
 

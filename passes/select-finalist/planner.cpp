@@ -111,6 +111,7 @@ public:
     if (Status status = resolve_pins(model); !status.ok) return status;
     for (std::uint32_t i = 0; i < graph_.ops.size(); ++i) {
       const Op& op = graph_.ops[i];
+      reserve_ = later_weights(i);
       Status status = is_block_op(graph_, op) ? plan_block(i)
                       : op.kind == OpKind::dense || op.kind == OpKind::matmul ? plan_dense(i)
                                                                               : plan_elementwise(i);
@@ -118,6 +119,12 @@ public:
     }
     return plan_outputs();
   }
+
+  /// The first op that fit no plan after an earlier op held its weights once per row group
+  /// (those copies may be what crowded it out).
+  std::optional<std::uint32_t> starved_op() const { return starved_op_; }
+  /// The most row groups a selected dense plan has.
+  std::uint32_t most_row_groups() const { return most_row_groups_; }
 
 private:
   /// Matches each `plans` entry to its dense op: the op's output, or a tensor of the model
@@ -192,11 +199,38 @@ private:
     return bytes;
   }
 
+  /// The weights that ops after `op_index` read and no op up to it does, spread evenly over
+  /// the tiles (the least any plan of theirs can put on a tile): a plan of this op must leave
+  /// room for them, or a plan that holds its weights once per row group could starve the
+  /// later ops. Matmul right operands go to the interleaved region, the rest to standard.
+  TileBytes later_weights(std::uint32_t op_index) const {
+    std::vector<bool> read_before(graph_.tensors.size(), false), counted(graph_.tensors.size(), false);
+    for (std::uint32_t i = 0; i <= op_index; ++i)
+      for (std::uint32_t input : graph_.ops[i].inputs) read_before[input] = true;
+    TileBytes reserve;
+    for (std::uint32_t i = op_index + 1; i < graph_.ops.size(); ++i) {
+      const Op& op = graph_.ops[i];
+      for (std::size_t slot = 0; slot < op.inputs.size(); ++slot) {
+        const std::uint32_t input = op.inputs[slot];
+        const Tensor& t = tensor(input);
+        if (t.kind != TensorKind::weight || read_before[input] || counted[input]) continue;
+        counted[input] = true;
+        const std::uint64_t bytes = packed_words(static_cast<std::uint64_t>(t.elements()), t.dtype) * 4;
+        const bool matmul_operand = slot == 1 && (op.kind == OpKind::dense || op.kind == OpKind::matmul);
+        (matmul_operand ? reserve.interleaved : reserve.standard) += (bytes + target_.tiles - 1) / target_.tiles;
+      }
+    }
+    return reserve;
+  }
+
   /// The busiest tile's bytes with the candidate's buffers added, or kDoesNotFit when some
-  /// tile overflows a region. Conservative: it treats all of them as live together.
+  /// tile overflows a region (less the later ops' weights, reserve_). Conservative: it treats
+  /// all of them as live together.
   std::uint64_t peak_if_fits(const std::vector<TileBytes>& resident, const std::vector<TileBytes>& added) const {
-    const std::uint64_t standard_capacity = target_.interleaved_start;
-    const std::uint64_t interleaved_capacity = target_.memory_bytes - target_.interleaved_start;
+    const std::uint64_t standard_capacity = target_.interleaved_start - std::min(reserve_.standard, target_.interleaved_start);
+    const std::uint64_t interleaved_capacity =
+        target_.memory_bytes - target_.interleaved_start -
+        std::min(reserve_.interleaved, target_.memory_bytes - target_.interleaved_start);
     std::uint64_t peak = 0;
     for (std::uint32_t tile = 0; tile < target_.tiles; ++tile) {
       const std::uint64_t standard = resident[tile].standard + added[tile].standard;
@@ -252,7 +286,7 @@ private:
     std::vector<std::uint64_t> key = {op.m, op.k, op.n, op.relu, kind(op.x), kind(op.w), kind(op.bias),
                                       op.first_superstep, candidate.column_groups, candidate.depth_groups,
                                       static_cast<std::uint64_t>(candidate.input), candidate.serial_splits,
-                                      candidate.reduction_blocks, candidate.tile_offset,
+                                      candidate.reduction_blocks, candidate.row_groups, candidate.tile_offset,
                                       candidate.rotated, candidate.transposed};
     for (const Piece& piece : op.x_pieces) {
       const Buffer& buffer = program_.buffers[piece.buffer];
@@ -388,27 +422,32 @@ private:
     // Screen every enumerated candidate cheaply, then build and cost the best that fit.
     std::vector<std::pair<std::uint64_t, DenseCandidate>> screened;
     std::vector<DenseCandidate> candidates = enumerate_dense_candidates(dense, target_.tiles);
-    DensePins pins{options_.column_groups, options_.depth_groups, options_.serial_splits, options_.reduction_blocks};
+    DensePins pins{options_.column_groups, options_.depth_groups, options_.serial_splits, options_.reduction_blocks,
+                   options_.row_groups};
     if (auto pinned = pins_.find(op_index); pinned != pins_.end()) {
       const OpPin& pin = pinned->second.second;
-      if (pin.column_groups != 0) pins.column_groups = pin.column_groups;
-      if (pin.depth_groups != 0) pins.depth_groups = pin.depth_groups;
-      if (pin.serial_splits != 0) pins.serial_splits = pin.serial_splits;
-      if (pin.reduction_blocks != 0) pins.reduction_blocks = pin.reduction_blocks;
-      // The same clamping as pin_candidates: to the op's columns and depth and the tiles (0: free).
-      const std::uint32_t column_groups = pins.column_groups, depth_groups = pins.depth_groups;
-      const std::uint32_t used_columns = column_groups ? std::min({column_groups, dense.n, target_.tiles}) : 0;
+      for (auto [field, value] : {std::pair{&pins.column_groups, pin.column_groups}, {&pins.depth_groups, pin.depth_groups},
+                                  {&pins.serial_splits, pin.serial_splits}, {&pins.reduction_blocks, pin.reduction_blocks},
+                                  {&pins.row_groups, pin.row_groups}})
+        if (value != 0) *field = value;
+      // The same clamping as pin_candidates: rows to the op and tiles, columns and depth to
+      // the op and the row groups' share of the tiles (0: free).
+      const std::uint32_t row_groups = pins.row_groups, column_groups = pins.column_groups, depth_groups = pins.depth_groups;
+      const std::uint32_t used_rows = row_groups ? std::min({row_groups, dense.m, target_.tiles}) : 0;
+      const std::uint32_t share = target_.tiles / std::max(1u, used_rows);
+      const std::uint32_t used_columns = column_groups ? std::min({column_groups, dense.n, share}) : 0;
       const std::uint32_t used_depth =
-          depth_groups && used_columns ? std::min(depth_groups, std::max(1u, std::min(dense.k, target_.tiles / used_columns)))
-          : depth_groups               ? std::min(depth_groups, std::max(1u, std::min(dense.k, target_.tiles)))
-                                       : 0;
+          depth_groups ? std::min(depth_groups, std::max(1u, std::min(dense.k, share / std::max(1u, used_columns)))) : 0;
       // Serial splits and reduction blocks clamp per candidate: logged as asked.
-      context_.info("pinned operator plan op={} name={} column_groups={} depth_groups={} requested_column_groups={} "
-                    "requested_depth_groups={} clamped={} serial_splits={} reduction_blocks={}",
-                    op_index, pinned->second.first, used_columns, used_depth, column_groups, depth_groups,
-                    used_columns != column_groups || used_depth != depth_groups, pins.serial_splits,
-                    pins.reduction_blocks);
+      context_.info("pinned operator plan op={} name={} column_groups={} depth_groups={} row_groups={} "
+                    "requested_column_groups={} requested_depth_groups={} requested_row_groups={} clamped={} "
+                    "serial_splits={} reduction_blocks={}",
+                    op_index, pinned->second.first, used_columns, used_depth, used_rows, column_groups, depth_groups,
+                    row_groups, used_columns != column_groups || used_depth != depth_groups || used_rows != row_groups,
+                    pins.serial_splits, pins.reduction_blocks);
     }
+    if (options_.max_row_groups != 0)  // planning again with fewer copies of the weights
+      std::erase_if(candidates, [&](const DenseCandidate& c) { return c.row_groups > options_.max_row_groups; });
     if (pins.any()) candidates = pin_candidates(candidates, dense, target_.tiles, pins);
     // Screens candidates cheaply, best first, keeping max_candidates; returns how many there were.
     auto screen = [&](const std::vector<DenseCandidate>& all) {
@@ -460,9 +499,10 @@ private:
           }
           CostedCandidate& entry = *trials[i].costed;
           ++costed;
-          context_.logger.debug("{}: costed operator plan op={} column_groups={} depth_groups={} serial_splits={} "
-                                "reduction_blocks={} input={} screening_cycles={} estimated_cycles={} host_input_cycles={}",
-                                context_.span, op_index, candidate.column_groups, candidate.depth_groups,
+          context_.logger.debug("{}: costed operator plan op={} column_groups={} depth_groups={} row_groups={} "
+                                "serial_splits={} reduction_blocks={} input={} screening_cycles={} estimated_cycles={} "
+                                "host_input_cycles={}",
+                                context_.span, op_index, candidate.column_groups, candidate.depth_groups, candidate.row_groups,
                                 candidate.serial_splits, candidate.reduction_blocks, input_source_name(candidate.input),
                                 screening,
                                 entry.estimate.total(), entry.host_input_cycles);
@@ -490,6 +530,7 @@ private:
     }
 
     if (finalists.empty()) {
+      if (most_row_groups_ > 1 && !starved_op_) starved_op_ = op_index;
       if (!smallest || smallest->first == kDoesNotFit)
         return Status::failure(fmt::format("{}: model does not fit: every plan of {} '{}' needs a buffer of "
                                            "4 GiB or more on one tile; use a target with more tiles",
@@ -497,8 +538,9 @@ private:
       // Nothing fits: carry on with the smallest plan so place-storage reports every tile
       // over, with its buffers, which says far more than a refusal here could.
       context_.logger.warn("{}: no operator plan fits in tile memory op={} column_groups={} depth_groups={} "
-                           "serial_splits={} reduction_blocks={} peak_tile_bytes={} memory_bytes={}",
+                           "row_groups={} serial_splits={} reduction_blocks={} peak_tile_bytes={} memory_bytes={}",
                            context_.span, op_index, smallest->second.column_groups, smallest->second.depth_groups,
+                           smallest->second.row_groups,
                            smallest->second.serial_splits, smallest->second.reduction_blocks, smallest->first,
                            target_.memory_bytes);
       finalists.push_back(cost(0, dense, smallest->second, smallest->first,
@@ -514,11 +556,11 @@ private:
       if (!finalist.fragment) finalist.fragment = DenseFragment(dense, finalist.candidate, program_, target_).build();
       refine(worker, finalist);
       notes[i].info("retained operator-plan finalist op={} finalist={} column_groups={} depth_groups={} "
-                    "serial_splits={} reduction_blocks={} input={} estimated_cycles={} estimated_exchange_cycles={} "
+                    "row_groups={} serial_splits={} reduction_blocks={} input={} estimated_cycles={} estimated_exchange_cycles={} "
                     "host_input_cycles={} refined_cycles={} refined_exchange_cycles={} peak_tile_bytes={} "
                     "peak_standard_bytes={} peak_interleaved_bytes={}",
                     op_index, i, finalist.candidate.column_groups, finalist.candidate.depth_groups,
-                    finalist.candidate.serial_splits, finalist.candidate.reduction_blocks,
+                    finalist.candidate.row_groups, finalist.candidate.serial_splits, finalist.candidate.reduction_blocks,
                     input_source_name(finalist.candidate.input),
                     finalist.estimate.total(), finalist.estimate.exchange_cycles, finalist.host_input_cycles,
                     finalist.refined_cycles, finalist.refined_exchange_cycles, finalist.peak_tile_bytes,
@@ -533,12 +575,13 @@ private:
     auto best = std::min_element(finalists.begin(), finalists.end(), [](const auto& a, const auto& b) {
       return a.refined_cycles < b.refined_cycles;
     });
-    context_.info("selected operator plan op={} finalist={} column_groups={} depth_groups={} serial_splits={} "
-                  "reduction_blocks={} input={} estimated_cycles={} estimated_exchange_cycles={}",
+    context_.info("selected operator plan op={} finalist={} column_groups={} depth_groups={} row_groups={} "
+                  "serial_splits={} reduction_blocks={} input={} estimated_cycles={} estimated_exchange_cycles={}",
                   op_index, best - finalists.begin(), best->candidate.column_groups, best->candidate.depth_groups,
-                  best->candidate.serial_splits, best->candidate.reduction_blocks, input_source_name(best->candidate.input),
+                  best->candidate.row_groups, best->candidate.serial_splits, best->candidate.reduction_blocks, input_source_name(best->candidate.input),
                   best->refined_cycles,
                   best->refined_exchange_cycles);
+    most_row_groups_ = std::max(most_row_groups_, best->candidate.row_groups);
     record(commit_fragment(std::move(*best->fragment), program_, whole_program_buffers_));
     return Status::success();
   }
@@ -688,6 +731,9 @@ private:
   std::vector<std::uint32_t> readers_;                      ///< per tensor: ops reading it
   std::vector<bool> is_output_;
   std::vector<std::uint32_t> whole_program_buffers_;
+  TileBytes reserve_;  ///< per tile, for the weights of the ops not planned yet (later_weights)
+  std::uint32_t most_row_groups_ = 1;  ///< of the selected dense plans: above 1, weights are held more than once
+  std::optional<std::uint32_t> starved_op_;
   std::map<std::uint32_t, std::pair<std::string, OpPin>> pins_;  ///< op index -> (name used, pin)
   struct KnownCost {
     CostEstimate estimate;
@@ -701,11 +747,47 @@ private:
 
 }  // namespace
 
+namespace {
+
+/// Tiles whose buffers in some region overflow it when no two of them share bytes. A
+/// matmul's operands never share a memory element (place-storage), which can leave up to one
+/// element of the interleaved region partly empty: it is counted as used.
+std::uint32_t tiles_over_without_reuse(const Program& program, const Target& target) {
+  std::vector<TileBytes> bytes(target.tiles);
+  for (const Buffer& buffer : program.buffers)
+    (buffer.region == Region::interleaved ? bytes[buffer.tile].interleaved : bytes[buffer.tile].standard) +=
+        aligned_bytes(buffer);
+  const std::uint64_t standard = target.interleaved_start, interleaved = target.memory_bytes - target.interleaved_start;
+  return static_cast<std::uint32_t>(std::count_if(bytes.begin(), bytes.end(), [&](const TileBytes& tile) {
+    const std::uint64_t separation = tile.interleaved > 0 ? target.memory_element_bytes : 0;
+    return tile.standard > standard || tile.interleaved + separation > interleaved;
+  }));
+}
+
+}  // namespace
+
 Status plan_program(const Graph& graph, const Graph& model, PassContext& context, const PlannerOptions& options,
                     Program& program, PackageEstimates& estimates) {
   program = Program{};
-  Planner planner(graph, context, options, program);
-  if (Status status = planner.plan(model); !status.ok) return status;
+  auto planner = std::make_unique<Planner>(graph, context, options, program);
+  if (Status status = planner->plan(model); !status.ok) return status;
+  // Weights held once per row group are worth it only with room to spare: when they left a
+  // later op no plan, or the program fits only if place-storage reuses freed bytes
+  // perfectly, plan again with at most half the row groups (ops pinned otherwise keep their
+  // pins), down to one, as planning did before row groups.
+  for (PlannerOptions capped = options; options.row_groups == 0;) {
+    const auto starved = planner->starved_op();
+    const std::uint32_t most = planner->most_row_groups();
+    const std::uint32_t crowded = most > 1 ? tiles_over_without_reuse(program, context.target) : 0;
+    if (!starved && crowded == 0) break;
+    capped.max_row_groups = std::max(1u, most / 2);
+    context.info("re-planning with fewer row groups max_row_groups={} starved_op={} tiles_over_without_reuse={}",
+                 capped.max_row_groups, starved ? fmt::format("{}", *starved) : "none", crowded);
+    program = Program{};
+    planner = std::make_unique<Planner>(graph, context, capped, program);
+    if (Status status = planner->plan(model); !status.ok) return status;
+    if (capped.max_row_groups == 1) break;
+  }
   const CostEstimate total = context.cost_model.estimate(program, context.target);
   estimates.estimated_cycles = total.total();
   estimates.estimated_exchange_cycles = total.exchange_cycles;

@@ -10,7 +10,7 @@ namespace tessera::select_finalist {
 
 /// One op's pinned split from the `plans` option (0: not pinned, the global pin or the planner decides).
 struct OpPin {
-  std::uint32_t column_groups = 0, depth_groups = 0, serial_splits = 0, reduction_blocks = 0;
+  std::uint32_t column_groups = 0, depth_groups = 0, serial_splits = 0, reduction_blocks = 0, row_groups = 0;
   std::string place;  ///< pipeline file:line:column of the op's name
 };
 
@@ -26,6 +26,8 @@ struct PlannerOptions {
   std::uint32_t depth_groups = 0;       ///< pins every dense op's depth groups (0: free)
   std::uint32_t serial_splits = 0;      ///< pins every dense op's serial splits (0: free)
   std::uint32_t reduction_blocks = 0;   ///< pins every dense op's reduction blocks (0: free, 1: one stage)
+  std::uint32_t row_groups = 0;         ///< pins every dense op's row groups (0: free)
+  std::uint32_t max_row_groups = 0;     ///< candidates with more row groups are dropped (0: none); set when re-planning
   /// Per-op pins by a tensor name the dense op produces in the model as written.
   std::map<std::string, OpPin> plans;
 };

@@ -37,10 +37,11 @@ Status parse_plans(const tessera::MapOption& option, std::map<std::string, OpPin
                               : key == "depth_groups"  ? &pin.depth_groups
                               : key == "serial_splits" ? &pin.serial_splits
                               : key == "reduction_blocks" ? &pin.reduction_blocks
+                              : key == "row_groups"    ? &pin.row_groups
                                                        : nullptr;
       if (!target)
         return Status::failure(fmt::format("{}: unknown field '{}' in the plan of op '{}' (fields: column_groups, "
-                                           "depth_groups, serial_splits, reduction_blocks)", place(field.first), key, name));
+                                           "depth_groups, row_groups, serial_splits, reduction_blocks)", place(field.first), key, name));
       const std::string text = field.second.IsScalar() ? field.second.Scalar() : "";
       std::uint64_t value = 0;
       const auto [end, error] = std::from_chars(text.data(), text.data() + text.size(), value);
@@ -73,11 +74,14 @@ constexpr TesseraOptionSpec kOptions[] = {
     {"serial_splits", "int", "0",
      "pin every depth-split dense op's serial splits: its columns in this many slices multiplied one after another, "
      "for less temporary memory (0: the planner chooses, 1 unless nothing else fits; clamped to the narrowest column group)"},
+    {"row_groups", "int", "0",
+     "pin every dense op's row groups: its rows (m) split over this many groups of tiles, each holding the weights "
+     "(0: the planner chooses; clamped to the op's rows and the tiles)"},
     {"reduction_blocks", "int", "0",
      "pin every depth-split dense op's reduction: 1 for one stage, R > 1 for two (the depth groups summed in R blocks "
      "first, then across the blocks; 0: the planner chooses; clamped to depth_groups / 2, and 1 with serial splits)"},
     {"plans", "map", "{}",
-     "pin ops' splits: {OP: {column_groups: C, depth_groups: D, serial_splits: S, reduction_blocks: R}}, OP the op's output tensor in the "
+     "pin ops' splits: {OP: {column_groups: C, depth_groups: D, row_groups: G, serial_splits: S, reduction_blocks: R}}, OP the op's output tensor in the "
      "model (or a tensor lower-mid fused into it); clamped to the op and tiles like the global pins"},
 };
 
@@ -115,6 +119,9 @@ public:
     const std::int64_t reduction_blocks = options.get_int("reduction_blocks");
     if (reduction_blocks < 0 || reduction_blocks > 1000000) return pin_out_of_range("reduction_blocks", reduction_blocks);
     options_.reduction_blocks = static_cast<std::uint32_t>(reduction_blocks);
+    const std::int64_t row_groups = options.get_int("row_groups");
+    if (row_groups < 0 || row_groups > 1000000) return pin_out_of_range("row_groups", row_groups);
+    options_.row_groups = static_cast<std::uint32_t>(row_groups);
     options_.column_groups = static_cast<std::uint32_t>(column_groups);
     options_.depth_groups = static_cast<std::uint32_t>(depth_groups);
     options_.finalists = static_cast<std::uint32_t>(finalists);

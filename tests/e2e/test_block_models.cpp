@@ -20,7 +20,8 @@ namespace {
 Package compile_small(TempDir& dir, const std::string& model) {
   const std::string package_file = (dir.path() / (model + ".tpkg")).string();
   auto compiled = run_command({tessera_binary(), "compile", source_path("configs/models/" + model + ".yaml"), "-p",
-                               pipeline_copy(dir, source_path("configs/pipelines/small.yaml"), "greedy", "greedy"),
+                               pipeline_copy(dir, source_path("configs/pipelines/small.yaml"), "{finalists: 2}",
+                                             "{finalists: 2, row_groups: 1}"),
                                "-o", package_file});
   INFO(compiled.err.substr(compiled.err.size() > 4000 ? compiled.err.size() - 4000 : 0));
   REQUIRE(compiled.exit_code == 0);
@@ -86,9 +87,9 @@ TEST_CASE("float16 weights pass within the float16 tolerance and a corrupted hal
 TEST_CASE("products gather one-column pieces transposed, whole columns a copy, and stay exact",
           "[e2e][transformer]") {
   TempDir dir;
-  // Depth-heavy projections to 16 columns come out one column per tile on t16, so both
-  // products gather their second operand column by column (q k^T then runs as a plain matmul,
-  // s v as matmul_transposed).
+  // Depth-heavy projections to 16 columns come out one column per tile on t16 (one row
+  // group pinned: row groups would make them 2-D blocks), so both products gather their
+  // second operand column by column (q k^T then runs as a plain matmul, s v as matmul_transposed).
   const std::string model = dir.write("narrow.yaml", "model: narrow-products\nseed: 9\ntensors:\n"
                                                      "  - {name: x, shape: [64, 128], kind: input}\n"
                                                      "  - {name: wq, shape: [128, 16], kind: weight, scale: 0.25}\n"
@@ -103,7 +104,8 @@ TEST_CASE("products gather one-column pieces transposed, whole columns a copy, a
                                                      "outputs: [c]\n");
   const std::string package_file = (dir.path() / "narrow.tpkg").string();
   auto compiled = run_command({tessera_binary(), "compile", model, "-p",
-                               pipeline_copy(dir, source_path("configs/pipelines/small.yaml"), "greedy", "greedy"),
+                               pipeline_copy(dir, source_path("configs/pipelines/small.yaml"), "{finalists: 2}",
+                                             "{finalists: 2, row_groups: 1}"),
                                "-o", package_file});
   INFO(compiled.err.substr(compiled.err.size() > 4000 ? compiled.err.size() - 4000 : 0));
   REQUIRE(compiled.exit_code == 0);
