@@ -239,7 +239,8 @@ private:
                        peak - live.begin(), fmt::join(shown, ", "));
   }
 
-  /// Every tile over, each with what it needs, by how much, and per region what takes the space.
+  /// Every tile over: the worst ones each with what it needs, by how much, and per region what
+  /// takes the space; the others by tile range and how much over.
   static Status does_not_fit(const tessera::CompilationState& state, const tessera::Target& target,
                              const std::vector<TilePlacement>& tiles, const std::vector<std::uint32_t>& over,
                              const std::vector<std::vector<std::uint32_t>>& by_tile) {
@@ -255,7 +256,14 @@ private:
     for (const tessera::HostStream& stream : state.program.streams)
       for (const tessera::HostSlice& slice : stream.slices)
         if (slice.destination.buffer < tensor_of.size()) tensor_of[slice.destination.buffer] = stream.tensor;
-    for (std::uint32_t tile : over) {
+    // The worst tiles in full, the worst first; the rest as tile ranges with how much over.
+    constexpr std::size_t kTilesShown = 16;
+    std::vector<std::uint32_t> shown = over;
+    std::stable_sort(shown.begin(), shown.end(),
+                     [&](std::uint32_t a, std::uint32_t b) { return tiles[a].over() > tiles[b].over(); });
+    std::vector<std::uint32_t> rest(shown.begin() + std::min(shown.size(), kTilesShown), shown.end());
+    shown.resize(std::min(shown.size(), kTilesShown));
+    for (std::uint32_t tile : shown) {
       const TilePlacement& placement = tiles[tile];
       message += fmt::format(
           "\n  tile {} needs {} bytes ({} over): {}; {}", tile, target.memory_bytes + placement.over(), placement.over(),
@@ -263,6 +271,20 @@ private:
                            placement.interleaved_used, interleaved_capacity),
           region_breakdown(state.program, tensor_of, by_tile[std::size_t{tile} * 2], "standard", placement.standard_used,
                            target.interleaved_start));
+    }
+    if (!rest.empty()) {
+      std::sort(rest.begin(), rest.end());
+      std::uint64_t least = tiles[rest.front()].over(), most = least;
+      std::vector<std::string> ranges;
+      for (std::size_t i = 0; i < rest.size();) {
+        std::size_t j = i;
+        while (j + 1 < rest.size() && rest[j + 1] == rest[j] + 1) ++j;
+        ranges.push_back(i == j ? fmt::format("{}", rest[i]) : fmt::format("{}-{}", rest[i], rest[j]));
+        for (std::size_t k = i; k <= j; ++k) least = std::min(least, tiles[rest[k]].over()), most = std::max(most, tiles[rest[k]].over());
+        i = j + 1;
+      }
+      message += fmt::format("\n  and {} more tile{} over by {} to {} bytes: {}", rest.size(), rest.size() == 1 ? "" : "s",
+                             least, most, fmt::join(ranges, ", "));
     }
     message += fmt::format("\nfix: use a target with more tiles or more memory per tile than '{}', or a smaller model",
                            target.name);
