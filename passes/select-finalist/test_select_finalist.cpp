@@ -42,6 +42,32 @@ std::map<std::string, int> check_weights_covered_evenly(const Graph& model, cons
   return copies;
 }
 
+/// What every planned program must be: valid for its target, each weight element written
+/// evenly (returned per tensor), and the model's outputs to float32 accuracy.
+std::map<std::string, int> check_planned_program(const PassBench& bench) {
+  REQUIRE(verify_program(bench.state.program, bench.state.target) == "");
+  std::map<std::string, int> copies = check_weights_covered_evenly(bench.state.model, bench.state.program);
+  const auto outputs = tessera::testing::execute_program(bench.state.program, bench.state.model);
+  CHECK(tessera::testing::max_relative_error(outputs, tessera::testing::reference_outputs(bench.state.model)) < 1e-5);
+  return copies;
+}
+
+/// Three rows, a deep, uneven reduction (k = 70) into 5 columns with a float32 bias, then
+/// 5 into 9 without one: depth splits leave reduce-scatter pieces empty and chunks uneven.
+std::string deep_model(const TempDir& dir) {
+  return dir.write("deep.yaml", "model: deep\nseed: 11\ntensors:\n"
+                                "  - {name: x, shape: [3, 70], kind: input}\n"
+                                "  - {name: w0, shape: [70, 5], kind: weight, scale: 0.3}\n"
+                                "  - {name: b0, shape: [5], kind: weight}\n"
+                                "  - {name: w1, shape: [5, 9], kind: weight}\n"
+                                "ops:\n"
+                                "  - {op: matmul, inputs: [x, w0], output: h}\n"
+                                "  - {op: add, inputs: [h, b0], output: a}\n"
+                                "  - {op: relu, inputs: [a], output: y}\n"
+                                "  - {op: matmul, inputs: [y, w1], output: z}\n"
+                                "outputs: [z]\n");
+}
+
 std::string model_file(const TempDir& dir, const std::string& ops, const std::string& outputs) {
   return dir.write("m.yaml", "model: m\nseed: 5\ntensors:\n"
                              "  - {name: x, shape: [3, 40], kind: input}\n"
@@ -103,17 +129,7 @@ TEST_CASE("select-finalist plans every split of a dense op correctly", "[select-
   TempDir dir;
   // A deep, uneven reduction (k = 70) into few columns (5, then 9 without bias): depth
   // splits leave some reduce-scatter pieces empty, and chunks differ in size.
-  const std::string model = dir.write("deep.yaml", "model: deep\nseed: 11\ntensors:\n"
-                                                   "  - {name: x, shape: [3, 70], kind: input}\n"
-                                                   "  - {name: w0, shape: [70, 5], kind: weight, scale: 0.3}\n"
-                                                   "  - {name: b0, shape: [5], kind: weight}\n"
-                                                   "  - {name: w1, shape: [5, 9], kind: weight}\n"
-                                                   "ops:\n"
-                                                   "  - {op: matmul, inputs: [x, w0], output: h}\n"
-                                                   "  - {op: add, inputs: [h, b0], output: a}\n"
-                                                   "  - {op: relu, inputs: [a], output: y}\n"
-                                                   "  - {op: matmul, inputs: [y, w1], output: z}\n"
-                                                   "outputs: [z]\n");
+  const std::string model = deep_model(dir);
   std::set<std::string> sources;
   std::set<std::pair<std::uint64_t, std::uint64_t>> splits;
   // A slow host link makes replicated input slices expensive, so host_scatter wins too.
@@ -128,10 +144,7 @@ TEST_CASE("select-finalist plans every split of a dense op correctly", "[select-
       options.values["column_groups"] = columns;
       options.values["depth_groups"] = depth;
       REQUIRE(bench.run("select-finalist", options).ok);
-      REQUIRE(verify_program(bench.state.program, bench.state.target) == "");
-      check_weights_covered_evenly(bench.state.model, bench.state.program);
-      const auto outputs = tessera::testing::execute_program(bench.state.program, bench.state.model);
-      CHECK(tessera::testing::max_relative_error(outputs, tessera::testing::reference_outputs(bench.state.model)) < 1e-5);
+      check_planned_program(bench);
       for (const std::string& line : bench.log_lines("selected operator plan")) {
         splits.emplace(log_field(line, "column_groups"), log_field(line, "depth_groups"));
         sources.insert(line.substr(line.find(" input=") + 7, line.find(' ', line.find(" input=") + 1) - line.find(" input=") - 7));
@@ -226,10 +239,7 @@ TEST_CASE("select-finalist serial splits keep every weight element once and veri
   options.values["depth_groups"] = std::int64_t{4};
   options.values["serial_splits"] = std::int64_t{3};
   REQUIRE(bench.run("select-finalist", options).ok);
-  REQUIRE(verify_program(bench.state.program, bench.state.target) == "");
-  check_weights_covered_evenly(bench.state.model, bench.state.program);
-  const auto outputs = tessera::testing::execute_program(bench.state.program, bench.state.model);
-  CHECK(tessera::testing::max_relative_error(outputs, tessera::testing::reference_outputs(bench.state.model)) < 1e-5);
+  check_planned_program(bench);
   const auto selected = bench.log_lines("selected operator plan");
   REQUIRE(selected.size() == 2);
   for (const std::string& line : selected) {
@@ -249,17 +259,7 @@ TEST_CASE("select-finalist two-stage reductions compute the outputs for every bl
   TempDir dir;
   // k = 70 into 5 columns (float32 bias: reduce_bias in stage two) and 5 into 9 without a
   // bias (reduce_add): uneven blocks, stage pieces narrower than the blocks, empty pieces.
-  const std::string model = dir.write("deep.yaml", "model: deep\nseed: 11\ntensors:\n"
-                                                   "  - {name: x, shape: [3, 70], kind: input}\n"
-                                                   "  - {name: w0, shape: [70, 5], kind: weight, scale: 0.3}\n"
-                                                   "  - {name: b0, shape: [5], kind: weight}\n"
-                                                   "  - {name: w1, shape: [5, 9], kind: weight}\n"
-                                                   "ops:\n"
-                                                   "  - {op: matmul, inputs: [x, w0], output: h}\n"
-                                                   "  - {op: add, inputs: [h, b0], output: a}\n"
-                                                   "  - {op: relu, inputs: [a], output: y}\n"
-                                                   "  - {op: matmul, inputs: [y, w1], output: z}\n"
-                                                   "outputs: [z]\n");
+  const std::string model = deep_model(dir);
   std::set<std::uint64_t> blocks_used;
   for (std::int64_t columns : {1, 2, 3})
     for (std::int64_t depth : {4, 5, 7, 16})
@@ -272,10 +272,7 @@ TEST_CASE("select-finalist two-stage reductions compute the outputs for every bl
         options.values["depth_groups"] = depth;
         options.values["reduction_blocks"] = blocks;
         REQUIRE(bench.run("select-finalist", options).ok);
-        REQUIRE(verify_program(bench.state.program, bench.state.target) == "");
-        check_weights_covered_evenly(bench.state.model, bench.state.program);
-        const auto outputs = tessera::testing::execute_program(bench.state.program, bench.state.model);
-        CHECK(tessera::testing::max_relative_error(outputs, tessera::testing::reference_outputs(bench.state.model)) < 1e-5);
+        check_planned_program(bench);
         for (const std::string& line : bench.log_lines("selected operator plan")) {
           const std::uint64_t used_depth = log_field(line, "depth_groups"), used = log_field(line, "reduction_blocks");
           // Clamped to depth_groups / 2 (every block two depth groups or more); one stage below 4.
@@ -294,17 +291,7 @@ TEST_CASE("select-finalist row groups hold the weights once per row group and co
           "[select-finalist][rows]") {
   TempDir dir;
   // Three rows: two row groups split them unevenly (2 + 1), three give each group one row.
-  const std::string model = dir.write("deep.yaml", "model: deep\nseed: 11\ntensors:\n"
-                                                   "  - {name: x, shape: [3, 70], kind: input}\n"
-                                                   "  - {name: w0, shape: [70, 5], kind: weight, scale: 0.3}\n"
-                                                   "  - {name: b0, shape: [5], kind: weight}\n"
-                                                   "  - {name: w1, shape: [5, 9], kind: weight}\n"
-                                                   "ops:\n"
-                                                   "  - {op: matmul, inputs: [x, w0], output: h}\n"
-                                                   "  - {op: add, inputs: [h, b0], output: a}\n"
-                                                   "  - {op: relu, inputs: [a], output: y}\n"
-                                                   "  - {op: matmul, inputs: [y, w1], output: z}\n"
-                                                   "outputs: [z]\n");
+  const std::string model = deep_model(dir);
   for (std::int64_t rows : {2, 3})
     for (auto [columns, depth] : {std::pair<std::int64_t, std::int64_t>{1, 1}, {2, 2}, {1, 5}})
       for (const char* extra : {"", "serial_splits", "reduction_blocks"}) {
@@ -317,10 +304,7 @@ TEST_CASE("select-finalist row groups hold the weights once per row group and co
         options.values["depth_groups"] = depth;
         if (*extra) options.values[extra] = std::int64_t{2};
         REQUIRE(bench.run("select-finalist", options).ok);
-        REQUIRE(verify_program(bench.state.program, bench.state.target) == "");
-        const std::map<std::string, int> copies = check_weights_covered_evenly(bench.state.model, bench.state.program);
-        const auto outputs = tessera::testing::execute_program(bench.state.program, bench.state.model);
-        CHECK(tessera::testing::max_relative_error(outputs, tessera::testing::reference_outputs(bench.state.model)) < 1e-5);
+        const std::map<std::string, int> copies = check_planned_program(bench);
         const auto selected = bench.log_lines("selected operator plan");
         REQUIRE(selected.size() == 2);
         CHECK(log_field(selected[0], "row_groups") == std::uint64_t(rows));
