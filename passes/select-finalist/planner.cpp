@@ -745,10 +745,6 @@ private:
   unsigned cost_threads_ = 1;  ///< workers that cost candidates: each with a cost model of its own
 };
 
-}  // namespace
-
-namespace {
-
 /// Tiles whose buffers in some region overflow it when no two of them share bytes. A
 /// matmul's operands never share a memory element (place-storage), which can leave up to one
 /// element of the interleaved region partly empty: it is counted as used.
