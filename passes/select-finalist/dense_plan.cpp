@@ -473,14 +473,14 @@ void DenseFragment::lay_out_two_stage() {
   const Region standard = region_for(Region::standard, target_);
   const bool fused = fused_reduction(op_);
   blocks_ = balanced_split(candidate_.depth_groups, blocks);
-  stage_piece_count_ = blocks_.back().size;  // balanced_split puts the larger blocks first
+  const std::uint32_t stage_pieces = stage_piece_count();
   for (std::uint32_t r = 0; r < rows_.size(); ++r) {
     const std::uint32_t m = rows_[r].size;
     for (std::uint32_t c = 0; c < columns_.size(); ++c) {
-      const std::vector<Range> pieces = balanced_split(columns_[c].size, stage_piece_count_);
+      const std::vector<Range> pieces = balanced_split(columns_[c].size, stage_pieces);
       for (std::uint32_t b = 0; b < blocks; ++b) {
         const std::uint32_t summed = blocks_[(b + blocks - 1) % blocks].size;
-        for (std::uint32_t j = 0; j < stage_piece_count_; ++j) {
+        for (std::uint32_t j = 0; j < stage_pieces; ++j) {
           StagePiece stage{r, c, b, j, group(r, c, blocks_[b].begin + j).tile, pieces[j], kNoBuffer, kNoBuffer};
           if (pieces[j].size != 0) {
             stage.reduce = builder_.create(op_.name + ".reduce", stage.tile,
@@ -492,7 +492,7 @@ void DenseFragment::lay_out_two_stage() {
           stage_pieces_.push_back(stage);
         }
       }
-      for (std::uint32_t j = 0; j < stage_piece_count_; ++j) {
+      for (std::uint32_t j = 0; j < stage_pieces; ++j) {
         const std::vector<Range> subs = balanced_split(pieces[j].size, blocks);
         for (std::uint32_t b = 0; b < blocks; ++b) {
           if (subs[b].size == 0) continue;  // a piece narrower than the blocks
@@ -562,24 +562,26 @@ Fragment DenseFragment::build() && {
   }
   Distribution output{op_.m, {}};
 
-  for (const GroupBuffers& group : groups_) {
-    const std::uint32_t index = static_cast<std::uint32_t>(&group - groups_.data());
-    const std::uint32_t c = index / depth_groups % columns_.size(), g = index % depth_groups;
-    const std::uint32_t m = rows_[group.row_group].size;
-    const Range cols = columns_[c], depth = depths_[g];
-    gather_x(group, depth);
-    for (std::uint32_t s = 0; s < slices_[c].size(); ++s) {
-      const Range slice = slices_[c][s];
-      builder_.host_slice(*op_.w, stream_kind_of(*op_.w), group.weights[s], depth.begin, depth.size,
-                          cols.begin + slice.begin, slice.size);
-      builder_.call(matmul_superstep(s), group.tile, matmul_codelet(op_),
-                    {{group.x_chunk, 0}, {group.weights[s], 0}, {group.partials[s % 2], 0}}, {m, depth.size, slice.size});
-    }
-    if (depth_groups == 1) {  // no serial splits: the partials are the output
-      epilogue(1, group.tile, m, group.partials[0], group.bias, cols.begin, cols.size);
-      output.pieces.push_back(output_piece(group.row_group, group.tile, cols.begin, cols.size, group.partials[0]));
-    }
-  }
+  for (std::uint32_t r = 0; r < rows_.size(); ++r)
+    for (std::uint32_t c = 0; c < columns_.size(); ++c)
+      for (std::uint32_t g = 0; g < depth_groups; ++g) {
+        const GroupBuffers& buffers = group(r, c, g);
+        const std::uint32_t m = rows_[r].size;
+        const Range cols = columns_[c], depth = depths_[g];
+        gather_x(buffers, depth);
+        for (std::uint32_t s = 0; s < slices_[c].size(); ++s) {
+          const Range slice = slices_[c][s];
+          builder_.host_slice(*op_.w, stream_kind_of(*op_.w), buffers.weights[s], depth.begin, depth.size,
+                              cols.begin + slice.begin, slice.size);
+          builder_.call(matmul_superstep(s), buffers.tile, matmul_codelet(op_),
+                        {{buffers.x_chunk, 0}, {buffers.weights[s], 0}, {buffers.partials[s % 2], 0}},
+                        {m, depth.size, slice.size});
+        }
+        if (depth_groups == 1) {  // no serial splits: the partials are the output
+          epilogue(1, buffers.tile, m, buffers.partials[0], buffers.bias, cols.begin, cols.size);
+          output.pieces.push_back(output_piece(r, buffers.tile, cols.begin, cols.size, buffers.partials[0]));
+        }
+      }
 
   if (candidate_.reduction_blocks > 1) {
     build_two_stage();

@@ -189,8 +189,10 @@ private:
   void reduce_owned_pieces(Distribution& output);
   const StagePiece& stage_piece(std::uint32_t r, std::uint32_t c, std::uint32_t block, std::uint32_t piece) const {
     const std::uint64_t column_group = std::uint64_t{r} * columns_.size() + c;
-    return stage_pieces_[(column_group * candidate_.reduction_blocks + block) * stage_piece_count_ + piece];
+    return stage_pieces_[(column_group * candidate_.reduction_blocks + block) * stage_piece_count() + piece];
   }
+  /// Stage pieces per column group: the smallest block's size (balanced_split puts it last).
+  std::uint32_t stage_piece_count() const { return blocks_.back().size; }
   const GroupBuffers& group(std::uint32_t r, std::uint32_t c, std::uint32_t g) const {
     return groups_[(std::uint64_t{r} * columns_.size() + c) * depths_.size() + g];
   }
@@ -215,7 +217,6 @@ private:
   std::vector<OwnedPiece> pieces_;    ///< reduce-scatter owners (depth_groups > 1), final stage
   std::vector<Range> blocks_;         ///< depth groups per reduction block (two-stage only)
   std::vector<StagePiece> stage_pieces_;  ///< index ((r * C + c) * blocks + block) * stage pieces + j
-  std::uint32_t stage_piece_count_ = 0;   ///< stage pieces per column group: the smallest block's size
 };
 
 }  // namespace tessera::select_finalist
