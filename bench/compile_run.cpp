@@ -33,10 +33,10 @@ int main(int argc, char** argv) {
     Measured run = measure({tessera, "run", package, "--lock", (work / "device.lock").string()}, true);
     failures += compile.exit_code != 0 || run.exit_code != 0;
     std::printf("scheduler=%-8s compile_wall_ms=%.0f compile_peak_rss_mib=%.1f run_wall_ms=%.0f run_peak_rss_mib=%.1f "
-                "estimated_cycles=%s simulated_cycles=%s exchange_cycles=%s scheduled_exchange_cycles=%s "
+                "estimated_cycles=%s device_cycles=%s exchange_cycles=%s scheduled_exchange_cycles=%s "
                 "exchange_lower_bound=%s numericalTest=%s\n",
                 scheduler.c_str(), compile.wall_ms, compile.peak_rss_mib, run.wall_ms, run.peak_rss_mib,
-                field(compile.out, "estimated_cycles").c_str(), field(run.out, "simulated_cycles").c_str(),
+                field(compile.out, "estimated_cycles").c_str(), field(run.out, "device_cycles").c_str(),
                 field(run.out, "exchange_cycles").c_str(), field(compile.out, "scheduled_exchange_cycles").c_str(),
                 field(compile.out, "exchange_lower_bound").c_str(), field(run.out, "numericalTest").c_str());
   }

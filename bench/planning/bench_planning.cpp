@@ -124,16 +124,16 @@ int main(int argc, char** argv) {
       ++failures;
       continue;
     }
-    const std::string simulated = field(run.out, "simulated_cycles");
+    const std::string simulated = field(run.out, "device_cycles");
     const Bounds bounds = lower_bounds(tessera::read_package(package));
     const double ratio = std::stod(simulated) / double(bounds.roofline);
     const double bsp_ratio = std::stod(simulated) / double(bounds.bsp);
     const double analytic_error = signed_error(field(compile.out, "estimated_cycles"), simulated);
     const double calibrated_error =
-        signed_error(field(calibrated_compile.out, "estimated_cycles"), field(calibrated_run.out, "simulated_cycles"));
+        signed_error(field(calibrated_compile.out, "estimated_cycles"), field(calibrated_run.out, "device_cycles"));
     max_analytic = std::max(max_analytic, std::abs(analytic_error));
     max_calibrated = std::max(max_calibrated, std::abs(calibrated_error));
-    std::printf("model=%s target=%s simulated_cycles=%s roofline_cycles=%llu roofline_ratio=%.3f analytic_error=%+.4f "
+    std::printf("model=%s target=%s device_cycles=%s roofline_cycles=%llu roofline_ratio=%.3f analytic_error=%+.4f "
                 "calibrated_error=%+.4f compile_ms=%.0f peak_tile_bytes=%s bsp_bound_cycles=%llu bsp_ratio=%.3f\n",
                 name.c_str(), target.stem().c_str(), simulated.c_str(), static_cast<unsigned long long>(bounds.roofline),
                 ratio, analytic_error, calibrated_error, compile.wall_ms, field(compile.out, "peak_tile_bytes").c_str(),

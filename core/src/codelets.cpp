@@ -3,6 +3,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <bit>
 #include <limits>
 #include <stdexcept>
@@ -21,15 +22,15 @@ struct CodeletShape {
 
 // Indexed by the enum value; the order must follow enum class Codelet.
 constexpr CodeletShape kShapes[kCodeletCount] = {
-    {"matmul", 3, 3},      // {a, b, c}; {m, k, n}
+    {"matmul", 3, 4},      // {a, b, c}; {m, k, n, orientation}
     {"reduce_add", 2, 2},  // {in, out}; {parts, count}
     {"bias_add", 2, 3},    // {inout, bias}; {rows, cols, relu}
     {"relu", 1, 1},        // {inout}; {count}
     {"add", 3, 1},         // {a, b, out}; {count}
     {"copy", 2, 1},        // {in, out}; {count}
     {"reduce_bias", 4, 5}, // {in, own, bias, out}; {parts, rows, cols, own_stride, relu}
-    {"matmul_transposed", 3, 3},  // {a, b, c}; {m, k, n}
-    {"matmul_half", 3, 3},        // {a, b, c}; {m, k, n}
+    {"matmul_transposed", 3, 4},  // {a, b, c}; {m, k, n, orientation}
+    {"matmul_half", 3, 4},        // {a, b, c}; {m, k, n, orientation}
     {"bias_add_half", 2, 3},      // {inout, bias}; {rows, cols, relu}
     {"softmax", 2, 3},            // {in, out}; {rows, cols, scale}
     {"layer_norm", 4, 3},         // {in, gamma, beta, out}; {rows, cols, eps}
@@ -60,114 +61,180 @@ std::uint64_t saturate(unsigned __int128 value) {
   return value > max ? max : static_cast<std::uint64_t>(value);
 }
 
-// --- The machine model ------------------------------------------------------------------
+// --- The machine model (v2) ---------------------------------------------------------------
 //
-// A tile is barrel-threaded: its worker threads take turns in a pipeline of
-// kBarrelPipelineDepth stages, so each worker issues one instruction every
-// kBarrelPipelineDepth cycles and the tile as a whole issues worker_threads /
-// kBarrelPipelineDepth instructions per cycle (one per cycle on the 6-worker IPU tile).
-// Elementwise codelets split their elements evenly over the workers; each worker walks
-// its share in 64-bit vectors of two float32 values. A vector costs a codelet-specific
-// number of instructions (loads, the arithmetic and the store bundled as the IPU's
-// load/store-with-pace instructions allow). So for `count` elements:
+// Shapes and constants follow Graphcore's own cycle estimators for the GC200 (poplibs:
+// lib/poplin/PerformanceEstimation.hpp, lib/popops/*CycleEstimators*, lib/popnn); each
+// constant's source is in docs/targets.md. Our formulas are our own codelets' costs.
 //
-//   cycles = launch + kBarrelPipelineDepth * ceil(ceil(count / workers) / 2) * instructions
-//   launch = kLaunchCyclesPerWorker * worker_threads  (the supervisor starts each worker
-//            with a `run` instruction and waits for all of them at the end)
+// A tile is barrel-threaded: each of its `worker_threads` workers issues one instruction
+// every `worker_threads` tile cycles, so a codelet whose slowest worker needs w worker cycles
+// takes worker_threads * w tile cycles, plus what the supervisor does before and after.
 //
-// With 6 workers that is about 2 / instructions elements per cycle for large counts, and a
-// small call still pays for the slowest worker's whole vectors.
+// Elementwise codelets (add, relu, copy, bias_add) split their elements evenly over the
+// workers, each walking its share in 64-bit vectors of two floats:
 //
-// Matrix multiplication runs on the accumulating matrix product (AMP) unit, which does
-// target.fp32_macs_per_cycle float32 multiply-accumulates per cycle for the whole tile:
+//   cycles = supervisor + workers * (worker_fixed + vectors_per_worker * cycles_per_vector)
 //
-//   cycles = kMatmulOverheadCycles + ceil(m * k * n / fp32_macs_per_cycle)
+// Reductions (reduce_add, reduce_bias) walk loops of four floats (two 64-bit loads), each
+// loop loading that float of every part: (3 * parts + 7) worker cycles a loop, loops split
+// over the workers, 32 worker cycles fixed (the shape of poplibs' ReduceAdd).
 //
-// where the overhead covers loading the AMP's weights state, the supervisor's setup and
-// draining the accumulators.
+// Row codelets (softmax, layer_norm) give whole rows to the workers: ceil(rows / workers)
+// rows for the slowest, each row a fixed cost plus cycles per vector of the row's passes.
 //
-// matmul_transposed (c = a * b^T, b stored [n, k]) runs on the AMP like matmul after the
-// workers transpose b into the AMP's [k, n] weight layout (strided loads: two
-// instructions per vector of b):
+// Matmuls run on the AMP in passes. One pass loads input_channels x output_channels weights
+// into the unit (at load_bytes_per_cycle: weight bytes / 16 cycles for the GC200), then the
+// workers stream their share of the field through it, one field row every
+//   core = input_channels * output_channels / macs_per_cycle   worker cycles,
+// after an accumulator-pipeline fill:
 //
-//   cycles = matmul(m, k, n) + elementwise(n * k, kTransposeInstructions)
+//   pass   = pass_overhead + weight_load + workers * max(worker_fill, worker_base + core * r)
+//   cycles = call_overhead + output_groups * (group_overhead + zeroing)
+//            + input_groups * output_groups * pass
 //
-// matmul_half (half b, float32 a): the AMP multiplies half by half with float32
-// accumulators at target.fp16_macs_per_cycle, as the IPU's f16v4sisoamp does, so the workers
-// first convert the a chunk to half (one f32v2tof16 + store per vector), rounding it:
+// with r = ceil(field / workers), input_groups = ceil(k / input_channels) and
+// output_groups = ceil(outputs / output_channels). The orientation says what the field is:
+// as_is streams a's m rows against b's n columns as weights; swapped streams b's n columns
+// against a's m rows (outputs stored with a stride, one worker cycle per pair). A field whose
+// k values are not contiguous in memory (b [k, n] swapped, b [n, k] as_is) is first
+// transposed by the workers. Half weights (matmul_half) first cast a to half.
 //
-//   cycles = kMatmulOverheadCycles + elementwise(m * k, kToHalfInstructions)
-//            + ceil(m * k * n / fp16_macs_per_cycle)
-//
-// Row codelets (softmax, layer_norm) give whole rows to the workers, each worker its rows
-// one after another, so rows < workers leaves workers idle:
-//
-//   cycles = launch + kBarrelPipelineDepth * ceil(rows / workers) * per_row
-//   softmax    per_row = vectors * (max + exp-and-sum + normalise) + 2 * kRowReduceInstructions
-//                        + kDivideInstructions          (one reciprocal of the row sum)
-//   layer_norm per_row = vectors * (mean + variance + normalise) + 2 * kRowReduceInstructions
-//                        + kSqrtInstructions + kDivideInstructions
-//
-// with vectors = ceil(cols / 2) and exp, divide and square root costing several
-// instructions (they are software sequences on the tile's floating-point unit).
+// A matmul may instead run on the workers (worker MAC): outputs split evenly over them,
+// each a dot product of k at one worker cycle per two floats (two per float when k is odd:
+// no 64-bit pairs), plus a fixed cost per output. The codelet takes whichever path is
+// faster; for tiny products that is the workers.
 
-constexpr std::uint64_t kBarrelPipelineDepth = 6;
-constexpr std::uint64_t kLaunchCyclesPerWorker = 4;
+// Supervisor and worker fixed costs, in worker cycles unless named tile cycles.
+constexpr std::uint64_t kSupervisorCycles = 11;          // tile cycles: start and join the workers
+constexpr std::uint64_t kAddWorkerFixed = 29, kAddPerVector = 3;
+constexpr std::uint64_t kReluWorkerFixed = 26, kReluPerVector = 1;
+constexpr std::uint64_t kCopyWorkerFixed = 17, kCopyPerVector = 1;
+constexpr std::uint64_t kBiasAddWorkerFixed = 29, kBiasAddPerVector = 3;  // like add, bias re-read
+constexpr std::uint64_t kFusedReluPerVector = 1;         // f32v2max with 0 before the store
+constexpr std::uint64_t kHalfBiasPerVector = 1;          // f16v2tof32 of the bias pair
+constexpr std::uint64_t kReduceWorkerFixed = 32, kReduceLoopFixed = 7, kReducePerPart = 3;
+constexpr std::uint64_t kReduceFloatsPerLoop = 4;
+constexpr std::uint64_t kBiasLoadPerLoop = 2;            // the bias pair's loads and add
+constexpr std::uint64_t kCastWorkerFixed = 42;           // f32 -> f16: two cycles per four floats
+constexpr std::uint64_t kCastCyclesPerFour = 2;
+constexpr std::uint64_t kTransposeWorkerFixed = 17, kTransposePerVector = 2;  // two strided loads
+// Rows: a row reduction's fold, a reciprocal, an inverse square root.
+constexpr std::uint64_t kRowWorkerFixed = 30, kRowReduceFixed = 12, kDivideCycles = 10, kSqrtCycles = 10;
+constexpr std::uint64_t kSoftmaxPerVector = 1 + 1 + 6 + 1 + 2;  // max; scale-subtract, exp, sum; multiply-store
+constexpr std::uint64_t kLayerNormPerVector = 1 + 2 + 4;       // sum; squared deviation; normalise, scale, shift
+// The AMP.
+constexpr std::uint64_t kAmpCallOverhead = 63;           // tile cycles: vertex state, worklists
+constexpr std::uint64_t kAmpGroupOverhead = 30;          // tile cycles per output group
+constexpr std::uint64_t kAmpPassOverheadFloat = 25;      // tile cycles per pass, float inputs
+constexpr std::uint64_t kAmpPassOverheadHalf = 43;       // half inputs also re-point half pointers
+constexpr std::uint64_t kAmpWorkerFillFloat = 46, kAmpWorkerBaseFloat = 22;
+constexpr std::uint64_t kAmpWorkerFillHalf = 25, kAmpWorkerBaseHalf = 18;
+constexpr std::uint64_t kAmpZeroingFixed = 2;            // worker cycles; float zeroes per row too
+// The worker MAC path.
+constexpr std::uint64_t kMacCallOverhead = 58, kMacWorkerFixed = 16, kMacPerOutput = 26;
+
 constexpr std::uint64_t kFloatsPerVector = 2;
-constexpr std::uint64_t kMatmulOverheadCycles = 40;
+constexpr std::uint64_t kFloatBytes = 4, kHalfBytes = 2;
 
-// Instructions per two-float vector.
-constexpr std::uint64_t kCopyInstructions = 1;      // ld64 + st64 bundled
-constexpr std::uint64_t kReluInstructions = 1;      // ld64, f32v2max with 0, st64 bundled
-constexpr std::uint64_t kAddInstructions = 2;       // two loads, f32v2add, store
-constexpr std::uint64_t kBiasAddInstructions = 2;   // load value and bias, f32v2add, store
-constexpr std::uint64_t kBiasReluInstructions = 1;  // the fused max with 0 in the epilogue
-// reduce_add: one load-and-add per part plus the store, per output vector.
-constexpr std::uint64_t kReduceStoreInstructions = 1;
-// reduce_bias: reduce_add's per-part load-and-add and store, plus one for the own partial
-// (a strided load-and-add like any part), one for the bias (load and add) and the fused
-// max with 0 when relu is set. Rows are walked separately (the own partial is strided),
-// so a row of odd width pays a whole vector for its last float.
-constexpr std::uint64_t kOwnPartialInstructions = 1;
-constexpr std::uint64_t kBiasLoadAddInstructions = 1;
-constexpr std::uint64_t kTransposeInstructions = 2;  // two strided loads, one paired store
-constexpr std::uint64_t kToHalfInstructions = 1;     // ld64, f32v2tof16, st32 bundled
-constexpr std::uint64_t kHalfBiasInstructions = 1;   // f16v2tof32 of the bias pair
-// softmax per vector: max pass (ld64 + f32v2max), exp pass (scale and subtract the max,
-// exp of two floats as a software sequence, accumulate, store), normalise (ld, mul, st).
-constexpr std::uint64_t kSoftmaxMaxInstructions = 1;
-constexpr std::uint64_t kSoftmaxExpInstructions = 1 + 6 + 1 + 1;
-constexpr std::uint64_t kSoftmaxNormaliseInstructions = 1;
-// layer_norm per vector: sum (ld + add), squared deviations (sub, mul-add), normalise
-// (load x, gamma, beta; sub, mul, mul-add; store).
-constexpr std::uint64_t kNormMeanInstructions = 1;
-constexpr std::uint64_t kNormVarianceInstructions = 2;
-constexpr std::uint64_t kNormApplyInstructions = 4;
-constexpr std::uint64_t kRowReduceInstructions = 4;  // fold the two lanes and the partial sums
-constexpr std::uint64_t kDivideInstructions = 8;     // reciprocal by Newton iterations
-constexpr std::uint64_t kSqrtInstructions = 10;      // inverse square root by Newton iterations
+std::uint64_t workers_of(const Target& target) { return target.worker_threads == 0 ? 1 : target.worker_threads; }
 
-std::uint64_t elementwise_cycles(std::uint64_t count, std::uint64_t instructions_per_vector,
+std::uint64_t mul(std::uint64_t a, std::uint64_t b) { return saturate(static_cast<unsigned __int128>(a) * b); }
+std::uint64_t add(std::uint64_t a, std::uint64_t b) { return saturate(static_cast<unsigned __int128>(a) + b); }
+
+/// A multi-worker codelet over `count` elements split evenly.
+std::uint64_t elementwise_cycles(std::uint64_t count, std::uint64_t worker_fixed, std::uint64_t per_vector,
                                  const Target& target) {
-  const std::uint64_t workers = target.worker_threads == 0 ? 1 : target.worker_threads;
-  const std::uint64_t launch = kLaunchCyclesPerWorker * workers;
-  const std::uint64_t per_worker = ceil_div(count, workers);
-  const std::uint64_t vectors = ceil_div(per_worker, kFloatsPerVector);
-  return launch + saturate(static_cast<unsigned __int128>(kBarrelPipelineDepth) * vectors *
-                           instructions_per_vector);
+  const std::uint64_t workers = workers_of(target);
+  const std::uint64_t vectors = ceil_div(ceil_div(count, workers), kFloatsPerVector);
+  return add(kSupervisorCycles, mul(workers, add(worker_fixed, mul(vectors, per_vector))));
 }
 
-std::uint64_t matmul_cycles(std::uint64_t m, std::uint64_t k, std::uint64_t n, std::uint32_t macs_per_cycle) {
-  const unsigned __int128 macs = static_cast<unsigned __int128>(m) * k * n;
-  const std::uint64_t rate = macs_per_cycle == 0 ? 1 : macs_per_cycle;
-  return kMatmulOverheadCycles + saturate((macs + rate - 1) / rate);
+/// A reduction of `parts` (plus per-loop extra cycles) over `loops` four-float loops.
+std::uint64_t reduce_cycles(std::uint64_t loops, std::uint64_t parts, std::uint64_t per_loop_extra,
+                            const Target& target) {
+  const std::uint64_t workers = workers_of(target);
+  const std::uint64_t per_loop = add(add(kReduceLoopFixed, mul(kReducePerPart, parts)), per_loop_extra);
+  return add(kSupervisorCycles, mul(workers, add(kReduceWorkerFixed, mul(ceil_div(loops, workers), per_loop))));
 }
 
-std::uint64_t row_cycles(std::uint64_t rows, std::uint64_t per_row_instructions, const Target& target) {
-  const std::uint64_t workers = target.worker_threads == 0 ? 1 : target.worker_threads;
-  return kLaunchCyclesPerWorker * workers +
-         saturate(static_cast<unsigned __int128>(kBarrelPipelineDepth) * ceil_div(rows, workers) *
-                  per_row_instructions);
+std::uint64_t row_cycles(std::uint64_t rows, std::uint64_t per_row, const Target& target) {
+  const std::uint64_t workers = workers_of(target);
+  return add(kSupervisorCycles, mul(workers, add(kRowWorkerFixed, mul(ceil_div(rows, workers), per_row))));
+}
+
+struct Amp {
+  std::uint64_t input_channels, output_channels, macs_per_cycle, weight_bytes;
+  std::uint64_t pass_overhead, worker_fill, worker_base, zero_per_row;
+};
+
+Amp amp_of(Codelet codelet, const Target& target) {
+  if (codelet == Codelet::matmul_half)
+    return {target.amp_fp16_input_channels, target.amp_fp16_output_channels, target.fp16_macs_per_cycle,
+            kHalfBytes, kAmpPassOverheadHalf, kAmpWorkerFillHalf, kAmpWorkerBaseHalf, 0};
+  const std::uint64_t core = std::uint64_t{target.amp_fp32_input_channels} * target.amp_fp32_output_channels /
+                             std::max<std::uint32_t>(target.fp32_macs_per_cycle, 1);
+  return {target.amp_fp32_input_channels, target.amp_fp32_output_channels, target.fp32_macs_per_cycle,
+          kFloatBytes, kAmpPassOverheadFloat, kAmpWorkerFillFloat, kAmpWorkerBaseFloat, core};
+}
+
+/// The AMP path: `field` rows streamed against `outputs` columns of weights, `k` deep.
+std::uint64_t amp_cycles(const Amp& amp, std::uint64_t field, std::uint64_t k, std::uint64_t outputs,
+                         bool strided_outputs, const Target& target, std::uint64_t& passes) {
+  const std::uint64_t workers = workers_of(target);
+  const std::uint64_t input_groups = ceil_div(k, amp.input_channels);
+  const std::uint64_t output_groups = ceil_div(outputs, amp.output_channels);
+  passes = mul(input_groups, output_groups);
+  const std::uint64_t rows = ceil_div(field, workers);
+  const std::uint64_t core = amp.input_channels * amp.output_channels / std::max<std::uint64_t>(amp.macs_per_cycle, 1);
+  const std::uint64_t weight_load =
+      ceil_div(amp.input_channels * amp.output_channels * amp.weight_bytes, std::max<std::uint32_t>(target.load_bytes_per_cycle, 1));
+  // Swapped outputs leave the AMP as a column of c: stored one float a cycle, not a pair.
+  const std::uint64_t store = strided_outputs ? ceil_div(std::min(outputs, amp.output_channels), kFloatsPerVector) : 0;
+  const std::uint64_t worker = std::max(amp.worker_fill, add(amp.worker_base, mul(add(core, store), rows)));
+  const std::uint64_t pass = add(add(amp.pass_overhead, weight_load), mul(workers, worker));
+  const std::uint64_t zeroing = mul(workers, add(kAmpZeroingFixed, mul(amp.zero_per_row, rows)));
+  return add(add(kAmpCallOverhead, mul(output_groups, add(kAmpGroupOverhead, zeroing))), mul(passes, pass));
+}
+
+/// The worker MAC path: m x n dot products of length k split over the workers.
+std::uint64_t worker_mac_cycles(std::uint64_t m, std::uint64_t k, std::uint64_t n, const Target& target) {
+  const std::uint64_t workers = workers_of(target);
+  const std::uint64_t dot = k % 2 == 0 ? k / 2 : 2 * k + 1;
+  return add(kMacCallOverhead,
+             mul(workers, add(kMacWorkerFixed, mul(ceil_div(mul(m, n), workers), add(kMacPerOutput, dot)))));
+}
+
+CodeletCharge matmul_charge(Codelet codelet, std::span<const std::uint32_t> params, const Target& target) {
+  const std::uint64_t m = params[0], k = params[1], n = params[2];
+  const bool swapped = params[kMatmulOrientationParam] == static_cast<std::uint32_t>(MatmulOrientation::swapped);
+  const Amp amp = amp_of(codelet, target);
+  CodeletCharge charge;
+  // Work the AMP's operands need first: a cast of a to half, or a transpose of b when its
+  // k values are not contiguous for the field (b [k, n] swapped, b [n, k] as_is).
+  std::uint64_t prepare = 0;
+  if (codelet == Codelet::matmul_half)
+    prepare = add(kSupervisorCycles, mul(workers_of(target), add(kCastWorkerFixed,
+                                         mul(ceil_div(ceil_div(mul(m, k), workers_of(target)), 4), kCastCyclesPerFour))));
+  if (swapped == (codelet != Codelet::matmul_transposed))
+    prepare = add(prepare, elementwise_cycles(mul(k, n), kTransposeWorkerFixed, kTransposePerVector, target));
+  std::uint64_t passes = 0;
+  const std::uint64_t on_amp = add(prepare, swapped ? amp_cycles(amp, n, k, m, true, target, passes)
+                                                    : amp_cycles(amp, m, k, n, false, target, passes));
+  const std::uint64_t on_workers = worker_mac_cycles(m, k, n, target);
+  if (on_workers < on_amp) {
+    charge.cycles = on_workers;
+    charge.path = "worker-mac";
+  } else {
+    charge.cycles = on_amp;
+    charge.path = "amp";
+    charge.amp_passes = passes;
+  }
+  charge.mac_floor = ceil_div(mul(mul(m, k), n), std::max<std::uint64_t>(amp.macs_per_cycle, 1));
+  const std::uint64_t b_bytes = codelet == Codelet::matmul_half ? mul(ceil_div(mul(k, n), 2), kFloatBytes)
+                                                                : mul(mul(k, n), kFloatBytes);
+  charge.load_floor = ceil_div(add(mul(mul(m, k), kFloatBytes), b_bytes), std::max<std::uint32_t>(target.load_bytes_per_cycle, 1));
+  return charge;
 }
 
 }  // namespace
@@ -223,59 +290,82 @@ std::uint64_t codelet_operand_words(Codelet codelet, std::span<const std::uint32
   throw std::logic_error("unreachable codelet");
 }
 
-std::uint64_t codelet_cycles(Codelet codelet, std::span<const std::uint32_t> params,
-                             const Target& target) {
+bool is_matmul(Codelet codelet) {
+  return codelet == Codelet::matmul || codelet == Codelet::matmul_transposed || codelet == Codelet::matmul_half;
+}
+
+CodeletCharge codelet_charge(Codelet codelet, std::span<const std::uint32_t> params, const Target& target) {
   check_params(codelet, params);
-  switch (codelet) {
-    case Codelet::matmul:
-      return matmul_cycles(params[0], params[1], params[2], target.fp32_macs_per_cycle);
-    case Codelet::matmul_transposed:
-      return matmul_cycles(params[0], params[1], params[2], target.fp32_macs_per_cycle) +
-             elementwise_cycles(std::uint64_t{params[2]} * params[1], kTransposeInstructions, target);
-    case Codelet::matmul_half:
-      return matmul_cycles(params[0], params[1], params[2], target.fp16_macs_per_cycle) +
-             elementwise_cycles(std::uint64_t{params[0]} * params[1], kToHalfInstructions, target);
-    case Codelet::bias_add_half:
-      return elementwise_cycles(static_cast<std::uint64_t>(params[0]) * params[1],
-                                kBiasAddInstructions + kHalfBiasInstructions +
-                                    (params[2] != 0 ? kBiasReluInstructions : 0),
-                                target);
-    case Codelet::softmax: {
-      const std::uint64_t vectors = ceil_div(params[1], kFloatsPerVector);
-      return row_cycles(params[0],
-                        vectors * (kSoftmaxMaxInstructions + kSoftmaxExpInstructions + kSoftmaxNormaliseInstructions) +
-                            kRowReduceInstructions * 2 + kDivideInstructions,
-                        target);
-    }
-    case Codelet::layer_norm: {
-      const std::uint64_t vectors = ceil_div(params[1], kFloatsPerVector);
-      return row_cycles(params[0],
-                        vectors * (kNormMeanInstructions + kNormVarianceInstructions + kNormApplyInstructions) +
-                            kRowReduceInstructions * 2 + kSqrtInstructions + kDivideInstructions,
-                        target);
-    }
-    case Codelet::reduce_add:
-      return elementwise_cycles(params[1],
-                                static_cast<std::uint64_t>(params[0]) + kReduceStoreInstructions,
-                                target);
-    case Codelet::bias_add:
-      return elementwise_cycles(static_cast<std::uint64_t>(params[0]) * params[1],
-                                kBiasAddInstructions + (params[2] != 0 ? kBiasReluInstructions : 0),
-                                target);
-    case Codelet::relu:
-      return elementwise_cycles(params[0], kReluInstructions, target);
-    case Codelet::add:
-      return elementwise_cycles(params[0], kAddInstructions, target);
-    case Codelet::copy:
-      return elementwise_cycles(params[0], kCopyInstructions, target);
-    case Codelet::reduce_bias: {
-      const std::uint64_t padded = std::uint64_t{params[1]} * ceil_div(params[2], kFloatsPerVector) * kFloatsPerVector;
-      const std::uint64_t instructions = std::uint64_t{params[0]} + kOwnPartialInstructions + kBiasLoadAddInstructions +
-                                         kReduceStoreInstructions + (params[4] != 0 ? kBiasReluInstructions : 0);
-      return elementwise_cycles(padded, instructions, target);
-    }
+  if (is_matmul(codelet)) return matmul_charge(codelet, params, target);
+  CodeletCharge charge;
+  const bool by_rows = codelet == Codelet::softmax || codelet == Codelet::layer_norm;
+  const std::uint64_t vectors_of_row = by_rows ? ceil_div(params[1], kFloatsPerVector) : 0;
+  charge.path = by_rows ? "rows" : "workers";
+  // Bytes of the input operands (in-place operands are inputs; outputs are only stored).
+  std::uint64_t input_words = 0;
+  if (codelet == Codelet::reduce_bias) {
+    // The own partial is read at a stride: its span is not what is loaded.
+    const std::uint64_t rows_cols = mul(params[1], params[2]);
+    input_words = add(add(mul(params[0], rows_cols), rows_cols), params[2]);
+  } else {
+    const std::uint32_t operands = codelet_operand_count(codelet);
+    const bool in_place = codelet == Codelet::bias_add || codelet == Codelet::bias_add_half || codelet == Codelet::relu;
+    for (std::uint32_t operand = 0; operand < operands; ++operand)
+      if (in_place || operand + 1 < operands) input_words = add(input_words, codelet_operand_words(codelet, params, operand));
   }
-  throw std::logic_error("unreachable codelet");
+  charge.load_floor = ceil_div(mul(input_words, kFloatBytes), std::max<std::uint32_t>(target.load_bytes_per_cycle, 1));
+  switch (codelet) {
+    case Codelet::bias_add:
+    case Codelet::bias_add_half:
+      charge.cycles = elementwise_cycles(mul(params[0], params[1]), kBiasAddWorkerFixed,
+                                         kBiasAddPerVector + (params[2] != 0 ? kFusedReluPerVector : 0) +
+                                             (codelet == Codelet::bias_add_half ? kHalfBiasPerVector : 0),
+                                         target);
+      break;
+    case Codelet::softmax:
+      charge.cycles = row_cycles(params[0], add(2 * kRowReduceFixed + kDivideCycles, mul(vectors_of_row, kSoftmaxPerVector)), target);
+      break;
+    case Codelet::layer_norm:
+      charge.cycles = row_cycles(params[0], add(2 * kRowReduceFixed + kSqrtCycles + kDivideCycles,
+                                                mul(vectors_of_row, kLayerNormPerVector)),
+                                 target);
+      break;
+    case Codelet::reduce_add:
+      charge.cycles = reduce_cycles(ceil_div(params[1], kReduceFloatsPerLoop), params[0], 0, target);
+      break;
+    case Codelet::reduce_bias: {
+      // Rows are walked separately (the own partial is strided); the own partial is one more part.
+      const std::uint64_t loops = mul(params[1], ceil_div(params[2], kReduceFloatsPerLoop));
+      charge.cycles = reduce_cycles(loops, std::uint64_t{params[0]} + 1,
+                                    kBiasLoadPerLoop + (params[4] != 0 ? 2 * kFusedReluPerVector : 0), target);
+      break;
+    }
+    case Codelet::relu:
+      charge.cycles = elementwise_cycles(params[0], kReluWorkerFixed, kReluPerVector, target);
+      break;
+    case Codelet::add:
+      charge.cycles = elementwise_cycles(params[0], kAddWorkerFixed, kAddPerVector, target);
+      break;
+    case Codelet::copy:
+      charge.cycles = elementwise_cycles(params[0], kCopyWorkerFixed, kCopyPerVector, target);
+      break;
+    default:
+      throw std::logic_error("unreachable codelet");
+  }
+  return charge;
+}
+
+std::uint64_t codelet_cycles(Codelet codelet, std::span<const std::uint32_t> params, const Target& target) {
+  return codelet_charge(codelet, params, target).cycles;
+}
+
+MatmulOrientation faster_matmul_orientation(Codelet codelet, std::uint32_t m, std::uint32_t k, std::uint32_t n,
+                                            const Target& target) {
+  const std::uint32_t as_is[] = {m, k, n, static_cast<std::uint32_t>(MatmulOrientation::as_is)};
+  const std::uint32_t swapped[] = {m, k, n, static_cast<std::uint32_t>(MatmulOrientation::swapped)};
+  // Ties keep as_is: its outputs leave the AMP as rows, no strided stores.
+  return codelet_cycles(codelet, swapped, target) < codelet_cycles(codelet, as_is, target) ? MatmulOrientation::swapped
+                                                                                           : MatmulOrientation::as_is;
 }
 
 }  // namespace tessera

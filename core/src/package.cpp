@@ -109,6 +109,8 @@ void write_target(Writer& w, const Target& t) {
   w.u32(t.fp32_macs_per_cycle); w.u32(t.fp16_macs_per_cycle); w.u32(t.exchange_word_bytes);
   w.u32(t.exchange_base_latency); w.f64(t.exchange_latency_per_column); w.u32(t.switch_cost);
   w.u8(t.multicast); w.u32(t.sync_cycles); w.u32(t.exchange_phase_overhead); w.f64(t.host_bytes_per_cycle);
+  w.u32(t.amp_fp32_input_channels); w.u32(t.amp_fp32_output_channels); w.u32(t.amp_fp16_input_channels);
+  w.u32(t.amp_fp16_output_channels); w.u32(t.load_bytes_per_cycle); w.u32(t.host_call_latency_cycles);
 }
 
 Target read_target(Reader& r) {
@@ -119,8 +121,14 @@ Target read_target(Reader& r) {
   t.fp32_macs_per_cycle = r.u32(); t.fp16_macs_per_cycle = r.u32(); t.exchange_word_bytes = r.u32();
   t.exchange_base_latency = r.u32(); t.exchange_latency_per_column = r.f64(); t.switch_cost = r.u32();
   t.multicast = r.u8() != 0; t.sync_cycles = r.u32(); t.exchange_phase_overhead = r.u32(); t.host_bytes_per_cycle = r.f64();
+  t.amp_fp32_input_channels = r.u32(); t.amp_fp32_output_channels = r.u32(); t.amp_fp16_input_channels = r.u32();
+  t.amp_fp16_output_channels = r.u32(); t.load_bytes_per_cycle = r.u32(); t.host_call_latency_cycles = r.u32();
   if (t.tiles == 0 || t.tiles_per_column == 0 || t.memory_bytes == 0 || t.memory_bytes > (1ull << 32) ||
-      t.interleaved_start > t.memory_bytes || t.worker_threads == 0 || t.fp32_macs_per_cycle == 0)
+      t.interleaved_start > t.memory_bytes || t.worker_threads == 0 || t.fp32_macs_per_cycle == 0 ||
+      t.fp16_macs_per_cycle == 0 || t.amp_fp32_input_channels == 0 || t.amp_fp32_output_channels == 0 ||
+      t.amp_fp16_input_channels == 0 || t.amp_fp16_output_channels == 0 || t.load_bytes_per_cycle == 0 ||
+      t.amp_fp32_input_channels > 4096 || t.amp_fp32_output_channels > 4096 || t.amp_fp16_input_channels > 4096 ||
+      t.amp_fp16_output_channels > 4096 || t.load_bytes_per_cycle > 4096)
     r.fail("target description is inconsistent");
   return t;
 }

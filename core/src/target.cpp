@@ -22,11 +22,12 @@ std::uint32_t Target::latency(std::uint32_t source, std::uint32_t destination) c
 std::uint64_t Target::hash() const {
   // Every field that changes generated code or timing, in a fixed textual form.
   const std::string canonical = fmt::format(
-      "{}|{}|{}|{}|{}|{}|{}|{}|{:.9g}|{}|{}|{}|{}|{:.9g}|{}|{}|{}|{}|{:.9g}", name, tiles,
+      "{}|{}|{}|{}|{}|{}|{}|{}|{:.9g}|{}|{}|{}|{}|{:.9g}|{}|{}|{}|{}|{:.9g}|{}|{}|{}|{}|{}|{}", name, tiles,
       tiles_per_column, memory_bytes, memory_element_bytes, interleaved_start, alignment,
       worker_threads, clock_hz, fp32_macs_per_cycle, fp16_macs_per_cycle, exchange_word_bytes,
       exchange_base_latency, exchange_latency_per_column, switch_cost, multicast, sync_cycles,
-      exchange_phase_overhead, host_bytes_per_cycle);
+      exchange_phase_overhead, host_bytes_per_cycle, amp_fp32_input_channels, amp_fp32_output_channels,
+      amp_fp16_input_channels, amp_fp16_output_channels, load_bytes_per_cycle, host_call_latency_cycles);
   return XXH64(canonical.data(), canonical.size(), 0);
 }
 
@@ -62,13 +63,29 @@ Target load_target(const std::string& path) {
 
   if (YAML::Node compute = root["compute"]; compute.IsDefined()) {
     require_map(path, compute, "'compute'");
-    check_keys(path, compute, {"worker_threads", "clock_hz", "fp32_macs_per_cycle", "fp16_macs_per_cycle"});
+    check_keys(path, compute, {"worker_threads", "clock_hz", "fp32_macs_per_cycle", "fp16_macs_per_cycle",
+                               "amp_fp32_input_channels", "amp_fp32_output_channels", "amp_fp16_input_channels",
+                               "amp_fp16_output_channels", "load_bytes_per_cycle"});
     t.worker_threads = static_cast<std::uint32_t>(get_uint_or(path, compute, "worker_threads", t.worker_threads));
     t.clock_hz = get_number_or(path, compute, "clock_hz", t.clock_hz);
     t.fp32_macs_per_cycle = static_cast<std::uint32_t>(get_uint_or(path, compute, "fp32_macs_per_cycle", t.fp32_macs_per_cycle));
     t.fp16_macs_per_cycle = static_cast<std::uint32_t>(get_uint_or(path, compute, "fp16_macs_per_cycle", t.fp16_macs_per_cycle));
+    const auto small = [&](const char* key, std::uint32_t fallback) {
+      const std::uint64_t value = get_uint_or(path, compute, key, fallback);
+      if (value == 0 || value > 4096) fail(path, compute[key], fmt::format("'{}' must be in 1..4096", key));
+      return static_cast<std::uint32_t>(value);
+    };
+    t.amp_fp32_input_channels = small("amp_fp32_input_channels", t.amp_fp32_input_channels);
+    t.amp_fp32_output_channels = small("amp_fp32_output_channels", t.amp_fp32_output_channels);
+    t.amp_fp16_input_channels = small("amp_fp16_input_channels", t.amp_fp16_input_channels);
+    t.amp_fp16_output_channels = small("amp_fp16_output_channels", t.amp_fp16_output_channels);
+    t.load_bytes_per_cycle = small("load_bytes_per_cycle", t.load_bytes_per_cycle);
     if (t.worker_threads == 0 || t.fp32_macs_per_cycle == 0 || t.fp16_macs_per_cycle == 0 || t.clock_hz <= 0)
       fail(path, compute, "compute figures must be positive");
+    // A pass's MACs per row over the peak rate is the worker cycles per row: it must be whole.
+    if ((t.amp_fp32_input_channels * t.amp_fp32_output_channels) % t.fp32_macs_per_cycle != 0 ||
+        (t.amp_fp16_input_channels * t.amp_fp16_output_channels) % t.fp16_macs_per_cycle != 0)
+      fail(path, compute, "amp input_channels x output_channels must be a multiple of the MACs per cycle of the same type");
   }
   if (YAML::Node exchange = root["exchange"]; exchange.IsDefined()) {
     require_map(path, exchange, "'exchange'");
@@ -85,8 +102,11 @@ Target load_target(const std::string& path) {
   }
   if (YAML::Node host = root["host"]; host.IsDefined()) {
     require_map(path, host, "'host'");
-    check_keys(path, host, {"bytes_per_cycle"});
+    check_keys(path, host, {"bytes_per_cycle", "call_latency_cycles"});
     t.host_bytes_per_cycle = get_number_or(path, host, "bytes_per_cycle", t.host_bytes_per_cycle);
+    const std::uint64_t latency = get_uint_or(path, host, "call_latency_cycles", t.host_call_latency_cycles);
+    if (latency > 100'000'000) fail(path, host["call_latency_cycles"], "'call_latency_cycles' must be at most 100000000");
+    t.host_call_latency_cycles = static_cast<std::uint32_t>(latency);
     if (t.host_bytes_per_cycle <= 0) fail(path, host["bytes_per_cycle"], "'bytes_per_cycle' must be positive");
   }
   return t;

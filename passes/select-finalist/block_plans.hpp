@@ -22,6 +22,7 @@ struct BlockPlanContext {
   const std::vector<std::optional<Distribution>>& distributions;  ///< per tensor, once computed
   /// Whether a candidate's new buffers fit beside what is already resident.
   std::function<bool(const std::vector<TileBytes>&)> fits;
+  OrientationChoice orientation = OrientationChoice::automatic;
 };
 
 /// softmax, layer_norm, and matmul by an activation or with transpose_b: the ops

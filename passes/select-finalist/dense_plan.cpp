@@ -182,14 +182,28 @@ std::vector<DenseCandidate> serial_candidates(const std::vector<DenseCandidate>&
   return {serial.begin(), serial.end()};
 }
 
+BusiestMatmul busiest_matmul(const DenseOp& op, DenseCandidate candidate, const Target& target) {
+  BusiestMatmul busiest;
+  busiest.codelet = matmul_codelet(op);
+  busiest.m = ceil_div(op.m, candidate.row_groups);
+  busiest.k = ceil_div(op.k, candidate.depth_groups);
+  busiest.n = ceil_div(ceil_div(op.n, candidate.column_groups), candidate.serial_splits);
+  busiest.orientation = matmul_orientation(busiest.codelet, busiest.m, busiest.k, busiest.n, target, op.orientation);
+  return busiest;
+}
+
+std::uint64_t BusiestMatmul::cycles(std::uint32_t in_orientation, const Target& target) const {
+  return codelet_cycles(codelet, std::vector<std::uint32_t>{m, k, n, in_orientation}, target);
+}
+
 std::uint64_t screening_cycles(const DenseOp& op, DenseCandidate candidate, const Target& target) {
   const std::uint32_t column_groups = candidate.column_groups, depth_groups = candidate.depth_groups;
   const std::uint32_t widest = ceil_div(op.n, column_groups), deepest = ceil_div(op.k, depth_groups);
   const std::uint32_t m = ceil_div(op.m, candidate.row_groups);  // the busiest tile's rows
   // Serial slices run one after another: every per-slice figure counts serial_splits times.
   const std::uint32_t slices = candidate.serial_splits, slice = ceil_div(widest, slices);
-  std::uint64_t compute =
-      slices * codelet_cycles(matmul_codelet(op), std::vector<std::uint32_t>{m, deepest, slice}, target);
+  const BusiestMatmul busiest = busiest_matmul(op, candidate, target);
+  std::uint64_t compute = slices * busiest.cycles(busiest.orientation, target);
   std::uint64_t exchange = 0;
   std::uint32_t phases = 0, supersteps = 1;
 
@@ -575,7 +589,8 @@ Fragment DenseFragment::build() && {
                               cols.begin + slice.begin, slice.size);
           builder_.call(matmul_superstep(s), buffers.tile, matmul_codelet(op_),
                         {{buffers.x_chunk, 0}, {buffers.weights[s], 0}, {buffers.partials[s % 2], 0}},
-                        {m, depth.size, slice.size});
+                        {m, depth.size, slice.size,
+                         matmul_orientation(matmul_codelet(op_), m, depth.size, slice.size, target_, op_.orientation)});
         }
         if (depth_groups == 1) {  // no serial splits: the partials are the output
           epilogue(1, buffers.tile, m, buffers.partials[0], buffers.bias, cols.begin, cols.size);

@@ -33,6 +33,7 @@ struct DenseOp {
   std::vector<Piece> scatter_layout;
   /// The program has no superstep yet, so a gather needs a superstep of its own.
   bool first_superstep = false;
+  OrientationChoice orientation = OrientationChoice::automatic;
 };
 
 /// n split into column_groups groups, k into depth_groups groups; group (c, g) runs on
@@ -142,6 +143,15 @@ std::vector<DenseCandidate> serial_candidates(const std::vector<DenseCandidate>&
 /// word per cycle) of the gather and the reduce-scatter, barriers, and the per-run host
 /// input cycles. Not a cost model; it only decides which candidates are worth costing.
 std::uint64_t screening_cycles(const DenseOp& op, DenseCandidate candidate, const Target& target);
+
+/// The matmul call of a candidate's busiest tile and its chosen orientation, for screening
+/// and for the log line that says why the orientation was chosen.
+struct BusiestMatmul {
+  Codelet codelet = Codelet::matmul;
+  std::uint32_t m = 0, k = 0, n = 0, orientation = 0;
+  std::uint64_t cycles(std::uint32_t in_orientation, const Target& target) const;
+};
+BusiestMatmul busiest_matmul(const DenseOp& op, DenseCandidate candidate, const Target& target);
 
 /// One candidate's fragment. Construction lays out the buffers only (cheap: the memory
 /// check needs nothing more); build() adds the compute, copies and host slices.

@@ -13,6 +13,14 @@ constexpr std::uint32_t kUnused = std::numeric_limits<std::uint32_t>::max();
 constexpr std::uint64_t kLargestBufferWords = std::numeric_limits<std::uint32_t>::max() / 4;
 }  // namespace
 
+std::uint32_t matmul_orientation(Codelet codelet, std::uint32_t m, std::uint32_t k, std::uint32_t n,
+                                 const Target& target, OrientationChoice choice) {
+  const MatmulOrientation chosen = choice == OrientationChoice::automatic ? faster_matmul_orientation(codelet, m, k, n, target)
+                                   : choice == OrientationChoice::swapped  ? MatmulOrientation::swapped
+                                                                           : MatmulOrientation::as_is;
+  return static_cast<std::uint32_t>(chosen);
+}
+
 Region region_for(Region preferred, const Target& target) {
   const bool has_standard = target.interleaved_start > 0;
   const bool has_interleaved = target.interleaved_start < target.memory_bytes;

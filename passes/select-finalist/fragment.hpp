@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "distribution.hpp"
+#include "tessera/codelets.hpp"
 #include "tessera/graph.hpp"
 #include "tessera/program.hpp"
 #include "tessera/target.hpp"
@@ -18,6 +19,14 @@ enum class Lifetime : std::uint8_t {
   from_start,     ///< written by the host before superstep 0 of every run (inputs)
   whole_program,  ///< written once at initialize and read by every run (weights)
 };
+
+/// How the planner orients matmuls (codelets.hpp MatmulOrientation): pinned, or per call the
+/// faster of the two by the machine model.
+enum class OrientationChoice : std::uint8_t { automatic, as_is, swapped };
+
+/// The orientation param of a matmul call of this shape under `choice`.
+std::uint32_t matmul_orientation(Codelet codelet, std::uint32_t m, std::uint32_t k, std::uint32_t n,
+                                 const Target& target, OrientationChoice choice);
 
 inline constexpr std::uint32_t kNewBuffer = std::numeric_limits<std::uint32_t>::max();
 

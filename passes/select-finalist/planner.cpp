@@ -418,6 +418,7 @@ private:
     } else {
       dense.scatter_layout = scatter_layout(dense.k, target_.tiles);
     }
+    dense.orientation = options_.orientation;
 
     // Screen every enumerated candidate cheaply, then build and cost the best that fit.
     std::vector<std::pair<std::uint64_t, DenseCandidate>> screened;
@@ -575,12 +576,14 @@ private:
     auto best = std::min_element(finalists.begin(), finalists.end(), [](const auto& a, const auto& b) {
       return a.refined_cycles < b.refined_cycles;
     });
+    const BusiestMatmul busiest = busiest_matmul(dense, best->candidate, target_);
     context_.info("selected operator plan op={} finalist={} column_groups={} depth_groups={} row_groups={} "
-                  "serial_splits={} reduction_blocks={} input={} estimated_cycles={} estimated_exchange_cycles={}",
+                  "serial_splits={} reduction_blocks={} input={} estimated_cycles={} estimated_exchange_cycles={} "
+                  "busiest_matmul={}x{}x{} orientation={} as_is_cycles={} swapped_cycles={}",
                   op_index, best - finalists.begin(), best->candidate.column_groups, best->candidate.depth_groups,
                   best->candidate.row_groups, best->candidate.serial_splits, best->candidate.reduction_blocks, input_source_name(best->candidate.input),
-                  best->refined_cycles,
-                  best->refined_exchange_cycles);
+                  best->refined_cycles, best->refined_exchange_cycles, busiest.m, busiest.k, busiest.n,
+                  busiest.orientation == 0 ? "as_is" : "swapped", busiest.cycles(0, target_), busiest.cycles(1, target_));
     most_row_groups_ = std::max(most_row_groups_, best->candidate.row_groups);
     record(commit_fragment(std::move(*best->fragment), program_, whole_program_buffers_));
     return Status::success();
@@ -689,7 +692,8 @@ private:
     const Op& op = graph_.ops[op_index];
     const std::vector<TileBytes> resident = resident_bytes();
     BlockPlanContext plan{graph_, op, op_index, program_, target_, context_, distributions_,
-                          [&](const std::vector<TileBytes>& added) { return peak_if_fits(resident, added) != kDoesNotFit; }};
+                          [&](const std::vector<TileBytes>& added) { return peak_if_fits(resident, added) != kDoesNotFit; },
+                          options_.orientation};
     std::optional<Fragment> fragment;
     if (Status status = plan_block_op(plan, fragment); !status.ok) return status;
     record(commit_fragment(std::move(*fragment), program_, whole_program_buffers_));

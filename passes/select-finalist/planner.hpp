@@ -4,6 +4,7 @@
 #include <map>
 #include <string>
 
+#include "fragment.hpp"
 #include "tessera/pass.hpp"
 
 namespace tessera::select_finalist {
@@ -27,6 +28,7 @@ struct PlannerOptions {
   std::uint32_t serial_splits = 0;      ///< pins every dense op's serial splits (0: free)
   std::uint32_t reduction_blocks = 0;   ///< pins every dense op's reduction blocks (0: free, 1: one stage)
   std::uint32_t row_groups = 0;         ///< pins every dense op's row groups (0: free)
+  OrientationChoice orientation = OrientationChoice::automatic;  ///< matmul orientation: pinned or per call
   std::uint32_t max_row_groups = 0;     ///< candidates with more row groups are dropped (0: none); set when re-planning
   /// Per-op pins by a tensor name the dense op produces in the model as written.
   std::map<std::string, OpPin> plans;

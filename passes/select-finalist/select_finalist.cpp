@@ -80,6 +80,9 @@ constexpr TesseraOptionSpec kOptions[] = {
     {"reduction_blocks", "int", "0",
      "pin every depth-split dense op's reduction: 1 for one stage, R > 1 for two (the depth groups summed in R blocks "
      "first, then across the blocks; 0: the planner chooses; clamped to depth_groups / 2, and 1 with serial splits)"},
+    {"orientation", "string", "auto",
+     "matmul orientation: auto (per call the faster by the machine model), as_is (a's rows stream through the AMP "
+     "against b) or swapped (b's columns stream against a: poplibs' swapOperands)"},
     {"plans", "map", "{}",
      "pin ops' splits: {OP: {column_groups: C, depth_groups: D, row_groups: G, serial_splits: S, reduction_blocks: R}}, OP the op's output tensor in the "
      "model (or a tensor lower-mid fused into it); clamped to the op and tiles like the global pins"},
@@ -128,6 +131,12 @@ public:
     options_.max_candidates = static_cast<std::uint32_t>(max_candidates);
     options_.costed_candidates = static_cast<std::uint32_t>(costed);
     options_.schedule_finalists = options.get_bool("schedule_finalists");
+    const std::string orientation = options.get_string("orientation");
+    if (orientation != "auto" && orientation != "as_is" && orientation != "swapped")
+      return Status::failure(fmt::format("option 'orientation' is '{}'; it must be auto, as_is or swapped", orientation));
+    options_.orientation = orientation == "auto"    ? tessera::select_finalist::OrientationChoice::automatic
+                           : orientation == "as_is" ? tessera::select_finalist::OrientationChoice::as_is
+                                                    : tessera::select_finalist::OrientationChoice::swapped;
     options_.plans.clear();
     if (Status status = parse_plans(options.get_map("plans"), options_.plans); !status.ok) return status;
     return Status::success();

@@ -30,54 +30,68 @@ using tessera::ExchangePhase;
 using tessera::Program;
 using tessera::Target;
 
-// Launching a codelet (supervisor spawns the workers, they fetch their operands' addresses).
-constexpr double kCallOverheadCycles = 40;
-// The matmul unit's pipeline fills and drains once per call.
-constexpr double kMatmulPipelineCycles = 60;
-
-// Worker-thread instructions per element of an elementwise codelet, with 64-bit loads and
-// stores moving two float32 at once: copy = load + store per pair; relu adds a max; add
-// loads two operands; bias_add reuses its bias row, relu fused in costs one more op.
-constexpr double kCopyInstructionsPerElement = 1.0;
-constexpr double kReluInstructionsPerElement = 1.5;
-constexpr double kAddInstructionsPerElement = 2.0;
-constexpr double kBiasAddInstructionsPerElement = 2.0;
-constexpr double kFusedReluInstructionsPerElement = 0.5;
-// reduce_add: each partial element is one load and one add per float pair.
-constexpr double kReduceInstructionsPerPartialElement = 1.0;
-// Transposing b for the AMP (strided loads), converting a to half, widening a half bias.
-constexpr double kTransposeInstructionsPerElement = 1.0;
-constexpr double kToHalfInstructionsPerElement = 0.5;
-constexpr double kHalfBiasInstructionsPerElement = 0.5;
-// Row codelets, per element: softmax = max + exp (a software sequence of ~6 instructions
-// per pair) + sum + normalise; layer_norm = mean + variance + normalise. Per row: the lane
-// folds, a reciprocal (and a square root) as Newton sequences.
-constexpr double kSoftmaxInstructionsPerElement = 5.5;
-constexpr double kSoftmaxInstructionsPerRow = 16;
-constexpr double kLayerNormInstructionsPerElement = 3.5;
-constexpr double kLayerNormInstructionsPerRow = 26;
+// The machine model's shape (docs/targets.md), as smooth closed forms: work split evenly
+// over the workers without rounding to whole vectors, a fixed cost per call.
+// Launching a codelet: the supervisor starts the workers, each sets up its loop.
+constexpr double kCallOverheadCycles = 170;
+// Tile cycles per element of an elementwise codelet (6 workers each issuing every 6th cycle,
+// 64-bit vectors of two floats): copy and relu one instruction a pair, add and bias_add a
+// pair of loads, the add and the store in three.
+constexpr double kCopyCyclesPerElement = 0.5;
+constexpr double kReluCyclesPerElement = 0.5;
+constexpr double kAddCyclesPerElement = 1.5;
+constexpr double kBiasAddCyclesPerElement = 1.5;
+constexpr double kFusedReluCyclesPerElement = 0.5;
+constexpr double kHalfBiasCyclesPerElement = 0.5;
+// Reductions: per output float, 0.75 a part plus 1.75 of loop overhead (loops of four floats).
+constexpr double kReduceCyclesPerPartElement = 0.75;
+constexpr double kReduceCyclesPerElement = 1.75;
+constexpr double kReduceBiasCyclesPerElement = 0.5;
+// Preparing the AMP's operands: transposing b, casting a to half.
+constexpr double kTransposeCyclesPerElement = 1.0;
+constexpr double kToHalfCyclesPerElement = 0.5;
+// Row codelets per element and per row (per worker: rows go to the workers whole).
+constexpr double kSoftmaxCyclesPerElement = 5.5;
+constexpr double kSoftmaxCyclesPerRow = 34;
+constexpr double kLayerNormCyclesPerElement = 3.5;
+constexpr double kLayerNormCyclesPerRow = 44;
+// The AMP: per pass its weights load at load_bytes_per_cycle, a fixed cost, and each worker
+// streams its field rows (an accumulator-pipeline fill of ~46 worker cycles at least).
+constexpr double kAmpPassCycles = 25;
+constexpr double kAmpWorkerFillCycles = 46;
+constexpr double kAmpWorkerBaseCycles = 22;
+// Worker MAC: a dot product per output, one worker cycle per two floats, 26 per output.
+constexpr double kMacPerOutputCycles = 26;
 
 std::uint64_t ceil_cycles(double cycles) {
   return cycles <= 0 ? 0 : static_cast<std::uint64_t>(std::ceil(cycles));
 }
 
-// Elementwise work is split evenly over the worker threads. The tile issues round-robin
-// over its threads, so each thread gets one issue slot every `worker_threads` cycles: the
-// slowest thread's share times that interval is the call's length.
-double elementwise_cycles(double elements, double instructions_per_element, const Target& target) {
-  const double threads = std::max<std::uint32_t>(target.worker_threads, 1);
-  const double per_thread = std::ceil(elements / threads);
-  return per_thread * instructions_per_element * threads;
-}
+double threads_of(const Target& target) { return std::max<std::uint32_t>(target.worker_threads, 1); }
 
 // Row codelets give each worker whole rows: the busiest worker has ceil(rows / threads).
 double row_cycles(double rows, double cols, double per_element, double per_row, const Target& target) {
-  const double threads = std::max<std::uint32_t>(target.worker_threads, 1);
+  const double threads = threads_of(target);
   return std::ceil(rows / threads) * (cols * per_element + per_row) * threads;
 }
 
-double matmul_cycles(double m, double k, double n, std::uint32_t macs_per_cycle) {
-  return kMatmulPipelineCycles + m * k * n / std::max<std::uint32_t>(macs_per_cycle, 1);
+// The faster of the AMP in the call's orientation and the worker MAC path.
+double matmul_cycles(Codelet codelet, double m, double k, double n, bool swapped, const Target& target) {
+  const bool half = codelet == Codelet::matmul_half;
+  const double in = half ? target.amp_fp16_input_channels : target.amp_fp32_input_channels;
+  const double out = half ? target.amp_fp16_output_channels : target.amp_fp32_output_channels;
+  const double macs = std::max<std::uint32_t>(half ? target.fp16_macs_per_cycle : target.fp32_macs_per_cycle, 1);
+  const double threads = threads_of(target);
+  const double field = swapped ? n : m, outputs = swapped ? m : n;
+  const double passes = std::ceil(k / in) * std::ceil(outputs / out);
+  const double weight_load = in * out * (half ? 2 : 4) / std::max<std::uint32_t>(target.load_bytes_per_cycle, 1);
+  const double worker = std::max(kAmpWorkerFillCycles, kAmpWorkerBaseCycles + in * out / macs * field / threads);
+  double amp = passes * (kAmpPassCycles + weight_load + threads * worker);
+  // b's k values must be contiguous for the field: b [k, n] swapped and b [n, k] as_is transpose it.
+  if (swapped == (codelet != Codelet::matmul_transposed)) amp += k * n * kTransposeCyclesPerElement;
+  if (half) amp += m * k * kToHalfCyclesPerElement;
+  const double workers = threads * std::ceil(m * n / threads) * (kMacPerOutputCycles + k / 2);
+  return std::min(amp, workers);
 }
 
 std::uint64_t estimate_call(const CodeletCall& call, const Target& target) {
@@ -87,56 +101,45 @@ std::uint64_t estimate_call(const CodeletCall& call, const Target& target) {
                                      call.tile, tessera::codelet_name(call.codelet),
                                      tessera::codelet_param_count(call.codelet), p.size()));
   double cycles = kCallOverheadCycles;
+  const double relu = kFusedReluCyclesPerElement;
   switch (call.codelet) {
     case Codelet::matmul:
-      cycles += matmul_cycles(p[0], p[1], p[2], target.fp32_macs_per_cycle);
-      break;
     case Codelet::matmul_transposed:
-      cycles += matmul_cycles(p[0], p[1], p[2], target.fp32_macs_per_cycle) +
-                elementwise_cycles(double(p[2]) * p[1], kTransposeInstructionsPerElement, target);
-      break;
     case Codelet::matmul_half:
-      cycles += matmul_cycles(p[0], p[1], p[2], target.fp16_macs_per_cycle) +
-                elementwise_cycles(double(p[0]) * p[1], kToHalfInstructionsPerElement, target);
+      cycles += matmul_cycles(call.codelet, p[0], p[1], p[2],
+                              p[tessera::kMatmulOrientationParam] ==
+                                  static_cast<std::uint32_t>(tessera::MatmulOrientation::swapped),
+                              target);
       break;
     case Codelet::bias_add_half:
-      cycles += elementwise_cycles(double(p[0]) * double(p[1]),
-                                   kBiasAddInstructionsPerElement + kHalfBiasInstructionsPerElement +
-                                       (p[2] ? kFusedReluInstructionsPerElement : 0.0),
-                                   target);
+      cycles += double(p[0]) * p[1] * (kBiasAddCyclesPerElement + kHalfBiasCyclesPerElement + (p[2] ? relu : 0.0));
       break;
     case Codelet::softmax:
-      cycles += row_cycles(p[0], p[1], kSoftmaxInstructionsPerElement, kSoftmaxInstructionsPerRow, target);
+      cycles += row_cycles(p[0], p[1], kSoftmaxCyclesPerElement, kSoftmaxCyclesPerRow, target);
       break;
     case Codelet::layer_norm:
-      cycles += row_cycles(p[0], p[1], kLayerNormInstructionsPerElement, kLayerNormInstructionsPerRow, target);
+      cycles += row_cycles(p[0], p[1], kLayerNormCyclesPerElement, kLayerNormCyclesPerRow, target);
       break;
     case Codelet::reduce_add:
-      cycles += elementwise_cycles(double(p[0]) * double(p[1]), kReduceInstructionsPerPartialElement,
-                                   target);
+      cycles += double(p[1]) * (kReduceCyclesPerPartElement * p[0] + kReduceCyclesPerElement);
       break;
     case Codelet::bias_add:
-      cycles += elementwise_cycles(double(p[0]) * double(p[1]),
-                                   kBiasAddInstructionsPerElement +
-                                       (p[2] ? kFusedReluInstructionsPerElement : 0.0),
-                                   target);
+      cycles += double(p[0]) * p[1] * (kBiasAddCyclesPerElement + (p[2] ? relu : 0.0));
       break;
     case Codelet::relu:
-      cycles += elementwise_cycles(p[0], kReluInstructionsPerElement, target);
+      cycles += p[0] * kReluCyclesPerElement;
       break;
     case Codelet::add:
-      cycles += elementwise_cycles(p[0], kAddInstructionsPerElement, target);
+      cycles += p[0] * kAddCyclesPerElement;
       break;
     case Codelet::copy:
-      cycles += elementwise_cycles(p[0], kCopyInstructionsPerElement, target);
+      cycles += p[0] * kCopyCyclesPerElement;
       break;
     case Codelet::reduce_bias:
-      // parts + the own partial, each a load-add per element, then the bias add (and relu).
-      cycles += elementwise_cycles(double(p[1]) * double(p[2]),
-                                   kReduceInstructionsPerPartialElement * (double(p[0]) + 1) +
-                                       kBiasAddInstructionsPerElement +
-                                       (p[4] ? kFusedReluInstructionsPerElement : 0.0),
-                                   target);
+      // parts + the own partial, then the bias (and relu), rows walked separately.
+      cycles += double(p[1]) * p[2] *
+                (kReduceCyclesPerPartElement * (double(p[0]) + 1) + kReduceCyclesPerElement +
+                 kReduceBiasCyclesPerElement + (p[4] ? relu : 0.0));
       break;
   }
   return ceil_cycles(cycles);

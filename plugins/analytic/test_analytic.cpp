@@ -47,7 +47,7 @@ std::uint32_t add_buffer(Program& program, std::uint32_t tile, std::uint32_t byt
 }
 
 CodeletCall matmul(std::uint32_t tile, std::uint32_t m, std::uint32_t k, std::uint32_t n) {
-  return CodeletCall{tile, Codelet::matmul, {{0, 0}, {0, 0}, {0, 0}}, {m, k, n}};
+  return CodeletCall{tile, Codelet::matmul, {{0, 0}, {0, 0}, {0, 0}}, {m, k, n, 0}};
 }
 
 CodeletCall relu(std::uint32_t tile, std::uint32_t count) {
@@ -93,11 +93,14 @@ TEST_CASE("analytic estimates an empty program as free", "[analytic]") {
   CHECK(estimate.peak_tile_bytes == 0);
 }
 
-TEST_CASE("analytic charges matmuls by MACs and the slowest tile per superstep", "[analytic]") {
-  // 256^3 MACs at 16 per cycle, plus the call and pipeline overheads.
-  CHECK(compute_of({{matmul(0, 256, 256, 256)}}) == 1048576 + 40 + 60);
+TEST_CASE("analytic charges matmuls as AMP passes and the slowest tile per superstep", "[analytic]") {
+  // 256^3: 32 x 16 passes of 25 + a 32-cycle weight load + 6 workers x (22 + 8 x 256 / 6 rows),
+  // plus the call's 170.
+  CHECK(compute_of({{matmul(0, 256, 256, 256)}}) == 512 * (25 + 32 + 2180) + 170);
   const std::uint64_t one = compute_of({{matmul(0, 64, 64, 64)}});
-  CHECK(one == 64 * 64 * 64 / 16 + 100);
+  CHECK(one == 32 * (25 + 32 + 644) + 170);
+  // A tiny product runs on the workers: 6 x (26 + k / 2) for one output.
+  CHECK(compute_of({{matmul(0, 1, 8, 1)}}) == 6 * (26 + 4) + 170);
   // Other tiles work in parallel; the same tile adds up; supersteps add up.
   CHECK(compute_of({{matmul(0, 64, 64, 64), matmul(1, 64, 64, 64), matmul(1471, 8, 8, 8)}}) == one);
   CHECK(compute_of({{matmul(0, 64, 64, 64), matmul(0, 64, 64, 64)}}) == 2 * one);
@@ -106,11 +109,11 @@ TEST_CASE("analytic charges matmuls by MACs and the slowest tile per superstep",
 }
 
 TEST_CASE("analytic spreads elementwise work over the worker threads", "[analytic]") {
-  // relu: 1.5 thread instructions per element, 6 threads each issuing every 6th cycle.
-  CHECK(compute_of({{relu(0, 6000)}}) == 40 + 1000 * 9);
+  // relu: half a tile cycle per element (a vector of two a worker instruction), 170 a call.
+  CHECK(compute_of({{relu(0, 6000)}}) == 170 + 3000);
   // Doubling the work roughly doubles the time; an add costs more than a relu.
   const std::uint64_t small = compute_of({{relu(0, 60000)}});
-  CHECK(compute_of({{relu(0, 120000)}}) == 2 * small - 40);
+  CHECK(compute_of({{relu(0, 120000)}}) == 2 * small - 170);
   const CodeletCall add{0, Codelet::add, {{0, 0}, {0, 0}, {0, 0}}, {60000}};
   CHECK(compute_of({{add}}) > small);
   const CodeletCall reduce{0, Codelet::reduce_add, {{0, 0}, {0, 0}}, {5, 15000}};
@@ -214,7 +217,7 @@ TEST_CASE("analytic refuses bad options and malformed programs", "[analytic]") {
   step.compute.push_back(CodeletCall{0, Codelet::matmul, {}, {4, 4}});
   bad_call.supersteps.push_back(step);
   CHECK_THROWS_WITH(make_model()->estimate(bad_call, target_named("t1472")),
-                    Catch::Contains("matmul takes 3 params, got 2"));
+                    Catch::Contains("matmul takes 4 params, got 2"));
 }
 
 TEST_CASE("analytic estimates 1472 tiles with 100k copies in milliseconds", "[analytic]") {
@@ -238,7 +241,7 @@ TEST_CASE("analytic estimates 1472 tiles with 100k copies in milliseconds", "[an
   const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
   INFO("estimate took " << seconds * 1000 << " ms");
   CHECK(estimate.exchange_cycles > 5 * target.exchange_phase_overhead);
-  CHECK(estimate.compute_cycles == 5 * (16 * 16 * 16 / 16 + 100));
+  CHECK(estimate.compute_cycles == 5 * (2 * (25 + 32 + 6 * 46) + 170));
   CHECK(estimate.peak_tile_bytes == 4 * 2048);  // buffers i and i+4 share superstep ranges
   CHECK(seconds < 1.0);
 }

@@ -27,17 +27,70 @@ double worker_vectors(double count, const Target& target) {
   return std::ceil(std::ceil(count / workers) / 2);
 }
 
+// A matmul runs on the AMP or on the workers, whichever is faster (docs/targets.md): the
+// features of the path a nominal estimate picks, zeros for the other, so one fit prices both.
+// AMP: a call, its passes, the workers' cycles over all passes (a pipeline fill at least),
+// output groups times field rows (zeroing), and the workers' operand preparation (b's
+// transpose in vectors, a's cast to half in fours). Workers: a call and the busiest worker's
+// dot-product cycles.
+Features matmul_features(Params p, const Target& t, Codelet codelet) {
+  const bool half = codelet == Codelet::matmul_half;
+  const bool swapped = p[3] == static_cast<std::uint32_t>(tessera::MatmulOrientation::swapped);
+  const double m = p[0], k = p[1], n = p[2];
+  const double workers = std::max<std::uint32_t>(t.worker_threads, 1);
+  const double in = half ? t.amp_fp16_input_channels : t.amp_fp32_input_channels;
+  const double out = half ? t.amp_fp16_output_channels : t.amp_fp32_output_channels;
+  const double macs = std::max<std::uint32_t>(half ? t.fp16_macs_per_cycle : t.fp32_macs_per_cycle, 1);
+  const double outputs = swapped ? m : n;
+  const double output_groups = std::ceil(outputs / out), passes = std::ceil(k / in) * output_groups;
+  const double rows = std::ceil((swapped ? n : m) / workers);
+  const double store = swapped ? std::ceil(std::min(outputs, out) / 2) : 0;  // outputs stored down a column
+  const double pass_worker = passes * std::max(half ? 25.0 : 46.0, (half ? 18 : 22) + (in * out / macs + store) * rows);
+  const double zero_rows = half ? 0 : output_groups * rows;
+  const bool transpose = swapped == (codelet != Codelet::matmul_transposed);
+  const double transpose_vectors = transpose ? worker_vectors(k * n, t) : 0;
+  const double cast_fours = half ? std::ceil(std::ceil(m * k / workers) / 4) : 0;
+  const double dot = p[1] % 2 == 0 ? k / 2 : 2 * k + 1;
+  const double worker_dots = std::ceil(m * n / workers) * (26 + dot);
+  // Nominal costs (docs/targets.md) only to pick the path; the fit prices each feature.
+  const double amp_nominal = 63 + (half ? 42 : 30) * output_groups + (half ? 59 : 57) * passes +
+                             workers * (pass_worker + 8 * zero_rows) + (transpose ? 113 + 12 * transpose_vectors : 0) +
+                             (half ? 263 + 12 * cast_fours : 0);
+  // Half inputs zero no rows; float inputs cast nothing.
+  const double zero_or_cast = half ? cast_fours : zero_rows;
+  if (58 + workers * (16 + worker_dots) < amp_nominal) return {0, 0, 0, 0, 0, 0, 1, worker_dots};
+  return {1, passes, pass_worker, output_groups, zero_or_cast, transpose_vectors, 0, 0};
+}
+
+constexpr const char* kMatmulFeatureNames =
+    "amp_call,amp_passes,amp_pass_worker_cycles,amp_output_groups,amp_zero_rows,transpose_vectors,worker_call,"
+    "worker_dot_cycles";
+constexpr const char* kHalfMatmulFeatureNames =
+    "amp_call,amp_passes,amp_pass_worker_cycles,amp_output_groups,cast_fours,transpose_vectors,worker_call,"
+    "worker_dot_cycles";
+
+// Both orientations and both paths, all within ~200 KB of operands.
+const std::vector<std::vector<std::uint32_t>> kMatmulShapes = {
+    {1, 16, 16, 0},  {2, 64, 32, 0},   {4, 128, 64, 0},  {8, 256, 16, 1},  {16, 64, 128, 0}, {2, 512, 64, 0},
+    {1, 1024, 32, 0}, {16, 128, 128, 0}, {32, 256, 32, 1}, {4, 32, 512, 1},  {3, 100, 7, 0},   {2, 2048, 8, 0},
+    {64, 64, 64, 0}, {2, 179, 128, 1},  {128, 64, 96, 0}, {1, 8, 1, 0},     {6, 256, 90, 1},  {2, 256, 90, 0}};
+
+// A reduction's loops of four floats, split evenly over the workers: the slowest worker's count.
+double worker_loops(double count, const Target& target) {
+  const double workers = std::max<std::uint32_t>(target.worker_threads, 1);
+  return std::ceil(std::ceil(count / 4) / workers);
+}
+
 // The feature table: one line per codelet. A new codelet needs its line here (calibrate
 // refuses to run without one); keep each microbenchmark call under ~200 KB of operands.
 const CodeletLine kCodeletLines[] = {
-    {Codelet::matmul, "call,macs",
-     [](Params p, const Target&) -> Features { return {1, double(p[0]) * p[1] * p[2]}; },
-     {{1, 16, 16}, {2, 64, 32}, {4, 128, 64}, {8, 256, 16}, {16, 64, 128}, {2, 512, 64}, {1, 1024, 32},
-      {16, 128, 128}, {32, 256, 32}, {4, 32, 512}, {3, 100, 7}, {2, 2048, 8}}},
-    {Codelet::reduce_add, "call,vectors,part_vectors",
+    {Codelet::matmul, kMatmulFeatureNames,
+     [](Params p, const Target& t) -> Features { return matmul_features(p, t, Codelet::matmul); }, kMatmulShapes},
+    // Reductions walk loops of four floats split over the workers, each loop a load of every part.
+    {Codelet::reduce_add, "call,loops,part_loops",
      [](Params p, const Target& t) -> Features {
-       const double vectors = worker_vectors(p[1], t);
-       return {1, vectors, p[0] * vectors};
+       const double loops = worker_loops(p[1], t);
+       return {1, loops, p[0] * loops};
      },
      {{2, 64}, {4, 1000}, {8, 512}, {16, 300}, {3, 4096}, {2, 8000}, {12, 2048}, {23, 1024}, {1, 7}, {5, 9000}}},
     {Codelet::bias_add, "call,vectors,relu_vectors",
@@ -56,26 +109,19 @@ const CodeletLine kCodeletLines[] = {
     {Codelet::copy, "call,vectors",
      [](Params p, const Target& t) -> Features { return {1, worker_vectors(p[0], t)}; },
      {{1}, {7}, {64}, {333}, {1000}, {4096}, {12000}, {24000}}},
-    // Rows are walked separately (the own partial is strided), so each row rounds up to vectors.
-    {Codelet::reduce_bias, "call,vectors,part_vectors,relu_vectors",
+    // Rows are walked separately (the own partial is strided), so each row rounds up to loops.
+    {Codelet::reduce_bias, "call,loops,part_loops,relu_loops",
      [](Params p, const Target& t) -> Features {
-       const double vectors = worker_vectors(double(p[1]) * 2 * std::ceil(p[2] / 2.0), t);
-       return {1, vectors, p[0] * vectors, p[4] != 0 ? vectors : 0.0};
+       const double loops = worker_loops(double(p[1]) * std::ceil(p[2] / 4.0) * 4, t);
+       return {1, loops, p[0] * loops, p[4] != 0 ? loops : 0.0};
      },
      {{2, 2, 3, 64, 1}, {22, 2, 3, 64, 1}, {4, 16, 64, 64, 0}, {8, 8, 100, 120, 1}, {3, 4, 513, 600, 0},
       {16, 2, 256, 256, 1}, {1, 1, 7, 7, 0}, {23, 2, 178, 178, 1}, {5, 16, 200, 200, 0}, {10, 3, 50, 64, 1}}},
-    {Codelet::matmul_transposed, "call,macs,transpose_vectors",
-     [](Params p, const Target& t) -> Features {
-       return {1, double(p[0]) * p[1] * p[2], worker_vectors(double(p[2]) * p[1], t)};
-     },
-     {{1, 16, 16}, {2, 64, 32}, {4, 128, 64}, {8, 256, 16}, {16, 64, 128}, {2, 512, 64}, {64, 64, 64},
-      {16, 128, 128}, {32, 256, 32}, {4, 32, 512}, {3, 100, 7}, {2, 2048, 8}}},
-    {Codelet::matmul_half, "call,macs,conversion_vectors",
-     [](Params p, const Target& t) -> Features {
-       return {1, double(p[0]) * p[1] * p[2], worker_vectors(double(p[0]) * p[1], t)};
-     },
-     {{1, 16, 16}, {2, 64, 32}, {4, 128, 64}, {8, 256, 16}, {16, 64, 128}, {2, 512, 64}, {1, 1024, 32},
-      {16, 128, 128}, {32, 256, 32}, {4, 32, 512}, {3, 100, 7}, {2, 2048, 8}}},
+    {Codelet::matmul_transposed, kMatmulFeatureNames,
+     [](Params p, const Target& t) -> Features { return matmul_features(p, t, Codelet::matmul_transposed); },
+     kMatmulShapes},
+    {Codelet::matmul_half, kHalfMatmulFeatureNames,
+     [](Params p, const Target& t) -> Features { return matmul_features(p, t, Codelet::matmul_half); }, kMatmulShapes},
     {Codelet::bias_add_half, "call,vectors,relu_vectors",
      [](Params p, const Target& t) -> Features {
        const double vectors = worker_vectors(double(p[0]) * p[1], t);

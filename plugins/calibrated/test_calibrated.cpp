@@ -135,7 +135,7 @@ TEST_CASE("calibrated estimates mlp-small on t16 within 10% of the simulator", "
   CommandResult ran = run_command({tessera_binary(), "run", package, "--lock", (dir.path() / "lock").string()});
   REQUIRE(ran.exit_code == 0);
   const double estimated = double(number(compiled.out, "estimated_cycles"));
-  const double simulated = double(number(ran.out, "simulated_cycles"));
+  const double simulated = double(number(ran.out, "device_cycles"));
   CHECK(std::abs(estimated - simulated) / simulated <= 0.10);
 }
 

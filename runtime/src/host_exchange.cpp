@@ -46,9 +46,11 @@ void unpack_slice(std::span<const float> packed, std::uint32_t tensor_cols,
   }
 }
 
-std::uint64_t HostCallSummary::cycles(double host_bytes_per_cycle) const {
-  if (host_bytes_per_cycle <= 0) return 0;
-  return static_cast<std::uint64_t>(std::ceil(static_cast<double>(bytes) / host_bytes_per_cycle));
+std::uint64_t HostCallSummary::cycles(const Target& target) const {
+  const std::uint64_t transfer =
+      target.host_bytes_per_cycle <= 0 ? 0
+                                       : static_cast<std::uint64_t>(std::ceil(static_cast<double>(bytes) / target.host_bytes_per_cycle));
+  return transfer + target.host_call_latency_cycles;
 }
 
 HostCallSummary summarize_host_call(const Package& package,

@@ -97,11 +97,11 @@ RunResult run_package(const Package& package, const RunOptions& options,
   }
   result.host_initialize_bytes = initialize_call.bytes;
   result.host_run_bytes = run_call.bytes;
-  result.host_run_cycles = run_call.cycles(package.target.host_bytes_per_cycle);
-  log.info("host exchange call finished call=\"run\" cycles={} compute_cycles={} "
+  result.host_run_cycles = run_call.cycles(package.target);
+  log.info("host exchange call finished call=\"run\" device_cycles={} end_to_end_cycles={} compute_cycles={} "
            "exchange_cycles={} sync_cycles={} host_cycles={} words_exchanged={} "
            "words_unreceived={} elapsed_ms={}",
-           result.cycles.total(), result.cycles.compute, result.cycles.exchange,
+           result.cycles.total(), result.end_to_end_cycles(), result.cycles.compute, result.cycles.exchange,
            result.cycles.sync, result.host_run_cycles, result.words_exchanged,
            result.words_unreceived, elapsed_ms(step_started));
 

@@ -434,6 +434,9 @@ void SimDevice::Impl::load_compute(const Package& package, std::uint32_t step,
       if ((call.codelet == Codelet::bias_add || call.codelet == Codelet::bias_add_half) && call.params[2] > 1)
         throw Error(fmt::format("{}: bias_add's relu flag must be 0 or 1, got {}", where(),
                                 call.params[2]));
+      if (is_matmul(call.codelet) && call.params[kMatmulOrientationParam] >= kMatmulOrientations)
+        throw Error(fmt::format("{}: {}'s orientation must be 0 (as_is) or 1 (swapped), got {}", where(), name,
+                                call.params[kMatmulOrientationParam]));
       if (call.codelet == Codelet::reduce_bias && (call.params[4] > 1 || call.params[3] < call.params[2]))
         throw Error(fmt::format("{}: reduce_bias needs a relu flag of 0 or 1 and own_stride >= cols, "
                                 "got relu={} own_stride={} cols={}", where(), call.params[4],

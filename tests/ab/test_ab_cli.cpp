@@ -93,7 +93,7 @@ TEST_CASE("ab compares greedy with in-order on the quick suite and resumes", "[a
   const json& scheduled = find_comparison(report, "in-order", "scheduled_exchange_cycles");
   CHECK(scheduled["value"].get<double>() >= scheduled["baseline"].get<double>());
   CHECK(find_comparison(report, "in-order", "exchange_lower_bound")["verdict"] == "same");
-  CHECK(find_comparison(report, "in-order", "simulated_cycles")["value"].get<double>() > 0);
+  CHECK(find_comparison(report, "in-order", "device_cycles")["value"].get<double>() > 0);
   const json& wall = find_comparison(report, "in-order", "compile_wall_ms");
   CHECK(wall["samples"].size() == 2);
   CHECK(wall["baseline_samples"].size() == 2);
@@ -191,7 +191,7 @@ TEST_CASE("ab shards merged equal the unsharded run, and merge refuses other sui
   CHECK(report["items"]["present"] == 6);
   CHECK(items_with_status(report, "ok") == items_with_status(unsharded, "ok"));
   CHECK(items_with_status(report, "ok").size() == 6);
-  for (const char* metric : {"simulated_cycles", "scheduled_exchange_cycles", "exchange_lower_bound", "peak_tile_bytes"})
+  for (const char* metric : {"device_cycles", "scheduled_exchange_cycles", "exchange_lower_bound", "peak_tile_bytes"})
     CHECK(find_comparison(report, "in-order", metric)["value"] == find_comparison(unsharded, "in-order", metric)["value"]);
   CHECK_THAT(merged.out, Catch::Contains("in-order vs greedy"));
 

@@ -32,7 +32,7 @@ static Package small_package() {
     image.tile = t;
     image.buffers = {{1024, 512, Region::standard}, {262144, 4096, Region::interleaved}};
     image.supersteps.resize(2);
-    image.supersteps[0].compute.push_back({Codelet::matmul, {1024, 262144, 2048}, {2, 4, 8}});
+    image.supersteps[0].compute.push_back({Codelet::matmul, {1024, 262144, 2048}, {2, 4, 8, 0}});
     image.supersteps[0].sends.push_back({7, 2048, 16});
     image.supersteps[1].receives.push_back({13, (t + 1) % 16, 1024, 16});
   }
@@ -54,7 +54,7 @@ TEST_CASE("package round trip keeps every field", "[package]") {
   CHECK(read.graph.tensors[read.graph.outputs[0]].name == "y1");
   REQUIRE(read.tiles.size() == 16);
   CHECK(read.tiles[5].supersteps[1].receives[0].sender == 6);
-  CHECK(read.tiles[5].supersteps[0].compute[0].params == std::vector<std::uint32_t>{2, 4, 8});
+  CHECK(read.tiles[5].supersteps[0].compute[0].params == std::vector<std::uint32_t>{2, 4, 8, 0});
   CHECK(read.streams[0].slices[0].address == 1024);
   // No temporary file is left beside the package.
   CHECK(std::distance(std::filesystem::directory_iterator(dir.path() / "out"), {}) == 1);

@@ -63,7 +63,7 @@ TEST_CASE("cli compiles and runs the small model with a passing numerical test",
                             "starting host exchange session", "call=\"initialize\"", "call=\"run\""})
     CHECK_THAT(ran.err, Catch::Contains(stage));
   std::smatch cycles;
-  REQUIRE(std::regex_search(ran.out, cycles, std::regex("simulated_cycles=([0-9]+)")));
+  REQUIRE(std::regex_search(ran.out, cycles, std::regex("device_cycles=([0-9]+)")));
   CHECK(std::stoull(cycles[1]) > 0);
 }
 

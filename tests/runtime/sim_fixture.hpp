@@ -107,7 +107,7 @@ inline Package small_mlp_package() {
   }
   TileImage& t0 = p.tiles[0];
   t0.buffers = {{x0, 32}, {w0, 64}, {partials, 64}, {y, 32}, {b, 16}};
-  t0.supersteps[0].compute = {call(Codelet::matmul, {x0, w0, partials}, {2, 4, 4})};
+  t0.supersteps[0].compute = {call(Codelet::matmul, {x0, w0, partials}, {2, 4, 4, 0})};
   t0.supersteps[0].receives = {{6, 1, partial1, 8}};
   t0.supersteps[1].compute = {call(Codelet::reduce_add, {partials, y}, {2, 8}),
                               call(Codelet::bias_add, {y, b}, {2, 4, 1})};
@@ -115,7 +115,7 @@ inline Package small_mlp_package() {
 
   TileImage& t1 = p.tiles[1];
   t1.buffers = {{x1, 32}, {w1, 64}, {p1, 32}};
-  t1.supersteps[0].compute = {call(Codelet::matmul, {x1, w1, p1}, {2, 4, 4})};
+  t1.supersteps[0].compute = {call(Codelet::matmul, {x1, w1, p1}, {2, 4, 4, 0})};
   t1.supersteps[0].sends = {{0, p1, 8}};
   t1.supersteps[1].sends = {{0, x1, 2}};
 

@@ -1,7 +1,11 @@
 // Tests of the codelet set: names, operand shapes and the cycle formulas the simulator charges.
 #include <catch2/catch.hpp>
 
+#include <algorithm>
+#include <cmath>
+#include <random>
 #include <stdexcept>
+#include <string>
 #include <vector>
 
 #include "sim_fixture.hpp"
@@ -17,7 +21,7 @@ TEST_CASE("codelets name themselves and declare operand and param counts", "[cod
   CHECK(std::string(codelet_name(Codelet::add)) == "add");
   CHECK(std::string(codelet_name(Codelet::copy)) == "copy");
   CHECK(codelet_operand_count(Codelet::matmul) == 3);
-  CHECK(codelet_param_count(Codelet::matmul) == 3);
+  CHECK(codelet_param_count(Codelet::matmul) == 4);
   CHECK(codelet_operand_count(Codelet::reduce_add) == 2);
   CHECK(codelet_param_count(Codelet::bias_add) == 3);
   CHECK(codelet_operand_count(Codelet::relu) == 1);
@@ -27,7 +31,7 @@ TEST_CASE("codelets name themselves and declare operand and param counts", "[cod
 }
 
 TEST_CASE("codelet operand spans follow the shape params", "[codelets]") {
-  const std::vector<std::uint32_t> mkn = {3, 5, 7};
+  const std::vector<std::uint32_t> mkn = {3, 5, 7, 0};
   CHECK(codelet_operand_words(Codelet::matmul, mkn, 0) == 15);
   CHECK(codelet_operand_words(Codelet::matmul, mkn, 1) == 35);
   CHECK(codelet_operand_words(Codelet::matmul, mkn, 2) == 21);
@@ -39,7 +43,7 @@ TEST_CASE("codelet operand spans follow the shape params", "[codelets]") {
   CHECK(codelet_operand_words(Codelet::bias_add, bias, 1) == 6);
   CHECK(codelet_operand_words(Codelet::add, std::vector<std::uint32_t>{9}, 2) == 9);
   // Large shapes must not overflow 32 bits.
-  const std::vector<std::uint32_t> big = {65536, 65536, 1};
+  const std::vector<std::uint32_t> big = {65536, 65536, 1, 0};
   CHECK(codelet_operand_words(Codelet::matmul, big, 0) == 4294967296ull);
   CHECK_THROWS_AS(codelet_operand_words(Codelet::matmul, std::vector<std::uint32_t>{1, 2}, 0),
                   std::logic_error);
@@ -48,48 +52,150 @@ TEST_CASE("codelet operand spans follow the shape params", "[codelets]") {
 }
 
 TEST_CASE("codelet cycle formulas charge the documented machine model", "[codelets]") {
-  const Target target = testing::four_tile_target();  // 6 workers, 16 fp32 MACs per cycle
-  // matmul: 40 + ceil(m*k*n / 16)
-  CHECK(codelet_cycles(Codelet::matmul, std::vector<std::uint32_t>{2, 4, 4}, target) == 42);
-  CHECK(codelet_cycles(Codelet::matmul, std::vector<std::uint32_t>{2, 4096, 3}, target) ==
-        40 + 1536);
-  CHECK(codelet_cycles(Codelet::matmul, std::vector<std::uint32_t>{1, 1, 1}, target) == 41);
-  // elementwise: 4*workers + 6 * ceil(ceil(count/workers)/2) * instructions per vector
-  CHECK(codelet_cycles(Codelet::copy, std::vector<std::uint32_t>{12}, target) == 24 + 6 * 1 * 1);
-  CHECK(codelet_cycles(Codelet::copy, std::vector<std::uint32_t>{1200}, target) == 24 + 6 * 100);
-  CHECK(codelet_cycles(Codelet::relu, std::vector<std::uint32_t>{13}, target) == 24 + 6 * 2 * 1);
-  CHECK(codelet_cycles(Codelet::add, std::vector<std::uint32_t>{1200}, target) == 24 + 6 * 100 * 2);
-  CHECK(codelet_cycles(Codelet::bias_add, std::vector<std::uint32_t>{2, 600, 0}, target) ==
-        24 + 6 * 100 * 2);
-  CHECK(codelet_cycles(Codelet::bias_add, std::vector<std::uint32_t>{2, 600, 1}, target) ==
-        24 + 6 * 100 * 3);
-  // reduce_add: one load-add per part plus the store, per output vector.
-  CHECK(codelet_cycles(Codelet::reduce_add, std::vector<std::uint32_t>{4, 1200}, target) ==
-        24 + 6 * 100 * 5);
-  // reduce_bias: per vector one load-add per part and for the own partial, the bias, the
-  // store and the fused relu; an odd row width pays a whole vector (2 x 3 -> 2 x 4 floats).
-  CHECK(codelet_cycles(Codelet::reduce_bias, std::vector<std::uint32_t>{15, 2, 3, 45, 1}, target) ==
-        24 + 6 * 1 * (15 + 1 + 1 + 1 + 1));
-  CHECK(codelet_cycles(Codelet::reduce_bias, std::vector<std::uint32_t>{3, 2, 600, 600, 0}, target) ==
-        24 + 6 * 100 * (3 + 1 + 1 + 1));
-  CHECK(codelet_operand_words(Codelet::reduce_bias, std::vector<std::uint32_t>{3, 2, 5, 9, 0}, 0) == 30);
-  CHECK(codelet_operand_words(Codelet::reduce_bias, std::vector<std::uint32_t>{3, 2, 5, 9, 0}, 1) == 14);
-  CHECK(codelet_operand_words(Codelet::reduce_bias, std::vector<std::uint32_t>{3, 2, 5, 9, 0}, 2) == 5);
-  CHECK(codelet_operand_words(Codelet::reduce_bias, std::vector<std::uint32_t>{3, 2, 5, 9, 0}, 3) == 10);
-  // Fewer workers: a longer share each, and a cheaper launch.
+  const Target target = testing::four_tile_target();  // 6 workers, the GC200's AMP defaults
+  using V = std::vector<std::uint32_t>;
+  constexpr std::uint32_t as_is = 0, swapped = 1;
+  // matmul on the AMP: 63 + output_groups * (30 + zeroing) + passes * (25 + weight load + 6 * worker),
+  // worker = max(46, 22 + 8 * ceil(field / 6)), weight load = 8 * 16 * 4 bytes / 16 = 32.
+  // 128^3: 16 x 8 passes, 22 rows a worker: poplibs' estimate for the same vertex is 168,203.
+  CHECK(codelet_cycles(Codelet::matmul, V{128, 128, 128, as_is}, target) ==
+        63 + 8 * (30 + 6 * (2 + 8 * 22)) + 16 * 8 * (25 + 32 + 6 * (22 + 8 * 22)));
+  // 2 x 179 x 128: 23 x 8 passes of one row each, every worker at its pipeline fill.
+  const std::uint64_t thin_as_is = 63 + 8 * (30 + 6 * (2 + 8 * 1)) + 23 * 8 * (25 + 32 + 6 * 46);
+  CHECK(codelet_charge(Codelet::matmul, V{2, 179, 128, as_is}, target).cycles == thin_as_is);
+  CHECK(codelet_charge(Codelet::matmul, V{2, 179, 128, as_is}, target).amp_passes == 23 * 8);
+  // Swapped: b [k, n] transposed by the workers first (11 + 6 * (17 + 2 * vectors)), then its
+  // 128 columns stream against a's 2 rows, stored down a column (one more cycle a row).
+  const std::uint64_t transpose = 11 + 6 * (17 + 2 * 1910);
+  const std::uint64_t thin_swapped = transpose + 63 + 1 * (30 + 6 * (2 + 8 * 22)) + 23 * (25 + 32 + 6 * (22 + 9 * 22));
+  CHECK(codelet_cycles(Codelet::matmul, V{2, 179, 128, swapped}, target) == thin_swapped);
+  CHECK(thin_swapped < thin_as_is);
+  CHECK(faster_matmul_orientation(Codelet::matmul, 2, 179, 128, target) == MatmulOrientation::swapped);
+  CHECK(faster_matmul_orientation(Codelet::matmul, 128, 128, 128, target) == MatmulOrientation::as_is);
+  // Tiny products run on the workers: a dot of k = 8 at a cycle per two floats plus 26.
+  const CodeletCharge tiny = codelet_charge(Codelet::matmul, V{1, 8, 1, as_is}, target);
+  CHECK(tiny.cycles == 58 + 6 * (16 + 1 * (26 + 4)));
+  CHECK(std::string(tiny.path) == "worker-mac");
+  // matmul_transposed (b [n, k]) needs the transpose as_is, not swapped; here the workers win both.
+  CHECK(codelet_cycles(Codelet::matmul_transposed, V{2, 4096, 3, as_is}, target) == 58 + 6 * (16 + 1 * (26 + 2048)));
+  CHECK(codelet_cycles(Codelet::matmul_transposed, V{2, 64, 256, swapped}, target) <
+        codelet_cycles(Codelet::matmul_transposed, V{2, 64, 256, as_is}, target));
+  // matmul_half: a cast to half (11 + 6 * (42 + 2 per four floats)), then 16 x 8 passes of
+  // weight load 16 * 8 * 2 / 16 = 16, worker max(25, 18 + 4 * rows), pass overhead 43.
+  CHECK(codelet_cycles(Codelet::matmul_half, V{128, 128, 128, as_is}, target) ==
+        11 + 6 * (42 + 2 * 683) + 63 + 16 * (30 + 6 * 2) + 8 * 16 * (43 + 16 + 6 * (18 + 4 * 22)));
+  // Elementwise: 11 + 6 * (worker fixed + vectors of the busiest worker * cycles per vector).
+  CHECK(codelet_cycles(Codelet::copy, V{1200}, target) == 11 + 6 * (17 + 100 * 1));
+  CHECK(codelet_cycles(Codelet::relu, V{13}, target) == 11 + 6 * (26 + 2 * 1));
+  CHECK(codelet_cycles(Codelet::add, V{1200}, target) == 11 + 6 * (29 + 100 * 3));
+  CHECK(codelet_cycles(Codelet::bias_add, V{2, 600, 0}, target) == 11 + 6 * (29 + 100 * 3));
+  CHECK(codelet_cycles(Codelet::bias_add, V{2, 600, 1}, target) == 11 + 6 * (29 + 100 * 4));
+  CHECK(codelet_cycles(Codelet::bias_add_half, V{2, 600, 1}, target) == 11 + 6 * (29 + 100 * 5));
+  // Reductions: loops of four floats, 3 cycles a part + 7, split over the workers, 32 fixed.
+  CHECK(codelet_cycles(Codelet::reduce_add, V{4, 1200}, target) == 11 + 6 * (32 + 50 * (3 * 4 + 7)));
+  // reduce_bias: the own partial is one more part, the bias 2 a loop; rows walked separately.
+  CHECK(codelet_cycles(Codelet::reduce_bias, V{3, 2, 600, 600, 0}, target) == 11 + 6 * (32 + 50 * (3 * 4 + 7 + 2)));
+  CHECK(codelet_operand_words(Codelet::reduce_bias, V{3, 2, 5, 9, 0}, 0) == 30);
+  CHECK(codelet_operand_words(Codelet::reduce_bias, V{3, 2, 5, 9, 0}, 1) == 14);
+  CHECK(codelet_operand_words(Codelet::reduce_bias, V{3, 2, 5, 9, 0}, 2) == 5);
+  CHECK(codelet_operand_words(Codelet::reduce_bias, V{3, 2, 5, 9, 0}, 3) == 10);
+  // Rows: 11 + 6 * (30 + rows of the busiest worker * per row).
+  // softmax per row: 2 * 12 + 10 + 5 vectors * 11.
+  CHECK(codelet_cycles(Codelet::softmax, V{7, 10, 0}, target) == 11 + 6 * (30 + 2 * (34 + 5 * 11)));
+  // layer_norm per row: 2 * 12 + 10 + 10 + 5 vectors * 7.
+  CHECK(codelet_cycles(Codelet::layer_norm, V{6, 10, 0}, target) == 11 + 6 * (30 + 1 * (44 + 5 * 7)));
+  // Fewer workers: a longer share each.
   Target three_workers = target;
   three_workers.worker_threads = 3;
-  CHECK(codelet_cycles(Codelet::copy, std::vector<std::uint32_t>{1200}, three_workers) ==
-        12 + 6 * 200);
-  // A faster AMP unit halves the MAC term only.
+  CHECK(codelet_cycles(Codelet::copy, V{1200}, three_workers) == 11 + 3 * (17 + 200));
+  // A faster load path shortens the weight load only.
   Target wide = target;
-  wide.fp32_macs_per_cycle = 32;
-  CHECK(codelet_cycles(Codelet::matmul, std::vector<std::uint32_t>{2, 4096, 3}, wide) == 40 + 768);
+  wide.load_bytes_per_cycle = 32;
+  CHECK(codelet_cycles(Codelet::matmul, V{128, 128, 128, as_is}, target) -
+            codelet_cycles(Codelet::matmul, V{128, 128, 128, as_is}, wide) ==
+        16 * 8 * 16);
 }
 
-TEST_CASE("block and half-weight codelets declare their operands and charge their formulas", "[codelets]") {
-  const Target target = testing::four_tile_target();  // 6 workers, 16 fp32 / 64 fp16 MACs per cycle
-  const std::vector<std::uint32_t> mkn = {3, 5, 7};
+TEST_CASE("no codelet call is charged below its MACs at peak or its input bytes at the load bandwidth",
+          "[codelets]") {
+  const Target target = testing::four_tile_target();
+  std::mt19937 random(20261203);
+  auto draw = [&](std::uint32_t low, std::uint32_t high) {
+    // Log-uniform, so small and large shapes both appear.
+    std::uniform_real_distribution<double> exponent(std::log(double(low)), std::log(double(high) + 1));
+    return std::clamp(static_cast<std::uint32_t>(std::exp(exponent(random))), low, high);
+  };
+  std::uint64_t checked = 0;
+  for (std::uint32_t id = 0; id < kCodeletCount; ++id) {
+    const auto codelet = static_cast<Codelet>(id);
+    for (int trial = 0; trial < 600; ++trial) {
+      std::vector<std::uint32_t> params;
+      std::uint64_t macs = 0, input_words = 0, peak = target.fp32_macs_per_cycle;
+      const std::uint32_t rows = draw(1, 512), cols = draw(1, 4096);
+      switch (codelet) {
+        case Codelet::matmul:
+        case Codelet::matmul_transposed:
+        case Codelet::matmul_half: {
+          const std::uint32_t m = draw(1, 256), k = draw(1, 4096), n = draw(1, 4096);
+          params = {m, k, n, static_cast<std::uint32_t>(trial % 2)};
+          macs = std::uint64_t{m} * k * n;
+          const bool half = codelet == Codelet::matmul_half;
+          input_words = std::uint64_t{m} * k + (half ? (std::uint64_t{k} * n + 1) / 2 : std::uint64_t{k} * n);
+          if (half) peak = target.fp16_macs_per_cycle;
+          break;
+        }
+        case Codelet::reduce_add: {
+          const std::uint32_t parts = draw(1, 64), count = draw(1, 30000);
+          params = {parts, count};
+          input_words = std::uint64_t{parts} * count;
+          break;
+        }
+        case Codelet::reduce_bias: {
+          const std::uint32_t parts = draw(1, 64), r = draw(1, 64), c = draw(1, 2048);
+          params = {parts, r, c, c + draw(1, 64) - 1, static_cast<std::uint32_t>(trial % 2)};
+          input_words = std::uint64_t{parts} * r * c + std::uint64_t{r} * c + c;
+          break;
+        }
+        case Codelet::bias_add:
+        case Codelet::bias_add_half:
+          params = {rows, cols, static_cast<std::uint32_t>(trial % 2)};
+          input_words = std::uint64_t{rows} * cols + (codelet == Codelet::bias_add_half ? (cols + 1) / 2 : cols);
+          break;
+        case Codelet::softmax:
+          params = {rows, cols, float_param(1.0f)};
+          input_words = std::uint64_t{rows} * cols;
+          break;
+        case Codelet::layer_norm:
+          params = {rows, cols, float_param(1e-5f)};
+          input_words = std::uint64_t{rows} * cols + 2 * cols;
+          break;
+        case Codelet::relu:
+        case Codelet::copy:
+          params = {draw(1, 100000)};
+          input_words = params[0];
+          break;
+        case Codelet::add:
+          params = {draw(1, 100000)};
+          input_words = 2 * std::uint64_t{params[0]};
+          break;
+      }
+      const std::uint64_t cycles = codelet_cycles(codelet, params, target);
+      const std::uint64_t mac_floor = (macs + peak - 1) / peak;
+      const std::uint64_t load_floor = (input_words * 4 + target.load_bytes_per_cycle - 1) / target.load_bytes_per_cycle;
+      INFO(codelet_name(codelet) << " params " << Catch::Detail::stringify(params));
+      REQUIRE(cycles >= mac_floor);
+      REQUIRE(cycles >= load_floor);
+      const CodeletCharge charge = codelet_charge(codelet, params, target);
+      REQUIRE(charge.mac_floor == mac_floor);
+      REQUIRE(charge.load_floor == load_floor);
+      ++checked;
+    }
+  }
+  CHECK(checked == 600 * kCodeletCount);
+}
+
+TEST_CASE("block and half-weight codelets declare their operands", "[codelets]") {
+  const std::vector<std::uint32_t> mkn = {3, 5, 7, 0};
   CHECK(codelet_operand_words(Codelet::matmul_transposed, mkn, 1) == 35);
   CHECK(codelet_operand_words(Codelet::matmul_half, mkn, 1) == 18);  // 35 halves, padded to a word
   CHECK(codelet_operand_words(Codelet::bias_add_half, std::vector<std::uint32_t>{2, 5, 0}, 1) == 3);
@@ -97,17 +203,4 @@ TEST_CASE("block and half-weight codelets declare their operands and charge thei
   CHECK(codelet_operand_words(Codelet::layer_norm, std::vector<std::uint32_t>{4, 10, 0}, 2) == 10);
   CHECK(codelet_operand_words(Codelet::softmax, std::vector<std::uint32_t>{4, 10, 0}, 1) == 40);
   CHECK(param_float(float_param(0.125f)) == 0.125f);
-  // matmul_transposed: matmul + the workers' transpose of b (2 instructions per vector).
-  CHECK(codelet_cycles(Codelet::matmul_transposed, std::vector<std::uint32_t>{2, 4096, 3}, target) ==
-        40 + 1536 + 24 + 6 * 1024 * 2);
-  // matmul_half: 64 MACs per cycle after converting a to half (1 instruction per vector).
-  CHECK(codelet_cycles(Codelet::matmul_half, std::vector<std::uint32_t>{2, 4096, 3}, target) ==
-        40 + 384 + 24 + 6 * 683 * 1);
-  CHECK(codelet_cycles(Codelet::bias_add_half, std::vector<std::uint32_t>{2, 600, 1}, target) ==
-        24 + 6 * 100 * 4);
-  // Row codelets: ceil(rows / workers) rows per worker, 6 cycles per instruction.
-  // softmax per row: 5 vectors * (1 + 9 + 1) + 2 * 4 + 8 = 71 instructions.
-  CHECK(codelet_cycles(Codelet::softmax, std::vector<std::uint32_t>{7, 10, 0}, target) == 24 + 6 * 2 * 71);
-  // layer_norm per row: 5 vectors * (1 + 2 + 4) + 2 * 4 + 10 + 8 = 61 instructions.
-  CHECK(codelet_cycles(Codelet::layer_norm, std::vector<std::uint32_t>{6, 10, 0}, target) == 24 + 6 * 1 * 61);
 }

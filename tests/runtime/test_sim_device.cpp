@@ -99,7 +99,7 @@ TEST_CASE("sim device charges the codelet formulas, barriers and exchange horizo
 
   // Superstep 0: both tiles run one matmul; tile 1's 8 words leave at cycles 0..7 and
   // arrive at tile 0 (same column) latency cycles later.
-  const std::uint64_t matmul = codelet_cycles(Codelet::matmul, std::vector<std::uint32_t>{2, 4, 4}, t);
+  const std::uint64_t matmul = codelet_cycles(Codelet::matmul, std::vector<std::uint32_t>{2, 4, 4, 0}, t);
   const std::uint64_t horizon0 = 0 + t.latency(1, 0) + 8;
   // Superstep 1: tile 0 reduces and adds the bias; its 8 words reach tile 3 (next column)
   // last, at cycle 7 + latency.
@@ -120,8 +120,8 @@ TEST_CASE("sim device charges the codelet formulas, barriers and exchange horizo
   CHECK(profile.cycles.compute == matmul + reduce_bias);
   CHECK(profile.cycles.sync == 2 * t.sync_cycles);
   CHECK(profile.cycles.exchange == horizon0 + horizon1 + 2 * t.exchange_phase_overhead);
-  // The same sum with the numbers of this target written out: 42 + 90 + 114 + 84 + 90 + 115.
-  CHECK(profile.cycles.total() == 535);
+  // The same sum with the numbers of this target written out: 486 + 90 + 114 + 490 + 90 + 115.
+  CHECK(profile.cycles.total() == 1385);
   CHECK(profile.samples() == 8);
 
   // Word accounting: 8 + 8 sent by tile 0 and 1 in total with 2 unreceived; multicast words

@@ -60,7 +60,7 @@ Package synthetic_package(std::uint32_t rounds, std::uint32_t words) {
     image.supersteps.resize(layers);
     for (std::uint32_t l = 0; l < layers; ++l) {
       TileSuperstep& step = image.supersteps[l];
-      step.compute = {{Codelet::matmul, {x_address, w_address[l], partial}, {2, rows, width}},
+      step.compute = {{Codelet::matmul, {x_address, w_address[l], partial}, {2, rows, width, 0}},
                       {Codelet::relu, {partial}, {2 * width}}};
       // Round r: send to tile + r, receive from tile - r; rounds spaced so the longest
       // latency plus the switch cost fit between them.

@@ -678,7 +678,7 @@ void check_cost_model(Battery& battery, const PluginHost& host, const PluginInfo
       std::vector<Step> steps;
       for (std::uint32_t size : {1u, 4u, 8u, 16u, 32u, 64u, 128u}) {
         Program program;
-        add_call(program, 0, last_tile, Codelet::matmul, {size, size, size});
+        add_call(program, 0, last_tile, Codelet::matmul, {size, size, size, 0});
         steps.push_back({fmt::format("{}^3", size), model->estimate(well_formed(program, target), target)});
       }
       return monotone(steps);
@@ -716,7 +716,7 @@ void check_cost_model(Battery& battery, const PluginHost& host, const PluginInfo
       std::vector<Step> steps;
       for (std::uint32_t calls : {1u, 2u, 4u, 8u}) {
         Program program;
-        for (std::uint32_t i = 0; i < calls; ++i) add_call(program, 0, 0, Codelet::matmul, {16, 16, 16});
+        for (std::uint32_t i = 0; i < calls; ++i) add_call(program, 0, 0, Codelet::matmul, {16, 16, 16, 0});
         steps.push_back({fmt::format("{}-calls", calls), model->estimate(well_formed(program, target), target)});
       }
       return monotone(steps);
@@ -727,7 +727,7 @@ void check_cost_model(Battery& battery, const PluginHost& host, const PluginInfo
       std::vector<Step> steps;
       for (std::uint32_t supersteps : {1u, 2u, 4u}) {
         Program program;
-        for (std::uint32_t s = 0; s < supersteps; ++s) add_call(program, s, 0, Codelet::matmul, {16, 16, 16});
+        for (std::uint32_t s = 0; s < supersteps; ++s) add_call(program, s, 0, Codelet::matmul, {16, 16, 16, 0});
         steps.push_back({fmt::format("{}-supersteps", supersteps), model->estimate(well_formed(program, target), target)});
       }
       return monotone(steps);
@@ -778,7 +778,7 @@ void check_cost_model(Battery& battery, const PluginHost& host, const PluginInfo
       std::vector<std::string> figures;
       for (std::uint32_t size : {8u, 32u, 128u}) {
         Program program;
-        add_call(program, 0, 0, Codelet::matmul, {size, size, size});
+        add_call(program, 0, 0, Codelet::matmul, {size, size, size, 0});
         std::uint64_t largest = 0;
         for (const Buffer& buffer : program.buffers) largest = std::max<std::uint64_t>(largest, buffer.bytes);
         const CostEstimate estimate = model->estimate(well_formed(program, target), target);
@@ -800,7 +800,7 @@ void check_cost_model(Battery& battery, const PluginHost& host, const PluginInfo
       // this once per candidate, so the figure printed is worth watching.
       Program program;
       for (std::uint32_t tile = 0; tile < target.tiles; ++tile) {
-        add_call(program, 0, tile, Codelet::matmul, {32, 32, 32});
+        add_call(program, 0, tile, Codelet::matmul, {32, 32, 32, 0});
         if (target.tiles >= 2) add_copy(program, 0, tile, (tile + 1) % target.tiles, 1024);
       }
       well_formed(program, target);

@@ -9,6 +9,7 @@
 #include "calibrate_command.hpp"
 #include "check_plugin_command.hpp"
 #include "compile.hpp"
+#include "cycles_command.hpp"
 #include "plugins_command.hpp"
 #include "replay_command.hpp"
 #include "report_command.hpp"
@@ -36,8 +37,10 @@ void print_compile_result(const cli::CompileResult& r) {
 // Prints the run's result lines; returns the exit code (1 when the numbers are wrong).
 int print_run_result(const runtime::RunResult& r, const std::string& package_path) {
   if (!r.profile_path.empty()) fmt::print("profile={} tiles={} samples={}\n", r.profile_path, r.tiles, r.profile_samples);
-  fmt::print("package={} tiles={} simulated_cycles={} compute_cycles={} exchange_cycles={} sync_cycles={}\n",
-             package_path, r.tiles, r.cycles.total(), r.cycles.compute, r.cycles.exchange, r.cycles.sync);
+  fmt::print("package={} tiles={} device_cycles={} end_to_end_cycles={} compute_cycles={} exchange_cycles={} "
+             "sync_cycles={} host_cycles={}\n",
+             package_path, r.tiles, r.cycles.total(), r.end_to_end_cycles(), r.cycles.compute, r.cycles.exchange,
+             r.cycles.sync, r.host_run_cycles);
   if (!r.numerics_checked) return 0;
   fmt::print("referenceMaximumAbsoluteError={:.9g} tolerance={:.3g} numericalTest={}\n", r.numerics.max_abs_error,
              r.numerics.tolerance, r.numerics.passed ? "PASS" : "FAIL");
@@ -175,6 +178,9 @@ int main(int argc, char** argv) {
   calibrate->add_option("--plugin-path", calibrate_request.plugin_paths, "another folder of plugins")->check(CLI::ExistingDirectory);
   calibrate->add_option("--lock", calibrate_request.lock_path, "device lock file (default: $TMPDIR/tessera-sim0.lock)");
 
+  cli::CyclesRequest cycles_request;
+  auto* cycles = cli::add_cycles_command(app, cycles_request);
+
   auto ab_command = cli::add_ab_command(app);
 
   // Command-line mistakes (a missing file, a bad flag) get the same `error:` prefix as the rest.
@@ -210,6 +216,7 @@ int main(int argc, char** argv) {
     if (*replay) return cli::replay_command(replay_bundle);
     if (*calibrate) return cli::calibrate_command(calibrate_request);
     if (*report) return cli::report_command(report_request);
+    if (*cycles) return cli::cycles_command(cycles_request);
     if (cli::ab_command_chosen(*ab_command)) return cli::run_ab_command(*ab_command);
     if (*check_plugin) return cli::check_plugin_command(check_request);
     if (*plugins) return cli::plugins_command(*info ? plugin_name : "", plugin_paths);

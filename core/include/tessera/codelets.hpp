@@ -9,14 +9,14 @@ namespace tessera {
 struct Target;
 
 /// Version of the codelet set (semantics and cycle formulas); written into packages.
-inline constexpr std::uint32_t kCodeletSetVersion = 2;  // 2: reduce_bias, transposed, half-weight, softmax, layer_norm
+inline constexpr std::uint32_t kCodeletSetVersion = 3;  // 3: machine model v2 (AMP passes), matmul orientation
 
 /// Operands are word offsets into buffers (program) or byte addresses (tile image);
 /// params are the shape numbers listed per codelet. Data is float32 unless marked half
 /// (IEEE binary16, two per word, packed row-major, the last word padded). Float params
 /// (scale, eps) are passed as their float32 bit patterns.
 enum class Codelet : std::uint16_t {
-  matmul = 0,      ///< operands {a, b, c}; params {m, k, n}: c[m,n] = a[m,k] * b[k,n]
+  matmul = 0,      ///< operands {a, b, c}; params {m, k, n, orientation}: c[m,n] = a[m,k] * b[k,n]
   reduce_add = 1,  ///< operands {in, out}; params {parts, count}: out[i] = sum_p in[p*count+i]
   bias_add = 2,    ///< operands {inout, bias}; params {rows, cols, relu}: inout[r,c] += bias[c]
   relu = 3,        ///< operands {inout}; params {count}
@@ -26,8 +26,8 @@ enum class Codelet : std::uint16_t {
   /// own_stride, relu}: out[r,c] = act(sum_p in[(p*rows+r)*cols+c] + own[r*own_stride+c] + bias[c]),
   /// so the owner's own partial is read in place (strided) instead of copied.
   reduce_bias = 6,
-  matmul_transposed = 7,  ///< operands {a, b, c}; params {m, k, n}: c[m,n] = a[m,k] * b[n,k]^T
-  matmul_half = 8,        ///< operands {a, b (half), c}; params {m, k, n}: c = half(a) * b, float32 sums
+  matmul_transposed = 7,  ///< operands {a, b, c}; params {m, k, n, orientation}: c[m,n] = a[m,k] * b[n,k]^T
+  matmul_half = 8,        ///< operands {a, b (half), c}; params {m, k, n, orientation}: c = half(a) * b, float32 sums
   bias_add_half = 9,      ///< operands {inout, bias (half)}; params {rows, cols, relu}
   softmax = 10,           ///< operands {in, out}; params {rows, cols, scale}: rows of softmax(scale * in)
   layer_norm = 11,        ///< operands {in, gamma, beta, out}; params {rows, cols, eps}
@@ -36,6 +36,29 @@ inline constexpr std::uint32_t kCodeletCount = 12;
 /// Most operands and params any codelet takes.
 inline constexpr std::uint32_t kMaxCodeletOperands = 4;
 inline constexpr std::uint32_t kMaxCodeletParams = 5;
+/// Index of a matmul's orientation param.
+inline constexpr std::uint32_t kMatmulOrientationParam = 3;
+
+/// Which operand a matmul streams through the AMP as its field (one row of outputs per field
+/// element) and which it loads into the AMP as weights (poplibs' swapOperands). The numbers
+/// are the same; the cycles are not, so the planner chooses (docs/targets.md).
+enum class MatmulOrientation : std::uint32_t {
+  as_is = 0,    ///< field = the m rows of a, AMP weights = b
+  swapped = 1,  ///< field = the n columns of b, AMP weights = a (outputs stored strided)
+};
+inline constexpr std::uint32_t kMatmulOrientations = 2;
+bool is_matmul(Codelet);
+
+/// The simulator's exact charge for one call, how it was reached, and the two floors no
+/// charge may go below: the call's MACs at the target's peak rate and the bytes of its input
+/// operands at the target's load bandwidth.
+struct CodeletCharge {
+  std::uint64_t cycles = 0;
+  std::uint64_t mac_floor = 0;
+  std::uint64_t load_floor = 0;
+  const char* path = "";          ///< "amp", "worker-mac", "workers" or "rows"
+  std::uint64_t amp_passes = 0;   ///< weight loads into the AMP (the amp path only)
+};
 
 /// A float param's bit pattern, and back.
 std::uint32_t float_param(float value);
@@ -50,5 +73,9 @@ std::uint64_t codelet_operand_words(Codelet, std::span<const std::uint32_t> para
                                     std::uint32_t operand);
 /// Cycles one call takes on one tile (the simulator charges exactly this).
 std::uint64_t codelet_cycles(Codelet, std::span<const std::uint32_t> params, const Target&);
+/// codelet_cycles with its floors and path (`tessera cycles` prints it).
+CodeletCharge codelet_charge(Codelet, std::span<const std::uint32_t> params, const Target&);
+/// The orientation in which a matmul codelet of this shape is charged fewer cycles (as_is on a tie).
+MatmulOrientation faster_matmul_orientation(Codelet, std::uint32_t m, std::uint32_t k, std::uint32_t n, const Target&);
 
 }  // namespace tessera

@@ -12,7 +12,7 @@
 namespace tessera {
 
 /// Format version of the package file; a reader refuses any other.
-inline constexpr std::uint32_t kPackageFormatVersion = 2;  // 2: op attributes, stream dtypes
+inline constexpr std::uint32_t kPackageFormatVersion = 3;  // 3: target AMP, load and host-call figures
 
 struct TileBufferEntry {
   std::uint32_t offset = 0;

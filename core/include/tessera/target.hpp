@@ -17,8 +17,12 @@ struct Target {
   std::uint32_t alignment = 8;          ///< minimum buffer alignment in bytes
   std::uint32_t worker_threads = 6;
   double clock_hz = 1.325e9;
-  std::uint32_t fp32_macs_per_cycle = 16;
-  std::uint32_t fp16_macs_per_cycle = 64;
+  std::uint32_t fp32_macs_per_cycle = 16;  ///< AMP peak, float32 inputs and partials
+  std::uint32_t fp16_macs_per_cycle = 32;  ///< AMP peak, half inputs with float32 partials
+  /// One AMP pass multiplies input_channels of k by output_channels of n for every field row.
+  std::uint32_t amp_fp32_input_channels = 8, amp_fp32_output_channels = 16;
+  std::uint32_t amp_fp16_input_channels = 16, amp_fp16_output_channels = 8;
+  std::uint32_t load_bytes_per_cycle = 16;  ///< tile memory to the AMP (ld128) per cycle
   std::uint32_t exchange_word_bytes = 4;   ///< one word sent per tile per cycle
   std::uint32_t exchange_base_latency = 0; ///< cycles from send to arrival, same column
   double exchange_latency_per_column = 0;  ///< extra cycles per column of distance
@@ -27,6 +31,7 @@ struct Target {
   std::uint32_t sync_cycles = 90;          ///< one barrier
   std::uint32_t exchange_phase_overhead = 100;
   double host_bytes_per_cycle = 16;        ///< host link bandwidth
+  std::uint32_t host_call_latency_cycles = 0;  ///< fixed cost of one host exchange call
 
   std::uint32_t column_of(std::uint32_t tile) const { return tile / tiles_per_column; }
   /// Cycles from a word leaving `source` to it arriving at `destination`.

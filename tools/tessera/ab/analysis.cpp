@@ -29,9 +29,9 @@ struct ArmModelRecords {
 };
 
 std::optional<double> deterministic_value(const std::string& metric, const ArmModelRecords& arm) {
-  if (metric == "simulated_cycles" || metric == "simulated_exchange_cycles") {
+  if (metric == "device_cycles" || metric == "simulated_exchange_cycles") {
     if (!arm.ran) return std::nullopt;
-    return static_cast<double>(metric == "simulated_cycles" ? arm.ran->run.simulated_cycles : arm.ran->run.exchange_cycles);
+    return static_cast<double>(metric == "device_cycles" ? arm.ran->run.device_cycles : arm.ran->run.exchange_cycles);
   }
   if (!arm.compiled) return std::nullopt;
   const CompileRecord& c = arm.compiled->compile;
@@ -130,7 +130,7 @@ private:
     const std::string& baseline = m.baseline().name;
     for (auto& [key, arm] : records_) {
       auto zero = arm.by_repeat.find(0);
-      if (zero != arm.by_repeat.end() && zero->second->run.performed && zero->second->run.simulated_cycles > 0)
+      if (zero != arm.by_repeat.end() && zero->second->run.performed && zero->second->run.device_cycles > 0)
         arm.ran = zero->second;
     }
     for (auto& [key, arm] : records_) {
@@ -383,10 +383,10 @@ private:
 const std::vector<MetricDefinition>& ab_metrics() {
   using D = Determinism;
   static const std::vector<MetricDefinition> metrics = {
-      {"simulated_cycles", "cycles", D::deterministic, Direction::smaller_is_better,
+      {"device_cycles", "cycles", D::deterministic, Direction::smaller_is_better,
        "cycles of one run on the simulator (compute, exchange and barriers)"},
       {"simulated_exchange_cycles", "cycles", D::deterministic, Direction::smaller_is_better,
-       "the exchange part of simulated_cycles (schedule horizons plus phase overheads)"},
+       "the exchange part of device_cycles (schedule horizons plus phase overheads)"},
       {"estimated_cycles", "cycles", D::deterministic, Direction::smaller_is_better,
        "the cost model's estimate of the compiled program"},
       {"scheduled_exchange_cycles", "cycles", D::deterministic, Direction::smaller_is_better,

@@ -64,7 +64,7 @@ json to_json(const Record& r) {
             {"phases", phases}}},
           {"run",
            {{"performed", run.performed}, {"unchanged", run.unchanged}, {"process", to_json(run.process)},
-            {"simulated_cycles", run.simulated_cycles}, {"compute_cycles", run.compute_cycles},
+            {"device_cycles", run.device_cycles}, {"compute_cycles", run.compute_cycles},
             {"exchange_cycles", run.exchange_cycles}, {"sync_cycles", run.sync_cycles},
             {"numerical_test", run.numerical_test}, {"max_abs_error", run.max_abs_error}}}};
 }
@@ -98,7 +98,7 @@ Record record_from(const json& j) {
   r.run.performed = run.at("performed").get<bool>();
   r.run.unchanged = run.at("unchanged").get<bool>();
   r.run.process = process_from(run.at("process"));
-  r.run.simulated_cycles = run.at("simulated_cycles").get<std::uint64_t>();
+  r.run.device_cycles = run.at("device_cycles").get<std::uint64_t>();
   r.run.compute_cycles = run.at("compute_cycles").get<std::uint64_t>();
   r.run.exchange_cycles = run.at("exchange_cycles").get<std::uint64_t>();
   r.run.sync_cycles = run.at("sync_cycles").get<std::uint64_t>();
@@ -167,7 +167,7 @@ std::string arm_list(const Manifest& m) {
 
 bool Record::failed() const {
   if (!compile.process.succeeded()) return true;
-  return run.performed && run.simulated_cycles == 0;
+  return run.performed && run.device_cycles == 0;
 }
 
 const ArmInfo* Manifest::find_arm(const std::string& name) const {

@@ -52,7 +52,7 @@ struct RunRecord {
   /// The package equals the baseline arm's, so the baseline's run stands for this one.
   bool unchanged = false;
   ProcessRecord process;
-  std::uint64_t simulated_cycles = 0;
+  std::uint64_t device_cycles = 0;
   std::uint64_t compute_cycles = 0;
   std::uint64_t exchange_cycles = 0;
   std::uint64_t sync_cycles = 0;

@@ -176,15 +176,15 @@ RunnerStats run_work(const Manifest& manifest, const ResultsDir& results, const 
         stats.child_wall_ms += record.run.process.wall_ms;
         ++stats.runs;
         const std::string ran = read_text(run_out);
-        const auto cycles = find_key_values(ran, "simulated_cycles=");
-        record.run.simulated_cycles = field_uint(cycles, "simulated_cycles").value_or(0);
+        const auto cycles = find_key_values(ran, "device_cycles=");
+        record.run.device_cycles = field_uint(cycles, "device_cycles").value_or(0);
         record.run.compute_cycles = field_uint(cycles, "compute_cycles").value_or(0);
         record.run.exchange_cycles = field_uint(cycles, "exchange_cycles").value_or(0);
         record.run.sync_cycles = field_uint(cycles, "sync_cycles").value_or(0);
         const auto numerics = find_key_values(ran, "numericalTest=");
         if (auto found = numerics.find("numericalTest"); found != numerics.end()) record.run.numerical_test = found->second;
         record.run.max_abs_error = field_number(numerics, "referenceMaximumAbsoluteError").value_or(0);
-        if (!record.run.process.succeeded() || record.run.simulated_cycles == 0)
+        if (!record.run.process.succeeded() || record.run.device_cycles == 0)
           record.run.process.error = error_excerpt(run_err, 6);
       }
     }
@@ -203,7 +203,7 @@ RunnerStats run_work(const Manifest& manifest, const ResultsDir& results, const 
                 record.run.process.exit_code,
                 record.compile.process.succeeded() ? record.run.process.log : record.compile.process.log);
     } else {
-      const std::string run = record.run.performed ? fmt::format(" simulated_cycles={}", record.run.simulated_cycles)
+      const std::string run = record.run.performed ? fmt::format(" device_cycles={}", record.run.device_cycles)
                               : record.run.unchanged ? std::string(" unchanged=true")
                                                      : std::string();
       log->info("finished ab item {} compile_wall_ms={:.0f} compile_peak_rss_kib={} package_hash={}{}", progress,

@@ -32,7 +32,8 @@ void unpack_slice(std::span<const float> packed, std::uint32_t tensor_cols,
 struct HostCallSummary {
   std::uint64_t phases = 0;  ///< slices moved (each is one host transfer)
   std::uint64_t bytes = 0;
-  std::uint64_t cycles(double host_bytes_per_cycle) const;
+  /// The call over the host link: its bytes at the link's bandwidth plus the call's latency.
+  std::uint64_t cycles(const Target& target) const;
 };
 /// The streams of `kinds` in the package, e.g. {weight} for initialize or {input, output}
 /// for run.

@@ -28,7 +28,10 @@ struct RunResult {
   CycleCounts cycles;
   std::uint64_t host_initialize_bytes = 0;
   std::uint64_t host_run_bytes = 0;
-  std::uint64_t host_run_cycles = 0;  ///< run's streams at the target's host bandwidth
+  std::uint64_t host_run_cycles = 0;  ///< run's streams over the host link (bandwidth and call latency)
+  /// One run call as the host sees it: its input and output streams over the host link, and
+  /// the device's supersteps (the two never overlap: inputs land before superstep 0).
+  std::uint64_t end_to_end_cycles() const { return cycles.total() + host_run_cycles; }
   NumericalReport numerics;           ///< empty when check_numerics is false
   bool numerics_checked = false;
   std::uint32_t tiles = 0;

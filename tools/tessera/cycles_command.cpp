@@ -1,0 +1,99 @@
+// `tessera cycles`: one codelet call's charge, floors and path, exactly as the simulator charges it.
+#include "cycles_command.hpp"
+
+#include <CLI/CLI.hpp>
+#include <fmt/format.h>
+
+#include <vector>
+
+#include "tessera/codelets.hpp"
+#include "tessera/diagnostic.hpp"
+#include "tessera/target.hpp"
+
+namespace tessera::cli {
+
+CLI::App* add_cycles_command(CLI::App& app, CyclesRequest& request) {
+  auto* cycles = app.add_subcommand("cycles", "print the simulator's charge for one codelet call and its floors");
+  cycles->add_option("codelet", request.codelet,
+                     "matmul, matmul_transposed, relu, add, copy, bias_add, softmax, layer_norm, reduce_add, reduce_bias")
+      ->required();
+  cycles->add_option("--target,-t", request.target, "target YAML")->required()->check(CLI::ExistingFile);
+  cycles->add_option("--dtype", request.dtype, "f32, or f16 for half weights (matmul, bias_add)")
+      ->check(CLI::IsMember({"f32", "f16"}));
+  cycles->add_option("--orientation", request.orientation, "matmul orientation: auto (the faster), as-is or swapped")
+      ->check(CLI::IsMember({"auto", "as-is", "swapped"}));
+  for (auto [flag, field, what] : {std::tuple{"--m", &request.m, "matmul rows of a"}, {"--k", &request.k, "matmul depth"},
+                                   {"--n", &request.n, "matmul columns of b"}, {"--count", &request.count, "elements"},
+                                   {"--rows", &request.rows, "rows"}, {"--cols", &request.cols, "columns"},
+                                   {"--parts", &request.parts, "partial sums added"}})
+    cycles->add_option(flag, *field, what)->check(CLI::Range(1u, 1u << 30));
+  cycles->add_flag("--relu", request.relu, "bias_add, reduce_bias: fuse a relu");
+  return cycles;
+}
+
+namespace {
+
+/// The value of a shape option the codelet needs, or an error naming the option.
+std::uint32_t needed(std::uint32_t value, const char* option, const std::string& codelet) {
+  if (value == 0) throw Error(fmt::format("tessera cycles {}: give {} (a positive count)", codelet, option));
+  return value;
+}
+
+}  // namespace
+
+int cycles_command(const CyclesRequest& request) {
+  const Target target = load_target(request.target);
+  const std::string& name = request.codelet;
+  const bool half = request.dtype == "f16";
+  Codelet codelet{};
+  std::vector<std::uint32_t> params;
+  std::string shape;
+  if (name == "matmul" || name == "matmul_transposed") {
+    codelet = half ? Codelet::matmul_half : name == "matmul" ? Codelet::matmul : Codelet::matmul_transposed;
+    if (half && name == "matmul_transposed") throw Error("tessera cycles: half weights come as matmul --dtype f16 only");
+    const std::uint32_t m = needed(request.m, "--m", name), k = needed(request.k, "--k", name), n = needed(request.n, "--n", name);
+    const MatmulOrientation orientation = request.orientation == "auto"    ? faster_matmul_orientation(codelet, m, k, n, target)
+                                          : request.orientation == "as-is" ? MatmulOrientation::as_is
+                                                                           : MatmulOrientation::swapped;
+    params = {m, k, n, static_cast<std::uint32_t>(orientation)};
+    shape = fmt::format("m={} k={} n={} orientation={}", m, k, n,
+                        orientation == MatmulOrientation::as_is ? "as-is" : "swapped");
+  } else if (name == "relu" || name == "add" || name == "copy") {
+    codelet = name == "relu" ? Codelet::relu : name == "add" ? Codelet::add : Codelet::copy;
+    params = {needed(request.count, "--count", name)};
+    shape = fmt::format("count={}", params[0]);
+  } else if (name == "bias_add" || name == "softmax" || name == "layer_norm") {
+    const std::uint32_t rows = needed(request.rows, "--rows", name), cols = needed(request.cols, "--cols", name);
+    codelet = name == "softmax" ? Codelet::softmax : name == "layer_norm" ? Codelet::layer_norm
+              : half            ? Codelet::bias_add_half
+                                : Codelet::bias_add;
+    // softmax's scale and layer_norm's eps do not change the charge.
+    const std::uint32_t third = name == "softmax" ? float_param(1.0f) : name == "layer_norm" ? float_param(1e-5f) : request.relu;
+    params = {rows, cols, third};
+    shape = fmt::format("rows={} cols={}", rows, cols);
+  } else if (name == "reduce_add") {
+    params = {needed(request.parts, "--parts", name), needed(request.count, "--count", name)};
+    codelet = Codelet::reduce_add;
+    shape = fmt::format("parts={} count={}", params[0], params[1]);
+  } else if (name == "reduce_bias") {
+    const std::uint32_t cols = needed(request.cols, "--cols", name);
+    params = {needed(request.parts, "--parts", name), needed(request.rows, "--rows", name), cols, cols, request.relu};
+    codelet = Codelet::reduce_bias;
+    shape = fmt::format("parts={} rows={} cols={}", params[0], params[1], cols);
+  } else {
+    throw Error(fmt::format("tessera cycles: unknown codelet '{}'; the codelets are matmul, matmul_transposed, relu, add, "
+                            "copy, bias_add, softmax, layer_norm, reduce_add and reduce_bias (half weights: --dtype f16)",
+                            name));
+  }
+  if (half && codelet != Codelet::matmul_half && codelet != Codelet::bias_add_half)
+    throw Error(fmt::format("tessera cycles {}: --dtype f16 applies to matmul and bias_add only", name));
+  const CodeletCharge charge = codelet_charge(codelet, params, target);
+  const bool relu = (codelet == Codelet::bias_add || codelet == Codelet::bias_add_half || codelet == Codelet::reduce_bias);
+  fmt::print("codelet={} target={} {}{} path={}{} cycles={} mac_floor={} load_floor={}\n", codelet_name(codelet),
+             target.name, shape, relu ? fmt::format(" relu={}", request.relu ? 1 : 0) : "", charge.path,
+             charge.amp_passes ? fmt::format(" amp_passes={}", charge.amp_passes) : "", charge.cycles, charge.mac_floor,
+             charge.load_floor);
+  return 0;
+}
+
+}  // namespace tessera::cli
