@@ -2,7 +2,7 @@
 BUILD ?= build
 TESSERA := $(BUILD)/tools/tessera
 
-.PHONY: all bootstrap build demo test test-sanitize fuzz bench bench-exchange bench-ab bench-planning calibrate clean
+.PHONY: all bootstrap build demo test test-sanitize fuzz bench bench-exchange bench-ab bench-planning bench-fidelity calibrate clean
 
 all: build
 
@@ -64,6 +64,10 @@ bench-exchange: build
 
 bench-ab: build
 	$(BUILD)/bench/ab/bench-ab
+
+# Each codelet's charge beside poplibs' estimate for the same operation and the two floors.
+bench-fidelity: build
+	$(BUILD)/bench/bench-fidelity
 
 # The calibrated cost model's tables, one per shipped target, regenerated from this build's
 # simulator every time (configs/pipelines/calibrated.yaml reads $(CALIBRATION)/<target>.yaml).

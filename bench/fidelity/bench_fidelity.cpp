@@ -1,0 +1,202 @@
+// Benchmark: the simulator's charge for each codelet beside the estimate Graphcore's own cycle
+// estimators (graphcore/poplibs, read and transcribed here) give for the same operation, and
+// beside the two floors, over a grid of shapes (docs/targets.md explains every row off by
+// more than 25%).
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <cstdio>
+#include <functional>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "tessera/codelets.hpp"
+#include "tessera/target.hpp"
+
+namespace {
+
+using tessera::Codelet;
+using U = std::uint64_t;
+
+U ceil_div(U a, U b) { return (a + b - 1) / b; }
+
+// --- Our transcription of the poplibs estimators (GC200, 6 workers). --------------------------
+
+/// poplibs ConvPartial1x1Out worker cycles for `rows` field elements (Z: the zeroing group).
+double amp_worker(U rows, bool zeroing, bool half) {
+  if (half) {
+    const double z = zeroing ? 1 : 2;
+    const double cycles = rows == 0 ? 20 + z : rows == 1 ? 31 + z : rows == 2 ? 40 + z : (zeroing ? 37 : 38) + 4.0 * (rows - 3);
+    return cycles - 7;  // state retention
+  }
+  const double z = zeroing ? 8 : 0, zero_fixed = zeroing ? 2 : 0;
+  if (rows == 0) return 24;
+  if (rows == 1) return 47 + zero_fixed + z;
+  if (rows == 2) return 46 + zero_fixed + 2 * z;
+  return 46 + zero_fixed + z * rows + 8.0 * (rows - 3);
+}
+
+/// Inner loop: the field split into contiguous runs over the workers.
+double amp_inner(U field, bool zeroing, bool half) {
+  double most = 0, least = 1e300;
+  for (U w = 0; w < 6; ++w) {
+    const U rows = (w + 1) * field / 6 - w * field / 6;
+    const double cycles = rows == 0 ? 0 : amp_worker(rows, zeroing, half);
+    most = std::max(most, cycles);
+    least = std::min(least, cycles);
+  }
+  return std::max(6 * most, 6 * least + 14);
+}
+
+/// poplibs' AMP supervisor estimate for a field of `field` rows, k deep, `outputs` wide.
+double poplibs_amp(U field, U k, U outputs, bool half) {
+  const U in = half ? 16 : 8, out = half ? 8 : 16, load = half ? 16 : 32;
+  const double input_groups = ceil_div(k, in), output_groups = ceil_div(outputs, out);
+  const double r1 = half ? 7 : 0, r2 = half ? 3 : 0, c = 1;
+  const double inner_zero = amp_inner(field, true, half), inner = amp_inner(field, false, half);
+  return 50 + 6 * (r1 + r2 * (input_groups - 1)) + 12 + c +
+         (input_groups - 1) * (16 - c + output_groups * (19 + (6 + load + inner))) +
+         (11 + output_groups * (19 - c + (7 + load + inner_zero)));
+}
+
+/// poplibs ConvPartialHorizontalMac (float): rows split over the workers, one output channel a group.
+double poplibs_hmac(U m, U k, U n) {
+  const double dot = 7 + (k % 2 == 0 ? k / 2.0 : 2.0 * k + 1);
+  const double worker = 16 + ceil_div(m, 6) * (19 + 7 + dot) + 16;
+  return 58 + 6 * 9 + 23 + 15 + n * (10 + 6 * worker);
+}
+
+/// popops castWorkerCycles, float to half, as a MultiVertex.
+double poplibs_cast_to_half(U count) {
+  const U per = ceil_div(count, 6);
+  return 19 + 6 * (19 + 2.0 * (per / 4) + (per % 4 != 0 ? 3 : 0) + 23);
+}
+
+double poplibs_matmul(U m, U k, U n, bool half) {
+  double best = std::min(poplibs_amp(m, k, n, half), poplibs_amp(n, k, m, half));
+  if (!half) best = std::min(best, poplibs_hmac(m, k, n));
+  return best + (half ? poplibs_cast_to_half(m * k) : 0);  // our matmul_half takes float a
+}
+
+/// popops BinaryOp1D (add, float): 11 + 6 * (29 + vectors a worker * 3).
+double poplibs_add(U count) { return 11 + 6 * (29 + 3.0 * ceil_div(ceil_div(count, 6), 2)); }
+
+/// popnn NonLinearity1D relu (the formula the source intends): 9 + 6 * (20 + 3 + 1 + vpw + 3).
+double poplibs_relu(U count) { return 9 + 6 * (27 + double(ceil_div(ceil_div(count, 2), 6))); }
+
+/// popops UnaryOp1D with a one-cycle vector loop (no poplibs copy vertex; Poplar's own copy).
+double poplibs_copy(U count) { return 20 + 6 * (17 + double(ceil_div(ceil_div(count, 6), 2))); }
+
+/// poplin ReduceAdd (multi-input): 6 * (32 + loops a worker * (3 parts + 7)), loops of 4 floats.
+double poplibs_reduce(U parts, U count) { return 6 * (32 + double(ceil_div(ceil_div(count, 4), 6)) * (3 * parts + 7)); }
+
+/// The best of BroadcastVectorInner and a BinaryOp1D on the broadcast rows, then a relu vertex.
+double poplibs_bias_add(U rows, U cols, bool relu) {
+  const double blocks = ceil_div(rows, 6);
+  const double vector_inner = 1 + 12 + 6 * (17 + 1 + 5 + cols * (3 + 2 * blocks + 5) + 1) + 4;
+  return std::min(vector_inner, poplibs_add(rows * cols)) + (relu ? poplibs_relu(rows * cols) : 0);
+}
+
+/// popops continuous reduce over whole rows (max or sum) a worker: rows * (C / 2 + 12) + 17.
+double poplibs_row_reduce(U rows, U cols) { return 6 * (double(ceil_div(rows, 6)) * (cols / 2.0 + 12) + 17); }
+/// BroadcastScalar2D: a per-row scalar applied at `per_vector` worker cycles a pair.
+double poplibs_row_scalar(U rows, U cols, double per_vector) {
+  return 6 * (20 + double(ceil_div(rows, 6)) * (28 + ceil_div(cols, 2) * per_vector));
+}
+
+/// popnn softmax (stable): max, subtract, exp, sum, divide.
+double poplibs_softmax(U rows, U cols) {
+  const double exp = 20 + 6 * (33 + 6.0 * ceil_div(ceil_div(rows * cols, 6), 2));
+  return 2 * poplibs_row_reduce(rows, cols) + poplibs_row_scalar(rows, cols, 3) + exp + poplibs_row_scalar(rows, cols, 10);
+}
+
+/// poplin layer norm: mean and mean square reductions, inverse std deviation, whiten
+/// (subtract, multiply by the row's scalar), then gamma and beta as broadcast vectors.
+double poplibs_layer_norm(U rows, U cols) {
+  const double inverse_std = 6 + 4 + 5.0 * ceil_div(rows, 2);
+  return 2 * poplibs_row_reduce(rows, cols) + inverse_std + 2 * poplibs_row_scalar(rows, cols, 3) +
+         2 * poplibs_bias_add(rows, cols, false);
+}
+
+// --- The table. ---------------------------------------------------------------------------------
+
+struct Row {
+  std::string codelet, shape;
+  tessera::CodeletCharge ours;
+  double poplibs = 0;
+};
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  const std::string target_path = argc > 1 ? argv[1] : std::string(TESSERA_SOURCE_DIR) + "/configs/targets/t1472.yaml";
+  const tessera::Target target = tessera::load_target(target_path);
+  std::vector<Row> rows;
+  auto charge = [&](Codelet codelet, std::vector<std::uint32_t> params) {
+    return tessera::codelet_charge(codelet, params, target);
+  };
+  const std::vector<std::uint32_t> batches = {1, 2, 4, 16, 64, 256};
+  const std::vector<std::uint32_t> widths = {16, 64, 256, 1024, 4096};
+  for (bool half : {false, true})
+    for (std::uint32_t m : batches)
+      for (std::uint32_t k : widths)
+        for (std::uint32_t n : widths) {
+          if (std::uint64_t{m} * k * n > (1ull << 26)) continue;  // more than a tile's memory holds
+          const Codelet codelet = half ? Codelet::matmul_half : Codelet::matmul;
+          const auto orientation = static_cast<std::uint32_t>(tessera::faster_matmul_orientation(codelet, m, k, n, target));
+          rows.push_back({half ? "matmul_half" : "matmul", "m=" + std::to_string(m) + " k=" + std::to_string(k) + " n=" + std::to_string(n),
+                          charge(codelet, {m, k, n, orientation}), poplibs_matmul(m, k, n, half)});
+        }
+  for (std::uint32_t m : batches)
+    for (std::uint32_t width : widths) {
+      const std::uint32_t count = m * width;
+      const std::string shape = "rows=" + std::to_string(m) + " cols=" + std::to_string(width);
+      rows.push_back({"relu", "count=" + std::to_string(count), charge(Codelet::relu, {count}), poplibs_relu(count)});
+      rows.push_back({"add", "count=" + std::to_string(count), charge(Codelet::add, {count}), poplibs_add(count)});
+      rows.push_back({"copy", "count=" + std::to_string(count), charge(Codelet::copy, {count}), poplibs_copy(count)});
+      for (std::uint32_t relu : {0u, 1u})
+        rows.push_back({relu ? "bias_add+relu" : "bias_add", shape, charge(Codelet::bias_add, {m, width, relu}),
+                        poplibs_bias_add(m, width, relu != 0)});
+      rows.push_back({"softmax", shape, charge(Codelet::softmax, {m, width, tessera::float_param(1.0f)}),
+                      poplibs_softmax(m, width)});
+      rows.push_back({"layer_norm", shape, charge(Codelet::layer_norm, {m, width, tessera::float_param(1e-5f)}),
+                      poplibs_layer_norm(m, width)});
+      for (std::uint32_t parts : {2u, 4u, 16u}) {
+        rows.push_back({"reduce_add", "parts=" + std::to_string(parts) + " count=" + std::to_string(count),
+                        charge(Codelet::reduce_add, {parts, count}), poplibs_reduce(parts, count)});
+        rows.push_back({"reduce_bias", "parts=" + std::to_string(parts) + " " + shape,
+                        charge(Codelet::reduce_bias, {parts, m, width, width, 0}),
+                        poplibs_reduce(parts + 1, count) + poplibs_add(count)});
+      }
+    }
+
+  std::printf("# codelet fidelity: target=%s; ours = the simulator's charge, poplibs = our transcription of "
+              "Graphcore's estimators for the same operation (the best vertex they have), floors = MACs at peak "
+              "and input bytes at load_bytes_per_cycle\n",
+              target.name.c_str());
+  std::map<std::string, std::vector<double>> ratios;
+  std::size_t below_floor = 0;
+  for (const Row& row : rows) {
+    const double ratio = row.ours.cycles / row.poplibs;
+    ratios[row.codelet].push_back(ratio);
+    const bool floor_ok = row.ours.cycles >= row.ours.mac_floor && row.ours.cycles >= row.ours.load_floor;
+    below_floor += floor_ok ? 0 : 1;
+    std::printf("codelet=%s %s path=%s ours=%llu poplibs=%.0f ratio=%.3f mac_floor=%llu load_floor=%llu within_25pct=%s%s\n",
+                row.codelet.c_str(), row.shape.c_str(), row.ours.path, static_cast<unsigned long long>(row.ours.cycles),
+                row.poplibs, ratio, static_cast<unsigned long long>(row.ours.mac_floor),
+                static_cast<unsigned long long>(row.ours.load_floor), std::fabs(ratio - 1) <= 0.25 ? "yes" : "no",
+                floor_ok ? "" : " BELOW_FLOOR");
+  }
+  std::size_t within = 0, total = 0;
+  for (const auto& [codelet, values] : ratios) {
+    const auto [low, high] = std::minmax_element(values.begin(), values.end());
+    const std::size_t in = std::count_if(values.begin(), values.end(), [](double r) { return std::fabs(r - 1) <= 0.25; });
+    within += in;
+    total += values.size();
+    std::printf("summary codelet=%s shapes=%zu within_25pct=%zu min_ratio=%.3f max_ratio=%.3f\n", codelet.c_str(),
+                values.size(), in, *low, *high);
+  }
+  std::printf("summary shapes=%zu within_25pct=%zu below_a_floor=%zu\n", total, within, below_floor);
+  return below_floor == 0 ? 0 : 1;
+}
