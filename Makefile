@@ -2,7 +2,7 @@
 BUILD ?= build
 TESSERA := $(BUILD)/tools/tessera
 
-.PHONY: all bootstrap build demo test test-sanitize fuzz bench bench-exchange bench-ab bench-planning bench-fidelity calibrate clean
+.PHONY: all bootstrap build demo test test-sanitize fuzz bench bench-exchange bench-ab bench-planning bench-regret bench-fidelity calibrate clean
 
 all: build
 
@@ -80,6 +80,10 @@ calibrate: build
 # Per suite model: simulated cycles against the roofline, both cost models' errors, compile time.
 bench-planning: calibrate
 	$(BUILD)/bench/planning/bench-planning
+
+# The planner's pick beside every plan of its candidate space pinned, compiled and simulated.
+bench-regret: build
+	$(BUILD)/bench/planning/bench-planning --regret
 
 clean:
 	rm -rf $(BUILD)

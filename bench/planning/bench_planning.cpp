@@ -103,15 +103,96 @@ double signed_error(const std::string& estimate, const std::string& simulated) {
   }
 }
 
+// Selection regret: compile and simulate the plans the planner could have picked (every dense
+// op pinned to the same column, depth and row groups and orientation, from its candidate
+// space) beside the one it picks; two plans are the same when their packages run and weigh the
+// same (device cycles, exchange cycles, supersteps, peak tile bytes).
+struct RegretModel {
+  const char* model;
+  const char* target;
+  std::vector<std::uint32_t> column_groups, depth_groups, row_groups;
+};
+
+int regret(const fs::path& source, const fs::path& build, const std::string& tessera, const fs::path& work,
+           const std::string& lock) {
+  const std::vector<RegretModel> models = {
+      {"mlp-b2-n3", "t1472", {23, 46, 92, 184, 368}, {4, 8, 16, 32}, {1, 2}},
+      {"mlp-b4-n3-w512", "t16", {1, 2, 4, 8, 16}, {1, 2, 4, 8, 16}, {1, 2, 4}},
+      {"mlp-b16-n8-w256", "t16", {1, 2, 4, 8, 16}, {1, 2, 4, 8, 16}, {1, 2, 4}},
+  };
+  std::printf("# selection regret: the planner's pick (default pipeline) beside plans pinned from its candidate "
+              "space, all compiled and simulated\n");
+  int failures = 0;
+  for (const RegretModel& entry : models) {
+    const std::string model = (source / "configs/models" / (std::string(entry.model) + ".yaml")).string();
+    const std::string target = (source / "configs/targets" / (std::string(entry.target) + ".yaml")).string();
+    struct Plan {
+      std::string name;
+      double cycles = 0;
+    };
+    std::vector<Plan> plans;
+    std::vector<std::string> signatures;
+    double picked = 0;
+    auto try_plan = [&](const std::string& name, const std::string& options) {
+      const fs::path pipeline = work / "regret.yaml";
+      const std::string package = (work / "regret.tpkg").string();
+      tessera::bench::write_pipeline_copy(source, build, "default.yaml", pipeline,
+                                          {{"mapping_candidates: 8}", "mapping_candidates: 8" + options + "}"}});
+      const auto compile = measure({tessera, "compile", model, "-p", pipeline.string(), "-t", target, "-o", package,
+                                    "--threads", "2"}, true);
+      if (compile.exit_code != 0) return;  // does not fit, or the pins clamp to nothing that fits
+      const auto run = measure({tessera, "run", package, "--lock", lock}, true);
+      if (run.exit_code != 0) {
+        std::printf("model=%s plan=%s run_failed=%d\n", entry.model, name.c_str(), run.exit_code);
+        ++failures;
+        return;
+      }
+      const std::string cycles = field(run.out, "device_cycles");
+      const std::string signature = cycles + "/" + field(run.out, "exchange_cycles") + "/" +
+                                    field(compile.out, "supersteps") + "/" + field(compile.out, "peak_tile_bytes");
+      if (name == "planner") picked = std::stod(cycles);
+      if (std::find(signatures.begin(), signatures.end(), signature) != signatures.end()) return;
+      signatures.push_back(signature);
+      plans.push_back({name, std::stod(cycles)});
+      std::printf("model=%s plan=%s device_cycles=%s peak_tile_bytes=%s\n", entry.model, name.c_str(), cycles.c_str(),
+                  field(compile.out, "peak_tile_bytes").c_str());
+      std::fflush(stdout);
+    };
+    try_plan("planner", "");
+    for (std::uint32_t rows : entry.row_groups)
+      for (std::uint32_t columns : entry.column_groups)
+        for (std::uint32_t depth : entry.depth_groups)
+          for (const char* orientation : {"as_is", "swapped"}) {
+            const std::string name = "C" + std::to_string(columns) + "xD" + std::to_string(depth) + "xG" +
+                                     std::to_string(rows) + "/" + orientation;
+            try_plan(name, ", column_groups: " + std::to_string(columns) + ", depth_groups: " + std::to_string(depth) +
+                               ", row_groups: " + std::to_string(rows) + ", orientation: " + orientation);
+          }
+    const auto best = std::min_element(plans.begin(), plans.end(), [](const Plan& a, const Plan& b) { return a.cycles < b.cycles; });
+    if (best == plans.end() || picked == 0) {
+      std::printf("model=%s regret=failed plans=%zu\n", entry.model, plans.size());
+      ++failures;
+      continue;
+    }
+    std::printf("summary model=%s distinct_plans=%zu picked_cycles=%.0f best_plan=%s best_cycles=%.0f regret=%.3f "
+                "within_1.10x=%s\n",
+                entry.model, plans.size(), picked, best->name.c_str(), best->cycles, picked / best->cycles,
+                picked / best->cycles <= 1.10 ? "yes" : "no");
+  }
+  return failures ? 1 : 0;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
   const fs::path build = fs::canonical("/proc/self/exe").parent_path().parent_path().parent_path();
   const fs::path source = TESSERA_SOURCE_DIR;
-  const fs::path suite = argc > 1 ? fs::path(argv[1]) : source / "configs/suites/default.yaml";
+  const bool regret_mode = argc > 1 && std::string(argv[1]) == "--regret";
+  const fs::path suite = argc > 1 && !regret_mode ? fs::path(argv[1]) : source / "configs/suites/default.yaml";
   const std::string tessera = (build / "tools/tessera").string();
   const fs::path work = build / "artifacts/bench-planning";
   fs::create_directories(work);
+  if (regret_mode) return regret(source, build, tessera, work, (work / "device.lock").string());
   const fs::path analytic_pipeline = work / "default.yaml", calibrated_pipeline = work / "calibrated.yaml";
   tessera::bench::write_pipeline_copy(source, build, "default.yaml", analytic_pipeline);
   tessera::bench::write_pipeline_copy(source, build, "calibrated.yaml", calibrated_pipeline);

@@ -299,6 +299,24 @@ struct SectionEntry {
 
 }  // namespace
 
+SupportBytes tile_support_bytes(const TileImage& image) {
+  SupportBytes support;
+  static_assert(kCodeletCount <= 32, "codelets_run holds one bit per codelet");
+  std::uint32_t codelets_run = 0;  // one bit per codelet id: its code is held once
+  for (const TileSuperstep& step : image.supersteps) {
+    for (const TileCodeletCall& call : step.compute) {
+      const auto id = static_cast<std::uint32_t>(call.codelet);
+      if (id >= kCodeletCount) continue;  // readers refuse unknown codelets before this is asked
+      if (!(codelets_run & (1u << id))) support.code += codelet_code_bytes(call.codelet);
+      codelets_run |= 1u << id;
+      support.vertex_state += vertex_state_bytes(call.codelet);
+    }
+    support.exchange_descriptors +=
+        std::uint64_t{kSendDescriptorBytes} * step.sends.size() + std::uint64_t{kReceiveDescriptorBytes} * step.receives.size();
+  }
+  return support;
+}
+
 void write_package(const Package& package, const std::string& path) {
   if (package.tiles.size() != package.target.tiles)
     throw Error(path + fmt::format(": internal error: {} tile images for a {}-tile target", package.tiles.size(), package.target.tiles));

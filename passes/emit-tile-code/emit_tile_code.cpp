@@ -86,10 +86,43 @@ protected:
                  final_estimate.exchange_cycles);
     context.info("emitted tile images tiles={} supersteps={} codelet_calls={} sends={} receives={} streams={}",
                  package.tiles.size(), program.supersteps.size(), calls, sends, receives, package.streams.size());
-    return Status::success();
+    return allocate_support_memory(package, target, context);
   }
 
 private:
+  /// The images' support memory above each tile's data in the standard region: code and vertex
+  /// states (place-storage reserved them) are checked, exchange descriptors measured.
+  static Status allocate_support_memory(const tessera::Package& package, const tessera::Target& target,
+                                        tessera::PassContext& context) {
+    tessera::SupportBytes largest;
+    std::uint32_t largest_tile = 0;
+    std::uint64_t sum = 0;
+    for (const tessera::TileImage& image : package.tiles) {
+      const tessera::SupportBytes support = tile_support_bytes(image);
+      std::uint64_t standard_end = 0;
+      for (const tessera::TileBufferEntry& buffer : image.buffers)
+        if (buffer.region == tessera::Region::standard)
+          standard_end = std::max<std::uint64_t>(standard_end, std::uint64_t{buffer.offset} + buffer.bytes);
+      // Code and vertex states are reserved; exchange descriptors are measured, not yet reserved.
+      const std::uint64_t reserved = support.code + support.vertex_state;
+      if (standard_end + reserved > target.interleaved_start)
+        return Status::failure(fmt::format(
+            "model does not fit: tile {} needs {} bytes of support memory (code {}, vertex state {}) above its {} bytes "
+            "of standard-region data, {} bytes past the standard region's end at {}\n"
+            "  fix: give select-finalist a lower available_memory_proportion, or use a target with more memory per "
+            "tile than '{}'",
+            image.tile, reserved, support.code, support.vertex_state, standard_end,
+            standard_end + reserved - target.interleaved_start, target.interleaved_start, target.name));
+      sum += support.total();
+      if (support.total() > largest.total()) largest = support, largest_tile = image.tile;
+    }
+    context.info("allocated package support memory max_tile_support_bytes={} tile={} code_bytes={} vertex_state_bytes={} "
+                 "exchange_descriptor_bytes={} mean_tile_support_bytes={}",
+                 largest.total(), largest_tile, largest.code, largest.vertex_state, largest.exchange_descriptors,
+                 package.tiles.empty() ? 0 : sum / package.tiles.size());
+    return Status::success();
+  }
+
   /// Sends and receives of one superstep from its schedule. Segments of a transfer carry its
   /// words in start order, so a segment's words begin after those of the transfer's earlier
   /// segments; every destination hears them `latency` cycles after they leave.

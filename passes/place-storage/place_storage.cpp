@@ -8,6 +8,7 @@
 
 #include <fmt/format.h>
 
+#include "tessera/codelets.hpp"
 #include "tessera/pass.hpp"
 
 namespace {
@@ -28,6 +29,7 @@ struct RegionBounds {
 /// What placing one tile found: per-region high-water marks (bytes used from the region's
 /// start, gaps included) and each buffer's offset.
 struct TilePlacement {
+  std::uint64_t support = 0;  ///< reserved at the top of the standard region (code, vertex state, descriptors)
   std::uint64_t standard_used = 0, interleaved_used = 0;
   std::uint64_t standard_over = 0, interleaved_over = 0;
   std::uint64_t over() const { return standard_over + interleaved_over; }
@@ -95,6 +97,24 @@ private:
   std::vector<Placed> placed_, conflicts_;
 };
 
+/// Per tile, the support memory reserved for its image (tessera::tile_support_bytes): code
+/// and vertex states, exactly, from the calls. Exchange descriptors are not reserved yet: the
+/// planner's memory check runs before its copies exist (docs/targets.md).
+std::vector<std::uint64_t> support_estimate(const tessera::Program& program, std::uint32_t tiles) {
+  std::vector<std::uint64_t> bytes(tiles, 0);
+  std::vector<std::uint32_t> codelets_run(tiles, 0);
+  for (const tessera::Superstep& step : program.supersteps) {
+    for (const tessera::CodeletCall& call : step.compute) {
+      if (call.tile >= tiles) continue;  // the caller refuses such programs
+      const std::uint32_t bit = 1u << static_cast<std::uint32_t>(call.codelet);
+      if (!(codelets_run[call.tile] & bit)) bytes[call.tile] += tessera::codelet_code_bytes(call.codelet);
+      codelets_run[call.tile] |= bit;
+      bytes[call.tile] += tessera::vertex_state_bytes(call.codelet);
+    }
+  }
+  return bytes;
+}
+
 /// For each buffer, the buffers it must not share a memory element with: a matmul's `a` and
 /// `b` operands, whose loads the inner loop pairs in one cycle (ld2x64pace), which one
 /// element cannot serve (Poplar declares the same as `elem(*a) != elem(*b)`).
@@ -133,15 +153,18 @@ protected:
 
     std::vector<std::int64_t> offsets(buffers.size(), tessera::kUnplaced);
     std::vector<TilePlacement> tiles(target.tiles);
+    const std::vector<std::uint64_t> support = support_estimate(state.program, target.tiles);
     const std::vector<std::vector<std::uint32_t>> element_apart = element_apart_operands(state.program);
     TilePlacer placer(buffers, element_apart, target.memory_element_bytes, offsets);
     for (std::uint32_t tile = 0; tile < target.tiles; ++tile) {
       TilePlacement& placement = tiles[tile];
+      placement.support = support[tile];
       const std::uint64_t standard_end = placer.place(by_tile[std::size_t{tile} * 2], standard);
       const std::uint64_t interleaved_end = placer.place(by_tile[std::size_t{tile} * 2 + 1], interleaved);
       placement.standard_used = standard_end - standard.low;
       placement.interleaved_used = interleaved_end - interleaved.low;
-      placement.standard_over = standard_end > standard.high ? standard_end - standard.high : 0;
+      // The support memory sits above the data at the top of the standard region.
+      placement.standard_over = standard_end + placement.support > standard.high ? standard_end + placement.support - standard.high : 0;
       placement.interleaved_over = interleaved_end > interleaved.high ? interleaved_end - interleaved.high : 0;
     }
 
@@ -151,11 +174,12 @@ protected:
     if (!over.empty()) return does_not_fit(state, target, tiles, over, by_tile);
 
     for (std::size_t i = 0; i < buffers.size(); ++i) buffers[i].offset = offsets[i];
-    std::uint64_t peak_standard = 0, peak_interleaved = 0, peak_total = 0, sum = 0;
+    std::uint64_t peak_standard = 0, peak_interleaved = 0, peak_total = 0, sum = 0, peak_support = 0;
     std::uint32_t used_tiles = 0, tiles_over_90_percent = 0, peak_tile = 0;
     for (std::uint32_t tile = 0; tile < target.tiles; ++tile) {
       const TilePlacement& placement = tiles[tile];
-      const std::uint64_t total = placement.standard_used + placement.interleaved_used;
+      const std::uint64_t total = placement.standard_used + placement.interleaved_used + placement.support;
+      peak_support = std::max(peak_support, placement.support);
       peak_standard = std::max(peak_standard, placement.standard_used);
       peak_interleaved = std::max(peak_interleaved, placement.interleaved_used);
       if (total > peak_total) peak_tile = tile;
@@ -172,8 +196,8 @@ protected:
                  peak_total, mean);
     // Tile bytes are address extents (standard plus interleaved in use), as `tessera report` draws them.
     context.info("memory summary max_tile_bytes={} mean_tile_bytes={} tiles_over_90_percent={} "
-                 "peak_standard_bytes={} peak_interleaved_bytes={} max_tile={} memory_bytes={}",
-                 peak_total, mean, tiles_over_90_percent, peak_standard, peak_interleaved, peak_tile,
+                 "peak_standard_bytes={} peak_interleaved_bytes={} peak_support_reserved_bytes={} max_tile={} memory_bytes={}",
+                 peak_total, mean, tiles_over_90_percent, peak_standard, peak_interleaved, peak_support, peak_tile,
                  target.memory_bytes);
     return Status::success();
   }
@@ -266,11 +290,13 @@ private:
     for (std::uint32_t tile : shown) {
       const TilePlacement& placement = tiles[tile];
       message += fmt::format(
-          "\n  tile {} needs {} bytes ({} over): {}; {}", tile, target.memory_bytes + placement.over(), placement.over(),
+          "\n  tile {} needs {} bytes ({} over): {}; {}; support (code, vertex state) {} bytes",
+          tile, target.memory_bytes + placement.over(), placement.over(),
           region_breakdown(state.program, tensor_of, by_tile[std::size_t{tile} * 2 + 1], "interleaved",
                            placement.interleaved_used, interleaved_capacity),
           region_breakdown(state.program, tensor_of, by_tile[std::size_t{tile} * 2], "standard", placement.standard_used,
-                           target.interleaved_start));
+                           target.interleaved_start - std::min(target.interleaved_start, placement.support)),
+          placement.support);
     }
     if (!rest.empty()) {
       std::sort(rest.begin(), rest.end());

@@ -75,6 +75,13 @@ std::uint64_t codelet_operand_words(Codelet, std::span<const std::uint32_t> para
 std::uint64_t codelet_cycles(Codelet, std::span<const std::uint32_t> params, const Target&);
 /// codelet_cycles with its floors and path (`tessera cycles` prints it).
 CodeletCharge codelet_charge(Codelet, std::span<const std::uint32_t> params, const Target&);
+/// Tile memory the code of `codelet` takes, once per tile that runs it (docs/targets.md).
+std::uint32_t codelet_code_bytes(Codelet);
+/// A call's vertex state in tile memory: an 8-byte header, 4 bytes per operand address and param.
+std::uint32_t vertex_state_bytes(Codelet);
+/// Tile memory of one exchange descriptor: a send list entry, a receive list entry.
+inline constexpr std::uint32_t kSendDescriptorBytes = 8, kReceiveDescriptorBytes = 12;
+
 /// The orientation in which a matmul codelet of this shape is charged fewer cycles (as_is on a tie).
 MatmulOrientation faster_matmul_orientation(Codelet, std::uint32_t m, std::uint32_t k, std::uint32_t n, const Target&);
 

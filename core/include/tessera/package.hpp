@@ -55,6 +55,15 @@ struct TileImage {
   std::vector<TileSuperstep> supersteps;  ///< the same count on every tile
 };
 
+/// What a tile's image needs in tile memory beside its buffers (the package's support memory,
+/// kept in the standard region, above the data): the code of each distinct codelet the tile
+/// runs, a vertex state per call, and an exchange descriptor per send and receive entry.
+struct SupportBytes {
+  std::uint64_t code = 0, vertex_state = 0, exchange_descriptors = 0;
+  std::uint64_t total() const { return code + vertex_state + exchange_descriptors; }
+};
+SupportBytes tile_support_bytes(const TileImage& image);
+
 /// A block of a host tensor at a byte address of a tile.
 struct PackageSlice {
   std::uint32_t tile = 0;
