@@ -3,7 +3,6 @@
 
 #include <fmt/format.h>
 
-
 #include <algorithm>
 #include <array>
 #include <cassert>
@@ -13,11 +12,11 @@
 #include <span>
 #include <stdexcept>
 
+#include "memory.hpp"
 #include "tessera/codelets.hpp"
 #include "tessera/diagnostic.hpp"
 #include "tessera/package.hpp"
 #include "tessera/runtime/host_exchange.hpp"
-#include "memory.hpp"
 
 namespace tessera::runtime {
 
@@ -358,7 +357,7 @@ const LoadedSend* send_at(const std::vector<LoadedSend>& sends, std::uint64_t cy
 struct SimDevice::Impl {
   Target target;
   std::uint32_t tile_count = 0;
-  std::vector<std::uint64_t> tile_bytes;  ///< buffer-table extent of each tile (for messages)
+  std::vector<std::uint64_t> tile_bytes;  ///< each tile's highest buffer-table byte: the first bound
   std::vector<HeldRun> runs;              ///< every tile's held runs, tile by tile, by address
   std::vector<std::uint32_t> first_run;   ///< tile t's runs are [first_run[t], first_run[t + 1])
   std::vector<std::uint64_t> first_word;  ///< tile t's held words are [first_word[t], first_word[t + 1])
