@@ -11,6 +11,7 @@
 #include <limits>
 #include <span>
 #include <stdexcept>
+#include <tuple>
 
 #include "memory.hpp"
 #include "tessera/codelets.hpp"
@@ -318,12 +319,12 @@ std::string aliasing_problem(const LoadedCall& call, std::span<const std::uint64
   return "";
 }
 
-/// A send checked and placed in the phase's per-word receive counters.
+/// A send checked and numbered among the phase's sent words.
 struct LoadedSend {
   std::uint64_t cycle = 0;
   std::uint32_t word = 0;           ///< in the tile's held memory
   std::uint32_t words = 0;
-  std::uint64_t first_counter = 0;  ///< index of its first word in the phase's counters
+  std::uint64_t first_sent = 0;     ///< number of its first word among the phase's sent words
   std::uint32_t address = 0;        ///< the byte address the package gave, for messages
 };
 
@@ -333,6 +334,45 @@ struct LoadedReceive {
   std::uint32_t word = 0;  ///< in the tile's held memory
   std::uint32_t words = 0;
 };
+
+/// Sent words [first_sent, first_sent + words) of a phase, stored by `receiver` from `arrival`.
+struct ReceivedRun {
+  std::uint64_t first_sent = 0;
+  std::uint32_t words = 0;
+  std::uint32_t receiver = 0;
+  std::uint64_t arrival = 0;
+  std::uint32_t sender = 0;
+  std::uint64_t sent = 0;  ///< the cycle its first word left the sender
+};
+
+/// How many of a phase's sent words some receiver stored. Without multicast a word has at most
+/// one receiver: a word two runs share is refused, naming the receiver met later (by tile, then
+/// arrival) and the other one.
+std::uint64_t received_sent_words(std::vector<ReceivedRun>& received, const Target& target,
+                                  std::uint32_t step, const std::string& label) {
+  std::sort(received.begin(), received.end(),
+            [](const ReceivedRun& a, const ReceivedRun& b) { return a.first_sent < b.first_sent; });
+  std::uint64_t covered = 0, covered_to = 0;
+  const ReceivedRun* reaching = nullptr;  // the run that reaches covered_to
+  for (const ReceivedRun& run : received) {
+    if (run.first_sent < covered_to && !target.multicast) {
+      const bool run_later = std::tie(run.receiver, run.arrival) > std::tie(reaching->receiver, reaching->arrival);
+      const ReceivedRun& later = run_later ? run : *reaching;
+      const ReceivedRun& earlier = run_later ? *reaching : run;
+      const std::uint64_t offset = run.first_sent - later.first_sent;  // of the first shared word
+      throw Error(fmt::format("{}, cycle {}: conflict: the word tile {} sends at cycle {} is received by "
+                              "this tile and tile {}, but target '{}' has no multicast",
+                              place(step, label, later.receiver), later.arrival + offset, later.sender,
+                              later.sent + offset, earlier.receiver, target.name));
+    }
+    const std::uint64_t end = run.first_sent + run.words;
+    if (end <= covered_to) continue;
+    covered += end - std::max(run.first_sent, covered_to);
+    covered_to = end;
+    reaching = &run;
+  }
+  return covered;
+}
 
 /// A host stream and, per slice, the word of its tile's held memory where the block starts.
 struct LoadedStream {
@@ -541,7 +581,7 @@ void SimDevice::Impl::load_exchange(const Package& package, std::uint32_t step,
   SuperstepProfile& profile = loaded.profile;
 
   std::vector<std::vector<LoadedSend>> sends(tile_count);
-  std::uint64_t counters_needed = 0;
+  std::uint64_t sent_words = 0;
   std::uint64_t horizon = 0;
   for (std::uint32_t tile = 0; tile < tile_count; ++tile) {
     for (const TileSend& send : package.tiles[tile].supersteps[step].sends) {
@@ -562,15 +602,16 @@ void SimDevice::Impl::load_exchange(const Package& package, std::uint32_t step,
                                 "cycle {}); a tile sends at most one word per cycle",
                                 place(step, label, tile), list[i].cycle, list[i - 1].words,
                                 list[i - 1].cycle, list[i].cycle));
-      list[i].first_counter = counters_needed;
-      counters_needed += list[i].words;
+      list[i].first_sent = sent_words;
+      sent_words += list[i].words;
       profile.words_sent += list[i].words;
       horizon = std::max(horizon, list[i].cycle + list[i].words);
     }
   }
 
-  // How many receivers took each sent word (saturating): multicast and unreceived counts.
-  std::vector<std::uint8_t> receivers(counters_needed, 0);
+  // Which sent words each receive stored, as runs: multicast and unreceived words are counted
+  // from them afterwards, in memory and time that grow with the package's entries, not its words.
+  std::vector<ReceivedRun> received;
   std::vector<std::vector<LoadedReceive>> receives(tile_count);
   for (std::uint32_t tile = 0; tile < tile_count; ++tile) {
     auto& list = receives[tile];
@@ -625,15 +666,7 @@ void SimDevice::Impl::load_exchange(const Package& package, std::uint32_t step,
         const std::uint64_t sent = arrival - latency;
         const auto offset = static_cast<std::uint32_t>(sent - send->cycle);
         const std::uint32_t run = std::min(send->words - offset, r.words - done);
-        for (std::uint64_t w = send->first_counter + offset, end = w + run; w < end; ++w) {
-          if (receivers[w] != 0 && !t.multicast)
-            throw Error(fmt::format(
-                "{}, cycle {}: conflict: the word tile {} sends at cycle {} is received by "
-                "this tile and another one, but target '{}' has no multicast",
-                place(step, label, tile), r.arrival + done + (w - send->first_counter - offset),
-                r.sender, send->cycle + (w - send->first_counter), t.name));
-          if (receivers[w] != std::numeric_limits<std::uint8_t>::max()) ++receivers[w];
-        }
+        received.push_back({send->first_sent + offset, run, tile, arrival, r.sender, sent});
         WordCopy copy{r.sender, send->word + offset, tile, r.word + done, run};
         WordCopy* last = loaded.copies.empty() ? nullptr : &loaded.copies.back();
         if (last != nullptr && last->source_tile == copy.source_tile &&
@@ -649,7 +682,7 @@ void SimDevice::Impl::load_exchange(const Package& package, std::uint32_t step,
       profile.words_received += r.words;
     }
   }
-  for (std::uint8_t count : receivers) profile.words_unreceived += count == 0 ? 1 : 0;
+  profile.words_unreceived = sent_words - received_sent_words(received, t, step, label);
 
   // The simulator reads every sent word before storing any received word, which is what
   // the hardware does unless a tile stores a word and then sends from the same address

@@ -190,7 +190,8 @@ TEST_CASE("sim device refuses multicast on a target without it", "[runtime][sim]
   Package package = testing::small_mlp_package();
   package.target.multicast = false;
   // Tiles 2 and 3 both take the words tile 0 sends at cycles 0..3.
-  CHECK_THAT(load_error(package), Contains("tile 3") && Contains("no multicast"));
+  CHECK_THAT(load_error(package), Contains("tile 3, cycle 7") && Contains("tile 0 sends at cycle 0") &&
+                                      Contains("this tile and tile 2") && Contains("no multicast"));
   // Without the shared words it loads.
   package.tiles[3].supersteps[1].receives = {{11, 0, 16, 4}};
   CHECK(load_error(package).empty());
