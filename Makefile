@@ -2,7 +2,7 @@
 BUILD ?= build
 TESSERA := $(BUILD)/tools/tessera
 
-.PHONY: all bootstrap build demo test test-sanitize fuzz bench bench-exchange bench-ab bench-planning calibrate clean
+.PHONY: all bootstrap build demo test test-sanitize fuzz bench bench-exchange bench-ab bench-simulator bench-planning calibrate clean
 
 all: build
 
@@ -64,6 +64,10 @@ bench-exchange: build
 
 bench-ab: build
 	$(BUILD)/bench/ab/bench-ab
+
+# `tessera run`'s wall time and peak RSS beside the package's device bytes and host tensor bytes.
+bench-simulator: build
+	$(BUILD)/bench/simulator/bench-simulator
 
 # The calibrated cost model's tables, one per shipped target, regenerated from this build's
 # simulator every time (configs/pipelines/calibrated.yaml reads $(CALIBRATION)/<target>.yaml).
