@@ -333,6 +333,7 @@ struct LoadedReceive {
   std::uint32_t sender = 0;
   std::uint32_t word = 0;  ///< in the tile's held memory
   std::uint32_t words = 0;
+  std::uint32_t address = 0;  ///< the byte address the package gave, for messages
 };
 
 /// Sent words [first_sent, first_sent + words) of a phase, stored by `receiver` from `arrival`.
@@ -372,6 +373,24 @@ std::uint64_t received_sent_words(std::vector<ReceivedRun>& received, const Targ
     reaching = &run;
   }
   return covered;
+}
+
+/// No code runs between two receives of one phase, so a word a tile stores twice would only
+/// lose its first value: refused, which also bounds a phase's received words by tile memory.
+template <typename Where>
+void check_stored_once(std::vector<LoadedReceive> receives, Where&& where) {
+  std::sort(receives.begin(), receives.end(),
+            [](const LoadedReceive& a, const LoadedReceive& b) { return a.word < b.word; });
+  const LoadedReceive* reaching = nullptr;  // of those before, the one ending last
+  for (const LoadedReceive& r : receives) {
+    if (reaching != nullptr && r.word < reaching->word + reaching->words)
+      throw Error(fmt::format("{}, cycle {}: the tile stores byte address {} twice in one phase "
+                              "(the receive of {} words from tile {} overlaps the receive of {} "
+                              "words from tile {} at byte {}, cycle {}); a phase writes each word "
+                              "at most once", where(), r.arrival, r.address, r.words, r.sender,
+                              reaching->words, reaching->sender, reaching->address, reaching->arrival));
+    if (reaching == nullptr || r.word + r.words > reaching->word + reaching->words) reaching = &r;
+  }
 }
 
 /// A host stream and, per slice, the word of its tile's held memory where the block starts.
@@ -627,7 +646,7 @@ void SimDevice::Impl::load_exchange(const Package& package, std::uint32_t step,
       check_cycle(receive.arrival, receive.words, where, what);
       list.push_back({receive.arrival, receive.sender,
                       checked_word(tile, receive.address, receive.words, where, what),
-                      receive.words});
+                      receive.words, receive.address});
     }
     std::sort(list.begin(), list.end(), [](const LoadedReceive& a, const LoadedReceive& b) {
       return a.arrival < b.arrival;
@@ -681,6 +700,7 @@ void SimDevice::Impl::load_exchange(const Package& package, std::uint32_t step,
       }
       profile.words_received += r.words;
     }
+    check_stored_once(list, [&] { return place(step, label, tile); });
   }
   profile.words_unreceived = sent_words - received_sent_words(received, t, step, label);
 

@@ -186,6 +186,15 @@ TEST_CASE("sim device enforces the receive-mux switch cost", "[runtime][sim]") {
   CHECK(load_error(package).empty());
 }
 
+TEST_CASE("sim device refuses storing a word twice in one phase", "[runtime][sim]") {
+  Package package = testing::small_mlp_package();
+  // Tile 3 takes y's 8 words at 7..14, then tile 1's 2 words (sent at 9, latency 7) over the last two.
+  package.tiles[1].supersteps[1].sends = {{9, testing::layout::x1, 2}};
+  package.tiles[3].supersteps[1].receives.push_back({16, 1, testing::layout::y_row1 + 8, 2});
+  CHECK_THAT(load_error(package), Contains("superstep 1 ('reduce-bias-relu'), tile 3, cycle 16") &&
+                                      Contains("stores byte address 24 twice"));
+}
+
 TEST_CASE("sim device refuses multicast on a target without it", "[runtime][sim]") {
   Package package = testing::small_mlp_package();
   package.target.multicast = false;
