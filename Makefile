@@ -2,7 +2,7 @@
 BUILD ?= build
 TESSERA := $(BUILD)/tools/tessera
 
-.PHONY: all bootstrap build demo test test-sanitize fuzz bench bench-exchange bench-ab bench-planning bench-regret bench-fidelity calibrate clean
+.PHONY: all bootstrap build demo test test-sanitize fuzz bench bench-exchange bench-ab bench-simulator bench-planning bench-regret bench-fidelity calibrate clean
 
 all: build
 
@@ -68,6 +68,10 @@ bench-ab: build
 # Each codelet's charge beside poplibs' estimate for the same operation and the two floors.
 bench-fidelity: build
 	$(BUILD)/bench/bench-fidelity
+
+# `tessera run`'s wall time and peak RSS beside the package's device bytes and host tensor bytes.
+bench-simulator: build
+	$(BUILD)/bench/simulator/bench-simulator
 
 # The calibrated cost model's tables, one per shipped target, regenerated from this build's
 # simulator every time (configs/pipelines/calibrated.yaml reads $(CALIBRATION)/<target>.yaml).

@@ -281,7 +281,8 @@ std::uint64_t codelet_operand_words(Codelet codelet, std::span<const std::uint32
       return params[0];
     case Codelet::reduce_bias: {
       const std::uint64_t parts = params[0], rows = params[1], cols = params[2], stride = params[3];
-      if (operand == 0) return parts * rows * cols;
+      // Three 32-bit factors can exceed 64 bits; (rows - 1) * stride + cols cannot.
+      if (operand == 0) return saturate(static_cast<unsigned __int128>(parts) * rows * cols);
       if (operand == 1) return rows == 0 || cols == 0 ? 0 : (rows - 1) * stride + cols;
       if (operand == 2) return cols;
       return rows * cols;

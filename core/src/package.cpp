@@ -8,6 +8,7 @@
 #include "tessera/package.hpp"
 
 #include <fcntl.h>
+#include <sys/stat.h>
 #include <unistd.h>
 #include <xxhash.h>
 
@@ -15,9 +16,9 @@
 #include <cerrno>
 #include <cstring>
 #include <filesystem>
-#include <fstream>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include "tessera/diagnostic.hpp"
 
@@ -179,15 +180,30 @@ std::string encode_graph(const Graph& g) {
   return w.bytes;
 }
 
-void decode_graph(Reader& r, Graph& g) {
+void decode_graph(Reader& r, Graph& g, const Target& target) {
   g.name = r.str(); g.source_file = r.str(); g.seed = r.u64();
   g.tensors.resize(r.count(16));
+  // The host allocates every input and weight and the reference every tensor, so each must fit
+  // on the device, and the inputs and weights, resident together, must fit it at once: checked
+  // here, before anything that size is allocated.
+  const unsigned __int128 device_bytes = static_cast<unsigned __int128>(target.tiles) * target.memory_bytes;
+  unsigned __int128 host_streamed_bytes = 0;
   for (auto& t : g.tensors) {
     t.name = r.str();
     t.shape.resize(r.count(8));
     for (auto& d : t.shape) if ((d = r.i64()) <= 0) r.fail("tensor size must be positive");
     if (t.shape.empty() || t.shape.size() > 2) r.fail("tensor rank must be 1 or 2");
     t.dtype = r.enumeration<DType>(2); t.kind = r.enumeration<TensorKind>(3); t.init_scale = r.f64();
+    unsigned __int128 elements = 1;
+    for (auto d : t.shape) elements *= static_cast<std::uint64_t>(d);  // two factors below 2^63: no wrap
+    const unsigned __int128 bytes = t.dtype == DType::float16 ? (elements + 1) / 2 * 4 : elements * 4;
+    if (bytes > device_bytes)
+      r.fail(fmt::format("tensor '{}' of {} elements is larger than the {} bytes of target '{}' ({} tiles x {} bytes)",
+                         t.name, fmt::join(t.shape, " x "), std::uint64_t(device_bytes), target.name, target.tiles,
+                         target.memory_bytes));
+    if (t.kind != TensorKind::intermediate && (host_streamed_bytes += bytes) > device_bytes)
+      r.fail(fmt::format("the inputs and weights up to tensor '{}' exceed the {} bytes of target '{}'", t.name,
+                         std::uint64_t(device_bytes), target.name));
   }
   g.ops.resize(r.count(13));
   for (auto& op : g.ops) {
@@ -229,7 +245,8 @@ void decode_streams(Reader& r, std::vector<PackageStream>& streams, const Target
       if (sl.tile >= target.tiles) r.fail("stream slice tile out of range");
       if (std::uint64_t(sl.row_begin) + sl.rows > s.rows || std::uint64_t(sl.col_begin) + sl.cols > s.cols)
         r.fail("stream slice lies outside its tensor");
-      if (sl.address + packed_words(std::uint64_t(sl.rows) * sl.cols, s.dtype) * 4 > target.memory_bytes) r.fail("stream slice lies outside tile memory");
+      if (!words_fit(sl.address, packed_words(std::uint64_t(sl.rows) * sl.cols, s.dtype), target.memory_bytes))
+        r.fail("stream slice lies outside tile memory");
     }
   }
   r.expect_end();
@@ -254,33 +271,51 @@ std::string encode_tile(const TileImage& tile) {
 
 void decode_tile(Reader& r, TileImage& tile, const Target& target, std::size_t supersteps) {
   tile.tile = r.u32();
-  auto in_memory = [&](std::uint64_t address, std::uint64_t bytes, const char* what) {
-    if (address + bytes > target.memory_bytes) r.fail(fmt::format("{} at {}+{} lies outside tile memory", what, address, bytes));
+  auto in_memory = [&](std::uint64_t address, std::uint64_t words, auto&& what) {
+    if (!words_fit(address, words, target.memory_bytes))
+      r.fail(fmt::format("{} of {} words from byte {} lies outside the tile's {} bytes of memory", what(), words,
+                         address, target.memory_bytes));
+  };
+  auto in_time = [&](std::uint64_t cycle, std::uint32_t words, auto&& what) {
+    if (cycle > kMaxExchangeCycle - words)
+      r.fail(fmt::format("{} of {} words at cycle {} ends past cycle {}", what(), words, cycle, kMaxExchangeCycle));
   };
   tile.buffers.resize(r.count(12));
   for (auto& b : tile.buffers) {
     b.offset = r.u32(); b.bytes = r.u32(); b.region = r.enumeration<Region>(2);
-    in_memory(b.offset, b.bytes, "buffer");
+    if (std::uint64_t{b.offset} + b.bytes > target.memory_bytes)
+      r.fail(fmt::format("buffer at {}+{} lies outside the tile's {} bytes of memory", b.offset, b.bytes, target.memory_bytes));
   }
   tile.supersteps.resize(r.count(12));
   if (tile.supersteps.size() != supersteps)
     r.fail(fmt::format("tile has {} supersteps, the package {}", tile.supersteps.size(), supersteps));
-  for (auto& step : tile.supersteps) {
+  for (std::size_t s = 0; s < tile.supersteps.size(); ++s) {
+    TileSuperstep& step = tile.supersteps[s];
     step.compute.resize(r.count(12));
-    for (auto& call : step.compute) {
+    for (std::size_t c = 0; c < step.compute.size(); ++c) {
+      TileCodeletCall& call = step.compute[c];
       call.codelet = r.enumeration<Codelet>(kCodeletCount); call.addresses = r.u32s(); call.params = r.u32s();
+      auto where = [&] { return fmt::format("superstep {} call {} ({})", s, c, codelet_name(call.codelet)); };
       if (call.addresses.size() != codelet_operand_count(call.codelet) || call.params.size() != codelet_param_count(call.codelet))
-        r.fail(fmt::format("{} call has the wrong number of operands or params", codelet_name(call.codelet)));
+        r.fail(where() + ": wrong number of operands or params");
       for (std::uint32_t o = 0; o < call.addresses.size(); ++o)
-        in_memory(call.addresses[o], 4 * codelet_operand_words(call.codelet, call.params, o), "codelet operand");
+        in_memory(call.addresses[o], codelet_operand_words(call.codelet, call.params, o),
+                  [&] { return fmt::format("{} operand {}", where(), o); });
     }
     step.sends.resize(r.count(16));
-    for (auto& s : step.sends) { s.cycle = r.u64(); s.address = r.u32(); s.words = r.u32(); in_memory(s.address, 4ull * s.words, "send"); }
+    for (auto& send : step.sends) {
+      send.cycle = r.u64(); send.address = r.u32(); send.words = r.u32();
+      auto what = [&] { return fmt::format("superstep {} send", s); };
+      in_memory(send.address, send.words, what);
+      in_time(send.cycle, send.words, what);
+    }
     step.receives.resize(r.count(20));
     for (auto& rc : step.receives) {
       rc.arrival = r.u64(); rc.sender = r.u32(); rc.address = r.u32(); rc.words = r.u32();
-      if (rc.sender >= target.tiles) r.fail("receive from a tile out of range");
-      in_memory(rc.address, 4ull * rc.words, "receive");
+      auto what = [&] { return fmt::format("superstep {} receive from tile {}", s, rc.sender); };
+      if (rc.sender >= target.tiles) r.fail(what() + ": the tile is out of range");
+      in_memory(rc.address, rc.words, what);
+      in_time(rc.arrival, rc.words, what);
     }
   }
   r.expect_end();
@@ -296,6 +331,31 @@ struct SectionEntry {
   std::uint32_t tag, index;
   std::uint64_t offset, size, checksum;
 };
+
+/// The file's bytes, read with as few read() calls as its size allows.
+std::string read_whole_file(const std::string& path) {
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) throw Error(path + ": cannot open package: " + std::strerror(errno));
+  struct Closer {
+    int fd;
+    ~Closer() { ::close(fd); }
+  } closer{fd};
+  struct stat status {};
+  std::string bytes(::fstat(fd, &status) == 0 && status.st_size > 0 ? std::size_t(status.st_size) : 0, '\0');
+  std::size_t done = 0;
+  char chunk[1 << 16];  // past the size fstat gave: a file that grew, or not a regular file
+  for (;;) {
+    const bool into_bytes = done < bytes.size();
+    const ssize_t n = into_bytes ? ::read(fd, bytes.data() + done, bytes.size() - done) : ::read(fd, chunk, sizeof(chunk));
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) throw Error(path + ": cannot read package: " + std::strerror(errno));
+    if (n == 0) break;
+    if (!into_bytes) bytes.append(chunk, std::size_t(n));
+    done += std::size_t(n);
+  }
+  bytes.resize(done);
+  return bytes;
+}
 
 }  // namespace
 
@@ -386,9 +446,7 @@ void remove_package_temporary() noexcept {
 }
 
 Package read_package(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw Error(path + ": cannot open package: " + std::strerror(errno));
-  std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  const std::string bytes = read_whole_file(path);
   if (bytes.size() < kHeaderBytes || std::memcmp(bytes.data(), kMagic, sizeof(kMagic)) != 0)
     throw Error(path + ": not a Tessera package (bad magic)");
   Reader header(bytes.data() + 8, kHeaderBytes - 8, path + ": header");
@@ -403,13 +461,22 @@ Package read_package(const std::string& path) {
   if (XXH64(table_bytes, count * kEntryBytes, 0) != table_checksum) throw Error(path + ": section table checksum mismatch");
   Reader table(table_bytes, count * kEntryBytes, path + ": section table");
   std::vector<SectionEntry> entries(count);
-  for (auto& e : entries) {
+  // Sections follow the table in order, each in bytes of its own, so checksumming them reads
+  // each byte of the file at most once (a table pointing many entries at one blob is refused).
+  std::uint64_t first_free_byte = kHeaderBytes + std::uint64_t(count) * kEntryBytes;
+  for (std::uint32_t i = 0; i < count; ++i) {
+    SectionEntry& e = entries[i];
     e.tag = table.u32(); e.index = table.u32(); e.offset = table.u64(); e.size = table.u64(); e.checksum = table.u64();
-    const std::string name = fmt::format("{}[{}]", tag_name(e.tag), e.index);
+    auto name = [&] { return fmt::format("{}[{}]", tag_name(e.tag), e.index); };
     if (e.offset > bytes.size() || e.size > bytes.size() - e.offset)
-      throw Error(path + fmt::format(": section {} lies past the end of the file ({} bytes): truncated?", name, bytes.size()));
+      throw Error(path + fmt::format(": section {} lies past the end of the file ({} bytes): truncated?", name(), bytes.size()));
+    if (e.offset < first_free_byte)
+      throw Error(path + fmt::format(": section table entry {} ({}) starts at byte {}, inside the header, the table or "
+                                     "the section before it (which end at byte {}); sections must follow in order "
+                                     "without overlapping", i, name(), e.offset, first_free_byte));
+    first_free_byte = e.offset + e.size;
     if (XXH64(bytes.data() + e.offset, e.size, 0) != e.checksum)
-      throw Error(path + ": section " + name + " checksum mismatch (the file is corrupt)");
+      throw Error(path + ": section " + name() + " checksum mismatch (the file is corrupt)");
   }
   auto reader = [&](const SectionEntry& e) {
     return Reader(bytes.data() + e.offset, e.size, fmt::format("{}: section {}[{}]", path, tag_name(e.tag), e.index));
@@ -422,7 +489,7 @@ Package read_package(const std::string& path) {
     throw Error(path + ": target description does not match its hash (the file is corrupt or was edited)");
   if (package.codelet_set_version != kCodeletSetVersion)
     throw Error(path + fmt::format(": codelet set version {}, this runtime has version {}", package.codelet_set_version, kCodeletSetVersion));
-  { Reader r = reader(entries[1]); decode_graph(r, package.graph); }
+  { Reader r = reader(entries[1]); decode_graph(r, package.graph, package.target); }
   { Reader r = reader(entries[2]); decode_streams(r, package.streams, package.target); }
   if (count - 3 != package.target.tiles)
     throw Error(path + fmt::format(": {} tile sections for a {}-tile target", count - 3, package.target.tiles));

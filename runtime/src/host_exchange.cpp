@@ -5,6 +5,7 @@
 #include <cassert>
 #include <cmath>
 
+#include "memory.hpp"
 #include "tessera/package.hpp"
 
 namespace tessera::runtime {
@@ -14,8 +15,11 @@ HostTensors initial_host_tensors(const Graph& graph, TensorKind kind) {
   for (const Tensor& tensor : graph.tensors) {
     if (tensor.kind != kind) continue;
     std::vector<float>& values = tensors[tensor.name];
-    values.resize(static_cast<std::size_t>(tensor.elements()));
-    for (std::size_t i = 0; i < values.size(); ++i) values[i] = initial_value(graph, tensor, i);
+    const auto count = static_cast<std::size_t>(tensor.elements());
+    values.reserve(count);
+    detail::advise_huge_pages(values.data(), count * sizeof(float));
+    // Appended, not resized then assigned: zero-filling first would write every byte twice.
+    for (std::size_t i = 0; i < count; ++i) values.push_back(initial_value(graph, tensor, i));
     // A float16 tensor's values are the ones it can hold: the device stores exactly these.
     if (tensor.dtype == DType::float16)
       for (float& value : values) value = round_to_half(value);

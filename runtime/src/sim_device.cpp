@@ -11,7 +11,9 @@
 #include <limits>
 #include <span>
 #include <stdexcept>
+#include <tuple>
 
+#include "memory.hpp"
 #include "tessera/codelets.hpp"
 #include "tessera/diagnostic.hpp"
 #include "tessera/package.hpp"
@@ -23,7 +25,7 @@ namespace {
 
 constexpr std::uint32_t kWordBytes = 4;
 
-/// A codelet call with operands as word indices into its tile's memory.
+/// A codelet call with operands as word indices into its tile's held memory.
 struct LoadedCall {
   Codelet codelet = Codelet::copy;
   std::array<std::uint32_t, kMaxCodeletOperands> operand{};
@@ -40,7 +42,8 @@ struct WordCopy {
 };
 
 struct LoadedSuperstep {
-  std::vector<std::vector<LoadedCall>> calls;  ///< per tile, in program order
+  std::vector<LoadedCall> calls;               ///< tile by tile, each in program order
+  std::vector<std::uint32_t> first_call;       ///< tile t's calls are [first_call[t], first_call[t + 1])
   std::vector<WordCopy> copies;                ///< every received word, by receiver
   std::uint64_t copied_words = 0;
   SuperstepProfile profile;                    ///< cycles are data-independent: known at load
@@ -52,22 +55,21 @@ std::string place(std::uint32_t superstep, const std::string& label, std::uint32
                        : fmt::format("superstep {} ('{}'), tile {}", superstep, label, tile);
 }
 
-/// A byte range of tile memory, checked and converted to words. `where` and `what` are
-/// callables making the message's place and subject, so the common case formats nothing.
+/// Refuses an exchange whose cycle plus words could wrap around (see kMaxExchangeCycle).
 template <typename Where, typename What>
-std::uint32_t checked_word(std::uint64_t address, std::uint64_t words, std::uint64_t tile_bytes,
-                           Where&& where, What&& what) {
-  if (address % kWordBytes != 0)
-    throw Error(fmt::format("{}: {} at byte address {} is not 4-byte aligned (data is float32 "
-                            "words); the emitter must place buffers on word boundaries",
-                            where(), what(), address));
-  const std::uint64_t end = address + words * kWordBytes;
-  if (end > tile_bytes)
-    throw Error(fmt::format("{}: {} covers bytes [{}, {}) but the tile's buffer table ends at "
-                            "byte {}; every operand must lie inside the tile's buffers",
-                            where(), what(), address, end, tile_bytes));
-  return static_cast<std::uint32_t>(address / kWordBytes);
+void check_cycle(std::uint64_t cycle, std::uint32_t words, Where&& where, What&& what) {
+  if (cycle > kMaxExchangeCycle - words)
+    throw Error(fmt::format("{}: {} ends past cycle {}; exchange cycles must stay below it",
+                            where(), what(), kMaxExchangeCycle));
 }
+
+/// Words [begin_word, end_word) of a tile's address space, held from `held_word` of the
+/// tile's held memory: one or more buffer-table entries that touch or overlap.
+struct HeldRun {
+  std::uint32_t begin_word = 0;
+  std::uint32_t end_word = 0;
+  std::uint32_t held_word = 0;
+};
 
 bool overlaps(std::uint32_t a, std::uint64_t a_words, std::uint32_t b, std::uint64_t b_words) {
   return a_words != 0 && b_words != 0 && a < b + b_words && b < a + a_words;
@@ -317,19 +319,84 @@ std::string aliasing_problem(const LoadedCall& call, std::span<const std::uint64
   return "";
 }
 
-/// A send checked and placed in the phase's per-word receive counters.
+/// A send checked and numbered among the phase's sent words.
 struct LoadedSend {
   std::uint64_t cycle = 0;
-  std::uint32_t word = 0;
+  std::uint32_t word = 0;           ///< in the tile's held memory
   std::uint32_t words = 0;
-  std::uint64_t first_counter = 0;  ///< index of its first word in the phase's counters
+  std::uint64_t first_sent = 0;     ///< number of its first word among the phase's sent words
+  std::uint32_t address = 0;        ///< the byte address the package gave, for messages
 };
 
 struct LoadedReceive {
   std::uint64_t arrival = 0;
   std::uint32_t sender = 0;
-  std::uint32_t word = 0;
+  std::uint32_t word = 0;  ///< in the tile's held memory
   std::uint32_t words = 0;
+  std::uint32_t address = 0;  ///< the byte address the package gave, for messages
+};
+
+/// Sent words [first_sent, first_sent + words) of a phase, stored by `receiver` from `arrival`.
+struct ReceivedRun {
+  std::uint64_t first_sent = 0;
+  std::uint32_t words = 0;
+  std::uint32_t receiver = 0;
+  std::uint64_t arrival = 0;
+  std::uint32_t sender = 0;
+  std::uint64_t sent = 0;  ///< the cycle its first word left the sender
+};
+
+/// How many of a phase's sent words some receiver stored. Without multicast a word has at most
+/// one receiver: a word two runs share is refused, naming the receiver met later (by tile, then
+/// arrival) and the other one.
+std::uint64_t received_sent_words(std::vector<ReceivedRun>& received, const Target& target,
+                                  std::uint32_t step, const std::string& label) {
+  std::sort(received.begin(), received.end(),
+            [](const ReceivedRun& a, const ReceivedRun& b) { return a.first_sent < b.first_sent; });
+  std::uint64_t covered = 0, covered_to = 0;
+  const ReceivedRun* reaching = nullptr;  // the run that reaches covered_to
+  for (const ReceivedRun& run : received) {
+    if (run.first_sent < covered_to && !target.multicast) {
+      const bool run_later = std::tie(run.receiver, run.arrival) > std::tie(reaching->receiver, reaching->arrival);
+      const ReceivedRun& later = run_later ? run : *reaching;
+      const ReceivedRun& earlier = run_later ? *reaching : run;
+      const std::uint64_t offset = run.first_sent - later.first_sent;  // of the first shared word
+      throw Error(fmt::format("{}, cycle {}: conflict: the word tile {} sends at cycle {} is received by "
+                              "this tile and tile {}, but target '{}' has no multicast",
+                              place(step, label, later.receiver), later.arrival + offset, later.sender,
+                              later.sent + offset, earlier.receiver, target.name));
+    }
+    const std::uint64_t end = run.first_sent + run.words;
+    if (end <= covered_to) continue;
+    covered += end - std::max(run.first_sent, covered_to);
+    covered_to = end;
+    reaching = &run;
+  }
+  return covered;
+}
+
+/// No code runs between two receives of one phase, so a word a tile stores twice would only
+/// lose its first value: refused, which also bounds a phase's received words by tile memory.
+template <typename Where>
+void check_stored_once(std::vector<LoadedReceive> receives, Where&& where) {
+  std::sort(receives.begin(), receives.end(),
+            [](const LoadedReceive& a, const LoadedReceive& b) { return a.word < b.word; });
+  const LoadedReceive* reaching = nullptr;  // of those before, the one ending last
+  for (const LoadedReceive& r : receives) {
+    if (reaching != nullptr && r.word < reaching->word + reaching->words)
+      throw Error(fmt::format("{}, cycle {}: the tile stores byte address {} twice in one phase "
+                              "(the receive of {} words from tile {} overlaps the receive of {} "
+                              "words from tile {} at byte {}, cycle {}); a phase writes each word "
+                              "at most once", where(), r.arrival, r.address, r.words, r.sender,
+                              reaching->words, reaching->sender, reaching->address, reaching->arrival));
+    if (reaching == nullptr || r.word + r.words > reaching->word + reaching->words) reaching = &r;
+  }
+}
+
+/// A host stream and, per slice, the word of its tile's held memory where the block starts.
+struct LoadedStream {
+  PackageStream stream;
+  std::vector<std::uint32_t> slice_words;
 };
 
 /// The send of `sends` (sorted, disjoint) that covers `cycle`, or null.
@@ -343,14 +410,52 @@ const LoadedSend* send_at(const std::vector<LoadedSend>& sends, std::uint64_t cy
 
 }  // namespace
 
+// Tile memory holds only the bytes the buffer tables cover: each tile's entries, merged where
+// they touch or overlap, packed one after another, all tiles in one zeroed mapping. Gaps
+// between buffers cost nothing, so the host holds the device's bytes once.
 struct SimDevice::Impl {
   Target target;
   std::uint32_t tile_count = 0;
-  std::vector<std::uint64_t> tile_bytes;   ///< buffer-table extent of each tile
-  std::vector<std::vector<float>> memory;  ///< per tile, word-addressed
+  std::vector<std::uint64_t> tile_bytes;  ///< each tile's highest buffer-table byte: the first bound
+  std::vector<HeldRun> runs;              ///< every tile's held runs, tile by tile, by address
+  std::vector<std::uint32_t> first_run;   ///< tile t's runs are [first_run[t], first_run[t + 1])
+  std::vector<std::uint64_t> first_word;  ///< tile t's held words are [first_word[t], first_word[t + 1])
+  detail::ZeroedFloats memory;
   std::vector<LoadedSuperstep> supersteps;
-  std::vector<PackageStream> streams;
+  std::vector<LoadedStream> streams;
   CycleCounts cycles;
+
+  float* tile_memory(std::uint32_t tile) const { return memory.data() + first_word[tile]; }
+  std::uint64_t held_bytes(std::uint32_t tile) const {
+    return (first_word[tile + 1] - first_word[tile]) * kWordBytes;
+  }
+
+  /// The held word where `words` words from byte `address` of `tile` start; refuses ranges
+  /// that are unaligned, end past the buffer table or are not inside one run of buffers.
+  /// `where` and `what` make the message's place and subject, so the common case formats nothing.
+  template <typename Where, typename What>
+  std::uint32_t checked_word(std::uint32_t tile, std::uint64_t address, std::uint64_t words,
+                             Where&& where, What&& what) const {
+    if (address % kWordBytes != 0)
+      throw Error(fmt::format("{}: {} at byte address {} is not 4-byte aligned (data is float32 "
+                              "words); the emitter must place buffers on word boundaries",
+                              where(), what(), address));
+    // In 128 bits: forged counts up to 2^64 words must not wrap to a small end.
+    const unsigned __int128 end = address + static_cast<unsigned __int128>(words) * kWordBytes;
+    if (!words_fit(address, words, tile_bytes[tile]))
+      throw Error(fmt::format("{}: {} covers bytes [{}, {}) but the tile's buffer table ends at "
+                              "byte {}; every operand must lie inside the tile's buffers",
+                              where(), what(), address, end, tile_bytes[tile]));
+    const auto word = static_cast<std::uint32_t>(address / kWordBytes);
+    const HeldRun* begin = runs.data() + first_run[tile];
+    const HeldRun* run = std::upper_bound(begin, runs.data() + first_run[tile + 1], word,
+                                          [](std::uint32_t w, const HeldRun& r) { return w < r.begin_word; });
+    if (run == begin || word + words > (--run)->end_word)
+      throw Error(fmt::format("{}: {} covers bytes [{}, {}), which no buffer-table entry (or run "
+                              "of adjacent entries) holds; every operand must lie inside the "
+                              "tile's buffers", where(), what(), address, end));
+    return run->held_word + (word - run->begin_word);
+  }
 
   void load_tiles(const Package& package);
   void load_compute(const Package& package, std::uint32_t step, LoadedSuperstep& loaded);
@@ -380,7 +485,9 @@ void SimDevice::Impl::load_tiles(const Package& package) {
                             package.superstep_labels.size(), step_count));
 
   tile_bytes.assign(tile_count, 0);
-  memory.assign(tile_count, {});
+  first_run.assign(1, 0);
+  first_word.assign(1, 0);
+  std::vector<HeldRun> entries;  // one tile's entries as word ranges, reused
   for (std::uint32_t index = 0; index < tile_count; ++index) {
     const TileImage& image = package.tiles[index];
     if (image.tile != index)
@@ -403,16 +510,35 @@ void SimDevice::Impl::load_tiles(const Package& package) {
                                 "byte {}, below the interleaved region at {} (target '{}')",
                                 index, b, entry.offset, t.interleaved_start, t.name));
       extent = std::max(extent, end);
+      if (entry.bytes != 0)
+        entries.push_back({entry.offset / kWordBytes,
+                           static_cast<std::uint32_t>((end + kWordBytes - 1) / kWordBytes), 0});
     }
     tile_bytes[index] = extent;
-    memory[index].assign((extent + kWordBytes - 1) / kWordBytes, 0.0f);
+    std::sort(entries.begin(), entries.end(),
+              [](const HeldRun& a, const HeldRun& b) { return a.begin_word < b.begin_word; });
+    std::uint64_t held = 0;
+    for (const HeldRun& entry : entries) {
+      if (runs.size() > first_run.back() && entry.begin_word <= runs.back().end_word) {
+        const std::uint32_t end_word = std::max(runs.back().end_word, entry.end_word);
+        held += end_word - runs.back().end_word;
+        runs.back().end_word = end_word;
+        continue;
+      }
+      runs.push_back({entry.begin_word, entry.end_word, static_cast<std::uint32_t>(held)});
+      held += entry.end_word - entry.begin_word;
+    }
+    entries.clear();
+    first_run.push_back(static_cast<std::uint32_t>(runs.size()));
+    first_word.push_back(first_word.back() + held);
   }
+  memory = detail::ZeroedFloats(first_word.back());
 }
 
 void SimDevice::Impl::load_compute(const Package& package, std::uint32_t step,
                                    LoadedSuperstep& loaded) {
   const std::string& label = loaded.profile.label;
-  loaded.calls.assign(tile_count, {});
+  loaded.first_call.assign(1, 0);
   loaded.profile.tile_compute_cycles.assign(tile_count, 0);
   for (std::uint32_t tile = 0; tile < tile_count; ++tile) {
     const auto& calls = package.tiles[tile].supersteps[step].compute;
@@ -446,15 +572,16 @@ void SimDevice::Impl::load_compute(const Package& package, std::uint32_t step,
       std::array<std::uint64_t, kMaxCodeletOperands> words{};
       for (std::uint32_t o = 0; o < call.addresses.size(); ++o) {
         words[o] = codelet_operand_words(call.codelet, call.params, o);
-        result.operand[o] = checked_word(call.addresses[o], words[o], tile_bytes[tile], where,
+        result.operand[o] = checked_word(tile, call.addresses[o], words[o], where,
                                          [&] { return fmt::format("{} operand {}", name, o); });
       }
       std::copy(call.params.begin(), call.params.end(), result.param.begin());
       if (std::string problem = aliasing_problem(result, words); !problem.empty())
         throw Error(fmt::format("{}: {} operands alias: {}", where(), name, problem));
       tile_cycles += codelet_cycles(call.codelet, call.params, package.target);
-      loaded.calls[tile].push_back(result);
+      loaded.calls.push_back(result);
     }
+    loaded.first_call.push_back(static_cast<std::uint32_t>(loaded.calls.size()));
     loaded.profile.tile_compute_cycles[tile] = tile_cycles;
     if (tile_cycles > loaded.profile.compute_cycles) {
       loaded.profile.compute_cycles = tile_cycles;
@@ -476,17 +603,16 @@ void SimDevice::Impl::load_exchange(const Package& package, std::uint32_t step,
   SuperstepProfile& profile = loaded.profile;
 
   std::vector<std::vector<LoadedSend>> sends(tile_count);
-  std::uint64_t counters_needed = 0;
+  std::uint64_t sent_words = 0;
   std::uint64_t horizon = 0;
   for (std::uint32_t tile = 0; tile < tile_count; ++tile) {
     for (const TileSend& send : package.tiles[tile].supersteps[step].sends) {
       if (send.words == 0) continue;
       auto where = [&] { return fmt::format("{}, cycle {}", place(step, label, tile), send.cycle); };
       auto what = [&] { return fmt::format("send of {} words", send.words); };
-      LoadedSend loaded_send{send.cycle,
-                             checked_word(send.address, send.words, tile_bytes[tile], where, what),
-                             send.words, 0};
-      sends[tile].push_back(loaded_send);
+      check_cycle(send.cycle, send.words, where, what);
+      sends[tile].push_back({send.cycle, checked_word(tile, send.address, send.words, where, what),
+                             send.words, 0, send.address});
     }
     auto& list = sends[tile];
     std::sort(list.begin(), list.end(),
@@ -498,15 +624,16 @@ void SimDevice::Impl::load_exchange(const Package& package, std::uint32_t step,
                                 "cycle {}); a tile sends at most one word per cycle",
                                 place(step, label, tile), list[i].cycle, list[i - 1].words,
                                 list[i - 1].cycle, list[i].cycle));
-      list[i].first_counter = counters_needed;
-      counters_needed += list[i].words;
+      list[i].first_sent = sent_words;
+      sent_words += list[i].words;
       profile.words_sent += list[i].words;
       horizon = std::max(horizon, list[i].cycle + list[i].words);
     }
   }
 
-  // How many receivers took each sent word (saturating): multicast and unreceived counts.
-  std::vector<std::uint8_t> receivers(counters_needed, 0);
+  // Which sent words each receive stored, as runs: multicast and unreceived words are counted
+  // from them afterwards, in memory and time that grow with the package's entries, not its words.
+  std::vector<ReceivedRun> received;
   std::vector<std::vector<LoadedReceive>> receives(tile_count);
   for (std::uint32_t tile = 0; tile < tile_count; ++tile) {
     auto& list = receives[tile];
@@ -519,9 +646,10 @@ void SimDevice::Impl::load_exchange(const Package& package, std::uint32_t step,
       if (receive.sender >= tile_count)
         throw Error(fmt::format("{}: receive from tile {}, but the target has {} tiles", where(),
                                 receive.sender, tile_count));
+      check_cycle(receive.arrival, receive.words, where, what);
       list.push_back({receive.arrival, receive.sender,
-                      checked_word(receive.address, receive.words, tile_bytes[tile], where, what),
-                      receive.words});
+                      checked_word(tile, receive.address, receive.words, where, what),
+                      receive.words, receive.address});
     }
     std::sort(list.begin(), list.end(), [](const LoadedReceive& a, const LoadedReceive& b) {
       return a.arrival < b.arrival;
@@ -560,15 +688,7 @@ void SimDevice::Impl::load_exchange(const Package& package, std::uint32_t step,
         const std::uint64_t sent = arrival - latency;
         const auto offset = static_cast<std::uint32_t>(sent - send->cycle);
         const std::uint32_t run = std::min(send->words - offset, r.words - done);
-        for (std::uint64_t w = send->first_counter + offset, end = w + run; w < end; ++w) {
-          if (receivers[w] != 0 && !t.multicast)
-            throw Error(fmt::format(
-                "{}, cycle {}: conflict: the word tile {} sends at cycle {} is received by "
-                "this tile and another one, but target '{}' has no multicast",
-                place(step, label, tile), r.arrival + done + (w - send->first_counter - offset),
-                r.sender, send->cycle + (w - send->first_counter), t.name));
-          if (receivers[w] != std::numeric_limits<std::uint8_t>::max()) ++receivers[w];
-        }
+        received.push_back({send->first_sent + offset, run, tile, arrival, r.sender, sent});
         WordCopy copy{r.sender, send->word + offset, tile, r.word + done, run};
         WordCopy* last = loaded.copies.empty() ? nullptr : &loaded.copies.back();
         if (last != nullptr && last->source_tile == copy.source_tile &&
@@ -583,8 +703,9 @@ void SimDevice::Impl::load_exchange(const Package& package, std::uint32_t step,
       }
       profile.words_received += r.words;
     }
+    check_stored_once(list, [&] { return place(step, label, tile); });
   }
-  for (std::uint8_t count : receivers) profile.words_unreceived += count == 0 ? 1 : 0;
+  profile.words_unreceived = sent_words - received_sent_words(received, t, step, label);
 
   // The simulator reads every sent word before storing any received word, which is what
   // the hardware does unless a tile stores a word and then sends from the same address
@@ -618,8 +739,8 @@ void SimDevice::Impl::load_exchange(const Package& package, std::uint32_t step,
               "{} was stored there at cycle {} in the same phase; forwarding within a phase "
               "is not supported: send from a buffer no receive of this phase writes",
               place(step, label, tile), s.cycle + (shared - s.word),
-              std::uint64_t{shared} * kWordBytes, s.cycle + (shared - s.word), r.sender,
-              r.arrival + (shared - r.word)));
+              s.address + std::uint64_t{shared - s.word} * kWordBytes, s.cycle + (shared - s.word),
+              r.sender, r.arrival + (shared - r.word)));
         }
       }
     }
@@ -656,6 +777,7 @@ void SimDevice::Impl::load_streams(const Package& package) {
     // Every element must come from (or go to) some slice, or the device would compute
     // with zeros and the host would read nothing.
     std::vector<bool> covered(static_cast<std::size_t>(stream.rows) * stream.cols, false);
+    LoadedStream& loaded = streams.emplace_back(LoadedStream{stream, {}});
     for (std::size_t s = 0; s < stream.slices.size(); ++s) {
       const PackageSlice& slice = stream.slices[s];
       auto where = [&] { return fmt::format("{}, slice {}, tile {}", name, s, slice.tile); };
@@ -667,23 +789,23 @@ void SimDevice::Impl::load_streams(const Package& package) {
                                 "tensor", where(), slice.row_begin, slice.row_begin + slice.rows,
                                 slice.col_begin, slice.col_begin + slice.cols, stream.rows,
                                 stream.cols));
-      checked_word(slice.address, packed_words(std::uint64_t{slice.rows} * slice.cols, stream.dtype),
-                   tile_bytes[slice.tile], where, [] { return "the block"; });
+      loaded.slice_words.push_back(checked_word(
+          slice.tile, slice.address, packed_words(std::uint64_t{slice.rows} * slice.cols, stream.dtype),
+          where, [] { return "the block"; }));
       for (std::uint32_t r = 0; r < slice.rows; ++r)
-        for (std::uint32_t c = 0; c < slice.cols; ++c)
-          covered[static_cast<std::size_t>(slice.row_begin + r) * stream.cols + slice.col_begin +
-                  c] = true;
+        std::fill_n(covered.begin() + static_cast<std::ptrdiff_t>(
+                                          std::uint64_t{slice.row_begin + r} * stream.cols + slice.col_begin),
+                    slice.cols, true);
     }
     if (auto gap = std::find(covered.begin(), covered.end(), false); gap != covered.end()) {
       const auto element = static_cast<std::uint64_t>(gap - covered.begin());
       throw Error(fmt::format("{}: element [{}, {}] is in no slice; the slices must cover the "
                               "tensor", name, element / stream.cols, element % stream.cols));
     }
-    streams.push_back(stream);
   }
   for (std::uint32_t output : graph.outputs) {
-    const bool streamed = std::any_of(streams.begin(), streams.end(), [&](const PackageStream& s) {
-      return s.kind == StreamKind::output && s.tensor == graph.tensors.at(output).name;
+    const bool streamed = std::any_of(streams.begin(), streams.end(), [&](const LoadedStream& s) {
+      return s.stream.kind == StreamKind::output && s.stream.tensor == graph.tensors.at(output).name;
     });
     if (!streamed)
       throw Error(fmt::format("graph output '{}' has no output host stream",
@@ -692,7 +814,7 @@ void SimDevice::Impl::load_streams(const Package& package) {
 }
 
 void SimDevice::Impl::write_streams(StreamKind kind, const HostTensors& values) {
-  for (const PackageStream& stream : streams) {
+  for (const auto& [stream, slice_words] : streams) {
     if (stream.kind != kind) continue;
     auto found = values.find(stream.tensor);
     if (found == values.end())
@@ -702,8 +824,9 @@ void SimDevice::Impl::write_streams(StreamKind kind, const HostTensors& values) 
     if (tensor.size() != static_cast<std::size_t>(stream.rows) * stream.cols)
       throw Error(fmt::format("host values for '{}' have {} elements; the stream needs {}x{}",
                               stream.tensor, tensor.size(), stream.rows, stream.cols));
-    for (const PackageSlice& slice : stream.slices) {
-      float* destination = memory[slice.tile].data() + slice.address / kWordBytes;
+    for (std::size_t s = 0; s < stream.slices.size(); ++s) {
+      const PackageSlice& slice = stream.slices[s];
+      float* destination = tile_memory(slice.tile) + slice_words[s];
       const std::size_t count = static_cast<std::size_t>(slice.rows) * slice.cols;
       if (stream.dtype == DType::float32) {
         pack_slice(tensor, stream.cols, slice, std::span<float>(destination, count));
@@ -721,13 +844,14 @@ void SimDevice::Impl::write_streams(StreamKind kind, const HostTensors& values) 
 
 HostTensors SimDevice::Impl::read_outputs() const {
   HostTensors outputs;
-  for (const PackageStream& stream : streams) {
+  for (const auto& [stream, slice_words] : streams) {
     if (stream.kind != StreamKind::output) continue;
     std::vector<float>& tensor = outputs[stream.tensor];
     tensor.assign(static_cast<std::size_t>(stream.rows) * stream.cols, 0.0f);
     // Replicated slices hold the same values; the last one read wins.
-    for (const PackageSlice& slice : stream.slices) {
-      const float* source = memory[slice.tile].data() + slice.address / kWordBytes;
+    for (std::size_t s = 0; s < stream.slices.size(); ++s) {
+      const PackageSlice& slice = stream.slices[s];
+      const float* source = tile_memory(slice.tile) + slice_words[s];
       unpack_slice(std::span<const float>(source, static_cast<std::size_t>(slice.rows) * slice.cols),
                    stream.cols, slice, tensor);
     }
@@ -741,13 +865,13 @@ void SimDevice::Impl::exchange(const LoadedSuperstep& step, std::vector<float>& 
   staging.resize(step.copied_words);
   std::size_t at = 0;
   for (const WordCopy& copy : step.copies) {
-    std::memcpy(staging.data() + at, memory[copy.source_tile].data() + copy.source_word,
+    std::memcpy(staging.data() + at, tile_memory(copy.source_tile) + copy.source_word,
                 copy.words * sizeof(float));
     at += copy.words;
   }
   at = 0;
   for (const WordCopy& copy : step.copies) {
-    std::memcpy(memory[copy.destination_tile].data() + copy.destination_word,
+    std::memcpy(tile_memory(copy.destination_tile) + copy.destination_word,
                 staging.data() + at, copy.words * sizeof(float));
     at += copy.words;
   }
@@ -757,24 +881,21 @@ SimDevice::SimDevice() : impl_(std::make_unique<Impl>()) {}
 SimDevice::~SimDevice() = default;
 
 std::uint64_t SimDevice::tile_memory_bytes(std::uint32_t tile) const {
-  return tile < impl_->tile_bytes.size() ? impl_->tile_bytes[tile] : 0;
+  return tile < impl_->tile_count ? impl_->held_bytes(tile) : 0;
 }
 
 std::uint64_t SimDevice::allocated_bytes() const {
-  std::uint64_t total = 0;
-  for (std::uint64_t bytes : impl_->tile_bytes) total += bytes;
-  return total;
+  return impl_->first_word.empty() ? 0 : impl_->first_word.back() * kWordBytes;
 }
 
 std::vector<float> SimDevice::read_words(std::uint32_t tile, std::uint32_t address,
                                          std::uint32_t words) const {
   if (tile >= impl_->tile_count)
     throw Error(fmt::format("read of tile {}: the device has {} tiles", tile, impl_->tile_count));
-  const std::uint32_t first =
-      checked_word(address, words, impl_->tile_bytes[tile],
-                   [&] { return fmt::format("tile {}", tile); }, [] { return "the read"; });
-  const auto& tile_memory = impl_->memory[tile];
-  return {tile_memory.begin() + first, tile_memory.begin() + first + words};
+  const std::uint32_t first = impl_->checked_word(
+      tile, address, words, [&] { return fmt::format("tile {}", tile); }, [] { return "the read"; });
+  const float* tile_memory = impl_->tile_memory(tile);
+  return {tile_memory + first, tile_memory + first + words};
 }
 
 void SimDevice::attach_impl() {}
@@ -811,8 +932,9 @@ HostTensors SimDevice::run_impl(const HostTensors& inputs, ExecutionProfile& pro
   std::vector<float> staging;
   for (const LoadedSuperstep& step : sim.supersteps) {
     for (std::uint32_t tile = 0; tile < sim.tile_count; ++tile) {
-      float* tile_memory = sim.memory[tile].data();
-      for (const LoadedCall& call : step.calls[tile]) run_call(tile_memory, call);
+      float* tile_memory = sim.tile_memory(tile);
+      for (std::uint32_t c = step.first_call[tile]; c < step.first_call[tile + 1]; ++c)
+        run_call(tile_memory, step.calls[c]);
     }
     // The barrier needs no action in a sequential simulation; exchange follows it.
     sim.exchange(step, staging);

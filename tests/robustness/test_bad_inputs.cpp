@@ -16,8 +16,12 @@
 #include <iterator>
 #include <thread>
 
+#include <xxhash.h>
+
 #include "run_command.hpp"
 #include "temp_dir.hpp"
+#include "tessera/codelets.hpp"
+#include "tessera/package.hpp"
 
 using namespace tessera::testing;
 namespace fs = std::filesystem;
@@ -59,9 +63,8 @@ void check_no_partial_output(const fs::path& dir, const std::string& package) {
 }
 
 // Non-zero exit, no signal, no crash or sanitizer report, and an `error:` line that contains
-// every string of `names` (the file and the place, or the plugin); nothing left in `dir`.
-void check_clean_failure(const CommandResult& r, const std::vector<std::string>& names, const fs::path& dir,
-                         const std::string& package) {
+// every string of `names` (the file and the place, or the plugin).
+void check_failed_cleanly(const CommandResult& r, const std::vector<std::string>& names) {
   ++g_cases;
   INFO("stderr:\n" << r.err);
   CHECK(r.exit_code > 0);
@@ -73,6 +76,12 @@ void check_clean_failure(const CommandResult& r, const std::vector<std::string>&
   const auto at = found == std::string::npos ? 0 : found + 1;
   const std::string line = r.err.substr(at, r.err.find('\n', at) - at);
   for (const auto& name : names) CHECK_THAT(line, Catch::Contains(name));
+}
+
+// check_failed_cleanly, and nothing left in `dir`.
+void check_clean_failure(const CommandResult& r, const std::vector<std::string>& names, const fs::path& dir,
+                         const std::string& package) {
+  check_failed_cleanly(r, names);
   check_no_partial_output(dir, package);
 }
 
@@ -134,6 +143,10 @@ std::vector<Section> package_sections(const std::string& bytes) {
     sections.push_back({name, little_endian(bytes, entry + 8, 8), little_endian(bytes, entry + 16, 8)});
   }
   return sections;
+}
+
+template <typename T> void put_little_endian(std::string& bytes, T value) {
+  bytes.append(reinterpret_cast<const char*>(&value), sizeof(T));
 }
 
 }  // namespace
@@ -432,4 +445,89 @@ TEST_CASE("bad inputs SIGINT during a compile leaves no package and no temporary
     }
     if (!caught_in_write) WARN("the package write was never caught in progress; SIGINT-during-write unchecked");
   }
+}
+
+namespace {
+
+// A package of the small model compiled into `dir`, decoded, for forging.
+tessera::Package small_package(const TempDir& dir) {
+  const std::string package = (dir.path() / "good.tpkg").string();
+  REQUIRE(compile(kSmallModel, pipeline_with(dir, "passes:", "passes:"), package).exit_code == 0);
+  return tessera::read_package(package);
+}
+
+CommandResult run_package_file(const TempDir& dir, const std::string& package) {
+  return run_command({tessera_binary(), "run", package, "--lock", (dir.path() / "lock").string()});
+}
+
+}  // namespace
+
+TEST_CASE("bad inputs forged sizes that wrap around 64 bits are refused by the reader", "[robustness]") {
+  TempDir dir;
+  tessera::Package package = small_package(dir);
+  // An in-place softmax of 2^31 x 2^31 on a real buffer: 2^62 words, whose 2^64 bytes wrap to 0.
+  const std::uint32_t buffer = package.tiles[0].buffers.at(0).offset;
+  auto& compute = package.tiles[0].supersteps.at(0).compute;
+  compute.push_back({tessera::Codelet::softmax, {buffer, buffer}, {1u << 31, 1u << 31, tessera::float_param(1.0f)}});
+  const std::string forged = (dir.path() / "softmax.tpkg").string();
+  tessera::write_package(package, forged);
+  check_failed_cleanly(run_package_file(dir, forged),
+                       {forged + ": section TILE[0]: superstep 0 call " + std::to_string(compute.size() - 1) +
+                            " (softmax) operand 0 of 4611686018427387904 words",
+                        "outside the tile's 638976 bytes"});
+}
+
+TEST_CASE("bad inputs a forged weight larger than the device is refused before it is allocated", "[robustness]") {
+  TempDir dir;
+  tessera::Package package = small_package(dir);
+  // 2^32 elements nothing uses: the host would allocate 16 GiB for its initial values.
+  tessera::Tensor unused;
+  unused.name = "unused";
+  unused.shape = {65536, 65536};
+  unused.kind = tessera::TensorKind::weight;
+  package.graph.tensors.push_back(unused);
+  const std::string forged = (dir.path() / "huge-weight.tpkg").string();
+  tessera::write_package(package, forged);
+  check_failed_cleanly(run_package_file(dir, forged),
+                       {forged + ": section GRPH[0]: tensor 'unused' of 65536 x 65536 elements is larger than the "
+                                 "10223616 bytes of target 't16'"});
+}
+
+TEST_CASE("bad inputs a section table pointing many entries at one blob is refused before hashing it", "[robustness]") {
+  TempDir dir;
+  const std::string good_path = (dir.path() / "good.tpkg").string();
+  REQUIRE(compile(kSmallModel, pipeline_with(dir, "passes:", "passes:"), good_path).exit_code == 0);
+  const std::string good = read_file(good_path);
+  const auto sections = package_sections(good);
+  // The real META, GRPH and STRM, then 200,000 TILE entries all naming one 1 MiB blob: checksumming
+  // each entry would read 200 GB.
+  constexpr std::uint32_t kEntries = 200'000;
+  const std::string blob(1 << 20, 'x');
+  const std::uint64_t blob_checksum = XXH64(blob.data(), blob.size(), 0);
+  std::string payloads, table;
+  const std::uint64_t first_payload = 24 + 32ull * kEntries;
+  for (std::uint32_t i = 0; i < kEntries; ++i) {
+    const bool real = i < 3;
+    const std::string tag = real ? sections[i].name.substr(0, 4) : "TILE";
+    put_little_endian(table, static_cast<std::uint32_t>(little_endian(tag, 0, 4)));
+    put_little_endian(table, std::uint32_t(real ? 0 : i - 3));
+    if (real) {
+      const std::string payload = good.substr(sections[i].offset, sections[i].size);
+      put_little_endian(table, first_payload + payloads.size());
+      put_little_endian(table, std::uint64_t(payload.size()));
+      put_little_endian(table, std::uint64_t(XXH64(payload.data(), payload.size(), 0)));
+      payloads += payload;
+      if (i == 2) payloads += blob;
+    } else {
+      put_little_endian(table, first_payload + payloads.size() - blob.size());
+      put_little_endian(table, std::uint64_t(blob.size()));
+      put_little_endian(table, blob_checksum);
+    }
+  }
+  std::string bytes = good.substr(0, 12);  // magic and format version
+  put_little_endian(bytes, kEntries);
+  put_little_endian(bytes, std::uint64_t(XXH64(table.data(), table.size(), 0)));
+  const std::string forged = (dir.path() / "repeated-blob.tpkg").string();
+  write_file(forged, bytes + table + payloads);
+  check_failed_cleanly(run_package_file(dir, forged), {forged + ": section table entry 4 (TILE[1])", "overlapping"});
 }

@@ -186,11 +186,21 @@ TEST_CASE("sim device enforces the receive-mux switch cost", "[runtime][sim]") {
   CHECK(load_error(package).empty());
 }
 
+TEST_CASE("sim device refuses storing a word twice in one phase", "[runtime][sim]") {
+  Package package = testing::small_mlp_package();
+  // Tile 3 takes y's 8 words at 7..14, then tile 1's 2 words (sent at 9, latency 7) over the last two.
+  package.tiles[1].supersteps[1].sends = {{9, testing::layout::x1, 2}};
+  package.tiles[3].supersteps[1].receives.push_back({16, 1, testing::layout::y_row1 + 8, 2});
+  CHECK_THAT(load_error(package), Contains("superstep 1 ('reduce-bias-relu'), tile 3, cycle 16") &&
+                                      Contains("stores byte address 24 twice"));
+}
+
 TEST_CASE("sim device refuses multicast on a target without it", "[runtime][sim]") {
   Package package = testing::small_mlp_package();
   package.target.multicast = false;
   // Tiles 2 and 3 both take the words tile 0 sends at cycles 0..3.
-  CHECK_THAT(load_error(package), Contains("tile 3") && Contains("no multicast"));
+  CHECK_THAT(load_error(package), Contains("tile 3, cycle 7") && Contains("tile 0 sends at cycle 0") &&
+                                      Contains("this tile and tile 2") && Contains("no multicast"));
   // Without the shared words it loads.
   package.tiles[3].supersteps[1].receives = {{11, 0, 16, 4}};
   CHECK(load_error(package).empty());
@@ -228,6 +238,47 @@ TEST_CASE("sim device checks every address against the tile's memory", "[runtime
   package = testing::small_mlp_package();
   package.tiles[0].supersteps[0].compute[0].addresses[2] = 32;  // matmul writing over w
   CHECK_THAT(load_error(package), Contains("alias"));
+}
+
+TEST_CASE("sim device refuses sizes that wrap around 64 bits", "[runtime][sim]") {
+  // An in-place softmax of 2^31 x 2^31: 2^62 words, whose byte count 2^64 wraps to 0.
+  Package package = testing::small_mlp_package();
+  package.tiles[0].supersteps[0].compute.push_back(
+      testing::call(Codelet::softmax, {testing::layout::y, testing::layout::y}, {1u << 31, 1u << 31, float_param(1.0f)}));
+  CHECK_THAT(load_error(package), Contains("superstep 0 ('matmul'), tile 0, call 1") &&
+                                      Contains("softmax operand 0") && Contains("buffer table ends at byte 208"));
+
+  // reduce_bias's parts x rows x cols can pass 2^64 words.
+  package = testing::small_mlp_package();
+  package.tiles[0].supersteps[0].compute.push_back(testing::call(
+      Codelet::reduce_bias, {testing::layout::x0, testing::layout::w0, testing::layout::b, testing::layout::y},
+      {0xffffffffu, 0xffffffffu, 0xffffffffu, 0xffffffffu, 0}));
+  CHECK_THAT(load_error(package), Contains("reduce_bias operand 0") && Contains("buffer table ends"));
+
+  // A send whose last cycle would wrap past 2^64.
+  package = testing::small_mlp_package();
+  package.tiles[1].supersteps[0].sends[0].cycle = ~std::uint64_t{0} - 3;
+  CHECK_THAT(load_error(package), Contains("tile 1") && Contains("ends past cycle"));
+}
+
+TEST_CASE("sim device holds only the bytes the buffer tables cover", "[runtime][sim]") {
+  Package package = testing::small_mlp_package();
+  // A buffer far above the others on tile 2: the gap below it is not held.
+  package.tiles[2].buffers.push_back({3000, 40});
+  const HostTensors values = host_values(package.graph);
+  SimDevice device;
+  device.attach();
+  device.load(package);
+  CHECK(device.tile_memory_bytes(2) == 16 + 40);
+  device.initialize(values);
+  CHECK(device.run(values).at("y") == expected_y(values));
+  CHECK(device.read_words(2, 3000, 10) == std::vector<float>(10, 0.0f));
+  CHECK_THROWS_WITH(device.read_words(2, 16, 1), Contains("[16, 20)") && Contains("no buffer-table entry"));
+
+  // An operand in the gap is refused, though it lies below the table's highest byte.
+  package.tiles[2].supersteps[0].compute = {testing::call(Codelet::relu, {2000}, {4})};
+  CHECK_THAT(load_error(package), Contains("tile 2, call 0") && Contains("[2000, 2016)") &&
+                                      Contains("no buffer-table entry"));
 }
 
 TEST_CASE("sim device checks host streams cover their tensors", "[runtime][sim]") {

@@ -68,9 +68,15 @@ const char* codelet_name(Codelet);
 /// Number of operands and params a call of `codelet` must carry.
 std::uint32_t codelet_operand_count(Codelet);
 std::uint32_t codelet_param_count(Codelet);
-/// Words each operand spans, given the params (for bounds checks).
+/// Words each operand spans, given the params (for bounds checks). Saturates at the largest
+/// uint64 instead of wrapping, so forged params cannot make a huge span look small.
 std::uint64_t codelet_operand_words(Codelet, std::span<const std::uint32_t> params,
                                     std::uint32_t operand);
+/// Whether `words` 32-bit words from byte `address` end at or before byte `limit`: exact for
+/// any values (no wrap-around), so a forged size cannot pass a bounds check by overflowing.
+constexpr bool words_fit(std::uint64_t address, std::uint64_t words, std::uint64_t limit) {
+  return address <= limit && words <= (limit - address) / 4;
+}
 /// Cycles one call takes on one tile (the simulator charges exactly this).
 std::uint64_t codelet_cycles(Codelet, std::span<const std::uint32_t> params, const Target&);
 /// codelet_cycles with its floors and path (`tessera cycles` prints it).

@@ -14,6 +14,10 @@ namespace tessera {
 /// Format version of the package file; a reader refuses any other.
 inline constexpr std::uint32_t kPackageFormatVersion = 3;  // 3: target AMP, load and host-call figures
 
+/// Exchange cycles at or past this are refused by the reader and the simulator, so a cycle
+/// plus a word count, or a difference of two cycles, never wraps around.
+inline constexpr std::uint64_t kMaxExchangeCycle = std::uint64_t{1} << 62;
+
 struct TileBufferEntry {
   std::uint32_t offset = 0;
   std::uint32_t bytes = 0;

@@ -19,7 +19,8 @@ public:
   ~SimDevice() override;
   std::string backend() const override { return "sim"; }
 
-  /// Bytes of simulated memory held for `tile`: up to its highest buffer-table byte.
+  /// Bytes of simulated memory held for `tile`: those its buffer-table entries cover (to
+  /// whole words), not the gaps between them. An address outside them is refused at load.
   std::uint64_t tile_memory_bytes(std::uint32_t tile) const;
   /// Sum of tile_memory_bytes over all tiles.
   std::uint64_t allocated_bytes() const;
