@@ -178,7 +178,8 @@ protected:
     std::uint32_t used_tiles = 0, tiles_over_90_percent = 0, peak_tile = 0;
     for (std::uint32_t tile = 0; tile < target.tiles; ++tile) {
       const TilePlacement& placement = tiles[tile];
-      const std::uint64_t total = placement.standard_used + placement.interleaved_used + placement.support;
+      // Data extents, as `tessera report` draws them; the support memory is logged on its own.
+      const std::uint64_t total = placement.standard_used + placement.interleaved_used;
       peak_support = std::max(peak_support, placement.support);
       peak_standard = std::max(peak_standard, placement.standard_used);
       peak_interleaved = std::max(peak_interleaved, placement.interleaved_used);
