@@ -15,6 +15,7 @@
 #include <fmt/format.h>
 
 #include "tessera/diagnostic.hpp"
+#include "tessera/output_file.hpp"
 #include "tessera/target.hpp"
 
 namespace tessera {
@@ -540,38 +541,23 @@ ExchangePhase read_phase_file(const std::string& path) {
 }
 
 void write_phase_file(const ExchangePhase& phase, const std::string& path) {
-  std::ofstream out(path, std::ios::trunc);
-  if (!out) throw Error(path, 0, 0, "cannot create the phase file; check the folder exists");
-  out << "# Tessera exchange phase: " << phase.transfers.size()
-      << " transfers; SRC DST[,DST...] WORDS\n";
-  out << "tiles " << phase.tiles << '\n';
-  std::string line;
+  std::string text = fmt::format("# Tessera exchange phase: {} transfers; SRC DST[,DST...] WORDS\ntiles {}\n",
+                                 phase.transfers.size(), phase.tiles);
   for (const Transfer& transfer : phase.transfers) {
-    line.clear();
-    fmt::format_to(std::back_inserter(line), "{} ", transfer.source);
+    fmt::format_to(std::back_inserter(text), "{} ", transfer.source);
     for (std::size_t i = 0; i < transfer.destinations.size(); ++i)
-      fmt::format_to(std::back_inserter(line), "{}{}", i ? "," : "", transfer.destinations[i]);
-    fmt::format_to(std::back_inserter(line), " {}\n", transfer.words);
-    out << line;
+      fmt::format_to(std::back_inserter(text), "{}{}", i ? "," : "", transfer.destinations[i]);
+    fmt::format_to(std::back_inserter(text), " {}\n", transfer.words);
   }
-  out.flush();
-  if (!out) throw Error(path, 0, 0, "writing the phase file failed (disk full?)");
+  write_file_atomically(path, text, "phase file");
 }
 
 void write_schedule_file(const Schedule& schedule, const std::string& path) {
-  std::ofstream out(path, std::ios::trunc);
-  if (!out) throw Error(path, 0, 0, "cannot create the schedule file; check the folder exists");
-  out << "# Tessera exchange schedule: TRANSFER START WORDS (TRANSFER = 0-based transfer "
-         "line of the phase file)\n";
-  std::string line;
-  for (const Segment& segment : schedule.segments) {
-    line.clear();
-    fmt::format_to(std::back_inserter(line), "{} {} {}\n", segment.transfer, segment.start,
-                   segment.words);
-    out << line;
-  }
-  out.flush();
-  if (!out) throw Error(path, 0, 0, "writing the schedule file failed (disk full?)");
+  std::string text = "# Tessera exchange schedule: TRANSFER START WORDS (TRANSFER = 0-based transfer "
+                     "line of the phase file)\n";
+  for (const Segment& segment : schedule.segments)
+    fmt::format_to(std::back_inserter(text), "{} {} {}\n", segment.transfer, segment.start, segment.words);
+  write_file_atomically(path, text, "schedule file");
 }
 
 }  // namespace tessera

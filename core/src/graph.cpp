@@ -209,7 +209,7 @@ Graph load_model(const std::string& path) {
   check_keys(path, root, {"model", "seed", "tensors", "ops", "outputs"});
   Graph graph;
   graph.source_file = path;
-  graph.name = get_string(path, root, "model");
+  graph.name = get_name(path, root, "model");
   graph.seed = get_uint_or(path, root, "seed", 0);
 
   std::unordered_map<std::string, std::uint32_t> index;
@@ -226,7 +226,7 @@ Graph load_model(const std::string& path) {
     require_map(path, node, "a tensor");
     check_keys(path, node, {"name", "shape", "dtype", "kind", "scale"});
     Tensor t;
-    t.name = get_string(path, node, "name");
+    t.name = get_name(path, node, "name");
     t.place = place_of(node);
     if (index.count(t.name)) fail(path, node["name"], "tensor '" + t.name + "' is defined twice");
     YAML::Node shape = node["shape"];
@@ -300,7 +300,7 @@ Graph load_model(const std::string& path) {
       }
       op.inputs.push_back(it->second);
     }
-    const std::string output = get_string(path, node, "output");
+    const std::string output = get_name(path, node, "output");
     if (index.count(output)) fail(path, node["output"], "tensor '" + output + "' is defined twice");
     std::vector<std::int64_t> shape;
     if (std::string problem = infer_shape(graph, op, shape); !problem.empty())

@@ -12,15 +12,16 @@
 #include <unistd.h>
 #include <xxhash.h>
 
-#include <atomic>
 #include <cerrno>
 #include <cstring>
 #include <filesystem>
+#include <fstream>
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
 #include "tessera/diagnostic.hpp"
+#include "tessera/output_file.hpp"
 
 namespace tessera {
 
@@ -321,12 +322,6 @@ void decode_tile(Reader& r, TileImage& tile, const Target& target, std::size_t s
   r.expect_end();
 }
 
-// The temporary file of the write in progress, for remove_package_temporary() from a signal
-// handler: a fixed buffer and a lock-free flag, since a handler may not allocate or lock.
-char g_temporary_path[4096];
-std::atomic<bool> g_temporary_active{false};
-static_assert(std::atomic<bool>::is_always_lock_free);
-
 struct SectionEntry {
   std::uint32_t tag, index;
   std::uint64_t offset, size, checksum;
@@ -403,47 +398,14 @@ void write_package(const Package& package, const std::string& path) {
   header.u32(static_cast<std::uint32_t>(sections.size()));
   header.u64(XXH64(table.bytes.data(), table.bytes.size(), 0));
 
-  namespace fs = std::filesystem;
-  const fs::path target_path(path);
-  const fs::path temporary = target_path.parent_path() / ("." + target_path.filename().string() + ".tmp-" + std::to_string(getpid()));
-  std::error_code ec;
-  if (!target_path.parent_path().empty()) fs::create_directories(target_path.parent_path(), ec);
-  const bool announce = temporary.native().size() < sizeof(g_temporary_path);
-  if (announce) {  // published before the file exists, so a signal never misses it
-    std::memcpy(g_temporary_path, temporary.c_str(), temporary.native().size() + 1);
-    g_temporary_active.store(true);
-  }
-  struct Unannounce {
-    bool active;
-    ~Unannounce() { if (active) g_temporary_active.store(false); }
-  } unannounce{announce};
-  int fd = ::open(temporary.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-  if (fd < 0) throw Error(path + ": cannot write package: " + std::strerror(errno));
-  auto write_all = [&](const std::string& bytes) {
-    std::size_t done = 0;
-    while (done < bytes.size()) {
-      ssize_t n = ::write(fd, bytes.data() + done, bytes.size() - done);
-      if (n < 0 && errno == EINTR) continue;
-      if (n <= 0) return false;
-      done += static_cast<std::size_t>(n);
-    }
-    return true;
-  };
-  bool ok = write_all(header.bytes) && write_all(table.bytes);
-  for (const auto& section : sections) ok = ok && write_all(section.second);
-  ok = ok && ::fsync(fd) == 0;
-  const int saved_errno = errno;
-  ok = (::close(fd) == 0) && ok;
-  if (!ok || std::rename(temporary.c_str(), path.c_str()) != 0) {
-    const int error = ok ? errno : saved_errno;
-    fs::remove(temporary, ec);
-    throw Error(path + ": cannot write package: " + std::strerror(error));
-  }
+  AtomicFileWriter file(path, "package");
+  file.write(header.bytes);
+  file.write(table.bytes);
+  for (const auto& section : sections) file.write(section.second);
+  file.commit();
 }
 
-void remove_package_temporary() noexcept {
-  if (g_temporary_active.exchange(false)) ::unlink(g_temporary_path);
-}
+void remove_package_temporary() noexcept { remove_temporary_files(); }
 
 Package read_package(const std::string& path) {
   const std::string bytes = read_whole_file(path);

@@ -2,13 +2,12 @@
 #include "tessera/pass_manager.hpp"
 
 #include <chrono>
-#include <fstream>
 #include <sstream>
-#include <filesystem>
 
 #include "tessera/diagnostic.hpp"
 #include "tessera/isolation.hpp"
 #include "tessera/log.hpp"
+#include "tessera/output_file.hpp"
 #include "tessera/plugin_host.hpp"
 
 namespace tessera {
@@ -117,11 +116,12 @@ Status PassManager::run(CompilationState& state) {
     context.info("package build phase finished phase=\"{}\" elapsed_ms={} success={}", phase, elapsed, status.ok);
     if (wants_dump(impl_->options.dump_after, info.name)) {
       const std::string file = impl_->options.dump_directory + "/" + phase + ".dump";
-      std::error_code ec;
-      std::filesystem::create_directories(impl_->options.dump_directory, ec);
-      std::ofstream out(file);
-      out << dump_state(state);
-      if (!out) return Status::failure(file + ": cannot write the dump requested by --dump-after");
+      try {
+        check_output_file(file, "the dump (--dump-after)", {});
+        write_file_atomically(file, dump_state(state), "the dump requested by --dump-after");
+      } catch (const Error& e) {
+        return Status::failure(e.what());
+      }
       log->info("wrote state after phase=\"{}\" file={}", phase, file);
     }
     if (!status.ok) return Status::failure("pass '" + info.name + "' failed: " + status.message);

@@ -7,6 +7,7 @@
 #include <set>
 
 #include "tessera/diagnostic.hpp"
+#include "tessera/isolation.hpp"
 #include "tessera/plugin_host.hpp"
 #include "yaml_util.hpp"
 
@@ -55,8 +56,8 @@ PluginUse parse_plugin_use(const std::string& file, const YAML::Node& node, cons
     use.fallback = yaml::get_string(file, node, "fallback");
     use.fallback_place = yaml::place(file, node["fallback"]);
   }
-  use.time_limit_ms = yaml::get_uint_or(file, node, "time_limit_ms", 0);
-  use.memory_limit_mb = yaml::get_uint_or(file, node, "memory_limit_mb", 0);
+  use.time_limit_ms = yaml::get_uint_or(file, node, "time_limit_ms", 0, kMaxTimeLimitMs);
+  use.memory_limit_mb = yaml::get_uint_or(file, node, "memory_limit_mb", 0, kMaxMemoryLimitMb);
   // The limits and the fallback only mean something for a contained plugin.
   for (const char* key : {"fallback", "time_limit_ms", "memory_limit_mb"})
     if (node[key].IsDefined() && use.isolate.empty())
@@ -86,7 +87,7 @@ PipelineSpec load_pipeline(const std::string& path) {
   yaml::check_keys(path, root, {"pipeline", "target", "plugin_paths", "cost_model", "exchange_scheduler", "passes"});
   PipelineSpec spec;
   spec.file = path;
-  spec.name = root["pipeline"].IsDefined() ? yaml::get_string(path, root, "pipeline")
+  spec.name = root["pipeline"].IsDefined() ? yaml::get_name(path, root, "pipeline")
                                            : fs::path(path).stem().string();
   spec.target = resolve_path(path, yaml::get_string(path, root, "target"));
   spec.target_place = yaml::place(path, root["target"]);

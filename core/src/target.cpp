@@ -39,10 +39,10 @@ Target load_target(const std::string& path) {
                           "sync_cycles", "host"});
   Target t;
   t.source_file = path;
-  t.name = get_string(path, root, "name");
-  t.tiles = static_cast<std::uint32_t>(get_uint(path, root, "tiles"));
-  t.tiles_per_column = static_cast<std::uint32_t>(get_uint_or(path, root, "tiles_per_column", 1));
-  t.sync_cycles = static_cast<std::uint32_t>(get_uint_or(path, root, "sync_cycles", t.sync_cycles));
+  t.name = get_name(path, root, "name");
+  t.tiles = get_uint32(path, root, "tiles");
+  t.tiles_per_column = get_uint32_or(path, root, "tiles_per_column", 1);
+  t.sync_cycles = get_uint32_or(path, root, "sync_cycles", t.sync_cycles);
   if (t.tiles == 0 || t.tiles > 65536) fail(path, root["tiles"], "'tiles' must be in 1..65536");
   if (t.tiles_per_column == 0) fail(path, root["tiles_per_column"], "'tiles_per_column' must be positive");
 
@@ -51,9 +51,9 @@ Target load_target(const std::string& path) {
   require_map(path, memory, "'memory'");
   check_keys(path, memory, {"bytes_per_tile", "element_bytes", "interleaved_start", "alignment"});
   t.memory_bytes = get_uint(path, memory, "bytes_per_tile");
-  t.memory_element_bytes = static_cast<std::uint32_t>(get_uint_or(path, memory, "element_bytes", t.memory_element_bytes));
+  t.memory_element_bytes = get_uint32_or(path, memory, "element_bytes", t.memory_element_bytes);
   t.interleaved_start = get_uint_or(path, memory, "interleaved_start", t.memory_bytes);
-  t.alignment = static_cast<std::uint32_t>(get_uint_or(path, memory, "alignment", t.alignment));
+  t.alignment = get_uint32_or(path, memory, "alignment", t.alignment);
   if (t.memory_bytes == 0 || t.memory_bytes > (1ull << 32))
     fail(path, memory["bytes_per_tile"], "'bytes_per_tile' must be in 1..4 GiB");
   if (t.interleaved_start > t.memory_bytes)
@@ -66,14 +66,14 @@ Target load_target(const std::string& path) {
     check_keys(path, compute, {"worker_threads", "clock_hz", "fp32_macs_per_cycle", "fp16_macs_per_cycle",
                                "amp_fp32_input_channels", "amp_fp32_output_channels", "amp_fp16_input_channels",
                                "amp_fp16_output_channels", "load_bytes_per_cycle"});
-    t.worker_threads = static_cast<std::uint32_t>(get_uint_or(path, compute, "worker_threads", t.worker_threads));
+    t.worker_threads = get_uint32_or(path, compute, "worker_threads", t.worker_threads);
     t.clock_hz = get_number_or(path, compute, "clock_hz", t.clock_hz);
-    t.fp32_macs_per_cycle = static_cast<std::uint32_t>(get_uint_or(path, compute, "fp32_macs_per_cycle", t.fp32_macs_per_cycle));
-    t.fp16_macs_per_cycle = static_cast<std::uint32_t>(get_uint_or(path, compute, "fp16_macs_per_cycle", t.fp16_macs_per_cycle));
+    t.fp32_macs_per_cycle = get_uint32_or(path, compute, "fp32_macs_per_cycle", t.fp32_macs_per_cycle);
+    t.fp16_macs_per_cycle = get_uint32_or(path, compute, "fp16_macs_per_cycle", t.fp16_macs_per_cycle);
     const auto small = [&](const char* key, std::uint32_t fallback) {
-      const std::uint64_t value = get_uint_or(path, compute, key, fallback);
+      const std::uint32_t value = get_uint32_or(path, compute, key, fallback);
       if (value == 0 || value > 4096) fail(path, compute[key], fmt::format("'{}' must be in 1..4096", key));
-      return static_cast<std::uint32_t>(value);
+      return value;
     };
     t.amp_fp32_input_channels = small("amp_fp32_input_channels", t.amp_fp32_input_channels);
     t.amp_fp32_output_channels = small("amp_fp32_output_channels", t.amp_fp32_output_channels);
@@ -91,12 +91,12 @@ Target load_target(const std::string& path) {
     require_map(path, exchange, "'exchange'");
     check_keys(path, exchange, {"word_bytes", "base_latency", "latency_per_column", "switch_cost",
                                 "multicast", "phase_overhead"});
-    t.exchange_word_bytes = static_cast<std::uint32_t>(get_uint_or(path, exchange, "word_bytes", 4));
-    t.exchange_base_latency = static_cast<std::uint32_t>(get_uint_or(path, exchange, "base_latency", 0));
+    t.exchange_word_bytes = get_uint32_or(path, exchange, "word_bytes", 4);
+    t.exchange_base_latency = get_uint32_or(path, exchange, "base_latency", 0);
     t.exchange_latency_per_column = get_number_or(path, exchange, "latency_per_column", 0);
-    t.switch_cost = static_cast<std::uint32_t>(get_uint_or(path, exchange, "switch_cost", 0));
+    t.switch_cost = get_uint32_or(path, exchange, "switch_cost", 0);
     t.multicast = get_bool_or(path, exchange, "multicast", false);
-    t.exchange_phase_overhead = static_cast<std::uint32_t>(get_uint_or(path, exchange, "phase_overhead", t.exchange_phase_overhead));
+    t.exchange_phase_overhead = get_uint32_or(path, exchange, "phase_overhead", t.exchange_phase_overhead);
     if (t.exchange_word_bytes != 4) fail(path, exchange["word_bytes"], "'word_bytes' must be 4 (32-bit words)");
     if (t.exchange_latency_per_column < 0) fail(path, exchange["latency_per_column"], "'latency_per_column' must not be negative");
   }

@@ -53,7 +53,7 @@ void check_keys(const std::string& file, const YAML::Node& map,
     if (!entry.first.IsScalar()) fail(file, entry.first, "a key must be a plain name, not a list or a mapping");
     const std::string key = entry.first.Scalar();
     if (std::find(names.begin(), names.end(), key) != names.end()) continue;
-    std::string message = "unknown key '" + key + "'";
+    std::string message = "unknown key " + echoed_token(key);
     if (auto near = nearest(key, names); !near.empty()) message += "; did you mean '" + near + "'?";
     message += " (allowed:";
     for (const auto& n : names) message += " " + n;
@@ -69,25 +69,81 @@ static YAML::Node scalar_at(const std::string& file, const YAML::Node& map, cons
   return value;
 }
 
+std::string echoed_token(const std::string& text) {
+  std::string out = "'";
+  const std::size_t shown = std::min(text.size(), kMaxEchoedBytes);
+  for (std::size_t i = 0; i < shown; ++i) {
+    const auto c = static_cast<unsigned char>(text[i]);
+    if (c < 0x20 || c == 0x7f) out += fmt::format("\\x{:02x}", c);
+    else out += static_cast<char>(c);
+  }
+  out += "'";
+  if (shown < text.size()) out += fmt::format(" (first {} of {} bytes)", shown, text.size());
+  return out;
+}
+
 std::string get_string(const std::string& file, const YAML::Node& map, const char* key) {
   YAML::Node value = scalar_at(file, map, key);
   if (!value.IsDefined()) fail(file, map, std::string("missing required key '") + key + "'");
   return value.Scalar();
 }
 
-std::uint64_t get_uint(const std::string& file, const YAML::Node& map, const char* key) {
+// Well-formed UTF-8 (no overlong forms, surrogates or code points past U+10FFFF).
+static bool valid_utf8(const std::string& text) {
+  for (std::size_t i = 0; i < text.size();) {
+    const auto lead = static_cast<unsigned char>(text[i]);
+    std::size_t length = lead < 0x80 ? 1 : (lead >> 5) == 0x6 ? 2 : (lead >> 4) == 0xe ? 3 : (lead >> 3) == 0x1e ? 4 : 0;
+    if (length == 0 || i + length > text.size()) return false;
+    std::uint32_t code = length == 1 ? lead : lead & (0x7f >> length);
+    for (std::size_t k = 1; k < length; ++k) {
+      const auto next = static_cast<unsigned char>(text[i + k]);
+      if ((next & 0xc0) != 0x80) return false;
+      code = (code << 6) | (next & 0x3f);
+    }
+    static constexpr std::uint32_t kSmallest[] = {0, 0, 0x80, 0x800, 0x10000};
+    if (code < kSmallest[length] || code > 0x10ffff || (code >= 0xd800 && code <= 0xdfff)) return false;
+    i += length;
+  }
+  return true;
+}
+
+std::string get_name(const std::string& file, const YAML::Node& map, const char* key) {
+  std::string name = get_string(file, map, key);
+  const bool control = std::any_of(name.begin(), name.end(), [](char c) {
+    return static_cast<unsigned char>(c) < 0x20 || static_cast<unsigned char>(c) == 0x7f;
+  });
+  if (control || !valid_utf8(name))
+    fail(file, map[key], std::string("'") + key + "' must be printable UTF-8 text without control characters (newlines, "
+                         "tabs, escapes), got " + echoed_token(name) + "; rename it");
+  return name;
+}
+
+std::uint64_t get_uint(const std::string& file, const YAML::Node& map, const char* key, std::uint64_t max) {
   YAML::Node value = scalar_at(file, map, key);
   if (!value.IsDefined()) fail(file, map, std::string("missing required key '") + key + "'");
-  std::int64_t parsed = 0;
-  if (!parse_int(value.Scalar(), parsed) || parsed < 0)
-    fail(file, value, std::string("'") + key + "' must be a non-negative integer, got '" +
-                          value.Scalar() + "'");
-  return static_cast<std::uint64_t>(parsed);
+  const std::string& text = value.Scalar();
+  std::uint64_t parsed = 0;
+  const auto [end, error] = std::from_chars(text.data(), text.data() + text.size(), parsed);
+  const bool digits = !text.empty() && end == text.data() + text.size();
+  if (digits && (error == std::errc::result_out_of_range || parsed > max))
+    fail(file, value, fmt::format("'{}' must be at most {}, got {}: a larger value does not fit", key, max, echoed_token(text)));
+  if (!digits || error != std::errc())
+    fail(file, value, std::string("'") + key + "' must be a non-negative integer, got " + echoed_token(text));
+  return parsed;
 }
 
 std::uint64_t get_uint_or(const std::string& file, const YAML::Node& map, const char* key,
-                          std::uint64_t fallback) {
-  return map[key].IsDefined() ? get_uint(file, map, key) : fallback;
+                          std::uint64_t fallback, std::uint64_t max) {
+  return map[key].IsDefined() ? get_uint(file, map, key, max) : fallback;
+}
+
+std::uint32_t get_uint32(const std::string& file, const YAML::Node& map, const char* key) {
+  return static_cast<std::uint32_t>(get_uint(file, map, key, UINT32_MAX));
+}
+
+std::uint32_t get_uint32_or(const std::string& file, const YAML::Node& map, const char* key,
+                            std::uint32_t fallback) {
+  return static_cast<std::uint32_t>(get_uint_or(file, map, key, fallback, UINT32_MAX));
 }
 
 double get_number_or(const std::string& file, const YAML::Node& map, const char* key,
@@ -96,7 +152,7 @@ double get_number_or(const std::string& file, const YAML::Node& map, const char*
   if (!value.IsDefined()) return fallback;
   double parsed = 0;
   if (!parse_number(value.Scalar(), parsed))
-    fail(file, value, std::string("'") + key + "' must be a number, got '" + value.Scalar() + "'");
+    fail(file, value, std::string("'") + key + "' must be a number, got " + echoed_token(value.Scalar()));
   return parsed;
 }
 
@@ -105,7 +161,7 @@ bool get_bool_or(const std::string& file, const YAML::Node& map, const char* key
   if (!value.IsDefined()) return fallback;
   bool parsed = false;
   if (!parse_bool(value.Scalar(), parsed))
-    fail(file, value, std::string("'") + key + "' must be true or false, got '" + value.Scalar() + "'");
+    fail(file, value, std::string("'") + key + "' must be true or false, got " + echoed_token(value.Scalar()));
   return parsed;
 }
 

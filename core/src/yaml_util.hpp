@@ -22,11 +22,26 @@ void check_keys(const std::string& file, const YAML::Node& map,
                 std::initializer_list<const char*> allowed);
 void require_map(const std::string& file, const YAML::Node& node, const std::string& what);
 
+/// `text` in single quotes for an error message: control characters escaped and at most
+/// kMaxEchoedBytes shown, so a hostile token can neither add lines nor flood the terminal.
+std::string echoed_token(const std::string& text);
+constexpr std::size_t kMaxEchoedBytes = 80;
+
 /// Required or optional typed scalars; a wrong type fails naming the key and its place.
 std::string get_string(const std::string& file, const YAML::Node& map, const char* key);
-std::uint64_t get_uint(const std::string& file, const YAML::Node& map, const char* key);
+/// A name (model, tensor, target, pipeline): get_string, refusing control characters and
+/// invalid UTF-8, which would forge lines in logs and errors or break JSON reports.
+std::string get_name(const std::string& file, const YAML::Node& map, const char* key);
+/// Non-negative integers up to `max` (the largest value the field's type holds); a larger
+/// one fails with its place instead of being truncated.
+std::uint64_t get_uint(const std::string& file, const YAML::Node& map, const char* key,
+                       std::uint64_t max = UINT64_MAX);
 std::uint64_t get_uint_or(const std::string& file, const YAML::Node& map, const char* key,
-                          std::uint64_t fallback);
+                          std::uint64_t fallback, std::uint64_t max = UINT64_MAX);
+/// get_uint for a 32-bit field.
+std::uint32_t get_uint32(const std::string& file, const YAML::Node& map, const char* key);
+std::uint32_t get_uint32_or(const std::string& file, const YAML::Node& map, const char* key,
+                            std::uint32_t fallback);
 double get_number_or(const std::string& file, const YAML::Node& map, const char* key,
                      double fallback);
 bool get_bool_or(const std::string& file, const YAML::Node& map, const char* key, bool fallback);

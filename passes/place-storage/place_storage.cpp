@@ -313,7 +313,7 @@ private:
       message += fmt::format("\n  and {} more tile{} over by {} to {} bytes: {}", rest.size(), rest.size() == 1 ? "" : "s",
                              least, most, fmt::join(ranges, ", "));
     }
-    message += fmt::format("\nfix: use a target with more tiles or more memory per tile than '{}', or a smaller model",
+    message += fmt::format("\n  fix: use a target with more tiles or more memory per tile than '{}', or a smaller model",
                            target.name);
     return Status::failure(std::move(message));
   }

@@ -3,6 +3,7 @@
 
 #include <fcntl.h>
 #include <sys/file.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <fmt/format.h>
@@ -10,6 +11,7 @@
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
+#include <string_view>
 #include <thread>
 
 #include "log.hpp"
@@ -21,7 +23,8 @@ std::string default_lock_path() {
   const char* directory = std::getenv("TMPDIR");
   std::string base = directory != nullptr && directory[0] != '\0' ? directory : "/tmp";
   while (base.size() > 1 && base.back() == '/') base.pop_back();
-  return base + "/tessera-sim0.lock";
+  // One file per user: a lock another user created first would otherwise lock everyone else out.
+  return base + "/tessera-sim0-" + std::to_string(::geteuid()) + ".lock";
 }
 
 DeviceLock::DeviceLock(std::string path) : path_(std::move(path)) {}
@@ -31,14 +34,53 @@ DeviceLock::~DeviceLock() {
   if (fd_ >= 0) ::close(fd_);
 }
 
+namespace {
+
+constexpr std::size_t kMaxOwnerNoteBytes = 32;
+
+// A lock file holds nothing or the holder's pid note; anything else is someone's data that
+// record_owner() would overwrite.
+bool holds_only_owner_note(int fd, const struct stat& status) {
+  if (status.st_size == 0) return true;
+  if (status.st_size > static_cast<off_t>(kMaxOwnerNoteBytes)) return false;
+  char text[kMaxOwnerNoteBytes] = {};
+  const ssize_t got = ::pread(fd, text, sizeof(text), 0);
+  if (got < 0) return false;
+  return std::string_view(text, static_cast<std::size_t>(got)).find_first_not_of("0123456789\n") == std::string_view::npos;
+}
+
+}  // namespace
+
 void DeviceLock::open_file() {
   if (fd_ >= 0) return;
-  fd_ = ::open(path_.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0666);
-  if (fd_ < 0)
+  // O_EXCL first: a file we create is ours. An existing one is opened without following a
+  // symlink (one planted in a shared $TMPDIR would aim our writes at another file), and
+  // without blocking or becoming a terminal, in case it is a FIFO or a device.
+  int fd = ::open(path_.c_str(), O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
+  if (fd < 0 && errno == EEXIST) fd = ::open(path_.c_str(), O_RDWR | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
+  if (fd < 0 && errno == ELOOP)
+    throw Error(path_, 0, 0,
+                "refusing the device lock file: it is a symbolic link (another user may have planted it to make "
+                "the lock write elsewhere); remove it or choose another lock path with --lock");
+  if (fd < 0)
     throw Error(path_, 0, 0,
                 fmt::format("cannot open the device lock file: {}; check that the directory "
                             "exists and is writable, or choose another lock path",
                             std::strerror(errno)));
+  struct stat status {};
+  std::string problem;
+  if (::fstat(fd, &status) != 0) problem = std::string("cannot inspect it: ") + std::strerror(errno);
+  else if (!S_ISREG(status.st_mode)) problem = "it is not a regular file";
+  else if (status.st_uid != ::geteuid())
+    problem = fmt::format("it is owned by uid {}, not by you (uid {}), so another user controls it", status.st_uid, ::geteuid());
+  else if (status.st_nlink != 1) problem = fmt::format("it has {} hard links, so it is also another file", status.st_nlink);
+  else if (!holds_only_owner_note(fd, status)) problem = "it holds other data, which the lock's pid note would overwrite";
+  if (!problem.empty()) {
+    ::close(fd);
+    throw Error(path_, 0, 0,
+                fmt::format("refusing the device lock file: {}; remove it or choose another lock path with --lock", problem));
+  }
+  fd_ = fd;
 }
 
 bool DeviceLock::try_acquire() {

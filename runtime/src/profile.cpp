@@ -1,9 +1,6 @@
 // Writing an execution profile: JSON for scripts, Chrome trace JSON for Perfetto.
 #include "tessera/runtime/profile.hpp"
 
-#include <fcntl.h>
-#include <sys/stat.h>
-#include <unistd.h>
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
@@ -18,6 +15,7 @@
 #include <stdexcept>
 
 #include "tessera/diagnostic.hpp"
+#include "tessera/output_file.hpp"
 #include "tessera/package.hpp"
 
 namespace tessera::runtime {
@@ -63,7 +61,7 @@ std::string profile_json(const ExecutionProfile& profile) {
 }
 
 void write_profile(const ExecutionProfile& profile, const std::string& path) {
-  write_file_atomically(path, profile_json(profile));
+  write_file_atomically(path, profile_json(profile), "profile");
 }
 
 namespace {
@@ -217,47 +215,7 @@ std::string chrome_trace_json(const ExecutionProfile& profile, const Package* pa
 
 void write_chrome_trace(const ExecutionProfile& profile, const std::string& path,
                         const Package* package) {
-  write_file_atomically(path, chrome_trace_json(profile, package));
-}
-
-void write_file_atomically(const std::string& path, std::string_view contents) {
-  namespace fs = std::filesystem;
-  const fs::path target(path);
-  const fs::path directory = target.has_parent_path() ? target.parent_path() : fs::path(".");
-  std::error_code ignored;
-  fs::create_directories(directory, ignored);
-  // A unique name in the same directory, so the rename stays on one file system.
-  std::string temporary = (directory / ("." + target.filename().string() + ".XXXXXX")).string();
-  const int fd = ::mkstemp(temporary.data());
-  if (fd < 0)
-    throw Error(path, 0, 0, fmt::format("cannot create a temporary file beside it: {}; check the "
-                                        "directory exists and is writable", std::strerror(errno)));
-  auto fail = [&](const char* step) {
-    const int saved = errno;
-    ::close(fd);
-    ::unlink(temporary.c_str());
-    throw Error(path, 0, 0, fmt::format("cannot write it ({}): {}", step, std::strerror(saved)));
-  };
-  for (std::size_t written = 0; written < contents.size();) {
-    const ssize_t n = ::write(fd, contents.data() + written, contents.size() - written);
-    if (n < 0 && errno == EINTR) continue;
-    if (n < 0) fail("write");
-    written += static_cast<std::size_t>(n);
-  }
-  // mkstemp makes 0600 files; a profile is an ordinary artefact.
-  if (::fchmod(fd, 0644) != 0) fail("chmod");
-  if (::fsync(fd) != 0) fail("fsync");
-  if (::close(fd) != 0) {
-    const int saved = errno;
-    ::unlink(temporary.c_str());
-    throw Error(path, 0, 0, fmt::format("cannot write it (close): {}", std::strerror(saved)));
-  }
-  if (::rename(temporary.c_str(), path.c_str()) != 0) {
-    const int saved = errno;
-    ::unlink(temporary.c_str());
-    throw Error(path, 0, 0, fmt::format("cannot rename the temporary file over it: {}",
-                                        std::strerror(saved)));
-  }
+  write_file_atomically(path, chrome_trace_json(profile, package), "trace");
 }
 
 }  // namespace tessera::runtime

@@ -8,6 +8,7 @@
 
 #include "log.hpp"
 #include "tessera/diagnostic.hpp"
+#include "tessera/output_file.hpp"
 #include "tessera/package.hpp"
 #include "tessera/runtime/device_lock.hpp"
 #include "tessera/runtime/host_exchange.hpp"
@@ -39,6 +40,10 @@ RunResult run_package(const RunOptions& options) {
   spdlog::logger& log = detail::logger();
   if (options.package_path.empty())
     throw Error("no package to run: give the path of a .tpkg file");
+  const std::vector<InputFile> inputs{{options.package_path, "the package"}};
+  check_output_file(options.profile_path, "the profile (--profile)", inputs);
+  check_output_file(options.trace_path, "the trace (--trace)", inputs);
+  check_output_file(options.lock_path, "the device lock (--lock)", inputs);
   const auto started = Clock::now();
   log.info("reading application package path={}", options.package_path);
   const Package package = read_package(options.package_path);

@@ -499,5 +499,7 @@ TEST_CASE("schedule files list transfer, start and words per line", "[exchange][
   while (std::getline(in, line))
     if (!line.empty() && line[0] != '#') lines.push_back(line);
   CHECK(lines == std::vector<std::string>{"0 0 4", "1 5 3", "2 8 2", "3 4 2"});
-  CHECK_THROWS_AS(write_schedule_file(hand_schedule(), (dir.path() / "no/such/dir/x").string()), Error);
+  // Missing folders are created (as for every atomic output); a folder that is a file cannot be.
+  const std::string blocker = dir.write("blocker", "a file");
+  CHECK_THROWS_AS(write_schedule_file(hand_schedule(), blocker + "/x"), Error);
 }

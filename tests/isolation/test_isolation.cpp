@@ -39,10 +39,13 @@ CommandResult compile(const std::string& pipeline, const std::string& package) {
   return run_command({tessera_binary(), "compile", kSmallModel, "-p", pipeline, "-o", package}, {kFaultyPluginPath});
 }
 
+constexpr std::uint64_t kTestTimeLimitMs = 3000;
+
 // The faulty scheduler contained, with limits small enough to keep the tests fast.
-std::string faulty_entry(const std::string& fault, const std::string& extra = "") {
-  return "{plugin: faulty-scheduler, options: {fault: " + fault +
-         "}, isolate: process, time_limit_ms: 3000, memory_limit_mb: 512" + extra + "}";
+std::string faulty_entry(const std::string& fault, const std::string& extra = "",
+                         std::uint64_t time_limit_ms = kTestTimeLimitMs) {
+  return "{plugin: faulty-scheduler, options: {fault: " + fault + "}, isolate: process, time_limit_ms: " +
+         std::to_string(time_limit_ms) + ", memory_limit_mb: 512" + extra + "}";
 }
 
 // The in-process greedy package every fallback run must reproduce byte for byte.
@@ -93,12 +96,15 @@ TEST_CASE("isolation contains each fault and names it, with and without a fallba
   struct Case {
     std::string fault;
     std::string what;  // in the error and in the fallback warning
+    std::uint64_t time_limit_ms = kTestTimeLimitMs;
   };
   const Case cases[] = {
       {"segfault", "crashed: killed by signal " + std::to_string(kSegfaultSignal)},
       {"hang", "did not answer within time_limit_ms=3000 and was killed"},
       // Under ASan the limit is its hard_rss_limit_mb, which aborts the child.
-      {"allocate", kAddressSanitizer ? "crashed: killed by signal 6" : "hit memory_limit_mb=512"},
+      // Ten minutes: on a loaded machine 3 s can pass before 512 MB are touched, and only the
+      // memory limit may fire here.
+      {"allocate", kAddressSanitizer ? "crashed: killed by signal 6" : "hit memory_limit_mb=512", 600000},
       {"invalid-schedule", "returned an invalid schedule"},
       {"protocol-junk", "broke the plugin-host protocol"},
   };
@@ -106,13 +112,13 @@ TEST_CASE("isolation contains each fault and names it, with and without a fallba
     DYNAMIC_SECTION("fault " << c.fault << " without a fallback fails the compile") {
       TempDir dir;
       const std::string package = (dir.path() / "out.tpkg").string();
-      CommandResult r = compile(pipeline_with(dir, faulty_entry(c.fault)), package);
+      CommandResult r = compile(pipeline_with(dir, faulty_entry(c.fault, "", c.time_limit_ms)), package);
       check_contained_failure(r, package, c.what);
     }
     DYNAMIC_SECTION("fault " << c.fault << " with a fallback continues with greedy") {
       TempDir dir;
       const std::string package = (dir.path() / "out.tpkg").string();
-      CommandResult r = compile(pipeline_with(dir, faulty_entry(c.fault, ", fallback: greedy")), package);
+      CommandResult r = compile(pipeline_with(dir, faulty_entry(c.fault, ", fallback: greedy", c.time_limit_ms)), package);
       INFO(r.err);
       REQUIRE(r.exit_code == 0);
       CHECK_THAT(r.err, Catch::Contains("exchange scheduler plugin=\"faulty-scheduler\" failed in its isolated process: "));

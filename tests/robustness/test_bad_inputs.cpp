@@ -4,6 +4,8 @@
 
 #include <fcntl.h>
 #include <signal.h>
+#include <sys/stat.h>
+#include <sys/sysmacros.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -14,110 +16,20 @@
 #include <fstream>
 #include <functional>
 #include <iterator>
+#include <map>
 #include <thread>
 
 #include <xxhash.h>
 
-#include "run_command.hpp"
-#include "temp_dir.hpp"
+#include "bad_input_checks.hpp"
 #include "tessera/codelets.hpp"
+#include "tessera/graph.hpp"
 #include "tessera/package.hpp"
 
 using namespace tessera::testing;
 namespace fs = std::filesystem;
 
 namespace {
-
-const std::string kSmallModel = source_path("configs/models/mlp-small.yaml");
-const std::string kSmallPipeline = source_path("configs/pipelines/small.yaml");
-const std::string kTestPlugins = std::string(TESSERA_BINARY_DIR) + "/test-plugins/";
-
-// Bad-input cases checked, printed when the test executable exits (for the closing figures).
-int g_cases = 0;
-struct CaseCountPrinter {
-  ~CaseCountPrinter() {
-    if (g_cases > 0) std::fprintf(stderr, "bad-input cases checked: %d\n", g_cases);
-  }
-} g_case_count_printer;
-
-std::string read_file(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  return {std::istreambuf_iterator<char>(in), {}};
-}
-
-void write_file(const std::string& path, const std::string& bytes) {
-  std::ofstream(path, std::ios::binary | std::ios::trunc) << bytes;
-}
-
-// No package and no temporary file of one (".NAME.tmp-PID") anywhere under `dir`.
-void check_no_partial_output(const fs::path& dir, const std::string& package) {
-  CHECK_FALSE(fs::exists(package));
-  std::error_code ec;
-  for (auto it = fs::recursive_directory_iterator(dir, fs::directory_options::skip_permission_denied, ec);
-       it != fs::recursive_directory_iterator(); it.increment(ec)) {
-    if (ec) break;
-    if (it->is_symlink(ec)) it.disable_recursion_pending();
-    INFO("left behind: " << it->path());
-    CHECK(it->path().filename().string().find(".tmp-") == std::string::npos);
-  }
-}
-
-// Non-zero exit, no signal, no crash or sanitizer report, and an `error:` line that contains
-// every string of `names` (the file and the place, or the plugin).
-void check_failed_cleanly(const CommandResult& r, const std::vector<std::string>& names) {
-  ++g_cases;
-  INFO("stderr:\n" << r.err);
-  CHECK(r.exit_code > 0);
-  CHECK(r.signal == 0);
-  for (const char* crash : {"terminate called", "internal error", "AddressSanitizer", "runtime error:", "Segmentation fault"})
-    CHECK_THAT(r.err, !Catch::Contains(crash));
-  const auto found = r.err.rfind("\nerror: ");  // the last line that starts with it
-  REQUIRE((found != std::string::npos || r.err.rfind("error: ", 0) == 0));
-  const auto at = found == std::string::npos ? 0 : found + 1;
-  const std::string line = r.err.substr(at, r.err.find('\n', at) - at);
-  for (const auto& name : names) CHECK_THAT(line, Catch::Contains(name));
-}
-
-// check_failed_cleanly, and nothing left in `dir`.
-void check_clean_failure(const CommandResult& r, const std::vector<std::string>& names, const fs::path& dir,
-                         const std::string& package) {
-  check_failed_cleanly(r, names);
-  check_no_partial_output(dir, package);
-}
-
-// A copy of the small pipeline in `dir` with `from` replaced by `to` (the shipped paths made absolute).
-std::string pipeline_with(const TempDir& dir, const std::string& from, const std::string& to, const std::string& name = "pipeline.yaml") {
-  std::string text = read_file(pipeline_copy(dir, kSmallPipeline, "pipeline: small", "pipeline: small"));
-  REQUIRE(text.find(from) != std::string::npos);
-  text.replace(text.find(from), from.size(), to);
-  return dir.write(name, text);
-}
-
-// The small pipeline with one more plugin folder in front.
-std::string pipeline_with_plugin_dir(const TempDir& dir, const std::string& folder) {
-  return pipeline_with(dir, "plugin_paths: [", "plugin_paths: [" + folder + ", ");
-}
-
-std::string model_with(const TempDir& dir, const std::string& from, const std::string& to) {
-  std::string text = read_file(kSmallModel);
-  REQUIRE(text.find(from) != std::string::npos);
-  text.replace(text.find(from), from.size(), to);
-  return dir.write("model.yaml", text);
-}
-
-std::string target_with(const TempDir& dir, const std::string& from, const std::string& to) {
-  std::string text = read_file(source_path("configs/targets/t16.yaml"));
-  REQUIRE(text.find(from) != std::string::npos);
-  text.replace(text.find(from), from.size(), to);
-  return dir.write("target.yaml", text);
-}
-
-CommandResult compile(const std::string& model, const std::string& pipeline, const std::string& package,
-                      std::vector<std::string> extra = {}) {
-  std::vector<std::string> arguments{tessera_binary(), "compile", model, "-p", pipeline, "-o", package};
-  arguments.insert(arguments.end(), extra.begin(), extra.end());
-  return run_command(arguments);
-}
 
 struct Section {
   std::string name;
@@ -313,7 +225,7 @@ TEST_CASE("bad inputs truncated and corrupt packages are refused naming the sect
     INFO("truncated to " << length << " of " << good.size() << " bytes");
     write_file(broken, good.substr(0, length));
     auto r = run();
-    ++g_cases;
+    count_bad_input_case();
     CHECK(r.exit_code == 1);
     CHECK(r.signal == 0);
     CHECK_THAT(r.err, Catch::Contains("error: " + broken + ": "));
@@ -327,7 +239,7 @@ TEST_CASE("bad inputs truncated and corrupt packages are refused naming the sect
     bytes[at] ^= 0x01;
     write_file(broken, bytes);
     auto r = run();
-    ++g_cases;
+    count_bad_input_case();
     INFO("flipped header/table byte " << at << "\n" << r.err);
     CHECK(r.exit_code == 1);
     CHECK_THAT(r.err, Catch::Contains("error: " + broken + ": "));
@@ -338,7 +250,7 @@ TEST_CASE("bad inputs truncated and corrupt packages are refused naming the sect
       bytes[at] ^= 0x20;
       write_file(broken, bytes);
       auto r = run();
-      ++g_cases;
+      count_bad_input_case();
       INFO("flipped byte " << at << " in " << section.name << "\n" << r.err);
       CHECK(r.exit_code == 1);
       CHECK(r.signal == 0);
@@ -353,7 +265,7 @@ TEST_CASE("bad inputs run refuses a package compiled for another target naming b
   REQUIRE(compile(kSmallModel, pipeline_with(dir, "passes:", "passes:"), package).exit_code == 0);
   const auto t1472 = source_path("configs/targets/t1472.yaml");
   auto r = run_command({tessera_binary(), "run", package, "-t", t1472, "--lock", (dir.path() / "lock").string()});
-  ++g_cases;
+  count_bad_input_case();
   CHECK(r.exit_code == 1);
   CHECK_THAT(r.err, Catch::Contains("error: " + package + ": package was compiled for target 't16'") &&
                         Catch::Contains("not for 't1472' from " + t1472));
@@ -361,7 +273,7 @@ TEST_CASE("bad inputs run refuses a package compiled for another target naming b
   // A target with the same name but another figure is another machine too.
   const auto edited = target_with(dir, "sync_cycles: 90", "sync_cycles: 91");
   r = run_command({tessera_binary(), "run", package, "-t", edited, "--lock", (dir.path() / "lock").string()});
-  ++g_cases;
+  count_bad_input_case();
   CHECK(r.exit_code == 1);
   CHECK_THAT(r.err, Catch::Contains("not for 't16' from " + edited));
   // The right target passes the check and runs.
@@ -422,7 +334,7 @@ TEST_CASE("bad inputs SIGINT during a compile leaves no package and no temporary
     bool sent = false;
     const int status = interrupt_compile(
         dir, package, [](const std::string& err) { return err.find("phase=\"select_finalist\"") != std::string::npos; }, sent);
-    ++g_cases;
+    count_bad_input_case();
     CHECK(sent);
     CHECK(((WIFSIGNALED(status) && WTERMSIG(status) == SIGINT) || (WIFEXITED(status) && WEXITSTATUS(status) != 0)));
     check_no_partial_output(dir.path(), package);
@@ -439,7 +351,7 @@ TEST_CASE("bad inputs SIGINT during a compile leaves no package and no temporary
           dir, package, [&](const std::string&) { return temporary_exists(dir.path() / "out"); }, sent);
       if (!sent || !WIFSIGNALED(status)) continue;  // finished before the temporary file was seen
       caught_in_write = true;
-      ++g_cases;
+      count_bad_input_case();
       CHECK(WTERMSIG(status) == SIGINT);
       check_no_partial_output(dir.path(), package);
     }
@@ -460,6 +372,21 @@ CommandResult run_package_file(const TempDir& dir, const std::string& package) {
   return run_command({tessera_binary(), "run", package, "--lock", (dir.path() / "lock").string()});
 }
 
+// Every file in `folder` is complete: one cut by the limit would be exactly `limit` bytes.
+void check_no_truncated_file(const fs::path& folder, std::uintmax_t limit) {
+  std::error_code ec;
+  for (const auto& entry : fs::directory_iterator(folder, ec)) {
+    INFO(entry.path());
+    CHECK(entry.file_size() < limit);
+  }
+}
+
+// The failure left `input` as it was, and no temporary file beside it.
+void check_input_kept(const std::string& input, const std::string& bytes, const fs::path& dir) {
+  CHECK(read_file(input) == bytes);
+  check_no_partial_output(dir, (dir / "never-written.tpkg").string());
+}
+
 }  // namespace
 
 TEST_CASE("bad inputs forged sizes that wrap around 64 bits are refused by the reader", "[robustness]") {
@@ -471,7 +398,7 @@ TEST_CASE("bad inputs forged sizes that wrap around 64 bits are refused by the r
   compute.push_back({tessera::Codelet::softmax, {buffer, buffer}, {1u << 31, 1u << 31, tessera::float_param(1.0f)}});
   const std::string forged = (dir.path() / "softmax.tpkg").string();
   tessera::write_package(package, forged);
-  check_failed_cleanly(run_package_file(dir, forged),
+  check_clean_error(run_package_file(dir, forged),
                        {forged + ": section TILE[0]: superstep 0 call " + std::to_string(compute.size() - 1) +
                             " (softmax) operand 0 of 4611686018427387904 words",
                         "outside the tile's 638976 bytes"});
@@ -488,7 +415,7 @@ TEST_CASE("bad inputs a forged weight larger than the device is refused before i
   package.graph.tensors.push_back(unused);
   const std::string forged = (dir.path() / "huge-weight.tpkg").string();
   tessera::write_package(package, forged);
-  check_failed_cleanly(run_package_file(dir, forged),
+  check_clean_error(run_package_file(dir, forged),
                        {forged + ": section GRPH[0]: tensor 'unused' of 65536 x 65536 elements is larger than the "
                                  "10223616 bytes of target 't16'"});
 }
@@ -529,5 +456,219 @@ TEST_CASE("bad inputs a section table pointing many entries at one blob is refus
   put_little_endian(bytes, std::uint64_t(XXH64(table.data(), table.size(), 0)));
   const std::string forged = (dir.path() / "repeated-blob.tpkg").string();
   write_file(forged, bytes + table + payloads);
-  check_failed_cleanly(run_package_file(dir, forged), {forged + ": section table entry 4 (TILE[1])", "overlapping"});
+  check_clean_error(run_package_file(dir, forged), {forged + ": section table entry 4 (TILE[1])", "overlapping"});
+}
+
+TEST_CASE("bad inputs an output that is an input of the same command is refused naming both", "[robustness]") {
+  TempDir dir;
+  const std::string model = dir.write("model.yaml", read_file(kSmallModel));
+  const std::string pipeline = pipeline_with(dir, "passes:", "passes:");
+  const std::string target = dir.write("target.yaml", read_file(source_path("configs/targets/t16.yaml")));
+  const std::string model_bytes = read_file(model), pipeline_bytes = read_file(pipeline), target_bytes = read_file(target);
+
+  check_clean_error(compile(model, pipeline, model), {model, "the package (-o)", "same file as the model"});
+  check_input_kept(model, model_bytes, dir.path());
+  check_clean_error(compile(model, pipeline, pipeline), {pipeline, "same file as the pipeline"});
+  check_input_kept(pipeline, pipeline_bytes, dir.path());
+  check_clean_error(compile(model, pipeline, target, {"-t", target}), {target, "same file as the target"});
+  check_input_kept(target, target_bytes, dir.path());
+  // Another name for the same file is the same file.
+  const std::string linked = (dir.path() / "linked.tpkg").string();
+  fs::create_hard_link(model, linked);
+  check_clean_error(compile(model, pipeline, linked), {linked, "same file as the model " + model});
+  check_input_kept(model, model_bytes, dir.path());
+
+  const std::string package = (dir.path() / "good.tpkg").string();
+  REQUIRE(compile(model, pipeline, package).exit_code == 0);
+  const std::string package_bytes = read_file(package);
+  for (const std::string flag : {"--lock", "--profile", "--trace"}) {
+    check_clean_error(run_command({tessera_binary(), "run", package, flag, package}), {package, flag, "same file as the package"});
+    check_input_kept(package, package_bytes, dir.path());
+  }
+  check_clean_error(run_command({tessera_binary(), "report", package, "--html", package}),
+                    {package, "--html", "same file as the package"});
+  check_input_kept(package, package_bytes, dir.path());
+  const std::string profile = (dir.path() / "profile.json").string();
+  REQUIRE(run_command({tessera_binary(), "run", package, "--profile", profile, "--lock", (dir.path() / "lock").string()})
+              .exit_code == 0);
+  const std::string profile_bytes = read_file(profile);
+  check_clean_error(run_command({tessera_binary(), "report", package, "--profile", profile, "--html", profile}),
+                    {profile, "same file as the profile"});
+  check_input_kept(profile, profile_bytes, dir.path());
+
+  const std::string phase = dir.write("phase.txt", "tiles 16\n0 1 4\n1 2 4\n");
+  check_clean_error(run_command({tessera_binary(), "schedule", phase, "-t", target, "-s", "greedy", "--emit", phase}),
+                    {phase, "--emit", "same file as the phase file"});
+  CHECK(read_file(phase) == "tiles 16\n0 1 4\n1 2 4\n");
+}
+
+TEST_CASE("bad inputs an output that exists and is not a regular file is refused", "[robustness]") {
+  TempDir dir;
+  const std::string pipeline = pipeline_with(dir, "passes:", "passes:");
+  const std::string fifo = (dir.path() / "fifo").string();
+  REQUIRE(::mkfifo(fifo.c_str(), 0644) == 0);
+  check_clean_error(compile(kSmallModel, pipeline, fifo), {fifo, "a named pipe", "give the path of a regular file"});
+  CHECK(fs::is_fifo(fifo));
+  const std::string folder = (dir.path() / "folder").string();
+  fs::create_directories(folder);
+  check_clean_error(compile(kSmallModel, pipeline, folder), {folder, "a folder"});
+  // As root, writing over a device node would replace it (the `-o /dev/null` trap); a private
+  // copy of /dev/null shows it without touching the real one.
+  const std::string device = (dir.path() / "null").string();
+  if (::mknod(device.c_str(), S_IFCHR | 0666, makedev(1, 3)) == 0) {
+    check_clean_error(compile(kSmallModel, pipeline, device), {device, "a character device"});
+    CHECK(fs::is_character_file(device));
+  }
+  const std::string package = (dir.path() / "good.tpkg").string();
+  REQUIRE(compile(kSmallModel, pipeline, package).exit_code == 0);
+  check_clean_error(run_command({tessera_binary(), "run", package, "--profile", fifo, "--lock", (dir.path() / "lock").string()}),
+                    {fifo, "--profile", "a named pipe"});
+  check_clean_error(run_command({tessera_binary(), "run", package, "--lock", fifo}), {fifo, "--lock", "a named pipe"});
+  CHECK(fs::is_fifo(fifo));
+}
+
+TEST_CASE("bad inputs --dump-after, --emit-phases and --emit on a full disk leave no truncated file", "[robustness]") {
+  TempDir dir;
+  const std::string pipeline = pipeline_with(dir, "passes:", "passes:");
+  const std::string package = (dir.path() / "x.tpkg").string();
+  // RLIMIT_FSIZE of 1 KiB (dash counts 512-byte blocks); --log-level error keeps the stderr file under it.
+  constexpr std::uintmax_t kLimitBytes = 1024;
+  const auto limited = [&](const std::vector<std::string>& arguments) {
+    std::vector<std::string> command{"/bin/sh", "-c", "ulimit -f 2 && exec \"$@\"", "sh", tessera_binary(), "--log-level", "error"};
+    command.insert(command.end(), arguments.begin(), arguments.end());
+    return run_command(command);
+  };
+  // mlp-small's first dump fits in 1 KiB, the second does not; some phase file of mlp-b4-n3-w512 does not
+  // (which one depends on the plan).
+  const fs::path dumps = dir.path() / "dumps";
+  auto r = limited({"compile", kSmallModel, "-p", pipeline, "-o", package, "--dump-after", "all", "--dump-dir", dumps.string()});
+  check_clean_failure(r, {"select_finalist.dump", "--dump-after", "File too large"}, dir.path(), package);
+  check_no_truncated_file(dumps, kLimitBytes);
+
+  const fs::path phases = dir.path() / "phases";
+  r = limited({"compile", source_path("configs/models/mlp-b4-n3-w512.yaml"), "-p", pipeline, "-o", package, "--emit-phases",
+               phases.string()});
+  check_clean_failure(r, {(phases / "phase-").string(), "cannot write phase file", "File too large"}, dir.path(), package);
+  check_no_truncated_file(phases, kLimitBytes);
+
+  // 400 transfers: the schedule file is several KiB.
+  std::string phase_text = "tiles 16\n";
+  for (int t = 0; t < 400; ++t) phase_text += std::to_string(t % 16) + " " + std::to_string((t + 1) % 16) + " 1\n";
+  const std::string phase = dir.write("phase.txt", phase_text);
+  const std::string schedule = (dir.path() / "schedule.txt").string();
+  check_clean_failure(limited({"schedule", phase, "-t", source_path("configs/targets/t16.yaml"), "-s", "greedy", "--emit", schedule}),
+                      {schedule, "cannot write schedule file", "File too large"}, dir.path(), schedule);
+}
+
+TEST_CASE("bad inputs values too large for their type are refused with their place", "[robustness]") {
+  TempDir dir;
+  const std::string package = (dir.path() / "x.tpkg").string();
+  const auto pipeline = pipeline_with(dir, "passes:", "passes:");
+  // 2^32 + 16 used to become 16 tiles.
+  auto target = target_with(dir, "tiles: 16", "tiles: 4294967312");
+  check_clean_failure(compile(kSmallModel, pipeline, package, {"-t", target}), {target + ":3:", "'tiles' must be at most 4294967295"},
+                      dir.path(), package);
+  target = target_with(dir, "sync_cycles: 90", "sync_cycles: 4294967296");
+  check_clean_failure(compile(kSmallModel, pipeline, package, {"-t", target}), {target + ":", "'sync_cycles' must be at most"},
+                      dir.path(), package);
+  target = target_with(dir, "tiles: 16", "tiles: 99999999999999999999999");
+  check_clean_failure(compile(kSmallModel, pipeline, package, {"-t", target}), {target + ":3:", "'tiles' must be at most"},
+                      dir.path(), package);
+
+  const std::string isolated = "exchange_scheduler: {plugin: greedy, isolate: process, ";
+  auto limits = pipeline_with(dir, "exchange_scheduler: {plugin: greedy", isolated + "time_limit_ms: 18446744073709551615",
+                              "limits.yaml");
+  check_clean_failure(compile(kSmallModel, limits, package), {limits + ":6:", "'time_limit_ms' must be at most"}, dir.path(), package);
+  limits = pipeline_with(dir, "exchange_scheduler: {plugin: greedy", isolated + "memory_limit_mb: 17592186044416", "limits.yaml");
+  check_clean_failure(compile(kSmallModel, limits, package), {limits + ":6:", "'memory_limit_mb' must be at most 17592186044415"},
+                      dir.path(), package);
+}
+
+TEST_CASE("bad inputs names with control characters are refused and cannot forge an error line", "[robustness]") {
+  TempDir dir;
+  const std::string package = (dir.path() / "x.tpkg").string();
+  const auto pipeline = pipeline_with(dir, "passes:", "passes:");
+  auto model = model_with(dir, "model: mlp-small", "model: \"m\\nerror: all is well\"");
+  auto r = compile(model, pipeline, package);
+  check_clean_failure(r, {model + ":", "'model' must be printable UTF-8 text without control characters", "\\x0a"}, dir.path(),
+                      package);
+  CHECK_THAT(r.err, !Catch::Contains("\nerror: all is well"));
+  model = model_with(dir, "{name: x,", "{name: \"x\\e[2J\",");
+  check_clean_failure(compile(model, pipeline, package), {model + ":", "'name' must be printable UTF-8"}, dir.path(), package);
+  model = model_with(dir, "model: mlp-small", "model: m\xff\xfe");
+  check_clean_failure(compile(model, pipeline, package), {model + ":", "'model' must be printable UTF-8"}, dir.path(), package);
+  const auto target = target_with(dir, "name: t16", "name: \"t\\t16\"");
+  check_clean_failure(compile(kSmallModel, pipeline, package, {"-t", target}), {target + ":", "'name' must be printable"}, dir.path(),
+                      package);
+}
+
+TEST_CASE("bad inputs an error echoing a huge token stays one bounded line", "[robustness]") {
+  TempDir dir;
+  const std::string package = (dir.path() / "x.tpkg").string();
+  const auto pipeline = pipeline_with(dir, "passes:", "passes:");
+  const std::string huge(4 << 20, 'a');
+  for (const auto& [from, to] : {std::pair<std::string, std::string>{"tiles: 16", "tiles: " + huge},
+                                 std::pair<std::string, std::string>{"clock_hz: 1.325e9", "clock_hz: " + huge}}) {
+    const auto target = target_with(dir, from, to);
+    auto r = compile(kSmallModel, pipeline, package, {"-t", target});
+    check_clean_failure(r, {target + ":", "first 80 of 4194304 bytes"}, dir.path(), package);
+    CHECK(r.err.size() < 20000);
+  }
+}
+
+TEST_CASE("bad inputs damaged replay manifests, ab results and package names are clean errors", "[robustness]") {
+  TempDir dir;
+  const std::string package = (dir.path() / "x.tpkg").string();
+  // Replay: each manifest field of the wrong JSON type used to be a JSON type_error (internal error).
+  const auto manifest_with = [](const std::string& field, const std::string& value) {
+    std::map<std::string, std::string> fields{{"format", "1"}, {"replay", "\"schedule\""}, {"plugin", "\"greedy\""},
+                                              {"schedule_budget_ms", "100"}, {"plugins", "[]"}};
+    fields[field] = value;
+    std::string text;
+    for (const auto& [key, json] : fields) text += (text.empty() ? "{" : ", ") + ("\"" + key + "\": " + json);
+    return text + "}";
+  };
+  int bundles = 0;
+  for (const auto& [field, value] : std::vector<std::pair<std::string, std::string>>{
+           {"replay", "7"}, {"plugin", "[\"greedy\"]"}, {"schedule_budget_ms", "\"100\""}, {"plugins", "\"greedy\""},
+           {"plugins", "[{\"name\": 1, \"sha256\": \"00\"}]"}}) {
+    const fs::path bundle = dir.path() / ("bundle-" + std::to_string(++bundles));
+    const std::string manifest = dir.write(bundle.filename().string() + "/manifest.json", manifest_with(field, value));
+    check_clean_failure(run_command({tessera_binary(), "replay", bundle.string()}),
+                        {manifest, "field '" + field + "'", "the bundle is damaged"}, dir.path(), package);
+  }
+
+  // ab: a results directory whose `records` is a file.
+  const std::string base = pipeline_copy(dir, source_path("configs/pipelines/small.yaml"));
+  const fs::path results = dir.path() / "results";
+  const std::vector<std::string> ab{tessera_binary(), "ab", "--base", base, "--arm", "greedy=", "--arm",
+                                    "in-order=" + source_path("configs/suites/arms/in-order.yaml"), "--suite",
+                                    source_path("configs/suites/quick.yaml"), "--results", results.string(), "--quiet"};
+  REQUIRE(run_command(ab, {"TESSERA_PLUGIN_PATH="}).exit_code == 0);
+  fs::remove_all(results / "records");
+  write_file((results / "records").string(), "not a folder\n");
+  check_clean_failure(run_command(ab, {"TESSERA_PLUGIN_PATH="}), {(results / "records").string(), "is not a folder"}, dir.path(),
+                      package);
+
+  // report: a package (forged or older) whose model name is not UTF-8.
+  const std::string small = (dir.path() / "small.tpkg").string();
+  REQUIRE(compile(kSmallModel, pipeline_with(dir, "passes:", "passes:"), small).exit_code == 0);
+  tessera::Package forged = tessera::read_package(small);
+  forged.graph.name = "m\xff\xfe";
+  const std::string forged_path = (dir.path() / "forged.tpkg").string();
+  tessera::write_package(forged, forged_path);
+  const std::string html = (dir.path() / "page.html").string();
+  auto r = run_command({tessera_binary(), "report", forged_path, "--html", html});
+  INFO(r.err);
+  CHECK(r.exit_code == 0);
+  CHECK_THAT(r.err, !Catch::Contains("internal error"));
+  CHECK(fs::exists(html));
+}
+
+TEST_CASE("bad inputs every shipped model loads (no stubs)", "[robustness]") {
+  for (const auto& entry : fs::directory_iterator(source_path("configs/models"))) {
+    if (entry.path().extension() != ".yaml") continue;
+    INFO(entry.path());
+    CHECK_NOTHROW(tessera::load_model(entry.path().string()));
+  }
 }

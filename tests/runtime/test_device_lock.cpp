@@ -105,12 +105,13 @@ TEST_CASE("device lock names the path when it cannot open the file", "[runtime][
   CHECK_THROWS_WITH(lock.try_acquire(), Contains("/nonexistent-directory-for-tessera/sim0.lock"));
 }
 
-TEST_CASE("default lock path follows TMPDIR", "[runtime][lock]") {
+TEST_CASE("default lock path follows TMPDIR and is one per user", "[runtime][lock]") {
   const char* saved = std::getenv("TMPDIR");
   const std::string restore = saved ? saved : "";
+  const std::string file = "tessera-sim0-" + std::to_string(::geteuid()) + ".lock";
   ::setenv("TMPDIR", "/var/tmp/", 1);
-  CHECK(default_lock_path() == "/var/tmp/tessera-sim0.lock");
+  CHECK(default_lock_path() == "/var/tmp/" + file);
   ::unsetenv("TMPDIR");
-  CHECK(default_lock_path() == "/tmp/tessera-sim0.lock");
+  CHECK(default_lock_path() == "/tmp/" + file);
   if (saved) ::setenv("TMPDIR", restore.c_str(), 1);
 }

@@ -10,6 +10,7 @@
 
 #include "tessera/diagnostic.hpp"
 #include "tessera/log.hpp"
+#include "tessera/output_file.hpp"
 #include "tessera/pass_manager.hpp"
 #include "tessera/pipeline.hpp"
 #include "tessera/plugin_host.hpp"
@@ -45,6 +46,13 @@ std::string bundled_plugin_directory() {
   return "";
 }
 
+// Every file a compile reads, so that no output lands on one of them.
+static std::vector<InputFile> compile_inputs(const CompileRequest& request, const PipelineSpec& spec, const PluginHost& host) {
+  std::vector<InputFile> inputs{{request.model, "the model"}, {request.pipeline, "the pipeline"}, {spec.target, "the target"}};
+  for (const PluginInfo* plugin : host.plugins()) inputs.push_back({plugin->file, "the plugin library"});
+  return inputs;
+}
+
 Package& finish_package(CompilationState& state) {
   Package& package = state.package;
   package.compiler_version = kCoreVersion;
@@ -65,6 +73,8 @@ CompileResult compile(const CompileRequest& request) {
 
   PluginHost host;
   PipelineSpec spec = load_resolved(request.pipeline, request.target, host);
+  const std::vector<InputFile> inputs = compile_inputs(request, spec, host);
+  check_output_file(request.output, "the package (-o)", inputs);
   CompilationState state;
   state.target = load_target(spec.target);
   state.model = load_model(request.model);
@@ -104,10 +114,12 @@ CompileResult compile(const CompileRequest& request) {
 
   if (!request.phase_directory.empty()) {
     fs::create_directories(request.phase_directory);
-    for (std::size_t k = 0; k < state.program.supersteps.size(); ++k)
-      if (!state.program.supersteps[k].exchange.transfers.empty())
-        write_phase_file(state.program.supersteps[k].exchange,
-                         (fs::path(request.phase_directory) / ("phase-" + std::to_string(k) + ".txt")).string());
+    for (std::size_t k = 0; k < state.program.supersteps.size(); ++k) {
+      if (state.program.supersteps[k].exchange.transfers.empty()) continue;
+      const std::string file = (fs::path(request.phase_directory) / ("phase-" + std::to_string(k) + ".txt")).string();
+      check_output_file(file, "a phase file (--emit-phases)", inputs);
+      write_phase_file(state.program.supersteps[k].exchange, file);
+    }
   }
 
   Package& package = finish_package(state);

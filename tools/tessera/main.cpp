@@ -2,7 +2,6 @@
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
 
-#include <csignal>
 #include <filesystem>
 
 #include "ab_command.hpp"
@@ -16,6 +15,7 @@
 #include "schedule_command.hpp"
 #include "tessera/diagnostic.hpp"
 #include "tessera/log.hpp"
+#include "tessera/output_file.hpp"
 #include "tessera/package.hpp"
 #include "tessera/target.hpp"
 #include "tessera/runtime/run.hpp"
@@ -45,24 +45,6 @@ int print_run_result(const runtime::RunResult& r, const std::string& package_pat
   fmt::print("referenceMaximumAbsoluteError={:.9g} tolerance={:.3g} numericalTest={}\n", r.numerics.max_abs_error,
              r.numerics.tolerance, r.numerics.passed ? "PASS" : "FAIL");
   return r.numerics.passed ? 0 : 1;
-}
-
-// SIGINT/SIGTERM: remove a half-written package, then die by the same signal so the caller
-// sees it (the default action is restored first, hence the re-raise terminates).
-extern "C" void remove_partial_output_and_reraise(int signal_number) {
-  remove_package_temporary();
-  std::signal(signal_number, SIG_DFL);
-  std::raise(signal_number);
-}
-
-void install_signal_handlers() {
-  struct sigaction action {};
-  action.sa_handler = remove_partial_output_and_reraise;
-  sigemptyset(&action.sa_mask);
-  for (int signal_number : {SIGINT, SIGTERM}) sigaction(signal_number, &action, nullptr);
-  // Past RLIMIT_FSIZE (a quota, a full disk simulated by a limit) write() should fail with
-  // EFBIG and an error naming the package, not kill the process mid-write.
-  std::signal(SIGXFSZ, SIG_IGN);
 }
 
 // `tessera run --target T`: refuse a package compiled for another machine, naming both.
@@ -115,7 +97,7 @@ int main(int argc, char** argv) {
   run->add_option("package", run_package_path, "package file (.tpkg)")->required()->check(CLI::ExistingFile);
   run->add_option("--profile", run_options.profile_path, "write the execution profile (JSON) here");
   run->add_option("--trace", run_options.trace_path, "write a Chrome trace (opens in Perfetto) here");
-  run->add_option("--lock", run_options.lock_path, "device lock file (default: $TMPDIR/tessera-sim0.lock)");
+  run->add_option("--lock", run_options.lock_path, "device lock file (default: $TMPDIR/tessera-sim0-UID.lock, UID your user id)");
   std::string run_target_path;
   run->add_option("--target,-t", run_target_path, "refuse the package unless it was compiled for this target YAML")
       ->check(CLI::ExistingFile);
@@ -176,7 +158,7 @@ int main(int argc, char** argv) {
   calibrate->add_option("--output,-o", calibrate_request.output, "table file to write (YAML)")->required();
   calibrate->add_option("--scheduler,-s", calibrate_request.scheduler, "exchange scheduler the exchange formula measures (default greedy)");
   calibrate->add_option("--plugin-path", calibrate_request.plugin_paths, "another folder of plugins")->check(CLI::ExistingDirectory);
-  calibrate->add_option("--lock", calibrate_request.lock_path, "device lock file (default: $TMPDIR/tessera-sim0.lock)");
+  calibrate->add_option("--lock", calibrate_request.lock_path, "device lock file (default: $TMPDIR/tessera-sim0-UID.lock, UID your user id)");
 
   cli::CyclesRequest cycles_request;
   auto* cycles = cli::add_cycles_command(app, cycles_request);
@@ -187,7 +169,7 @@ int main(int argc, char** argv) {
   app.failure_message([](const CLI::App* failed, const CLI::Error& e) { return "error: " + CLI::FailureMessage::simple(failed, e); });
   CLI11_PARSE(app, argc, argv);
   configure_logging(log_level);
-  install_signal_handlers();
+  remove_temporary_files_on_signals();
   try {
     if (*compile) {
       if (print_pipeline) {
@@ -221,13 +203,13 @@ int main(int argc, char** argv) {
     if (*check_plugin) return cli::check_plugin_command(check_request);
     if (*plugins) return cli::plugins_command(*info ? plugin_name : "", plugin_paths);
   } catch (const PluginError& e) {
-    fmt::print(stderr, "error: {}\n", e.what());
+    fmt::print(stderr, "error: {}\n", printable_error(e.what()));
     return 1;
   } catch (const Error& e) {
-    fmt::print(stderr, "error: {}\n", e.what());
+    fmt::print(stderr, "error: {}\n", printable_error(e.what()));
     return 1;
   } catch (const std::exception& e) {
-    fmt::print(stderr, "internal error: {}\n", e.what());
+    fmt::print(stderr, "internal error: {}\n", printable_error(e.what()));
     return 2;
   }
   return 0;

@@ -70,6 +70,19 @@ nlohmann::json read_manifest(const fs::path& bundle) {
   if (manifest["format"] != kBundleFormat)
     throw Error(file.string() + ": bundle format " + manifest["format"].dump() + ", this tessera reads " +
                 std::to_string(kBundleFormat));
+  // Every field's JSON type, so a damaged bundle is a named error and not a JSON type_error.
+  const auto require = [&](bool well_typed, const char* key, const char* expected) {
+    if (!well_typed)
+      throw Error(file.string() + ": manifest.json field '" + key + "' must be " + expected + " (the bundle is damaged)");
+  };
+  require(manifest["replay"].is_string(), "replay", "a string");
+  require(manifest["plugin"].is_string(), "plugin", "a string");
+  require(manifest["schedule_budget_ms"].is_number_unsigned(), "schedule_budget_ms", "a non-negative integer");
+  require(manifest["plugins"].is_array(), "plugins", "a list");
+  for (const auto& entry : manifest["plugins"])
+    require(entry.is_object() && (!entry.contains("name") || entry["name"].is_string()) &&
+                (!entry.contains("sha256") || entry["sha256"].is_string()),
+            "plugins", "a list of objects whose 'name' and 'sha256' are strings");
   return manifest;
 }
 
@@ -195,9 +208,9 @@ std::string write_reproducer(const std::string& parent, const PipelineSpec& spec
 int replay_command(const std::string& bundle_path) {
   const fs::path bundle = fs::absolute(bundle_path).lexically_normal();
   const nlohmann::json manifest = read_manifest(bundle);
-  const std::string mode = manifest["replay"].is_string() ? manifest["replay"].get<std::string>() : "";
+  const std::string mode = manifest["replay"].get<std::string>();
   logger("tessera.replay")->info("replaying bundle={} plugin={} mode={}", bundle.string(),
-                                 manifest["plugin"].is_string() ? manifest["plugin"].get<std::string>() : "?", mode);
+                                 manifest["plugin"].get<std::string>(), mode);
   if (mode == kReplaySchedule) return replay_schedule(bundle, manifest);
   if (mode == kReplayCompile) return replay_compile(bundle, manifest);
   throw Error((bundle / "manifest.json").string() + ": unknown replay mode '" + mode + "' (expected schedule or compile)");

@@ -8,6 +8,7 @@
 #include "compile.hpp"
 #include "tessera/diagnostic.hpp"
 #include "tessera/exchange.hpp"
+#include "tessera/output_file.hpp"
 #include "tessera/plugin_host.hpp"
 #include "tessera/scheduler.hpp"
 #include "tessera/target.hpp"
@@ -15,6 +16,7 @@
 namespace tessera::cli {
 
 int schedule_command(const ScheduleRequest& request) {
+  check_output_file(request.emit, "the schedule (--emit)", {{request.phase, "the phase file"}, {request.target, "the target"}});
   const Target target = load_target(request.target);
   const ExchangePhase phase = read_phase_file(request.phase);
   if (phase.tiles > target.tiles)

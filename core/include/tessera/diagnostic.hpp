@@ -3,6 +3,7 @@
 #include <memory>
 #include <stdexcept>
 #include <string>
+#include <string_view>
 
 namespace tessera {
 
@@ -25,6 +26,11 @@ public:
   /// can write a reproducer; null for other plugin failures.
   std::shared_ptr<const ExchangePhase> failing_phase;
 };
+
+/// An error message as a tool prints it after "error: ": control characters escaped, except
+/// a newline that starts an indented detail line (so no text can forge a line of its own),
+/// and cut to about 16 KiB (a message may echo a huge token from a hostile file).
+std::string printable_error(std::string_view message);
 
 /// The result of a plugin call that can fail for a reason the user must hear.
 struct [[nodiscard]] Status {

@@ -59,8 +59,10 @@ ScheduleReport validate_schedule(const ExchangePhase& phase, const Schedule& sch
 /// Reads a phase file (`tiles N` then `SRC DST[,DST...] WORDS` lines, `#` comments).
 /// Throws Error naming the file and line.
 ExchangePhase read_phase_file(const std::string& path);
+/// Writes the phase file atomically (write_file_atomically: missing folders are created, a
+/// failure leaves no partial file).
 void write_phase_file(const ExchangePhase& phase, const std::string& path);
-/// Writes `TRANSFER START WORDS` lines.
+/// Writes `TRANSFER START WORDS` lines, atomically.
 void write_schedule_file(const Schedule& schedule, const std::string& path);
 
 }  // namespace tessera

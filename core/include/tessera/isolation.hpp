@@ -1,5 +1,6 @@
 // Contained plugins: an exchange scheduler or cost model run in a child `tessera-plugin-host`.
 #pragma once
+#include <cstdint>
 #include <memory>
 #include <string>
 
@@ -15,6 +16,10 @@ struct PluginUse;
 /// on any change to a frame or a message; both sides refuse any other version.
 inline constexpr std::uint16_t kPluginHostProtocolVersion = 1;
 inline constexpr std::uint64_t kDefaultMemoryLimitMb = 4096;
+/// The largest `memory_limit_mb`: its bytes must fit the 64-bit RLIMIT_AS.
+inline constexpr std::uint64_t kMaxMemoryLimitMb = UINT64_MAX >> 20;
+/// The largest `time_limit_ms` (about 35 years): the deadline must fit the clock's 64-bit nanoseconds.
+inline constexpr std::uint64_t kMaxTimeLimitMs = std::uint64_t{1} << 40;
 
 /// The `tessera-plugin-host` executable: $TESSERA_PLUGIN_HOST if set, else beside the running
 /// executable, else in ../tools, ../bin or ../../tools from it (build and install trees).

@@ -104,12 +104,11 @@ struct Package {
   std::vector<TileImage> tiles;  ///< one per target tile, in tile order
 };
 
-/// Writes to a temporary file beside `path`, flushes it, then renames it over `path`, so
-/// a failure never leaves a partial package. Throws Error naming the path.
+/// Writes the package with an AtomicFileWriter (output_file.hpp): a failure or a signal never
+/// leaves a partial package. Throws Error naming the path.
 void write_package(const Package& package, const std::string& path);
 
-/// Async-signal-safe: removes the temporary file of a write_package in progress, if any.
-/// For a SIGINT/SIGTERM handler, so an interrupted write leaves no partial file behind.
+/// Async-signal-safe: remove_temporary_files() (output_file.hpp), kept for SDK users.
 void remove_package_temporary() noexcept;
 
 /// Reads and checks magic, version, section table, sizes and checksums; throws Error

@@ -22,6 +22,7 @@
 #include "suite.hpp"
 #include "tessera/diagnostic.hpp"
 #include "tessera/log.hpp"
+#include "tessera/output_file.hpp"
 
 namespace fs = std::filesystem;
 
@@ -82,7 +83,14 @@ void write_text(const std::string& path, const std::string& text) {
   if (path.empty()) return;
   const fs::path parent = fs::path(path).parent_path();
   if (!parent.empty()) fs::create_directories(parent);
-  write_file_atomically(path, text);
+  write_file_atomically(path, text, "A/B report");
+}
+
+void check_report_files(const ReportFiles& files, const std::vector<InputFile>& inputs) {
+  check_output_file(files.json, "the report (--json)", inputs);
+  check_output_file(files.csv, "the report (--csv)", inputs);
+  check_output_file(files.markdown, "the report (--markdown)", inputs);
+  check_output_file(files.html, "the report (--html)", inputs);
 }
 
 void write_reports(const Analysis& analysis, const DriverStats& driver, const ReportFiles& files) {
@@ -146,6 +154,9 @@ int run_ab(AbCommand& o) {
   const Suite suite = load_suite(o.suite);
   std::vector<ArmRequest> requests;
   for (const std::string& text : o.arms) requests.push_back(parse_arm_argument(text));
+  std::vector<InputFile> inputs{{o.base, "the base pipeline"}, {o.suite, "the suite"}};
+  for (const ArmRequest& request : requests) inputs.push_back({request.overlay, "the overlay of arm " + request.name});
+  check_report_files(o.files, inputs);
   StagingDirectory staging;
   std::vector<PreparedArm> prepared;
   try {
@@ -179,12 +190,17 @@ int run_ab(AbCommand& o) {
     throw Error(results.root() + ": not empty and not a tessera ab results directory (no manifest.json); give a new "
                 "or empty --results directory");
   }
+  // A damaged folder (say `records` made a file) would otherwise fail deep inside a write.
+  for (const char* folder : {"arms", "records"})
+    if (const fs::path inside = fs::path(results.root()) / folder; fs::exists(inside) && !fs::is_directory(inside))
+      throw Error(inside.string() + ": is not a folder, but a results directory keeps its " + folder +
+                  " there; move it away, or give another --results directory");
   fs::create_directories(fs::path(results.root()) / "arms");
   for (std::size_t i = 0; i < prepared.size(); ++i) {
     ArmInfo& arm = manifest.arms[i];
     const std::string& pipeline_arm = arm.twin_of.empty() ? arm.name : arm.twin_of;
     arm.pipeline = "arms/" + pipeline_arm + ".yaml";
-    if (arm.twin_of.empty()) write_file_atomically(results.absolute(arm.pipeline), prepared[i].yaml);
+    if (arm.twin_of.empty()) write_file_atomically(results.absolute(arm.pipeline), prepared[i].yaml, "arm pipeline");
   }
   results.write_manifest(manifest);
 

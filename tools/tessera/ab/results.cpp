@@ -1,8 +1,6 @@
 // Reading and writing A/B results directories (JSON via nlohmann-json), and the work plan.
 #include "results.hpp"
 
-#include <unistd.h>
-
 #include <algorithm>
 #include <filesystem>
 #include <fstream>
@@ -11,6 +9,7 @@
 #include <nlohmann/json.hpp>
 
 #include "tessera/diagnostic.hpp"
+#include "tessera/output_file.hpp"
 
 namespace fs = std::filesystem;
 using nlohmann::json;
@@ -230,7 +229,7 @@ Manifest ResultsDir::read_manifest() const {
 
 void ResultsDir::write_manifest(const Manifest& manifest) const {
   fs::create_directories(root_);
-  write_file_atomically((fs::path(root_) / "manifest.json").string(), to_json(manifest).dump(2) + "\n");
+  write_file_atomically((fs::path(root_) / "manifest.json").string(), to_json(manifest).dump(2) + "\n", "A/B manifest");
 }
 
 std::string ResultsDir::record_path(const std::string& model, const std::string& arm, std::uint32_t repeat) const {
@@ -252,7 +251,7 @@ std::optional<Record> ResultsDir::read_record(const std::string& model, const st
 void ResultsDir::write_record(const Record& record) const {
   const std::string path = record_path(record.model, record.arm, record.repeat);
   fs::create_directories(fs::path(path).parent_path());
-  write_file_atomically(path, to_json(record).dump(2) + "\n");
+  write_file_atomically(path, to_json(record).dump(2) + "\n", "A/B record");
 }
 
 std::vector<Record> ResultsDir::read_all_records() const {
@@ -279,22 +278,6 @@ std::string ResultsDir::absolute(const std::string& relative) const { return (fs
 
 std::string ResultsDir::relative(const std::string& absolute) const {
   return fs::path(absolute).lexically_relative(root_).string();
-}
-
-void write_file_atomically(const std::string& path, const std::string& text) {
-  const std::string temporary = path + ".tmp-" + std::to_string(getpid());
-  {
-    std::ofstream out(temporary, std::ios::binary | std::ios::trunc);
-    out << text;
-    out.flush();
-    if (!out) throw Error(temporary + ": cannot write (disk full or no permission?)");
-  }
-  std::error_code ec;
-  fs::rename(temporary, path, ec);
-  if (ec) {
-    fs::remove(temporary);
-    throw Error(path + ": cannot replace the file: " + ec.message());
-  }
 }
 
 }  // namespace tessera::ab

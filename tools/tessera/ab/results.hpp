@@ -147,7 +147,4 @@ private:
   std::string root_;
 };
 
-/// Writes `text` to a temporary file beside `path` and renames it over `path`.
-void write_file_atomically(const std::string& path, const std::string& text);
-
 }  // namespace tessera::ab

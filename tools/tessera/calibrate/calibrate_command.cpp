@@ -13,6 +13,7 @@
 #include "microbenchmarks.hpp"
 #include "tessera/diagnostic.hpp"
 #include "tessera/log.hpp"
+#include "tessera/output_file.hpp"
 #include "tessera/package.hpp"
 #include "tessera/pass_manager.hpp"
 #include "tessera/pipeline.hpp"
@@ -125,6 +126,8 @@ PluginUse plugin_use(const PluginHost& host, const std::string& name, PluginKind
 int calibrate_command(const CalibrateRequest& request) {
   const auto start = std::chrono::steady_clock::now();
   if (request.output.empty()) throw Error("tessera calibrate: no output table given (use -o TABLE.yaml)");
+  check_output_file(request.output, "the table (-o)", {{request.target, "the target"}});
+  check_output_file(request.lock_path, "the device lock (--lock)", {{request.target, "the target"}});
   const Target target = load_target(request.target);
   Microbenchmarks benchmarks = build_microbenchmarks(target);
 
@@ -205,7 +208,7 @@ int calibrate_command(const CalibrateRequest& request) {
 
   std::error_code ec;
   if (const fs::path parent = fs::path(request.output).parent_path(); !parent.empty()) fs::create_directories(parent, ec);
-  runtime::write_file_atomically(request.output, calibration::table_yaml(table));
+  write_file_atomically(request.output, calibration::table_yaml(table), "calibration table");
   for (const std::string& line : lines) fmt::print("{}\n", line);
   fmt::print("calibration table={} target={} scheduler={} codelets={} exchange_phases={} barrier_cycles={:.0f} "
              "elapsed_ms={}\n",

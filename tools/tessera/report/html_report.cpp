@@ -218,7 +218,8 @@ std::string report_data_json(const ProgramFigures& f) {
       {"cycles", {{"source", f.cycles.source}, {"per_superstep", f.cycles.per_superstep}}},
       {"phase", std::move(phase)},
   };
-  return data.dump();
+  // A package's names need not be UTF-8 (a forged or older package): replace, never throw.
+  return data.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
 }
 
 std::string render_html_report(const ProgramFigures& f) {

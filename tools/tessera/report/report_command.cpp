@@ -10,6 +10,7 @@
 #include "program_figures.hpp"
 #include "tessera/diagnostic.hpp"
 #include "tessera/log.hpp"
+#include "tessera/output_file.hpp"
 #include "tessera/package.hpp"
 #include "tessera/runtime/profile.hpp"
 
@@ -19,6 +20,7 @@ int report_command(const ReportRequest& request) {
   const auto started = std::chrono::steady_clock::now();
   auto log = logger("tessera.report");
   if (request.html.empty()) throw Error("tessera report: no page to write; give --html FILE");
+  check_output_file(request.html, "the page (--html)", {{request.package, "the package"}, {request.profile, "the profile"}});
   const Package package = read_package(request.package);
   report::ComputeCycles cycles = request.profile.empty() ? report::cycles_from_package(package)
                                                          : report::cycles_from_profile(package, request.profile);
@@ -35,7 +37,7 @@ int report_command(const ReportRequest& request) {
     throw Error(request.package, 0, 0, message);
   }
   const std::string page = report::render_html_report(figures);
-  runtime::write_file_atomically(request.html, page);
+  write_file_atomically(request.html, page, "HTML report");
 
   const auto elapsed_ms =
       std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - started).count();

@@ -5,13 +5,16 @@
 
 namespace tessera::runtime {
 
-/// "$TMPDIR/tessera-sim0.lock", or "/tmp/tessera-sim0.lock" when TMPDIR is unset.
+/// "$TMPDIR/tessera-sim0-UID.lock" (UID: the effective user id), or the same in /tmp when
+/// TMPDIR is unset.
 std::string default_lock_path();
 
 /// Exclusive ownership of a device, held through flock() on a lock file. The kernel
 /// releases it when the holder closes the file or dies, so a crashed run never leaves the
 /// device locked. Two DeviceLock objects exclude each other even in one process (each
-/// opens the file itself). The holder's pid is written into the file for messages.
+/// opens the file itself). The holder's pid is written into the file for messages. The file
+/// must be a regular file of the current user, not a symlink, holding nothing but that pid
+/// note; anything else is refused with an Error naming the path, so a lock never overwrites data.
 class DeviceLock {
 public:
   explicit DeviceLock(std::string path);

@@ -28,8 +28,4 @@ std::string chrome_trace_json(const ExecutionProfile& profile, const Package* pa
 void write_chrome_trace(const ExecutionProfile& profile, const std::string& path,
                         const Package* package = nullptr);
 
-/// Writes `contents` to a temporary file beside `path`, flushes it to disk and renames it
-/// over `path`; throws Error naming the path on failure and leaves no partial file.
-void write_file_atomically(const std::string& path, std::string_view contents);
-
 }  // namespace tessera::runtime
