@@ -173,3 +173,32 @@ TEST_CASE("cli plugins list shows every shipped plugin", "[e2e]") {
   CHECK(typo.exit_code == 1);
   CHECK_THAT(typo.err, Catch::Contains("did you mean 'greedy'?"));
 }
+
+TEST_CASE("cli cycles prints the simulator's charge for one codelet call with its floors", "[e2e][cycles]") {
+  const std::string target = source_path("configs/targets/t1472.yaml");
+  // 2 x 179 x 128 float32: auto picks swapped (b transposed, then 23 passes of its 128 columns),
+  // as the unit test of the formula works out: 55,865 against 62,055 as-is; loads (2 x 179 + 179 x 128) x 4 / 16.
+  auto r = run_command({tessera_binary(), "cycles", "-t", target, "matmul", "--m", "2", "--k", "179", "--n", "128"});
+  REQUIRE(r.exit_code == 0);
+  CHECK_THAT(r.out, Catch::Contains("codelet=matmul target=t1472 m=2 k=179 n=128 orientation=swapped path=amp "
+                                    "amp_passes=23 cycles=55865 mac_floor=2864 load_floor=5818\n"));
+  r = run_command({tessera_binary(), "cycles", "-t", target, "matmul", "--m", "2", "--k", "179", "--n", "128",
+                   "--orientation", "as-is"});
+  REQUIRE(r.exit_code == 0);
+  CHECK_THAT(r.out, Catch::Contains("orientation=as-is path=amp amp_passes=184 cycles=62055 "));
+  // Half weights with float32 partials: 32 MACs a cycle at peak.
+  r = run_command({tessera_binary(), "cycles", "-t", target, "matmul", "--dtype", "f16", "--m", "128", "--k", "128",
+                   "--n", "128"});
+  REQUIRE(r.exit_code == 0);
+  CHECK_THAT(r.out, Catch::Contains("codelet=matmul_half ") && Catch::Contains(" mac_floor=65536 "));
+  r = run_command({tessera_binary(), "cycles", "-t", target, "reduce_add", "--parts", "4", "--count", "1200"});
+  REQUIRE(r.exit_code == 0);
+  CHECK_THAT(r.out, Catch::Contains("codelet=reduce_add target=t1472 parts=4 count=1200 path=workers cycles=5903 "));
+  // Mistakes: an unknown codelet lists the ones there are; a missing shape names the option.
+  r = run_command({tessera_binary(), "cycles", "-t", target, "cast", "--count", "8"});
+  CHECK(r.exit_code == 1);
+  CHECK_THAT(r.err, Catch::Contains("unknown codelet 'cast'") && Catch::Contains("matmul, matmul_transposed, relu"));
+  r = run_command({tessera_binary(), "cycles", "-t", target, "matmul", "--m", "2", "--k", "8"});
+  CHECK(r.exit_code == 1);
+  CHECK_THAT(r.err, Catch::Contains("give --n"));
+}
