@@ -121,10 +121,16 @@ bool parse_option_type(const std::string& text, OptionType& type) {
   return true;
 }
 
+// The login name, or the number for a uid without one (a file unpacked from elsewhere).
+std::string user_name(uid_t uid) {
+  const passwd* entry = ::getpwuid(uid);
+  return entry ? entry->pw_name : std::to_string(uid);
+}
+
 // "uid 998 (tessera-robustness)": numbers alone do not tell the user whom to ask.
 std::string describe_user(uid_t uid) {
-  const passwd* entry = ::getpwuid(uid);
-  return entry ? fmt::format("uid {} ({})", uid, entry->pw_name) : fmt::format("uid {}", uid);
+  const std::string name = user_name(uid);
+  return name == std::to_string(uid) ? fmt::format("uid {}", uid) : fmt::format("uid {} ({})", uid, name);
 }
 
 // OpenSSH StrictModes for plugins, which are native code run with the compiler's rights: the
@@ -151,7 +157,7 @@ void check_trusted_path(const fs::path& path, const char* what) {
       throw Error(fmt::format("{}: refusing to load plugins: {} is owned by {}, not by you ({}) or root, so that user "
                               "could replace the code the compiler runs; fix: chown {} {} (or move the plugins to a "
                               "folder you own)",
-                              current.string(), role, describe_user(info.st_uid), describe_user(me), me, current.string()));
+                              current.string(), role, describe_user(info.st_uid), describe_user(me), user_name(me), current.string()));
     const bool sticky = (info.st_mode & S_ISVTX) != 0;
     if ((info.st_mode & (S_IWGRP | S_IWOTH)) != 0 && !(sticky && S_ISDIR(info.st_mode) && !below.empty())) {
       const char* who = (info.st_mode & S_IWGRP) && (info.st_mode & S_IWOTH) ? "group and others"
@@ -259,9 +265,7 @@ const PluginInfo& PluginHost::load_file(const std::string& file_name) {
 
   // Checked before dlopen: loading runs the library's initialisers.
   if (const PluginQuarantine& quarantine = impl_->quarantine; !quarantine.folder.empty()) {
-    const auto [folder_end, unused] = std::mismatch(quarantine.folder.begin(), quarantine.folder.end(), file.begin(), file.end());
-    const bool inside = folder_end == quarantine.folder.end() && file.size() > quarantine.folder.size() &&
-                        file[quarantine.folder.size()] == '/';
+    const bool inside = file.rfind(quarantine.folder + "/", 0) == 0;  // both canonical
     if (inside && std::find(quarantine.allowed_files.begin(), quarantine.allowed_files.end(), file) ==
                       quarantine.allowed_files.end())
       throw Error(file + ": refusing to load a plugin library from inside " + quarantine.what + " " + quarantine.folder +

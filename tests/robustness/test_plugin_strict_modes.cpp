@@ -65,7 +65,7 @@ TEST_CASE("strict modes refuse a library or a folder owned by another user", "[r
   const std::string owner = "owned by uid " + std::to_string(other_user()->uid) + " (tessera-robustness)";
   REQUIRE(::chown(library.c_str(), other_user()->uid, other_user()->gid) == 0);
   check_clean_error(list_plugins_from(folder.string()),
-                    {library + ": refusing to load plugins: the plugin library is " + owner, "fix: chown 0 " + library});
+                    {library + ": refusing to load plugins: the plugin library is " + owner, "fix: chown root " + library});
   count_bad_input_case();
   // Through a pipeline's plugin_paths as well, and for the folder itself.
   REQUIRE(::chown(library.c_str(), 0, 0) == 0);
