@@ -38,7 +38,7 @@ TEST_CASE("bounded parsing refuses a YAML alias bomb in pipeline, model and targ
   check_clean_failure(compile(model, kSmallPipeline, package), {model + ":4:", "alias bomb"}, dir.path(), "p.tpkg");
   count_bad_input_case();
   const std::string target = target_with(dir, "tiles: 16", "tiles: 16\nextra: " + bomb);
-  check_clean_failure(compile(kSmallModel, kSmallPipeline, package, {"--target", target}), {target + ":", "alias bomb"},
+  check_clean_failure(compile(kSmallModel, kSmallPipeline, package, {"--target", target}), {target + ":4:", "alias bomb"},
                       dir.path(), "p.tpkg");
   count_bad_input_case();
   // An alias inside the node its anchor names would repeat forever.
