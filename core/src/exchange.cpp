@@ -9,6 +9,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <unordered_set>
 #include <utility>
 #include <vector>
 
@@ -395,6 +396,8 @@ private:
                        tokens.size(), tokens.size() == 1 ? "" : "s"));
     Transfer transfer;
     transfer.source = read_tile(tokens[0].text, tokens[0].column, line, "source tile", tiles);
+    // A hash set, not a search of the list so far: one line may list every tile of the target.
+    std::unordered_set<std::uint32_t> listed;
     std::string_view list = tokens[1].text;
     int column = tokens[1].column;
     while (true) {
@@ -407,8 +410,7 @@ private:
       if (destination == transfer.source)
         fail(line, column,
              fmt::format("source tile {} is among its own destinations", destination));
-      if (std::find(transfer.destinations.begin(), transfer.destinations.end(), destination) !=
-          transfer.destinations.end())
+      if (!listed.insert(destination).second)
         fail(line, column, fmt::format("destination tile {} is listed twice", destination));
       transfer.destinations.push_back(destination);
       if (comma == std::string_view::npos) break;

@@ -98,6 +98,9 @@ PipelineSpec load_pipeline(const std::string& path) {
   if (YAML::Node paths = root["plugin_paths"]; paths.IsDefined()) {
     if (!paths.IsSequence()) yaml::fail(path, paths, "'plugin_paths' must be a list of directories");
     for (const auto& entry : paths) {
+      if (entry.IsNull() || (entry.IsScalar() && entry.Scalar().empty()))
+        yaml::fail(path, entry, "empty plugin_paths entry, which would mean a folder nobody named; remove it or name "
+                                "the folder (relative to the pipeline file)");
       const std::string directory = resolve_path(path, entry.Scalar());
       if (!fs::is_directory(directory, ec))
         yaml::fail(path, entry, "plugin path is not a directory: " + directory +

@@ -2,10 +2,14 @@
 #include "tessera/plugin_host.hpp"
 
 #include <dlfcn.h>
+#include <pwd.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <cstdlib>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <map>
@@ -117,22 +121,65 @@ bool parse_option_type(const std::string& text, OptionType& type) {
   return true;
 }
 
-// Plugins are native code run with the compiler's rights: a library, or a folder it is
-// found in, that another user can write is a way for them to run code as us. `what` is
-// "plugin library" or "plugin folder". A sticky folder (like /tmp) is accepted for a single
-// named file, whose owner alone can replace it there, but never as a folder to scan, where
-// anyone could drop in a new library.
-void check_not_writable_by_others(const std::string& path, const char* what, bool allow_sticky) {
-  struct stat info {};
-  if (::stat(path.c_str(), &info) != 0) return;  // missing: the loader reports it with its own reason
-  const bool sticky = (info.st_mode & S_ISVTX) != 0;
-  if ((info.st_mode & (S_IWGRP | S_IWOTH)) == 0 || (allow_sticky && sticky)) return;
-  const char* who = (info.st_mode & S_IWGRP) && (info.st_mode & S_IWOTH) ? "group and others"
-                    : (info.st_mode & S_IWGRP)                           ? "its group"
-                                                                        : "others";
-  throw Error(fmt::format("{}: refusing to load plugins: the {} is writable by {} (mode {:04o}), so another "
-                          "user could replace the code the compiler runs; fix: chmod go-w {}",
-                          path, what, who, info.st_mode & 07777, path));
+// The login name, or the number for a uid without one (a file unpacked from elsewhere).
+std::string user_name(uid_t uid) {
+  const passwd* entry = ::getpwuid(uid);
+  return entry ? entry->pw_name : std::to_string(uid);
+}
+
+// "uid 998 (tessera-robustness)": numbers alone do not tell the user whom to ask.
+std::string describe_user(uid_t uid) {
+  const std::string name = user_name(uid);
+  return name == std::to_string(uid) ? fmt::format("uid {}", uid) : fmt::format("uid {} ({})", uid, name);
+}
+
+// OpenSSH StrictModes for plugins, which are native code run with the compiler's rights: the
+// library or scanned folder at `path` (canonical) and every folder above it up to / must be
+// owned by us or root and not writable by group or others, or another user could swap in
+// code that runs as us. A sticky folder (like /tmp) is accepted for a component below it,
+// whose owner alone can rename or replace it there (and that owner was checked one step
+// before); it is never accepted as the folder that is scanned, where anyone could drop in a
+// new library. `what` is "plugin library" or "plugin folder".
+void check_trusted_path(const fs::path& path, const char* what) {
+  const uid_t me = ::geteuid();
+  fs::path below;  // the component just checked; empty while checking `path` itself
+  for (fs::path current = path;; below = current, current = current.parent_path()) {
+    struct stat info {};
+    if (::stat(current.c_str(), &info) != 0) {
+      if (below.empty()) return;  // missing: the loader reports it with its own reason
+      throw Error(fmt::format("{}: refusing to load plugins: cannot check the folder above {} ({})", current.string(),
+                              path.string(), std::strerror(errno)));
+    }
+    const std::string role = below.empty()                                             ? std::string("the ") + what
+                              : below == path && std::string(what) == "plugin library" ? std::string("the plugin folder")
+                                                                                       : "the folder above " + path.string();
+    if (info.st_uid != me && info.st_uid != 0)
+      throw Error(fmt::format("{}: refusing to load plugins: {} is owned by {}, not by you ({}) or root, so that user "
+                              "could replace the code the compiler runs; fix: chown {} {} (or move the plugins to a "
+                              "folder you own)",
+                              current.string(), role, describe_user(info.st_uid), describe_user(me), user_name(me), current.string()));
+    const bool sticky = (info.st_mode & S_ISVTX) != 0;
+    if ((info.st_mode & (S_IWGRP | S_IWOTH)) != 0 && !(sticky && S_ISDIR(info.st_mode) && !below.empty())) {
+      const char* who = (info.st_mode & S_IWGRP) && (info.st_mode & S_IWOTH) ? "group and others"
+                        : (info.st_mode & S_IWGRP)                           ? "its group"
+                                                                            : "others";
+      throw Error(fmt::format("{}: refusing to load plugins: {} is writable by {} (mode {:04o}), so another user "
+                              "could replace the code the compiler runs; fix: chmod go-w {}",
+                              current.string(), role, who, info.st_mode & 07777, current.string()));
+    }
+    if (current == current.root_path()) return;
+  }
+}
+
+// Plugin folders named relative to the current folder would load whatever that folder holds
+// when the compiler runs (`.`, or an empty entry in a colon list).
+void check_absolute_plugin_path(const std::string& directory, const std::string& origin) {
+  if (directory.empty())
+    throw Error(origin + ": empty plugin path entry, which would mean the current folder; remove it or give an "
+                         "absolute folder");
+  if (fs::path(directory).is_relative())
+    throw Error(origin + ": plugin path '" + directory + "' is relative, so it would load whatever the current folder "
+                         "holds; give an absolute folder (for example " + fs::weakly_canonical(fs::absolute(directory)).string() + ")");
 }
 
 }  // namespace
@@ -166,19 +213,21 @@ struct PluginHost::Impl {
     std::string sha256, place;
   };
   std::map<std::string, Pin> pins;  // plugin name -> digest
+  PluginQuarantine quarantine;
 };
 
 PluginHost::PluginHost() : impl_(std::make_unique<Impl>()) {}
 PluginHost::~PluginHost() = default;
 
-void PluginHost::load_directory(const std::string& directory) {
+void PluginHost::load_directory(const std::string& directory, const std::string& origin) {
+  check_absolute_plugin_path(directory, origin);
   std::error_code ec;
   if (!fs::is_directory(directory, ec))
     throw Error(directory + ": plugin path is not a directory (check plugin_paths or TESSERA_PLUGIN_PATH)");
   const std::string canonical = fs::canonical(directory, ec).string();
   if (std::find(impl_->directories.begin(), impl_->directories.end(), canonical) != impl_->directories.end())
     return;
-  check_not_writable_by_others(canonical, "plugin folder", /*allow_sticky=*/false);
+  check_trusted_path(canonical, "plugin folder");
   impl_->directories.push_back(canonical);
   std::vector<fs::path> files;
   for (const auto& entry : fs::directory_iterator(canonical, ec))
@@ -192,8 +241,16 @@ void PluginHost::load_environment_paths() {
   if (!value) return;
   std::stringstream stream(value);
   std::string directory;
-  while (std::getline(stream, directory, ':'))
-    if (!directory.empty()) load_directory(directory);
+  while (std::getline(stream, directory, ':')) load_directory(directory, "TESSERA_PLUGIN_PATH");
+  // getline drops a trailing empty entry ("/a:"), which also means the current folder.
+  if (*value != '\0' && std::string(value).back() == ':') load_directory("", "TESSERA_PLUGIN_PATH");
+}
+
+void PluginHost::quarantine(PluginQuarantine quarantine) {
+  std::error_code ec;
+  quarantine.folder = fs::weakly_canonical(quarantine.folder, ec).string();
+  for (auto& file : quarantine.allowed_files) file = fs::weakly_canonical(file, ec).string();
+  impl_->quarantine = std::move(quarantine);
 }
 
 void PluginHost::pin(const std::string& name, const std::string& sha256, const std::string& place) {
@@ -207,8 +264,14 @@ const PluginInfo& PluginHost::load_file(const std::string& file_name) {
     return impl_->by_name.at(it->second);
 
   // Checked before dlopen: loading runs the library's initialisers.
-  check_not_writable_by_others(fs::path(file).parent_path().string(), "plugin folder", /*allow_sticky=*/true);
-  check_not_writable_by_others(file, "plugin library", /*allow_sticky=*/false);
+  if (const PluginQuarantine& quarantine = impl_->quarantine; !quarantine.folder.empty()) {
+    const bool inside = file.rfind(quarantine.folder + "/", 0) == 0;  // both canonical
+    if (inside && std::find(quarantine.allowed_files.begin(), quarantine.allowed_files.end(), file) ==
+                      quarantine.allowed_files.end())
+      throw Error(file + ": refusing to load a plugin library from inside " + quarantine.what + " " + quarantine.folder +
+                  ", which may come from anyone; " + quarantine.fix + " " + file);
+  }
+  check_trusted_path(file, "plugin library");
   if (auto pinned = impl_->pins.find(fs::path(file).stem().string()); pinned != impl_->pins.end()) {
     const std::string actual = file_sha256(file);
     if (actual != pinned->second.sha256)

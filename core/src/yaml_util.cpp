@@ -5,8 +5,12 @@
 #include <charconv>
 #include <cmath>
 #include <filesystem>
+#include <fstream>
+#include <sstream>
 
 #include <fmt/format.h>
+
+#include <yaml-cpp/eventhandler.h>
 
 #include "tessera/diagnostic.hpp"
 
@@ -22,18 +26,94 @@ void fail(const std::string& file, const YAML::Node& node, const std::string& me
   throw Error(place(file, node) + ": " + message);
 }
 
+namespace {
+
+// Nodes that aliases may add to a file when expanded; real configs share a few small blocks.
+constexpr std::uint64_t kMaxAliasExpandedNodes = 100000;
+
+// An alias is one shared node in memory, but every walk over the tree (option layouts, checks)
+// expands it, so a kilobyte of nested aliases can stand for billions of nodes. Counts the nodes
+// the aliases add while the parser streams its events, and stops at the alias that crosses the cap.
+class AliasExpansionCounter : public YAML::EventHandler {
+public:
+  explicit AliasExpansionCounter(const std::string& file) : file_(file) {}
+  void OnDocumentStart(const YAML::Mark&) override {}
+  void OnDocumentEnd() override {}
+  void OnNull(const YAML::Mark&, YAML::anchor_t anchor) override { close_node(anchor, 1); }
+  void OnScalar(const YAML::Mark&, const std::string&, YAML::anchor_t anchor, const std::string&) override {
+    close_node(anchor, 1);
+  }
+  void OnSequenceStart(const YAML::Mark&, const std::string&, YAML::anchor_t anchor, YAML::EmitterStyle::value) override {
+    open_.push_back({anchor, 1});
+  }
+  void OnMapStart(const YAML::Mark&, const std::string&, YAML::anchor_t anchor, YAML::EmitterStyle::value) override {
+    open_.push_back({anchor, 1});
+  }
+  void OnSequenceEnd() override { close_collection(); }
+  void OnMapEnd() override { close_collection(); }
+  void OnAlias(const YAML::Mark& mark, YAML::anchor_t anchor) override {
+    // Size 0: the anchor is still open, so the alias sits inside the node it repeats.
+    const std::uint64_t nodes = anchor < anchor_nodes_.size() ? anchor_nodes_[anchor] : 0;
+    if (nodes == 0)
+      throw Error(file_, mark.line + 1, mark.column + 1,
+                  "an alias inside the node its anchor names would repeat forever; write the value out");
+    expanded_ += nodes;
+    if (expanded_ > kMaxAliasExpandedNodes)
+      throw Error(file_, mark.line + 1, mark.column + 1,
+                  fmt::format("YAML aliases here expand to more than {} nodes (an alias bomb?); write the values "
+                              "out or use fewer, smaller aliases",
+                              kMaxAliasExpandedNodes));
+    close_node(0, nodes);
+  }
+
+private:
+  struct OpenCollection {
+    YAML::anchor_t anchor;
+    std::uint64_t nodes;
+  };
+  void close_collection() {
+    const OpenCollection done = open_.back();
+    open_.pop_back();
+    close_node(done.anchor, done.nodes);
+  }
+  void close_node(YAML::anchor_t anchor, std::uint64_t nodes) {
+    if (anchor != 0) {
+      if (anchor >= anchor_nodes_.size()) anchor_nodes_.resize(anchor + 1, 0);
+      anchor_nodes_[anchor] = nodes;
+    }
+    if (!open_.empty()) open_.back().nodes += nodes;
+  }
+  const std::string& file_;
+  std::vector<OpenCollection> open_;
+  std::vector<std::uint64_t> anchor_nodes_;  // by anchor id; 0 while the anchored node is open
+  std::uint64_t expanded_ = 0;
+};
+
+}  // namespace
+
 YAML::Node load_file(const std::string& path) {
   std::error_code ec;
   if (!std::filesystem::exists(path, ec))
     throw Error(path + ": file not found");
   if (std::filesystem::is_directory(path, ec))
     throw Error(path + ": is a directory, expected a YAML file");
+  std::ifstream in(path, std::ios::binary);
+  std::stringstream text;
+  text << in.rdbuf();  // sets failbit on `text` alone for an empty file, which is reported below
+  if (!in || in.bad()) throw Error(path + ": cannot be read");
+  const std::string content = std::move(text).str();
   try {
-    YAML::Node root = YAML::LoadFile(path);
+    // A second pass over the events, only for files that may hold an alias at all.
+    if (content.find('*') != std::string::npos) {
+      std::istringstream events(content);
+      YAML::Parser parser(events);
+      AliasExpansionCounter counter(path);
+      while (parser.HandleNextDocument(counter)) {
+      }
+    }
+    YAML::Node root = YAML::Load(content);
     if (!root.IsDefined() || root.IsNull()) throw Error(path + ": file is empty");
     return root;
-  } catch (const YAML::BadFile&) {
-    throw Error(path + ": cannot be read");
   } catch (const YAML::ParserException& e) {
     throw Error(path, static_cast<int>(e.mark.line + 1), static_cast<int>(e.mark.column + 1),
                 "YAML syntax error: " + e.msg);
@@ -199,6 +279,8 @@ std::size_t edit_distance(const std::string& a, const std::string& b) {
 }
 
 std::string nearest(const std::string& name, const std::vector<std::string>& candidates) {
+  // The distance costs length times length: a suggestion for a name this long is no help anyway.
+  if (name.size() > kMaxSuggestedNameBytes) return "";
   std::string best;
   std::size_t best_distance = std::max<std::size_t>(2, name.size() / 3) + 1;
   for (const auto& candidate : candidates) {

@@ -55,7 +55,11 @@ bool parse_int(const std::string& text, std::int64_t& value);
 bool parse_number(const std::string& text, double& value);
 bool parse_bool(const std::string& text, bool& value);
 
-/// Levenshtein distance, and the nearest candidate within a small distance (or "").
+/// Names longer than this get no "did you mean" suggestion, so a huge unknown name costs nothing.
+inline constexpr std::size_t kMaxSuggestedNameBytes = 64;
+
+/// Levenshtein distance, and the nearest candidate within a small distance (or "", and always
+/// "" for a name longer than kMaxSuggestedNameBytes).
 std::size_t edit_distance(const std::string& a, const std::string& b);
 std::string nearest(const std::string& name, const std::vector<std::string>& candidates);
 

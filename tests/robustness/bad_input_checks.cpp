@@ -3,6 +3,8 @@
 
 #include <catch2/catch.hpp>
 
+#include <unistd.h>
+
 #include <cstdio>
 #include <fstream>
 #include <iterator>
@@ -76,6 +78,21 @@ std::string pipeline_with(const TempDir& dir, const std::string& from, const std
   REQUIRE(text.find(from) != std::string::npos);
   text.replace(text.find(from), from.size(), to);
   return dir.write(name, text);
+}
+
+std::optional<OtherUser> other_user() {
+  static const std::optional<OtherUser> user = []() -> std::optional<OtherUser> {
+    if (::geteuid() != 0) return std::nullopt;
+    const std::string name = "tessera-robustness";
+    const auto shell = [](const std::string& command) { return run_command({"/bin/sh", "-c", command}); };
+    if (shell("id -u " + name).exit_code != 0 &&
+        shell("useradd --system --no-create-home --shell /usr/sbin/nologin " + name).exit_code != 0)
+      return std::nullopt;
+    const CommandResult uid = shell("id -u " + name), gid = shell("id -g " + name);
+    if (uid.exit_code != 0 || gid.exit_code != 0) return std::nullopt;
+    return OtherUser{static_cast<uid_t>(std::stoul(uid.out)), static_cast<gid_t>(std::stoul(gid.out))};
+  }();
+  return user;
 }
 
 std::string pipeline_with_plugin_dir(const TempDir& dir, const std::string& folder) {

@@ -1,7 +1,10 @@
 // What every bad-input case checks, shared by the robustness test files: the real `tessera`
 // binary fails cleanly, names the file and place, and leaves no partial output.
 #pragma once
+#include <sys/types.h>
+
 #include <filesystem>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -42,6 +45,14 @@ std::string pipeline_with_plugin_dir(const TempDir& dir, const std::string& fold
 /// mlp-small, and the t16 target, with `from` replaced by `to`, written into `dir`.
 std::string model_with(const TempDir& dir, const std::string& from, const std::string& to);
 std::string target_with(const TempDir& dir, const std::string& from, const std::string& to);
+
+/// A second, unprivileged system user (`tessera-robustness`, created with useradd on first use)
+/// to own or plant files as; none when not root or when useradd fails (callers then skip).
+struct OtherUser {
+  uid_t uid;
+  gid_t gid;
+};
+std::optional<OtherUser> other_user();
 
 CommandResult compile(const std::string& model, const std::string& pipeline, const std::string& package,
                       std::vector<std::string> extra = {});

@@ -23,27 +23,6 @@ namespace fs = std::filesystem;
 
 namespace {
 
-// A second, unprivileged user to plant files as, or none when not root (or useradd fails).
-struct OtherUser {
-  uid_t uid;
-  gid_t gid;
-};
-
-std::optional<OtherUser> other_user() {
-  static const std::optional<OtherUser> user = []() -> std::optional<OtherUser> {
-    if (::geteuid() != 0) return std::nullopt;
-    const std::string name = "tessera-robustness";
-    const auto shell = [](const std::string& command) { return run_command({"/bin/sh", "-c", command}); };
-    if (shell("id -u " + name).exit_code != 0 &&
-        shell("useradd --system --no-create-home --shell /usr/sbin/nologin " + name).exit_code != 0)
-      return std::nullopt;
-    const CommandResult uid = shell("id -u " + name), gid = shell("id -g " + name);
-    if (uid.exit_code != 0 || gid.exit_code != 0) return std::nullopt;
-    return OtherUser{static_cast<uid_t>(std::stoul(uid.out)), static_cast<gid_t>(std::stoul(gid.out))};
-  }();
-  return user;
-}
-
 // The shell words that run a command as the other user, or nothing (as ourselves) without one.
 std::string as_planter() {
   if (!other_user()) return "";

@@ -72,6 +72,7 @@ CompileResult compile(const CompileRequest& request) {
   if (request.output.empty()) throw Error("no output package given (use -o PACKAGE)");
 
   PluginHost host;
+  host.quarantine(request.quarantine);
   PipelineSpec spec = load_resolved(request.pipeline, request.target, host);
   const std::vector<InputFile> inputs = compile_inputs(request, spec, host);
   check_output_file(request.output, "the package (-o)", inputs);

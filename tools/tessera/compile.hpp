@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "tessera/package.hpp"
+#include "tessera/plugin_host.hpp"
 
 namespace tessera {
 struct CompilationState;
@@ -25,6 +26,7 @@ struct CompileRequest {
   /// On a plugin fault, the bundle goes to <this>/<plugin>-<N>/ (default: <output dir>/reproducers).
   std::string reproducer_directory;
   bool write_reproducer = true;  ///< `tessera replay` turns it off: it reports, never re-bundles
+  PluginQuarantine quarantine;   ///< `tessera replay`: no library from inside the bundle
 };
 
 struct CompileResult {

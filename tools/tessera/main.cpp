@@ -90,6 +90,10 @@ int main(int argc, char** argv) {
   auto* replay = app.add_subcommand("replay", "run the failing plugin of a reproducer bundle alone on its input");
   replay->add_option("bundle", replay_bundle, "bundle folder printed by a failed `tessera compile`")
       ->required()->check(CLI::ExistingDirectory);
+  std::vector<std::string> replay_trusted_plugins;
+  replay->add_option("--trust-bundle-plugin", replay_trusted_plugins,
+                     "a library inside the bundle that may be loaded (never done otherwise: bundles can come from anyone)")
+      ->check(CLI::ExistingFile);
 
   std::string run_package_path;
   runtime::RunOptions run_options;
@@ -195,7 +199,7 @@ int main(int argc, char** argv) {
       return print_run_result(runtime::run_package(demo_run), compiled.package_path);
     }
     if (*schedule) return cli::schedule_command(schedule_request);
-    if (*replay) return cli::replay_command(replay_bundle);
+    if (*replay) return cli::replay_command(replay_bundle, replay_trusted_plugins);
     if (*calibrate) return cli::calibrate_command(calibrate_request);
     if (*report) return cli::report_command(report_request);
     if (*cycles) return cli::cycles_command(cycles_request);

@@ -14,7 +14,7 @@ int plugins_command(const std::string& name, const std::vector<std::string>& ext
   PluginHost host;
   if (auto bundled = bundled_plugin_directory(); !bundled.empty()) host.load_directory(bundled);
   host.load_environment_paths();
-  for (const auto& path : extra_paths) host.load_directory(path);
+  for (const auto& path : extra_paths) host.load_directory(path, "--plugin-path");
   if (name.empty()) {
     fmt::print("{:<20} {:<20} {:<8} {}\n", "kind", "name", "version", "file");
     for (const PluginInfo* info : host.plugins())

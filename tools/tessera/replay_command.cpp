@@ -102,9 +102,17 @@ void warn_about_changed_plugins(const nlohmann::json& manifest, const PluginHost
   }
 }
 
-int replay_schedule(const fs::path& bundle, const nlohmann::json& manifest) {
+// A bundle may come from another user or machine: running a library shipped inside it would run
+// their code as us, so only the files the user named on the command line are let through.
+PluginQuarantine bundle_quarantine(const fs::path& bundle, const std::vector<std::string>& trusted_plugins) {
+  return {bundle.string(), trusted_plugins, "the reproducer bundle",
+          "if you have checked it and trust it, run `tessera replay --trust-bundle-plugin FILE` naming"};
+}
+
+int replay_schedule(const fs::path& bundle, const nlohmann::json& manifest, const PluginQuarantine& quarantine) {
   PipelineSpec spec = load_pipeline((bundle / "pipeline.yaml").string());
   PluginHost host;
+  host.quarantine(quarantine);
   resolve_pipeline(spec, host);
   warn_about_changed_plugins(manifest, host);
   const std::string plugin = manifest["plugin"].get<std::string>();
@@ -126,10 +134,11 @@ int replay_schedule(const fs::path& bundle, const nlohmann::json& manifest) {
   return 0;
 }
 
-int replay_compile(const fs::path& bundle, const nlohmann::json& manifest) {
+int replay_compile(const fs::path& bundle, const nlohmann::json& manifest, const PluginQuarantine& quarantine) {
   {
     PipelineSpec spec = load_pipeline((bundle / "pipeline.yaml").string());
     PluginHost host;
+    host.quarantine(quarantine);
     resolve_pipeline(spec, host);
     warn_about_changed_plugins(manifest, host);
   }
@@ -147,6 +156,7 @@ int replay_compile(const fs::path& bundle, const nlohmann::json& manifest) {
   request.output = (scratch / "replay.tpkg").string();
   request.schedule_budget_ms = manifest["schedule_budget_ms"].get<std::uint64_t>();
   request.write_reproducer = false;
+  request.quarantine = quarantine;
   const CompileResult result = compile(request);  // throws the fault
   fmt::print("replay={} plugin={} tiles={} supersteps={} compiled=true\n", bundle.string(),
              manifest["plugin"].get<std::string>(), result.tiles, result.supersteps);
@@ -205,14 +215,15 @@ std::string write_reproducer(const std::string& parent, const PipelineSpec& spec
   return bundle.string();
 }
 
-int replay_command(const std::string& bundle_path) {
+int replay_command(const std::string& bundle_path, const std::vector<std::string>& trusted_plugins) {
   const fs::path bundle = fs::absolute(bundle_path).lexically_normal();
   const nlohmann::json manifest = read_manifest(bundle);
   const std::string mode = manifest["replay"].get<std::string>();
   logger("tessera.replay")->info("replaying bundle={} plugin={} mode={}", bundle.string(),
                                  manifest["plugin"].get<std::string>(), mode);
-  if (mode == kReplaySchedule) return replay_schedule(bundle, manifest);
-  if (mode == kReplayCompile) return replay_compile(bundle, manifest);
+  const PluginQuarantine quarantine = bundle_quarantine(bundle, trusted_plugins);
+  if (mode == kReplaySchedule) return replay_schedule(bundle, manifest, quarantine);
+  if (mode == kReplayCompile) return replay_compile(bundle, manifest, quarantine);
   throw Error((bundle / "manifest.json").string() + ": unknown replay mode '" + mode + "' (expected schedule or compile)");
 }
 

@@ -2,6 +2,7 @@
 #pragma once
 #include <cstdint>
 #include <string>
+#include <vector>
 
 namespace tessera {
 struct PipelineSpec;
@@ -22,6 +23,7 @@ std::string write_reproducer(const std::string& parent, const PipelineSpec& spec
 /// Runs the bundle's failing plugin alone: a scheduler on the phase (scheduled, then validated
 /// by the core), anything else by compiling the model with the pipeline. Prints one result
 /// line and returns 0 when it now succeeds; the plugin's failure is thrown as Error (exit 1).
-int replay_command(const std::string& bundle);
+/// No library inside the bundle is loaded unless it is one of `trusted_plugins`.
+int replay_command(const std::string& bundle, const std::vector<std::string>& trusted_plugins);
 
 }  // namespace tessera::cli

@@ -25,7 +25,7 @@ int schedule_command(const ScheduleRequest& request) {
   PluginHost host;
   if (auto bundled = bundled_plugin_directory(); !bundled.empty()) host.load_directory(bundled);
   host.load_environment_paths();
-  for (const auto& path : request.plugin_paths) host.load_directory(path);
+  for (const auto& path : request.plugin_paths) host.load_directory(path, "--plugin-path");
   const PluginInfo* info = host.find(request.scheduler);
   if (!info || info->kind != PluginKind::exchange_scheduler)
     throw Error("--scheduler: " + host.unknown_plugin_message(request.scheduler, PluginKind::exchange_scheduler));

@@ -34,6 +34,16 @@ struct PluginInfo {
   const TesseraPluginManifest* manifest = nullptr;
 };
 
+/// Libraries the host refuses to open: any inside `folder` (e.g. a reproducer bundle, which may
+/// come from another user) except the `allowed_files` the user named. `what` names the folder
+/// ("the reproducer bundle"); `fix` is the advice the refusal ends with, followed by the file.
+struct PluginQuarantine {
+  std::string folder;
+  std::vector<std::string> allowed_files;
+  std::string what;
+  std::string fix;
+};
+
 /// The SHA-256 of a file's bytes as 64 lower-case hex digits. Throws Error if unreadable.
 std::string file_sha256(const std::string& path);
 
@@ -47,13 +57,20 @@ public:
   /// Loads every shared library (*.so) in `directory`. Throws Error on a library that
   /// fails to load (with dlerror), lacks the entry point, has another API major, a newer
   /// minor, another ABI tag, a bad manifest, or a name already loaded (naming both files).
-  /// A directory already scanned is skipped. Refuses (Error naming the path, the reason and
-  /// `chmod go-w`) a directory, or a library file or its folder, writable by group or others.
-  void load_directory(const std::string& directory);
-  /// Loads one library file, with the same checks.
+  /// A directory already scanned is skipped. Refuses an empty or relative `directory` (Error
+  /// prefixed with `origin`: "--plugin-path", "TESSERA_PLUGIN_PATH", "file:line:column").
+  /// StrictModes, before anything is opened: the directory, each library and every folder
+  /// above them up to / must be owned by the user or root and not writable by group or
+  /// others; a sticky folder is accepted only above another component (Error naming the path,
+  /// the reason and the fix, `chmod go-w` or `chown`).
+  void load_directory(const std::string& directory, const std::string& origin = "plugin path");
+  /// Loads one library file, with the same checks (its own folder may be sticky, like /tmp).
   const PluginInfo& load_file(const std::string& file);
-  /// Loads the directories listed in TESSERA_PLUGIN_PATH (colon-separated), if set.
+  /// Loads the directories listed in TESSERA_PLUGIN_PATH (colon-separated), if set; an empty
+  /// or relative entry is an Error naming the variable.
   void load_environment_paths();
+  /// From now on, refuses to open any library the quarantine covers (Error naming the file).
+  void quarantine(PluginQuarantine quarantine);
   /// Pins plugin `name` to a SHA-256 digest. A library file named after it (NAME.so) is
   /// hashed before it is loaded and refused on a mismatch (Error prefixed with `place`), so
   /// its code never runs; a library declaring the name under another file name is checked

@@ -136,7 +136,7 @@ int calibrate_command(const CalibrateRequest& request) {
   PluginHost host;
   if (auto bundled = bundled_plugin_directory(); !bundled.empty()) host.load_directory(bundled);
   host.load_environment_paths();
-  for (const auto& path : request.plugin_paths) host.load_directory(path);
+  for (const auto& path : request.plugin_paths) host.load_directory(path, "--plugin-path");
   PipelineSpec spec;
   spec.name = "calibrate";
   spec.file = request.target;

@@ -1,0 +1,93 @@
+// Inputs built to exhaust: YAML alias bombs, huge unknown names, one phase line listing every tile.
+// Each must end in a clean error or result; the ctest timeout, not a timer, catches a regression.
+#include <catch2/catch.hpp>
+
+#include <filesystem>
+#include <string>
+
+#include "bad_input_checks.hpp"
+
+using namespace tessera::testing;
+namespace fs = std::filesystem;
+
+namespace {
+
+// A flow mapping of 1.2 KB that stands for 10^10 nodes: each level lists the one before ten times.
+std::string alias_bomb() {
+  std::string bomb = "{l0: &l0 [lol, lol, lol, lol, lol, lol, lol, lol, lol, lol]";
+  for (int level = 1; level < 10; ++level) {
+    bomb += ", l" + std::to_string(level) + ": &l" + std::to_string(level) + " [";
+    for (int copy = 0; copy < 10; ++copy) bomb += (copy ? ", *l" : "*l") + std::to_string(level - 1);
+    bomb += "]";
+  }
+  return bomb + "}";
+}
+
+}  // namespace
+
+TEST_CASE("bounded parsing refuses a YAML alias bomb in pipeline, model and target files", "[robustness][bounded]") {
+  TempDir dir;
+  const std::string bomb = alias_bomb();
+  REQUIRE(bomb.size() < 1300);
+  const std::string package = (dir.path() / "p.tpkg").string();
+  // In a map-valued option, where the option's layout would walk every expanded node.
+  const std::string pipeline = pipeline_with(dir, "options: {finalists: 2}", "options: {finalists: 2, bomb: " + bomb + "}");
+  check_clean_failure(compile(kSmallModel, pipeline, package), {pipeline + ":9:", "alias bomb"}, dir.path(), "p.tpkg");
+  count_bad_input_case();
+  const std::string model = model_with(dir, "seed: 7", "seed: 7\nextra: " + bomb);
+  check_clean_failure(compile(model, kSmallPipeline, package), {model + ":4:", "alias bomb"}, dir.path(), "p.tpkg");
+  count_bad_input_case();
+  const std::string target = target_with(dir, "tiles: 16", "tiles: 16\nextra: " + bomb);
+  check_clean_failure(compile(kSmallModel, kSmallPipeline, package, {"--target", target}), {target + ":4:", "alias bomb"},
+                      dir.path(), "p.tpkg");
+  count_bad_input_case();
+  // An alias inside the node its anchor names would repeat forever.
+  const std::string endless = model_with(dir, "seed: 7", "seed: 7\nextra: &loop [a, *loop]");
+  check_clean_failure(compile(endless, kSmallPipeline, package), {endless + ":4:"}, dir.path(), "p.tpkg");
+  count_bad_input_case();
+  // A few small aliases stay allowed: the shared block is written once and used twice.
+  const std::string shared = pipeline_with(dir, "options: {finalists: 2}", "options: &two {finalists: 2}",
+                                           "shared.yaml");
+  const CommandResult with_alias = compile(kSmallModel, shared, package);
+  INFO(with_alias.err);
+  CHECK(with_alias.exit_code == 0);
+}
+
+TEST_CASE("bounded parsing gives no suggestion for a huge unknown name", "[robustness][bounded]") {
+  TempDir dir;
+  const std::string package = (dir.path() / "p.tpkg").string();
+  const std::string huge_name(150 * 1024, 'g');
+  const std::string pipeline = pipeline_with(dir, "{plugin: greedy}", "{plugin: " + huge_name + "}");
+  const CommandResult huge = compile(kSmallModel, pipeline, package);
+  check_clean_failure(huge, {pipeline + ":6:", "unknown exchange scheduler"}, dir.path(), "p.tpkg");
+  CHECK_THAT(huge.err, !Catch::Contains("did you mean"));
+  count_bad_input_case();
+  const std::string model = model_with(dir, "{op: matmul, inputs: [x, w0]", "{op: " + huge_name + ", inputs: [x, w0]");
+  const CommandResult huge_op = compile(model, kSmallPipeline, package);
+  check_clean_failure(huge_op, {model + ":11:", "unknown op"}, dir.path(), "p.tpkg");
+  CHECK_THAT(huge_op.err, !Catch::Contains("did you mean"));
+  count_bad_input_case();
+  // A short typo still gets its suggestion.
+  const std::string typo = pipeline_with(dir, "{plugin: greedy}", "{plugin: gredy}", "typo.yaml");
+  CHECK_THAT(compile(kSmallModel, typo, package).err, Catch::Contains("did you mean 'greedy'?"));
+}
+
+TEST_CASE("bounded parsing reads a phase line listing 400k destinations", "[robustness][bounded]") {
+  TempDir dir;
+  constexpr std::uint32_t kDestinations = 400000;
+  std::string line = "0 ";
+  for (std::uint32_t tile = 1; tile <= kDestinations; ++tile) line += (tile > 1 ? "," : "") + std::to_string(tile);
+  const auto schedule = [&](const std::string& phase) {
+    return run_command({tessera_binary(), "schedule", phase, "-t", source_path("configs/targets/t16.yaml"), "-s", "greedy"},
+                       {"TESSERA_PLUGIN_PATH="});
+  };
+  // The whole line is read; the phase is then too big for the 16-tile target.
+  const std::string phase = dir.write("wide.txt", "tiles " + std::to_string(kDestinations + 1) + "\n" + line + " 1\n");
+  check_clean_error(schedule(phase), {"the phase has 400001 tiles but target 't16' has 16"});
+  count_bad_input_case();
+  // A repeat at the very end is still found, with its column.
+  const std::string repeated =
+      dir.write("repeated.txt", "tiles " + std::to_string(kDestinations + 1) + "\n" + line + ",7 1\n");
+  check_clean_error(schedule(repeated), {repeated + ":2:" + std::to_string(line.size() + 2), "destination tile 7 is listed twice"});
+  count_bad_input_case();
+}
