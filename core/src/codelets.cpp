@@ -294,7 +294,8 @@ std::uint64_t codelet_operand_words(Codelet codelet, std::span<const std::uint32
 std::uint32_t codelet_code_bytes(Codelet codelet) {
   // Indexed by the enum value: the AMP's supervisor and worker loops are the largest.
   constexpr std::uint32_t kCodeBytes[kCodeletCount] = {1536, 512, 384, 256, 256, 192, 640, 1792, 1792, 448, 768, 896};
-  return kCodeBytes[static_cast<std::uint32_t>(codelet) < kCodeletCount ? static_cast<std::uint32_t>(codelet) : 0];
+  shape_of(codelet);  // an id outside the set is a caller bug
+  return kCodeBytes[static_cast<std::uint32_t>(codelet)];
 }
 
 std::uint32_t vertex_state_bytes(Codelet codelet) {
