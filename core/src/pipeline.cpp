@@ -120,6 +120,10 @@ PipelineSpec load_pipeline(const std::string& path) {
 }
 
 static const PluginInfo& find_plugin(const PluginHost& host, const PluginUse& use, PluginKind kind) {
+  // A library named after the plugin that a folder scan skipped (not loadable on this machine)
+  // is an error even if another folder has a good one: the pipeline may mean either.
+  if (const std::string* reason = host.skipped_library(use.plugin))
+    throw Error(use.place + ": cannot load " + plugin_kind_name(kind) + " '" + use.plugin + "': " + *reason);
   const PluginInfo* info = host.find(use.plugin);
   if (!info || info->kind != kind) throw Error(use.place + ": " + host.unknown_plugin_message(use.plugin, kind));
   return *info;
@@ -139,6 +143,8 @@ static void resolve_use(const PluginHost& host, const std::string& pipeline_file
                 use.plugin + "'; only exchange schedulers and cost models can run in a child process "
                 "(a pass changes the compilation state in place; remove 'isolate' here)");
   if (!use.fallback.empty()) {
+    if (const std::string* reason = host.skipped_library(use.fallback))
+      throw Error(use.fallback_place + ": fallback: cannot load " + plugin_kind_name(kind) + " '" + use.fallback + "': " + *reason);
     const PluginInfo* fallback = host.find(use.fallback);
     if (!fallback || fallback->kind != kind)
       throw Error(use.fallback_place + ": fallback: " + host.unknown_plugin_message(use.fallback, kind));

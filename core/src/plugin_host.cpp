@@ -2,6 +2,7 @@
 #include "tessera/plugin_host.hpp"
 
 #include <dlfcn.h>
+#include <elf.h>
 #include <pwd.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -21,6 +22,7 @@
 #include <spdlog/spdlog.h>
 
 #include "tessera/cost_model.hpp"
+#include "tessera/log.hpp"
 #include "tessera/pass.hpp"
 #include "tessera/scheduler.hpp"
 #include "yaml_util.hpp"
@@ -53,6 +55,101 @@ std::string loader_message(const std::string& file) {
   if (handle) return "loaded on retry";
   const char* message = dlerror();
   return message ? message : "unknown loader error";
+}
+
+// A library the ELF checks refuse: skipped with a warning when found by a folder scan.
+class UnloadableLibrary : public Error {
+public:
+  using Error::Error;
+};
+
+#if defined(__x86_64__)
+constexpr std::uint16_t kHostMachine = EM_X86_64;
+constexpr const char* kHostArch = "x86-64";
+#elif defined(__aarch64__)
+constexpr std::uint16_t kHostMachine = EM_AARCH64;
+constexpr const char* kHostArch = "aarch64";
+#else
+#error "Tessera's plugin host knows the ELF machine of x86-64 and aarch64 builds only"
+#endif
+static_assert(sizeof(void*) == 8, "the plugin host checks for 64-bit (ELFCLASS64) libraries");
+#if __BYTE_ORDER__ != __ORDER_LITTLE_ENDIAN__
+#error "the plugin host checks for little-endian (ELFDATA2LSB) libraries"
+#endif
+
+std::string machine_name(std::uint16_t machine) {
+  switch (machine) {
+    case EM_X86_64: return "x86-64";
+    case EM_AARCH64: return "aarch64";
+    case EM_386: return "i386";
+    case EM_ARM: return "arm";
+    case EM_RISCV: return "riscv";
+    case EM_PPC64: return "ppc64";
+    case EM_S390: return "s390";
+    case EM_MIPS: return "mips";
+    default: return "an unknown machine";
+  }
+}
+
+// Reads the ELF header, program headers and section header extent of `file` before dlopen, so
+// a file that is not a 64-bit little-endian shared library for this machine, or is cut short
+// (which makes the loader SIGBUS when it touches a mapped page past the end), is refused with
+// a message naming it. Throws UnloadableLibrary.
+void check_elf_library(const std::string& file) {
+  std::ifstream in(file, std::ios::binary);
+  if (!in) throw Error(file + ": cannot read the plugin library: " + std::strerror(errno));
+  in.seekg(0, std::ios::end);
+  const std::uint64_t size = static_cast<std::uint64_t>(in.tellg());
+  in.seekg(0);
+  unsigned char ident[EI_NIDENT] = {};
+  in.read(reinterpret_cast<char*>(ident), EI_NIDENT);
+  if (static_cast<std::uint64_t>(in.gcount()) < SELFMAG || std::memcmp(ident, ELFMAG, SELFMAG) != 0)
+    throw UnloadableLibrary(file + ": not an ELF file");
+  const auto truncated = [&](std::uint64_t end) {
+    return UnloadableLibrary(file + ": truncated: its segments end at byte " + std::to_string(end) + " but the file has " +
+                             std::to_string(size) + " bytes; rebuild or reinstall it");
+  };
+  if (ident[EI_CLASS] != ELFCLASS64)
+    throw UnloadableLibrary(file + ": not a shared library for this machine: it is a " +
+                            (ident[EI_CLASS] == ELFCLASS32 ? std::string("32-bit") : "unknown-class") +
+                            " ELF file, this tessera is 64-bit " + kHostArch);
+  if (ident[EI_DATA] != ELFDATA2LSB)
+    throw UnloadableLibrary(file + ": not a shared library for this machine: it is a " +
+                            (ident[EI_DATA] == ELFDATA2MSB ? std::string("big-endian") : "unknown-byte-order") +
+                            " ELF file, this tessera is little-endian " + kHostArch);
+  if (size < sizeof(Elf64_Ehdr)) throw truncated(sizeof(Elf64_Ehdr));
+  Elf64_Ehdr header;
+  in.seekg(0);
+  in.read(reinterpret_cast<char*>(&header), sizeof header);
+  if (!in) throw truncated(sizeof(Elf64_Ehdr));
+  if (header.e_type != ET_DYN)
+    throw UnloadableLibrary(file + ": not a shared library: ELF type " + std::to_string(header.e_type) +
+                            (header.e_type == ET_EXEC ? " (an executable)" : header.e_type == ET_REL ? " (an object file)" : "") +
+                            ", a plugin must be ET_DYN (link it with -shared)");
+  if (header.e_machine != kHostMachine)
+    throw UnloadableLibrary(file + ": not a shared library for this machine: built for " + machine_name(header.e_machine) +
+                            " (e_machine " + std::to_string(header.e_machine) + "), this tessera is " + kHostArch);
+  // 64-bit sums of 16-bit counts and sizes with 64-bit offsets: check the offset first.
+  const auto table_end = [](std::uint64_t offset, std::uint64_t count, std::uint64_t entry) {
+    const std::uint64_t bytes = count * entry;  // < 2^32
+    return offset > UINT64_MAX - bytes ? UINT64_MAX : offset + bytes;
+  };
+  if (header.e_phnum > 0 && header.e_phentsize < sizeof(Elf64_Phdr))
+    throw UnloadableLibrary(file + ": not a valid ELF file: program header entries of " +
+                            std::to_string(header.e_phentsize) + " bytes");
+  const std::uint64_t ph_end = table_end(header.e_phoff, header.e_phnum, header.e_phentsize);
+  const std::uint64_t sh_end = table_end(header.e_shoff, header.e_shnum, header.e_shentsize);
+  std::uint64_t end = std::max(ph_end, sh_end);
+  if (end <= size) {  // the program headers are all in the file: check every loaded segment
+    for (std::uint16_t i = 0; i < header.e_phnum; ++i) {
+      Elf64_Phdr segment;
+      in.seekg(static_cast<std::streamoff>(header.e_phoff + std::uint64_t{i} * header.e_phentsize));
+      in.read(reinterpret_cast<char*>(&segment), sizeof segment);
+      if (!in) throw truncated(ph_end);
+      if (segment.p_type == PT_LOAD) end = std::max(end, table_end(segment.p_offset, 1, segment.p_filesz));
+    }
+  }
+  if (end > size) throw truncated(end);
 }
 
 std::vector<std::string> split_facts(const char* text) {
@@ -213,6 +310,7 @@ struct PluginHost::Impl {
     std::string sha256, place;
   };
   std::map<std::string, Pin> pins;  // plugin name -> digest
+  std::map<std::string, std::string> skipped;  // NAME.so stem -> why a folder scan skipped it
   PluginQuarantine quarantine;
 };
 
@@ -233,7 +331,21 @@ void PluginHost::load_directory(const std::string& directory, const std::string&
   for (const auto& entry : fs::directory_iterator(canonical, ec))
     if (entry.path().extension() == ".so" && entry.is_regular_file()) files.push_back(entry.path());
   std::sort(files.begin(), files.end());  // deterministic order, deterministic errors
-  for (const auto& file : files) load_file(file.string());
+  for (const auto& file : files) {
+    try {
+      load_file(file.string());
+    } catch (const UnloadableLibrary& e) {
+      // Not a library this tessera can open: the rest of the folder still loads; a pipeline
+      // (or command) that names NAME gets this reason as its error (see skipped_library).
+      logger("tessera.plugins")->warn("skipping {}", e.what());
+      impl_->skipped.emplace(file.stem().string(), e.what());
+    }
+  }
+}
+
+const std::string* PluginHost::skipped_library(const std::string& name) const {
+  auto it = impl_->skipped.find(name);
+  return it == impl_->skipped.end() ? nullptr : &it->second;
 }
 
 void PluginHost::load_environment_paths() {
@@ -280,6 +392,7 @@ const PluginInfo& PluginHost::load_file(const std::string& file_name) {
                   " (refused before loading it; rebuild or reinstall the pinned library, or update the pin "
                   "after checking the new file)");
   }
+  check_elf_library(file);  // a broken file gives a clean error here instead of SIGBUS or ENOENT in the loader
   boost::dll::shared_library library;
   library.load(file, ec, boost::dll::load_mode::rtld_now | boost::dll::load_mode::rtld_local);
   if (ec) throw Error(file + ": cannot load plugin library: " + loader_message(file));
@@ -366,6 +479,8 @@ std::string PluginHost::unknown_plugin_message(const std::string& name, PluginKi
   std::vector<std::string> same_kind;
   for (const auto& [n, info] : impl_->by_name)
     if (info.kind == kind) same_kind.push_back(n);
+  if (const std::string* reason = skipped_library(name))
+    return std::string("cannot load ") + plugin_kind_name(kind) + " '" + name + "': " + *reason;
   std::string message = std::string("unknown ") + plugin_kind_name(kind) + " '" + name + "'";
   if (const PluginInfo* other = find(name))
     return message + ": '" + name + "' is of kind " + plugin_kind_name(other->kind) + " (" + other->file + ")";

@@ -51,12 +51,17 @@ TEST_CASE("plugin host refuses a library without the entry point", "[plugins]") 
                     Catch::Contains("no-entry.so: not a Tessera plugin") && Catch::Contains("tessera_plugin_manifest"));
 }
 
-TEST_CASE("plugin host refuses a file that is not a shared library, with the loader's message", "[plugins]") {
+TEST_CASE("plugin host refuses a file that is not a shared library before dlopen; a scan skips it", "[plugins]") {
   TempDir dir;
-  dir.write("fake.so", "this is not an ELF file\n");
+  const std::string fake = dir.write("fake.so", "this is not an ELF file\n");
   PluginHost host;
-  CHECK_THROWS_WITH(host.load_directory(dir.path().string()),
-                    Catch::Contains("fake.so: cannot load plugin library") && Catch::Contains("file too short"));
+  CHECK_THROWS_WITH(host.load_file(fake), Catch::Contains("fake.so: not an ELF file"));
+  PluginHost scanner;
+  scanner.load_directory(dir.path().string());
+  REQUIRE(scanner.skipped_library("fake") != nullptr);
+  CHECK_THAT(*scanner.skipped_library("fake"), Catch::Contains("fake.so: not an ELF file"));
+  CHECK_THAT(scanner.unknown_plugin_message("fake", PluginKind::pass), Catch::Contains("cannot load pass 'fake': ") &&
+                                                                          Catch::Contains("fake.so: not an ELF file"));
 }
 
 TEST_CASE("plugin host reports duplicate names with both files", "[plugins]") {

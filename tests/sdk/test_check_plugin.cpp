@@ -159,7 +159,7 @@ TEST_CASE("check-plugin reports a library the host refuses as a failed load, and
   const std::vector<std::pair<std::string, std::string>> refused = {
       {test_plugin("no-entry", "no-entry"), "not a Tessera plugin"},
       {test_plugin("abi-major", "test-abi-major"), "plugin has 99.0, host supports 2.0"},
-      {fake, "cannot load plugin library"}};
+      {fake, "fake.so: not an ELF file"}};
   for (const auto& [file, reason] : refused) {
     const CommandResult result = check_plugin({file});
     INFO(result.out << result.err);

@@ -23,6 +23,7 @@ int plugins_command(const std::string& name, const std::vector<std::string>& ext
   }
   const PluginInfo* info = host.find(name);
   if (!info) {
+    if (const std::string* reason = host.skipped_library(name)) throw Error("cannot load plugin '" + name + "': " + *reason);
     for (PluginKind kind : {PluginKind::pass, PluginKind::cost_model, PluginKind::exchange_scheduler}) {
       std::string message = host.unknown_plugin_message(name, kind);
       if (message.find("did you mean") != std::string::npos) throw Error(message);

@@ -77,6 +77,13 @@ public:
   /// by resolve_pipeline once loaded.
   void pin(const std::string& name, const std::string& sha256, const std::string& place);
 
+  /// Before dlopen, every library's ELF header is checked: ELF magic, 64-bit, little-endian,
+  /// ET_DYN, this machine's e_machine, and no program header table, section header table or
+  /// PT_LOAD segment past the end of the file (Error "FILE: not an ELF file", "FILE: not a
+  /// shared library for this machine: ...", "FILE: truncated: ..."). load_file throws it;
+  /// load_directory skips such a library with a warning and remembers why: the reason a
+  /// scanned NAME.so was skipped, or nullptr. A pipeline that names NAME fails with it.
+  const std::string* skipped_library(const std::string& name) const;
   const PluginInfo* find(const std::string& name) const;
   std::vector<const PluginInfo*> plugins() const;  ///< sorted by kind, then name
   /// "unknown exchange scheduler 'gredy'; did you mean 'greedy'? available: a, b".
