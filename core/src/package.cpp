@@ -356,8 +356,7 @@ std::string read_whole_file(const std::string& path) {
 
 SupportBytes tile_support_bytes(const TileImage& image) {
   SupportBytes support;
-  static_assert(kCodeletCount <= 32, "codelets_run holds one bit per codelet");
-  std::uint32_t codelets_run = 0;  // one bit per codelet id: its code is held once
+  std::uint32_t codelets_run = 0;  // one bit per codelet id: its code is held once (as call_support_bytes)
   for (const TileSuperstep& step : image.supersteps) {
     for (const TileCodeletCall& call : step.compute) {
       const auto id = static_cast<std::uint32_t>(call.codelet);

@@ -170,4 +170,19 @@ std::uint64_t peak_live_bytes(const Program& program) {
   return static_cast<std::uint64_t>(peak);
 }
 
+std::vector<std::uint64_t> call_support_bytes(const Program& program, std::uint32_t tiles) {
+  static_assert(kCodeletCount <= 32, "codelets_run holds one bit per codelet");
+  std::vector<std::uint64_t> bytes(tiles, 0);
+  std::vector<std::uint32_t> codelets_run(tiles, 0);  // one bit per codelet id: its code is held once
+  for (const Superstep& step : program.supersteps)
+    for (const CodeletCall& call : step.compute) {
+      if (call.tile >= tiles) continue;
+      const std::uint32_t bit = 1u << static_cast<std::uint32_t>(call.codelet);
+      if (!(codelets_run[call.tile] & bit)) bytes[call.tile] += codelet_code_bytes(call.codelet);
+      codelets_run[call.tile] |= bit;
+      bytes[call.tile] += vertex_state_bytes(call.codelet);
+    }
+  return bytes;
+}
+
 }  // namespace tessera

@@ -97,24 +97,6 @@ private:
   std::vector<Placed> placed_, conflicts_;
 };
 
-/// Per tile, the support memory reserved for its image (tessera::tile_support_bytes): code
-/// and vertex states, exactly, from the calls. Exchange descriptors are not reserved yet: the
-/// planner's memory check runs before its copies exist (docs/targets.md).
-std::vector<std::uint64_t> support_estimate(const tessera::Program& program, std::uint32_t tiles) {
-  std::vector<std::uint64_t> bytes(tiles, 0);
-  std::vector<std::uint32_t> codelets_run(tiles, 0);
-  for (const tessera::Superstep& step : program.supersteps) {
-    for (const tessera::CodeletCall& call : step.compute) {
-      if (call.tile >= tiles) continue;  // the caller refuses such programs
-      const std::uint32_t bit = 1u << static_cast<std::uint32_t>(call.codelet);
-      if (!(codelets_run[call.tile] & bit)) bytes[call.tile] += tessera::codelet_code_bytes(call.codelet);
-      codelets_run[call.tile] |= bit;
-      bytes[call.tile] += tessera::vertex_state_bytes(call.codelet);
-    }
-  }
-  return bytes;
-}
-
 /// For each buffer, the buffers it must not share a memory element with: a matmul's `a` and
 /// `b` operands, whose loads the inner loop pairs in one cycle (ld2x64pace), which one
 /// element cannot serve (Poplar declares the same as `elem(*a) != elem(*b)`).
@@ -153,7 +135,9 @@ protected:
 
     std::vector<std::int64_t> offsets(buffers.size(), tessera::kUnplaced);
     std::vector<TilePlacement> tiles(target.tiles);
-    const std::vector<std::uint64_t> support = support_estimate(state.program, target.tiles);
+    // Code and vertex states, reserved; exchange descriptors are not yet (the planner's memory
+    // check runs before its copies exist: docs/targets.md).
+    const std::vector<std::uint64_t> support = tessera::call_support_bytes(state.program, target.tiles);
     const std::vector<std::vector<std::uint32_t>> element_apart = element_apart_operands(state.program);
     TilePlacer placer(buffers, element_apart, target.memory_element_bytes, offsets);
     for (std::uint32_t tile = 0; tile < target.tiles; ++tile) {

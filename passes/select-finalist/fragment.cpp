@@ -141,17 +141,9 @@ std::vector<TileBytes> FragmentBuilder::new_bytes(std::uint32_t tiles) const {
         aligned_bytes(buffers[i]);
   }
   // The support memory the fragment's calls add (place-storage reserves it in the standard
-  // region): a vertex state per call, the code of each codelet it runs on a tile (counted per
-  // fragment: a little more than once per tile).
-  std::vector<std::uint32_t> codelets_run(tiles, 0);
-  for (const Superstep& step : fragment_.program.supersteps) {
-    for (const CodeletCall& call : step.compute) {
-      const std::uint32_t bit = 1u << static_cast<std::uint32_t>(call.codelet);
-      if (!(codelets_run.at(call.tile) & bit)) bytes[call.tile].standard += codelet_code_bytes(call.codelet);
-      codelets_run[call.tile] |= bit;
-      bytes[call.tile].standard += vertex_state_bytes(call.codelet);
-    }
-  }
+  // region; code is counted per fragment: a little more than once per tile).
+  const std::vector<std::uint64_t> support = call_support_bytes(fragment_.program, tiles);
+  for (std::uint32_t tile = 0; tile < tiles; ++tile) bytes[tile].standard += support[tile];
   return bytes;
 }
 

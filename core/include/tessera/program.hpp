@@ -95,4 +95,9 @@ std::string verify_program(const Program& program, const struct Target& target);
 /// comes before its first_use.
 std::uint64_t peak_live_bytes(const Program& program);
 
+/// Per tile, the support memory its calls need: the code of each distinct codelet it runs and
+/// a vertex state per call (tile_support_bytes counts an emitted image the same way, plus its
+/// exchange descriptors). Calls on tiles past `tiles` are not counted.
+std::vector<std::uint64_t> call_support_bytes(const Program& program, std::uint32_t tiles);
+
 }  // namespace tessera
