@@ -48,6 +48,15 @@ std::string greedy_for_aarch64() {
 
 CommandResult check_plugin(const std::string& file) { return run_command({tessera_binary(), "check-plugin", file}); }
 
+// check-plugin on `library` fails cleanly (exit 1, no signal) with `message` in what it prints.
+void check_plugin_refuses(const std::string& library, const std::string& message) {
+  const CommandResult r = check_plugin(library);
+  INFO(r.err << r.out);
+  CHECK(r.signal == 0);
+  CHECK(r.exit_code == 1);
+  CHECK_THAT(r.out + r.err, Catch::Contains(message));
+}
+
 }  // namespace
 
 TEST_CASE("a truncated plugin library is a clean error naming it, not SIGBUS", "[robustness][elf]") {
@@ -62,11 +71,7 @@ TEST_CASE("a truncated plugin library is a clean error naming it, not SIGBUS", "
                       dir.path(), "p.tpkg");
   CHECK(r.exit_code == 1);
   // Named directly.
-  const CommandResult direct = check_plugin(library);
-  INFO(direct.err << direct.out);
-  CHECK(direct.signal == 0);
-  CHECK(direct.exit_code == 1);
-  CHECK_THAT(direct.out + direct.err, Catch::Contains(library + ": truncated: its segments end at byte"));
+  check_plugin_refuses(library, library + ": truncated: its segments end at byte");
   count_bad_input_case();
 }
 
@@ -84,11 +89,7 @@ TEST_CASE("a plugin library for another machine is named as such, not 'No such f
 TEST_CASE("a text file named like a plugin library is 'not an ELF file'", "[robustness][elf]") {
   TempDir dir;
   const std::string library = plugin_file(dir.path() / "plugins", "libx.so", "this is not a library\n");
-  const CommandResult r = check_plugin(library);
-  INFO(r.err << r.out);
-  CHECK(r.signal == 0);
-  CHECK(r.exit_code == 1);
-  CHECK_THAT(r.out + r.err, Catch::Contains(library + ": not an ELF file"));
+  check_plugin_refuses(library, library + ": not an ELF file");
   count_bad_input_case();
 }
 
