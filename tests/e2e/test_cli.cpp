@@ -201,4 +201,7 @@ TEST_CASE("cli cycles prints the simulator's charge for one codelet call with it
   r = run_command({tessera_binary(), "cycles", "-t", target, "matmul", "--m", "2", "--k", "8"});
   CHECK(r.exit_code == 1);
   CHECK_THAT(r.err, Catch::Contains("give --n"));
+  r = run_command({tessera_binary(), "cycles", "-t", target, "relu", "--count", "8", "--m", "2"});
+  CHECK(r.exit_code == 1);
+  CHECK_THAT(r.err, Catch::Contains("tessera cycles relu: --m does not apply to relu"));
 }

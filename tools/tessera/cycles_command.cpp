@@ -87,10 +87,22 @@ int cycles_command(const CyclesRequest& request) {
   }
   if (half && codelet != Codelet::matmul_half && codelet != Codelet::bias_add_half)
     throw Error(fmt::format("tessera cycles {}: --dtype f16 applies to matmul and bias_add only", name));
+  // A shape option the codelet does not take is a mistake, not something to ignore.
+  const bool matmul = is_matmul(codelet), rows_cols = !matmul && codelet != Codelet::relu && codelet != Codelet::add &&
+                                                       codelet != Codelet::copy && codelet != Codelet::reduce_add;
+  const bool counted = codelet == Codelet::relu || codelet == Codelet::add || codelet == Codelet::copy ||
+                       codelet == Codelet::reduce_add;
+  const bool parts = codelet == Codelet::reduce_add || codelet == Codelet::reduce_bias;
+  const bool relu_taken = codelet == Codelet::bias_add || codelet == Codelet::bias_add_half || codelet == Codelet::reduce_bias;
+  for (auto [given, taken, option] : {std::tuple{request.m != 0, matmul, "--m"}, {request.k != 0, matmul, "--k"},
+                                      {request.n != 0, matmul, "--n"}, {request.count != 0, counted, "--count"},
+                                      {request.rows != 0, rows_cols, "--rows"}, {request.cols != 0, rows_cols, "--cols"},
+                                      {request.parts != 0, parts, "--parts"}, {request.relu, relu_taken, "--relu"},
+                                      {request.orientation != "auto", matmul, "--orientation"}})
+    if (given && !taken) throw Error(fmt::format("tessera cycles {}: {} does not apply to {}", name, option, name));
   const CodeletCharge charge = codelet_charge(codelet, params, target);
-  const bool relu = (codelet == Codelet::bias_add || codelet == Codelet::bias_add_half || codelet == Codelet::reduce_bias);
   fmt::print("codelet={} target={} {}{} path={}{} cycles={} mac_floor={} load_floor={}\n", codelet_name(codelet),
-             target.name, shape, relu ? fmt::format(" relu={}", request.relu ? 1 : 0) : "", charge.path,
+             target.name, shape, relu_taken ? fmt::format(" relu={}", request.relu ? 1 : 0) : "", charge.path,
              charge.amp_passes ? fmt::format(" amp_passes={}", charge.amp_passes) : "", charge.cycles, charge.mac_floor,
              charge.load_floor);
   return 0;
