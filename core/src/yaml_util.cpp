@@ -97,6 +97,12 @@ YAML::Node load_file(const std::string& path) {
     throw Error(path + ": file not found");
   if (std::filesystem::is_directory(path, ec))
     throw Error(path + ": is a directory, expected a YAML file");
+  // yaml-cpp's node tree takes ~70 bytes per byte of text: bound the file before reading it.
+  constexpr std::uintmax_t kLargestYamlBytes = 16u << 20;
+  if (const std::uintmax_t bytes = std::filesystem::file_size(path, ec); !ec && bytes > kLargestYamlBytes)
+    throw Error(fmt::format("{}: {} bytes; a model, pipeline or target file may hold at most {} (16 MiB): models "
+                            "describe their tensors, the weights are not written in them",
+                            path, bytes, kLargestYamlBytes));
   std::ifstream in(path, std::ios::binary);
   std::stringstream text;
   text << in.rdbuf();  // sets failbit on `text` alone for an empty file, which is reported below

@@ -91,3 +91,16 @@ TEST_CASE("bounded parsing reads a phase line listing 400k destinations", "[robu
   check_clean_error(schedule(repeated), {repeated + ":2:" + std::to_string(line.size() + 2), "destination tile 7 is listed twice"});
   count_bad_input_case();
 }
+
+TEST_CASE("bounded parsing refuses a YAML file past 16 MiB before reading it", "[robustness][bounded]") {
+  TempDir dir;
+  const std::string package = (dir.path() / "p.tpkg").string();
+  // 17 MiB of comments after a valid model: yaml-cpp would hold ~70 bytes per byte of it.
+  std::string padding;
+  padding.reserve(17u << 20);
+  while (padding.size() < (17u << 20)) padding += "# " + std::string(77, 'x') + "\n";
+  const std::string model = model_with(dir, "seed: 7", "seed: 7\n" + padding);
+  const CommandResult r = compile(model, kSmallPipeline, package);
+  check_clean_failure(r, {model + ":", "at most 16777216 (16 MiB)"}, dir.path(), "p.tpkg");
+  count_bad_input_case();
+}
