@@ -513,11 +513,13 @@ public:
       for (int waited = 0; waited < 500; waited += 2) {
         if (::waitpid(pid_, nullptr, WNOHANG) == pid_) {
           pid_ = -1;
+          kill_group();
           return;
         }
         std::this_thread::sleep_for(std::chrono::milliseconds(2));
       }
     }
+    kill_group();
     ::kill(pid_, SIGKILL);
     while (::waitpid(pid_, nullptr, 0) < 0 && errno == EINTR) {
     }
@@ -562,6 +564,7 @@ private:
       throw ChildFailure(std::string("could not start tessera-plugin-host: fork: ") + std::strerror(errno));
     }
     if (pid == 0) {
+      ::setpgid(0, 0);  // its own process group: whatever the plugin forks dies with it
       ::prctl(PR_SET_PDEATHSIG, SIGKILL);  // never outlive the compiler
       if (::getppid() != parent) ::_exit(126);
       if (channel[1] == 3) ::fcntl(3, F_SETFD, 0);
@@ -575,9 +578,11 @@ private:
       ::execve(argv[0], argv.data(), child_environment);
       ::_exit(127);
     }
+    ::setpgid(pid, pid);  // as the child does, whichever runs first
     ::close(channel[1]);
     channel_ = channel[0];
     pid_ = pid;
+    group_ = pid;
     log_->info("started isolated {} plugin=\"{}\" pid={} time_limit_ms={} memory_limit_mb={}",
                plugin_kind_name(kind_), plugin_name_, pid, limit_ms, memory_limit_mb());
     Writer load(Message::load);
@@ -617,6 +622,7 @@ private:
       const pid_t done = ::waitpid(pid_, &status, WNOHANG);
       if (done == pid_) {
         pid_ = -1;
+        kill_group();
         ::close(channel_);
         channel_ = -1;
         return describe_wait_status(status);
@@ -627,6 +633,13 @@ private:
     return "closed its channel without answering";
   }
 
+  // Kills what is left of the child's process group (processes the plugin forked, which would
+  // otherwise outlive the compile and hold its stderr open).
+  void kill_group() {
+    if (group_ > 0) ::kill(-group_, SIGKILL);
+    group_ = -1;
+  }
+
   std::string plugin_file_;
   std::string plugin_name_;
   PluginKind kind_;
@@ -634,6 +647,7 @@ private:
   std::string host_binary_;
   std::shared_ptr<spdlog::logger> log_;
   pid_t pid_ = -1;
+  pid_t group_ = -1;  ///< the child's process group, killed once the child is gone
   int channel_ = -1;
 };
 

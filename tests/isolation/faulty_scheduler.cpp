@@ -16,7 +16,8 @@
 
 namespace {
 
-const char* const kFaults[] = {"none", "segfault", "hang", "allocate", "stdout", "invalid-schedule", "protocol-junk"};
+const char* const kFaults[] = {"none",          "segfault",      "hang",      "allocate",
+                               "stdout",        "invalid-schedule", "protocol-junk", "grandchild"};
 
 // Keeps the hoarded blocks reachable so the compiler cannot drop the allocations.
 std::vector<char*>* volatile hoard_sink = nullptr;
@@ -55,6 +56,14 @@ private:
       for (std::uint32_t t = 0; t < phase.transfers.size(); ++t) garbage.segments.push_back({t, 0, phase.transfers[t].words});
       garbage.segments.push_back({static_cast<std::uint32_t>(phase.transfers.size()), 0, 1});
       return garbage;
+    } else if (fault_ == "grandchild" && !forked_) {
+      // Leaves one process behind that holds stderr open and never ends on its own.
+      forked_ = true;
+      if (::fork() == 0) {
+        std::fprintf(stderr, "faulty-scheduler grandchild pid=%d\n", static_cast<int>(::getpid()));
+        std::fflush(stderr);
+        for (;;) ::pause();
+      }
     } else if (fault_ == "protocol-junk") {
       // Writes into the plugin host's channel (fd 3), as a plugin scribbling on fds might.
       const char junk[] = "this is not a protocol frame\n";
@@ -80,6 +89,7 @@ private:
   }
 
   std::string fault_;
+  bool forked_ = false;
 };
 
 const TesseraOptionSpec kOptions[] = {

@@ -6,6 +6,8 @@
 #include <filesystem>
 #include <fstream>
 #include <iterator>
+#include <regex>
+#include <string>
 
 #include "run_command.hpp"
 #include "sanitizer.hpp"
@@ -140,6 +142,24 @@ TEST_CASE("isolation keeps a plugin's stdout off the tool's stdout", "[isolation
   CHECK_THAT(r.out, !Catch::Contains("stdout noise"));
   CHECK_THAT(r.err, Catch::Contains("faulty-scheduler stdout noise"));
   CHECK_THAT(r.err, !Catch::Contains("falling back"));
+}
+
+TEST_CASE("isolation ends what an isolated plugin forks with its process", "[isolation]") {
+  TempDir dir;
+  const std::string package = (dir.path() / "out.tpkg").string();
+  // The plugin leaves a process that never ends on its own and holds stderr open; the compile
+  // must not leave it running.
+  CommandResult r = compile(pipeline_with(dir, faulty_entry("grandchild")), package);
+  INFO(r.err);
+  REQUIRE(r.exit_code == 0);
+  std::smatch pid;
+  REQUIRE(std::regex_search(r.err, pid, std::regex("faulty-scheduler grandchild pid=([0-9]+)")));
+  // Gone, or a zombie waiting for init: no longer running either way.
+  std::ifstream stat("/proc/" + pid[1].str() + "/stat");
+  std::string fields;
+  std::getline(stat, fields);
+  const auto state = fields.rfind(") ");
+  CHECK((fields.empty() || (state != std::string::npos && fields[state + 2] == 'Z')));
 }
 
 TEST_CASE("isolation is refused for passes with the place", "[isolation]") {
