@@ -472,6 +472,9 @@ std::uint64_t isolation_time_limit_ms(const PluginUse& use, std::uint64_t budget
 
 namespace {
 
+// Most of an isolated plugin's stdout and stderr shown in the tool's stderr.
+constexpr std::uint64_t kStderrRelayBytes = 1u << 20;
+
 // What went wrong with the child, already phrased for the user.
 struct ChildFailure : std::runtime_error {
   using std::runtime_error::runtime_error;
@@ -508,29 +511,36 @@ public:
   void stop(bool kill_now) {
     if (channel_ >= 0) ::close(channel_);
     channel_ = -1;
-    if (pid_ <= 0) return;
-    if (!kill_now) {
-      for (int waited = 0; waited < 500; waited += 2) {
-        if (::waitpid(pid_, nullptr, WNOHANG) == pid_) {
-          pid_ = -1;
-          kill_group();
-          return;
-        }
-        std::this_thread::sleep_for(std::chrono::milliseconds(2));
+    if (pid_ > 0 && !kill_now) {
+      for (int waited = 0; waited < 500 && pid_ > 0; waited += 2) {
+        if (::waitpid(pid_, nullptr, WNOHANG) == pid_) pid_ = -1;
+        else std::this_thread::sleep_for(std::chrono::milliseconds(2));
       }
     }
     kill_group();
-    ::kill(pid_, SIGKILL);
-    while (::waitpid(pid_, nullptr, 0) < 0 && errno == EINTR) {
+    if (pid_ > 0) {
+      ::kill(pid_, SIGKILL);
+      while (::waitpid(pid_, nullptr, 0) < 0 && errno == EINTR) {
+      }
+      pid_ = -1;
     }
-    pid_ = -1;
+    // Every writer of the stderr pipe is gone now: the relay reads to its end.
+    if (stderr_relay_.joinable()) stderr_relay_.join();
   }
 
 private:
   void start(Clock::time_point deadline, std::uint64_t limit_ms) {
+    if (stderr_relay_.joinable()) stderr_relay_.join();  // a child stopped before
     int channel[2];
     if (::socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, channel) != 0)
       throw ChildFailure(std::string("could not create its channel: ") + std::strerror(errno));
+    // The child's stdout and stderr go through a pipe the parent relays, capped (kStderrRelayBytes).
+    int errors[2];
+    if (::pipe2(errors, O_CLOEXEC) != 0) {
+      ::close(channel[0]);
+      ::close(channel[1]);
+      throw ChildFailure(std::string("could not create its stderr pipe: ") + std::strerror(errno));
+    }
     // Everything the child needs is prepared before fork: after it, only async-signal-safe calls.
     const std::string level(spdlog::level::to_string_view(spdlog::get_level()).data());
     std::vector<std::string> arguments = {host_binary_, "--channel-fd", "3", "--log-level", level};
@@ -559,8 +569,7 @@ private:
     const pid_t parent = ::getpid();
     const pid_t pid = ::fork();
     if (pid < 0) {
-      ::close(channel[0]);
-      ::close(channel[1]);
+      for (int fd : {channel[0], channel[1], errors[0], errors[1]}) ::close(fd);
       throw ChildFailure(std::string("could not start tessera-plugin-host: fork: ") + std::strerror(errno));
     }
     if (pid == 0) {
@@ -569,7 +578,8 @@ private:
       if (::getppid() != parent) ::_exit(126);
       if (channel[1] == 3) ::fcntl(3, F_SETFD, 0);
       else ::dup2(channel[1], 3);  // dup2 clears close-on-exec on the copy
-      ::dup2(STDERR_FILENO, STDOUT_FILENO);  // the plugin's prints must not reach the tool's stdout
+      ::dup2(errors[1], STDERR_FILENO);
+      ::dup2(errors[1], STDOUT_FILENO);  // the plugin's prints must not reach the tool's stdout
 #ifndef TESSERA_ADDRESS_SANITIZER
       ::setrlimit(RLIMIT_AS, &memory);
 #endif
@@ -579,6 +589,8 @@ private:
       ::_exit(127);
     }
     ::setpgid(pid, pid);  // as the child does, whichever runs first
+    ::close(errors[1]);
+    stderr_relay_ = std::thread(relay_stderr, errors[0], plugin_name_, log_);
     ::close(channel[1]);
     channel_ = channel[0];
     pid_ = pid;
@@ -633,6 +645,31 @@ private:
     return "closed its channel without answering";
   }
 
+  // Copies the child's output to our stderr up to kStderrRelayBytes, then counts and drops the
+  // rest (a plugin printing a gigabyte must not flood the tool's log), until every writer is gone.
+  static void relay_stderr(int fd, std::string plugin, std::shared_ptr<spdlog::logger> log) {
+    std::uint64_t relayed = 0, dropped = 0;
+    char buffer[16384];
+    for (;;) {
+      const ssize_t got = ::read(fd, buffer, sizeof buffer);
+      if (got < 0 && errno == EINTR) continue;
+      if (got <= 0) break;
+      const std::uint64_t shown = std::min<std::uint64_t>(static_cast<std::uint64_t>(got), kStderrRelayBytes - relayed);
+      for (std::uint64_t written = 0; written < shown;) {
+        const ssize_t wrote = ::write(STDERR_FILENO, buffer + written, shown - written);
+        if (wrote < 0 && errno == EINTR) continue;
+        if (wrote <= 0) break;
+        written += static_cast<std::uint64_t>(wrote);
+      }
+      relayed += shown;
+      dropped += static_cast<std::uint64_t>(got) - shown;
+    }
+    ::close(fd);
+    if (dropped > 0)
+      log->warn("isolated plugin=\"{}\" wrote {} bytes to stdout and stderr; the first {} were shown, {} dropped",
+                plugin, relayed + dropped, relayed, dropped);
+  }
+
   // Kills what is left of the child's process group (processes the plugin forked, which would
   // otherwise outlive the compile and hold its stderr open).
   void kill_group() {
@@ -648,6 +685,7 @@ private:
   std::shared_ptr<spdlog::logger> log_;
   pid_t pid_ = -1;
   pid_t group_ = -1;  ///< the child's process group, killed once the child is gone
+  std::thread stderr_relay_;
   int channel_ = -1;
 };
 

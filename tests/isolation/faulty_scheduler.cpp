@@ -17,7 +17,8 @@
 namespace {
 
 const char* const kFaults[] = {"none",          "segfault",      "hang",      "allocate",
-                               "stdout",        "invalid-schedule", "protocol-junk", "grandchild"};
+                               "stdout",        "invalid-schedule", "protocol-junk", "grandchild",
+                               "stderr-flood"};
 
 // Keeps the hoarded blocks reachable so the compiler cannot drop the allocations.
 std::vector<char*>* volatile hoard_sink = nullptr;
@@ -64,6 +65,11 @@ private:
         std::fflush(stderr);
         for (;;) ::pause();
       }
+    } else if (fault_ == "stderr-flood" && !forked_) {
+      forked_ = true;  // once per compile: 8 MiB of noise
+      const std::string line(1023, 'e');
+      for (int i = 0; i < 8192; ++i) std::fprintf(stderr, "%s\n", line.c_str());
+      std::fflush(stderr);
     } else if (fault_ == "protocol-junk") {
       // Writes into the plugin host's channel (fd 3), as a plugin scribbling on fds might.
       const char junk[] = "this is not a protocol frame\n";

@@ -162,6 +162,17 @@ TEST_CASE("isolation ends what an isolated plugin forks with its process", "[iso
   CHECK((fields.empty() || (state != std::string::npos && fields[state + 2] == 'Z')));
 }
 
+TEST_CASE("isolation caps what an isolated plugin prints", "[isolation]") {
+  TempDir dir;
+  const std::string package = (dir.path() / "out.tpkg").string();
+  CommandResult r = compile(pipeline_with(dir, faulty_entry("stderr-flood")), package);
+  REQUIRE(r.exit_code == 0);
+  // 8 MiB printed, 1 MiB shown, the rest counted.
+  CHECK(r.err.size() < (1u << 20) + (256u << 10));
+  CHECK_THAT(r.err, Catch::Contains("isolated plugin=\"faulty-scheduler\" wrote 8388608 bytes to stdout and stderr; "
+                                    "the first 1048576 were shown, 7340032 dropped"));
+}
+
 TEST_CASE("isolation is refused for passes with the place", "[isolation]") {
   TempDir dir;
   const std::string package = (dir.path() / "out.tpkg").string();
