@@ -114,8 +114,9 @@ YAML::Node load_file(const std::string& path) {
       std::istringstream events(content);
       YAML::Parser parser(events);
       AliasExpansionCounter counter(path);
-      while (parser.HandleNextDocument(counter)) {
-      }
+      // The first document only, as YAML::Load reads: on some malformed input yaml-cpp's parser
+      // reports empty documents without end (found by fuzz_model).
+      parser.HandleNextDocument(counter);
     }
     YAML::Node root = YAML::Load(content);
     if (!root.IsDefined() || root.IsNull()) throw Error(path + ": file is empty");
