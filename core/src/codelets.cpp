@@ -165,17 +165,18 @@ std::uint64_t row_cycles(std::uint64_t rows, std::uint64_t per_row, const Target
 
 struct Amp {
   std::uint64_t input_channels, output_channels, macs_per_cycle, weight_bytes;
-  std::uint64_t pass_overhead, worker_fill, worker_base, zero_per_row;
+  std::uint64_t pass_overhead, worker_fill, worker_base;
+  bool zeroes_rows;  ///< float partials are zeroed row by row on the first input group
+  /// Worker cycles a field row takes in one pass: the pass's MACs at the peak rate.
+  std::uint64_t core() const { return input_channels * output_channels / std::max<std::uint64_t>(macs_per_cycle, 1); }
 };
 
 Amp amp_of(Codelet codelet, const Target& target) {
   if (codelet == Codelet::matmul_half)
     return {target.amp_fp16_input_channels, target.amp_fp16_output_channels, target.fp16_macs_per_cycle,
-            kHalfBytes, kAmpPassOverheadHalf, kAmpWorkerFillHalf, kAmpWorkerBaseHalf, 0};
-  const std::uint64_t core = std::uint64_t{target.amp_fp32_input_channels} * target.amp_fp32_output_channels /
-                             std::max<std::uint32_t>(target.fp32_macs_per_cycle, 1);
+            kHalfBytes, kAmpPassOverheadHalf, kAmpWorkerFillHalf, kAmpWorkerBaseHalf, false};
   return {target.amp_fp32_input_channels, target.amp_fp32_output_channels, target.fp32_macs_per_cycle,
-          kFloatBytes, kAmpPassOverheadFloat, kAmpWorkerFillFloat, kAmpWorkerBaseFloat, core};
+          kFloatBytes, kAmpPassOverheadFloat, kAmpWorkerFillFloat, kAmpWorkerBaseFloat, true};
 }
 
 /// The AMP path: `field` rows streamed against `outputs` columns of weights, `k` deep.
@@ -186,14 +187,14 @@ std::uint64_t amp_cycles(const Amp& amp, std::uint64_t field, std::uint64_t k, s
   const std::uint64_t output_groups = ceil_div(outputs, amp.output_channels);
   passes = mul(input_groups, output_groups);
   const std::uint64_t rows = ceil_div(field, workers);
-  const std::uint64_t core = amp.input_channels * amp.output_channels / std::max<std::uint64_t>(amp.macs_per_cycle, 1);
+  const std::uint64_t core = amp.core();
   const std::uint64_t weight_load =
       ceil_div(amp.input_channels * amp.output_channels * amp.weight_bytes, std::max<std::uint32_t>(target.load_bytes_per_cycle, 1));
   // Swapped outputs leave the AMP as a column of c: stored one float a cycle, not a pair.
   const std::uint64_t store = strided_outputs ? ceil_div(std::min(outputs, amp.output_channels), kFloatsPerVector) : 0;
   const std::uint64_t worker = std::max(amp.worker_fill, add(amp.worker_base, mul(add(core, store), rows)));
   const std::uint64_t pass = add(add(amp.pass_overhead, weight_load), mul(workers, worker));
-  const std::uint64_t zeroing = mul(workers, add(kAmpZeroingFixed, mul(amp.zero_per_row, rows)));
+  const std::uint64_t zeroing = mul(workers, add(kAmpZeroingFixed, amp.zeroes_rows ? mul(core, rows) : 0));
   return add(add(kAmpCallOverhead, mul(output_groups, add(kAmpGroupOverhead, zeroing))), mul(passes, pass));
 }
 
