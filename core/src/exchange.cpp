@@ -56,43 +56,6 @@ void keep_earliest(std::optional<Conflict>& kept, Conflict candidate) {
     kept = std::move(candidate);
 }
 
-// Checks the phase itself against the target: tiles in range, no self-sends, no repeated
-// destination, multicast only where the target has it. Returns the first problem or "".
-std::string check_phase_structure(const ExchangePhase& phase, const Target& target) {
-  if (phase.tiles > target.tiles)
-    return fmt::format("the phase has {} tiles but target '{}' has only {}", phase.tiles,
-                       target.name, target.tiles);
-  // Marks which destinations the current transfer already listed, without clearing.
-  std::vector<std::uint32_t> listed_by(phase.tiles, std::numeric_limits<std::uint32_t>::max());
-  for (std::uint32_t index = 0; index < phase.transfers.size(); ++index) {
-    const Transfer& transfer = phase.transfers[index];
-    if (transfer.source >= phase.tiles)
-      return fmt::format("transfer {}: source tile {} is out of range (the phase has {} tiles)",
-                         index, transfer.source, phase.tiles);
-    if (transfer.destinations.empty())
-      return fmt::format("transfer {} (from tile {}) has no destination", index, transfer.source);
-    if (transfer.destinations.size() > 1 && !target.multicast)
-      return fmt::format(
-          "transfer {} has {} destinations but target '{}' has no multicast; split it into "
-          "one transfer per destination",
-          index, transfer.destinations.size(), target.name);
-    for (std::uint32_t destination : transfer.destinations) {
-      if (destination >= phase.tiles)
-        return fmt::format(
-            "transfer {}: destination tile {} is out of range (the phase has {} tiles)", index,
-            destination, phase.tiles);
-      if (destination == transfer.source)
-        return fmt::format("transfer {}: source tile {} is among its own destinations", index,
-                           destination);
-      if (listed_by[destination] == index)
-        return fmt::format("transfer {}: destination tile {} is listed twice", index,
-                           destination);
-      listed_by[destination] = index;
-    }
-  }
-  return "";
-}
-
 // One transfer's words leaving its source: cycles [start, end).
 struct SendInterval {
   std::uint64_t start, end;
@@ -427,6 +390,41 @@ private:
 
 }  // namespace
 
+std::string check_phase(const ExchangePhase& phase, const Target& target) {
+  if (phase.tiles > target.tiles)
+    return fmt::format("the phase has {} tiles but target '{}' has only {}", phase.tiles,
+                       target.name, target.tiles);
+  // Marks which destinations the current transfer already listed, without clearing.
+  std::vector<std::uint32_t> listed_by(phase.tiles, std::numeric_limits<std::uint32_t>::max());
+  for (std::uint32_t index = 0; index < phase.transfers.size(); ++index) {
+    const Transfer& transfer = phase.transfers[index];
+    if (transfer.source >= phase.tiles)
+      return fmt::format("transfer {}: source tile {} is out of range (the phase has {} tiles)",
+                         index, transfer.source, phase.tiles);
+    if (transfer.destinations.empty())
+      return fmt::format("transfer {} (from tile {}) has no destination", index, transfer.source);
+    if (transfer.destinations.size() > 1 && !target.multicast)
+      return fmt::format(
+          "transfer {} has {} destinations but target '{}' has no multicast; split it into "
+          "one transfer per destination",
+          index, transfer.destinations.size(), target.name);
+    for (std::uint32_t destination : transfer.destinations) {
+      if (destination >= phase.tiles)
+        return fmt::format(
+            "transfer {}: destination tile {} is out of range (the phase has {} tiles)", index,
+            destination, phase.tiles);
+      if (destination == transfer.source)
+        return fmt::format("transfer {}: source tile {} is among its own destinations", index,
+                           destination);
+      if (listed_by[destination] == index)
+        return fmt::format("transfer {}: destination tile {} is listed twice", index,
+                           destination);
+      listed_by[destination] = index;
+    }
+  }
+  return "";
+}
+
 std::uint64_t endpoint_lower_bound(const ExchangePhase& phase) {
   const std::uint32_t tiles = phase.tiles;
   std::vector<std::uint64_t> sent(tiles, 0), received(tiles, 0);
@@ -481,7 +479,7 @@ ScheduleReport validate_schedule(const ExchangePhase& phase, const Schedule& sch
     return report;
   };
 
-  if (std::string problem = check_phase_structure(phase, target); !problem.empty())
+  if (std::string problem = check_phase(phase, target); !problem.empty())
     return reject("invalid phase: " + problem);
 
   // Every segment on its own, and how many words each transfer got.

@@ -53,6 +53,10 @@ std::uint64_t CostModel::estimate_exchange(const ExchangePhase& phase, const Tar
 
 Schedule ExchangeScheduler::schedule(const ExchangePhase& phase, const Target& target,
                                      std::uint64_t budget_ms, ScheduleReport* report) {
+  // A malformed phase is the caller's error: no plugin is blamed and no reproducer written.
+  if (std::string problem = check_phase(phase, target); !problem.empty())
+    throw Error("the exchange phase given to scheduler '" + plugin_name() + "' is malformed: " + problem +
+                "; the caller must build a phase the target can carry (the scheduler was not called)");
   // A failure carries a copy of the phase, so the driver can write a reproducer of it.
   Schedule schedule;
   try {

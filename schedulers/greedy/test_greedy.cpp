@@ -258,11 +258,15 @@ TEST_CASE("greedy refuses multicast on a target without it, and a bad order", "[
   phase.transfers.push_back(Transfer{0, {1, 2}, 4, 0, {}});
   auto greedy = make_scheduler("greedy");
   CHECK_THROWS_WITH(greedy->schedule(phase, without_multicast(shipped_target("t16")), 100),
-                    Catch::Contains("plugin 'greedy'") &&
+                    Catch::Contains("given to scheduler 'greedy' is malformed") &&
                         Catch::Contains("transfer 0 has 2 destinations but target 't16-unicast' has no multicast"));
   phase.transfers[0].destinations = {16};
   CHECK_THROWS_WITH(greedy->schedule(phase, shipped_target("t16"), 100),
                     Catch::Contains("destination tile 16 is out of range"));
+  // One rule for every scheduler, the core's: greedy once accepted a repeated destination.
+  phase.transfers[0].destinations = {5, 5};
+  CHECK_THROWS_WITH(greedy->schedule(phase, shipped_target("t16"), 100),
+                    Catch::Contains("destination tile 5 is listed twice"));
   CHECK_THROWS_WITH(make_scheduler("greedy", options({{"order", "fastest"}})),
                     Catch::Contains("option 'order' is 'fastest'; use load-first, longest-first or phase-order"));
 }

@@ -38,7 +38,6 @@ protected:
     schedule.segments.reserve(phase.transfers.size());
     for (std::uint32_t index = 0; index < phase.transfers.size(); ++index) {
       const Transfer& transfer = phase.transfers[index];
-      check_transfer(phase, target, index);
       if (transfer.words == 0) continue;
       std::uint64_t start = send_free[transfer.source];
       latencies.clear();
@@ -58,27 +57,6 @@ protected:
       }
     }
     return schedule;
-  }
-
-private:
-  // A malformed phase is the caller's error; say which transfer and how to fix it.
-  static void check_transfer(const ExchangePhase& phase, const Target& target,
-                             std::uint32_t index) {
-    const Transfer& transfer = phase.transfers[index];
-    if (transfer.source >= phase.tiles)
-      throw tessera::Error(fmt::format(
-          "transfer {}: source tile {} is out of range (the phase has {} tiles)", index,
-          transfer.source, phase.tiles));
-    for (std::uint32_t destination : transfer.destinations)
-      if (destination >= phase.tiles || destination == transfer.source)
-        throw tessera::Error(fmt::format("transfer {}: destination tile {} is out of range or "
-                                         "is its source (the phase has {} tiles)",
-                                         index, destination, phase.tiles));
-    if (transfer.destinations.size() > 1 && !target.multicast)
-      throw tessera::Error(fmt::format(
-          "transfer {} has {} destinations but target '{}' has no multicast; lower it as one "
-          "transfer per destination",
-          index, transfer.destinations.size(), target.name));
   }
 };
 

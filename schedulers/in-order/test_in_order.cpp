@@ -128,5 +128,5 @@ TEST_CASE("in-order is deterministic and refuses what the target cannot do", "[i
   multicast.tiles = 1472;
   multicast.transfers.push_back(Transfer{3, {4, 5}, 2, 0, {}});
   CHECK_THROWS_WITH(make_in_order()->schedule(multicast, unicast, 100),
-                    Catch::Contains("plugin 'in-order'") && Catch::Contains("has no multicast"));
+                    Catch::Contains("given to scheduler 'in-order' is malformed") && Catch::Contains("has no multicast"));
 }

@@ -3,9 +3,6 @@
 
 #include <algorithm>
 
-#include <fmt/format.h>
-
-#include "tessera/diagnostic.hpp"
 #include "tessera/target.hpp"
 
 namespace latency_aware {
@@ -21,31 +18,8 @@ PhaseModel build_phase_model(const tessera::ExchangePhase& phase, const tessera:
   model.tiles = phase.tiles;
   model.switch_cost = target.switch_cost;
   model.endpoint_begin.push_back(0);
-  // Marks the destinations the current transfer listed, without clearing between transfers.
-  std::vector<std::uint32_t> listed_by(phase.tiles, kNone);
   for (std::uint32_t index = 0; index < phase.transfers.size(); ++index) {
     const tessera::Transfer& transfer = phase.transfers[index];
-    if (transfer.source >= phase.tiles)
-      throw tessera::Error(
-          fmt::format("transfer {}: source tile {} is out of range (the phase has {} tiles)", index,
-                      transfer.source, phase.tiles));
-    if (transfer.destinations.size() > 1 && !target.multicast)
-      throw tessera::Error(fmt::format(
-          "transfer {} has {} destinations but target '{}' has no multicast; lower it as one "
-          "transfer per destination",
-          index, transfer.destinations.size(), target.name));
-    for (std::uint32_t destination : transfer.destinations) {
-      if (destination >= phase.tiles || destination == transfer.source)
-        throw tessera::Error(fmt::format(
-            "transfer {}: destination tile {} is out of range or is its source (the phase has "
-            "{} tiles)",
-            index, destination, phase.tiles));
-      if (listed_by[destination] == index)
-        throw tessera::Error(fmt::format(
-            "transfer {}: destination tile {} is listed twice; list each destination once", index,
-            destination));
-      listed_by[destination] = index;
-    }
     if (transfer.words == 0 || transfer.destinations.empty()) continue;
     model.transfer.push_back(index);
     model.source.push_back(transfer.source);

@@ -42,9 +42,7 @@ struct PhaseModel {
   std::uint64_t span_of(std::uint32_t job) const;
 };
 
-/// Builds the model. Throws tessera::Error naming the transfer on a phase the target cannot
-/// carry (tile out of range, a source among its destinations, a repeated destination,
-/// multicast on a target without it).
+/// Builds the model of a phase tessera::check_phase accepted for `target`.
 PhaseModel build_phase_model(const tessera::ExchangePhase& phase, const tessera::Target& target);
 
 /// The schedule of a job order: one segment per job at the given start cycles.

@@ -326,7 +326,7 @@ TEST_CASE("latency-aware refuses phases the target cannot carry and bad options"
   auto scheduler = make_scheduler("latency-aware");
   CHECK_THROWS_WITH(
       scheduler->schedule(phase, without_multicast(shipped_target("t16")), 100),
-      Catch::Contains("plugin 'latency-aware'") &&
+      Catch::Contains("given to scheduler 'latency-aware' is malformed") &&
           Catch::Contains(
               "transfer 0 has 2 destinations but target 't16-unicast' has no multicast"));
   phase.transfers[0].destinations = {16};

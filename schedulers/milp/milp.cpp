@@ -66,12 +66,8 @@ protected:
 
     Schedule list = list_schedule(phase, target);
     const tessera::ScheduleReport listed = tessera::validate_schedule(phase, list, target);
-    if (!listed.valid) {
-      // The list schedule is valid on any phase the target can carry, so this is the phase.
-      if (listed.first_conflict.rfind("invalid phase: ", 0) == 0)
-        throw tessera::Error(listed.first_conflict.substr(15));
-      throw std::logic_error("milp list schedule is invalid: " + listed.first_conflict);
-    }
+    // The list schedule is valid on any phase check_phase accepted.
+    if (!listed.valid) throw std::logic_error("milp list schedule is invalid: " + listed.first_conflict);
     const std::uint64_t bound = listed.lower_bound;
     auto report = [&](std::uint64_t horizon, bool optimal, std::uint64_t proven, const char* how,
                       const std::string& detail) {

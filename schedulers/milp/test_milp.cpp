@@ -260,7 +260,7 @@ TEST_CASE("milp returns nothing for an empty phase and refuses what the target c
   phase.transfers.push_back(Transfer{0, {1, 2}, 4, 0, {}});
   CHECK_THROWS_WITH(
       milp->schedule(phase, without_multicast(shipped_target("t16")), 100),
-      Catch::Contains("plugin 'milp'") &&
+      Catch::Contains("given to scheduler 'milp' is malformed") &&
           Catch::Contains(
               "transfer 0 has 2 destinations but target 't16-unicast' has no multicast"));
   CHECK_THROWS_WITH(make_scheduler("milp", options({{"max_variables", std::int64_t{0}}})),

@@ -411,9 +411,9 @@ TEST_CASE("optimal refuses malformed phases and a bad repair option with a fix",
   phase.transfers = {Transfer{0, {1, 2}, 4, 0, {}}};
   CHECK_THROWS_WITH(
       optimal->schedule(phase, without_multicast(shipped_target("t16")), 100),
-      Catch::Contains("plugin 'optimal'") &&
+      Catch::Contains("given to scheduler 'optimal' is malformed") &&
           Catch::Contains("transfer 0 has 2 destinations but target 't16-unicast' "
-                          "has no multicast; lower it as one transfer per destination"));
+                          "has no multicast; split it into one transfer per destination"));
   phase.transfers = {unicast(0, 16, 4)};
   CHECK_THROWS_WITH(optimal->schedule(phase, shipped_target("t16"), 100),
                     Catch::Contains("destination tile 16 is out of range"));

@@ -17,6 +17,7 @@
 #include "temp_dir.hpp"
 #include "tessera/diagnostic.hpp"
 #include "tessera/exchange.hpp"
+#include "tessera/scheduler.hpp"
 #include "tessera/target.hpp"
 
 using namespace tessera;
@@ -193,6 +194,57 @@ TEST_CASE("validator refuses phases the target cannot run", "[exchange]") {
   phase.tiles = 16;
   CHECK(validate_schedule(phase, hand_schedule(), hand_target()).first_conflict ==
         "invalid phase: the phase has 16 tiles but target 'hand' has only 8");
+}
+
+namespace {
+// Sends every transfer one after another from cycle 0, counting the calls it gets.
+class CountingScheduler final : public ExchangeScheduler {
+public:
+  int calls = 0;
+
+protected:
+  Schedule schedule_impl(const ExchangePhase& phase, const Target&, std::uint64_t) override {
+    ++calls;
+    Schedule schedule;
+    std::uint64_t start = 0;
+    for (std::uint32_t index = 0; index < phase.transfers.size(); ++index) {
+      schedule.segments.push_back({index, start, phase.transfers[index].words});
+      start += phase.transfers[index].words + 8;
+    }
+    return schedule;
+  }
+};
+}  // namespace
+
+TEST_CASE("check_phase states the one rule every scheduler is given", "[exchange]") {
+  CHECK(check_phase(hand_phase(), hand_target()).empty());
+  ExchangePhase phase = hand_phase();
+  phase.transfers[2].destinations = {1, 1};
+  CHECK(check_phase(phase, hand_target()) == "transfer 2: destination tile 1 is listed twice");
+  phase = hand_phase();
+  phase.transfers[1].destinations.clear();
+  CHECK(check_phase(phase, hand_target()) == "transfer 1 (from tile 2) has no destination");
+}
+
+TEST_CASE("a malformed phase is the caller's error: the scheduler is neither called nor blamed", "[exchange]") {
+  CountingScheduler scheduler;
+  ScheduleReport report;
+  scheduler.schedule(hand_phase(), hand_target(), 100, &report);
+  CHECK(report.valid);
+  CHECK(scheduler.calls == 1);
+
+  ExchangePhase phase = hand_phase();
+  phase.transfers[3].destinations = {0};
+  try {
+    scheduler.schedule(phase, hand_target(), 100);
+    FAIL("a malformed phase was scheduled");
+  } catch (const PluginError& e) {
+    FAIL("a malformed phase blamed the plugin: " << e.what());
+  } catch (const Error& e) {
+    CHECK_THAT(e.what(), Catch::Contains("is malformed: transfer 3: source tile 0 is among its own destinations") &&
+                             Catch::Contains("the scheduler was not called"));
+  }
+  CHECK(scheduler.calls == 1);
 }
 
 TEST_CASE("validator accepts the empty phase with horizon 0", "[exchange]") {

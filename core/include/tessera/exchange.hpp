@@ -44,6 +44,14 @@ struct ScheduleReport {
   std::uint64_t lower_bound = 0;           ///< the strongest bound computed for the target
 };
 
+/// The exchange rules a phase must meet before a scheduler sees it (docs/architecture.md,
+/// "The exchange problem"): no more tiles than the target, every source and destination a
+/// tile of the phase, at least one destination, no source among its own destinations, no
+/// destination listed twice, several destinations only where the target has multicast.
+/// Returns the first problem ("transfer 3: ...") or "" when the phase is well formed.
+/// ExchangeScheduler::schedule calls it first; a scheduler need not check again.
+std::string check_phase(const ExchangePhase& phase, const Target& target);
+
 /// Max over tiles of the words it sends or receives (a multicast word is sent once).
 std::uint64_t endpoint_lower_bound(const ExchangePhase& phase);
 
