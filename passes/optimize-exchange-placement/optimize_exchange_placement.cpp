@@ -17,7 +17,7 @@
 
 #include <fmt/format.h>
 
-#include "copy_transfers.hpp"
+#include "tessera/lowering.hpp"
 #include "tessera/pass.hpp"
 
 namespace {
@@ -233,7 +233,7 @@ private:
   /// Schedules superstep `s`'s phase as it stands and records its horizon and critical tile.
   void schedule_phase(std::uint32_t s, PhaseState& out) {
     const tessera::Target& target = context_->target;
-    const tessera::ExchangePhase phase = tessera::passes::physical_phase(*program_, program_->supersteps[s], target);
+    const tessera::ExchangePhase phase = tessera::physical_phase(*program_, program_->supersteps[s], target);
     tessera::ScheduleReport report;
     const tessera::Schedule schedule = context_->scheduler.schedule(phase, target, context_->schedule_budget_ms, &report);
     out.horizon = report.horizon;

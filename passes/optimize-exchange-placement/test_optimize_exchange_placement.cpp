@@ -8,7 +8,7 @@
 #include <tuple>
 #include <vector>
 
-#include "copy_transfers.hpp"
+#include "tessera/lowering.hpp"
 #include "pass_bench.hpp"
 #include "tessera/version.hpp"
 #include "run_command.hpp"
@@ -47,7 +47,7 @@ void plan_with_exchanged_work(PassBench& bench, const std::string& prefix, std::
 std::uint64_t scheduled_cycles(PassBench& bench) {
   std::uint64_t total = 0;
   for (const Superstep& step : bench.state.program.supersteps) {
-    const ExchangePhase phase = passes::physical_phase(bench.state.program, step, bench.state.target);
+    const ExchangePhase phase = physical_phase(bench.state.program, step, bench.state.target);
     if (phase.transfers.empty()) continue;
     ScheduleReport report;
     (void)bench.scheduler->schedule(phase, bench.state.target, 2000, &report);

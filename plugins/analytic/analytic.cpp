@@ -17,6 +17,7 @@
 #include "tessera/cost_model.hpp"
 #include "tessera/diagnostic.hpp"
 #include "tessera/exchange.hpp"
+#include "tessera/lowering.hpp"
 #include "tessera/plugin.hpp"
 #include "tessera/program.hpp"
 #include "tessera/target.hpp"
@@ -151,49 +152,6 @@ void check_tile(std::uint32_t tile, const Target& target, const std::string& wha
                                      target.name, target.tiles));
 }
 
-// Words sent and received per tile, and the pairs they travel between, for one phase.
-class ExchangeLoad {
-public:
-  explicit ExchangeLoad(const Target& target)
-      : target_(target), sent_(target.tiles, 0), received_(target.tiles, 0) {}
-
-  void add(std::uint32_t source, std::uint32_t destination, std::uint64_t words,
-           bool count_send) {
-    if (count_send) note(sent_, source, words);
-    note(received_, destination, words);
-    latency_sum_ += target_.latency(source, destination);
-    ++pairs_;
-  }
-
-  bool empty() const { return pairs_ == 0; }
-  std::uint64_t endpoint_words() const { return busiest_; }
-  std::uint64_t mean_latency() const {
-    return pairs_ == 0 ? 0 : static_cast<std::uint64_t>(std::llround(latency_sum_ / double(pairs_)));
-  }
-
-  void clear() {
-    for (std::uint32_t tile : touched_) sent_[tile] = received_[tile] = 0;
-    touched_.clear();
-    busiest_ = 0;
-    latency_sum_ = 0;
-    pairs_ = 0;
-  }
-
-private:
-  void note(std::vector<std::uint64_t>& load, std::uint32_t tile, std::uint64_t words) {
-    if (sent_[tile] == 0 && received_[tile] == 0) touched_.push_back(tile);
-    load[tile] += words;
-    busiest_ = std::max(busiest_, load[tile]);
-  }
-
-  const Target& target_;
-  std::vector<std::uint64_t> sent_, received_;
-  std::vector<std::uint32_t> touched_;  ///< so clearing costs the phase, not the chip
-  std::uint64_t busiest_ = 0;
-  double latency_sum_ = 0;
-  std::uint64_t pairs_ = 0;
-};
-
 class AnalyticCostModel final : public tessera::CostModel {
 public:
   tessera::Status configure(const tessera::Options& options) override {
@@ -214,7 +172,6 @@ protected:
     CostEstimate estimate;
     std::vector<std::uint64_t> tile_compute(target.tiles, 0);
     std::vector<std::uint32_t> busy_tiles;
-    ExchangeLoad load(target);
     for (const tessera::Superstep& step : program.supersteps) {
       // Compute: the slowest tile holds everyone at the barrier.
       std::uint64_t slowest = 0;
@@ -229,10 +186,11 @@ protected:
       busy_tiles.clear();
       estimate.compute_cycles += slowest;
 
+      // Before lower-exchanges, the phase its copies will become.
       if (!step.exchange.transfers.empty())
         estimate.exchange_cycles += estimate_exchange_impl(step.exchange, target);
       else if (!step.copies.empty())
-        estimate.exchange_cycles += estimate_copies(program, step, target, load);
+        estimate.exchange_cycles += estimate_exchange_impl(tessera::physical_phase(program, step, target), target);
       estimate.sync_cycles += target.sync_cycles;
     }
     estimate.peak_tile_bytes = tessera::peak_live_bytes(program);
@@ -260,49 +218,6 @@ private:
                                 const Target& target) const {
     return ceil_cycles(double(endpoint_words) / exchange_efficiency_) + mean_latency +
            target.exchange_phase_overhead;
-  }
-
-  // Before lower-exchanges, the phase is the superstep's copies between buffers.
-  std::uint64_t estimate_copies(const Program& program, const tessera::Superstep& step,
-                                const Target& target, ExchangeLoad& load) const {
-    struct SentRange {
-      std::uint32_t buffer, word_offset, words;
-      auto operator<=>(const SentRange&) const = default;
-    };
-    // On a multicast target, copies of the same source words are one send heard by several
-    // receivers; find the repeats by sorting instead of hashing (exact, and as fast).
-    std::vector<SentRange> ranges;
-    if (target.multicast) {
-      ranges.reserve(step.copies.size());
-      for (const tessera::Copy& copy : step.copies)
-        ranges.push_back({copy.source.buffer, copy.source.word_offset, copy.words});
-      std::sort(ranges.begin(), ranges.end());
-    }
-    std::vector<std::uint8_t> send_counted(ranges.size(), 0);
-    load.clear();
-    for (std::size_t index = 0; index < step.copies.size(); ++index) {
-      const tessera::Copy& copy = step.copies[index];
-      if (copy.source.buffer >= program.buffers.size() ||
-          copy.destination.buffer >= program.buffers.size())
-        throw tessera::Error(fmt::format("copy {} of superstep '{}' names buffer {} of {}",
-                                         index, step.label,
-                                         std::max(copy.source.buffer, copy.destination.buffer),
-                                         program.buffers.size()));
-      const std::uint32_t source = program.buffers[copy.source.buffer].tile;
-      const std::uint32_t destination = program.buffers[copy.destination.buffer].tile;
-      if (source == destination || copy.words == 0) continue;  // never crosses the fabric
-      bool count_send = true;
-      if (target.multicast) {
-        const SentRange range{copy.source.buffer, copy.source.word_offset, copy.words};
-        const auto found = std::lower_bound(ranges.begin(), ranges.end(), range);
-        auto& counted = send_counted[static_cast<std::size_t>(found - ranges.begin())];
-        count_send = !counted;
-        counted = 1;
-      }
-      load.add(source, destination, copy.words, count_send);
-    }
-    if (load.empty()) return 0;
-    return exchange_cycles(load.endpoint_words(), load.mean_latency(), target);
   }
 
   double exchange_efficiency_ = 1.0;

@@ -19,6 +19,7 @@
 #include "tessera/cost_model.hpp"
 #include "tessera/diagnostic.hpp"
 #include "tessera/exchange.hpp"
+#include "tessera/lowering.hpp"
 #include "tessera/plugin.hpp"
 #include "tessera/program.hpp"
 #include "tessera/target.hpp"
@@ -77,7 +78,7 @@ protected:
       if (!step.exchange.transfers.empty())
         estimate.exchange_cycles += exchange_cycles(loaded, step.exchange, target);
       else if (!step.copies.empty())
-        estimate.exchange_cycles += exchange_cycles(loaded, calibration::phase_of_copies(program, step, target), target);
+        estimate.exchange_cycles += exchange_cycles(loaded, tessera::physical_phase(program, step, target), target);
       estimate.sync_cycles += whole_cycles(loaded.table.barrier_cycles);
     }
     estimate.peak_tile_bytes = tessera::peak_live_bytes(program);

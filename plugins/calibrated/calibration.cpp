@@ -9,7 +9,6 @@
 #include <fmt/format.h>
 #include <yaml-cpp/yaml.h>
 
-#include "copy_transfers.hpp"
 #include "tessera/diagnostic.hpp"
 #include "tessera/program.hpp"
 #include "tessera/target.hpp"
@@ -214,20 +213,6 @@ const char* exchange_feature_names() { return "phase,lower_bound"; }
 
 Features exchange_features(const ExchangePhase& phase, const Target& target) {
   return {1, double(lower_bound(phase, target))};
-}
-
-ExchangePhase phase_of_copies(const Program& program, const Superstep& step, const Target& target) {
-  const auto& buffers = program.buffers;
-  for (const Copy& copy : step.copies)
-    if (copy.source.buffer >= buffers.size() || copy.destination.buffer >= buffers.size())
-      throw Error(fmt::format("a copy of superstep '{}' names buffer {} of {}", step.label,
-                              std::max(copy.source.buffer, copy.destination.buffer), buffers.size()));
-  ExchangePhase phase = passes::physical_phase(program, step, target);
-  std::erase_if(phase.transfers, [](Transfer& transfer) {
-    std::erase(transfer.destinations, transfer.source);  // a copy within a tile never crosses the fabric
-    return transfer.words == 0 || transfer.destinations.empty();
-  });
-  return phase;
 }
 
 double Formula::cycles(const Features& values) const {

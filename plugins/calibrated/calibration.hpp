@@ -41,10 +41,6 @@ const CodeletLine* codelet_line(Codelet codelet);
 const char* exchange_feature_names();
 Features exchange_features(const ExchangePhase& phase, const Target& target);
 
-/// The exchange phase lower-exchanges would build from a superstep's copies (same grouping,
-/// multicast where the target has it), without addresses. Copies within a tile are skipped.
-ExchangePhase phase_of_copies(const Program& program, const Superstep& step, const Target& target);
-
 /// cycles = sum of coefficients[i] * features[i], fitted on `samples` measurements.
 struct Formula {
   std::vector<std::string> features;

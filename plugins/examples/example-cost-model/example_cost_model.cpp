@@ -5,9 +5,8 @@
 // target's fp32 rate, other codelets one element per cycle) and its memory cycles (every
 // operand word loaded or stored once, two words per cycle over the 64-bit load path). A
 // superstep costs its slowest tile, then its exchange: the busiest tile's words sent or
-// received, plus the longest latency and the phase overhead. Copies not yet lowered to
-// transfers count each copy as its own send (no multicast), so plans that multicast are
-// overestimated; that is the kind of thing a team calibrates against `tessera run --profile`.
+// received, plus the longest latency and the phase overhead. Copies not yet lowered are
+// estimated as the phase the SDK's physical_phase says lower-exchanges will build from them.
 #include <algorithm>
 #include <cstdint>
 #include <span>
@@ -19,6 +18,7 @@
 #include "tessera/cost_model.hpp"
 #include "tessera/diagnostic.hpp"
 #include "tessera/exchange.hpp"
+#include "tessera/lowering.hpp"
 #include "tessera/plugin.hpp"
 #include "tessera/program.hpp"
 #include "tessera/target.hpp"
@@ -64,8 +64,8 @@ protected:
       estimate.compute_cycles += *std::max_element(tile_cycles.begin(), tile_cycles.end());
       if (!step.exchange.transfers.empty())
         estimate.exchange_cycles += estimate_exchange_impl(step.exchange, target);
-      else
-        estimate.exchange_cycles += copies_cycles(program, step, target);
+      else if (!step.copies.empty())
+        estimate.exchange_cycles += estimate_exchange_impl(tessera::physical_phase(program, step, target), target);
       estimate.sync_cycles += target.sync_cycles;
     }
     estimate.peak_tile_bytes = peak_tile_bytes(program, target);
@@ -116,33 +116,6 @@ private:
         break;
     }
     return call_overhead_cycles_ + std::max(arithmetic, ceil_div(words, kWordsPerMemoryCycle));
-  }
-
-  // Before lower-exchanges a superstep's exchange is its copies between buffers.
-  static std::uint64_t copies_cycles(const Program& program, const tessera::Superstep& step, const Target& target) {
-    std::vector<std::uint64_t> sent(std::max<std::uint32_t>(target.tiles, 1), 0), received(sent);
-    std::uint64_t longest_latency = 0;
-    bool crosses = false;
-    for (const tessera::Copy& copy : step.copies) {
-      if (copy.source.buffer >= program.buffers.size() || copy.destination.buffer >= program.buffers.size())
-        throw tessera::Error(fmt::format("superstep '{}': a copy names buffer {} of {}", step.label,
-                                         std::max(copy.source.buffer, copy.destination.buffer),
-                                         program.buffers.size()));
-      const std::uint32_t source = program.buffers[copy.source.buffer].tile;
-      const std::uint32_t destination = program.buffers[copy.destination.buffer].tile;
-      if (source == destination || copy.words == 0) continue;  // stays on the tile
-      if (source >= target.tiles || destination >= target.tiles)
-        throw tessera::Error(fmt::format("superstep '{}': a copy from tile {} to tile {} is outside target '{}'",
-                                         step.label, source, destination, target.name));
-      sent[source] += copy.words;
-      received[destination] += copy.words;
-      longest_latency = std::max<std::uint64_t>(longest_latency, target.latency(source, destination));
-      crosses = true;
-    }
-    if (!crosses) return 0;
-    const std::uint64_t busiest = std::max(*std::max_element(sent.begin(), sent.end()),
-                                           *std::max_element(received.begin(), received.end()));
-    return busiest + longest_latency + target.exchange_phase_overhead;
   }
 
   // The core's liveness peak (each buffer rounded up to its alignment), on tiles the target has.

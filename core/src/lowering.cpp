@@ -1,0 +1,113 @@
+// Grouping a superstep's copies into the transfers of its exchange phase.
+#include "tessera/lowering.hpp"
+
+#include <algorithm>
+#include <limits>
+#include <utility>
+
+#include <fmt/format.h>
+
+#include "tessera/diagnostic.hpp"
+#include "tessera/target.hpp"
+
+namespace tessera {
+namespace {
+
+constexpr std::uint64_t kWordBytes = 4;  // exchange words are 32-bit
+
+bool crosses_fabric(const Program& program, const Copy& copy) {
+  return copy.words > 0 && program.buffers[copy.source.buffer].tile != program.buffers[copy.destination.buffer].tile;
+}
+
+}  // namespace
+
+std::vector<CopyGroup> group_copies(const Program& program, const Superstep& step, bool multicast) {
+  const std::vector<Buffer>& buffers = program.buffers;
+  const std::vector<Copy>& copies = step.copies;
+  for (std::size_t index = 0; index < copies.size(); ++index)
+    if (copies[index].source.buffer >= buffers.size() || copies[index].destination.buffer >= buffers.size())
+      throw Error(fmt::format("copy {} of superstep '{}' names buffer {} but the program has {}", index, step.label,
+                              std::max(copies[index].source.buffer, copies[index].destination.buffer),
+                              buffers.size()));
+  std::vector<CopyGroup> groups;
+  if (!multicast) {
+    for (std::uint32_t i = 0; i < copies.size(); ++i)
+      if (crosses_fabric(program, copies[i])) groups.push_back({{i}});
+    return groups;
+  }
+  // Sorting by source range (then by copy index) puts copies of the same words side by
+  // side, in their original order; no per-key allocation, which matters at 10^5 copies.
+  struct Keyed {
+    std::uint64_t range;  ///< buffer, then word offset
+    std::uint32_t words, index;
+  };
+  std::vector<Keyed> keyed;
+  keyed.reserve(copies.size());
+  for (std::uint32_t i = 0; i < copies.size(); ++i)
+    if (crosses_fabric(program, copies[i]))
+      keyed.push_back({(std::uint64_t{copies[i].source.buffer} << 32) | copies[i].source.word_offset, copies[i].words, i});
+  std::sort(keyed.begin(), keyed.end(), [](const Keyed& a, const Keyed& b) {
+    return a.range != b.range ? a.range < b.range : a.words != b.words ? a.words < b.words : a.index < b.index;
+  });
+
+  // Within a run of copies of the same words, a copy goes to the first group not yet
+  // holding its destination tile: the j-th copy to a tile goes to the run's j-th group.
+  std::uint32_t tiles = 0;
+  for (const Keyed& key : keyed) tiles = std::max(tiles, buffers[copies[key.index].destination.buffer].tile + 1);
+  std::vector<std::uint32_t> seen_in_run(tiles, 0), times_seen(tiles, 0);
+  std::vector<std::uint32_t> run_groups;  // groups of the current source range
+  std::uint32_t run = 0;
+  for (std::size_t begin = 0; begin < keyed.size(); ++run) {
+    std::size_t end = begin;
+    run_groups.clear();
+    for (; end < keyed.size() && keyed[end].range == keyed[begin].range && keyed[end].words == keyed[begin].words;
+         ++end) {
+      const std::uint32_t tile = buffers[copies[keyed[end].index].destination.buffer].tile;
+      if (seen_in_run[tile] != run + 1) {
+        seen_in_run[tile] = run + 1;
+        times_seen[tile] = 0;
+      }
+      const std::uint32_t nth = times_seen[tile]++;
+      if (nth == run_groups.size()) {
+        run_groups.push_back(static_cast<std::uint32_t>(groups.size()));
+        groups.emplace_back();
+      }
+      groups[run_groups[nth]].copies.push_back(keyed[end].index);
+    }
+    begin = end;
+  }
+  // Deterministic order: by each group's first copy.
+  std::sort(groups.begin(), groups.end(),
+            [](const CopyGroup& a, const CopyGroup& b) { return a.copies.front() < b.copies.front(); });
+  return groups;
+}
+
+ExchangePhase physical_phase(const Program& program, const Superstep& step, const Target& target) {
+  const std::vector<Buffer>& buffers = program.buffers;
+  auto address = [&](const BufferRef& ref, const char* what) -> std::uint32_t {
+    const Buffer& buffer = buffers[ref.buffer];
+    if (buffer.offset == kUnplaced) return 0;
+    const std::uint64_t byte = static_cast<std::uint64_t>(buffer.offset) + kWordBytes * ref.word_offset;
+    if (byte > std::numeric_limits<std::uint32_t>::max())
+      throw Error(fmt::format("superstep '{}': copy {} in '{}' lies beyond a 32-bit address", step.label, what,
+                              buffer.name));
+    return static_cast<std::uint32_t>(byte);
+  };
+  ExchangePhase phase;
+  phase.tiles = target.tiles;
+  for (const CopyGroup& group : group_copies(program, step, target.multicast)) {
+    const Copy& first = step.copies[group.copies.front()];
+    Transfer transfer;
+    transfer.source = buffers[first.source.buffer].tile;
+    transfer.words = first.words;
+    transfer.source_address = address(first.source, "source");
+    for (std::uint32_t copy : group.copies) {
+      transfer.destinations.push_back(buffers[step.copies[copy].destination.buffer].tile);
+      transfer.destination_addresses.push_back(address(step.copies[copy].destination, "destination"));
+    }
+    phase.transfers.push_back(std::move(transfer));
+  }
+  return phase;
+}
+
+}  // namespace tessera
