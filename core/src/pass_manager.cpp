@@ -2,6 +2,7 @@
 #include "tessera/pass_manager.hpp"
 
 #include <chrono>
+#include <iterator>
 #include <sstream>
 
 #include "tessera/diagnostic.hpp"
@@ -17,6 +18,35 @@ std::string phase_name(const std::string& plugin_name) {
   for (char& c : name)
     if (c == '-') c = '_';
   return name;
+}
+
+static double milliseconds(std::chrono::steady_clock::duration duration) {
+  return std::chrono::duration<double, std::milli>(duration).count();
+}
+
+std::string time_report(const std::vector<PassTiming>& timings) {
+  PassTiming total{"total"};
+  for (const PassTiming& t : timings) {
+    total.wall_ms += t.wall_ms;
+    total.verify_ms += t.verify_ms;
+    total.cost_model_ms += t.cost_model_ms;
+    total.cost_model_calls += t.cost_model_calls;
+    total.scheduler_ms += t.scheduler_ms;
+    total.scheduler_calls += t.scheduler_calls;
+  }
+  std::string table = fmt::format(
+      "===--- tessera time report: wall per pass; cost model and scheduler: time inside their calls, summed over "
+      "the pass's threads ---===\n{:<30} {:>10} {:>7} {:>10} {:>14} {:>9} {:>13} {:>9}\n",
+      "pass", "wall_ms", "share", "verify_ms", "cost_model_ms", "calls", "scheduler_ms", "calls");
+  auto row = [&](const PassTiming& t) {
+    const double share = total.wall_ms > 0 ? 100.0 * t.wall_ms / total.wall_ms : 0.0;
+    fmt::format_to(std::back_inserter(table), "{:<30} {:>10.1f} {:>6.1f}% {:>10.1f} {:>14.1f} {:>9} {:>13.1f} {:>9}\n",
+                   t.pass, t.wall_ms, share, t.verify_ms, t.cost_model_ms, t.cost_model_calls, t.scheduler_ms,
+                   t.scheduler_calls);
+  };
+  for (const PassTiming& t : timings) row(t);
+  row(total);
+  return table;
 }
 
 struct PassManager::Impl {
@@ -96,9 +126,12 @@ Status PassManager::run(CompilationState& state) {
                         fmt::format("tessera.build{{tile_count={} operations={}}}:tessera.phase{{phase=\"{}\"}}",
                                     state.target.tiles, state.model.ops.size(), phase),
                         impl_->options.schedule_budget_ms, impl_->options.threads, nullptr,
-                        impl_->new_cost_model};
+                        impl_->new_cost_model, &state.record, info.name};
+    const PluginCallTotals before = plugin_call_totals();
     const auto start = std::chrono::steady_clock::now();
     Status status = pass.run(state, context);
+    const auto ran = std::chrono::steady_clock::now();
+    const PluginCallTotals after = plugin_call_totals();
     if (status.ok) {
       state.facts.insert(info.provided_facts.begin(), info.provided_facts.end());
       if (state.facts.count(facts::plan)) {
@@ -111,8 +144,12 @@ Status PassManager::run(CompilationState& state) {
       impl_->fault = std::make_unique<PluginFault>(
           PluginFault{context.fault->plugin_name, info.name, status.message, context.fault->failing_phase});
     }
-    const auto elapsed = std::chrono::duration_cast<std::chrono::milliseconds>(
-                             std::chrono::steady_clock::now() - start).count();
+    const auto verified = std::chrono::steady_clock::now();
+    state.record.timings.push_back(
+        {info.name, milliseconds(ran - start), milliseconds(verified - ran),
+         (after.cost_model_ns - before.cost_model_ns) / 1e6, after.cost_model_calls - before.cost_model_calls,
+         (after.scheduler_ns - before.scheduler_ns) / 1e6, after.scheduler_calls - before.scheduler_calls});
+    const auto elapsed = std::chrono::duration_cast<std::chrono::milliseconds>(verified - start).count();
     context.info("package build phase finished phase=\"{}\" elapsed_ms={} success={}", phase, elapsed, status.ok);
     if (wants_dump(impl_->options.dump_after, info.name)) {
       const std::string file = impl_->options.dump_directory + "/" + phase + ".dump";

@@ -315,6 +315,8 @@ Status plan_block_op(const BlockPlanContext& plan, std::optional<Fragment>& frag
                     "copies={} transposed_gathers={} estimated_cycles={}",
                     plan.op_index, op_kind_name(op.kind), best.row_groups, best.column_groups, splits.size(), costed,
                     copies, transposed_gathers, best_cycles == kNone ? 0 : best_cycles);
+  plan.context.remark({plan.op_index, op_kind_name(op.kind), "block", best.column_groups, 0, best.row_groups,
+                       splits.size(), best_cycles == kNone ? 0 : best_cycles});
   return Status::success();
 }
 

@@ -14,7 +14,7 @@
 
 #include <fmt/format.h>
 
-#include "copy_transfers.hpp"
+#include "tessera/lowering.hpp"
 #include "block_plans.hpp"
 #include "dense_plan.hpp"
 
@@ -264,7 +264,7 @@ private:
     const Program& fragment = costed.fragment->program;
     std::uint64_t exchange = 0;
     for (const Superstep& step : fragment.supersteps) {
-      const ExchangePhase phase = passes::physical_phase(fragment, step, target_);
+      const ExchangePhase phase = physical_phase(fragment, step, target_);
       if (options_.schedule_finalists && !phase.transfers.empty()) {
         ScheduleReport report;
         (void)context_.scheduler.schedule(phase, target_, context_.schedule_budget_ms, &report);
@@ -584,6 +584,8 @@ private:
                   best->candidate.row_groups, best->candidate.serial_splits, best->candidate.reduction_blocks, input_source_name(best->candidate.input),
                   best->refined_cycles, best->refined_exchange_cycles, busiest.m, busiest.k, busiest.n,
                   busiest.orientation == 0 ? "as_is" : "swapped", busiest.cycles(0, target_), busiest.cycles(1, target_));
+    context_.remark({op_index, op_kind_name(op.kind), "operator", best->candidate.column_groups,
+                     best->candidate.depth_groups, best->candidate.row_groups, finalists.size(), best->refined_cycles});
     most_row_groups_ = std::max(most_row_groups_, best->candidate.row_groups);
     record(commit_fragment(std::move(*best->fragment), program_, whole_program_buffers_));
     return Status::success();
@@ -683,6 +685,7 @@ private:
     record(commit_fragment(builder.finish(std::move(made)), program_, whole_program_buffers_));
     context_.info("planned elementwise op op={} kind={} in_place={} pieces={}", op_index, op_kind_name(op.kind),
                   in_place, distributions_[op.output]->pieces.size());
+    context_.remark({op_index, op_kind_name(op.kind), "elementwise", 0, 0, 0, 1, 0});
     return Status::success();
   }
 

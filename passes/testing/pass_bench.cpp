@@ -47,7 +47,7 @@ Status PassBench::run(const std::string& name, const Options& options) {
   if (!info) return Status::failure(host.unknown_plugin_message(name, PluginKind::pass));
   std::unique_ptr<Pass> pass = host.create_pass(*info, host.resolve_options(*info, options, "test"));
   PassContext context{state.target, *cost_model, *scheduler, *logger_, fmt::format("phase{{phase=\"{}\"}}", name),
-                      2000, threads, nullptr, {}};
+                      2000, threads, nullptr, {}, &state.record, name};
   if (duplicate_cost_model)
     context.new_cost_model = [this] { return host.create_cost_model(*cost_info_, host.resolve_options(*cost_info_, {}, "test")); };
   Status status = pass->run(state, context);

@@ -73,14 +73,14 @@ RunResult run_package(const Package& package, const RunOptions& options,
 
   // The host's tensors: every input and weight from the model's deterministic initial
   // values. The reference uses exactly these float32 numbers.
+  log.info("starting host exchange session streams={}", package.streams.size());
   step_started = Clock::now();
   HostTensors values = initial_host_tensors(package.graph, TensorKind::weight);
   values.merge(initial_host_tensors(package.graph, TensorKind::input));
   const HostCallSummary initialize_call = summarize_host_call(package, {StreamKind::weight});
   const HostCallSummary run_call =
       summarize_host_call(package, {StreamKind::input, StreamKind::output});
-  log.info("starting host exchange session streams={} elapsed_ms={}", package.streams.size(),
-           elapsed_ms(step_started));
+  log.info("prepared host tensors tensors={} elapsed_ms={}", values.size(), elapsed_ms(step_started));
 
   step_started = Clock::now();
   log.info("invoking streaming host exchange call call=\"initialize\" phases={} bytes={}",

@@ -6,6 +6,7 @@
 #include <filesystem>
 #include <thread>
 
+#include "json_output.hpp"
 #include "replay_command.hpp"
 
 #include "tessera/diagnostic.hpp"
@@ -76,6 +77,7 @@ CompileResult compile(const CompileRequest& request) {
   PipelineSpec spec = load_resolved(request.pipeline, request.target, host);
   const std::vector<InputFile> inputs = compile_inputs(request, spec, host);
   check_output_file(request.output, "the package (-o)", inputs);
+  check_output_file(request.json_path, "the JSON record (--json)", inputs);
   CompilationState state;
   state.target = load_target(spec.target);
   state.model = load_model(request.model);
@@ -135,6 +137,8 @@ CompileResult compile(const CompileRequest& request) {
   result.supersteps = state.program.supersteps.size();
   result.estimates = state.estimates;
   result.compile_ms = std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - start).count();
+  result.record = std::move(state.record);
+  if (!request.json_path.empty()) write_json(request.json_path, compile_json(result));
   return result;
 }
 

@@ -5,11 +5,8 @@
 #include <vector>
 
 #include "tessera/package.hpp"
+#include "tessera/pass.hpp"
 #include "tessera/plugin_host.hpp"
-
-namespace tessera {
-struct CompilationState;
-}
 
 namespace tessera::cli {
 
@@ -27,6 +24,7 @@ struct CompileRequest {
   std::string reproducer_directory;
   bool write_reproducer = true;  ///< `tessera replay` turns it off: it reports, never re-bundles
   PluginQuarantine quarantine;   ///< `tessera replay`: no library from inside the bundle
+  std::string json_path;         ///< when set, the result and the compile record as JSON (--json)
 };
 
 struct CompileResult {
@@ -35,6 +33,7 @@ struct CompileResult {
   std::size_t supersteps = 0;
   PackageEstimates estimates;
   std::int64_t compile_ms = 0;
+  CompileRecord record;  ///< statistics, remarks and pass timings
 };
 
 /// Loads, resolves and runs the pipeline, then writes the package atomically. Throws

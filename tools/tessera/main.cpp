@@ -9,6 +9,7 @@
 #include "check_plugin_command.hpp"
 #include "compile.hpp"
 #include "cycles_command.hpp"
+#include "json_output.hpp"
 #include "plugins_command.hpp"
 #include "replay_command.hpp"
 #include "report_command.hpp"
@@ -17,6 +18,7 @@
 #include "tessera/log.hpp"
 #include "tessera/output_file.hpp"
 #include "tessera/package.hpp"
+#include "tessera/pass_manager.hpp"
 #include "tessera/target.hpp"
 #include "tessera/runtime/run.hpp"
 #include "tessera/version.hpp"
@@ -83,6 +85,9 @@ int main(int argc, char** argv) {
   compile->add_option("--emit-phases", compile_request.phase_directory, "write each exchange phase as a phase file into this folder");
   compile->add_option("--threads", compile_request.threads, "compile threads the passes may use (default: the machine's cores; the package is the same for any count)")
       ->check(CLI::Range(1u, 1024u));
+  compile->add_option("--json", compile_request.json_path, "write the result, statistics, remarks and pass times as JSON (docs/json-output.md)");
+  bool time_report = false;
+  compile->add_flag("--time-report", time_report, "print wall time per pass, cost-model and scheduler time split out, at the end");
   compile->add_option("--reproducer-dir", compile_request.reproducer_directory,
                       "where a plugin fault's reproducer bundle goes (default: <package dir>/reproducers)");
 
@@ -102,6 +107,8 @@ int main(int argc, char** argv) {
   run->add_option("--profile", run_options.profile_path, "write the execution profile (JSON) here");
   run->add_option("--trace", run_options.trace_path, "write a Chrome trace (opens in Perfetto) here");
   run->add_option("--lock", run_options.lock_path, "device lock file (default: $TMPDIR/tessera-sim0-UID.lock, UID your user id)");
+  std::string run_json_path;
+  run->add_option("--json", run_json_path, "write the run's cycles and numerics as JSON (docs/json-output.md)");
   std::string run_target_path;
   run->add_option("--target,-t", run_target_path, "refuse the package unless it was compiled for this target YAML")
       ->check(CLI::ExistingFile);
@@ -127,6 +134,7 @@ int main(int argc, char** argv) {
   schedule->add_option("--option", schedule_request.options, "plugin option KEY=VALUE (repeatable)");
   schedule->add_option("--emit", schedule_request.emit, "write the schedule file (TRANSFER START WORDS lines)");
   schedule->add_option("--budget-ms", schedule_request.budget_ms, "time budget given to the scheduler");
+  schedule->add_option("--json", schedule_request.json_path, "write the result as JSON (docs/json-output.md)");
   schedule->add_option("--plugin-path", schedule_request.plugin_paths, "another folder of plugins")->check(CLI::ExistingDirectory);
 
   std::vector<std::string> plugin_paths;
@@ -181,13 +189,17 @@ int main(int argc, char** argv) {
         return 0;
       }
       if (compile_request.model.empty()) throw Error("tessera compile: no model given (tessera compile MODEL -p PIPELINE -o PACKAGE)");
-      print_compile_result(cli::compile(compile_request));
+      const cli::CompileResult result = cli::compile(compile_request);
+      print_compile_result(result);
+      if (time_report) fmt::print(stderr, "{}", tessera::time_report(result.record.timings));
       return 0;
     }
     if (*run) {
       if (!run_target_path.empty()) check_package_target(run_package_path, run_target_path);
+      check_output_file(run_json_path, "the JSON record (--json)", {{run_package_path, "the package"}});
       run_options.package_path = run_package_path;
       const runtime::RunResult result = runtime::run_package(run_options);
+      if (!run_json_path.empty()) cli::write_json(run_json_path, cli::run_json(result, run_package_path));
       if (!run_options.trace_path.empty()) fmt::print("trace={}\n", run_options.trace_path);
       return print_run_result(result, run_package_path);
     }

@@ -6,6 +6,7 @@
 #include <fmt/format.h>
 
 #include "compile.hpp"
+#include "json_output.hpp"
 #include "tessera/diagnostic.hpp"
 #include "tessera/exchange.hpp"
 #include "tessera/output_file.hpp"
@@ -17,6 +18,8 @@ namespace tessera::cli {
 
 int schedule_command(const ScheduleRequest& request) {
   check_output_file(request.emit, "the schedule (--emit)", {{request.phase, "the phase file"}, {request.target, "the target"}});
+  check_output_file(request.json_path, "the JSON record (--json)",
+                    {{request.phase, "the phase file"}, {request.target, "the target"}, {request.emit, "the schedule (--emit)"}});
   const Target target = load_target(request.target);
   const ExchangePhase phase = read_phase_file(request.phase);
   if (phase.tiles > target.tiles)
@@ -43,6 +46,8 @@ int schedule_command(const ScheduleRequest& request) {
   Schedule schedule = scheduler->schedule(phase, target, request.budget_ms, &report);  // validated by the core
   const auto elapsed = std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - start).count();
   if (!request.emit.empty()) write_schedule_file(schedule, request.emit);
+  if (!request.json_path.empty())
+    write_json(request.json_path, schedule_json(phase, schedule, report, scheduler->plugin_name(), elapsed));
   const double ratio = report.lower_bound ? static_cast<double>(report.horizon) / report.lower_bound : 1.0;
   fmt::print("transfers={} endpoint_lower_bound={} lower_bound={} horizon={} lower_bound_gap={} ratio={:.3f} "
              "segments={} elapsed_ms={} valid=true\n",

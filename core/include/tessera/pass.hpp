@@ -6,6 +6,7 @@
 #include <set>
 #include <string>
 #include <utility>
+#include <vector>
 
 #include <fmt/format.h>
 #include <spdlog/logger.h>
@@ -30,6 +31,53 @@ inline constexpr const char* exchange = "exchange";            ///< transfers, s
 inline constexpr const char* tile_images = "tile-images";      ///< package tiles and streams
 }  // namespace facts
 
+/// A figure a pass measured (MLIR's Pass::Statistic), kept for `--json` and reports.
+struct Statistic {
+  std::string pass;  ///< the plugin that recorded it
+  std::string name;
+  double value = 0;
+};
+
+/// The plan select-finalist chose for one operator.
+struct PlanRemark {
+  std::uint32_t op = 0;    ///< index in the rewritten graph
+  std::string op_kind;     ///< "dense", "softmax", ...
+  std::string plan;        ///< "operator" (tiled and costed), "block" or "elementwise"
+  std::uint32_t column_groups = 0, depth_groups = 0, row_groups = 0;  ///< 0 when the plan has none
+  std::uint64_t candidates = 0;        ///< plans the choice was made among
+  std::uint64_t estimated_cycles = 0;  ///< the cost model's estimate of the chosen plan (0: not costed)
+};
+
+/// The schedule lower-exchanges chose for one superstep's exchange phase.
+struct ScheduleRemark {
+  std::uint32_t phase = 0;  ///< superstep index
+  std::string scheduler;    ///< the plugin that made it
+  std::uint64_t transfers = 0, words = 0;  ///< words sent (a multicast word once)
+  std::uint64_t widest_multicast = 0;      ///< most destinations of one transfer
+  std::uint64_t segments = 0;
+  std::uint64_t horizon = 0, endpoint_lower_bound = 0, lower_bound = 0;
+  std::uint64_t elapsed_ms = 0;            ///< the scheduler call, validation included
+};
+
+/// One pass's wall time, and the part of it spent in plugin calls.
+struct PassTiming {
+  std::string pass;
+  double wall_ms = 0;           ///< the pass's run, verification excluded
+  double verify_ms = 0;         ///< verify_program after it
+  double cost_model_ms = 0;     ///< inside cost-model calls, summed over the pass's threads
+  std::uint64_t cost_model_calls = 0;
+  double scheduler_ms = 0;      ///< inside scheduler calls, summed over the pass's threads
+  std::uint64_t scheduler_calls = 0;
+};
+
+/// What a compile measured and decided, as data: logs are rendered from it, `--json` writes it.
+struct CompileRecord {
+  std::vector<Statistic> statistics;
+  std::vector<PlanRemark> plans;
+  std::vector<ScheduleRemark> schedules;
+  std::vector<PassTiming> timings;  ///< filled by the pass manager
+};
+
 struct CompilationState {
   Target target;
   Graph model;    ///< as loaded; never changed (the reference executes this)
@@ -38,6 +86,7 @@ struct CompilationState {
   Package package;                 ///< tiles and streams filled by the emitting pass
   PackageEstimates estimates;      ///< figures passes record for reports
   std::set<std::string> facts;
+  CompileRecord record;
 };
 
 /// What a pass may use besides the state. Owned by the pass manager.
@@ -58,6 +107,18 @@ struct PassContext {
   /// which may be isolated too) from the pass's own thread only, since an isolated plugin's
   /// child process is tied to the thread that started it.
   std::function<std::unique_ptr<CostModel>()> new_cost_model;
+  /// Where statistics and remarks go (the state's record); null keeps none. Record them from
+  /// the pass's own thread: the record is not locked.
+  CompileRecord* record = nullptr;
+  std::string pass;  ///< the running pass's plugin name, for its statistics
+
+  /// Records a figure the pass measured (not logged: a pass logs its own summary line).
+  void statistic(std::string name, double value);
+  /// Records the plan chosen for one operator.
+  void remark(PlanRemark plan);
+  /// Records the schedule of one phase and logs it as
+  /// `optimized physical exchange schedule phase=K transfers=... horizon=... lower_bound=...`.
+  void remark(ScheduleRemark schedule);
 
   /// Logs "span: message" at info level; messages are key=value fields.
   template <typename... Args>

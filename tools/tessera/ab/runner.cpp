@@ -5,18 +5,16 @@
 #include <ctime>
 #include <filesystem>
 #include <fstream>
-#include <map>
-#include <sstream>
+#include <optional>
+
+#include <nlohmann/json.hpp>
 
 #include <fmt/chrono.h>
 #include <fmt/format.h>
 
-#include "key_values.hpp"
 #include "subprocess.hpp"
 #include "tessera/diagnostic.hpp"
-#include "tessera/exchange.hpp"
 #include "tessera/log.hpp"
-#include "tessera/target.hpp"
 
 namespace fs = std::filesystem;
 
@@ -24,41 +22,40 @@ namespace tessera::ab {
 
 namespace {
 
-std::string read_text(const std::string& path) {
-  std::ifstream in(path);
-  std::stringstream text;
-  text << in.rdbuf();
-  return text.str();
-}
-
 std::string utc_now() { return fmt::format("{:%Y-%m-%dT%H:%M:%SZ}", fmt::gmtime(std::time(nullptr))); }
 
-// Per-phase horizon and bounds from the compile log, transfers and words from the phase files
-// (`--emit-phases`), and the strongest lower bound recomputed by the core for the target.
-std::vector<PhaseRecord> collect_phases(const std::string& log_text, const std::string& phase_directory,
-                                        const Target& target) {
+// A `--json` document a child wrote, or nothing with the reason in `error` (a child that
+// exited 0 without a readable record is not a usable result).
+std::optional<nlohmann::json> read_json_record(const std::string& path, const char* schema, std::string& error) {
+  std::ifstream in(path);
+  if (!in) {
+    error = "no JSON record at " + path;
+    return std::nullopt;
+  }
+  nlohmann::json document = nlohmann::json::parse(in, nullptr, false);
+  if (document.is_discarded() || !document.is_object() || document.value("schema", "") != schema) {
+    error = path + ": not a " + std::string(schema) + " JSON record";
+    return std::nullopt;
+  }
+  return document;
+}
+
+std::uint64_t uint_field(const nlohmann::json& document, const char* key) {
+  const auto found = document.find(key);
+  return found != document.end() && found->is_number_unsigned() ? found->get<std::uint64_t>() : 0;
+}
+
+// Per-phase transfers, words, horizon and bounds from the compile's schedule remarks.
+std::vector<PhaseRecord> collect_phases(const nlohmann::json& compiled) {
   std::vector<PhaseRecord> phases;
-  std::istringstream lines(log_text);
-  const std::string marker = "optimized physical exchange schedule ";
-  for (std::string line; std::getline(lines, line);) {
-    const std::size_t at = line.find(marker);
-    if (at == std::string::npos) continue;
-    const auto fields = parse_key_values(line.substr(at + marker.size()));
-    const auto phase = field_uint(fields, "phase"), horizon = field_uint(fields, "selected_horizon");
-    const auto endpoint = field_uint(fields, "endpoint_lower_bound"), gap = field_uint(fields, "lower_bound_gap");
-    if (!phase || !horizon || !endpoint) continue;
+  for (const nlohmann::json& schedule : compiled.value("schedules", nlohmann::json::array())) {
     PhaseRecord record;
-    record.phase = static_cast<std::uint32_t>(*phase);
-    record.horizon = *horizon;
-    record.endpoint_lower_bound = *endpoint;
-    record.lower_bound = gap && *gap <= *horizon ? *horizon - *gap : *endpoint;
-    const fs::path file = fs::path(phase_directory) / ("phase-" + std::to_string(record.phase) + ".txt");
-    if (fs::exists(file)) {
-      const ExchangePhase exchange = read_phase_file(file.string());
-      record.transfers = exchange.transfers.size();
-      for (const Transfer& transfer : exchange.transfers) record.words += transfer.words;
-      record.lower_bound = lower_bound(exchange, target);
-    }
+    record.phase = static_cast<std::uint32_t>(uint_field(schedule, "phase"));
+    record.transfers = uint_field(schedule, "transfers");
+    record.words = uint_field(schedule, "words");
+    record.horizon = uint_field(schedule, "horizon");
+    record.endpoint_lower_bound = uint_field(schedule, "endpoint_lower_bound");
+    record.lower_bound = uint_field(schedule, "lower_bound");
     phases.push_back(record);
   }
   return phases;
@@ -83,7 +80,6 @@ RunnerStats run_work(const Manifest& manifest, const ResultsDir& results, const 
                      const RunnerOptions& options) {
   auto log = logger("tessera.ab");
   RunnerStats stats;
-  std::map<std::size_t, Target> targets;  // per suite entry, for the phases' lower bounds
   for (std::size_t index = 0; index < items.size(); ++index) {
     const WorkItem& item = items[index];
     const SuiteEntry& entry = manifest.entries[item.entry];
@@ -121,36 +117,34 @@ RunnerStats run_work(const Manifest& manifest, const ResultsDir& results, const 
 
     const std::string compile_out = (logs / (stem + ".compile.out")).string();
     const std::string compile_err = (logs / (stem + ".compile.log")).string();
+    const std::string compile_json = (logs / (stem + ".compile.json")).string();
+    remove_quietly(compile_json);  // a record left by an earlier attempt is not this compile's
     record.compile.process = run_process({options.tessera, "--log-level", "info", "compile", entry.model, "-p",
                                           results.absolute(arm.pipeline), "-t", entry.target, "-o", package.string(),
-                                          "--emit-phases", phases.string()},
+                                          "--emit-phases", phases.string(), "--json", compile_json},
                                          compile_out, compile_err);
     record.compile.process.log = results.relative(compile_err);
     stats.child_wall_ms += record.compile.process.wall_ms;
     ++stats.executed;
 
-    const std::string compiled = read_text(compile_out);
-    const auto result = find_key_values(compiled, "scheduled_exchange_cycles=");
-    if (record.compile.process.succeeded() && result.empty()) {
-      record.compile.process.exit_code = 1;  // exited 0 without its result line: not a usable compile
-      record.compile.process.error = "no result line on stdout: " + compiled.substr(0, 400);
-    } else if (!record.compile.process.succeeded()) {
+    std::optional<nlohmann::json> compiled;
+    if (record.compile.process.succeeded()) {
+      compiled = read_json_record(compile_json, "tessera.compile/1", record.compile.process.error);
+      if (!compiled) record.compile.process.exit_code = 1;  // exited 0 without its record: not a usable compile
+    } else {
       record.compile.process.error = error_excerpt(compile_err, 6);
     }
-    if (record.compile.process.succeeded()) {
+    if (compiled) {
       CompileRecord& c = record.compile;
-      c.compile_ms = static_cast<std::int64_t>(field_uint(result, "compile_ms").value_or(0));
-      c.supersteps = field_uint(result, "supersteps").value_or(0);
-      c.estimated_cycles = field_uint(result, "estimated_cycles").value_or(0);
-      c.estimated_exchange_cycles = field_uint(result, "estimated_exchange_cycles").value_or(0);
-      c.scheduled_exchange_cycles = field_uint(result, "scheduled_exchange_cycles").value_or(0);
-      c.exchange_lower_bound = field_uint(result, "exchange_lower_bound").value_or(0);
-      c.peak_tile_bytes = field_uint(result, "peak_tile_bytes").value_or(0);
+      c.compile_ms = static_cast<std::int64_t>(uint_field(*compiled, "compile_ms"));
+      c.supersteps = uint_field(*compiled, "supersteps");
+      c.estimated_cycles = uint_field(*compiled, "estimated_cycles");
+      c.estimated_exchange_cycles = uint_field(*compiled, "estimated_exchange_cycles");
+      c.scheduled_exchange_cycles = uint_field(*compiled, "scheduled_exchange_cycles");
+      c.exchange_lower_bound = uint_field(*compiled, "exchange_lower_bound");
+      c.peak_tile_bytes = uint_field(*compiled, "peak_tile_bytes");
       c.package_hash = hash_file(package.string());
-      if (item.repeat == 0) {  // phases are deterministic: the drill-down reads repeat 0 only
-        if (!targets.count(item.entry)) targets.emplace(item.entry, load_target(entry.target));
-        c.phases = collect_phases(read_text(compile_err), phases.string(), targets.at(item.entry));
-      }
+      if (item.repeat == 0) c.phases = collect_phases(*compiled);  // deterministic: the drill-down reads repeat 0
       c.package = results.relative(package.string());
     }
 
@@ -168,22 +162,26 @@ RunnerStats run_work(const Manifest& manifest, const ResultsDir& results, const 
       } else {
         const std::string run_out = (logs / (stem + ".run.out")).string();
         const std::string run_err = (logs / (stem + ".run.log")).string();
+        const std::string run_json = (logs / (stem + ".run.json")).string();
+        remove_quietly(run_json);
         record.run.performed = true;
         record.run.process = run_process({options.tessera, "--log-level", "info", "run", package.string(), "--lock",
-                                          options.lock_path},
+                                          options.lock_path, "--json", run_json},
                                          run_out, run_err);
         record.run.process.log = results.relative(run_err);
         stats.child_wall_ms += record.run.process.wall_ms;
         ++stats.runs;
-        const std::string ran = read_text(run_out);
-        const auto cycles = find_key_values(ran, "device_cycles=");
-        record.run.device_cycles = field_uint(cycles, "device_cycles").value_or(0);
-        record.run.compute_cycles = field_uint(cycles, "compute_cycles").value_or(0);
-        record.run.exchange_cycles = field_uint(cycles, "exchange_cycles").value_or(0);
-        record.run.sync_cycles = field_uint(cycles, "sync_cycles").value_or(0);
-        const auto numerics = find_key_values(ran, "numericalTest=");
-        if (auto found = numerics.find("numericalTest"); found != numerics.end()) record.run.numerical_test = found->second;
-        record.run.max_abs_error = field_number(numerics, "referenceMaximumAbsoluteError").value_or(0);
+        std::string unread;
+        if (const auto ran = read_json_record(run_json, "tessera.run/1", unread)) {
+          record.run.device_cycles = uint_field(*ran, "device_cycles");
+          record.run.compute_cycles = uint_field(*ran, "compute_cycles");
+          record.run.exchange_cycles = uint_field(*ran, "exchange_cycles");
+          record.run.sync_cycles = uint_field(*ran, "sync_cycles");
+          if (const auto numerics = ran->find("numerics"); numerics != ran->end() && numerics->is_object()) {
+            record.run.numerical_test = numerics->value("passed", false) ? "PASS" : "FAIL";
+            record.run.max_abs_error = numerics->value("max_abs_error", 0.0);
+          }
+        }
         if (!record.run.process.succeeded() || record.run.device_cycles == 0)
           record.run.process.error = error_excerpt(run_err, 6);
       }
