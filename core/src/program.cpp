@@ -127,6 +127,7 @@ std::string verify_program(const Program& program, const Target& target) {
       auto who = [&] { return fmt::format("stream '{}' slice {}", stream.tensor, i); };
       if (slice.row_begin + slice.rows > stream.rows || slice.col_begin + slice.cols > stream.cols)
         return who() + ": block lies outside the tensor";
+      if (slice.transposed && stream.kind == StreamKind::output) return who() + ": an output slice cannot be transposed";
       if (auto p = check_ref(program, slice.destination, packed_words(std::uint64_t(slice.rows) * slice.cols, stream.dtype), who); !p.empty()) return p;
     }
   }

@@ -69,6 +69,7 @@ const char* stream_kind_name(StreamKind);
 struct HostSlice {
   BufferRef destination;
   std::uint32_t row_begin = 0, rows = 0, col_begin = 0, cols = 0;
+  bool transposed = false;  ///< stored [cols, rows]: weights laid out as their matmul streams them
 };
 
 struct HostStream {
