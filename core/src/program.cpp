@@ -186,4 +186,17 @@ std::vector<std::uint64_t> call_support_bytes(const Program& program, std::uint3
   return bytes;
 }
 
+std::vector<std::uint64_t> copy_descriptor_bytes(const Program& program, std::uint32_t tiles) {
+  std::vector<std::uint64_t> bytes(tiles, 0);
+  for (const Superstep& step : program.supersteps)
+    for (const Copy& copy : step.copies) {
+      if (copy.source.buffer >= program.buffers.size() || copy.destination.buffer >= program.buffers.size()) continue;
+      const std::uint32_t source = program.buffers[copy.source.buffer].tile;
+      const std::uint32_t destination = program.buffers[copy.destination.buffer].tile;
+      if (source < tiles) bytes[source] += kSendDescriptorBytes;
+      if (destination < tiles) bytes[destination] += kReceiveDescriptorBytes;
+    }
+  return bytes;
+}
+
 }  // namespace tessera
