@@ -115,7 +115,7 @@ struct RegretModel {
 };
 
 int regret(const fs::path& source, const fs::path& build, const std::string& tessera, const fs::path& work,
-           const std::string& lock) {
+           const std::string& lock, const std::string& only) {
   const std::vector<RegretModel> models = {
       // At batch 2 both orientations charge the same (the workers win), so one is enough.
       {"mlp-b2-n3", "t1472", {23, 46, 64, 92, 184, 368}, {2, 4, 8, 16, 32}, {1, 2}, {1, 2}, {1}, {"as_is"}},
@@ -127,6 +127,7 @@ int regret(const fs::path& source, const fs::path& build, const std::string& tes
               "space, all compiled and simulated\n");
   int failures = 0;
   for (const RegretModel& entry : models) {
+    if (!only.empty() && only != entry.model) continue;  // `--regret MODEL`: that model alone
     const std::string model = (source / "configs/models" / (std::string(entry.model) + ".yaml")).string();
     const std::string target = (source / "configs/targets" / (std::string(entry.target) + ".yaml")).string();
     struct Plan {
@@ -203,7 +204,7 @@ int main(int argc, char** argv) {
   const std::string tessera = (build / "tools/tessera").string();
   const fs::path work = build / "artifacts/bench-planning";
   fs::create_directories(work);
-  if (regret_mode) return regret(source, build, tessera, work, (work / "device.lock").string());
+  if (regret_mode) return regret(source, build, tessera, work, (work / "device.lock").string(), argc > 2 ? argv[2] : "");
   const fs::path analytic_pipeline = work / "default.yaml", calibrated_pipeline = work / "calibrated.yaml";
   tessera::bench::write_pipeline_copy(source, build, "default.yaml", analytic_pipeline);
   tessera::bench::write_pipeline_copy(source, build, "calibrated.yaml", calibrated_pipeline);
