@@ -104,28 +104,30 @@ double signed_error(const std::string& estimate, const std::string& simulated) {
 }
 
 // Selection regret: compile and simulate the plans the planner could have picked (every dense
-// op pinned to the same column, depth and row groups and orientation, from its candidate
-// space) beside the one it picks; two plans are the same when their packages run and weigh the
+// op pinned to the same column, depth and row groups, serial splits, reduction blocks and
+// orientation, from its candidate space) beside the one it picks; two plans are the same when their packages run and weigh the
 // same (device cycles, exchange cycles, supersteps, peak tile bytes).
 struct RegretModel {
   const char* model;
   const char* target;
-  std::vector<std::uint32_t> column_groups, depth_groups, row_groups, reduction_blocks;
+  std::vector<std::uint32_t> column_groups, depth_groups, row_groups, reduction_blocks, serial_splits;
   std::vector<const char*> orientations;
 };
 
 int regret(const fs::path& source, const fs::path& build, const std::string& tessera, const fs::path& work,
-           const std::string& lock) {
+           const std::string& lock, const std::string& only) {
   const std::vector<RegretModel> models = {
       // At batch 2 both orientations charge the same (the workers win), so one is enough.
-      {"mlp-b2-n3", "t1472", {23, 46, 64, 92, 184, 368}, {2, 4, 8, 16, 32}, {1, 2}, {1, 2}, {"as_is"}},
-      {"mlp-b4-n3-w512", "t16", {1, 2, 4, 8, 16}, {1, 2, 4, 8, 16}, {1, 2, 4}, {1, 2}, {"as_is", "swapped"}},
-      {"mlp-b16-n8-w256", "t16", {1, 2, 4, 8, 16}, {1, 2, 4, 8, 16}, {1, 2, 4}, {1, 2}, {"as_is", "swapped"}},
+      {"mlp-b2-n3", "t1472", {23, 46, 64, 92, 184, 368}, {2, 4, 8, 16, 32}, {1, 2}, {1, 2}, {1}, {"as_is"}},
+      // On 16 tiles few splits fit: serial splits (the planner's answer to short memory) widen them.
+      {"mlp-b4-n3-w512", "t16", {1, 2, 4, 8, 16}, {1, 2, 4, 8, 16}, {1, 2, 4}, {1, 2}, {1, 2, 4}, {"as_is", "swapped"}},
+      {"mlp-b16-n8-w256", "t16", {1, 2, 4, 8, 16}, {1, 2, 4, 8, 16}, {1, 2, 4}, {1, 2}, {1, 2}, {"as_is", "swapped"}},
   };
   std::printf("# selection regret: the planner's pick (default pipeline) beside plans pinned from its candidate "
               "space, all compiled and simulated\n");
   int failures = 0;
   for (const RegretModel& entry : models) {
+    if (!only.empty() && only != entry.model) continue;  // `--regret MODEL`: that model alone
     const std::string model = (source / "configs/models" / (std::string(entry.model) + ".yaml")).string();
     const std::string target = (source / "configs/targets" / (std::string(entry.target) + ".yaml")).string();
     struct Plan {
@@ -165,14 +167,19 @@ int regret(const fs::path& source, const fs::path& build, const std::string& tes
       for (std::uint32_t columns : entry.column_groups)
         for (std::uint32_t depth : entry.depth_groups)
           for (std::uint32_t blocks : entry.reduction_blocks)
-            for (const char* orientation : entry.orientations) {
-              if (blocks > 1 && depth < 2 * blocks) continue;  // clamps to one stage: a plan already tried
-              const std::string name = "C" + std::to_string(columns) + "xD" + std::to_string(depth) + "xG" +
-                                       std::to_string(rows) + "xR" + std::to_string(blocks) + "/" + orientation;
-              try_plan(name, ", column_groups: " + std::to_string(columns) + ", depth_groups: " +
-                                 std::to_string(depth) + ", row_groups: " + std::to_string(rows) +
-                                 ", reduction_blocks: " + std::to_string(blocks) + ", orientation: " + orientation);
-            }
+            for (std::uint32_t serial : entry.serial_splits)
+              for (const char* orientation : entry.orientations) {
+                if (blocks > 1 && depth < 2 * blocks) continue;  // clamps to one stage: a plan already tried
+                // Serial splits need a one-stage depth split: otherwise the plan is one already tried.
+                if (serial > 1 && (depth == 1 || blocks > 1)) continue;
+                const std::string name = "C" + std::to_string(columns) + "xD" + std::to_string(depth) + "xG" +
+                                         std::to_string(rows) + "xR" + std::to_string(blocks) + "xS" +
+                                         std::to_string(serial) + "/" + orientation;
+                try_plan(name, ", column_groups: " + std::to_string(columns) + ", depth_groups: " +
+                                   std::to_string(depth) + ", row_groups: " + std::to_string(rows) +
+                                   ", reduction_blocks: " + std::to_string(blocks) + ", serial_splits: " +
+                                   std::to_string(serial) + ", orientation: " + orientation);
+              }
     const auto best = std::min_element(plans.begin(), plans.end(), [](const Plan& a, const Plan& b) { return a.cycles < b.cycles; });
     if (best == plans.end() || picked == 0) {
       std::printf("model=%s regret=failed plans=%zu\n", entry.model, plans.size());
@@ -197,7 +204,7 @@ int main(int argc, char** argv) {
   const std::string tessera = (build / "tools/tessera").string();
   const fs::path work = build / "artifacts/bench-planning";
   fs::create_directories(work);
-  if (regret_mode) return regret(source, build, tessera, work, (work / "device.lock").string());
+  if (regret_mode) return regret(source, build, tessera, work, (work / "device.lock").string(), argc > 2 ? argv[2] : "");
   const fs::path analytic_pipeline = work / "default.yaml", calibrated_pipeline = work / "calibrated.yaml";
   tessera::bench::write_pipeline_copy(source, build, "default.yaml", analytic_pipeline);
   tessera::bench::write_pipeline_copy(source, build, "calibrated.yaml", calibrated_pipeline);

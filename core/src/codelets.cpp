@@ -98,7 +98,8 @@ std::uint64_t saturate(unsigned __int128 value) {
 // as_is streams a's m rows against b's n columns as weights; swapped streams b's n columns
 // against a's m rows (outputs stored with a stride, one worker cycle per pair). A field whose
 // k values are not contiguous in memory (b [k, n] swapped, b [n, k] as_is) is first
-// transposed by the workers. Half weights (matmul_half) first cast a to half.
+// transposed by the workers; matmul_half's b is stored as its orientation streams it, so it
+// never is. Half weights (matmul_half) first cast a to half.
 //
 // A matmul may instead run on the workers (worker MAC): outputs split evenly over them,
 // each a dot product of k at one worker cycle per two floats (two per float when k is odd:
@@ -212,12 +213,12 @@ CodeletCharge matmul_charge(Codelet codelet, std::span<const std::uint32_t> para
   const Amp amp = amp_of(codelet, target);
   CodeletCharge charge;
   // Work the AMP's operands need first: a cast of a to half, or a transpose of b when its
-  // k values are not contiguous for the field (b [k, n] swapped, b [n, k] as_is).
+  // k values are not contiguous for the field (matmul_transposes_b).
   std::uint64_t prepare = 0;
   if (codelet == Codelet::matmul_half)
     prepare = add(kSupervisorCycles, mul(workers_of(target), add(kCastWorkerFixed,
                                          mul(ceil_div(ceil_div(mul(m, k), workers_of(target)), 4), kCastCyclesPerFour))));
-  if (swapped == (codelet != Codelet::matmul_transposed))
+  if (matmul_transposes_b(codelet, params[kMatmulOrientationParam]))
     prepare = add(prepare, elementwise_cycles(mul(k, n), kTransposeWorkerFixed, kTransposePerVector, target));
   std::uint64_t passes = 0;
   const std::uint64_t on_amp = add(prepare, swapped ? amp_cycles(amp, n, k, m, true, target, passes)
@@ -379,6 +380,22 @@ MatmulOrientation faster_matmul_orientation(Codelet codelet, std::uint32_t m, st
   // Ties keep as_is: its outputs leave the AMP as rows, no strided stores.
   return codelet_cycles(codelet, swapped, target) < codelet_cycles(codelet, as_is, target) ? MatmulOrientation::swapped
                                                                                            : MatmulOrientation::as_is;
+}
+
+bool matmul_transposes_b(Codelet codelet, std::uint32_t orientation) {
+  if (codelet == Codelet::matmul_half) return false;
+  const bool swapped = orientation == static_cast<std::uint32_t>(MatmulOrientation::swapped);
+  return swapped == (codelet != Codelet::matmul_transposed);
+}
+
+bool matmul_b_is_n_by_k(Codelet codelet, std::uint32_t orientation) {
+  return codelet == Codelet::matmul_transposed ||
+         (codelet == Codelet::matmul_half && orientation == static_cast<std::uint32_t>(MatmulOrientation::swapped));
+}
+
+Codelet constant_weight_matmul(bool half_weights, MatmulOrientation orientation) {
+  if (half_weights) return Codelet::matmul_half;
+  return orientation == MatmulOrientation::swapped ? Codelet::matmul_transposed : Codelet::matmul;
 }
 
 }  // namespace tessera

@@ -262,6 +262,7 @@ void put_program(Writer& out, const Program& program) {
     for (const HostSlice& slice : stream.slices) {
       put_ref(out, slice.destination);
       for (std::uint32_t v : {slice.row_begin, slice.rows, slice.col_begin, slice.cols}) out.put(v);
+      out.put(static_cast<std::uint8_t>(slice.transposed ? 1 : 0));
     }
   }
 }
@@ -307,10 +308,11 @@ Program get_program(Reader& in) {
     stream.kind = static_cast<StreamKind>(in.get<std::uint8_t>());
     stream.rows = in.get<std::uint32_t>();
     stream.cols = in.get<std::uint32_t>();
-    stream.slices.resize(in.get_count(24));
+    stream.slices.resize(in.get_count(25));
     for (HostSlice& slice : stream.slices) {
       slice.destination = get_ref(in);
       for (std::uint32_t* v : {&slice.row_begin, &slice.rows, &slice.col_begin, &slice.cols}) *v = in.get<std::uint32_t>();
+      slice.transposed = in.get<std::uint8_t>() != 0;
     }
   }
   return program;

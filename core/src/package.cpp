@@ -230,6 +230,7 @@ std::string encode_streams(const std::vector<PackageStream>& streams) {
     w.u32(static_cast<std::uint32_t>(s.slices.size()));
     for (const auto& sl : s.slices) {
       w.u32(sl.tile); w.u32(sl.address); w.u32(sl.row_begin); w.u32(sl.rows); w.u32(sl.col_begin); w.u32(sl.cols);
+      w.u32(sl.transposed ? 1 : 0);
     }
   }
   return w.bytes;
@@ -240,9 +241,13 @@ void decode_streams(Reader& r, std::vector<PackageStream>& streams, const Target
   for (auto& s : streams) {
     s.tensor = r.str(); s.kind = r.enumeration<StreamKind>(3); s.dtype = r.enumeration<DType>(2);
     s.rows = r.u32(); s.cols = r.u32();
-    s.slices.resize(r.count(24));
+    s.slices.resize(r.count(28));
     for (auto& sl : s.slices) {
       sl.tile = r.u32(); sl.address = r.u32(); sl.row_begin = r.u32(); sl.rows = r.u32(); sl.col_begin = r.u32(); sl.cols = r.u32();
+      const std::uint32_t transposed = r.u32();
+      if (transposed > 1) r.fail("stream slice transposed flag is not 0 or 1");
+      sl.transposed = transposed == 1;
+      if (sl.transposed && s.kind == StreamKind::output) r.fail("output stream slice is transposed; only inputs and weights may be");
       if (sl.tile >= target.tiles) r.fail("stream slice tile out of range");
       if (std::uint64_t(sl.row_begin) + sl.rows > s.rows || std::uint64_t(sl.col_begin) + sl.cols > s.cols)
         r.fail("stream slice lies outside its tensor");

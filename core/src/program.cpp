@@ -127,6 +127,7 @@ std::string verify_program(const Program& program, const Target& target) {
       auto who = [&] { return fmt::format("stream '{}' slice {}", stream.tensor, i); };
       if (slice.row_begin + slice.rows > stream.rows || slice.col_begin + slice.cols > stream.cols)
         return who() + ": block lies outside the tensor";
+      if (slice.transposed && stream.kind == StreamKind::output) return who() + ": an output slice cannot be transposed";
       if (auto p = check_ref(program, slice.destination, packed_words(std::uint64_t(slice.rows) * slice.cols, stream.dtype), who); !p.empty()) return p;
     }
   }
@@ -181,6 +182,19 @@ std::vector<std::uint64_t> call_support_bytes(const Program& program, std::uint3
       if (!(codelets_run[call.tile] & bit)) bytes[call.tile] += codelet_code_bytes(call.codelet);
       codelets_run[call.tile] |= bit;
       bytes[call.tile] += vertex_state_bytes(call.codelet);
+    }
+  return bytes;
+}
+
+std::vector<std::uint64_t> copy_descriptor_bytes(const Program& program, std::uint32_t tiles) {
+  std::vector<std::uint64_t> bytes(tiles, 0);
+  for (const Superstep& step : program.supersteps)
+    for (const Copy& copy : step.copies) {
+      if (copy.source.buffer >= program.buffers.size() || copy.destination.buffer >= program.buffers.size()) continue;
+      const std::uint32_t source = program.buffers[copy.source.buffer].tile;
+      const std::uint32_t destination = program.buffers[copy.destination.buffer].tile;
+      if (source < tiles) bytes[source] += kSendDescriptorBytes;
+      if (destination < tiles) bytes[destination] += kReceiveDescriptorBytes;
     }
   return bytes;
 }

@@ -74,7 +74,7 @@ protected:
       tessera::PackageStream emitted{stream.tensor, stream.kind, stream.rows, stream.cols, {}, stream.dtype};
       for (const tessera::HostSlice& slice : stream.slices)
         emitted.slices.push_back({program.buffers[slice.destination.buffer].tile, byte_address(program, slice.destination),
-                                  slice.row_begin, slice.rows, slice.col_begin, slice.cols});
+                                  slice.row_begin, slice.rows, slice.col_begin, slice.cols, slice.transposed});
       package.streams.push_back(std::move(emitted));
     }
 

@@ -4,6 +4,8 @@
 #include <cstdio>
 #include <map>
 
+#include <fmt/format.h>
+
 #include "pass_bench.hpp"
 
 using namespace tessera;
@@ -226,4 +228,47 @@ TEST_CASE("place-storage shows the worst 16 tiles over in full and the rest as t
   }
   CHECK(named == over_tiles - 16);
   CHECK(status.message.size() < 16384);  // readable, where 1,472 full lines would be ~700 KB
+}
+
+TEST_CASE("place-storage reserves code and vertex state and shows its exchange descriptor estimate", "[place-storage]") {
+  PassBench bench(config_path("models/mlp-small.yaml"), config_path("targets/t16.yaml"));
+  REQUIRE(bench.run_through("select-finalist").ok);
+  const Program& program = bench.state.program;
+  const std::uint32_t tiles = bench.state.target.tiles;
+  // Per copy a send entry on its source tile and a receive entry on its destination tile.
+  std::vector<std::uint64_t> descriptors(tiles, 0);
+  for (const Superstep& step : program.supersteps)
+    for (const Copy& copy : step.copies) {
+      descriptors.at(program.buffers.at(copy.source.buffer).tile) += kSendDescriptorBytes;
+      descriptors.at(program.buffers.at(copy.destination.buffer).tile) += kReceiveDescriptorBytes;
+    }
+  CHECK(copy_descriptor_bytes(program, tiles) == descriptors);
+  const std::vector<std::uint64_t> calls = call_support_bytes(program, tiles);
+  std::uint64_t most_calls = 0, most_descriptors = 0;
+  for (std::uint32_t t = 0; t < tiles; ++t)
+    most_calls = std::max(most_calls, calls[t]), most_descriptors = std::max(most_descriptors, descriptors[t]);
+  REQUIRE(most_descriptors > 0);  // the plan has copies
+
+  PassBench placed(config_path("models/mlp-small.yaml"), config_path("targets/t16.yaml"));
+  REQUIRE(placed.run_through("place-storage").ok);
+  const auto summary = placed.log_lines("memory summary");
+  REQUIRE(summary.size() == 1);
+  CHECK(log_field(summary[0], "peak_support_reserved_bytes") == most_calls);
+
+  // The does-not-fit report shows each over tile's reserved support memory and its descriptor estimate.
+  Target& target = bench.state.target;
+  target.memory_bytes = target.interleaved_start + 4096;
+  const Status status = bench.run("place-storage");
+  REQUIRE_FALSE(status.ok);
+  bool shown = false;
+  for (std::uint32_t t = 0; t < tiles; ++t) {
+    const std::size_t at = status.message.find("\n  tile " + std::to_string(t) + " needs ");
+    if (at == std::string::npos) continue;
+    const std::string line = status.message.substr(at + 1, status.message.find('\n', at + 1) - at - 1);
+    INFO(line);
+    CHECK_THAT(line, Catch::EndsWith(fmt::format("support (code, vertex state) {} bytes; exchange descriptors (estimated, "
+                                                 "not reserved) {} bytes", calls[t], descriptors[t])));
+    shown = true;
+  }
+  CHECK(shown);
 }

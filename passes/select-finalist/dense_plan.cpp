@@ -26,9 +26,7 @@ std::uint32_t ceil_div(std::uint32_t a, std::uint32_t b) { return (a + b - 1) / 
 bool fused_reduction(const DenseOp& op) { return op.bias && op.bias->dtype == DType::float32; }
 
 // float16 weights and biases are read by the half-weight codelets.
-Codelet matmul_codelet(const DenseOp& op) {
-  return op.w->dtype == DType::float16 ? Codelet::matmul_half : Codelet::matmul;
-}
+bool half_weights(const DenseOp& op) { return op.w->dtype == DType::float16; }
 Codelet bias_codelet(const DenseOp& op) {
   return op.bias && op.bias->dtype == DType::float16 ? Codelet::bias_add_half : Codelet::bias_add;
 }
@@ -184,16 +182,17 @@ std::vector<DenseCandidate> serial_candidates(const std::vector<DenseCandidate>&
 
 BusiestMatmul busiest_matmul(const DenseOp& op, DenseCandidate candidate, const Target& target) {
   BusiestMatmul busiest;
-  busiest.codelet = matmul_codelet(op);
+  busiest.half_weights = half_weights(op);
   busiest.m = ceil_div(op.m, candidate.row_groups);
   busiest.k = ceil_div(op.k, candidate.depth_groups);
   busiest.n = ceil_div(ceil_div(op.n, candidate.column_groups), candidate.serial_splits);
-  busiest.orientation = matmul_orientation(busiest.codelet, busiest.m, busiest.k, busiest.n, target, op.orientation);
+  busiest.orientation = weight_matmul(busiest.half_weights, busiest.m, busiest.k, busiest.n, target, op.orientation).orientation;
   return busiest;
 }
 
 std::uint64_t BusiestMatmul::cycles(std::uint32_t in_orientation, const Target& target) const {
-  return codelet_cycles(codelet, std::vector<std::uint32_t>{m, k, n, in_orientation}, target);
+  return codelet_cycles(constant_weight_matmul(half_weights, static_cast<MatmulOrientation>(in_orientation)),
+                        std::vector<std::uint32_t>{m, k, n, in_orientation}, target);
 }
 
 std::uint64_t screening_cycles(const DenseOp& op, DenseCandidate candidate, const Target& target) {
@@ -585,12 +584,13 @@ Fragment DenseFragment::build() && {
         gather_x(buffers, depth);
         for (std::uint32_t s = 0; s < slices_[c].size(); ++s) {
           const Range slice = slices_[c][s];
+          // The weights are laid out as the chosen orientation streams them: no transpose on the tile.
+          const WeightMatmul matmul = weight_matmul(half_weights(op_), m, depth.size, slice.size, target_, op_.orientation);
           builder_.host_slice(*op_.w, stream_kind_of(*op_.w), buffers.weights[s], depth.begin, depth.size,
-                              cols.begin + slice.begin, slice.size);
-          builder_.call(matmul_superstep(s), buffers.tile, matmul_codelet(op_),
+                              cols.begin + slice.begin, slice.size, matmul_b_is_n_by_k(matmul.codelet, matmul.orientation));
+          builder_.call(matmul_superstep(s), buffers.tile, matmul.codelet,
                         {{buffers.x_chunk, 0}, {buffers.weights[s], 0}, {buffers.partials[s % 2], 0}},
-                        {m, depth.size, slice.size,
-                         matmul_orientation(matmul_codelet(op_), m, depth.size, slice.size, target_, op_.orientation)});
+                        {m, depth.size, slice.size, matmul.orientation});
         }
         if (depth_groups == 1) {  // no serial splits: the partials are the output
           epilogue(1, buffers.tile, m, buffers.partials[0], buffers.bias, cols.begin, cols.size);

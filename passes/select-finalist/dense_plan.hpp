@@ -145,9 +145,10 @@ std::vector<DenseCandidate> serial_candidates(const std::vector<DenseCandidate>&
 std::uint64_t screening_cycles(const DenseOp& op, DenseCandidate candidate, const Target& target);
 
 /// The matmul call of a candidate's busiest tile and its chosen orientation, for screening
-/// and for the log line that says why the orientation was chosen.
+/// and for the log line that says why the orientation was chosen. Each orientation is
+/// charged with the weights laid out as it streams them (constant_weight_matmul).
 struct BusiestMatmul {
-  Codelet codelet = Codelet::matmul;
+  bool half_weights = false;
   std::uint32_t m = 0, k = 0, n = 0, orientation = 0;
   std::uint64_t cycles(std::uint32_t in_orientation, const Target& target) const;
 };

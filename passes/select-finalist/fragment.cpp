@@ -21,6 +21,21 @@ std::uint32_t matmul_orientation(Codelet codelet, std::uint32_t m, std::uint32_t
   return static_cast<std::uint32_t>(chosen);
 }
 
+WeightMatmul weight_matmul(bool half_weights, std::uint32_t m, std::uint32_t k, std::uint32_t n, const Target& target,
+                           OrientationChoice choice) {
+  auto call = [&](MatmulOrientation orientation) {
+    return WeightMatmul{constant_weight_matmul(half_weights, orientation), static_cast<std::uint32_t>(orientation)};
+  };
+  if (choice != OrientationChoice::automatic)
+    return call(choice == OrientationChoice::swapped ? MatmulOrientation::swapped : MatmulOrientation::as_is);
+  const WeightMatmul as_is = call(MatmulOrientation::as_is), swapped = call(MatmulOrientation::swapped);
+  const std::uint32_t as_is_params[] = {m, k, n, as_is.orientation}, swapped_params[] = {m, k, n, swapped.orientation};
+  // Ties keep as_is: its outputs leave the AMP as rows, no strided stores.
+  return codelet_cycles(swapped.codelet, swapped_params, target) < codelet_cycles(as_is.codelet, as_is_params, target)
+             ? swapped
+             : as_is;
+}
+
 Region region_for(Region preferred, const Target& target) {
   const bool has_standard = target.interleaved_start > 0;
   const bool has_interleaved = target.interleaved_start < target.memory_bytes;
@@ -113,7 +128,7 @@ void FragmentBuilder::move_rows(std::uint32_t superstep, BufferRef from, std::ui
 
 void FragmentBuilder::host_slice(const Tensor& tensor, StreamKind kind, std::uint32_t buffer,
                                  std::uint32_t row_begin, std::uint32_t rows,
-                                 std::uint32_t col_begin, std::uint32_t cols) {
+                                 std::uint32_t col_begin, std::uint32_t cols, bool transposed) {
   auto& streams = fragment_.program.streams;
   auto stream = std::find_if(streams.begin(), streams.end(), [&](const HostStream& s) {
     return s.tensor == tensor.name && s.kind == kind;
@@ -128,7 +143,7 @@ void FragmentBuilder::host_slice(const Tensor& tensor, StreamKind kind, std::uin
     streams.push_back(std::move(created));
     stream = streams.end() - 1;
   }
-  stream->slices.push_back({{buffer, 0}, row_begin, rows, col_begin, cols});
+  stream->slices.push_back({{buffer, 0}, row_begin, rows, col_begin, cols, transposed});
 }
 
 std::vector<TileBytes> FragmentBuilder::new_bytes(std::uint32_t tiles) const {

@@ -28,6 +28,15 @@ enum class OrientationChoice : std::uint8_t { automatic, as_is, swapped };
 std::uint32_t matmul_orientation(Codelet codelet, std::uint32_t m, std::uint32_t k, std::uint32_t n,
                                  const Target& target, OrientationChoice choice);
 
+/// A matmul by constant weights: the codelet reading them in the layout the orientation
+/// streams (constant_weight_matmul), and the orientation (the faster under `choice`).
+struct WeightMatmul {
+  Codelet codelet = Codelet::matmul;
+  std::uint32_t orientation = 0;
+};
+WeightMatmul weight_matmul(bool half_weights, std::uint32_t m, std::uint32_t k, std::uint32_t n, const Target& target,
+                           OrientationChoice choice);
+
 inline constexpr std::uint32_t kNewBuffer = std::numeric_limits<std::uint32_t>::max();
 
 /// A tensor's distribution made by a fragment.
@@ -87,10 +96,11 @@ public:
   /// superstep's compute. Rows contiguous on both sides move as one block.
   void move_rows(std::uint32_t superstep, BufferRef from, std::uint32_t from_stride, BufferRef to,
                  std::uint32_t to_stride, std::uint32_t rows, std::uint32_t width);
-  /// Adds a host slice filling `buffer` from word 0 with the block of `tensor`.
+  /// Adds a host slice filling `buffer` from word 0 with the block of `tensor` ([cols, rows]
+  /// when `transposed`).
   void host_slice(const Tensor& tensor, StreamKind kind, std::uint32_t buffer,
                   std::uint32_t row_begin, std::uint32_t rows, std::uint32_t col_begin,
-                  std::uint32_t cols);
+                  std::uint32_t cols, bool transposed = false);
 
   const Buffer& buffer(std::uint32_t index) const { return fragment_.program.buffers[index]; }
   bool oversized() const { return oversized_; }

@@ -429,3 +429,38 @@ TEST_CASE("select-finalist screens tile mappings and moves groups off tiles hold
   const auto outputs = tessera::testing::execute_program(bench.state.program, bench.state.model);
   CHECK(tessera::testing::max_relative_error(outputs, tessera::testing::reference_outputs(bench.state.model)) < 1e-5);
 }
+
+TEST_CASE("select-finalist lays constant weights out as the chosen orientation streams them", "[select-finalist]") {
+  TempDir dir;
+  const std::string model = deep_model(dir);
+  for (const std::string orientation : {"as_is", "swapped", "auto"}) {
+    INFO("orientation " << orientation);
+    PassBench bench(model, config_path("targets/t16.yaml"));
+    REQUIRE(bench.run("lower-mid").ok);
+    Options options;
+    options.values["orientation"] = orientation;
+    REQUIRE(bench.run("select-finalist", options).ok);
+    check_planned_program(bench);
+    std::size_t matmuls = 0;
+    for (const Superstep& step : bench.state.program.supersteps)
+      for (const CodeletCall& call : step.compute) {
+        if (!is_matmul(call.codelet)) continue;
+        ++matmuls;
+        const std::uint32_t swapped = static_cast<std::uint32_t>(MatmulOrientation::swapped);
+        if (orientation != "auto") CHECK((call.params[kMatmulOrientationParam] == swapped) == (orientation == "swapped"));
+        // Neither orientation transposes constant weights on the tile.
+        CHECK_FALSE(matmul_transposes_b(call.codelet, call.params[kMatmulOrientationParam]));
+        const bool n_by_k = matmul_b_is_n_by_k(call.codelet, call.params[kMatmulOrientationParam]);
+        // The host writes the call's weight slice in the layout the codelet reads.
+        std::size_t slices = 0;
+        for (const HostStream& stream : bench.state.program.streams)
+          for (const HostSlice& slice : stream.slices)
+            if (slice.destination.buffer == call.operands[1].buffer) {
+              ++slices;
+              CHECK(slice.transposed == n_by_k);
+            }
+        CHECK(slices == 1);
+      }
+    CHECK(matmuls > 0);
+  }
+}

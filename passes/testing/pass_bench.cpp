@@ -94,13 +94,17 @@ template <typename Word>
 void run_codelet(Codelet codelet, const std::vector<std::uint32_t>& p, Word&& word) {
   switch (codelet) {
     case Codelet::matmul:
+    case Codelet::matmul_transposed: {
+      const bool n_by_k = codelet == Codelet::matmul_transposed;  // b [n, k]: constant weights swapped
       for (std::uint32_t i = 0; i < p[0]; ++i)
         for (std::uint32_t j = 0; j < p[2]; ++j) {
           float sum = 0;
-          for (std::uint32_t k = 0; k < p[1]; ++k) sum += word(0, i * p[1] + k) * word(1, k * p[2] + j);
+          for (std::uint32_t k = 0; k < p[1]; ++k)
+            sum += word(0, i * p[1] + k) * word(1, n_by_k ? j * p[1] + k : k * p[2] + j);
           word(2, i * p[2] + j) = sum;
         }
       return;
+    }
     case Codelet::reduce_add:
       for (std::uint32_t i = 0; i < p[1]; ++i) {
         float sum = 0;
@@ -134,7 +138,6 @@ void run_codelet(Codelet codelet, const std::vector<std::uint32_t>& p, Word&& wo
           word(3, r * p[2] + c) = p[4] != 0 ? std::max(sum, 0.0f) : sum;
         }
       return;
-    case Codelet::matmul_transposed:
     case Codelet::matmul_half:
     case Codelet::bias_add_half:
     case Codelet::softmax:
@@ -203,7 +206,7 @@ TensorValues execute_program(const Program& program, const Graph& model) {
     for (const HostSlice& s : stream.slices)
       for (std::uint32_t r = 0; r < s.rows; ++r)
         for (std::uint32_t c = 0; c < s.cols; ++c)
-          write(s.destination.buffer, s.destination.word_offset + r * s.cols + c) =
+          write(s.destination.buffer, s.destination.word_offset + (s.transposed ? c * s.rows + r : r * s.cols + c)) =
               static_cast<float>(initial(model, stream.tensor, std::uint64_t(s.row_begin + r) * stream.cols + s.col_begin + c));
   }
   for (const Superstep& step : program.supersteps) {
@@ -211,7 +214,7 @@ TensorValues execute_program(const Program& program, const Graph& model) {
       // Output operands are written; everything else must have been written before.
       run_codelet(call.codelet, call.params, [&](std::uint32_t operand, std::uint64_t i) -> float& {
         const BufferRef& ref = call.operands.at(operand);
-        const bool output = (call.codelet == Codelet::matmul && operand == 2) ||
+        const bool output = (is_matmul(call.codelet) && operand == 2) ||
                             (call.codelet == Codelet::reduce_add && operand == 1) ||
                             (call.codelet == Codelet::add && operand == 2) ||
                             (call.codelet == Codelet::copy && operand == 1) ||
@@ -261,7 +264,7 @@ TensorValues execute_package(const Package& package, const Graph& model, const T
     for (const PackageSlice& s : stream.slices)
       for (std::uint32_t r = 0; r < s.rows; ++r)
         for (std::uint32_t c = 0; c < s.cols; ++c)
-          word(s.tile, s.address + 4ull * (r * s.cols + c)) =
+          word(s.tile, s.address + 4ull * (s.transposed ? c * s.rows + r : r * s.cols + c)) =
               static_cast<float>(initial(model, stream.tensor, std::uint64_t(s.row_begin + r) * stream.cols + s.col_begin + c));
   }
   const std::size_t supersteps = package.tiles.empty() ? 0 : package.tiles[0].supersteps.size();

@@ -89,7 +89,7 @@ double matmul_cycles(Codelet codelet, double m, double k, double n, bool swapped
   const double worker = std::max(kAmpWorkerFillCycles, kAmpWorkerBaseCycles + in * out / macs * field / threads);
   double amp = passes * (kAmpPassCycles + weight_load + threads * worker);
   // b's k values must be contiguous for the field: b [k, n] swapped and b [n, k] as_is transpose it.
-  if (swapped == (codelet != Codelet::matmul_transposed)) amp += k * n * kTransposeCyclesPerElement;
+  if (tessera::matmul_transposes_b(codelet, swapped ? 1 : 0)) amp += k * n * kTransposeCyclesPerElement;
   if (half) amp += m * k * kToHalfCyclesPerElement;
   const double workers = threads * std::ceil(m * n / threads) * (kMacPerOutputCycles + k / 2);
   return std::min(amp, workers);

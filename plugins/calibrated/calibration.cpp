@@ -46,7 +46,7 @@ Features matmul_features(Params p, const Target& t, Codelet codelet) {
   const double store = swapped ? std::ceil(std::min(outputs, out) / 2) : 0;  // outputs stored down a column
   const double pass_worker = passes * std::max(half ? 25.0 : 46.0, (half ? 18 : 22) + (in * out / macs + store) * rows);
   const double zero_rows = half ? 0 : output_groups * rows;
-  const bool transpose = swapped == (codelet != Codelet::matmul_transposed);
+  const bool transpose = tessera::matmul_transposes_b(codelet, p[3]);
   const double transpose_vectors = transpose ? worker_vectors(k * n, t) : 0;
   const double cast_fours = half ? std::ceil(std::ceil(m * k / workers) / 4) : 0;
   const double dot = p[1] % 2 == 0 ? k / 2 : 2 * k + 1;
@@ -57,16 +57,19 @@ Features matmul_features(Params p, const Target& t, Codelet codelet) {
                              (half ? 263 + 12 * cast_fours : 0);
   // Half inputs zero no rows; float inputs cast nothing.
   const double zero_or_cast = half ? cast_fours : zero_rows;
-  if (58 + workers * (16 + worker_dots) < amp_nominal) return {0, 0, 0, 0, 0, 0, 1, worker_dots};
-  return {1, passes, pass_worker, output_groups, zero_or_cast, transpose_vectors, 0, 0};
+  Features features = 58 + workers * (16 + worker_dots) < amp_nominal
+                          ? Features{0, 0, 0, 0, 0, 0, 1, worker_dots}
+                          : Features{1, passes, pass_worker, output_groups, zero_or_cast, transpose_vectors, 0, 0};
+  // matmul_half's b is stored as its orientation streams it: never transposed, no such feature.
+  if (half) features.erase(features.begin() + 5);
+  return features;
 }
 
 constexpr const char* kMatmulFeatureNames =
     "amp_call,amp_passes,amp_pass_worker_cycles,amp_output_groups,amp_zero_rows,transpose_vectors,worker_call,"
     "worker_dot_cycles";
 constexpr const char* kHalfMatmulFeatureNames =
-    "amp_call,amp_passes,amp_pass_worker_cycles,amp_output_groups,cast_fours,transpose_vectors,worker_call,"
-    "worker_dot_cycles";
+    "amp_call,amp_passes,amp_pass_worker_cycles,amp_output_groups,cast_fours,worker_call,worker_dot_cycles";
 
 // Both orientations and both paths, all within ~200 KB of operands.
 const std::vector<std::vector<std::uint32_t>> kMatmulShapes = {

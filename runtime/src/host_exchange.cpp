@@ -31,6 +31,13 @@ HostTensors initial_host_tensors(const Graph& graph, TensorKind kind) {
 void pack_slice(std::span<const float> tensor, std::uint32_t tensor_cols,
                 const PackageSlice& slice, std::span<float> destination) {
   assert(destination.size() == static_cast<std::size_t>(slice.rows) * slice.cols);
+  if (slice.transposed) {
+    for (std::uint32_t r = 0; r < slice.rows; ++r) {
+      const float* from = tensor.data() + static_cast<std::size_t>(slice.row_begin + r) * tensor_cols + slice.col_begin;
+      for (std::uint32_t c = 0; c < slice.cols; ++c) destination[static_cast<std::size_t>(c) * slice.rows + r] = from[c];
+    }
+    return;
+  }
   for (std::uint32_t r = 0; r < slice.rows; ++r) {
     const std::size_t from = static_cast<std::size_t>(slice.row_begin + r) * tensor_cols + slice.col_begin;
     assert(from + slice.cols <= tensor.size());

@@ -105,11 +105,9 @@ void run_matmul(float* memory, const LoadedCall& call) {
            call.param[1], call.param[2]);
 }
 
-void run_matmul_transposed(float* memory, const LoadedCall& call) {
-  const std::uint32_t m = call.param[0], k = call.param[1], n = call.param[2];
-  const float* __restrict a = memory + call.operand[0];
-  const float* __restrict b = memory + call.operand[1];
-  float* __restrict c = memory + call.operand[2];
+/// c[m,n] = a[m,k] * b[n,k]^T summed in float32 in k order; c must not alias a or b.
+void multiply_transposed(const float* __restrict a, const float* __restrict b, float* __restrict c, std::uint32_t m,
+                         std::uint32_t k, std::uint32_t n) {
   for (std::uint32_t i = 0; i < m; ++i)
     for (std::uint32_t j = 0; j < n; ++j) {
       const float* a_row = a + static_cast<std::size_t>(i) * k;
@@ -120,6 +118,11 @@ void run_matmul_transposed(float* memory, const LoadedCall& call) {
     }
 }
 
+void run_matmul_transposed(float* memory, const LoadedCall& call) {
+  multiply_transposed(memory + call.operand[0], memory + call.operand[1], memory + call.operand[2], call.param[0],
+                      call.param[1], call.param[2]);
+}
+
 // Both operands as halves (a rounded on load), products exact in float32, float32 sums.
 void run_matmul_half(float* memory, const LoadedCall& call) {
   const std::uint32_t m = call.param[0], k = call.param[1], n = call.param[2];
@@ -127,7 +130,11 @@ void run_matmul_half(float* memory, const LoadedCall& call) {
   std::vector<float> a_half(a, a + static_cast<std::size_t>(m) * k);
   for (float& value : a_half) value = round_to_half(value);
   const std::vector<float> b = read_halves(memory, call.operand[1], static_cast<std::size_t>(k) * n);
-  multiply(a_half.data(), b.data(), memory + call.operand[2], m, k, n);
+  if (!matmul_b_is_n_by_k(Codelet::matmul_half, call.param[kMatmulOrientationParam])) {
+    multiply(a_half.data(), b.data(), memory + call.operand[2], m, k, n);
+    return;
+  }
+  multiply_transposed(a_half.data(), b.data(), memory + call.operand[2], m, k, n);
 }
 
 void run_bias_add_half(float* memory, const LoadedCall& call) {
@@ -789,6 +796,8 @@ void SimDevice::Impl::load_streams(const Package& package) {
                                 "tensor", where(), slice.row_begin, slice.row_begin + slice.rows,
                                 slice.col_begin, slice.col_begin + slice.cols, stream.rows,
                                 stream.cols));
+      if (slice.transposed && stream.kind == StreamKind::output)
+        throw Error(fmt::format("{}: an output slice cannot be transposed; only inputs and weights may be", where()));
       loaded.slice_words.push_back(checked_word(
           slice.tile, slice.address, packed_words(std::uint64_t{slice.rows} * slice.cols, stream.dtype),
           where, [] { return "the block"; }));

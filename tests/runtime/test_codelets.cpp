@@ -84,6 +84,17 @@ TEST_CASE("codelet cycle formulas charge the documented machine model", "[codele
   // weight load 16 * 8 * 2 / 16 = 16, worker max(25, 18 + 4 * rows), pass overhead 43.
   CHECK(codelet_cycles(Codelet::matmul_half, V{128, 128, 128, as_is}, target) ==
         11 + 6 * (42 + 2 * 683) + 63 + 16 * (30 + 6 * 2) + 8 * 16 * (43 + 16 + 6 * (18 + 4 * 22)));
+  // Constant weights stored as the orientation streams them pay no transpose: swapped reads
+  // b [n, k] (matmul_transposed; matmul_half's b follows its orientation).
+  CHECK(constant_weight_matmul(false, MatmulOrientation::as_is) == Codelet::matmul);
+  CHECK(constant_weight_matmul(false, MatmulOrientation::swapped) == Codelet::matmul_transposed);
+  CHECK(constant_weight_matmul(true, MatmulOrientation::swapped) == Codelet::matmul_half);
+  CHECK(matmul_transposes_b(Codelet::matmul, swapped));
+  CHECK_FALSE(matmul_transposes_b(Codelet::matmul_transposed, swapped));
+  CHECK_FALSE(matmul_transposes_b(Codelet::matmul_half, swapped));
+  CHECK(matmul_b_is_n_by_k(Codelet::matmul_half, swapped));
+  CHECK_FALSE(matmul_b_is_n_by_k(Codelet::matmul_half, as_is));
+  CHECK(codelet_cycles(Codelet::matmul_transposed, V{2, 179, 128, swapped}, target) == thin_swapped - transpose);
   // Elementwise: 11 + 6 * (worker fixed + vectors of the busiest worker * cycles per vector).
   CHECK(codelet_cycles(Codelet::copy, V{1200}, target) == 11 + 6 * (17 + 100 * 1));
   CHECK(codelet_cycles(Codelet::relu, V{13}, target) == 11 + 6 * (26 + 2 * 1));

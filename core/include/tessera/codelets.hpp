@@ -9,7 +9,7 @@ namespace tessera {
 struct Target;
 
 /// Version of the codelet set (semantics and cycle formulas); written into packages.
-inline constexpr std::uint32_t kCodeletSetVersion = 3;  // 3: machine model v2 (AMP passes), matmul orientation
+inline constexpr std::uint32_t kCodeletSetVersion = 4;  // 4: matmul_half's b laid out as its orientation streams it
 
 /// Operands are word offsets into buffers (program) or byte addresses (tile image);
 /// params are the shape numbers listed per codelet. Data is float32 unless marked half
@@ -27,7 +27,9 @@ enum class Codelet : std::uint16_t {
   /// so the owner's own partial is read in place (strided) instead of copied.
   reduce_bias = 6,
   matmul_transposed = 7,  ///< operands {a, b, c}; params {m, k, n, orientation}: c[m,n] = a[m,k] * b[n,k]^T
-  matmul_half = 8,        ///< operands {a, b (half), c}; params {m, k, n, orientation}: c = half(a) * b, float32 sums
+  /// operands {a, b (half), c}; params {m, k, n, orientation}: c = half(a) * b, float32 sums; b is
+  /// laid out as the orientation streams it: [k, n] as_is, [n, k] swapped (no transpose either way).
+  matmul_half = 8,
   bias_add_half = 9,      ///< operands {inout, bias (half)}; params {rows, cols, relu}
   softmax = 10,           ///< operands {in, out}; params {rows, cols, scale}: rows of softmax(scale * in)
   layer_norm = 11,        ///< operands {in, gamma, beta, out}; params {rows, cols, eps}
@@ -90,5 +92,13 @@ inline constexpr std::uint32_t kSendDescriptorBytes = 8, kReceiveDescriptorBytes
 
 /// The orientation in which a matmul codelet of this shape is charged fewer cycles (as_is on a tie).
 MatmulOrientation faster_matmul_orientation(Codelet, std::uint32_t m, std::uint32_t k, std::uint32_t n, const Target&);
+/// Whether a matmul call's workers transpose b first: its k values are not contiguous for the
+/// field (matmul's b [k, n] swapped, matmul_transposed's b [n, k] as_is; matmul_half never).
+bool matmul_transposes_b(Codelet, std::uint32_t orientation);
+/// Whether a matmul call's b is stored [n, k] (matmul_transposed; matmul_half swapped).
+bool matmul_b_is_n_by_k(Codelet, std::uint32_t orientation);
+/// The codelet that multiplies by weights of `dtype` stored as `orientation` streams them
+/// ([n, k] when swapped), so that no orientation pays a transpose of constant weights.
+Codelet constant_weight_matmul(bool half_weights, MatmulOrientation);
 
 }  // namespace tessera

@@ -12,7 +12,7 @@
 namespace tessera {
 
 /// Format version of the package file; a reader refuses any other.
-inline constexpr std::uint32_t kPackageFormatVersion = 3;  // 3: target AMP, load and host-call figures
+inline constexpr std::uint32_t kPackageFormatVersion = 4;  // 4: transposed stream slices
 
 /// Exchange cycles at or past this are refused by the reader and the simulator, so a cycle
 /// plus a word count, or a difference of two cycles, never wraps around.
@@ -73,6 +73,7 @@ struct PackageSlice {
   std::uint32_t tile = 0;
   std::uint32_t address = 0;
   std::uint32_t row_begin = 0, rows = 0, col_begin = 0, cols = 0;
+  bool transposed = false;  ///< the block is stored [cols, rows] (input and weight streams only)
 };
 
 struct PackageStream {

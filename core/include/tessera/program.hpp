@@ -69,6 +69,7 @@ const char* stream_kind_name(StreamKind);
 struct HostSlice {
   BufferRef destination;
   std::uint32_t row_begin = 0, rows = 0, col_begin = 0, cols = 0;
+  bool transposed = false;  ///< stored [cols, rows]: weights laid out as their matmul streams them
 };
 
 struct HostStream {
@@ -99,5 +100,9 @@ std::uint64_t peak_live_bytes(const Program& program);
 /// a vertex state per call (tile_support_bytes counts an emitted image the same way, plus its
 /// exchange descriptors). Calls on tiles past `tiles` are not counted.
 std::vector<std::uint64_t> call_support_bytes(const Program& program, std::uint32_t tiles);
+/// Per tile, an estimate of its exchange descriptors before the phases are scheduled: a send
+/// entry per copy it sources and a receive entry per copy it takes (exact for copies sent in
+/// one segment each; emit-tile-code logs the emitted count).
+std::vector<std::uint64_t> copy_descriptor_bytes(const Program& program, std::uint32_t tiles);
 
 }  // namespace tessera

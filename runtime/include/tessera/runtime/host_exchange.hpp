@@ -21,7 +21,8 @@ namespace tessera::runtime {
 HostTensors initial_host_tensors(const Graph& graph, TensorKind kind);
 
 /// Copies the block [row_begin..+rows, col_begin..+cols] of a row-major tensor with
-/// `tensor_cols` columns into `destination`, packed row-major (rows * cols values).
+/// `tensor_cols` columns into `destination`, packed row-major (rows * cols values), or
+/// column-major when the slice is transposed.
 void pack_slice(std::span<const float> tensor, std::uint32_t tensor_cols,
                 const PackageSlice& slice, std::span<float> destination);
 /// The inverse of pack_slice: writes the packed block back into the tensor.
