@@ -4,7 +4,7 @@
 set -euo pipefail
 packages=(g++ cmake ninja-build pkg-config libboost-dev libspdlog-dev libfmt-dev
           libyaml-cpp-dev catch2 libcli11-dev nlohmann-json3-dev libxxhash-dev libssl-dev libglpk-dev chromium
-          slurmctld slurmd slurm-client)
+          slurmctld slurmd slurm-client jq)
 [ $# -eq 0 ] || packages=("$@")
 missing=()
 for p in "${packages[@]}"; do
