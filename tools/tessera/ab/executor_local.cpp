@@ -13,9 +13,14 @@
 
 namespace tessera::ab {
 
+bool MemoryGate::admits(std::int64_t kib) {
+  std::lock_guard lock(mutex_);
+  return fits(kib);
+}
+
 void MemoryGate::acquire(std::int64_t kib) {
   std::unique_lock lock(mutex_);
-  freed_.wait(lock, [&] { return running_ == 0 || reserved_kib_ + kib <= budget_kib_; });
+  freed_.wait(lock, [&] { return fits(kib); });
   reserved_kib_ += kib;
   ++running_;
 }

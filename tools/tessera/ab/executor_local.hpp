@@ -15,11 +15,14 @@ namespace tessera::ab {
 class MemoryGate {
 public:
   explicit MemoryGate(std::int64_t budget_kib) : budget_kib_(budget_kib) {}
+  /// True when a run of `kib` may start now.
+  bool admits(std::int64_t kib);
   void acquire(std::int64_t kib);
   void release(std::int64_t kib);
   std::int64_t budget_kib() const { return budget_kib_; }
 
 private:
+  bool fits(std::int64_t kib) const { return running_ == 0 || reserved_kib_ + kib <= budget_kib_; }
   std::mutex mutex_;
   std::condition_variable freed_;
   std::int64_t budget_kib_;
