@@ -37,6 +37,7 @@ sed -e "s#../targets/#$source/configs/targets/#" -e "s#../../build/plugins#$plug
   "$source/configs/pipelines/small.yaml" > "$work/base.yaml"
 cat > "$work/suite.yaml" <<SUITE
 suite: slurm-e2e
+slurm: {time: "30:00"}
 models:
   - {model: $source/configs/models/mlp-small.yaml, target: $source/configs/targets/t16.yaml}
   - {model: $source/configs/models/mlp-small-f16.yaml, target: $source/configs/targets/t16.yaml}
@@ -58,6 +59,10 @@ array=$(jq -r '.submissions[0].array_job' "$work/slurm/slurm/submissions.json")
 report=$(jq -r '.submissions[0].report_job' "$work/slurm/slurm/submissions.json")
 grep -q "array job $array (2 tasks), report job $report" "$work/submit.out" || fail "the job ids are not printed"
 first=$(jq -r '.submissions[0].tasks[0][0]' "$work/slurm/slurm/submissions.json")
+# The suite's sbatch options reach the jobs (the command line's would win).
+[ "$(jq -r '.submissions[0].sbatch.time' "$work/slurm/slurm/submissions.json")" = "30:00" ] ||
+  fail "the suite's slurm: {time} was not used"
+[ "$(squeue -h -j "$report" -o %l)" = "30:00" ] || fail "the report job did not get --time=30:00"
 
 run_log=$work/slurm/logs/$first/greedy/repeat-0.run.log
 waiting() { grep -qs "waiting for device ownership" "$run_log"; }

@@ -192,6 +192,16 @@ TEST_CASE("suite files list models and targets relative to themselves", "[ab][su
                                                           "t16.yaml, name: small}\n");
   CHECK(load_suite(renamed).entries[0].id == "small");
   CHECK(load_suite(renamed).name == "named");  // a bare list takes the file's name
+
+  // sbatch defaults for `--executor slurm`; a misspelt key is named.
+  const std::string entry = "models:\n  - {model: " + models + "mlp-small.yaml, target: " + targets + "t16.yaml}\n";
+  const Suite cluster = load_suite(dir.write("cluster.yaml", "slurm: {partition: compute, time: \"2:00:00\", mem: 4G}\n" + entry));
+  CHECK(cluster.slurm.partition == "compute");
+  CHECK(cluster.slurm.time == "2:00:00");
+  CHECK(cluster.slurm.mem == "4G");
+  CHECK(cluster.slurm.account.empty());
+  const std::string misspelt = dir.write("misspelt.yaml", "slurm: {partitoin: compute}\n" + entry);
+  CHECK_THAT(error_of([&] { load_suite(misspelt); }), Catch::StartsWith(misspelt + ":1:") && Catch::Contains("partitoin"));
 }
 
 TEST_CASE("path options resolve against the file that wrote them", "[ab][overlay]") {

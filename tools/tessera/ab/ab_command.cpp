@@ -329,7 +329,15 @@ int run_ab(AbCommand& o) {
             suite.entries.size(), requests.size(), o.repeat, shard_index, shard_count, items.size(), all.size(),
             results.root());
   if (o.executor == "slurm") {
-    print_submission(submit_sweep(results, manifest, model_ids(manifest), o.slurm, o.retry_failed, o.lock, self_executable()),
+    SlurmOptions options = o.slurm;  // the command line first, then the suite's `slurm:`
+    auto fill = [](std::string& given, const std::string& fallback) {
+      if (given.empty()) given = fallback;
+    };
+    fill(options.partition, suite.slurm.partition);
+    fill(options.time, suite.slurm.time);
+    fill(options.mem, suite.slurm.mem);
+    fill(options.account, suite.slurm.account);
+    print_submission(submit_sweep(results, manifest, model_ids(manifest), options, o.retry_failed, o.lock, self_executable()),
                      results);
     return 0;
   }
