@@ -1,6 +1,7 @@
 // End-to-end: `tessera ab` and `tessera ab merge` through the real binary on the quick suite.
 #include <catch2/catch.hpp>
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 #include <set>
@@ -246,4 +247,70 @@ TEST_CASE("ab records a failing compile, reports the rest and exits 1", "[ab][e2
                                kNoExtraPlugins);
   CHECK(bad_shard.exit_code == 1);
   CHECK_THAT(bad_shard.err, Catch::Contains("--shard 3/2"));
+}
+
+TEST_CASE("ab with --jobs 2 redoes only the model whose file changed, says so, and merge names the file", "[ab][e2e]") {
+  TempDir dir;
+  const std::string base = pipeline_copy(dir, source_path("configs/pipelines/small.yaml"), "greedy", "greedy");
+  const std::string model_a = dir.write("models/a.yaml", read_file(source_path("configs/models/mlp-small.yaml")));
+  const std::string model_b = dir.write("models/b.yaml", read_file(source_path("configs/models/mlp-small-f16.yaml")));
+  const std::string target = source_path("configs/targets/t16.yaml");
+  const std::string suite = dir.write("suite.yaml", "suite: two\nmodels:\n  - {model: models/a.yaml, target: " + target +
+                                                        "}\n  - {model: models/b.yaml, target: " + target + "}\n");
+  const fs::path whole = dir.path() / "whole", half = dir.path() / "half";
+  auto sweep = [&](const fs::path& results, std::vector<std::string> extra) {
+    std::vector<std::string> command = ab_command(base, suite, results, {"--jobs", "2"});
+    command[std::find(command.begin(), command.end(), "--repeat") - command.begin() + 1] = "1";
+    command.insert(command.end(), extra.begin(), extra.end());
+    return run_command(command, kNoExtraPlugins);
+  };
+  auto first = sweep(whole, {});
+  INFO(first.err);
+  REQUIRE(first.exit_code == 0);
+  const json report = read_json(whole.string() + ".json");
+  CHECK(report["items"]["present"] == 6);
+  CHECK(report["driver"]["executed"] == 6);
+  CHECK_THAT(first.err, Catch::Contains("local executor jobs=2 models=2 items=6"));
+  CHECK((fs::exists(whole / "device-0.lock") || fs::exists(whole / "device-1.lock")));
+  REQUIRE(sweep(half, {"--shard", "2/2"}).exit_code == 0);
+
+  // The same bytes plus a comment: another model file, so its items are redone, the other model's kept.
+  std::ofstream(model_a, std::ios::app) << "# edited\n";
+  auto resumed = sweep(whole, {});
+  INFO(resumed.err);
+  REQUIRE(resumed.exit_code == 0);
+  const json second = read_json(whole.string() + ".json");
+  CHECK(second["driver"]["executed"] == 3);
+  CHECK(second["driver"]["skipped"] == 3);
+  CHECK_THAT(resumed.err, Catch::Contains("model a@t16: file " + model_a + " differs") &&
+                              Catch::Contains("the items it touches are redone"));
+  CHECK(find_comparison(second, "in-order", "device_cycles")["value"] ==
+        find_comparison(report, "in-order", "device_cycles")["value"]);
+
+  auto refused = run_command({tessera_binary(), "ab", "merge", whole.string(), half.string()}, kNoExtraPlugins);
+  CHECK(refused.exit_code == 1);
+  CHECK_THAT(refused.err, Catch::Contains("cannot merge") && Catch::Contains("model a@t16: file " + model_a + " differs"));
+}
+
+TEST_CASE("ab refuses one arm alone and keeps its default results outside the source tree", "[ab][e2e]") {
+  TempDir dir;
+  const std::string base = pipeline_copy(dir, source_path("configs/pipelines/small.yaml"), "greedy", "greedy");
+  const std::string suite = source_path("configs/suites/quick.yaml");
+  auto alone = run_command({tessera_binary(), "ab", "--base", base, "--arm", "mine=" + source_path("configs/suites/arms/in-order.yaml"),
+                            "--suite", suite, "--results", (dir.path() / "r").string()},
+                           kNoExtraPlugins);
+  CHECK(alone.exit_code == 1);
+  CHECK_THAT(alone.err, Catch::Contains("one arm only") && Catch::Contains("--arm base= --arm mine="));
+  CHECK_FALSE(fs::exists(dir.path() / "r"));
+
+  auto defaulted = run_command({tessera_binary(), "ab", "--base", base, "--arm", "greedy=", "--arm",
+                                "in-order=" + source_path("configs/suites/arms/in-order.yaml"), "--suite", suite,
+                                "--repeat", "1", "--quiet"},
+                               {"TESSERA_PLUGIN_PATH=", "XDG_CACHE_HOME=" + (dir.path() / "cache").string()});
+  INFO(defaulted.err);
+  REQUIRE(defaulted.exit_code == 0);
+  std::size_t manifests = 0;
+  for (const auto& entry : fs::directory_iterator(dir.path() / "cache/tessera/ab-results"))
+    manifests += fs::exists(entry.path() / "manifest.json") && entry.path().filename().string().rfind("quick-", 0) == 0;
+  CHECK(manifests == 1);
 }

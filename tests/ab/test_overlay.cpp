@@ -192,4 +192,69 @@ TEST_CASE("suite files list models and targets relative to themselves", "[ab][su
                                                           "t16.yaml, name: small}\n");
   CHECK(load_suite(renamed).entries[0].id == "small");
   CHECK(load_suite(renamed).name == "named");  // a bare list takes the file's name
+
+  // sbatch defaults for `--executor slurm`; a misspelt key is named.
+  const std::string entry = "models:\n  - {model: " + models + "mlp-small.yaml, target: " + targets + "t16.yaml}\n";
+  const Suite cluster = load_suite(dir.write("cluster.yaml", "slurm: {partition: compute, time: \"2:00:00\", mem: 4G}\n" + entry));
+  CHECK(cluster.slurm.partition == "compute");
+  CHECK(cluster.slurm.time == "2:00:00");
+  CHECK(cluster.slurm.mem == "4G");
+  CHECK(cluster.slurm.account.empty());
+  const std::string misspelt = dir.write("misspelt.yaml", "slurm: {partitoin: compute}\n" + entry);
+  CHECK_THAT(error_of([&] { load_suite(misspelt); }), Catch::StartsWith(misspelt + ":1:") && Catch::Contains("partitoin"));
+}
+
+TEST_CASE("path options resolve against the file that wrote them", "[ab][overlay]") {
+  TempDir dir;
+  const std::string base = dir.write("pipelines/base.yaml", std::string(kBase) + "# cost model table below\n");
+  const std::string with_table =
+      dir.write("pipelines/calibrated.yaml",
+                std::string(kBase).replace(std::string(kBase).find("{plugin: analytic}"), 18,
+                                           "{plugin: calibrated, options: {table: tables/base.yaml}}"));
+  const std::string overlay = dir.write("arms/arm.yaml", "cost_model: {options: {table: \"../tables/{target}.yaml\"}}\n");
+  const auto is_path = [](const std::string& plugin, const std::string& option) {
+    return plugin == "calibrated" && option == "table";
+  };
+  // The base's own table, relative to the base; the overlay's, relative to the overlay.
+  CHECK(YAML::Load(merge_pipeline_overlay(with_table, "", is_path).yaml)["cost_model"]["options"]["table"].as<std::string>() ==
+        (dir.path() / "pipelines/tables/base.yaml").string());
+  const YAML::Node merged = YAML::Load(merge_pipeline_overlay(with_table, overlay, is_path).yaml);
+  CHECK(merged["cost_model"]["options"]["table"].as<std::string>() == (dir.path() / "tables/{target}.yaml").string());
+  // A plugin swapped in by the overlay: its path options are the overlay's too.
+  const std::string swap = dir.write("arms/swap.yaml", "cost_model: {plugin: calibrated, options: {table: t.yaml}}\n");
+  CHECK(YAML::Load(merge_pipeline_overlay(base, swap, is_path).yaml)["cost_model"]["options"]["table"].as<std::string>() ==
+        (dir.path() / "arms/t.yaml").string());
+  // Options that are not paths stay as written.
+  CHECK(YAML::Load(merge_pipeline_overlay(base, "", is_path).yaml)["passes"][1]["options"]["finalists"].as<int>() == 2);
+}
+
+TEST_CASE("an arm's fingerprint covers the bytes of the tables its options name", "[ab][overlay]") {
+  TempDir dir;
+  const std::string base = pipeline_copy(dir, source_path("configs/pipelines/small.yaml"), "greedy", "greedy");
+  const std::string table = dir.write("arms/tables/t16.yaml", "# a table, version 1\n");
+  const std::string overlay = dir.write("arms/calibrated.yaml", "cost_model: {plugin: calibrated, options: {table: \"tables/{target}.yaml\"}}\n");
+  auto prepare = [&] { return prepare_arms(base, {{"A", ""}, {"C", overlay}}, (dir.path() / "staging").string(), {"t16"}); };
+  const std::vector<PreparedArm> before = prepare();
+  bool listed = false;
+  for (const ArmInput& input : before[1].info.inputs) listed = listed || input.path == table;
+  CHECK(listed);  // {target} expanded, relative to the overlay
+  CHECK(prepare()[1].info.fingerprint == before[1].info.fingerprint);
+
+  dir.write("arms/tables/t16.yaml", "# a table, version 2 (re-calibrated)\n");
+  const std::vector<PreparedArm> after = prepare();
+  CHECK(after[1].info.fingerprint != before[1].info.fingerprint);
+  CHECK(after[0].info.fingerprint == before[0].info.fingerprint);  // the base reads no table
+
+  // Resume and merge name the file that differs.
+  Manifest old_manifest, new_manifest;
+  old_manifest.suite_name = new_manifest.suite_name = "s";
+  for (const PreparedArm& arm : before) old_manifest.arms.push_back(arm.info);
+  for (const PreparedArm& arm : after) new_manifest.arms.push_back(arm.info);
+  const std::vector<std::string> changes = manifest_changes(old_manifest, new_manifest);
+  REQUIRE(changes.size() == 1);
+  CHECK_THAT(changes[0], Catch::StartsWith("arm C: file " + table + " differs"));
+  CHECK_THAT(manifest_mismatch(new_manifest, old_manifest, true),
+             Catch::Contains("another version of an arm") && Catch::Contains(table));
+  CHECK(changed_inputs(new_manifest).empty());
+  CHECK_THAT(changed_inputs(old_manifest).front(), Catch::StartsWith(table + " (was "));
 }

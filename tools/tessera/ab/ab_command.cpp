@@ -9,12 +9,15 @@
 #include <filesystem>
 #include <fstream>
 #include <map>
+#include <set>
 
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
 
 #include "analysis.hpp"
 #include "arms.hpp"
+#include "executor_local.hpp"
+#include "executor_slurm.hpp"
 #include "fingerprint.hpp"
 #include "report.hpp"
 #include "results.hpp"
@@ -23,6 +26,7 @@
 #include "tessera/diagnostic.hpp"
 #include "tessera/log.hpp"
 #include "tessera/output_file.hpp"
+#include "tessera/target.hpp"
 
 namespace fs = std::filesystem;
 
@@ -38,7 +42,16 @@ class AbCommand {
 public:
   CLI::App* ab = nullptr;
   CLI::App* merge = nullptr;
+  CLI::App* status = nullptr;
+  CLI::App* resume = nullptr;
+  CLI::App* task = nullptr;
+  CLI::App* report = nullptr;
   std::string base, suite, results, shard = "1/1", lock;
+  std::string executor = "local";
+  unsigned jobs = 1;
+  SlurmOptions slurm;
+  std::string directory;  ///< of status, resume, task and report
+  std::uint32_t submission = 0, task_index = 0;
   std::vector<std::string> arms;
   std::uint32_t repeat = 3;
   double alpha = 0.05;
@@ -59,6 +72,19 @@ void add_report_options(CLI::App& command, AbCommand& options) {
       ->check(CLI::Range(1e-6, 0.5))
       ->capture_default_str();
   command.add_flag("--quiet", options.quiet, "do not print the tables on stdout");
+}
+
+void add_executor_options(CLI::App& command, AbCommand& o) {
+  command.add_option("--executor", o.executor, "local: this machine (--jobs N); slurm: a job array and a report job")
+      ->capture_default_str();
+  command.add_option("--jobs", o.jobs, "local: work items in parallel (a model's items stay in order on one worker)")
+      ->capture_default_str();
+  command.add_option("--tasks", o.slurm.tasks, "slurm: array tasks, each a group of whole models (default: one per model)");
+  command.add_option("--partition", o.slurm.partition, "slurm: sbatch --partition");
+  command.add_option("--time", o.slurm.time, "slurm: sbatch --time limit of each task, e.g. 2:00:00");
+  command.add_option("--mem", o.slurm.mem, "slurm: sbatch --mem of each task, e.g. 4G");
+  command.add_option("--account", o.slurm.account, "slurm: sbatch --account");
+  command.add_flag("--hold", o.slurm.hold, "slurm: submit the array held (start it with `scontrol release JOB`)");
 }
 
 std::pair<std::uint32_t, std::uint32_t> parse_shard(const std::string& text) {
@@ -121,10 +147,89 @@ int finish(const Analysis& analysis, DriverStats driver, const ReportFiles& extr
   return 0;
 }
 
+// Outside the source tree, where a checkout's `git status` and grep do not see it.
 std::string default_results_directory(const Manifest& manifest) {
   std::string identity = manifest.suite_fingerprint + manifest.build.build_hash;
   for (const ArmInfo& arm : manifest.arms) identity += arm.name + arm.fingerprint;
-  return (fs::path("ab-results") / (manifest.suite_name + "-" + hash_text(identity).substr(0, 8))).string();
+  const char* cache = std::getenv("XDG_CACHE_HOME");
+  const char* home = std::getenv("HOME");
+  const fs::path root = cache && *cache ? fs::path(cache) / "tessera"
+                        : home && *home ? fs::path(home) / ".cache/tessera"
+                                        : fs::temp_directory_path() / "tessera";
+  return (root / "ab-results" / (manifest.suite_name + "-" + hash_text(identity).substr(0, 8))).string();
+}
+
+std::vector<std::string> target_names(const Suite& suite) {
+  std::set<std::string> names;
+  for (const SuiteEntry& entry : suite.entries) names.insert(load_target(entry.target).name);
+  return {names.begin(), names.end()};
+}
+
+// A task or a resume must not mix records of changed inputs under the manifest's fingerprints.
+void check_inputs_unchanged(const ResultsDir& results, const Manifest& manifest) {
+  const std::vector<std::string> changed = changed_inputs(manifest);
+  if (!changed.empty())
+    throw Error(changed.front() + ": changed since " + results.root() + " was prepared" +
+                (changed.size() > 1 ? fmt::format(" ({} more files changed)", changed.size() - 1) : "") +
+                "; run the same `tessera ab` command again: it takes the change in and redoes the items it touches");
+}
+
+void check_executor(const AbCommand& o) {
+  if (o.executor != "local" && o.executor != "slurm")
+    throw Error("--executor " + o.executor + ": choose local (this machine, --jobs N) or slurm (a job array)");
+  if (o.jobs < 1) throw Error("--jobs must be at least 1");
+}
+
+// Results of another tessera binary must not land under this manifest's build identity.
+void check_same_build(const ResultsDir& results, const Manifest& manifest) {
+  const BuildIdentity build = current_build();
+  if (!(build == manifest.build))
+    throw Error(results.root() + ": prepared by tessera build " + manifest.build.build_hash + ", but this is build " +
+                build.build_hash + " (" + self_executable() + "); run the tessera binary that prepared it, or start a "
+                "new results directory");
+}
+
+RunnerOptions runner_options(const ResultsDir& results, const std::string& lock, bool retry_failed) {
+  RunnerOptions runner;
+  runner.tessera = self_executable();
+  runner.lock_path = lock.empty() ? results.absolute("device.lock") : lock;
+  runner.retry_failed = retry_failed;
+  return runner;
+}
+
+RunnerStats run_locally(const AbCommand& o, const Manifest& manifest, const ResultsDir& results,
+                        const std::vector<WorkItem>& items, bool retry_failed) {
+  return run_local(manifest, results, items, runner_options(results, o.lock, retry_failed), o.jobs, !o.lock.empty());
+}
+
+DriverStats driver_stats(const std::string& command, const ResultsDir& results, const RunnerStats& stats) {
+  DriverStats driver;
+  driver.command = command;
+  driver.results = results.root();
+  driver.child_wall_ms = stats.child_wall_ms;
+  driver.executed = stats.executed;
+  driver.skipped = stats.skipped;
+  driver.stale = stats.stale;
+  driver.failed = stats.failed;
+  driver.runs = stats.runs;
+  return driver;
+}
+
+ReportFiles beside_results(const ResultsDir& results) {
+  return {results.absolute("report.json"), results.absolute("report.csv"), results.absolute("report.md"),
+          results.absolute("report.html")};
+}
+
+void print_submission(const Submission& s, const ResultsDir& results) {
+  fmt::print("submitted to Slurm: array job {} ({} tasks), report job {} (afterany: it reports what finished)\n"
+             "results: {}\nfollow it: tessera ab status {}\n",
+             s.array_job, s.tasks.size(), s.report_job, results.root(), results.root());
+}
+
+std::vector<std::string> model_ids(const Manifest& manifest) {
+  std::vector<std::string> ids;
+  for (const SuiteEntry& entry : manifest.entries) ids.push_back(entry.id);
+  return ids;
 }
 
 // A scratch folder for validating merged pipelines before the results directory is known.
@@ -149,6 +254,12 @@ int run_ab(AbCommand& o) {
   if (o.arms.empty()) throw Error("tessera ab: no arms given; the first is the baseline: --arm A= --arm B=overlay.yaml");
   if (o.repeat < 1) throw Error("tessera ab: --repeat must be at least 1");
   const auto [shard_index, shard_count] = parse_shard(o.shard);
+  check_executor(o);
+  if (o.executor == "slurm" && shard_count > 1)
+    throw Error("--shard with --executor slurm: the job array is the sharding; drop --shard (or use --tasks N)");
+  if (o.arms.size() == 1)
+    throw Error("tessera ab: one arm only (--arm " + o.arms.front() + "); an A/B test compares arms with a baseline, "
+                "the first --arm: add the base itself first, e.g. --arm base= --arm " + o.arms.front());
   auto log = logger("tessera.ab");
 
   const Suite suite = load_suite(o.suite);
@@ -160,7 +271,7 @@ int run_ab(AbCommand& o) {
   StagingDirectory staging;
   std::vector<PreparedArm> prepared;
   try {
-    prepared = prepare_arms(o.base, requests, staging.path);
+    prepared = prepare_arms(o.base, requests, staging.path, target_names(suite));
   } catch (const Error&) {
     staging.keep = true;  // the error names the merged pipeline: leave it for the user to read
     throw;
@@ -181,10 +292,18 @@ int run_ab(AbCommand& o) {
   const std::string directory = o.results.empty() ? default_results_directory(manifest) : o.results;
   ResultsDir results(directory);
   if (results.has_manifest()) {
-    const std::string mismatch = manifest_mismatch(manifest, results.read_manifest(), false);
-    if (!mismatch.empty())
-      throw Error(results.root() + ": this results directory holds results of " + mismatch +
+    const Manifest stored = results.read_manifest();
+    if (stored.suite_name == manifest.suite_name && same_arm_names(stored, manifest)) {
+      // The same sweep with changed inputs: stored records of what changed no longer match and are redone.
+      for (const std::string& change : manifest_changes(stored, manifest))
+        log->warn("{} since these results were made: the items it touches are redone", change);
+    } else {
+      throw Error(results.root() + ": this results directory holds results of " + manifest_mismatch(manifest, stored, false) +
                   "; give another --results directory, or delete this one to start again");
+    }
+    if (const auto queued = queued_jobs(read_submissions(results)); !queued.empty())
+      throw Error(results.root() + ": Slurm job " + queued.front() + " is still working on this results directory; "
+                  "wait for it (tessera ab status " + results.root() + ") or scancel it first");
     log->info("resuming results={}", results.root());
   } else if (fs::is_directory(results.root()) && !fs::is_empty(results.root())) {
     throw Error(results.root() + ": not empty and not a tessera ab results directory (no manifest.json); give a new "
@@ -209,25 +328,142 @@ int run_ab(AbCommand& o) {
   log->info("ab starting suite={} models={} arms={} repeat={} shard={}/{} items={} of {} results={}", suite.name,
             suite.entries.size(), requests.size(), o.repeat, shard_index, shard_count, items.size(), all.size(),
             results.root());
-  RunnerOptions runner;
-  runner.tessera = self_executable();
-  runner.lock_path = o.lock.empty() ? results.absolute("device.lock") : o.lock;
-  runner.retry_failed = o.retry_failed;
-  const RunnerStats stats = run_work(manifest, results, items, runner);
-
+  if (o.executor == "slurm") {
+    SlurmOptions options = o.slurm;  // the command line first, then the suite's `slurm:`
+    auto fill = [](std::string& given, const std::string& fallback) {
+      if (given.empty()) given = fallback;
+    };
+    fill(options.partition, suite.slurm.partition);
+    fill(options.time, suite.slurm.time);
+    fill(options.mem, suite.slurm.mem);
+    fill(options.account, suite.slurm.account);
+    print_submission(submit_sweep(results, manifest, model_ids(manifest), options, o.retry_failed, o.lock, self_executable()),
+                     results);
+    return 0;
+  }
+  const RunnerStats stats = run_locally(o, manifest, results, items, o.retry_failed);
   const Analysis analysis = analyse(manifest, results.read_all_records(), o.alpha);
-  DriverStats driver;
-  driver.command = "ab";
-  driver.results = results.root();
-  driver.child_wall_ms = stats.child_wall_ms;
-  driver.executed = stats.executed;
-  driver.skipped = stats.skipped;
-  driver.stale = stats.stale;
-  driver.failed = stats.failed;
-  driver.runs = stats.runs;
-  const ReportFiles beside{results.absolute("report.json"), results.absolute("report.csv"), results.absolute("report.md"),
-                           results.absolute("report.html")};
-  return finish(analysis, driver, o.files, beside, o.quiet, start);
+  return finish(analysis, driver_stats("ab", results, stats), o.files, beside_results(results), o.quiet, start);
+}
+
+ResultsDir open_results(const std::string& path) {
+  ResultsDir results(path);
+  if (!results.has_manifest()) throw Error(results.root() + ": not a tessera ab results directory (no manifest.json)");
+  return results;
+}
+
+// `tessera ab task DIR --submission N --task I`: one array task, inside a Slurm job.
+int run_task(AbCommand& o) {
+  const ResultsDir results = open_results(o.directory);
+  const Manifest manifest = results.read_manifest();
+  check_same_build(results, manifest);
+  check_inputs_unchanged(results, manifest);
+  const std::vector<Submission> submissions = read_submissions(results);
+  if (o.submission < 1 || o.submission > submissions.size())
+    throw Error(fmt::format("--submission {}: {} has submissions 1 to {}", o.submission, results.root(), submissions.size()));
+  const Submission& submission = submissions[o.submission - 1];
+  const std::vector<WorkItem> items = task_items(manifest, submission, o.task_index);
+  logger("tessera.ab")->info("ab task submission={} task={} models={} items={} results={}", o.submission, o.task_index,
+                             submission.tasks[o.task_index - 1].size(), items.size(), results.root());
+  RunnerOptions runner = runner_options(results, "", o.retry_failed);
+  runner.lock_path = o.lock;  // "" = the node's own device lock: tasks on other nodes do not share one
+  const RunnerStats stats = run_work(manifest, results, items, runner);
+  return stats.failed > 0 ? 1 : 0;
+}
+
+// Items that are not done, one line each to stderr; true when there were any.
+bool report_unfinished(const Analysis& analysis, const std::string& root) {
+  std::size_t count = 0;
+  for (const ItemStatus& item : analysis.items)
+    if (item.status != "ok") {
+      fmt::print(stderr, "{} item model={} arm={} repeat={}\n", item.status, item.model, item.arm, item.repeat);
+      ++count;
+    }
+  if (count) fmt::print(stderr, "error: {} of {} work items are missing or failed; `tessera ab resume {}` redoes them\n", count,
+                        analysis.items.size(), root);
+  return count > 0;
+}
+
+// `tessera ab report DIR`: the reports of what a results directory holds (the Slurm report job).
+int run_report(AbCommand& o) {
+  const auto start = std::chrono::steady_clock::now();
+  const ResultsDir results = open_results(o.directory);
+  const Manifest manifest = results.read_manifest();
+  const Analysis analysis = analyse(manifest, results.read_all_records(), o.alpha);
+  const int code = finish(analysis, driver_stats("ab report", results, RunnerStats{}), o.files, beside_results(results),
+                          o.quiet, start);
+  return report_unfinished(analysis, results.root()) ? 1 : code;
+}
+
+int run_status(AbCommand& o) {
+  const ResultsDir results = open_results(o.directory);
+  const Manifest manifest = results.read_manifest();
+  const std::vector<ItemState> states = item_states(results, manifest);
+  std::map<std::string, std::size_t> counts;
+  for (const ItemState& item : states) {
+    ++counts[item.state];
+    if (item.state != "done") fmt::print("{:<8} {} {} repeat={}\n", item.state, item.model, item.arm, item.repeat);
+  }
+  for (const Submission& s : read_submissions(results)) {
+    const std::string ended = ended_tasks(results, s);
+    fmt::print("submission {} at {}: array job {} ({} tasks), report job {}{}\n", s.number, s.submitted_at, s.array_job,
+               s.tasks.size(), s.report_job, ended.empty() ? "" : "; ended tasks: " + ended);
+  }
+  for (const std::string& job : queued_jobs(read_submissions(results))) fmt::print("queued {}\n", job);
+  fmt::print("items: {} of {} done, {} failed, {} running, {} pending, {} missing\n", counts["done"], states.size(),
+             counts["failed"], counts["running"], counts["pending"], counts["missing"]);
+  return 0;
+}
+
+// `tessera ab resume DIR`: redo only the items that are missing or failed.
+int run_resume(AbCommand& o) {
+  const auto start = std::chrono::steady_clock::now();
+  const ResultsDir results = open_results(o.directory);
+  const Manifest manifest = results.read_manifest();
+  check_same_build(results, manifest);
+  check_inputs_unchanged(results, manifest);
+  const std::vector<Submission> submissions = read_submissions(results);
+  const bool executor_given = o.resume->count("--executor") > 0;
+  if (!executor_given) o.executor = submissions.empty() ? "local" : "slurm";
+  check_executor(o);
+  if (!submissions.empty()) {
+    const std::vector<std::string> queued = queued_jobs(submissions);
+    if (!queued.empty())
+      throw Error(results.root() + ": job " + queued.front() + " of this results directory is still queued; wait for it "
+                  "(tessera ab status " + results.root() + ") or scancel it, then resume");
+  }
+  std::vector<std::string> models;
+  std::size_t redo = 0;
+  for (const ItemState& item : item_states(results, manifest)) {
+    if (item.state == "done") continue;
+    ++redo;
+    if (std::find(models.begin(), models.end(), item.model) == models.end()) models.push_back(item.model);
+  }
+  if (models.empty()) {
+    fmt::print("nothing to resume: every work item in {} is done\n", results.root());
+    return 0;
+  }
+  logger("tessera.ab")->info("resuming items={} models={} executor={} results={}", redo, models.size(), o.executor,
+                             results.root());
+  if (o.executor == "slurm") {
+    SlurmOptions options = o.slurm;
+    // Without new sbatch options, the last submission's stand.
+    if (!submissions.empty() && options.partition.empty() && options.time.empty() && options.mem.empty() &&
+        options.account.empty()) {
+      options = submissions.back().options;
+      options.tasks = o.slurm.tasks;
+      options.hold = o.slurm.hold;
+    }
+    const std::string lock = o.resume->count("--lock") || submissions.empty() ? o.lock : submissions.back().lock;
+    print_submission(submit_sweep(results, manifest, models, options, true, lock, self_executable()), results);
+    return 0;
+  }
+  std::vector<WorkItem> items;
+  for (const WorkItem& item : plan_work(manifest))
+    if (std::find(models.begin(), models.end(), manifest.entries[item.entry].id) != models.end()) items.push_back(item);
+  const RunnerStats stats = run_locally(o, manifest, results, items, true);
+  const Analysis analysis = analyse(manifest, results.read_all_records(), o.alpha);
+  return finish(analysis, driver_stats("ab resume", results, stats), o.files, beside_results(results), o.quiet, start);
 }
 
 int run_merge(AbCommand& o) {
@@ -297,6 +533,7 @@ std::shared_ptr<AbCommand> add_ab_command(CLI::App& app) {
   o.ab->add_option("--results", o.results, "results directory; rerunning resumes it (default: ab-results/SUITE-HASH)");
   o.ab->add_option("--lock", o.lock, "device lock file for the simulator runs (default: in the results directory)");
   o.ab->add_flag("--retry-failed", o.retry_failed, "redo stored work items whose compile or run failed");
+  add_executor_options(*o.ab, o);
   add_report_options(*o.ab, o);
 
   o.merge = o.ab->add_subcommand("merge", "join results directories of shards of one A/B run and report them");
@@ -304,11 +541,37 @@ std::shared_ptr<AbCommand> add_ab_command(CLI::App& app) {
       ->required()
       ->check(CLI::ExistingDirectory);
   add_report_options(*o.merge, o);
+
+  o.status = o.ab->add_subcommand("status", "done, failed, running, pending and missing work items of a results directory");
+  o.status->add_option("directory", o.directory, "results directory")->required()->check(CLI::ExistingDirectory);
+  o.resume = o.ab->add_subcommand("resume", "redo only the missing or failed work items of a results directory "
+                                            "(through Slurm again when it was submitted there)");
+  o.resume->add_option("directory", o.directory, "results directory")->required()->check(CLI::ExistingDirectory);
+  o.resume->add_option("--lock", o.lock, "device lock file for the simulator runs");
+  add_executor_options(*o.resume, o);
+  add_report_options(*o.resume, o);
+  o.report = o.ab->add_subcommand("report", "report what a results directory holds, naming missing and failed items");
+  o.report->add_option("directory", o.directory, "results directory")->required()->check(CLI::ExistingDirectory);
+  add_report_options(*o.report, o);
+  // Internal: what each array task of a Slurm submission runs.
+  o.task = o.ab->add_subcommand("task", "")->group("");
+  o.task->add_option("directory", o.directory)->required()->check(CLI::ExistingDirectory);
+  o.task->add_option("--submission", o.submission)->required();
+  o.task->add_option("--task", o.task_index)->required();
+  o.task->add_option("--lock", o.lock);
+  o.task->add_flag("--retry-failed", o.retry_failed);
   return command;
 }
 
 bool ab_command_chosen(const AbCommand& command) { return command.ab && command.ab->parsed(); }
 
-int run_ab_command(AbCommand& command) { return command.merge->parsed() ? run_merge(command) : run_ab(command); }
+int run_ab_command(AbCommand& command) {
+  if (command.merge->parsed()) return run_merge(command);
+  if (command.status->parsed()) return run_status(command);
+  if (command.resume->parsed()) return run_resume(command);
+  if (command.report->parsed()) return run_report(command);
+  if (command.task->parsed()) return run_task(command);
+  return run_ab(command);
+}
 
 }  // namespace tessera::cli

@@ -19,11 +19,40 @@ namespace tessera::ab {
 
 namespace {
 
-std::string use_fingerprint_text(const PluginUse& use, const PluginHost& host, const char* role) {
+// A file's hash, or "absent": a file created later changes the fingerprint too.
+ArmInput input_file(const std::string& path) {
+  std::error_code ec;
+  return {path, fs::is_regular_file(path, ec) ? hash_file(path) : "absent"};
+}
+
+// The plugin's name, version, library bytes and options, and the bytes of every file a `path`
+// option names (`{target}` expanded for each suite target), so results never outlive an input.
+std::string use_fingerprint_text(const PluginUse& use, const PluginHost& host, const char* role,
+                                 const std::vector<std::string>& target_names, std::vector<ArmInput>& inputs) {
   const PluginInfo* plugin = host.find(use.plugin);
   std::string text = std::string(role) + " " + use.plugin;
-  if (plugin) text += " " + plugin->version + " " + hash_file(plugin->file);
+  if (plugin) {
+    inputs.push_back(input_file(plugin->file));
+    text += " " + plugin->version + " " + inputs.back().hash;
+  }
   for (const auto& [name, value] : use.options.values) text += " " + name + "=" + option_value_text(value);
+  if (plugin)
+    for (const OptionSpec& option : plugin->options) {
+      if (option.type != OptionType::path || !use.options.values.count(option.name)) continue;
+      const std::string& path = std::get<std::string>(use.options.values.at(option.name));
+      if (path.empty()) continue;
+      const std::size_t placeholder = path.find("{target}");
+      std::vector<std::string> paths{path};
+      if (placeholder != std::string::npos) {
+        paths.clear();
+        for (const std::string& target : target_names)
+          paths.push_back(std::string(path).replace(placeholder, 8, target));
+      }
+      for (const std::string& file : paths) {
+        inputs.push_back(input_file(file));
+        text += " " + file + "#" + inputs.back().hash;
+      }
+    }
   return text + "\n";
 }
 
@@ -49,7 +78,7 @@ ArmRequest parse_arm_argument(const std::string& text) {
 std::string twin_name(const std::string& baseline) { return baseline + ".twin"; }
 
 std::vector<PreparedArm> prepare_arms(const std::string& base_pipeline, const std::vector<ArmRequest>& requests,
-                                      const std::string& staging_directory) {
+                                      const std::string& staging_directory, const std::vector<std::string>& target_names) {
   if (requests.empty()) throw Error("tessera ab: no arms given; the first --arm is the baseline, e.g. --arm A= --arm B=b.yaml");
   std::set<std::string> names;
   std::vector<PreparedArm> arms;
@@ -61,34 +90,52 @@ std::vector<PreparedArm> prepare_arms(const std::string& base_pipeline, const st
     arm.info.overlay = request.overlay;
     const std::string origin = "arm '" + request.name + "' (" +
                                (request.overlay.empty() ? "the base pipeline" : "overlay " + request.overlay) + ")";
-    MergedPipeline merged;
-    try {
-      merged = merge_pipeline_overlay(base_pipeline, request.overlay);
-    } catch (const Error& e) {
-      throw Error(std::string(e.what()) + " [" + origin + "]");
-    }
-    arm.info.changes = merged.changes;
-    arm.yaml = "# tessera ab " + origin + " merged onto " + fs::absolute(base_pipeline).lexically_normal().string() +
-               "\n# Reproduce this arm: tessera compile MODEL -p THIS_FILE -t TARGET -o PACKAGE\n" + merged.yaml;
     const std::string staged = (fs::path(staging_directory) / (request.name + ".yaml")).string();
-    std::ofstream(staged) << arm.yaml;
-
+    auto stage = [&](const PathOptionTest& is_path) {
+      MergedPipeline merged;
+      try {
+        merged = merge_pipeline_overlay(base_pipeline, request.overlay, is_path);
+      } catch (const Error& e) {
+        throw Error(std::string(e.what()) + " [" + origin + "]");
+      }
+      arm.info.changes = merged.changes;
+      arm.yaml = "# tessera ab " + origin + " merged onto " + fs::absolute(base_pipeline).lexically_normal().string() +
+                 "\n# Reproduce this arm: tessera compile MODEL -p THIS_FILE -t TARGET -o PACKAGE\n" + merged.yaml;
+      std::ofstream(staged) << arm.yaml;
+    };
+    auto resolve = [&](PluginHost& host, bool configure) {
+      try {
+        PipelineSpec spec = load_pipeline(staged);
+        resolve_pipeline(spec, host);
+        // Creating the plugins runs their configure(), which checks option ranges: a bad arm
+        // fails here, not after an hour of compiles.
+        if (configure) PassManager plugins_configured(spec, host, PassManagerOptions{});
+        return spec;
+      } catch (const Error& e) {
+        throw Error(std::string(e.what()) + " [" + origin + " merged onto " + base_pipeline + "; the merged pipeline is " +
+                    staged + "]");
+      }
+    };
+    // Which options are paths is known once the plugins are loaded: merge, load, then merge
+    // again with relative path options resolved against the file that wrote them.
+    stage({});
+    PluginHost probe;
+    resolve(probe, false);
+    stage([&](const std::string& plugin, const std::string& option) {
+      const PluginInfo* info = probe.find(plugin);
+      if (!info) return false;
+      for (const OptionSpec& spec : info->options)
+        if (spec.name == option) return spec.type == OptionType::path;
+      return false;
+    });
     PluginHost host;  // one host per arm: arms may load same-named plugins from other folders
-    PipelineSpec spec;
-    try {
-      spec = load_pipeline(staged);
-      resolve_pipeline(spec, host);
-      // Creating the plugins runs their configure(), which checks option ranges: a bad arm
-      // fails here, not after an hour of compiles.
-      PassManager plugins_configured(spec, host, PassManagerOptions{});
-    } catch (const Error& e) {
-      throw Error(std::string(e.what()) + " [" + origin + " merged onto " + base_pipeline + "; the merged pipeline is " +
-                  staged + "]");
-    }
+    const PipelineSpec spec = resolve(host, true);
     std::string fingerprint_text = "tessera-ab-arm/1\n";
-    fingerprint_text += use_fingerprint_text(spec.cost_model, host, "cost_model");
-    fingerprint_text += use_fingerprint_text(spec.exchange_scheduler, host, "exchange_scheduler");
-    for (const PluginUse& pass : spec.passes) fingerprint_text += use_fingerprint_text(pass, host, "pass");
+    std::vector<ArmInput>& inputs = arm.info.inputs;
+    fingerprint_text += use_fingerprint_text(spec.cost_model, host, "cost_model", target_names, inputs);
+    fingerprint_text += use_fingerprint_text(spec.exchange_scheduler, host, "exchange_scheduler", target_names, inputs);
+    for (const PluginUse& pass : spec.passes)
+      fingerprint_text += use_fingerprint_text(pass, host, "pass", target_names, inputs);
     arm.info.fingerprint = hash_text(fingerprint_text);
     arms.push_back(std::move(arm));
   }

@@ -27,9 +27,10 @@ struct PreparedArm {
 /// Merges every overlay onto `base_pipeline`, writes each result into `staging_directory`,
 /// loads and resolves it with the core (plugins, option types, pass order), creates its plugins
 /// (so each plugin's configure() checks its options) and fingerprints
-/// it from its plugins' names, versions, library contents and resolved options. Appends
-/// the baseline's twin. Throws Error naming the arm, the overlay and the merged file.
+/// it from its plugins' names, versions, library contents, resolved options and the contents
+/// of the files its `path` options name (`{target}` expanded for each of `target_names`).
+/// Appends the baseline's twin. Throws Error naming the arm, the overlay and the merged file.
 std::vector<PreparedArm> prepare_arms(const std::string& base_pipeline, const std::vector<ArmRequest>& requests,
-                                      const std::string& staging_directory);
+                                      const std::string& staging_directory, const std::vector<std::string>& target_names = {});
 
 }  // namespace tessera::ab

@@ -29,12 +29,39 @@ std::string scalar_text(const YAML::Node& node) {
   return out.c_str();
 }
 
+// Makes the relative values of a plugin use's path options absolute against `file`.
+void rebase_options(YAML::Node use, const std::string& plugin, const std::string& file, const PathOptionTest& is_path) {
+  if (!is_path || plugin.empty() || !is_map(use) || !is_map(use["options"])) return;
+  YAML::Node options = use["options"];
+  for (auto option : options) {
+    const std::string name = option.first.as<std::string>();
+    if (option.second.IsScalar() && !option.second.Scalar().empty() && is_path(plugin, name))
+      options[name] = absolute_from(file, option.second.Scalar());
+  }
+}
+
+std::string plugin_of(const YAML::Node& use) { return is_map(use) && is_scalar(use["plugin"]) ? use["plugin"].Scalar() : ""; }
+
+// Rebases the path options of every plugin use in `pipeline` (a base or an overlay) against
+// `file`; an overlay's cost_model or exchange_scheduler without `plugin` keeps `base`'s.
+void rebase_uses(YAML::Node& pipeline, const YAML::Node& base, const std::string& file, const PathOptionTest& is_path) {
+  if (!pipeline.IsMap()) return;
+  for (const char* key : {"cost_model", "exchange_scheduler"}) {
+    std::string plugin = plugin_of(pipeline[key]);
+    if (plugin.empty() && base.IsMap()) plugin = plugin_of(base[key]);
+    if (pipeline[key].IsDefined()) rebase_options(pipeline[key], plugin, file, is_path);
+  }
+  if (YAML::Node passes = pipeline["passes"]; is_sequence(passes))
+    for (std::size_t i = 0; i < passes.size(); ++i) rebase_options(passes[i], plugin_of(passes[i]), file, is_path);
+}
+
 // Makes the base pipeline's own relative paths absolute, so the merged file can live anywhere.
-void rebase_paths(YAML::Node& pipeline, const std::string& file) {
+void rebase_paths(YAML::Node& pipeline, const std::string& file, const PathOptionTest& is_path) {
   if (is_scalar(pipeline["target"])) pipeline["target"] = absolute_from(file, pipeline["target"].Scalar());
   if (YAML::Node paths = pipeline["plugin_paths"]; is_sequence(paths))
     for (std::size_t i = 0; i < paths.size(); ++i)
       if (paths[i].IsScalar()) paths[i] = absolute_from(file, paths[i].Scalar());
+  rebase_uses(pipeline, YAML::Node(), file, is_path);
 }
 
 class OverlayMerger {
@@ -207,13 +234,15 @@ private:
 
 }  // namespace
 
-MergedPipeline merge_pipeline_overlay(const std::string& base_path, const std::string& overlay_path) {
+MergedPipeline merge_pipeline_overlay(const std::string& base_path, const std::string& overlay_path,
+                                      const PathOptionTest& is_path) {
   YAML::Node pipeline = load_yaml_file(base_path, "base pipeline");
   if (!pipeline.IsMap()) throw Error(base_path + ": a pipeline must be a mapping (see configs/pipelines/)");
-  rebase_paths(pipeline, base_path);
+  rebase_paths(pipeline, base_path, is_path);
   MergedPipeline merged;
   if (!overlay_path.empty()) {
-    const YAML::Node overlay = load_yaml_file(overlay_path, "arm overlay");
+    YAML::Node overlay = load_yaml_file(overlay_path, "arm overlay");
+    rebase_uses(overlay, pipeline, overlay_path, is_path);  // an overlay's paths are relative to the overlay
     if (overlay.IsDefined() && !overlay.IsNull()) OverlayMerger(overlay_path, merged.changes).merge(pipeline, overlay);
   }
   YAML::Emitter out;

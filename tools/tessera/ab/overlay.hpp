@@ -1,5 +1,6 @@
 // Arms of an A/B test: a YAML overlay deep-merged onto a base pipeline.
 #pragma once
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -10,12 +11,18 @@ struct MergedPipeline {
   std::vector<std::string> changes;  ///< what the overlay changed, e.g. "exchange_scheduler: greedy -> in-order"
 };
 
+/// True when option `option` of plugin `plugin` is of type `path` (then a relative value is
+/// made absolute against the file that wrote it).
+using PathOptionTest = std::function<bool(const std::string& plugin, const std::string& option)>;
+
 /// Merges the overlay file onto the base pipeline file. Maps merge key by key; `passes`
 /// entries are matched by plugin name and their options merged (`remove: true` drops a pass,
 /// `after:`/`before: NAME` inserts a new one); naming another plugin for cost_model,
 /// exchange_scheduler replaces that entry with its own options; plugin_paths are added to
-/// the base's. An empty `overlay_path` gives the base itself. Relative paths are resolved
-/// against the file that wrote them. Throws Error with the overlay's file:line:column.
-MergedPipeline merge_pipeline_overlay(const std::string& base_path, const std::string& overlay_path);
+/// the base's. An empty `overlay_path` gives the base itself. Relative paths (`target`,
+/// `plugin_paths` and options `is_path` names) are resolved against the file that wrote them.
+/// Throws Error with the overlay's file:line:column.
+MergedPipeline merge_pipeline_overlay(const std::string& base_path, const std::string& overlay_path,
+                                      const PathOptionTest& is_path = {});
 
 }  // namespace tessera::ab

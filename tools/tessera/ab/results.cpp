@@ -6,6 +6,7 @@
 #include <fstream>
 #include <sstream>
 
+#include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
 #include "tessera/diagnostic.hpp"
@@ -53,6 +54,8 @@ json to_json(const Record& r) {
           {"repeat", r.repeat},
           {"suite_fingerprint", r.suite_fingerprint},
           {"arm_fingerprint", r.arm_fingerprint},
+          {"model_hash", r.model_hash},
+          {"target_hash", r.target_hash},
           {"tessera", to_json(r.build)},
           {"finished_at", r.finished_at},
           {"compile",
@@ -76,6 +79,8 @@ Record record_from(const json& j) {
   r.repeat = j.at("repeat").get<std::uint32_t>();
   r.suite_fingerprint = j.at("suite_fingerprint").get<std::string>();
   r.arm_fingerprint = j.at("arm_fingerprint").get<std::string>();
+  r.model_hash = j.value("model_hash", "");  // absent in records of older builds: they never match
+  r.target_hash = j.value("target_hash", "");
   r.build = build_from(j.at("tessera"));
   r.finished_at = j.at("finished_at").get<std::string>();
   const json& c = j.at("compile");
@@ -112,9 +117,12 @@ json to_json(const Manifest& m) {
     entries.push_back({{"id", e.id}, {"model", e.model}, {"target", e.target}, {"model_hash", e.model_hash},
                        {"target_hash", e.target_hash}});
   json arms = json::array();
-  for (const ArmInfo& a : m.arms)
+  for (const ArmInfo& a : m.arms) {
+    json inputs = json::array();
+    for (const ArmInput& input : a.inputs) inputs.push_back({{"path", input.path}, {"hash", input.hash}});
     arms.push_back({{"name", a.name}, {"overlay", a.overlay}, {"pipeline", a.pipeline}, {"fingerprint", a.fingerprint},
-                    {"changes", a.changes}, {"twin_of", a.twin_of}});
+                    {"inputs", inputs}, {"changes", a.changes}, {"twin_of", a.twin_of}});
+  }
   return {{"format", kManifestFormat},
           {"tessera", to_json(m.build)},
           {"suite", {{"name", m.suite_name}, {"file", m.suite_file}, {"fingerprint", m.suite_fingerprint}, {"entries", entries}}},
@@ -137,10 +145,14 @@ Manifest manifest_from(const json& j) {
     m.entries.push_back({e.at("id").get<std::string>(), e.at("model").get<std::string>(), e.at("target").get<std::string>(),
                          e.at("model_hash").get<std::string>(), e.at("target_hash").get<std::string>()});
   m.base_pipeline = j.at("base_pipeline").get<std::string>();
-  for (const json& a : j.at("arms"))
+  for (const json& a : j.at("arms")) {
+    std::vector<ArmInput> inputs;
+    for (const json& input : a.value("inputs", json::array()))
+      inputs.push_back({input.at("path").get<std::string>(), input.at("hash").get<std::string>()});
     m.arms.push_back({a.at("name").get<std::string>(), a.at("overlay").get<std::string>(), a.at("pipeline").get<std::string>(),
-                      a.at("fingerprint").get<std::string>(), a.at("changes").get<std::vector<std::string>>(),
+                      a.at("fingerprint").get<std::string>(), inputs, a.at("changes").get<std::vector<std::string>>(),
                       a.at("twin_of").get<std::string>()});
+  }
   m.repeat = j.at("repeat").get<std::uint32_t>();
   m.shard_index = j.at("shard").at("index").get<std::uint32_t>();
   m.shard_count = j.at("shard").at("count").get<std::uint32_t>();
@@ -181,13 +193,73 @@ const SuiteEntry* Manifest::find_entry(const std::string& id) const {
   return nullptr;
 }
 
+bool same_arm_names(const Manifest& a, const Manifest& b) {
+  bool same = a.arms.size() == b.arms.size();
+  for (std::size_t i = 0; same && i < a.arms.size(); ++i) same = a.arms[i].name == b.arms[i].name;
+  return same;
+}
+
+std::vector<std::string> manifest_changes(const Manifest& before, const Manifest& now) {
+  std::vector<std::string> changes;
+  auto changed = [&](const std::string& what, const std::string& path, const std::string& was, const std::string& is) {
+    if (was != is) changes.push_back(fmt::format("{} {} differs (hash {} then, {} now)", what, path, was, is));
+  };
+  for (const SuiteEntry& entry : now.entries)
+    if (const SuiteEntry* old = before.find_entry(entry.id)) {
+      changed("model " + entry.id + ": file", entry.model, old->model_hash, entry.model_hash);
+      changed("model " + entry.id + ": target file", entry.target, old->target_hash, entry.target_hash);
+    }
+  for (const ArmInfo& arm : now.arms) {
+    const ArmInfo* old = before.find_arm(arm.name);
+    if (!old || old->fingerprint == arm.fingerprint || !arm.twin_of.empty()) continue;
+    const std::size_t found = changes.size();
+    for (const ArmInput& input : arm.inputs) {
+      std::string was = "absent";
+      for (const ArmInput& earlier : old->inputs)
+        if (earlier.path == input.path) was = earlier.hash;
+      changed("arm " + arm.name + ": file", input.path, was, input.hash);
+    }
+    if (changes.size() == found)
+      changes.push_back("arm " + arm.name + ": its plugins or options differ (" + old->fingerprint + " then, " +
+                        arm.fingerprint + " now)");
+  }
+  if (!(before.build == now.build))
+    changes.push_back("the tessera build differs (" + before.build.build_hash + " then, " + now.build.build_hash + " now)");
+  return changes;
+}
+
+std::vector<std::string> changed_inputs(const Manifest& manifest) {
+  std::vector<std::string> changed;
+  auto check = [&](const std::string& path, const std::string& recorded) {
+    std::error_code ec;
+    const std::string now = fs::exists(path, ec) ? hash_file(path) : "absent";
+    if (now != recorded) changed.push_back(path + " (was " + recorded + ", now " + now + ")");
+  };
+  for (const SuiteEntry& entry : manifest.entries) {
+    check(entry.model, entry.model_hash);
+    check(entry.target, entry.target_hash);
+  }
+  for (const ArmInfo& arm : manifest.arms)
+    if (arm.twin_of.empty())
+      for (const ArmInput& input : arm.inputs) check(input.path, input.hash);
+  return changed;
+}
+
 std::string manifest_mismatch(const Manifest& mine, const Manifest& other, bool same_repeat) {
-  if (mine.suite_fingerprint != other.suite_fingerprint)
+  // Name the file that differs when the layout is the same and contents are not.
+  const bool comparable = mine.suite_name == other.suite_name && same_arm_names(mine, other);
+  if (mine.suite_fingerprint != other.suite_fingerprint) {
+    if (comparable)
+      for (const std::string& change : manifest_changes(mine, other))
+        if (change.rfind("model ", 0) == 0) return "another suite: " + change;
     return "another suite ('" + other.suite_name + "' " + other.suite_fingerprint + " from " + other.suite_file +
            ", not '" + mine.suite_name + "' " + mine.suite_fingerprint + ")";
-  bool same_arms = mine.arms.size() == other.arms.size();
-  for (std::size_t i = 0; same_arms && i < mine.arms.size(); ++i)
-    same_arms = mine.arms[i].name == other.arms[i].name && mine.arms[i].fingerprint == other.arms[i].fingerprint;
+  }
+  bool same_arms = same_arm_names(mine, other);
+  for (std::size_t i = 0; same_arms && i < mine.arms.size(); ++i) same_arms = mine.arms[i].fingerprint == other.arms[i].fingerprint;
+  if (!same_arms && comparable)
+    for (const std::string& change : manifest_changes(mine, other))
+      if (change.rfind("arm ", 0) == 0) return "another version of an arm: " + change;
   if (!same_arms) return "other arms (" + arm_list(other) + ", not " + arm_list(mine) + ")";
   if (!(mine.build == other.build))
     return "another tessera build (" + other.build.version + " " + other.build.build_hash + ", not " + mine.build.version +

@@ -66,6 +66,7 @@ struct Record {
   std::uint32_t repeat = 0;
   std::string suite_fingerprint;
   std::string arm_fingerprint;
+  std::string model_hash, target_hash;  ///< of the suite entry's files when compiled
   BuildIdentity build;
   std::string finished_at;  ///< UTC, ISO 8601
   CompileRecord compile;
@@ -76,12 +77,20 @@ struct Record {
   std::string key() const { return model + "/" + arm + "/" + std::to_string(repeat); }
 };
 
+/// A file an arm reads when it compiles, and the XXH64 of its bytes ("absent" when missing).
+struct ArmInput {
+  std::string path;
+  std::string hash;
+  bool operator==(const ArmInput&) const = default;
+};
+
 /// One arm as run: the name the user gave, its overlay and the merged pipeline file.
 struct ArmInfo {
   std::string name;
   std::string overlay;       ///< absolute path, or "" for the base itself
   std::string pipeline;      ///< the merged pipeline, relative to the results directory
-  std::string fingerprint;   ///< plugins (names, versions, library hashes) and resolved options
+  std::string fingerprint;   ///< plugins (names, versions, library hashes), resolved options, inputs
+  std::vector<ArmInput> inputs;  ///< plugin libraries and the files path options name
   std::vector<std::string> changes;
   std::string twin_of;       ///< set for the A-vs-A pseudo-arm: the baseline compiled again
 };
@@ -103,9 +112,21 @@ struct Manifest {
 };
 
 /// Why results made under `other` cannot be mixed with those of `mine` ("" when they can):
-/// another suite, other arms (names, order, pipelines) or another tessera build. With
-/// `same_repeat`, a different --repeat also counts.
+/// another suite, other arms (names, order, pipelines) or another tessera build, naming the
+/// model, target or arm input file whose contents differ. With `same_repeat`, a different
+/// --repeat also counts.
 std::string manifest_mismatch(const Manifest& mine, const Manifest& other, bool same_repeat);
+
+/// True when both manifests name the same arms in the same order.
+bool same_arm_names(const Manifest& a, const Manifest& b);
+
+/// What differs between the stored manifest `before` and `now` whose arm names are the same:
+/// one line per changed arm input, model or target file, or build. Empty when nothing did.
+std::vector<std::string> manifest_changes(const Manifest& before, const Manifest& now);
+
+/// Files of `manifest` (models, targets, arm inputs) whose bytes differ from their recorded
+/// hash now, one "PATH (was HASH, now HASH)" each.
+std::vector<std::string> changed_inputs(const Manifest& manifest);
 
 /// A compile of one suite model with one arm, the `repeat`-th time.
 struct WorkItem {

@@ -5,6 +5,7 @@
 #include <ctime>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <optional>
 
 #include <nlohmann/json.hpp>
@@ -12,9 +13,11 @@
 #include <fmt/chrono.h>
 #include <fmt/format.h>
 
+#include "executor_local.hpp"
 #include "subprocess.hpp"
 #include "tessera/diagnostic.hpp"
 #include "tessera/log.hpp"
+#include "tessera/target.hpp"
 
 namespace fs = std::filesystem;
 
@@ -71,15 +74,18 @@ void remove_quietly(const fs::path& path) {
 bool record_matches(const Record& record, const Manifest& manifest, const std::string& model, const std::string& arm,
                     std::uint32_t repeat) {
   const ArmInfo* info = manifest.find_arm(arm);
-  return info && record.model == model && record.arm == arm && record.repeat == repeat &&
-         record.suite_fingerprint == manifest.suite_fingerprint && record.arm_fingerprint == info->fingerprint &&
-         record.build == manifest.build;
+  const SuiteEntry* entry = manifest.find_entry(model);
+  // Per model, not per suite: a changed model file redoes that model's items only.
+  return info && entry && record.model == model && record.arm == arm && record.repeat == repeat &&
+         record.model_hash == entry->model_hash && record.target_hash == entry->target_hash &&
+         record.arm_fingerprint == info->fingerprint && record.build == manifest.build;
 }
 
 RunnerStats run_work(const Manifest& manifest, const ResultsDir& results, const std::vector<WorkItem>& items,
                      const RunnerOptions& options) {
   auto log = logger("tessera.ab");
   RunnerStats stats;
+  std::map<std::size_t, Target> targets;  // per suite entry, for a run's expected peak memory
   for (std::size_t index = 0; index < items.size(); ++index) {
     const WorkItem& item = items[index];
     const SuiteEntry& entry = manifest.entries[item.entry];
@@ -113,6 +119,8 @@ RunnerStats run_work(const Manifest& manifest, const ResultsDir& results, const 
     record.repeat = item.repeat;
     record.suite_fingerprint = manifest.suite_fingerprint;
     record.arm_fingerprint = arm.fingerprint;
+    record.model_hash = entry.model_hash;
+    record.target_hash = entry.target_hash;
     record.build = manifest.build;
 
     const std::string compile_out = (logs / (stem + ".compile.out")).string();
@@ -165,9 +173,11 @@ RunnerStats run_work(const Manifest& manifest, const ResultsDir& results, const 
         const std::string run_json = (logs / (stem + ".run.json")).string();
         remove_quietly(run_json);
         record.run.performed = true;
-        record.run.process = run_process({options.tessera, "--log-level", "info", "run", package.string(), "--lock",
-                                          options.lock_path, "--json", run_json},
-                                         run_out, run_err);
+        if (!targets.count(item.entry)) targets.emplace(item.entry, load_target(entry.target));
+        const MemoryReservation reserved = reserve_run(options.memory, results, manifest, entry, targets.at(item.entry));
+        std::vector<std::string> run = {options.tessera, "--log-level", "info", "run", package.string(), "--json", run_json};
+        if (!options.lock_path.empty()) run.insert(run.end(), {"--lock", options.lock_path});  // else the node's default
+        record.run.process = run_process(run, run_out, run_err);
         record.run.process.log = results.relative(run_err);
         stats.child_wall_ms += record.run.process.wall_ms;
         ++stats.runs;

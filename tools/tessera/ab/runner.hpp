@@ -8,10 +8,13 @@
 
 namespace tessera::ab {
 
+class MemoryGate;
+
 struct RunnerOptions {
   std::string tessera;       ///< the tessera binary to run (normally this one)
-  std::string lock_path;     ///< device lock file for `tessera run`
+  std::string lock_path;     ///< device lock file for `tessera run` ("" = its default)
   bool retry_failed = false; ///< redo stored items whose compile or run failed
+  MemoryGate* memory = nullptr;  ///< admits simulator runs by their expected peak (local --jobs)
 };
 
 struct RunnerStats {

@@ -9,9 +9,12 @@
 #include <cerrno>
 #include <chrono>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <deque>
+#include <filesystem>
 #include <fstream>
+#include <sstream>
 #include <vector>
 
 #include "tessera/diagnostic.hpp"
@@ -63,6 +66,46 @@ ProcessRecord run_process(const std::vector<std::string>& command, const std::st
   if (WIFEXITED(status)) record.exit_code = WEXITSTATUS(status);
   if (WIFSIGNALED(status)) record.signal = WTERMSIG(status);
   return record;
+}
+
+std::string find_in_path(const std::string& program) {
+  if (program.find('/') != std::string::npos) return program;
+  const char* path = std::getenv("PATH");
+  std::stringstream folders(path ? path : "/usr/bin:/bin");
+  for (std::string folder; std::getline(folders, folder, ':');) {
+    const std::string candidate = (folder.empty() ? std::string(".") : folder) + "/" + program;
+    if (::access(candidate.c_str(), X_OK) == 0) return candidate;
+  }
+  return "";
+}
+
+CapturedOutput run_captured(std::vector<std::string> command) {
+  const std::string program = find_in_path(command.front());
+  if (program.empty()) throw Error(command.front() + ": not found in PATH (is Slurm's client installed and on PATH?)");
+  command.front() = program;
+  std::string folder = (std::filesystem::temp_directory_path() / "tessera-capture-XXXXXX").string();
+  if (!::mkdtemp(folder.data())) throw Error("cannot create a temporary folder in " + std::filesystem::temp_directory_path().string());
+  const std::string out = folder + "/out", err = folder + "/err";
+  CapturedOutput captured;
+  try {
+    const ProcessRecord process = run_process(command, out, err);
+    captured.exit_code = process.signal ? -1 : process.exit_code;
+    auto read = [](const std::string& path) {
+      std::ifstream in(path);
+      std::stringstream text;
+      text << in.rdbuf();
+      return text.str();
+    };
+    captured.out = read(out);
+    captured.err = read(err);
+  } catch (...) {
+    std::error_code ec;
+    std::filesystem::remove_all(folder, ec);
+    throw;
+  }
+  std::error_code ec;
+  std::filesystem::remove_all(folder, ec);
+  return captured;
 }
 
 std::string error_excerpt(const std::string& path, std::size_t lines) {

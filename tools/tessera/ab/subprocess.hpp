@@ -13,6 +13,19 @@ namespace tessera::ab {
 ProcessRecord run_process(const std::vector<std::string>& command, const std::string& stdout_file,
                           const std::string& stderr_file);
 
+/// A program's output, read whole (for short outputs: squeue, sacct, sbatch).
+struct CapturedOutput {
+  int exit_code = -1;  ///< -1 when killed by a signal
+  std::string out, err;
+};
+
+/// Runs `command` (argv[0] looked up in PATH) with its output in temporary files, read back.
+/// Throws Error naming the program when it is not in PATH or cannot be started.
+CapturedOutput run_captured(std::vector<std::string> command);
+
+/// The full path of `program` in PATH, or "" when it is not there.
+std::string find_in_path(const std::string& program);
+
 /// What a failed tessera process said: from its last "error:" line to the end (at most a
 /// few lines), or the last `lines` lines when it printed no error line; "" when unreadable.
 std::string error_excerpt(const std::string& path, std::size_t lines);

@@ -4,6 +4,7 @@
 #include <cctype>
 #include <filesystem>
 #include <set>
+#include <utility>
 
 #include <yaml-cpp/yaml.h>
 
@@ -57,10 +58,21 @@ Suite load_suite(const std::string& path) {
   suite.name = fs::path(path).stem().string();
   YAML::Node models = root;
   if (root.IsMap()) {
-    check_yaml_keys(path, root, {"suite", "models"}, "a suite");
+    check_yaml_keys(path, root, {"suite", "models", "slurm"}, "a suite");
     if (root["suite"].IsDefined()) {
       if (!root["suite"].IsScalar()) throw Error(yaml_place(path, root["suite"]) + ": 'suite' must be a name");
       suite.name = root["suite"].Scalar();
+    }
+    if (const YAML::Node slurm = root["slurm"]; slurm.IsDefined()) {
+      if (!slurm.IsMap())
+        throw Error(yaml_place(path, slurm) + ": 'slurm' must be a mapping, e.g. `slurm: {partition: compute, time: 1:00:00}`");
+      check_yaml_keys(path, slurm, {"partition", "time", "mem", "account"}, "the suite's sbatch options");
+      for (auto [key, field] : {std::pair{"partition", &suite.slurm.partition}, std::pair{"time", &suite.slurm.time},
+                                std::pair{"mem", &suite.slurm.mem}, std::pair{"account", &suite.slurm.account}}) {
+        if (!slurm[key].IsDefined()) continue;
+        if (!slurm[key].IsScalar()) throw Error(yaml_place(path, slurm[key]) + ": '" + key + "' must be a single value");
+        *field = slurm[key].Scalar();
+      }
     }
     models = root["models"];
   }

@@ -13,17 +13,24 @@ struct SuiteEntry {
   std::string target_hash;  ///< XXH64 of the target file
 };
 
+/// sbatch defaults a suite may give (`slurm: {partition: P, time: T, mem: M, account: A}`);
+/// the command line's options win.
+struct SuiteSlurm {
+  std::string partition, time, mem, account;
+};
+
 struct Suite {
   std::string name;
   std::string file;
   std::vector<SuiteEntry> entries;
+  SuiteSlurm slurm;
   /// Hash of the name and every entry's id and file contents: results are comparable only
   /// when it is equal (paths may differ between machines, contents may not).
   std::string fingerprint;
 };
 
-/// Loads a suite: `suite: NAME` and `models:` a list of {model: PATH, target: PATH[, name: ID]},
-/// paths relative to the suite file. Each model and target is loaded by the core to check
+/// Loads a suite: `suite: NAME`, `models:` a list of {model: PATH, target: PATH[, name: ID]},
+/// paths relative to the suite file, and optionally `slurm:` (SuiteSlurm). Each model and target is loaded by the core to check
 /// it. Throws Error with file:line:column.
 Suite load_suite(const std::string& path);
 
