@@ -6,6 +6,7 @@
 #include <filesystem>
 #include <thread>
 
+#include "model_data.hpp"
 #include "replay_command.hpp"
 
 #include "tessera/diagnostic.hpp"
@@ -78,7 +79,7 @@ CompileResult compile(const CompileRequest& request) {
   check_output_file(request.output, "the package (-o)", inputs);
   CompilationState state;
   state.target = load_target(spec.target);
-  state.model = load_model(request.model);
+  state.model = load_any_model(request.model);
   state.facts.insert(facts::graph);
   const unsigned threads = request.threads != 0 ? request.threads : std::max(1u, std::thread::hardware_concurrency());
   log->info("compiling model={} pipeline={} target={} tiles={} cost_model={} exchange_scheduler={} passes={} threads={}",
