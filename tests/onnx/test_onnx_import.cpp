@@ -220,3 +220,15 @@ TEST_CASE("tensor files round-trip through .pb and .npy with their dims", "[onnx
   CHECK_THROWS_WITH(read_tensor_file(dir.write("bad.npy", "not numpy")), Catch::Contains("bad.npy: not a .npy file"));
   CHECK_THROWS_WITH(read_tensor_file(dir.write("x.txt", "1 2 3")), Catch::Contains("give an ONNX TensorProto (.pb) or a NumPy array (.npy)"));
 }
+
+TEST_CASE("onnx import refuses to fold a constant far larger than its inputs", "[onnx]") {
+  TempDir dir;
+  ModelBuilder m;
+  m.input("x", {2});
+  m.int_initializer("dims", {1}, {std::int64_t{1} << 30});
+  m.node("ConstantOfShape", {"dims"}, "huge", "fill");
+  m.node("Add", {"x", "x"}, "y");
+  m.output("y", {2});
+  CHECK_THROWS_WITH(import_onnx(m.save(dir, "huge.onnx")),
+                    Catch::Contains("node 'fill' (ConstantOfShape): not supported: folding a constant of dims [1073741824]"));
+}

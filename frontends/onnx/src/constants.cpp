@@ -15,6 +15,8 @@ namespace tessera::onnx_import {
 
 using onnx::TensorProto;
 
+static void check_folded_size(const Dims& dims, const std::string& where);
+
 std::int64_t element_count(const Dims& dims, const std::string& where) {
   std::int64_t count = 1;
   for (std::int64_t d : dims) {
@@ -156,6 +158,7 @@ Constant binary(const std::string& op, const Constant& a, const Constant& b, con
   Constant out;
   out.dtype = a.dtype;
   out.dims = broadcast_dims(a.dims, b.dims, where);
+  check_folded_size(out.dims, where);
   const std::vector<std::int64_t> ia = broadcast_index(a.dims, out.dims), ib = broadcast_index(b.dims, out.dims);
   out.values.resize(ia.size());
   for (std::size_t i = 0; i < ia.size(); ++i) {
@@ -246,6 +249,7 @@ Constant concat(const std::vector<const Constant*>& in, std::int64_t axis_attrib
       if (d != static_cast<std::size_t>(axis) && c->dims[d] != first.dims[d]) throw Error(where + ": Concat inputs differ in shape");
     out.dims[static_cast<std::size_t>(axis)] += c->dims[static_cast<std::size_t>(axis)];
   }
+  check_folded_size(out.dims, where);
   std::int64_t outer = 1;
   for (std::int64_t d = 0; d < axis; ++d) outer *= first.dims[static_cast<std::size_t>(d)];
   for (std::int64_t o = 0; o < outer; ++o)
@@ -264,6 +268,7 @@ Constant gather(const Constant& data, const Constant& indices, std::int64_t axis
   out.dims.assign(data.dims.begin(), data.dims.begin() + axis);
   out.dims.insert(out.dims.end(), indices.dims.begin(), indices.dims.end());
   out.dims.insert(out.dims.end(), data.dims.begin() + axis + 1, data.dims.end());
+  check_folded_size(out.dims, where);
   std::int64_t outer = 1, inner = 1;
   for (std::int64_t d = 0; d < axis; ++d) outer *= data.dims[static_cast<std::size_t>(d)];
   for (std::size_t d = static_cast<std::size_t>(axis) + 1; d < data.dims.size(); ++d) inner *= data.dims[d];
@@ -426,6 +431,13 @@ bool is_foldable(const std::string& op) {
   return folded.count(op) != 0;
 }
 
+/// The dims a fold would produce, for the ops whose output can be much larger than their inputs.
+static void check_folded_size(const Dims& dims, const std::string& where) {
+  if (element_count(dims, where) > kMaxFoldedElements)
+    throw Error(fmt::format("{}: not supported: folding a constant of dims [{}], more than {} elements", where,
+                            fmt::join(dims, ", "), kMaxFoldedElements));
+}
+
 std::vector<Constant> fold_node(const onnx::NodeProto& node, const std::vector<const Constant*>& in, std::int64_t opset,
                                 const std::string& where) {
   const std::string& op = node.op_type();
@@ -478,6 +490,7 @@ std::vector<Constant> fold_node(const onnx::NodeProto& node, const std::vector<c
     Constant fill = value ? read_tensor(value->t(), where) : Constant{TensorProto::FLOAT, {1}, {0.0}};
     if (fill.values.size() != 1) throw Error(where + ": ConstantOfShape's value must hold one element");
     c.dtype = fill.dtype;
+    check_folded_size(c.dims, where);
     c.values.assign(static_cast<std::size_t>(element_count(c.dims, where)), fill.values[0]);
     return {c};
   }

@@ -12,6 +12,9 @@ using Dims = std::vector<std::int64_t>;
 
 /// The most elements a tensor of a model may have (the IR's limit too).
 inline constexpr std::int64_t kMaxElements = std::int64_t{1} << 31;
+/// The most elements a folded constant may have: folding must not turn a small hostile file
+/// (a ConstantOfShape, a broadcast, repeated Concats) into gigabytes of host memory.
+inline constexpr std::int64_t kMaxFoldedElements = std::int64_t{1} << 26;
 
 /// A constant tensor: its ONNX element type, dims and values (row-major, each exactly
 /// representable in the element type: float values are floats, float16 values halves).
