@@ -2,7 +2,7 @@
 BUILD ?= build
 TESSERA := $(BUILD)/tools/tessera
 
-.PHONY: all bootstrap build demo test test-sanitize fuzz bench bench-exchange bench-ab bench-simulator bench-planning bench-regret bench-fidelity calibrate clean
+.PHONY: all bootstrap build demo test test-onnx test-sanitize fuzz bench bench-exchange bench-ab bench-simulator bench-planning bench-regret bench-fidelity calibrate clean
 
 all: build
 
@@ -20,6 +20,12 @@ demo: build
 
 test: build
 	ctest --test-dir $(BUILD) --output-on-failure -j2
+
+# ONNX's backend conformance cases (libonnx-testdata, every node case) on the small target: per
+# operator cases, passed, failed, unsupported (docs/onnx.md). Fails if a case fails.
+test-onnx: build
+	/usr/bin/python3 scripts/onnx_conformance.py --tessera $(TESSERA) --pipeline configs/pipelines/small.yaml \
+	  --target configs/targets/t16.yaml --work $(BUILD)/onnx-conformance
 
 # The whole suite under AddressSanitizer and UndefinedBehaviorSanitizer (plugins included: they
 # are built with the same flags), in its own build folder; any report fails the test it is in.

@@ -4,7 +4,8 @@
 set -euo pipefail
 packages=(g++ cmake ninja-build pkg-config libboost-dev libspdlog-dev libfmt-dev
           libyaml-cpp-dev catch2 libcli11-dev nlohmann-json3-dev libxxhash-dev libssl-dev libglpk-dev chromium
-          slurmctld slurmd slurm-client jq)
+          slurmctld slurmd slurm-client jq
+          libonnx-dev libprotobuf-dev protobuf-compiler libonnx-testdata python3-onnx)
 [ $# -eq 0 ] || packages=("$@")
 missing=()
 for p in "${packages[@]}"; do

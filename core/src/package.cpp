@@ -88,6 +88,7 @@ public:
     for (auto& x : v) x = u32();
     return v;
   }
+  bool at_end() const { return pos_ == size_; }
   void expect_end() { if (pos_ != size_) fail(fmt::format("{} unexpected bytes at the end", size_ - pos_)); }
   [[noreturn]] void fail(const std::string& why) { throw Error(where_ + ": " + why + " at byte " + std::to_string(pos_)); }
   template <typename E> E enumeration(std::uint32_t limit) {
@@ -178,6 +179,8 @@ std::string encode_graph(const Graph& g) {
     w.u8(op.transpose_b); w.f64(op.scale); w.f64(op.epsilon);
   }
   w.u32s(g.outputs);
+  // An imported model's sha256 trails the graph; YAML graphs end here, as before.
+  if (!g.source_sha256.empty()) w.str(g.source_sha256);
   return w.bytes;
 }
 
@@ -218,6 +221,11 @@ void decode_graph(Reader& r, Graph& g, const Target& target) {
   }
   g.outputs = r.u32s();
   for (auto o : g.outputs) if (o >= g.tensors.size()) r.fail("graph output out of range");
+  if (!r.at_end()) {
+    g.source_sha256 = r.str();
+    if (g.source_sha256.size() != 64 || g.source_sha256.find_first_not_of("0123456789abcdef") != std::string::npos)
+      r.fail("the model's sha256 must be 64 lower-case hex digits");
+  }
   r.expect_end();
 }
 

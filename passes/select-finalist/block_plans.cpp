@@ -43,7 +43,7 @@ std::vector<std::uint32_t> group_counts(std::uint32_t total, std::uint32_t limit
 std::uint32_t rows_of(const Tensor& tensor) { return static_cast<std::uint32_t>(tensor.rows()); }
 std::uint32_t cols_of(const Tensor& tensor) { return static_cast<std::uint32_t>(tensor.cols()); }
 
-/// softmax / layer_norm: row group g holds rows split[g] of x whole, on tile g.
+/// softmax / layer_norm, and relu / add on a graph input: row group g holds rows split[g] of x whole, on tile g.
 Fragment build_rows(const BlockPlanContext& plan, Split split, FragmentBuilder& builder) {
   const Op& op = plan.op;
   const Tensor& x = plan.graph.tensors[op.inputs[0]];
@@ -58,6 +58,29 @@ Fragment build_rows(const BlockPlanContext& plan, Split split, FragmentBuilder& 
     const Range rows = groups[tile];
     const std::uint32_t in = gather_block(builder, 0, plan.graph, plan.distributions, op.inputs[0],
                                           {rows.begin, rows.size, 0, cols}, tile, layout.standard, layout.alignment);
+    if (op.kind == OpKind::relu || op.kind == OpKind::add) {
+      // An elementwise op on a graph input: its rows arrive from the host into `in`, a buffer of
+      // this op's own, so the result overwrites them (relu, a bias) or goes beside them (add).
+      const Tensor& other = op.kind == OpKind::add ? plan.graph.tensors[op.inputs[1]] : x;
+      const bool row_vector = op.kind == OpKind::add && other.shape.size() == 1;
+      std::uint32_t result = in;
+      if (op.kind == OpKind::relu) {
+        builder.call(1, tile, Codelet::relu, {{in, 0}}, {rows.size * cols});
+      } else if (row_vector) {
+        const std::uint32_t bias = gather_block(builder, 0, plan.graph, plan.distributions, op.inputs[1], {0, 1, 0, cols},
+                                                tile, layout.standard, layout.alignment);
+        builder.call(1, tile, other.dtype == DType::float16 ? Codelet::bias_add_half : Codelet::bias_add,
+                     {{in, 0}, {bias, 0}}, {rows.size, cols, 0});
+      } else {
+        const std::uint32_t b = gather_block(builder, 0, plan.graph, plan.distributions, op.inputs[1],
+                                             {rows.begin, rows.size, 0, cols}, tile, layout.standard, layout.alignment);
+        result = builder.create(name + ".out", tile, std::uint64_t{rows.size} * cols, layout.standard, layout.alignment,
+                                Lifetime::transient);
+        builder.call(1, tile, Codelet::add, {{in, 0}, {b, 0}, {result, 0}}, {rows.size * cols});
+      }
+      output.pieces.push_back({tile, 0, cols, result, rows.begin, rows.size});
+      continue;
+    }
     const std::uint32_t out = builder.create(name + ".out", tile, std::uint64_t{rows.size} * cols, layout.standard,
                                              layout.alignment, Lifetime::transient);
     if (op.kind == OpKind::softmax) {
@@ -248,11 +271,9 @@ Status plan_block_op(const BlockPlanContext& plan, std::optional<Fragment>& frag
       return Status::failure(fmt::format("{}: '{}' is read before it is produced", where(plan),
                                          graph.tensors[input].name));
   std::vector<Split> splits;
-  if (op.kind == OpKind::add) {
-    if (!plan.distributions.at(op.inputs[0]))
-      return Status::failure(fmt::format("{}: add '{}' is not supported yet: its first operand '{}' is a graph "
-                                         "input or weight; put the computed operand first",
-                                         where(plan), graph.tensors[op.output].name, graph.tensors[op.inputs[0]].name));
+  // An elementwise op on a graph input (no earlier op spread it) runs on row groups of it.
+  const bool on_rows = (op.kind == OpKind::add || op.kind == OpKind::relu) && !plan.distributions.at(op.inputs[0]);
+  if (op.kind == OpKind::add && !on_rows) {
     splits.push_back({});
   } else if (op.kind == OpKind::matmul) {
     const std::uint32_t m = rows_of(graph.tensors[op.inputs[0]]), n = cols_of(graph.tensors[op.output]);
@@ -270,7 +291,7 @@ Status plan_block_op(const BlockPlanContext& plan, std::optional<Fragment>& frag
   Split best{}, smallest{};
   std::size_t costed = 0;
   auto build = [&](Split split, FragmentBuilder& builder) {
-    if (op.kind == OpKind::add) return build_add(plan, builder);
+    if (op.kind == OpKind::add && !on_rows) return build_add(plan, builder);
     if (op.kind == OpKind::matmul) return build_product(plan, split, builder);
     return build_rows(plan, split, builder);
   };

@@ -347,16 +347,30 @@ TEST_CASE("select-finalist plans unfused add and relu on their input's distribut
 
 TEST_CASE("select-finalist refuses an elementwise op it cannot map, naming its place", "[select-finalist]") {
   TempDir dir;
-  const std::string model = model_file(dir,
-                                       "  - {op: add, inputs: [x, x], output: d}\n"
-                                       "  - {op: matmul, inputs: [d, w], output: h}\n",
-                                       "[h]");
+  const std::string model = model_file(dir, "  - {op: relu, inputs: [c], output: d}\n", "[d]");
   PassBench bench(model, config_path("targets/t16.yaml"));
   REQUIRE(bench.run("lower-mid").ok);
   const Status status = bench.run("select-finalist");
   REQUIRE_FALSE(status.ok);
   CHECK_THAT(status.message, Catch::Contains("m.yaml:"));
-  CHECK_THAT(status.message, Catch::Contains("add 'd' is not supported yet"));
+  CHECK_THAT(status.message, Catch::Contains("relu 'd' is not supported yet"));
+}
+
+// ONNX models apply elementwise ops to their inputs directly: the host writes them in row groups.
+TEST_CASE("select-finalist plans add and relu of graph inputs over row groups", "[select-finalist]") {
+  TempDir dir;
+  const std::string model = model_file(dir,
+                                       "  - {op: add, inputs: [x, x], output: d}\n"
+                                       "  - {op: relu, inputs: [x], output: r}\n"
+                                       "  - {op: matmul, inputs: [d, w], output: h}\n",
+                                       "[h, r]");
+  PassBench bench(model, config_path("targets/t16.yaml"));
+  REQUIRE(bench.run_through("select-finalist").ok);
+  CHECK(verify_program(bench.state.program, bench.state.target) == "");
+  const auto outputs = tessera::testing::execute_program(bench.state.program, bench.state.model);
+  CHECK(tessera::testing::max_relative_error(outputs, tessera::testing::reference_outputs(bench.state.model)) < 1e-5);
+  CHECK(bench.log_lines("selected block plan op=0 kind=add row_groups=3").size() == 1);
+  CHECK(bench.log_lines("selected block plan op=1 kind=relu row_groups=3").size() == 1);
 }
 
 // Planning speed is measured by make bench / bench-planning, not asserted here.

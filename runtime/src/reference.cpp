@@ -255,4 +255,37 @@ NumericalReport compare_with_reference(const Graph& graph, const HostTensors& ou
   return report;
 }
 
+ExpectationReport compare_with_expected(const HostTensors& outputs, const HostTensors& expected, double atol,
+                                        double rtol) {
+  ExpectationReport report;
+  bool mismatched = false;
+  for (const auto& [name, want] : expected) {
+    auto device = outputs.find(name);
+    if (device == outputs.end()) throw Error(fmt::format("expected output '{}' is not an output of the package", name));
+    if (device->second.size() != want.size())
+      throw Error(fmt::format("expected output '{}' has {} values, the device's {}", name, want.size(), device->second.size()));
+    for (std::size_t i = 0; i < want.size(); ++i) {
+      const double got = device->second[i], expect = want[i];
+      const double error = std::fabs(got - expect);
+      const bool both_nan = std::isnan(got) && std::isnan(expect);  // assert_allclose's equal_nan
+      const bool ok = both_nan || (got == expect) || error <= atol + rtol * std::fabs(expect);
+      if (!both_nan && !(got == expect)) {
+        if (std::isnan(error) || error > report.max_abs_error) {
+          report.max_abs_error = std::isnan(error) ? std::numeric_limits<double>::infinity() : error;
+          if (!mismatched) report.worst_tensor = name, report.worst_index = i;
+        }
+        if (expect != 0) report.max_rel_error = std::max(report.max_rel_error, error / std::fabs(expect));
+      }
+      if (!ok) {
+        if (!mismatched) report.worst_tensor = name, report.worst_index = i;
+        mismatched = true;
+        ++report.mismatches;
+      }
+    }
+    report.elements += want.size();
+  }
+  report.passed = report.mismatches == 0;
+  return report;
+}
+
 }  // namespace tessera::runtime

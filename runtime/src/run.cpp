@@ -2,8 +2,10 @@
 #include "tessera/runtime/run.hpp"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 #include <spdlog/spdlog.h>
 
+#include <algorithm>
 #include <chrono>
 
 #include "log.hpp"
@@ -34,9 +36,60 @@ auto in_package(const std::string& package_name, Step&& step) {
   }
 }
 
+/// Every weight and input of `graph`: given values (checked against the graph), else the
+/// model's generated ones. An imported model's weights must be given: its seed means nothing.
+HostTensors host_values(const Graph& graph, const RunOptions& options, std::vector<std::string>& generated_inputs) {
+  auto check_given = [&](const HostTensors& given, TensorKind kind, const char* what) {
+    for (const auto& [name, data] : given) {
+      const std::int64_t index = graph.find_tensor(name);
+      if (index < 0 || graph.tensors[static_cast<std::size_t>(index)].kind != kind) {
+        std::vector<std::string> names;
+        for (const Tensor& tensor : graph.tensors)
+          if (tensor.kind == kind) names.push_back(tensor.name);
+        throw Error(fmt::format("{} '{}' is not one of the model's: {}", what, name, fmt::join(names, ", ")));
+      }
+      const Tensor& tensor = graph.tensors[static_cast<std::size_t>(index)];
+      if (data.size() != static_cast<std::size_t>(tensor.elements()))
+        throw Error(fmt::format("{} '{}' has {} values; the model's is [{}] ({} values)", what, name, data.size(),
+                                fmt::join(tensor.shape, ", "), tensor.elements()));
+    }
+  };
+  check_given(options.weights, TensorKind::weight, "weight");
+  check_given(options.inputs, TensorKind::input, "input");
+  HostTensors values;
+  if (options.weights.empty()) {
+    if (!graph.source_sha256.empty() && std::any_of(graph.tensors.begin(), graph.tensors.end(), [](const Tensor& t) {
+          return t.kind == TensorKind::weight;
+        }))
+      throw Error(fmt::format("the model was imported from {} (sha256 {}): its weights come from that file, which "
+                              "`tessera run` reads (or give --weights FILE)", graph.source_file, graph.source_sha256));
+    values = initial_host_tensors(graph, TensorKind::weight);
+  } else {
+    for (const Tensor& tensor : graph.tensors)
+      if (tensor.kind == TensorKind::weight && !options.weights.count(tensor.name))
+        throw Error(fmt::format("no value given for weight '{}'", tensor.name));
+    values = options.weights;
+    // A float16 weight holds only halves: the device stores exactly these, and so does the reference.
+    for (const Tensor& tensor : graph.tensors)
+      if (tensor.kind == TensorKind::weight && tensor.dtype == DType::float16)
+        for (float& value : values[tensor.name]) value = round_to_half(value);
+  }
+  HostTensors inputs = initial_host_tensors(graph, TensorKind::input);
+  for (auto& [name, data] : inputs) {
+    if (auto given = options.inputs.find(name); given != options.inputs.end()) data = given->second;
+    else generated_inputs.push_back(name);
+  }
+  values.merge(inputs);
+  return values;
+}
+
 }  // namespace
 
 RunResult run_package(const RunOptions& options) {
+  return run_package(read_package_to_run(options), options, options.package_path);
+}
+
+Package read_package_to_run(const RunOptions& options) {
   spdlog::logger& log = detail::logger();
   if (options.package_path.empty())
     throw Error("no package to run: give the path of a .tpkg file");
@@ -49,7 +102,7 @@ RunResult run_package(const RunOptions& options) {
   const Package package = read_package(options.package_path);
   log.info("application package read tiles={} compiler={} elapsed_ms={}", package.tiles.size(),
            package.compiler_version, elapsed_ms(started));
-  return run_package(package, options, options.package_path);
+  return package;
 }
 
 RunResult run_package(const Package& package, const RunOptions& options,
@@ -71,16 +124,16 @@ RunResult run_package(const Package& package, const RunOptions& options,
   log.info("application loaded tile_count={} supersteps={} elapsed_ms={}", package.tiles.size(),
            package.superstep_labels.size(), elapsed_ms(step_started));
 
-  // The host's tensors: every input and weight from the model's deterministic initial
-  // values. The reference uses exactly these float32 numbers.
+  // The host's tensors: the given weights and inputs, the rest from the model's deterministic
+  // initial values. The reference uses exactly these float32 numbers.
   log.info("starting host exchange session streams={}", package.streams.size());
   step_started = Clock::now();
-  HostTensors values = initial_host_tensors(package.graph, TensorKind::weight);
-  values.merge(initial_host_tensors(package.graph, TensorKind::input));
+  HostTensors values = host_values(package.graph, options, result.generated_inputs);
   const HostCallSummary initialize_call = summarize_host_call(package, {StreamKind::weight});
   const HostCallSummary run_call =
       summarize_host_call(package, {StreamKind::input, StreamKind::output});
-  log.info("prepared host tensors tensors={} elapsed_ms={}", values.size(), elapsed_ms(step_started));
+  log.info("prepared host tensors tensors={} given_weights={} given_inputs={} generated_inputs={} elapsed_ms={}", values.size(),
+           options.weights.size(), options.inputs.size(), result.generated_inputs.size(), elapsed_ms(step_started));
 
   step_started = Clock::now();
   log.info("invoking streaming host exchange call call=\"initialize\" phases={} bytes={}",
@@ -123,6 +176,16 @@ RunResult run_package(const Package& package, const RunOptions& options,
              result.numerics.max_abs_reference, result.numerics.tolerance,
              result.numerics.worst_tensor, result.numerics.worst_index, result.numerics.passed,
              elapsed_ms(step_started));
+  }
+
+  if (!options.expected.empty()) {
+    result.expectation = compare_with_expected(result.outputs, options.expected, options.expect_atol, options.expect_rtol);
+    result.expectation_checked = true;
+    log.info("compared outputs with the expected values outputs={} elements={} max_abs_error={} max_rel_error={} "
+             "mismatches={} worst_tensor={} worst_index={} atol={} rtol={} passed={}",
+             options.expected.size(), result.expectation.elements, result.expectation.max_abs_error,
+             result.expectation.max_rel_error, result.expectation.mismatches, result.expectation.worst_tensor,
+             result.expectation.worst_index, options.expect_atol, options.expect_rtol, result.expectation.passed);
   }
 
   if (!options.profile_path.empty()) {

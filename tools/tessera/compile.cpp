@@ -7,6 +7,7 @@
 #include <thread>
 
 #include "json_output.hpp"
+#include "model_data.hpp"
 #include "replay_command.hpp"
 
 #include "tessera/diagnostic.hpp"
@@ -80,7 +81,7 @@ CompileResult compile(const CompileRequest& request) {
   check_output_file(request.json_path, "the JSON record (--json)", inputs);
   CompilationState state;
   state.target = load_target(spec.target);
-  state.model = load_model(request.model);
+  state.model = load_any_model(request.model);
   state.facts.insert(facts::graph);
   const unsigned threads = request.threads != 0 ? request.threads : std::max(1u, std::thread::hardware_concurrency());
   log->info("compiling model={} pipeline={} target={} tiles={} cost_model={} exchange_scheduler={} passes={} threads={}",

@@ -10,6 +10,7 @@
 #include "compile.hpp"
 #include "cycles_command.hpp"
 #include "json_output.hpp"
+#include "model_data.hpp"
 #include "plugins_command.hpp"
 #include "replay_command.hpp"
 #include "report_command.hpp"
@@ -43,10 +44,14 @@ int print_run_result(const runtime::RunResult& r, const std::string& package_pat
              "sync_cycles={} host_cycles={}\n",
              package_path, r.tiles, r.cycles.total(), r.end_to_end_cycles(), r.cycles.compute, r.cycles.exchange,
              r.cycles.sync, r.host_run_cycles);
-  if (!r.numerics_checked) return 0;
-  fmt::print("referenceMaximumAbsoluteError={:.9g} tolerance={:.3g} numericalTest={}\n", r.numerics.max_abs_error,
-             r.numerics.tolerance, r.numerics.passed ? "PASS" : "FAIL");
-  return r.numerics.passed ? 0 : 1;
+  if (r.expectation_checked)
+    fmt::print("expectedMaximumAbsoluteError={:.9g} expectedMaximumRelativeError={:.9g} mismatches={} elements={} "
+               "expectTest={}\n", r.expectation.max_abs_error, r.expectation.max_rel_error, r.expectation.mismatches,
+               r.expectation.elements, r.expectation.passed ? "PASS" : "FAIL");
+  if (r.numerics_checked)
+    fmt::print("referenceMaximumAbsoluteError={:.9g} tolerance={:.3g} numericalTest={}\n", r.numerics.max_abs_error,
+               r.numerics.tolerance, r.numerics.passed ? "PASS" : "FAIL");
+  return r.passed() ? 0 : 1;
 }
 
 // `tessera run --target T`: refuse a package compiled for another machine, naming both.
@@ -72,8 +77,8 @@ int main(int argc, char** argv) {
 
   cli::CompileRequest compile_request;
   bool print_pipeline = false;
-  auto* compile = app.add_subcommand("compile", "compile a model YAML into a package");
-  compile->add_option("model", compile_request.model, "model YAML (configs/models/)")->check(CLI::ExistingFile);
+  auto* compile = app.add_subcommand("compile", "compile a model (YAML or ONNX) into a package");
+  compile->add_option("model", compile_request.model, "model YAML (configs/models/) or ONNX model (.onnx)")->check(CLI::ExistingFile);
   compile->add_option("--pipeline,-p", compile_request.pipeline, "pipeline YAML (configs/pipelines/)")
       ->required()->check(CLI::ExistingFile);
   compile->add_option("--target,-t", compile_request.target, "target YAML; overrides the pipeline's")->check(CLI::ExistingFile);
@@ -112,6 +117,15 @@ int main(int argc, char** argv) {
   std::string run_target_path;
   run->add_option("--target,-t", run_target_path, "refuse the package unless it was compiled for this target YAML")
       ->check(CLI::ExistingFile);
+  cli::RunData run_data;
+  run->add_option("--weights", run_data.weights, "ONNX model whose weights to use (default: the model the package was compiled from)")
+      ->check(CLI::ExistingFile);
+  run->add_option("--input", run_data.inputs, "NAME=FILE: an input's values from an ONNX TensorProto (.pb) or NumPy (.npy) file (repeatable)");
+  run->add_option("--expect", run_data.expected, "NAME=FILE: expected values of an output (.pb or .npy), compared element by element (repeatable)");
+  run->add_option("--rtol", run_options.expect_rtol, "relative tolerance of --expect (default 1e-3, ONNX's)")->check(CLI::NonNegativeNumber);
+  run->add_option("--atol", run_options.expect_atol, "absolute tolerance of --expect (default 1e-7, ONNX's)")->check(CLI::NonNegativeNumber);
+  run->add_option("--output-dir", run_data.output_directory, "write each output here as NAME.pb (or .npy), atomically");
+  run->add_option("--output-format", run_data.output_format, "pb (ONNX TensorProto, default) or npy")->check(CLI::IsMember({"pb", "npy"}));
 
   cli::CompileRequest demo_request;
   demo_request.model = "configs/models/mlp-b2-n3.yaml";
@@ -198,9 +212,13 @@ int main(int argc, char** argv) {
       if (!run_target_path.empty()) check_package_target(run_package_path, run_target_path);
       check_output_file(run_json_path, "the JSON record (--json)", {{run_package_path, "the package"}});
       run_options.package_path = run_package_path;
-      const runtime::RunResult result = runtime::run_package(run_options);
+      const Package package = runtime::read_package_to_run(run_options);
+      const auto output_dims = cli::prepare_run(package, run_data, run_options);
+      const runtime::RunResult result = runtime::run_package(package, run_options, run_package_path);
       if (!run_json_path.empty()) cli::write_json(run_json_path, cli::run_json(result, run_package_path));
       if (!run_options.trace_path.empty()) fmt::print("trace={}\n", run_options.trace_path);
+      if (!run_data.output_directory.empty())
+        for (const std::string& file : cli::write_outputs(result.outputs, output_dims, run_data)) fmt::print("output={}\n", file);
       return print_run_result(result, run_package_path);
     }
     if (*demo) {

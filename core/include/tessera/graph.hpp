@@ -1,4 +1,4 @@
-// The Graph IR: tensors and operations, loaded from a model YAML (configs/models/).
+// The Graph IR: tensors and operations, loaded from a model YAML (configs/models/) or imported (frontends/).
 #pragma once
 #include <cstdint>
 #include <string>
@@ -69,6 +69,9 @@ struct Op {
 struct Graph {
   std::string name;
   std::string source_file;
+  /// sha256 of an imported model file (ONNX), whose weights a run reads back from it; empty
+  /// for YAML models, whose weights come from `seed`.
+  std::string source_sha256;
   std::uint64_t seed = 0;
   std::vector<Tensor> tensors;
   std::vector<Op> ops;                 ///< in execution order

@@ -66,4 +66,24 @@ NumericalReport compare_with_reference(const Graph& graph, const HostTensors& ou
                                        double atol = kDefaultAbsoluteTolerance,
                                        double rtol = kDefaultRelativeTolerance);
 
+/// ONNX's backend-test tolerances (numpy.testing.assert_allclose): an element passes when
+/// |device - expected| <= atol + rtol * |expected|.
+inline constexpr double kDefaultExpectAbsoluteTolerance = 1e-7;
+inline constexpr double kDefaultExpectRelativeTolerance = 1e-3;
+
+struct ExpectationReport {
+  double max_abs_error = 0;     ///< over every element of every expected output
+  double max_rel_error = 0;     ///< |device - expected| / |expected| over elements with expected != 0
+  std::uint64_t mismatches = 0; ///< elements outside atol + rtol * |expected| (or NaN on one side only)
+  std::uint64_t elements = 0;
+  std::string worst_tensor;     ///< where the first mismatch, or else max_abs_error, is
+  std::uint64_t worst_index = 0;
+  bool passed = false;
+};
+
+/// Compares each expected tensor with the device output of the same name. An expected
+/// tensor that is no output, or of another size, is an Error naming it.
+ExpectationReport compare_with_expected(const HostTensors& outputs, const HostTensors& expected, double atol,
+                                        double rtol);
+
 }  // namespace tessera::runtime

@@ -2,6 +2,7 @@
 #pragma once
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "tessera/runtime/device.hpp"
 #include "tessera/runtime/reference.hpp"
@@ -22,6 +23,15 @@ struct RunOptions {
   bool check_numerics = true;                ///< run the float64 reference and compare
   double atol = kDefaultAbsoluteTolerance;   ///< see reference.hpp for why these values
   double rtol = kDefaultRelativeTolerance;
+  /// Values of the model's weights by name (an imported model's, read from its file). Empty:
+  /// the weights are generated from the model's seed (YAML models).
+  HostTensors weights;
+  /// Inputs given by name (`--input`); the others are generated from the model's seed.
+  HostTensors inputs;
+  /// Expected outputs by name (`--expect`), compared element by element with the device's.
+  HostTensors expected;
+  double expect_atol = kDefaultExpectAbsoluteTolerance;
+  double expect_rtol = kDefaultExpectRelativeTolerance;
 };
 
 struct RunResult {
@@ -41,12 +51,20 @@ struct RunResult {
   std::uint64_t words_unreceived = 0;
   HostTensors outputs;
 
-  bool passed() const { return !numerics_checked || numerics.passed; }
+  ExpectationReport expectation;      ///< against options.expected, when given
+  bool expectation_checked = false;
+  std::vector<std::string> generated_inputs;  ///< inputs no value was given for (seeded values)
+
+  bool passed() const { return (!numerics_checked || numerics.passed) && (!expectation_checked || expectation.passed); }
 };
 
 /// Reads options.package_path and runs it (see the other overload). Errors in the
 /// package name its path.
 RunResult run_package(const RunOptions& options);
+
+/// The first half of that: checks that no output file (profile, trace, lock) is the package,
+/// and reads options.package_path, logging it.
+Package read_package_to_run(const RunOptions& options);
 
 /// Runs an in-memory package: takes the device lock, opens and attaches the device,
 /// loads the package, streams weights (initialize) and inputs (run), executes, reads the

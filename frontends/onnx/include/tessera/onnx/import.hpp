@@ -1,0 +1,44 @@
+// The ONNX frontend: an ONNX model file imported into the Graph IR with its weights.
+#pragma once
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "tessera/graph.hpp"
+
+namespace tessera::onnx_import {
+
+/// A graph input or output as the ONNX model declares it.
+struct OnnxValue {
+  std::string name;
+  std::vector<std::int64_t> dims;  ///< ONNX dims (any rank); the IR tensor holds them row-major
+};
+
+struct OnnxImport {
+  Graph graph;  ///< source_file: the absolute path; source_sha256: the file's sha256
+  /// Values of every IR weight tensor, row-major float32 (float16 weights already rounded).
+  std::map<std::string, std::vector<float>> weights;
+  std::vector<OnnxValue> inputs;   ///< the runtime inputs, in the model's order
+  std::vector<OnnxValue> outputs;  ///< in the model's order
+  std::int64_t opset = 0;          ///< of the default domain
+  std::uint64_t folded_nodes = 0;  ///< nodes computed at import (constants, shapes)
+};
+
+/// Whether `path` names an ONNX model: a `.onnx` file, or one that starts like a ModelProto
+/// (field 1, ir_version, a varint; no YAML text starts with that byte).
+bool is_onnx_model(const std::string& path);
+
+/// Reads, checks (onnx::checker), infers shapes (onnx::shape_inference), folds constants and
+/// imports the model. Throws tessera::Error with the file, the node (name and op type) and
+/// what is supported when something is not.
+OnnxImport import_onnx(const std::string& path);
+
+/// Operators the importer maps onto the IR, and those it folds when their inputs are constant.
+const std::vector<std::string>& supported_operators();
+const std::vector<std::string>& folded_operators();
+
+/// Lower-case hex sha256 of `bytes` (OpenSSL).
+std::string sha256_hex(const std::string& bytes);
+
+}  // namespace tessera::onnx_import

@@ -1,0 +1,537 @@
+// ONNX import: read, check, infer shapes, fold constants, and map the nodes onto the Graph IR.
+#include "tessera/onnx/import.hpp"
+
+#include <fmt/format.h>
+#include <onnx/checker.h>
+#include <onnx/onnx_pb.h>
+#include <onnx/shape_inference/implementation.h>
+#include <openssl/evp.h>
+
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <optional>
+#include <set>
+
+#include "constants.hpp"
+#include "tessera/diagnostic.hpp"
+
+namespace fs = std::filesystem;
+
+namespace tessera::onnx_import {
+
+const std::vector<std::string>& supported_operators() {
+  static const std::vector<std::string> names = {"MatMul", "Gemm",     "Add",     "Sub",     "Relu",     "Softmax",
+                                                 "Identity", "Flatten", "Reshape", "Squeeze", "Unsqueeze"};
+  return names;
+}
+
+const std::vector<std::string>& folded_operators() {
+  static const std::vector<std::string> names = {"Constant", "Identity", "Shape", "Size", "Gather", "Unsqueeze", "Squeeze",
+                                                 "Concat", "Slice", "Cast", "Reshape", "Flatten", "Transpose", "Add",
+                                                 "Sub", "Mul", "Div", "Neg", "ConstantOfShape"};
+  return names;
+}
+
+std::string sha256_hex(const std::string& bytes) {
+  unsigned char digest[EVP_MAX_MD_SIZE];
+  unsigned int length = 0;
+  if (EVP_Digest(bytes.data(), bytes.size(), digest, &length, EVP_sha256(), nullptr) != 1)
+    throw Error("OpenSSL failed to compute a sha256");
+  std::string hex;
+  for (unsigned int i = 0; i < length; ++i) hex += fmt::format("{:02x}", digest[i]);
+  return hex;
+}
+
+bool is_onnx_model(const std::string& path) {
+  if (fs::path(path).extension() == ".onnx") return true;
+  std::ifstream in(path, std::ios::binary);
+  char first = 0;
+  return in.get(first) && first == 0x08;
+}
+
+namespace {
+
+using onnx::TensorProto;
+
+/// A value computed on the device: an IR tensor (or a graph input not declared yet) seen
+/// with these ONNX dims. The IR keeps rank-2 views: [product of the leading dims, last dim].
+struct Computed {
+  std::int64_t tensor = -1;  ///< IR tensor index; -1 while `input` is not declared
+  std::string input;         ///< the graph input it is, possibly reshaped
+  Dims dims;
+};
+
+std::vector<std::int64_t> ir_shape(const Dims& dims) {
+  if (dims.empty()) return {1};
+  if (dims.size() == 1) return {dims[0]};
+  std::int64_t rows = 1;
+  for (std::size_t i = 0; i + 1 < dims.size(); ++i) rows *= dims[i];
+  return {rows, dims.back()};
+}
+
+/// ONNX's messages span lines; a diagnostic is one.
+std::string one_line(std::string text) {
+  for (char& c : text)
+    if (c == '\n' || c == '\r') c = ' ';
+  while (!text.empty() && text.back() == ' ') text.pop_back();
+  return text;
+}
+
+std::string dims_text(const Dims& dims) { return fmt::format("[{}]", fmt::join(dims, ", ")); }
+
+class Importer {
+public:
+  Importer(std::string path, onnx::ModelProto& model) : path_(std::move(path)), model_(model) {}
+
+  OnnxImport run() {
+    const onnx::GraphProto& graph = model_.graph();
+    for (const auto& opset : model_.opset_import())
+      if (opset.domain().empty() || opset.domain() == "ai.onnx") result_.opset = opset.version();
+    graph_.name = graph.name().empty() ? fs::path(path_).stem().string() : graph.name();
+    for (const TensorProto& initializer : graph.initializer())
+      constants_[initializer.name()] = read_tensor(initializer, fmt::format("{}: initializer '{}'", path_, initializer.name()));
+    for (const onnx::ValueInfoProto& input : graph.input()) {
+      if (constants_.count(input.name())) continue;  // an initializer listed as an input: a weight
+      Dims dims = value_dims(input, "input");
+      result_.inputs.push_back({input.name(), dims});
+      computed_[input.name()] = Computed{-1, input.name(), dims};
+    }
+    for (int i = 0; i < graph.node_size(); ++i) import_node(graph.node(i), i);
+    // Inputs no op reads stay part of the interface, in their own layout.
+    for (const OnnxValue& input : result_.inputs)
+      if (!declared_.count(input.name)) declare_input(input.name, ir_shape(input.dims));
+    for (const onnx::ValueInfoProto& output : graph.output()) import_output(output);
+    if (graph_.ops.empty()) throw Error(path_ + ": the model computes nothing on the device (no supported operator)");
+    return std::move(result_);
+  }
+
+private:
+  /// Static dims of a graph input or output; a symbolic or missing dim is a dynamic shape.
+  Dims value_dims(const onnx::ValueInfoProto& value, const char* role) {
+    const auto& type = value.type();
+    if (!type.has_tensor_type())
+      throw Error(fmt::format("{}: graph {} '{}': not supported: a value that is not a tensor (float32 tensors are supported)",
+                              path_, role, value.name()));
+    const int dtype = type.tensor_type().elem_type();
+    if (dtype != TensorProto::FLOAT)
+      throw Error(fmt::format("{}: graph {} '{}': not supported: element type {} (float32 inputs and outputs are supported)",
+                              path_, role, value.name(), dtype_text(dtype)));
+    if (!type.tensor_type().has_shape())
+      throw Error(fmt::format("{}: graph {} '{}': not supported: a tensor without a shape (give it static dims)", path_, role,
+                              value.name()));
+    Dims dims;
+    for (const auto& dim : type.tensor_type().shape().dim()) {
+      if (!dim.has_dim_value() || dim.dim_value() <= 0)
+        throw Error(fmt::format("{}: graph {} '{}': not supported: a dynamic or empty dim{} (static positive dims are supported; "
+                                "export with fixed sizes, or fix them with onnx.tools.update_model_dims)",
+                                path_, role, value.name(), dim.has_dim_param() ? " '" + dim.dim_param() + "'" : ""));
+      dims.push_back(dim.dim_value());
+    }
+    element_count(dims, fmt::format("{}: graph {} '{}'", path_, role, value.name()));
+    return dims;
+  }
+
+  std::string node_label(const onnx::NodeProto& node, int index) const {
+    return fmt::format("{}: node '{}' ({})", path_,
+                       node.name().empty() ? fmt::format("#{} -> {}", index, node.output_size() ? node.output(0) : "")
+                                           : node.name(),
+                       node.op_type());
+  }
+
+  [[noreturn]] void unsupported(const std::string& where, const std::string& why) const {
+    throw Error(fmt::format("{}: not supported: {}; supported operators: {} (and, on constant inputs, {})", where, why,
+                            fmt::join(supported_operators(), ", "), fmt::join(folded_operators(), ", ")));
+  }
+
+  std::string unique_name(const std::string& wanted) {
+    std::string name = wanted;
+    for (int n = 2; names_.count(name); ++n) name = fmt::format("{}.{}", wanted, n);
+    names_.insert(name);
+    return name;
+  }
+
+  std::uint32_t declare_input(const std::string& name, std::vector<std::int64_t> shape) {
+    Tensor tensor;
+    tensor.name = name;
+    names_.insert(name);
+    tensor.shape = std::move(shape);
+    tensor.kind = TensorKind::input;
+    const auto index = static_cast<std::uint32_t>(graph_.tensors.size());
+    graph_.tensors.push_back(std::move(tensor));
+    declared_[name] = index;
+    return index;
+  }
+
+  /// The IR tensor of `value` in the layout `shape`: a graph input is declared in it the first
+  /// time; afterwards, and for computed tensors, the layout must be the one it has.
+  std::uint32_t tensor_as(const Computed& value, const std::vector<std::int64_t>& shape, const std::string& where) {
+    std::int64_t index = value.tensor;
+    if (index < 0) {
+      auto declared = declared_.find(value.input);
+      if (declared == declared_.end()) return declare_input(value.input, shape);
+      index = declared->second;
+    }
+    const Tensor& tensor = graph_.tensors[static_cast<std::size_t>(index)];
+    if (tensor.shape != shape)
+      unsupported(where, fmt::format("'{}' is needed as {} here but is laid out as {} (a re-layout of a tensor is not "
+                                     "supported yet)", tensor.name, dims_text(shape), dims_text(tensor.shape)));
+    return static_cast<std::uint32_t>(index);
+  }
+
+  std::uint32_t tensor_of(const Computed& value, const std::string& where) {
+    return tensor_as(value, ir_shape(value.dims), where);
+  }
+
+  /// A weight tensor holding `values` in IR layout `shape`, stored as float16 when `half`.
+  std::uint32_t add_weight(const std::string& wanted, std::vector<std::int64_t> shape, const std::vector<double>& values,
+                           bool half) {
+    Tensor tensor;
+    tensor.name = unique_name(wanted);
+    tensor.shape = std::move(shape);
+    tensor.kind = TensorKind::weight;
+    tensor.dtype = half ? DType::float16 : DType::float32;
+    std::vector<float>& data = result_.weights[tensor.name];
+    data.reserve(values.size());
+    for (double v : values) data.push_back(half ? round_to_half(static_cast<float>(v)) : static_cast<float>(v));
+    const auto index = static_cast<std::uint32_t>(graph_.tensors.size());
+    graph_.tensors.push_back(std::move(tensor));
+    return index;
+  }
+
+  /// An IR op writing a new intermediate tensor named `output`; its shape is inferred.
+  std::uint32_t add_op(Op op, const std::string& output, int node_index, const std::string& where) {
+    op.place = {static_cast<std::uint32_t>(node_index + 1), 0};
+    std::vector<std::int64_t> shape;
+    if (std::string problem = infer_shape(graph_, op, shape); !problem.empty())
+      throw Error(fmt::format("{}: internal error: the imported {} op does not type-check: {}", where, op_kind_name(op.kind), problem));
+    Tensor tensor;
+    tensor.name = unique_name(output);
+    tensor.shape = shape;
+    op.output = static_cast<std::uint32_t>(graph_.tensors.size());
+    graph_.tensors.push_back(std::move(tensor));
+    graph_.ops.push_back(std::move(op));
+    return graph_.ops.back().output;
+  }
+
+  /// Weights are float32 on the device; float16 ones only where the IR reads halves.
+  static bool keeps_half(const Constant& c, bool allowed) { return allowed && c.dtype == TensorProto::FLOAT16; }
+
+  void check_float(const Constant& c, const std::string& name, const std::string& where) const {
+    if (c.dtype != TensorProto::FLOAT && c.dtype != TensorProto::FLOAT16)
+      unsupported(where, fmt::format("constant '{}' is {}; only float and float16 weights are supported", name, dtype_text(c.dtype)));
+    for (std::int64_t d : c.dims)
+      if (d == 0) unsupported(where, fmt::format("constant '{}' is empty", name));
+  }
+
+  void import_node(const onnx::NodeProto& node, int index) {
+    const std::string where = node_label(node, index);
+    if (!node.domain().empty() && node.domain() != "ai.onnx")
+      unsupported(where, fmt::format("operators of domain '{}'", node.domain()));
+    std::vector<const Constant*> constant_inputs;
+    bool all_constant = true;
+    for (const std::string& name : node.input()) {
+      if (name.empty()) {
+        constant_inputs.push_back(nullptr);
+        continue;
+      }
+      auto found = constants_.find(name);
+      constant_inputs.push_back(found == constants_.end() ? nullptr : &found->second);
+      if (found == constants_.end()) {
+        if (!computed_.count(name)) throw Error(fmt::format("{}: input '{}' is not produced by any earlier node", where, name));
+        all_constant = false;
+      }
+    }
+    const std::string& op = node.op_type();
+    if (all_constant && is_foldable(op)) {
+      std::vector<Constant> outputs = fold_node(node, constant_inputs, result_.opset, where);
+      for (std::size_t i = 0; i < outputs.size() && i < static_cast<std::size_t>(node.output_size()); ++i)
+        constants_[node.output(static_cast<int>(i))] = std::move(outputs[i]);
+      ++result_.folded_nodes;
+      return;
+    }
+    if (node.output_size() != 1) unsupported(where, fmt::format("{} with {} outputs", op, node.output_size()));
+    const std::string& output = node.output(0);
+    auto computed = [&](int i) -> const Computed& { return computed_.at(node.input(i)); };
+    auto is_computed = [&](int i) { return i < node.input_size() && computed_.count(node.input(i)) != 0; };
+
+    if (op == "Shape" || op == "Size") {  // the dims of a computed value are static
+      Constant dims{TensorProto::FLOAT, computed(0).dims, {}};
+      dims.values.assign(static_cast<std::size_t>(element_count(dims.dims, where)), 0.0);
+      std::vector<const Constant*> inputs{&dims};
+      constants_[output] = std::move(fold_node(node, inputs, result_.opset, where).at(0));
+      ++result_.folded_nodes;
+      return;
+    }
+    if (op == "Identity") {
+      computed_[output] = computed(0);
+      return;
+    }
+    if (op == "Reshape" || op == "Flatten" || op == "Squeeze" || op == "Unsqueeze") {
+      if (!is_computed(0)) unsupported(where, "a computed shape (the shape input must be a constant)");
+      for (int i = 1; i < node.input_size(); ++i)
+        if (!node.input(i).empty() && !constants_.count(node.input(i)))
+          unsupported(where, fmt::format("a dynamic shape: '{}' is computed at run time", node.input(i)));
+      // The same folding on a stand-in of the right dims gives the new dims.
+      Constant stand_in{TensorProto::FLOAT, computed(0).dims, {}};
+      stand_in.values.assign(static_cast<std::size_t>(element_count(stand_in.dims, where)), 0.0);
+      std::vector<const Constant*> inputs = constant_inputs;
+      inputs[0] = &stand_in;
+      Computed value = computed(0);
+      value.dims = fold_node(node, inputs, result_.opset, where).at(0).dims;
+      // A computed tensor keeps its rows: only a view with the same [rows, cols] is free.
+      if (value.tensor >= 0 && graph_.tensors[static_cast<std::size_t>(value.tensor)].shape != ir_shape(value.dims))
+        unsupported(where, fmt::format("{} of the computed tensor '{}' from {} to {} changes its row length (a re-layout on "
+                                       "the device is not supported yet)", op, node.input(0), dims_text(computed(0).dims),
+                                       dims_text(value.dims)));
+      computed_[output] = value;
+      return;
+    }
+    if (op == "Relu") {
+      Op relu;
+      relu.kind = OpKind::relu;
+      relu.inputs = {tensor_of(computed(0), where)};
+      computed_[output] = Computed{add_op(relu, output, index, where), "", computed(0).dims};
+      return;
+    }
+    if (op == "Softmax") return import_softmax(node, index, where);
+    if (op == "MatMul") return import_matmul(node, index, where);
+    if (op == "Gemm") return import_gemm(node, index, where);
+    if (op == "Add" || op == "Sub") return import_add(node, index, where);
+    if (op == "Mul" || op == "Div" || op == "Sigmoid" || op == "Tanh")
+      unsupported(where, fmt::format("{} of a computed tensor: the device has no {} codelet yet", op,
+                                     op == "Mul" ? "multiply" : op == "Div" ? "divide" : op == "Sigmoid" ? "sigmoid" : "tanh"));
+    if (is_foldable(op)) unsupported(where, fmt::format("{} of a computed tensor (it is folded only on constants)", op));
+    unsupported(where, fmt::format("operator {}", op));
+  }
+
+  void import_softmax(const onnx::NodeProto& node, int index, const std::string& where) {
+    const Computed& x = computed_.at(node.input(0));
+    const auto rank = static_cast<std::int64_t>(x.dims.size());
+    const std::int64_t axis = normalize_axis(int_attribute(node, "axis", result_.opset < 13 ? 1 : -1), rank, where);
+    std::vector<std::int64_t> shape = ir_shape(x.dims);
+    if (axis != std::max<std::int64_t>(rank - 1, 0)) {
+      // Before opset 13 the input is coerced to [dims before axis, dims from axis]: rows of that view.
+      if (result_.opset >= 13)
+        unsupported(where, fmt::format("Softmax over axis {} of a rank-{} tensor (only the last axis is supported)", axis, rank));
+      std::int64_t rows = 1;
+      for (std::int64_t d = 0; d < axis; ++d) rows *= x.dims[static_cast<std::size_t>(d)];
+      shape = {rows, element_count(x.dims, where) / rows};
+    }
+    Op softmax;
+    softmax.kind = OpKind::softmax;
+    softmax.inputs = {tensor_as(x, shape, where)};
+    computed_[node.output(0)] = Computed{add_op(softmax, node.output(0), index, where), "", x.dims};
+  }
+
+  /// A constant operand of a matmul's right side: [k, n] float weights.
+  std::uint32_t matrix_weight(const std::string& name, const Constant& c, const std::string& where) {
+    check_float(c, name, where);
+    if (c.dims.size() != 2) unsupported(where, fmt::format("a rank-{} constant right operand '{}' (it must be a matrix)", c.dims.size(), name));
+    return add_weight(name, {c.dims[0], c.dims[1]}, c.values, keeps_half(c, true));
+  }
+
+  void import_matmul(const onnx::NodeProto& node, int index, const std::string& where) {
+    if (!computed_.count(node.input(0)))
+      unsupported(where, "a constant left operand (the left operand must be computed or a graph input)");
+    const Computed& a = computed_.at(node.input(0));
+    if (a.dims.size() < 2) unsupported(where, "a rank-1 left operand");
+    Op matmul;
+    matmul.kind = OpKind::matmul;
+    std::int64_t n = 0;
+    if (auto b = constants_.find(node.input(1)); b != constants_.end()) {
+      const std::uint32_t w = matrix_weight(node.input(1), b->second, where);
+      n = b->second.dims[1];
+      matmul.inputs = {tensor_of(a, where), w};
+    } else {
+      const Computed& b_value = computed_.at(node.input(1));
+      if (b_value.dims.size() != 2)
+        unsupported(where, fmt::format("a batched product of two computed tensors ({} x {})", dims_text(a.dims), dims_text(b_value.dims)));
+      n = b_value.dims[1];
+      matmul.inputs = {tensor_of(a, where), tensor_of(b_value, where)};
+    }
+    // Leading dims of a rank-3/4 left operand are rows of the IR's matrix: the right one is shared.
+    Dims dims(a.dims.begin(), a.dims.end() - 1);
+    dims.push_back(n);
+    computed_[node.output(0)] = Computed{add_op(matmul, node.output(0), index, where), "", dims};
+  }
+
+  void import_gemm(const onnx::NodeProto& node, int index, const std::string& where) {
+    const float alpha = float_attribute(node, "alpha", 1.0f), beta = float_attribute(node, "beta", 1.0f);
+    const bool trans_a = int_attribute(node, "transA", 0) != 0, trans_b = int_attribute(node, "transB", 0) != 0;
+    if (!computed_.count(node.input(0))) unsupported(where, "a constant A (A must be computed or a graph input)");
+    if (trans_a) unsupported(where, "transA=1 on a computed A (a transpose on the device is not supported yet)");
+    const Computed& a = computed_.at(node.input(0));
+    Op matmul;
+    matmul.kind = OpKind::matmul;
+    std::int64_t n = 0;
+    if (auto b = constants_.find(node.input(1)); b != constants_.end()) {
+      Constant w = trans_b ? transpose(b->second, {}, where) : b->second;
+      check_float(w, node.input(1), where);
+      // alpha * (A B) = A (alpha B): folded into the weights, rounded as the weights' type holds.
+      if (alpha != 1.0f)
+        for (double& v : w.values) v = round_to(w.dtype, alpha * v);
+      const bool derived = trans_b || alpha != 1.0f;
+      n = w.dims.at(1);
+      matmul.inputs = {tensor_of(a, where), matrix_weight(derived ? node.output(0) + ".B" : node.input(1), w, where)};
+    } else {
+      if (alpha != 1.0f) unsupported(where, "alpha != 1 with a computed B (it can only be folded into constant weights)");
+      const Computed& b_value = computed_.at(node.input(1));
+      n = trans_b ? b_value.dims.at(0) : b_value.dims.at(1);
+      matmul.transpose_b = trans_b;
+      matmul.inputs = {tensor_of(a, where), tensor_of(b_value, where)};
+    }
+    const Dims dims{a.dims.at(0), n};
+    const bool has_c = node.input_size() > 2 && !node.input(2).empty();
+    if (!has_c) {
+      computed_[node.output(0)] = Computed{add_op(matmul, node.output(0), index, where), "", dims};
+      return;
+    }
+    const std::uint32_t product = add_op(matmul, node.output(0) + ".AB", index, where);
+    Op add;
+    add.kind = OpKind::add;
+    add.inputs = {product, 0};
+    if (auto c = constants_.find(node.input(2)); c != constants_.end()) {
+      Constant bias = c->second;
+      check_float(bias, node.input(2), where);
+      if (beta != 1.0f)
+        for (double& v : bias.values) v = round_to(bias.dtype, beta * v);
+      add.inputs[1] = constant_operand(node.input(2), bias, dims, beta != 1.0f, where);
+    } else {
+      if (beta != 1.0f) unsupported(where, "beta != 1 with a computed C (it can only be folded into constant biases)");
+      add.inputs[1] = computed_operand(computed_.at(node.input(2)), dims, where);
+    }
+    computed_[node.output(0)] = Computed{add_op(add, node.output(0), index, where), "", dims};
+  }
+
+  /// A constant added to a tensor of `dims`: a row vector when it varies along the last axis
+  /// only (a bias), else expanded to the whole tensor.
+  std::uint32_t constant_operand(const std::string& name, const Constant& c, const Dims& dims, bool derived,
+                                 const std::string& where) {
+    const Dims out = broadcast_dims(dims, c.dims, where);
+    if (out != dims) unsupported(where, fmt::format("broadcasting the computed operand {} to {}", dims_text(dims), dims_text(out)));
+    bool row = !dims.empty();
+    for (std::size_t i = 0; i + 1 < c.dims.size(); ++i) row = row && c.dims[i] == 1;
+    if (row && !dims.empty()) {
+      Constant row_dims = c;
+      row_dims.dims = {c.dims.empty() ? 1 : c.dims.back()};
+      const bool as_is = !derived && c.dims.size() == 1 && c.dims[0] == dims.back();
+      return add_weight(as_is ? name : name + ".row", {dims.back()}, expand_to(row_dims, {dims.back()}), keeps_half(c, as_is));
+    }
+    return add_weight(c.dims == dims && !derived ? name : name + ".expanded", ir_shape(dims), expand_to(c, dims), false);
+  }
+
+  /// A computed value added to a tensor of `dims`: the same dims, or a row vector [n] / [1, n].
+  std::uint32_t computed_operand(const Computed& value, const Dims& dims, const std::string& where) {
+    if (value.dims == dims) return tensor_of(value, where);
+    bool row = !value.dims.empty() && !dims.empty() && value.dims.back() == dims.back() && value.dims.size() <= dims.size();
+    for (std::size_t i = 0; row && i + 1 < value.dims.size(); ++i) row = value.dims[i] == 1;
+    if (!row)
+      unsupported(where, fmt::format("broadcasting a computed {} over {} (only equal dims or a row of the last dim are)",
+                                     dims_text(value.dims), dims_text(dims)));
+    return tensor_as(value, {dims.back()}, where);
+  }
+
+  void import_add(const onnx::NodeProto& node, int index, const std::string& where) {
+    const bool subtract = node.op_type() == "Sub";
+    int first = 0, second = 1;
+    if (!computed_.count(node.input(0))) {
+      if (subtract) unsupported(where, "a constant minus a computed tensor (the device has no negate codelet yet)");
+      std::swap(first, second);
+    }
+    const Computed& x = computed_.at(node.input(first));
+    const std::string& other = node.input(second);
+    Op add;
+    add.kind = OpKind::add;
+    add.inputs = {tensor_of(x, where), 0};
+    Dims dims = x.dims;
+    if (auto c = constants_.find(other); c != constants_.end()) {
+      Constant operand = c->second;
+      check_float(operand, other, where);
+      if (subtract)
+        for (double& v : operand.values) v = -v;  // x - c = x + (-c), exactly
+      add.inputs[1] = constant_operand(other, operand, dims, subtract, where);
+    } else {
+      if (subtract) unsupported(where, "the difference of two computed tensors (the device has no subtract codelet yet)");
+      const Computed& y = computed_.at(other);
+      const Dims out = broadcast_dims(x.dims, y.dims, where);
+      if (out != x.dims) {
+        if (out != y.dims) unsupported(where, fmt::format("broadcasting both operands {} and {}", dims_text(x.dims), dims_text(y.dims)));
+        // The larger operand goes first: the IR broadcasts the second as a row.
+        dims = y.dims;
+        add.inputs = {tensor_of(y, where), computed_operand(x, dims, where)};
+      } else {
+        add.inputs[1] = computed_operand(y, dims, where);
+      }
+    }
+    computed_[node.output(0)] = Computed{add_op(add, node.output(0), index, where), "", dims};
+  }
+
+  void import_output(const onnx::ValueInfoProto& output) {
+    const std::string where = fmt::format("{}: graph output '{}'", path_, output.name());
+    const Dims declared = value_dims(output, "output");
+    if (constants_.count(output.name()))
+      unsupported(where, "an output that is a constant (nothing is computed for it)");
+    const Computed& value = computed_.at(output.name());
+    if (value.tensor < 0)
+      unsupported(where, fmt::format("an output that is the graph input '{}' itself (nothing is computed for it)", value.input));
+    if (element_count(declared, where) != element_count(value.dims, where))
+      throw Error(fmt::format("{}: declared {} but computed {}", where, dims_text(declared), dims_text(value.dims)));
+    const auto tensor = static_cast<std::uint32_t>(value.tensor);
+    for (std::uint32_t existing : graph_.outputs)
+      if (existing == tensor)
+        unsupported(where, fmt::format("two outputs ('{}' and '{}') holding the same value", graph_.tensors[tensor].name, output.name()));
+    // The IR tensor takes the output's name (an Identity or Reshape may have renamed it).
+    std::string& name = graph_.tensors[tensor].name;
+    if (name != output.name()) {
+      if (names_.count(output.name())) unsupported(where, fmt::format("an output named like another tensor '{}'", output.name()));
+      names_.erase(name);
+      names_.insert(output.name());
+      name = output.name();
+    }
+    graph_.outputs.push_back(tensor);
+    result_.outputs.push_back({output.name(), declared});
+  }
+
+  std::string path_;
+  onnx::ModelProto& model_;
+  OnnxImport result_;
+  Graph& graph_ = result_.graph;
+  std::map<std::string, Constant> constants_;
+  std::map<std::string, Computed> computed_;
+  std::map<std::string, std::uint32_t> declared_;  ///< graph input name -> IR tensor
+  std::set<std::string> names_;                     ///< IR tensor names in use
+};
+
+}  // namespace
+
+OnnxImport import_onnx(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw Error(path + ": cannot read the ONNX model");
+  std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  if (in.bad()) throw Error(path + ": read error");
+  onnx::ModelProto model;
+  // The hash is of the very bytes parsed, so a run can tell it reads the same weights.
+  const std::string sha256 = sha256_hex(bytes);
+  if (bytes.size() > (std::size_t{1} << 31) - 1 || !model.ParseFromString(bytes))
+    throw Error(path + ": not an ONNX model (the protobuf ModelProto does not parse); export it with torch.onnx.export or onnx.save");
+  try {
+    onnx::checker::check_model(model);
+  } catch (const std::exception& e) {
+    throw Error(fmt::format("{}: the ONNX checker refuses the model: {}", path, one_line(e.what())));
+  }
+  try {
+    onnx::ShapeInferenceOptions options{true, 1, false};
+    onnx::shape_inference::InferShapes(model, onnx::OpSchemaRegistry::Instance(), options);
+  } catch (const std::exception& e) {
+    throw Error(fmt::format("{}: ONNX shape inference fails: {}", path, one_line(e.what())));
+  }
+  std::error_code ec;
+  const fs::path absolute = fs::absolute(path, ec);
+  OnnxImport result = Importer(path, model).run();
+  result.graph.source_file = ec ? path : absolute.lexically_normal().string();
+  result.graph.source_sha256 = sha256;
+  return result;
+}
+
+}  // namespace tessera::onnx_import

@@ -1,0 +1,106 @@
+#!/usr/bin/python3
+"""Generates MLP ONNX models with weights, an input and the expected output (python3-onnx, numpy; no torch).
+
+Each model goes to OUT/<name>/model.onnx with test_data_set_0/input_0.pb and output_0.pb, laid
+out as ONNX's own test data, so `tessera run PACKAGE --input x=.../input_0.pb --expect y=.../output_0.pb`
+checks it. The expected output is computed here in float64 from the float32 weights and input.
+
+usage: scripts/make_onnx_models.py OUT [NAME...]   (default: every model below)
+"""
+import os
+import sys
+
+import numpy as np
+import onnx
+from onnx import TensorProto, helper, numpy_helper
+
+# name: (input dims, hidden widths, output width, style, final softmax)
+# style "gemm": nn.Linear as torch.onnx.export writes it (Gemm, transB=1);
+# style "matmul": MatMul + Add, with a rank-3 input and a torch-style Shape/Gather/Concat/Reshape flatten.
+MODELS = {
+    "mlp-b2-w64-n3": ([2, 32], [64, 64], 16, "gemm", True),
+    "mlp-b8-w1024-n4": ([8, 1024], [1024, 1024, 1024], 256, "gemm", True),
+    "mlp-b16-w256-n8": ([16, 256], [256] * 7, 64, "gemm", False),
+    "mlp-b4x8-w512-n3": ([4, 8, 512], [512, 512], 128, "matmul", True),
+}
+
+
+def linear(rng, fan_in, fan_out):
+    bound = 1.0 / np.sqrt(fan_in)  # nn.Linear's default initialisation
+    weight = rng.uniform(-bound, bound, size=(fan_out, fan_in)).astype(np.float32)
+    bias = rng.uniform(-bound, bound, size=(fan_out,)).astype(np.float32)
+    return weight, bias
+
+
+def build(name, input_dims, hidden, out_width, style, softmax):
+    rng = np.random.default_rng(sum(map(ord, name)))  # fixed per model: the files are reproducible
+    nodes, initializers = [], []
+    x = rng.uniform(-1.0, 1.0, size=input_dims).astype(np.float32)
+    value, reference = "x", x.astype(np.float64)
+    widths = hidden + [out_width]
+    fan_in = input_dims[-1]
+    for layer, width in enumerate(widths):
+        weight, bias = linear(rng, fan_in, width)
+        w_name, b_name, out = f"layer{layer}.weight", f"layer{layer}.bias", f"layer{layer}.out"
+        if style == "gemm":
+            initializers += [numpy_helper.from_array(weight, w_name), numpy_helper.from_array(bias, b_name)]
+            nodes.append(helper.make_node("Gemm", [value, w_name, b_name], [out], name=f"/layer{layer}/Gemm", transB=1))
+        else:
+            initializers += [numpy_helper.from_array(weight.T.copy(), w_name), numpy_helper.from_array(bias, b_name)]
+            nodes.append(helper.make_node("MatMul", [value, w_name], [out + ".mm"], name=f"/layer{layer}/MatMul"))
+            nodes.append(helper.make_node("Add", [out + ".mm", b_name], [out], name=f"/layer{layer}/Add"))
+        reference = reference @ weight.astype(np.float64).T + bias.astype(np.float64)
+        value, fan_in = out, width
+        if layer + 1 < len(widths):
+            nodes.append(helper.make_node("Relu", [value], [f"layer{layer}.relu"], name=f"/layer{layer}/Relu"))
+            value, reference = f"layer{layer}.relu", np.maximum(reference, 0.0)
+    output_dims = list(input_dims[:-1]) + [out_width]
+    if style == "matmul":
+        # torch's x.flatten(0, 1): the new shape computed from Shape, Gather, Unsqueeze and Concat (folded at import).
+        rows = int(np.prod(input_dims[:-1]))
+        initializers += [numpy_helper.from_array(np.array(len(input_dims) - 1, dtype=np.int64), "last_axis"),
+                         numpy_helper.from_array(np.array([-1], dtype=np.int64), "minus_one"),
+                         numpy_helper.from_array(np.array([0], dtype=np.int64), "axes0")]
+        nodes += [helper.make_node("Shape", [value], ["shape"], name="/flatten/Shape"),
+                  helper.make_node("Gather", ["shape", "last_axis"], ["width"], name="/flatten/Gather", axis=0),
+                  helper.make_node("Unsqueeze", ["width", "axes0"], ["width1"], name="/flatten/Unsqueeze"),
+                  helper.make_node("Concat", ["minus_one", "width1"], ["new_shape"], name="/flatten/Concat", axis=0),
+                  helper.make_node("Reshape", [value, "new_shape"], ["flat"], name="/flatten/Reshape")]
+        value, output_dims = "flat", [rows, out_width]
+        reference = reference.reshape(output_dims)
+    if softmax:
+        nodes.append(helper.make_node("Softmax", [value], ["y"], name="/Softmax", axis=-1))
+        shifted = np.exp(reference - reference.max(axis=-1, keepdims=True))
+        reference = shifted / shifted.sum(axis=-1, keepdims=True)
+    else:
+        nodes.append(helper.make_node("Identity", [value], ["y"], name="/Identity"))
+    graph = helper.make_graph(nodes, name.replace("-", "_"),
+                              [helper.make_tensor_value_info("x", TensorProto.FLOAT, input_dims)],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, output_dims)], initializers)
+    model = helper.make_model(graph, producer_name="tessera make_onnx_models.py",
+                              opset_imports=[helper.make_opsetid("", 13)])
+    model.ir_version = 8
+    onnx.checker.check_model(model)
+    return model, x, reference.astype(np.float32)
+
+
+def main():
+    if len(sys.argv) < 2:
+        sys.exit(__doc__)
+    out = sys.argv[1]
+    names = sys.argv[2:] or list(MODELS)
+    for name in names:
+        if name not in MODELS:
+            sys.exit(f"unknown model '{name}'; known: {', '.join(MODELS)}")
+        model, x, y = build(name, *MODELS[name])
+        folder = os.path.join(out, name)
+        os.makedirs(os.path.join(folder, "test_data_set_0"), exist_ok=True)
+        onnx.save(model, os.path.join(folder, "model.onnx"))
+        for file, tensor, tensor_name in (("input_0.pb", x, "x"), ("output_0.pb", y, "y")):
+            with open(os.path.join(folder, "test_data_set_0", file), "wb") as f:
+                f.write(numpy_helper.from_array(tensor, tensor_name).SerializeToString())
+        print(f"model={os.path.join(folder, 'model.onnx')} input={list(x.shape)} output={list(y.shape)}")
+
+
+if __name__ == "__main__":
+    main()

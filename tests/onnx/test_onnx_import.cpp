@@ -1,0 +1,234 @@
+// The ONNX frontend: import into the IR with real weights, folding, refusals, tensor files.
+#include <catch2/catch.hpp>
+#include <onnx/onnx_pb.h>
+
+#include <fstream>
+
+#include "temp_dir.hpp"
+#include "tessera/diagnostic.hpp"
+#include "tessera/onnx/import.hpp"
+#include "tessera/onnx/tensor_file.hpp"
+
+using namespace tessera;
+using namespace tessera::onnx_import;
+using tessera::testing::TempDir;
+
+namespace {
+
+/// A small ModelProto under construction: opset 13, float inputs and outputs.
+struct ModelBuilder {
+  onnx::ModelProto model;
+  onnx::GraphProto* graph;
+  ModelBuilder() {
+    model.set_ir_version(8);
+    auto* opset = model.add_opset_import();
+    opset->set_domain("");
+    opset->set_version(13);
+    graph = model.mutable_graph();
+    graph->set_name("test");
+  }
+  void value(onnx::ValueInfoProto* info, const std::string& name, const std::vector<std::int64_t>& dims,
+             const std::string& symbolic = "") {
+    info->set_name(name);
+    auto* tensor = info->mutable_type()->mutable_tensor_type();
+    tensor->set_elem_type(onnx::TensorProto::FLOAT);
+    auto* shape = tensor->mutable_shape();
+    for (std::int64_t d : dims) shape->add_dim()->set_dim_value(d);
+    if (!symbolic.empty()) shape->mutable_dim(0)->set_dim_param(symbolic);
+  }
+  void input(const std::string& name, const std::vector<std::int64_t>& dims, const std::string& symbolic = "") {
+    value(graph->add_input(), name, dims, symbolic);
+  }
+  void output(const std::string& name, const std::vector<std::int64_t>& dims) { value(graph->add_output(), name, dims); }
+  void initializer(const std::string& name, const std::vector<std::int64_t>& dims, const std::vector<float>& values) {
+    auto* tensor = graph->add_initializer();
+    tensor->set_name(name);
+    tensor->set_data_type(onnx::TensorProto::FLOAT);
+    for (std::int64_t d : dims) tensor->add_dims(d);
+    for (float v : values) tensor->add_float_data(v);
+  }
+  void int_initializer(const std::string& name, const std::vector<std::int64_t>& dims, const std::vector<std::int64_t>& values) {
+    auto* tensor = graph->add_initializer();
+    tensor->set_name(name);
+    tensor->set_data_type(onnx::TensorProto::INT64);
+    for (std::int64_t d : dims) tensor->add_dims(d);
+    for (std::int64_t v : values) tensor->add_int64_data(v);
+  }
+  onnx::NodeProto* node(const std::string& op, const std::vector<std::string>& inputs, const std::string& output,
+                        const std::string& name = "") {
+    auto* node = graph->add_node();
+    node->set_op_type(op);
+    node->set_name(name);
+    for (const auto& in : inputs) node->add_input(in);
+    node->add_output(output);
+    return node;
+  }
+  std::string save(const TempDir& dir, const std::string& file) const {
+    const std::string path = (dir.path() / file).string();
+    std::ofstream(path, std::ios::binary) << model.SerializeAsString();
+    return path;
+  }
+};
+
+void int_attribute(onnx::NodeProto* node, const std::string& name, std::int64_t value) {
+  auto* attribute = node->add_attribute();
+  attribute->set_name(name);
+  attribute->set_type(onnx::AttributeProto::INT);
+  attribute->set_i(value);
+}
+
+std::string file_bytes(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  return {std::istreambuf_iterator<char>(in), {}};
+}
+
+const Tensor& tensor_named(const Graph& graph, const std::string& name) {
+  const std::int64_t index = graph.find_tensor(name);
+  REQUIRE(index >= 0);
+  return graph.tensors[static_cast<std::size_t>(index)];
+}
+
+}  // namespace
+
+TEST_CASE("onnx import maps a Gemm with transB and a Relu onto matmul, add and relu with the initializers' values", "[onnx]") {
+  TempDir dir;
+  ModelBuilder m;
+  m.input("x", {2, 3});
+  m.initializer("W", {4, 3}, {1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12});
+  m.initializer("b", {4}, {0.5f, -0.5f, 1, -1});
+  int_attribute(m.node("Gemm", {"x", "W", "b"}, "h", "fc"), "transB", 1);
+  m.node("Relu", {"h"}, "y", "act");
+  m.output("y", {2, 4});
+  const std::string path = m.save(dir, "mlp.onnx");
+  CHECK(is_onnx_model(path));
+
+  const OnnxImport imported = import_onnx(path);
+  const Graph& graph = imported.graph;
+  REQUIRE(graph.ops.size() == 3);
+  CHECK(graph.ops[0].kind == OpKind::matmul);
+  CHECK(graph.ops[1].kind == OpKind::add);
+  CHECK(graph.ops[2].kind == OpKind::relu);
+  CHECK(graph.ops[0].place.line == 1);  // node index + 1
+  CHECK(tensor_named(graph, "x").shape == std::vector<std::int64_t>{2, 3});
+  // transB folded: the weight is W^T, [3, 4].
+  const Tensor& weight = graph.tensors[graph.ops[0].inputs[1]];
+  CHECK(weight.kind == TensorKind::weight);
+  CHECK(weight.shape == std::vector<std::int64_t>{3, 4});
+  CHECK(imported.weights.at(weight.name) == std::vector<float>{1, 4, 7, 10, 2, 5, 8, 11, 3, 6, 9, 12});
+  CHECK(imported.weights.at("b") == std::vector<float>{0.5f, -0.5f, 1, -1});
+  CHECK(tensor_named(graph, "b").shape == std::vector<std::int64_t>{4});
+  REQUIRE(graph.outputs.size() == 1);
+  CHECK(graph.tensors[graph.outputs[0]].name == "y");
+  CHECK(graph.source_sha256 == sha256_hex(file_bytes(path)));
+  CHECK(graph.source_sha256.size() == 64);
+  CHECK(imported.inputs.at(0).dims == std::vector<std::int64_t>{2, 3});
+}
+
+TEST_CASE("onnx import folds a torch-style Shape, Gather, Unsqueeze, Concat, Reshape chain", "[onnx]") {
+  TempDir dir;
+  ModelBuilder m;
+  m.input("x", {2, 3, 4});
+  std::vector<float> w(20);
+  for (std::size_t i = 0; i < w.size(); ++i) w[i] = static_cast<float>(i) * 0.25f;
+  m.initializer("W", {4, 5}, w);
+  m.int_initializer("last", {}, {2});
+  m.int_initializer("minus_one", {1}, {-1});
+  m.int_initializer("axes", {1}, {0});
+  m.node("MatMul", {"x", "W"}, "h", "mm");
+  m.node("Shape", {"h"}, "shape");
+  int_attribute(m.node("Gather", {"shape", "last"}, "width"), "axis", 0);
+  m.node("Unsqueeze", {"width", "axes"}, "width1");
+  int_attribute(m.node("Concat", {"minus_one", "width1"}, "new_shape"), "axis", 0);
+  m.node("Reshape", {"h", "new_shape"}, "y", "flatten");
+  m.output("y", {6, 5});
+  const OnnxImport imported = import_onnx(m.save(dir, "flatten.onnx"));
+  REQUIRE(imported.graph.ops.size() == 1);
+  CHECK(imported.folded_nodes == 4);
+  // The rank-3 input is [rows, last dim] in the IR; the product keeps its rows.
+  CHECK(tensor_named(imported.graph, "x").shape == std::vector<std::int64_t>{6, 4});
+  CHECK(tensor_named(imported.graph, "y").shape == std::vector<std::int64_t>{6, 5});
+  CHECK(imported.weights.at("W") == w);
+  CHECK(imported.outputs.at(0).dims == std::vector<std::int64_t>{6, 5});
+}
+
+TEST_CASE("onnx import subtracts a constant as the add of its negation and expands a scalar to a row", "[onnx]") {
+  TempDir dir;
+  ModelBuilder m;
+  m.input("x", {3, 2});
+  m.initializer("c", {}, {1.5f});
+  m.node("Sub", {"x", "c"}, "y", "minus");
+  m.output("y", {3, 2});
+  const OnnxImport imported = import_onnx(m.save(dir, "sub.onnx"));
+  REQUIRE(imported.graph.ops.size() == 1);
+  CHECK(imported.graph.ops[0].kind == OpKind::add);
+  const Tensor& operand = imported.graph.tensors[imported.graph.ops[0].inputs[1]];
+  CHECK(operand.shape == std::vector<std::int64_t>{2});
+  CHECK(imported.weights.at(operand.name) == std::vector<float>{-1.5f, -1.5f});
+}
+
+TEST_CASE("onnx import refuses an unsupported operator naming the file, the node, its op type and what is supported", "[onnx]") {
+  TempDir dir;
+  ModelBuilder m;
+  m.input("x", {2, 3});
+  m.node("Sigmoid", {"x"}, "y", "gate");
+  m.output("y", {2, 3});
+  const std::string path = m.save(dir, "sigmoid.onnx");
+  try {
+    (void)import_onnx(path);
+    FAIL("the import did not refuse Sigmoid");
+  } catch (const Error& e) {
+    const std::string message = e.what();
+    CHECK_THAT(message, Catch::StartsWith(path + ": node 'gate' (Sigmoid): not supported:"));
+    CHECK_THAT(message, Catch::Contains("supported operators: MatMul, Gemm, Add"));
+    CHECK(message.find('\n') == std::string::npos);
+  }
+}
+
+TEST_CASE("onnx import refuses a dynamic dim, a non-float input and a file that is no model", "[onnx]") {
+  TempDir dir;
+  ModelBuilder dynamic;
+  dynamic.input("x", {1, 3}, "batch");
+  dynamic.node("Relu", {"x"}, "y");
+  dynamic.output("y", {1, 3});
+  CHECK_THROWS_WITH(import_onnx(dynamic.save(dir, "dynamic.onnx")),
+                    Catch::Contains("graph input 'x': not supported: a dynamic or empty dim 'batch'"));
+
+  ModelBuilder integer;
+  integer.input("x", {2});
+  integer.graph->mutable_input(0)->mutable_type()->mutable_tensor_type()->set_elem_type(onnx::TensorProto::INT32);
+  integer.node("Add", {"x", "x"}, "y");
+  integer.output("y", {2});
+  integer.graph->mutable_output(0)->mutable_type()->mutable_tensor_type()->set_elem_type(onnx::TensorProto::INT32);
+  CHECK_THROWS_WITH(import_onnx(integer.save(dir, "int.onnx")), Catch::Contains("not supported: element type int32"));
+
+  const std::string junk = dir.write("junk.onnx", "model: not onnx\n");
+  CHECK_THROWS_WITH(import_onnx(junk), Catch::Contains("junk.onnx: not an ONNX model"));
+  CHECK_FALSE(is_onnx_model(dir.write("model.yaml", "model: m\n")));
+}
+
+TEST_CASE("tensor files round-trip through .pb and .npy with their dims", "[onnx]") {
+  TempDir dir;
+  const TensorFile tensor{"y", {2, 1, 3}, {1.5f, -2, 3, 0.25f, 1e-8f, -7}};
+  for (const char* file : {"y.pb", "y.npy"}) {
+    const std::string path = (dir.path() / file).string();
+    write_tensor_file(path, tensor);
+    const TensorFile back = read_tensor_file(path);
+    CHECK(back.dims == tensor.dims);
+    CHECK(back.values == tensor.values);
+  }
+  CHECK(read_tensor_file((dir.path() / "y.pb").string()).name == "y");
+  CHECK_THROWS_WITH(read_tensor_file(dir.write("bad.npy", "not numpy")), Catch::Contains("bad.npy: not a .npy file"));
+  CHECK_THROWS_WITH(read_tensor_file(dir.write("x.txt", "1 2 3")), Catch::Contains("give an ONNX TensorProto (.pb) or a NumPy array (.npy)"));
+}
+
+TEST_CASE("onnx import refuses to fold a constant far larger than its inputs", "[onnx]") {
+  TempDir dir;
+  ModelBuilder m;
+  m.input("x", {2});
+  m.int_initializer("dims", {1}, {std::int64_t{1} << 30});
+  m.node("ConstantOfShape", {"dims"}, "huge", "fill");
+  m.node("Add", {"x", "x"}, "y");
+  m.output("y", {2});
+  CHECK_THROWS_WITH(import_onnx(m.save(dir, "huge.onnx")),
+                    Catch::Contains("node 'fill' (ConstantOfShape): not supported: folding a constant of dims [1073741824]"));
+}

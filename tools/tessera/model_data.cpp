@@ -1,0 +1,115 @@
+// Models and their data for the driver: YAML or ONNX models in, weights, inputs, expected and written outputs.
+#include "model_data.hpp"
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include <filesystem>
+#include <set>
+
+#include "tessera/diagnostic.hpp"
+#include "tessera/log.hpp"
+#include "tessera/onnx/import.hpp"
+#include "tessera/onnx/tensor_file.hpp"
+#include "tessera/package.hpp"
+
+namespace fs = std::filesystem;
+
+namespace tessera::cli {
+
+Graph load_any_model(const std::string& path) {
+  if (!onnx_import::is_onnx_model(path)) return load_model(path);
+  onnx_import::OnnxImport imported = onnx_import::import_onnx(path);
+  logger("tessera.build")
+      ->info("imported onnx model path={} opset={} sha256={} tensors={} operations={} weights={} folded_nodes={}", path,
+             imported.opset, imported.graph.source_sha256, imported.graph.tensors.size(), imported.graph.ops.size(),
+             imported.weights.size(), imported.folded_nodes);
+  return std::move(imported.graph);
+}
+
+namespace {
+
+/// NAME=FILE, split; the error names the option and the fix.
+std::pair<std::string, std::string> name_and_file(const std::string& text, const char* option) {
+  const auto equals = text.find('=');
+  if (equals == std::string::npos || equals == 0 || equals + 1 == text.size())
+    throw Error(fmt::format("{} '{}': give NAME=FILE, e.g. {} x=input_0.pb", option, text, option));
+  return {text.substr(0, equals), text.substr(equals + 1)};
+}
+
+/// Reads NAME=FILE tensors; their dims must hold as many values as the model's tensor NAME.
+runtime::HostTensors read_named(const std::vector<std::string>& items, const char* option) {
+  runtime::HostTensors tensors;
+  for (const std::string& item : items) {
+    auto [name, file] = name_and_file(item, option);
+    if (tensors.count(name)) throw Error(fmt::format("{} {}: '{}' is given twice", option, item, name));
+    tensors[name] = onnx_import::read_tensor_file(file).values;
+  }
+  return tensors;
+}
+
+}  // namespace
+
+std::vector<std::pair<std::string, std::vector<std::int64_t>>> prepare_run(const Package& package, const RunData& data,
+                                                                           runtime::RunOptions& options) {
+  const Graph& graph = package.graph;
+  std::vector<std::pair<std::string, std::vector<std::int64_t>>> output_dims;
+  for (std::uint32_t index : graph.outputs) output_dims.emplace_back(graph.tensors[index].name, graph.tensors[index].shape);
+  if (!graph.source_sha256.empty()) {
+    // The weights are read again from the model, so the package never copies them.
+    const std::string source = data.weights.empty() ? graph.source_file : data.weights;
+    onnx_import::OnnxImport imported = onnx_import::import_onnx(source);
+    if (data.weights.empty() && imported.graph.source_sha256 != graph.source_sha256)
+      throw Error(fmt::format("{}: the model changed since the package was compiled (sha256 {}, the package records {}); "
+                              "recompile it, or give the weights to use with --weights FILE",
+                              source, imported.graph.source_sha256, graph.source_sha256));
+    for (const Tensor& tensor : graph.tensors) {
+      if (tensor.kind != TensorKind::weight) continue;
+      auto found = imported.weights.find(tensor.name);
+      if (found == imported.weights.end() || found->second.size() != static_cast<std::size_t>(tensor.elements()))
+        throw Error(fmt::format("{}: has no weight '{}' of {} values, which the package needs; give the model it was "
+                                "compiled from", source, tensor.name, tensor.elements()));
+      options.weights[tensor.name] = std::move(found->second);
+    }
+    logger("tessera.runtime")
+        ->info("weights read from the model path={} sha256={} weights={} matches_package={}", source,
+               imported.graph.source_sha256, options.weights.size(), imported.graph.source_sha256 == graph.source_sha256);
+    for (auto& [name, dims] : output_dims)
+      for (const onnx_import::OnnxValue& output : imported.outputs)
+        if (output.name == name) dims = output.dims;
+  } else if (!data.weights.empty()) {
+    throw Error(fmt::format("--weights {}: the package was compiled from the YAML model {}, whose weights come from its "
+                            "seed; --weights applies to packages compiled from ONNX models", data.weights, graph.source_file));
+  }
+  options.inputs = read_named(data.inputs, "--input");
+  options.expected = read_named(data.expected, "--expect");
+  return output_dims;
+}
+
+std::vector<std::string> write_outputs(const runtime::HostTensors& outputs,
+                                       const std::vector<std::pair<std::string, std::vector<std::int64_t>>>& dims,
+                                       const RunData& data) {
+  if (data.output_format != "pb" && data.output_format != "npy")
+    throw Error(fmt::format("--output-format '{}': use pb or npy", data.output_format));
+  std::error_code ec;
+  fs::create_directories(data.output_directory, ec);
+  if (ec) throw Error(fmt::format("{}: cannot create the output folder (--output-dir): {}", data.output_directory, ec.message()));
+  std::vector<std::string> written;
+  std::set<std::string> files;
+  for (const auto& [name, shape] : dims) {
+    // A tensor name may hold any character: the file name keeps the safe ones.
+    std::string file = name;
+    for (char& c : file)
+      if (!std::isalnum(static_cast<unsigned char>(c)) && c != '_' && c != '-' && c != '.') c = '_';
+    if (file.empty() || file[0] == '.') file = "_" + file;
+    if (!files.insert(file).second)
+      throw Error(fmt::format("outputs '{}' and another map to the same file name {}; rename one in the model", name, file));
+    const std::string path = (fs::path(data.output_directory) / (file + "." + data.output_format)).string();
+    onnx_import::TensorFile tensor{name, shape, outputs.at(name)};
+    onnx_import::write_tensor_file(path, tensor);
+    written.push_back(path);
+  }
+  return written;
+}
+
+}  // namespace tessera::cli

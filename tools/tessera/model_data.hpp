@@ -1,0 +1,38 @@
+// Models and their data for the driver: YAML or ONNX models in, weights, inputs, expected and written outputs.
+#pragma once
+#include <string>
+#include <vector>
+
+#include "tessera/graph.hpp"
+#include "tessera/runtime/run.hpp"
+
+namespace tessera {
+struct Package;
+}
+
+namespace tessera::cli {
+
+/// A model YAML, or an ONNX model (by extension or content) imported with its weights.
+Graph load_any_model(const std::string& path);
+
+/// What `tessera run` was given beside the package.
+struct RunData {
+  std::string weights;                 ///< --weights: an ONNX model whose weights to use
+  std::vector<std::string> inputs;     ///< --input NAME=FILE
+  std::vector<std::string> expected;   ///< --expect NAME=FILE
+  std::string output_directory;        ///< --output-dir
+  std::string output_format = "pb";    ///< pb or npy
+};
+
+/// Fills options.weights (an imported model's, from the file it was compiled from, checked
+/// against the package's sha256, or from data.weights), options.inputs and options.expected.
+/// Returns the outputs' dims as the model declares them (for write_outputs).
+std::vector<std::pair<std::string, std::vector<std::int64_t>>> prepare_run(const Package& package, const RunData& data,
+                                                                           runtime::RunOptions& options);
+
+/// Writes each output as DIR/NAME.pb or .npy, atomically; returns the files written.
+std::vector<std::string> write_outputs(const runtime::HostTensors& outputs,
+                                       const std::vector<std::pair<std::string, std::vector<std::int64_t>>>& dims,
+                                       const RunData& data);
+
+}  // namespace tessera::cli
