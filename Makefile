@@ -2,7 +2,7 @@
 BUILD ?= build
 TESSERA := $(BUILD)/tools/tessera
 
-.PHONY: all bootstrap build demo test test-onnx test-sanitize fuzz bench bench-exchange bench-ab bench-simulator bench-planning bench-regret bench-fidelity calibrate clean
+.PHONY: all bootstrap build demo test test-onnx test-faults test-sanitize fuzz bench bench-exchange bench-ab bench-simulator bench-planning bench-regret bench-fidelity calibrate clean
 
 all: build
 
@@ -26,6 +26,13 @@ test: build
 test-onnx: build
 	/usr/bin/python3 scripts/onnx_conformance.py --tessera $(TESSERA) --pipeline configs/pipelines/small.yaml \
 	  --target configs/targets/t16.yaml --work $(BUILD)/onnx-conformance
+
+# The fault-injection campaign: FAULT_RUNS seeded random compiles and runs with faulty plugins,
+# random kills, a full disk and forged packages, ending with a table of problems (all zero, or exit 1).
+FAULT_RUNS ?= 1000
+FAULT_SEED ?= 1
+test-faults: build
+	$(BUILD)/tests/faults/fault-campaign --runs $(FAULT_RUNS) --seed $(FAULT_SEED)
 
 # The whole suite under AddressSanitizer and UndefinedBehaviorSanitizer (plugins included: they
 # are built with the same flags), in its own build folder; any report fails the test it is in.

@@ -17,8 +17,10 @@
 #include <chrono>
 #include <cstdlib>
 #include <cstring>
+#include <algorithm>
 #include <filesystem>
 #include <mutex>
+#include <utility>
 #include <new>
 #include <thread>
 #include <vector>
@@ -482,6 +484,56 @@ struct ChildFailure : std::runtime_error {
   using std::runtime_error::runtime_error;
 };
 
+// Starts tessera-plugin-host with `arguments` (the binary first) in a process group of its
+// own (whatever a plugin forks dies with it), dying with us, without core dumps, under
+// `memory_limit_mb`: `channel` becomes its fd 3, `output` its stdout and stderr. The caller
+// closes its copies of both. Throws ChildFailure.
+pid_t spawn_plugin_host(std::vector<std::string> arguments, int channel, int output, std::uint64_t memory_limit_mb) {
+  // Everything the child needs is prepared before fork: after it, only async-signal-safe calls.
+  std::vector<char*> argv;
+  for (auto& argument : arguments) argv.push_back(argument.data());
+  argv.push_back(nullptr);
+#ifndef TESSERA_ADDRESS_SANITIZER
+  rlimit memory{};
+  memory.rlim_cur = memory.rlim_max = static_cast<rlim_t>(memory_limit_mb) << 20;
+#endif
+  // The child's environment: ours, plus (sanitized builds) ASan's memory limit.
+  char** child_environment = environ;
+#ifdef TESSERA_ADDRESS_SANITIZER
+  std::vector<std::string> environment;
+  for (char** entry = environ; *entry; ++entry)
+    if (std::strncmp(*entry, "ASAN_OPTIONS=", 13) != 0) environment.emplace_back(*entry);
+  const char* inherited = std::getenv("ASAN_OPTIONS");
+  environment.push_back(std::string("ASAN_OPTIONS=") + (inherited ? inherited : "") +
+                        (inherited && *inherited ? ":" : "") + "hard_rss_limit_mb=" + std::to_string(memory_limit_mb));
+  std::vector<char*> envp;
+  for (auto& entry : environment) envp.push_back(entry.data());
+  envp.push_back(nullptr);
+  child_environment = envp.data();
+#endif
+  const pid_t parent = ::getpid();
+  const pid_t pid = ::fork();
+  if (pid < 0) throw ChildFailure(std::string("could not start tessera-plugin-host: fork: ") + std::strerror(errno));
+  if (pid == 0) {
+    ::setpgid(0, 0);
+    ::prctl(PR_SET_PDEATHSIG, SIGKILL);  // never outlive the compiler
+    if (::getppid() != parent) ::_exit(126);
+    ::dup2(output, STDERR_FILENO);
+    ::dup2(output, STDOUT_FILENO);  // the plugin's prints must not reach the tool's stdout
+    if (channel == 3) ::fcntl(3, F_SETFD, 0);
+    else ::dup2(channel, 3);  // dup2 clears close-on-exec on the copy
+#ifndef TESSERA_ADDRESS_SANITIZER
+    ::setrlimit(RLIMIT_AS, &memory);
+#endif
+    const rlimit no_core_dump{0, 0};  // a crashing plugin must not leave core files behind
+    ::setrlimit(RLIMIT_CORE, &no_core_dump);
+    ::execve(argv[0], argv.data(), child_environment);
+    ::_exit(127);
+  }
+  ::setpgid(pid, pid);  // as the child does, whichever runs first
+  return pid;
+}
+
 // One child tessera-plugin-host running one plugin use: spawned on the first request,
 // reused for later ones, killed on failure.
 class PluginChild {
@@ -543,54 +595,15 @@ private:
       ::close(channel[1]);
       throw ChildFailure(std::string("could not create its stderr pipe: ") + std::strerror(errno));
     }
-    // Everything the child needs is prepared before fork: after it, only async-signal-safe calls.
     const std::string level(spdlog::level::to_string_view(spdlog::get_level()).data());
-    std::vector<std::string> arguments = {host_binary_, "--channel-fd", "3", "--log-level", level};
-    std::vector<char*> argv;
-    for (auto& argument : arguments) argv.push_back(argument.data());
-    argv.push_back(nullptr);
-#ifndef TESSERA_ADDRESS_SANITIZER
-    rlimit memory{};
-    memory.rlim_cur = memory.rlim_max = static_cast<rlim_t>(memory_limit_mb()) << 20;
-#endif
-    // The child's environment: ours, plus (sanitized builds) ASan's memory limit.
-    char** child_environment = environ;
-#ifdef TESSERA_ADDRESS_SANITIZER
-    std::vector<std::string> environment;
-    for (char** entry = environ; *entry; ++entry)
-      if (std::strncmp(*entry, "ASAN_OPTIONS=", 13) != 0) environment.emplace_back(*entry);
-    const char* inherited = std::getenv("ASAN_OPTIONS");
-    environment.push_back(std::string("ASAN_OPTIONS=") + (inherited ? inherited : "") +
-                          (inherited && *inherited ? ":" : "") + "hard_rss_limit_mb=" +
-                          std::to_string(memory_limit_mb()));
-    std::vector<char*> envp;
-    for (auto& entry : environment) envp.push_back(entry.data());
-    envp.push_back(nullptr);
-    child_environment = envp.data();
-#endif
-    const pid_t parent = ::getpid();
-    const pid_t pid = ::fork();
-    if (pid < 0) {
+    pid_t pid = -1;
+    try {
+      pid = spawn_plugin_host({host_binary_, "--channel-fd", "3", "--log-level", level}, channel[1], errors[1],
+                              memory_limit_mb());
+    } catch (const ChildFailure&) {
       for (int fd : {channel[0], channel[1], errors[0], errors[1]}) ::close(fd);
-      throw ChildFailure(std::string("could not start tessera-plugin-host: fork: ") + std::strerror(errno));
+      throw;
     }
-    if (pid == 0) {
-      ::setpgid(0, 0);  // its own process group: whatever the plugin forks dies with it
-      ::prctl(PR_SET_PDEATHSIG, SIGKILL);  // never outlive the compiler
-      if (::getppid() != parent) ::_exit(126);
-      if (channel[1] == 3) ::fcntl(3, F_SETFD, 0);
-      else ::dup2(channel[1], 3);  // dup2 clears close-on-exec on the copy
-      ::dup2(errors[1], STDERR_FILENO);
-      ::dup2(errors[1], STDOUT_FILENO);  // the plugin's prints must not reach the tool's stdout
-#ifndef TESSERA_ADDRESS_SANITIZER
-      ::setrlimit(RLIMIT_AS, &memory);
-#endif
-      const rlimit no_core_dump{0, 0};  // a crashing plugin must not leave core files behind
-      ::setrlimit(RLIMIT_CORE, &no_core_dump);
-      ::execve(argv[0], argv.data(), child_environment);
-      ::_exit(127);
-    }
-    ::setpgid(pid, pid);  // as the child does, whichever runs first
     ::close(errors[1]);
     stderr_relay_ = std::thread(relay_stderr, errors[0], plugin_name_, log_);
     ::close(channel[1]);
@@ -852,6 +865,161 @@ std::unique_ptr<CostModel> create_isolated_cost_model(const PluginInfo& plugin, 
   return std::make_unique<IsolatedCostModel>(plugin, use, std::move(fallback));
 }
 
+// ---- Loading a library first in a child ------------------------------------------------------
+
+namespace {
+
+constexpr std::size_t kProbesAtOnce = 16;
+constexpr std::size_t kProbeReportBytes = 64u << 10;  // "refused MESSAGE" lines are short
+constexpr std::size_t kProbeOutputTailBytes = 2048;   // the end of what the library printed
+
+// One child loading one library, watched by the parent's poll loop.
+struct ProbeChild {
+  pid_t pid = -1;
+  int report = -1, output = -1;  // our ends of its fd 3 and of its stdout+stderr
+  std::string report_text, output_tail;
+  Clock::time_point deadline;
+  bool timed_out = false;
+  int status = 0;
+
+  bool reaped() const { return pid < 0; }
+};
+
+// Reads what is there from `fd` into `text` (keeping at most `cap` bytes: the first for the
+// report, the last for output); closes `fd` at end of file.
+void drain(int& fd, std::string& text, std::size_t cap, bool keep_tail) {
+  char buffer[4096];
+  for (;;) {
+    const ssize_t got = ::read(fd, buffer, sizeof buffer);
+    if (got < 0 && errno == EINTR) continue;
+    if (got < 0 && errno == EAGAIN) return;
+    if (got <= 0) {
+      ::close(fd);
+      fd = -1;
+      return;
+    }
+    text.append(buffer, static_cast<std::size_t>(got));
+    if (text.size() > cap) text.erase(keep_tail ? 0 : cap, text.size() - cap);
+  }
+}
+
+// The last line the library printed, for a failure message ("" if none).
+std::string last_output_line(std::string text) {
+  while (!text.empty() && (text.back() == '\n' || text.back() == '\r')) text.pop_back();
+  const auto start = text.find_last_of('\n');
+  text = start == std::string::npos ? text : text.substr(start + 1);
+  for (char& c : text)
+    if (static_cast<unsigned char>(c) < 0x20) c = ' ';
+  if (text.size() > 200) text = text.substr(0, 200) + "...";
+  return text.empty() ? "" : "; its last output: \"" + text + "\"";
+}
+
+LibraryProbe probe_outcome(const ProbeChild& child, const PluginLoadLimits& limits) {
+  using Outcome = LibraryProbe::Outcome;
+  const std::string when = "while loading (in a static initialiser or the plugin's entry point)";
+  if (child.timed_out)
+    return {Outcome::failed, "did not finish loading within " + std::to_string(limits.time_limit_ms) +
+                                 " ms and was killed: a static initialiser or the entry point that never returns? "
+                                 "(TESSERA_PLUGIN_LOAD_TIME_LIMIT_MS sets the limit)" + last_output_line(child.output_tail)};
+  const std::string line = child.report_text.substr(0, child.report_text.find('\n'));
+  if (line == "memory")
+    return {Outcome::failed, "allocated past the memory limit of " + std::to_string(limits.memory_limit_mb) + " MiB " + when};
+  if (WIFSIGNALED(child.status)) {
+    const int signal = WTERMSIG(child.status);
+    // SIGSEGV, not "Segmentation fault": the tool's stderr must not read like its own crash.
+    const char* name = sigabbrev_np(signal);
+    return {Outcome::failed, "crashed " + when + ": killed by signal " + std::to_string(signal) + " (SIG" +
+                                 (name ? name : "?") + ")" + last_output_line(child.output_tail)};
+  }
+  const int code = WIFEXITED(child.status) ? WEXITSTATUS(child.status) : -1;
+  if (code == 0 && line.rfind("loaded ", 0) == 0) return {Outcome::loaded, line.substr(7)};
+  if (code == 1 && line.rfind("refused ", 0) == 0) return {Outcome::refused, line.substr(8)};
+  if (code == 127 && line.empty())
+    return {Outcome::failed, "could not be loaded: tessera-plugin-host did not start" + last_output_line(child.output_tail)};
+  return {Outcome::failed, "exited with status " + std::to_string(code) + " " + when +
+                               ", before the host could read its manifest: does a static initialiser call exit()?" +
+                               last_output_line(child.output_tail)};
+}
+
+}  // namespace
+
+std::vector<LibraryProbe> probe_plugin_libraries(const std::vector<std::string>& files, const PluginLoadLimits& limits) {
+  std::vector<LibraryProbe> results(files.size());
+  if (files.empty()) return results;
+  const std::string host_binary = find_plugin_host_binary();
+  const std::string level(spdlog::level::to_string_view(spdlog::get_level()).data());
+  for (std::size_t first = 0; first < files.size(); first += kProbesAtOnce) {
+    std::vector<ProbeChild> children(std::min(kProbesAtOnce, files.size() - first));
+    for (std::size_t i = 0; i < children.size(); ++i) {
+      ProbeChild& child = children[i];
+      int report[2], output[2];
+      if (::pipe2(report, O_CLOEXEC) != 0) throw Error(std::string("cannot create a pipe to load plugins: ") + std::strerror(errno));
+      if (::pipe2(output, O_CLOEXEC) != 0) {
+        ::close(report[0]);
+        ::close(report[1]);
+        throw Error(std::string("cannot create a pipe to load plugins: ") + std::strerror(errno));
+      }
+      try {
+        child.pid = spawn_plugin_host({host_binary, "--probe", files[first + i], "--log-level", level}, report[1], output[1],
+                                      limits.memory_limit_mb);
+      } catch (const ChildFailure& e) {
+        for (int fd : {report[0], report[1], output[0], output[1]}) ::close(fd);
+        for (ProbeChild& started : children)
+          if (started.pid > 0) ::kill(-started.pid, SIGKILL);
+        throw Error(files[first + i] + ": cannot load the plugin library in a child first: " + e.what());
+      }
+      ::close(report[1]);
+      ::close(output[1]);
+      child.report = report[0];
+      child.output = output[0];
+      for (int fd : {child.report, child.output}) ::fcntl(fd, F_SETFL, ::fcntl(fd, F_GETFL) | O_NONBLOCK);
+      child.deadline = Clock::now() + std::chrono::milliseconds(limits.time_limit_ms);
+    }
+    // Until every child is reaped: read their pipes, reap the ones that ended, kill the late.
+    for (;;) {
+      std::vector<pollfd> waiting;
+      bool running = false;
+      Clock::time_point next = Clock::time_point::max();
+      for (ProbeChild& child : children) {
+        if (child.reaped()) continue;
+        running = true;
+        next = std::min(next, child.deadline);
+        for (int fd : {child.report, child.output})
+          if (fd >= 0) waiting.push_back({fd, POLLIN, 0});
+      }
+      if (!running) break;
+      // A child whose pipes are closed is reaped by the next round; pipes held open by what it
+      // forked must not keep us past its exit, so poll in short rounds.
+      const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(next - Clock::now()).count();
+      const int timeout_ms = static_cast<int>(std::clamp<long long>(left, 0, 20));
+      if (::poll(waiting.data(), waiting.size(), timeout_ms) < 0 && errno != EINTR)
+        throw Error(std::string("poll failed while loading plugins: ") + std::strerror(errno));
+      for (ProbeChild& child : children) {
+        if (child.reaped()) continue;
+        if (child.report >= 0) drain(child.report, child.report_text, kProbeReportBytes, false);
+        if (child.output >= 0) drain(child.output, child.output_tail, kProbeOutputTailBytes, true);
+        pid_t done = ::waitpid(child.pid, &child.status, WNOHANG);
+        if (done == 0 && Clock::now() >= child.deadline) {
+          child.timed_out = true;
+          ::kill(-child.pid, SIGKILL);
+          while ((done = ::waitpid(child.pid, &child.status, 0)) < 0 && errno == EINTR) {
+          }
+        }
+        if (done != child.pid) continue;
+        ::kill(-child.pid, SIGKILL);  // what the library forked dies with it
+        child.pid = -1;
+        // What it wrote before exiting is still in the pipes: read it (non-blocking), then close.
+        if (child.report >= 0) drain(child.report, child.report_text, kProbeReportBytes, false);
+        if (child.output >= 0) drain(child.output, child.output_tail, kProbeOutputTailBytes, true);
+        for (int* fd : {&child.report, &child.output})
+          if (*fd >= 0) ::close(std::exchange(*fd, -1));
+      }
+    }
+    for (std::size_t i = 0; i < children.size(); ++i) results[first + i] = probe_outcome(children[i], limits);
+  }
+  return results;
+}
+
 // ---- Child side ----------------------------------------------------------------------------
 
 namespace {
@@ -877,9 +1045,47 @@ bool reply_failure(int fd, const std::string& what) {
 
 }  // namespace
 
+namespace {
+int probe_report_fd = -1;
+
+// In the probe child, any failed allocation is the library's doing: say so and stop.
+void report_failed_allocation() {
+  const char line[] = "memory\n";
+  [[maybe_unused]] const ssize_t ignored = ::write(probe_report_fd, line, sizeof line - 1);
+  ::_exit(3);
+}
+}  // namespace
+
+int probe_plugin_library(const std::string& file, int report_fd) {
+  probe_report_fd = report_fd;
+  std::set_new_handler(&report_failed_allocation);
+  std::string line;
+  int code = 0;
+  try {
+    PluginHost host;
+    host.set_load_sandbox(std::nullopt);  // this is the sandbox
+    line = "loaded " + host.load_file(file).name;
+  } catch (const std::exception& e) {
+    line = std::string("refused ") + e.what();
+    code = 1;
+  }
+  for (char& c : line)
+    if (c == '\n') c = ' ';
+  line += '\n';
+  std::size_t sent = 0;
+  while (sent < line.size()) {
+    const ssize_t n = ::write(report_fd, line.data() + sent, line.size() - sent);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) return 4;
+    sent += static_cast<std::size_t>(n);
+  }
+  return code;
+}
+
 int serve_plugin_requests(int channel_fd) {
   auto log = logger("tessera.isolation");
   PluginHost host;
+  host.set_load_sandbox(std::nullopt);  // the compiler loaded the library in a child of its own first
   std::unique_ptr<ExchangeScheduler> scheduler;
   std::unique_ptr<CostModel> cost_model;
   for (;;) {

@@ -5,17 +5,23 @@
 //   table: per section {u32 tag, u32 index, u64 offset, u64 size, u64 xxh64 of the payload}
 //   payloads: META (versions, target, estimates), GRPH (the model), STRM (host streams),
 //             TILE x tile count (one tile image each)
+//   optional signature trailer: magic "TSIGHMAC" | HMAC-SHA256 (32 bytes) of every byte before it
 #include "tessera/package.hpp"
 
 #include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
+#include <openssl/core_names.h>
+#include <openssl/crypto.h>
+#include <openssl/evp.h>
 #include <xxhash.h>
 
 #include <cerrno>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <optional>
+#include <string_view>
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
@@ -35,6 +41,60 @@ constexpr std::uint32_t kTagTile = 0x454c4954;   // "TILE"
 constexpr std::size_t kHeaderBytes = 8 + 4 + 4 + 8;
 constexpr std::size_t kEntryBytes = 4 + 4 + 8 + 8 + 8;
 constexpr std::uint32_t kMaxSections = 1u << 20;
+constexpr char kSignatureMagic[8] = {'T', 'S', 'I', 'G', 'H', 'M', 'A', 'C'};
+constexpr std::size_t kMacBytes = 32;  // SHA-256
+constexpr std::size_t kTrailerBytes = sizeof(kSignatureMagic) + kMacBytes;
+
+// HMAC-SHA256 through OpenSSL's EVP_MAC, fed piece by piece (the writer never holds the whole file).
+class PackageMac {
+public:
+  explicit PackageMac(const PackageKey& key) : path_(key.path) {
+    mac_ = EVP_MAC_fetch(nullptr, "HMAC", nullptr);
+    context_ = mac_ ? EVP_MAC_CTX_new(mac_) : nullptr;
+    char digest[] = "SHA256";
+    const OSSL_PARAM parameters[] = {OSSL_PARAM_construct_utf8_string(OSSL_MAC_PARAM_DIGEST, digest, 0),
+                                     OSSL_PARAM_construct_end()};
+    if (!context_ || EVP_MAC_init(context_, reinterpret_cast<const unsigned char*>(key.secret.data()),
+                                  key.secret.size(), parameters) != 1)
+      throw Error(path_ + ": OpenSSL could not start an HMAC-SHA256 with this key");
+  }
+  ~PackageMac() {
+    EVP_MAC_CTX_free(context_);
+    EVP_MAC_free(mac_);
+  }
+  PackageMac(const PackageMac&) = delete;
+  PackageMac& operator=(const PackageMac&) = delete;
+  void update(std::string_view bytes) {
+    if (EVP_MAC_update(context_, reinterpret_cast<const unsigned char*>(bytes.data()), bytes.size()) != 1)
+      throw Error(path_ + ": OpenSSL failed while computing the package's HMAC-SHA256");
+  }
+  std::string finish() {
+    std::string mac(kMacBytes, '\0');
+    std::size_t length = 0;
+    if (EVP_MAC_final(context_, reinterpret_cast<unsigned char*>(mac.data()), &length, mac.size()) != 1 || length != kMacBytes)
+      throw Error(path_ + ": OpenSSL failed to finish the package's HMAC-SHA256");
+    return mac;
+  }
+
+private:
+  std::string path_;
+  EVP_MAC* mac_ = nullptr;
+  EVP_MAC_CTX* context_ = nullptr;
+};
+
+// Checks the trailer of `bytes` against `key` before anything else is read from them.
+void verify_signature(const std::string& bytes, const std::string& path, const PackageKey& key) {
+  const std::size_t body = bytes.size() - kTrailerBytes;  // the caller checked the header fits
+  if (bytes.size() < kHeaderBytes + kTrailerBytes || std::memcmp(bytes.data() + body, kSignatureMagic, sizeof(kSignatureMagic)) != 0)
+    throw Error(path + ": package is not signed, but the key " + key.path + " requires a signature made with it; "
+                "sign it with `tessera compile ... --sign " + key.path + "`");
+  PackageMac mac(key);
+  mac.update(std::string_view(bytes.data(), body));
+  const std::string expected = mac.finish();
+  if (CRYPTO_memcmp(expected.data(), bytes.data() + body + sizeof(kSignatureMagic), kMacBytes) != 0)
+    throw Error(path + ": package signature does not match the key " + key.path + ": the package was changed after "
+                "it was signed, or signed with another key; refusing it (recompile and sign it with this key)");
+}
 
 std::string tag_name(std::uint32_t tag) {
   std::string name(4, ' ');
@@ -384,7 +444,41 @@ SupportBytes tile_support_bytes(const TileImage& image) {
   return support;
 }
 
-void write_package(const Package& package, const std::string& path) {
+PackageKey read_package_key(const std::string& path) {
+  const std::string fix = " (make a key with: head -c 32 /dev/urandom > " + path + " && chmod 600 " + path + ")";
+  const int fd = ::open(path.c_str(), O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+  if (fd < 0 && errno == ELOOP) throw Error(path + ": key file is a symbolic link; name the key file itself");
+  if (fd < 0) throw Error(path + ": cannot open key file: " + std::strerror(errno) + fix);
+  struct Closer {
+    int fd;
+    ~Closer() { ::close(fd); }
+  } closer{fd};
+  struct stat status {};
+  if (::fstat(fd, &status) != 0) throw Error(path + ": cannot read key file: " + std::strerror(errno));
+  if (!S_ISREG(status.st_mode)) throw Error(path + ": key file is not a regular file" + fix);
+  if (status.st_uid != ::geteuid())
+    throw Error(path + fmt::format(": key file is owned by uid {}, not by you (uid {}), so that user knows or can change "
+                                   "the key; use a key file of your own", status.st_uid, ::geteuid()) + fix);
+  if ((status.st_mode & 077) != 0)
+    throw Error(path + fmt::format(": key file is accessible to group or others (mode {:04o}), so they could read the key "
+                                   "and forge signatures; fix: chmod 600 {} (and make a new key if others may have read it)",
+                                   status.st_mode & 07777, path));
+  if (status.st_size < std::int64_t(kMinPackageKeyBytes) || status.st_size > std::int64_t(kMaxPackageKeyBytes))
+    throw Error(path + fmt::format(": key file has {} bytes, a key needs {} to {} random bytes", status.st_size,
+                                   kMinPackageKeyBytes, kMaxPackageKeyBytes) + fix);
+  PackageKey key{path, std::string(std::size_t(status.st_size), '\0')};
+  std::size_t done = 0;
+  while (done < key.secret.size()) {
+    const ssize_t n = ::read(fd, key.secret.data() + done, key.secret.size() - done);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) throw Error(path + ": cannot read key file: " + std::strerror(errno));
+    if (n == 0) throw Error(path + ": key file shrank while it was read; try again");
+    done += std::size_t(n);
+  }
+  return key;
+}
+
+void write_package(const Package& package, const std::string& path, const PackageKey* signing_key) {
   if (package.tiles.size() != package.target.tiles)
     throw Error(path + fmt::format(": internal error: {} tile images for a {}-tile target", package.tiles.size(), package.target.tiles));
   std::vector<std::pair<SectionEntry, std::string>> sections;
@@ -410,19 +504,30 @@ void write_package(const Package& package, const std::string& path) {
   header.u32(static_cast<std::uint32_t>(sections.size()));
   header.u64(XXH64(table.bytes.data(), table.bytes.size(), 0));
 
+  std::optional<PackageMac> mac;
+  if (signing_key) mac.emplace(*signing_key);
   AtomicFileWriter file(path, "package");
-  file.write(header.bytes);
-  file.write(table.bytes);
-  for (const auto& section : sections) file.write(section.second);
+  auto write = [&](std::string_view bytes) {
+    file.write(bytes);
+    if (mac) mac->update(bytes);
+  };
+  write(header.bytes);
+  write(table.bytes);
+  for (const auto& section : sections) write(section.second);
+  if (mac) {
+    file.write(std::string_view(kSignatureMagic, sizeof(kSignatureMagic)));
+    file.write(mac->finish());
+  }
   file.commit();
 }
 
 void remove_package_temporary() noexcept { remove_temporary_files(); }
 
-Package read_package(const std::string& path) {
+Package read_package(const std::string& path, const PackageKey* verify_key) {
   const std::string bytes = read_whole_file(path);
   if (bytes.size() < kHeaderBytes || std::memcmp(bytes.data(), kMagic, sizeof(kMagic)) != 0)
     throw Error(path + ": not a Tessera package (bad magic)");
+  if (verify_key) verify_signature(bytes, path, *verify_key);
   Reader header(bytes.data() + 8, kHeaderBytes - 8, path + ": header");
   const std::uint32_t version = header.u32();
   if (version != kPackageFormatVersion)
@@ -452,6 +557,11 @@ Package read_package(const std::string& path) {
     if (XXH64(bytes.data() + e.offset, e.size, 0) != e.checksum)
       throw Error(path + ": section " + name() + " checksum mismatch (the file is corrupt)");
   }
+  // After the last section: nothing, or a signature trailer (checked above when a key is given).
+  if (const std::uint64_t rest = bytes.size() - first_free_byte;
+      rest != 0 && (rest != kTrailerBytes || std::memcmp(bytes.data() + first_free_byte, kSignatureMagic, sizeof(kSignatureMagic)) != 0))
+    throw Error(path + fmt::format(": {} bytes after the last section (which ends at byte {}) are not a signature "
+                                   "trailer: the file was appended to or its table edited", rest, first_free_byte));
   auto reader = [&](const SectionEntry& e) {
     return Reader(bytes.data() + e.offset, e.size, fmt::format("{}: section {}[{}]", path, tag_name(e.tag), e.index));
   };

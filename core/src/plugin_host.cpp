@@ -9,11 +9,13 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <chrono>
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <map>
+#include <set>
 #include <sstream>
 
 #include <boost/dll/shared_library.hpp>
@@ -22,6 +24,7 @@
 #include <spdlog/spdlog.h>
 
 #include "tessera/cost_model.hpp"
+#include "tessera/isolation.hpp"
 #include "tessera/log.hpp"
 #include "tessera/pass.hpp"
 #include "tessera/scheduler.hpp"
@@ -312,6 +315,25 @@ struct PluginHost::Impl {
   std::map<std::string, Pin> pins;  // plugin name -> digest
   std::map<std::string, std::string> skipped;  // NAME.so stem -> why a folder scan skipped it
   PluginQuarantine quarantine;
+  bool sandbox = true;
+  std::optional<PluginLoadLimits> sandbox_limits;  // unset: the defaults (load_limits())
+
+  PluginLoadLimits load_limits() {
+    if (sandbox_limits) return *sandbox_limits;
+    PluginLoadLimits limits;
+    if (const char* value = std::getenv("TESSERA_PLUGIN_LOAD_TIME_LIMIT_MS"); value && *value) {
+      std::int64_t ms = 0;
+      if (!yaml::parse_int(value, ms) || ms <= 0 || std::uint64_t(ms) > kMaxTimeLimitMs)
+        throw Error(std::string("TESSERA_PLUGIN_LOAD_TIME_LIMIT_MS=") + value + ": not a number of milliseconds from 1 to " +
+                    std::to_string(kMaxTimeLimitMs) + "; unset it or give one");
+      limits.time_limit_ms = std::uint64_t(ms);
+    }
+    sandbox_limits = limits;
+    return limits;
+  }
+  // Files (canonical) whose child load succeeded: loading them here is what is left.
+  std::set<std::string> probed;
+  std::map<std::string, LibraryProbe> probes;  // the others, with what their child showed
 };
 
 PluginHost::PluginHost() : impl_(std::make_unique<Impl>()) {}
@@ -331,14 +353,40 @@ void PluginHost::load_directory(const std::string& directory, const std::string&
   for (const auto& entry : fs::directory_iterator(canonical, ec))
     if (entry.path().extension() == ".so" && entry.is_regular_file()) files.push_back(entry.path());
   std::sort(files.begin(), files.end());  // deterministic order, deterministic errors
+  // Not a library this tessera can open: the rest of the folder still loads; a pipeline (or
+  // command) that names NAME gets this reason as its error (see skipped_library).
+  auto skip = [&](const fs::path& file, const std::string& why) {
+    logger("tessera.plugins")->warn("skipping {}", why);
+    impl_->skipped.emplace(file.stem().string(), why);
+  };
+  // Checks that read the file alone first, then every library loaded in a child at once.
+  std::vector<fs::path> loadable;
+  std::vector<std::string> to_probe;
   for (const auto& file : files) {
+    try {
+      if (const std::string checked = check_before_loading(file.string()); !checked.empty()) {
+        loadable.push_back(file);
+        if (impl_->sandbox && !impl_->probed.count(checked)) to_probe.push_back(checked);
+      }
+    } catch (const UnloadableLibrary& e) {
+      skip(file, e.what());
+    }
+  }
+  const auto probing = std::chrono::steady_clock::now();
+  const std::vector<LibraryProbe> probes = probe_plugin_libraries(to_probe, impl_->load_limits());
+  if (!to_probe.empty())
+    logger("tessera.plugins")->debug("loaded libraries in children first folder={} libraries={} elapsed_ms={}", canonical,
+                                     to_probe.size(), std::chrono::duration_cast<std::chrono::milliseconds>(
+                                                          std::chrono::steady_clock::now() - probing).count());
+  for (std::size_t i = 0; i < to_probe.size(); ++i) {
+    if (probes[i].outcome == LibraryProbe::Outcome::loaded) impl_->probed.insert(to_probe[i]);
+    else impl_->probes.emplace(to_probe[i], probes[i]);
+  }
+  for (const auto& file : loadable) {
     try {
       load_file(file.string());
     } catch (const UnloadableLibrary& e) {
-      // Not a library this tessera can open: the rest of the folder still loads; a pipeline
-      // (or command) that names NAME gets this reason as its error (see skipped_library).
-      logger("tessera.plugins")->warn("skipping {}", e.what());
-      impl_->skipped.emplace(file.stem().string(), e.what());
+      skip(file, e.what());
     }
   }
 }
@@ -369,11 +417,15 @@ void PluginHost::pin(const std::string& name, const std::string& sha256, const s
   impl_->pins[name] = {sha256, place};
 }
 
-const PluginInfo& PluginHost::load_file(const std::string& file_name) {
+void PluginHost::set_load_sandbox(std::optional<PluginLoadLimits> limits) {
+  impl_->sandbox = limits.has_value();
+  impl_->sandbox_limits = limits;
+}
+
+std::string PluginHost::check_before_loading(const std::string& file_name) {
   std::error_code ec;
   const std::string file = fs::weakly_canonical(file_name, ec).string();
-  if (auto it = impl_->loaded_files.find(file); it != impl_->loaded_files.end())
-    return impl_->by_name.at(it->second);
+  if (impl_->loaded_files.count(file)) return "";
 
   // Checked before dlopen: loading runs the library's initialisers.
   if (const PluginQuarantine& quarantine = impl_->quarantine; !quarantine.folder.empty()) {
@@ -393,6 +445,22 @@ const PluginInfo& PluginHost::load_file(const std::string& file_name) {
                   "after checking the new file)");
   }
   check_elf_library(file);  // a broken file gives a clean error here instead of SIGBUS or ENOENT in the loader
+  return file;
+}
+
+const PluginInfo& PluginHost::load_file(const std::string& file_name) {
+  std::error_code ec;
+  if (auto it = impl_->loaded_files.find(fs::weakly_canonical(file_name, ec).string()); it != impl_->loaded_files.end())
+    return impl_->by_name.at(it->second);
+  const std::string file = check_before_loading(file_name);
+  // Its initialisers run in a child first: a crash, hang, allocation or exit() costs that child.
+  if (impl_->sandbox && !impl_->probed.count(file)) {
+    if (!impl_->probes.count(file)) impl_->probes.emplace(file, probe_plugin_libraries({file}, impl_->load_limits()).at(0));
+    const LibraryProbe& probe = impl_->probes.at(file);
+    if (probe.outcome == LibraryProbe::Outcome::failed) throw UnloadableLibrary(file + ": " + probe.message);
+    if (probe.outcome == LibraryProbe::Outcome::refused) throw Error(probe.message);
+    impl_->probed.insert(file);
+  }
   boost::dll::shared_library library;
   library.load(file, ec, boost::dll::load_mode::rtld_now | boost::dll::load_mode::rtld_local);
   if (ec) throw Error(file + ": cannot load plugin library: " + loader_message(file));

@@ -13,6 +13,7 @@
 #include <yaml-cpp/eventhandler.h>
 
 #include "tessera/diagnostic.hpp"
+#include "tessera/yaml_text.hpp"
 
 namespace tessera::yaml {
 
@@ -91,33 +92,56 @@ private:
 
 }  // namespace
 
+}  // namespace tessera::yaml
+
+namespace tessera {
+
+std::string read_yaml_text(const std::string& path, const std::string& what) {
+  std::error_code ec;
+  if (const std::uintmax_t bytes = std::filesystem::file_size(path, ec); !ec && bytes > kMaxYamlFileBytes)
+    throw Error(fmt::format("{}: {} bytes; {} may hold at most {} (16 MiB)", path, bytes, what, kMaxYamlFileBytes));
+  std::ifstream in(path, std::ios::binary);
+  std::stringstream text;
+  text << in.rdbuf();  // sets failbit on `text` alone for an empty file, which the caller reports
+  if (!in || in.bad()) throw Error(path + ": cannot be read");
+  std::string content = std::move(text).str();
+  if (content.size() > kMaxYamlFileBytes)  // grew since it was measured, or not a regular file
+    throw Error(fmt::format("{}: more than {} bytes; {} may hold at most 16 MiB", path, kMaxYamlFileBytes, what));
+  // A second pass over the events, only for files that may hold an alias at all.
+  if (content.find('*') != std::string::npos) {
+    try {
+      std::istringstream events(content);
+      YAML::Parser parser(events);
+      yaml::AliasExpansionCounter counter(path);
+      // The first document only, as YAML::Load reads: on some malformed input yaml-cpp's parser
+      // reports empty documents without end (found by fuzz_model).
+      parser.HandleNextDocument(counter);
+    } catch (const YAML::ParserException& e) {
+      throw Error(path, static_cast<int>(e.mark.line + 1), static_cast<int>(e.mark.column + 1),
+                  "YAML syntax error: " + e.msg);
+    }
+  }
+  return content;
+}
+
+std::string nearest_name(const std::string& name, const std::vector<std::string>& candidates) {
+  return yaml::nearest(name, candidates);
+}
+
+std::string echoed_token(const std::string& text) { return yaml::echoed_token(text); }
+
+}  // namespace tessera
+
+namespace tessera::yaml {
+
 YAML::Node load_file(const std::string& path) {
   std::error_code ec;
   if (!std::filesystem::exists(path, ec))
     throw Error(path + ": file not found");
   if (std::filesystem::is_directory(path, ec))
     throw Error(path + ": is a directory, expected a YAML file");
-  // yaml-cpp's node tree takes ~70 bytes per byte of text: bound the file before reading it.
-  constexpr std::uintmax_t kLargestYamlBytes = 16u << 20;
-  if (const std::uintmax_t bytes = std::filesystem::file_size(path, ec); !ec && bytes > kLargestYamlBytes)
-    throw Error(fmt::format("{}: {} bytes; a model, pipeline or target file may hold at most {} (16 MiB): models "
-                            "describe their tensors, the weights are not written in them",
-                            path, bytes, kLargestYamlBytes));
-  std::ifstream in(path, std::ios::binary);
-  std::stringstream text;
-  text << in.rdbuf();  // sets failbit on `text` alone for an empty file, which is reported below
-  if (!in || in.bad()) throw Error(path + ": cannot be read");
-  const std::string content = std::move(text).str();
+  const std::string content = read_yaml_text(path, "a model, pipeline or target file");
   try {
-    // A second pass over the events, only for files that may hold an alias at all.
-    if (content.find('*') != std::string::npos) {
-      std::istringstream events(content);
-      YAML::Parser parser(events);
-      AliasExpansionCounter counter(path);
-      // The first document only, as YAML::Load reads: on some malformed input yaml-cpp's parser
-      // reports empty documents without end (found by fuzz_model).
-      parser.HandleNextDocument(counter);
-    }
     YAML::Node root = YAML::Load(content);
     if (!root.IsDefined() || root.IsNull()) throw Error(path + ": file is empty");
     return root;

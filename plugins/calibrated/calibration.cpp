@@ -12,6 +12,7 @@
 #include "tessera/diagnostic.hpp"
 #include "tessera/program.hpp"
 #include "tessera/target.hpp"
+#include "tessera/yaml_text.hpp"
 
 namespace tessera::calibration {
 
@@ -268,7 +269,7 @@ Table read_table(const std::string& path, const std::string& make_command) {
     throw Error(fmt::format("calibration table {} not found; make it with `{}`", path, make_command));
   YAML::Node root;
   try {
-    root = YAML::LoadFile(path);
+    root = YAML::Load(read_yaml_text(path, "a calibration table"));  // bounded size and aliases
   } catch (const YAML::Exception& e) {
     throw Error(fmt::format("{}:{}:{}: {}", path, e.mark.line + 1, e.mark.column + 1, e.msg));
   }

@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <optional>
 
 #include "log.hpp"
 #include "tessera/diagnostic.hpp"
@@ -93,13 +94,15 @@ Package read_package_to_run(const RunOptions& options) {
   spdlog::logger& log = detail::logger();
   if (options.package_path.empty())
     throw Error("no package to run: give the path of a .tpkg file");
-  const std::vector<InputFile> inputs{{options.package_path, "the package"}};
+  const std::vector<InputFile> inputs{{options.package_path, "the package"}, {options.verify_key, "the key (--verify)"}};
   check_output_file(options.profile_path, "the profile (--profile)", inputs);
   check_output_file(options.trace_path, "the trace (--trace)", inputs);
   check_output_file(options.lock_path, "the device lock (--lock)", inputs);
+  const std::optional<PackageKey> key =
+      options.verify_key.empty() ? std::nullopt : std::optional<PackageKey>(read_package_key(options.verify_key));
   const auto started = Clock::now();
-  log.info("reading application package path={}", options.package_path);
-  const Package package = read_package(options.package_path);
+  log.info("reading application package path={} verify={}", options.package_path, key ? "hmac-sha256" : "no");
+  const Package package = read_package(options.package_path, key ? &*key : nullptr);
   log.info("application package read tiles={} compiler={} elapsed_ms={}", package.tiles.size(),
            package.compiler_version, elapsed_ms(started));
   return package;

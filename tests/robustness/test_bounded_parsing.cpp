@@ -104,3 +104,35 @@ TEST_CASE("bounded parsing refuses a YAML file past 16 MiB before reading it", "
   check_clean_failure(r, {model + ":", "at most 16777216 (16 MiB)"}, dir.path(), "p.tpkg");
   count_bad_input_case();
 }
+
+TEST_CASE("bounded parsing in `tessera ab`: alias bombs in suites and overlays, huge unknown keys", "[robustness][bounded]") {
+  TempDir dir;
+  const std::string models = "models:\n  - {model: " + source_path("configs/models/mlp-small.yaml") + ", target: " +
+                             source_path("configs/targets/t16.yaml") + "}\n";
+  const std::string quiet_suite = dir.write("quick.yaml", "suite: quick\n" + models);
+  const auto ab = [&](const std::string& suite, const std::string& overlay) {
+    return run_command({tessera_binary(), "ab", "--base", kSmallPipeline, "--arm", "A=", "--arm", "B=" + overlay, "--suite",
+                        suite, "--results", (dir.path() / "results").string(), "--quiet"});
+  };
+  const std::string overlay = source_path("configs/suites/arms/in-order.yaml");
+  const std::string bomb_suite = dir.write("bomb-suite.yaml", "suite: quick\n" + models + "extra: " + alias_bomb() + "\n");
+  check_clean_error(ab(bomb_suite, overlay), {bomb_suite + ":4:", "alias bomb"});
+  const std::string bomb_overlay = dir.write("bomb-arm.yaml", "exchange_scheduler: {plugin: in-order}\nbomb: " + alias_bomb() + "\n");
+  check_clean_error(ab(quiet_suite, bomb_overlay), {bomb_overlay + ":2:", "alias bomb"});
+  // A 1,000-byte unknown key (yaml-cpp's longest plain key): no "did you mean" search, echoed in part only.
+  const std::string huge_key(1000, 'm');
+  const std::string huge_suite = dir.write("huge-key.yaml", "suite: quick\n" + models + huge_key + ": 1\n");
+  const CommandResult huge = ab(huge_suite, overlay);
+  check_clean_error(huge, {huge_suite + ":4:1: unknown key"});
+  CHECK_THAT(huge.err, !Catch::Contains("did you mean"));
+  CHECK(last_error_line(huge.err).size() < 400);
+}
+
+TEST_CASE("bounded parsing in the calibration table loader: an alias bomb is refused with its place", "[robustness][bounded]") {
+  TempDir dir;
+  const std::string table = dir.write("table.yaml", "calibration_table: 1\nbomb: " + alias_bomb() + "\n");
+  const std::string pipeline =
+      pipeline_with(dir, "cost_model: {plugin: analytic}", "cost_model: {plugin: calibrated, options: {table: " + table + "}}");
+  const std::string package = (dir.path() / "p.tpkg").string();
+  check_clean_failure(compile(kSmallModel, pipeline, package), {table + ":2:", "alias bomb"}, dir.path(), "p.tpkg");
+}

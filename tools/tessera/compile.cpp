@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <chrono>
 #include <filesystem>
+#include <optional>
 #include <thread>
 
 #include "json_output.hpp"
@@ -73,10 +74,14 @@ CompileResult compile(const CompileRequest& request) {
   auto log = logger("tessera.build");
   if (request.output.empty()) throw Error("no output package given (use -o PACKAGE)");
 
+  // A bad key file fails before the compile's work is done.
+  const std::optional<PackageKey> key =
+      request.sign_key.empty() ? std::nullopt : std::optional<PackageKey>(read_package_key(request.sign_key));
   PluginHost host;
   host.quarantine(request.quarantine);
   PipelineSpec spec = load_resolved(request.pipeline, request.target, host);
-  const std::vector<InputFile> inputs = compile_inputs(request, spec, host);
+  std::vector<InputFile> inputs = compile_inputs(request, spec, host);
+  inputs.push_back({request.sign_key, "the signing key (--sign)"});
   check_output_file(request.output, "the package (-o)", inputs);
   check_output_file(request.json_path, "the JSON record (--json)", inputs);
   CompilationState state;
@@ -128,7 +133,7 @@ CompileResult compile(const CompileRequest& request) {
 
   Package& package = finish_package(state);
   log->info("writing application package tiles={}", package.tiles.size());
-  write_package(package, request.output);
+  write_package(package, request.output, key ? &*key : nullptr);
   std::error_code ec;
   log->info("application package written path={} bytes={}", request.output, fs::file_size(request.output, ec));
 

@@ -15,6 +15,7 @@ struct CompileRequest {
   std::string pipeline;
   std::string target;       ///< overrides the pipeline's target when set
   std::string output;       ///< package path
+  std::string sign_key;     ///< key file: sign the package with HMAC-SHA256 (read_package_key)
   std::vector<std::string> dump_after;
   std::string dump_directory;
   std::string phase_directory;  ///< when set, phase-K.txt per non-empty exchange phase

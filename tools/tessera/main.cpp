@@ -83,6 +83,7 @@ int main(int argc, char** argv) {
       ->required()->check(CLI::ExistingFile);
   compile->add_option("--target,-t", compile_request.target, "target YAML; overrides the pipeline's")->check(CLI::ExistingFile);
   compile->add_option("--output,-o", compile_request.output, "package file to write (.tpkg)");
+  compile->add_option("--sign", compile_request.sign_key, "sign the package: HMAC-SHA256 with this key file (docs/reliability.md)");
   compile->add_flag("--print-pipeline", print_pipeline, "print the resolved pipeline as YAML and stop");
   compile->add_option("--dump-after", compile_request.dump_after, "write the state after this pass (name, or 'all')");
   compile->add_option("--dump-dir", compile_request.dump_directory, "folder for --dump-after files (default: beside the package)");
@@ -114,6 +115,7 @@ int main(int argc, char** argv) {
   run->add_option("--lock", run_options.lock_path, "device lock file (default: $TMPDIR/tessera-sim0-UID.lock, UID your user id)");
   std::string run_json_path;
   run->add_option("--json", run_json_path, "write the run's cycles and numerics as JSON (docs/json-output.md)");
+  run->add_option("--verify", run_options.verify_key, "refuse the package unless signed with this key file (compile --sign)");
   std::string run_target_path;
   run->add_option("--target,-t", run_target_path, "refuse the package unless it was compiled for this target YAML")
       ->check(CLI::ExistingFile);

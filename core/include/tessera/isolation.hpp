@@ -3,6 +3,7 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "tessera/cost_model.hpp"
 #include "tessera/scheduler.hpp"
@@ -11,6 +12,7 @@ namespace tessera {
 
 struct PluginInfo;
 struct PluginUse;
+struct PluginLoadLimits;
 
 /// The version of the pipe protocol between the compiler and `tessera-plugin-host`. Bump it
 /// on any change to a frame or a message; both sides refuse any other version.
@@ -43,6 +45,23 @@ std::unique_ptr<ExchangeScheduler> create_isolated_scheduler(const PluginInfo& p
 /// to `fallback` or is a PluginError.
 std::unique_ptr<CostModel> create_isolated_cost_model(const PluginInfo& plugin, const PluginUse& use,
                                                       std::unique_ptr<CostModel> fallback);
+
+/// What loading a library in a child showed: `loaded` (its manifest passed the host's checks),
+/// `refused` (the checks failed: `message` is their Error's text) or `failed` (the child
+/// crashed, hung, allocated past the limit or exited while loading: `message` says which).
+struct LibraryProbe {
+  enum class Outcome { loaded, refused, failed } outcome = Outcome::failed;
+  std::string message;
+};
+
+/// Loads each of `files` in a child `tessera-plugin-host --probe FILE` of its own, several at
+/// once, each under `limits`, so that its static initialisers and entry point run there
+/// first. Returns one LibraryProbe per file, in order. Throws Error if no child can start.
+std::vector<LibraryProbe> probe_plugin_libraries(const std::vector<std::string>& files, const PluginLoadLimits& limits);
+
+/// The child's side of a probe: loads `file` with the host's checks and writes one line to
+/// `report_fd`, "loaded NAME" or "refused MESSAGE"; returns the exit code.
+int probe_plugin_library(const std::string& file, int report_fd);
 
 /// The child's side: answers requests on `channel_fd` until the parent closes it. Returns
 /// the process exit code. This is all `tessera-plugin-host` does.

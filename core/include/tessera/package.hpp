@@ -105,15 +105,31 @@ struct Package {
   std::vector<TileImage> tiles;  ///< one per target tile, in tile order
 };
 
+/// A secret for HMAC-SHA256 package signatures (`tessera compile --sign`, `tessera run --verify`).
+struct PackageKey {
+  std::string path;    ///< the key file, named in errors
+  std::string secret;  ///< its bytes
+};
+inline constexpr std::size_t kMinPackageKeyBytes = 32;
+inline constexpr std::size_t kMaxPackageKeyBytes = 4096;
+
+/// Reads a key file: a regular file (not a symlink) owned by the user, neither readable nor
+/// writable by group or others, of kMinPackageKeyBytes to kMaxPackageKeyBytes. Throws Error
+/// naming the file, what is wrong and the fix.
+PackageKey read_package_key(const std::string& path);
+
 /// Writes the package with an AtomicFileWriter (output_file.hpp): a failure or a signal never
-/// leaves a partial package. Throws Error naming the path.
-void write_package(const Package& package, const std::string& path);
+/// leaves a partial package. With a key, a 40-byte trailer after the last section holds the
+/// HMAC-SHA256 of every byte before it (readers without a key skip it). Throws Error naming the path.
+void write_package(const Package& package, const std::string& path, const PackageKey* signing_key = nullptr);
 
 /// Async-signal-safe: remove_temporary_files() (output_file.hpp), kept for SDK users.
 void remove_package_temporary() noexcept;
 
 /// Reads and checks magic, version, section table, sizes and checksums; throws Error
-/// naming the file and the first problem.
-Package read_package(const std::string& path);
+/// naming the file and the first problem. With a key, the package must carry a signature
+/// made with it, checked (constant-time) before any section is decoded: an unsigned,
+/// changed or otherwise-signed package is refused.
+Package read_package(const std::string& path, const PackageKey* verify_key = nullptr);
 
 }  // namespace tessera

@@ -1,6 +1,7 @@
 // Finds, loads and checks plugin libraries, and creates configured plugin objects.
 #pragma once
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -44,6 +45,12 @@ struct PluginQuarantine {
   std::string fix;
 };
 
+/// Limits of the child in which each library is loaded first (PluginHost::set_load_sandbox).
+struct PluginLoadLimits {
+  std::uint64_t time_limit_ms = 10000;  ///< TESSERA_PLUGIN_LOAD_TIME_LIMIT_MS overrides the default
+  std::uint64_t memory_limit_mb = 4096;
+};
+
 /// The SHA-256 of a file's bytes as 64 lower-case hex digits. Throws Error if unreadable.
 std::string file_sha256(const std::string& path);
 
@@ -71,6 +78,12 @@ public:
   void load_environment_paths();
   /// From now on, refuses to open any library the quarantine covers (Error naming the file).
   void quarantine(PluginQuarantine quarantine);
+  /// Before a library is loaded in this process, it is loaded in a child first
+  /// (probe_plugin_libraries, isolation.hpp), a folder's libraries all at once. A library whose
+  /// child crashed, hung past `time_limit_ms`, allocated past `memory_limit_mb` or exited is
+  /// never loaded here: load_file throws an Error saying what happened, load_directory skips
+  /// it with a warning (skipped_library). nullopt loads directly (the child does so itself).
+  void set_load_sandbox(std::optional<PluginLoadLimits> limits);
   /// Pins plugin `name` to a SHA-256 digest. A library file named after it (NAME.so) is
   /// hashed before it is loaded and refused on a mismatch (Error prefixed with `place`), so
   /// its code never runs; a library declaring the name under another file name is checked
@@ -102,6 +115,9 @@ public:
                                                       const Options& options) const;
 
 private:
+  /// Quarantine, StrictModes, pin and ELF checks (nothing is loaded): the canonical file, or
+  /// "" if it is loaded already.
+  std::string check_before_loading(const std::string& file);
   std::unique_ptr<PluginObject> create(const PluginInfo& plugin, const Options& options) const;
   struct Impl;
   std::unique_ptr<Impl> impl_;

@@ -15,6 +15,7 @@ namespace tessera::runtime {
 
 struct RunOptions {
   std::string package_path;                  ///< the .tpkg to run (run_package(options))
+  std::string verify_key;                    ///< key file: refuse a package not signed with it
   std::string backend = "sim";
   std::string lock_path;                     ///< empty: default_lock_path()
   std::uint64_t lock_timeout_ms = 0;         ///< 0: wait for the device as long as it takes

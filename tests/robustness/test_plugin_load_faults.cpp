@@ -1,0 +1,86 @@
+// Libraries are loaded in a child first: a static initialiser that crashes, hangs, exits or
+// allocates without bound costs that child, never the compiler. A folder scan skips the library
+// with a warning, a pipeline naming it fails with what happened, and check-plugin fails.
+#include <catch2/catch.hpp>
+
+#include <string>
+
+#include "bad_input_checks.hpp"
+
+using namespace tessera::testing;
+
+namespace {
+
+struct LoadFault {
+  std::string name;      ///< the library is load-fault-NAME.so in its own test folder
+  std::string happened;  ///< what the host says of it
+  std::vector<std::string> environment;
+};
+
+const LoadFault kFaults[] = {
+    {"crash", "crashed while loading (in a static initialiser or the plugin's entry point): killed by signal 11", {}},
+    {"exit", "exited with status 0 while loading (in a static initialiser or the plugin's entry point), before the host "
+             "could read its manifest: does a static initialiser call exit()?", {}},
+#if !defined(__SANITIZE_ADDRESS__)  // ASan's allocator, not RLIMIT_AS, bounds a sanitized child
+    {"allocate", "allocated past the memory limit of 4096 MiB while loading", {}},
+#endif
+    // Never returns, so any deadline is reached: a short one keeps the test fast.
+    {"hang", "did not finish loading within 300 ms and was killed", {"TESSERA_PLUGIN_LOAD_TIME_LIMIT_MS=300"}},
+};
+
+std::string folder_of(const LoadFault& fault) { return kTestPlugins + "load-fault-" + fault.name; }
+std::string library_of(const LoadFault& fault) { return folder_of(fault) + "/load-fault-" + fault.name + ".so"; }
+
+}  // namespace
+
+TEST_CASE("a library failing in its static initialiser is skipped by a folder scan, with what happened", "[robustness][load]") {
+  for (const LoadFault& fault : kFaults) {
+    DYNAMIC_SECTION(fault.name) {
+      const CommandResult r =
+          run_command({tessera_binary(), "plugins", "list", "--plugin-path", folder_of(fault)}, fault.environment);
+      INFO(r.err << r.out);
+      CHECK(r.signal == 0);
+      CHECK(r.exit_code == 0);
+      CHECK_THAT(r.err, Catch::Contains("skipping " + library_of(fault) + ": " + fault.happened));
+      CHECK_THAT(r.out, !Catch::Contains("load-fault-" + fault.name));
+      if (fault.environment.empty()) CHECK_THAT(r.out, Catch::Contains("greedy"));  // the others still load
+      count_bad_input_case();
+    }
+  }
+}
+
+TEST_CASE("a pipeline naming a library that fails while loading fails cleanly, naming it", "[robustness][load]") {
+  for (const LoadFault& fault : kFaults) {
+    if (!fault.environment.empty()) continue;  // the bundled plugins must load within the default limit
+    DYNAMIC_SECTION(fault.name) {
+      TempDir dir;
+      const std::string pipeline = pipeline_with(dir, "plugin_paths: [", "plugin_paths: [" + folder_of(fault) + ", ", "p1.yaml");
+      std::string text = read_file(pipeline);
+      text.replace(text.find("{plugin: greedy}"), 16, "{plugin: load-fault-" + fault.name + "}");
+      write_file(pipeline, text);
+      const CommandResult r = compile(kSmallModel, pipeline, (dir.path() / "p.tpkg").string());
+      check_clean_failure(r, {"cannot load exchange scheduler 'load-fault-" + fault.name + "'", library_of(fault) + ": " + fault.happened},
+                          dir.path(), "p.tpkg");
+      CHECK(r.exit_code == 1);
+    }
+  }
+}
+
+TEST_CASE("check-plugin fails a library whose static initialiser fails, instead of dying with it", "[robustness][load]") {
+  for (const LoadFault& fault : kFaults) {
+    DYNAMIC_SECTION(fault.name) {
+      const CommandResult r = run_command({tessera_binary(), "check-plugin", library_of(fault)}, fault.environment);
+      INFO(r.err << r.out);
+      CHECK(r.signal == 0);
+      CHECK(r.exit_code == 1);
+      CHECK_THAT(r.out, Catch::Contains("FAIL load: " + library_of(fault) + ": " + fault.happened));
+      CHECK_THAT(r.out, Catch::Contains("checks=1 passed=0 failed=1"));
+      count_bad_input_case();
+    }
+  }
+}
+
+TEST_CASE("a bad TESSERA_PLUGIN_LOAD_TIME_LIMIT_MS is a clean error naming it", "[robustness][load]") {
+  const CommandResult r = run_command({tessera_binary(), "plugins", "list"}, {"TESSERA_PLUGIN_LOAD_TIME_LIMIT_MS=soon"});
+  check_clean_error(r, {"TESSERA_PLUGIN_LOAD_TIME_LIMIT_MS=soon: not a number of milliseconds"});
+}
