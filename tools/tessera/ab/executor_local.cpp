@@ -88,12 +88,7 @@ RunnerStats run_local(const Manifest& manifest, const ResultsDir& results, const
       for (std::size_t at = next++; at < order.size(); at = next++) {
         const RunnerStats stats = run_work(manifest, results, by_model.at(order[at]), mine);
         std::lock_guard lock(merge);
-        total.executed += stats.executed;
-        total.skipped += stats.skipped;
-        total.stale += stats.stale;
-        total.failed += stats.failed;
-        total.runs += stats.runs;
-        total.child_wall_ms += stats.child_wall_ms;
+        total += stats;
       }
     } catch (...) {
       std::lock_guard lock(merge);

@@ -24,6 +24,16 @@ struct RunnerStats {
   std::size_t failed = 0;     ///< items executed now whose compile or run failed
   std::size_t runs = 0;       ///< simulator runs made now
   double child_wall_ms = 0;   ///< wall time of every child process started now
+
+  RunnerStats& operator+=(const RunnerStats& other) {
+    executed += other.executed;
+    skipped += other.skipped;
+    stale += other.stale;
+    failed += other.failed;
+    runs += other.runs;
+    child_wall_ms += other.child_wall_ms;
+    return *this;
+  }
 };
 
 /// Executes `items` in order, skipping those with a matching stored record, and stores a
