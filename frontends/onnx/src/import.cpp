@@ -472,7 +472,10 @@ private:
     const Dims declared = value_dims(output, "output");
     if (constants_.count(output.name()))
       unsupported(where, "an output that is a constant (nothing is computed for it)");
-    const Computed& value = computed_.at(output.name());
+    const auto found = computed_.find(output.name());
+    if (found == computed_.end())
+      throw Error(where + ": no node, initializer or graph input produces it; name an output a node computes");
+    const Computed& value = found->second;
     if (value.tensor < 0)
       unsupported(where, fmt::format("an output that is the graph input '{}' itself (nothing is computed for it)", value.input));
     if (element_count(declared, where) != element_count(value.dims, where))
