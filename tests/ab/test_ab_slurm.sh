@@ -12,6 +12,8 @@ tessera=$1 source=$2 plugins=$3
 for program in slurmctld slurmd sbatch squeue scancel sacct; do
   command -v "$program" >/dev/null || { echo "SKIP: $program is not installed (scripts/bootstrap.sh installs it)"; exit 77; }
 done
+# A chroot without sysfs (no /sys) cannot run slurmd: an environment without Slurm, not a failure.
+[ -d /sys/devices/system/cpu ] || { echo "SKIP: /sys/devices/system/cpu is missing, so slurmd cannot find the CPUs (mount sysfs)"; exit 77; }
 
 work=$(mktemp -d "${TMPDIR:-/tmp}/tessera-ab-slurm.XXXXXX")
 cluster=$work/cluster
