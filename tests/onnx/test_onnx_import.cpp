@@ -201,6 +201,15 @@ TEST_CASE("onnx import refuses a dynamic dim, a non-float input and a file that 
   integer.graph->mutable_output(0)->mutable_type()->mutable_tensor_type()->set_elem_type(onnx::TensorProto::INT32);
   CHECK_THROWS_WITH(import_onnx(integer.save(dir, "int.onnx")), Catch::Contains("not supported: element type int32"));
 
+  // Found by fuzz_onnx: the checker lets through an output no node computes.
+  ModelBuilder dangling;
+  dangling.input("x", {2, 3});
+  dangling.node("Relu", {"x"}, "y");
+  dangling.output("y", {2, 3});
+  dangling.output("z", {2, 3});
+  CHECK_THROWS_WITH(import_onnx(dangling.save(dir, "dangling.onnx")),
+                    Catch::Contains("graph output 'z': no node, initializer or graph input produces it"));
+
   const std::string junk = dir.write("junk.onnx", "model: not onnx\n");
   CHECK_THROWS_WITH(import_onnx(junk), Catch::Contains("junk.onnx: not an ONNX model"));
   CHECK_FALSE(is_onnx_model(dir.write("model.yaml", "model: m\n")));
