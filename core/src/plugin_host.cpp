@@ -3,6 +3,7 @@
 
 #include <dlfcn.h>
 #include <elf.h>
+#include <fcntl.h>
 #include <pwd.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -22,6 +23,7 @@
 #include <fmt/format.h>
 #include <openssl/evp.h>
 #include <spdlog/spdlog.h>
+#include <xxhash.h>
 
 #include "tessera/cost_model.hpp"
 #include "tessera/isolation.hpp"
@@ -240,32 +242,32 @@ std::string describe_user(uid_t uid) {
 // whose owner alone can rename or replace it there (and that owner was checked one step
 // before); it is never accepted as the folder that is scanned, where anyone could drop in a
 // new library. `what` is "plugin library" or "plugin folder".
-void check_trusted_path(const fs::path& path, const char* what) {
+void check_trusted_path(const fs::path& path, const char* what, const char* refusing = "refusing to load plugins") {
   const uid_t me = ::geteuid();
   fs::path below;  // the component just checked; empty while checking `path` itself
   for (fs::path current = path;; below = current, current = current.parent_path()) {
     struct stat info {};
     if (::stat(current.c_str(), &info) != 0) {
       if (below.empty()) return;  // missing: the loader reports it with its own reason
-      throw Error(fmt::format("{}: refusing to load plugins: cannot check the folder above {} ({})", current.string(),
+      throw Error(fmt::format("{}: {}: cannot check the folder above {} ({})", current.string(), refusing,
                               path.string(), std::strerror(errno)));
     }
     const std::string role = below.empty()                                             ? std::string("the ") + what
                               : below == path && std::string(what) == "plugin library" ? std::string("the plugin folder")
                                                                                        : "the folder above " + path.string();
     if (info.st_uid != me && info.st_uid != 0)
-      throw Error(fmt::format("{}: refusing to load plugins: {} is owned by {}, not by you ({}) or root, so that user "
+      throw Error(fmt::format("{}: {}: {} is owned by {}, not by you ({}) or root, so that user "
                               "could replace the code the compiler runs; fix: chown {} {} (or move the plugins to a "
                               "folder you own)",
-                              current.string(), role, describe_user(info.st_uid), describe_user(me), user_name(me), current.string()));
+                              current.string(), refusing, role, describe_user(info.st_uid), describe_user(me), user_name(me), current.string()));
     const bool sticky = (info.st_mode & S_ISVTX) != 0;
     if ((info.st_mode & (S_IWGRP | S_IWOTH)) != 0 && !(sticky && S_ISDIR(info.st_mode) && !below.empty())) {
       const char* who = (info.st_mode & S_IWGRP) && (info.st_mode & S_IWOTH) ? "group and others"
                         : (info.st_mode & S_IWGRP)                           ? "its group"
                                                                             : "others";
-      throw Error(fmt::format("{}: refusing to load plugins: {} is writable by {} (mode {:04o}), so another user "
+      throw Error(fmt::format("{}: {}: {} is writable by {} (mode {:04o}), so another user "
                               "could replace the code the compiler runs; fix: chmod go-w {}",
-                              current.string(), role, who, info.st_mode & 07777, current.string()));
+                              current.string(), refusing, role, who, info.st_mode & 07777, current.string()));
     }
     if (current == current.root_path()) return;
   }
@@ -281,6 +283,74 @@ void check_absolute_plugin_path(const std::string& directory, const std::string&
     throw Error(origin + ": plugin path '" + directory + "' is relative, so it would load whatever the current folder "
                          "holds; give an absolute folder (for example " + fs::weakly_canonical(fs::absolute(directory)).string() + ")");
 }
+
+// Where libraries that loaded cleanly in a child are remembered (GStreamer's registry, in
+// small), so each compile does not load every library in a child again. One empty file per
+// library sha256 and host: only successes, only in a folder the user alone can write.
+class LoadedLibraryCache {
+ public:
+  explicit LoadedLibraryCache(const PluginLoadLimits& limits) {
+    const char* setting = std::getenv("TESSERA_PLUGIN_LOAD_CACHE");
+    if (setting && std::string(setting) == "off") return;
+    const char* cache = std::getenv("XDG_CACHE_HOME");
+    const char* home = std::getenv("HOME");
+    if (cache && *cache && fs::path(cache).is_absolute()) folder_ = fs::path(cache) / "tessera/loaded-plugins";
+    else if (home && *home && fs::path(home).is_absolute()) folder_ = fs::path(home) / ".cache/tessera/loaded-plugins";
+    else return;
+    std::error_code ec;
+    if (fs::create_directories(folder_, ec)) fs::permissions(folder_, fs::perms::owner_all, ec);  // ours alone
+    if (ec) {  // a user without a writable home loses only the speed-up
+      logger("tessera.plugins")->debug("not remembering which plugin libraries load cleanly: {}: {}", folder_.string(), ec.message());
+      folder_.clear();
+      return;
+    }
+    try {
+      // A folder another user could fill would vouch for their code.
+      check_trusted_path(fs::canonical(folder_), "plugin cache folder", "not remembering which plugin libraries load cleanly");
+    } catch (const Error& e) {
+      logger("tessera.plugins")->warn("{}", e.what());
+      folder_.clear();
+      return;
+    }
+    host_ = fmt::format("{}|{}|{}|{}|{}", abi_tag(), file_identity(core_library_file()), file_identity(find_plugin_host_binary()),
+                        limits.time_limit_ms, limits.memory_limit_mb);
+  }
+  bool holds(const std::string& file) const {
+    std::error_code ec;
+    return !folder_.empty() && fs::exists(folder_ / entry(file), ec);
+  }
+  void remember(const std::string& file) const {
+    if (folder_.empty()) return;
+    const fs::path path = folder_ / entry(file);
+    const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+    if (fd >= 0) ::close(fd);
+    // Every rebuild adds entries; past a few thousand, start again (it costs one round of children).
+    std::error_code ec;
+    std::size_t entries = 0;
+    for (auto it = fs::directory_iterator(folder_, ec); !ec && it != fs::directory_iterator(); it.increment(ec)) ++entries;
+    if (entries > kMaxEntries)
+      for (auto it = fs::directory_iterator(folder_, ec); !ec && it != fs::directory_iterator(); it.increment(ec))
+        if (it->path() != path) fs::remove(it->path(), ec);
+  }
+
+ private:
+  // The library's bytes and the host that loaded them: a rebuilt core or plugin is loaded again.
+  std::string entry(const std::string& file) const {
+    return file_sha256(file) + "-" + fmt::format("{:016x}", XXH64(host_.data(), host_.size(), 0));
+  }
+  static std::string core_library_file() {
+    Dl_info info{};
+    return ::dladdr(reinterpret_cast<const void*>(&abi_tag), &info) && info.dli_fname ? info.dli_fname : "";
+  }
+  static std::string file_identity(const std::string& file) {
+    struct stat info {};
+    if (file.empty() || ::stat(file.c_str(), &info) != 0) return file;
+    return fmt::format("{}:{}:{}:{}.{}", file, info.st_ino, info.st_size, info.st_mtim.tv_sec, info.st_mtim.tv_nsec);
+  }
+  static constexpr std::size_t kMaxEntries = 4096;
+  fs::path folder_;
+  std::string host_;
+};
 
 }  // namespace
 
@@ -331,6 +401,18 @@ struct PluginHost::Impl {
     sandbox_limits = limits;
     return limits;
   }
+  const LoadedLibraryCache& loaded_cache() {
+    if (!cache) cache.emplace(load_limits());
+    return *cache;
+  }
+  // Whether `file` (canonical) must still be loaded in a child before it is loaded here.
+  bool needs_child_load(const std::string& file) {
+    if (!sandbox || probed.count(file)) return false;
+    if (!loaded_cache().holds(file)) return true;
+    probed.insert(file);
+    return false;
+  }
+  std::optional<LoadedLibraryCache> cache;
   // Files (canonical) whose child load succeeded: loading them here is what is left.
   std::set<std::string> probed;
   std::map<std::string, LibraryProbe> probes;  // the others, with what their child showed
@@ -366,7 +448,7 @@ void PluginHost::load_directory(const std::string& directory, const std::string&
     try {
       if (const std::string checked = check_before_loading(file.string()); !checked.empty()) {
         loadable.push_back(file);
-        if (impl_->sandbox && !impl_->probed.count(checked)) to_probe.push_back(checked);
+        if (impl_->needs_child_load(checked)) to_probe.push_back(checked);
       }
     } catch (const UnloadableLibrary& e) {
       skip(file, e.what());
@@ -379,8 +461,12 @@ void PluginHost::load_directory(const std::string& directory, const std::string&
                                      to_probe.size(), std::chrono::duration_cast<std::chrono::milliseconds>(
                                                           std::chrono::steady_clock::now() - probing).count());
   for (std::size_t i = 0; i < to_probe.size(); ++i) {
-    if (probes[i].outcome == LibraryProbe::Outcome::loaded) impl_->probed.insert(to_probe[i]);
-    else impl_->probes.emplace(to_probe[i], probes[i]);
+    if (probes[i].outcome == LibraryProbe::Outcome::loaded) {
+      impl_->probed.insert(to_probe[i]);
+      impl_->loaded_cache().remember(to_probe[i]);
+    } else {
+      impl_->probes.emplace(to_probe[i], probes[i]);
+    }
   }
   for (const auto& file : loadable) {
     try {
@@ -454,12 +540,13 @@ const PluginInfo& PluginHost::load_file(const std::string& file_name) {
     return impl_->by_name.at(it->second);
   const std::string file = check_before_loading(file_name);
   // Its initialisers run in a child first: a crash, hang, allocation or exit() costs that child.
-  if (impl_->sandbox && !impl_->probed.count(file)) {
+  if (impl_->needs_child_load(file)) {
     if (!impl_->probes.count(file)) impl_->probes.emplace(file, probe_plugin_libraries({file}, impl_->load_limits()).at(0));
     const LibraryProbe& probe = impl_->probes.at(file);
     if (probe.outcome == LibraryProbe::Outcome::failed) throw UnloadableLibrary(file + ": " + probe.message);
     if (probe.outcome == LibraryProbe::Outcome::refused) throw Error(probe.message);
     impl_->probed.insert(file);
+    impl_->loaded_cache().remember(file);
   }
   boost::dll::shared_library library;
   library.load(file, ec, boost::dll::load_mode::rtld_now | boost::dll::load_mode::rtld_local);

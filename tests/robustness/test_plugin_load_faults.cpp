@@ -3,6 +3,7 @@
 // with a warning, a pipeline naming it fails with what happened, and check-plugin fails.
 #include <catch2/catch.hpp>
 
+#include <filesystem>
 #include <string>
 
 #include "bad_input_checks.hpp"
@@ -83,4 +84,49 @@ TEST_CASE("check-plugin fails a library whose static initialiser fails, instead 
 TEST_CASE("a bad TESSERA_PLUGIN_LOAD_TIME_LIMIT_MS is a clean error naming it", "[robustness][load]") {
   const CommandResult r = run_command({tessera_binary(), "plugins", "list"}, {"TESSERA_PLUGIN_LOAD_TIME_LIMIT_MS=soon"});
   check_clean_error(r, {"TESSERA_PLUGIN_LOAD_TIME_LIMIT_MS=soon: not a number of milliseconds"});
+}
+
+// Loading every library in a child costs each compile; a library whose bytes loaded cleanly
+// under this host is remembered (only then, and only in a folder the user alone can write).
+TEST_CASE("libraries that loaded cleanly in a child are remembered; failures and untrusted caches are not", "[robustness][load]") {
+  TempDir dir;
+  const std::string cache = (dir.path() / "cache").string();
+  const std::string remembered = cache + "/tessera/loaded-plugins";
+  auto list = [&](const std::string& folder) {
+    return run_command({tessera_binary(), "--log-level", "debug", "plugins", "list", "--plugin-path", folder},
+                       {"XDG_CACHE_HOME=" + cache});
+  };
+  auto entries = [&] {
+    std::size_t count = 0;
+    for ([[maybe_unused]] const auto& entry : std::filesystem::directory_iterator(remembered)) ++count;
+    return count;
+  };
+  const CommandResult first = list(TESSERA_PLUGIN_DIR);
+  INFO(first.err);
+  REQUIRE(first.exit_code == 0);
+  CHECK_THAT(first.err, Catch::Contains("loaded libraries in children first"));
+  const std::size_t shipped = entries();
+  CHECK(shipped >= 10);
+  const CommandResult second = list(TESSERA_PLUGIN_DIR);
+  INFO(second.err);
+  CHECK(second.exit_code == 0);
+  CHECK_THAT(second.err, !Catch::Contains("loaded libraries in children first"));
+  CHECK(second.out == first.out);
+
+  // A failure is never remembered: the crash is found in a child every time.
+  const LoadFault& crash = kFaults[0];
+  for (int round = 0; round < 2; ++round) {
+    const CommandResult r = list(folder_of(crash));
+    CHECK_THAT(r.err, Catch::Contains("skipping " + library_of(crash) + ": " + crash.happened));
+  }
+  CHECK(entries() == shipped);
+
+  // A cache folder others can write proves nothing: warned about, and children are used.
+  std::filesystem::permissions(remembered, std::filesystem::perms::owner_all | std::filesystem::perms::group_write);
+  const CommandResult untrusted = list(TESSERA_PLUGIN_DIR);
+  INFO(untrusted.err);
+  CHECK(untrusted.exit_code == 0);
+  CHECK_THAT(untrusted.err, Catch::Contains("not remembering which plugin libraries load cleanly"));
+  CHECK_THAT(untrusted.err, Catch::Contains("writable by its group"));
+  CHECK_THAT(untrusted.err, Catch::Contains("loaded libraries in children first"));
 }

@@ -296,35 +296,42 @@ Constant read_tensor(const TensorProto& tensor, const std::string& where) {
   if (width == 0)
     throw Error(fmt::format("{}: element type {} is not supported (float, float16, double and integer types are)", where,
                             dtype_text(c.dtype)));
-  c.values.reserve(static_cast<std::size_t>(count));
+  // The values a tensor holds are counted before anything is allocated: its dims are untrusted.
   std::size_t given = 0;
   if (tensor.has_raw_data()) {
-    const std::string& raw = tensor.raw_data();
-    given = raw.size() / width;
-    if (raw.size() % width == 0 && given == static_cast<std::size_t>(count))
-      for (std::size_t i = 0; i < given; ++i) c.values.push_back(raw_value(c.dtype, raw.data() + i * width));
+    const std::size_t bytes = tensor.raw_data().size();
+    if (bytes % width != 0)
+      throw Error(fmt::format("{}: raw_data of {} bytes is not a whole number of {}-byte values", where, bytes, width));
+    given = bytes / width;
   } else if (c.dtype == TensorProto::FLOAT) {
     given = static_cast<std::size_t>(tensor.float_data_size());
-    if (given == static_cast<std::size_t>(count)) c.values.assign(tensor.float_data().begin(), tensor.float_data().end());
   } else if (c.dtype == TensorProto::DOUBLE) {
     given = static_cast<std::size_t>(tensor.double_data_size());
-    if (given == static_cast<std::size_t>(count)) c.values.assign(tensor.double_data().begin(), tensor.double_data().end());
   } else if (c.dtype == TensorProto::INT64) {
     given = static_cast<std::size_t>(tensor.int64_data_size());
-    if (given == static_cast<std::size_t>(count))
-      for (std::int64_t v : tensor.int64_data()) c.values.push_back(static_cast<double>(v));
   } else if (c.dtype == TensorProto::UINT32 || c.dtype == TensorProto::UINT64) {
     given = static_cast<std::size_t>(tensor.uint64_data_size());
-    if (given == static_cast<std::size_t>(count))
-      for (std::uint64_t v : tensor.uint64_data()) c.values.push_back(static_cast<double>(v));
   } else {  // float16 (bit patterns), the small integers and bool live in int32_data
     given = static_cast<std::size_t>(tensor.int32_data_size());
-    if (given == static_cast<std::size_t>(count))
-      for (std::int32_t v : tensor.int32_data())
-        c.values.push_back(c.dtype == TensorProto::FLOAT16 ? half_to_float(static_cast<std::uint16_t>(v)) : round_to(c.dtype, v));
   }
-  if (c.values.size() != static_cast<std::size_t>(count))
+  if (given != static_cast<std::size_t>(count))
     throw Error(fmt::format("{}: holds {} values but its dims [{}] need {}", where, given, fmt::join(c.dims, ", "), count));
+  c.values.reserve(given);
+  if (tensor.has_raw_data()) {
+    const std::string& raw = tensor.raw_data();
+    for (std::size_t i = 0; i < given; ++i) c.values.push_back(raw_value(c.dtype, raw.data() + i * width));
+  } else if (c.dtype == TensorProto::FLOAT) {
+    c.values.assign(tensor.float_data().begin(), tensor.float_data().end());
+  } else if (c.dtype == TensorProto::DOUBLE) {
+    c.values.assign(tensor.double_data().begin(), tensor.double_data().end());
+  } else if (c.dtype == TensorProto::INT64) {
+    for (std::int64_t v : tensor.int64_data()) c.values.push_back(static_cast<double>(v));
+  } else if (c.dtype == TensorProto::UINT32 || c.dtype == TensorProto::UINT64) {
+    for (std::uint64_t v : tensor.uint64_data()) c.values.push_back(static_cast<double>(v));
+  } else {
+    for (std::int32_t v : tensor.int32_data())
+      c.values.push_back(c.dtype == TensorProto::FLOAT16 ? half_to_float(static_cast<std::uint16_t>(v)) : round_to(c.dtype, v));
+  }
   return c;
 }
 
