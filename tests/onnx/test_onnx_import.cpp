@@ -230,6 +230,20 @@ TEST_CASE("tensor files round-trip through .pb and .npy with their dims", "[onnx
   CHECK_THROWS_WITH(read_tensor_file(dir.write("x.txt", "1 2 3")), Catch::Contains("give an ONNX TensorProto (.pb) or a NumPy array (.npy)"));
 }
 
+TEST_CASE("a tensor file whose dims claim more values than it holds is refused before anything is allocated", "[onnx]") {
+  TempDir dir;
+  onnx::TensorProto proto;  // the shape of the input fuzz_tensor_file found: 2^31 floats claimed, none given
+  proto.set_name("x");
+  proto.set_data_type(onnx::TensorProto::FLOAT);
+  proto.add_dims(std::int64_t{1} << 30);
+  proto.add_dims(2);
+  const std::string path = dir.write("x.pb", proto.SerializeAsString());
+  CHECK_THROWS_WITH(read_tensor_file(path), Catch::Contains("x.pb: holds 0 values but its dims [1073741824, 2] need 2147483648"));
+  proto.set_raw_data(std::string(6, '\0'));
+  CHECK_THROWS_WITH(read_tensor_file(dir.write("y.pb", proto.SerializeAsString())),
+                    Catch::Contains("raw_data of 6 bytes is not a whole number of 4-byte values"));
+}
+
 TEST_CASE("onnx import refuses to fold a constant far larger than its inputs", "[onnx]") {
   TempDir dir;
   ModelBuilder m;
