@@ -52,7 +52,8 @@ foreach(file bin/tessera include/tessera/plugin.hpp include/tessera/scheduler.hp
         ${LIBDIR}/cmake/Tessera/TesseraConfigVersion.cmake ${LIBDIR}/cmake/Tessera/TesseraTargets.cmake
         ${LIBDIR}/cmake/Tessera/TesseraPlugin.cmake lib/tessera/plugins/greedy.so lib/tessera/plugins/analytic.so
         lib/tessera/plugins/lower-mid.so share/tessera/models/mlp-small.yaml share/tessera/targets/t16.yaml
-        share/tessera/pipelines/small.yaml)
+        share/tessera/pipelines/small.yaml share/doc/tessera/plugin-guide.md share/doc/tessera/architecture.md
+        share/doc/tessera/examples/CMakeLists.txt share/doc/tessera/examples/example-scheduler/CMakeLists.txt)
   if(NOT EXISTS ${prefix}/${file})
     message(FATAL_ERROR "install: ${prefix}/${file} is missing")
   endif()
@@ -69,12 +70,13 @@ expect("${step_out}" "libtessera_core.so.0 => ${prefix}/" "installed tessera's c
 run_step(installed-pipeline ${prefix}/bin/tessera compile --print-pipeline -p ${prefix}/share/tessera/pipelines/small.yaml)
 expect("${step_out}" "plugin_paths: [${prefix}/lib/tessera/plugins]" "installed small.yaml")
 
-# 2. The examples, as an outside project: only the prefix tells CMake where Tessera is.
+# 2. The examples, as an outside project: the installed copy (share/doc/tessera/examples), and
+# only the prefix tells CMake where Tessera is.
 set(launcher "")
 if(CXX_COMPILER_LAUNCHER)
   set(launcher -DCMAKE_CXX_COMPILER_LAUNCHER=${CXX_COMPILER_LAUNCHER})
 endif()
-run_step(configure-examples ${CMAKE_COMMAND} -S ${TESSERA_SOURCE_DIR}/plugins/examples -B ${examples} -G Ninja
+run_step(configure-examples ${CMAKE_COMMAND} -S ${prefix}/share/doc/tessera/examples -B ${examples} -G Ninja
          -DCMAKE_BUILD_TYPE=Release -DCMAKE_PREFIX_PATH=${prefix} -DCMAKE_CXX_COMPILER=${CXX_COMPILER}
          -DCMAKE_MAKE_PROGRAM=${MAKE_PROGRAM} -DCMAKE_FIND_PACKAGE_NO_PACKAGE_REGISTRY=ON ${launcher})
 file(STRINGS ${examples}/CMakeCache.txt tessera_dir REGEX "^Tessera_DIR:")
