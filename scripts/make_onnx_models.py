@@ -7,6 +7,7 @@ checks it. The expected output is computed here in float64 from the float32 weig
 
 usage: scripts/make_onnx_models.py OUT [NAME...]   (default: every model below)
 """
+import math
 import os
 import sys
 
@@ -14,15 +15,24 @@ import numpy as np
 import onnx
 from onnx import TensorProto, helper, numpy_helper
 
-# name: (input dims, hidden widths, output width, style, final softmax)
+# name: (input dims, hidden widths, output width, style, head[, activation])
 # style "gemm": nn.Linear as torch.onnx.export writes it (Gemm, transB=1);
 # style "matmul": MatMul + Add, with a rank-3 input and a torch-style Shape/Gather/Concat/Reshape flatten.
+# head: "softmax", "identity", or "sigmoid"; activation between layers: "relu" (default), "tanh",
+# or "gelu" (nn.GELU as torch exports it: x * 0.5 * (1 + Erf(x / sqrt(2)))), "gelu-ln" (GELU then
+# nn.LayerNorm: LayerNormalization, opset 17).
 MODELS = {
-    "mlp-b2-w64-n3": ([2, 32], [64, 64], 16, "gemm", True),
-    "mlp-b8-w1024-n4": ([8, 1024], [1024, 1024, 1024], 256, "gemm", True),
-    "mlp-b16-w256-n8": ([16, 256], [256] * 7, 64, "gemm", False),
-    "mlp-b4x8-w512-n3": ([4, 8, 512], [512, 512], 128, "matmul", True),
+    "mlp-b2-w64-n3": ([2, 32], [64, 64], 16, "gemm", "softmax"),
+    "mlp-b8-w1024-n4": ([8, 1024], [1024, 1024, 1024], 256, "gemm", "softmax"),
+    "mlp-b16-w256-n8": ([16, 256], [256] * 7, 64, "gemm", "identity"),
+    "mlp-b4x8-w512-n3": ([4, 8, 512], [512, 512], 128, "matmul", "softmax"),
+    "mlp-b4-w96-gelu-ln": ([4, 48], [96, 96], 8, "gemm", "sigmoid", "gelu-ln"),
+    "mlp-b8-w64-tanh": ([8, 64], [64], 10, "gemm", "softmax", "tanh"),
 }
+
+
+def erf(values):
+    return np.vectorize(math.erf)(values)
 
 
 def linear(rng, fan_in, fan_out):
@@ -32,7 +42,42 @@ def linear(rng, fan_in, fan_out):
     return weight, bias
 
 
-def build(name, input_dims, hidden, out_width, style, softmax):
+def activation_nodes(kind, layer, value, reference, rng, width, initializers):
+    """The nodes of one activation (named as torch.onnx.export names them), and its float64 value."""
+    prefix = f"/layer{layer}"
+    if kind == "relu":
+        return [helper.make_node("Relu", [value], [f"layer{layer}.relu"], name=f"{prefix}/Relu")], \
+            f"layer{layer}.relu", np.maximum(reference, 0.0)
+    if kind == "tanh":
+        return [helper.make_node("Tanh", [value], [f"{prefix}/Tanh_output_0"], name=f"{prefix}/Tanh")], \
+            f"{prefix}/Tanh_output_0", np.tanh(reference)
+    constants = {f"{prefix}/sqrt2": np.float32(math.sqrt(2.0)), f"{prefix}/one": np.float32(1.0),
+                 f"{prefix}/half": np.float32(0.5)}
+    initializers += [numpy_helper.from_array(np.array(v, dtype=np.float32), k) for k, v in constants.items()]
+    names = [f"{prefix}/gelu/{step}" for step in ("Div", "Erf", "Add", "Mul", "Mul_1")]
+    nodes = [helper.make_node("Div", [value, f"{prefix}/sqrt2"], [names[0] + "_output_0"], name=names[0]),
+             helper.make_node("Erf", [names[0] + "_output_0"], [names[1] + "_output_0"], name=names[1]),
+             helper.make_node("Add", [names[1] + "_output_0", f"{prefix}/one"], [names[2] + "_output_0"], name=names[2]),
+             helper.make_node("Mul", [value, names[2] + "_output_0"], [names[3] + "_output_0"], name=names[3]),
+             helper.make_node("Mul", [names[3] + "_output_0", f"{prefix}/half"], [names[4] + "_output_0"], name=names[4])]
+    reference = reference * 0.5 * (1.0 + erf(reference / math.sqrt(2.0)))
+    value = names[4] + "_output_0"
+    if kind == "gelu-ln":
+        scale = rng.uniform(0.5, 1.5, size=(width,)).astype(np.float32)
+        shift = rng.uniform(-0.1, 0.1, size=(width,)).astype(np.float32)
+        initializers += [numpy_helper.from_array(scale, f"layer{layer}.norm.weight"),
+                         numpy_helper.from_array(shift, f"layer{layer}.norm.bias")]
+        out = f"{prefix}/norm/LayerNormalization_output_0"
+        nodes.append(helper.make_node("LayerNormalization", [value, f"layer{layer}.norm.weight", f"layer{layer}.norm.bias"],
+                                      [out], name=f"{prefix}/norm/LayerNormalization", axis=-1, epsilon=1e-5))
+        mean = reference.mean(axis=-1, keepdims=True)
+        variance = ((reference - mean) ** 2).mean(axis=-1, keepdims=True)
+        reference = (reference - mean) / np.sqrt(variance + np.float64(np.float32(1e-5))) * scale + shift
+        value = out
+    return nodes, value, reference
+
+
+def build(name, input_dims, hidden, out_width, style, head, activation="relu"):
     rng = np.random.default_rng(sum(map(ord, name)))  # fixed per model: the files are reproducible
     nodes, initializers = [], []
     x = rng.uniform(-1.0, 1.0, size=input_dims).astype(np.float32)
@@ -52,8 +97,8 @@ def build(name, input_dims, hidden, out_width, style, softmax):
         reference = reference @ weight.astype(np.float64).T + bias.astype(np.float64)
         value, fan_in = out, width
         if layer + 1 < len(widths):
-            nodes.append(helper.make_node("Relu", [value], [f"layer{layer}.relu"], name=f"/layer{layer}/Relu"))
-            value, reference = f"layer{layer}.relu", np.maximum(reference, 0.0)
+            added, value, reference = activation_nodes(activation, layer, value, reference, rng, width, initializers)
+            nodes += added
     output_dims = list(input_dims[:-1]) + [out_width]
     if style == "matmul":
         # torch's x.flatten(0, 1): the new shape computed from Shape, Gather, Unsqueeze and Concat (folded at import).
@@ -68,17 +113,20 @@ def build(name, input_dims, hidden, out_width, style, softmax):
                   helper.make_node("Reshape", [value, "new_shape"], ["flat"], name="/flatten/Reshape")]
         value, output_dims = "flat", [rows, out_width]
         reference = reference.reshape(output_dims)
-    if softmax:
+    if head == "softmax":
         nodes.append(helper.make_node("Softmax", [value], ["y"], name="/Softmax", axis=-1))
         shifted = np.exp(reference - reference.max(axis=-1, keepdims=True))
         reference = shifted / shifted.sum(axis=-1, keepdims=True)
+    elif head == "sigmoid":
+        nodes.append(helper.make_node("Sigmoid", [value], ["y"], name="/Sigmoid"))
+        reference = 1.0 / (1.0 + np.exp(-reference))
     else:
         nodes.append(helper.make_node("Identity", [value], ["y"], name="/Identity"))
     graph = helper.make_graph(nodes, name.replace("-", "_"),
                               [helper.make_tensor_value_info("x", TensorProto.FLOAT, input_dims)],
                               [helper.make_tensor_value_info("y", TensorProto.FLOAT, output_dims)], initializers)
     model = helper.make_model(graph, producer_name="tessera make_onnx_models.py",
-                              opset_imports=[helper.make_opsetid("", 13)])
+                              opset_imports=[helper.make_opsetid("", 17 if activation == "gelu-ln" else 13)])
     model.ir_version = 8
     onnx.checker.check_model(model)
     return model, x, reference.astype(np.float32)

@@ -34,6 +34,10 @@ constexpr CodeletShape kShapes[kCodeletCount] = {
     {"bias_add_half", 2, 3},      // {inout, bias}; {rows, cols, relu}
     {"softmax", 2, 3},            // {in, out}; {rows, cols, scale}
     {"layer_norm", 4, 3},         // {in, gamma, beta, out}; {rows, cols, eps}
+    {"unary", 2, 3},              // {in, out}; {count, function, exponent}
+    {"binary", 3, 2},             // {a, b, out}; {count, function}
+    {"binary_row", 2, 3},         // {inout, row}; {rows, cols, function}
+    {"reduce_rows", 2, 3},        // {in, out}; {rows, cols, mean}
 };
 
 const CodeletShape& shape_of(Codelet codelet) {
@@ -124,6 +128,15 @@ constexpr std::uint64_t kTransposeWorkerFixed = 17, kTransposePerVector = 2;  //
 constexpr std::uint64_t kRowWorkerFixed = 30, kRowReduceFixed = 12, kDivideCycles = 10, kSqrtCycles = 10;
 constexpr std::uint64_t kSoftmaxPerVector = 1 + 1 + 6 + 1 + 2;  // max; scale-subtract, exp, sum; multiply-store
 constexpr std::uint64_t kLayerNormPerVector = 1 + 2 + 4;       // sum; squared deviation; normalise, scale, shift
+constexpr std::uint64_t kReduceRowPerVector = 1;                // a row sum walks 64-bit pairs
+// Unary and binary functions, worker cycles per vector of two floats: poplibs' float inner
+// loops (popopsCycleEstimators: SIGMOID and TANH 12, SQRT 10 per two; ERF 18 and POWER 312 per
+// element; SQUARE 2 per two; DIVIDE 10 per two, 6 when broadcast). Multiply and subtract walk
+// like add and bias_add.
+constexpr std::uint64_t kUnaryWorkerFixed = 26;  // relu's loop set-up
+constexpr std::uint64_t kSigmoidPerVector = 12, kTanhPerVector = 12, kSqrtPerVector = 10, kErfPerVector = 2 * 18;
+constexpr std::uint64_t kSquarePerVector = 2, kPowerPerVector = 2 * 312;
+constexpr std::uint64_t kDividePerVector = 10, kDivideRowPerVector = 6;
 // The AMP.
 constexpr std::uint64_t kAmpCallOverhead = 63;           // tile cycles: vertex state, worklists
 constexpr std::uint64_t kAmpGroupOverhead = 30;          // tile cycles per output group
@@ -246,6 +259,20 @@ float param_float(std::uint32_t bits) { return std::bit_cast<float>(bits); }
 
 const char* codelet_name(Codelet codelet) { return shape_of(codelet).name; }
 
+std::uint32_t function_param(Codelet codelet) { return codelet == Codelet::binary ? 1 : codelet == Codelet::binary_row ? 2 : 1; }
+
+const char* unary_function_name(UnaryFunction function) {
+  constexpr const char* kNames[kUnaryFunctionCount] = {"sigmoid", "tanh", "erf", "sqrt", "pow"};
+  const auto index = static_cast<std::uint32_t>(function);
+  return index < kUnaryFunctionCount ? kNames[index] : "?";
+}
+
+const char* binary_function_name(BinaryFunction function) {
+  constexpr const char* kNames[kBinaryFunctionCount] = {"subtract", "multiply", "divide"};
+  const auto index = static_cast<std::uint32_t>(function);
+  return index < kBinaryFunctionCount ? kNames[index] : "?";
+}
+
 std::uint32_t codelet_operand_count(Codelet codelet) { return shape_of(codelet).operands; }
 
 std::uint32_t codelet_param_count(Codelet codelet) { return shape_of(codelet).params; }
@@ -271,6 +298,13 @@ std::uint64_t codelet_operand_words(Codelet codelet, std::span<const std::uint32
       return operand == 0 ? product(params[0], params[1]) : (std::uint64_t{params[1]} + 1) / 2;
     case Codelet::softmax:
       return product(params[0], params[1]);
+    case Codelet::unary:
+    case Codelet::binary:
+      return params[0];
+    case Codelet::binary_row:
+      return operand == 0 ? product(params[0], params[1]) : params[1];
+    case Codelet::reduce_rows:
+      return operand == 0 ? product(params[0], params[1]) : params[0];
     case Codelet::layer_norm:
       return operand == 1 || operand == 2 ? params[1] : product(params[0], params[1]);
     case Codelet::reduce_add:
@@ -293,9 +327,29 @@ std::uint64_t codelet_operand_words(Codelet codelet, std::span<const std::uint32
   throw std::logic_error("unreachable codelet");
 }
 
+std::uint64_t function_cycles_per_vector(Codelet codelet, std::span<const std::uint32_t> params) {
+  check_params(codelet, params);
+  if (codelet == Codelet::unary) {
+    switch (static_cast<UnaryFunction>(params[1])) {
+      case UnaryFunction::sigmoid: return kSigmoidPerVector;
+      case UnaryFunction::tanh: return kTanhPerVector;
+      case UnaryFunction::erf: return kErfPerVector;
+      case UnaryFunction::sqrt: return kSqrtPerVector;
+      case UnaryFunction::pow: return param_float(params[2]) == 2.0f ? kSquarePerVector : kPowerPerVector;  // by 2: a square
+    }
+    return kPowerPerVector;  // an unknown function is refused at load; the slowest is charged
+  }
+  const bool divide = params[function_param(codelet)] == static_cast<std::uint32_t>(BinaryFunction::divide);
+  if (codelet == Codelet::binary) return divide ? kDividePerVector : kAddPerVector;
+  if (codelet == Codelet::binary_row) return divide ? kDivideRowPerVector : kBiasAddPerVector;
+  throw std::logic_error(fmt::format("codelet {} has no function", codelet_name(codelet)));
+}
+
 std::uint32_t codelet_code_bytes(Codelet codelet) {
   // Indexed by the enum value: the AMP's supervisor and worker loops are the largest.
-  constexpr std::uint32_t kCodeBytes[kCodeletCount] = {1536, 512, 384, 256, 256, 192, 640, 1792, 1792, 448, 768, 896};
+  // unary holds every function's loop (erf's polynomial, pow's log and exp), binary three.
+  constexpr std::uint32_t kCodeBytes[kCodeletCount] = {1536, 512, 384, 256, 256, 192, 640, 1792, 1792, 448, 768, 896,
+                                                       1024, 384, 384, 320};
   shape_of(codelet);  // an id outside the set is a caller bug
   return kCodeBytes[static_cast<std::uint32_t>(codelet)];
 }
@@ -312,7 +366,7 @@ CodeletCharge codelet_charge(Codelet codelet, std::span<const std::uint32_t> par
   check_params(codelet, params);
   if (is_matmul(codelet)) return matmul_charge(codelet, params, target);
   CodeletCharge charge;
-  const bool by_rows = codelet == Codelet::softmax || codelet == Codelet::layer_norm;
+  const bool by_rows = codelet == Codelet::softmax || codelet == Codelet::layer_norm || codelet == Codelet::reduce_rows;
   const std::uint64_t vectors_of_row = by_rows ? ceil_div(params[1], kFloatsPerVector) : 0;
   charge.path = by_rows ? "rows" : "workers";
   // Bytes of the input operands (in-place operands are inputs; outputs are only stored).
@@ -323,7 +377,8 @@ CodeletCharge codelet_charge(Codelet codelet, std::span<const std::uint32_t> par
     input_words = add(add(mul(params[0], rows_cols), rows_cols), params[2]);
   } else {
     const std::uint32_t operands = codelet_operand_count(codelet);
-    const bool in_place = codelet == Codelet::bias_add || codelet == Codelet::bias_add_half || codelet == Codelet::relu;
+    const bool in_place = codelet == Codelet::bias_add || codelet == Codelet::bias_add_half || codelet == Codelet::relu ||
+                          codelet == Codelet::binary_row;
     for (std::uint32_t operand = 0; operand < operands; ++operand)
       if (in_place || operand + 1 < operands) input_words = add(input_words, codelet_operand_words(codelet, params, operand));
   }
@@ -362,6 +417,21 @@ CodeletCharge codelet_charge(Codelet codelet, std::span<const std::uint32_t> par
       break;
     case Codelet::copy:
       charge.cycles = elementwise_cycles(params[0], kCopyWorkerFixed, kCopyPerVector, target);
+      break;
+    case Codelet::unary:
+      charge.cycles = elementwise_cycles(params[0], kUnaryWorkerFixed, function_cycles_per_vector(codelet, params), target);
+      break;
+    case Codelet::binary:
+      charge.cycles = elementwise_cycles(params[0], kAddWorkerFixed, function_cycles_per_vector(codelet, params), target);
+      break;
+    case Codelet::binary_row:
+      charge.cycles = elementwise_cycles(mul(params[0], params[1]), kBiasAddWorkerFixed,
+                                         function_cycles_per_vector(codelet, params), target);
+      break;
+    case Codelet::reduce_rows:
+      // One fold per row, then a multiply by 1/cols for a mean.
+      charge.cycles = row_cycles(params[0], add(kRowReduceFixed + (params[2] != 0 ? 1 : 0), mul(vectors_of_row, kReduceRowPerVector)),
+                                 target);
       break;
     default:
       throw std::logic_error("unreachable codelet");

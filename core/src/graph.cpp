@@ -1,6 +1,9 @@
 // The Graph IR: loading a model YAML, shape inference, deterministic initial values.
 #include "tessera/graph.hpp"
 
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
 #include <cmath>
 #include <cstring>
 #include <unordered_map>
@@ -70,9 +73,30 @@ const char* op_kind_name(OpKind kind) {
     case OpKind::dense: return "dense";
     case OpKind::softmax: return "softmax";
     case OpKind::layer_norm: return "layer_norm";
+    case OpKind::sub: return "sub";
+    case OpKind::mul: return "mul";
+    case OpKind::div: return "div";
+    case OpKind::sigmoid: return "sigmoid";
+    case OpKind::tanh: return "tanh";
+    case OpKind::erf: return "erf";
+    case OpKind::sqrt: return "sqrt";
+    case OpKind::pow: return "pow";
+    case OpKind::reduce_sum: return "reduce_sum";
+    case OpKind::reduce_mean: return "reduce_mean";
   }
   return "?";
 }
+
+bool is_binary(OpKind kind) {
+  return kind == OpKind::add || kind == OpKind::sub || kind == OpKind::mul || kind == OpKind::div;
+}
+
+bool is_unary(OpKind kind) {
+  return kind == OpKind::relu || kind == OpKind::sigmoid || kind == OpKind::tanh || kind == OpKind::erf ||
+         kind == OpKind::sqrt || kind == OpKind::pow;
+}
+
+bool is_row_reduction(OpKind kind) { return kind == OpKind::reduce_sum || kind == OpKind::reduce_mean; }
 
 std::int64_t Tensor::elements() const {
   std::int64_t count = 1;
@@ -139,21 +163,36 @@ std::string infer_shape(const Graph& graph, const Op& op, std::vector<std::int64
       shape = x.shape;
       return "";
     }
-    case OpKind::add: {
+    case OpKind::add:
+    case OpKind::sub:
+    case OpKind::mul:
+    case OpKind::div: {
       if (auto e = expect_inputs(2, 2); !e.empty()) return e;
       const Tensor& a = input(0);
       const Tensor& b = input(1);
       const bool same = a.shape == b.shape;
       const bool row_broadcast = b.shape.size() == 1 && !a.shape.empty() && a.shape.back() == b.shape[0];
       if (!same && !row_broadcast)
-        return "add needs equal shapes or a row vector: '" + a.name + "' " + shape_text(a.shape) +
-               " + '" + b.name + "' " + shape_text(b.shape);
+        return std::string(op_kind_name(op.kind)) + " needs equal shapes or a row vector: '" + a.name + "' " +
+               shape_text(a.shape) + " and '" + b.name + "' " + shape_text(b.shape);
       shape = a.shape;
       return "";
     }
-    case OpKind::relu: {
+    case OpKind::relu:
+    case OpKind::sigmoid:
+    case OpKind::tanh:
+    case OpKind::erf:
+    case OpKind::sqrt:
+    case OpKind::pow: {
       if (auto e = expect_inputs(1, 1); !e.empty()) return e;
+      if (op.kind == OpKind::pow && !std::isfinite(op.exponent)) return "pow needs a finite exponent";
       shape = input(0).shape;
+      return "";
+    }
+    case OpKind::reduce_sum:
+    case OpKind::reduce_mean: {
+      if (auto e = expect_inputs(1, 1); !e.empty()) return e;
+      shape = {input(0).rows(), 1};
       return "";
     }
   }
@@ -186,11 +225,14 @@ static OpKind parse_op_kind(const std::string& file, const YAML::Node& node) {
   if (text == "relu") return OpKind::relu;
   if (text == "dense") return OpKind::dense;
   if (text == "softmax") return OpKind::softmax;
-  if (text == "layer_norm") return OpKind::layer_norm;
-  std::string near = yaml::nearest(text, {"matmul", "add", "relu", "dense", "softmax", "layer_norm"});
-  yaml::fail(file, node, "unknown op '" + text + "'" +
-                             (near.empty() ? "" : "; did you mean '" + near + "'?") +
-                             " (known: matmul, add, relu, dense, softmax, layer_norm)");
+  std::vector<std::string> known;
+  for (std::uint32_t kind = 0; kind < kOpKindCount; ++kind) {
+    known.push_back(op_kind_name(static_cast<OpKind>(kind)));
+    if (text == known.back()) return static_cast<OpKind>(kind);
+  }
+  std::string near = yaml::nearest(text, known);
+  yaml::fail(file, node, "unknown op '" + text + "'" + (near.empty() ? "" : "; did you mean '" + near + "'?") +
+                             " (known: " + fmt::format("{}", fmt::join(known, ", ")) + ")");
 }
 
 static SourcePlace place_of(const YAML::Node& node) {
@@ -264,7 +306,7 @@ Graph load_model(const std::string& path) {
     fail(path, ops.IsDefined() ? ops : root, "'ops' must be a non-empty list of operations");
   for (const auto& node : ops) {
     require_map(path, node, "an op");
-    check_keys(path, node, {"op", "inputs", "output", "relu", "transpose_b", "scale", "eps"});
+    check_keys(path, node, {"op", "inputs", "output", "relu", "transpose_b", "scale", "eps", "exponent"});
     if (!node["op"].IsDefined()) fail(path, node, "missing required key 'op'");
     Op op;
     op.kind = parse_op_kind(path, node["op"]);
@@ -279,6 +321,7 @@ Graph load_model(const std::string& path) {
     only_for("transpose_b", OpKind::matmul);
     only_for("scale", OpKind::softmax);
     only_for("eps", OpKind::layer_norm);
+    only_for("exponent", OpKind::pow);
     op.transpose_b = get_bool_or(path, node, "transpose_b", false);
     op.scale = get_number_or(path, node, "scale", 1.0);
     if (!std::isfinite(op.scale) || op.scale == 0.0)
@@ -286,6 +329,8 @@ Graph load_model(const std::string& path) {
     op.epsilon = get_number_or(path, node, "eps", 1e-5);
     if (!std::isfinite(op.epsilon) || op.epsilon <= 0.0)
       fail(path, node["eps"], "'eps' must be a finite positive number, e.g. 1e-5");
+    op.exponent = get_number_or(path, node, "exponent", 1.0);
+    if (!std::isfinite(op.exponent)) fail(path, node["exponent"], "'exponent' must be a finite number, e.g. 2");
     YAML::Node inputs = node["inputs"];
     if (!inputs.IsDefined() || !inputs.IsSequence())
       fail(path, inputs.IsDefined() ? inputs : YAML::Node(node), "'inputs' must be a list of tensor names");

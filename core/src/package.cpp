@@ -236,7 +236,7 @@ std::string encode_graph(const Graph& g) {
   w.u32(static_cast<std::uint32_t>(g.ops.size()));
   for (const auto& op : g.ops) {
     w.u32(static_cast<std::uint32_t>(op.kind)); w.u32s(op.inputs); w.u32(op.output); w.u8(op.relu);
-    w.u8(op.transpose_b); w.f64(op.scale); w.f64(op.epsilon);
+    w.u8(op.transpose_b); w.f64(op.scale); w.f64(op.epsilon); w.f64(op.exponent);
   }
   w.u32s(g.outputs);
   // An imported model's sha256 trails the graph; YAML graphs end here, as before.
@@ -272,7 +272,7 @@ void decode_graph(Reader& r, Graph& g, const Target& target) {
   g.ops.resize(r.count(13));
   for (auto& op : g.ops) {
     op.kind = r.enumeration<OpKind>(kOpKindCount); op.inputs = r.u32s(); op.output = r.u32(); op.relu = r.u8() != 0;
-    op.transpose_b = r.u8() != 0; op.scale = r.f64(); op.epsilon = r.f64();
+    op.transpose_b = r.u8() != 0; op.scale = r.f64(); op.epsilon = r.f64(); op.exponent = r.f64();
     for (auto i : op.inputs) if (i >= g.tensors.size()) r.fail("op input out of range");
     if (op.output >= g.tensors.size()) r.fail("op output out of range");
     std::vector<std::int64_t> shape;

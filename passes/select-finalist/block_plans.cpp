@@ -26,6 +26,20 @@ struct Layout {
 
 constexpr std::uint32_t kMinBlockColumns = 16;
 
+BinaryFunction binary_function(OpKind kind) {
+  return kind == OpKind::sub ? BinaryFunction::subtract : kind == OpKind::mul ? BinaryFunction::multiply : BinaryFunction::divide;
+}
+
+UnaryFunction unary_function(OpKind kind) {
+  switch (kind) {
+    case OpKind::sigmoid: return UnaryFunction::sigmoid;
+    case OpKind::tanh: return UnaryFunction::tanh;
+    case OpKind::erf: return UnaryFunction::erf;
+    case OpKind::sqrt: return UnaryFunction::sqrt;
+    default: return UnaryFunction::pow;
+  }
+}
+
 /// One way to spread an op over the tiles: rows (and columns of the output) in groups.
 struct Split {
   std::uint32_t row_groups = 1;
@@ -43,7 +57,8 @@ std::vector<std::uint32_t> group_counts(std::uint32_t total, std::uint32_t limit
 std::uint32_t rows_of(const Tensor& tensor) { return static_cast<std::uint32_t>(tensor.rows()); }
 std::uint32_t cols_of(const Tensor& tensor) { return static_cast<std::uint32_t>(tensor.cols()); }
 
-/// softmax / layer_norm, and relu / add on a graph input: row group g holds rows split[g] of x whole, on tile g.
+/// softmax, layer_norm, row reductions, and unary / binary ops on a graph input: row group g
+/// holds rows split[g] of x whole, on tile g.
 Fragment build_rows(const BlockPlanContext& plan, Split split, FragmentBuilder& builder) {
   const Op& op = plan.op;
   const Tensor& x = plan.graph.tensors[op.inputs[0]];
@@ -58,27 +73,36 @@ Fragment build_rows(const BlockPlanContext& plan, Split split, FragmentBuilder& 
     const Range rows = groups[tile];
     const std::uint32_t in = gather_block(builder, 0, plan.graph, plan.distributions, op.inputs[0],
                                           {rows.begin, rows.size, 0, cols}, tile, layout.standard, layout.alignment);
-    if (op.kind == OpKind::relu || op.kind == OpKind::add) {
+    if (is_unary(op.kind) || is_binary(op.kind)) {
       // An elementwise op on a graph input: its rows arrive from the host into `in`, a buffer of
-      // this op's own, so the result overwrites them (relu, a bias) or goes beside them (add).
-      const Tensor& other = op.kind == OpKind::add ? plan.graph.tensors[op.inputs[1]] : x;
-      const bool row_vector = op.kind == OpKind::add && other.shape.size() == 1;
+      // this op's own, so the result overwrites them (unary, a row operand) or goes beside them.
+      const Tensor& other = is_binary(op.kind) ? plan.graph.tensors[op.inputs[1]] : x;
+      const bool row_vector = is_binary(op.kind) && other.shape.size() == 1;
       std::uint32_t result = in;
       if (op.kind == OpKind::relu) {
         builder.call(1, tile, Codelet::relu, {{in, 0}}, {rows.size * cols});
+      } else if (is_unary(op.kind)) {
+        call_unary(builder, 1, tile, op, in, in, rows.size * cols);
       } else if (row_vector) {
-        const std::uint32_t bias = gather_block(builder, 0, plan.graph, plan.distributions, op.inputs[1], {0, 1, 0, cols},
-                                                tile, layout.standard, layout.alignment);
-        builder.call(1, tile, other.dtype == DType::float16 ? Codelet::bias_add_half : Codelet::bias_add,
-                     {{in, 0}, {bias, 0}}, {rows.size, cols, 0});
+        const std::uint32_t row = gather_block(builder, 0, plan.graph, plan.distributions, op.inputs[1], {0, 1, 0, cols},
+                                               tile, layout.standard, layout.alignment);
+        call_binary_row(builder, 1, tile, op.kind, other.dtype, in, row, rows.size, cols);
       } else {
         const std::uint32_t b = gather_block(builder, 0, plan.graph, plan.distributions, op.inputs[1],
                                              {rows.begin, rows.size, 0, cols}, tile, layout.standard, layout.alignment);
         result = builder.create(name + ".out", tile, std::uint64_t{rows.size} * cols, layout.standard, layout.alignment,
                                 Lifetime::transient);
-        builder.call(1, tile, Codelet::add, {{in, 0}, {b, 0}, {result, 0}}, {rows.size * cols});
+        call_binary(builder, 1, tile, op.kind, in, b, result, rows.size * cols);
       }
       output.pieces.push_back({tile, 0, cols, result, rows.begin, rows.size});
+      continue;
+    }
+    if (is_row_reduction(op.kind)) {
+      const std::uint32_t sums = builder.create(name + ".out", tile, rows.size, layout.standard, layout.alignment,
+                                                Lifetime::transient);
+      builder.call(1, tile, Codelet::reduce_rows, {{in, 0}, {sums, 0}},
+                   {rows.size, cols, op.kind == OpKind::reduce_mean ? 1u : 0u});
+      output.pieces.push_back({tile, 0, 1, sums, rows.begin, rows.size});
       continue;
     }
     const std::uint32_t out = builder.create(name + ".out", tile, std::uint64_t{rows.size} * cols, layout.standard,
@@ -143,24 +167,32 @@ Fragment build_product(const BlockPlanContext& plan, Split split, FragmentBuilde
   return builder.finish(std::move(made));
 }
 
-/// a + b where b is spread differently: b's values are gathered into a's blocks.
-Fragment build_add(const BlockPlanContext& plan, FragmentBuilder& builder) {
+/// a op b (add, sub, mul, div) where b is spread differently: b's values are gathered into a's blocks.
+Fragment build_binary(const BlockPlanContext& plan, FragmentBuilder& builder) {
   const Op& op = plan.op;
   const Distribution& a = *plan.distributions[op.inputs[0]];
   const Layout layout(plan.target);
-  const std::string name = fmt::format("add{}", plan.op_index);
+  const std::string name = fmt::format("{}{}", op_kind_name(op.kind), plan.op_index);
   builder.label(0, name + ".gather");
   builder.label(1, name);
   Distribution output{a.rows, {}};
+  const Tensor& second = plan.graph.tensors[op.inputs[1]];
+  const bool row_vector = second.shape.size() == 1;
   for (const Piece& piece : a.pieces) {
     const std::uint32_t rows = piece.row_count(a.rows);
     const std::uint32_t other = gather_block(builder, 0, plan.graph, plan.distributions, op.inputs[1],
-                                             {piece.row_begin, rows, piece.col_begin, piece.cols}, piece.tile,
-                                             layout.standard, layout.alignment);
+                                             {row_vector ? 0 : piece.row_begin, row_vector ? 1 : rows, piece.col_begin,
+                                              piece.cols},
+                                             piece.tile, layout.standard, layout.alignment);
     const std::uint32_t out = builder.create(name + ".out", piece.tile, std::uint64_t{rows} * piece.cols,
                                              layout.standard, layout.alignment, Lifetime::transient);
-    builder.call(1, piece.tile, Codelet::add, {{builder.existing(piece.buffer), 0}, {other, 0}, {out, 0}},
-                 {rows * piece.cols});
+    if (row_vector) {
+      // A row vector applies in place to a copy of the piece.
+      builder.call(1, piece.tile, Codelet::copy, {{builder.existing(piece.buffer), 0}, {out, 0}}, {rows * piece.cols});
+      call_binary_row(builder, 1, piece.tile, op.kind, second.dtype, out, other, rows, piece.cols);
+    } else {
+      call_binary(builder, 1, piece.tile, op.kind, builder.existing(piece.buffer), other, out, rows * piece.cols);
+    }
     output.pieces.push_back({piece.tile, piece.col_begin, piece.cols, out, piece.row_begin, piece.rows});
   }
   std::vector<TensorDistribution> made;
@@ -186,8 +218,31 @@ std::string where(const BlockPlanContext& plan) {
 
 }  // namespace
 
+void call_binary(FragmentBuilder& builder, std::uint32_t superstep, std::uint32_t tile, OpKind kind, std::uint32_t a,
+                 std::uint32_t b, std::uint32_t out, std::uint32_t count) {
+  if (kind == OpKind::add) return builder.call(superstep, tile, Codelet::add, {{a, 0}, {b, 0}, {out, 0}}, {count});
+  builder.call(superstep, tile, Codelet::binary, {{a, 0}, {b, 0}, {out, 0}},
+               {count, static_cast<std::uint32_t>(binary_function(kind))});
+}
+
+void call_binary_row(FragmentBuilder& builder, std::uint32_t superstep, std::uint32_t tile, OpKind kind, DType row_dtype,
+                     std::uint32_t values, std::uint32_t row, std::uint32_t rows, std::uint32_t cols) {
+  if (kind == OpKind::add)
+    return builder.call(superstep, tile, row_dtype == DType::float16 ? Codelet::bias_add_half : Codelet::bias_add,
+                        {{values, 0}, {row, 0}}, {rows, cols, 0});
+  assert(row_dtype == DType::float32 && "the loaders allow float16 rows for add only");
+  builder.call(superstep, tile, Codelet::binary_row, {{values, 0}, {row, 0}},
+               {rows, cols, static_cast<std::uint32_t>(binary_function(kind))});
+}
+
+void call_unary(FragmentBuilder& builder, std::uint32_t superstep, std::uint32_t tile, const Op& op, std::uint32_t in,
+                std::uint32_t out, std::uint32_t count) {
+  builder.call(superstep, tile, Codelet::unary, {{in, 0}, {out, 0}},
+               {count, static_cast<std::uint32_t>(unary_function(op.kind)), float_param(static_cast<float>(op.exponent))});
+}
+
 bool is_block_op(const Graph& graph, const Op& op) {
-  if (op.kind == OpKind::softmax || op.kind == OpKind::layer_norm) return true;
+  if (op.kind == OpKind::softmax || op.kind == OpKind::layer_norm || is_row_reduction(op.kind)) return true;
   return op.kind == OpKind::matmul && op.inputs.size() == 2 &&
          (op.transpose_b || graph.tensors.at(op.inputs[1]).kind == TensorKind::intermediate);
 }
@@ -272,8 +327,8 @@ Status plan_block_op(const BlockPlanContext& plan, std::optional<Fragment>& frag
                                          graph.tensors[input].name));
   std::vector<Split> splits;
   // An elementwise op on a graph input (no earlier op spread it) runs on row groups of it.
-  const bool on_rows = (op.kind == OpKind::add || op.kind == OpKind::relu) && !plan.distributions.at(op.inputs[0]);
-  if (op.kind == OpKind::add && !on_rows) {
+  const bool on_rows = (is_binary(op.kind) || is_unary(op.kind)) && !plan.distributions.at(op.inputs[0]);
+  if (is_binary(op.kind) && !on_rows) {
     splits.push_back({});
   } else if (op.kind == OpKind::matmul) {
     const std::uint32_t m = rows_of(graph.tensors[op.inputs[0]]), n = cols_of(graph.tensors[op.output]);
@@ -291,7 +346,7 @@ Status plan_block_op(const BlockPlanContext& plan, std::optional<Fragment>& frag
   Split best{}, smallest{};
   std::size_t costed = 0;
   auto build = [&](Split split, FragmentBuilder& builder) {
-    if (op.kind == OpKind::add && !on_rows) return build_add(plan, builder);
+    if (is_binary(op.kind) && !on_rows) return build_binary(plan, builder);
     if (op.kind == OpKind::matmul) return build_product(plan, split, builder);
     return build_rows(plan, split, builder);
   };

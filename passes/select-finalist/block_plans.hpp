@@ -25,8 +25,9 @@ struct BlockPlanContext {
   OrientationChoice orientation = OrientationChoice::automatic;
 };
 
-/// softmax, layer_norm, and matmul by an activation or with transpose_b: the ops
-/// plan_block_op plans (adds reach it when their operands are spread differently).
+/// softmax, layer_norm, row reductions, and matmul by an activation or with transpose_b: the
+/// ops plan_block_op plans (binary and unary ops reach it when their operands are spread
+/// differently or come from the host).
 bool is_block_op(const Graph& graph, const Op& op);
 
 /// A rows x cols block of a 2-D tensor (1-D tensors are one row).
@@ -42,6 +43,16 @@ std::uint32_t gather_block(FragmentBuilder& builder, std::uint32_t superstep, co
                            const std::vector<std::optional<Distribution>>& distributions, std::uint32_t index,
                            Block block, std::uint32_t tile, Region region, std::uint32_t alignment,
                            bool column_major = false);
+
+/// out = a op b over `count` elements for a binary op (add, sub, mul, div): add's codelet or binary's.
+void call_binary(FragmentBuilder& builder, std::uint32_t superstep, std::uint32_t tile, OpKind kind, std::uint32_t a,
+                 std::uint32_t b, std::uint32_t out, std::uint32_t count);
+/// values[r, c] op= row[c] for a binary op: bias_add (float16 rows too) or binary_row.
+void call_binary_row(FragmentBuilder& builder, std::uint32_t superstep, std::uint32_t tile, OpKind kind, DType row_dtype,
+                     std::uint32_t values, std::uint32_t row, std::uint32_t rows, std::uint32_t cols);
+/// out = f(in) over `count` elements for a unary op other than relu (exact in place allowed).
+void call_unary(FragmentBuilder& builder, std::uint32_t superstep, std::uint32_t tile, const Op& op, std::uint32_t in,
+                std::uint32_t out, std::uint32_t count);
 
 /// How many copies gather_block makes for `block` from `distribution` in either layout.
 std::uint64_t gather_copies(const Distribution& distribution, Block block, bool column_major);

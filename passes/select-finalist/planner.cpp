@@ -591,14 +591,15 @@ private:
     return Status::success();
   }
 
-  /// add and relu that lower-mid left alone run where their first input lives, appended to
-  /// the compute of the last superstep (where or after it was produced). They write new
-  /// buffers unless this op is the value's only reader and it is no graph output or weight
-  /// (nobody else can see the change).
+  /// Binary ops (add, sub, mul, div) and unary ones (relu, sigmoid, ...) that lower-mid left
+  /// alone run where their first input lives, appended to the compute of the last superstep
+  /// (where or after it was produced). They write new buffers unless this op is the value's
+  /// only reader and it is no graph output or weight (nobody else can see the change).
   Status plan_elementwise(std::uint32_t op_index) {
     const Op& op = graph_.ops[op_index];
-    const bool is_add = op.kind == OpKind::add;
-    if (op.inputs.size() != (is_add ? 2u : 1u))
+    const bool binary = is_binary(op.kind);
+    if (!binary && !is_unary(op.kind)) return unsupported(op, "the planner has no plan for this kind of op");
+    if (op.inputs.size() != (binary ? 2u : 1u))
       return Status::failure(fmt::format("{}: {} has {} inputs", where(op), op_kind_name(op.kind), op.inputs.size()));
     const std::uint32_t first = op.inputs[0];
     // A graph input no earlier op spread: the host writes it in row groups (a block plan).
@@ -626,11 +627,17 @@ private:
       return out;
     };
 
-    if (!is_add) {
+    if (!binary) {
       for (const Piece& piece : input.pieces) {
         const std::uint32_t source = builder.existing(piece.buffer);
-        const std::uint32_t out = result_buffer(piece, source, true);
-        builder.call(0, piece.tile, Codelet::relu, {{out, 0}}, {piece.row_count(rows) * piece.cols});
+        const std::uint32_t count = piece.row_count(rows) * piece.cols;
+        // relu works in place (on a copy); the others read one buffer and write another, or the same.
+        const bool relu = op.kind == OpKind::relu;
+        const std::uint32_t out = result_buffer(piece, source, relu);
+        if (relu)
+          builder.call(0, piece.tile, Codelet::relu, {{out, 0}}, {count});
+        else
+          call_unary(builder, 0, piece.tile, op, source, out, count);
         output.pieces.push_back({piece.tile, piece.col_begin, piece.cols, out, piece.row_begin, piece.rows});
       }
     } else {
@@ -645,18 +652,17 @@ private:
         const bool same = second && second->rows == rows && a.size() == b.size() &&
                           std::equal(a.begin(), a.end(), b.begin(),
                                      [&](const Piece& l, const Piece& r) { return key(l) == key(r); });
-        // Differently spread operands: the second is gathered into the first's blocks.
-        if (!same) return plan_block(op_index);
+        // Differently spread operands (or a row vector): the second is gathered into the first's blocks.
+        if (!same || other.shape != tensor(first).shape) return plan_block(op_index);
         for (std::size_t i = 0; i < a.size(); ++i) {
           const std::uint32_t words = a[i].row_count(rows) * a[i].cols;
           const std::uint32_t out = builder.create(name + ".out", a[i].tile, words, region, alignment, Lifetime::transient);
-          builder.call(0, a[i].tile, Codelet::add, {{builder.existing(a[i].buffer), 0}, {builder.existing(b[i].buffer), 0}, {out, 0}}, {words});
+          call_binary(builder, 0, a[i].tile, op.kind, builder.existing(a[i].buffer), builder.existing(b[i].buffer), out, words);
           output.pieces.push_back({a[i].tile, a[i].col_begin, a[i].cols, out, a[i].row_begin, a[i].rows});
         }
       } else {
         // A weight or input operand arrives from the host in the same pieces.
         const bool row_vector = other.shape.size() == 1;
-        const bool half = other.dtype == DType::float16;  // the loader allows half row vectors only
         const StreamKind kind = other.kind == TensorKind::weight ? StreamKind::weight : StreamKind::input;
         const Lifetime lifetime = other.kind == TensorKind::weight ? Lifetime::whole_program : Lifetime::from_start;
         for (const Piece& piece : input.pieces) {
@@ -671,11 +677,10 @@ private:
           std::uint32_t out;
           if (row_vector) {
             out = result_buffer(piece, source, true);
-            builder.call(0, piece.tile, half ? Codelet::bias_add_half : Codelet::bias_add, {{out, 0}, {operand, 0}},
-                         {piece_rows, piece.cols, 0});
+            call_binary_row(builder, 0, piece.tile, op.kind, other.dtype, out, operand, piece_rows, piece.cols);
           } else {
             out = result_buffer(piece, source, false);
-            builder.call(0, piece.tile, Codelet::add, {{source, 0}, {operand, 0}, {out, 0}}, {piece_rows * piece.cols});
+            call_binary(builder, 0, piece.tile, op.kind, source, operand, out, piece_rows * piece.cols);
           }
           output.pieces.push_back({piece.tile, piece.col_begin, piece.cols, out, piece.row_begin, piece.rows});
         }

@@ -142,6 +142,10 @@ void run_codelet(Codelet codelet, const std::vector<std::uint32_t>& p, Word&& wo
     case Codelet::bias_add_half:
     case Codelet::softmax:
     case Codelet::layer_norm:
+    case Codelet::unary:
+    case Codelet::binary:
+    case Codelet::binary_row:
+    case Codelet::reduce_rows:
       break;  // float32 MLP programs only; the simulator runs the rest
   }
   throw std::runtime_error(fmt::format("pass bench does not execute codelet {}", codelet_name(codelet)));

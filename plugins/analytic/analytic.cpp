@@ -55,6 +55,11 @@ constexpr double kToHalfCyclesPerElement = 0.5;
 constexpr double kSoftmaxCyclesPerElement = 5.5;
 constexpr double kSoftmaxCyclesPerRow = 34;
 constexpr double kLayerNormCyclesPerElement = 3.5;
+constexpr double kReduceRowCyclesPerElement = 0.5;
+constexpr double kReduceRowCyclesPerRow = 13;
+// unary, binary, binary_row: the core's worker cycles per vector of two floats for the
+// function (tessera::function_cycles_per_vector) are tile cycles per element over two.
+constexpr double kFunctionCyclesPerVectorCycle = 0.5;
 constexpr double kLayerNormCyclesPerRow = 44;
 // The AMP: per pass its weights load at load_bytes_per_cycle, a fixed cost, and each worker
 // streams its field rows (an accumulator-pipeline fill of ~46 worker cycles at least).
@@ -135,6 +140,16 @@ std::uint64_t estimate_call(const CodeletCall& call, const Target& target) {
       break;
     case Codelet::copy:
       cycles += p[0] * kCopyCyclesPerElement;
+      break;
+    case Codelet::unary:
+    case Codelet::binary:
+      cycles += p[0] * kFunctionCyclesPerVectorCycle * double(tessera::function_cycles_per_vector(call.codelet, p));
+      break;
+    case Codelet::binary_row:
+      cycles += double(p[0]) * p[1] * kFunctionCyclesPerVectorCycle * double(tessera::function_cycles_per_vector(call.codelet, p));
+      break;
+    case Codelet::reduce_rows:
+      cycles += row_cycles(p[0], p[1], kReduceRowCyclesPerElement, kReduceRowCyclesPerRow, target);
       break;
     case Codelet::reduce_bias:
       // parts + the own partial, then the bias (and relu), rows walked separately.

@@ -148,6 +148,33 @@ const CodeletLine kCodeletLines[] = {
      },
      {{1, 16, 0x3727c5ac}, {64, 64, 0x3727c5ac}, {6, 256, 0x3727c5ac}, {13, 100, 0x3727c5ac},
       {32, 7, 0x3727c5ac}, {128, 32, 0x3727c5ac}, {2, 1024, 0x3727c5ac}, {40, 300, 0x3727c5ac}}},
+    // Functions (unary, binary, binary_row): the slowest worker's vectors times the function's
+    // cycles a vector (tessera::function_cycles_per_vector). Unary's third param is the
+    // exponent's bits (2.0 squares, 1.5 takes the general power).
+    {Codelet::unary, "call,function_cycles",
+     [](Params p, const Target& t) -> Features {
+       return {1, worker_vectors(p[0], t) * double(tessera::function_cycles_per_vector(Codelet::unary, p))};
+     },
+     {{1, 0, 0}, {64, 0, 0}, {1000, 1, 0}, {4096, 2, 0}, {333, 3, 0}, {2000, 4, 0x40000000}, {700, 4, 0x3fc00000},
+      {12000, 1, 0}, {7, 2, 0}, {5000, 3, 0}}},
+    {Codelet::binary, "call,function_cycles",
+     [](Params p, const Target& t) -> Features {
+       return {1, worker_vectors(p[0], t) * double(tessera::function_cycles_per_vector(Codelet::binary, p))};
+     },
+     {{1, 0}, {7, 1}, {64, 2}, {333, 0}, {1000, 1}, {4096, 2}, {12000, 0}, {16000, 1}, {9000, 2}}},
+    {Codelet::binary_row, "call,function_cycles",
+     [](Params p, const Target& t) -> Features {
+       return {1, worker_vectors(double(p[0]) * p[1], t) * double(tessera::function_cycles_per_vector(Codelet::binary_row, p))};
+     },
+     {{1, 64, 0}, {2, 4096, 1}, {16, 256, 2}, {4, 1024, 0}, {8, 512, 1}, {2, 3000, 2}, {16, 1024, 1}, {1, 7, 0},
+      {1, 13, 2}, {3, 5000, 1}}},
+    {Codelet::reduce_rows, "call,row_steps,row_vector_steps,mean_steps",
+     [](Params p, const Target& t) -> Features {
+       const double steps = std::ceil(double(p[0]) / std::max<std::uint32_t>(t.worker_threads, 1));
+       return {1, steps, steps * std::ceil(p[1] / 2.0), p[2] != 0 ? steps : 0.0};
+     },
+     {{1, 16, 0}, {64, 64, 1}, {6, 256, 0}, {13, 100, 1}, {32, 7, 0}, {128, 32, 1}, {2, 1024, 0}, {40, 300, 1},
+      {300, 12, 0}, {90, 90, 1}}},
 };
 
 [[noreturn]] void fail(const std::string& file, const YAML::Node& node, const std::string& message) {

@@ -71,6 +71,28 @@ std::vector<double> layer_norm(const Matrix& x, const Matrix& gamma, const Matri
   return out;
 }
 
+/// An elementwise binary op (add, sub, mul, div) in double.
+double binary(OpKind kind, double a, double b) {
+  switch (kind) {
+    case OpKind::sub: return a - b;
+    case OpKind::mul: return a * b;
+    case OpKind::div: return a / b;
+    default: return a + b;
+  }
+}
+
+/// An elementwise unary op (relu, sigmoid, tanh, erf, sqrt, pow) in double.
+double unary(const Op& op, double x) {
+  switch (op.kind) {
+    case OpKind::sigmoid: return 1.0 / (1.0 + std::exp(-x));
+    case OpKind::tanh: return std::tanh(x);
+    case OpKind::erf: return std::erf(x);
+    case OpKind::sqrt: return std::sqrt(x);
+    case OpKind::pow: return std::pow(x, op.exponent);
+    default: return std::max(x, 0.0);
+  }
+}
+
 /// out[m,n] = a[m,k] * b[k,n] (+ bias[n]); accumulated in double in k order.
 std::vector<double> matmul(const Matrix& a, const Matrix& b, const Matrix* bias, bool relu) {
   std::vector<double> out(static_cast<std::size_t>(a.rows * b.cols), 0.0);
@@ -160,26 +182,45 @@ ReferenceValues execute_reference(const Graph& graph, const HostTensors& values)
         out = matmul(a, b, has_bias ? &bias : nullptr, op.kind == OpKind::dense && op.relu);
         break;
       }
-      case OpKind::add: {
+      case OpKind::add:
+      case OpKind::sub:
+      case OpKind::mul:
+      case OpKind::div: {
         if (op.inputs.size() != 2) fail(graph, op, fmt::format("has {} inputs", op.inputs.size()));
         const Matrix a = lookup(op, op.inputs[0]);
         const Matrix b = lookup(op, op.inputs[1]);
         const bool broadcast = b.rows == 1 && b.cols == a.cols;
         if (!broadcast && (b.rows != a.rows || b.cols != a.cols))
-          fail(graph, op, fmt::format("cannot add {}x{} to {}x{}", b.rows, b.cols, a.rows, a.cols));
+          fail(graph, op, fmt::format("cannot {} {}x{} and {}x{}", op_kind_name(op.kind), a.rows, a.cols, b.rows, b.cols));
         out.resize(static_cast<std::size_t>(a.rows * a.cols));
         for (std::int64_t r = 0; r < a.rows; ++r)
           for (std::int64_t c = 0; c < a.cols; ++c)
-            out[static_cast<std::size_t>(r * a.cols + c)] = a.at(r, c) + b.at(broadcast ? 0 : r, c);
+            out[static_cast<std::size_t>(r * a.cols + c)] = binary(op.kind, a.at(r, c), b.at(broadcast ? 0 : r, c));
         break;
       }
-      case OpKind::relu: {
+      case OpKind::relu:
+      case OpKind::sigmoid:
+      case OpKind::tanh:
+      case OpKind::erf:
+      case OpKind::sqrt:
+      case OpKind::pow: {
         if (op.inputs.size() != 1) fail(graph, op, fmt::format("has {} inputs", op.inputs.size()));
         const Matrix a = lookup(op, op.inputs[0]);
         out.resize(static_cast<std::size_t>(a.rows * a.cols));
         for (std::int64_t r = 0; r < a.rows; ++r)
           for (std::int64_t c = 0; c < a.cols; ++c)
-            out[static_cast<std::size_t>(r * a.cols + c)] = std::max(a.at(r, c), 0.0);
+            out[static_cast<std::size_t>(r * a.cols + c)] = unary(op, a.at(r, c));
+        break;
+      }
+      case OpKind::reduce_sum:
+      case OpKind::reduce_mean: {
+        if (op.inputs.size() != 1) fail(graph, op, fmt::format("has {} inputs", op.inputs.size()));
+        const Matrix a = lookup(op, op.inputs[0]);
+        out.assign(static_cast<std::size_t>(a.rows), 0.0);
+        for (std::int64_t r = 0; r < a.rows; ++r) {
+          for (std::int64_t c = 0; c < a.cols; ++c) out[static_cast<std::size_t>(r)] += a.at(r, c);
+          if (op.kind == OpKind::reduce_mean) out[static_cast<std::size_t>(r)] /= static_cast<double>(a.cols);
+        }
         break;
       }
       case OpKind::softmax: {

@@ -255,6 +255,64 @@ void run_reduce_bias(float* memory, const LoadedCall& call) {
     }
 }
 
+// Exact in place is allowed: each element is read before it is written.
+void run_unary(float* memory, const LoadedCall& call) {
+  const float* in = memory + call.operand[0];
+  float* out = memory + call.operand[1];
+  const float exponent = param_float(call.param[2]);
+  const auto function = static_cast<UnaryFunction>(call.param[1]);
+  for (std::uint32_t i = 0; i < call.param[0]; ++i) {
+    const float x = in[i];
+    switch (function) {
+      case UnaryFunction::sigmoid: out[i] = 1.0f / (1.0f + std::exp(-x)); break;
+      case UnaryFunction::tanh: out[i] = std::tanh(x); break;
+      case UnaryFunction::erf: out[i] = std::erf(x); break;
+      case UnaryFunction::sqrt: out[i] = std::sqrt(x); break;
+      case UnaryFunction::pow: out[i] = std::pow(x, exponent); break;
+    }
+  }
+}
+
+float apply(BinaryFunction function, float a, float b) {
+  switch (function) {
+    case BinaryFunction::subtract: return a - b;
+    case BinaryFunction::multiply: return a * b;
+    case BinaryFunction::divide: return a / b;
+  }
+  return a;  // unreachable: the function is checked at load
+}
+
+void run_binary(float* memory, const LoadedCall& call) {
+  const float* a = memory + call.operand[0];
+  const float* b = memory + call.operand[1];
+  float* out = memory + call.operand[2];
+  const auto function = static_cast<BinaryFunction>(call.param[1]);
+  for (std::uint32_t i = 0; i < call.param[0]; ++i) out[i] = apply(function, a[i], b[i]);
+}
+
+void run_binary_row(float* memory, const LoadedCall& call) {
+  const std::uint32_t rows = call.param[0], cols = call.param[1];
+  float* __restrict values = memory + call.operand[0];
+  const float* __restrict row = memory + call.operand[1];
+  const auto function = static_cast<BinaryFunction>(call.param[2]);
+  for (std::uint32_t r = 0; r < rows; ++r)
+    for (std::uint32_t c = 0; c < cols; ++c) {
+      float& value = values[static_cast<std::size_t>(r) * cols + c];
+      value = apply(function, value, row[c]);
+    }
+}
+
+void run_reduce_rows(float* memory, const LoadedCall& call) {
+  const std::uint32_t rows = call.param[0], cols = call.param[1];
+  const float* __restrict in = memory + call.operand[0];
+  float* __restrict out = memory + call.operand[1];
+  for (std::uint32_t r = 0; r < rows; ++r) {
+    float sum = 0.0f;
+    for (std::uint32_t c = 0; c < cols; ++c) sum += in[static_cast<std::size_t>(r) * cols + c];
+    out[r] = call.param[2] != 0 ? sum / static_cast<float>(cols) : sum;
+  }
+}
+
 void run_call(float* memory, const LoadedCall& call) {
   switch (call.codelet) {
     case Codelet::matmul: return run_matmul(memory, call);
@@ -269,6 +327,10 @@ void run_call(float* memory, const LoadedCall& call) {
     case Codelet::bias_add_half: return run_bias_add_half(memory, call);
     case Codelet::softmax: return run_softmax(memory, call);
     case Codelet::layer_norm: return run_layer_norm(memory, call);
+    case Codelet::unary: return run_unary(memory, call);
+    case Codelet::binary: return run_binary(memory, call);
+    case Codelet::binary_row: return run_binary_row(memory, call);
+    case Codelet::reduce_rows: return run_reduce_rows(memory, call);
   }
   assert(false && "codelet checked at load");
 }
@@ -309,6 +371,17 @@ std::string aliasing_problem(const LoadedCall& call, std::span<const std::uint64
       return "";
     case Codelet::relu:
       return "";
+    case Codelet::unary:
+      if (overlaps(o[1], words[1], o[0], words[0]) && !same(1, 0))
+        return "its output partly overlaps its input (only exact in-place is allowed)";
+      return "";
+    case Codelet::binary_row:
+      if (overlaps(o[0], words[0], o[1], words[1])) return "the row overlaps the values";
+      return "";
+    case Codelet::reduce_rows:
+      if (overlaps(o[1], words[1], o[0], words[0])) return "its output overlaps its input";
+      return "";
+    case Codelet::binary:
     case Codelet::add:
       if ((overlaps(o[2], words[2], o[0], words[0]) && !same(2, 0)) ||
           (overlaps(o[2], words[2], o[1], words[1]) && !same(2, 1)))
@@ -567,6 +640,15 @@ void SimDevice::Impl::load_compute(const Package& package, std::uint32_t step,
       if ((call.codelet == Codelet::bias_add || call.codelet == Codelet::bias_add_half) && call.params[2] > 1)
         throw Error(fmt::format("{}: bias_add's relu flag must be 0 or 1, got {}", where(),
                                 call.params[2]));
+      if (call.codelet == Codelet::unary && call.params[1] >= kUnaryFunctionCount)
+        throw Error(fmt::format("{}: unary's function must be below {}, got {}", where(), kUnaryFunctionCount,
+                                call.params[1]));
+      if ((call.codelet == Codelet::binary || call.codelet == Codelet::binary_row) &&
+          call.params[function_param(call.codelet)] >= kBinaryFunctionCount)
+        throw Error(fmt::format("{}: {}'s function must be below {}, got {}", where(), name, kBinaryFunctionCount,
+                                call.params[function_param(call.codelet)]));
+      if (call.codelet == Codelet::reduce_rows && call.params[2] > 1)
+        throw Error(fmt::format("{}: reduce_rows' mean flag must be 0 or 1, got {}", where(), call.params[2]));
       if (is_matmul(call.codelet) && call.params[kMatmulOrientationParam] >= kMatmulOrientations)
         throw Error(fmt::format("{}: {}'s orientation must be 0 (as_is) or 1 (swapped), got {}", where(), name,
                                 call.params[kMatmulOrientationParam]));

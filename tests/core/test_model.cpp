@@ -37,12 +37,12 @@ TEST_CASE("model initial values are deterministic and bounded", "[model]") {
   CHECK(initial_value(other, w, 0) != first);
 }
 
-static std::string model_with_ops(const std::string& ops) {
+static std::string model_with_ops(const std::string& ops, const std::string& output = "y") {
   return "model: m\nseed: 1\ntensors:\n"
          "  - {name: x, shape: [2, 8], kind: input}\n"
          "  - {name: w, shape: [8, 4], kind: weight}\n"
          "  - {name: b, shape: [4], kind: weight}\n"
-         "ops:\n" + ops + "outputs: [y]\n";
+         "ops:\n" + ops + "outputs: [" + output + "]\n";
 }
 
 TEST_CASE("model shape mismatches name the op's line", "[model]") {
@@ -111,6 +111,16 @@ TEST_CASE("model attribute, shape and dtype mistakes name their place", "[model]
                                          "ops: [{op: matmul, inputs: [w, x], output: y}]\noutputs: [y]\n");
   CHECK_THROWS_WITH(load_model(half_misuse), Catch::Contains(half_misuse + ":5:29") &&
                                                  Catch::Contains("float16 tensor 'w' cannot be input 0 of matmul"));
+  file = dir.write("j.yaml", model_with_ops("  - {op: sqrt, inputs: [x], output: y, exponent: 2}\n"));
+  CHECK_THROWS_WITH(load_model(file), Catch::Contains("'exponent' applies to pow ops only"));
+  file = dir.write("k.yaml", model_with_ops("  - {op: pow, inputs: [x], output: y, exponent: 3}\n"
+                                            "  - {op: reduce_mean, inputs: [y], output: z}\n", "z"));
+  const Graph powered = load_model(file);
+  CHECK(powered.ops[0].exponent == 3);
+  CHECK(powered.tensors.back().shape == std::vector<std::int64_t>{2, 1});
+  file = dir.write("l.yaml", model_with_ops("  - {op: mull, inputs: [x, x], output: y}\n"));
+  CHECK_THROWS_WITH(load_model(file), Catch::Contains("unknown op 'mull'; did you mean 'mul'?") &&
+                                          Catch::Contains("known: matmul, add, relu, dense, softmax, layer_norm, sub, mul, div"));
 }
 
 TEST_CASE("float16 conversion rounds to nearest even and round-trips halves", "[model]") {

@@ -194,6 +194,17 @@ TEST_CASE("cli cycles prints the simulator's charge for one codelet call with it
   r = run_command({tessera_binary(), "cycles", "-t", target, "reduce_add", "--parts", "4", "--count", "1200"});
   REQUIRE(r.exit_code == 0);
   CHECK_THAT(r.out, Catch::Contains("codelet=reduce_add target=t1472 parts=4 count=1200 path=workers cycles=5903 "));
+  // Functions: sigmoid 12 worker cycles a pair (200 elements a worker: 11 + 6 x (26 + 100 x 12)); a divide by a
+  // row 6 a pair (1000 elements: 167 a worker); a row mean 13 a row plus one a pair (two rows a worker).
+  r = run_command({tessera_binary(), "cycles", "-t", target, "sigmoid", "--count", "1200"});
+  REQUIRE(r.exit_code == 0);
+  CHECK_THAT(r.out, Catch::Contains("codelet=unary target=t1472 count=1200 function=sigmoid path=workers cycles=7367 "));
+  r = run_command({tessera_binary(), "cycles", "-t", target, "divide_row", "--rows", "10", "--cols", "100"});
+  REQUIRE(r.exit_code == 0);
+  CHECK_THAT(r.out, Catch::Contains("codelet=binary_row target=t1472 rows=10 cols=100 function=divide path=workers cycles=3209 "));
+  r = run_command({tessera_binary(), "cycles", "-t", target, "reduce_mean", "--rows", "12", "--cols", "64"});
+  REQUIRE(r.exit_code == 0);
+  CHECK_THAT(r.out, Catch::Contains("codelet=reduce_rows target=t1472 rows=12 cols=64 mean=1 path=rows cycles=731 "));
   // Mistakes: an unknown codelet lists the ones there are; a missing shape names the option.
   r = run_command({tessera_binary(), "cycles", "-t", target, "cast", "--count", "8"});
   CHECK(r.exit_code == 1);

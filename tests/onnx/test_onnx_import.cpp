@@ -166,19 +166,77 @@ TEST_CASE("onnx import subtracts a constant as the add of its negation and expan
   CHECK(imported.weights.at(operand.name) == std::vector<float>{-1.5f, -1.5f});
 }
 
+TEST_CASE("onnx import keeps the GELU pattern x*0.5*(1+Erf(x/sqrt(2))) as its ops, with the constants as rows", "[onnx]") {
+  TempDir dir;
+  ModelBuilder m;
+  m.input("x", {2, 4});
+  m.initializer("sqrt2", {}, {1.4142135f});
+  m.initializer("one", {}, {1.0f});
+  m.initializer("half", {}, {0.5f});
+  m.node("Div", {"x", "sqrt2"}, "scaled");
+  m.node("Erf", {"scaled"}, "erf");
+  m.node("Add", {"erf", "one"}, "shifted");
+  m.node("Mul", {"x", "shifted"}, "product");
+  m.node("Mul", {"product", "half"}, "y");
+  m.output("y", {2, 4});
+  const OnnxImport imported = import_onnx(m.save(dir, "gelu.onnx"));
+  const Graph& graph = imported.graph;
+  REQUIRE(graph.ops.size() == 5);
+  CHECK(graph.ops[0].kind == OpKind::div);
+  CHECK(graph.ops[1].kind == OpKind::erf);
+  CHECK(graph.ops[2].kind == OpKind::add);
+  CHECK(graph.ops[3].kind == OpKind::mul);
+  CHECK(graph.ops[4].kind == OpKind::mul);
+  // x * (1 + erf): two computed operands of the same dims; the scalars become float32 rows.
+  CHECK(graph.tensors[graph.ops[3].inputs[1]].kind == TensorKind::intermediate);
+  const Tensor& half = graph.tensors[graph.ops[4].inputs[1]];
+  CHECK(half.shape == std::vector<std::int64_t>{4});
+  CHECK(half.dtype == DType::float32);
+  CHECK(imported.weights.at(half.name) == std::vector<float>(4, 0.5f));
+}
+
+TEST_CASE("onnx import takes Pow's constant exponent, negates for a constant minus a tensor, refuses a computed exponent", "[onnx]") {
+  TempDir dir;
+  ModelBuilder m;
+  m.input("x", {3, 2});
+  m.initializer("two", {1}, {2.0f});
+  m.initializer("c", {2}, {1.0f, 2.0f});
+  m.node("Pow", {"x", "two"}, "squared");
+  m.node("Sub", {"c", "squared"}, "y");
+  m.output("y", {3, 2});
+  const OnnxImport imported = import_onnx(m.save(dir, "pow.onnx"));
+  const Graph& graph = imported.graph;
+  REQUIRE(graph.ops.size() == 3);
+  CHECK(graph.ops[0].kind == OpKind::pow);
+  CHECK(graph.ops[0].exponent == 2.0);
+  CHECK(graph.ops[1].kind == OpKind::mul);  // -1 * x, exact
+  CHECK(imported.weights.at(graph.tensors[graph.ops[1].inputs[1]].name) == std::vector<float>{-1.0f, -1.0f});
+  CHECK(graph.ops[2].kind == OpKind::add);
+  CHECK(imported.weights.at(graph.tensors[graph.ops[2].inputs[1]].name) == std::vector<float>{1.0f, 2.0f});
+
+  ModelBuilder computed;
+  computed.input("x", {3, 2});
+  computed.input("e", {3, 2});
+  computed.node("Pow", {"x", "e"}, "y", "power");
+  computed.output("y", {3, 2});
+  const std::string path = computed.save(dir, "pow-computed.onnx");
+  CHECK_THROWS_WITH(import_onnx(path), Catch::StartsWith(path + ": node 'power' (Pow): not supported: Pow with a computed "
+                                                                "exponent 'e' (the exponent must be a constant)"));
+}
+
 TEST_CASE("onnx import refuses an unsupported operator naming the file, the node, its op type and what is supported", "[onnx]") {
   TempDir dir;
   ModelBuilder m;
   m.input("x", {2, 3});
-  m.node("Sigmoid", {"x"}, "y", "gate");
+  m.node("Exp", {"x"}, "y", "gate");
   m.output("y", {2, 3});
-  const std::string path = m.save(dir, "sigmoid.onnx");
+  const std::string path = m.save(dir, "exp.onnx");
   try {
     (void)import_onnx(path);
-    FAIL("the import did not refuse Sigmoid");
+    FAIL("the import did not refuse Exp");
   } catch (const Error& e) {
     const std::string message = e.what();
-    CHECK_THAT(message, Catch::StartsWith(path + ": node 'gate' (Sigmoid): not supported:"));
+    CHECK_THAT(message, Catch::StartsWith(path + ": node 'gate' (Exp): not supported:"));
     CHECK_THAT(message, Catch::Contains("supported operators: MatMul, Gemm, Add"));
     CHECK(message.find('\n') == std::string::npos);
   }

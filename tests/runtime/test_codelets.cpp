@@ -189,6 +189,23 @@ TEST_CASE("no codelet call is charged below its MACs at peak or its input bytes 
           params = {draw(1, 100000)};
           input_words = 2 * std::uint64_t{params[0]};
           break;
+        case Codelet::unary:
+          params = {draw(1, 100000), static_cast<std::uint32_t>(trial) % kUnaryFunctionCount,
+                    float_param(trial % 2 != 0 ? 2.0f : 1.5f)};
+          input_words = params[0];
+          break;
+        case Codelet::binary:
+          params = {draw(1, 100000), static_cast<std::uint32_t>(trial) % kBinaryFunctionCount};
+          input_words = 2 * std::uint64_t{params[0]};
+          break;
+        case Codelet::binary_row:
+          params = {rows, cols, static_cast<std::uint32_t>(trial) % kBinaryFunctionCount};
+          input_words = std::uint64_t{rows} * cols + cols;
+          break;
+        case Codelet::reduce_rows:
+          params = {rows, cols, static_cast<std::uint32_t>(trial % 2)};
+          input_words = std::uint64_t{rows} * cols;
+          break;
       }
       const std::uint64_t cycles = codelet_cycles(codelet, params, target);
       const std::uint64_t mac_floor = (macs + peak - 1) / peak;
@@ -203,6 +220,34 @@ TEST_CASE("no codelet call is charged below its MACs at peak or its input bytes 
     }
   }
   CHECK(checked == 600 * kCodeletCount);
+}
+
+TEST_CASE("elementwise function codelets charge poplibs' float inner loops per vector of two", "[codelets]") {
+  const Target target = testing::four_tile_target();
+  const std::uint64_t workers = target.worker_threads;
+  // count elements over the workers, in vectors of two: supervisor 11 + workers x (fixed + vectors x per vector).
+  auto expected = [&](std::uint64_t count, std::uint64_t fixed, std::uint64_t per_vector) {
+    return 11 + workers * (fixed + ((count + workers - 1) / workers + 1) / 2 * per_vector);
+  };
+  using V = std::vector<std::uint32_t>;
+  const auto sigmoid = static_cast<std::uint32_t>(UnaryFunction::sigmoid), erf = static_cast<std::uint32_t>(UnaryFunction::erf);
+  const auto power = static_cast<std::uint32_t>(UnaryFunction::pow);
+  CHECK(codelet_cycles(Codelet::unary, V{1200, sigmoid, 0}, target) == expected(1200, 26, 12));
+  CHECK(codelet_cycles(Codelet::unary, V{1200, erf, 0}, target) == expected(1200, 26, 36));
+  CHECK(codelet_cycles(Codelet::unary, V{1200, power, float_param(2.0f)}, target) == expected(1200, 26, 2));
+  CHECK(codelet_cycles(Codelet::unary, V{1200, power, float_param(3.0f)}, target) == expected(1200, 26, 624));
+  const auto multiply = static_cast<std::uint32_t>(BinaryFunction::multiply), divide = static_cast<std::uint32_t>(BinaryFunction::divide);
+  CHECK(codelet_cycles(Codelet::binary, V{1000, multiply}, target) == codelet_cycles(Codelet::add, V{1000}, target));
+  CHECK(codelet_cycles(Codelet::binary, V{1000, divide}, target) == expected(1000, 29, 10));
+  CHECK(codelet_cycles(Codelet::binary_row, V{10, 100, multiply}, target) ==
+        codelet_cycles(Codelet::bias_add, V{10, 100, 0}, target));
+  CHECK(codelet_cycles(Codelet::binary_row, V{10, 100, divide}, target) == expected(1000, 29, 6));
+  // A row reduction: whole rows per worker, a fold of 12 and one cycle a vector; a mean one more a row.
+  const std::uint64_t rows_each = (12 + workers - 1) / workers;
+  CHECK(codelet_cycles(Codelet::reduce_rows, V{12, 64, 0}, target) == 11 + workers * (30 + rows_each * (12 + 32)));
+  CHECK(codelet_cycles(Codelet::reduce_rows, V{12, 64, 1}, target) == 11 + workers * (30 + rows_each * (13 + 32)));
+  CHECK(codelet_operand_words(Codelet::reduce_rows, V{12, 64, 1}, 1) == 12);
+  CHECK(codelet_operand_words(Codelet::binary_row, V{12, 64, 1}, 1) == 64);
 }
 
 TEST_CASE("block and half-weight codelets declare their operands", "[codelets]") {

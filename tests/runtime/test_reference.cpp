@@ -54,6 +54,44 @@ TEST_CASE("reference executor computes matmul, broadcast add, relu and dense in 
   CHECK(values.count("x") == 0);  // only what ops produce
 }
 
+TEST_CASE("reference executor computes the elementwise functions, row operands and row reductions in double",
+          "[runtime][reference]") {
+  using testing::make_tensor;
+  Graph g;
+  g.name = "functions";
+  g.source_file = "functions.yaml";
+  g.tensors = {make_tensor("x", {2, 2}, TensorKind::input), make_tensor("r", {2}, TensorKind::weight)};
+  const std::vector<OpKind> kinds = {OpKind::sigmoid, OpKind::tanh, OpKind::erf, OpKind::sqrt, OpKind::pow,
+                                     OpKind::sub,     OpKind::mul,  OpKind::div, OpKind::reduce_sum, OpKind::reduce_mean};
+  for (OpKind kind : kinds) {
+    Op op;
+    op.kind = kind;
+    op.inputs = is_binary(kind) ? std::vector<std::uint32_t>{0, 1} : std::vector<std::uint32_t>{0};
+    op.exponent = 3;
+    op.output = static_cast<std::uint32_t>(g.tensors.size());
+    g.tensors.push_back(make_tensor(op_kind_name(kind), is_row_reduction(kind) ? std::vector<std::int64_t>{2, 1}
+                                                                                : std::vector<std::int64_t>{2, 2},
+                                    TensorKind::intermediate));
+    g.ops.push_back(op);
+    g.outputs.push_back(op.output);
+  }
+  const std::vector<double> x = {0.25, 4, -1, 2}, r = {2, -0.5};
+  const ReferenceValues values = execute_reference(g, {{"x", {0.25f, 4, -1, 2}}, {"r", {2, -0.5f}}});
+  for (std::size_t i = 0; i < 4; ++i) {
+    CHECK(values.at("sigmoid")[i] == 1.0 / (1.0 + std::exp(-x[i])));
+    CHECK(values.at("tanh")[i] == std::tanh(x[i]));
+    CHECK(values.at("erf")[i] == std::erf(x[i]));
+    CHECK(values.at("pow")[i] == x[i] * x[i] * x[i]);
+    CHECK(values.at("sub")[i] == x[i] - r[i % 2]);  // the row broadcast over both rows
+    CHECK(values.at("mul")[i] == x[i] * r[i % 2]);
+    CHECK(values.at("div")[i] == x[i] / r[i % 2]);
+  }
+  CHECK(values.at("sqrt")[0] == 0.5);
+  CHECK(std::isnan(values.at("sqrt")[2]));  // sqrt(-1), as ONNX gives it
+  CHECK(values.at("reduce_sum") == std::vector<double>{4.25, 1});
+  CHECK(values.at("reduce_mean") == std::vector<double>{2.125, 0.5});
+}
+
 TEST_CASE("reference executor works in double, not float", "[runtime][reference]") {
   // h[0,0] = 1 * 1 + 2^-30 * 1: float32 rounds the sum to 1, double keeps 1 + 2^-30.
   Graph g = tiny_graph();

@@ -142,6 +142,19 @@ TEST_CASE("sim device refuses two sends from one tile in one cycle", "[runtime][
                         Contains("sends two words in one cycle"));
 }
 
+TEST_CASE("sim device refuses an unknown function of the unary, binary and binary_row codelets", "[runtime][sim]") {
+  Package package = testing::small_mlp_package();
+  // Tile 0's bias add becomes a binary_row with function 7 (there are three: subtract, multiply, divide).
+  package.tiles[0].supersteps[1].compute[1] = testing::call(Codelet::binary_row, {testing::layout::y, testing::layout::b}, {2, 4, 7});
+  CHECK_THAT(load_error(package), Contains("superstep 1 ('reduce-bias-relu'), tile 0, call 1") &&
+                                      Contains("binary_row's function must be below 3, got 7"));
+  package.tiles[0].supersteps[1].compute[1] = testing::call(Codelet::unary, {testing::layout::y, testing::layout::y}, {8, 5, 0});
+  CHECK_THAT(load_error(package), Contains("unary's function must be below 5, got 5"));
+  // The same with a valid function loads.
+  package.tiles[0].supersteps[1].compute[1] = testing::call(Codelet::unary, {testing::layout::y, testing::layout::y}, {8, 0, 0});
+  CHECK(load_error(package).empty());
+}
+
 TEST_CASE("sim device refuses two arrivals at one tile in one cycle", "[runtime][sim]") {
   Package package = testing::small_mlp_package();
   // A second receive on tile 0 overlapping arrivals 6..13.

@@ -4,6 +4,7 @@
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
 
+#include <optional>
 #include <vector>
 
 #include "tessera/codelets.hpp"
@@ -15,7 +16,9 @@ namespace tessera::cli {
 CLI::App* add_cycles_command(CLI::App& app, CyclesRequest& request) {
   auto* cycles = app.add_subcommand("cycles", "print the simulator's charge for one codelet call and its floors");
   cycles->add_option("codelet", request.codelet,
-                     "matmul, matmul_transposed, relu, add, copy, bias_add, softmax, layer_norm, reduce_add, reduce_bias")
+                     "matmul, matmul_transposed, relu, add, copy, bias_add, softmax, layer_norm, reduce_add, reduce_bias; "
+                     "unary: sigmoid, tanh, erf, sqrt, square, pow; binary: subtract, multiply, divide (--count), "
+                     "their _row forms (--rows --cols); reduce_sum, reduce_mean")
       ->required();
   cycles->add_option("--target,-t", request.target, "target YAML")->required()->check(CLI::ExistingFile);
   cycles->add_option("--dtype", request.dtype, "f32, or f16 for half weights (matmul, bias_add)")
@@ -32,6 +35,22 @@ CLI::App* add_cycles_command(CLI::App& app, CyclesRequest& request) {
 }
 
 namespace {
+
+/// The unary function a `tessera cycles` name stands for (square: pow by 2).
+std::optional<UnaryFunction> unary_of(const std::string& name) {
+  for (std::uint32_t f = 0; f < kUnaryFunctionCount; ++f)
+    if (name == unary_function_name(static_cast<UnaryFunction>(f))) return static_cast<UnaryFunction>(f);
+  if (name == "square") return UnaryFunction::pow;
+  return std::nullopt;
+}
+
+/// The binary function of `subtract`, `multiply_row`, ...
+std::optional<BinaryFunction> binary_of(const std::string& name) {
+  const std::string base = name.ends_with("_row") ? name.substr(0, name.size() - 4) : name;
+  for (std::uint32_t f = 0; f < kBinaryFunctionCount; ++f)
+    if (base == binary_function_name(static_cast<BinaryFunction>(f))) return static_cast<BinaryFunction>(f);
+  return std::nullopt;
+}
 
 /// The value of a shape option the codelet needs, or an error naming the option.
 std::uint32_t needed(std::uint32_t value, const char* option, const std::string& codelet) {
@@ -80,18 +99,38 @@ int cycles_command(const CyclesRequest& request) {
     params = {needed(request.parts, "--parts", name), needed(request.rows, "--rows", name), cols, cols, request.relu};
     codelet = Codelet::reduce_bias;
     shape = fmt::format("parts={} rows={} cols={}", params[0], params[1], cols);
+  } else if (const auto unary = unary_of(name)) {
+    codelet = Codelet::unary;
+    // pow's charge depends only on whether the exponent is 2 (a square): 3 stands for any other.
+    params = {needed(request.count, "--count", name), static_cast<std::uint32_t>(*unary),
+              float_param(name == "square" ? 2.0f : 3.0f)};
+    shape = fmt::format("count={} function={}", params[0], name);
+  } else if (const auto binary = binary_of(name)) {
+    const bool row = name.ends_with("_row");
+    codelet = row ? Codelet::binary_row : Codelet::binary;
+    if (row)
+      params = {needed(request.rows, "--rows", name), needed(request.cols, "--cols", name), static_cast<std::uint32_t>(*binary)};
+    else
+      params = {needed(request.count, "--count", name), static_cast<std::uint32_t>(*binary)};
+    shape = row ? fmt::format("rows={} cols={} function={}", params[0], params[1], binary_function_name(*binary))
+                : fmt::format("count={} function={}", params[0], binary_function_name(*binary));
+  } else if (name == "reduce_sum" || name == "reduce_mean") {
+    codelet = Codelet::reduce_rows;
+    params = {needed(request.rows, "--rows", name), needed(request.cols, "--cols", name), name == "reduce_mean" ? 1u : 0u};
+    shape = fmt::format("rows={} cols={} mean={}", params[0], params[1], params[2]);
   } else {
     throw Error(fmt::format("tessera cycles: unknown codelet '{}'; the codelets are matmul, matmul_transposed, relu, add, "
-                            "copy, bias_add, softmax, layer_norm, reduce_add and reduce_bias (half weights: --dtype f16)",
+                            "copy, bias_add, softmax, layer_norm, reduce_add and reduce_bias (half weights: --dtype f16), "
+                            "the unary functions sigmoid, tanh, erf, sqrt, square and pow, subtract, multiply and divide "
+                            "(and their _row forms), reduce_sum and reduce_mean",
                             name));
   }
   if (half && codelet != Codelet::matmul_half && codelet != Codelet::bias_add_half)
     throw Error(fmt::format("tessera cycles {}: --dtype f16 applies to matmul and bias_add only", name));
   // A shape option the codelet does not take is a mistake, not something to ignore.
-  const bool matmul = is_matmul(codelet), rows_cols = !matmul && codelet != Codelet::relu && codelet != Codelet::add &&
-                                                       codelet != Codelet::copy && codelet != Codelet::reduce_add;
   const bool counted = codelet == Codelet::relu || codelet == Codelet::add || codelet == Codelet::copy ||
-                       codelet == Codelet::reduce_add;
+                       codelet == Codelet::reduce_add || codelet == Codelet::unary || codelet == Codelet::binary;
+  const bool matmul = is_matmul(codelet), rows_cols = !matmul && !counted;
   const bool parts = codelet == Codelet::reduce_add || codelet == Codelet::reduce_bias;
   const bool relu_taken = codelet == Codelet::bias_add || codelet == Codelet::bias_add_half || codelet == Codelet::reduce_bias;
   for (auto [given, taken, option] : {std::tuple{request.m != 0, matmul, "--m"}, {request.k != 0, matmul, "--k"},

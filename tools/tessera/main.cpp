@@ -10,6 +10,7 @@
 #include "compile.hpp"
 #include "cycles_command.hpp"
 #include "json_output.hpp"
+#include "differential.hpp"
 #include "model_data.hpp"
 #include "plugins_command.hpp"
 #include "replay_command.hpp"
@@ -38,6 +39,15 @@ void print_compile_result(const cli::CompileResult& r) {
 }
 
 // Prints the run's result lines; returns the exit code (1 when the numbers are wrong).
+void print_differential(const cli::DifferentialReport& report) {
+  for (const cli::DifferentialOutput& output : report.outputs)
+    fmt::print("differential output={} elements={} maxAbsoluteError={:.9g} maxRelativeError={:.9g} mismatches={}\n",
+               output.name, output.report.elements, output.report.max_abs_error, output.report.max_rel_error,
+               output.report.mismatches);
+  fmt::print("differentialReference=onnxruntime-{} differentialTest={}\n", report.onnxruntime_version,
+             report.passed ? "PASS" : "FAIL");
+}
+
 int print_run_result(const runtime::RunResult& r, const std::string& package_path) {
   if (!r.profile_path.empty()) fmt::print("profile={} tiles={} samples={}\n", r.profile_path, r.tiles, r.profile_samples);
   fmt::print("package={} tiles={} device_cycles={} end_to_end_cycles={} compute_cycles={} exchange_cycles={} "
@@ -128,6 +138,9 @@ int main(int argc, char** argv) {
   run->add_option("--atol", run_options.expect_atol, "absolute tolerance of --expect (default 1e-7, ONNX's)")->check(CLI::NonNegativeNumber);
   run->add_option("--output-dir", run_data.output_directory, "write each output here as NAME.pb (or .npy), atomically");
   run->add_option("--output-format", run_data.output_format, "pb (ONNX TensorProto, default) or npy")->check(CLI::IsMember({"pb", "npy"}));
+  run->add_flag("--differential", run_data.differential,
+                "also run the same inputs through ONNX Runtime (tools/onnxruntime) and print the largest absolute and "
+                "relative error of each output; fails beyond --rtol/--atol");
 
   cli::CompileRequest demo_request;
   demo_request.model = "configs/models/mlp-b2-n3.yaml";
@@ -215,13 +228,17 @@ int main(int argc, char** argv) {
       check_output_file(run_json_path, "the JSON record (--json)", {{run_package_path, "the package"}});
       run_options.package_path = run_package_path;
       const Package package = runtime::read_package_to_run(run_options);
-      const auto output_dims = cli::prepare_run(package, run_data, run_options);
+      const cli::PreparedRun prepared = cli::prepare_run(package, run_data, run_options);
       const runtime::RunResult result = runtime::run_package(package, run_options, run_package_path);
       if (!run_json_path.empty()) cli::write_json(run_json_path, cli::run_json(result, run_package_path));
       if (!run_options.trace_path.empty()) fmt::print("trace={}\n", run_options.trace_path);
       if (!run_data.output_directory.empty())
-        for (const std::string& file : cli::write_outputs(result.outputs, output_dims, run_data)) fmt::print("output={}\n", file);
-      return print_run_result(result, run_package_path);
+        for (const std::string& file : cli::write_outputs(result.outputs, prepared.output_dims, run_data)) fmt::print("output={}\n", file);
+      const int status = print_run_result(result, run_package_path);
+      if (!run_data.differential) return status;
+      const cli::DifferentialReport differential = cli::differential_check(package, prepared, run_options, result.outputs);
+      print_differential(differential);
+      return differential.passed ? status : 1;
     }
     if (*demo) {
       cli::CompileResult compiled = cli::compile(demo_request);

@@ -50,14 +50,15 @@ runtime::HostTensors read_named(const std::vector<std::string>& items, const cha
 
 }  // namespace
 
-std::vector<std::pair<std::string, std::vector<std::int64_t>>> prepare_run(const Package& package, const RunData& data,
-                                                                           runtime::RunOptions& options) {
+PreparedRun prepare_run(const Package& package, const RunData& data, runtime::RunOptions& options) {
   const Graph& graph = package.graph;
-  std::vector<std::pair<std::string, std::vector<std::int64_t>>> output_dims;
+  PreparedRun prepared;
+  NamedDims& output_dims = prepared.output_dims;
   for (std::uint32_t index : graph.outputs) output_dims.emplace_back(graph.tensors[index].name, graph.tensors[index].shape);
   if (!graph.source_sha256.empty()) {
     // The weights are read again from the model, so the package never copies them.
     const std::string source = data.weights.empty() ? graph.source_file : data.weights;
+    prepared.model = source;
     onnx_import::OnnxImport imported = onnx_import::import_onnx(source);
     if (data.weights.empty() && imported.graph.source_sha256 != graph.source_sha256)
       throw Error(fmt::format("{}: the model changed since the package was compiled (sha256 {}, the package records {}); "
@@ -77,18 +78,20 @@ std::vector<std::pair<std::string, std::vector<std::int64_t>>> prepare_run(const
     for (auto& [name, dims] : output_dims)
       for (const onnx_import::OnnxValue& output : imported.outputs)
         if (output.name == name) dims = output.dims;
+    for (const onnx_import::OnnxValue& input : imported.inputs) prepared.input_dims.emplace_back(input.name, input.dims);
   } else if (!data.weights.empty()) {
     throw Error(fmt::format("--weights {}: the package was compiled from the YAML model {}, whose weights come from its "
                             "seed; --weights applies to packages compiled from ONNX models", data.weights, graph.source_file));
   }
   options.inputs = read_named(data.inputs, "--input");
   options.expected = read_named(data.expected, "--expect");
-  return output_dims;
+  if (data.differential && prepared.model.empty())
+    throw Error(fmt::format("--differential: the package was compiled from the YAML model {}; ONNX Runtime runs ONNX "
+                            "models only (compile an .onnx file)", graph.source_file));
+  return prepared;
 }
 
-std::vector<std::string> write_outputs(const runtime::HostTensors& outputs,
-                                       const std::vector<std::pair<std::string, std::vector<std::int64_t>>>& dims,
-                                       const RunData& data) {
+std::vector<std::string> write_outputs(const runtime::HostTensors& outputs, const NamedDims& dims, const RunData& data) {
   if (data.output_format != "pb" && data.output_format != "npy")
     throw Error(fmt::format("--output-format '{}': use pb or npy", data.output_format));
   std::error_code ec;

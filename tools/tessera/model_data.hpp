@@ -22,17 +22,23 @@ struct RunData {
   std::vector<std::string> expected;   ///< --expect NAME=FILE
   std::string output_directory;        ///< --output-dir
   std::string output_format = "pb";    ///< pb or npy
+  bool differential = false;           ///< --differential: also run the inputs through ONNX Runtime
+};
+
+using NamedDims = std::vector<std::pair<std::string, std::vector<std::int64_t>>>;
+
+/// What prepare_run learnt of the model: its file and its inputs' and outputs' dims as it declares them.
+struct PreparedRun {
+  std::string model;     ///< the ONNX model the weights come from ("" for YAML models)
+  NamedDims input_dims;  ///< ONNX models only
+  NamedDims output_dims;
 };
 
 /// Fills options.weights (an imported model's, from the file it was compiled from, checked
 /// against the package's sha256, or from data.weights), options.inputs and options.expected.
-/// Returns the outputs' dims as the model declares them (for write_outputs).
-std::vector<std::pair<std::string, std::vector<std::int64_t>>> prepare_run(const Package& package, const RunData& data,
-                                                                           runtime::RunOptions& options);
+PreparedRun prepare_run(const Package& package, const RunData& data, runtime::RunOptions& options);
 
 /// Writes each output as DIR/NAME.pb or .npy, atomically; returns the files written.
-std::vector<std::string> write_outputs(const runtime::HostTensors& outputs,
-                                       const std::vector<std::pair<std::string, std::vector<std::int64_t>>>& dims,
-                                       const RunData& data);
+std::vector<std::string> write_outputs(const runtime::HostTensors& outputs, const NamedDims& dims, const RunData& data);
 
 }  // namespace tessera::cli

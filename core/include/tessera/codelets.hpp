@@ -9,7 +9,7 @@ namespace tessera {
 struct Target;
 
 /// Version of the codelet set (semantics and cycle formulas); written into packages.
-inline constexpr std::uint32_t kCodeletSetVersion = 4;  // 4: matmul_half's b laid out as its orientation streams it
+inline constexpr std::uint32_t kCodeletSetVersion = 5;  // 5: unary, binary, binary_row, reduce_rows
 
 /// Operands are word offsets into buffers (program) or byte addresses (tile image);
 /// params are the shape numbers listed per codelet. Data is float32 unless marked half
@@ -33,8 +33,24 @@ enum class Codelet : std::uint16_t {
   bias_add_half = 9,      ///< operands {inout, bias (half)}; params {rows, cols, relu}
   softmax = 10,           ///< operands {in, out}; params {rows, cols, scale}: rows of softmax(scale * in)
   layer_norm = 11,        ///< operands {in, gamma, beta, out}; params {rows, cols, eps}
+  unary = 12,             ///< operands {in, out}; params {count, function, exponent}: out = f(in) (UnaryFunction)
+  binary = 13,            ///< operands {a, b, out}; params {count, function}: out = a op b (BinaryFunction)
+  binary_row = 14,        ///< operands {inout, row}; params {rows, cols, function}: inout[r,c] = inout[r,c] op row[c]
+  reduce_rows = 15,       ///< operands {in, out}; params {rows, cols, mean}: out[r] = sum (mean if 1) of in[r,:]
 };
-inline constexpr std::uint32_t kCodeletCount = 12;
+inline constexpr std::uint32_t kCodeletCount = 16;
+
+/// The `function` param of a unary call; pow raises to the float `exponent` param.
+enum class UnaryFunction : std::uint32_t { sigmoid = 0, tanh = 1, erf = 2, sqrt = 3, pow = 4 };
+inline constexpr std::uint32_t kUnaryFunctionCount = 5;
+/// The `function` param of binary and binary_row calls (add has its own codelets).
+enum class BinaryFunction : std::uint32_t { subtract = 0, multiply = 1, divide = 2 };
+inline constexpr std::uint32_t kBinaryFunctionCount = 3;
+/// Index of the function param of unary, binary and binary_row calls.
+std::uint32_t function_param(Codelet);
+/// Names for messages: "sigmoid", "multiply", ...
+const char* unary_function_name(UnaryFunction);
+const char* binary_function_name(BinaryFunction);
 /// Most operands and params any codelet takes.
 inline constexpr std::uint32_t kMaxCodeletOperands = 4;
 inline constexpr std::uint32_t kMaxCodeletParams = 5;
@@ -83,6 +99,9 @@ constexpr bool words_fit(std::uint64_t address, std::uint64_t words, std::uint64
 std::uint64_t codelet_cycles(Codelet, std::span<const std::uint32_t> params, const Target&);
 /// codelet_cycles with its floors and path (`tessera cycles` prints it).
 CodeletCharge codelet_charge(Codelet, std::span<const std::uint32_t> params, const Target&);
+/// Worker cycles per vector of two floats of a unary, binary or binary_row call's function
+/// (poplibs' float inner loops; docs/targets.md); cost models share these facts.
+std::uint64_t function_cycles_per_vector(Codelet, std::span<const std::uint32_t> params);
 /// Tile memory the code of `codelet` takes, once per tile that runs it (docs/targets.md).
 std::uint32_t codelet_code_bytes(Codelet);
 /// A call's vertex state in tile memory: an 8-byte header, 4 bytes per operand address and param.

@@ -51,9 +51,25 @@ enum class OpKind : std::uint8_t {
   dense = 3,   ///< out = act(in0 * in1 + bias): made by lower-mid from matmul/add/relu
   softmax = 4,     ///< out[r,:] = softmax(scale * in0[r,:]) over each row
   layer_norm = 5,  ///< out[r,:] = (in0[r,:] - mean) / sqrt(var + eps) * gamma + beta; inputs {x, gamma, beta}
+  sub = 6,         ///< out = in0 - in1; in1 may be a row vector [n] broadcast over rows (as add)
+  mul = 7,         ///< out = in0 * in1; likewise
+  div = 8,         ///< out = in0 / in1; likewise
+  sigmoid = 9,     ///< out = 1 / (1 + exp(-in0))
+  tanh = 10,       ///< out = tanh(in0)
+  erf = 11,        ///< out = erf(in0)
+  sqrt = 12,       ///< out = sqrt(in0)
+  pow = 13,        ///< out = in0 ^ exponent (a constant)
+  reduce_sum = 14,   ///< out[r] = sum of in0[r,:]: shape [rows, 1]
+  reduce_mean = 15,  ///< out[r] = mean of in0[r,:]: shape [rows, 1]
 };
-inline constexpr std::uint32_t kOpKindCount = 6;
+inline constexpr std::uint32_t kOpKindCount = 16;
 const char* op_kind_name(OpKind);
+/// add, sub, mul, div: two operands, the second equal-shaped or a row vector.
+bool is_binary(OpKind);
+/// relu, sigmoid, tanh, erf, sqrt, pow: one operand, elementwise.
+bool is_unary(OpKind);
+/// reduce_sum, reduce_mean: each row to one value.
+bool is_row_reduction(OpKind);
 
 struct Op {
   OpKind kind = OpKind::matmul;
@@ -64,6 +80,7 @@ struct Op {
   bool transpose_b = false;           ///< matmul only: out = in0 * in1^T (in1 is [n, k])
   double scale = 1.0;                 ///< softmax only: multiplies the row before the softmax
   double epsilon = 1e-5;              ///< layer_norm only: added to the variance
+  double exponent = 1.0;              ///< pow only: the constant exponent
 };
 
 struct Graph {

@@ -12,7 +12,7 @@
 namespace tessera {
 
 /// Format version of the package file; a reader refuses any other.
-inline constexpr std::uint32_t kPackageFormatVersion = 4;  // 4: transposed stream slices
+inline constexpr std::uint32_t kPackageFormatVersion = 5;  // 5: ops carry pow's exponent
 
 /// Exchange cycles at or past this are refused by the reader and the simulator, so a cycle
 /// plus a word count, or a difference of two cycles, never wraps around.

@@ -21,7 +21,9 @@ namespace fs = std::filesystem;
 namespace tessera::onnx_import {
 
 const std::vector<std::string>& supported_operators() {
-  static const std::vector<std::string> names = {"MatMul", "Gemm",     "Add",     "Sub",     "Relu",     "Softmax",
+  static const std::vector<std::string> names = {"MatMul",  "Gemm",     "Add",     "Sub",     "Mul",     "Div",
+                                                 "Relu",    "Sigmoid",  "Tanh",    "Erf",     "Sqrt",    "Pow",
+                                                 "Softmax", "LayerNormalization", "ReduceMean", "ReduceSum",
                                                  "Identity", "Flatten", "Reshape", "Squeeze", "Unsqueeze"};
   return names;
 }
@@ -250,7 +252,11 @@ private:
       ++result_.folded_nodes;
       return;
     }
-    if (node.output_size() != 1) unsupported(where, fmt::format("{} with {} outputs", op, node.output_size()));
+    int outputs = node.output_size();
+    while (outputs > 1 && node.output(outputs - 1).empty()) --outputs;  // absent optional outputs
+    if (outputs != 1)
+      unsupported(where, fmt::format("{} with {} outputs (only the first output of a node is computed{})", op, outputs,
+                                     op == "LayerNormalization" ? "; Mean and InvStdDev are not" : ""));
     const std::string& output = node.output(0);
     auto computed = [&](int i) -> const Computed& { return computed_.at(node.input(i)); };
     auto is_computed = [&](int i) { return i < node.input_size() && computed_.count(node.input(i)) != 0; };
@@ -287,22 +293,138 @@ private:
       computed_[output] = value;
       return;
     }
-    if (op == "Relu") {
-      Op relu;
-      relu.kind = OpKind::relu;
-      relu.inputs = {tensor_of(computed(0), where)};
-      computed_[output] = Computed{add_op(relu, output, index, where), "", computed(0).dims};
-      return;
-    }
+    if (auto kind = unary_kind(op)) return import_unary(node, *kind, index, where);
     if (op == "Softmax") return import_softmax(node, index, where);
     if (op == "MatMul") return import_matmul(node, index, where);
     if (op == "Gemm") return import_gemm(node, index, where);
-    if (op == "Add" || op == "Sub") return import_add(node, index, where);
-    if (op == "Mul" || op == "Div" || op == "Sigmoid" || op == "Tanh")
-      unsupported(where, fmt::format("{} of a computed tensor: the device has no {} codelet yet", op,
-                                     op == "Mul" ? "multiply" : op == "Div" ? "divide" : op == "Sigmoid" ? "sigmoid" : "tanh"));
+    if (op == "Add" || op == "Sub" || op == "Mul" || op == "Div") return import_binary(node, index, where);
+    if (op == "ReduceMean" || op == "ReduceSum") return import_reduce(node, index, where);
+    if (op == "LayerNormalization") return import_layer_norm(node, index, where);
     if (is_foldable(op)) unsupported(where, fmt::format("{} of a computed tensor (it is folded only on constants)", op));
     unsupported(where, fmt::format("operator {}", op));
+  }
+
+  static std::optional<OpKind> unary_kind(const std::string& op) {
+    if (op == "Relu") return OpKind::relu;
+    if (op == "Sigmoid") return OpKind::sigmoid;
+    if (op == "Tanh") return OpKind::tanh;
+    if (op == "Erf") return OpKind::erf;
+    if (op == "Sqrt") return OpKind::sqrt;
+    if (op == "Pow") return OpKind::pow;
+    return std::nullopt;
+  }
+
+  void import_unary(const onnx::NodeProto& node, OpKind kind, int index, const std::string& where) {
+    if (!computed_.count(node.input(0))) unsupported(where, fmt::format("{} of a constant (it is not folded)", node.op_type()));
+    const Computed& x = computed_.at(node.input(0));
+    Op op;
+    op.kind = kind;
+    if (kind == OpKind::pow) {
+      // Pow's exponent must be one constant value (a scalar, or a tensor of one element).
+      auto exponent = constants_.find(node.input(1));
+      if (exponent == constants_.end())
+        unsupported(where, fmt::format("Pow with a computed exponent '{}' (the exponent must be a constant)", node.input(1)));
+      const Constant& e = exponent->second;
+      if (e.values.size() != 1)
+        unsupported(where, fmt::format("Pow with an exponent of {} values (one constant value is supported)", e.values.size()));
+      if (broadcast_dims(x.dims, e.dims, where) != x.dims)
+        unsupported(where, fmt::format("Pow whose exponent {} broadcasts {} to a larger shape", dims_text(e.dims), dims_text(x.dims)));
+      op.exponent = e.values[0];
+    }
+    op.inputs = {tensor_of(x, where)};
+    computed_[node.output(0)] = Computed{add_op(op, node.output(0), index, where), "", x.dims};
+  }
+
+  /// The IR layout in which a value of `dims` is [product of dims before `axis`, product from
+  /// `axis`]: its own when that is the last axis, else a view only a graph input can take.
+  static std::vector<std::int64_t> split_view(const Dims& dims, std::int64_t axis) {
+    const auto rank = static_cast<std::int64_t>(dims.size());
+    if (axis >= rank - 1 || rank <= 1) return ir_shape(dims);
+    std::int64_t leading = 1, trailing = 1;
+    for (std::int64_t d = 0; d < rank; ++d) (d < axis ? leading : trailing) *= dims[static_cast<std::size_t>(d)];
+    return {leading, trailing};
+  }
+
+  /// ReduceMean and ReduceSum over trailing axes (the last, or all): a reduce_mean/reduce_sum of
+  /// the rows of the [leading, trailing] view, kept as [leading, 1].
+  void import_reduce(const onnx::NodeProto& node, int index, const std::string& where) {
+    const bool mean = node.op_type() == "ReduceMean";
+    if (!computed_.count(node.input(0))) unsupported(where, fmt::format("{} of a constant (it is not folded)", node.op_type()));
+    const Computed& x = computed_.at(node.input(0));
+    const auto rank = static_cast<std::int64_t>(x.dims.size());
+    std::vector<std::int64_t> axes;
+    // ReduceSum takes its axes as an input from opset 13 (ReduceMean from 18, beyond ONNX 1.12).
+    if (!mean && result_.opset >= 13) {
+      if (node.input_size() > 1 && !node.input(1).empty()) {
+        auto found = constants_.find(node.input(1));
+        if (found == constants_.end())
+          unsupported(where, fmt::format("{} with computed axes '{}' (the axes must be a constant)", node.op_type(), node.input(1)));
+        for (double v : found->second.values) axes.push_back(static_cast<std::int64_t>(v));
+      }
+    } else if (const onnx::AttributeProto* attribute = find_attribute(node, "axes")) {
+      axes.assign(attribute->ints().begin(), attribute->ints().end());
+    }
+    if (axes.empty() && int_attribute(node, "noop_with_empty_axes", 0) != 0) {
+      computed_[node.output(0)] = x;  // no axes and noop: the input itself
+      return;
+    }
+    std::set<std::int64_t> reduced;
+    for (std::int64_t axis : axes) reduced.insert(normalize_axis(axis, rank, where));
+    if (axes.empty())
+      for (std::int64_t axis = 0; axis < rank; ++axis) reduced.insert(axis);
+    const std::int64_t first = reduced.empty() ? rank : *reduced.begin();
+    if (reduced.empty() || *reduced.rbegin() != rank - 1 || static_cast<std::int64_t>(reduced.size()) != rank - first)
+      unsupported(where, fmt::format("{} over axes [{}] of a rank-{} tensor (the last axis, or trailing axes, are supported)",
+                                     node.op_type(), fmt::join(axes, ", "), rank));
+    Op op;
+    op.kind = mean ? OpKind::reduce_mean : OpKind::reduce_sum;
+    op.inputs = {tensor_as(x, split_view(x.dims, first), where)};
+    Dims dims;
+    const bool keep = int_attribute(node, "keepdims", 1) != 0;
+    for (std::int64_t d = 0; d < rank; ++d)
+      if (d < first) dims.push_back(x.dims[static_cast<std::size_t>(d)]);
+      else if (keep) dims.push_back(1);
+    computed_[node.output(0)] = Computed{add_op(op, node.output(0), index, where), "", dims};
+  }
+
+  /// LayerNormalization (opset 17) over the axes from `axis` on: layer_norm of the rows of the
+  /// [leading, trailing] view with Scale and B (zeros when absent) as rows of `trailing`.
+  void import_layer_norm(const onnx::NodeProto& node, int index, const std::string& where) {
+    if (!computed_.count(node.input(0))) unsupported(where, "LayerNormalization of a constant (it is not folded)");
+    const Computed& x = computed_.at(node.input(0));
+    const auto rank = static_cast<std::int64_t>(x.dims.size());
+    const std::int64_t axis = normalize_axis(int_attribute(node, "axis", -1), rank, where);
+    const std::vector<std::int64_t> view = split_view(x.dims, axis);
+    const Dims normalized(x.dims.begin() + axis, x.dims.end());
+    const std::int64_t trailing = element_count(normalized, where);
+    Op op;
+    op.kind = OpKind::layer_norm;
+    op.epsilon = float_attribute(node, "epsilon", 1e-5f);
+    op.inputs = {tensor_as(x, view, where)};
+    for (int i = 1; i <= 2; ++i) {
+      const char* role = i == 1 ? "Scale" : "B";
+      if (i >= node.input_size() || node.input(i).empty()) {  // no B: a zero shift
+        op.inputs.push_back(add_weight(node.output(0) + ".zero_bias", {trailing},
+                                       std::vector<double>(static_cast<std::size_t>(trailing), 0.0), false));
+        continue;
+      }
+      const std::string& name = node.input(i);
+      if (auto c = constants_.find(name); c != constants_.end()) {
+        check_float(c->second, name, where);
+        if (broadcast_dims(normalized, c->second.dims, where) != normalized)
+          unsupported(where, fmt::format("{} '{}' of dims {} for normalized dims {}", role, name, dims_text(c->second.dims),
+                                         dims_text(normalized)));
+        const bool as_is = c->second.dims == normalized && normalized.size() == 1;
+        op.inputs.push_back(add_weight(as_is ? name : name + ".row", {trailing}, expand_to(c->second, normalized), false));
+      } else {
+        const Computed& value = computed_.at(name);
+        if (element_count(value.dims, where) != trailing)
+          unsupported(where, fmt::format("a computed {} '{}' of dims {} for normalized dims {} (it must hold one value per "
+                                         "normalized element)", role, name, dims_text(value.dims), dims_text(normalized)));
+        op.inputs.push_back(tensor_as(value, {trailing}, where));
+      }
+    }
+    computed_[node.output(0)] = Computed{add_op(op, node.output(0), index, where), "", x.dims};
   }
 
   void import_softmax(const onnx::NodeProto& node, int index, const std::string& where) {
@@ -396,7 +518,7 @@ private:
       check_float(bias, node.input(2), where);
       if (beta != 1.0f)
         for (double& v : bias.values) v = round_to(bias.dtype, beta * v);
-      add.inputs[1] = constant_operand(node.input(2), bias, dims, beta != 1.0f, where);
+      add.inputs[1] = constant_operand(node.input(2), bias, dims, beta != 1.0f, true, where);
     } else {
       if (beta != 1.0f) unsupported(where, "beta != 1 with a computed C (it can only be folded into constant biases)");
       add.inputs[1] = computed_operand(computed_.at(node.input(2)), dims, where);
@@ -404,9 +526,9 @@ private:
     computed_[node.output(0)] = Computed{add_op(add, node.output(0), index, where), "", dims};
   }
 
-  /// A constant added to a tensor of `dims`: a row vector when it varies along the last axis
-  /// only (a bias), else expanded to the whole tensor.
-  std::uint32_t constant_operand(const std::string& name, const Constant& c, const Dims& dims, bool derived,
+  /// A constant operand of a tensor of `dims`: a row vector when it varies along the last axis
+  /// only (a bias), else expanded to the whole tensor. Only add's rows may stay float16 (`half_row`).
+  std::uint32_t constant_operand(const std::string& name, const Constant& c, const Dims& dims, bool derived, bool half_row,
                                  const std::string& where) {
     const Dims out = broadcast_dims(dims, c.dims, where);
     if (out != dims) unsupported(where, fmt::format("broadcasting the computed operand {} to {}", dims_text(dims), dims_text(out)));
@@ -416,7 +538,8 @@ private:
       Constant row_dims = c;
       row_dims.dims = {c.dims.empty() ? 1 : c.dims.back()};
       const bool as_is = !derived && c.dims.size() == 1 && c.dims[0] == dims.back();
-      return add_weight(as_is ? name : name + ".row", {dims.back()}, expand_to(row_dims, {dims.back()}), keeps_half(c, as_is));
+      return add_weight(as_is ? name : name + ".row", {dims.back()}, expand_to(row_dims, {dims.back()}),
+                        keeps_half(c, as_is && half_row));
     }
     return add_weight(c.dims == dims && !derived ? name : name + ".expanded", ir_shape(dims), expand_to(c, dims), false);
   }
@@ -432,39 +555,61 @@ private:
     return tensor_as(value, {dims.back()}, where);
   }
 
-  void import_add(const onnx::NodeProto& node, int index, const std::string& where) {
-    const bool subtract = node.op_type() == "Sub";
+  /// Add, Sub, Mul, Div: the computed operand first; a constant second operand is a row
+  /// vector or expanded (constant_operand). Add and Mul commute; c - x is (-1 * x) + c.
+  void import_binary(const onnx::NodeProto& node, int index, const std::string& where) {
+    const std::string& type = node.op_type();
+    const OpKind kind = type == "Add" ? OpKind::add : type == "Sub" ? OpKind::sub : type == "Mul" ? OpKind::mul : OpKind::div;
+    const bool commutes = kind == OpKind::add || kind == OpKind::mul;
     int first = 0, second = 1;
+    bool negate_first = false;
     if (!computed_.count(node.input(0))) {
-      if (subtract) unsupported(where, "a constant minus a computed tensor (the device has no negate codelet yet)");
+      if (kind == OpKind::div) unsupported(where, "a constant divided by a computed tensor (the device divides by constants or computed tensors only)");
+      negate_first = kind == OpKind::sub;
       std::swap(first, second);
     }
     const Computed& x = computed_.at(node.input(first));
     const std::string& other = node.input(second);
-    Op add;
-    add.kind = OpKind::add;
-    add.inputs = {tensor_of(x, where), 0};
+    Op op;
+    op.kind = negate_first ? OpKind::add : kind;
+    std::uint32_t x_tensor = tensor_of(x, where);
+    if (negate_first) {
+      // c - x = (-1 * x) + c: the negation is exact, so one rounding as in c - x.
+      Op negate;
+      negate.kind = OpKind::mul;
+      negate.inputs = {x_tensor, add_weight(node.output(0) + ".minus_one", {x.dims.empty() ? 1 : x.dims.back()},
+                                            std::vector<double>(static_cast<std::size_t>(x.dims.empty() ? 1 : x.dims.back()), -1.0),
+                                            false)};
+      x_tensor = add_op(negate, node.output(0) + ".negated", index, where);
+    }
+    op.inputs = {x_tensor, 0};
     Dims dims = x.dims;
     if (auto c = constants_.find(other); c != constants_.end()) {
       Constant operand = c->second;
       check_float(operand, other, where);
-      if (subtract)
-        for (double& v : operand.values) v = -v;  // x - c = x + (-c), exactly
-      add.inputs[1] = constant_operand(other, operand, dims, subtract, where);
+      // x - c = x + (-c), exactly: the bias add the device fuses.
+      if (kind == OpKind::sub && !negate_first) {
+        for (double& v : operand.values) v = -v;
+        op.kind = OpKind::add;
+      }
+      const bool derived = kind == OpKind::sub && !negate_first;
+      op.inputs[1] = constant_operand(other, operand, dims, derived, op.kind == OpKind::add, where);
     } else {
-      if (subtract) unsupported(where, "the difference of two computed tensors (the device has no subtract codelet yet)");
       const Computed& y = computed_.at(other);
       const Dims out = broadcast_dims(x.dims, y.dims, where);
       if (out != x.dims) {
         if (out != y.dims) unsupported(where, fmt::format("broadcasting both operands {} and {}", dims_text(x.dims), dims_text(y.dims)));
+        if (!commutes)
+          unsupported(where, fmt::format("{} whose first operand {} broadcasts to the second's {} (only the second "
+                                         "operand may broadcast, as a row)", type, dims_text(x.dims), dims_text(y.dims)));
         // The larger operand goes first: the IR broadcasts the second as a row.
         dims = y.dims;
-        add.inputs = {tensor_of(y, where), computed_operand(x, dims, where)};
+        op.inputs = {tensor_of(y, where), computed_operand(x, dims, where)};
       } else {
-        add.inputs[1] = computed_operand(y, dims, where);
+        op.inputs[1] = computed_operand(y, dims, where);
       }
     }
-    computed_[node.output(0)] = Computed{add_op(add, node.output(0), index, where), "", dims};
+    computed_[node.output(0)] = Computed{add_op(op, node.output(0), index, where), "", dims};
   }
 
   void import_output(const onnx::ValueInfoProto& output) {

@@ -110,7 +110,11 @@ private:
       case Codelet::bias_add: arithmetic = std::uint64_t{params[0]} * params[1] * (params[2] ? 2 : 1); break;
       case Codelet::relu:
       case Codelet::add:
-      case Codelet::copy: arithmetic = params[0]; break;
+      case Codelet::copy:
+      case Codelet::unary:
+      case Codelet::binary: arithmetic = params[0]; break;
+      case Codelet::binary_row:
+      case Codelet::reduce_rows: arithmetic = std::uint64_t{params[0]} * params[1]; break;
       case Codelet::reduce_bias:
         arithmetic = (std::uint64_t{params[0]} + 2) * params[1] * params[2];
         break;

@@ -1,0 +1,54 @@
+#!/usr/bin/env bash
+# ONNX Runtime as a differential reference: generated MLPs (scripts/make_onnx_models.py) compiled
+# for t16, run with their input, checked against their float64 expected outputs (--expect) and
+# against ONNX Runtime (--differential). Also checks the comparison can fail (zero tolerances).
+# Skips (77) only when node or tools/onnxruntime's onnxruntime-node is absent.
+#
+#   test_onnx_differential.sh TESSERA_BINARY SOURCE_DIR PIPELINE
+set -euo pipefail
+tessera=$1 source=$2 pipeline=$3
+command -v node >/dev/null || { echo "SKIP: node is not installed (scripts/bootstrap.sh installs nodejs and npm)"; exit 77; }
+[ -f "$source/tools/onnxruntime/node_modules/onnxruntime-node/package.json" ] ||
+  { echo "SKIP: onnxruntime-node is not installed in $source/tools/onnxruntime (run scripts/bootstrap.sh)"; exit 77; }
+
+work=$(mktemp -d "${TMPDIR:-/tmp}/tessera-onnx-differential.XXXXXX")
+trap 'rm -rf "$work"' EXIT
+fail() { echo "FAIL: $*" >&2; exit 1; }
+
+/usr/bin/python3 "$source/scripts/make_onnx_models.py" "$work/models" mlp-b2-w64-n3 mlp-b4-w96-gelu-ln mlp-b8-w64-tanh
+for model in mlp-b2-w64-n3 mlp-b4-w96-gelu-ln mlp-b8-w64-tanh; do
+  folder=$work/models/$model
+  "$tessera" compile "$folder/model.onnx" -p "$pipeline" -o "$work/$model.tpkg" >"$work/$model.compile" 2>&1 ||
+    { tail -5 "$work/$model.compile"; fail "$model does not compile"; }
+  run=("$tessera" run "$work/$model.tpkg" --lock "$work/device.lock" --input "x=$folder/test_data_set_0/input_0.pb"
+       --expect "y=$folder/test_data_set_0/output_0.pb" --differential)
+  "${run[@]}" >"$work/$model.out" 2>"$work/$model.err" || { cat "$work/$model.out"; tail -5 "$work/$model.err"; fail "$model: run failed"; }
+  grep -q "expectTest=PASS" "$work/$model.out" || fail "$model: the expected outputs do not match"
+  grep -q "differentialTest=PASS" "$work/$model.out" || fail "$model: ONNX Runtime's outputs do not match"
+  line=$(grep "^differential output=y " "$work/$model.out") || fail "$model: no differential line for output y"
+  echo "$model: $line $(grep -o 'differentialReference=[^ ]*' "$work/$model.out")"
+done
+
+# The comparison can fail: GELU's erf and LayerNorm round differently in ONNX Runtime, so at zero
+# tolerance the device's outputs are not all equal to its.
+model=mlp-b4-w96-gelu-ln
+abs_error=$(grep "^differential output=y " "$work/$model.out" | sed 's/.*maxAbsoluteError=\([^ ]*\).*/\1/')
+if [ "$abs_error" != 0 ]; then
+  set +e
+  "$tessera" run "$work/$model.tpkg" --lock "$work/device.lock" --input "x=$work/models/$model/test_data_set_0/input_0.pb" \
+    --differential --atol 0 --rtol 0 >"$work/strict.out" 2>"$work/strict.err"
+  code=$?
+  set -e
+  [ $code -eq 1 ] || fail "a differential run beyond tolerance exits $code, not 1"
+  grep -q "differentialTest=FAIL" "$work/strict.out" || fail "a differential run beyond tolerance does not print differentialTest=FAIL"
+fi
+
+# A YAML package has no ONNX model to give ONNX Runtime: a clear error, exit 1.
+set +e
+"$tessera" compile "$source/configs/models/mlp-small.yaml" -p "$pipeline" -o "$work/yaml.tpkg" >/dev/null 2>&1
+"$tessera" run "$work/yaml.tpkg" --lock "$work/device.lock" --differential >"$work/yaml.out" 2>"$work/yaml.err"
+code=$?
+set -e
+[ $code -eq 1 ] || fail "--differential on a YAML package exits $code, not 1"
+grep -q "ONNX Runtime runs ONNX models only" "$work/yaml.err" || { cat "$work/yaml.err"; fail "--differential on a YAML package: no clear error"; }
+echo "PASS"
