@@ -72,7 +72,7 @@ TEST_CASE("ab compares greedy with in-order on the quick suite and resumes", "[a
   const fs::path results = dir.path() / "results";
   const fs::path html = dir.path() / "out/report.html", csv = dir.path() / "out/report.csv", markdown = dir.path() / "out/r.md";
   auto r = run_command(ab_command(base, suite, results, {"--html", html.string(), "--csv", csv.string(), "--markdown",
-                                                         markdown.string()}),
+                                                         markdown.string(), "--warmup", "1"}),
                        kNoExtraPlugins);
   INFO(r.err);
   REQUIRE(r.exit_code == 0);
@@ -89,6 +89,25 @@ TEST_CASE("ab compares greedy with in-order on the quick suite and resumes", "[a
   CHECK(count_records(results) == 6);
   CHECK(report["driver"]["executed"] == 6);
   CHECK(report["driver"]["runs"] == 2);  // the twin's package equals greedy's: not run again
+  CHECK(report["driver"]["warmups"] == 3);  // one per (model, arm), thrown away
+  CHECK(report["warmup"] == 1);
+
+  // Each record says where, under what load and with which build its compile was timed, and its CPU time.
+  const json record = read_json(results / "records/mlp-small@t16/in-order/repeat-1.json");
+  CHECK_FALSE(record["host"].get<std::string>().empty());
+  CHECK(record["load_average"].get<double>() >= 0);
+  CHECK(record["warmup"] == 1);
+  CHECK(record["tessera"]["build_hash"] == report["tessera"]["build_hash"]);
+  CHECK(record["compile"]["process"]["user_ms"].get<double>() > 0);
+  REQUIRE(report["measured"]["hosts"].size() == 1);
+  CHECK(report["measured"]["hosts"][0] == record["host"]);
+
+  // Compile-time verdicts are on CPU time, held to the A-vs-A floor; wall time and the estimate are information.
+  const json& cpu = find_comparison(report, "in-order", "compile_cpu_ms");
+  CHECK(cpu["samples"].size() == 2);
+  CHECK(cpu["noise_floor_log"].is_number());
+  CHECK(find_comparison(report, "in-order", "compile_wall_ms")["verdict"] == "information");
+  CHECK(find_comparison(report, "in-order", "estimated_cycles")["verdict"] == "information");
 
   // in-order schedules no shorter than greedy; the plan and the bound are the same.
   const json& scheduled = find_comparison(report, "in-order", "scheduled_exchange_cycles");
@@ -123,7 +142,7 @@ TEST_CASE("ab compares greedy with in-order on the quick suite and resumes", "[a
     CHECK_THAT(page, Catch::Contains(id));
   CHECK(page.find("http://") == page.find("http://www.w3.org/2000/svg"));  // no network: only the SVG namespace
   const std::string table = read_file(csv);
-  CHECK(std::count(table.begin(), table.end(), '\n') == 1 + 2 * 9);  // header, (in-order + twin) x 9 metrics
+  CHECK(std::count(table.begin(), table.end(), '\n') == 1 + 2 * 10);  // header, (in-order + twin) x 10 metrics
   CHECK_THAT(read_file(markdown), Catch::Contains("## in-order vs greedy"));
   CHECK(fs::exists(results / "report.html"));
   auto again = run_command({tessera_binary(), "compile", source_path("configs/models/mlp-small.yaml"), "-p",

@@ -54,6 +54,7 @@ public:
   std::uint32_t submission = 0, task_index = 0;
   std::vector<std::string> arms;
   std::uint32_t repeat = 3;
+  std::uint32_t warmup = 0;
   double alpha = 0.05;
   bool retry_failed = false;
   bool quiet = false;
@@ -212,6 +213,7 @@ DriverStats driver_stats(const std::string& command, const ResultsDir& results, 
   driver.stale = stats.stale;
   driver.failed = stats.failed;
   driver.runs = stats.runs;
+  driver.warmups = stats.warmups;
   return driver;
 }
 
@@ -286,6 +288,7 @@ int run_ab(AbCommand& o) {
   manifest.base_pipeline = fs::absolute(o.base).lexically_normal().string();
   for (const PreparedArm& arm : prepared) manifest.arms.push_back(arm.info);
   manifest.repeat = o.repeat;
+  manifest.warmup = o.warmup;
   manifest.shard_index = shard_index;
   manifest.shard_count = shard_count;
 
@@ -325,8 +328,8 @@ int run_ab(AbCommand& o) {
 
   const std::vector<WorkItem> all = plan_work(manifest);
   const std::vector<WorkItem> items = shard_items(all, shard_index, shard_count);
-  log->info("ab starting suite={} models={} arms={} repeat={} shard={}/{} items={} of {} results={}", suite.name,
-            suite.entries.size(), requests.size(), o.repeat, shard_index, shard_count, items.size(), all.size(),
+  log->info("ab starting suite={} models={} arms={} repeat={} warmup={} shard={}/{} items={} of {} results={}", suite.name,
+            suite.entries.size(), requests.size(), o.repeat, o.warmup, shard_index, shard_count, items.size(), all.size(),
             results.root());
   if (o.executor == "slurm") {
     SlurmOptions options = o.slurm;  // the command line first, then the suite's `slurm:`
@@ -528,6 +531,9 @@ std::shared_ptr<AbCommand> add_ab_command(CLI::App& app) {
                                     "(repeatable)");
   o.ab->add_option("--suite", o.suite, "suite YAML: the models and targets (configs/suites/)")->check(CLI::ExistingFile);
   o.ab->add_option("--repeat", o.repeat, "compiles per model and arm, interleaved, for compile time and memory")
+      ->capture_default_str();
+  o.ab->add_option("--warmup", o.warmup, "discarded compiles of each model and arm before its measured ones (page cache, "
+                                         "plugin libraries)")
       ->capture_default_str();
   o.ab->add_option("--shard", o.shard, "i/N: do every N-th work item from the i-th (join shards with `tessera ab merge`)");
   o.ab->add_option("--results", o.results, "results directory; rerunning resumes it (default: ab-results/SUITE-HASH)");
