@@ -90,6 +90,8 @@ TEST_CASE("ab compares greedy with in-order on the quick suite and resumes", "[a
   CHECK(report["driver"]["executed"] == 6);
   CHECK(report["driver"]["runs"] == 2);  // the twin's package equals greedy's: not run again
   CHECK(report["driver"]["warmups"] == 3);  // one per (model, arm), thrown away
+  CHECK_THAT(r.err, Catch::Contains("ab progress: 1/6 items done, 0 failed, 0 skipped, elapsed ") &&
+                        Catch::Contains("ab progress: 6/6 items done, 0 failed, 0 skipped, elapsed "));  // not a terminal: plain lines
   CHECK(report["warmup"] == 1);
 
   // Each record says where, under what load and with which build its compile was timed, and its CPU time.

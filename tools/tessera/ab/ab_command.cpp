@@ -19,6 +19,7 @@
 #include "executor_local.hpp"
 #include "executor_slurm.hpp"
 #include "fingerprint.hpp"
+#include "progress.hpp"
 #include "report.hpp"
 #include "results.hpp"
 #include "runner.hpp"
@@ -200,7 +201,11 @@ RunnerOptions runner_options(const ResultsDir& results, const std::string& lock,
 
 RunnerStats run_locally(const AbCommand& o, const Manifest& manifest, const ResultsDir& results,
                         const std::vector<WorkItem>& items, bool retry_failed) {
-  return run_local(manifest, results, items, runner_options(results, o.lock, retry_failed), o.jobs, !o.lock.empty());
+  Progress progress(items.size(), stderr, Progress::mode_for_stderr());
+  progress.attach_to_logs();
+  RunnerOptions options = runner_options(results, o.lock, retry_failed);
+  options.progress = &progress;
+  return run_local(manifest, results, items, options, o.jobs, !o.lock.empty());
 }
 
 DriverStats driver_stats(const std::string& command, const ResultsDir& results, const RunnerStats& stats) {

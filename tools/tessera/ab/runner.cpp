@@ -18,6 +18,7 @@
 #include <fmt/format.h>
 
 #include "executor_local.hpp"
+#include "progress.hpp"
 #include "subprocess.hpp"
 #include "tessera/diagnostic.hpp"
 #include "tessera/log.hpp"
@@ -117,6 +118,7 @@ RunnerStats run_work(const Manifest& manifest, const ResultsDir& results, const 
       } else if (!(options.retry_failed && stored->failed())) {
         ++stats.skipped;
         log->info("skipping finished ab item {}", progress);
+        if (options.progress) options.progress->item_finished(false, false);
         continue;
       }
     }
@@ -243,6 +245,7 @@ RunnerStats run_work(const Manifest& manifest, const ResultsDir& results, const 
     }
     record.finished_at = utc_now();
     results.write_record(record);
+    if (options.progress) options.progress->item_finished(true, record.failed());
     if (record.failed()) {
       ++stats.failed;
       log->warn("ab item failed {} compile_exit={} run_exit={} log={}", progress, record.compile.process.exit_code,
