@@ -327,11 +327,75 @@ TEST_CASE("ab refuses one arm alone and keeps its default results outside the so
   auto defaulted = run_command({tessera_binary(), "ab", "--base", base, "--arm", "greedy=", "--arm",
                                 "in-order=" + source_path("configs/suites/arms/in-order.yaml"), "--suite", suite,
                                 "--repeat", "1", "--quiet"},
-                               {"TESSERA_PLUGIN_PATH=", "XDG_CACHE_HOME=" + (dir.path() / "cache").string()});
+                               {"TESSERA_PLUGIN_PATH=", "XDG_CACHE_HOME=" + (dir.path() / "cache").string(),
+                                "XDG_DATA_HOME=" + (dir.path() / "data").string()});
   INFO(defaulted.err);
   REQUIRE(defaulted.exit_code == 0);
+  // The history database defaults to the XDG data folder, readable by its owner only.
+  const fs::path database = dir.path() / "data/tessera/ab-history.sqlite";
+  REQUIRE(fs::exists(database));
+  CHECK((fs::status(database).permissions() & (fs::perms::group_all | fs::perms::others_all)) == fs::perms::none);
   std::size_t manifests = 0;
   for (const auto& entry : fs::directory_iterator(dir.path() / "cache/tessera/ab-results"))
     manifests += fs::exists(entry.path() / "manifest.json") && entry.path().filename().string().rfind("quick-", 0) == 0;
   CHECK(manifests == 1);
+}
+
+TEST_CASE("ab history records sweeps of two tessera builds and shows how a metric moved", "[ab][e2e][history]") {
+  TempDir dir;
+  const std::string base = pipeline_copy(dir, source_path("configs/pipelines/small.yaml"), "greedy", "greedy");
+  const std::string suite = source_path("configs/suites/quick.yaml");
+  // Another build: the same binary with one byte more (so another build hash), beside the same plugins.
+  const fs::path other = dir.path() / "other-build/tools";
+  fs::create_directories(other);
+  fs::copy_file(tessera_binary(), other / "tessera");
+  std::ofstream(other / "tessera", std::ios::app) << '\n';
+  fs::permissions(other / "tessera", fs::perms::owner_all, fs::perm_options::add);
+  fs::create_directory_symlink(fs::path(TESSERA_BINARY_DIR) / "plugins", dir.path() / "other-build/plugins");
+  fs::create_symlink(fs::path(TESSERA_BINARY_DIR) / "tools/tessera-plugin-host", other / "tessera-plugin-host");
+  const fs::path database = dir.path() / "history/ab.sqlite";
+  auto sweep = [&](const std::string& binary, const fs::path& results) {
+    return run_command({binary, "ab", "--base", base, "--arm", "greedy=", "--arm",
+                        "in-order=" + source_path("configs/suites/arms/in-order.yaml"), "--suite", suite, "--repeat", "1",
+                        "--results", results.string(), "--history", database.string(), "--quiet"},
+                       kNoExtraPlugins);
+  };
+  auto first = sweep(tessera_binary(), dir.path() / "first");
+  INFO(first.err);
+  REQUIRE(first.exit_code == 0);
+  auto second = sweep((other / "tessera").string(), dir.path() / "second");
+  INFO(second.err);
+  REQUIRE(second.exit_code == 0);
+  const std::string build_one = read_json(dir.path() / "first/report.json")["tessera"]["build_hash"];
+  const std::string build_two = read_json(dir.path() / "second/report.json")["tessera"]["build_hash"];
+  REQUIRE(build_one != build_two);
+  CHECK_THAT(second.err, Catch::Contains("history recorded values=") && Catch::Contains("build=" + build_two));
+
+  // Only its owner can read the database, or list its folder.
+  const fs::perms others = fs::perms::group_all | fs::perms::others_all;
+  CHECK((fs::status(database).permissions() & others) == fs::perms::none);
+  CHECK((fs::status(database.parent_path()).permissions() & others) == fs::perms::none);
+
+  auto history = run_command({tessera_binary(), "ab", "history", "device_cycles", "--model", "mlp-small@t16", "--arm",
+                              "in-order", "--history", database.string()},
+                             kNoExtraPlugins);
+  INFO(history.err);
+  REQUIRE(history.exit_code == 0);
+  const std::string& table = history.out;
+  CHECK_THAT(table, Catch::Contains("history of device_cycles for model mlp-small@t16"));
+  REQUIRE(table.find(build_one) != std::string::npos);
+  REQUIRE(table.find(build_two) != std::string::npos);
+  CHECK(table.find(build_one) < table.find(build_two));  // oldest first
+  CHECK(std::count(table.begin(), table.end(), '\n') == 4);  // title, header, one row per build
+  CHECK(table.find("greedy ") == std::string::npos);          // --arm in-order only
+  CHECK_THAT(table, Catch::Contains(" first\n") && Catch::Contains(" +0.0%\n"));  // the same cycles from both builds
+
+  auto unknown_metric = run_command({tessera_binary(), "ab", "history", "cycles", "--model", "mlp-small@t16", "--history",
+                                     database.string()});
+  CHECK(unknown_metric.exit_code == 1);
+  CHECK_THAT(unknown_metric.err, Catch::Contains("no metric cycles; the metrics are device_cycles"));
+  auto unknown_model = run_command({tessera_binary(), "ab", "history", "device_cycles", "--model", "mlp", "--history",
+                                    database.string()});
+  CHECK(unknown_model.exit_code == 1);
+  CHECK_THAT(unknown_model.err, Catch::Contains("no values of device_cycles for model mlp; its models are mlp-small@t16"));
 }

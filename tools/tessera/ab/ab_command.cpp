@@ -19,6 +19,7 @@
 #include "executor_local.hpp"
 #include "executor_slurm.hpp"
 #include "fingerprint.hpp"
+#include "history.hpp"
 #include "progress.hpp"
 #include "report.hpp"
 #include "results.hpp"
@@ -47,6 +48,7 @@ public:
   CLI::App* resume = nullptr;
   CLI::App* task = nullptr;
   CLI::App* report = nullptr;
+  CLI::App* history = nullptr;
   std::string base, suite, results, shard = "1/1", lock;
   std::string executor = "local";
   unsigned jobs = 1;
@@ -61,9 +63,19 @@ public:
   bool quiet = false;
   ReportFiles files;
   std::vector<std::string> merge_directories;
+  std::string history_file;              ///< --history; "" = default_history_path()
+  std::string history_metric, history_model, history_arm;  ///< of `tessera ab history`
 };
 
 namespace {
+
+void add_history_option(CLI::App& command, AbCommand& options) {
+  command.add_option("--history", options.history_file,
+                     "SQLite history database every sweep's values are added to (default: " + default_history_path() + ")");
+}
+
+// Opened before any work, so a bad --history fails at once and not after the sweep.
+History open_history(const AbCommand& o) { return History(o.history_file.empty() ? default_history_path() : o.history_file); }
 
 void add_report_options(CLI::App& command, AbCommand& options) {
   command.add_option("--json", options.files.json, "write the report as JSON here");
@@ -74,6 +86,7 @@ void add_report_options(CLI::App& command, AbCommand& options) {
       ->check(CLI::Range(1e-6, 0.5))
       ->capture_default_str();
   command.add_flag("--quiet", options.quiet, "do not print the tables on stdout");
+  add_history_option(command, options);
 }
 
 void add_executor_options(CLI::App& command, AbCommand& o) {
@@ -130,11 +143,14 @@ void write_reports(const Analysis& analysis, const DriverStats& driver, const Re
 
 // Reports, prints the table, and turns failed items into the exit code.
 int finish(const Analysis& analysis, DriverStats driver, const ReportFiles& extra, const ReportFiles& beside_results,
-           bool quiet, const std::chrono::steady_clock::time_point start) {
+           bool quiet, const std::chrono::steady_clock::time_point start, History& history) {
   driver.wall_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
   driver.self_peak_rss_kib = self_peak_rss_kib();
   write_reports(analysis, driver, beside_results);
   write_reports(analysis, driver, extra);
+  const std::size_t recorded = history.record(analysis, driver.results);
+  logger("tessera.ab")->info("history recorded values={} build={} database={}", recorded, analysis.manifest.build.build_hash,
+                             history.path());
   if (!quiet) fmt::print("{}", terminal_report(analysis, driver.results));
   logger("tessera.ab")
       ->info("ab finished wall_ms={:.0f} child_wall_ms={:.0f} self_peak_rss_kib={} executed={} skipped={} runs={} "
@@ -275,6 +291,7 @@ int run_ab(AbCommand& o) {
   std::vector<InputFile> inputs{{o.base, "the base pipeline"}, {o.suite, "the suite"}};
   for (const ArmRequest& request : requests) inputs.push_back({request.overlay, "the overlay of arm " + request.name});
   check_report_files(o.files, inputs);
+  History history = open_history(o);
   StagingDirectory staging;
   std::vector<PreparedArm> prepared;
   try {
@@ -351,7 +368,7 @@ int run_ab(AbCommand& o) {
   }
   const RunnerStats stats = run_locally(o, manifest, results, items, o.retry_failed);
   const Analysis analysis = analyse(manifest, results.read_all_records(), o.alpha);
-  return finish(analysis, driver_stats("ab", results, stats), o.files, beside_results(results), o.quiet, start);
+  return finish(analysis, driver_stats("ab", results, stats), o.files, beside_results(results), o.quiet, start, history);
 }
 
 ResultsDir open_results(const std::string& path) {
@@ -396,10 +413,11 @@ bool report_unfinished(const Analysis& analysis, const std::string& root) {
 int run_report(AbCommand& o) {
   const auto start = std::chrono::steady_clock::now();
   const ResultsDir results = open_results(o.directory);
+  History history = open_history(o);
   const Manifest manifest = results.read_manifest();
   const Analysis analysis = analyse(manifest, results.read_all_records(), o.alpha);
   const int code = finish(analysis, driver_stats("ab report", results, RunnerStats{}), o.files, beside_results(results),
-                          o.quiet, start);
+                          o.quiet, start, history);
   return report_unfinished(analysis, results.root()) ? 1 : code;
 }
 
@@ -469,15 +487,18 @@ int run_resume(AbCommand& o) {
   std::vector<WorkItem> items;
   for (const WorkItem& item : plan_work(manifest))
     if (std::find(models.begin(), models.end(), manifest.entries[item.entry].id) != models.end()) items.push_back(item);
+  History history = open_history(o);
   const RunnerStats stats = run_locally(o, manifest, results, items, true);
   const Analysis analysis = analyse(manifest, results.read_all_records(), o.alpha);
-  return finish(analysis, driver_stats("ab resume", results, stats), o.files, beside_results(results), o.quiet, start);
+  return finish(analysis, driver_stats("ab resume", results, stats), o.files, beside_results(results), o.quiet, start,
+                history);
 }
 
 int run_merge(AbCommand& o) {
   const auto start = std::chrono::steady_clock::now();
   if (o.merge_directories.empty()) throw Error("tessera ab merge: name the results directories to join");
   auto log = logger("tessera.ab");
+  History history = open_history(o);
   std::vector<ResultsDir> directories;
   std::vector<Manifest> manifests;
   for (const std::string& path : o.merge_directories) {
@@ -521,7 +542,31 @@ int run_merge(AbCommand& o) {
   DriverStats driver;
   driver.command = "ab merge";
   driver.results = roots;
-  return finish(analysis, driver, o.files, ReportFiles{}, o.quiet, start);
+  return finish(analysis, driver, o.files, ReportFiles{}, o.quiet, start, history);
+}
+
+// `tessera ab history METRIC --model M [--arm A]`: how a metric moved across builds.
+int run_history(AbCommand& o) {
+  const MetricDefinition* metric = find_metric(o.history_metric);
+  if (!metric) {
+    std::string names;
+    for (const MetricDefinition& known : ab_metrics()) names += (names.empty() ? "" : ", ") + known.name;
+    throw Error("tessera ab history: no metric " + o.history_metric + "; the metrics are " + names);
+  }
+  const std::string path = o.history_file.empty() ? default_history_path() : o.history_file;
+  if (!fs::exists(path))
+    throw Error(path + ": no history database yet; every `tessera ab` sweep adds to it (or give --history FILE)");
+  const History history(path);
+  const std::optional<std::string> arm = o.history_arm.empty() ? std::nullopt : std::optional<std::string>(o.history_arm);
+  const std::vector<HistoryPoint> points = history.points(metric->name, o.history_model, arm);
+  if (points.empty()) {
+    std::string models;
+    for (const std::string& model : history.models()) models += (models.empty() ? "" : ", ") + model;
+    throw Error(history.path() + ": no values of " + metric->name + " for model " + o.history_model +
+                (arm ? " and arm " + *arm : "") + (models.empty() ? "; it holds no sweep yet" : "; its models are " + models));
+  }
+  fmt::print("{}", history_table(points, metric->name, o.history_model));
+  return 0;
 }
 
 }  // namespace
@@ -564,6 +609,11 @@ std::shared_ptr<AbCommand> add_ab_command(CLI::App& app) {
   o.report = o.ab->add_subcommand("report", "report what a results directory holds, naming missing and failed items");
   o.report->add_option("directory", o.directory, "results directory")->required()->check(CLI::ExistingDirectory);
   add_report_options(*o.report, o);
+  o.history = o.ab->add_subcommand("history", "how a metric of one model moved across tessera builds (the history database)");
+  o.history->add_option("metric", o.history_metric, "a metric, e.g. device_cycles or compile_cpu_ms")->required();
+  o.history->add_option("--model", o.history_model, "suite model id, e.g. mlp-small@t16")->required();
+  o.history->add_option("--arm", o.history_arm, "only this arm");
+  add_history_option(*o.history, o);
   // Internal: what each array task of a Slurm submission runs.
   o.task = o.ab->add_subcommand("task", "")->group("");
   o.task->add_option("directory", o.directory)->required()->check(CLI::ExistingDirectory);
@@ -582,6 +632,7 @@ int run_ab_command(AbCommand& command) {
   if (command.resume->parsed()) return run_resume(command);
   if (command.report->parsed()) return run_report(command);
   if (command.task->parsed()) return run_task(command);
+  if (command.history->parsed()) return run_history(command);
   return run_ab(command);
 }
 
