@@ -72,7 +72,7 @@ TEST_CASE("ab compares greedy with in-order on the quick suite and resumes", "[a
   const fs::path results = dir.path() / "results";
   const fs::path html = dir.path() / "out/report.html", csv = dir.path() / "out/report.csv", markdown = dir.path() / "out/r.md";
   auto r = run_command(ab_command(base, suite, results, {"--html", html.string(), "--csv", csv.string(), "--markdown",
-                                                         markdown.string(), "--warmup", "1"}),
+                                                         markdown.string(), "--warmup", "1", "--threads", "1"}),
                        kNoExtraPlugins);
   INFO(r.err);
   REQUIRE(r.exit_code == 0);
@@ -101,6 +101,11 @@ TEST_CASE("ab compares greedy with in-order on the quick suite and resumes", "[a
   CHECK(record["warmup"] == 1);
   CHECK(record["tessera"]["build_hash"] == report["tessera"]["build_hash"]);
   CHECK(record["compile"]["process"]["user_ms"].get<double>() > 0);
+  const std::vector<std::string> compile = record["compile"]["process"]["command"];
+  const auto threads = std::find(compile.begin(), compile.end(), "--threads");  // --threads passes through
+  REQUIRE(threads != compile.end());
+  CHECK(*std::next(threads) == "1");
+  CHECK_THAT(read_file(results / "logs/mlp-small@t16/in-order/repeat-1.compile.log"), Catch::Contains(" threads=1"));
   REQUIRE(report["measured"]["hosts"].size() == 1);
   CHECK(report["measured"]["hosts"][0] == record["host"]);
 
@@ -153,6 +158,28 @@ TEST_CASE("ab compares greedy with in-order on the quick suite and resumes", "[a
   CHECK(again.exit_code == 0);
   CHECK_THAT(again.out, Catch::Contains("scheduled_exchange_cycles=" +
                                         std::to_string(static_cast<long>(scheduled["value"].get<double>())) + " "));
+  // The same arm without `ab`: the base with the arm's overlay, merged as `ab` merges it.
+  auto overlaid = run_command({tessera_binary(), "compile", source_path("configs/models/mlp-small.yaml"), "-p", base,
+                               "--overlay", source_path("configs/suites/arms/in-order.yaml"), "-o",
+                               (dir.path() / "overlaid.tpkg").string()},
+                              kNoExtraPlugins);
+  INFO(overlaid.err);
+  CHECK(overlaid.exit_code == 0);
+  CHECK_THAT(overlaid.out, Catch::Contains("scheduled_exchange_cycles=" +
+                                           std::to_string(static_cast<long>(scheduled["value"].get<double>())) + " "));
+  auto printed = run_command({tessera_binary(), "compile", "-p", base, "--overlay",
+                              source_path("configs/suites/arms/in-order.yaml"), "--print-pipeline"},
+                             kNoExtraPlugins);
+  CHECK(printed.exit_code == 0);
+  CHECK_THAT(printed.out, Catch::Contains("in-order"));
+  const std::string typo = dir.write("typo.yaml", "exchange_sceduler: {plugin: in-order}\n");
+  auto refused = run_command({tessera_binary(), "compile", source_path("configs/models/mlp-small.yaml"), "-p", base,
+                              "--overlay", typo, "-o", (dir.path() / "typo.tpkg").string()},
+                             kNoExtraPlugins);
+  CHECK(refused.exit_code == 1);
+  CHECK_THAT(refused.err, Catch::Contains("error: " + typo + ":1:1:") && Catch::Contains("did you mean 'exchange_scheduler'?") &&
+                              Catch::Contains("[overlay " + typo + " merged onto " + base + "]"));
+  CHECK_FALSE(fs::exists(dir.path() / "typo.tpkg"));
 
   SECTION("a second run resumes: nothing is compiled again") {
     auto resumed = run_command(ab_command(base, suite, results), kNoExtraPlugins);
@@ -398,4 +425,24 @@ TEST_CASE("ab history records sweeps of two tessera builds and shows how a metri
                                     database.string()});
   CHECK(unknown_model.exit_code == 1);
   CHECK_THAT(unknown_model.err, Catch::Contains("no values of device_cycles for model mlp; its models are mlp-small@t16"));
+}
+
+TEST_CASE("ab validates every arm's tables before the first item and reports a bad one once", "[ab][e2e]") {
+  TempDir dir;
+  const std::string base = pipeline_copy(dir, source_path("configs/pipelines/small.yaml"), "greedy", "greedy");
+  const std::string table = dir.write("arms/tables/t16.yaml", "not: [a calibration table\n");
+  const std::string overlay = dir.write("arms/calibrated.yaml", "cost_model: {plugin: calibrated, options: {table: \"tables/{target}.yaml\"}}\n");
+  const fs::path results = dir.path() / "results";
+  auto r = run_command({tessera_binary(), "ab", "--base", base, "--arm", "greedy=", "--arm", "calibrated=" + overlay, "--suite",
+                        source_path("configs/suites/quick.yaml"), "--repeat", "3", "--results", results.string(), "--history",
+                        (dir.path() / "history.sqlite").string()},
+                       kNoExtraPlugins);
+  CHECK(r.exit_code == 1);
+  // One error naming the table and the arm's overlay; nothing compiled, no reproducer written.
+  CHECK_THAT(r.err, Catch::Contains("error: ") && Catch::Contains(table) && Catch::Contains("[arm 'calibrated' (overlay " + overlay));
+  CHECK(std::count(r.err.begin(), r.err.end(), '\n') == 1);
+  CHECK_FALSE(fs::exists(results / "records"));
+  std::size_t reproducers = 0;
+  for (const auto& entry : fs::recursive_directory_iterator(dir.path())) reproducers += entry.path().filename() == "reproducers";
+  CHECK(reproducers == 0);
 }

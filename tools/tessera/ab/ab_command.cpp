@@ -58,6 +58,7 @@ public:
   std::vector<std::string> arms;
   std::uint32_t repeat = 3;
   std::uint32_t warmup = 0;
+  std::uint32_t threads = 0;
   double alpha = 0.05;
   bool retry_failed = false;
   bool quiet = false;
@@ -177,10 +178,16 @@ std::string default_results_directory(const Manifest& manifest) {
   return (root / "ab-results" / (manifest.suite_name + "-" + hash_text(identity).substr(0, 8))).string();
 }
 
-std::vector<std::string> target_names(const Suite& suite) {
-  std::set<std::string> names;
-  for (const SuiteEntry& entry : suite.entries) names.insert(load_target(entry.target).name);
-  return {names.begin(), names.end()};
+// Each target of the suite once, by name.
+std::vector<Target> suite_targets(const Suite& suite) {
+  std::map<std::string, Target> targets;
+  for (const SuiteEntry& entry : suite.entries) {
+    Target target = load_target(entry.target);
+    targets.emplace(target.name, std::move(target));
+  }
+  std::vector<Target> list;
+  for (auto& [name, target] : targets) list.push_back(std::move(target));
+  return list;
 }
 
 // A task or a resume must not mix records of changed inputs under the manifest's fingerprints.
@@ -295,7 +302,7 @@ int run_ab(AbCommand& o) {
   StagingDirectory staging;
   std::vector<PreparedArm> prepared;
   try {
-    prepared = prepare_arms(o.base, requests, staging.path, target_names(suite));
+    prepared = prepare_arms(o.base, requests, staging.path, suite_targets(suite));
   } catch (const Error&) {
     staging.keep = true;  // the error names the merged pipeline: leave it for the user to read
     throw;
@@ -311,6 +318,7 @@ int run_ab(AbCommand& o) {
   for (const PreparedArm& arm : prepared) manifest.arms.push_back(arm.info);
   manifest.repeat = o.repeat;
   manifest.warmup = o.warmup;
+  manifest.threads = o.threads;
   manifest.shard_index = shard_index;
   manifest.shard_count = shard_count;
 
@@ -350,8 +358,9 @@ int run_ab(AbCommand& o) {
 
   const std::vector<WorkItem> all = plan_work(manifest);
   const std::vector<WorkItem> items = shard_items(all, shard_index, shard_count);
-  log->info("ab starting suite={} models={} arms={} repeat={} warmup={} shard={}/{} items={} of {} results={}", suite.name,
-            suite.entries.size(), requests.size(), o.repeat, o.warmup, shard_index, shard_count, items.size(), all.size(),
+  log->info("ab starting suite={} models={} arms={} repeat={} warmup={} threads={} shard={}/{} items={} of {} results={}",
+            suite.name, suite.entries.size(), requests.size(), o.repeat, o.warmup,
+            o.threads ? std::to_string(o.threads) : std::string("default"), shard_index, shard_count, items.size(), all.size(),
             results.root());
   if (o.executor == "slurm") {
     SlurmOptions options = o.slurm;  // the command line first, then the suite's `slurm:`
@@ -585,6 +594,9 @@ std::shared_ptr<AbCommand> add_ab_command(CLI::App& app) {
   o.ab->add_option("--warmup", o.warmup, "discarded compiles of each model and arm before its measured ones (page cache, "
                                          "plugin libraries)")
       ->capture_default_str();
+  o.ab->add_option("--threads", o.threads, "passed to every compile as its --threads (default: the compiler's, the "
+                                           "machine's cores); CPU time counts every thread")
+      ->check(CLI::PositiveNumber);
   o.ab->add_option("--shard", o.shard, "i/N: do every N-th work item from the i-th (join shards with `tessera ab merge`)");
   o.ab->add_option("--results", o.results, "results directory; rerunning resumes it (default: ab-results/SUITE-HASH)");
   o.ab->add_option("--lock", o.lock, "device lock file for the simulator runs (default: in the results directory)");

@@ -138,6 +138,7 @@ json to_json(const Manifest& m) {
           {"arms", arms},
           {"repeat", m.repeat},
           {"warmup", m.warmup},
+          {"threads", m.threads},
           {"shard", {{"index", m.shard_index}, {"count", m.shard_count}}}};
 }
 
@@ -164,6 +165,7 @@ Manifest manifest_from(const json& j) {
   }
   m.repeat = j.at("repeat").get<std::uint32_t>();
   m.warmup = j.value("warmup", 0u);
+  m.threads = j.value("threads", 0u);
   m.shard_index = j.at("shard").at("index").get<std::uint32_t>();
   m.shard_count = j.at("shard").at("count").get<std::uint32_t>();
   if (m.arms.empty() || m.entries.empty()) throw std::runtime_error("a manifest without arms or suite entries");

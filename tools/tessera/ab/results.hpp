@@ -112,6 +112,7 @@ struct Manifest {
   std::vector<ArmInfo> arms;  ///< the baseline first; the twin of the baseline last
   std::uint32_t repeat = 1;
   std::uint32_t warmup = 0;  ///< --warmup: discarded compiles per model and arm before the measured ones
+  std::uint32_t threads = 0; ///< --threads of every compile (0: the compiler's default, the machine's cores)
   std::uint32_t shard_index = 1, shard_count = 1;
 
   const ArmInfo& baseline() const { return arms.front(); }

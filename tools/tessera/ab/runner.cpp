@@ -146,9 +146,11 @@ RunnerStats run_work(const Manifest& manifest, const ResultsDir& results, const 
     const std::string compile_err = (logs / (stem + ".compile.log")).string();
     const std::string compile_json = (logs / (stem + ".compile.json")).string();
     auto compile_command = [&](const std::string& output, const std::string& phase_folder, const std::string& json) {
-      return std::vector<std::string>{options.tessera, "--log-level", "info", "compile", entry.model, "-p",
-                                      results.absolute(arm.pipeline), "-t", entry.target, "-o", output,
-                                      "--emit-phases", phase_folder, "--json", json};
+      std::vector<std::string> command{options.tessera, "--log-level", "info", "compile", entry.model, "-p",
+                                       results.absolute(arm.pipeline), "-t", entry.target, "-o", output,
+                                       "--emit-phases", phase_folder, "--json", json};
+      if (manifest.threads > 0) command.insert(command.end(), {"--threads", std::to_string(manifest.threads)});
+      return command;
     };
     // Warm-up compiles (page cache, plugin libraries, CPU frequency) are made and thrown away.
     if (manifest.warmup > 0 && warmed.insert({item.entry, item.arm}).second) {
