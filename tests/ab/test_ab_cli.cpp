@@ -72,7 +72,7 @@ TEST_CASE("ab compares greedy with in-order on the quick suite and resumes", "[a
   const fs::path results = dir.path() / "results";
   const fs::path html = dir.path() / "out/report.html", csv = dir.path() / "out/report.csv", markdown = dir.path() / "out/r.md";
   auto r = run_command(ab_command(base, suite, results, {"--html", html.string(), "--csv", csv.string(), "--markdown",
-                                                         markdown.string()}),
+                                                         markdown.string(), "--warmup", "1", "--threads", "1"}),
                        kNoExtraPlugins);
   INFO(r.err);
   REQUIRE(r.exit_code == 0);
@@ -89,6 +89,32 @@ TEST_CASE("ab compares greedy with in-order on the quick suite and resumes", "[a
   CHECK(count_records(results) == 6);
   CHECK(report["driver"]["executed"] == 6);
   CHECK(report["driver"]["runs"] == 2);  // the twin's package equals greedy's: not run again
+  CHECK(report["driver"]["warmups"] == 3);  // one per (model, arm), thrown away
+  CHECK_THAT(r.err, Catch::Contains("ab progress: 1/6 items done, 0 failed, 0 skipped, elapsed ") &&
+                        Catch::Contains("ab progress: 6/6 items done, 0 failed, 0 skipped, elapsed "));  // not a terminal: plain lines
+  CHECK(report["warmup"] == 1);
+
+  // Each record says where, under what load and with which build its compile was timed, and its CPU time.
+  const json record = read_json(results / "records/mlp-small@t16/in-order/repeat-1.json");
+  CHECK_FALSE(record["host"].get<std::string>().empty());
+  CHECK(record["load_average"].get<double>() >= 0);
+  CHECK(record["warmup"] == 1);
+  CHECK(record["tessera"]["build_hash"] == report["tessera"]["build_hash"]);
+  CHECK(record["compile"]["process"]["user_ms"].get<double>() > 0);
+  const std::vector<std::string> compile = record["compile"]["process"]["command"];
+  const auto threads = std::find(compile.begin(), compile.end(), "--threads");  // --threads passes through
+  REQUIRE(threads != compile.end());
+  CHECK(*std::next(threads) == "1");
+  CHECK_THAT(read_file(results / "logs/mlp-small@t16/in-order/repeat-1.compile.log"), Catch::Contains(" threads=1"));
+  REQUIRE(report["measured"]["hosts"].size() == 1);
+  CHECK(report["measured"]["hosts"][0] == record["host"]);
+
+  // Compile-time verdicts are on CPU time, held to the A-vs-A floor; wall time and the estimate are information.
+  const json& cpu = find_comparison(report, "in-order", "compile_cpu_ms");
+  CHECK(cpu["samples"].size() == 2);
+  CHECK(cpu["noise_floor_log"].is_number());
+  CHECK(find_comparison(report, "in-order", "compile_wall_ms")["verdict"] == "information");
+  CHECK(find_comparison(report, "in-order", "estimated_cycles")["verdict"] == "information");
 
   // in-order schedules no shorter than greedy; the plan and the bound are the same.
   const json& scheduled = find_comparison(report, "in-order", "scheduled_exchange_cycles");
@@ -123,7 +149,7 @@ TEST_CASE("ab compares greedy with in-order on the quick suite and resumes", "[a
     CHECK_THAT(page, Catch::Contains(id));
   CHECK(page.find("http://") == page.find("http://www.w3.org/2000/svg"));  // no network: only the SVG namespace
   const std::string table = read_file(csv);
-  CHECK(std::count(table.begin(), table.end(), '\n') == 1 + 2 * 9);  // header, (in-order + twin) x 9 metrics
+  CHECK(std::count(table.begin(), table.end(), '\n') == 1 + 2 * 10);  // header, (in-order + twin) x 10 metrics
   CHECK_THAT(read_file(markdown), Catch::Contains("## in-order vs greedy"));
   CHECK(fs::exists(results / "report.html"));
   auto again = run_command({tessera_binary(), "compile", source_path("configs/models/mlp-small.yaml"), "-p",
@@ -132,6 +158,28 @@ TEST_CASE("ab compares greedy with in-order on the quick suite and resumes", "[a
   CHECK(again.exit_code == 0);
   CHECK_THAT(again.out, Catch::Contains("scheduled_exchange_cycles=" +
                                         std::to_string(static_cast<long>(scheduled["value"].get<double>())) + " "));
+  // The same arm without `ab`: the base with the arm's overlay, merged as `ab` merges it.
+  auto overlaid = run_command({tessera_binary(), "compile", source_path("configs/models/mlp-small.yaml"), "-p", base,
+                               "--overlay", source_path("configs/suites/arms/in-order.yaml"), "-o",
+                               (dir.path() / "overlaid.tpkg").string()},
+                              kNoExtraPlugins);
+  INFO(overlaid.err);
+  CHECK(overlaid.exit_code == 0);
+  CHECK_THAT(overlaid.out, Catch::Contains("scheduled_exchange_cycles=" +
+                                           std::to_string(static_cast<long>(scheduled["value"].get<double>())) + " "));
+  auto printed = run_command({tessera_binary(), "compile", "-p", base, "--overlay",
+                              source_path("configs/suites/arms/in-order.yaml"), "--print-pipeline"},
+                             kNoExtraPlugins);
+  CHECK(printed.exit_code == 0);
+  CHECK_THAT(printed.out, Catch::Contains("in-order"));
+  const std::string typo = dir.write("typo.yaml", "exchange_sceduler: {plugin: in-order}\n");
+  auto refused = run_command({tessera_binary(), "compile", source_path("configs/models/mlp-small.yaml"), "-p", base,
+                              "--overlay", typo, "-o", (dir.path() / "typo.tpkg").string()},
+                             kNoExtraPlugins);
+  CHECK(refused.exit_code == 1);
+  CHECK_THAT(refused.err, Catch::Contains("error: " + typo + ":1:1:") && Catch::Contains("did you mean 'exchange_scheduler'?") &&
+                              Catch::Contains("[overlay " + typo + " merged onto " + base + "]"));
+  CHECK_FALSE(fs::exists(dir.path() / "typo.tpkg"));
 
   SECTION("a second run resumes: nothing is compiled again") {
     auto resumed = run_command(ab_command(base, suite, results), kNoExtraPlugins);
@@ -306,11 +354,95 @@ TEST_CASE("ab refuses one arm alone and keeps its default results outside the so
   auto defaulted = run_command({tessera_binary(), "ab", "--base", base, "--arm", "greedy=", "--arm",
                                 "in-order=" + source_path("configs/suites/arms/in-order.yaml"), "--suite", suite,
                                 "--repeat", "1", "--quiet"},
-                               {"TESSERA_PLUGIN_PATH=", "XDG_CACHE_HOME=" + (dir.path() / "cache").string()});
+                               {"TESSERA_PLUGIN_PATH=", "XDG_CACHE_HOME=" + (dir.path() / "cache").string(),
+                                "XDG_DATA_HOME=" + (dir.path() / "data").string()});
   INFO(defaulted.err);
   REQUIRE(defaulted.exit_code == 0);
+  // The history database defaults to the XDG data folder, readable by its owner only.
+  const fs::path database = dir.path() / "data/tessera/ab-history.sqlite";
+  REQUIRE(fs::exists(database));
+  CHECK((fs::status(database).permissions() & (fs::perms::group_all | fs::perms::others_all)) == fs::perms::none);
   std::size_t manifests = 0;
   for (const auto& entry : fs::directory_iterator(dir.path() / "cache/tessera/ab-results"))
     manifests += fs::exists(entry.path() / "manifest.json") && entry.path().filename().string().rfind("quick-", 0) == 0;
   CHECK(manifests == 1);
+}
+
+TEST_CASE("ab history records sweeps of two tessera builds and shows how a metric moved", "[ab][e2e][history]") {
+  TempDir dir;
+  const std::string base = pipeline_copy(dir, source_path("configs/pipelines/small.yaml"), "greedy", "greedy");
+  const std::string suite = source_path("configs/suites/quick.yaml");
+  // Another build: the same binary with one byte more (so another build hash), beside the same plugins.
+  const fs::path other = dir.path() / "other-build/tools";
+  fs::create_directories(other);
+  fs::copy_file(tessera_binary(), other / "tessera");
+  std::ofstream(other / "tessera", std::ios::app) << '\n';
+  fs::permissions(other / "tessera", fs::perms::owner_all, fs::perm_options::add);
+  fs::create_directory_symlink(fs::path(TESSERA_BINARY_DIR) / "plugins", dir.path() / "other-build/plugins");
+  fs::create_symlink(fs::path(TESSERA_BINARY_DIR) / "tools/tessera-plugin-host", other / "tessera-plugin-host");
+  const fs::path database = dir.path() / "history/ab.sqlite";
+  auto sweep = [&](const std::string& binary, const fs::path& results) {
+    return run_command({binary, "ab", "--base", base, "--arm", "greedy=", "--arm",
+                        "in-order=" + source_path("configs/suites/arms/in-order.yaml"), "--suite", suite, "--repeat", "1",
+                        "--results", results.string(), "--history", database.string(), "--quiet"},
+                       kNoExtraPlugins);
+  };
+  auto first = sweep(tessera_binary(), dir.path() / "first");
+  INFO(first.err);
+  REQUIRE(first.exit_code == 0);
+  auto second = sweep((other / "tessera").string(), dir.path() / "second");
+  INFO(second.err);
+  REQUIRE(second.exit_code == 0);
+  const std::string build_one = read_json(dir.path() / "first/report.json")["tessera"]["build_hash"];
+  const std::string build_two = read_json(dir.path() / "second/report.json")["tessera"]["build_hash"];
+  REQUIRE(build_one != build_two);
+  CHECK_THAT(second.err, Catch::Contains("history recorded values=") && Catch::Contains("build=" + build_two));
+
+  // Only its owner can read the database, or list its folder.
+  const fs::perms others = fs::perms::group_all | fs::perms::others_all;
+  CHECK((fs::status(database).permissions() & others) == fs::perms::none);
+  CHECK((fs::status(database.parent_path()).permissions() & others) == fs::perms::none);
+
+  auto history = run_command({tessera_binary(), "ab", "history", "device_cycles", "--model", "mlp-small@t16", "--arm",
+                              "in-order", "--history", database.string()},
+                             kNoExtraPlugins);
+  INFO(history.err);
+  REQUIRE(history.exit_code == 0);
+  const std::string& table = history.out;
+  CHECK_THAT(table, Catch::Contains("history of device_cycles for model mlp-small@t16"));
+  REQUIRE(table.find(build_one) != std::string::npos);
+  REQUIRE(table.find(build_two) != std::string::npos);
+  CHECK(table.find(build_one) < table.find(build_two));  // oldest first
+  CHECK(std::count(table.begin(), table.end(), '\n') == 4);  // title, header, one row per build
+  CHECK(table.find("greedy ") == std::string::npos);          // --arm in-order only
+  CHECK_THAT(table, Catch::Contains(" first\n") && Catch::Contains(" +0.0%\n"));  // the same cycles from both builds
+
+  auto unknown_metric = run_command({tessera_binary(), "ab", "history", "cycles", "--model", "mlp-small@t16", "--history",
+                                     database.string()});
+  CHECK(unknown_metric.exit_code == 1);
+  CHECK_THAT(unknown_metric.err, Catch::Contains("no metric cycles; the metrics are device_cycles"));
+  auto unknown_model = run_command({tessera_binary(), "ab", "history", "device_cycles", "--model", "mlp", "--history",
+                                    database.string()});
+  CHECK(unknown_model.exit_code == 1);
+  CHECK_THAT(unknown_model.err, Catch::Contains("no values of device_cycles for model mlp; its models are mlp-small@t16"));
+}
+
+TEST_CASE("ab validates every arm's tables before the first item and reports a bad one once", "[ab][e2e]") {
+  TempDir dir;
+  const std::string base = pipeline_copy(dir, source_path("configs/pipelines/small.yaml"), "greedy", "greedy");
+  const std::string table = dir.write("arms/tables/t16.yaml", "not: [a calibration table\n");
+  const std::string overlay = dir.write("arms/calibrated.yaml", "cost_model: {plugin: calibrated, options: {table: \"tables/{target}.yaml\"}}\n");
+  const fs::path results = dir.path() / "results";
+  auto r = run_command({tessera_binary(), "ab", "--base", base, "--arm", "greedy=", "--arm", "calibrated=" + overlay, "--suite",
+                        source_path("configs/suites/quick.yaml"), "--repeat", "3", "--results", results.string(), "--history",
+                        (dir.path() / "history.sqlite").string()},
+                       kNoExtraPlugins);
+  CHECK(r.exit_code == 1);
+  // One error naming the table and the arm's overlay; nothing compiled, no reproducer written.
+  CHECK_THAT(r.err, Catch::Contains("error: ") && Catch::Contains(table) && Catch::Contains("[arm 'calibrated' (overlay " + overlay));
+  CHECK(std::count(r.err.begin(), r.err.end(), '\n') == 1);
+  CHECK_FALSE(fs::exists(results / "records"));
+  std::size_t reproducers = 0;
+  for (const auto& entry : fs::recursive_directory_iterator(dir.path())) reproducers += entry.path().filename() == "reproducers";
+  CHECK(reproducers == 0);
 }

@@ -1,6 +1,7 @@
 // Arm overlays merged onto a base pipeline, arms validated by the core, and suite files.
 #include <catch2/catch.hpp>
 
+#include <fstream>
 #include <functional>
 
 #include <yaml-cpp/yaml.h>
@@ -8,10 +9,12 @@
 #include "arms.hpp"
 #include "overlay.hpp"
 #include "suite.hpp"
+#include "run_command.hpp"
 #include "temp_dir.hpp"
 #include "tessera/diagnostic.hpp"
 
 using namespace tessera::ab;
+using namespace tessera::overlay;
 using tessera::testing::pipeline_copy;
 using tessera::testing::source_path;
 using tessera::testing::TempDir;
@@ -231,16 +234,23 @@ TEST_CASE("path options resolve against the file that wrote them", "[ab][overlay
 TEST_CASE("an arm's fingerprint covers the bytes of the tables its options name", "[ab][overlay]") {
   TempDir dir;
   const std::string base = pipeline_copy(dir, source_path("configs/pipelines/small.yaml"), "greedy", "greedy");
-  const std::string table = dir.write("arms/tables/t16.yaml", "# a table, version 1\n");
+  // A real table: the arm's cost model loads it for each suite target before anything runs.
+  const std::string table = (dir.path() / "arms/tables/t16.yaml").string();
+  const std::string t16 = source_path("configs/targets/t16.yaml");
+  const tessera::testing::CommandResult calibrated = tessera::testing::run_command(
+      {tessera::testing::tessera_binary(), "--log-level", "warn", "calibrate", "--target", t16, "-o", table});
+  INFO(calibrated.err);
+  REQUIRE(calibrated.exit_code == 0);
   const std::string overlay = dir.write("arms/calibrated.yaml", "cost_model: {plugin: calibrated, options: {table: \"tables/{target}.yaml\"}}\n");
-  auto prepare = [&] { return prepare_arms(base, {{"A", ""}, {"C", overlay}}, (dir.path() / "staging").string(), {"t16"}); };
+  const std::vector<tessera::Target> targets{tessera::load_target(t16)};
+  auto prepare = [&] { return prepare_arms(base, {{"A", ""}, {"C", overlay}}, (dir.path() / "staging").string(), targets); };
   const std::vector<PreparedArm> before = prepare();
   bool listed = false;
   for (const ArmInput& input : before[1].info.inputs) listed = listed || input.path == table;
   CHECK(listed);  // {target} expanded, relative to the overlay
   CHECK(prepare()[1].info.fingerprint == before[1].info.fingerprint);
 
-  dir.write("arms/tables/t16.yaml", "# a table, version 2 (re-calibrated)\n");
+  std::ofstream(table, std::ios::app) << "# re-calibrated\n";  // other bytes, the same table
   const std::vector<PreparedArm> after = prepare();
   CHECK(after[1].info.fingerprint != before[1].info.fingerprint);
   CHECK(after[0].info.fingerprint == before[0].info.fingerprint);  // the base reads no table

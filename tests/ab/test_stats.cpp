@@ -140,12 +140,126 @@ TEST_CASE("verdicts respect direction, significance and the noise floor", "[ab][
   CHECK(classify_deterministic(100, 90, Direction::larger_is_better) == Verdict::worse);
   CHECK(classify_deterministic(100, 100, Direction::smaller_is_better) == Verdict::same);
   CHECK(classify_deterministic(NAN, 100, Direction::smaller_is_better) == Verdict::missing);
-  CHECK(classify_noisy(0.8, 0.01, 0.05, NAN, Direction::smaller_is_better) == Verdict::better);
-  CHECK(classify_noisy(0.8, 0.01, 0.05, NAN, Direction::larger_is_better) == Verdict::worse);
-  CHECK(classify_noisy(0.8, 0.2, 0.05, NAN, Direction::smaller_is_better) == Verdict::noise);       // not significant
+  CHECK(classify_noisy(0.8, 0.01, 0.05, 0.0, Direction::smaller_is_better) == Verdict::better);
+  CHECK(classify_noisy(0.8, 0.01, 0.05, 0.0, Direction::larger_is_better) == Verdict::worse);
+  CHECK(classify_noisy(0.8, 0.2, 0.05, 0.0, Direction::smaller_is_better) == Verdict::noise);        // not significant
+  CHECK(classify_noisy(0.5, 0.001, 0.05, NAN, Direction::smaller_is_better) == Verdict::noise);      // no floor measured
   CHECK(classify_noisy(0.95, 0.01, 0.05, std::log(1.1), Direction::smaller_is_better) == Verdict::noise);  // in the floor
   CHECK(classify_noisy(0.8, 0.01, 0.05, std::log(1.1), Direction::smaller_is_better) == Verdict::better);
   // Every metric is tagged, and compile time and memory are the noisy ones.
   for (const MetricDefinition& metric : ab_metrics())
     CHECK((metric.determinism == Determinism::noisy) == (metric.name.rfind("compile_", 0) == 0));
+  // An estimate and wall time are shown, never judged; CPU time and the simulator's cycles are.
+  for (const auto& [name, judged] : std::vector<std::pair<std::string, bool>>{
+           {"estimated_cycles", false}, {"compile_wall_ms", false}, {"compile_cpu_ms", true}, {"device_cycles", true}}) {
+    REQUIRE(find_metric(name));
+    CHECK(find_metric(name)->judged == judged);
+  }
+}
+
+TEST_CASE("median/MAD outliers: a far sample is flagged, a tight or tiny sample is not", "[ab][stats]") {
+  CHECK(mad_outliers({100, 102, 98, 101, 400}) == std::vector<bool>{false, false, false, false, true});
+  CHECK(mad_outliers({100, 104, 96, 102, 110}) == std::vector<bool>(5, false));  // 110 is 2.7 MADs out
+  CHECK(mad_outliers({5, 5, 5, 5, 9}) == std::vector<bool>(5, false));  // MAD 0: nothing to judge by
+  CHECK(mad_outliers({1, 1000}) == std::vector<bool>(2, false));       // two values: no majority
+}
+
+namespace {
+
+// A manifest of one model and arms A (the baseline), B and A.twin, and records every analysis accepts.
+struct SyntheticSweep {
+  Manifest manifest;
+  std::vector<Record> records;
+  SyntheticSweep(std::uint32_t repeat) {
+    manifest.build = {"1", "build"};
+    manifest.suite_name = "synthetic";
+    manifest.entries = {{"m@t", "/m.yaml", "/t.yaml", "mh", "th"}};
+    for (const char* name : {"A", "B", "A.twin"}) {
+      ArmInfo arm;
+      arm.name = name;
+      arm.fingerprint = std::string("fp-") + name;
+      if (arm.name == "A.twin") arm.twin_of = "A";
+      manifest.arms.push_back(arm);
+    }
+    manifest.repeat = repeat;
+  }
+  // One compile of `arm`: cpu and wall time in ms, estimated and device cycles.
+  void add(const std::string& arm, std::uint32_t repeat, double cpu_ms, double wall_ms, std::uint64_t estimate,
+           std::uint64_t cycles) {
+    Record r;
+    r.model = "m@t";
+    r.arm = arm;
+    r.repeat = repeat;
+    r.arm_fingerprint = manifest.find_arm(arm)->fingerprint;
+    r.model_hash = "mh";
+    r.target_hash = "th";
+    r.build = manifest.build;
+    r.host = "host";
+    r.compile.process.exit_code = 0;
+    r.compile.process.user_ms = cpu_ms * 0.9;
+    r.compile.process.system_ms = cpu_ms * 0.1;
+    r.compile.process.wall_ms = wall_ms;
+    r.compile.process.peak_rss_kib = 1000;
+    r.compile.package_hash = arm == "B" ? "pkg-b" : "pkg-a";
+    r.compile.estimated_cycles = estimate;
+    if (repeat == 0) {
+      r.run.performed = true;
+      r.run.device_cycles = cycles;
+    }
+    records.push_back(r);
+  }
+};
+
+const Comparison& comparison(const Analysis& analysis, const std::string& metric) {
+  for (const Comparison& c : analysis.comparisons)
+    if (c.arm == "B" && c.metric == metric) return c;
+  FAIL("no comparison of B for " << metric);
+  static Comparison none;
+  return none;
+}
+
+}  // namespace
+
+TEST_CASE("ab verdicts: CPU time held to the A-vs-A floor, wall time and estimates information, cycles exact", "[ab][stats]") {
+  SyntheticSweep sweep(6);
+  for (std::uint32_t r = 0; r < 6; ++r) {
+    // The twin differs from A by up to 20% in CPU time; B is 10% faster than A: significant, but inside the floor.
+    sweep.add("A", r, 1000 + r, 3000 + 500 * r, 5000, 700);
+    sweep.add("A.twin", r, (1000 + r) * (r % 2 ? 1.2 : 0.9), 3000, 5000, 700);
+    sweep.add("B", r, 900 + r, 2000, 4000, 700);
+  }
+  Analysis analysis = analyse(sweep.manifest, sweep.records, 0.05);
+  const Comparison& cpu = comparison(analysis, "compile_cpu_ms");
+  CHECK(cpu.q_value <= 0.05);
+  CHECK(cpu.verdict == Verdict::noise);
+  CHECK(verdict_text(cpu, 0.05) == "within noise (floor 20.0%)");
+  CHECK(comparison(analysis, "compile_wall_ms").verdict == Verdict::information);
+  CHECK(comparison(analysis, "estimated_cycles").verdict == Verdict::information);  // -20% estimated, not measured
+  CHECK(comparison(analysis, "device_cycles").verdict == Verdict::same);
+
+  SECTION("a change beyond the floor gets its verdict") {
+    for (Record& r : sweep.records)
+      if (r.arm == "B") r.compile.process.user_ms *= 0.5;
+    analysis = analyse(sweep.manifest, sweep.records, 0.05);
+    CHECK(comparison(analysis, "compile_cpu_ms").verdict == Verdict::better);
+  }
+  SECTION("without the twin there is no floor and no timing verdict") {
+    std::erase_if(sweep.records, [](const Record& r) { return r.arm == "A.twin"; });
+    analysis = analyse(sweep.manifest, sweep.records, 0.05);
+    CHECK(comparison(analysis, "compile_cpu_ms").verdict == Verdict::noise);
+    CHECK(verdict_text(comparison(analysis, "compile_cpu_ms"), 0.05) == "no verdict: no A-vs-A noise floor measured");
+  }
+  SECTION("an outlying repeat is left out of the samples and of the floor") {
+    for (Record& r : sweep.records)
+      if (r.arm == "A" && r.repeat == 3) r.compile.process.user_ms = 20000;
+    analysis = analyse(sweep.manifest, sweep.records, 0.05);
+    const Comparison& with_outlier = comparison(analysis, "compile_cpu_ms");
+    CHECK(with_outlier.outliers == 1);
+    CHECK(with_outlier.baseline_samples.size() == 5);
+    for (const NoiseFloor& floor : analysis.noise_floors)
+      if (floor.metric == "compile_cpu_ms") {
+        CHECK(floor.outliers == 1);
+        CHECK(floor.pairs == 5);
+      }
+  }
 }

@@ -1,6 +1,8 @@
 // The compile driver: pipeline -> plugins -> passes -> package.
 #include "compile.hpp"
 
+#include <stdlib.h>
+
 #include <algorithm>
 #include <chrono>
 #include <filesystem>
@@ -18,26 +20,77 @@
 #include "tessera/pipeline.hpp"
 #include "tessera/plugin_host.hpp"
 #include "tessera/version.hpp"
+#include "overlay.hpp"
 
 namespace fs = std::filesystem;
 
 namespace tessera::cli {
 
-static PipelineSpec load_resolved(const std::string& pipeline, const std::string& target, PluginHost& host) {
-  PipelineSpec spec = load_pipeline(pipeline);
-  if (!target.empty()) {
+namespace {
+
+// The pipeline file a compile loads: the given one, or the base with an overlay merged onto it
+// in a temporary folder that goes away with this object (every path in it is absolute).
+class MergedPipelineFile {
+public:
+  MergedPipelineFile(const std::string& pipeline, const std::string& overlay) : pipeline_(pipeline), overlay_(overlay) {
+    path_ = pipeline;
+    if (overlay.empty()) return;
     std::error_code ec;
-    if (!fs::is_regular_file(target, ec)) throw Error(target + ": target file not found (given with --target)");
-    spec.target = fs::absolute(target).lexically_normal().string();
-    spec.target_place = "--target";
+    if (!fs::is_regular_file(overlay, ec)) throw Error(overlay + ": overlay file not found (given with --overlay)");
+    std::string pattern = (fs::temp_directory_path() / "tessera-overlay-XXXXXX").string();
+    if (!::mkdtemp(pattern.data())) throw Error("cannot create a temporary folder in " + fs::temp_directory_path().string());
+    folder_ = pattern;
+    path_ = (fs::path(folder_) / "pipeline.yaml").string();
+    try {
+      overlay::merge_overlay_into_file(pipeline, overlay, path_,
+                                       "# " + overlay + " merged onto " + pipeline + " by tessera compile --overlay\n");
+    } catch (const Error& e) {
+      throw Error(std::string(e.what()) + origin());
+    }
   }
-  resolve_pipeline(spec, host);
-  return spec;
+  ~MergedPipelineFile() {
+    std::error_code ec;
+    if (!folder_.empty()) fs::remove_all(folder_, ec);
+  }
+  MergedPipelineFile(const MergedPipelineFile&) = delete;
+  MergedPipelineFile& operator=(const MergedPipelineFile&) = delete;
+  const std::string& path() const { return path_; }
+  /// Runs `action`; an Error it throws about the merged file also names the overlay and the base.
+  template <typename Action>
+  auto with_origin(Action&& action) const {
+    try {
+      return action();
+    } catch (const Error& e) {
+      if (overlay_.empty()) throw;
+      throw Error(std::string(e.what()) + origin());
+    }
+  }
+  std::string origin() const { return " [overlay " + overlay_ + " merged onto " + pipeline_ + "]"; }
+
+private:
+  std::string pipeline_, overlay_, folder_, path_;
+};
+
+PipelineSpec load_resolved(const MergedPipelineFile& pipeline, const std::string& target, PluginHost& host) {
+  return pipeline.with_origin([&] {
+    PipelineSpec spec = load_pipeline(pipeline.path());
+    if (!target.empty()) {
+      std::error_code ec;
+      if (!fs::is_regular_file(target, ec)) throw Error(target + ": target file not found (given with --target)");
+      spec.target = fs::absolute(target).lexically_normal().string();
+      spec.target_place = "--target";
+    }
+    resolve_pipeline(spec, host);
+    return spec;
+  });
 }
 
-std::string resolved_pipeline_yaml(const std::string& pipeline, const std::string& target) {
+}  // namespace
+
+std::string resolved_pipeline_yaml(const std::string& pipeline, const std::string& overlay, const std::string& target) {
   PluginHost host;
-  return print_pipeline(load_resolved(pipeline, target, host));
+  const MergedPipelineFile merged(pipeline, overlay);
+  return print_pipeline(load_resolved(merged, target, host));
 }
 
 std::string bundled_plugin_directory() {
@@ -79,8 +132,10 @@ CompileResult compile(const CompileRequest& request) {
       request.sign_key.empty() ? std::nullopt : std::optional<PackageKey>(read_package_key(request.sign_key));
   PluginHost host;
   host.quarantine(request.quarantine);
-  PipelineSpec spec = load_resolved(request.pipeline, request.target, host);
+  const MergedPipelineFile pipeline(request.pipeline, request.overlay);
+  PipelineSpec spec = load_resolved(pipeline, request.target, host);
   std::vector<InputFile> inputs = compile_inputs(request, spec, host);
+  inputs.push_back({request.overlay, "the overlay (--overlay)"});
   inputs.push_back({request.sign_key, "the signing key (--sign)"});
   check_output_file(request.output, "the package (-o)", inputs);
   check_output_file(request.json_path, "the JSON record (--json)", inputs);

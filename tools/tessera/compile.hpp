@@ -13,6 +13,7 @@ namespace tessera::cli {
 struct CompileRequest {
   std::string model;
   std::string pipeline;
+  std::string overlay;      ///< when set, merged onto `pipeline` first (an A/B arm: docs/ab-testing.md)
   std::string target;       ///< overrides the pipeline's target when set
   std::string output;       ///< package path
   std::string sign_key;     ///< key file: sign the package with HMAC-SHA256 (read_package_key)
@@ -47,8 +48,9 @@ CompileResult compile(const CompileRequest& request);
 /// passes have emitted its tile images.
 Package& finish_package(CompilationState& state);
 
-/// Loads and resolves a pipeline (with an optional target override) and returns it as YAML.
-std::string resolved_pipeline_yaml(const std::string& pipeline, const std::string& target);
+/// Loads and resolves a pipeline (with an optional overlay merged onto it and an optional target
+/// override) and returns it as YAML.
+std::string resolved_pipeline_yaml(const std::string& pipeline, const std::string& overlay, const std::string& target);
 
 /// The folder of plugins shipped beside this binary (build/plugins), or "" if absent.
 std::string bundled_plugin_directory();

@@ -91,6 +91,8 @@ int main(int argc, char** argv) {
   compile->add_option("model", compile_request.model, "model YAML (configs/models/) or ONNX model (.onnx)")->check(CLI::ExistingFile);
   compile->add_option("--pipeline,-p", compile_request.pipeline, "pipeline YAML (configs/pipelines/)")
       ->required()->check(CLI::ExistingFile);
+  compile->add_option("--overlay", compile_request.overlay, "pipeline overlay merged onto -p first, as `tessera ab` does for "
+                                                           "an arm (docs/ab-testing.md)")->check(CLI::ExistingFile);
   compile->add_option("--target,-t", compile_request.target, "target YAML; overrides the pipeline's")->check(CLI::ExistingFile);
   compile->add_option("--output,-o", compile_request.output, "package file to write (.tpkg)");
   compile->add_option("--sign", compile_request.sign_key, "sign the package: HMAC-SHA256 with this key file (docs/reliability.md)");
@@ -214,7 +216,7 @@ int main(int argc, char** argv) {
   try {
     if (*compile) {
       if (print_pipeline) {
-        fmt::print("{}", cli::resolved_pipeline_yaml(compile_request.pipeline, compile_request.target));
+        fmt::print("{}", cli::resolved_pipeline_yaml(compile_request.pipeline, compile_request.overlay, compile_request.target));
         return 0;
       }
       if (compile_request.model.empty()) throw Error("tessera compile: no model given (tessera compile MODEL -p PIPELINE -o PACKAGE)");

@@ -19,6 +19,8 @@
 #include "executor_local.hpp"
 #include "executor_slurm.hpp"
 #include "fingerprint.hpp"
+#include "history.hpp"
+#include "progress.hpp"
 #include "report.hpp"
 #include "results.hpp"
 #include "runner.hpp"
@@ -46,6 +48,7 @@ public:
   CLI::App* resume = nullptr;
   CLI::App* task = nullptr;
   CLI::App* report = nullptr;
+  CLI::App* history = nullptr;
   std::string base, suite, results, shard = "1/1", lock;
   std::string executor = "local";
   unsigned jobs = 1;
@@ -54,14 +57,26 @@ public:
   std::uint32_t submission = 0, task_index = 0;
   std::vector<std::string> arms;
   std::uint32_t repeat = 3;
+  std::uint32_t warmup = 0;
+  std::uint32_t threads = 0;
   double alpha = 0.05;
   bool retry_failed = false;
   bool quiet = false;
   ReportFiles files;
   std::vector<std::string> merge_directories;
+  std::string history_file;              ///< --history; "" = default_history_path()
+  std::string history_metric, history_model, history_arm;  ///< of `tessera ab history`
 };
 
 namespace {
+
+void add_history_option(CLI::App& command, AbCommand& options) {
+  command.add_option("--history", options.history_file,
+                     "SQLite history database every sweep's values are added to (default: " + default_history_path() + ")");
+}
+
+// Opened before any work, so a bad --history fails at once and not after the sweep.
+History open_history(const AbCommand& o) { return History(o.history_file.empty() ? default_history_path() : o.history_file); }
 
 void add_report_options(CLI::App& command, AbCommand& options) {
   command.add_option("--json", options.files.json, "write the report as JSON here");
@@ -72,6 +87,7 @@ void add_report_options(CLI::App& command, AbCommand& options) {
       ->check(CLI::Range(1e-6, 0.5))
       ->capture_default_str();
   command.add_flag("--quiet", options.quiet, "do not print the tables on stdout");
+  add_history_option(command, options);
 }
 
 void add_executor_options(CLI::App& command, AbCommand& o) {
@@ -128,11 +144,14 @@ void write_reports(const Analysis& analysis, const DriverStats& driver, const Re
 
 // Reports, prints the table, and turns failed items into the exit code.
 int finish(const Analysis& analysis, DriverStats driver, const ReportFiles& extra, const ReportFiles& beside_results,
-           bool quiet, const std::chrono::steady_clock::time_point start) {
+           bool quiet, const std::chrono::steady_clock::time_point start, History& history) {
   driver.wall_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
   driver.self_peak_rss_kib = self_peak_rss_kib();
   write_reports(analysis, driver, beside_results);
   write_reports(analysis, driver, extra);
+  const std::size_t recorded = history.record(analysis, driver.results);
+  logger("tessera.ab")->info("history recorded values={} build={} database={}", recorded, analysis.manifest.build.build_hash,
+                             history.path());
   if (!quiet) fmt::print("{}", terminal_report(analysis, driver.results));
   logger("tessera.ab")
       ->info("ab finished wall_ms={:.0f} child_wall_ms={:.0f} self_peak_rss_kib={} executed={} skipped={} runs={} "
@@ -159,10 +178,16 @@ std::string default_results_directory(const Manifest& manifest) {
   return (root / "ab-results" / (manifest.suite_name + "-" + hash_text(identity).substr(0, 8))).string();
 }
 
-std::vector<std::string> target_names(const Suite& suite) {
-  std::set<std::string> names;
-  for (const SuiteEntry& entry : suite.entries) names.insert(load_target(entry.target).name);
-  return {names.begin(), names.end()};
+// Each target of the suite once, by name.
+std::vector<Target> suite_targets(const Suite& suite) {
+  std::map<std::string, Target> targets;
+  for (const SuiteEntry& entry : suite.entries) {
+    Target target = load_target(entry.target);
+    targets.emplace(target.name, std::move(target));
+  }
+  std::vector<Target> list;
+  for (auto& [name, target] : targets) list.push_back(std::move(target));
+  return list;
 }
 
 // A task or a resume must not mix records of changed inputs under the manifest's fingerprints.
@@ -199,7 +224,11 @@ RunnerOptions runner_options(const ResultsDir& results, const std::string& lock,
 
 RunnerStats run_locally(const AbCommand& o, const Manifest& manifest, const ResultsDir& results,
                         const std::vector<WorkItem>& items, bool retry_failed) {
-  return run_local(manifest, results, items, runner_options(results, o.lock, retry_failed), o.jobs, !o.lock.empty());
+  Progress progress(items.size(), stderr, Progress::mode_for_stderr());
+  progress.attach_to_logs();
+  RunnerOptions options = runner_options(results, o.lock, retry_failed);
+  options.progress = &progress;
+  return run_local(manifest, results, items, options, o.jobs, !o.lock.empty());
 }
 
 DriverStats driver_stats(const std::string& command, const ResultsDir& results, const RunnerStats& stats) {
@@ -212,6 +241,7 @@ DriverStats driver_stats(const std::string& command, const ResultsDir& results, 
   driver.stale = stats.stale;
   driver.failed = stats.failed;
   driver.runs = stats.runs;
+  driver.warmups = stats.warmups;
   return driver;
 }
 
@@ -268,10 +298,11 @@ int run_ab(AbCommand& o) {
   std::vector<InputFile> inputs{{o.base, "the base pipeline"}, {o.suite, "the suite"}};
   for (const ArmRequest& request : requests) inputs.push_back({request.overlay, "the overlay of arm " + request.name});
   check_report_files(o.files, inputs);
+  History history = open_history(o);
   StagingDirectory staging;
   std::vector<PreparedArm> prepared;
   try {
-    prepared = prepare_arms(o.base, requests, staging.path, target_names(suite));
+    prepared = prepare_arms(o.base, requests, staging.path, suite_targets(suite));
   } catch (const Error&) {
     staging.keep = true;  // the error names the merged pipeline: leave it for the user to read
     throw;
@@ -286,6 +317,8 @@ int run_ab(AbCommand& o) {
   manifest.base_pipeline = fs::absolute(o.base).lexically_normal().string();
   for (const PreparedArm& arm : prepared) manifest.arms.push_back(arm.info);
   manifest.repeat = o.repeat;
+  manifest.warmup = o.warmup;
+  manifest.threads = o.threads;
   manifest.shard_index = shard_index;
   manifest.shard_count = shard_count;
 
@@ -325,8 +358,9 @@ int run_ab(AbCommand& o) {
 
   const std::vector<WorkItem> all = plan_work(manifest);
   const std::vector<WorkItem> items = shard_items(all, shard_index, shard_count);
-  log->info("ab starting suite={} models={} arms={} repeat={} shard={}/{} items={} of {} results={}", suite.name,
-            suite.entries.size(), requests.size(), o.repeat, shard_index, shard_count, items.size(), all.size(),
+  log->info("ab starting suite={} models={} arms={} repeat={} warmup={} threads={} shard={}/{} items={} of {} results={}",
+            suite.name, suite.entries.size(), requests.size(), o.repeat, o.warmup,
+            o.threads ? std::to_string(o.threads) : std::string("default"), shard_index, shard_count, items.size(), all.size(),
             results.root());
   if (o.executor == "slurm") {
     SlurmOptions options = o.slurm;  // the command line first, then the suite's `slurm:`
@@ -343,7 +377,7 @@ int run_ab(AbCommand& o) {
   }
   const RunnerStats stats = run_locally(o, manifest, results, items, o.retry_failed);
   const Analysis analysis = analyse(manifest, results.read_all_records(), o.alpha);
-  return finish(analysis, driver_stats("ab", results, stats), o.files, beside_results(results), o.quiet, start);
+  return finish(analysis, driver_stats("ab", results, stats), o.files, beside_results(results), o.quiet, start, history);
 }
 
 ResultsDir open_results(const std::string& path) {
@@ -388,10 +422,11 @@ bool report_unfinished(const Analysis& analysis, const std::string& root) {
 int run_report(AbCommand& o) {
   const auto start = std::chrono::steady_clock::now();
   const ResultsDir results = open_results(o.directory);
+  History history = open_history(o);
   const Manifest manifest = results.read_manifest();
   const Analysis analysis = analyse(manifest, results.read_all_records(), o.alpha);
   const int code = finish(analysis, driver_stats("ab report", results, RunnerStats{}), o.files, beside_results(results),
-                          o.quiet, start);
+                          o.quiet, start, history);
   return report_unfinished(analysis, results.root()) ? 1 : code;
 }
 
@@ -461,15 +496,18 @@ int run_resume(AbCommand& o) {
   std::vector<WorkItem> items;
   for (const WorkItem& item : plan_work(manifest))
     if (std::find(models.begin(), models.end(), manifest.entries[item.entry].id) != models.end()) items.push_back(item);
+  History history = open_history(o);
   const RunnerStats stats = run_locally(o, manifest, results, items, true);
   const Analysis analysis = analyse(manifest, results.read_all_records(), o.alpha);
-  return finish(analysis, driver_stats("ab resume", results, stats), o.files, beside_results(results), o.quiet, start);
+  return finish(analysis, driver_stats("ab resume", results, stats), o.files, beside_results(results), o.quiet, start,
+                history);
 }
 
 int run_merge(AbCommand& o) {
   const auto start = std::chrono::steady_clock::now();
   if (o.merge_directories.empty()) throw Error("tessera ab merge: name the results directories to join");
   auto log = logger("tessera.ab");
+  History history = open_history(o);
   std::vector<ResultsDir> directories;
   std::vector<Manifest> manifests;
   for (const std::string& path : o.merge_directories) {
@@ -513,7 +551,31 @@ int run_merge(AbCommand& o) {
   DriverStats driver;
   driver.command = "ab merge";
   driver.results = roots;
-  return finish(analysis, driver, o.files, ReportFiles{}, o.quiet, start);
+  return finish(analysis, driver, o.files, ReportFiles{}, o.quiet, start, history);
+}
+
+// `tessera ab history METRIC --model M [--arm A]`: how a metric moved across builds.
+int run_history(AbCommand& o) {
+  const MetricDefinition* metric = find_metric(o.history_metric);
+  if (!metric) {
+    std::string names;
+    for (const MetricDefinition& known : ab_metrics()) names += (names.empty() ? "" : ", ") + known.name;
+    throw Error("tessera ab history: no metric " + o.history_metric + "; the metrics are " + names);
+  }
+  const std::string path = o.history_file.empty() ? default_history_path() : o.history_file;
+  if (!fs::exists(path))
+    throw Error(path + ": no history database yet; every `tessera ab` sweep adds to it (or give --history FILE)");
+  const History history(path);
+  const std::optional<std::string> arm = o.history_arm.empty() ? std::nullopt : std::optional<std::string>(o.history_arm);
+  const std::vector<HistoryPoint> points = history.points(metric->name, o.history_model, arm);
+  if (points.empty()) {
+    std::string models;
+    for (const std::string& model : history.models()) models += (models.empty() ? "" : ", ") + model;
+    throw Error(history.path() + ": no values of " + metric->name + " for model " + o.history_model +
+                (arm ? " and arm " + *arm : "") + (models.empty() ? "; it holds no sweep yet" : "; its models are " + models));
+  }
+  fmt::print("{}", history_table(points, metric->name, o.history_model));
+  return 0;
 }
 
 }  // namespace
@@ -529,6 +591,12 @@ std::shared_ptr<AbCommand> add_ab_command(CLI::App& app) {
   o.ab->add_option("--suite", o.suite, "suite YAML: the models and targets (configs/suites/)")->check(CLI::ExistingFile);
   o.ab->add_option("--repeat", o.repeat, "compiles per model and arm, interleaved, for compile time and memory")
       ->capture_default_str();
+  o.ab->add_option("--warmup", o.warmup, "discarded compiles of each model and arm before its measured ones (page cache, "
+                                         "plugin libraries)")
+      ->capture_default_str();
+  o.ab->add_option("--threads", o.threads, "passed to every compile as its --threads (default: the compiler's, the "
+                                           "machine's cores); CPU time counts every thread")
+      ->check(CLI::PositiveNumber);
   o.ab->add_option("--shard", o.shard, "i/N: do every N-th work item from the i-th (join shards with `tessera ab merge`)");
   o.ab->add_option("--results", o.results, "results directory; rerunning resumes it (default: ab-results/SUITE-HASH)");
   o.ab->add_option("--lock", o.lock, "device lock file for the simulator runs (default: in the results directory)");
@@ -553,6 +621,11 @@ std::shared_ptr<AbCommand> add_ab_command(CLI::App& app) {
   o.report = o.ab->add_subcommand("report", "report what a results directory holds, naming missing and failed items");
   o.report->add_option("directory", o.directory, "results directory")->required()->check(CLI::ExistingDirectory);
   add_report_options(*o.report, o);
+  o.history = o.ab->add_subcommand("history", "how a metric of one model moved across tessera builds (the history database)");
+  o.history->add_option("metric", o.history_metric, "a metric, e.g. device_cycles or compile_cpu_ms")->required();
+  o.history->add_option("--model", o.history_model, "suite model id, e.g. mlp-small@t16")->required();
+  o.history->add_option("--arm", o.history_arm, "only this arm");
+  add_history_option(*o.history, o);
   // Internal: what each array task of a Slurm submission runs.
   o.task = o.ab->add_subcommand("task", "")->group("");
   o.task->add_option("directory", o.directory)->required()->check(CLI::ExistingDirectory);
@@ -571,6 +644,7 @@ int run_ab_command(AbCommand& command) {
   if (command.resume->parsed()) return run_resume(command);
   if (command.report->parsed()) return run_report(command);
   if (command.task->parsed()) return run_task(command);
+  if (command.history->parsed()) return run_history(command);
   return run_ab(command);
 }
 

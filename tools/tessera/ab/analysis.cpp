@@ -47,15 +47,37 @@ std::optional<double> deterministic_value(const std::string& metric, const ArmMo
 }
 
 double noisy_sample(const std::string& metric, const Record& record) {
+  if (metric == "compile_cpu_ms") return record.compile.process.cpu_ms();
   if (metric == "compile_wall_ms") return record.compile.process.wall_ms;
   if (metric == "compile_peak_rss_kib") return static_cast<double>(record.compile.process.peak_rss_kib);
   return kNaN;
 }
 
-std::vector<double> noisy_samples(const std::string& metric, const ArmModelRecords& arm) {
-  std::vector<double> samples;
+// One (model, arm)'s samples of a noisy metric by repeat, the outliers among them left out.
+struct NoisySamples {
+  std::map<std::uint32_t, double> kept;
+  std::size_t outliers = 0;
+  std::vector<double> values() const {
+    std::vector<double> list;
+    for (const auto& [repeat, value] : kept) list.push_back(value);
+    return list;
+  }
+};
+
+NoisySamples noisy_samples(const std::string& metric, const ArmModelRecords& arm) {
+  std::vector<std::uint32_t> repeats;
+  std::vector<double> all;
   for (const auto& [repeat, record] : arm.by_repeat)
-    if (record->compile.process.succeeded()) samples.push_back(noisy_sample(metric, *record));
+    if (record->compile.process.succeeded()) {
+      repeats.push_back(repeat);
+      all.push_back(noisy_sample(metric, *record));
+    }
+  NoisySamples samples;
+  const std::vector<bool> outlier = mad_outliers(all);
+  for (std::size_t i = 0; i < all.size(); ++i) {
+    if (outlier[i]) ++samples.outliers;
+    else samples.kept[repeats[i]] = all[i];
+  }
   return samples;
 }
 
@@ -81,7 +103,10 @@ public:
     for (const ArmInfo& arm : manifest.arms)
       if (arm.name != baseline.name && arm.twin_of.empty()) result_.compared_arms.push_back(arm.name);
     twin_ = twin_name(baseline.name);
+    result_.load_average_low = std::numeric_limits<double>::infinity();
+    result_.load_average_high = -std::numeric_limits<double>::infinity();
     index(records);
+    if (records_.empty()) result_.load_average_low = result_.load_average_high = kNaN;
   }
 
   Analysis run() {
@@ -97,6 +122,15 @@ public:
     for (const std::string& arm : arms)
       for (const MetricDefinition& metric : ab_metrics()) summarise(metric, arm);
     build_phase_tables();
+    for (const NoiseFloor& floor : result_.noise_floors)
+      if (floor.pairs == 0 && !records_.empty())
+        result_.warnings.push_back(fmt::format("{}: no A-vs-A pair of {} and {} to measure the noise floor with, so it "
+                                               "gets no better/worse verdict",
+                                               floor.metric, m.baseline().name, twin_));
+    if (result_.hosts.size() > 1)
+      result_.warnings.push_back(fmt::format("compile times were measured on {} machines; compare them only within one "
+                                             "machine (the deterministic metrics are unaffected)",
+                                             result_.hosts.size()));
     if (m.repeat > 0 && smallest_p_value(m.repeat) > result_.alpha)
       result_.warnings.push_back(fmt::format(
           "with --repeat {} the Mann-Whitney test cannot reach p <= {} (its smallest p is {:.3f}), so compile time and "
@@ -116,6 +150,9 @@ private:
         continue;
       }
       records_[{record.model, record.arm}].by_repeat[record.repeat] = &record;
+      if (!record.host.empty()) result_.hosts.insert(record.host);
+      result_.load_average_low = std::min(result_.load_average_low, record.load_average);
+      result_.load_average_high = std::max(result_.load_average_high, record.load_average);
     }
     if (ignored)
       result_.warnings.push_back(fmt::format("ignored {} stored records made for another suite, arm or tessera build",
@@ -244,12 +281,17 @@ private:
       const ArmModelRecords* base = find(entry.id, m.baseline().name);
       const ArmModelRecords* twin = find(entry.id, twin_);
       if (!base || !twin) continue;
+      const NoisySamples base_samples = noisy_samples(metric.name, *base), twin_samples = noisy_samples(metric.name, *twin);
       for (const auto& [repeat, record] : twin->by_repeat) {
         auto other = base->by_repeat.find(repeat);
         if (other == base->by_repeat.end() || !record->compile.process.succeeded() ||
             !other->second->compile.process.succeeded())
           continue;
-        const double ratio = ratio_of(noisy_sample(metric.name, *other->second), noisy_sample(metric.name, *record));
+        if (!base_samples.kept.count(repeat) || !twin_samples.kept.count(repeat)) {
+          ++floor.outliers;  // an outlying sample would set the floor by itself
+          continue;
+        }
+        const double ratio = ratio_of(base_samples.kept.at(repeat), twin_samples.kept.at(repeat));
         if (std::isfinite(ratio) && ratio > 0) logs.push_back(std::log(ratio));
       }
     }
@@ -284,7 +326,7 @@ private:
       c.model = entry.id;
       c.arm = arm_name;
       c.metric = metric.name;
-      c.baseline = c.value = c.ratio = c.p_value = c.q_value = kNaN;
+      c.baseline = c.value = c.ratio = c.p_value = c.q_value = c.noise_floor_log = kNaN;
       const ArmModelRecords* base = find(entry.id, m.baseline().name);
       const ArmModelRecords* arm = find(entry.id, arm_name);
       c.same_package = base && arm && base->compiled && arm->compiled &&
@@ -299,8 +341,10 @@ private:
           c.verdict = classify_deterministic(c.baseline, c.value, metric.direction);
         }
       } else if (base && arm) {
-        c.baseline_samples = noisy_samples(metric.name, *base);
-        c.samples = noisy_samples(metric.name, *arm);
+        const NoisySamples baseline = noisy_samples(metric.name, *base), samples = noisy_samples(metric.name, *arm);
+        c.baseline_samples = baseline.values();
+        c.samples = samples.values();
+        c.outliers = baseline.outliers + samples.outliers;
         if (!c.baseline_samples.empty() && !c.samples.empty()) {
           c.baseline = median(c.baseline_samples);
           c.value = median(c.samples);
@@ -311,17 +355,21 @@ private:
           tested.push_back(out.size());
         }
       }
+      if (!metric.judged && c.verdict != Verdict::missing) c.verdict = Verdict::information;
       out.push_back(std::move(c));
     }
     // Benjamini-Hochberg across the models, per arm and metric.
     std::vector<double> p_values;
     for (std::size_t index : tested) p_values.push_back(out[index].p_value);
     const std::vector<double> q_values = benjamini_hochberg(p_values);
-    const double floor = noise_floor_log(metric.name);
+    // The twin is what measures the floor: it is held to the test alone.
+    const double floor = arm_name == twin_ ? 0.0 : noise_floor_log(metric.name);
     for (std::size_t k = 0; k < tested.size(); ++k) {
       Comparison& c = out[tested[k]];
       c.q_value = q_values[k];
-      c.verdict = classify_noisy(c.ratio, c.q_value, result_.alpha, arm_name == twin_ ? kNaN : floor, metric.direction);
+      c.noise_floor_log = floor;
+      c.verdict = metric.judged ? classify_noisy(c.ratio, c.q_value, result_.alpha, floor, metric.direction)
+                                : Verdict::information;
     }
   }
 
@@ -337,6 +385,7 @@ private:
         case Verdict::worse: ++summary.worse; break;
         case Verdict::same: ++summary.same; break;
         case Verdict::noise: ++summary.noise; break;
+        case Verdict::information: ++summary.information; break;
         case Verdict::missing: ++summary.missing; break;
       }
       if (std::isfinite(c.ratio) && c.ratio > 0) ratios.push_back(c.ratio);
@@ -388,7 +437,7 @@ const std::vector<MetricDefinition>& ab_metrics() {
       {"simulated_exchange_cycles", "cycles", D::deterministic, Direction::smaller_is_better,
        "the exchange part of device_cycles (schedule horizons plus phase overheads)"},
       {"estimated_cycles", "cycles", D::deterministic, Direction::smaller_is_better,
-       "the cost model's estimate of the compiled program"},
+       "the cost model's estimate of the compiled program (information: an estimate is not a measurement)", false},
       {"scheduled_exchange_cycles", "cycles", D::deterministic, Direction::smaller_is_better,
        "sum over exchange phases of the schedule's horizon"},
       {"exchange_lower_bound", "cycles", D::deterministic, Direction::smaller_is_better,
@@ -397,12 +446,20 @@ const std::vector<MetricDefinition>& ab_metrics() {
        "scheduled_exchange_cycles / exchange_lower_bound: 1 means every schedule reaches its bound"},
       {"peak_tile_bytes", "bytes", D::deterministic, Direction::smaller_is_better,
        "the largest memory use of one tile"},
+      {"compile_cpu_ms", "ms", D::noisy, Direction::smaller_is_better,
+       "user + system CPU time of the `tessera compile` process (wait4): what compile-time verdicts use"},
       {"compile_wall_ms", "ms", D::noisy, Direction::smaller_is_better,
-       "wall time of the `tessera compile` process"},
+       "wall time of the `tessera compile` process (information: a busy machine stretches it)", false},
       {"compile_peak_rss_kib", "KiB", D::noisy, Direction::smaller_is_better,
        "peak resident memory of the `tessera compile` process (wait4)"},
   };
   return metrics;
+}
+
+const MetricDefinition* find_metric(const std::string& name) {
+  for (const MetricDefinition& metric : ab_metrics())
+    if (metric.name == name) return &metric;
+  return nullptr;
 }
 
 const char* determinism_name(Determinism d) { return d == Determinism::deterministic ? "deterministic" : "noisy"; }
@@ -414,6 +471,7 @@ const char* verdict_name(Verdict v) {
     case Verdict::worse: return "worse";
     case Verdict::same: return "same";
     case Verdict::noise: return "noise";
+    case Verdict::information: return "information";
     case Verdict::missing: return "missing";
   }
   return "?";
@@ -429,10 +487,19 @@ Verdict classify_deterministic(double baseline, double value, Direction directio
 Verdict classify_noisy(double ratio, double q_value, double alpha, double noise_floor_log, Direction direction) {
   if (!std::isfinite(ratio) || !(ratio > 0)) return Verdict::missing;
   if (!(q_value <= alpha)) return Verdict::noise;
-  if (std::isfinite(noise_floor_log) && std::abs(std::log(ratio)) <= noise_floor_log) return Verdict::noise;
+  if (!std::isfinite(noise_floor_log) || std::abs(std::log(ratio)) <= noise_floor_log) return Verdict::noise;
   if (ratio == 1) return Verdict::noise;
   const bool smaller = ratio < 1;
   return smaller == (direction == Direction::smaller_is_better) ? Verdict::better : Verdict::worse;
+}
+
+std::string verdict_text(const Comparison& c, double alpha) {
+  const MetricDefinition* metric = find_metric(c.metric);
+  if (c.verdict != Verdict::noise || !metric || metric->determinism != Determinism::noisy) return verdict_name(c.verdict);
+  if (!std::isfinite(c.noise_floor_log)) return "no verdict: no A-vs-A noise floor measured";
+  const bool inside = std::isfinite(c.ratio) && c.ratio > 0 && std::abs(std::log(c.ratio)) <= c.noise_floor_log;
+  if (inside) return fmt::format("within noise (floor {:.1f}%)", 100 * (std::exp(c.noise_floor_log) - 1));
+  return fmt::format("not significant (q {:.2g})", c.q_value);
 }
 
 Analysis analyse(const Manifest& manifest, const std::vector<Record>& records, double alpha) {

@@ -2,6 +2,7 @@
 #pragma once
 #include <cstdint>
 #include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -19,20 +20,26 @@ struct MetricDefinition {
   Determinism determinism = Determinism::deterministic;
   Direction direction = Direction::smaller_is_better;
   std::string description;
+  /// False for figures shown as information only: estimates (a cost model's guess, not a
+  /// measurement) and wall time (stretched by a busy machine; CPU time gets the verdicts).
+  bool judged = true;
 };
 
 /// Every metric `tessera ab` reports, in report order.
 const std::vector<MetricDefinition>& ab_metrics();
+const MetricDefinition* find_metric(const std::string& name);
 const char* determinism_name(Determinism);
 const char* direction_name(Direction);
 
-enum class Verdict { better, worse, same, noise, missing };
+/// `information`: a metric shown but never judged (an estimate, or wall time).
+enum class Verdict { better, worse, same, noise, information, missing };
 const char* verdict_name(Verdict);
 
 /// A deterministic metric changed or not: any difference is real.
 Verdict classify_deterministic(double baseline, double value, Direction direction);
 /// A noisy metric is better or worse only when the FDR-corrected test says so (q <= alpha)
-/// and the change is larger than the A-vs-A noise floor (a log ratio; NaN when not measured).
+/// and the change is larger than the A-vs-A noise floor (a log ratio). A floor that was not
+/// measured (NaN) supports no verdict: the result is noise.
 Verdict classify_noisy(double ratio, double q_value, double alpha, double noise_floor_log, Direction direction);
 
 /// One metric of one model, one arm against the baseline.
@@ -43,6 +50,8 @@ struct Comparison {
   std::vector<double> baseline_samples, samples;  ///< noisy metrics: one per repeat
   double p_value = 0, q_value = 0;  ///< noisy: Mann-Whitney U, then Benjamini-Hochberg across models (NaN otherwise)
   bool exact = false;
+  std::size_t outliers = 0;        ///< noisy: samples of both arms left out as outliers (mad_outliers)
+  double noise_floor_log = 0;      ///< noisy: the A-vs-A floor the verdict was held to (NaN: none measured)
   Verdict verdict = Verdict::missing;
   bool same_package = false;        ///< the arm's package is byte-identical to the baseline's
 };
@@ -51,13 +60,14 @@ struct Comparison {
 struct ArmSummary {
   std::string arm, metric;
   GeomeanInterval interval;  ///< of the per-model ratios
-  std::size_t better = 0, worse = 0, same = 0, noise = 0, missing = 0;
+  std::size_t better = 0, worse = 0, same = 0, noise = 0, information = 0, missing = 0;
 };
 
 /// The spread of the baseline against itself (its twin), per noisy metric.
 struct NoiseFloor {
   std::string metric;
-  std::size_t pairs = 0;          ///< (model, repeat) pairs with both compiles
+  std::size_t pairs = 0;          ///< (model, repeat) pairs with both compiles, outliers left out
+  std::size_t outliers = 0;       ///< pairs left out because a sample was an outlier of its (model, arm)
   double geomean_ratio = 0;       ///< twin / baseline over the pairs (NaN when none)
   double max_abs_log_ratio = 0;   ///< the floor: the largest |log(twin / baseline)| seen
   double log_sd = 0;              ///< sample standard deviation of the log ratios
@@ -98,8 +108,14 @@ struct Analysis {
   std::vector<PhaseTable> phase_tables;
   std::vector<ItemStatus> items;
   std::size_t items_present = 0, items_failed = 0;
+  std::set<std::string> hosts;                          ///< machines the records were measured on
+  double load_average_low = 0, load_average_high = 0;   ///< 1-minute load averages at item starts (NaN: no records)
   std::vector<std::string> warnings;
 };
+
+/// What a comparison's verdict means in words: "better", "within noise (floor 12.3%)",
+/// "not significant (q 0.21)", "no verdict: no A-vs-A noise floor measured", "information".
+std::string verdict_text(const Comparison& comparison, double alpha);
 
 /// Analyses the records made under `manifest` (others are ignored with a warning). `alpha`
 /// is the false-discovery rate for noisy verdicts and 1 - the confidence of intervals.

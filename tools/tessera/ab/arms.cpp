@@ -8,7 +8,9 @@
 
 #include "fingerprint.hpp"
 #include "overlay.hpp"
+#include "tessera/cost_model.hpp"
 #include "tessera/diagnostic.hpp"
+#include "tessera/exchange.hpp"
 #include "tessera/pass_manager.hpp"
 #include "tessera/pipeline.hpp"
 #include "tessera/plugin_host.hpp"
@@ -16,6 +18,8 @@
 namespace fs = std::filesystem;
 
 namespace tessera::ab {
+
+using namespace tessera::overlay;
 
 namespace {
 
@@ -78,7 +82,9 @@ ArmRequest parse_arm_argument(const std::string& text) {
 std::string twin_name(const std::string& baseline) { return baseline + ".twin"; }
 
 std::vector<PreparedArm> prepare_arms(const std::string& base_pipeline, const std::vector<ArmRequest>& requests,
-                                      const std::string& staging_directory, const std::vector<std::string>& target_names) {
+                                      const std::string& staging_directory, const std::vector<Target>& targets) {
+  std::vector<std::string> target_names;
+  for (const Target& target : targets) target_names.push_back(target.name);
   if (requests.empty()) throw Error("tessera ab: no arms given; the first --arm is the baseline, e.g. --arm A= --arm B=b.yaml");
   std::set<std::string> names;
   std::vector<PreparedArm> arms;
@@ -91,45 +97,26 @@ std::vector<PreparedArm> prepare_arms(const std::string& base_pipeline, const st
     const std::string origin = "arm '" + request.name + "' (" +
                                (request.overlay.empty() ? "the base pipeline" : "overlay " + request.overlay) + ")";
     const std::string staged = (fs::path(staging_directory) / (request.name + ".yaml")).string();
-    auto stage = [&](const PathOptionTest& is_path) {
-      MergedPipeline merged;
-      try {
-        merged = merge_pipeline_overlay(base_pipeline, request.overlay, is_path);
-      } catch (const Error& e) {
-        throw Error(std::string(e.what()) + " [" + origin + "]");
-      }
-      arm.info.changes = merged.changes;
-      arm.yaml = "# tessera ab " + origin + " merged onto " + fs::absolute(base_pipeline).lexically_normal().string() +
-                 "\n# Reproduce this arm: tessera compile MODEL -p THIS_FILE -t TARGET -o PACKAGE\n" + merged.yaml;
-      std::ofstream(staged) << arm.yaml;
-    };
-    auto resolve = [&](PluginHost& host, bool configure) {
-      try {
-        PipelineSpec spec = load_pipeline(staged);
-        resolve_pipeline(spec, host);
-        // Creating the plugins runs their configure(), which checks option ranges: a bad arm
-        // fails here, not after an hour of compiles.
-        if (configure) PassManager plugins_configured(spec, host, PassManagerOptions{});
-        return spec;
-      } catch (const Error& e) {
-        throw Error(std::string(e.what()) + " [" + origin + " merged onto " + base_pipeline + "; the merged pipeline is " +
-                    staged + "]");
-      }
-    };
-    // Which options are paths is known once the plugins are loaded: merge, load, then merge
-    // again with relative path options resolved against the file that wrote them.
-    stage({});
-    PluginHost probe;
-    resolve(probe, false);
-    stage([&](const std::string& plugin, const std::string& option) {
-      const PluginInfo* info = probe.find(plugin);
-      if (!info) return false;
-      for (const OptionSpec& spec : info->options)
-        if (spec.name == option) return spec.type == OptionType::path;
-      return false;
-    });
     PluginHost host;  // one host per arm: arms may load same-named plugins from other folders
-    const PipelineSpec spec = resolve(host, true);
+    PipelineSpec spec;
+    try {
+      const std::string header = "# tessera ab " + origin + " merged onto " +
+                                 fs::absolute(base_pipeline).lexically_normal().string() +
+                                 "\n# Reproduce this arm: tessera compile MODEL -p THIS_FILE -t TARGET -o PACKAGE\n";
+      const MergedPipeline merged = merge_overlay_into_file(base_pipeline, request.overlay, staged, header);
+      arm.info.changes = merged.changes;
+      arm.yaml = header + merged.yaml;
+      spec = load_pipeline(staged);
+      resolve_pipeline(spec, host);
+      // Creating the plugins runs their configure(), which checks option ranges, and a cost
+      // model may read a table per target (calibrated): each is loaded now, once, rather than
+      // failing every work item of that target and writing a reproducer for each.
+      PassManager plugins_configured(spec, host, PassManagerOptions{});
+      for (const Target& target : targets) plugins_configured.cost_model().estimate_exchange(ExchangePhase{}, target);
+    } catch (const std::exception& e) {
+      throw Error(std::string(e.what()) + " [" + origin + " merged onto " + base_pipeline + "; the merged pipeline is " +
+                  staged + "]");
+    }
     std::string fingerprint_text = "tessera-ab-arm/1\n";
     std::vector<ArmInput>& inputs = arm.info.inputs;
     fingerprint_text += use_fingerprint_text(spec.cost_model, host, "cost_model", target_names, inputs);

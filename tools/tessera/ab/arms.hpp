@@ -4,6 +4,7 @@
 #include <vector>
 
 #include "results.hpp"
+#include "tessera/target.hpp"
 
 namespace tessera::ab {
 
@@ -26,11 +27,13 @@ struct PreparedArm {
 
 /// Merges every overlay onto `base_pipeline`, writes each result into `staging_directory`,
 /// loads and resolves it with the core (plugins, option types, pass order), creates its plugins
-/// (so each plugin's configure() checks its options) and fingerprints
-/// it from its plugins' names, versions, library contents, resolved options and the contents
-/// of the files its `path` options name (`{target}` expanded for each of `target_names`).
-/// Appends the baseline's twin. Throws Error naming the arm, the overlay and the merged file.
+/// (so each plugin's configure() checks its options), asks its cost model for one (empty)
+/// exchange estimate on each of `targets` (so the tables it reads per target are loaded and
+/// checked) and fingerprints it from its plugins' names, versions, library contents, resolved
+/// options and the contents of the files its `path` options name (`{target}` expanded for
+/// each target). Appends the baseline's twin. Throws Error naming the arm, the overlay and
+/// the merged file, before any work item has run.
 std::vector<PreparedArm> prepare_arms(const std::string& base_pipeline, const std::vector<ArmRequest>& requests,
-                                      const std::string& staging_directory, const std::vector<std::string>& target_names = {});
+                                      const std::string& staging_directory, const std::vector<Target>& targets = {});
 
 }  // namespace tessera::ab

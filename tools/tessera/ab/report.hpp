@@ -3,6 +3,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "analysis.hpp"
 
@@ -15,7 +16,7 @@ struct DriverStats {
   double wall_ms = 0;                   ///< the whole invocation
   std::int64_t self_peak_rss_kib = 0;   ///< the driver process alone (getrusage RUSAGE_SELF)
   double child_wall_ms = 0;             ///< compiles and runs started by this invocation
-  std::size_t executed = 0, skipped = 0, stale = 0, failed = 0, runs = 0;
+  std::size_t executed = 0, skipped = 0, stale = 0, failed = 0, runs = 0, warmups = 0;
 };
 
 /// Tables sorted by change, for a terminal (plain text, fixed-width columns).
@@ -30,6 +31,11 @@ std::string html_report(const Analysis& analysis, const DriverStats& driver);
 
 /// Formats a metric's value for people: cycles and bytes as integers, ratios with 3 decimals.
 std::string format_metric_value(const std::string& metric, double value);
+/// A fixed-width text table: the first `left` columns left-aligned, the rest right-aligned.
+std::string text_table(const std::vector<std::vector<std::string>>& rows, std::size_t left);
+
+/// Where and under what load the timings were taken: hosts, load averages, warm-ups, build.
+std::string measurement_line(const Analysis& analysis);
 /// "+12.5%", "-3.0%", "0.0%", or "-" for NaN.
 std::string format_change(double ratio);
 

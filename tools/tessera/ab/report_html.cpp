@@ -46,9 +46,9 @@ table.ab-sortable th { cursor: pointer; } table.ab-sortable th[data-order="ascen
 table.ab-sortable th[data-order="descending"]::after { content: " \25BC"; }
 table.ab-table td.ab-text, table.ab-table th.ab-text { text-align: left; }
 .ab-better { color: #1b6e20; font-weight: 600; } .ab-worse { color: #b3261e; font-weight: 600; }
-.ab-noise, .ab-same, .ab-missing { color: #6b7280; }
+.ab-noise, .ab-same, .ab-missing, .ab-information { color: #6b7280; }
 rect.ab-bar.ab-better { fill: #2e7d32; } rect.ab-bar.ab-worse { fill: #c62828; }
-rect.ab-bar.ab-same, rect.ab-bar.ab-noise { fill: #a9b0b8; }
+rect.ab-bar.ab-same, rect.ab-bar.ab-noise, rect.ab-bar.ab-information { fill: #a9b0b8; }
 svg.ab-chart, svg.ab-phase-chart { display: block; margin: 6px 0 18px; background: #fff; }
 svg text { font: 11px system-ui, sans-serif; fill: #1d232b; }
 figure.ab-chart-figure { margin: 0; } figcaption { font-weight: 600; margin-top: 12px; }
@@ -215,8 +215,8 @@ std::string phase_chart(const PhaseTable& table) {
   return svg + "</svg>\n";
 }
 
-std::string verdict_cell(Verdict verdict) {
-  return fmt::format("<td class=\"ab-text ab-{0}\">{0}</td>", verdict_name(verdict));
+std::string verdict_cell(const Comparison& c, double alpha) {
+  return fmt::format("<td class=\"ab-text ab-{}\">{}</td>", verdict_name(c.verdict), escape(verdict_text(c, alpha)));
 }
 
 std::string number_cell(const std::string& text, double sort) {
@@ -246,19 +246,20 @@ std::string html_report(const Analysis& analysis, const DriverStats& driver) {
                         arm.overlay.empty() ? "the base pipeline" : "overlay <code>" + escape(arm.overlay) + "</code>",
                         changes.empty() ? "" : " &#8212; " + escape(changes));
   }
-  html += "</ul>\n</header>\n";
+  html += fmt::format("</ul>\n<p id=\"ab-measured\" class=\"ab-note\">{}</p>\n</header>\n", escape(measurement_line(analysis).substr(2)));
 
   // Summary: geomean per arm and metric.
   html += "<section id=\"ab-overview\">\n<h2>Summary</h2>\n<div class=\"ab-scroll\"><table id=\"ab-summary\" class=\"ab-table ab-sortable\">\n"
           "<thead><tr><th class=\"ab-text\">arm</th><th class=\"ab-text\">metric</th><th class=\"ab-text\">kind</th>"
           "<th class=\"ab-text\">better when</th><th>geomean</th><th>change</th><th>interval low</th><th>interval high</th>"
-          "<th>models</th><th>better</th><th>worse</th><th>same</th><th>noise</th><th>missing</th></tr></thead>\n<tbody>\n";
+          "<th>models</th><th>better</th><th>worse</th><th>same</th><th>noise</th><th>info</th><th>missing</th></tr></thead>\n<tbody>\n";
   for (const ArmSummary& s : analysis.summaries) {
     const MetricDefinition& metric = metric_definition(s.metric);
     html += fmt::format("<tr data-arm=\"{}\" data-metric=\"{}\"><td class=\"ab-text\">{}</td><td class=\"ab-text\">{}</td>"
                         "<td class=\"ab-text\">{}</td><td class=\"ab-text\">{}</td>{}{}{}{}<td>{}</td><td>{}</td><td>{}</td>"
-                        "<td>{}</td><td>{}</td><td>{}</td></tr>\n",
-                        escape(s.arm), escape(s.metric), escape(s.arm), escape(s.metric), determinism_name(metric.determinism),
+                        "<td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>\n",
+                        escape(s.arm), escape(s.metric), escape(s.arm), escape(s.metric),
+                        determinism_name(metric.determinism) + std::string(metric.judged ? "" : ", info only"),
                         direction_name(metric.direction),
                         number_cell(std::isfinite(s.interval.geomean) ? fmt::format("{:.4f}", s.interval.geomean) : "-",
                                     s.interval.geomean),
@@ -266,7 +267,7 @@ std::string html_report(const Analysis& analysis, const DriverStats& driver) {
                         number_cell(std::isfinite(s.interval.low) ? fmt::format("{:.4f}", s.interval.low) : "-", s.interval.low),
                         number_cell(std::isfinite(s.interval.high) ? fmt::format("{:.4f}", s.interval.high) : "-",
                                     s.interval.high),
-                        s.interval.count, s.better, s.worse, s.same, s.noise, s.missing);
+                        s.interval.count, s.better, s.worse, s.same, s.noise, s.information, s.missing);
   }
   html += "</tbody>\n</table></div>\n</section>\n";
 
@@ -302,7 +303,7 @@ std::string html_report(const Analysis& analysis, const DriverStats& driver) {
                         number_cell(format_change(c.ratio), c.ratio),
                         number_cell(std::isfinite(c.p_value) ? fmt::format("{:.3g}", c.p_value) : "-", c.p_value),
                         number_cell(std::isfinite(c.q_value) ? fmt::format("{:.3g}", c.q_value) : "-", c.q_value),
-                        verdict_cell(c.verdict), c.same_package ? "identical" : "differs");
+                        verdict_cell(c, analysis.alpha), c.same_package ? "identical" : "differs");
   }
   html += "</tbody>\n</table></div>\n</section>\n";
 
@@ -310,12 +311,12 @@ std::string html_report(const Analysis& analysis, const DriverStats& driver) {
   html += fmt::format("<section id=\"ab-noise-floor\">\n<h2>Noise floor</h2>\n<p class=\"ab-note\">{0} compiled a second "
                       "time as <code>{0}.twin</code> in every repeat; a noisy metric's change smaller than the largest "
                       "twin change is reported as noise.</p>\n<table id=\"ab-noise\" class=\"ab-table\">\n<thead><tr>"
-                      "<th class=\"ab-text\">metric</th><th>pairs</th><th>geomean twin / base</th><th>largest change</th>"
+                      "<th class=\"ab-text\">metric</th><th>pairs</th><th>outlier pairs</th><th>geomean twin / base</th><th>largest change</th>"
                       "<th>sd of log ratio</th></tr></thead>\n<tbody>\n",
                       escape(baseline));
   for (const NoiseFloor& f : analysis.noise_floors)
-    html += fmt::format("<tr data-metric=\"{0}\"><td class=\"ab-text\">{0}</td><td>{1}</td>{2}{3}{4}</tr>\n", escape(f.metric),
-                        f.pairs,
+    html += fmt::format("<tr data-metric=\"{0}\"><td class=\"ab-text\">{0}</td><td>{1}</td><td>{2}</td>{3}{4}{5}</tr>\n",
+                        escape(f.metric), f.pairs, f.outliers,
                         number_cell(std::isfinite(f.geomean_ratio) ? fmt::format("{:.4f}", f.geomean_ratio) : "-",
                                     f.geomean_ratio),
                         number_cell(std::isfinite(f.max_abs_log_ratio)

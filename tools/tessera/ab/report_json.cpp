@@ -13,7 +13,7 @@ namespace {
 
 json number(double value) { return std::isfinite(value) ? json(value) : json(nullptr); }
 
-json comparison_json(const Comparison& c) {
+json comparison_json(const Comparison& c, double alpha) {
   return {{"model", c.model},
           {"arm", c.arm},
           {"metric", c.metric},
@@ -27,6 +27,9 @@ json comparison_json(const Comparison& c) {
           {"q_value", number(c.q_value)},
           {"exact_test", c.exact},
           {"verdict", verdict_name(c.verdict)},
+          {"verdict_text", verdict_text(c, alpha)},
+          {"outliers", c.outliers},
+          {"noise_floor_log", number(c.noise_floor_log)},
           {"same_package", c.same_package}};
 }
 
@@ -45,10 +48,11 @@ std::string json_report(const Analysis& analysis, const DriverStats& driver) {
   json metrics = json::array();
   for (const MetricDefinition& metric : ab_metrics())
     metrics.push_back({{"name", metric.name}, {"unit", metric.unit}, {"determinism", determinism_name(metric.determinism)},
-                       {"better_when", direction_name(metric.direction)}, {"description", metric.description}});
+                       {"better_when", direction_name(metric.direction)}, {"description", metric.description},
+                       {"judged", metric.judged}});
   json comparisons = json::array(), twins = json::array();
-  for (const Comparison& c : analysis.comparisons) comparisons.push_back(comparison_json(c));
-  for (const Comparison& c : analysis.twin_comparisons) twins.push_back(comparison_json(c));
+  for (const Comparison& c : analysis.comparisons) comparisons.push_back(comparison_json(c, analysis.alpha));
+  for (const Comparison& c : analysis.twin_comparisons) twins.push_back(comparison_json(c, analysis.alpha));
   json summaries = json::array();
   for (const ArmSummary& s : analysis.summaries)
     summaries.push_back({{"arm", s.arm},
@@ -62,10 +66,11 @@ std::string json_report(const Analysis& analysis, const DriverStats& driver) {
                          {"worse", s.worse},
                          {"same", s.same},
                          {"noise", s.noise},
+                         {"information", s.information},
                          {"missing", s.missing}});
   json noise = json::array();
   for (const NoiseFloor& f : analysis.noise_floors)
-    noise.push_back({{"metric", f.metric}, {"pairs", f.pairs}, {"geomean_ratio", number(f.geomean_ratio)},
+    noise.push_back({{"metric", f.metric}, {"pairs", f.pairs}, {"outlier_pairs", f.outliers}, {"geomean_ratio", number(f.geomean_ratio)},
                      {"max_abs_log_ratio", number(f.max_abs_log_ratio)}, {"log_sd", number(f.log_sd)}});
   json packages = json::array();
   for (const ArmModel& p : analysis.arm_models)
@@ -103,6 +108,9 @@ std::string json_report(const Analysis& analysis, const DriverStats& driver) {
       {"baseline", m.baseline().name},
       {"arms", arms},
       {"repeat", m.repeat},
+      {"warmup", m.warmup},
+      {"measured", {{"hosts", analysis.hosts}, {"load_average_low", number(analysis.load_average_low)},
+                    {"load_average_high", number(analysis.load_average_high)}}},
       {"alpha", analysis.alpha},
       {"metrics", metrics},
       {"summaries", summaries},
@@ -117,7 +125,7 @@ std::string json_report(const Analysis& analysis, const DriverStats& driver) {
       {"driver", {{"command", driver.command}, {"results", driver.results}, {"wall_ms", driver.wall_ms},
                   {"self_peak_rss_kib", driver.self_peak_rss_kib}, {"child_wall_ms", driver.child_wall_ms},
                   {"executed", driver.executed}, {"skipped", driver.skipped}, {"stale", driver.stale},
-                  {"failed", driver.failed}, {"runs", driver.runs}}},
+                  {"failed", driver.failed}, {"runs", driver.runs}, {"warmups", driver.warmups}}},
   };
   return report.dump(2) + "\n";
 }

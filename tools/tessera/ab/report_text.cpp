@@ -48,25 +48,6 @@ std::string arm_description(const ArmInfo& arm) {
   return text;
 }
 
-// A fixed-width text table: the first `left` columns left-aligned, the rest right-aligned.
-std::string text_table(const std::vector<std::vector<std::string>>& rows, std::size_t left) {
-  std::vector<std::size_t> widths;
-  for (const auto& row : rows)
-    for (std::size_t i = 0; i < row.size(); ++i) {
-      if (widths.size() <= i) widths.push_back(0);
-      widths[i] = std::max(widths[i], row[i].size());
-    }
-  std::string text;
-  for (const auto& row : rows) {
-    std::string line = " ";
-    for (std::size_t i = 0; i < row.size(); ++i)
-      line += " " + (i < left ? fmt::format("{:<{}}", row[i], widths[i]) : fmt::format("{:>{}}", row[i], widths[i]));
-    line.erase(line.find_last_not_of(' ') + 1);
-    text += line + "\n";
-  }
-  return text;
-}
-
 std::string markdown_table(const std::vector<std::vector<std::string>>& rows, std::size_t left) {
   std::string text;
   for (std::size_t r = 0; r < rows.size(); ++r) {
@@ -86,15 +67,30 @@ std::string markdown_table(const std::vector<std::vector<std::string>>& rows, st
   return text;
 }
 
+// "deterministic", "noisy", or either with ", info only" for metrics that get no verdict.
+std::string metric_kind(const MetricDefinition& metric) {
+  return std::string(determinism_name(metric.determinism)) + (metric.judged ? "" : ", info only");
+}
+
+// The A-vs-A floor of a noisy metric as "±12.3%"; "-" for deterministic ones, "none" when unmeasured.
+std::string format_noise_floor(const Analysis& analysis, const MetricDefinition& metric) {
+  if (metric.determinism != Determinism::noisy) return "-";
+  for (const NoiseFloor& floor : analysis.noise_floors)
+    if (floor.metric == metric.name && std::isfinite(floor.max_abs_log_ratio))
+      return fmt::format("±{:.1f}%", 100 * (std::exp(floor.max_abs_log_ratio) - 1));
+  return "none";
+}
+
 std::vector<std::vector<std::string>> summary_rows(const Analysis& analysis, const std::string& arm) {
-  std::vector<std::vector<std::string>> rows = {
-      {"metric", "kind", "better when", "geomean", "interval", "better", "worse", "same", "noise", "missing"}};
+  std::vector<std::vector<std::string>> rows = {{"metric", "kind", "better when", "geomean", "interval", "noise floor",
+                                                   "better", "worse", "same", "noise", "info", "missing"}};
   for (const ArmSummary& s : analysis.summaries) {
     if (s.arm != arm) continue;
     const MetricDefinition& metric = metric_definition(s.metric);
-    rows.push_back({s.metric, determinism_name(metric.determinism), direction_name(metric.direction),
-                    format_ratio(s.interval.geomean), format_interval(s.interval), std::to_string(s.better),
-                    std::to_string(s.worse), std::to_string(s.same), std::to_string(s.noise), std::to_string(s.missing)});
+    rows.push_back({s.metric, metric_kind(metric), direction_name(metric.direction), format_ratio(s.interval.geomean),
+                    format_interval(s.interval), format_noise_floor(analysis, metric), std::to_string(s.better),
+                    std::to_string(s.worse), std::to_string(s.same), std::to_string(s.noise),
+                    std::to_string(s.information), std::to_string(s.missing)});
   }
   return rows;
 }
@@ -106,14 +102,15 @@ std::vector<std::vector<std::string>> model_rows(const Analysis& analysis, const
   for (const Comparison* c : sorted_rows(analysis.comparisons, arm))
     rows.push_back({c->model, c->metric, format_metric_value(c->metric, c->baseline), format_metric_value(c->metric, c->value),
                     format_ratio(c->ratio), format_change(c->ratio), format_probability(c->p_value),
-                    format_probability(c->q_value), verdict_name(c->verdict)});
+                    format_probability(c->q_value), verdict_text(*c, analysis.alpha)});
   return rows;
 }
 
 std::vector<std::vector<std::string>> noise_rows(const Analysis& analysis) {
-  std::vector<std::vector<std::string>> rows = {{"metric", "pairs", "geomean twin/base", "largest change", "sd of log ratio"}};
+  std::vector<std::vector<std::string>> rows = {
+      {"metric", "pairs", "outlier pairs", "geomean twin/base", "largest change", "sd of log ratio"}};
   for (const NoiseFloor& floor : analysis.noise_floors)
-    rows.push_back({floor.metric, std::to_string(floor.pairs), format_ratio(floor.geomean_ratio),
+    rows.push_back({floor.metric, std::to_string(floor.pairs), std::to_string(floor.outliers), format_ratio(floor.geomean_ratio),
                     std::isfinite(floor.max_abs_log_ratio) ? fmt::format("{:.1f}%", 100 * (std::exp(floor.max_abs_log_ratio) - 1))
                                                            : "-",
                     std::isfinite(floor.log_sd) ? fmt::format("{:.4f}", floor.log_sd) : "-"});
@@ -137,10 +134,38 @@ std::string csv_number(double value) { return std::isfinite(value) ? fmt::format
 
 }  // namespace
 
+std::string text_table(const std::vector<std::vector<std::string>>& rows, std::size_t left) {
+  std::vector<std::size_t> widths;
+  for (const auto& row : rows)
+    for (std::size_t i = 0; i < row.size(); ++i) {
+      if (widths.size() <= i) widths.push_back(0);
+      widths[i] = std::max(widths[i], row[i].size());
+    }
+  std::string text;
+  for (const auto& row : rows) {
+    std::string line = " ";
+    for (std::size_t i = 0; i < row.size(); ++i)
+      line += " " + (i < left ? fmt::format("{:<{}}", row[i], widths[i]) : fmt::format("{:>{}}", row[i], widths[i]));
+    line.erase(line.find_last_not_of(' ') + 1);
+    text += line + "\n";
+  }
+  return text;
+}
+
+std::string measurement_line(const Analysis& analysis) {
+  std::string hosts;
+  for (const std::string& host : analysis.hosts) hosts += (hosts.empty() ? "" : ", ") + host;
+  if (hosts.empty()) return "  measured: no records yet";
+  return fmt::format("  measured on {}, 1-minute load average {:.2f} to {:.2f} at item starts, {} warm-up compile{} per "
+                     "model and arm, tessera build {}",
+                     hosts, analysis.load_average_low, analysis.load_average_high, analysis.manifest.warmup,
+                     analysis.manifest.warmup == 1 ? "" : "s", analysis.manifest.build.build_hash);
+}
+
 std::string format_metric_value(const std::string& metric, double value) {
   if (!std::isfinite(value)) return "-";
   if (metric == "exchange_bound_ratio") return fmt::format("{:.4f}", value);
-  if (metric == "compile_wall_ms") return fmt::format("{:.1f}", value);
+  if (metric == "compile_wall_ms" || metric == "compile_cpu_ms") return fmt::format("{:.1f}", value);
   return fmt::format("{:.0f}", value);
 }
 
@@ -158,6 +183,7 @@ std::string terminal_report(const Analysis& analysis, const std::string& results
   for (const ArmInfo& arm : m.arms)
     if (arm.twin_of.empty())
       text += fmt::format("  arm {}{}: {}\n", arm.name, arm.name == baseline ? " (baseline)" : "", arm_description(arm));
+  text += measurement_line(analysis) + "\n";
   for (const std::string& arm : analysis.compared_arms) {
     text += fmt::format("\n{} vs {}: geometric mean of {}/{} over the models, {:.0f}% interval ({} of {} packages "
                         "identical to {}'s)\n",
@@ -186,6 +212,7 @@ std::string markdown_report(const Analysis& analysis) {
   for (const ArmInfo& arm : m.arms)
     if (arm.twin_of.empty())
       text += fmt::format("- **{}**{}: {}\n", arm.name, arm.name == baseline ? " (baseline)" : "", arm_description(arm));
+  text += "\n" + measurement_line(analysis).substr(2) + ".\n";
   for (const std::string& arm : analysis.compared_arms) {
     text += fmt::format("\n## {} vs {}\n\nGeometric mean of {}/{} over the models with a {:.0f}% interval; {} of {} "
                         "packages identical to {}'s.\n\n",
@@ -209,7 +236,7 @@ std::string markdown_report(const Analysis& analysis) {
 std::string csv_report(const Analysis& analysis) {
   std::string text =
       "arm,baseline_arm,model,metric,determinism,better_when,baseline,value,ratio,log_ratio,p_value,q_value,exact,verdict,"
-      "same_package,baseline_samples,samples\n";
+      "same_package,baseline_samples,samples,outliers,noise_floor_log,verdict_text\n";
   auto join = [](const std::vector<double>& values) {
     std::string joined;
     for (double v : values) joined += (joined.empty() ? "" : " ") + csv_number(v);
@@ -218,13 +245,14 @@ std::string csv_report(const Analysis& analysis) {
   for (const auto* list : {&analysis.comparisons, &analysis.twin_comparisons})
     for (const Comparison& c : *list) {
       const MetricDefinition& metric = metric_definition(c.metric);
-      text += fmt::format("{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{}\n", csv_field(c.arm),
+      text += fmt::format("{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{}\n", csv_field(c.arm),
                           csv_field(analysis.manifest.baseline().name), csv_field(c.model), c.metric,
                           determinism_name(metric.determinism), direction_name(metric.direction), csv_number(c.baseline),
                           csv_number(c.value), csv_number(c.ratio),
                           csv_number(std::isfinite(c.ratio) && c.ratio > 0 ? std::log(c.ratio) : NAN), csv_number(c.p_value),
                           csv_number(c.q_value), c.exact ? "true" : "false", verdict_name(c.verdict),
-                          c.same_package ? "true" : "false", join(c.baseline_samples), join(c.samples));
+                          c.same_package ? "true" : "false", join(c.baseline_samples), join(c.samples), c.outliers,
+                          csv_number(c.noise_floor_log), csv_field(verdict_text(c, analysis.alpha)));
     }
   return text;
 }

@@ -27,7 +27,7 @@ BuildIdentity build_from(const json& j) { return {j.at("version").get<std::strin
 
 json to_json(const ProcessRecord& p) {
   return {{"command", p.command}, {"exit_code", p.exit_code}, {"signal", p.signal}, {"wall_ms", p.wall_ms},
-          {"peak_rss_kib", p.peak_rss_kib}, {"log", p.log}, {"error", p.error}};
+          {"user_ms", p.user_ms}, {"system_ms", p.system_ms}, {"peak_rss_kib", p.peak_rss_kib}, {"log", p.log}, {"error", p.error}};
 }
 ProcessRecord process_from(const json& j) {
   ProcessRecord p;
@@ -35,6 +35,8 @@ ProcessRecord process_from(const json& j) {
   p.exit_code = j.at("exit_code").get<int>();
   p.signal = j.at("signal").get<int>();
   p.wall_ms = j.at("wall_ms").get<double>();
+  p.user_ms = j.value("user_ms", 0.0);  // absent in records of older builds
+  p.system_ms = j.value("system_ms", 0.0);
   p.peak_rss_kib = j.at("peak_rss_kib").get<std::int64_t>();
   p.log = j.at("log").get<std::string>();
   p.error = j.at("error").get<std::string>();
@@ -58,6 +60,9 @@ json to_json(const Record& r) {
           {"target_hash", r.target_hash},
           {"tessera", to_json(r.build)},
           {"finished_at", r.finished_at},
+          {"host", r.host},
+          {"load_average", r.load_average},
+          {"warmup", r.warmup},
           {"compile",
            {{"process", to_json(c.process)}, {"compile_ms", c.compile_ms}, {"supersteps", c.supersteps},
             {"estimated_cycles", c.estimated_cycles}, {"estimated_exchange_cycles", c.estimated_exchange_cycles},
@@ -83,6 +88,9 @@ Record record_from(const json& j) {
   r.target_hash = j.value("target_hash", "");
   r.build = build_from(j.at("tessera"));
   r.finished_at = j.at("finished_at").get<std::string>();
+  r.host = j.value("host", "");
+  r.load_average = j.value("load_average", 0.0);
+  r.warmup = j.value("warmup", 0u);
   const json& c = j.at("compile");
   r.compile.process = process_from(c.at("process"));
   r.compile.compile_ms = c.at("compile_ms").get<std::int64_t>();
@@ -129,6 +137,8 @@ json to_json(const Manifest& m) {
           {"base_pipeline", m.base_pipeline},
           {"arms", arms},
           {"repeat", m.repeat},
+          {"warmup", m.warmup},
+          {"threads", m.threads},
           {"shard", {{"index", m.shard_index}, {"count", m.shard_count}}}};
 }
 
@@ -154,6 +164,8 @@ Manifest manifest_from(const json& j) {
                       a.at("twin_of").get<std::string>()});
   }
   m.repeat = j.at("repeat").get<std::uint32_t>();
+  m.warmup = j.value("warmup", 0u);
+  m.threads = j.value("threads", 0u);
   m.shard_index = j.at("shard").at("index").get<std::uint32_t>();
   m.shard_count = j.at("shard").at("count").get<std::uint32_t>();
   if (m.arms.empty() || m.entries.empty()) throw std::runtime_error("a manifest without arms or suite entries");

@@ -1,12 +1,16 @@
 // The A/B work loop: every compile and run is a separate `tessera` process, measured by wait4.
 #include "runner.hpp"
 
+#include <unistd.h>
+
 #include <chrono>
+#include <cstdlib>
 #include <ctime>
 #include <filesystem>
 #include <fstream>
 #include <map>
 #include <optional>
+#include <set>
 
 #include <nlohmann/json.hpp>
 
@@ -14,6 +18,7 @@
 #include <fmt/format.h>
 
 #include "executor_local.hpp"
+#include "progress.hpp"
 #include "subprocess.hpp"
 #include "tessera/diagnostic.hpp"
 #include "tessera/log.hpp"
@@ -69,6 +74,17 @@ void remove_quietly(const fs::path& path) {
   fs::remove_all(path, ec);
 }
 
+std::string host_name() {
+  char name[256] = {};
+  return ::gethostname(name, sizeof name - 1) == 0 ? std::string(name) : std::string("unknown");
+}
+
+// The 1-minute load average: how busy the machine was when a timing was taken.
+double load_average_now() {
+  double loads[1] = {0};
+  return ::getloadavg(loads, 1) == 1 ? loads[0] : -1.0;
+}
+
 }  // namespace
 
 bool record_matches(const Record& record, const Manifest& manifest, const std::string& model, const std::string& arm,
@@ -86,6 +102,8 @@ RunnerStats run_work(const Manifest& manifest, const ResultsDir& results, const 
   auto log = logger("tessera.ab");
   RunnerStats stats;
   std::map<std::size_t, Target> targets;  // per suite entry, for a run's expected peak memory
+  std::set<std::pair<std::size_t, std::size_t>> warmed;  // (entry, arm) pairs whose warm-up compiles ran
+  const std::string host = host_name();
   for (std::size_t index = 0; index < items.size(); ++index) {
     const WorkItem& item = items[index];
     const SuiteEntry& entry = manifest.entries[item.entry];
@@ -100,6 +118,7 @@ RunnerStats run_work(const Manifest& manifest, const ResultsDir& results, const 
       } else if (!(options.retry_failed && stored->failed())) {
         ++stats.skipped;
         log->info("skipping finished ab item {}", progress);
+        if (options.progress) options.progress->item_finished(false, false);
         continue;
       }
     }
@@ -126,11 +145,34 @@ RunnerStats run_work(const Manifest& manifest, const ResultsDir& results, const 
     const std::string compile_out = (logs / (stem + ".compile.out")).string();
     const std::string compile_err = (logs / (stem + ".compile.log")).string();
     const std::string compile_json = (logs / (stem + ".compile.json")).string();
+    auto compile_command = [&](const std::string& output, const std::string& phase_folder, const std::string& json) {
+      std::vector<std::string> command{options.tessera, "--log-level", "info", "compile", entry.model, "-p",
+                                       results.absolute(arm.pipeline), "-t", entry.target, "-o", output,
+                                       "--emit-phases", phase_folder, "--json", json};
+      if (manifest.threads > 0) command.insert(command.end(), {"--threads", std::to_string(manifest.threads)});
+      return command;
+    };
+    // Warm-up compiles (page cache, plugin libraries, CPU frequency) are made and thrown away.
+    if (manifest.warmup > 0 && warmed.insert({item.entry, item.arm}).second) {
+      const fs::path scratch = logs / "warmup";
+      fs::create_directories(scratch);
+      for (std::uint32_t k = 0; k < manifest.warmup; ++k) {
+        const ProcessRecord warm = run_process(
+            compile_command((scratch / "package.tpkg").string(), (scratch / "phases").string(), (scratch / "compile.json").string()),
+            (logs / "warmup.compile.out").string(), (logs / "warmup.compile.log").string());
+        stats.child_wall_ms += warm.wall_ms;
+        ++stats.warmups;
+        log->info("warm-up compile {}/{} model={} arm={} wall_ms={:.0f} cpu_ms={:.0f} exit={}", k + 1, manifest.warmup,
+                  entry.id, arm.name, warm.wall_ms, warm.cpu_ms(), warm.exit_code);
+      }
+      remove_quietly(scratch);
+    }
+    record.host = host;
+    record.load_average = load_average_now();
+    record.warmup = manifest.warmup;
     remove_quietly(compile_json);  // a record left by an earlier attempt is not this compile's
-    record.compile.process = run_process({options.tessera, "--log-level", "info", "compile", entry.model, "-p",
-                                          results.absolute(arm.pipeline), "-t", entry.target, "-o", package.string(),
-                                          "--emit-phases", phases.string(), "--json", compile_json},
-                                         compile_out, compile_err);
+    record.compile.process = run_process(compile_command(package.string(), phases.string(), compile_json), compile_out,
+                                         compile_err);
     record.compile.process.log = results.relative(compile_err);
     stats.child_wall_ms += record.compile.process.wall_ms;
     ++stats.executed;
@@ -205,6 +247,7 @@ RunnerStats run_work(const Manifest& manifest, const ResultsDir& results, const 
     }
     record.finished_at = utc_now();
     results.write_record(record);
+    if (options.progress) options.progress->item_finished(true, record.failed());
     if (record.failed()) {
       ++stats.failed;
       log->warn("ab item failed {} compile_exit={} run_exit={} log={}", progress, record.compile.process.exit_code,
@@ -214,8 +257,10 @@ RunnerStats run_work(const Manifest& manifest, const ResultsDir& results, const 
       const std::string run = record.run.performed ? fmt::format(" device_cycles={}", record.run.device_cycles)
                               : record.run.unchanged ? std::string(" unchanged=true")
                                                      : std::string();
-      log->info("finished ab item {} compile_wall_ms={:.0f} compile_peak_rss_kib={} package_hash={}{}", progress,
-                record.compile.process.wall_ms, record.compile.process.peak_rss_kib, record.compile.package_hash, run);
+      log->info("finished ab item {} compile_wall_ms={:.0f} compile_cpu_ms={:.0f} compile_peak_rss_kib={} host={} "
+                "load_average={:.2f} package_hash={}{}",
+                progress, record.compile.process.wall_ms, record.compile.process.cpu_ms(),
+                record.compile.process.peak_rss_kib, record.host, record.load_average, record.compile.package_hash, run);
     }
   }
   return stats;

@@ -9,12 +9,14 @@
 namespace tessera::ab {
 
 class MemoryGate;
+class Progress;
 
 struct RunnerOptions {
   std::string tessera;       ///< the tessera binary to run (normally this one)
   std::string lock_path;     ///< device lock file for `tessera run` ("" = its default)
   bool retry_failed = false; ///< redo stored items whose compile or run failed
   MemoryGate* memory = nullptr;  ///< admits simulator runs by their expected peak (local --jobs)
+  Progress* progress = nullptr;  ///< told of every finished or skipped item
 };
 
 struct RunnerStats {
@@ -23,6 +25,7 @@ struct RunnerStats {
   std::size_t stale = 0;      ///< stored records of another suite, arm or build, redone
   std::size_t failed = 0;     ///< items executed now whose compile or run failed
   std::size_t runs = 0;       ///< simulator runs made now
+  std::size_t warmups = 0;    ///< discarded warm-up compiles made now
   double child_wall_ms = 0;   ///< wall time of every child process started now
 
   RunnerStats& operator+=(const RunnerStats& other) {
@@ -31,6 +34,7 @@ struct RunnerStats {
     stale += other.stale;
     failed += other.failed;
     runs += other.runs;
+    warmups += other.warmups;
     child_wall_ms += other.child_wall_ms;
     return *this;
   }
@@ -40,6 +44,8 @@ struct RunnerStats {
 /// record as each one finishes. An item's compile is repeat-independent; the simulator run
 /// is made at repeat 0 only (cycles are deterministic), and not at all when the package is
 /// byte-identical to the baseline arm's. A failing compile or run is recorded, not thrown.
+/// Before the first compile of each (model, arm) it makes, it makes `manifest.warmup`
+/// warm-up compiles of it and discards them.
 RunnerStats run_work(const Manifest& manifest, const ResultsDir& results, const std::vector<WorkItem>& items,
                      const RunnerOptions& options);
 

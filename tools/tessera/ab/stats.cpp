@@ -140,4 +140,17 @@ double median(std::vector<double> values) {
   return values.size() % 2 ? values[mid] : (values[mid - 1] + values[mid]) / 2;
 }
 
+std::vector<bool> mad_outliers(const std::vector<double>& values, double threshold) {
+  std::vector<bool> outlier(values.size(), false);
+  if (values.size() < 3) return outlier;
+  const double center = median(values);
+  std::vector<double> deviations;
+  for (double value : values) deviations.push_back(std::abs(value - center));
+  const double mad = median(deviations);
+  if (!(mad > 0)) return outlier;
+  constexpr double kNormalConsistency = 1.4826;  // 1 / Phi^-1(3/4): MAD * this estimates sigma for normal data
+  for (std::size_t i = 0; i < values.size(); ++i) outlier[i] = deviations[i] / (kNormalConsistency * mad) > threshold;
+  return outlier;
+}
+
 }  // namespace tessera::ab

@@ -1,4 +1,4 @@
-// Statistics for `tessera ab`: Mann-Whitney U, Benjamini-Hochberg, geometric mean with a t interval.
+// Statistics for `tessera ab`: Mann-Whitney U, Benjamini-Hochberg, geometric mean with a t interval, outliers.
 #pragma once
 #include <cstddef>
 #include <vector>
@@ -40,5 +40,10 @@ struct GeomeanInterval {
 GeomeanInterval geomean_interval(const std::vector<double>& ratios, double confidence);
 
 double median(std::vector<double> values);
+
+/// Which of `values` are outliers by the modified z-score of Iglewicz and Hoaglin:
+/// |x - median| / (1.4826 * MAD) > `threshold` (MAD, the median absolute deviation, scaled to
+/// estimate a normal sigma). None with fewer than 3 values or a MAD of 0 (no spread to judge by).
+std::vector<bool> mad_outliers(const std::vector<double>& values, double threshold = 3.5);
 
 }  // namespace tessera::ab

@@ -63,6 +63,9 @@ ProcessRecord run_process(const std::vector<std::string>& command, const std::st
   }
   record.wall_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
   record.peak_rss_kib = usage.ru_maxrss;  // Linux reports kilobytes
+  auto milliseconds = [](const timeval& t) { return static_cast<double>(t.tv_sec) * 1e3 + static_cast<double>(t.tv_usec) / 1e3; };
+  record.user_ms = milliseconds(usage.ru_utime);
+  record.system_ms = milliseconds(usage.ru_stime);
   if (WIFEXITED(status)) record.exit_code = WEXITSTATUS(status);
   if (WIFSIGNALED(status)) record.signal = WTERMSIG(status);
   return record;

@@ -1,4 +1,4 @@
-// Runs a child process (no shell) with its output in files, measuring wall time and peak RSS.
+// Runs a child process (no shell) with its output in files, measuring wall and CPU time and peak RSS.
 #pragma once
 #include <string>
 #include <vector>
@@ -8,7 +8,7 @@
 namespace tessera::ab {
 
 /// Runs `command` (argv[0] a path), stdout to `stdout_file` and stderr to `stderr_file`, and
-/// waits for it with wait4: exit code or signal, wall time, and the child's own peak RSS.
+/// waits for it with wait4: exit code or signal, wall time, user and system CPU time and the child's own peak RSS.
 /// Throws Error only when the process cannot be started.
 ProcessRecord run_process(const std::vector<std::string>& command, const std::string& stdout_file,
                           const std::string& stderr_file);

@@ -18,6 +18,8 @@ namespace fs = std::filesystem;
 
 namespace tessera::ab {
 
+using namespace tessera::overlay;
+
 namespace {
 
 std::string entry_path(const std::string& file, const YAML::Node& entry, const char* key) {

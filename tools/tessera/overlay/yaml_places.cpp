@@ -1,4 +1,4 @@
-// YAML places and name suggestions for the A/B driver's suite and overlay files.
+// YAML places and name suggestions for pipeline overlays and the A/B driver's suite files.
 #include "yaml_places.hpp"
 
 #include <algorithm>
@@ -7,7 +7,7 @@
 #include "tessera/diagnostic.hpp"
 #include "tessera/yaml_text.hpp"
 
-namespace tessera::ab {
+namespace tessera::overlay {
 
 std::string yaml_place(const std::string& file, const YAML::Node& node) {
   const YAML::Mark mark = node.Mark();
@@ -26,21 +26,17 @@ YAML::Node load_yaml_file(const std::string& path, const std::string& what) {
   }
 }
 
-std::string nearest_name(const std::string& name, const std::vector<std::string>& candidates) {
-  return tessera::nearest_name(name, candidates);
-}
-
 void check_yaml_keys(const std::string& file, const YAML::Node& map, const std::vector<std::string>& allowed,
                      const std::string& what) {
   for (const auto& entry : map) {
     const std::string key = entry.first.as<std::string>();
     if (std::find(allowed.begin(), allowed.end(), key) != allowed.end()) continue;
     std::string message = yaml_place(file, entry.first) + ": unknown key " + echoed_token(key) + " in " + what;
-    if (std::string near = nearest_name(key, allowed); !near.empty()) message += "; did you mean '" + near + "'?";
+    if (std::string near = tessera::nearest_name(key, allowed); !near.empty()) message += "; did you mean '" + near + "'?";
     std::string list;
     for (const std::string& name : allowed) list += (list.empty() ? "" : ", ") + name;
     throw Error(message + " (allowed: " + list + ")");
   }
 }
 
-}  // namespace tessera::ab
+}  // namespace tessera::overlay

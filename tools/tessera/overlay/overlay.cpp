@@ -1,18 +1,21 @@
-// Deep-merges an arm's overlay YAML onto the base pipeline, keeping places for errors.
+// Deep-merges an overlay YAML onto a base pipeline, keeping places for errors.
 #include "overlay.hpp"
 
 #include <filesystem>
+#include <fstream>
 #include <iterator>
 #include <list>
 
 #include <yaml-cpp/yaml.h>
 
 #include "tessera/diagnostic.hpp"
+#include "tessera/pipeline.hpp"
+#include "tessera/plugin_host.hpp"
 #include "yaml_places.hpp"
 
 namespace fs = std::filesystem;
 
-namespace tessera::ab {
+namespace tessera::overlay {
 
 namespace {
 
@@ -251,4 +254,26 @@ MergedPipeline merge_pipeline_overlay(const std::string& base_path, const std::s
   return merged;
 }
 
-}  // namespace tessera::ab
+MergedPipeline merge_overlay_into_file(const std::string& base_path, const std::string& overlay_path,
+                                       const std::string& merged_file, const std::string& header) {
+  auto stage = [&](const PathOptionTest& is_path) {
+    MergedPipeline merged = merge_pipeline_overlay(base_path, overlay_path, is_path);
+    std::ofstream out(merged_file);
+    out << header << merged.yaml;
+    if (!out.flush()) throw Error(merged_file + ": cannot write the merged pipeline");
+    return merged;
+  };
+  stage({});
+  PluginHost probe;
+  PipelineSpec spec = load_pipeline(merged_file);
+  resolve_pipeline(spec, probe);
+  return stage([&](const std::string& plugin, const std::string& option) {
+    const PluginInfo* info = probe.find(plugin);
+    if (!info) return false;
+    for (const OptionSpec& known : info->options)
+      if (known.name == option) return known.type == OptionType::path;
+    return false;
+  });
+}
+
+}  // namespace tessera::overlay

@@ -1,11 +1,11 @@
-// Small helpers for the A/B driver's YAML files: places for diagnostics and "did you mean".
+// Small helpers for pipeline overlays and suite files: places for diagnostics and "did you mean".
 #pragma once
 #include <string>
 #include <vector>
 
 #include <yaml-cpp/yaml.h>
 
-namespace tessera::ab {
+namespace tessera::overlay {
 
 /// Type tests that are safe on a missing key of a const node (yaml-cpp throws for those).
 inline bool is_scalar(const YAML::Node& node) { return node.IsDefined() && node.IsScalar(); }
@@ -18,11 +18,8 @@ std::string yaml_place(const std::string& file, const YAML::Node& node);
 /// Parses a YAML file; a missing file or a syntax error is an Error naming the file and place.
 YAML::Node load_yaml_file(const std::string& path, const std::string& what);
 
-/// The candidate nearest to `name` within a small edit distance, or "".
-std::string nearest_name(const std::string& name, const std::vector<std::string>& candidates);
-
 /// Throws Error at `map`'s place for a key not in `allowed`, suggesting the nearest one.
 void check_yaml_keys(const std::string& file, const YAML::Node& map, const std::vector<std::string>& allowed,
                      const std::string& what);
 
-}  // namespace tessera::ab
+}  // namespace tessera::overlay

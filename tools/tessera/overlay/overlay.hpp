@@ -1,10 +1,11 @@
-// Arms of an A/B test: a YAML overlay deep-merged onto a base pipeline.
+// A pipeline overlay (a piece of pipeline YAML) deep-merged onto a base pipeline: the arms of
+// `tessera ab` and `tessera compile --overlay`.
 #pragma once
 #include <functional>
 #include <string>
 #include <vector>
 
-namespace tessera::ab {
+namespace tessera::overlay {
 
 struct MergedPipeline {
   std::string yaml;                  ///< the merged pipeline; every path in it is absolute
@@ -25,4 +26,12 @@ using PathOptionTest = std::function<bool(const std::string& plugin, const std::
 MergedPipeline merge_pipeline_overlay(const std::string& base_path, const std::string& overlay_path,
                                       const PathOptionTest& is_path = {});
 
-}  // namespace tessera::ab
+/// Merges the overlay onto the base with the relative values of `path` options resolved
+/// against the file that wrote them too: which options are paths is known once the plugins are
+/// loaded, so it merges, loads the result's plugins, and merges again. Writes `header` and the
+/// merged pipeline to `merged_file` (where load_pipeline reads it) and returns the merge.
+/// Throws Error: the overlay's file:line:column, or the core's message about the merged file.
+MergedPipeline merge_overlay_into_file(const std::string& base_path, const std::string& overlay_path,
+                                       const std::string& merged_file, const std::string& header);
+
+}  // namespace tessera::overlay
