@@ -336,6 +336,12 @@ void put_options(Writer& out, const Options& options) {
       else out.put(v);
     }, value);
   }
+  // Where each was given, so the child's refusal of one names its place.
+  out.put(static_cast<std::uint32_t>(options.places.size()));
+  for (const auto& [name, place] : options.places) {
+    out.put_string(name);
+    out.put_string(place);
+  }
 }
 
 Options get_options(Reader& in) {
@@ -358,6 +364,11 @@ Options get_options(Reader& in) {
       }
       default: throw ProtocolError("option '" + name + "' has an unknown type tag");
     }
+  }
+  const auto places = in.get_count(8);
+  for (std::uint32_t i = 0; i < places; ++i) {
+    std::string name = in.get_string();
+    options.places[name] = in.get_string();
   }
   return options;
 }

@@ -2,7 +2,10 @@
 #include "tessera/options.hpp"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
+#include <algorithm>
+#include <cmath>
 #include <stdexcept>
 
 namespace tessera {
@@ -15,6 +18,7 @@ const char* option_type_name(OptionType type) {
     case OptionType::string: return "string";
     case OptionType::path: return "path";
     case OptionType::map: return "map";
+    case OptionType::choice: return "enum";
   }
   return "?";
 }
@@ -41,6 +45,51 @@ std::string option_value_text(const OptionValue& value) {
     }
   };
   return std::visit(Visitor{}, value);
+}
+
+namespace {
+
+// Whether `value` lies beyond `bound` on `side` (-1: below a minimum, 1: above a maximum). int
+// bounds compare as integers (exact to 2^63), float ones as doubles; NaN is beyond every bound.
+bool outside(const OptionValue& value, const OptionValue& bound, bool excluded, int side) {
+  int order = 0;  // -1, 0, 1: value below, at, above the bound
+  const auto* v = std::get_if<std::int64_t>(&value);
+  const auto* b = std::get_if<std::int64_t>(&bound);
+  if (v && b) {
+    order = (*v > *b) - (*v < *b);
+  } else {
+    const double x = v ? double(*v) : std::get<double>(value);
+    const double y = b ? double(*b) : std::get<double>(bound);
+    if (std::isnan(x) || std::isnan(y)) return true;
+    order = (x > y) - (x < y);
+  }
+  return order == side || (order == 0 && excluded);
+}
+
+}  // namespace
+
+std::string option_limits_text(const OptionSpec& spec) {
+  if (!spec.choices.empty()) return fmt::format("one of: {}", fmt::join(spec.choices, ", "));
+  if (spec.minimum && spec.maximum)
+    return fmt::format("{}{}, {}{}", spec.minimum_excluded ? '(' : '[', option_value_text(*spec.minimum),
+                       option_value_text(*spec.maximum), spec.maximum_excluded ? ')' : ']');
+  if (spec.minimum) return fmt::format("{} {}", spec.minimum_excluded ? ">" : ">=", option_value_text(*spec.minimum));
+  if (spec.maximum) return fmt::format("{} {}", spec.maximum_excluded ? "<" : "<=", option_value_text(*spec.maximum));
+  return "";
+}
+
+std::string option_limits_problem(const OptionSpec& spec, const OptionValue& value) {
+  if (!spec.choices.empty()) {
+    const auto* name = std::get_if<std::string>(&value);
+    if (name && std::find(spec.choices.begin(), spec.choices.end(), *name) != spec.choices.end()) return "";
+    return fmt::format("must be {}, got '{}'", option_limits_text(spec), option_value_text(value));
+  }
+  const bool too_low = spec.minimum && outside(value, *spec.minimum, spec.minimum_excluded, -1);
+  const bool too_high = spec.maximum && outside(value, *spec.maximum, spec.maximum_excluded, 1);
+  if (too_low || too_high)
+    return fmt::format("must be {}{}, got {}", spec.minimum && spec.maximum ? "in " : "", option_limits_text(spec),
+                       option_value_text(value));
+  return "";
 }
 
 std::string MapOption::place(std::int64_t line, std::int64_t column) const {

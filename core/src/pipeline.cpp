@@ -73,7 +73,7 @@ PluginUse parse_plugin_use(const std::string& file, const YAML::Node& node, cons
       } else {
         use.options.values[name] = entry.second.Scalar();
       }
-      use.option_places[name] = yaml::place(file, entry.first);
+      use.options.places[name] = yaml::place(file, entry.first);
     }
   }
   return use;
@@ -150,13 +150,6 @@ static void resolve_use(const PluginHost& host, const std::string& pipeline_file
       throw Error(use.fallback_place + ": fallback: " + host.unknown_plugin_message(use.fallback, kind));
     if (use.fallback == use.plugin)
       throw Error(use.fallback_place + ": the fallback must be another plugin than '" + use.plugin + "'");
-  }
-  // Check option by option so an error points at the option's own line.
-  for (const auto& [name, value] : use.options.values) {
-    Options single;
-    single.values[name] = value;
-    auto place = use.option_places.count(name) ? use.option_places.at(name) : use.place;
-    host.resolve_options(info, single, place);
   }
   use.options = host.resolve_options(info, use.options, use.place);
   // A `path` option means the same file wherever the compiler runs from.

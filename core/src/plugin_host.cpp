@@ -184,7 +184,8 @@ bool parse_option(const std::string& text, OptionType type, OptionValue& value) 
     case OptionType::integer: { std::int64_t i; if (!yaml::parse_int(text, i)) return false; value = i; return true; }
     case OptionType::number: { double d; if (!yaml::parse_number(text, d)) return false; value = d; return true; }
     case OptionType::string:
-    case OptionType::path: value = text; return true;
+    case OptionType::path:
+    case OptionType::choice: value = text; return true;  // a choice is checked against the names later
     case OptionType::map: {  // a manifest default such as "{}"; the pipeline gives a YAML mapping
       try {
         const YAML::Node node = YAML::Load(text);
@@ -206,10 +207,37 @@ std::size_t option_value_index(OptionType type) {
     case OptionType::integer: return 1;
     case OptionType::number: return 2;
     case OptionType::string:
-    case OptionType::path: return 3;
+    case OptionType::path:
+    case OptionType::choice: return 3;
     case OptionType::map: return 4;
   }
   return 0;
+}
+
+// Reads an option's TesseraOptionLimits (API 2.1) into `spec`, whose type is known. Throws Error
+// prefixed with `where` on limits that do not fit the type.
+void parse_option_limits(const TesseraOptionLimits& limits, OptionSpec& spec, const std::string& where) {
+  const bool numeric = spec.type == OptionType::integer || spec.type == OptionType::number;
+  for (auto [text, bound] : {std::pair{limits.minimum, &spec.minimum}, std::pair{limits.maximum, &spec.maximum}}) {
+    if (!text) continue;
+    OptionValue value;
+    if (!numeric || !parse_option(text, spec.type, value))
+      throw Error(where + " has bound '" + text + "', which is not a " + option_type_name(spec.type) +
+                  " (only int and float options have ranges)");
+    *bound = value;
+  }
+  spec.minimum_excluded = spec.minimum && (limits.flags & TESSERA_OPTION_MINIMUM_EXCLUDED);
+  spec.maximum_excluded = spec.maximum && (limits.flags & TESSERA_OPTION_MAXIMUM_EXCLUDED);
+  if (limits.choices) {
+    if (spec.type != OptionType::choice)
+      throw Error(where + " has choices but is of type " + option_type_name(spec.type) + " (declare it as an enum)");
+    std::stringstream names(limits.choices);
+    for (std::string name; std::getline(names, name, '|');) {
+      if (name.empty() || std::find(spec.choices.begin(), spec.choices.end(), name) != spec.choices.end())
+        throw Error(where + " has an empty or repeated choice in '" + limits.choices + "'");
+      spec.choices.push_back(name);
+    }
+  }
 }
 
 bool parse_option_type(const std::string& text, OptionType& type) {
@@ -219,6 +247,7 @@ bool parse_option_type(const std::string& text, OptionType& type) {
   else if (text == "string") type = OptionType::string;
   else if (text == "path") type = OptionType::path;
   else if (text == "map") type = OptionType::map;
+  else if (text == "enum") type = OptionType::choice;
   else return false;
   return true;
 }
@@ -557,9 +586,9 @@ const PluginInfo& PluginHost::load_file(const std::string& file_name) {
   TesseraPluginEntry& entry = library.get_alias<TesseraPluginEntry>(kPluginEntrySymbol);
   const TesseraPluginManifest* manifest = entry();
   if (!manifest) throw Error(file + ": the plugin's entry point returned no manifest");
-  if (manifest->struct_size < sizeof(TesseraPluginManifest))
+  if (manifest->struct_size < TESSERA_MANIFEST_SIZE_2_0)
     throw Error(file + ": plugin manifest is " + std::to_string(manifest->struct_size) +
-                " bytes, the host needs " + std::to_string(sizeof(TesseraPluginManifest)) +
+                " bytes, the host needs at least " + std::to_string(TESSERA_MANIFEST_SIZE_2_0) +
                 " (rebuild the plugin against this Tessera SDK)");
   if (manifest->api_major != kPluginApiMajor)
     throw Error(file + ": wrong plugin API major version: plugin has " + std::to_string(manifest->api_major) +
@@ -591,19 +620,26 @@ const PluginInfo& PluginHost::load_file(const std::string& file_name) {
   if (!manifest->create) throw Error(file + ": plugin '" + info.name + "' has no factory");
   if (manifest->option_count > 0 && !manifest->options)
     throw Error(file + ": plugin '" + info.name + "' declares options but gives no list");
+  // Limits came with API 2.1; a 2.0 manifest ends before the field.
+  const TesseraOptionLimits* limits =
+      manifest->api_minor >= 1 && manifest->struct_size >= sizeof(TesseraPluginManifest) ? manifest->option_limits : nullptr;
   for (std::uint32_t i = 0; i < manifest->option_count; ++i) {
     const TesseraOptionSpec& raw = manifest->options[i];
     if (!raw.name || !raw.type || !raw.default_value)
       throw Error(file + ": plugin '" + info.name + "' option " + std::to_string(i) + " lacks a name, type or default");
+    const std::string where = file + ": plugin '" + info.name + "' option '" + raw.name + "'";
     OptionSpec spec;
     spec.name = raw.name;
     spec.doc = raw.doc ? raw.doc : "";
     if (!parse_option_type(raw.type, spec.type))
-      throw Error(file + ": plugin '" + info.name + "' option '" + spec.name + "' has unknown type '" + raw.type +
-                  "' (bool, int, float, string, path or map)");
+      throw Error(where + " has unknown type '" + raw.type + "' (bool, int, float, string, path, map or enum)");
+    if (limits) parse_option_limits(limits[i], spec, where);
+    if (spec.type == OptionType::choice && spec.choices.empty())
+      throw Error(where + " is an enum without choices (declare it with tessera::option and its named choices)");
     if (!parse_option(raw.default_value, spec.type, spec.default_value))
-      throw Error(file + ": plugin '" + info.name + "' option '" + spec.name + "' default '" + raw.default_value +
-                  "' is not a " + option_type_name(spec.type));
+      throw Error(where + " default '" + raw.default_value + "' is not a " + option_type_name(spec.type));
+    if (std::string problem = option_limits_problem(spec, spec.default_value); !problem.empty())
+      throw Error(where + " default " + problem);
     info.options.push_back(std::move(spec));
   }
   info.required_facts = split_facts(manifest->required_facts);
@@ -652,14 +688,19 @@ std::string PluginHost::unknown_plugin_message(const std::string& name, PluginKi
 Options PluginHost::resolve_options(const PluginInfo& plugin, const Options& given,
                                     const std::string& place) const {
   Options resolved;
-  for (const auto& spec : plugin.options) resolved.values[spec.name] = spec.default_value;
+  for (const auto& spec : plugin.options) {
+    resolved.values[spec.name] = spec.default_value;
+    resolved.places[spec.name] = place;
+  }
   for (const auto& [name, value] : given.values) {
+    // Each error points at the option's own line when the pipeline gave one.
+    const std::string& option_place = given.places.count(name) ? given.places.at(name) : place;
     auto spec = std::find_if(plugin.options.begin(), plugin.options.end(),
                              [&given_name = name](const OptionSpec& s) { return s.name == given_name; });  // clang 14: no binding captures
     if (spec == plugin.options.end()) {
       std::vector<std::string> names;
       for (const auto& s : plugin.options) names.push_back(s.name);
-      std::string message = place + ": unknown option '" + name + "' for plugin '" + plugin.name + "'";
+      std::string message = option_place + ": unknown option '" + name + "' for plugin '" + plugin.name + "'";
       if (auto near = yaml::nearest(name, names); !near.empty()) message += "; did you mean '" + near + "'?";
       message += " (options:";
       for (const auto& n : names) message += " " + n;
@@ -673,9 +714,13 @@ Options PluginHost::resolve_options(const PluginInfo& plugin, const Options& giv
                               ? (typed = static_cast<double>(std::get<std::int64_t>(value)), true)
                               : (value.index() == option_value_index(spec->type) && (typed = value, true));
     if (!ok)
-      throw Error(place + ": option '" + name + "' of plugin '" + plugin.name + "' must be " +
-                  option_type_name(spec->type) + ", got '" + option_value_text(value) + "'");
+      throw Error(option_place + ": option '" + name + "' of plugin '" + plugin.name + "' must be " +
+                  (spec->type == OptionType::choice ? option_limits_text(*spec) : option_type_name(spec->type)) +
+                  ", got '" + option_value_text(value) + "'");
+    if (std::string problem = option_limits_problem(*spec, typed); !problem.empty())
+      throw Error(option_place + ": option '" + name + "' of plugin '" + plugin.name + "' " + problem);
     resolved.values[name] = typed;
+    resolved.places[name] = option_place;
   }
   return resolved;
 }
@@ -693,7 +738,14 @@ std::unique_ptr<PluginObject> PluginHost::create(const PluginInfo& plugin, const
   } catch (...) {
     throw PluginError(plugin.name, "configure threw an unknown exception");
   }
-  if (!status.ok) throw PluginError(plugin.name, "rejected its options: " + status.message);
+  if (!status.ok) {
+    // A refusal worded as refuse_option() words it is reported where the pipeline gave the option.
+    for (const OptionSpec& spec : plugin.options)
+      if (status.message.rfind("option '" + spec.name + "'", 0) == 0 && options.places.count(spec.name))
+        throw Error(options.places.at(spec.name) + ": plugin '" + plugin.name + "' rejected its options: " +
+                    status.message);
+    throw PluginError(plugin.name, "rejected its options: " + status.message);
+  }
   return object;
 }
 

@@ -18,22 +18,13 @@
 #include <fmt/format.h>
 
 #include "tessera/lowering.hpp"
+#include "tessera/option_table.hpp"
 #include "tessera/pass.hpp"
 
 namespace {
 
 using tessera::Program;
 using tessera::Status;
-
-constexpr TesseraOptionSpec kOptions[] = {
-    {"max_attempts", "int", "24", "candidate swaps scheduled at most (the deterministic limit)"},
-    {"time_budget_ms", "int", "3000",
-     "stop trying candidates after this many milliseconds (a safety stop; logged as stopped=time_budget)"},
-    {"partners_per_unit", "int", "3",
-     "swap partners tried per unit of a critical tile: those that most lower a port estimate (words, switches, "
-     "latency) of the tiles the swap touches"},
-    {"max_estimates", "int", "256", "swaps whose port estimate is computed per round at most (bounds the search)"},
-};
 
 /// A movable unit: buffers of one tile joined by the codelet calls that use them.
 struct Unit {
@@ -125,17 +116,27 @@ constexpr std::size_t kWholePhaseUnits = 64;
 
 class OptimizeExchangePlacement final : public tessera::Pass {
 public:
-  Status configure(const tessera::Options& options) override {
-    max_attempts_ = options.get_int("max_attempts");
-    time_budget_ms_ = options.get_int("time_budget_ms");
-    partners_per_unit_ = options.get_int("partners_per_unit");
-    max_estimates_ = options.get_int("max_estimates");
-    for (const auto& [name, value] : {std::pair{"max_attempts", max_attempts_}, {"time_budget_ms", time_budget_ms_},
-                                      {"partners_per_unit", partners_per_unit_}, {"max_estimates", max_estimates_}})
-      if (value < 0 || value > 10000000)
-        return Status::failure(fmt::format("option '{}' is {}; it must be between 0 and 10000000", name, value));
-    return Status::success();
+  static const tessera::OptionTable<OptimizeExchangePlacement>& option_table() {
+    using Self = OptimizeExchangePlacement;
+    static const tessera::OptionTable<Self> table{
+        tessera::option("max_attempts", &Self::max_attempts_, 24,
+                        "candidate swaps scheduled at most (the deterministic limit)")
+            .range(0, 10000000),
+        tessera::option("time_budget_ms", &Self::time_budget_ms_, 3000,
+                        "stop trying candidates after this many milliseconds (a safety stop; logged as "
+                        "stopped=time_budget)")
+            .range(0, 10000000),
+        tessera::option("partners_per_unit", &Self::partners_per_unit_, 3,
+                        "swap partners tried per unit of a critical tile: those that most lower a port estimate "
+                        "(words, switches, latency) of the tiles the swap touches")
+            .range(0, 10000000),
+        tessera::option("max_estimates", &Self::max_estimates_, 256,
+                        "swaps whose port estimate is computed per round at most (bounds the search)")
+            .range(0, 10000000),
+    };
+    return table;
   }
+  Status configure(const tessera::Options& options) override { return option_table().assign(options, *this); }
 
 protected:
   Status run_impl(tessera::CompilationState& state, tessera::PassContext& context) override {
@@ -441,7 +442,7 @@ private:
     return accepted;
   }
 
-  std::int64_t max_attempts_ = 24, time_budget_ms_ = 3000, partners_per_unit_ = 3, max_estimates_ = 256;
+  std::int64_t max_attempts_ = 0, time_budget_ms_ = 0, partners_per_unit_ = 0, max_estimates_ = 0;  // set by configure
   tessera::PassContext* context_ = nullptr;
   Program* program_ = nullptr;
   std::vector<Unit> units_;
@@ -459,7 +460,7 @@ extern "C" const TesseraPluginManifest* optimize_exchange_placement_manifest() n
       TESSERA_PLUGIN_PASS, "optimize-exchange-placement", "0.1.0",
       "swaps identically shaped work units (buffers and their codelet calls) between tiles when the scheduled "
       "exchange gets shorter",
-      kOptions, tessera::facts::plan, "exchange-placement",
+      OptimizeExchangePlacement::option_table(), tessera::facts::plan, "exchange-placement",
       &tessera::create_plugin_object<OptimizeExchangePlacement>);
   return &manifest;
 }

@@ -18,6 +18,7 @@
 #include "tessera/diagnostic.hpp"
 #include "tessera/exchange.hpp"
 #include "tessera/lowering.hpp"
+#include "tessera/option_table.hpp"
 #include "tessera/plugin.hpp"
 #include "tessera/program.hpp"
 #include "tessera/target.hpp"
@@ -169,15 +170,16 @@ void check_tile(std::uint32_t tile, const Target& target, const std::string& wha
 
 class AnalyticCostModel final : public tessera::CostModel {
 public:
-  tessera::Status configure(const tessera::Options& options) override {
-    exchange_efficiency_ = options.get_number("exchange_efficiency");
-    if (!(exchange_efficiency_ > 0.0 && exchange_efficiency_ <= 1.0))
-      return tessera::Status::failure(fmt::format(
-          "option 'exchange_efficiency' is {}; it is the fraction of the fabric's peak a "
-          "schedule reaches, so give a number in (0, 1], e.g. 0.8",
-          exchange_efficiency_));
-    return tessera::Status::success();
+  static const tessera::OptionTable<AnalyticCostModel>& option_table() {
+    static const tessera::OptionTable<AnalyticCostModel> table{
+        tessera::option("exchange_efficiency", &AnalyticCostModel::exchange_efficiency_, 1.0,
+                        "fraction of the fabric's peak a schedule reaches; exchange words are divided by it")
+            .above(0.0)
+            .at_most(1.0),
+    };
+    return table;
   }
+  tessera::Status configure(const tessera::Options& options) override { return option_table().assign(options, *this); }
 
 protected:
   CostEstimate estimate_impl(const Program& program, const Target& target) override {
@@ -235,12 +237,7 @@ private:
            target.exchange_phase_overhead;
   }
 
-  double exchange_efficiency_ = 1.0;
-};
-
-const TesseraOptionSpec kOptions[] = {
-    {"exchange_efficiency", "float", "1.0",
-     "fraction of the fabric's peak a schedule reaches; exchange words are divided by it"},
+  double exchange_efficiency_ = 0;  // set by configure from option_table()
 };
 
 }  // namespace
@@ -249,7 +246,7 @@ extern "C" const TesseraPluginManifest* analytic_manifest() noexcept {
   static const auto manifest = tessera::make_manifest(
       TESSERA_PLUGIN_COST_MODEL, "analytic", "0.1.0",
       "closed-form compute, exchange (endpoint bound), sync and peak memory estimates",
-      kOptions, "", "", &tessera::create_plugin_object<AnalyticCostModel>);
+      AnalyticCostModel::option_table(), "", "", &tessera::create_plugin_object<AnalyticCostModel>);
   return &manifest;
 }
 TESSERA_PLUGIN(analytic_manifest)

@@ -20,6 +20,7 @@
 #include "tessera/diagnostic.hpp"
 #include "tessera/exchange.hpp"
 #include "tessera/lowering.hpp"
+#include "tessera/option_table.hpp"
 #include "tessera/plugin.hpp"
 #include "tessera/program.hpp"
 #include "tessera/target.hpp"
@@ -46,12 +47,20 @@ struct LoadedTable {
 
 class CalibratedCostModel final : public tessera::CostModel {
 public:
+  static const tessera::OptionTable<CalibratedCostModel>& option_table() {
+    static const tessera::OptionTable<CalibratedCostModel> table{
+        tessera::path_option("table", &CalibratedCostModel::table_path_, "",
+                             "calibration table from `tessera calibrate` (relative to the pipeline file; {target} is "
+                             "replaced by the target's name)"),
+    };
+    return table;
+  }
   tessera::Status configure(const tessera::Options& options) override {
-    table_path_ = options.get_string("table");
+    if (tessera::Status status = option_table().assign(options, *this); !status.ok) return status;
     if (table_path_.empty())
-      return tessera::Status::failure(
-          "option 'table' is not set; give the calibration table `tessera calibrate --target TARGET.yaml -o "
-          "TABLE.yaml` writes (e.g. table: ../../build/calibration/{target}.yaml, made by `make calibrate`)");
+      return tessera::refuse_option(
+          "table", "is not set; give the calibration table `tessera calibrate --target TARGET.yaml -o TABLE.yaml` "
+                   "writes (e.g. table: ../../build/calibration/{target}.yaml, made by `make calibrate`)");
     return tessera::Status::success();
   }
 
@@ -166,18 +175,13 @@ private:
   std::map<std::string, LoadedTable> tables_;
 };
 
-const TesseraOptionSpec kOptions[] = {
-    {"table", "path", "",
-     "calibration table from `tessera calibrate` (relative to the pipeline file; {target} is replaced by the "
-     "target's name)"},
-};
-
 }  // namespace
 
 extern "C" const TesseraPluginManifest* calibrated_manifest() noexcept {
   static const auto manifest = tessera::make_manifest(
       TESSERA_PLUGIN_COST_MODEL, "calibrated", "0.1.0",
-      "cycle formulas fitted on simulator microbenchmarks (tessera calibrate), read from a table file", kOptions,
+      "cycle formulas fitted on simulator microbenchmarks (tessera calibrate), read from a table file",
+      CalibratedCostModel::option_table(),
       "", "", &tessera::create_plugin_object<CalibratedCostModel>);
   return &manifest;
 }

@@ -28,6 +28,7 @@
 #include "tessera/diagnostic.hpp"
 #include "tessera/exchange.hpp"
 #include "tessera/log.hpp"
+#include "tessera/option_table.hpp"
 #include "tessera/plugin.hpp"
 #include "tessera/scheduler.hpp"
 #include "tessera/target.hpp"
@@ -544,19 +545,18 @@ private:
 
 class GreedyScheduler final : public tessera::ExchangeScheduler {
 public:
-  tessera::Status configure(const tessera::Options& options) override {
-    const std::string& order = options.get_string("order");
-    if (order == "load-first")
-      order_ = Order::load_first;
-    else if (order == "longest-first")
-      order_ = Order::longest_first;
-    else if (order == "phase-order")
-      order_ = Order::phase_order;
-    else
-      return tessera::Status::failure(fmt::format(
-          "option 'order' is '{}'; use load-first, longest-first or phase-order", order));
-    return tessera::Status::success();
+  static const tessera::OptionTable<GreedyScheduler>& option_table() {
+    static const tessera::OptionTable<GreedyScheduler> table{
+        tessera::option("order", &GreedyScheduler::order_, Order::load_first,
+                        {{"load-first", Order::load_first},
+                         {"longest-first", Order::longest_first},
+                         {"phase-order", Order::phase_order}},
+                        "which startable transfer a free sender takes: load-first (heaviest remaining receiver), "
+                        "longest-first, or phase-order"),
+    };
+    return table;
   }
+  tessera::Status configure(const tessera::Options& options) override { return option_table().assign(options, *this); }
 
 protected:
   Schedule schedule_impl(const ExchangePhase& phase, const Target& target,
@@ -574,13 +574,7 @@ protected:
   }
 
 private:
-  Order order_ = Order::load_first;
-};
-
-const TesseraOptionSpec kOptions[] = {
-    {"order", "string", "load-first",
-     "which startable transfer a free sender takes: load-first (heaviest remaining receiver), "
-     "longest-first, or phase-order"},
+  Order order_{};  // set by configure from option_table()
 };
 
 }  // namespace
@@ -588,7 +582,7 @@ const TesseraOptionSpec kOptions[] = {
 extern "C" const TesseraPluginManifest* greedy_manifest() noexcept {
   static const auto manifest = tessera::make_manifest(
       TESSERA_PLUGIN_EXCHANGE_SCHEDULER, "greedy", "0.1.0",
-      "dense non-preemptive list scheduling, heaviest ports first", kOptions, "", "",
+      "dense non-preemptive list scheduling, heaviest ports first", GreedyScheduler::option_table(), "", "",
       &tessera::create_plugin_object<GreedyScheduler>);
   return &manifest;
 }

@@ -268,7 +268,8 @@ TEST_CASE("greedy refuses multicast on a target without it, and a bad order", "[
   CHECK_THROWS_WITH(greedy->schedule(phase, shipped_target("t16"), 100),
                     Catch::Contains("destination tile 5 is listed twice"));
   CHECK_THROWS_WITH(make_scheduler("greedy", options({{"order", "fastest"}})),
-                    Catch::Contains("option 'order' is 'fastest'; use load-first, longest-first or phase-order"));
+                    Catch::Contains("option 'order' of plugin 'greedy' must be one of: load-first, longest-first, phase-order, "
+                                    "got 'fastest'"));
 }
 
 TEST_CASE("greedy schedules 600k transfers on 1472 tiles quickly", "[greedy][large]") {

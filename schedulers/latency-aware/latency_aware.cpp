@@ -35,6 +35,7 @@
 #include "tessera/diagnostic.hpp"
 #include "tessera/exchange.hpp"
 #include "tessera/log.hpp"
+#include "tessera/option_table.hpp"
 #include "tessera/plugin.hpp"
 #include "tessera/scheduler.hpp"
 #include "tessera/target.hpp"
@@ -110,30 +111,23 @@ private:
 
 class LatencyAwareScheduler final : public tessera::ExchangeScheduler {
 public:
-  tessera::Status configure(const tessera::Options& options) override {
-    budget_fraction_ = options.get_number("budget_fraction");
-    if (!(budget_fraction_ > 0 && budget_fraction_ <= 1))
-      return tessera::Status::failure(
-          fmt::format("option 'budget_fraction' is {}; use a fraction of the time budget in (0, 1]",
-                      budget_fraction_));
-    const std::int64_t seed = options.get_int("seed");
-    if (seed < 0)
-      return tessera::Status::failure(
-          fmt::format("option 'seed' is {}; use a non-negative integer", seed));
-    seed_ = static_cast<std::uint64_t>(seed);
-    const std::int64_t rounds = options.get_int("max_improvement_rounds");
-    if (rounds < 0)
-      return tessera::Status::failure(fmt::format(
-          "option 'max_improvement_rounds' is {}; use 0 (no limit) or a positive count", rounds));
-    max_rounds_ = static_cast<std::uint64_t>(rounds);
-    const std::int64_t lookahead = options.get_int("lookahead");
-    if (lookahead < 0 || lookahead > kMaxLookahead)
-      return tessera::Status::failure(
-          fmt::format("option 'lookahead' is {}; use 0 (no lookahead start) to {} cycles",
-                      lookahead, kMaxLookahead));
-    lookahead_ = static_cast<std::uint32_t>(lookahead);
-    return tessera::Status::success();
+  static const tessera::OptionTable<LatencyAwareScheduler>& option_table() {
+    static const tessera::OptionTable<LatencyAwareScheduler> table{
+        tessera::option("budget_fraction", &LatencyAwareScheduler::budget_fraction_, 0.4,
+                        "share of the phase's time budget to use; the search stops when it is spent")
+            .above(0.0)
+            .at_most(1.0),
+        tessera::option("seed", &LatencyAwareScheduler::seed_, 1,
+                        "seed of the move order; the same seed gives the same schedule"),
+        tessera::option("max_improvement_rounds", &LatencyAwareScheduler::max_rounds_, 0,
+                        "stop the neighbourhood search after trying this many moves (0: only the budget limits it)"),
+        tessera::option("lookahead", &LatencyAwareScheduler::lookahead_, 24,
+                        "cycles a sender may wait for a better transfer in the lookahead start (0: no such start)")
+            .range(0, kMaxLookahead),
+    };
+    return table;
   }
+  tessera::Status configure(const tessera::Options& options) override { return option_table().assign(options, *this); }
 
 protected:
   Schedule schedule_impl(const ExchangePhase& phase, const Target& target,
@@ -228,27 +222,18 @@ protected:
 private:
   // Receiver words one cycle of waiting must buy in the lookahead start (tuned on t1472).
   static constexpr double kWaitPenalty = 50.0;
-  static constexpr std::int64_t kMaxLookahead = 4096;
+  static constexpr std::uint32_t kMaxLookahead = 4096;
   static constexpr std::uint64_t kRestartPatience = 6;
   // Sum over senders of their jobs squared above which greedy's rule may be stopped: about
   // 400 jobs per sender on all 1472 tiles (a 590k-transfer shuffle, where the `greedy`
   // plugin takes seconds).
   static constexpr std::uint64_t kGreedyAlwaysFinishesBelow = 100'000'000;
 
-  double budget_fraction_ = 0.4;
-  std::uint64_t seed_ = 1;
+  // Set by configure from option_table().
+  double budget_fraction_ = 0;
+  std::uint64_t seed_ = 0;
   std::uint64_t max_rounds_ = 0;
-  std::uint32_t lookahead_ = 24;
-};
-
-const TesseraOptionSpec kOptions[] = {
-    {"budget_fraction", "float", "0.4",
-     "share of the phase's time budget to use; the search stops when it is spent"},
-    {"seed", "int", "1", "seed of the move order; the same seed gives the same schedule"},
-    {"max_improvement_rounds", "int", "0",
-     "stop the neighbourhood search after trying this many moves (0: only the budget limits it)"},
-    {"lookahead", "int", "24",
-     "cycles a sender may wait for a better transfer in the lookahead start (0: no such start)"},
+  std::uint32_t lookahead_ = 0;
 };
 
 }  // namespace
@@ -259,7 +244,7 @@ extern "C" const TesseraPluginManifest* latency_aware_manifest() noexcept {
       TESSERA_PLUGIN_EXCHANGE_SCHEDULER, "latency-aware", "0.1.0",
       "best of several list and round orders, improved by critical-path moves (latency, "
       "switch cost, multicast)",
-      latency_aware::kOptions, "", "",
+      latency_aware::LatencyAwareScheduler::option_table(), "", "",
       &tessera::create_plugin_object<latency_aware::LatencyAwareScheduler>);
   return &manifest;
 }

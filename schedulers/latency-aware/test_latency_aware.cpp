@@ -331,7 +331,7 @@ TEST_CASE("latency-aware refuses phases the target cannot carry and bad options"
   CHECK_THROWS_WITH(scheduler->schedule(phase, shipped_target("t16"), 100),
                     Catch::Contains("destination tile 16 is out of range"));
   CHECK_THROWS_WITH(make_scheduler("latency-aware", options({{"budget_fraction", 1.5}})),
-                    Catch::Contains("option 'budget_fraction' is 1.5"));
+                    Catch::Contains("option 'budget_fraction' of plugin 'latency-aware' must be in (0, 1], got 1.5"));
   CHECK_THROWS_WITH(make_scheduler("latency-aware", options({{"lookahead", std::int64_t{-3}}})),
-                    Catch::Contains("option 'lookahead' is -3"));
+                    Catch::Contains("option 'lookahead' of plugin 'latency-aware' must be in [0, 4096], got -3"));
 }

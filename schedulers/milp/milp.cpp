@@ -19,6 +19,7 @@
 #include "tessera/diagnostic.hpp"
 #include "tessera/exchange.hpp"
 #include "tessera/log.hpp"
+#include "tessera/option_table.hpp"
 #include "tessera/plugin.hpp"
 #include "tessera/scheduler.hpp"
 #include "tessera/target.hpp"
@@ -39,19 +40,19 @@ double relative_gap(std::uint64_t horizon, std::uint64_t bound) {
 
 class MilpScheduler final : public tessera::ExchangeScheduler {
 public:
-  tessera::Status configure(const tessera::Options& options) override {
-    const std::int64_t variables = options.get_int("max_variables");
-    if (variables <= 0)
-      return tessera::Status::failure(fmt::format(
-          "option 'max_variables' is {}; use a positive number of model columns", variables));
-    max_variables_ = static_cast<std::uint64_t>(variables);
-    budget_fraction_ = options.get_number("budget_fraction");
-    if (!(budget_fraction_ > 0 && budget_fraction_ <= 1))
-      return tessera::Status::failure(
-          fmt::format("option 'budget_fraction' is {}; use a fraction of the time budget in (0, 1]",
-                      budget_fraction_));
-    return tessera::Status::success();
+  static const tessera::OptionTable<MilpScheduler>& option_table() {
+    static const tessera::OptionTable<MilpScheduler> table{
+        tessera::option("max_variables", &MilpScheduler::max_variables_, 200000,
+                        "largest model (columns) to build; a bigger phase gets the list schedule")
+            .at_least(1),
+        tessera::option("budget_fraction", &MilpScheduler::budget_fraction_, 0.9,
+                        "share of the phase's time budget GLPK may use")
+            .above(0.0)
+            .at_most(1.0),
+    };
+    return table;
   }
+  tessera::Status configure(const tessera::Options& options) override { return option_table().assign(options, *this); }
 
 protected:
   Schedule schedule_impl(const ExchangePhase& phase, const Target& target,
@@ -125,14 +126,8 @@ protected:
   }
 
 private:
-  std::uint64_t max_variables_ = 200000;
-  double budget_fraction_ = 0.9;
-};
-
-const TesseraOptionSpec kOptions[] = {
-    {"max_variables", "int", "200000",
-     "largest model (columns) to build; a bigger phase gets the list schedule"},
-    {"budget_fraction", "float", "0.9", "share of the phase's time budget GLPK may use"},
+  std::uint64_t max_variables_ = 0;  // these two set by configure from option_table()
+  double budget_fraction_ = 0;
 };
 
 }  // namespace
@@ -142,7 +137,7 @@ extern "C" const TesseraPluginManifest* milp_manifest() noexcept {
   static const auto manifest = tessera::make_manifest(
       TESSERA_PLUGIN_EXCHANGE_SCHEDULER, "milp", "0.1.0",
       "exact time-indexed model solved with GLPK for small phases (list schedule otherwise)",
-      milp::kOptions, "", "", &tessera::create_plugin_object<milp::MilpScheduler>);
+      milp::MilpScheduler::option_table(), "", "", &tessera::create_plugin_object<milp::MilpScheduler>);
   return &manifest;
 }
 TESSERA_PLUGIN(milp_manifest)

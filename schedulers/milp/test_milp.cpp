@@ -264,7 +264,7 @@ TEST_CASE("milp returns nothing for an empty phase and refuses what the target c
           Catch::Contains(
               "transfer 0 has 2 destinations but target 't16-unicast' has no multicast"));
   CHECK_THROWS_WITH(make_scheduler("milp", options({{"max_variables", std::int64_t{0}}})),
-                    Catch::Contains("option 'max_variables' is 0"));
+                    Catch::Contains("option 'max_variables' of plugin 'milp' must be >= 1, got 0"));
   CHECK_THROWS_WITH(make_scheduler("milp", options({{"budget_fraction", 0.0}})),
-                    Catch::Contains("option 'budget_fraction' is 0"));
+                    Catch::Contains("option 'budget_fraction' of plugin 'milp' must be in (0, 1], got 0"));
 }

@@ -25,6 +25,7 @@
 #include "tessera/diagnostic.hpp"
 #include "tessera/exchange.hpp"
 #include "tessera/log.hpp"
+#include "tessera/option_table.hpp"
 #include "tessera/plugin.hpp"
 #include "tessera/scheduler.hpp"
 #include "tessera/target.hpp"
@@ -71,19 +72,19 @@ std::vector<Segment> place_on_target(const ExchangePhase& phase, const Target& t
 
 class OptimalScheduler final : public tessera::ExchangeScheduler {
 public:
-  tessera::Status configure(const tessera::Options& options) override {
-    const std::string& repair = options.get_string("repair");
-    if (repair == "best")
-      placement_ = tessera::optimal::Placement::best;
-    else if (repair == "dense")
-      placement_ = tessera::optimal::Placement::dense;
-    else if (repair == "left-shift")
-      placement_ = tessera::optimal::Placement::left_shift;
-    else
-      return tessera::Status::failure(
-          fmt::format("option 'repair' is '{}'; use best, dense or left-shift", repair));
-    return tessera::Status::success();
+  static const tessera::OptionTable<OptimalScheduler>& option_table() {
+    using tessera::optimal::Placement;
+    static const tessera::OptionTable<OptimalScheduler> table{
+        tessera::option("repair", &OptimalScheduler::placement_, Placement::best,
+                        {{"best", Placement::best}, {"dense", Placement::dense}, {"left-shift", Placement::left_shift}},
+                        "how the ideal schedule is placed on a target with latency or switch cost: left-shift "
+                        "(every port keeps the ideal order, each piece as early as allowed), dense (a free "
+                        "sender starts one of its next pieces in ideal order that can start now), or best (both, "
+                        "keeping the shorter)"),
+    };
+    return table;
   }
+  tessera::Status configure(const tessera::Options& options) override { return option_table().assign(options, *this); }
 
 protected:
   Schedule schedule_impl(const ExchangePhase& phase, const Target& target,
@@ -127,15 +128,7 @@ protected:
   }
 
 private:
-  tessera::optimal::Placement placement_ = tessera::optimal::Placement::best;
-};
-
-const TesseraOptionSpec kOptions[] = {
-    {"repair", "string", "best",
-     "how the ideal schedule is placed on a target with latency or switch cost: left-shift "
-     "(every port keeps the ideal order, each piece as early as allowed), dense (a free "
-     "sender starts one of its next pieces in ideal order that can start now), or best (both, "
-     "keeping the shorter)"},
+  tessera::optimal::Placement placement_{};  // set by configure from option_table()
 };
 
 }  // namespace
@@ -143,7 +136,7 @@ const TesseraOptionSpec kOptions[] = {
 extern "C" const TesseraPluginManifest* optimal_manifest() noexcept {
   static const auto manifest = tessera::make_manifest(
       TESSERA_PLUGIN_EXCHANGE_SCHEDULER, "optimal", "0.1.0",
-      "preemptive matching decomposition: the endpoint bound on an ideal fabric", kOptions, "", "",
+      "preemptive matching decomposition: the endpoint bound on an ideal fabric", OptimalScheduler::option_table(), "", "",
       &tessera::create_plugin_object<OptimalScheduler>);
   return &manifest;
 }

@@ -427,7 +427,7 @@ TEST_CASE("optimal refuses malformed phases and a bad repair option with a fix",
   CHECK_THROWS_WITH(optimal->schedule(phase, shipped_target("t16"), 100),
                     Catch::Contains("the phase has 17 tiles but target 't16' has only 16"));
   CHECK_THROWS_WITH(make_optimal("fastest"),
-                    Catch::Contains("option 'repair' is 'fastest'; use best, dense or left-shift"));
+                    Catch::Contains("option 'repair' of plugin 'optimal' must be one of: best, dense, left-shift, got 'fastest'"));
 }
 
 TEST_CASE("optimal schedules 150k transfers on 1472 tiles without per-word work",

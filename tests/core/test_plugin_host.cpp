@@ -42,7 +42,8 @@ TEST_CASE("plugin host loads every shipped plugin with its manifest", "[plugins]
 TEST_CASE("plugin host refuses another API major, naming the file and both versions", "[plugins]") {
   PluginHost host;
   CHECK_THROWS_WITH(host.load_directory(test_plugin("abi-major")),
-                    Catch::Contains("test-abi-major.so") && Catch::Contains("plugin has 99.0, host supports 2.0"));
+                    Catch::Contains("test-abi-major.so") && Catch::Contains("plugin has 99." + std::to_string(kPluginApiMinor) + ", host supports 2." +
+                                                                     std::to_string(kPluginApiMinor)));
 }
 
 TEST_CASE("plugin host refuses a library without the entry point", "[plugins]") {
@@ -123,4 +124,61 @@ TEST_CASE("plugin host finds plugins on TESSERA_PLUGIN_PATH", "[plugins]") {
   host2.load_environment_paths();
   CHECK(host2.find("greedy"));
   unsetenv("TESSERA_PLUGIN_PATH");
+}
+
+TEST_CASE("plugin host loads a plugin built against API 2.0 and places its own refusal of an option", "[plugins][options]") {
+  PluginHost host;
+  const PluginInfo& old = host.load_file(test_plugin("old-api/test-old-api.so"));
+  CHECK(old.api_minor == 0);
+  REQUIRE(old.options.size() == 2);
+  CHECK(old.options[0].name == "penalty");
+  CHECK(option_limits_text(old.options[0]).empty());
+  Options given;
+  given.values["penalty"] = std::string("-1");  // no range declared: the loader lets it through
+  given.places["penalty"] = "old.yaml:4:30";
+  const Options resolved = host.resolve_options(old, given, "old.yaml:4:13");
+  CHECK(resolved.places.at("mode") == "old.yaml:4:13");
+  CHECK_THROWS_WITH(host.create_cost_model(old, resolved),
+                    Catch::StartsWith("old.yaml:4:30: plugin 'old-api-model' rejected its options: option 'penalty' is "
+                                      "-1; give 0 or more cycles"));
+  given.values["penalty"] = std::string("7");
+  CHECK(host.create_cost_model(old, host.resolve_options(old, given, "old.yaml:4:13")) != nullptr);
+}
+
+TEST_CASE("plugin host reads typed options' ranges and choices and checks values against them", "[plugins][options]") {
+  PluginHost host;
+  host.load_directory(TESSERA_PLUGIN_DIR);
+  const PluginInfo& planner = *host.find("select-finalist");
+  CHECK(planner.api_minor == kPluginApiMinor);
+  auto spec = [&](const PluginInfo& plugin, const std::string& name) -> const OptionSpec& {
+    for (const OptionSpec& option : plugin.options)
+      if (option.name == name) return option;
+    FAIL("no option " << name);
+    throw std::logic_error("unreachable");
+  };
+  CHECK(option_limits_text(spec(planner, "finalists")) == "[1, 100000]");
+  CHECK(option_limits_text(spec(planner, "available_memory_proportion")) == "(0, 1]");
+  CHECK(spec(planner, "orientation").type == OptionType::choice);
+  CHECK(spec(planner, "orientation").choices == std::vector<std::string>{"auto", "as_is", "swapped"});
+  CHECK(option_limits_text(spec(*host.find("milp"), "max_variables")) == ">= 1");
+  // A std::uint32_t member is at most 4294967295 without a declared maximum; a std::uint64_t one at least 0.
+  CHECK(option_limits_text(spec(*host.find("latency-aware"), "seed")) == ">= 0");
+
+  auto resolve = [&](const PluginInfo& plugin, const std::string& name, OptionValue value) {
+    Options given;
+    given.values[name] = std::move(value);
+    return host.resolve_options(plugin, given, "p.yaml:3:7");
+  };
+  // Bounds are inclusive unless declared excluded.
+  CHECK(resolve(planner, "finalists", std::string("100000")).get_int("finalists") == 100000);
+  CHECK_THROWS_WITH(resolve(planner, "finalists", std::string("100001")),
+                    Catch::StartsWith("p.yaml:3:7: option 'finalists' of plugin 'select-finalist' must be in [1, "
+                                      "100000], got 100001"));
+  CHECK(resolve(planner, "available_memory_proportion", std::string("1")).get_number("available_memory_proportion") == 1.0);
+  CHECK_THROWS_WITH(resolve(planner, "available_memory_proportion", std::string("0")), Catch::Contains("must be in (0, 1], got 0"));
+  CHECK_THROWS_WITH(resolve(planner, "orientation", std::string("sideways")),
+                    Catch::Contains("option 'orientation' of plugin 'select-finalist' must be one of: auto, as_is, "
+                                    "swapped, got 'sideways'"));
+  CHECK(resolve(planner, "orientation", std::string("as_is")).get_string("orientation") == "as_is");
+  CHECK_THROWS_WITH(resolve(*host.find("latency-aware"), "seed", std::int64_t{-1}), Catch::Contains("must be >= 0, got -1"));
 }

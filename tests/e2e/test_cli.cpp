@@ -104,6 +104,48 @@ TEST_CASE("cli bad pipelines fail with one line naming the file and leave no pac
   check_clean_failure(r, no_such_dir + ":4:", package);
 }
 
+TEST_CASE("cli typed options: a bad choice, a number out of range, a wrong type and a plugin's refusal name their place",
+          "[e2e][options]") {
+  TempDir dir;
+  const std::string package = (dir.path() / "x.tpkg").string();
+  // small.yaml: line 5 `cost_model: {plugin: analytic}`, 6 `exchange_scheduler: {plugin: greedy}`, 9 select-finalist.
+  auto choice = pipeline_variant(dir, "{plugin: greedy}", "{plugin: greedy, options: {order: fastest}}");
+  auto r = run_command({tessera_binary(), "compile", kSmallModel, "-p", choice, "-o", package});
+  check_clean_failure(r, choice + ":6:48", package);
+  CHECK_THAT(r.err, Catch::Contains("option 'order' of plugin 'greedy' must be one of: load-first, longest-first, "
+                                    "phase-order, got 'fastest'"));
+  // An enum is not a number: the issue's `tie_break: 3` case.
+  auto number_choice = pipeline_variant(dir, "{plugin: greedy}", "{plugin: optimal, options: {repair: 3}}");
+  r = run_command({tessera_binary(), "compile", kSmallModel, "-p", number_choice, "-o", package});
+  check_clean_failure(r, number_choice + ":6:49", package);
+  CHECK_THAT(r.err, Catch::Contains("must be one of: best, dense, left-shift, got '3'"));
+
+  auto range = pipeline_variant(dir, "finalists: 2", "finalists: 0");
+  r = run_command({tessera_binary(), "compile", kSmallModel, "-p", range, "-o", package});
+  check_clean_failure(r, range + ":9:", package);
+  CHECK_THAT(r.err, Catch::Contains("option 'finalists' of plugin 'select-finalist' must be in [1, 100000], got 0"));
+  auto open_bound = pipeline_variant(dir, "finalists: 2", "available_memory_proportion: 0");
+  r = run_command({tessera_binary(), "compile", kSmallModel, "-p", open_bound, "-o", package});
+  check_clean_failure(r, open_bound + ":9:", package);
+  CHECK_THAT(r.err, Catch::Contains("must be in (0, 1], got 0"));
+
+  auto type = pipeline_variant(dir, "finalists: 2", "schedule_finalists: maybe");
+  r = run_command({tessera_binary(), "compile", kSmallModel, "-p", type, "-o", package});
+  check_clean_failure(r, type + ":9:", package);
+  CHECK_THAT(r.err, Catch::Contains("option 'schedule_finalists' of plugin 'select-finalist' must be bool, got 'maybe'"));
+
+  // The plugin's own refusal in configure() (calibrated needs a table) names the option's place,
+  // or where the plugin is named when the option was left at its default.
+  auto given = pipeline_variant(dir, "{plugin: analytic}", "{plugin: calibrated, options: {table: ''}}");
+  r = run_command({tessera_binary(), "compile", kSmallModel, "-p", given, "-o", package});
+  check_clean_failure(r, given + ":5:44", package);
+  CHECK_THAT(r.err, Catch::Contains("plugin 'calibrated' rejected its options: option 'table' is not set"));
+  auto defaulted = pipeline_variant(dir, "{plugin: analytic}", "{plugin: calibrated}");
+  r = run_command({tessera_binary(), "compile", kSmallModel, "-p", defaulted, "-o", package});
+  check_clean_failure(r, defaulted + ":5:13", package);
+  CHECK_THAT(r.err, Catch::Contains("option 'table' is not set"));
+}
+
 TEST_CASE("cli a model that does not fit fails listing the tiles", "[e2e]") {
   TempDir dir;
   const std::string package = (dir.path() / "x.tpkg").string();
@@ -168,7 +210,15 @@ TEST_CASE("cli plugins list shows every shipped plugin", "[e2e]") {
   for (const char* name : {"lower-mid", "select-finalist", "place-storage", "lower-exchanges", "emit-tile-code", "greedy", "in-order", "analytic"})
     CHECK_THAT(r.out, Catch::Contains(name));
   auto info = run_command({tessera_binary(), "plugins", "info", "select-finalist"});
-  CHECK_THAT(info.out, Catch::Contains("finalists (int, default 2)"));
+  CHECK_THAT(info.out, Catch::Contains("  finalists (int in [1, 100000], default 2): "));
+  CHECK_THAT(info.out, Catch::Contains("  available_memory_proportion (float in (0, 1], default 0.6): "));
+  CHECK_THAT(info.out, Catch::Contains("  orientation (enum, one of: auto, as_is, swapped, default auto): "));
+  CHECK_THAT(info.out, Catch::Contains("  schedule_finalists (bool, default false): "));
+  CHECK_THAT(info.out, Catch::Contains("  plans (map, default {}): "));
+  // A one-sided range: an unsigned member is at least 0.
+  auto latency = run_command({tessera_binary(), "plugins", "info", "latency-aware"});
+  CHECK_THAT(latency.out, Catch::Contains("  seed (int >= 0, default 1): "));
+  CHECK_THAT(latency.out, Catch::Contains("  lookahead (int in [0, 4096], default 24): "));
   auto typo = run_command({tessera_binary(), "plugins", "info", "gredy"});
   CHECK(typo.exit_code == 1);
   CHECK_THAT(typo.err, Catch::Contains("did you mean 'greedy'?"));

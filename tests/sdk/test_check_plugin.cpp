@@ -12,6 +12,7 @@
 #include "run_command.hpp"
 #include "sanitizer.hpp"
 #include "temp_dir.hpp"
+#include "tessera/version.hpp"
 
 using namespace tessera::testing;
 
@@ -70,7 +71,7 @@ TEST_CASE("check-plugin passes the shipped greedy scheduler on every check", "[s
     checks.push_back(name);
   const CommandResult result = check_plugin({shipped("greedy")});
   require_all_pass(result, checks);
-  CHECK_THAT(line_of(result.out, "load"), Catch::Contains("greedy 0.1.0, exchange scheduler, API 2.0"));
+  CHECK_THAT(line_of(result.out, "load"), Catch::Contains("greedy 0.1.0, exchange scheduler, API 2." + std::to_string(tessera::kPluginApiMinor)));
   CHECK_THAT(line_of(result.out, "huge-words"), Catch::Contains("horizon="));
   CHECK_THAT(result.out, Catch::Contains("plugin=greedy kind=\"exchange scheduler\""));
 }
@@ -158,7 +159,9 @@ TEST_CASE("check-plugin reports a library the host refuses as a failed load, and
   const std::string fake = dir.write("fake.so", "not an ELF file\n");
   const std::vector<std::pair<std::string, std::string>> refused = {
       {test_plugin("no-entry", "no-entry"), "not a Tessera plugin"},
-      {test_plugin("abi-major", "test-abi-major"), "plugin has 99.0, host supports 2.0"},
+      {test_plugin("abi-major", "test-abi-major"),
+       "plugin has 99." + std::to_string(tessera::kPluginApiMinor) + ", host supports 2." +
+           std::to_string(tessera::kPluginApiMinor)},
       {fake, "fake.so: not an ELF file"}};
   for (const auto& [file, reason] : refused) {
     const CommandResult result = check_plugin({file});

@@ -37,9 +37,12 @@ int plugins_command(const std::string& name, const std::vector<std::string>& ext
     fmt::print("requires: {}\nprovides: {}\n", fmt::join(info->required_facts, ", "), fmt::join(info->provided_facts, ", "));
   }
   fmt::print("options:{}\n", info->options.empty() ? " none" : "");
-  for (const auto& option : info->options)
-    fmt::print("  {} ({}, default {}): {}\n", option.name, option_type_name(option.type),
+  for (const auto& option : info->options) {
+    const std::string limits = option_limits_text(option);
+    fmt::print("  {} ({}{}, default {}): {}\n", option.name, option_type_name(option.type),
+               limits.empty() ? "" : (!option.choices.empty() ? ", " : option.minimum && option.maximum ? " in " : " ") + limits,
                option_value_text(option.default_value), option.doc);
+  }
   return 0;
 }
 

@@ -14,9 +14,8 @@ class PluginHost;
 /// One named plugin with its options, and where the YAML named it.
 struct PluginUse {
   std::string plugin;
-  Options options;       ///< as written; resolve_pipeline fills in defaults
+  Options options;       ///< as written, with their places; resolve_pipeline fills in defaults
   std::string place;     ///< "file:line:column"
-  std::map<std::string, std::string> option_places;  ///< option name -> "file:line:column"
   /// `sha256:` pin (64 lower-case hex digits): resolve_pipeline refuses the plugin unless
   /// its library file has exactly this SHA-256. Empty = not pinned.
   std::string sha256;

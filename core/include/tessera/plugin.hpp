@@ -1,5 +1,6 @@
 // The plugin ABI: the one exported entry point, its manifest, and the base of plugin objects.
 #pragma once
+#include <cstddef>
 #include <cstdint>
 #include <string>
 
@@ -45,13 +46,26 @@ enum TesseraPluginKind : std::uint32_t {
   TESSERA_PLUGIN_EXCHANGE_SCHEDULER = 3,
 };
 
-/// One declared option. `type` is "bool", "int", "float", "string" or "path" (API 1.1: a
-/// file the pipeline names, relative to the pipeline file); `default_value` is its YAML text.
+/// One declared option. `type` is "bool", "int", "float", "string", "path" (API 1.1: a
+/// file the pipeline names, relative to the pipeline file), "map" (2.0) or "enum" (2.1: one of
+/// the names in its TesseraOptionLimits); `default_value` is its YAML text.
 struct TesseraOptionSpec {
   const char* name;
   const char* type;
   const char* default_value;
   const char* doc;
+};
+
+/// Bits of TesseraOptionLimits::flags: a bound the value may not equal.
+enum : std::uint32_t { TESSERA_OPTION_MINIMUM_EXCLUDED = 1, TESSERA_OPTION_MAXIMUM_EXCLUDED = 2 };
+
+/// API 2.1: what an option accepts beyond its type, at the same index as its TesseraOptionSpec.
+/// The loader refuses a value outside it with the pipeline's file:line:column and these limits.
+struct TesseraOptionLimits {
+  const char* minimum;  ///< int or float: YAML number text; null = unbounded below
+  const char* maximum;  ///< null = unbounded above
+  std::uint32_t flags;  ///< TESSERA_OPTION_MINIMUM_EXCLUDED | TESSERA_OPTION_MAXIMUM_EXCLUDED
+  const char* choices;  ///< "enum": the names it accepts, separated by '|'; null otherwise
 };
 
 /// Plain data returned by the entry point. Append fields only (and bump the minor).
@@ -70,7 +84,12 @@ struct TesseraPluginManifest {
   const char* provided_facts;  ///< passes: comma-separated facts made
   /// Creates the plugin's object (a Pass, CostModel or ExchangeScheduler); null on failure.
   tessera::PluginObject* (*create)() noexcept;
+  /// API 2.1: `option_count` limits, one per option, or null (no option has limits).
+  const TesseraOptionLimits* option_limits;
 };
+
+/// A 2.0 manifest ends before `option_limits`; the host still loads one (fields are appended).
+#define TESSERA_MANIFEST_SIZE_2_0 offsetof(TesseraPluginManifest, option_limits)
 
 /// Signature of the exported entry point.
 typedef const TesseraPluginManifest* TesseraPluginEntry() noexcept;
@@ -92,7 +111,7 @@ constexpr TesseraPluginManifest make_manifest(std::uint32_t kind, const char* na
   return TesseraPluginManifest{sizeof(TesseraPluginManifest), kPluginApiMajor,
                                kPluginApiMinor, TESSERA_ABI_TAG, kind, name, version,
                                summary, options, static_cast<std::uint32_t>(N), required_facts,
-                               provided_facts, create};
+                               provided_facts, create, nullptr};
 }
 
 /// For plugins without options.
@@ -103,7 +122,7 @@ constexpr TesseraPluginManifest make_manifest(std::uint32_t kind, const char* na
                                               PluginObject* (*create)() noexcept) {
   return TesseraPluginManifest{sizeof(TesseraPluginManifest), kPluginApiMajor,
                                kPluginApiMinor, TESSERA_ABI_TAG, kind, name, version,
-                               summary, nullptr, 0, required_facts, provided_facts, create};
+                               summary, nullptr, 0, required_facts, provided_facts, create, nullptr};
 }
 
 /// Creates a T with `new`, turning any exception into null (the host reports it).

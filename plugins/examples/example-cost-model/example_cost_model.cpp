@@ -19,6 +19,7 @@
 #include "tessera/diagnostic.hpp"
 #include "tessera/exchange.hpp"
 #include "tessera/lowering.hpp"
+#include "tessera/option_table.hpp"
 #include "tessera/plugin.hpp"
 #include "tessera/program.hpp"
 #include "tessera/target.hpp"
@@ -39,14 +40,15 @@ std::uint64_t ceil_div(std::uint64_t value, std::uint64_t divisor) { return (val
 
 class ExampleCostModel final : public tessera::CostModel {
 public:
-  tessera::Status configure(const tessera::Options& options) override {
-    const std::int64_t overhead = options.get_int("call_overhead_cycles");
-    if (overhead < 0)
-      return tessera::Status::failure(fmt::format(
-          "option 'call_overhead_cycles' is {}; give the cycles a codelet launch costs, 0 or more", overhead));
-    call_overhead_cycles_ = static_cast<std::uint64_t>(overhead);
-    return tessera::Status::success();
+  // An unsigned member makes the option at least 0; the host refuses -5 with the pipeline's place.
+  static const tessera::OptionTable<ExampleCostModel>& option_table() {
+    static const tessera::OptionTable<ExampleCostModel> table{
+        tessera::option("call_overhead_cycles", &ExampleCostModel::call_overhead_cycles_, 40,
+                        "cycles to launch one codelet call, added to its roofline time"),
+    };
+    return table;
   }
+  tessera::Status configure(const tessera::Options& options) override { return option_table().assign(options, *this); }
 
 protected:
   CostEstimate estimate_impl(const Program& program, const Target& target) override {
@@ -131,11 +133,7 @@ private:
     return tessera::peak_live_bytes(program);
   }
 
-  std::uint64_t call_overhead_cycles_ = 40;
-};
-
-const TesseraOptionSpec kOptions[] = {
-    {"call_overhead_cycles", "int", "40", "cycles to launch one codelet call, added to its roofline time"},
+  std::uint64_t call_overhead_cycles_ = 0;  // set by configure from option_table()
 };
 
 }  // namespace
@@ -144,7 +142,7 @@ extern "C" const TesseraPluginManifest* example_cost_model_manifest() noexcept {
   static const auto manifest = tessera::make_manifest(
       TESSERA_PLUGIN_COST_MODEL, "example-cost-model", "0.1.0",
       "roofline per codelet call, busiest-port exchange, liveness-aware peak memory (an out-of-tree example)",
-      kOptions, "", "", &tessera::create_plugin_object<ExampleCostModel>);
+      ExampleCostModel::option_table(), "", "", &tessera::create_plugin_object<ExampleCostModel>);
   return &manifest;
 }
 TESSERA_PLUGIN(example_cost_model_manifest)

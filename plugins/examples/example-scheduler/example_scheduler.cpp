@@ -23,6 +23,7 @@
 #include "tessera/diagnostic.hpp"
 #include "tessera/exchange.hpp"
 #include "tessera/log.hpp"
+#include "tessera/option_table.hpp"
 #include "tessera/plugin.hpp"
 #include "tessera/scheduler.hpp"
 #include "tessera/target.hpp"
@@ -75,10 +76,16 @@ private:
 
 class ExampleScheduler final : public tessera::ExchangeScheduler {
 public:
-  tessera::Status configure(const tessera::Options& options) override {
-    backfill_ = options.get_bool("backfill");
-    return tessera::Status::success();
+  // Each option is declared once, bound to its member; the host checks values before configure.
+  static const tessera::OptionTable<ExampleScheduler>& option_table() {
+    static const tessera::OptionTable<ExampleScheduler> table{
+        tessera::option("backfill", &ExampleScheduler::backfill_, true,
+                        "place a transfer into an idle gap left earlier on its ports (off: only after everything "
+                        "already booked there)"),
+    };
+    return table;
   }
+  tessera::Status configure(const tessera::Options& options) override { return option_table().assign(options, *this); }
 
 protected:
   Schedule schedule_impl(const ExchangePhase& phase, const Target& target, std::uint64_t budget_ms) override {
@@ -133,13 +140,7 @@ protected:
   }
 
 private:
-  bool backfill_ = true;
-};
-
-const TesseraOptionSpec kOptions[] = {
-    {"backfill", "bool", "true",
-     "place a transfer into an idle gap left earlier on its ports (off: only after everything "
-     "already booked there)"},
+  bool backfill_ = false;  // set by configure from option_table()
 };
 
 }  // namespace
@@ -147,7 +148,8 @@ const TesseraOptionSpec kOptions[] = {
 extern "C" const TesseraPluginManifest* example_scheduler_manifest() noexcept {
   static const auto manifest = tessera::make_manifest(
       TESSERA_PLUGIN_EXCHANGE_SCHEDULER, "example-scheduler", "0.1.0",
-      "longest-first list scheduling with earliest-fit backfill (an out-of-tree example)", kOptions, "", "",
+      "longest-first list scheduling with earliest-fit backfill (an out-of-tree example)",
+      ExampleScheduler::option_table(), "", "",
       &tessera::create_plugin_object<ExampleScheduler>);
   return &manifest;
 }
