@@ -28,6 +28,11 @@ fi
 # GPU provider (which fails offline); the CPU library ships in the package.
 if $onnxruntime && [ ! -f "$(dirname "$0")/../tools/onnxruntime/node_modules/onnxruntime-node/package.json" ]; then
   echo "$(basename "$0" .sh): installing onnxruntime-node in tools/onnxruntime"
-  (cd "$(dirname "$0")/../tools/onnxruntime" && ONNXRUNTIME_NODE_INSTALL=skip ONNXRUNTIME_NODE_INSTALL_CUDA=skip \
-     npm ci --no-audit --no-fund --loglevel=error)
+  # Only `tessera run --differential` needs it: without the npm registry the rest still builds
+  # and the onnx_differential test says it skipped, so a failure here warns and goes on.
+  if ! (cd "$(dirname "$0")/../tools/onnxruntime" && ONNXRUNTIME_NODE_INSTALL=skip ONNXRUNTIME_NODE_INSTALL_CUDA=skip \
+          npm ci --no-audit --no-fund --loglevel=error); then
+    echo "$(basename "$0" .sh): warning: could not install onnxruntime-node (npm's error above);" \
+         "'tessera run --differential' needs it: run 'npm ci' in tools/onnxruntime once the npm registry is reachable" >&2
+  fi
 fi
