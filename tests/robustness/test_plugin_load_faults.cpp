@@ -19,7 +19,11 @@ struct LoadFault {
 };
 
 const LoadFault kFaults[] = {
+#if defined(__SANITIZE_ADDRESS__)  // ASan catches the child's SIGSEGV, reports it and aborts (abort_on_error=1)
+    {"crash", "crashed while loading (in a static initialiser or the plugin's entry point): killed by signal 6 (SIGABRT)", {}},
+#else
     {"crash", "crashed while loading (in a static initialiser or the plugin's entry point): killed by signal 11", {}},
+#endif
     {"exit", "exited with status 0 while loading (in a static initialiser or the plugin's entry point), before the host "
              "could read its manifest: does a static initialiser call exit()?", {}},
 #if !defined(__SANITIZE_ADDRESS__)  // ASan's allocator, not RLIMIT_AS, bounds a sanitized child
