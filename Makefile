@@ -2,7 +2,7 @@
 BUILD ?= build
 TESSERA := $(BUILD)/tools/tessera
 
-.PHONY: all bootstrap build demo test test-onnx test-faults test-sanitize fuzz bench bench-exchange bench-ab bench-simulator bench-planning bench-regret bench-fidelity calibrate clean
+.PHONY: all bootstrap build demo test test-onnx test-faults test-sanitize fuzz bench bench-exchange bench-ab bench-simulator bench-planning bench-regret bench-fidelity calibrate tune clean
 
 all: build
 
@@ -74,6 +74,12 @@ bench: build
 
 bench-exchange: build
 	$(BUILD)/bench/bench-exchange
+
+# `tessera tune` on the default suite: the shipped planner's and schedulers' options
+# (configs/tune/default.yaml) by successive halving, then the best against the default pipeline.
+tune: build
+	$(BUILD)/tools/tessera tune --base configs/pipelines/default.yaml --space configs/tune/default.yaml \
+	  --suite configs/suites/default.yaml --jobs 2 --out $(BUILD)/tune-best.yaml --quiet
 
 bench-ab: build
 	$(BUILD)/bench/ab/bench-ab

@@ -5,6 +5,7 @@
 #include <filesystem>
 
 #include "ab_command.hpp"
+#include "tune_command.hpp"
 #include "calibrate_command.hpp"
 #include "check_plugin_command.hpp"
 #include "compile.hpp"
@@ -207,6 +208,7 @@ int main(int argc, char** argv) {
   auto* cycles = cli::add_cycles_command(app, cycles_request);
 
   auto ab_command = cli::add_ab_command(app);
+  auto tune_command = cli::add_tune_command(app);
 
   // Command-line mistakes (a missing file, a bad flag) get the same `error:` prefix as the rest.
   app.failure_message([](const CLI::App* failed, const CLI::Error& e) { return "error: " + CLI::FailureMessage::simple(failed, e); });
@@ -255,6 +257,7 @@ int main(int argc, char** argv) {
     if (*report) return cli::report_command(report_request);
     if (*cycles) return cli::cycles_command(cycles_request);
     if (cli::ab_command_chosen(*ab_command)) return cli::run_ab_command(*ab_command);
+    if (cli::tune_command_chosen(*tune_command)) return cli::run_tune_command(*tune_command);
     if (*check_plugin) return cli::check_plugin_command(check_request);
     if (*plugins) return cli::plugins_command(*info ? plugin_name : "", plugin_paths);
   } catch (const PluginError& e) {
