@@ -105,4 +105,21 @@ verdicts "$work/local.json" > "$work/local.verdicts"
 verdicts "$work/slurm/report.json" > "$work/slurm.verdicts"
 [ "$(jq length "$work/local.verdicts")" -gt 0 ] || fail "no verdicts to compare"
 diff "$work/local.verdicts" "$work/slurm.verdicts" || fail "the Slurm sweep's verdicts differ from the local executor's"
-echo "PASS: $(jq length "$work/local.verdicts") deterministic comparisons equal"
+
+# tessera tune through the same executor: each round a job array, ranked once its report job ended.
+cat > "$work/space.yaml" <<SPACE
+space:
+  - {slot: exchange_scheduler, plugins: [in-order, greedy]}
+SPACE
+tune=(--base "$work/base.yaml" --suite "$work/suite.yaml" --space "$work/space.yaml" --eta 2 --repeat 1 --quiet
+      --history "$work/history.sqlite")
+"$tessera" tune "${tune[@]}" --executor slurm --results "$work/tune-slurm" > "$work/tune-slurm.out" ||
+  fail "tune through Slurm failed: $(cat "$work/tune-slurm.out")"
+"$tessera" tune "${tune[@]}" --jobs 2 --results "$work/tune-local" > "$work/tune-local.out" || fail "tune on this machine failed"
+grep -q "submitted to Slurm: array job" "$work/tune-slurm.out" || fail "tune did not submit its rounds to Slurm"
+for where in slurm local; do
+  [ "$(jq -r '.best.configuration' "$work/tune-$where/tune.json")" = c02 ] || fail "tune ($where) did not pick greedy (c02)"
+done
+diff <(jq -S '.rungs[].standings' "$work/tune-slurm/tune.json") <(jq -S '.rungs[].standings' "$work/tune-local/tune.json") ||
+  fail "tune's standings through Slurm differ from the local executor's"
+echo "PASS: $(jq length "$work/local.verdicts") deterministic comparisons equal; tune through Slurm picks what it picks locally"
