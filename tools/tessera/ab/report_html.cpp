@@ -34,6 +34,14 @@ const MetricDefinition& metric_definition(const std::string& name) {
   return ab_metrics().front();
 }
 
+// Each arm keeps its colour in every chart: the baseline first, then the compared arms.
+const char* arm_colour(const Analysis& analysis, const std::string& arm) {
+  static const char* kColours[] = {"#3b6ea8", "#d98c2b", "#5a9e4b", "#8e5ba8", "#b8493f", "#4f9fa6", "#a88f3b"};
+  const auto& arms = analysis.compared_arms;
+  const auto found = std::find(arms.begin(), arms.end(), arm);
+  return kColours[found == arms.end() ? 0 : (1 + (found - arms.begin())) % 7];
+}
+
 const char* kStyle = R"CSS(
 body { font: 14px/1.45 system-ui, -apple-system, "Segoe UI", sans-serif; margin: 24px auto; max-width: 1180px; color: #1d232b; padding: 0 16px; }
 h1 { font-size: 22px; margin-bottom: 4px; } h2 { font-size: 18px; margin-top: 32px; border-bottom: 1px solid #d8dde3; padding-bottom: 4px; }
@@ -53,6 +61,7 @@ svg.ab-chart, svg.ab-phase-chart { display: block; margin: 6px 0 18px; backgroun
 svg text { font: 11px system-ui, sans-serif; fill: #1d232b; }
 figure.ab-chart-figure { margin: 0; } figcaption { font-weight: 600; margin-top: 12px; }
 details.ab-phase-model { margin: 8px 0; } details.ab-phase-model > summary { cursor: pointer; font-weight: 600; }
+p.ab-plan-differs { color: #8a4b00; margin: 4px 0; }
 ul#ab-warnings li { color: #8a4b00; }
 .ab-note { color: #4b5563; }
 )CSS";
@@ -166,7 +175,7 @@ std::string log_ratio_chart(const Analysis& analysis, const MetricDefinition& me
 }
 
 // Grouped bars per exchange phase: each arm's horizon over the phase's lower bound.
-std::string phase_chart(const PhaseTable& table) {
+std::string phase_chart(const Analysis& analysis, const PhaseTable& table) {
   const int left = 50, bar_width = 14, group_gap = 16, top = 14, plot_height = 160, bottom = 34;
   const int group_width = static_cast<int>(table.arms.size()) * bar_width + group_gap;
   const int plot_right = left + std::max(120, std::max<int>(1, static_cast<int>(table.phases.size())) * group_width);
@@ -174,12 +183,11 @@ std::string phase_chart(const PhaseTable& table) {
   const int height = top + plot_height + bottom;
   double highest = 1.05;
   for (const auto& row : table.cells)
-    for (const auto& cell : row)
-      if (cell && cell->lower_bound > 0)
-        highest = std::max(highest, static_cast<double>(cell->horizon) / static_cast<double>(cell->lower_bound));
+    for (const PhaseRecord& cell : row)
+      if (cell.lower_bound > 0)
+        highest = std::max(highest, static_cast<double>(cell.horizon) / static_cast<double>(cell.lower_bound));
   highest *= 1.05;
   auto y_of = [&](double ratio) { return top + plot_height - (ratio - 1.0) / (highest - 1.0) * plot_height; };
-  static const char* kColours[] = {"#3b6ea8", "#d98c2b", "#5a9e4b", "#8e5ba8", "#b8493f", "#4f9fa6", "#a88f3b"};
 
   std::string svg = fmt::format(
       "<svg class=\"ab-phase-chart\" data-model=\"{0}\" xmlns=\"http://www.w3.org/2000/svg\" width=\"{1}\" height=\"{2}\" "
@@ -192,16 +200,16 @@ std::string phase_chart(const PhaseTable& table) {
   for (std::size_t p = 0; p < table.phases.size(); ++p) {
     const int x_group = left + static_cast<int>(p) * group_width + group_gap / 2;
     for (std::size_t a = 0; a < table.arms.size(); ++a) {
-      const auto& cell = table.cells[p][a];
-      if (!cell || cell->lower_bound == 0) continue;
-      const double ratio = static_cast<double>(cell->horizon) / static_cast<double>(cell->lower_bound);
+      const PhaseRecord& cell = table.cells[p][a];
+      if (cell.lower_bound == 0) continue;
+      const double ratio = static_cast<double>(cell.horizon) / static_cast<double>(cell.lower_bound);
       const double y = y_of(ratio);
       svg += fmt::format("<rect class=\"ab-phase-bar\" data-arm=\"{}\" data-phase=\"{}\" x=\"{}\" y=\"{:.1f}\" width=\"{}\" "
                          "height=\"{:.1f}\" fill=\"{}\"><title>phase {} arm {}: horizon {} / lower bound {} = {:.4f}"
                          "</title></rect>\n",
                          escape(table.arms[a]), table.phases[p], x_group + static_cast<int>(a) * bar_width, y, bar_width - 2,
-                         std::max(1.0, top + plot_height - y), kColours[a % 7], table.phases[p], escape(table.arms[a]),
-                         cell->horizon, cell->lower_bound, ratio);
+                         std::max(1.0, top + plot_height - y), arm_colour(analysis, table.arms[a]), table.phases[p],
+                         escape(table.arms[a]), cell.horizon, cell.lower_bound, ratio);
     }
     svg += fmt::format("<text x=\"{}\" y=\"{}\" text-anchor=\"middle\">{}</text>\n",
                        x_group + static_cast<int>(table.arms.size()) * bar_width / 2, top + plot_height + 14,
@@ -210,7 +218,7 @@ std::string phase_chart(const PhaseTable& table) {
   svg += fmt::format("<text x=\"{}\" y=\"{}\">exchange phase (superstep)</text>\n", left, top + plot_height + 30);
   for (std::size_t a = 0; a < table.arms.size(); ++a)
     svg += fmt::format("<rect x=\"{}\" y=\"{}\" width=\"10\" height=\"10\" fill=\"{}\"/><text x=\"{}\" y=\"{}\">{}</text>\n",
-                       plot_right + 16, top + 16 * static_cast<int>(a), kColours[a % 7], plot_right + 31,
+                       plot_right + 16, top + 16 * static_cast<int>(a), arm_colour(analysis, table.arms[a]), plot_right + 31,
                        top + 9 + 16 * static_cast<int>(a), escape(table.arms[a]));
   return svg + "</svg>\n";
 }
@@ -326,43 +334,47 @@ std::string html_report(const Analysis& analysis, const DriverStats& driver) {
                         number_cell(std::isfinite(f.log_sd) ? fmt::format("{:.4f}", f.log_sd) : "-", f.log_sd));
   html += "</tbody>\n</table>\n</section>\n";
 
-  // Per-phase drill-down.
-  html += "<section id=\"ab-phases\">\n<h2>Exchange phases</h2>\n<p class=\"ab-note\">Per exchange phase of each model: "
-          "each arm's schedule horizon against the phase's lower bound (from the compile log and "
-          "<code>--emit-phases</code>; the phase files of repeat 0 are kept under <code>phases/</code> in the results "
-          "directory for <code>tessera schedule</code>).</p>\n";
+  // Per-phase drill-down, for the arms that share the baseline's plan.
+  html += fmt::format("<section id=\"ab-phases\">\n<h2>Exchange phases</h2>\n<p class=\"ab-note\">Per exchange phase of "
+                      "each model: the schedule horizon against the phase's lower bound (from the compile log and "
+                      "<code>--emit-phases</code>; the phase files of repeat 0 are kept under <code>phases/</code> in the "
+                      "results directory for <code>tessera schedule</code>), for {} and the arms whose exchange phases are "
+                      "the same problems, phase by phase (byte-identical phase files). An arm whose plan differs has other "
+                      "phases, so its phase N is not {}'s phase N and it is left out.</p>\n",
+                      escape(baseline), escape(baseline));
   for (const PhaseTable& table : analysis.phase_tables) {
-    html += fmt::format("<details class=\"ab-phase-model\" data-model=\"{0}\" open>\n<summary>{0} ({1} exchange phases)"
-                        "</summary>\n<div class=\"ab-scroll\"><table class=\"ab-phase-table ab-table ab-sortable\">\n<thead><tr><th>phase</th>"
-                        "<th>transfers</th><th>words</th><th>lower bound</th><th>endpoint bound</th>",
-                        escape(table.model), table.phases.size());
+    std::string arms;
+    for (const std::string& arm : table.arms) arms += (arms.empty() ? "" : ", ") + arm;
+    html += fmt::format("<details class=\"ab-phase-model\" data-model=\"{0}\" open>\n<summary>{0} ({1})</summary>\n",
+                        escape(table.model),
+                        table.arms.empty() ? std::string("no per-phase comparison")
+                                           : fmt::format("{} exchange phase{} of {}; compared: {}", table.phases.size(),
+                                                         table.phases.size() == 1 ? "" : "s", escape(baseline), escape(arms)));
+    for (const OmittedArm& omitted : table.omitted)
+      html += fmt::format("<p class=\"ab-plan-differs\" data-arm=\"{}\">{}</p>\n", escape(omitted.arm), escape(omitted.why));
+    if (!table.arms.empty() && table.phases.empty())
+      html += fmt::format("<p class=\"ab-note\">The plan of {} has no exchange phase in this model.</p>\n", escape(baseline));
+    if (table.phases.empty()) {
+      html += "</details>\n";
+      continue;
+    }
+    html += "<div class=\"ab-scroll\"><table class=\"ab-phase-table ab-table ab-sortable\">\n<thead><tr><th>phase</th>"
+            "<th>transfers</th><th>words</th><th>lower bound</th><th>endpoint bound</th>";
     for (const std::string& arm : table.arms)
-      html += fmt::format("<th>{0} horizon</th><th>{0} / bound</th>", escape(arm));
+      html += fmt::format("<th data-arm=\"{0}\">{0} horizon</th><th>{0} / bound</th>", escape(arm));
     html += "</tr></thead>\n<tbody>\n";
     for (std::size_t p = 0; p < table.phases.size(); ++p) {
-      const std::optional<PhaseRecord>* first = nullptr;
-      for (const auto& cell : table.cells[p])
-        if (cell && !first) first = &cell;
-      html += fmt::format("<tr data-phase=\"{0}\"><td>{0}</td>", table.phases[p]);
-      if (first) {
-        const PhaseRecord& r = **first;
-        html += fmt::format("<td>{}</td><td>{}</td><td>{}</td><td>{}</td>", r.transfers, r.words, r.lower_bound,
-                            r.endpoint_lower_bound);
-      } else {
-        html += "<td></td><td></td><td></td><td></td>";
-      }
-      for (const auto& cell : table.cells[p]) {
-        if (!cell) {
-          html += "<td>-</td><td>-</td>";
-          continue;
-        }
-        const double ratio = cell->lower_bound ? static_cast<double>(cell->horizon) / static_cast<double>(cell->lower_bound) : NAN;
-        html += fmt::format("<td>{}</td>{}", cell->horizon,
+      const PhaseRecord& r = table.cells[p].front();  // the same problem in every column
+      html += fmt::format("<tr data-phase=\"{0}\"><td>{0}</td><td>{1}</td><td>{2}</td><td>{3}</td><td>{4}</td>",
+                          table.phases[p], r.transfers, r.words, r.lower_bound, r.endpoint_lower_bound);
+      for (const PhaseRecord& cell : table.cells[p]) {
+        const double ratio = cell.lower_bound ? static_cast<double>(cell.horizon) / static_cast<double>(cell.lower_bound) : NAN;
+        html += fmt::format("<td>{}</td>{}", cell.horizon,
                             number_cell(std::isfinite(ratio) ? fmt::format("{:.4f}", ratio) : "-", ratio));
       }
       html += "</tr>\n";
     }
-    html += "</tbody>\n</table></div>\n" + phase_chart(table) + "</details>\n";
+    html += "</tbody>\n</table></div>\n" + phase_chart(analysis, table) + "</details>\n";
   }
   html += "</section>\n";
 
