@@ -81,6 +81,16 @@ NoisySamples noisy_samples(const std::string& metric, const ArmModelRecords& arm
   return samples;
 }
 
+// The logs of positive samples; nothing when one is not positive (no ratio interval then).
+std::vector<double> logs_of(const std::vector<double>& values) {
+  std::vector<double> logs;
+  for (double value : values) {
+    if (!(value > 0)) return {};
+    logs.push_back(std::log(value));
+  }
+  return logs;
+}
+
 // "" when an arm's exchange phases are the baseline's problems, one by one; else what differs first.
 std::string plan_difference(const std::vector<PhaseRecord>& base, const std::vector<PhaseRecord>& arm,
                             const std::string& baseline) {
@@ -347,7 +357,7 @@ private:
       c.model = entry.id;
       c.arm = arm_name;
       c.metric = metric.name;
-      c.baseline = c.value = c.ratio = c.p_value = c.q_value = c.noise_floor_log = kNaN;
+      c.baseline = c.value = c.ratio = c.p_value = c.q_value = c.noise_floor_log = c.interval_low = c.interval_high = kNaN;
       const ArmModelRecords* base = find(entry.id, m.baseline().name);
       const ArmModelRecords* arm = find(entry.id, arm_name);
       c.same_package = base && arm && base->compiled && arm->compiled &&
@@ -373,6 +383,12 @@ private:
           const MannWhitneyResult test = mann_whitney_u(c.samples, c.baseline_samples);
           c.p_value = test.p_value;
           c.exact = test.exact;
+          const std::vector<double> logs = logs_of(c.samples), baseline_logs = logs_of(c.baseline_samples);
+          if (!logs.empty() && !baseline_logs.empty()) {
+            const ShiftInterval shift = shift_interval(logs, baseline_logs, 1 - result_.alpha);
+            c.interval_low = std::exp(shift.low);
+            c.interval_high = std::exp(shift.high);
+          }
           tested.push_back(out.size());
         }
       }

@@ -47,6 +47,9 @@ struct Comparison {
   std::string model, arm, metric;
   double baseline = 0, value = 0;  ///< deterministic: the values; noisy: the medians of the samples
   double ratio = 0;                ///< value / baseline (NaN when undefined)
+  /// Noisy: a (1 - alpha) interval of the ratio, shift_interval on the log samples (NaN when
+  /// there are too few samples to reach it, and for deterministic metrics: they have no spread).
+  double interval_low = 0, interval_high = 0;
   std::vector<double> baseline_samples, samples;  ///< noisy metrics: one per repeat
   double p_value = 0, q_value = 0;  ///< noisy: Mann-Whitney U, then Benjamini-Hochberg across models (NaN otherwise)
   bool exact = false;

@@ -1,5 +1,6 @@
-// The standalone HTML A/B report: tables, sorted log-ratio charts and a per-phase drill-down,
-// all inline (CSS, SVG, a little JS for sorting and filtering) so it opens without a network.
+// The standalone HTML A/B report: tables, sorted log-ratio charts, ratio charts with intervals
+// and a per-phase drill-down, all inline (CSS, SVG, a little JS for sorting and filtering) so it
+// opens without a network.
 #include <algorithm>
 #include <cmath>
 
@@ -61,6 +62,10 @@ svg.ab-chart, svg.ab-phase-chart { display: block; margin: 6px 0 18px; backgroun
 svg text { font: 11px system-ui, sans-serif; fill: #1d232b; }
 figure.ab-chart-figure { margin: 0; } figcaption { font-weight: 600; margin-top: 12px; }
 details.ab-phase-model { margin: 8px 0; } details.ab-phase-model > summary { cursor: pointer; font-weight: 600; }
+circle.ab-ratio-mark { fill: #6b7280; } circle.ab-ratio-mark.ab-better { fill: #2e7d32; } circle.ab-ratio-mark.ab-worse { fill: #c62828; }
+line.ab-ratio-whisker, line.ab-ratio-cap, line.ab-geomean-whisker { stroke: #1d232b; stroke-width: 1.2; }
+path.ab-geomean-mark, path.ab-ratio-clipped { fill: #1d232b; } text.ab-ratio-arm { font-weight: 600; }
+svg.ab-ratio-chart { display: block; margin: 6px 0 18px; background: #fff; }
 p.ab-plan-differs { color: #8a4b00; margin: 4px 0; }
 ul#ab-warnings li { color: #8a4b00; }
 .ab-note { color: #4b5563; }
@@ -223,6 +228,130 @@ std::string phase_chart(const Analysis& analysis, const PhaseTable& table) {
   return svg + "</svg>\n";
 }
 
+// "+3.1% [-2.0%, +8.2%]", or the change alone when there is no interval.
+std::string change_with_interval(double ratio, double low, double high) {
+  if (!std::isfinite(low) || !std::isfinite(high)) return format_change(ratio);
+  return fmt::format("{} [{}, {}]", format_change(ratio), format_change(low), format_change(high));
+}
+
+// Per compared arm, one row per model: its ratio as a mark on a log axis, with the whisker of its
+// interval for a noisy metric, then the geomean over the models with its interval. The marks and
+// the noise floor set the scale; a whisker reaching beyond it ends in an arrow at the edge (the
+// text beside it has the numbers), so a wide interval does not squash every mark into the centre.
+std::string ratio_interval_chart(const Analysis& analysis, const MetricDefinition& metric) {
+  const bool noisy = metric.determinism == Determinism::noisy;
+  const double confidence = 100 * (1 - analysis.alpha);
+  double floor = NAN;
+  for (const NoiseFloor& f : analysis.noise_floors)
+    if (f.metric == metric.name) floor = f.max_abs_log_ratio;
+  std::vector<const Comparison*> comparisons;
+  std::vector<const ArmSummary*> summaries;
+  double extent = 0.01;
+  auto widen = [&](double ratio) {
+    if (std::isfinite(ratio) && ratio > 0) extent = std::max(extent, std::abs(std::log(ratio)));
+  };
+  for (const Comparison& c : analysis.comparisons)
+    if (c.metric == metric.name) {
+      comparisons.push_back(&c);
+      widen(c.ratio);
+    }
+  for (const ArmSummary& summary : analysis.summaries)
+    if (summary.metric == metric.name) {
+      summaries.push_back(&summary);
+      widen(summary.interval.geomean);
+    }
+  if (noisy && std::isfinite(floor)) extent = std::max(extent, floor);
+  extent *= 1.1;
+  const int label_width = 220, plot_width = 480, value_width = 260, row = 20, top = 30;
+  const int rows = static_cast<int>(comparisons.size() + 2 * summaries.size());  // a heading and a geomean row per arm
+  const int width = label_width + plot_width + value_width, height = top + std::max(rows, 1) * row + 8;
+  const double centre = label_width + plot_width / 2.0;
+  auto x_of = [&](double ratio) {
+    return centre + std::clamp(std::log(ratio) / extent, -1.0, 1.0) * (plot_width / 2.0);
+  };
+
+  std::string svg = fmt::format(
+      "<svg class=\"ab-ratio-chart\" id=\"ab-ratio-chart-{0}\" data-metric=\"{0}\" xmlns=\"http://www.w3.org/2000/svg\" "
+      "width=\"{1}\" height=\"{2}\" viewBox=\"0 0 {1} {2}\" role=\"img\" aria-label=\"ratio per model with intervals for "
+      "{0}\">\n",
+      escape(metric.name), width, height);
+  if (noisy && std::isfinite(floor) && floor > 0)
+    svg += fmt::format("<rect class=\"ab-noise-band\" x=\"{:.1f}\" y=\"{}\" width=\"{:.1f}\" height=\"{}\" fill=\"#eef1f4\">"
+                       "<title>noise floor: +/-{:.1f}%</title></rect>\n",
+                       x_of(std::exp(-floor)), top - 6, x_of(std::exp(floor)) - x_of(std::exp(-floor)), height - top,
+                       100 * (std::exp(floor) - 1));
+  for (double tick : {-extent / 1.1, -extent / 2.2, 0.0, extent / 2.2, extent / 1.1})
+    svg += fmt::format("<line x1=\"{0:.1f}\" y1=\"{1}\" x2=\"{0:.1f}\" y2=\"{2}\" stroke=\"{3}\"/><text x=\"{0:.1f}\" "
+                       "y=\"{4}\" text-anchor=\"middle\">{5}</text>\n",
+                       x_of(std::exp(tick)), top - 6, height - 4, tick == 0 ? "#4b5563" : "#e3e6ea", top - 10,
+                       tick == 0 ? "1 (no change)" : format_change(std::exp(tick)));
+  int y = top;
+  auto whisker = [&](const char* css, const std::string& data, double low, double high, int middle) {
+    std::string lines = fmt::format("<line class=\"{}\" {} x1=\"{:.1f}\" y1=\"{}\" x2=\"{:.1f}\" y2=\"{}\"/>", css, data,
+                                    x_of(low), middle, x_of(high), middle);
+    for (double end : {low, high}) {
+      const double x = x_of(end);
+      if (std::abs(std::log(end)) < extent)
+        lines += fmt::format("<line class=\"ab-ratio-cap\" x1=\"{0:.1f}\" y1=\"{1}\" x2=\"{0:.1f}\" y2=\"{2}\"/>", x,
+                             middle - 4, middle + 4);
+      else  // beyond the scale: an arrow pointing on
+        lines += fmt::format("<path class=\"ab-ratio-clipped\" d=\"M{:.1f} {}l{} 4l{} 4z\"/>", x, middle - 4,
+                             end < 1 ? -6 : 6, end < 1 ? 6 : -6);
+    }
+    return lines + "\n";
+  };
+  for (const ArmSummary* summary : summaries) {
+    const std::string& arm = summary->arm;
+    svg += fmt::format("<text class=\"ab-ratio-arm\" x=\"4\" y=\"{}\">{} / {}</text>\n", y + row - 6, escape(arm),
+                       escape(analysis.manifest.baseline().name));
+    y += row;
+    for (const Comparison* c : comparisons) {
+      if (c->arm != arm) continue;
+      const int middle = y + row / 2;
+      const std::string data = fmt::format("data-model=\"{}\" data-arm=\"{}\"", escape(c->model), escape(arm));
+      std::string text = noisy ? change_with_interval(c->ratio, c->interval_low, c->interval_high) : format_change(c->ratio);
+      if (noisy && std::isfinite(c->ratio) && !std::isfinite(c->interval_low))
+        text += fmt::format(" (no {:.0f}% interval from {} and {} samples)", confidence, c->samples.size(),
+                            c->baseline_samples.size());
+      svg += fmt::format("<text x=\"{}\" y=\"{}\" text-anchor=\"end\">{}</text>\n", label_width - 8, middle + 4,
+                         escape(c->model));
+      if (std::isfinite(c->ratio) && c->ratio > 0) {
+        if (std::isfinite(c->interval_low) && std::isfinite(c->interval_high))
+          svg += whisker("ab-ratio-whisker", data, c->interval_low, c->interval_high, middle);
+        svg += fmt::format("<circle class=\"ab-ratio-mark ab-{}\" {} cx=\"{:.1f}\" cy=\"{}\" r=\"4\"><title>{} {}: {} "
+                           "({})</title></circle>\n",
+                           verdict_name(c->verdict), data, x_of(c->ratio), middle, escape(c->model), escape(arm),
+                           escape(text), escape(verdict_text(*c, analysis.alpha)));
+      } else {
+        text = "missing";
+      }
+      svg += fmt::format("<text class=\"ab-ratio-value\" {} x=\"{}\" y=\"{}\">{}</text>\n", data, label_width + plot_width + 6,
+                         middle + 4, escape(text));
+      y += row;
+    }
+    const GeomeanInterval& g = summary->interval;
+    const int middle = y + row / 2;
+    std::string text = change_with_interval(g.geomean, g.low, g.high);
+    if (g.count == 1) text += " (one model: no interval)";
+    svg += fmt::format("<text x=\"{}\" y=\"{}\" text-anchor=\"end\">geomean of {} model{}</text>\n", label_width - 8,
+                       middle + 4, g.count, g.count == 1 ? "" : "s");
+    if (std::isfinite(g.geomean) && g.geomean > 0) {
+      const std::string data = fmt::format("data-arm=\"{}\"", escape(arm));
+      if (std::isfinite(g.low) && std::isfinite(g.high)) svg += whisker("ab-geomean-whisker", data, g.low, g.high, middle);
+      const double x = x_of(g.geomean);
+      svg += fmt::format("<path class=\"ab-geomean-mark\" {} d=\"M{:.1f} {}l6 6l-6 6l-6 -6z\"><title>{}: geomean {}{}"
+                         "</title></path>\n",
+                         data, x, middle - 6, escape(arm), escape(text),
+                         std::isfinite(g.low) ? fmt::format(" ({:.0f}% t interval over the models)", confidence) : "");
+    } else {
+      text = "missing";
+    }
+    svg += fmt::format("<text x=\"{}\" y=\"{}\">{}</text>\n", label_width + plot_width + 6, middle + 4, escape(text));
+    y += row;
+  }
+  return svg + "</svg>\n";
+}
+
 std::string verdict_cell(const Comparison& c, double alpha) {
   return fmt::format("<td class=\"ab-text ab-{}\">{}</td>", verdict_name(c.verdict), escape(verdict_text(c, alpha)));
 }
@@ -288,6 +417,22 @@ std::string html_report(const Analysis& analysis, const DriverStats& driver) {
                         "{2} is better; {3})</span></figcaption>\n{4}</figure>\n",
                         escape(metric.name), determinism_name(metric.determinism), direction_name(metric.direction),
                         escape(metric.description), log_ratio_chart(analysis, metric));
+  html += "</section>\n";
+
+  // Ratio charts: every judged metric's per-model ratios with their intervals, and the geomean.
+  html += fmt::format("<section id=\"ab-ratios\">\n<h2>Ratio per model with {0:.0f}% intervals</h2>\n<p class=\"ab-note\">"
+                      "Per compared arm, each model's ratio arm / {1} on a log axis, then the geometric mean over the "
+                      "models. Noisy metrics: the ratio of the medians with a distribution-free interval (the "
+                      "Mann-Whitney test inverted on the log samples; none when the repeats are too few to reach {0:.0f}%), "
+                      "the A-vs-A noise floor shaded. Deterministic metrics: a point, exact. Geomean: Student's t "
+                      "interval over the models (how much the ratio varies between them).</p>\n",
+                      100 * (1 - analysis.alpha), escape(baseline));
+  for (const MetricDefinition& metric : ab_metrics())
+    if (metric.judged)
+      html += fmt::format("<figure class=\"ab-ratio-figure\" data-metric=\"{0}\"><figcaption>{0} <span class=\"ab-note\">"
+                          "({1}, {2} is better)</span></figcaption>\n{3}</figure>\n",
+                          escape(metric.name), determinism_name(metric.determinism), direction_name(metric.direction),
+                          ratio_interval_chart(analysis, metric));
   html += "</section>\n";
 
   // Per-model table with a metric filter.

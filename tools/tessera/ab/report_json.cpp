@@ -20,6 +20,8 @@ json comparison_json(const Comparison& c, double alpha) {
           {"baseline", number(c.baseline)},
           {"value", number(c.value)},
           {"ratio", number(c.ratio)},
+          {"interval_low", number(c.interval_low)},
+          {"interval_high", number(c.interval_high)},
           {"log_ratio", number(std::isfinite(c.ratio) && c.ratio > 0 ? std::log(c.ratio) : NAN)},
           {"baseline_samples", c.baseline_samples},
           {"samples", c.samples},
