@@ -135,11 +135,12 @@ void check_report_files(const ReportFiles& files, const std::vector<InputFile>& 
   check_output_file(files.html, "the report (--html)", inputs);
 }
 
-void write_reports(const Analysis& analysis, const DriverStats& driver, const ReportFiles& files) {
+void write_reports(const Analysis& analysis, const DriverStats& driver, const std::vector<HistoryPoint>& history,
+                   const ReportFiles& files) {
   write_text(files.json, json_report(analysis, driver));
   write_text(files.csv, csv_report(analysis));
   write_text(files.markdown, markdown_report(analysis));
-  write_text(files.html, html_report(analysis, driver));
+  write_text(files.html, html_report(analysis, driver, history));
 }
 
 // Reports, prints the table, and turns failed items into the exit code.
@@ -147,11 +148,12 @@ int finish(const Analysis& analysis, DriverStats driver, const ReportFiles& extr
            bool quiet, const std::chrono::steady_clock::time_point start, History& history) {
   driver.wall_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
   driver.self_peak_rss_kib = self_peak_rss_kib();
-  write_reports(analysis, driver, beside_results);
-  write_reports(analysis, driver, extra);
-  const std::size_t recorded = history.record(analysis, driver.results);
+  const std::size_t recorded = history.record(analysis, driver.results);  // first, so the HTML's history includes this sweep
   logger("tessera.ab")->info("history recorded values={} build={} database={}", recorded, analysis.manifest.build.build_hash,
                              history.path());
+  const std::vector<HistoryPoint> points = history.report_points(analysis);
+  write_reports(analysis, driver, points, beside_results);
+  write_reports(analysis, driver, points, extra);
   if (!quiet) fmt::print("{}", terminal_report(analysis, driver.results));
   logger("tessera.ab")
       ->info("ab finished wall_ms={:.0f} child_wall_ms={:.0f} self_peak_rss_kib={} executed={} skipped={} runs={} "

@@ -1,8 +1,9 @@
-// The standalone HTML A/B report: tables, sorted log-ratio charts, ratio charts with intervals
-// and a per-phase drill-down, all inline (CSS, SVG, a little JS for sorting and filtering) so it
-// opens without a network.
+// The standalone HTML A/B report: tables, sorted log-ratio charts, ratio charts with intervals,
+// a per-phase drill-down and the history across builds, all inline (CSS, SVG, a little JS for
+// sorting and filtering) so it opens without a network.
 #include <algorithm>
 #include <cmath>
+#include <map>
 
 #include <fmt/format.h>
 
@@ -65,7 +66,11 @@ details.ab-phase-model { margin: 8px 0; } details.ab-phase-model > summary { cur
 circle.ab-ratio-mark { fill: #6b7280; } circle.ab-ratio-mark.ab-better { fill: #2e7d32; } circle.ab-ratio-mark.ab-worse { fill: #c62828; }
 line.ab-ratio-whisker, line.ab-ratio-cap, line.ab-geomean-whisker { stroke: #1d232b; stroke-width: 1.2; }
 path.ab-geomean-mark, path.ab-ratio-clipped { fill: #1d232b; } text.ab-ratio-arm { font-weight: 600; }
-svg.ab-ratio-chart { display: block; margin: 6px 0 18px; background: #fff; }
+svg.ab-ratio-chart, svg.ab-history-chart { display: block; margin: 6px 0 18px; background: #fff; }
+polyline.ab-history-line { fill: none; stroke-width: 1.5; } circle.ab-history-point.ab-history-other-version { fill: #fff; }
+text.ab-history-current { font-weight: 700; }
+figure.ab-history-figure { margin: 0; display: flex; flex-wrap: wrap; column-gap: 24px; }
+figure.ab-history-figure > figcaption { flex-basis: 100%; }
 p.ab-plan-differs { color: #8a4b00; margin: 4px 0; }
 ul#ab-warnings li { color: #8a4b00; }
 .ab-note { color: #4b5563; }
@@ -352,6 +357,78 @@ std::string ratio_interval_chart(const Analysis& analysis, const MetricDefinitio
   return svg + "</svg>\n";
 }
 
+// One model's values of one metric across builds: a line per arm, one point per build (a build's
+// latest sweep), oldest build on the left; a hollow point is another version of the arm than now.
+std::string history_chart(const Analysis& analysis, const MetricDefinition& metric, const std::string& model,
+                          const std::vector<HistoryPoint>& history) {
+  std::vector<std::string> builds;                                      // x positions, oldest first
+  std::map<std::string, std::map<std::string, const HistoryPoint*>> by_arm;  // arm -> build -> its latest point
+  double low = INFINITY, high = -INFINITY;
+  for (const HistoryPoint& point : history) {
+    if (point.model != model || point.metric != metric.name) continue;
+    if (std::find(builds.begin(), builds.end(), point.build_hash) == builds.end()) builds.push_back(point.build_hash);
+    by_arm[point.arm][point.build_hash] = &point;
+    low = std::min(low, point.value);
+    high = std::max(high, point.value);
+  }
+  const int left = 80, step = 70, top = 12, plot_height = 120, bottom = 34;
+  const int plot_right = left + std::max(240, static_cast<int>(builds.size()) * step);
+  const int width = plot_right + 170, height = top + plot_height + bottom;
+  const double pad = high > low ? (high - low) * 0.08 : std::max(std::abs(high) * 0.05, 1.0);
+  low -= pad;
+  high += pad;
+  auto x_of = [&](std::size_t build) { return left + (static_cast<double>(build) + 0.5) * (plot_right - left) / builds.size(); };
+  auto y_of = [&](double value) { return top + plot_height - (value - low) / (high - low) * plot_height; };
+
+  std::string svg = fmt::format(
+      "<svg class=\"ab-history-chart\" data-metric=\"{0}\" data-model=\"{1}\" xmlns=\"http://www.w3.org/2000/svg\" "
+      "width=\"{2}\" height=\"{3}\" viewBox=\"0 0 {2} {3}\" role=\"img\" aria-label=\"{0} of {1} across tessera builds\">\n",
+      escape(metric.name), escape(model), width, height);
+  if (builds.empty())
+    return svg + fmt::format("<text x=\"{}\" y=\"{}\">no values recorded</text></svg>\n", left, top + plot_height / 2);
+  for (double tick : {low + pad, (low + high) / 2, high - pad})
+    svg += fmt::format("<line x1=\"{0}\" y1=\"{1:.1f}\" x2=\"{2}\" y2=\"{1:.1f}\" stroke=\"#e3e6ea\"/><text x=\"{3}\" "
+                       "y=\"{4:.1f}\" text-anchor=\"end\">{5}</text>\n",
+                       left, y_of(tick), plot_right, left - 4, y_of(tick) + 4, format_metric_value(metric.name, tick));
+  for (std::size_t b = 0; b < builds.size(); ++b)
+    svg += fmt::format("<text class=\"ab-history-build{}\" data-build=\"{}\" x=\"{:.1f}\" y=\"{}\" text-anchor=\"middle\">"
+                       "{}</text>\n",
+                       builds[b] == analysis.manifest.build.build_hash ? " ab-history-current" : "", escape(builds[b]),
+                       x_of(b), top + plot_height + 16, escape(builds[b].substr(0, 8)));
+  svg += fmt::format("<text x=\"{}\" y=\"{}\">tessera build, oldest first (bold: this report's)</text>\n", left,
+                     top + plot_height + 30);
+  std::vector<std::string> arms{analysis.manifest.baseline().name};
+  arms.insert(arms.end(), analysis.compared_arms.begin(), analysis.compared_arms.end());
+  for (std::size_t a = 0; a < arms.size(); ++a) {
+    const ArmInfo* now = analysis.manifest.find_arm(arms[a]);
+    const char* colour = arm_colour(analysis, arms[a]);
+    svg += fmt::format("<rect x=\"{}\" y=\"{}\" width=\"10\" height=\"10\" fill=\"{}\"/><text x=\"{}\" y=\"{}\">{}</text>\n",
+                       plot_right + 16, top + 16 * static_cast<int>(a), colour, plot_right + 31,
+                       top + 9 + 16 * static_cast<int>(a), escape(arms[a]));
+    const auto found = by_arm.find(arms[a]);
+    if (found == by_arm.end()) continue;
+    std::string line, points;
+    for (std::size_t b = 0; b < builds.size(); ++b) {
+      const auto at = found->second.find(builds[b]);
+      if (at == found->second.end()) continue;
+      const HistoryPoint& p = *at->second;
+      const bool same_version = now && now->fingerprint == p.arm_fingerprint;
+      line += fmt::format("{:.1f},{:.1f} ", x_of(b), y_of(p.value));
+      points += fmt::format(
+          "<circle class=\"ab-history-point{}\" data-arm=\"{}\" data-build=\"{}\" cx=\"{:.1f}\" cy=\"{:.1f}\" r=\"3.5\" "
+          "stroke=\"{}\" fill=\"{}\"><title>{} in build {} (tessera {}, recorded {}): {} from {} sample{} on {}; arm "
+          "fingerprint {}{}</title></circle>\n",
+          same_version ? "" : " ab-history-other-version", escape(arms[a]), escape(p.build_hash), x_of(b), y_of(p.value),
+          colour, colour, escape(arms[a]), escape(p.build_hash), escape(p.version), escape(p.recorded_at),
+          format_metric_value(metric.name, p.value), p.samples, p.samples == 1 ? "" : "s", escape(p.host),
+          escape(p.arm_fingerprint), same_version ? " (this report's)" : " (another version of the arm than this report's)");
+    }
+    svg += fmt::format("<polyline class=\"ab-history-line\" data-arm=\"{}\" points=\"{}\" stroke=\"{}\"/>\n{}",
+                       escape(arms[a]), line, colour, points);
+  }
+  return svg + "</svg>\n";
+}
+
 std::string verdict_cell(const Comparison& c, double alpha) {
   return fmt::format("<td class=\"ab-text ab-{}\">{}</td>", verdict_name(c.verdict), escape(verdict_text(c, alpha)));
 }
@@ -362,7 +439,7 @@ std::string number_cell(const std::string& text, double sort) {
 
 }  // namespace
 
-std::string html_report(const Analysis& analysis, const DriverStats& driver) {
+std::string html_report(const Analysis& analysis, const DriverStats& driver, const std::vector<HistoryPoint>& history) {
   const Manifest& m = analysis.manifest;
   const std::string& baseline = m.baseline().name;
   std::string html = "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n";
@@ -520,6 +597,26 @@ std::string html_report(const Analysis& analysis, const DriverStats& driver) {
       html += "</tr>\n";
     }
     html += "</tbody>\n</table></div>\n" + phase_chart(analysis, table) + "</details>\n";
+  }
+  html += "</section>\n";
+
+  // History: how each judged metric of these models moved across the builds the database holds.
+  html += fmt::format("<section id=\"ab-history\">\n<h2>History across builds</h2>\n<p class=\"ab-note\">From the "
+                      "history database (<code>tessera ab history</code>), this sweep included: per judged metric and "
+                      "model, the value of {} and of each arm in every tessera build recorded (deterministic metrics: "
+                      "the package's figure; noisy ones: the median over the repeats, on the machines each point's "
+                      "title names), oldest build first. A hollow point is another version of the arm (another "
+                      "fingerprint: its plugins, options or files differed) than this report's.</p>\n",
+                      escape(baseline));
+  for (const MetricDefinition& metric : ab_metrics()) {
+    if (!metric.judged) continue;
+    html += fmt::format("<figure class=\"ab-history-figure\" data-metric=\"{0}\"><figcaption>{0} <span "
+                        "class=\"ab-note\">({1}, {2} is better)</span></figcaption>\n",
+                        escape(metric.name), determinism_name(metric.determinism), direction_name(metric.direction));
+    for (const SuiteEntry& entry : m.entries)
+      html += fmt::format("<div class=\"ab-history-model\"><div class=\"ab-note\">{}</div>\n{}</div>\n", escape(entry.id),
+                          history_chart(analysis, metric, entry.id, history));
+    html += "</figure>\n";
   }
   html += "</section>\n";
 
