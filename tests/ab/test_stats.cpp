@@ -95,6 +95,43 @@ TEST_CASE("mann-whitney corrects the variance for ties", "[ab][stats]") {
   CHECK(mann_whitney_u({}, {1, 2}).p_value == 1.0);
 }
 
+TEST_CASE("shift interval inverts the Mann-Whitney test: hand-derived k, exact and normal", "[ab][stats]") {
+  // Five against five, no ties: U's counts for u = 0..5 are 1, 1, 2, 3, 5, 7 of C(10, 5) = 252.
+  // 95%: P(U <= 2) = 4/252 <= 0.025 < P(U <= 3) = 7/252, so k = 3; 90%: P(U <= 4) = 12/252 <= 0.05, k = 5.
+  // The 25 differences x - y are 6 (once), 7 (twice), 8 (3), 9 (4), 10 (5), 11 (4), 12 (3), 13 (2), 14 (once).
+  const std::vector<double> x = {11, 12, 13, 14, 15}, y = {1, 2, 3, 4, 5};
+  const ShiftInterval ninety_five = shift_interval(x, y, 0.95);
+  CHECK(ninety_five.low == 7);
+  CHECK(ninety_five.high == 13);
+  const ShiftInterval ninety = shift_interval(x, y, 0.90);
+  CHECK(ninety.low == 8);
+  CHECK(ninety.high == 12);
+  // Swapping the samples negates the interval.
+  const ShiftInterval swapped = shift_interval(y, x, 0.95);
+  CHECK(swapped.low == -13);
+  CHECK(swapped.high == -7);
+  // Four against four: P(U = 0) = 1/70 <= 0.025, so k = 1: the smallest and largest difference.
+  const ShiftInterval four = shift_interval({10, 11, 12, 13}, {1, 2, 3, 4}, 0.95);
+  CHECK(four.low == 6);
+  CHECK(four.high == 12);
+  // Three against three: P(U = 0) = 1/20 > 0.025, so no 95% interval; at 90% it is just reached (k = 1).
+  CHECK(std::isnan(shift_interval({4, 5, 6}, {1, 2, 3}, 0.95).low));
+  CHECK(std::isnan(shift_interval({4, 5, 6}, {1, 2, 3}, 0.95).high));
+  const ShiftInterval three = shift_interval({4, 5, 6}, {1, 2, 3}, 0.90);
+  CHECK(three.low == 1);
+  CHECK(three.high == 5);
+  CHECK(std::isnan(shift_interval({}, {1, 2}, 0.95).low));
+  // Ties: the normal approximation, k = round(30 / 2 - 1.959964 sqrt(30 * 12 / 12)) = round(4.265) = 4.
+  const std::vector<double> tied_x = {1, 2, 2, 3, 4}, tied_y = {2, 3, 3, 5, 6, 7};
+  std::vector<double> differences;
+  for (double a : tied_x)
+    for (double b : tied_y) differences.push_back(a - b);
+  std::sort(differences.begin(), differences.end());
+  const ShiftInterval tied = shift_interval(tied_x, tied_y, 0.95);
+  CHECK(tied.low == differences[3]);
+  CHECK(tied.high == differences[26]);
+}
+
 TEST_CASE("benjamini-hochberg matches R's p.adjust", "[ab][stats]") {
   // p.adjust(c(0.01, 0.04, 0.03, 0.005), "BH") = 0.02 0.04 0.04 0.02
   const std::vector<double> q = benjamini_hochberg({0.01, 0.04, 0.03, 0.005});

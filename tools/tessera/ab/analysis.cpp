@@ -81,6 +81,37 @@ NoisySamples noisy_samples(const std::string& metric, const ArmModelRecords& arm
   return samples;
 }
 
+// The logs of positive samples; nothing when one is not positive (no ratio interval then).
+std::vector<double> logs_of(const std::vector<double>& values) {
+  std::vector<double> logs;
+  for (double value : values) {
+    if (!(value > 0)) return {};
+    logs.push_back(std::log(value));
+  }
+  return logs;
+}
+
+// "" when an arm's exchange phases are the baseline's problems, one by one; else what differs first.
+std::string plan_difference(const std::vector<PhaseRecord>& base, const std::vector<PhaseRecord>& arm,
+                            const std::string& baseline) {
+  const std::string counts = fmt::format("{} exchange phase{} vs {} of {}", arm.size(), arm.size() == 1 ? "" : "s",
+                                         base.size(), baseline);
+  if (base.size() != arm.size()) return counts;
+  for (std::size_t i = 0; i < base.size(); ++i) {
+    const PhaseRecord &a = arm[i], &b = base[i];
+    if (a.phase != b.phase)
+      return fmt::format("{}, and exchange phase {} of {} is in superstep {} vs {}", counts, i + 1, base.size(), a.phase,
+                         b.phase);
+    if (a.transfers != b.transfers || a.words != b.words || a.lower_bound != b.lower_bound)
+      return fmt::format("{}, and phase {} differs ({} transfers, {} words, lower bound {} vs {}, {}, {})", counts, a.phase,
+                         a.transfers, a.words, a.lower_bound, b.transfers, b.words, b.lower_bound);
+    if (a.endpoint_lower_bound != b.endpoint_lower_bound || a.problem_hash != b.problem_hash)
+      return fmt::format("{}, and phase {} differs (the same {} transfers and {} words between other tiles)", counts,
+                         a.phase, a.transfers, a.words);
+  }
+  return "";
+}
+
 double ratio_of(double baseline, double value) {
   if (baseline == value) return 1.0;
   if (baseline > 0 && value > 0) return value / baseline;
@@ -326,7 +357,7 @@ private:
       c.model = entry.id;
       c.arm = arm_name;
       c.metric = metric.name;
-      c.baseline = c.value = c.ratio = c.p_value = c.q_value = c.noise_floor_log = kNaN;
+      c.baseline = c.value = c.ratio = c.p_value = c.q_value = c.noise_floor_log = c.interval_low = c.interval_high = kNaN;
       const ArmModelRecords* base = find(entry.id, m.baseline().name);
       const ArmModelRecords* arm = find(entry.id, arm_name);
       c.same_package = base && arm && base->compiled && arm->compiled &&
@@ -352,6 +383,12 @@ private:
           const MannWhitneyResult test = mann_whitney_u(c.samples, c.baseline_samples);
           c.p_value = test.p_value;
           c.exact = test.exact;
+          const std::vector<double> logs = logs_of(c.samples), baseline_logs = logs_of(c.baseline_samples);
+          if (!logs.empty() && !baseline_logs.empty()) {
+            const ShiftInterval shift = shift_interval(logs, baseline_logs, 1 - result_.alpha);
+            c.interval_low = std::exp(shift.low);
+            c.interval_high = std::exp(shift.high);
+          }
           tested.push_back(out.size());
         }
       }
@@ -394,28 +431,49 @@ private:
     result_.summaries.push_back(summary);
   }
 
+  // Only repeat 0 keeps the per-phase figures (runner.cpp); none when it did not compile.
+  const std::vector<PhaseRecord>* phases_of(const std::string& model, const std::string& arm) const {
+    const ArmModelRecords* records = find(model, arm);
+    if (!records) return nullptr;
+    const auto zero = records->by_repeat.find(0);
+    if (zero == records->by_repeat.end() || !zero->second->compile.process.succeeded()) return nullptr;
+    return &zero->second->compile.phases;
+  }
+
   void build_phase_tables() {
-    const Manifest& m = result_.manifest;
-    std::vector<std::string> arms{m.baseline().name};
-    arms.insert(arms.end(), result_.compared_arms.begin(), result_.compared_arms.end());
-    for (const SuiteEntry& entry : m.entries) {
+    const std::string& baseline = result_.manifest.baseline().name;
+    for (const SuiteEntry& entry : result_.manifest.entries) {
       PhaseTable table;
       table.model = entry.id;
-      table.arms = arms;
-      std::set<std::uint32_t> phases;
-      for (const std::string& arm : arms)
-        if (const ArmModelRecords* records = find(entry.id, arm); records && records->compiled)
-          for (const PhaseRecord& phase : records->compiled->compile.phases) phases.insert(phase.phase);
-      table.phases.assign(phases.begin(), phases.end());
-      for (std::uint32_t phase : table.phases) {
-        std::vector<std::optional<PhaseRecord>> row;
-        for (const std::string& arm : arms) {
-          std::optional<PhaseRecord> cell;
-          if (const ArmModelRecords* records = find(entry.id, arm); records && records->compiled)
-            for (const PhaseRecord& record : records->compiled->compile.phases)
-              if (record.phase == phase) cell = record;
-          row.push_back(cell);
+      const std::vector<PhaseRecord>* base = phases_of(entry.id, baseline);
+      std::vector<const std::vector<PhaseRecord>*> columns;  // per arm of the table
+      if (base) {
+        table.arms.push_back(baseline);
+        columns.push_back(base);
+        for (const PhaseRecord& phase : *base) table.phases.push_back(phase.phase);
+      }
+      for (const std::string& arm : result_.compared_arms) {
+        const std::vector<PhaseRecord>* phases = phases_of(entry.id, arm);
+        const std::string difference = base && phases ? plan_difference(*base, *phases, baseline) : "";
+        if (base && phases && difference.empty()) {
+          table.arms.push_back(arm);
+          columns.push_back(phases);
+          continue;
         }
+        OmittedArm omitted{arm, phases ? std::optional<std::size_t>(phases->size()) : std::nullopt, ""};
+        if (!phases)
+          omitted.why = fmt::format("arm {} has no compiled repeat 0 of this model; per-phase comparison omitted", arm);
+        else if (!base)
+          omitted.why = fmt::format("the baseline {} has no compiled repeat 0 of this model to compare arm {} with; "
+                                    "per-phase comparison omitted", baseline, arm);
+        else
+          omitted.why = fmt::format("arm {} chose a different plan for this model: {}; per-phase comparison omitted", arm,
+                                    difference);
+        table.omitted.push_back(std::move(omitted));
+      }
+      for (std::size_t p = 0; p < table.phases.size(); ++p) {
+        std::vector<PhaseRecord> row;
+        for (const std::vector<PhaseRecord>* column : columns) row.push_back((*column)[p]);
         table.cells.push_back(std::move(row));
       }
       result_.phase_tables.push_back(std::move(table));

@@ -47,6 +47,9 @@ struct Comparison {
   std::string model, arm, metric;
   double baseline = 0, value = 0;  ///< deterministic: the values; noisy: the medians of the samples
   double ratio = 0;                ///< value / baseline (NaN when undefined)
+  /// Noisy: a (1 - alpha) interval of the ratio, shift_interval on the log samples (NaN when
+  /// there are too few samples to reach it, and for deterministic metrics: they have no spread).
+  double interval_low = 0, interval_high = 0;
   std::vector<double> baseline_samples, samples;  ///< noisy metrics: one per repeat
   double p_value = 0, q_value = 0;  ///< noisy: Mann-Whitney U, then Benjamini-Hochberg across models (NaN otherwise)
   bool exact = false;
@@ -82,12 +85,22 @@ struct ArmModel {
   std::size_t compiles = 0, failed = 0;
 };
 
-/// Per-phase horizon against bound for every arm of one model (the HTML drill-down).
+/// An arm left out of a model's per-phase comparison, and why in words.
+struct OmittedArm {
+  std::string arm;
+  std::optional<std::size_t> phases;  ///< its exchange phases (none: no compiled repeat 0 to read them from)
+  std::string why;
+};
+
+/// Per-phase horizon against bound of one model (the HTML drill-down), for the baseline and
+/// the arms that share its plan: the same exchange phases, each with the same problem hash
+/// (PhaseRecord::problem_hash), so phase N is one problem for all of them.
 struct PhaseTable {
   std::string model;
-  std::vector<std::string> arms;
-  std::vector<std::uint32_t> phases;
-  std::vector<std::vector<std::optional<PhaseRecord>>> cells;  ///< [phase][arm]
+  std::vector<std::string> arms;      ///< the baseline first; empty when it has no compiled repeat 0
+  std::vector<std::uint32_t> phases;  ///< the baseline's exchange phases (supersteps)
+  std::vector<std::vector<PhaseRecord>> cells;  ///< [phase][arm]
+  std::vector<OmittedArm> omitted;    ///< compared arms with another plan or none
 };
 
 struct ItemStatus {

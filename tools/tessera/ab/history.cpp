@@ -216,8 +216,20 @@ std::vector<HistoryPoint> History::points(const std::string& metric, const std::
   query.bind(4, arm.value_or(""));
   std::vector<HistoryPoint> points;
   while (query.step())
-    points.push_back({query.text(0), query.text(1), query.text(2), query.text(3), query.text(4), query.text(5),
-                      query.number(6), static_cast<std::size_t>(query.integer(7))});
+    points.push_back({model, metric, query.text(0), query.text(1), query.text(2), query.text(3), query.text(4),
+                      query.text(5), query.number(6), static_cast<std::size_t>(query.integer(7))});
+  return points;
+}
+
+std::vector<HistoryPoint> History::report_points(const Analysis& analysis) const {
+  std::set<std::string> arms(analysis.compared_arms.begin(), analysis.compared_arms.end());
+  arms.insert(analysis.manifest.baseline().name);
+  std::vector<HistoryPoint> points;
+  for (const SuiteEntry& entry : analysis.manifest.entries)
+    for (const MetricDefinition& metric : ab_metrics())
+      if (metric.judged)
+        for (HistoryPoint& point : this->points(metric.name, entry.id, std::nullopt))
+          if (arms.count(point.arm)) points.push_back(std::move(point));
   return points;
 }
 

@@ -16,6 +16,7 @@ std::string default_history_path();
 
 /// One value of a metric as a sweep recorded it.
 struct HistoryPoint {
+  std::string model, metric;
   std::string recorded_at;  ///< UTC, ISO 8601, when the sweep was reported
   std::string build_hash, version;
   std::string arm, arm_fingerprint;
@@ -41,6 +42,10 @@ public:
   /// Every stored value of `metric` for `model` (only of `arm` when given), oldest first.
   std::vector<HistoryPoint> points(const std::string& metric, const std::string& model,
                                    const std::optional<std::string>& arm) const;
+  /// Every stored value of a judged metric for a model of `analysis`, of its baseline and
+  /// compared arms (by name), each (model, metric) oldest first: what the HTML report's
+  /// history charts draw.
+  std::vector<HistoryPoint> report_points(const Analysis& analysis) const;
   /// The model ids the database holds values for, sorted.
   std::vector<std::string> models() const;
 

@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "analysis.hpp"
+#include "history.hpp"
 
 namespace tessera::ab {
 
@@ -26,8 +27,10 @@ std::string markdown_report(const Analysis& analysis);
 std::string csv_report(const Analysis& analysis);
 std::string json_report(const Analysis& analysis, const DriverStats& driver);
 /// A standalone page (inline CSS, JS and SVG; no network) with stable ids: #ab-summary,
-/// #ab-models, #ab-noise, #ab-phases, #ab-warnings, svg.ab-chart, svg.ab-phase-chart.
-std::string html_report(const Analysis& analysis, const DriverStats& driver);
+/// #ab-models, #ab-noise, #ab-ratios, #ab-phases, #ab-history, #ab-warnings, svg.ab-chart,
+/// svg.ab-ratio-chart, svg.ab-phase-chart, svg.ab-history-chart. `history` is what the
+/// history charts draw (History::report_points, read after this sweep was recorded).
+std::string html_report(const Analysis& analysis, const DriverStats& driver, const std::vector<HistoryPoint>& history);
 
 /// Formats a metric's value for people: cycles and bytes as integers, ratios with 3 decimals.
 std::string format_metric_value(const std::string& metric, double value);

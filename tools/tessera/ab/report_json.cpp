@@ -20,6 +20,8 @@ json comparison_json(const Comparison& c, double alpha) {
           {"baseline", number(c.baseline)},
           {"value", number(c.value)},
           {"ratio", number(c.ratio)},
+          {"interval_low", number(c.interval_low)},
+          {"interval_high", number(c.interval_high)},
           {"log_ratio", number(std::isfinite(c.ratio) && c.ratio > 0 ? std::log(c.ratio) : NAN)},
           {"baseline_samples", c.baseline_samples},
           {"samples", c.samples},
@@ -83,18 +85,17 @@ std::string json_report(const Analysis& analysis, const DriverStats& driver) {
     for (std::size_t r = 0; r < table.phases.size(); ++r) {
       json cells = json::array();
       for (std::size_t a = 0; a < table.arms.size(); ++a) {
-        const auto& cell = table.cells[r][a];
-        if (!cell) {
-          cells.push_back(nullptr);
-          continue;
-        }
-        cells.push_back({{"arm", table.arms[a]}, {"horizon", cell->horizon}, {"lower_bound", cell->lower_bound},
-                         {"endpoint_lower_bound", cell->endpoint_lower_bound}, {"transfers", cell->transfers},
-                         {"words", cell->words}});
+        const PhaseRecord& cell = table.cells[r][a];
+        cells.push_back({{"arm", table.arms[a]}, {"horizon", cell.horizon}, {"lower_bound", cell.lower_bound},
+                         {"endpoint_lower_bound", cell.endpoint_lower_bound}, {"transfers", cell.transfers},
+                         {"words", cell.words}, {"problem_hash", cell.problem_hash}});
       }
       rows.push_back({{"phase", table.phases[r]}, {"cells", cells}});
     }
-    phases.push_back({{"model", table.model}, {"arms", table.arms}, {"rows", rows}});
+    json omitted = json::array();
+    for (const OmittedArm& arm : table.omitted)
+      omitted.push_back({{"arm", arm.arm}, {"phases", arm.phases ? json(*arm.phases) : json(nullptr)}, {"why", arm.why}});
+    phases.push_back({{"model", table.model}, {"arms", table.arms}, {"rows", rows}, {"omitted_arms", omitted}});
   }
   json items = json::array();
   for (const ItemStatus& item : analysis.items)

@@ -47,7 +47,8 @@ json to_json(const Record& r) {
   json phases = json::array();
   for (const PhaseRecord& p : r.compile.phases)
     phases.push_back({{"phase", p.phase}, {"transfers", p.transfers}, {"words", p.words}, {"horizon", p.horizon},
-                      {"endpoint_lower_bound", p.endpoint_lower_bound}, {"lower_bound", p.lower_bound}});
+                      {"endpoint_lower_bound", p.endpoint_lower_bound}, {"lower_bound", p.lower_bound},
+                      {"problem_hash", p.problem_hash}});
   const CompileRecord& c = r.compile;
   const RunRecord& run = r.run;
   return {{"format", kRecordFormat},
@@ -105,7 +106,8 @@ Record record_from(const json& j) {
   for (const json& p : c.at("phases"))
     r.compile.phases.push_back({p.at("phase").get<std::uint32_t>(), p.at("transfers").get<std::uint64_t>(),
                                 p.at("words").get<std::uint64_t>(), p.at("horizon").get<std::uint64_t>(),
-                                p.at("endpoint_lower_bound").get<std::uint64_t>(), p.at("lower_bound").get<std::uint64_t>()});
+                                p.at("endpoint_lower_bound").get<std::uint64_t>(), p.at("lower_bound").get<std::uint64_t>(),
+                                p.value("problem_hash", "")});
   const json& run = j.at("run");
   r.run.performed = run.at("performed").get<bool>();
   r.run.unchanged = run.at("unchanged").get<bool>();

@@ -19,6 +19,9 @@ struct PhaseRecord {
   std::uint64_t horizon = 0;
   std::uint64_t endpoint_lower_bound = 0;
   std::uint64_t lower_bound = 0;  ///< the strongest bound the core computes for the target
+  /// XXH64 of the phase file (--emit-phases: tiles and every transfer's source, destinations
+  /// and words): equal hashes, the same exchange problem. "" in records made before it was kept.
+  std::string problem_hash;
 };
 
 /// A child process as measured by wait4.

@@ -53,8 +53,9 @@ std::uint64_t uint_field(const nlohmann::json& document, const char* key) {
   return found != document.end() && found->is_number_unsigned() ? found->get<std::uint64_t>() : 0;
 }
 
-// Per-phase transfers, words, horizon and bounds from the compile's schedule remarks.
-std::vector<PhaseRecord> collect_phases(const nlohmann::json& compiled) {
+// Per-phase transfers, words, horizon and bounds from the compile's schedule remarks, and the
+// hash of each phase's file in `folder` (--emit-phases), which says whether two arms' phases are one problem.
+std::vector<PhaseRecord> collect_phases(const nlohmann::json& compiled, const fs::path& folder) {
   std::vector<PhaseRecord> phases;
   for (const nlohmann::json& schedule : compiled.value("schedules", nlohmann::json::array())) {
     PhaseRecord record;
@@ -64,6 +65,8 @@ std::vector<PhaseRecord> collect_phases(const nlohmann::json& compiled) {
     record.horizon = uint_field(schedule, "horizon");
     record.endpoint_lower_bound = uint_field(schedule, "endpoint_lower_bound");
     record.lower_bound = uint_field(schedule, "lower_bound");
+    const fs::path file = folder / ("phase-" + std::to_string(record.phase) + ".txt");
+    if (fs::exists(file)) record.problem_hash = hash_file(file.string());
     phases.push_back(record);
   }
   return phases;
@@ -194,7 +197,7 @@ RunnerStats run_work(const Manifest& manifest, const ResultsDir& results, const 
       c.exchange_lower_bound = uint_field(*compiled, "exchange_lower_bound");
       c.peak_tile_bytes = uint_field(*compiled, "peak_tile_bytes");
       c.package_hash = hash_file(package.string());
-      if (item.repeat == 0) c.phases = collect_phases(*compiled);  // deterministic: the drill-down reads repeat 0
+      if (item.repeat == 0) c.phases = collect_phases(*compiled, phases);  // deterministic: the drill-down reads repeat 0
       c.package = results.relative(package.string());
     }
 

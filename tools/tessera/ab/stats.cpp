@@ -88,6 +88,43 @@ MannWhitneyResult mann_whitney_u(const std::vector<double>& first, const std::ve
   return result;
 }
 
+ShiftInterval shift_interval(const std::vector<double>& first, const std::vector<double>& second, double confidence) {
+  assert(confidence > 0 && confidence < 1);
+  const double nan = std::numeric_limits<double>::quiet_NaN();
+  ShiftInterval result{nan, nan};
+  const std::size_t n1 = first.size(), n2 = second.size();
+  if (n1 == 0 || n2 == 0) return result;
+  std::vector<double> differences;
+  for (double x : first)
+    for (double y : second) differences.push_back(x - y);
+  std::sort(differences.begin(), differences.end());
+  std::vector<double> pooled(first);
+  pooled.insert(pooled.end(), second.begin(), second.end());
+  double tie_term = 0;
+  pooled_ranks(pooled, tie_term);
+  const double tail = (1 - confidence) / 2;
+  std::size_t k = 0;  // the interval is [d_(k), d_(n1 n2 + 1 - k)], 1-based
+  if (tie_term == 0 && n1 + n2 <= kExactLimit) {  // the same choice as mann_whitney_u's automatic method
+    const std::vector<double> counts = exact_u_counts(n1, n2);
+    const double total = std::accumulate(counts.begin(), counts.end(), 0.0);
+    double cumulative = 0;
+    for (double count : counts) {  // k = how many u have P(U <= u) <= tail
+      cumulative += count;
+      if (cumulative / total > tail * (1 + 1e-12)) break;  // a level reached exactly counts despite rounding (1 - 0.9)
+      ++k;
+    }
+  } else {
+    const double n = static_cast<double>(n1) * static_cast<double>(n2);
+    const double sd = std::sqrt(n * static_cast<double>(n1 + n2 + 1) / 12);
+    const double z = boost::math::quantile(boost::math::complement(boost::math::normal(), tail));
+    k = static_cast<std::size_t>(std::max(0.0, std::round(n / 2 - z * sd)));
+  }
+  if (k == 0) return result;
+  result.low = differences[k - 1];
+  result.high = differences[differences.size() - k];
+  return result;
+}
+
 std::vector<double> benjamini_hochberg(const std::vector<double>& p_values) {
   const std::size_t m = p_values.size();
   std::vector<std::size_t> order(m);

@@ -24,6 +24,17 @@ enum class MannWhitneyMethod {
 MannWhitneyResult mann_whitney_u(const std::vector<double>& first, const std::vector<double>& second,
                                  MannWhitneyMethod method = MannWhitneyMethod::automatic);
 
+/// A distribution-free confidence interval for the shift d of `first` over `second` (first ~
+/// second + d): the Mann-Whitney test inverted (Moses). Of the n1 * n2 pairwise differences
+/// sorted, the k-th smallest and the k-th largest, k the largest with 2 P(U <= k - 1) <= 1 -
+/// confidence, from U's exact distribution when mann_whitney_u would be exact (as R's
+/// wilcox.test(conf.int = TRUE) does), else k = round(n1 n2 / 2 - z
+/// sqrt(n1 n2 (n1 + n2 + 1) / 12)), the normal approximation without tie correction.
+struct ShiftInterval {
+  double low = 0, high = 0;  ///< NaN when no k >= 1 reaches `confidence` (too few samples) or a sample is empty
+};
+ShiftInterval shift_interval(const std::vector<double>& first, const std::vector<double>& second, double confidence);
+
 /// Benjamini-Hochberg adjusted p-values (q-values), in the order of `p_values`: the false
 /// discovery rate is at most alpha among the tests with q <= alpha.
 std::vector<double> benjamini_hochberg(const std::vector<double>& p_values);

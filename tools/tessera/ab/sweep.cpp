@@ -40,11 +40,12 @@ void write_text(const std::string& path, const std::string& text) {
   write_file_atomically(path, text, "A/B report");
 }
 
-void write_reports(const Analysis& analysis, const DriverStats& driver, const ReportFiles& files) {
+void write_reports(const Analysis& analysis, const DriverStats& driver, const std::vector<HistoryPoint>& history,
+                   const ReportFiles& files) {
   write_text(files.json, json_report(analysis, driver));
   write_text(files.csv, csv_report(analysis));
   write_text(files.markdown, markdown_report(analysis));
-  write_text(files.html, html_report(analysis, driver));
+  write_text(files.html, html_report(analysis, driver, history));
 }
 
 // Outside the source tree, where a checkout's `git status` and grep do not see it.
@@ -271,11 +272,12 @@ int finish_sweep(const Analysis& analysis, DriverStats driver, const ReportFiles
                  bool quiet, const std::chrono::steady_clock::time_point start, History& history) {
   driver.wall_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
   driver.self_peak_rss_kib = self_peak_rss_kib();
-  write_reports(analysis, driver, beside);
-  write_reports(analysis, driver, extra);
-  const std::size_t recorded = history.record(analysis, driver.results);
+  const std::size_t recorded = history.record(analysis, driver.results);  // first, so the HTML's history includes this sweep
   logger("tessera.ab")->info("history recorded values={} build={} database={}", recorded, analysis.manifest.build.build_hash,
                              history.path());
+  const std::vector<HistoryPoint> points = history.report_points(analysis);
+  write_reports(analysis, driver, points, beside);
+  write_reports(analysis, driver, points, extra);
   if (!quiet) fmt::print("{}", terminal_report(analysis, driver.results));
   logger("tessera.ab")
       ->info("ab finished wall_ms={:.0f} child_wall_ms={:.0f} self_peak_rss_kib={} executed={} skipped={} runs={} "
