@@ -52,12 +52,7 @@ void write_reports(const Analysis& analysis, const DriverStats& driver, const st
 std::string default_results_directory(const Manifest& manifest) {
   std::string identity = manifest.suite_fingerprint + manifest.build.build_hash;
   for (const ArmInfo& arm : manifest.arms) identity += arm.name + arm.fingerprint;
-  const char* cache = std::getenv("XDG_CACHE_HOME");
-  const char* home = std::getenv("HOME");
-  const fs::path root = cache && *cache ? fs::path(cache) / "tessera"
-                        : home && *home ? fs::path(home) / ".cache/tessera"
-                                        : fs::temp_directory_path() / "tessera";
-  return (root / "ab-results" / (manifest.suite_name + "-" + hash_text(identity).substr(0, 8))).string();
+  return (fs::path(cache_root()) / "ab-results" / (manifest.suite_name + "-" + hash_text(identity).substr(0, 8))).string();
 }
 
 // Each target of the suite once, by name.
@@ -88,6 +83,14 @@ struct StagingDirectory {
 };
 
 }  // namespace
+
+std::string cache_root() {
+  const char* cache = std::getenv("XDG_CACHE_HOME");
+  const char* home = std::getenv("HOME");
+  return (cache && *cache ? fs::path(cache) / "tessera"
+          : home && *home ? fs::path(home) / ".cache/tessera"
+                          : fs::temp_directory_path() / "tessera").string();
+}
 
 void add_history_option(CLI::App& command, std::string& history_file) {
   command.add_option("--history", history_file,

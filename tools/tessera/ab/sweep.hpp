@@ -90,6 +90,10 @@ Submission submit_to_slurm(const ExecutorOptions& options, const SuiteSlurm& sui
 /// Blocks until none of the results directory's Slurm jobs is queued any more, polling squeue.
 void wait_for_slurm(const ResultsDir& results);
 
+/// $XDG_CACHE_HOME/tessera (else ~/.cache/tessera, else $TMPDIR/tessera): default results
+/// folders live there, outside any source tree.
+std::string cache_root();
+
 /// The ids of the manifest's suite entries, in suite order.
 std::vector<std::string> model_ids(const Manifest& manifest);
 

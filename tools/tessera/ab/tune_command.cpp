@@ -63,12 +63,7 @@ std::string default_tune_directory(const TuneCommand& o, const Suite& suite) {
   const std::string identity = fmt::format("{}|{}|{}|{}|{}|{}|{}|{}", hash_text(read_bytes(o.space)),
                                            fs::absolute(o.base).lexically_normal().string(), suite.fingerprint, o.metric,
                                            o.configurations, o.eta, o.seed, current_build().build_hash);
-  const char* cache = std::getenv("XDG_CACHE_HOME");
-  const char* home = std::getenv("HOME");
-  const fs::path root = cache && *cache ? fs::path(cache) / "tessera"
-                        : home && *home ? fs::path(home) / ".cache/tessera"
-                                        : fs::temp_directory_path() / "tessera";
-  return (root / "tune-results" / (suite.name + "-" + hash_text(identity).substr(0, 8))).string();
+  return (fs::path(cache_root()) / "tune-results" / (suite.name + "-" + hash_text(identity).substr(0, 8))).string();
 }
 
 // The suite's entries at `indices`, as a suite of its own (its own name, so its results never
