@@ -50,8 +50,9 @@ constexpr const char* kBaseArm = "base";
 struct Standing {
   const Configuration* configuration = nullptr;
   double ratio = NAN;  ///< geomean over the rung's models of metric(configuration) / metric(base)
-  std::size_t failed = 0, missing = 0;
-  bool valid() const { return std::isfinite(ratio) && failed == 0 && missing == 0; }
+  std::size_t failed = 0, missing = 0;  ///< of its work items
+  std::size_t unrated = 0;               ///< models without a ratio of the metric
+  bool valid() const { return std::isfinite(ratio) && failed == 0 && missing == 0 && unrated == 0; }
 };
 
 std::string read_bytes(const std::string& path) {
@@ -107,9 +108,10 @@ std::vector<Standing> rank(const Analysis& analysis, const MetricDefinition& met
     s.configuration = configuration;
     for (const ItemStatus& item : analysis.items)
       if (item.arm == configuration->id && item.status != "ok") ++(item.status == "failed" ? s.failed : s.missing);
+    s.unrated = models;
     for (const ArmSummary& summary : analysis.summaries)
       if (summary.arm == configuration->id && summary.metric == metric.name) {
-        s.missing += summary.missing + (models - std::min(models, summary.interval.count + summary.missing));
+        s.unrated = models - std::min(models, summary.interval.count);
         s.ratio = summary.interval.geomean;
       }
     if (metric.direction == Direction::larger_is_better && std::isfinite(s.ratio)) s.ratio = 1 / s.ratio;
@@ -131,7 +133,7 @@ std::string standing_table(const std::vector<Standing>& standings, std::size_t k
     const Standing& s = standings[i];
     const std::string score =
         s.valid() ? fmt::format("{:.4f}", s.ratio)
-                  : fmt::format("{} failed, {} missing", s.failed, s.missing);
+                  : fmt::format("{} failed items, {} missing items, {} models unrated", s.failed, s.missing, s.unrated);
     rows.push_back({std::to_string(i + 1), s.configuration->id, score, i < kept ? "yes" : "",
                     describe(space, *s.configuration)});
   }
@@ -139,7 +141,7 @@ std::string standing_table(const std::vector<Standing>& standings, std::size_t k
 }
 
 json standing_json(const Standing& s) {
-  json j = {{"configuration", s.configuration->id}, {"failed", s.failed}, {"missing", s.missing}};
+  json j = {{"configuration", s.configuration->id}, {"failed", s.failed}, {"missing", s.missing}, {"unrated_models", s.unrated}};
   j["ratio"] = s.valid() ? json(s.ratio) : json(nullptr);
   return j;
 }
