@@ -3,13 +3,16 @@
 # on a one-node dev cluster (scripts/slurm-dev-cluster), that their deterministic verdicts are
 # identical, Slurm's overhead per item, and the time to resume after a task is killed.
 #
-#   bench/ab/executors.sh [BUILD_DIR] [REPEAT]      (defaults: build, 1)
+#   bench/ab/executors.sh [BUILD_DIR] [REPEAT] [MODELS]      (defaults: build, 1, 3)
 #
-# The sweep: mlp-small, mlp-small-f16 and transformer-small on t16, greedy against in-order.
+# The sweep, on t16: greedy against in-order and greedy-longest-first. With MODELS=3 the models
+# are mlp-small, mlp-small-f16 and transformer-small; with more, MODELS generated MLPs of 2 to 4
+# layers, batch 1 to 4, widths 32 to 160, every fourth with float16 weights.
 set -euo pipefail
 source=$(cd "$(dirname "$0")/../.." && pwd)
 build=$(cd "${1:-$source/build}" && pwd)
 repeat=${2:-1}
+models=${3:-3}
 tessera=$build/tools/tessera
 work=$(mktemp -d "${TMPDIR:-/tmp}/tessera-ab-executors.XXXXXX")
 cleanup() { exec 9>&- 2>/dev/null || true; "$source/scripts/slurm-dev-cluster" stop "$work/cluster" >/dev/null 2>&1 || true; rm -rf "$work"; }
@@ -22,20 +25,48 @@ wait_gone() {  # until squeue no longer lists job $1 (at most 1 hour)
 
 sed -e "s#../targets/#$source/configs/targets/#" -e "s#../../build/plugins#$build/plugins#" \
   "$source/configs/pipelines/small.yaml" > "$work/base.yaml"
+# Writes model $1 (index) as $work/models/gen-$1.yaml: a seeded MLP whose shape varies with $1.
+generate_model() {
+  local i=$1 widths=(32 48 64 96 128 160) batch=$(( 1 << ($1 % 3) )) layers=$(( 2 + $1 % 3 ))
+  local dtype=float32 f=$work/models/gen-$1.yaml prev width ops="" tensors=""
+  [ $(( i % 4 )) -eq 3 ] && dtype=float16
+  prev=${widths[$(( i % 6 ))]}
+  tensors="  - {name: x, shape: [$batch, $prev], dtype: float32, kind: input, scale: 1.0}"$'\n'
+  local input=x
+  for l in $(seq 0 $(( layers - 1 ))); do
+    width=${widths[$(( (i * 7 + l * 5) % 6 ))]}
+    tensors+="  - {name: w$l, shape: [$prev, $width], dtype: $dtype, kind: weight, scale: $(awk "BEGIN{printf \"%.6f\", 1/sqrt($prev)}")}"$'\n'
+    tensors+="  - {name: b$l, shape: [$width], dtype: $dtype, kind: weight, scale: 0.1}"$'\n'
+    ops+="  - {op: matmul, inputs: [$input, w$l], output: h$l}"$'\n'
+    ops+="  - {op: add, inputs: [h$l, b$l], output: a$l}"$'\n'
+    ops+="  - {op: relu, inputs: [a$l], output: y$l}"$'\n'
+    input=y$l prev=$width
+  done
+  printf 'model: gen-%d\nseed: %d\ntensors:\n%sops:\n%soutputs: [%s]\n' "$i" "$(( 100 + i ))" "$tensors" "$ops" "$input" > "$f"
+  echo "$f"
+}
+mkdir -p "$work/models"
 {
   echo "suite: executors"
   echo "models:"
-  for m in mlp-small mlp-small-f16 transformer-small; do
-    echo "  - {model: $source/configs/models/$m.yaml, target: $source/configs/targets/t16.yaml}"
-  done
+  if [ "$models" -eq 3 ]; then
+    for m in mlp-small mlp-small-f16 transformer-small; do
+      echo "  - {model: $source/configs/models/$m.yaml, target: $source/configs/targets/t16.yaml}"
+    done
+  else
+    for i in $(seq 0 $(( models - 1 ))); do
+      echo "  - {model: $(generate_model "$i"), target: $source/configs/targets/t16.yaml}"
+    done
+  fi
 } > "$work/suite.yaml"
 sweep=(--base "$work/base.yaml" --suite "$work/suite.yaml" --arm greedy= --arm "in-order=$source/configs/suites/arms/in-order.yaml"
+       --arm "longest-first=$source/configs/suites/arms/greedy-longest-first.yaml"
        --repeat "$repeat" --quiet)
 verdicts() { jq -S '[.comparisons[] | select(.metric | test("_ms$|_kib$") | not) | {arm, model, metric, value, baseline, verdict}] | sort_by(.arm, .model, .metric)' "$1"; }
 export TESSERA_PLUGIN_PATH=
 declare -A wall
 
-for jobs in 1 2; do
+for jobs in ${LOCAL_JOBS:-1 2}; do  # LOCAL_JOBS=2 skips the one-job run of a long sweep
   start=$(now_ms)
   "$tessera" ab "${sweep[@]}" --jobs "$jobs" --results "$work/local-$jobs" 2>/dev/null
   wall[$jobs]=$(( $(now_ms) - start ))
@@ -56,7 +87,9 @@ verdicts "$work/slurm/report.json" > "$work/slurm.verdicts"
 child_ms=$(jq -s '[.[] | .compile.process.wall_ms + .run.process.wall_ms] | add' $(find "$work/slurm/records" -name '*.json'))
 echo "slurm wall_ms=$(( end - start )) prepare_and_submit_ms=$(( submitted - start )) items=$items child_wall_ms=${child_ms%.*}"
 echo "slurm_overhead_per_item_ms=$(( (end - start - wall[2]) / items )) (slurm wall - local --jobs 2 wall, per item; 2 CPUs each)"
-cmp -s "$work/local-1.verdicts" "$work/local-2.verdicts" && cmp -s "$work/local-1.verdicts" "$work/slurm.verdicts" &&
+same=1
+for jobs in ${LOCAL_JOBS:-1 2}; do cmp -s "$work/local-$jobs.verdicts" "$work/slurm.verdicts" || same=0; done
+[ "$same" -eq 1 ] &&
   echo "verdicts identical: $(jq length "$work/slurm.verdicts") deterministic comparisons" || { echo "verdicts DIFFER"; exit 1; }
 
 # Resume: task 1 killed while it waits inside its first simulator run (this script holds the
@@ -74,4 +107,4 @@ start=$(now_ms)
 "$tessera" ab resume "$work/killed" >/dev/null 2>&1
 wait_gone "$(jq -r '.submissions[1].report_job' "$work/killed/slurm/submissions.json")"
 echo "resume_after_kill wall_ms=$(( $(now_ms) - start )) redone_models=$(jq '.submissions[1].tasks | length' "$work/killed/slurm/submissions.json") items_done=$(jq '.items.present' "$work/killed/report.json") of $(jq '.items.expected' "$work/killed/report.json")"
-verdicts "$work/killed/report.json" | cmp -s - "$work/local-1.verdicts" && echo "resumed verdicts identical" || { echo "resumed verdicts DIFFER"; exit 1; }
+verdicts "$work/killed/report.json" | cmp -s - "$work/slurm.verdicts" && echo "resumed verdicts identical" || { echo "resumed verdicts DIFFER"; exit 1; }
