@@ -3,7 +3,8 @@
 function(tessera_add_test name)
   cmake_parse_arguments(ARG "" "" "SOURCES;LIBRARIES" ${ARGN})
   add_executable(${name} ${ARG_SOURCES})
-  target_link_libraries(${name} PRIVATE tessera_test_main tessera::core ${ARG_LIBRARIES})
+  # Tests are host-side: they load plugins, so they link the driver (and through it the SDK).
+  target_link_libraries(${name} PRIVATE tessera_test_main tessera::driver ${ARG_LIBRARIES})
   add_test(NAME ${name} COMMAND ${name})
   # A test's `tessera ab` sweeps add to a history database in the build tree, not the user's own.
   set_tests_properties(${name} PROPERTIES ENVIRONMENT "TESSERA_PLUGIN_PATH=;XDG_DATA_HOME=${CMAKE_BINARY_DIR}/test-data-home")

@@ -9,7 +9,7 @@
 #include <unordered_map>
 
 #include "tessera/diagnostic.hpp"
-#include "yaml_util.hpp"
+#include "tessera/strict_yaml.hpp"
 
 namespace tessera {
 

@@ -6,7 +6,7 @@
 
 #include "tessera/cost_model.hpp"
 #include "tessera/pass.hpp"
-#include "tessera/pass_manager.hpp"
+#include "tessera/plugin.hpp"
 #include "tessera/scheduler.hpp"
 #include "tessera/version.hpp"
 

@@ -8,7 +8,7 @@
 #include <cstdlib>
 
 #include "tessera/diagnostic.hpp"
-#include "yaml_util.hpp"
+#include "tessera/strict_yaml.hpp"
 
 namespace tessera {
 

@@ -135,6 +135,14 @@ PluginObject* create_plugin_object() noexcept {
   }
 }
 
+/// Wall time spent inside cost-model and scheduler calls by this process so far, summed over
+/// threads (a call made inside another counts once); the pass manager reads it around passes.
+struct PluginCallTotals {
+  std::uint64_t cost_model_ns = 0, cost_model_calls = 0;
+  std::uint64_t scheduler_ns = 0, scheduler_calls = 0;
+};
+PluginCallTotals plugin_call_totals();
+
 }  // namespace tessera
 
 /// Exports `manifest_function` (extern "C", noexcept, returning const TesseraPluginManifest*)

@@ -50,14 +50,6 @@ private:
   std::unique_ptr<Impl> impl_;
 };
 
-/// Wall time spent inside cost-model and scheduler calls by this process so far, summed over
-/// threads (a call made inside another counts once); the pass manager reads it around passes.
-struct PluginCallTotals {
-  std::uint64_t cost_model_ns = 0, cost_model_calls = 0;
-  std::uint64_t scheduler_ns = 0, scheduler_calls = 0;
-};
-PluginCallTotals plugin_call_totals();
-
 /// The table `tessera compile --time-report` prints: wall per pass, cost-model and scheduler
 /// time split out, and a total line.
 std::string time_report(const std::vector<PassTiming>& timings);

@@ -1,4 +1,5 @@
-// Strict YAML reading for the core's loaders: places, unknown keys, typed scalars.
+// Strict YAML reading (places, unknown keys, typed scalars) for the SDK's loaders and for
+// plugins' own files. Including it needs yaml-cpp.
 #pragma once
 #include <cstdint>
 #include <initializer_list>

@@ -30,7 +30,7 @@
 #include "tessera/log.hpp"
 #include "tessera/pass.hpp"
 #include "tessera/scheduler.hpp"
-#include "yaml_util.hpp"
+#include "tessera/strict_yaml.hpp"
 
 namespace fs = std::filesystem;
 

@@ -1,5 +1,5 @@
 // Strict YAML reading for the core's loaders.
-#include "yaml_util.hpp"
+#include "tessera/strict_yaml.hpp"
 
 #include <algorithm>
 #include <charconv>

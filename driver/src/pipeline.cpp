@@ -9,7 +9,7 @@
 #include "tessera/diagnostic.hpp"
 #include "tessera/isolation.hpp"
 #include "tessera/plugin_host.hpp"
-#include "yaml_util.hpp"
+#include "tessera/strict_yaml.hpp"
 
 namespace fs = std::filesystem;
 
