@@ -7,7 +7,7 @@
 #include <yaml-cpp/yaml.h>
 
 #include "arms.hpp"
-#include "overlay.hpp"
+#include "tessera/overlay.hpp"
 #include "suite.hpp"
 #include "run_command.hpp"
 #include "temp_dir.hpp"

@@ -1,4 +1,4 @@
-// Compiling a model with a pipeline into a package: the driver behind `tessera compile`.
+// Compiling a model with a pipeline into a package: `tessera compile` over a Session.
 #pragma once
 #include <cstdint>
 #include <string>
@@ -6,7 +6,7 @@
 
 #include "tessera/package.hpp"
 #include "tessera/pass.hpp"
-#include "tessera/plugin_host.hpp"
+#include "tessera/session.hpp"
 
 namespace tessera::cli {
 
@@ -44,15 +44,8 @@ struct CompileResult {
 /// is written first and its folder named in the error (docs/reliability.md).
 CompileResult compile(const CompileRequest& request);
 
-/// Fills the package's header (versions, target, graph, labels, estimates) from a state whose
-/// passes have emitted its tile images.
-Package& finish_package(CompilationState& state);
-
 /// Loads and resolves a pipeline (with an optional overlay merged onto it and an optional target
 /// override) and returns it as YAML.
 std::string resolved_pipeline_yaml(const std::string& pipeline, const std::string& overlay, const std::string& target);
-
-/// The folder of plugins shipped beside this binary (build/plugins), or "" if absent.
-std::string bundled_plugin_directory();
 
 }  // namespace tessera::cli

@@ -4,17 +4,14 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
-#include "compile.hpp"
 #include "tessera/diagnostic.hpp"
-#include "tessera/plugin_host.hpp"
+#include "tessera/session.hpp"
 
 namespace tessera::cli {
 
 int plugins_command(const std::string& name, const std::vector<std::string>& extra_paths) {
   PluginHost host;
-  if (auto bundled = bundled_plugin_directory(); !bundled.empty()) host.load_directory(bundled);
-  host.load_environment_paths();
-  for (const auto& path : extra_paths) host.load_directory(path, "--plugin-path");
+  find_plugins(host, extra_paths);
   if (name.empty()) {
     fmt::print("{:<20} {:<20} {:<8} {}\n", "kind", "name", "version", "file");
     for (const PluginInfo* info : host.plugins())

@@ -5,12 +5,11 @@
 
 #include <fmt/format.h>
 
-#include "compile.hpp"
 #include "json_output.hpp"
 #include "tessera/diagnostic.hpp"
 #include "tessera/exchange.hpp"
 #include "tessera/output_file.hpp"
-#include "tessera/plugin_host.hpp"
+#include "tessera/session.hpp"
 #include "tessera/scheduler.hpp"
 #include "tessera/target.hpp"
 
@@ -26,9 +25,7 @@ int schedule_command(const ScheduleRequest& request) {
     throw Error(request.phase + fmt::format(": the phase has {} tiles but target '{}' has {}", phase.tiles, target.name, target.tiles));
 
   PluginHost host;
-  if (auto bundled = bundled_plugin_directory(); !bundled.empty()) host.load_directory(bundled);
-  host.load_environment_paths();
-  for (const auto& path : request.plugin_paths) host.load_directory(path, "--plugin-path");
+  find_plugins(host, request.plugin_paths);
   const PluginInfo* info = host.find(request.scheduler);
   if (!info || info->kind != PluginKind::exchange_scheduler)
     throw Error("--scheduler: " + host.unknown_plugin_message(request.scheduler, PluginKind::exchange_scheduler));

@@ -7,13 +7,11 @@
 #include <set>
 
 #include "fingerprint.hpp"
-#include "overlay.hpp"
 #include "tessera/cost_model.hpp"
 #include "tessera/diagnostic.hpp"
 #include "tessera/exchange.hpp"
-#include "tessera/pass_manager.hpp"
-#include "tessera/pipeline.hpp"
-#include "tessera/plugin_host.hpp"
+#include "tessera/overlay.hpp"
+#include "tessera/session.hpp"
 
 namespace fs = std::filesystem;
 
@@ -97,8 +95,7 @@ std::vector<PreparedArm> prepare_arms(const std::string& base_pipeline, const st
     const std::string origin = "arm '" + request.name + "' (" +
                                (request.overlay.empty() ? "the base pipeline" : "overlay " + request.overlay) + ")";
     const std::string staged = (fs::path(staging_directory) / (request.name + ".yaml")).string();
-    PluginHost host;  // one host per arm: arms may load same-named plugins from other folders
-    PipelineSpec spec;
+    std::unique_ptr<Session> session;  // one per arm: arms may load same-named plugins from other folders
     try {
       const std::string header = "# tessera ab " + origin + " merged onto " +
                                  fs::absolute(base_pipeline).lexically_normal().string() +
@@ -106,17 +103,18 @@ std::vector<PreparedArm> prepare_arms(const std::string& base_pipeline, const st
       const MergedPipeline merged = merge_overlay_into_file(base_pipeline, request.overlay, staged, header);
       arm.info.changes = merged.changes;
       arm.yaml = header + merged.yaml;
-      spec = load_pipeline(staged);
-      resolve_pipeline(spec, host);
+      session = std::make_unique<Session>(SessionOptions{.pipeline = staged});
       // Creating the plugins runs their configure(), which checks option ranges, and a cost
       // model may read a table per target (calibrated): each is loaded now, once, rather than
       // failing every work item of that target and writing a reproducer for each.
-      PassManager plugins_configured(spec, host, PassManagerOptions{});
-      for (const Target& target : targets) plugins_configured.cost_model().estimate_exchange(ExchangePhase{}, target);
+      session->create_plugins();
+      for (const Target& target : targets) session->cost_model().estimate_exchange(ExchangePhase{}, target);
     } catch (const std::exception& e) {
       throw Error(std::string(e.what()) + " [" + origin + " merged onto " + base_pipeline + "; the merged pipeline is " +
                   staged + "]");
     }
+    const PipelineSpec& spec = session->spec();
+    const PluginHost& host = session->host();
     std::string fingerprint_text = "tessera-ab-arm/1\n";
     std::vector<ArmInput>& inputs = arm.info.inputs;
     fingerprint_text += use_fingerprint_text(spec.cost_model, host, "cost_model", target_names, inputs);

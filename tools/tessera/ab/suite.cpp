@@ -12,7 +12,7 @@
 #include "tessera/diagnostic.hpp"
 #include "tessera/graph.hpp"
 #include "tessera/target.hpp"
-#include "yaml_places.hpp"
+#include "tessera/yaml_places.hpp"
 
 namespace fs = std::filesystem;
 

@@ -11,7 +11,7 @@
 #include <yaml-cpp/yaml.h>
 
 #include "tessera/diagnostic.hpp"
-#include "yaml_places.hpp"
+#include "tessera/yaml_places.hpp"
 
 namespace tessera::ab {
 

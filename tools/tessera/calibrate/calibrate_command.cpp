@@ -9,15 +9,12 @@
 #include <fmt/format.h>
 
 #include "calibration.hpp"
-#include "compile.hpp"
 #include "microbenchmarks.hpp"
 #include "tessera/diagnostic.hpp"
 #include "tessera/log.hpp"
 #include "tessera/output_file.hpp"
 #include "tessera/package.hpp"
-#include "tessera/pass_manager.hpp"
-#include "tessera/pipeline.hpp"
-#include "tessera/plugin_host.hpp"
+#include "tessera/session.hpp"
 #include "tessera/runtime/device_lock.hpp"
 #include "tessera/runtime/profile.hpp"
 #include "tessera/runtime/sim_device.hpp"
@@ -133,28 +130,26 @@ int calibrate_command(const CalibrateRequest& request) {
 
   // The passes after planning, from the same plugins a compile uses, turn the microbenchmarks
   // into a package: real placement, the scheduler's real schedules, real tile images.
-  PluginHost host;
-  if (auto bundled = bundled_plugin_directory(); !bundled.empty()) host.load_directory(bundled);
-  host.load_environment_paths();
-  for (const auto& path : request.plugin_paths) host.load_directory(path, "--plugin-path");
+  auto host = std::make_unique<PluginHost>();
+  find_plugins(*host, request.plugin_paths);
   PipelineSpec spec;
   spec.name = "calibrate";
   spec.file = request.target;
   spec.target = fs::absolute(request.target).string();
-  spec.cost_model = plugin_use(host, "analytic", PluginKind::cost_model);
-  spec.exchange_scheduler = plugin_use(host, request.scheduler, PluginKind::exchange_scheduler);
+  spec.cost_model = plugin_use(*host, "analytic", PluginKind::cost_model);
+  spec.exchange_scheduler = plugin_use(*host, request.scheduler, PluginKind::exchange_scheduler);
   for (const char* pass : {"place-storage", "lower-exchanges", "emit-tile-code"})
-    spec.passes.push_back(plugin_use(host, pass, PluginKind::pass));
+    spec.passes.push_back(plugin_use(*host, pass, PluginKind::pass));
 
+  Session session(std::move(spec), std::move(host), PassManagerOptions{});
   CompilationState state;
   state.target = target;
   state.model.name = "calibration";
   state.program = std::move(benchmarks.program);
   state.facts = {facts::graph, facts::canonical, facts::plan};
-  PassManager manager(spec, host, PassManagerOptions{});
-  if (Status status = manager.run(state); !status.ok)
+  if (Status status = session.run(state); !status.ok)
     throw Error("tessera calibrate: building the microbenchmark package failed: " + status.message);
-  const Package& package = finish_package(state);
+  const Package& package = session.finish(state);
 
   runtime::DeviceLock lock(request.lock_path.empty() ? runtime::default_lock_path() : request.lock_path);
   lock.acquire();

@@ -1,5 +1,5 @@
 // Deep-merges an overlay YAML onto a base pipeline, keeping places for errors.
-#include "overlay.hpp"
+#include "tessera/overlay.hpp"
 
 #include <filesystem>
 #include <fstream>
@@ -11,7 +11,7 @@
 #include "tessera/diagnostic.hpp"
 #include "tessera/pipeline.hpp"
 #include "tessera/plugin_host.hpp"
-#include "yaml_places.hpp"
+#include "tessera/yaml_places.hpp"
 
 namespace fs = std::filesystem;
 

@@ -1,5 +1,5 @@
 // YAML places and name suggestions for pipeline overlays and the A/B driver's suite files.
-#include "yaml_places.hpp"
+#include "tessera/yaml_places.hpp"
 
 #include <algorithm>
 #include <filesystem>

@@ -1,0 +1,83 @@
+// A compile session, the one way the commands, calibrate and the tests drive the compiler:
+// it finds the plugins, loads and resolves a pipeline (an overlay merged onto it), creates and
+// configures every plugin, runs the passes on a state (verifying, timing and dumping each, and
+// capturing a plugin's fault as a reproducer bundle) and fills in the package's header.
+#pragma once
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "tessera/pass.hpp"
+#include "tessera/pass_manager.hpp"
+#include "tessera/pipeline.hpp"
+#include "tessera/plugin_host.hpp"
+
+namespace tessera {
+
+/// The folder of plugins shipped beside this executable (build/plugins, or
+/// <prefix>/lib/tessera/plugins when installed), or "" if there is none.
+std::string bundled_plugin_directory();
+
+/// Loads the plugins a command names outside a pipeline: the bundled folder, the folders of
+/// TESSERA_PLUGIN_PATH, then `extra_paths` (--plugin-path), in that order.
+void find_plugins(PluginHost& host, const std::vector<std::string>& extra_paths);
+
+struct SessionOptions {
+  std::string pipeline;         ///< the pipeline file
+  std::string overlay;          ///< when set, merged onto `pipeline` first (an A/B arm)
+  std::string target;           ///< when set, overrides the pipeline's target
+  PluginQuarantine quarantine;  ///< libraries that must not be loaded (a replayed bundle's)
+  PassManagerOptions passes;    ///< dumps, the schedule budget, threads
+  /// False for `tessera replay`: a scheduler's fallback would hide the failure it replays.
+  bool scheduler_fallback = true;
+};
+
+/// Where a plugin fault's reproducer bundle goes; an empty `folder` writes none.
+struct FaultCapture {
+  std::string folder;      ///< the bundle is <folder>/<plugin>-<N>/
+  std::string model_path;  ///< copied into the bundle when the fault was not a scheduler's
+};
+
+class Session {
+public:
+  /// Loads and resolves the pipeline. Throws Error with the file, line and column; with an
+  /// overlay, the error also names the overlay and the base.
+  explicit Session(const SessionOptions& options);
+  /// A pipeline built in code (calibrate): `spec` is already resolved against `host`.
+  Session(PipelineSpec spec, std::unique_ptr<PluginHost> host, const PassManagerOptions& options);
+  ~Session();
+  Session(const Session&) = delete;
+  Session& operator=(const Session&) = delete;
+
+  const PipelineSpec& spec() const;
+  const PluginHost& host() const;
+  /// The resolved pipeline as YAML (every path absolute).
+  std::string resolved_yaml() const;
+
+  /// Creates and configures every plugin of the pipeline now (otherwise the first run does):
+  /// a plugin's refusal of its options or tables surfaces before any work is done.
+  void create_plugins();
+  CostModel& cost_model();
+  ExchangeScheduler& scheduler();
+
+  /// A state ready for the first pass: the pipeline's target and `model`.
+  CompilationState initial_state(Graph model) const;
+
+  /// Runs every pass, verifying the program after each. On failure the message names the pass;
+  /// on a plugin fault with `capture.folder` set, a reproducer bundle is written first and the
+  /// message says how to replay it (a bundle that cannot be written is only warned about).
+  Status run(CompilationState& state, const FaultCapture& capture = {});
+  /// The plugin fault that stopped the last run, or null.
+  const PluginFault* fault() const;
+
+  /// Fills the package's header (versions, target, graph, labels, estimates) from a state
+  /// whose passes emitted its tile images. Throws Error when no pass provides 'tile-images'.
+  Package& finish(CompilationState& state) const;
+
+private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace tessera

@@ -1,0 +1,181 @@
+// The compile session: pipeline -> plugins -> passes -> package header.
+#include "tessera/session.hpp"
+
+#include <stdlib.h>
+
+#include <filesystem>
+#include <optional>
+
+#include "tessera/diagnostic.hpp"
+#include "tessera/log.hpp"
+#include "tessera/overlay.hpp"
+#include "tessera/reproducer.hpp"
+#include "tessera/version.hpp"
+
+namespace fs = std::filesystem;
+
+namespace tessera {
+
+namespace {
+
+// The pipeline file a session loads: the given one, or the base with an overlay merged onto it
+// in a temporary folder that goes away with this object (every path in it is absolute).
+class MergedPipelineFile {
+public:
+  MergedPipelineFile(const std::string& pipeline, const std::string& overlay) : pipeline_(pipeline), overlay_(overlay) {
+    path_ = pipeline;
+    if (overlay.empty()) return;
+    std::error_code ec;
+    if (!fs::is_regular_file(overlay, ec)) throw Error(overlay + ": overlay file not found (given with --overlay)");
+    std::string pattern = (fs::temp_directory_path() / "tessera-overlay-XXXXXX").string();
+    if (!::mkdtemp(pattern.data())) throw Error("cannot create a temporary folder in " + fs::temp_directory_path().string());
+    folder_ = pattern;
+    path_ = (fs::path(folder_) / "pipeline.yaml").string();
+    try {
+      overlay::merge_overlay_into_file(pipeline, overlay, path_,
+                                       "# " + overlay + " merged onto " + pipeline + " by tessera compile --overlay\n");
+    } catch (const Error& e) {
+      remove();
+      throw Error(std::string(e.what()) + origin());
+    }
+  }
+  ~MergedPipelineFile() { remove(); }
+  MergedPipelineFile(const MergedPipelineFile&) = delete;
+  MergedPipelineFile& operator=(const MergedPipelineFile&) = delete;
+  const std::string& path() const { return path_; }
+  /// Runs `action`; an Error it throws about the merged file also names the overlay and the base.
+  template <typename Action>
+  auto with_origin(Action&& action) const {
+    try {
+      return action();
+    } catch (const Error& e) {
+      if (overlay_.empty()) throw;
+      throw Error(std::string(e.what()) + origin());
+    }
+  }
+
+private:
+  std::string origin() const { return " [overlay " + overlay_ + " merged onto " + pipeline_ + "]"; }
+  void remove() {
+    std::error_code ec;
+    if (!folder_.empty()) fs::remove_all(folder_, ec);
+  }
+  std::string pipeline_, overlay_, folder_, path_;
+};
+
+}  // namespace
+
+std::string bundled_plugin_directory() {
+  std::error_code ec;
+  fs::path exe = fs::read_symlink("/proc/self/exe", ec);
+  if (ec) return "";
+  for (fs::path candidate : {exe.parent_path().parent_path() / "plugins", exe.parent_path().parent_path() / "lib/tessera/plugins"})
+    if (fs::is_directory(candidate, ec)) return candidate.string();
+  return "";
+}
+
+void find_plugins(PluginHost& host, const std::vector<std::string>& extra_paths) {
+  if (auto bundled = bundled_plugin_directory(); !bundled.empty()) host.load_directory(bundled);
+  host.load_environment_paths();
+  for (const auto& path : extra_paths) host.load_directory(path, "--plugin-path");
+}
+
+struct Session::Impl {
+  std::unique_ptr<PluginHost> host;
+  std::unique_ptr<MergedPipelineFile> merged;  // kept while the spec names its file
+  PipelineSpec spec;
+  PassManagerOptions options;
+  std::unique_ptr<PassManager> manager;  // created on first use
+};
+
+Session::Session(const SessionOptions& options) : impl_(std::make_unique<Impl>()) {
+  impl_->host = std::make_unique<PluginHost>();
+  impl_->host->quarantine(options.quarantine);
+  impl_->options = options.passes;
+  impl_->merged = std::make_unique<MergedPipelineFile>(options.pipeline, options.overlay);
+  impl_->spec = impl_->merged->with_origin([&] {
+    PipelineSpec spec = load_pipeline(impl_->merged->path());
+    if (!options.target.empty()) {
+      std::error_code ec;
+      if (!fs::is_regular_file(options.target, ec))
+        throw Error(options.target + ": target file not found (given with --target)");
+      spec.target = fs::absolute(options.target).lexically_normal().string();
+      spec.target_place = "--target";
+    }
+    resolve_pipeline(spec, *impl_->host);
+    return spec;
+  });
+  if (!options.scheduler_fallback) impl_->spec.exchange_scheduler.fallback.clear();
+}
+
+Session::Session(PipelineSpec spec, std::unique_ptr<PluginHost> host, const PassManagerOptions& options)
+    : impl_(std::make_unique<Impl>()) {
+  impl_->host = std::move(host);
+  impl_->spec = std::move(spec);
+  impl_->options = options;
+}
+
+Session::~Session() = default;
+
+const PipelineSpec& Session::spec() const { return impl_->spec; }
+const PluginHost& Session::host() const { return *impl_->host; }
+std::string Session::resolved_yaml() const { return print_pipeline(impl_->spec); }
+
+void Session::create_plugins() {
+  if (!impl_->manager) impl_->manager = std::make_unique<PassManager>(impl_->spec, *impl_->host, impl_->options);
+}
+
+CostModel& Session::cost_model() {
+  create_plugins();
+  return impl_->manager->cost_model();
+}
+
+ExchangeScheduler& Session::scheduler() {
+  create_plugins();
+  return impl_->manager->scheduler();
+}
+
+CompilationState Session::initial_state(Graph model) const {
+  CompilationState state;
+  state.target = load_target(impl_->spec.target);
+  state.model = std::move(model);
+  state.facts.insert(facts::graph);
+  return state;
+}
+
+Status Session::run(CompilationState& state, const FaultCapture& capture) {
+  create_plugins();
+  Status status = impl_->manager->run(state);
+  if (status.ok) return status;
+  const PluginFault* fault = impl_->manager->fault();
+  if (!fault || capture.folder.empty()) return status;
+  // The bundle is a help, never a second failure: the plugin's error is what the user must see.
+  try {
+    const std::string bundle = write_reproducer(capture.folder, impl_->spec, *impl_->host, *fault, capture.model_path,
+                                                impl_->options.schedule_budget_ms);
+    status.message += " (reproducer: " + bundle + "; run `tessera replay " + bundle + "`)";
+  } catch (const std::exception& e) {
+    logger("tessera.build")->warn("could not write a reproducer bundle into {}: {}", capture.folder, e.what());
+  }
+  return status;
+}
+
+const PluginFault* Session::fault() const { return impl_->manager ? impl_->manager->fault() : nullptr; }
+
+Package& Session::finish(CompilationState& state) const {
+  if (!state.facts.count(facts::tile_images))
+    throw Error(impl_->spec.file + ": the pipeline never provides 'tile-images', so there is no package to write; "
+                "end it with emit-tile-code");
+  Package& package = state.package;
+  package.compiler_version = kCoreVersion;
+  package.target = state.target;
+  package.target_hash = state.target.hash();
+  package.codelet_set_version = kCodeletSetVersion;
+  package.graph = state.model;
+  package.superstep_labels.clear();
+  for (const auto& step : state.program.supersteps) package.superstep_labels.push_back(step.label);
+  package.estimates = state.estimates;
+  return package;
+}
+
+}  // namespace tessera
