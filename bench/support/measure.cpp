@@ -1,52 +1,27 @@
-// Child processes for the benchmarks: fork, exec, wait4.
+// Child processes and pipeline copies for the benchmarks.
 #include "measure.hpp"
 
-#include <sys/resource.h>
-#include <sys/wait.h>
-#include <unistd.h>
-
-#include <chrono>
-#include <cstdio>
 #include <fstream>
 #include <iterator>
 #include <regex>
 #include <sstream>
 #include <stdexcept>
 
+#include "tessera/process.hpp"
+
 namespace fs = std::filesystem;
 
 namespace tessera::bench {
 
 Measured measure(const std::vector<std::string>& arguments, bool capture_stdout) {
-  const std::string out_file = capture_stdout
-                                   ? (fs::temp_directory_path() / ("tessera-bench-" + std::to_string(getpid()))).string()
-                                   : "/dev/null";
-  std::fflush(stdout);  // or the child would write our buffered output again
-  std::fflush(stderr);
-  const auto start = std::chrono::steady_clock::now();
-  const pid_t pid = fork();
-  if (pid == 0) {
-    if (!freopen(out_file.c_str(), "w", stdout) || !freopen("/dev/null", "w", stderr)) _exit(127);
-    std::vector<char*> argv;
-    for (const auto& a : arguments) argv.push_back(const_cast<char*>(a.c_str()));
-    argv.push_back(nullptr);
-    execv(argv[0], argv.data());
-    _exit(127);
-  }
-  int status = 0;
-  struct rusage usage {};
-  wait4(pid, &status, 0, &usage);
+  ProcessOptions options;
+  if (capture_stdout) options.stdout_file = "";
+  const ProcessResult ran = run_process(arguments, options);
   Measured m;
-  m.wall_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
-  m.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-  m.peak_rss_mib = usage.ru_maxrss / 1024.0;
-  if (capture_stdout) {
-    std::ifstream in(out_file);
-    std::stringstream text;
-    text << in.rdbuf();
-    m.out = text.str();
-    fs::remove(out_file);
-  }
+  m.exit_code = ran.exit_code;
+  m.wall_ms = ran.wall_ms;
+  m.peak_rss_mib = static_cast<double>(ran.peak_rss_kib) / 1024.0;
+  m.out = ran.out;
   return m;
 }
 

@@ -134,18 +134,18 @@ std::string echoed_token(const std::string& text) { return yaml::echoed_token(te
 
 namespace tessera::yaml {
 
-YAML::Node load_file(const std::string& path) {
+YAML::Node load_file(const std::string& path, const std::string& what, bool empty_allowed) {
   std::error_code ec;
   if (!std::filesystem::exists(path, ec))
     throw Error(path + ": file not found");
   if (std::filesystem::is_directory(path, ec))
     throw Error(path + ": is a directory, expected a YAML file");
-  const std::string content = read_yaml_text(path, "a model, pipeline or target file");
+  const std::string content = read_yaml_text(path, "a " + what + " file");
   try {
     YAML::Node root = YAML::Load(content);
-    if (!root.IsDefined() || root.IsNull()) throw Error(path + ": file is empty");
+    if (!empty_allowed && (!root.IsDefined() || root.IsNull())) throw Error(path + ": file is empty");
     return root;
-  } catch (const YAML::ParserException& e) {
+  } catch (const YAML::Exception& e) {
     throw Error(path, static_cast<int>(e.mark.line + 1), static_cast<int>(e.mark.column + 1),
                 "YAML syntax error: " + e.msg);
   }
@@ -155,21 +155,23 @@ void require_map(const std::string& file, const YAML::Node& node, const std::str
   if (!node.IsMap()) fail(file, node, what + " must be a mapping (key: value)");
 }
 
-void check_keys(const std::string& file, const YAML::Node& map,
-                std::initializer_list<const char*> allowed) {
-  std::vector<std::string> names(allowed.begin(), allowed.end());
+void check_keys(const std::string& file, const YAML::Node& map, std::initializer_list<const char*> allowed) {
+  check_keys(file, map, std::vector<std::string>(allowed.begin(), allowed.end()));
+}
+
+void check_keys(const std::string& file, const YAML::Node& map, const std::vector<std::string>& allowed,
+                const std::string& what) {
   for (const auto& entry : map) {
     // A key may be a list or a map (`[a]: 1`, `? {x: 1}`); as<std::string>() would throw a
     // YAML::BadConversion past our error handling (found by fuzz_model).
     if (!entry.first.IsScalar()) fail(file, entry.first, "a key must be a plain name, not a list or a mapping");
     const std::string key = entry.first.Scalar();
-    if (std::find(names.begin(), names.end(), key) != names.end()) continue;
-    std::string message = "unknown key " + echoed_token(key);
-    if (auto near = nearest(key, names); !near.empty()) message += "; did you mean '" + near + "'?";
-    message += " (allowed:";
-    for (const auto& n : names) message += " " + n;
-    message += ")";
-    fail(file, entry.first, message);
+    if (std::find(allowed.begin(), allowed.end(), key) != allowed.end()) continue;
+    std::string message = "unknown key " + echoed_token(key) + (what.empty() ? "" : " in " + what);
+    if (auto near = nearest(key, allowed); !near.empty()) message += "; did you mean '" + near + "'?";
+    std::string list;
+    for (const auto& name : allowed) list += (list.empty() ? "" : ", ") + name;
+    fail(file, entry.first, message + " (allowed: " + list + ")");
   }
 }
 

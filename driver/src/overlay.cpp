@@ -11,7 +11,7 @@
 #include "tessera/diagnostic.hpp"
 #include "tessera/pipeline.hpp"
 #include "tessera/plugin_host.hpp"
-#include "tessera/yaml_places.hpp"
+#include "tessera/strict_yaml.hpp"
 
 namespace fs = std::filesystem;
 
@@ -34,7 +34,7 @@ std::string scalar_text(const YAML::Node& node) {
 
 // Makes the relative values of a plugin use's path options absolute against `file`.
 void rebase_options(YAML::Node use, const std::string& plugin, const std::string& file, const PathOptionTest& is_path) {
-  if (!is_path || plugin.empty() || !is_map(use) || !is_map(use["options"])) return;
+  if (!is_path || plugin.empty() || !yaml::is_map(use) || !yaml::is_map(use["options"])) return;
   YAML::Node options = use["options"];
   for (auto option : options) {
     const std::string name = option.first.as<std::string>();
@@ -43,7 +43,7 @@ void rebase_options(YAML::Node use, const std::string& plugin, const std::string
   }
 }
 
-std::string plugin_of(const YAML::Node& use) { return is_map(use) && is_scalar(use["plugin"]) ? use["plugin"].Scalar() : ""; }
+std::string plugin_of(const YAML::Node& use) { return yaml::is_map(use) && yaml::is_scalar(use["plugin"]) ? use["plugin"].Scalar() : ""; }
 
 // Rebases the path options of every plugin use in `pipeline` (a base or an overlay) against
 // `file`; an overlay's cost_model or exchange_scheduler without `plugin` keeps `base`'s.
@@ -54,14 +54,14 @@ void rebase_uses(YAML::Node& pipeline, const YAML::Node& base, const std::string
     if (plugin.empty() && base.IsMap()) plugin = plugin_of(base[key]);
     if (pipeline[key].IsDefined()) rebase_options(pipeline[key], plugin, file, is_path);
   }
-  if (YAML::Node passes = pipeline["passes"]; is_sequence(passes))
+  if (YAML::Node passes = pipeline["passes"]; yaml::is_sequence(passes))
     for (std::size_t i = 0; i < passes.size(); ++i) rebase_options(passes[i], plugin_of(passes[i]), file, is_path);
 }
 
 // Makes the base pipeline's own relative paths absolute, so the merged file can live anywhere.
 void rebase_paths(YAML::Node& pipeline, const std::string& file, const PathOptionTest& is_path) {
-  if (is_scalar(pipeline["target"])) pipeline["target"] = absolute_from(file, pipeline["target"].Scalar());
-  if (YAML::Node paths = pipeline["plugin_paths"]; is_sequence(paths))
+  if (yaml::is_scalar(pipeline["target"])) pipeline["target"] = absolute_from(file, pipeline["target"].Scalar());
+  if (YAML::Node paths = pipeline["plugin_paths"]; yaml::is_sequence(paths))
     for (std::size_t i = 0; i < paths.size(); ++i)
       if (paths[i].IsScalar()) paths[i] = absolute_from(file, paths[i].Scalar());
   rebase_uses(pipeline, YAML::Node(), file, is_path);
@@ -74,12 +74,12 @@ public:
 
   void merge(YAML::Node& pipeline, const YAML::Node& overlay) {
     if (!overlay.IsMap())
-      throw Error(yaml_place(file_, overlay) + ": an overlay must be a mapping of pipeline keys, e.g. "
+      throw Error(yaml::place(file_, overlay) + ": an overlay must be a mapping of pipeline keys, e.g. "
                   "`exchange_scheduler: {plugin: in-order}`");
     if (overlay["target"].IsDefined())
-      throw Error(yaml_place(file_, overlay["target"]) + ": an overlay cannot set 'target': every arm compiles each "
+      throw Error(yaml::place(file_, overlay["target"]) + ": an overlay cannot set 'target': every arm compiles each "
                   "suite model for the target the suite names beside it; remove 'target' from the overlay");
-    check_yaml_keys(file_, overlay, {"pipeline", "plugin_paths", "cost_model", "exchange_scheduler", "passes"},
+    yaml::check_keys(file_, overlay, {"pipeline", "plugin_paths", "cost_model", "exchange_scheduler", "passes"},
                     "an overlay");
     for (const auto& entry : overlay) {
       const std::string key = entry.first.as<std::string>();
@@ -100,11 +100,11 @@ public:
 
 private:
   void merge_plugin_paths(YAML::Node& pipeline, const YAML::Node& paths) {
-    if (!paths.IsSequence()) throw Error(yaml_place(file_, paths) + ": 'plugin_paths' must be a list of directories");
-    if (!is_sequence(pipeline["plugin_paths"])) pipeline["plugin_paths"] = YAML::Node(YAML::NodeType::Sequence);
+    if (!paths.IsSequence()) throw Error(yaml::place(file_, paths) + ": 'plugin_paths' must be a list of directories");
+    if (!yaml::is_sequence(pipeline["plugin_paths"])) pipeline["plugin_paths"] = YAML::Node(YAML::NodeType::Sequence);
     YAML::Node merged = pipeline["plugin_paths"];
     for (const auto& path : paths) {
-      if (!path.IsScalar()) throw Error(yaml_place(file_, path) + ": a plugin path must be a directory name");
+      if (!path.IsScalar()) throw Error(yaml::place(file_, path) + ": a plugin path must be a directory name");
       const std::string absolute = absolute_from(file_, path.Scalar());
       bool present = false;
       for (const auto& existing : merged) present = present || (existing.IsScalar() && existing.Scalar() == absolute);
@@ -117,9 +117,9 @@ private:
   // Options of `over` replace those of `use` one by one; another plugin replaces the entry.
   void merge_plugin_use(YAML::Node& use, const YAML::Node& over, const std::string& what) {
     if (!over.IsMap())
-      throw Error(yaml_place(file_, over) + ": '" + what + "' must be {plugin: NAME, options: {...}}");
-    check_yaml_keys(file_, over, {"plugin", "options"}, "'" + what + "'");
-    const std::string base_plugin = is_scalar(use["plugin"]) ? use["plugin"].Scalar() : "";
+      throw Error(yaml::place(file_, over) + ": '" + what + "' must be {plugin: NAME, options: {...}}");
+    yaml::check_keys(file_, over, {"plugin", "options"}, "'" + what + "'");
+    const std::string base_plugin = yaml::is_scalar(use["plugin"]) ? use["plugin"].Scalar() : "";
     if (over["plugin"].IsDefined() && scalar_text(over["plugin"]) != base_plugin) {
       const std::string plugin = scalar_text(over["plugin"]);
       YAML::Node replaced(YAML::NodeType::Map);
@@ -136,8 +136,8 @@ private:
   void merge_options(YAML::Node& use, const YAML::Node& options, const std::string& what) {
     if (!options.IsDefined() || options.IsNull()) return;
     if (!options.IsMap())
-      throw Error(yaml_place(file_, options) + ": 'options' must be a mapping of option names to values");
-    if (!is_map(use["options"])) use["options"] = YAML::Node(YAML::NodeType::Map);
+      throw Error(yaml::place(file_, options) + ": 'options' must be a mapping of option names to values");
+    if (!yaml::is_map(use["options"])) use["options"] = YAML::Node(YAML::NodeType::Map);
     YAML::Node merged = use["options"];
     for (const auto& option : options) {
       const std::string name = option.first.as<std::string>();
@@ -153,42 +153,42 @@ private:
 
   void merge_passes(YAML::Node& pipeline, const YAML::Node& overlay_passes) {
     if (!overlay_passes.IsSequence())
-      throw Error(yaml_place(file_, overlay_passes) + ": 'passes' in an overlay must be a list of "
+      throw Error(yaml::place(file_, overlay_passes) + ": 'passes' in an overlay must be a list of "
                   "{plugin: NAME, options: {...}} matched by plugin name against the base pipeline");
     YAML::Node base_passes = pipeline["passes"];
     if (!base_passes.IsSequence())
-      throw Error(yaml_place(file_, overlay_passes) + ": the base pipeline has no 'passes' list to merge into");
+      throw Error(yaml::place(file_, overlay_passes) + ": the base pipeline has no 'passes' list to merge into");
     // A list, not a vector: assigning a YAML::Node rewrites the node it refers to, so the
     // element shuffling of vector::insert/erase would corrupt the base's passes.
     std::list<YAML::Node> passes(base_passes.begin(), base_passes.end());
     for (const auto& entry : overlay_passes) {
-      if (!entry.IsMap() || !is_scalar(entry["plugin"]))
-        throw Error(yaml_place(file_, entry) + ": a pass in an overlay must be {plugin: NAME, ...}");
-      check_yaml_keys(file_, entry, {"plugin", "options", "remove", "after", "before"}, "a pass of an overlay");
+      if (!entry.IsMap() || !yaml::is_scalar(entry["plugin"]))
+        throw Error(yaml::place(file_, entry) + ": a pass in an overlay must be {plugin: NAME, ...}");
+      yaml::check_keys(file_, entry, {"plugin", "options", "remove", "after", "before"}, "a pass of an overlay");
       const std::string name = entry["plugin"].Scalar();
       const auto found = find_pass(passes, name, entry);
       const bool remove = flag(entry["remove"], "remove");
       const bool inserting = entry["after"].IsDefined() || entry["before"].IsDefined();
       if (remove) {
         if (found == passes.end())
-          throw Error(yaml_place(file_, entry) + ": cannot remove pass '" + name + "': " + not_found(passes));
+          throw Error(yaml::place(file_, entry) + ": cannot remove pass '" + name + "': " + not_found(passes));
         passes.erase(found);
         changes_.push_back("passes: - " + name);
       } else if (found != passes.end()) {
         if (inserting)
-          throw Error(yaml_place(file_, entry) + ": pass '" + name + "' is already in the base pipeline; "
+          throw Error(yaml::place(file_, entry) + ": pass '" + name + "' is already in the base pipeline; "
                       "to move it, remove it (`remove: true`) and add it under another name's `after:`");
         merge_options(*found, entry["options"], "pass " + name);
       } else {
         if (!inserting)
-          throw Error(yaml_place(file_, entry) + ": pass '" + name + "' is not in the base pipeline (" + not_found(passes) +
+          throw Error(yaml::place(file_, entry) + ": pass '" + name + "' is not in the base pipeline (" + not_found(passes) +
                       "); to add it, give `after: NAME` or `before: NAME`");
         const bool after = entry["after"].IsDefined();
         const YAML::Node anchor_node = after ? entry["after"] : entry["before"];
         const std::string anchor = scalar_text(anchor_node);
         const auto anchor_at = find_pass(passes, anchor, anchor_node);
         if (anchor_at == passes.end())
-          throw Error(yaml_place(file_, anchor_node) + ": no pass '" + anchor + "' to insert '" + name + "' " +
+          throw Error(yaml::place(file_, anchor_node) + ": no pass '" + anchor + "' to insert '" + name + "' " +
                       (after ? "after" : "before") + " (" + not_found(passes) + ")");
         YAML::Node added(YAML::NodeType::Map);
         added["plugin"] = name;
@@ -206,9 +206,9 @@ private:
                                             const YAML::Node& where) const {
     auto found = passes.end();
     for (auto pass = passes.begin(); pass != passes.end(); ++pass) {
-      if (!is_scalar((*pass)["plugin"]) || (*pass)["plugin"].Scalar() != name) continue;
+      if (!yaml::is_scalar((*pass)["plugin"]) || (*pass)["plugin"].Scalar() != name) continue;
       if (found != passes.end())
-        throw Error(yaml_place(file_, where) + ": pass '" + name + "' appears more than once in the base pipeline, "
+        throw Error(yaml::place(file_, where) + ": pass '" + name + "' appears more than once in the base pipeline, "
                     "so an overlay cannot tell which one it means; give each arm its own base pipeline");
       found = pass;
     }
@@ -220,14 +220,14 @@ private:
     try {
       return node.as<bool>();
     } catch (const YAML::Exception&) {
-      throw Error(yaml_place(file_, node) + ": '" + name + "' must be true or false");
+      throw Error(yaml::place(file_, node) + ": '" + name + "' must be true or false");
     }
   }
 
   static std::string not_found(const std::list<YAML::Node>& passes) {
     std::string list;
     for (const YAML::Node& pass : passes)
-      list += (list.empty() ? "" : ", ") + (is_scalar(pass["plugin"]) ? pass["plugin"].Scalar() : std::string("?"));
+      list += (list.empty() ? "" : ", ") + (yaml::is_scalar(pass["plugin"]) ? pass["plugin"].Scalar() : std::string("?"));
     return "the base passes are: " + list;
   }
 
@@ -239,12 +239,12 @@ private:
 
 MergedPipeline merge_pipeline_overlay(const std::string& base_path, const std::string& overlay_path,
                                       const PathOptionTest& is_path) {
-  YAML::Node pipeline = load_yaml_file(base_path, "base pipeline");
+  YAML::Node pipeline = yaml::load_file(base_path, "base pipeline");
   if (!pipeline.IsMap()) throw Error(base_path + ": a pipeline must be a mapping (see configs/pipelines/)");
   rebase_paths(pipeline, base_path, is_path);
   MergedPipeline merged;
   if (!overlay_path.empty()) {
-    YAML::Node overlay = load_yaml_file(overlay_path, "arm overlay");
+    YAML::Node overlay = yaml::load_file(overlay_path, "arm overlay", /*empty_allowed=*/true);
     rebase_uses(overlay, pipeline, overlay_path, is_path);  // an overlay's paths are relative to the overlay
     if (overlay.IsDefined() && !overlay.IsNull()) OverlayMerger(overlay_path, merged.changes).merge(pipeline, overlay);
   }

@@ -78,7 +78,7 @@ TEST_CASE("a pinned serial split runs its column slices one after another and pa
           "[e2e][plans][serial]") {
   TempDir dir;
   // float32 biases take the fused reduce_bias, float16 ones reduce_add + bias_add_half.
-  for (const std::string model : {kSmallModel, source_path("configs/models/mlp-small-f16.yaml")}) {
+  for (const std::string& model : std::vector<std::string>{kSmallModel, source_path("configs/models/mlp-small-f16.yaml")}) {
     INFO(model);
     const auto r = demo(dir, pipeline_with_plans(dir, "        y0: {column_groups: 2, depth_groups: 4, row_groups: 1, serial_splits: 4}\n"),
                         model);
@@ -115,7 +115,7 @@ TEST_CASE("a pinned two-stage reduction sums blocks of depth groups first and pa
           "[e2e][plans][two-stage]") {
   TempDir dir;
   // float32 biases take the fused reduce_bias in stage two, float16 ones reduce_add + bias_add_half.
-  for (const std::string model : {kSmallModel, source_path("configs/models/mlp-small-f16.yaml")}) {
+  for (const std::string& model : std::vector<std::string>{kSmallModel, source_path("configs/models/mlp-small-f16.yaml")}) {
     INFO(model);
     const auto r = demo(dir, pipeline_with_plans(dir, "        y0: {column_groups: 2, depth_groups: 8, reduction_blocks: 2}\n"),
                         model);

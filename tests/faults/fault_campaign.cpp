@@ -5,12 +5,8 @@
 // it checks for a host crash (a signal other than the injected one), a hang (deadline), partial
 // or corrupt output left behind, wrong numbers accepted and internal errors, and ends with a
 // table of those counts. Exit status 1 if any count is not zero.
-#include <fcntl.h>
-#include <poll.h>
 #include <signal.h>
-#include <sys/resource.h>
 #include <sys/stat.h>
-#include <sys/wait.h>
 #include <unistd.h>
 #include <xxhash.h>
 
@@ -29,6 +25,7 @@
 #include <vector>
 
 #include "tessera/package.hpp"
+#include "tessera/process.hpp"
 
 namespace fs = std::filesystem;
 using Clock = std::chrono::steady_clock;
@@ -40,19 +37,11 @@ const std::string kBuild = TESSERA_BINARY_DIR;
 const std::string kTessera = kBuild + "/tools/tessera";
 constexpr int kDeadlineMs = 120000;  // a run still going after this is a hang
 
-struct Result {
-  int exit_code = -1, signal = 0;
-  bool timed_out = false;
-  std::string out, err;
-  long long ms = 0;
-};
+using Result = tessera::ProcessResult;
 
 struct Spawn {
   std::vector<std::string> argv;
-  std::vector<std::string> environment;  // NAME=VALUE added to ours
-  std::optional<rlim_t> file_size_limit;
-  int kill_signal = 0;  // sent after kill_after_ms, if still running
-  int kill_after_ms = 0;
+  tessera::ProcessOptions options;  // environment, file size limit and injected signal per run
 };
 
 Spawn command(std::vector<std::string> argv) {
@@ -61,75 +50,15 @@ Spawn command(std::vector<std::string> argv) {
   return spawn;
 }
 
-void append_capped(std::string& text, const char* data, std::size_t size) {
-  text.append(data, std::min<std::size_t>(size, (256u << 10) - std::min<std::size_t>(text.size(), 256u << 10)));
-}
-
-// Runs a command in a process group of its own, reading its stdout and stderr, delivering the
+// Runs a command in a process group of its own, capturing what it prints, delivering the
 // injected signal on time and killing the group at the deadline.
 Result run(const Spawn& spawn) {
-  int out[2], err[2];
-  if (::pipe2(out, O_CLOEXEC) != 0 || ::pipe2(err, O_CLOEXEC) != 0) throw std::runtime_error("pipe failed");
-  std::vector<std::string> arguments = spawn.argv;
-  std::vector<char*> argv;
-  for (auto& a : arguments) argv.push_back(a.data());
-  argv.push_back(nullptr);
-  std::vector<std::string> environment = spawn.environment;
-  const auto started = Clock::now();
-  const pid_t pid = ::fork();
-  if (pid < 0) throw std::runtime_error("fork failed");
-  if (pid == 0) {
-    ::setpgid(0, 0);
-    ::dup2(out[1], 1);
-    ::dup2(err[1], 2);
-    for (auto& assignment : environment) ::putenv(assignment.data());
-    if (spawn.file_size_limit) {
-      const rlimit limit{*spawn.file_size_limit, *spawn.file_size_limit};
-      ::setrlimit(RLIMIT_FSIZE, &limit);
-    }
-    ::execv(argv[0], argv.data());
-    ::_exit(127);
-  }
-  ::setpgid(pid, pid);
-  ::close(out[1]);
-  ::close(err[1]);
-  Result result;
-  int status = 0;
-  bool signalled = false, reaped = false;
-  std::array<int, 2> fds{out[0], err[0]};
-  while (!reaped || fds[0] >= 0 || fds[1] >= 0) {
-    const long long elapsed = std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - started).count();
-    if (!reaped && spawn.kill_signal && !signalled && elapsed >= spawn.kill_after_ms) {
-      ::kill(pid, spawn.kill_signal);
-      signalled = true;
-    }
-    if (elapsed >= kDeadlineMs && !result.timed_out) {
-      result.timed_out = true;
-      ::kill(-pid, SIGKILL);
-    }
-    std::vector<pollfd> waiting;
-    for (int fd : fds)
-      if (fd >= 0) waiting.push_back({fd, POLLIN, 0});
-    if (!waiting.empty()) ::poll(waiting.data(), waiting.size(), 5);
-    else ::usleep(2000);
-    for (int i = 0; i < 2; ++i) {
-      if (fds[i] < 0) continue;
-      pollfd one{fds[i], POLLIN, 0};
-      if (::poll(&one, 1, 0) <= 0) continue;
-      char buffer[65536];
-      const ssize_t got = ::read(fds[i], buffer, sizeof buffer);
-      if (got > 0) append_capped(i == 0 ? result.out : result.err, buffer, std::size_t(got));
-      else if (got == 0 || errno != EINTR) ::close(std::exchange(fds[i], -1));
-    }
-    if (!reaped && ::waitpid(pid, &status, WNOHANG) == pid) {
-      reaped = true;
-      ::kill(-pid, SIGKILL);  // anything left of its group (it holds no pipe of ours then)
-    }
-  }
-  result.ms = std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - started).count();
-  if (WIFSIGNALED(status)) result.signal = WTERMSIG(status);
-  if (WIFEXITED(status)) result.exit_code = WEXITSTATUS(status);
-  return result;
+  tessera::ProcessOptions options = spawn.options;
+  options.stdout_file = options.stderr_file = "";
+  options.capture_limit = 256u << 10;
+  options.timeout_ms = kDeadlineMs;
+  options.own_process_group = true;
+  return tessera::run_process(spawn.argv, options);
 }
 
 std::string read_file(const std::string& path) {
@@ -235,10 +164,10 @@ public:
     const Result a = run(command({kTessera, "compile", model_, "-p", good_pipeline_, "-o", package_}));
     const Result b = run(command({kTessera, "compile", model_, "-p", good_pipeline_, "-o", signed_, "--sign", key_}));
     if (a.exit_code != 0 || b.exit_code != 0) throw std::runtime_error("the reference compile failed:\n" + a.err + b.err);
-    compile_ms_ = std::max<long long>(a.ms, b.ms);
+    compile_ms_ = static_cast<long long>(std::max(a.wall_ms, b.wall_ms));
     const Result r = run(command({kTessera, "run", signed_, "--verify", key_}));
     if (r.exit_code != 0) throw std::runtime_error("the reference run failed:\n" + r.err);
-    run_ms_ = r.ms;
+    run_ms_ = static_cast<long long>(r.wall_ms);
     const std::string faulty = kBuild + "/test-plugins/faulty-scheduler";
     for (const char* fault : {"segfault", "hang", "allocate", "invalid-schedule", "protocol-junk", "grandchild", "stdout"})
       for (const bool fallback : {false, true}) {
@@ -284,7 +213,7 @@ public:
     } else if (pick < 30) {  // a plugin that fails while loading
       kind = "load-fault";
       Spawn spawn = compile(load_pipelines_[random_() % load_pipelines_.size()]);
-      spawn.environment.push_back("TESSERA_PLUGIN_LOAD_TIME_LIMIT_MS=2000");
+      spawn.options.environment.push_back("TESSERA_PLUGIN_LOAD_TIME_LIMIT_MS=2000");
       r = run(spawn);
       if (r.exit_code == 0) problem(wrong_accepted, "a compile naming a library that fails while loading succeeded");
     } else if (pick < 50) {  // a compile killed at a random point
@@ -295,8 +224,8 @@ public:
       Spawn spawn = compile(good_pipeline_, random_() % 2 ? std::vector<std::string>{"--emit-phases", (dir / "phases").string()}
                                                           : std::vector<std::string>{});
       retry = spawn;
-      spawn.kill_signal = injected;
-      spawn.kill_after_ms = int(random_() % std::uint64_t(compile_ms_ * 12 / 10 + 1));
+      spawn.options.signal = injected;
+      spawn.options.signal_after_ms = std::int64_t(random_() % std::uint64_t(compile_ms_ * 12 / 10 + 1));
       r = run(spawn);
     } else if (pick < 60) {  // a run killed at a random point
       kind = "killed-run";
@@ -305,8 +234,8 @@ public:
       killed_hard = injected == SIGKILL;
       Spawn spawn = command({kTessera, "run", package_, "--profile", (dir / "profile.json").string()});
       retry = spawn;
-      spawn.kill_signal = injected;
-      spawn.kill_after_ms = int(random_() % std::uint64_t(run_ms_ * 12 / 10 + 1));
+      spawn.options.signal = injected;
+      spawn.options.signal_after_ms = std::int64_t(random_() % std::uint64_t(run_ms_ * 12 / 10 + 1));
       r = run(spawn);
     } else if (pick < 72) {  // a full disk: writes past a random size fail with EFBIG
       kind = "full-disk";
@@ -314,7 +243,7 @@ public:
       Spawn spawn = compile(good_pipeline_, random_() % 2 ? std::vector<std::string>{"--emit-phases", (dir / "phases").string()}
                                                           : std::vector<std::string>{"--dump-after", "all", "--dump-dir",
                                                                                      (dir / "dumps").string()});
-      spawn.file_size_limit = rlim_t(random_() % (package_bytes + package_bytes / 4));
+      spawn.options.file_size_limit = std::uint64_t(random_() % (package_bytes + package_bytes / 4));
       r = run(spawn);
     } else {  // a forged package, run with or without --verify
       kind = "forged-package";

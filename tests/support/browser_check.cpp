@@ -2,19 +2,14 @@
 // queries the DOM it dumps.
 #include "browser_check.hpp"
 
-#include <signal.h>
-#include <sys/wait.h>
-#include <unistd.h>
-
 #include <cctype>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
-#include <fstream>
 #include <sstream>
-#include <thread>
 
 #include "temp_dir.hpp"
+#include "tessera/process.hpp"
 
 namespace fs = std::filesystem;
 
@@ -22,50 +17,14 @@ namespace tessera::testing {
 
 namespace {
 
-std::string read_all(const fs::path& file) {
-  std::ifstream in(file);
-  std::stringstream text;
-  text << in.rdbuf();
-  return text.str();
-}
-
-struct Exit {
-  bool finished = false;
-  int code = -1;
-};
-
-// fork/exec with stdout and stderr to files; Chromium starts helper processes (zygote, GPU,
-// renderer), so it gets its own process group and a timeout kills the group.
-Exit run_with_timeout(const std::vector<std::string>& arguments, const fs::path& out, const fs::path& err,
-                      std::chrono::milliseconds timeout) {
-  std::fflush(stdout);
-  std::fflush(stderr);
-  const pid_t pid = fork();
-  if (pid == 0) {
-    setpgid(0, 0);
-    if (!freopen(out.c_str(), "w", stdout) || !freopen(err.c_str(), "w", stderr)) _exit(127);
-    std::vector<char*> argv;
-    for (const auto& a : arguments) argv.push_back(const_cast<char*>(a.c_str()));
-    argv.push_back(nullptr);
-    execv(argv[0], argv.data());
-    _exit(127);
-  }
-  setpgid(pid, pid);  // also here, so the group exists before any kill below
-  const auto deadline = std::chrono::steady_clock::now() + timeout;
-  int status = 0;
-  while (true) {
-    const pid_t done = waitpid(pid, &status, WNOHANG);
-    if (done == pid) break;
-    if (std::chrono::steady_clock::now() >= deadline) {
-      kill(-pid, SIGKILL);
-      waitpid(pid, &status, 0);
-      return {};
-    }
-    std::this_thread::sleep_for(std::chrono::milliseconds(20));
-  }
-  // Helpers that outlived the browser process would keep the profile directory busy.
-  kill(-pid, SIGKILL);
-  return {true, WIFEXITED(status) ? WEXITSTATUS(status) : -1};
+// Chromium starts helper processes (zygote, GPU, renderer): it gets a process group of its own,
+// killed at the timeout and when the browser exits (helpers would keep the profile busy).
+ProcessResult run_browser(const std::vector<std::string>& arguments, std::chrono::milliseconds timeout) {
+  ProcessOptions options;
+  options.stdout_file = options.stderr_file = "";  // both captured
+  options.timeout_ms = timeout.count();
+  options.own_process_group = true;
+  return run_process(arguments, options);
 }
 
 std::vector<std::string> headless_arguments(const std::string& profile_directory) {
@@ -150,13 +109,12 @@ RenderedPage render_page(const std::string& html_file, std::chrono::milliseconds
   std::vector<std::string> arguments = headless_arguments((dir.path() / "profile").string());
   arguments.push_back("--dump-dom");
   arguments.push_back(file_url(html_file));
-  const auto started = std::chrono::steady_clock::now();
-  const Exit exit = run_with_timeout(arguments, dir.path() / "dom", dir.path() / "log", timeout);
-  page.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
-  page.finished = exit.finished;
-  page.exit_code = exit.code;
-  page.dom = read_all(dir.path() / "dom");
-  page.log = read_all(dir.path() / "log");
+  const ProcessResult ran = run_browser(arguments, timeout);
+  page.seconds = ran.wall_ms / 1e3;
+  page.finished = !ran.timed_out;
+  page.exit_code = ran.exit_code;
+  page.dom = ran.out;
+  page.log = ran.err;
   // Console lines look like: [pid:tid:date:INFO:CONSOLE:12] "message", source: file:///... (12)
   std::istringstream lines(page.log);
   for (std::string line; std::getline(lines, line);) {
@@ -178,9 +136,9 @@ bool screenshot_page(const std::string& html_file, const std::string& png_file, 
   arguments.push_back("--window-size=" + std::to_string(width) + "," + std::to_string(height));
   arguments.push_back("--screenshot=" + fs::absolute(png_file).string());
   arguments.push_back(file_url(html_file));
-  const Exit exit = run_with_timeout(arguments, dir.path() / "out", dir.path() / "log", timeout);
+  const ProcessResult ran = run_browser(arguments, timeout);
   std::error_code ec;
-  return exit.finished && exit.code == 0 && fs::file_size(png_file, ec) > 0;
+  return !ran.timed_out && ran.exit_code == 0 && fs::file_size(png_file, ec) > 0;
 }
 
 std::string element_by_id(const std::string& html, const std::string& id) {

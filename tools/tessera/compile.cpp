@@ -20,7 +20,11 @@ namespace fs = std::filesystem;
 namespace tessera::cli {
 
 std::string resolved_pipeline_yaml(const std::string& pipeline, const std::string& overlay, const std::string& target) {
-  return Session(SessionOptions{.pipeline = pipeline, .overlay = overlay, .target = target}).resolved_yaml();
+  SessionOptions options;
+  options.pipeline = pipeline;
+  options.overlay = overlay;
+  options.target = target;
+  return Session(options).resolved_yaml();
 }
 
 // Every file a compile reads, so that no output lands on one of them.
@@ -39,8 +43,11 @@ CompileResult compile(const CompileRequest& request) {
   const std::optional<PackageKey> key =
       request.sign_key.empty() ? std::nullopt : std::optional<PackageKey>(read_package_key(request.sign_key));
   const unsigned threads = request.threads != 0 ? request.threads : std::max(1u, std::thread::hardware_concurrency());
-  SessionOptions options{.pipeline = request.pipeline, .overlay = request.overlay, .target = request.target,
-                         .quarantine = request.quarantine};
+  SessionOptions options;
+  options.pipeline = request.pipeline;
+  options.overlay = request.overlay;
+  options.target = request.target;
+  options.quarantine = request.quarantine;
   options.passes.dump_after = request.dump_after;
   options.passes.dump_directory = request.dump_directory.empty()
                                       ? (fs::path(request.output).parent_path() / "dumps").string()

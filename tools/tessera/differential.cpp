@@ -62,7 +62,7 @@ DifferentialReport differential_check(const Package& package, const PreparedRun&
     onnx_import::write_tensor_file(file, {name, dims, values->second});
     command.push_back(name + "=" + file);
   }
-  if (ab::find_in_path("node").empty())
+  if (find_in_path("node").empty())
     throw Error("--differential: node is not in PATH; install Node.js and npm (scripts/bootstrap.sh installs Debian's nodejs and npm)");
   const ab::CapturedOutput ran = ab::run_captured(command);
   std::string message = ran.err;

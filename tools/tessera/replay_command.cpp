@@ -25,7 +25,9 @@ namespace {
 int replay_schedule(const fs::path& bundle, const ReproducerManifest& manifest, const PluginQuarantine& quarantine) {
   // The scheduler is created exactly as in the compile (so `isolate: process` still contains a
   // crash), minus any fallback: replay must show the plugin's own failure, not a recovery.
-  SessionOptions options{.pipeline = (bundle / "pipeline.yaml").string(), .quarantine = quarantine};
+  SessionOptions options;
+  options.pipeline = (bundle / "pipeline.yaml").string();
+  options.quarantine = quarantine;
   options.passes.schedule_budget_ms = manifest.schedule_budget_ms;
   options.scheduler_fallback = false;
   Session session(options);
@@ -44,8 +46,10 @@ int replay_schedule(const fs::path& bundle, const ReproducerManifest& manifest, 
 }
 
 int replay_compile(const fs::path& bundle, const ReproducerManifest& manifest, const PluginQuarantine& quarantine) {
-  warn_about_changed_plugins(
-      manifest, Session(SessionOptions{.pipeline = (bundle / "pipeline.yaml").string(), .quarantine = quarantine}).host());
+  SessionOptions options;
+  options.pipeline = (bundle / "pipeline.yaml").string();
+  options.quarantine = quarantine;
+  warn_about_changed_plugins(manifest, Session(options).host());
   // The package is thrown away: replay answers "does it still fail", nothing more.
   std::string scratch_pattern = (fs::temp_directory_path() / "tessera-replay-XXXXXX").string();
   if (!mkdtemp(scratch_pattern.data())) throw Error("cannot create a scratch folder in " + fs::temp_directory_path().string());

@@ -15,12 +15,22 @@ std::string place(const std::string& file, const YAML::Node& node);
 
 [[noreturn]] void fail(const std::string& file, const YAML::Node& node, const std::string& message);
 
-/// Parses a YAML file; syntax errors become Error with file:line:column.
-YAML::Node load_file(const std::string& path);
+/// Type tests that are safe on a missing key of a const node (yaml-cpp throws for those).
+inline bool is_scalar(const YAML::Node& node) { return node.IsDefined() && node.IsScalar(); }
+inline bool is_map(const YAML::Node& node) { return node.IsDefined() && node.IsMap(); }
+inline bool is_sequence(const YAML::Node& node) { return node.IsDefined() && node.IsSequence(); }
 
-/// Fails on a key of `map` not in `allowed`, suggesting the nearest allowed key.
-void check_keys(const std::string& file, const YAML::Node& map,
-                std::initializer_list<const char*> allowed);
+/// Parses a YAML file of bounded size and alias expansion (`what`, e.g. "suite", names it in
+/// errors); a missing file, a syntax error or (unless `empty_allowed`: then a null node) an
+/// empty file is an Error with file:line:column.
+YAML::Node load_file(const std::string& path, const std::string& what = "model, pipeline or target",
+                     bool empty_allowed = false);
+
+/// Fails on a key of `map` not in `allowed` (`what`, when given, names the map: "a suite
+/// entry"), suggesting the nearest allowed key and listing them all.
+void check_keys(const std::string& file, const YAML::Node& map, std::initializer_list<const char*> allowed);
+void check_keys(const std::string& file, const YAML::Node& map, const std::vector<std::string>& allowed,
+                const std::string& what = "");
 void require_map(const std::string& file, const YAML::Node& node, const std::string& what);
 
 /// `text` in single quotes for an error message: control characters escaped and at most

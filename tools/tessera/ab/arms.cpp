@@ -103,7 +103,9 @@ std::vector<PreparedArm> prepare_arms(const std::string& base_pipeline, const st
       const MergedPipeline merged = merge_overlay_into_file(base_pipeline, request.overlay, staged, header);
       arm.info.changes = merged.changes;
       arm.yaml = header + merged.yaml;
-      session = std::make_unique<Session>(SessionOptions{.pipeline = staged});
+      SessionOptions options;
+      options.pipeline = staged;
+      session = std::make_unique<Session>(options);
       // Creating the plugins runs their configure(), which checks option ranges, and a cost
       // model may read a table per target (calibrated): each is loaded now, once, rather than
       // failing every work item of that target and writing a reproducer for each.

@@ -8,25 +8,11 @@
 #include <fmt/format.h>
 
 #include "report.hpp"
+#include "tessera/html.hpp"
 
 namespace tessera::ab {
 
 namespace {
-
-std::string escape(const std::string& text) {
-  std::string out;
-  for (char c : text) {
-    switch (c) {
-      case '&': out += "&amp;"; break;
-      case '<': out += "&lt;"; break;
-      case '>': out += "&gt;"; break;
-      case '"': out += "&quot;"; break;
-      case '\'': out += "&#39;"; break;
-      default: out += c;
-    }
-  }
-  return out;
-}
 
 std::string sort_value(double value) { return std::isfinite(value) ? fmt::format("{:.10g}", value) : ""; }
 
@@ -152,7 +138,7 @@ std::string log_ratio_chart(const Analysis& analysis, const MetricDefinition& me
   std::string svg = fmt::format(
       "<svg class=\"ab-chart\" id=\"ab-chart-{0}\" data-metric=\"{0}\" xmlns=\"http://www.w3.org/2000/svg\" width=\"{1}\" "
       "height=\"{2}\" viewBox=\"0 0 {1} {2}\" role=\"img\" aria-label=\"log ratio per model for {0}\">\n",
-      escape(metric.name), width, height);
+      html_escape(metric.name), width, height);
   if (std::isfinite(floor) && floor > 0)
     svg += fmt::format("<rect class=\"ab-noise-band\" x=\"{:.1f}\" y=\"{}\" width=\"{:.1f}\" height=\"{}\" fill=\"#eef1f4\">"
                        "<title>noise floor: +/-{:.1f}%</title></rect>\n",
@@ -172,11 +158,11 @@ std::string log_ratio_chart(const Analysis& analysis, const MetricDefinition& me
     const double x0 = std::min(x_of(0), x_of(log_ratio)), x1 = std::max(x_of(0), x_of(log_ratio));
     const std::string verdict = verdict_name(c.verdict);
     svg += fmt::format("<text x=\"{}\" y=\"{}\" text-anchor=\"end\">{} &#183; {}</text>\n", label_width - 8,
-                       y + bar_height - 5, escape(c.model), escape(c.arm));
+                       y + bar_height - 5, html_escape(c.model), html_escape(c.arm));
     svg += fmt::format("<rect class=\"ab-bar ab-{}\" data-model=\"{}\" data-arm=\"{}\" x=\"{:.1f}\" y=\"{}\" width=\"{:.1f}\" "
                        "height=\"{}\"><title>{} {}: {} vs {} ({}, {})</title></rect>\n",
-                       verdict, escape(c.model), escape(c.arm), x0, y, std::max(1.0, x1 - x0), bar_height, escape(c.model),
-                       escape(c.arm), format_metric_value(c.metric, c.value), format_metric_value(c.metric, c.baseline),
+                       verdict, html_escape(c.model), html_escape(c.arm), x0, y, std::max(1.0, x1 - x0), bar_height, html_escape(c.model),
+                       html_escape(c.arm), format_metric_value(c.metric, c.value), format_metric_value(c.metric, c.baseline),
                        format_change(c.ratio), verdict);
     svg += fmt::format("<text x=\"{}\" y=\"{}\">{}</text>\n", label_width + plot_width + 6, y + bar_height - 5,
                        format_change(c.ratio));
@@ -202,7 +188,7 @@ std::string phase_chart(const Analysis& analysis, const PhaseTable& table) {
   std::string svg = fmt::format(
       "<svg class=\"ab-phase-chart\" data-model=\"{0}\" xmlns=\"http://www.w3.org/2000/svg\" width=\"{1}\" height=\"{2}\" "
       "viewBox=\"0 0 {1} {2}\" role=\"img\" aria-label=\"horizon over lower bound per exchange phase of {0}\">\n",
-      escape(table.model), width, height);
+      html_escape(table.model), width, height);
   for (double tick : {1.0, 1.0 + (highest - 1.0) / 2, highest})
     svg += fmt::format("<line x1=\"{}\" y1=\"{:.1f}\" x2=\"{}\" y2=\"{:.1f}\" stroke=\"#e3e6ea\"/><text x=\"{}\" y=\"{:.1f}\" "
                        "text-anchor=\"end\">{:.3f}</text>\n",
@@ -217,9 +203,9 @@ std::string phase_chart(const Analysis& analysis, const PhaseTable& table) {
       svg += fmt::format("<rect class=\"ab-phase-bar\" data-arm=\"{}\" data-phase=\"{}\" x=\"{}\" y=\"{:.1f}\" width=\"{}\" "
                          "height=\"{:.1f}\" fill=\"{}\"><title>phase {} arm {}: horizon {} / lower bound {} = {:.4f}"
                          "</title></rect>\n",
-                         escape(table.arms[a]), table.phases[p], x_group + static_cast<int>(a) * bar_width, y, bar_width - 2,
+                         html_escape(table.arms[a]), table.phases[p], x_group + static_cast<int>(a) * bar_width, y, bar_width - 2,
                          std::max(1.0, top + plot_height - y), arm_colour(analysis, table.arms[a]), table.phases[p],
-                         escape(table.arms[a]), cell.horizon, cell.lower_bound, ratio);
+                         html_escape(table.arms[a]), cell.horizon, cell.lower_bound, ratio);
     }
     svg += fmt::format("<text x=\"{}\" y=\"{}\" text-anchor=\"middle\">{}</text>\n",
                        x_group + static_cast<int>(table.arms.size()) * bar_width / 2, top + plot_height + 14,
@@ -229,7 +215,7 @@ std::string phase_chart(const Analysis& analysis, const PhaseTable& table) {
   for (std::size_t a = 0; a < table.arms.size(); ++a)
     svg += fmt::format("<rect x=\"{}\" y=\"{}\" width=\"10\" height=\"10\" fill=\"{}\"/><text x=\"{}\" y=\"{}\">{}</text>\n",
                        plot_right + 16, top + 16 * static_cast<int>(a), arm_colour(analysis, table.arms[a]), plot_right + 31,
-                       top + 9 + 16 * static_cast<int>(a), escape(table.arms[a]));
+                       top + 9 + 16 * static_cast<int>(a), html_escape(table.arms[a]));
   return svg + "</svg>\n";
 }
 
@@ -279,7 +265,7 @@ std::string ratio_interval_chart(const Analysis& analysis, const MetricDefinitio
       "<svg class=\"ab-ratio-chart\" id=\"ab-ratio-chart-{0}\" data-metric=\"{0}\" xmlns=\"http://www.w3.org/2000/svg\" "
       "width=\"{1}\" height=\"{2}\" viewBox=\"0 0 {1} {2}\" role=\"img\" aria-label=\"ratio per model with intervals for "
       "{0}\">\n",
-      escape(metric.name), width, height);
+      html_escape(metric.name), width, height);
   if (noisy && std::isfinite(floor) && floor > 0)
     svg += fmt::format("<rect class=\"ab-noise-band\" x=\"{:.1f}\" y=\"{}\" width=\"{:.1f}\" height=\"{}\" fill=\"#eef1f4\">"
                        "<title>noise floor: +/-{:.1f}%</title></rect>\n",
@@ -307,31 +293,31 @@ std::string ratio_interval_chart(const Analysis& analysis, const MetricDefinitio
   };
   for (const ArmSummary* summary : summaries) {
     const std::string& arm = summary->arm;
-    svg += fmt::format("<text class=\"ab-ratio-arm\" x=\"4\" y=\"{}\">{} / {}</text>\n", y + row - 6, escape(arm),
-                       escape(analysis.manifest.baseline().name));
+    svg += fmt::format("<text class=\"ab-ratio-arm\" x=\"4\" y=\"{}\">{} / {}</text>\n", y + row - 6, html_escape(arm),
+                       html_escape(analysis.manifest.baseline().name));
     y += row;
     for (const Comparison* c : comparisons) {
       if (c->arm != arm) continue;
       const int middle = y + row / 2;
-      const std::string data = fmt::format("data-model=\"{}\" data-arm=\"{}\"", escape(c->model), escape(arm));
+      const std::string data = fmt::format("data-model=\"{}\" data-arm=\"{}\"", html_escape(c->model), html_escape(arm));
       std::string text = noisy ? change_with_interval(c->ratio, c->interval_low, c->interval_high) : format_change(c->ratio);
       if (noisy && std::isfinite(c->ratio) && !std::isfinite(c->interval_low))
         text += fmt::format(" (no {:.0f}% interval from {} and {} samples)", confidence, c->samples.size(),
                             c->baseline_samples.size());
       svg += fmt::format("<text x=\"{}\" y=\"{}\" text-anchor=\"end\">{}</text>\n", label_width - 8, middle + 4,
-                         escape(c->model));
+                         html_escape(c->model));
       if (std::isfinite(c->ratio) && c->ratio > 0) {
         if (std::isfinite(c->interval_low) && std::isfinite(c->interval_high))
           svg += whisker("ab-ratio-whisker", data, c->interval_low, c->interval_high, middle);
         svg += fmt::format("<circle class=\"ab-ratio-mark ab-{}\" {} cx=\"{:.1f}\" cy=\"{}\" r=\"4\"><title>{} {}: {} "
                            "({})</title></circle>\n",
-                           verdict_name(c->verdict), data, x_of(c->ratio), middle, escape(c->model), escape(arm),
-                           escape(text), escape(verdict_text(*c, analysis.alpha)));
+                           verdict_name(c->verdict), data, x_of(c->ratio), middle, html_escape(c->model), html_escape(arm),
+                           html_escape(text), html_escape(verdict_text(*c, analysis.alpha)));
       } else {
         text = "missing";
       }
       svg += fmt::format("<text class=\"ab-ratio-value\" {} x=\"{}\" y=\"{}\">{}</text>\n", data, label_width + plot_width + 6,
-                         middle + 4, escape(text));
+                         middle + 4, html_escape(text));
       y += row;
     }
     const GeomeanInterval& g = summary->interval;
@@ -341,17 +327,17 @@ std::string ratio_interval_chart(const Analysis& analysis, const MetricDefinitio
     svg += fmt::format("<text x=\"{}\" y=\"{}\" text-anchor=\"end\">geomean of {} model{}</text>\n", label_width - 8,
                        middle + 4, g.count, g.count == 1 ? "" : "s");
     if (std::isfinite(g.geomean) && g.geomean > 0) {
-      const std::string data = fmt::format("data-arm=\"{}\"", escape(arm));
+      const std::string data = fmt::format("data-arm=\"{}\"", html_escape(arm));
       if (std::isfinite(g.low) && std::isfinite(g.high)) svg += whisker("ab-geomean-whisker", data, g.low, g.high, middle);
       const double x = x_of(g.geomean);
       svg += fmt::format("<path class=\"ab-geomean-mark\" {} d=\"M{:.1f} {}l6 6l-6 6l-6 -6z\"><title>{}: geomean {}{}"
                          "</title></path>\n",
-                         data, x, middle - 6, escape(arm), escape(text),
+                         data, x, middle - 6, html_escape(arm), html_escape(text),
                          std::isfinite(g.low) ? fmt::format(" ({:.0f}% t interval over the models)", confidence) : "");
     } else {
       text = "missing";
     }
-    svg += fmt::format("<text x=\"{}\" y=\"{}\">{}</text>\n", label_width + plot_width + 6, middle + 4, escape(text));
+    svg += fmt::format("<text x=\"{}\" y=\"{}\">{}</text>\n", label_width + plot_width + 6, middle + 4, html_escape(text));
     y += row;
   }
   return svg + "</svg>\n";
@@ -383,7 +369,7 @@ std::string history_chart(const Analysis& analysis, const MetricDefinition& metr
   std::string svg = fmt::format(
       "<svg class=\"ab-history-chart\" data-metric=\"{0}\" data-model=\"{1}\" xmlns=\"http://www.w3.org/2000/svg\" "
       "width=\"{2}\" height=\"{3}\" viewBox=\"0 0 {2} {3}\" role=\"img\" aria-label=\"{0} of {1} across tessera builds\">\n",
-      escape(metric.name), escape(model), width, height);
+      html_escape(metric.name), html_escape(model), width, height);
   if (builds.empty())
     return svg + fmt::format("<text x=\"{}\" y=\"{}\">no values recorded</text></svg>\n", left, top + plot_height / 2);
   for (double tick : {low + pad, (low + high) / 2, high - pad})
@@ -393,8 +379,8 @@ std::string history_chart(const Analysis& analysis, const MetricDefinition& metr
   for (std::size_t b = 0; b < builds.size(); ++b)
     svg += fmt::format("<text class=\"ab-history-build{}\" data-build=\"{}\" x=\"{:.1f}\" y=\"{}\" text-anchor=\"middle\">"
                        "{}</text>\n",
-                       builds[b] == analysis.manifest.build.build_hash ? " ab-history-current" : "", escape(builds[b]),
-                       x_of(b), top + plot_height + 16, escape(builds[b].substr(0, 8)));
+                       builds[b] == analysis.manifest.build.build_hash ? " ab-history-current" : "", html_escape(builds[b]),
+                       x_of(b), top + plot_height + 16, html_escape(builds[b].substr(0, 8)));
   svg += fmt::format("<text x=\"{}\" y=\"{}\">tessera build, oldest first (bold: this report's)</text>\n", left,
                      top + plot_height + 30);
   std::vector<std::string> arms{analysis.manifest.baseline().name};
@@ -404,7 +390,7 @@ std::string history_chart(const Analysis& analysis, const MetricDefinition& metr
     const char* colour = arm_colour(analysis, arms[a]);
     svg += fmt::format("<rect x=\"{}\" y=\"{}\" width=\"10\" height=\"10\" fill=\"{}\"/><text x=\"{}\" y=\"{}\">{}</text>\n",
                        plot_right + 16, top + 16 * static_cast<int>(a), colour, plot_right + 31,
-                       top + 9 + 16 * static_cast<int>(a), escape(arms[a]));
+                       top + 9 + 16 * static_cast<int>(a), html_escape(arms[a]));
     const auto found = by_arm.find(arms[a]);
     if (found == by_arm.end()) continue;
     std::string line, points;
@@ -418,23 +404,23 @@ std::string history_chart(const Analysis& analysis, const MetricDefinition& metr
           "<circle class=\"ab-history-point{}\" data-arm=\"{}\" data-build=\"{}\" cx=\"{:.1f}\" cy=\"{:.1f}\" r=\"3.5\" "
           "stroke=\"{}\" fill=\"{}\"><title>{} in build {} (tessera {}, recorded {}): {} from {} sample{} on {}; arm "
           "fingerprint {}{}</title></circle>\n",
-          same_version ? "" : " ab-history-other-version", escape(arms[a]), escape(p.build_hash), x_of(b), y_of(p.value),
-          colour, colour, escape(arms[a]), escape(p.build_hash), escape(p.version), escape(p.recorded_at),
-          format_metric_value(metric.name, p.value), p.samples, p.samples == 1 ? "" : "s", escape(p.host),
-          escape(p.arm_fingerprint), same_version ? " (this report's)" : " (another version of the arm than this report's)");
+          same_version ? "" : " ab-history-other-version", html_escape(arms[a]), html_escape(p.build_hash), x_of(b), y_of(p.value),
+          colour, colour, html_escape(arms[a]), html_escape(p.build_hash), html_escape(p.version), html_escape(p.recorded_at),
+          format_metric_value(metric.name, p.value), p.samples, p.samples == 1 ? "" : "s", html_escape(p.host),
+          html_escape(p.arm_fingerprint), same_version ? " (this report's)" : " (another version of the arm than this report's)");
     }
     svg += fmt::format("<polyline class=\"ab-history-line\" data-arm=\"{}\" points=\"{}\" stroke=\"{}\"/>\n{}",
-                       escape(arms[a]), line, colour, points);
+                       html_escape(arms[a]), line, colour, points);
   }
   return svg + "</svg>\n";
 }
 
 std::string verdict_cell(const Comparison& c, double alpha) {
-  return fmt::format("<td class=\"ab-text ab-{}\">{}</td>", verdict_name(c.verdict), escape(verdict_text(c, alpha)));
+  return fmt::format("<td class=\"ab-text ab-{}\">{}</td>", verdict_name(c.verdict), html_escape(verdict_text(c, alpha)));
 }
 
 std::string number_cell(const std::string& text, double sort) {
-  return fmt::format("<td data-sort=\"{}\">{}</td>", sort_value(sort), escape(text));
+  return fmt::format("<td data-sort=\"{}\">{}</td>", sort_value(sort), html_escape(text));
 }
 
 }  // namespace
@@ -443,24 +429,24 @@ std::string html_report(const Analysis& analysis, const DriverStats& driver, con
   const Manifest& m = analysis.manifest;
   const std::string& baseline = m.baseline().name;
   std::string html = "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n";
-  html += fmt::format("<title>tessera ab: suite {}</title>\n<style>{}</style>\n</head>\n<body>\n", escape(m.suite_name), kStyle);
+  html += fmt::format("<title>tessera ab: suite {}</title>\n<style>{}</style>\n</head>\n<body>\n", html_escape(m.suite_name), kStyle);
   html += fmt::format("<header id=\"ab-header\">\n<h1>tessera ab: suite <code>{}</code></h1>\n<p class=\"ab-note\">{} model{}, "
                       "{} arms, --repeat {}, tessera {} (build {}); ratios are arm / {}; intervals are {:.0f}%; noisy "
                       "metrics use Mann-Whitney U with Benjamini-Hochberg q &lt;= {}.</p>\n<ul id=\"ab-arms\">\n",
-                      escape(m.suite_name), m.entries.size(), m.entries.size() == 1 ? "" : "s",
+                      html_escape(m.suite_name), m.entries.size(), m.entries.size() == 1 ? "" : "s",
                       analysis.compared_arms.size() + 1, m.repeat,
-                      escape(m.build.version), escape(m.build.build_hash), escape(baseline), 100 * (1 - analysis.alpha),
+                      html_escape(m.build.version), html_escape(m.build.build_hash), html_escape(baseline), 100 * (1 - analysis.alpha),
                       analysis.alpha);
   for (const ArmInfo& arm : m.arms) {
     if (!arm.twin_of.empty()) continue;
     std::string changes;
     for (const std::string& change : arm.changes) changes += (changes.empty() ? "" : "; ") + change;
-    html += fmt::format("<li data-arm=\"{0}\"><b>{0}</b>{1}: {2}{3}</li>\n", escape(arm.name),
+    html += fmt::format("<li data-arm=\"{0}\"><b>{0}</b>{1}: {2}{3}</li>\n", html_escape(arm.name),
                         arm.name == baseline ? " (baseline)" : "",
-                        arm.overlay.empty() ? "the base pipeline" : "overlay <code>" + escape(arm.overlay) + "</code>",
-                        changes.empty() ? "" : " &#8212; " + escape(changes));
+                        arm.overlay.empty() ? "the base pipeline" : "overlay <code>" + html_escape(arm.overlay) + "</code>",
+                        changes.empty() ? "" : " &#8212; " + html_escape(changes));
   }
-  html += fmt::format("</ul>\n<p id=\"ab-measured\" class=\"ab-note\">{}</p>\n</header>\n", escape(measurement_line(analysis).substr(2)));
+  html += fmt::format("</ul>\n<p id=\"ab-measured\" class=\"ab-note\">{}</p>\n</header>\n", html_escape(measurement_line(analysis).substr(2)));
 
   // Summary: geomean per arm and metric.
   html += "<section id=\"ab-overview\">\n<h2>Summary</h2>\n<div class=\"ab-scroll\"><table id=\"ab-summary\" class=\"ab-table ab-sortable\">\n"
@@ -472,7 +458,7 @@ std::string html_report(const Analysis& analysis, const DriverStats& driver, con
     html += fmt::format("<tr data-arm=\"{}\" data-metric=\"{}\"><td class=\"ab-text\">{}</td><td class=\"ab-text\">{}</td>"
                         "<td class=\"ab-text\">{}</td><td class=\"ab-text\">{}</td>{}{}{}{}<td>{}</td><td>{}</td><td>{}</td>"
                         "<td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>\n",
-                        escape(s.arm), escape(s.metric), escape(s.arm), escape(s.metric),
+                        html_escape(s.arm), html_escape(s.metric), html_escape(s.arm), html_escape(s.metric),
                         determinism_name(metric.determinism) + std::string(metric.judged ? "" : ", info only"),
                         direction_name(metric.direction),
                         number_cell(std::isfinite(s.interval.geomean) ? fmt::format("{:.4f}", s.interval.geomean) : "-",
@@ -492,8 +478,8 @@ std::string html_report(const Analysis& analysis, const DriverStats& driver, con
   for (const MetricDefinition& metric : ab_metrics())
     html += fmt::format("<figure class=\"ab-chart-figure\" data-metric=\"{0}\"><figcaption>{0} <span class=\"ab-note\">({1}, "
                         "{2} is better; {3})</span></figcaption>\n{4}</figure>\n",
-                        escape(metric.name), determinism_name(metric.determinism), direction_name(metric.direction),
-                        escape(metric.description), log_ratio_chart(analysis, metric));
+                        html_escape(metric.name), determinism_name(metric.determinism), direction_name(metric.direction),
+                        html_escape(metric.description), log_ratio_chart(analysis, metric));
   html += "</section>\n";
 
   // Ratio charts: every judged metric's per-model ratios with their intervals, and the geomean.
@@ -503,12 +489,12 @@ std::string html_report(const Analysis& analysis, const DriverStats& driver, con
                       "Mann-Whitney test inverted on the log samples; none when the repeats are too few to reach {0:.0f}%), "
                       "the A-vs-A noise floor shaded. Deterministic metrics: a point, exact. Geomean: Student's t "
                       "interval over the models (how much the ratio varies between them).</p>\n",
-                      100 * (1 - analysis.alpha), escape(baseline));
+                      100 * (1 - analysis.alpha), html_escape(baseline));
   for (const MetricDefinition& metric : ab_metrics())
     if (metric.judged)
       html += fmt::format("<figure class=\"ab-ratio-figure\" data-metric=\"{0}\"><figcaption>{0} <span class=\"ab-note\">"
                           "({1}, {2} is better)</span></figcaption>\n{3}</figure>\n",
-                          escape(metric.name), determinism_name(metric.determinism), direction_name(metric.direction),
+                          html_escape(metric.name), determinism_name(metric.determinism), direction_name(metric.direction),
                           ratio_interval_chart(analysis, metric));
   html += "</section>\n";
 
@@ -516,17 +502,17 @@ std::string html_report(const Analysis& analysis, const DriverStats& driver, con
   html += "<section id=\"ab-per-model\">\n<h2>Per model</h2>\n<label>metric <select id=\"ab-metric-filter\"><option "
           "value=\"\">all</option>";
   for (const MetricDefinition& metric : ab_metrics())
-    html += fmt::format("<option value=\"{0}\">{0}</option>", escape(metric.name));
+    html += fmt::format("<option value=\"{0}\">{0}</option>", html_escape(metric.name));
   html += fmt::format("</select></label>\n<div class=\"ab-scroll\"><table id=\"ab-models\" class=\"ab-table ab-sortable\">\n<thead><tr>"
                       "<th class=\"ab-text\">model</th><th class=\"ab-text\">arm</th><th class=\"ab-text\">metric</th>"
                       "<th>{} value</th><th>arm value</th><th>ratio</th><th>change</th><th>p</th><th>q</th>"
                       "<th class=\"ab-text\">verdict</th><th class=\"ab-text\">package</th></tr></thead>\n<tbody>\n",
-                      escape(baseline));
+                      html_escape(baseline));
   for (const Comparison& c : analysis.comparisons) {
     html += fmt::format("<tr data-model=\"{0}\" data-arm=\"{1}\" data-metric=\"{2}\"><td class=\"ab-text\">{0}</td>"
                         "<td class=\"ab-text\">{1}</td><td class=\"ab-text\">{2}</td>{3}{4}{5}{6}{7}{8}{9}"
                         "<td class=\"ab-text\">{10}</td></tr>\n",
-                        escape(c.model), escape(c.arm), escape(c.metric),
+                        html_escape(c.model), html_escape(c.arm), html_escape(c.metric),
                         number_cell(format_metric_value(c.metric, c.baseline), c.baseline),
                         number_cell(format_metric_value(c.metric, c.value), c.value),
                         number_cell(std::isfinite(c.ratio) ? fmt::format("{:.4f}", c.ratio) : "-", c.ratio),
@@ -543,10 +529,10 @@ std::string html_report(const Analysis& analysis, const DriverStats& driver, con
                       "twin change is reported as noise.</p>\n<table id=\"ab-noise\" class=\"ab-table\">\n<thead><tr>"
                       "<th class=\"ab-text\">metric</th><th>pairs</th><th>outlier pairs</th><th>geomean twin / base</th><th>largest change</th>"
                       "<th>sd of log ratio</th></tr></thead>\n<tbody>\n",
-                      escape(baseline));
+                      html_escape(baseline));
   for (const NoiseFloor& f : analysis.noise_floors)
     html += fmt::format("<tr data-metric=\"{0}\"><td class=\"ab-text\">{0}</td><td>{1}</td><td>{2}</td>{3}{4}{5}</tr>\n",
-                        escape(f.metric), f.pairs, f.outliers,
+                        html_escape(f.metric), f.pairs, f.outliers,
                         number_cell(std::isfinite(f.geomean_ratio) ? fmt::format("{:.4f}", f.geomean_ratio) : "-",
                                     f.geomean_ratio),
                         number_cell(std::isfinite(f.max_abs_log_ratio)
@@ -563,19 +549,19 @@ std::string html_report(const Analysis& analysis, const DriverStats& driver, con
                       "results directory for <code>tessera schedule</code>), for {} and the arms whose exchange phases are "
                       "the same problems, phase by phase (byte-identical phase files). An arm whose plan differs has other "
                       "phases, so its phase N is not {}'s phase N and it is left out.</p>\n",
-                      escape(baseline), escape(baseline));
+                      html_escape(baseline), html_escape(baseline));
   for (const PhaseTable& table : analysis.phase_tables) {
     std::string arms;
     for (const std::string& arm : table.arms) arms += (arms.empty() ? "" : ", ") + arm;
     html += fmt::format("<details class=\"ab-phase-model\" data-model=\"{0}\" open>\n<summary>{0} ({1})</summary>\n",
-                        escape(table.model),
+                        html_escape(table.model),
                         table.arms.empty() ? std::string("no per-phase comparison")
                                            : fmt::format("{} exchange phase{} of {}; compared: {}", table.phases.size(),
-                                                         table.phases.size() == 1 ? "" : "s", escape(baseline), escape(arms)));
+                                                         table.phases.size() == 1 ? "" : "s", html_escape(baseline), html_escape(arms)));
     for (const OmittedArm& omitted : table.omitted)
-      html += fmt::format("<p class=\"ab-plan-differs\" data-arm=\"{}\">{}</p>\n", escape(omitted.arm), escape(omitted.why));
+      html += fmt::format("<p class=\"ab-plan-differs\" data-arm=\"{}\">{}</p>\n", html_escape(omitted.arm), html_escape(omitted.why));
     if (!table.arms.empty() && table.phases.empty())
-      html += fmt::format("<p class=\"ab-note\">The plan of {} has no exchange phase in this model.</p>\n", escape(baseline));
+      html += fmt::format("<p class=\"ab-note\">The plan of {} has no exchange phase in this model.</p>\n", html_escape(baseline));
     if (table.phases.empty()) {
       html += "</details>\n";
       continue;
@@ -583,7 +569,7 @@ std::string html_report(const Analysis& analysis, const DriverStats& driver, con
     html += "<div class=\"ab-scroll\"><table class=\"ab-phase-table ab-table ab-sortable\">\n<thead><tr><th>phase</th>"
             "<th>transfers</th><th>words</th><th>lower bound</th><th>endpoint bound</th>";
     for (const std::string& arm : table.arms)
-      html += fmt::format("<th data-arm=\"{0}\">{0} horizon</th><th>{0} / bound</th>", escape(arm));
+      html += fmt::format("<th data-arm=\"{0}\">{0} horizon</th><th>{0} / bound</th>", html_escape(arm));
     html += "</tr></thead>\n<tbody>\n";
     for (std::size_t p = 0; p < table.phases.size(); ++p) {
       const PhaseRecord& r = table.cells[p].front();  // the same problem in every column
@@ -607,27 +593,27 @@ std::string html_report(const Analysis& analysis, const DriverStats& driver, con
                       "the package's figure; noisy ones: the median over the repeats, on the machines each point's "
                       "title names), oldest build first. A hollow point is another version of the arm (another "
                       "fingerprint: its plugins, options or files differed) than this report's.</p>\n",
-                      escape(baseline));
+                      html_escape(baseline));
   for (const MetricDefinition& metric : ab_metrics()) {
     if (!metric.judged) continue;
     html += fmt::format("<figure class=\"ab-history-figure\" data-metric=\"{0}\"><figcaption>{0} <span "
                         "class=\"ab-note\">({1}, {2} is better)</span></figcaption>\n",
-                        escape(metric.name), determinism_name(metric.determinism), direction_name(metric.direction));
+                        html_escape(metric.name), determinism_name(metric.determinism), direction_name(metric.direction));
     for (const SuiteEntry& entry : m.entries)
-      html += fmt::format("<div class=\"ab-history-model\"><div class=\"ab-note\">{}</div>\n{}</div>\n", escape(entry.id),
+      html += fmt::format("<div class=\"ab-history-model\"><div class=\"ab-note\">{}</div>\n{}</div>\n", html_escape(entry.id),
                           history_chart(analysis, metric, entry.id, history));
     html += "</figure>\n";
   }
   html += "</section>\n";
 
   html += "<section id=\"ab-warnings-section\">\n<h2>Warnings</h2>\n<ul id=\"ab-warnings\">\n";
-  for (const std::string& warning : analysis.warnings) html += "<li>" + escape(warning) + "</li>\n";
+  for (const std::string& warning : analysis.warnings) html += "<li>" + html_escape(warning) + "</li>\n";
   if (analysis.warnings.empty()) html += "<li class=\"ab-none\">none</li>\n";
   html += "</ul>\n</section>\n";
   html += fmt::format("<footer id=\"ab-footer\" class=\"ab-note\"><p>{} of {} work items present, {} failed. Made by "
                       "<code>tessera {}</code> from {}.</p></footer>\n",
-                      analysis.items_present, analysis.items.size(), analysis.items_failed, escape(driver.command),
-                      escape(driver.results));
+                      analysis.items_present, analysis.items.size(), analysis.items_failed, html_escape(driver.command),
+                      html_escape(driver.results));
 
   // The JSON report, for scripts that read the page; "</" is escaped so it cannot end the script.
   std::string data = json_report(analysis, driver);

@@ -4,6 +4,7 @@
 #include <vector>
 
 #include "results.hpp"
+#include "tessera/process.hpp"
 
 namespace tessera::ab {
 
@@ -22,9 +23,6 @@ struct CapturedOutput {
 /// Runs `command` (argv[0] looked up in PATH) with its output in temporary files, read back.
 /// Throws Error naming the program when it is not in PATH or cannot be started.
 CapturedOutput run_captured(std::vector<std::string> command);
-
-/// The full path of `program` in PATH, or "" when it is not there.
-std::string find_in_path(const std::string& program);
 
 /// What a failed tessera process said: from its last "error:" line to the end (at most a
 /// few lines), or the last `lines` lines when it printed no error line; "" when unreadable.

@@ -11,28 +11,26 @@
 #include "fingerprint.hpp"
 #include "tessera/diagnostic.hpp"
 #include "tessera/graph.hpp"
+#include "tessera/strict_yaml.hpp"
 #include "tessera/target.hpp"
-#include "tessera/yaml_places.hpp"
 
 namespace fs = std::filesystem;
 
 namespace tessera::ab {
-
-using namespace tessera::overlay;
 
 namespace {
 
 std::string entry_path(const std::string& file, const YAML::Node& entry, const char* key) {
   const YAML::Node value = entry[key];
   if (!value.IsDefined())
-    throw Error(yaml_place(file, entry) + ": a suite entry needs '" + key + "' (a path relative to the suite file)");
-  if (!value.IsScalar()) throw Error(yaml_place(file, value) + ": '" + key + "' must be a file path");
+    throw Error(yaml::place(file, entry) + ": a suite entry needs '" + key + "' (a path relative to the suite file)");
+  if (!value.IsScalar()) throw Error(yaml::place(file, value) + ": '" + key + "' must be a file path");
   fs::path path(value.Scalar());
   if (path.is_relative()) path = fs::absolute(file).parent_path() / path;
   path = path.lexically_normal();
   std::error_code ec;
   if (!fs::is_regular_file(path, ec))
-    throw Error(yaml_place(file, value) + ": " + key + " file not found: " + path.string() +
+    throw Error(yaml::place(file, value) + ": " + key + " file not found: " + path.string() +
                 " (paths are relative to the suite file)");
   return path.string();
 }
@@ -54,48 +52,48 @@ std::string suite_fingerprint(const std::string& name, const std::vector<SuiteEn
 }
 
 Suite load_suite(const std::string& path) {
-  const YAML::Node root = load_yaml_file(path, "suite");
+  const YAML::Node root = yaml::load_file(path, "suite");
   Suite suite;
   suite.file = fs::absolute(path).lexically_normal().string();
   suite.name = fs::path(path).stem().string();
   YAML::Node models = root;
   if (root.IsMap()) {
-    check_yaml_keys(path, root, {"suite", "models", "slurm"}, "a suite");
+    yaml::check_keys(path, root, {"suite", "models", "slurm"}, "a suite");
     if (root["suite"].IsDefined()) {
-      if (!root["suite"].IsScalar()) throw Error(yaml_place(path, root["suite"]) + ": 'suite' must be a name");
+      if (!root["suite"].IsScalar()) throw Error(yaml::place(path, root["suite"]) + ": 'suite' must be a name");
       suite.name = root["suite"].Scalar();
     }
     if (const YAML::Node slurm = root["slurm"]; slurm.IsDefined()) {
       if (!slurm.IsMap())
-        throw Error(yaml_place(path, slurm) + ": 'slurm' must be a mapping, e.g. `slurm: {partition: compute, time: 1:00:00}`");
-      check_yaml_keys(path, slurm, {"partition", "time", "mem", "account"}, "the suite's sbatch options");
+        throw Error(yaml::place(path, slurm) + ": 'slurm' must be a mapping, e.g. `slurm: {partition: compute, time: 1:00:00}`");
+      yaml::check_keys(path, slurm, {"partition", "time", "mem", "account"}, "the suite's sbatch options");
       for (auto [key, field] : {std::pair{"partition", &suite.slurm.partition}, std::pair{"time", &suite.slurm.time},
                                 std::pair{"mem", &suite.slurm.mem}, std::pair{"account", &suite.slurm.account}}) {
         if (!slurm[key].IsDefined()) continue;
-        if (!slurm[key].IsScalar()) throw Error(yaml_place(path, slurm[key]) + ": '" + key + "' must be a single value");
+        if (!slurm[key].IsScalar()) throw Error(yaml::place(path, slurm[key]) + ": '" + key + "' must be a single value");
         *field = slurm[key].Scalar();
       }
     }
     models = root["models"];
   }
-  if (!is_sequence(models) || models.size() == 0)
-    throw Error(yaml_place(path, models.IsDefined() ? models : root) +
+  if (!yaml::is_sequence(models) || models.size() == 0)
+    throw Error(yaml::place(path, models.IsDefined() ? models : root) +
                 ": a suite lists its models: `models: [{model: ../models/M.yaml, target: ../targets/T.yaml}]`");
 
   std::set<std::string> ids;
   for (const auto& node : models) {
-    if (!node.IsMap()) throw Error(yaml_place(path, node) + ": a suite entry must be {model: PATH, target: PATH}");
-    check_yaml_keys(path, node, {"model", "target", "name"}, "a suite entry");
+    if (!node.IsMap()) throw Error(yaml::place(path, node) + ": a suite entry must be {model: PATH, target: PATH}");
+    yaml::check_keys(path, node, {"model", "target", "name"}, "a suite entry");
     SuiteEntry entry;
     entry.model = entry_path(path, node, "model");
     entry.target = entry_path(path, node, "target");
-    entry.id = is_scalar(node["name"]) ? node["name"].Scalar()
+    entry.id = yaml::is_scalar(node["name"]) ? node["name"].Scalar()
                                        : fs::path(entry.model).stem().string() + "@" + fs::path(entry.target).stem().string();
     if (!valid_id(entry.id))
-      throw Error(yaml_place(path, node) + ": suite entry name '" + entry.id +
+      throw Error(yaml::place(path, node) + ": suite entry name '" + entry.id +
                   "' must use letters, digits, '-', '_', '.', '@' and not start with '.'; set `name:`");
     if (!ids.insert(entry.id).second)
-      throw Error(yaml_place(path, node) + ": a second suite entry called '" + entry.id +
+      throw Error(yaml::place(path, node) + ": a second suite entry called '" + entry.id +
                   "'; give one of them another `name:`");
     load_model(entry.model);  // a broken model or target is reported now, not after an hour
     load_target(entry.target);

@@ -11,15 +11,10 @@
 #include <yaml-cpp/yaml.h>
 
 #include "tessera/diagnostic.hpp"
-#include "tessera/yaml_places.hpp"
+#include "tessera/strict_yaml.hpp"
 
 namespace tessera::ab {
 
-using overlay::check_yaml_keys;
-using overlay::is_map;
-using overlay::is_scalar;
-using overlay::is_sequence;
-using overlay::yaml_place;
 
 namespace {
 
@@ -32,7 +27,7 @@ bool is_plugin_name(const std::string& text) {
 }
 
 std::string scalar_of(const std::string& file, const YAML::Node& node, const std::string& what) {
-  if (!is_scalar(node)) throw Error(yaml_place(file, node) + ": " + what + " must be a single value");
+  if (!yaml::is_scalar(node)) throw Error(yaml::place(file, node) + ": " + what + " must be a single value");
   return node.Scalar();
 }
 
@@ -58,24 +53,24 @@ std::optional<double> as_number(const std::string& text) {
 
 Dimension read_dimension(const std::string& file, const YAML::Node& node) {
   Dimension d;
-  d.place = yaml_place(file, node);
-  if (!is_map(node))
+  d.place = yaml::place(file, node);
+  if (!yaml::is_map(node))
     throw Error(d.place + ": a space entry is a map: {slot: exchange_scheduler, plugins: [greedy, optimal]} or "
                 "{pass: select-finalist, option: finalists, choices: [1, 2, 4]}");
-  check_yaml_keys(file, node, {"slot", "pass", "plugin", "plugins", "option", "choices", "range", "scale"}, "a space entry");
+  yaml::check_keys(file, node, {"slot", "pass", "plugin", "plugins", "option", "choices", "range", "scale"}, "a space entry");
   if (node["slot"].IsDefined() == node["pass"].IsDefined())
     throw Error(d.place + ": give exactly one of slot (cost_model or exchange_scheduler) and pass (a pass plugin of the "
                 "base pipeline)");
   if (node["slot"].IsDefined()) {
     d.slot = scalar_of(file, node["slot"], "slot");
     if (d.slot != "cost_model" && d.slot != "exchange_scheduler")
-      throw Error(yaml_place(file, node["slot"]) + ": slot " + d.slot + ": the slots are cost_model and exchange_scheduler");
+      throw Error(yaml::place(file, node["slot"]) + ": slot " + d.slot + ": the slots are cost_model and exchange_scheduler");
   } else {
     d.pass = scalar_of(file, node["pass"], "pass");
-    if (!is_plugin_name(d.pass)) throw Error(yaml_place(file, node["pass"]) + ": pass '" + d.pass + "' is not a plugin name");
+    if (!is_plugin_name(d.pass)) throw Error(yaml::place(file, node["pass"]) + ": pass '" + d.pass + "' is not a plugin name");
   }
   if (node["plugin"].IsDefined()) {
-    if (d.slot.empty()) throw Error(yaml_place(file, node["plugin"]) + ": plugin: belongs to slot options (a pass names its plugin with pass:)");
+    if (d.slot.empty()) throw Error(yaml::place(file, node["plugin"]) + ": plugin: belongs to slot options (a pass names its plugin with pass:)");
     d.plugin = scalar_of(file, node["plugin"], "plugin");
   }
   const bool chooses_plugin = node["plugins"].IsDefined();
@@ -83,13 +78,13 @@ Dimension read_dimension(const std::string& file, const YAML::Node& node) {
     throw Error(d.place + ": give exactly one of plugins: [..] (which plugin fills the slot) and option: NAME");
 
   auto read_choices = [&](const YAML::Node& list, const char* key) {
-    if (!is_sequence(list) || list.size() == 0)
-      throw Error(yaml_place(file, list) + ": " + key + " is a non-empty list, e.g. [1, 2, 4]");
-    if (list.size() > kMaxChoices) throw Error(yaml_place(file, list) + fmt::format(": more than {} choices", kMaxChoices));
+    if (!yaml::is_sequence(list) || list.size() == 0)
+      throw Error(yaml::place(file, list) + ": " + key + " is a non-empty list, e.g. [1, 2, 4]");
+    if (list.size() > kMaxChoices) throw Error(yaml::place(file, list) + fmt::format(": more than {} choices", kMaxChoices));
     std::set<std::string> seen;
     for (const YAML::Node& item : list) {
       const std::string value = scalar_of(file, item, std::string("each of ") + key);
-      if (!seen.insert(value).second) throw Error(yaml_place(file, item) + ": " + value + " is listed twice");
+      if (!seen.insert(value).second) throw Error(yaml::place(file, item) + ": " + value + " is listed twice");
       d.choices.push_back(value);
     }
   };
@@ -103,31 +98,31 @@ Dimension read_dimension(const std::string& file, const YAML::Node& node) {
     return d;
   }
   d.option = scalar_of(file, node["option"], "option");
-  if (!is_plugin_name(d.option)) throw Error(yaml_place(file, node["option"]) + ": '" + d.option + "' is not an option name");
+  if (!is_plugin_name(d.option)) throw Error(yaml::place(file, node["option"]) + ": '" + d.option + "' is not an option name");
   d.name = (d.slot.empty() ? d.pass : d.plugin.empty() ? d.slot : d.slot + "[" + d.plugin + "]") + "." + d.option;
   if (node["choices"].IsDefined() == node["range"].IsDefined())
     throw Error(d.place + ": give exactly one of choices: [..] and range: [LOW, HIGH] for option " + d.option);
   if (node["choices"].IsDefined()) {
-    if (node["scale"].IsDefined()) throw Error(yaml_place(file, node["scale"]) + ": scale: applies to a range only");
+    if (node["scale"].IsDefined()) throw Error(yaml::place(file, node["scale"]) + ": scale: applies to a range only");
     read_choices(node["choices"], "choices");
     return d;
   }
   const YAML::Node range = node["range"];
-  if (!is_sequence(range) || range.size() != 2)
-    throw Error(yaml_place(file, range) + ": range is [LOW, HIGH], e.g. [1, 8] or [0.3, 0.9]");
+  if (!yaml::is_sequence(range) || range.size() != 2)
+    throw Error(yaml::place(file, range) + ": range is [LOW, HIGH], e.g. [1, 8] or [0.3, 0.9]");
   const std::string low = scalar_of(file, range[0], "range's low end"), high = scalar_of(file, range[1], "range's high end");
   d.is_range = true;
   d.integer = as_integer(low) && as_integer(high);
   const std::optional<double> lo = as_number(low), hi = as_number(high);
-  if (!lo || !hi) throw Error(yaml_place(file, range) + ": range ends must be numbers: [" + low + ", " + high + "]");
+  if (!lo || !hi) throw Error(yaml::place(file, range) + ": range ends must be numbers: [" + low + ", " + high + "]");
   d.low = *lo;
   d.high = *hi;
-  if (d.low > d.high) throw Error(yaml_place(file, range) + ": range [" + low + ", " + high + "] is empty: write [LOW, HIGH]");
+  if (d.low > d.high) throw Error(yaml::place(file, range) + ": range [" + low + ", " + high + "] is empty: write [LOW, HIGH]");
   if (node["scale"].IsDefined()) {
     const std::string scale = scalar_of(file, node["scale"], "scale");
-    if (scale != "log" && scale != "linear") throw Error(yaml_place(file, node["scale"]) + ": scale is linear or log");
+    if (scale != "log" && scale != "linear") throw Error(yaml::place(file, node["scale"]) + ": scale is linear or log");
     d.log_scale = scale == "log";
-    if (d.log_scale && d.low <= 0) throw Error(yaml_place(file, range) + ": a log-scale range must be above 0");
+    if (d.log_scale && d.low <= 0) throw Error(yaml::place(file, range) + ": a log-scale range must be above 0");
   }
   return d;
 }
@@ -157,12 +152,12 @@ std::string draw_value(const Dimension& d, std::mt19937_64& random) {
 Space load_space(const std::string& path) {
   Space space;
   space.file = path;
-  const YAML::Node root = overlay::load_yaml_file(path, "tuning space");
-  if (!is_map(root)) throw Error(path + ": a tuning space file is a map with `space:`, a list of options to search");
-  check_yaml_keys(path, root, {"space"}, "a tuning space file");
+  const YAML::Node root = yaml::load_file(path, "tuning space");
+  if (!yaml::is_map(root)) throw Error(path + ": a tuning space file is a map with `space:`, a list of options to search");
+  yaml::check_keys(path, root, {"space"}, "a tuning space file");
   const YAML::Node list = root["space"];
-  if (!is_sequence(list) || list.size() == 0)
-    throw Error(yaml_place(path, list.IsDefined() ? list : root) + ": space: is a non-empty list of options to search");
+  if (!yaml::is_sequence(list) || list.size() == 0)
+    throw Error(yaml::place(path, list.IsDefined() ? list : root) + ": space: is a non-empty list of options to search");
   std::set<std::string> names;
   for (const YAML::Node& node : list) {
     Dimension d = read_dimension(path, node);

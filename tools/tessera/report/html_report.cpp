@@ -9,26 +9,11 @@
 
 #include "report_page_assets.hpp"
 #include "tessera/codelets.hpp"
+#include "tessera/html.hpp"
 
 namespace tessera::report {
 
 namespace {
-
-std::string escape(const std::string& text) {
-  std::string out;
-  out.reserve(text.size());
-  for (char c : text) {
-    switch (c) {
-      case '&': out += "&amp;"; break;
-      case '<': out += "&lt;"; break;
-      case '>': out += "&gt;"; break;
-      case '"': out += "&quot;"; break;
-      case '\'': out += "&#39;"; break;
-      default: out += c;
-    }
-  }
-  return out;
-}
 
 /// 638976 -> "638,976".
 std::string grouped(std::uint64_t value) {
@@ -61,11 +46,11 @@ public:
 
   std::string html() const {
     std::string out = fmt::format("<table id=\"{}\"{}>\n<thead><tr>", id_, sortable_ ? " class=\"sortable\"" : "");
-    for (std::size_t c = 0; c < headers_.size(); ++c) out += fmt::format("<th{}>{}</th>", cell_class(c), escape(headers_[c]));
+    for (std::size_t c = 0; c < headers_.size(); ++c) out += fmt::format("<th{}>{}</th>", cell_class(c), html_escape(headers_[c]));
     out += "</tr></thead>\n<tbody>\n";
     for (const auto& [cells, selected] : rows_) {
       out += selected ? "<tr class=\"selected\">" : "<tr>";
-      for (std::size_t c = 0; c < cells.size(); ++c) out += fmt::format("<td{}>{}</td>", cell_class(c), escape(cells[c]));
+      for (std::size_t c = 0; c < cells.size(); ++c) out += fmt::format("<td{}>{}</td>", cell_class(c), html_escape(cells[c]));
       out += "</tr>\n";
     }
     return out + "</tbody>\n</table>\n";
@@ -232,12 +217,12 @@ std::string render_html_report(const ProgramFigures& f) {
   std::string cycles_options = "<option value=\"all\">all supersteps, stacked</option>";
   for (const PhaseFigures& phase : f.phases)
     cycles_options += fmt::format("<option value=\"{}\">superstep {}: {}</option>", phase.index, phase.index,
-                                  escape(phase.label));
+                                  html_escape(phase.label));
 
   std::string phase_heading, phase_note;
   if (f.selected_phase) {
     const PhaseFigures& phase = f.phases[*f.selected_phase];
-    phase_heading = fmt::format("Exchange phase {} ({}): the {} busiest tiles", phase.index, escape(phase.label),
+    phase_heading = fmt::format("Exchange phase {} ({}): the {} busiest tiles", phase.index, html_escape(phase.label),
                                 f.timeline.size());
     phase_note = fmt::format(
         "Horizon {} cycles against a lower bound of {} ({:.3f}x; endpoint bound {}), {} words sent in {} "
@@ -253,11 +238,11 @@ std::string render_html_report(const ProgramFigures& f) {
 
   std::string page;
   page += "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n";
-  page += fmt::format("<title>Tessera report: {} on {}</title>\n", escape(p.graph.name), escape(p.target.name));
+  page += fmt::format("<title>Tessera report: {} on {}</title>\n", html_escape(p.graph.name), html_escape(p.target.name));
   page += fmt::format("<style>{}</style>\n<script>{}</script>\n</head>\n", kReportStyle, kErrorCatcherScript);
   page += "<body data-render=\"pending\">\n";
   page += fmt::format("<h1>{} on {}</h1>\n<p class=\"note\">Package {}; compute cycles from {}.</p>\n",
-                      escape(p.graph.name), escape(p.target.name), escape(f.package_path), escape(f.cycles.source));
+                      html_escape(p.graph.name), html_escape(p.target.name), html_escape(f.package_path), html_escape(f.cycles.source));
   page += "<ul id=\"render-errors\"></ul>\n";
   page += "<h2>Summary</h2>\n" + package_summary(f);
 
@@ -277,7 +262,7 @@ std::string render_html_report(const ProgramFigures& f) {
   page += fmt::format("<p class=\"note\">Codelet cycles of each tile per superstep ({}). Every superstep ends at a barrier, "
                       "so the device waits for its slowest tile (dashed line); the gap above a bar is that tile's idle "
                       "time.</p>\n",
-                      escape(f.cycles.source));
+                      html_escape(f.cycles.source));
   page += fmt::format("<label>Show <select id=\"cycles-superstep\">{}</select></label>\n", cycles_options);
   page += "<div class=\"legend\" id=\"cycles-legend\"></div>\n";
   page += "<svg id=\"cycles-chart\" class=\"chart\" role=\"img\" aria-label=\"compute cycles per tile\"></svg>\n";
