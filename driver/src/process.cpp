@@ -107,8 +107,8 @@ ProcessResult run_process(const std::vector<std::string>& argv_in, const Process
     if (::dup2(streams[0].child_fd, STDOUT_FILENO) < 0 || ::dup2(streams[1].child_fd, STDERR_FILENO) < 0) ::_exit(127);
     if (file_limit) ::setrlimit(RLIMIT_FSIZE, &*file_limit);
     ::execve(argv[0], argv.data(), envp.data());
-    static const char message[] = "exec failed\n";
-    [[maybe_unused]] const auto written = ::write(STDERR_FILENO, message, sizeof message - 1);
+    for (const char* part : {"cannot execute ", static_cast<const char*>(argv[0]), "\n"})
+      [[maybe_unused]] const auto written = ::write(STDERR_FILENO, part, std::strlen(part));
     ::_exit(127);
   }
   if (options.own_process_group) ::setpgid(pid, pid);  // also here, so the group exists before any kill
