@@ -116,6 +116,27 @@ static std::string shape_text(const std::vector<std::int64_t>& shape) {
   return text + "]";
 }
 
+std::string check_graph(const Graph& graph) {
+  for (const Tensor& t : graph.tensors) {
+    if (t.shape.empty() || t.shape.size() > 2) return "tensor '" + t.name + "': rank must be 1 or 2";
+    for (std::int64_t d : t.shape)
+      if (d <= 0) return "tensor '" + t.name + "': sizes must be positive";
+  }
+  for (std::size_t i = 0; i < graph.ops.size(); ++i) {
+    const Op& op = graph.ops[i];
+    for (std::uint32_t input : op.inputs)
+      if (input >= graph.tensors.size()) return fmt::format("op {}: input {} is not a tensor", i, input);
+    if (op.output >= graph.tensors.size()) return fmt::format("op {}: output {} is not a tensor", i, op.output);
+    std::vector<std::int64_t> shape;
+    if (std::string problem = infer_shape(graph, op, shape); !problem.empty()) return fmt::format("op {}: {}", i, problem);
+    if (shape != graph.tensors[op.output].shape)
+      return fmt::format("op {}: output '{}' does not have the shape its inputs give", i, graph.tensors[op.output].name);
+  }
+  for (std::uint32_t output : graph.outputs)
+    if (output >= graph.tensors.size()) return fmt::format("graph output {} is not a tensor", output);
+  return "";
+}
+
 std::string infer_shape(const Graph& graph, const Op& op, std::vector<std::int64_t>& shape) {
   auto input = [&](std::size_t i) -> const Tensor& { return graph.tensors.at(op.inputs.at(i)); };
   auto expect_inputs = [&](std::size_t low, std::size_t high) -> std::string {

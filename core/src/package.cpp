@@ -186,13 +186,7 @@ Target read_target(Reader& r) {
   t.multicast = r.u8() != 0; t.sync_cycles = r.u32(); t.exchange_phase_overhead = r.u32(); t.host_bytes_per_cycle = r.f64();
   t.amp_fp32_input_channels = r.u32(); t.amp_fp32_output_channels = r.u32(); t.amp_fp16_input_channels = r.u32();
   t.amp_fp16_output_channels = r.u32(); t.load_bytes_per_cycle = r.u32(); t.host_call_latency_cycles = r.u32();
-  if (t.tiles == 0 || t.tiles_per_column == 0 || t.memory_bytes == 0 || t.memory_bytes > (1ull << 32) ||
-      t.interleaved_start > t.memory_bytes || t.worker_threads == 0 || t.fp32_macs_per_cycle == 0 ||
-      t.fp16_macs_per_cycle == 0 || t.amp_fp32_input_channels == 0 || t.amp_fp32_output_channels == 0 ||
-      t.amp_fp16_input_channels == 0 || t.amp_fp16_output_channels == 0 || t.load_bytes_per_cycle == 0 ||
-      t.amp_fp32_input_channels > 4096 || t.amp_fp32_output_channels > 4096 || t.amp_fp16_input_channels > 4096 ||
-      t.amp_fp16_output_channels > 4096 || t.load_bytes_per_cycle > 4096)
-    r.fail("target description is inconsistent");
+  if (const std::string problem = check_target(t); !problem.empty()) r.fail("target description is inconsistent: " + problem);
   return t;
 }
 
@@ -273,14 +267,9 @@ void decode_graph(Reader& r, Graph& g, const Target& target) {
   for (auto& op : g.ops) {
     op.kind = r.enumeration<OpKind>(kOpKindCount); op.inputs = r.u32s(); op.output = r.u32(); op.relu = r.u8() != 0;
     op.transpose_b = r.u8() != 0; op.scale = r.f64(); op.epsilon = r.f64(); op.exponent = r.f64();
-    for (auto i : op.inputs) if (i >= g.tensors.size()) r.fail("op input out of range");
-    if (op.output >= g.tensors.size()) r.fail("op output out of range");
-    std::vector<std::int64_t> shape;
-    if (std::string problem = infer_shape(g, op, shape); !problem.empty() || shape != g.tensors[op.output].shape)
-      r.fail("graph op shapes are inconsistent: " + problem);
   }
   g.outputs = r.u32s();
-  for (auto o : g.outputs) if (o >= g.tensors.size()) r.fail("graph output out of range");
+  if (const std::string problem = check_graph(g); !problem.empty()) r.fail("the graph is inconsistent: " + problem);
   if (!r.at_end()) {
     g.source_sha256 = r.str();
     if (g.source_sha256.size() != 64 || g.source_sha256.find_first_not_of("0123456789abcdef") != std::string::npos)

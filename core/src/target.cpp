@@ -31,6 +31,28 @@ std::uint64_t Target::hash() const {
   return XXH64(canonical.data(), canonical.size(), 0);
 }
 
+std::string check_target(const Target& t) {
+  if (t.tiles == 0 || t.tiles > 65536) return "tiles must be in 1..65536";
+  if (t.tiles_per_column == 0) return "tiles_per_column must be positive";
+  if (t.memory_bytes == 0 || t.memory_bytes > (1ull << 32)) return "bytes_per_tile must be in 1..4 GiB";
+  if (t.interleaved_start > t.memory_bytes) return "interleaved_start is past the end of tile memory";
+  if (t.alignment == 0 || (t.alignment & (t.alignment - 1)) != 0 || t.alignment % 4 != 0)
+    return "alignment must be a power of two and a multiple of 4";
+  if (t.worker_threads == 0 || t.fp32_macs_per_cycle == 0 || t.fp16_macs_per_cycle == 0 || !(t.clock_hz > 0))
+    return "compute figures must be positive";
+  for (std::uint32_t value : {t.amp_fp32_input_channels, t.amp_fp32_output_channels, t.amp_fp16_input_channels,
+                              t.amp_fp16_output_channels, t.load_bytes_per_cycle})
+    if (value == 0 || value > 4096) return "AMP channels and load bytes per cycle must be in 1..4096";
+  if ((t.amp_fp32_input_channels * t.amp_fp32_output_channels) % t.fp32_macs_per_cycle != 0 ||
+      (t.amp_fp16_input_channels * t.amp_fp16_output_channels) % t.fp16_macs_per_cycle != 0)
+    return "amp input_channels x output_channels must be a multiple of the MACs per cycle of the same type";
+  if (t.exchange_word_bytes != 4) return "word_bytes must be 4 (32-bit words)";
+  if (!(t.exchange_latency_per_column >= 0)) return "latency_per_column must not be negative";
+  if (!(t.host_bytes_per_cycle > 0)) return "host bytes_per_cycle must be positive";
+  if (t.host_call_latency_cycles > 100'000'000) return "call_latency_cycles must be at most 100000000";
+  return "";
+}
+
 Target load_target(const std::string& path) {
   using namespace yaml;
   YAML::Node root = load_file(path);

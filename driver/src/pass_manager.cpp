@@ -1,15 +1,20 @@
 // The pass manager: creates a pipeline's plugins and runs its passes in order.
 #include "tessera/pass_manager.hpp"
 
+#include <algorithm>
 #include <chrono>
+#include <cstdio>
 #include <iterator>
 #include <sstream>
+
+#include <fmt/ranges.h>
 
 #include "tessera/diagnostic.hpp"
 #include "tessera/isolation.hpp"
 #include "tessera/log.hpp"
 #include "tessera/output_file.hpp"
 #include "tessera/plugin_host.hpp"
+#include "tessera/yaml_text.hpp"
 
 namespace tessera {
 
@@ -100,6 +105,18 @@ PassManager::PassManager(const PipelineSpec& spec, const PluginHost& host, PassM
     impl_->pass_infos.push_back(&info(use));
     impl_->passes.push_back(host.create_pass(info(use), use.options));
   }
+  // A misspelt --dump-after would otherwise dump nothing, silently.
+  for (const std::string& requested : impl_->options.dump_after) {
+    std::vector<std::string> names{"all"};
+    for (const auto& use : spec.passes) names.push_back(use.plugin);
+    const bool known = std::any_of(names.begin(), names.end(), [&](const std::string& name) {
+      return requested == name || requested == phase_name(name);
+    });
+    if (known) continue;
+    std::string message = "--dump-after " + echoed_token(requested) + ": the pipeline has no such pass";
+    if (const std::string near = nearest_name(requested, names); !near.empty()) message += "; did you mean '" + near + "'?";
+    throw Error(message + " (passes: " + fmt::format("{}", fmt::join(names.begin() + 1, names.end(), ", ")) + ", or all)");
+  }
 }
 
 PassManager::~PassManager() = default;
@@ -108,6 +125,21 @@ const PluginFault* PassManager::fault() const { return impl_->fault.get(); }
 
 CostModel& PassManager::cost_model() { return *impl_->cost_model; }
 ExchangeScheduler& PassManager::scheduler() { return *impl_->scheduler; }
+
+// `--print-changed`: the text dump after a pass that changed the state, a line after one that did not.
+static void print_change(const std::string& pass, const std::vector<std::pair<std::string, std::string>>& before,
+                         const CompilationState& state, const DumpFilter& filter) {
+  const auto after = state_sections(state);
+  std::vector<std::string> changed;
+  for (std::size_t i = 0; i < after.size(); ++i)
+    if (i >= before.size() || before[i] != after[i]) changed.push_back(after[i].first);
+  if (changed.empty()) {
+    fmt::print("// ----- pass '{}' left the state unchanged\n", pass);
+  } else {
+    fmt::print("// ----- state after pass '{}' (changed: {})\n{}", pass, fmt::join(changed, ", "), dump_state(state, filter));
+  }
+  std::fflush(stdout);
+}
 
 static bool wants_dump(const std::vector<std::string>& requested, const std::string& plugin) {
   for (const auto& name : requested)
@@ -127,6 +159,11 @@ Status PassManager::run(CompilationState& state) {
                                     state.target.tiles, state.model.ops.size(), phase),
                         impl_->options.schedule_budget_ms, impl_->options.threads, nullptr,
                         impl_->new_cost_model, &state.record, info.name};
+    // Copies made only on request: a state at t1472 is tens of megabytes.
+    std::shared_ptr<CompilationState> input;
+    if (impl_->options.keep_state_before_pass) input = std::make_shared<CompilationState>(state);
+    std::vector<std::pair<std::string, std::string>> sections_before;
+    if (impl_->options.print_changed) sections_before = state_sections(state);
     const PluginCallTotals before = plugin_call_totals();
     const auto start = std::chrono::steady_clock::now();
     Status status = pass.run(state, context);
@@ -137,13 +174,14 @@ Status PassManager::run(CompilationState& state) {
       if (state.facts.count(facts::plan)) {
         if (std::string problem = verify_program(state.program, state.target); !problem.empty()) {
           status = Status::failure("left an invalid program: " + problem);
-          impl_->fault = std::make_unique<PluginFault>(PluginFault{info.name, info.name, status.message, nullptr});
+          impl_->fault = std::make_unique<PluginFault>(PluginFault{info.name, info.name, status.message, nullptr, nullptr});
         }
       }
     } else if (context.fault) {
       impl_->fault = std::make_unique<PluginFault>(
-          PluginFault{context.fault->plugin_name, info.name, status.message, context.fault->failing_phase});
+          PluginFault{context.fault->plugin_name, info.name, status.message, context.fault->failing_phase, nullptr});
     }
+    if (impl_->fault) impl_->fault->state_before = std::move(input);
     const auto verified = std::chrono::steady_clock::now();
     state.record.timings.push_back(
         {info.name, milliseconds(ran - start), milliseconds(verified - ran),
@@ -151,62 +189,23 @@ Status PassManager::run(CompilationState& state) {
          (after.scheduler_ns - before.scheduler_ns) / 1e6, after.scheduler_calls - before.scheduler_calls});
     const auto elapsed = std::chrono::duration_cast<std::chrono::milliseconds>(verified - start).count();
     context.info("package build phase finished phase=\"{}\" elapsed_ms={} success={}", phase, elapsed, status.ok);
+    if (impl_->options.print_changed) print_change(info.name, sections_before, state, impl_->options.dump_filter);
     if (wants_dump(impl_->options.dump_after, info.name)) {
-      const std::string file = impl_->options.dump_directory + "/" + phase + ".dump";
+      const std::string stem = impl_->options.dump_directory + "/" + phase;
       try {
-        check_output_file(file, "the dump (--dump-after)", {});
-        write_file_atomically(file, dump_state(state), "the dump requested by --dump-after");
+        check_output_file(stem + ".tstate", "the state (--dump-after)", {});
+        check_output_file(stem + ".dump", "the dump (--dump-after)", {});
+        write_state(state, stem + ".tstate", "the state requested by --dump-after");
+        write_file_atomically(stem + ".dump", dump_state(state, impl_->options.dump_filter),
+                              "the dump requested by --dump-after");
       } catch (const Error& e) {
         return Status::failure(e.what());
       }
-      log->info("wrote state after phase=\"{}\" file={}", phase, file);
+      log->info("wrote state after phase=\"{}\" file={}.tstate dump={}.dump", phase, stem, stem);
     }
     if (!status.ok) return Status::failure("pass '" + info.name + "' failed: " + status.message);
   }
   return Status::success();
-}
-
-std::string dump_state(const CompilationState& state) {
-  std::ostringstream out;
-  out << "# tessera state: model " << state.model.name << ", target " << state.target.name << "\nfacts:";
-  for (const auto& fact : state.facts) out << " " << fact;
-  out << "\n\ngraph " << state.graph.name << " (" << state.graph.ops.size() << " ops)\n";
-  for (std::size_t i = 0; i < state.graph.ops.size(); ++i) {
-    const Op& op = state.graph.ops[i];
-    out << "  op " << i << " " << op_kind_name(op.kind) << (op.relu ? "+relu" : "") << " (";
-    for (std::size_t j = 0; j < op.inputs.size(); ++j) out << (j ? ", " : "") << state.graph.tensors[op.inputs[j]].name;
-    const Tensor& output = state.graph.tensors[op.output];
-    out << ") -> " << output.name << " [";
-    for (std::size_t j = 0; j < output.shape.size(); ++j) out << (j ? ", " : "") << output.shape[j];
-    out << "]\n";
-  }
-  const Program& program = state.program;
-  out << "\nbuffers " << program.buffers.size() << "\n";
-  for (std::size_t i = 0; i < program.buffers.size(); ++i) {
-    const Buffer& b = program.buffers[i];
-    out << "  buffer " << i << " tile=" << b.tile << " name=" << b.name << " bytes=" << b.bytes
-        << " region=" << region_name(b.region) << " live=" << b.first_use << ".." << b.last_use
-        << " offset=" << b.offset << "\n";
-  }
-  out << "\nsupersteps " << program.supersteps.size() << "\n";
-  for (std::size_t s = 0; s < program.supersteps.size(); ++s) {
-    const Superstep& step = program.supersteps[s];
-    out << "  superstep " << s << " " << step.label << ": compute=" << step.compute.size()
-        << " copies=" << step.copies.size() << " transfers=" << step.exchange.transfers.size()
-        << " segments=" << step.schedule.segments.size() << "\n";
-    for (const auto& call : step.compute) {
-      out << "    tile " << call.tile << " " << codelet_name(call.codelet) << " operands=";
-      for (const auto& o : call.operands) out << o.buffer << "+" << o.word_offset << " ";
-      out << "params=";
-      for (auto p : call.params) out << p << " ";
-      out << "\n";
-    }
-  }
-  out << "\nstreams " << program.streams.size() << "\n";
-  for (const auto& stream : program.streams)
-    out << "  " << stream_kind_name(stream.kind) << " " << stream.tensor << " [" << stream.rows << " x "
-        << stream.cols << "] slices=" << stream.slices.size() << "\n";
-  return out.str();
 }
 
 }  // namespace tessera

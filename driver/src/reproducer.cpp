@@ -14,6 +14,7 @@
 #include "tessera/log.hpp"
 #include "tessera/pass_manager.hpp"
 #include "tessera/pipeline.hpp"
+#include "tessera/state_file.hpp"
 #include "tessera/version.hpp"
 
 namespace fs = std::filesystem;
@@ -78,8 +79,11 @@ std::string write_reproducer(const std::string& parent, const PipelineSpec& spec
   for (const auto& pass : spec.passes) add_folder_of(pass.plugin);
   write_text(bundle / "pipeline.yaml", "# resolved pipeline of the failed compile; written by tessera\n" +
                                            print_pipeline(bundled));
+  const bool pass_fault = !scheduler_fault && fault.state_before;
   if (scheduler_fault)
     write_phase_file(*fault.phase, (bundle / "phase.txt").string());
+  else if (pass_fault)
+    write_state(*fault.state_before, (bundle / "state.tstate").string());
   else
     fs::copy_file(model_path, bundle / "model.yaml");
 
@@ -90,7 +94,7 @@ std::string write_reproducer(const std::string& parent, const PipelineSpec& spec
   nlohmann::json manifest = {
       {"format", kBundleFormat},
       {"tessera_version", kCoreVersion},
-      {"replay", scheduler_fault ? kReplaySchedule : kReplayCompile},
+      {"replay", scheduler_fault ? kReplaySchedule : pass_fault ? kReplayPass : kReplayCompile},
       {"plugin", fault.plugin},
       {"pass", fault.pass},
       {"error", fault.message},
@@ -124,6 +128,7 @@ ReproducerManifest read_reproducer_manifest(const std::string& bundle_path) {
   };
   require(manifest["replay"].is_string(), "replay", "a string");
   require(manifest["plugin"].is_string(), "plugin", "a string");
+  require(!manifest.contains("pass") || manifest["pass"].is_string(), "pass", "a string");
   require(manifest["schedule_budget_ms"].is_number_unsigned(), "schedule_budget_ms", "a non-negative integer");
   require(manifest["plugins"].is_array(), "plugins", "a list");
   for (const auto& entry : manifest["plugins"])
@@ -133,6 +138,9 @@ ReproducerManifest read_reproducer_manifest(const std::string& bundle_path) {
   ReproducerManifest result;
   result.replay = manifest["replay"].get<std::string>();
   result.plugin = manifest["plugin"].get<std::string>();
+  result.pass = manifest.value("pass", "");
+  if (result.replay == kReplayPass && result.pass.empty())
+    throw Error(file.string() + ": manifest.json replays a pass but names none in 'pass' (the bundle is damaged)");
   result.schedule_budget_ms = manifest["schedule_budget_ms"].get<std::uint64_t>();
   for (const auto& entry : manifest["plugins"])
     result.plugins.push_back({entry.value("name", ""), entry.value("sha256", "")});

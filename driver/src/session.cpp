@@ -3,13 +3,20 @@
 
 #include <stdlib.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <optional>
+#include <set>
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include "tessera/diagnostic.hpp"
 #include "tessera/log.hpp"
 #include "tessera/overlay.hpp"
 #include "tessera/reproducer.hpp"
+#include "tessera/strict_yaml.hpp"
+#include "tessera/yaml_text.hpp"
 #include "tessera/version.hpp"
 
 namespace fs = std::filesystem;
@@ -86,6 +93,7 @@ struct Session::Impl {
   PipelineSpec spec;
   PassManagerOptions options;
   std::unique_ptr<PassManager> manager;  // created on first use
+  std::unique_ptr<PassManager> single;   // run_passes's own passes
 };
 
 Session::Session(const SessionOptions& options) : impl_(std::make_unique<Impl>()) {
@@ -143,13 +151,11 @@ CompilationState Session::initial_state(Graph model) const {
   return state;
 }
 
-Status Session::run(CompilationState& state, const FaultCapture& capture) {
-  create_plugins();
-  Status status = impl_->manager->run(state);
-  if (status.ok) return status;
-  const PluginFault* fault = impl_->manager->fault();
-  if (!fault || capture.folder.empty()) return status;
-  // The bundle is a help, never a second failure: the plugin's error is what the user must see.
+// Writes a reproducer bundle for the manager's fault, if any, and names it in the message. The
+// bundle is a help, never a second failure: the plugin's error is what the user must see.
+void Session::capture_fault(Status& status, const PassManager& manager, const FaultCapture& capture) const {
+  const PluginFault* fault = manager.fault();
+  if (!fault || capture.folder.empty()) return;
   try {
     const std::string bundle = write_reproducer(capture.folder, impl_->spec, *impl_->host, *fault, capture.model_path,
                                                 impl_->options.schedule_budget_ms);
@@ -157,10 +163,85 @@ Status Session::run(CompilationState& state, const FaultCapture& capture) {
   } catch (const std::exception& e) {
     logger("tessera.build")->warn("could not write a reproducer bundle into {}: {}", capture.folder, e.what());
   }
+}
+
+Status Session::run(CompilationState& state, const FaultCapture& capture) {
+  create_plugins();
+  Status status = impl_->manager->run(state);
+  if (!status.ok) capture_fault(status, *impl_->manager, capture);
   return status;
 }
 
-const PluginFault* Session::fault() const { return impl_->manager ? impl_->manager->fault() : nullptr; }
+const PluginFault* Session::fault() const {
+  if (impl_->single) return impl_->single->fault();
+  return impl_->manager ? impl_->manager->fault() : nullptr;
+}
+
+PluginUse Session::pass_use(const std::string& name, const std::vector<std::string>& overrides) const {
+  const PluginHost& host = *impl_->host;
+  const PluginInfo* info = host.find(name);
+  if (!info || info->kind != PluginKind::pass) throw Error("--pass: " + host.unknown_plugin_message(name, PluginKind::pass));
+  PluginUse use;
+  use.plugin = name;
+  use.place = "--pass " + name;
+  for (const PluginUse& in_pipeline : impl_->spec.passes)
+    if (in_pipeline.plugin == name) {
+      use = in_pipeline;
+      break;
+    }
+  for (const std::string& text : overrides) {
+    const auto equals = text.find('=');
+    const std::string key = text.substr(0, equals), value = equals == std::string::npos ? "" : text.substr(equals + 1);
+    if (equals == std::string::npos || key.empty())
+      throw Error("--option " + echoed_token(text) + ": write KEY=VALUE, e.g. --option tie_break=longest_first");
+    const auto spec = std::find_if(info->options.begin(), info->options.end(), [&](const OptionSpec& o) { return o.name == key; });
+    if (spec == info->options.end()) {
+      std::vector<std::string> names;
+      for (const OptionSpec& o : info->options) names.push_back(o.name);
+      std::string message = "--option " + echoed_token(text) + ": pass '" + name + "' has no option " + echoed_token(key);
+      if (const std::string near = nearest_name(key, names); !near.empty()) message += "; did you mean '" + near + "'?";
+      throw Error(message + " (`tessera plugins info " + name + "` lists them)");
+    }
+    OptionValue parsed;
+    bool ok = true;
+    switch (spec->type) {
+      case OptionType::boolean: { bool b = false; ok = yaml::parse_bool(value, b); parsed = b; break; }
+      case OptionType::integer: { std::int64_t i = 0; ok = yaml::parse_int(value, i); parsed = i; break; }
+      case OptionType::number: { double d = 0; ok = yaml::parse_number(value, d); parsed = d; break; }
+      case OptionType::map: throw Error("--option " + echoed_token(text) + ": '" + key + "' is a mapping; set it in a pipeline file");
+      default: parsed = value;
+    }
+    if (!ok) throw Error("--option " + echoed_token(text) + ": '" + key + "' is of type " + option_type_name(spec->type));
+    use.options.values[key] = parsed;
+    use.options.places[key] = "--option " + key;
+  }
+  use.options = host.resolve_options(*info, use.options, use.place);
+  return use;
+}
+
+Status Session::run_passes(CompilationState& state, const std::vector<PluginUse>& passes, const FaultCapture& capture) {
+  std::set<std::string> available = state.facts;
+  for (const PluginUse& use : passes) {
+    const PluginInfo* info = impl_->host->find(use.plugin);
+    if (!info) throw Error(use.place + ": plugin '" + use.plugin + "' is not loaded");
+    for (const std::string& fact : info->required_facts) {
+      if (available.count(fact)) continue;
+      std::string providers;
+      for (const PluginInfo* other : impl_->host->plugins())
+        if (std::find(other->provided_facts.begin(), other->provided_facts.end(), fact) != other->provided_facts.end())
+          providers += (providers.empty() ? "" : ", ") + other->name;
+      throw Error(fmt::format("pass '{}' requires '{}', which the state does not have (its facts: {}); run {} on it first",
+                              use.plugin, fact, fmt::join(available, ", "), providers.empty() ? "a pass providing it" : providers));
+    }
+    available.insert(info->provided_facts.begin(), info->provided_facts.end());
+  }
+  PipelineSpec spec = impl_->spec;
+  spec.passes = passes;
+  impl_->single = std::make_unique<PassManager>(spec, *impl_->host, impl_->options);
+  Status status = impl_->single->run(state);
+  if (!status.ok) capture_fault(status, *impl_->single, capture);
+  return status;
+}
 
 Package& Session::finish(CompilationState& state) const {
   if (!state.facts.count(facts::tile_images))

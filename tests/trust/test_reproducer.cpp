@@ -5,6 +5,7 @@
 #include <filesystem>
 #include <fstream>
 #include <iterator>
+#include <set>
 
 #include <nlohmann/json.hpp>
 
@@ -12,6 +13,7 @@
 #include "temp_dir.hpp"
 #include "tessera/exchange.hpp"
 #include "tessera/plugin_host.hpp"
+#include "tessera/state_file.hpp"
 
 using namespace tessera::testing;
 namespace fs = std::filesystem;
@@ -116,7 +118,7 @@ TEST_CASE("an invalid schedule during compile leaves a phase bundle that replay 
   CHECK(bundle_from_error(again.err) == dir.path() / "out" / "reproducers" / "all-at-once-2");
 }
 
-TEST_CASE("a throwing pass leaves a model bundle that replay compiles again", "[trust][reproducer]") {
+TEST_CASE("a throwing pass leaves its input state, and replay runs that pass alone on it", "[trust][reproducer]") {
   TempDir dir;
   // The throwing pass comes from TESSERA_PLUGIN_PATH: the bundle must still find it without it.
   const std::string pipeline = pipeline_copy(dir, kSmallPipeline, "  - {plugin: lower-mid}\n",
@@ -132,10 +134,16 @@ TEST_CASE("a throwing pass leaves a model bundle that replay compiles again", "[
   CHECK_THAT(compiled.err, Catch::Contains("pass 'throwing-pass' failed: plugin 'throwing-pass': run threw: deliberate failure"));
   const fs::path bundle = bundle_from_error(compiled.err);
   CHECK(bundle == fs::path(reproducers) / "throwing-pass-1");
-  CHECK(read_text(bundle / "model.yaml") == read_text(kSmallModel));
   CHECK_FALSE(fs::exists(bundle / "phase.txt"));
+  CHECK_FALSE(fs::exists(bundle / "model.yaml"));
+  // The state the pass was given: after lower-mid, before anything was planned.
+  const tessera::CompilationState input = tessera::read_state((bundle / "state.tstate").string());
+  CHECK(input.facts == std::set<std::string>{"graph", "canonical-graph"});
+  CHECK(input.model.name == "mlp-small");
+  CHECK(input.program.buffers.empty());
   const nlohmann::json manifest = read_manifest(bundle);
-  CHECK(manifest["replay"] == "compile");
+  CHECK(manifest["replay"] == "pass");
+  CHECK(manifest["pass"] == "throwing-pass");
   CHECK(manifest["plugin"] == "throwing-pass");
   CHECK(plugin_in(manifest, "throwing-pass")["path"] ==
         fs::weakly_canonical(kTestPlugins + "/throwing-pass/test-throwing-pass.so").string());
@@ -147,12 +155,13 @@ TEST_CASE("a throwing pass leaves a model bundle that replay compiles again", "[
   CHECK_FALSE(fs::exists(bundle / "reproducers"));  // a replay reports; it never writes bundles
   CHECK(std::distance(fs::directory_iterator(reproducers), fs::directory_iterator()) == 1);
 
-  // Without the faulty pass the bundle compiles: replay runs the real pipeline on the model.
-  write_text(bundle / "pipeline.yaml", replace_once(read_text(bundle / "pipeline.yaml"), "  - {plugin: throwing-pass}\n", ""));
+  // A pass that does not throw passes on the same state: replay ran the named pass, nothing else.
+  write_text(bundle / "manifest.json", replace_once(read_text(bundle / "manifest.json"), "\"pass\": \"throwing-pass\"",
+                                                    "\"pass\": \"select-finalist\""));
   const CommandResult succeeded = run_command({tessera_binary(), "replay", bundle.string()});
   INFO(succeeded.err);
   CHECK(succeeded.exit_code == 0);
-  CHECK_THAT(succeeded.out, Catch::Contains("plugin=throwing-pass tiles=16") && Catch::Contains("compiled=true"));
+  CHECK_THAT(succeeded.out, Catch::Contains("plugin=throwing-pass pass=select-finalist passed=true"));
 }
 
 TEST_CASE("replay refuses a folder that is not a bundle, and a good compile writes no bundle", "[trust][reproducer]") {

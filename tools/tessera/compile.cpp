@@ -14,6 +14,7 @@
 #include "tessera/log.hpp"
 #include "tessera/output_file.hpp"
 #include "tessera/session.hpp"
+#include "tessera/state_file.hpp"
 
 namespace fs = std::filesystem;
 
@@ -52,6 +53,9 @@ CompileResult compile(const CompileRequest& request) {
   options.passes.dump_directory = request.dump_directory.empty()
                                       ? (fs::path(request.output).parent_path() / "dumps").string()
                                       : request.dump_directory;
+  options.passes.dump_filter = parse_dump_filter(request.dump_filter);
+  options.passes.print_changed = request.print_changed;
+  options.passes.keep_state_before_pass = request.write_reproducer;  // a pass fault's bundle holds its input
   options.passes.schedule_budget_ms = request.schedule_budget_ms;
   options.passes.threads = threads;
   Session session(options);

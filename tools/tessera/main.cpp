@@ -10,6 +10,7 @@
 #include "check_plugin_command.hpp"
 #include "compile.hpp"
 #include "cycles_command.hpp"
+#include "opt_command.hpp"
 #include "json_output.hpp"
 #include "differential.hpp"
 #include "model_data.hpp"
@@ -98,8 +99,13 @@ int main(int argc, char** argv) {
   compile->add_option("--output,-o", compile_request.output, "package file to write (.tpkg)");
   compile->add_option("--sign", compile_request.sign_key, "sign the package: HMAC-SHA256 with this key file (docs/reliability.md)");
   compile->add_flag("--print-pipeline", print_pipeline, "print the resolved pipeline as YAML and stop");
-  compile->add_option("--dump-after", compile_request.dump_after, "write the state after this pass (name, or 'all')");
+  compile->add_option("--dump-after", compile_request.dump_after,
+                      "write the state after this pass (name, or 'all'): PHASE.tstate, loadable by `tessera opt`, and PHASE.dump, text");
   compile->add_option("--dump-dir", compile_request.dump_directory, "folder for --dump-after files (default: beside the package)");
+  compile->add_option("--dump-filter", compile_request.dump_filter,
+                      "what the text dumps and --print-changed show: tile=0-3,op=dense1 (docs/state-files.md)");
+  compile->add_flag("--print-changed", compile_request.print_changed,
+                    "print the state (as --dump-filter shows it) after each pass that changed it");
   compile->add_option("--schedule-budget-ms", compile_request.schedule_budget_ms, "time budget per exchange phase for the scheduler");
   compile->add_option("--emit-phases", compile_request.phase_directory, "write each exchange phase as a phase file into this folder");
   compile->add_option("--threads", compile_request.threads, "compile threads the passes may use (default: the machine's cores; the package is the same for any count)")
@@ -207,6 +213,9 @@ int main(int argc, char** argv) {
   cli::CyclesRequest cycles_request;
   auto* cycles = cli::add_cycles_command(app, cycles_request);
 
+  cli::OptRequest opt_request;
+  auto* opt = cli::add_opt_command(app, opt_request);
+
   auto ab_command = cli::add_ab_command(app);
   auto tune_command = cli::add_tune_command(app);
 
@@ -256,6 +265,7 @@ int main(int argc, char** argv) {
     if (*calibrate) return cli::calibrate_command(calibrate_request);
     if (*report) return cli::report_command(report_request);
     if (*cycles) return cli::cycles_command(cycles_request);
+    if (*opt) return cli::opt_command(opt_request);
     if (cli::ab_command_chosen(*ab_command)) return cli::run_ab_command(*ab_command);
     if (cli::tune_command_chosen(*tune_command)) return cli::run_tune_command(*tune_command);
     if (*check_plugin) return cli::check_plugin_command(check_request);

@@ -14,6 +14,7 @@
 #include "tessera/reproducer.hpp"
 #include "tessera/scheduler.hpp"
 #include "tessera/session.hpp"
+#include "tessera/state_file.hpp"
 #include "tessera/target.hpp"
 
 namespace fs = std::filesystem;
@@ -42,6 +43,21 @@ int replay_schedule(const fs::path& bundle, const ReproducerManifest& manifest, 
   session.scheduler().schedule(phase, target, manifest.schedule_budget_ms, &report);  // throws the fault
   fmt::print("replay={} plugin={} transfers={} horizon={} lower_bound={} valid=true\n", bundle.string(), plugin,
              phase.transfers.size(), report.horizon, report.lower_bound);
+  return 0;
+}
+
+// The failing pass alone on the state it was given: milliseconds, not a whole compile.
+int replay_pass(const fs::path& bundle, const ReproducerManifest& manifest, const PluginQuarantine& quarantine) {
+  SessionOptions options;
+  options.pipeline = (bundle / "pipeline.yaml").string();
+  options.quarantine = quarantine;
+  options.passes.schedule_budget_ms = manifest.schedule_budget_ms;
+  Session session(options);
+  warn_about_changed_plugins(manifest, session.host());
+  CompilationState state = read_state((bundle / "state.tstate").string());
+  const Status status = session.run_passes(state, {session.pass_use(manifest.pass)});
+  if (!status.ok) throw Error(status.message);
+  fmt::print("replay={} plugin={} pass={} passed=true\n", bundle.string(), manifest.plugin, manifest.pass);
   return 0;
 }
 
@@ -81,8 +97,9 @@ int replay_command(const std::string& bundle_path, const std::vector<std::string
                                  manifest.plugin, mode);
   const PluginQuarantine quarantine = bundle_quarantine(bundle.string(), trusted_plugins);
   if (mode == kReplaySchedule) return replay_schedule(bundle, manifest, quarantine);
+  if (mode == kReplayPass) return replay_pass(bundle, manifest, quarantine);
   if (mode == kReplayCompile) return replay_compile(bundle, manifest, quarantine);
-  throw Error((bundle / "manifest.json").string() + ": unknown replay mode '" + mode + "' (expected schedule or compile)");
+  throw Error((bundle / "manifest.json").string() + ": unknown replay mode '" + mode + "' (expected schedule, pass or compile)");
 }
 
 }  // namespace tessera::cli

@@ -107,4 +107,9 @@ float initial_value(const Graph& graph, const Tensor& tensor, std::uint64_t inde
 /// Infers the output shape of `op` from its inputs; returns an error message or "".
 std::string infer_shape(const Graph& graph, const Op& op, std::vector<std::int64_t>& shape);
 
+/// The first inconsistency of a graph read back from a file: a tensor of rank other than 1 or
+/// 2 or a size not positive, an op or output naming a tensor that does not exist, an op whose
+/// output shape is not what its inputs give. "" when the graph is consistent.
+std::string check_graph(const Graph& graph);
+
 }  // namespace tessera

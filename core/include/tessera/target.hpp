@@ -43,4 +43,9 @@ struct Target {
 /// Loads and checks a target YAML; throws Error naming the file and the place.
 Target load_target(const std::string& path);
 
+/// The first rule a target description breaks (what load_target checks: positive counts,
+/// memory of 1 byte to 4 GiB, power-of-two alignment, AMP shapes, 32-bit exchange words...),
+/// or "" when it is consistent. For descriptions read back from packages and state files.
+std::string check_target(const Target& target);
+
 }  // namespace tessera

@@ -6,14 +6,21 @@
 
 #include "tessera/pass.hpp"
 #include "tessera/pipeline.hpp"
+#include "tessera/state_file.hpp"
 
 namespace tessera {
 
 class PluginHost;
 
 struct PassManagerOptions {
-  std::vector<std::string> dump_after;  ///< pass names (kebab) or phase names (snake)
-  std::string dump_directory = ".";     ///< files: <directory>/<phase>.dump
+  /// Pass names (kebab), phase names (snake) or "all"; a name no pass has is an Error.
+  std::vector<std::string> dump_after;
+  /// Files: <directory>/<phase>.tstate (the state, loadable) and <phase>.dump (text, filtered).
+  std::string dump_directory = ".";
+  DumpFilter dump_filter;      ///< what the text dumps and print_changed show
+  bool print_changed = false;  ///< print the text dump after each pass that changed the state
+  /// Keep a copy of the state before each pass, so a pass fault's reproducer can hold it.
+  bool keep_state_before_pass = false;
   std::uint64_t schedule_budget_ms = 2000;
   unsigned threads = 1;
 };
@@ -24,12 +31,15 @@ struct PluginFault {
   std::string pass;     ///< the pass that was running
   std::string message;
   std::shared_ptr<const ExchangePhase> phase;  ///< the scheduler's input when it failed, else null
+  /// The failing pass's input state (with keep_state_before_pass), else null.
+  std::shared_ptr<const CompilationState> state_before;
 };
 
 class PassManager {
 public:
   /// Creates the cost model, the scheduler and every pass of a resolved spec. `host` must
-  /// outlive the manager (passes may ask it for more cost-model objects).
+  /// outlive the manager (passes may ask it for more cost-model objects). Throws Error on a
+  /// dump_after name that no pass of the spec has.
   PassManager(const PipelineSpec& spec, const PluginHost& host, PassManagerOptions options);
   ~PassManager();
 
@@ -56,8 +66,5 @@ std::string time_report(const std::vector<PassTiming>& timings);
 
 /// "lower-mid" -> "lower_mid".
 std::string phase_name(const std::string& plugin_name);
-
-/// A readable text dump of the state (graph, buffers, supersteps, schedules).
-std::string dump_state(const CompilationState& state);
 
 }  // namespace tessera

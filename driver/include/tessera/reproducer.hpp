@@ -11,22 +11,25 @@ namespace tessera {
 struct PipelineSpec;
 struct PluginFault;
 
-/// What `replay` runs: the scheduler alone on phase.txt, or the pipeline on model.yaml.
+/// What `replay` runs: the scheduler alone on phase.txt, the failing pass alone on state.tstate
+/// (the state it was given), or the pipeline on model.yaml (bundles of older builds).
 inline constexpr const char* kReplaySchedule = "schedule";
+inline constexpr const char* kReplayPass = "pass";
 inline constexpr const char* kReplayCompile = "compile";
 
 /// Writes a bundle for `fault` into a new folder `<parent>/<plugin>-<N>/` and returns its path:
 /// manifest.json (failing plugin, error, every pipeline plugin's name, kind, version, path and
 /// sha256), pipeline.yaml (the resolved pipeline, its target pointing at the copy beside it),
-/// target.yaml, and phase.txt (a scheduler fault: the phase it failed on) or model.yaml (any
-/// other fault: the model being compiled). Throws on an I/O failure.
+/// target.yaml, and phase.txt (a scheduler fault: the phase it failed on), else state.tstate (the
+/// failing pass's input, when the fault carries it) or model.yaml. Throws on an I/O failure.
 std::string write_reproducer(const std::string& parent, const PipelineSpec& spec, const PluginHost& host,
                              const PluginFault& fault, const std::string& model_path, std::uint64_t schedule_budget_ms);
 
 /// A bundle's manifest.json, every field type-checked.
 struct ReproducerManifest {
-  std::string replay;  ///< kReplaySchedule or kReplayCompile
+  std::string replay;  ///< kReplaySchedule, kReplayPass or kReplayCompile
   std::string plugin;  ///< the plugin that faulted
+  std::string pass;    ///< the pass that was running (kReplayPass replays it)
   std::uint64_t schedule_budget_ms = 0;
   struct Plugin {
     std::string name, sha256;  ///< sha256 empty when the plugin was not loaded

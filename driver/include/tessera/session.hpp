@@ -71,11 +71,21 @@ public:
   /// The plugin fault that stopped the last run, or null.
   const PluginFault* fault() const;
 
+  /// The use of pass `name` for run_passes: the pipeline's own (its options) when it has one,
+  /// else the pass with its defaults; then each "KEY=VALUE" of `overrides` set, typed and checked
+  /// as the pipeline loader checks options. Throws Error naming an unknown pass or option.
+  PluginUse pass_use(const std::string& name, const std::vector<std::string>& overrides = {}) const;
+  /// Runs `passes` alone on a saved state (`tessera opt`, a pass fault's replay), with this
+  /// pipeline's cost model and scheduler, verifying as run does. Throws Error first when the
+  /// state lacks a fact a pass requires, naming the pass that provides it.
+  Status run_passes(CompilationState& state, const std::vector<PluginUse>& passes, const FaultCapture& capture = {});
+
   /// Fills the package's header (versions, target, graph, labels, estimates) from a state
   /// whose passes emitted its tile images. Throws Error when no pass provides 'tile-images'.
   Package& finish(CompilationState& state) const;
 
 private:
+  void capture_fault(Status& status, const PassManager& manager, const FaultCapture& capture) const;
   struct Impl;
   std::unique_ptr<Impl> impl_;
 };
