@@ -25,7 +25,7 @@ using json = nlohmann::ordered_json;
 
 constexpr const char* kFormat = "tessera-state";
 constexpr std::uintmax_t kMaxStateFileBytes = std::uintmax_t{1} << 30;
-constexpr std::size_t kMaxLineBytes = 160;  // a container whose compact text is longer is laid out over lines
+constexpr std::int64_t kMaxLineBytes = 160;  // a container whose compact text is longer is laid out over lines
 
 // ---------------------------------------------------------------------------------------------
 // Writing
@@ -184,27 +184,60 @@ json state_json(const CompilationState& s, bool with_timings) {
           {"record", record_json(s.record, with_timings)}};
 }
 
-// Compact when short, else one member or element per line: records stay on one line each.
-std::string layout(const json& j, const std::string& indent) {
-  if (!j.is_structured() || j.empty()) return j.dump();
-  const std::string inner = indent + "  ";
-  std::vector<std::string> parts;
-  std::size_t total = 0;
-  bool multi_line = false;
+// The text of a value on one line, with ", " and ": " between items.
+void write_compact(const json& j, std::string& out) {
+  if (!j.is_structured()) {
+    out += j.dump();
+    return;
+  }
+  out += j.is_object() ? '{' : '[';
+  bool first = true;
   for (auto it = j.begin(); it != j.end(); ++it) {
-    std::string text = (j.is_object() ? json(it.key()).dump() + ": " : "") + layout(it.value(), inner);
-    multi_line = multi_line || text.find('\n') != std::string::npos;
-    total += text.size() + 2;
-    parts.push_back(std::move(text));
+    if (!first) out += ", ";
+    first = false;
+    if (j.is_object()) out += json(it.key()).dump() + ": ";
+    write_compact(it.value(), out);
   }
-  const char open = j.is_object() ? '{' : '[', close = j.is_object() ? '}' : ']';
-  std::string out(1, open);
-  if (!multi_line && total <= kMaxLineBytes) {
-    for (std::size_t i = 0; i < parts.size(); ++i) out += (i ? ", " : "") + parts[i];
-    return out + close;
+  out += j.is_object() ? '}' : ']';
+}
+
+// What is left of `budget` after the compact text of `j`, or -1 once it runs out: bounded work
+// however large `j` is.
+std::int64_t fits(const json& j, std::int64_t budget) {
+  if (!j.is_structured()) return budget - static_cast<std::int64_t>(j.dump().size());
+  budget -= 2;
+  for (auto it = j.begin(); it != j.end() && budget >= 0; ++it) {
+    if (it != j.begin()) budget -= 2;  // ", "
+    if (j.is_object()) budget -= static_cast<std::int64_t>(json(it.key()).dump().size()) + 2;
+    budget = fits(it.value(), budget);
   }
-  for (std::size_t i = 0; i < parts.size(); ++i) out += "\n" + inner + parts[i] + (i + 1 < parts.size() ? "," : "");
-  return out + "\n" + indent + close;
+  return budget;
+}
+
+// Compact when short, else one member or element per line: records stay on one line each.
+void layout(const json& j, const std::string& indent, std::string& out) {
+  if (!j.is_structured() || j.empty() || fits(j, kMaxLineBytes) >= 0) {
+    write_compact(j, out);
+    return;
+  }
+  const std::string inner = indent + "  ";
+  out += j.is_object() ? '{' : '[';
+  for (auto it = j.begin(); it != j.end(); ++it) {
+    if (it != j.begin()) out += ',';
+    out += '\n';
+    out += inner;
+    if (j.is_object()) out += json(it.key()).dump() + ": ";
+    layout(it.value(), inner, out);
+  }
+  out += '\n';
+  out += indent;
+  out += j.is_object() ? '}' : ']';
+}
+
+std::string layout(const json& j) {
+  std::string out;
+  layout(j, "", out);
+  return out + "\n";
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -567,10 +600,10 @@ CompileRecord read_record(const Node& n) {
 
 }  // namespace
 
-std::string state_text(const CompilationState& state) { return layout(state_json(state, true), "") + "\n"; }
+std::string state_text(const CompilationState& state) { return layout(state_json(state, true)); }
 
 std::string deterministic_state_text(const CompilationState& state) {
-  return layout(state_json(state, false), "") + "\n";
+  return layout(state_json(state, false));
 }
 
 void write_state(const CompilationState& state, const std::string& path, const std::string& what) {

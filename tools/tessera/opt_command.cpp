@@ -45,24 +45,29 @@ int opt_command(const OptRequest& request) {
   Session session(options);
   std::vector<PluginUse> uses;
   for (const std::string& pass : request.passes) uses.push_back(session.pass_use(pass, request.options));
+  using Clock = std::chrono::steady_clock;
+  const auto ms = [](Clock::duration d) { return std::chrono::duration_cast<std::chrono::milliseconds>(d).count(); };
+  const auto read_start = Clock::now();
   CompilationState state = read_state(request.state);
   const auto before = state_sections(state);
-  const auto start = std::chrono::steady_clock::now();
+  const auto start = Clock::now();
   const Status status = session.run_passes(state, uses);
-  const auto elapsed = std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - start);
+  const auto ran = Clock::now();
   if (!status.ok) throw Error(status.message);
 
   std::vector<std::string> changed;
   const auto after = state_sections(state);
   for (std::size_t i = 0; i < after.size(); ++i)
     if (before[i] != after[i]) changed.push_back(after[i].first);
+  const auto write_start = Clock::now();
   if (!request.package.empty()) write_package(session.finish(state), request.package);  // refuses a state without tile images
   if (!request.output.empty()) write_state(state, request.output);
   if (!request.dump.empty()) write_file_atomically(request.dump, dump_state(state, filter), "the dump (--dump)");
   if (request.print) fmt::print("{}", dump_state(state, filter));
-  fmt::print("state={} passes={} changed={} elapsed_ms={}\n", request.output.empty() ? "-" : request.output,
-             fmt::join(request.passes, ","), changed.empty() ? "none" : fmt::format("{}", fmt::join(changed, ",")),
-             elapsed.count());
+  fmt::print("state={} passes={} changed={} read_ms={} elapsed_ms={} write_ms={}\n",
+             request.output.empty() ? "-" : request.output, fmt::join(request.passes, ","),
+             changed.empty() ? "none" : fmt::format("{}", fmt::join(changed, ",")), ms(start - read_start),
+             ms(ran - start), ms(Clock::now() - write_start));
   return 0;
 }
 
