@@ -247,6 +247,10 @@ Package& Session::finish(CompilationState& state) const {
   if (!state.facts.count(facts::tile_images))
     throw Error(impl_->spec.file + ": the pipeline never provides 'tile-images', so there is no package to write; "
                 "end it with emit-tile-code");
+  return fill_package_header(state);
+}
+
+Package& fill_package_header(CompilationState& state) {
   Package& package = state.package;
   package.compiler_version = kCoreVersion;
   package.target = state.target;

@@ -1,4 +1,5 @@
-// Test support for the pass plugins: plugins loaded through the real PluginHost, a state, captured logs.
+// Test support for the pass plugins: plugins loaded through the real PluginHost, a state, captured
+// logs, and the state's package run on the simulator against the float64 reference.
 #pragma once
 #include <map>
 #include <memory>
@@ -10,6 +11,7 @@
 
 #include "tessera/plugin_host.hpp"
 #include "tessera/pass.hpp"
+#include "tessera/runtime/reference.hpp"
 
 namespace tessera::testing {
 
@@ -21,7 +23,7 @@ const std::vector<std::string>& default_passes();
 
 /// One compilation: the model and target loaded, the cost model and exchange scheduler
 /// created from TESSERA_PLUGIN_DIR by name, and passes run one by one as the pass manager
-/// would (facts recorded on success), with their log lines kept for inspection.
+/// would (facts recorded on success, the program verified), with their log lines kept.
 class PassBench {
 public:
   PassBench(const std::string& model_path, const std::string& target_path,
@@ -32,6 +34,11 @@ public:
   /// Runs the default passes up to and including `last`, each with its entry in `options`
   /// if any; stops at the first failure.
   Status run_through(const std::string& last, const std::map<std::string, Options>& options = {});
+
+  /// Runs the default passes the state has not had yet, makes the package as a compile does,
+  /// runs it on the simulator and compares its outputs with the runtime's float64 reference
+  /// (`passed`: within the run's tolerances). The state and the log are left as they were.
+  runtime::NumericalReport simulate();
 
   std::string log() const { return log_.str(); }
   /// Log lines containing `text`.
@@ -52,25 +59,5 @@ private:
 
 /// The integer value of `key=` in a key=value log line (throws if absent).
 std::uint64_t log_field(const std::string& line, const std::string& key);
-
-using TensorValues = std::map<std::string, std::vector<double>>;
-
-/// The model's outputs computed in float64 from its initial values: the reference.
-TensorValues reference_outputs(const Graph& model);
-
-/// The outputs of executing a planned program word by word: host streams fill buffers with
-/// the model's initial values, codelets run in order, then each superstep's copies move
-/// (all reads before any write, as in an exchange). Throws std::runtime_error on a read of
-/// a word never written.
-TensorValues execute_program(const Program& program, const Graph& model);
-
-/// The outputs of executing a package at the byte level: one memory per tile, codelets on
-/// byte addresses, and exchange words moved only as the tiles' send and receive lists say
-/// (a receive must meet a send of its sender `latency` cycles earlier). Throws
-/// std::runtime_error describing the first inconsistency.
-TensorValues execute_package(const Package& package, const Graph& model, const Target& target);
-
-/// The largest |a - b| / (1 + |b|) over all outputs; throws if the sets of outputs differ.
-double max_relative_error(const TensorValues& actual, const TensorValues& expected);
 
 }  // namespace tessera::testing

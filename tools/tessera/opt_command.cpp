@@ -60,7 +60,11 @@ int opt_command(const OptRequest& request) {
   for (std::size_t i = 0; i < after.size(); ++i)
     if (before[i] != after[i]) changed.push_back(after[i].first);
   const auto write_start = Clock::now();
-  if (!request.package.empty()) write_package(session.finish(state), request.package);  // refuses a state without tile images
+  if (!request.package.empty()) {
+    if (!state.facts.count(facts::tile_images))
+      throw Error("--package: the state has no tile images yet; run emit-tile-code on it (add --pass emit-tile-code)");
+    write_package(session.finish(state), request.package);
+  }
   if (!request.output.empty()) write_state(state, request.output);
   if (!request.dump.empty()) write_file_atomically(request.dump, dump_state(state, filter), "the dump (--dump)");
   if (request.print) fmt::print("{}", dump_state(state, filter));

@@ -39,6 +39,10 @@ struct FaultCapture {
   std::string model_path;  ///< copied into the bundle when the fault was not a scheduler's
 };
 
+/// Fills the package's header (versions, target, graph, superstep labels, estimates) from a
+/// state whose passes emitted its tile images: what a compile writes.
+Package& fill_package_header(CompilationState& state);
+
 class Session {
 public:
   /// Loads and resolves the pipeline. Throws Error with the file, line and column; with an
