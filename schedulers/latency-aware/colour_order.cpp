@@ -4,7 +4,7 @@
 #include <algorithm>
 #include <numeric>
 
-namespace latency_aware {
+namespace tessera::latency_aware {
 namespace {
 
 class EdgeColouring {
@@ -129,4 +129,4 @@ std::optional<std::vector<std::uint32_t>> colour_order(const PhaseModel& model,
   return colouring.rounds();
 }
 
-}  // namespace latency_aware
+}  // namespace tessera::latency_aware

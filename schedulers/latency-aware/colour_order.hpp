@@ -7,7 +7,7 @@
 #include "phase_model.hpp"
 #include "work_budget.hpp"
 
-namespace latency_aware {
+namespace tessera::latency_aware {
 
 /// Colours jobs so no two of one colour share a sender or a receiver (König: unicast jobs
 /// need no more colours than the busiest port has jobs; multicast jobs take the first colour
@@ -17,4 +17,4 @@ namespace latency_aware {
 /// nothing once `budget` is spent.
 std::optional<std::vector<std::uint32_t>> colour_order(const PhaseModel& model, WorkBudget& budget);
 
-}  // namespace latency_aware
+}  // namespace tessera::latency_aware

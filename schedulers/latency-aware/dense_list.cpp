@@ -13,7 +13,7 @@
 #include <limits>
 #include <queue>
 
-namespace latency_aware {
+namespace tessera::latency_aware {
 namespace {
 
 constexpr std::uint64_t kNever = std::numeric_limits<std::uint64_t>::max();
@@ -315,4 +315,4 @@ std::optional<std::vector<std::uint32_t>> dense_list_order(const PhaseModel& mod
   return DenseListScheduler(model, rule).run(budget, must_finish);
 }
 
-}  // namespace latency_aware
+}  // namespace tessera::latency_aware

@@ -7,7 +7,7 @@
 #include "phase_model.hpp"
 #include "work_budget.hpp"
 
-namespace latency_aware {
+namespace tessera::latency_aware {
 
 enum class ListPriority {
   load_first,     ///< heaviest remaining receiver load, then a receiver already listening
@@ -36,4 +36,4 @@ std::optional<std::vector<std::uint32_t>> dense_list_order(const PhaseModel& mod
                                                            const ListRule& rule, WorkBudget& budget,
                                                            bool must_finish = false);
 
-}  // namespace latency_aware
+}  // namespace tessera::latency_aware

@@ -41,7 +41,7 @@
 #include "tessera/target.hpp"
 #include "work_budget.hpp"
 
-namespace latency_aware {
+namespace tessera::latency_aware {
 namespace {
 
 using tessera::ExchangePhase;
@@ -237,15 +237,15 @@ private:
 };
 
 }  // namespace
-}  // namespace latency_aware
+}  // namespace tessera::latency_aware
 
 extern "C" const TesseraPluginManifest* latency_aware_manifest() noexcept {
   static const auto manifest = tessera::make_manifest(
       TESSERA_PLUGIN_EXCHANGE_SCHEDULER, "latency-aware", "0.1.0",
       "best of several list and round orders, improved by critical-path moves (latency, "
       "switch cost, multicast)",
-      latency_aware::LatencyAwareScheduler::option_table(), "", "",
-      &tessera::create_plugin_object<latency_aware::LatencyAwareScheduler>);
+      tessera::latency_aware::LatencyAwareScheduler::option_table(), "", "",
+      &tessera::create_plugin_object<tessera::latency_aware::LatencyAwareScheduler>);
   return &manifest;
 }
 TESSERA_PLUGIN(latency_aware_manifest)

@@ -6,7 +6,7 @@
 
 #include "port_sequences.hpp"
 
-namespace latency_aware {
+namespace tessera::latency_aware {
 namespace {
 
 class SequenceSearch {
@@ -160,4 +160,4 @@ SearchResult improve_order(const PhaseModel& model, const std::vector<std::uint3
   return SequenceSearch(model, order, limits, budget).run();
 }
 
-}  // namespace latency_aware
+}  // namespace tessera::latency_aware

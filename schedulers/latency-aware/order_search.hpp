@@ -6,7 +6,7 @@
 #include "phase_model.hpp"
 #include "work_budget.hpp"
 
-namespace latency_aware {
+namespace tessera::latency_aware {
 
 struct SearchLimits {
   std::uint64_t max_rounds = 0;   ///< moves tried at most; 0: until the work budget is spent
@@ -35,4 +35,4 @@ struct SearchResult {
 SearchResult improve_order(const PhaseModel& model, const std::vector<std::uint32_t>& order,
                            const SearchLimits& limits, WorkBudget& budget);
 
-}  // namespace latency_aware
+}  // namespace tessera::latency_aware

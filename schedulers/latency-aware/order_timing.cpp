@@ -4,7 +4,7 @@
 #include <algorithm>
 #include <cassert>
 
-namespace latency_aware {
+namespace tessera::latency_aware {
 
 OrderTimer::OrderTimer(const PhaseModel& model)
     : model_(model),
@@ -58,4 +58,4 @@ void OrderTimer::time(const std::vector<std::uint32_t>& order, Timing& timing) {
 
 Score OrderTimer::score(const std::vector<std::uint32_t>& order) { return run(order, nullptr); }
 
-}  // namespace latency_aware
+}  // namespace tessera::latency_aware

@@ -6,7 +6,7 @@
 
 #include "phase_model.hpp"
 
-namespace latency_aware {
+namespace tessera::latency_aware {
 
 /// How good a timing is, compared lexicographically: the horizon, then how many receivers
 /// finish at it, then the sum of all receivers' last arrivals (smaller is better). The
@@ -46,4 +46,4 @@ private:
   std::vector<std::uint32_t> receive_source_;
 };
 
-}  // namespace latency_aware
+}  // namespace tessera::latency_aware

@@ -5,7 +5,7 @@
 
 #include "tessera/target.hpp"
 
-namespace latency_aware {
+namespace tessera::latency_aware {
 
 std::uint64_t PhaseModel::span_of(std::uint32_t job) const {
   std::uint32_t farthest = 0;
@@ -44,4 +44,4 @@ tessera::Schedule to_schedule(const PhaseModel& model, const std::vector<std::ui
   return schedule;
 }
 
-}  // namespace latency_aware
+}  // namespace tessera::latency_aware

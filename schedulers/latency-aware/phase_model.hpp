@@ -11,7 +11,7 @@ namespace tessera {
 struct Target;
 }
 
-namespace latency_aware {
+namespace tessera::latency_aware {
 
 inline constexpr std::uint32_t kNone = std::numeric_limits<std::uint32_t>::max();
 
@@ -48,4 +48,4 @@ PhaseModel build_phase_model(const tessera::ExchangePhase& phase, const tessera:
 /// The schedule of a job order: one segment per job at the given start cycles.
 tessera::Schedule to_schedule(const PhaseModel& model, const std::vector<std::uint64_t>& start);
 
-}  // namespace latency_aware
+}  // namespace tessera::latency_aware

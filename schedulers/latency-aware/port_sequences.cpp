@@ -5,7 +5,7 @@
 #include <cassert>
 #include <numeric>
 
-namespace latency_aware {
+namespace tessera::latency_aware {
 
 PortSequences::PortSequences(const PhaseModel& model, const std::vector<std::uint32_t>& order)
     : model_(model) {
@@ -234,4 +234,4 @@ void PortSequences::undo() {
   last_job_ = undo_last_job_;
 }
 
-}  // namespace latency_aware
+}  // namespace tessera::latency_aware

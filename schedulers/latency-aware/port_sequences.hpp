@@ -7,7 +7,7 @@
 #include "order_timing.hpp"
 #include "phase_model.hpp"
 
-namespace latency_aware {
+namespace tessera::latency_aware {
 
 /// Every port serves its jobs in its own sequence; a job starts as soon as its sender and
 /// each of its receivers have served the jobs before it (latency and switch cost included).
@@ -105,4 +105,4 @@ private:
   bool move_pending_ = false;  ///< a try_move() neither kept nor undone
 };
 
-}  // namespace latency_aware
+}  // namespace tessera::latency_aware

@@ -5,7 +5,7 @@
 #include <limits>
 #include <queue>
 
-namespace latency_aware {
+namespace tessera::latency_aware {
 namespace {
 
 constexpr std::uint64_t kNever = std::numeric_limits<std::uint64_t>::max();
@@ -152,4 +152,4 @@ std::optional<std::vector<std::uint32_t>> receiver_driven_order(const PhaseModel
   return ReceiverDrivenScheduler(model, slack, tie_seed).run(budget, must_finish);
 }
 
-}  // namespace latency_aware
+}  // namespace tessera::latency_aware

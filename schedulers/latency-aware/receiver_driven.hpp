@@ -7,7 +7,7 @@
 #include "phase_model.hpp"
 #include "work_budget.hpp"
 
-namespace latency_aware {
+namespace tessera::latency_aware {
 
 /// Receivers, in the order they become free, each take the unscheduled transfer whose first
 /// word can arrive earliest (its sender free in time, latency and switch cost included);
@@ -25,4 +25,4 @@ std::optional<std::vector<std::uint32_t>> receiver_driven_order(const PhaseModel
                                                                 WorkBudget& budget,
                                                                 bool must_finish = false);
 
-}  // namespace latency_aware
+}  // namespace tessera::latency_aware

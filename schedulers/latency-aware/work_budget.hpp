@@ -3,7 +3,7 @@
 #include <chrono>
 #include <cstdint>
 
-namespace latency_aware {
+namespace tessera::latency_aware {
 
 using Clock = std::chrono::steady_clock;
 
@@ -49,4 +49,4 @@ private:
   bool stopped_by_clock_ = false;
 };
 
-}  // namespace latency_aware
+}  // namespace tessera::latency_aware

@@ -9,7 +9,7 @@
 
 #include "tessera/target.hpp"
 
-namespace milp {
+namespace tessera::milp {
 namespace {
 
 constexpr std::uint32_t kNobody = std::numeric_limits<std::uint32_t>::max();
@@ -107,4 +107,4 @@ tessera::Schedule list_schedule(const tessera::ExchangePhase& phase,
   return schedule;
 }
 
-}  // namespace milp
+}  // namespace tessera::milp

@@ -6,7 +6,7 @@ namespace tessera {
 struct Target;
 }
 
-namespace milp {
+namespace tessera::milp {
 
 /// Non-preemptive, event-driven: each sender, when free, starts the transfer it can start
 /// now whose heaviest receiver has the most words left (ties: a receiver already listening,
@@ -15,4 +15,4 @@ namespace milp {
 /// also serves phases far too big for the model.
 tessera::Schedule list_schedule(const tessera::ExchangePhase& phase, const tessera::Target& target);
 
-}  // namespace milp
+}  // namespace tessera::milp

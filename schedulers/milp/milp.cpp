@@ -25,7 +25,7 @@
 #include "tessera/target.hpp"
 #include "time_indexed_model.hpp"
 
-namespace milp {
+namespace tessera::milp {
 namespace {
 
 using tessera::ExchangePhase;
@@ -131,13 +131,13 @@ private:
 };
 
 }  // namespace
-}  // namespace milp
+}  // namespace tessera::milp
 
 extern "C" const TesseraPluginManifest* milp_manifest() noexcept {
   static const auto manifest = tessera::make_manifest(
       TESSERA_PLUGIN_EXCHANGE_SCHEDULER, "milp", "0.1.0",
       "exact time-indexed model solved with GLPK for small phases (list schedule otherwise)",
-      milp::MilpScheduler::option_table(), "", "", &tessera::create_plugin_object<milp::MilpScheduler>);
+      tessera::milp::MilpScheduler::option_table(), "", "", &tessera::create_plugin_object<tessera::milp::MilpScheduler>);
   return &manifest;
 }
 TESSERA_PLUGIN(milp_manifest)

@@ -34,7 +34,7 @@
 
 #include "tessera/target.hpp"
 
-namespace milp {
+namespace tessera::milp {
 namespace {
 
 struct Endpoint {
@@ -335,4 +335,4 @@ MilpOutcome TimeIndexedModel::solve(std::uint64_t time_limit_ms) const {
   return outcome;
 }
 
-}  // namespace milp
+}  // namespace tessera::milp

@@ -10,7 +10,7 @@ namespace tessera {
 struct Target;
 }
 
-namespace milp {
+namespace tessera::milp {
 
 /// What the solver found.
 struct MilpOutcome {
@@ -58,4 +58,4 @@ private:
   std::uint64_t variables_ = 0;
 };
 
-}  // namespace milp
+}  // namespace tessera::milp
