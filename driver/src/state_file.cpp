@@ -3,6 +3,10 @@
 #include "tessera/state_file.hpp"
 
 #include <algorithm>
+#include <array>
+#include <cmath>
+#include <iterator>
+#include <string_view>
 #include <cctype>
 #include <filesystem>
 #include <fstream>
@@ -25,219 +29,309 @@ using json = nlohmann::ordered_json;
 
 constexpr const char* kFormat = "tessera-state";
 constexpr std::uintmax_t kMaxStateFileBytes = std::uintmax_t{1} << 30;
-constexpr std::int64_t kMaxLineBytes = 160;  // a container whose compact text is longer is laid out over lines
 
 // ---------------------------------------------------------------------------------------------
-// Writing
+// Writing: straight to text, no JSON tree (a t1472 state is tens of megabytes). Records (a
+// tensor, a buffer, a call, a copy, a transfer...) take one line each, so states diff line by line.
 
-json place_json(const SourcePlace& p) { return json::array({p.line, p.column}); }
-json ref_json(const BufferRef& r) { return json::array({r.buffer, r.word_offset}); }
-
-json target_json(const Target& t) {
-  return {{"name", t.name},
-          {"source_file", t.source_file},
-          {"tiles", t.tiles},
-          {"tiles_per_column", t.tiles_per_column},
-          {"memory_bytes", t.memory_bytes},
-          {"memory_element_bytes", t.memory_element_bytes},
-          {"interleaved_start", t.interleaved_start},
-          {"alignment", t.alignment},
-          {"worker_threads", t.worker_threads},
-          {"clock_hz", t.clock_hz},
-          {"fp32_macs_per_cycle", t.fp32_macs_per_cycle},
-          {"fp16_macs_per_cycle", t.fp16_macs_per_cycle},
-          {"amp_fp32_input_channels", t.amp_fp32_input_channels},
-          {"amp_fp32_output_channels", t.amp_fp32_output_channels},
-          {"amp_fp16_input_channels", t.amp_fp16_input_channels},
-          {"amp_fp16_output_channels", t.amp_fp16_output_channels},
-          {"load_bytes_per_cycle", t.load_bytes_per_cycle},
-          {"exchange_word_bytes", t.exchange_word_bytes},
-          {"exchange_base_latency", t.exchange_base_latency},
-          {"exchange_latency_per_column", t.exchange_latency_per_column},
-          {"switch_cost", t.switch_cost},
-          {"multicast", t.multicast},
-          {"sync_cycles", t.sync_cycles},
-          {"exchange_phase_overhead", t.exchange_phase_overhead},
-          {"host_bytes_per_cycle", t.host_bytes_per_cycle},
-          {"host_call_latency_cycles", t.host_call_latency_cycles}};
-}
-
-json graph_json(const Graph& g) {
-  json tensors = json::array(), ops = json::array();
-  for (const Tensor& t : g.tensors)
-    tensors.push_back({{"name", t.name}, {"shape", t.shape}, {"dtype", dtype_name(t.dtype)},
-                       {"kind", t.kind == TensorKind::input ? "input" : t.kind == TensorKind::weight ? "weight" : "intermediate"},
-                       {"init_scale", t.init_scale}, {"place", place_json(t.place)}});
-  for (const Op& op : g.ops)
-    ops.push_back({{"kind", op_kind_name(op.kind)}, {"inputs", op.inputs}, {"output", op.output}, {"relu", op.relu},
-                   {"transpose_b", op.transpose_b}, {"scale", op.scale}, {"epsilon", op.epsilon},
-                   {"exponent", op.exponent}, {"place", place_json(op.place)}});
-  return {{"name", g.name}, {"source_file", g.source_file}, {"source_sha256", g.source_sha256}, {"seed", g.seed},
-          {"tensors", std::move(tensors)}, {"ops", std::move(ops)}, {"outputs", g.outputs}};
-}
-
-json program_json(const Program& p) {
-  json buffers = json::array(), supersteps = json::array(), streams = json::array();
-  for (const Buffer& b : p.buffers)
-    buffers.push_back({{"name", b.name}, {"tile", b.tile}, {"bytes", b.bytes}, {"region", region_name(b.region)},
-                       {"alignment", b.alignment}, {"first_use", b.first_use}, {"last_use", b.last_use},
-                       {"offset", b.offset}});
-  for (const Superstep& s : p.supersteps) {
-    json compute = json::array(), copies = json::array(), transfers = json::array(), segments = json::array();
-    for (const CodeletCall& c : s.compute) {
-      json operands = json::array();
-      for (const BufferRef& r : c.operands) operands.push_back(ref_json(r));
-      compute.push_back({{"tile", c.tile}, {"codelet", codelet_name(c.codelet)}, {"operands", std::move(operands)},
-                         {"params", c.params}});
+// A JSON string: quotes, backslashes and control characters escaped.
+void quoted(std::string& out, std::string_view text) {
+  out += '"';
+  for (const char c : text) {
+    switch (c) {
+      case '"': out += "\\\""; break;
+      case '\\': out += "\\\\"; break;
+      case '\n': out += "\\n"; break;
+      case '\t': out += "\\t"; break;
+      case '\r': out += "\\r"; break;
+      default:
+        if (static_cast<unsigned char>(c) < 0x20) fmt::format_to(std::back_inserter(out), "\\u{:04x}", c);
+        else out += c;
     }
+  }
+  out += '"';
+}
+
+// Shortest text that reads back to the same double; a non-finite value (which no valid state
+// holds) as null, which the reader refuses by its place.
+void number(std::string& out, double value) {
+  if (!std::isfinite(value)) out += "null";
+  else fmt::format_to(std::back_inserter(out), "{}", value);
+}
+
+// One record: `{"key": value, ...}` on one line. Values are appended by the caller's lambdas.
+class Record {
+public:
+  explicit Record(std::string& out) : out_(out) { out_ += '{'; }
+  ~Record() { out_ += '}'; }
+  Record& key(const char* name) {
+    if (!first_) out_ += ", ";
+    first_ = false;
+    out_ += '"';
+    out_ += name;
+    out_ += "\": ";
+    return *this;
+  }
+  Record& u(const char* name, std::uint64_t v) { key(name); fmt::format_to(std::back_inserter(out_), "{}", v); return *this; }
+  Record& i(const char* name, std::int64_t v) { key(name); fmt::format_to(std::back_inserter(out_), "{}", v); return *this; }
+  Record& f(const char* name, double v) { key(name); number(out_, v); return *this; }
+  Record& b(const char* name, bool v) { key(name); out_ += v ? "true" : "false"; return *this; }
+  Record& s(const char* name, std::string_view v) { key(name); quoted(out_, v); return *this; }
+  template <typename Range> Record& list(const char* name, const Range& values) {
+    key(name);
+    fmt::format_to(std::back_inserter(out_), "[{}]", fmt::join(values, ", "));
+    return *this;
+  }
+
+private:
+  std::string& out_;
+  bool first_ = true;
+};
+
+// A pretty-printed object whose members are laid out one per line.
+class Block {
+public:
+  Block(std::string& out, std::string indent) : out_(out), indent_(std::move(indent)) { out_ += '{'; }
+  ~Block() { out_ += "\n" + indent_ + "}"; }
+  /// Starts member `name`; the caller writes its value.
+  std::string& member(const char* name) {
+    out_ += first_ ? "\n" : ",\n";
+    first_ = false;
+    out_ += indent_ + "  \"" + name + "\": ";
+    return out_;
+  }
+  std::string inner() const { return indent_ + "  "; }
+  void u(const char* name, std::uint64_t v) { fmt::format_to(std::back_inserter(member(name)), "{}", v); }
+  void f(const char* name, double v) { number(member(name), v); }
+  void b(const char* name, bool v) { member(name) += v ? "true" : "false"; }
+  void s(const char* name, std::string_view v) { quoted(member(name), v); }
+  /// A list with one element per line, each written by `write(out, element)`.
+  template <typename T, typename Write> void lines(const char* name, const std::vector<T>& items, Write write) {
+    std::string& out = member(name);
+    if (items.empty()) {
+      out += "[]";
+      return;
+    }
+    out += '[';
+    for (std::size_t k = 0; k < items.size(); ++k) {
+      out += (k ? ",\n" : "\n") + indent_ + "    ";
+      write(out, items[k]);
+    }
+    out += "\n" + indent_ + "  ]";
+  }
+
+private:
+  std::string& out_;
+  std::string indent_;
+  bool first_ = true;
+};
+
+void write_target(std::string& out, const std::string& indent, const Target& t) {
+  Block o(out, indent);
+  o.s("name", t.name);
+  o.s("source_file", t.source_file);
+  o.u("tiles", t.tiles);
+  o.u("tiles_per_column", t.tiles_per_column);
+  o.u("memory_bytes", t.memory_bytes);
+  o.u("memory_element_bytes", t.memory_element_bytes);
+  o.u("interleaved_start", t.interleaved_start);
+  o.u("alignment", t.alignment);
+  o.u("worker_threads", t.worker_threads);
+  o.f("clock_hz", t.clock_hz);
+  o.u("fp32_macs_per_cycle", t.fp32_macs_per_cycle);
+  o.u("fp16_macs_per_cycle", t.fp16_macs_per_cycle);
+  o.u("amp_fp32_input_channels", t.amp_fp32_input_channels);
+  o.u("amp_fp32_output_channels", t.amp_fp32_output_channels);
+  o.u("amp_fp16_input_channels", t.amp_fp16_input_channels);
+  o.u("amp_fp16_output_channels", t.amp_fp16_output_channels);
+  o.u("load_bytes_per_cycle", t.load_bytes_per_cycle);
+  o.u("exchange_word_bytes", t.exchange_word_bytes);
+  o.u("exchange_base_latency", t.exchange_base_latency);
+  o.f("exchange_latency_per_column", t.exchange_latency_per_column);
+  o.u("switch_cost", t.switch_cost);
+  o.b("multicast", t.multicast);
+  o.u("sync_cycles", t.sync_cycles);
+  o.u("exchange_phase_overhead", t.exchange_phase_overhead);
+  o.f("host_bytes_per_cycle", t.host_bytes_per_cycle);
+  o.u("host_call_latency_cycles", t.host_call_latency_cycles);
+}
+
+const char* tensor_kind_name(TensorKind k) {
+  return k == TensorKind::input ? "input" : k == TensorKind::weight ? "weight" : "intermediate";
+}
+
+void write_graph(std::string& out, const std::string& indent, const Graph& g) {
+  Block o(out, indent);
+  o.s("name", g.name);
+  o.s("source_file", g.source_file);
+  o.s("source_sha256", g.source_sha256);
+  o.u("seed", g.seed);
+  o.lines("tensors", g.tensors, [](std::string& line, const Tensor& t) {
+    Record(line).s("name", t.name).list("shape", t.shape).s("dtype", dtype_name(t.dtype)).s("kind", tensor_kind_name(t.kind))
+        .f("init_scale", t.init_scale).list("place", std::array{t.place.line, t.place.column});
+  });
+  o.lines("ops", g.ops, [](std::string& line, const Op& op) {
+    Record(line).s("kind", op_kind_name(op.kind)).list("inputs", op.inputs).u("output", op.output).b("relu", op.relu)
+        .b("transpose_b", op.transpose_b).f("scale", op.scale).f("epsilon", op.epsilon).f("exponent", op.exponent)
+        .list("place", std::array{op.place.line, op.place.column});
+  });
+  fmt::format_to(std::back_inserter(o.member("outputs")), "[{}]", fmt::join(g.outputs, ", "));
+}
+
+template <typename Slices, typename WriteSlice>
+void write_stream(std::string& out, const std::string& indent, const std::string& tensor, StreamKind kind,
+                  std::uint32_t rows, std::uint32_t cols, DType dtype, const Slices& slices, WriteSlice write_slice) {
+  Block o(out, indent);
+  o.s("tensor", tensor);
+  o.s("kind", stream_kind_name(kind));
+  o.u("rows", rows);
+  o.u("cols", cols);
+  o.s("dtype", dtype_name(dtype));
+  o.lines("slices", slices, write_slice);
+}
+
+void write_program(std::string& out, const std::string& indent, const Program& p) {
+  Block o(out, indent);
+  o.lines("buffers", p.buffers, [](std::string& line, const Buffer& b) {
+    Record(line).s("name", b.name).u("tile", b.tile).u("bytes", b.bytes).s("region", region_name(b.region))
+        .u("alignment", b.alignment).u("first_use", b.first_use).u("last_use", b.last_use).i("offset", b.offset);
+  });
+  o.lines("supersteps", p.supersteps, [&](std::string& line, const Superstep& step) {
+    Block s(line, o.inner() + "  ");
+    s.s("label", step.label);
+    s.lines("compute", step.compute, [](std::string& l, const CodeletCall& c) {
+      Record r(l);
+      r.u("tile", c.tile).s("codelet", codelet_name(c.codelet)).key("operands");
+      l += '[';
+      for (std::size_t k = 0; k < c.operands.size(); ++k)
+        fmt::format_to(std::back_inserter(l), "{}[{}, {}]", k ? ", " : "", c.operands[k].buffer, c.operands[k].word_offset);
+      l += ']';
+      r.list("params", c.params);
+    });
     // [source buffer, word offset, destination buffer, word offset, words]
-    for (const Copy& c : s.copies)
-      copies.push_back(json::array({c.source.buffer, c.source.word_offset, c.destination.buffer,
-                                    c.destination.word_offset, c.words}));
-    for (const Transfer& t : s.exchange.transfers)
-      transfers.push_back({{"source", t.source}, {"destinations", t.destinations}, {"words", t.words},
-                           {"source_address", t.source_address}, {"destination_addresses", t.destination_addresses}});
-    for (const Segment& g : s.schedule.segments) segments.push_back(json::array({g.transfer, g.start, g.words}));
-    supersteps.push_back({{"label", s.label}, {"compute", std::move(compute)}, {"copies", std::move(copies)},
-                          {"exchange", {{"tiles", s.exchange.tiles}, {"transfers", std::move(transfers)}}},
-                          {"schedule", std::move(segments)}});
-  }
-  for (const HostStream& h : p.streams) {
-    json slices = json::array();
-    for (const HostSlice& s : h.slices)
-      slices.push_back({{"destination", ref_json(s.destination)}, {"row_begin", s.row_begin}, {"rows", s.rows},
-                        {"col_begin", s.col_begin}, {"cols", s.cols}, {"transposed", s.transposed}});
-    streams.push_back({{"tensor", h.tensor}, {"kind", stream_kind_name(h.kind)}, {"rows", h.rows}, {"cols", h.cols},
-                       {"dtype", dtype_name(h.dtype)}, {"slices", std::move(slices)}});
-  }
-  return {{"buffers", std::move(buffers)}, {"supersteps", std::move(supersteps)}, {"streams", std::move(streams)}};
-}
-
-json package_json(const Package& p) {
-  json streams = json::array(), tiles = json::array();
-  for (const PackageStream& s : p.streams) {
-    json slices = json::array();
-    for (const PackageSlice& l : s.slices)
-      slices.push_back({{"tile", l.tile}, {"address", l.address}, {"row_begin", l.row_begin}, {"rows", l.rows},
-                        {"col_begin", l.col_begin}, {"cols", l.cols}, {"transposed", l.transposed}});
-    streams.push_back({{"tensor", s.tensor}, {"kind", stream_kind_name(s.kind)}, {"rows", s.rows}, {"cols", s.cols},
-                       {"dtype", dtype_name(s.dtype)}, {"slices", std::move(slices)}});
-  }
-  for (const TileImage& t : p.tiles) {
-    json buffers = json::array(), steps = json::array();
-    for (const TileBufferEntry& b : t.buffers) buffers.push_back(json::array({b.offset, b.bytes, region_name(b.region)}));
-    for (const TileSuperstep& s : t.supersteps) {
-      json compute = json::array(), sends = json::array(), receives = json::array();
-      for (const TileCodeletCall& c : s.compute)
-        compute.push_back({{"codelet", codelet_name(c.codelet)}, {"addresses", c.addresses}, {"params", c.params}});
-      for (const TileSend& x : s.sends) sends.push_back(json::array({x.cycle, x.address, x.words}));
-      for (const TileReceive& x : s.receives) receives.push_back(json::array({x.arrival, x.sender, x.address, x.words}));
-      steps.push_back({{"compute", std::move(compute)}, {"sends", std::move(sends)}, {"receives", std::move(receives)}});
+    s.lines("copies", step.copies, [](std::string& l, const Copy& c) {
+      fmt::format_to(std::back_inserter(l), "[{}, {}, {}, {}, {}]", c.source.buffer, c.source.word_offset,
+                     c.destination.buffer, c.destination.word_offset, c.words);
+    });
+    {
+      Block x(s.member("exchange"), s.inner());
+      x.u("tiles", step.exchange.tiles);
+      x.lines("transfers", step.exchange.transfers, [](std::string& l, const Transfer& t) {
+        Record(l).u("source", t.source).list("destinations", t.destinations).u("words", t.words)
+            .u("source_address", t.source_address).list("destination_addresses", t.destination_addresses);
+      });
     }
-    tiles.push_back({{"tile", t.tile}, {"buffers", std::move(buffers)}, {"supersteps", std::move(steps)}});
-  }
-  return {{"streams", std::move(streams)}, {"tiles", std::move(tiles)}};
+    s.lines("schedule", step.schedule.segments, [](std::string& l, const Segment& g) {
+      fmt::format_to(std::back_inserter(l), "[{}, {}, {}]", g.transfer, g.start, g.words);
+    });
+  });
+  o.lines("streams", p.streams, [&](std::string& line, const HostStream& h) {
+    write_stream(line, o.inner() + "  ", h.tensor, h.kind, h.rows, h.cols, h.dtype, h.slices,
+                 [](std::string& l, const HostSlice& s) {
+                   Record r(l);
+                   r.key("destination");
+                   fmt::format_to(std::back_inserter(l), "[{}, {}]", s.destination.buffer, s.destination.word_offset);
+                   r.u("row_begin", s.row_begin).u("rows", s.rows).u("col_begin", s.col_begin).u("cols", s.cols)
+                       .b("transposed", s.transposed);
+                 });
+  });
 }
 
-json estimates_json(const PackageEstimates& e) {
-  return {{"estimated_cycles", e.estimated_cycles}, {"estimated_exchange_cycles", e.estimated_exchange_cycles},
-          {"scheduled_exchange_cycles", e.scheduled_exchange_cycles}, {"exchange_lower_bound", e.exchange_lower_bound},
-          {"peak_tile_bytes", e.peak_tile_bytes}};
+void write_package(std::string& out, const std::string& indent, const Package& p) {
+  Block o(out, indent);
+  o.lines("streams", p.streams, [&](std::string& line, const PackageStream& h) {
+    write_stream(line, o.inner() + "  ", h.tensor, h.kind, h.rows, h.cols, h.dtype, h.slices,
+                 [](std::string& l, const PackageSlice& s) {
+                   Record(l).u("tile", s.tile).u("address", s.address).u("row_begin", s.row_begin).u("rows", s.rows)
+                       .u("col_begin", s.col_begin).u("cols", s.cols).b("transposed", s.transposed);
+                 });
+  });
+  o.lines("tiles", p.tiles, [&](std::string& line, const TileImage& t) {
+    Block tile(line, o.inner() + "  ");
+    tile.u("tile", t.tile);
+    tile.lines("buffers", t.buffers, [](std::string& l, const TileBufferEntry& b) {
+      fmt::format_to(std::back_inserter(l), "[{}, {}, \"{}\"]", b.offset, b.bytes, region_name(b.region));
+    });
+    tile.lines("supersteps", t.supersteps, [&](std::string& l, const TileSuperstep& step) {
+      Block s(l, tile.inner() + "  ");
+      s.lines("compute", step.compute, [](std::string& c, const TileCodeletCall& call) {
+        Record(c).s("codelet", codelet_name(call.codelet)).list("addresses", call.addresses).list("params", call.params);
+      });
+      s.lines("sends", step.sends, [](std::string& c, const TileSend& x) {
+        fmt::format_to(std::back_inserter(c), "[{}, {}, {}]", x.cycle, x.address, x.words);
+      });
+      s.lines("receives", step.receives, [](std::string& c, const TileReceive& x) {
+        fmt::format_to(std::back_inserter(c), "[{}, {}, {}, {}]", x.arrival, x.sender, x.address, x.words);
+      });
+    });
+  });
 }
 
-json record_json(const CompileRecord& r, bool with_timings) {
-  json statistics = json::array(), plans = json::array(), schedules = json::array(), timings = json::array();
-  for (const Statistic& s : r.statistics) statistics.push_back({{"pass", s.pass}, {"name", s.name}, {"value", s.value}});
-  for (const PlanRemark& p : r.plans)
-    plans.push_back({{"op", p.op}, {"op_kind", p.op_kind}, {"plan", p.plan}, {"column_groups", p.column_groups},
-                     {"depth_groups", p.depth_groups}, {"row_groups", p.row_groups}, {"candidates", p.candidates},
-                     {"estimated_cycles", p.estimated_cycles}});
-  for (const ScheduleRemark& s : r.schedules) {
-    json remark = {{"phase", s.phase}, {"scheduler", s.scheduler}, {"transfers", s.transfers}, {"words", s.words},
-                   {"widest_multicast", s.widest_multicast}, {"segments", s.segments}, {"horizon", s.horizon},
-                   {"endpoint_lower_bound", s.endpoint_lower_bound}, {"lower_bound", s.lower_bound}};
-    if (with_timings) remark["elapsed_ms"] = s.elapsed_ms;
-    schedules.push_back(std::move(remark));
-  }
-  json record = {{"statistics", std::move(statistics)}, {"plans", std::move(plans)}, {"schedules", std::move(schedules)}};
-  if (with_timings) {
-    for (const PassTiming& t : r.timings)
-      timings.push_back({{"pass", t.pass}, {"wall_ms", t.wall_ms}, {"verify_ms", t.verify_ms},
-                         {"cost_model_ms", t.cost_model_ms}, {"cost_model_calls", t.cost_model_calls},
-                         {"scheduler_ms", t.scheduler_ms}, {"scheduler_calls", t.scheduler_calls}});
-    record["timings"] = std::move(timings);
-  }
-  return record;
+void write_estimates(std::string& out, const std::string& indent, const PackageEstimates& e) {
+  Block o(out, indent);
+  o.u("estimated_cycles", e.estimated_cycles);
+  o.u("estimated_exchange_cycles", e.estimated_exchange_cycles);
+  o.u("scheduled_exchange_cycles", e.scheduled_exchange_cycles);
+  o.u("exchange_lower_bound", e.exchange_lower_bound);
+  o.u("peak_tile_bytes", e.peak_tile_bytes);
 }
 
-json state_json(const CompilationState& s, bool with_timings) {
-  return {{"format", kFormat},
-          {"version", kStateFormatVersion},
-          {"compiler_version", kCoreVersion},
-          {"facts", s.facts},
-          {"target", target_json(s.target)},
-          {"model", graph_json(s.model)},
-          {"graph", graph_json(s.graph)},
-          {"program", program_json(s.program)},
-          {"package", package_json(s.package)},
-          {"estimates", estimates_json(s.estimates)},
-          {"record", record_json(s.record, with_timings)}};
+void write_record(std::string& out, const std::string& indent, const CompileRecord& r, bool with_timings) {
+  Block o(out, indent);
+  o.lines("statistics", r.statistics, [](std::string& l, const Statistic& s) {
+    Record(l).s("pass", s.pass).s("name", s.name).f("value", s.value);
+  });
+  o.lines("plans", r.plans, [](std::string& l, const PlanRemark& p) {
+    Record(l).u("op", p.op).s("op_kind", p.op_kind).s("plan", p.plan).u("column_groups", p.column_groups)
+        .u("depth_groups", p.depth_groups).u("row_groups", p.row_groups).u("candidates", p.candidates)
+        .u("estimated_cycles", p.estimated_cycles);
+  });
+  o.lines("schedules", r.schedules, [&](std::string& l, const ScheduleRemark& s) {
+    Record record(l);
+    record.u("phase", s.phase).s("scheduler", s.scheduler).u("transfers", s.transfers).u("words", s.words)
+        .u("widest_multicast", s.widest_multicast).u("segments", s.segments).u("horizon", s.horizon)
+        .u("endpoint_lower_bound", s.endpoint_lower_bound).u("lower_bound", s.lower_bound);
+    if (with_timings) record.u("elapsed_ms", s.elapsed_ms);
+  });
+  if (!with_timings) return;
+  o.lines("timings", r.timings, [](std::string& l, const PassTiming& t) {
+    Record(l).s("pass", t.pass).f("wall_ms", t.wall_ms).f("verify_ms", t.verify_ms).f("cost_model_ms", t.cost_model_ms)
+        .u("cost_model_calls", t.cost_model_calls).f("scheduler_ms", t.scheduler_ms).u("scheduler_calls", t.scheduler_calls);
+  });
 }
 
-// The text of a value on one line, with ", " and ": " between items.
-void write_compact(const json& j, std::string& out) {
-  if (!j.is_structured()) {
-    out += j.dump();
-    return;
-  }
-  out += j.is_object() ? '{' : '[';
-  bool first = true;
-  for (auto it = j.begin(); it != j.end(); ++it) {
-    if (!first) out += ", ";
-    first = false;
-    if (j.is_object()) out += json(it.key()).dump() + ": ";
-    write_compact(it.value(), out);
-  }
-  out += j.is_object() ? '}' : ']';
+// The state's parts, each written by its function at one indent below the top.
+std::vector<std::pair<std::string, std::string>> sections(const CompilationState& s, bool with_timings) {
+  std::vector<std::pair<std::string, std::string>> parts;
+  auto add = [&](const char* name, auto write) {
+    std::string text;
+    write(text);
+    parts.emplace_back(name, std::move(text));
+  };
+  add("facts", [&](std::string& o) {
+    o += '[';
+    for (const std::string& fact : s.facts) {
+      if (o.size() > 1) o += ", ";
+      quoted(o, fact);
+    }
+    o += ']';
+  });
+  add("target", [&](std::string& o) { write_target(o, "  ", s.target); });
+  add("model", [&](std::string& o) { write_graph(o, "  ", s.model); });
+  add("graph", [&](std::string& o) { write_graph(o, "  ", s.graph); });
+  add("program", [&](std::string& o) { write_program(o, "  ", s.program); });
+  add("package", [&](std::string& o) { write_package(o, "  ", s.package); });
+  add("estimates", [&](std::string& o) { write_estimates(o, "  ", s.estimates); });
+  add("record", [&](std::string& o) { write_record(o, "  ", s.record, with_timings); });
+  return parts;
 }
 
-// What is left of `budget` after the compact text of `j`, or -1 once it runs out: bounded work
-// however large `j` is.
-std::int64_t fits(const json& j, std::int64_t budget) {
-  if (!j.is_structured()) return budget - static_cast<std::int64_t>(j.dump().size());
-  budget -= 2;
-  for (auto it = j.begin(); it != j.end() && budget >= 0; ++it) {
-    if (it != j.begin()) budget -= 2;  // ", "
-    if (j.is_object()) budget -= static_cast<std::int64_t>(json(it.key()).dump().size()) + 2;
-    budget = fits(it.value(), budget);
-  }
-  return budget;
-}
-
-// Compact when short, else one member or element per line: records stay on one line each.
-void layout(const json& j, const std::string& indent, std::string& out) {
-  if (!j.is_structured() || j.empty() || fits(j, kMaxLineBytes) >= 0) {
-    write_compact(j, out);
-    return;
-  }
-  const std::string inner = indent + "  ";
-  out += j.is_object() ? '{' : '[';
-  for (auto it = j.begin(); it != j.end(); ++it) {
-    if (it != j.begin()) out += ',';
-    out += '\n';
-    out += inner;
-    if (j.is_object()) out += json(it.key()).dump() + ": ";
-    layout(it.value(), inner, out);
-  }
-  out += '\n';
-  out += indent;
-  out += j.is_object() ? '}' : ']';
-}
-
-std::string layout(const json& j) {
-  std::string out;
-  layout(j, "", out);
-  return out + "\n";
+std::string layout(const CompilationState& s, bool with_timings) {
+  std::string out = fmt::format("{{\n  \"format\": \"{}\",\n  \"version\": {},\n  \"compiler_version\": ", kFormat,
+                                kStateFormatVersion);
+  quoted(out, kCoreVersion);
+  for (const auto& [name, text] : sections(s, with_timings)) out += ",\n  \"" + name + "\": " + text;
+  return out + "\n}\n";
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -245,10 +339,17 @@ std::string layout(const json& j) {
 
 class Node {
 public:
-  Node(const json& value, std::string where, const std::string& origin) : j_(value), where_(std::move(where)), origin_(origin) {}
+  /// The document's root. A child refers to its parent, so its place is spelt out only on failure.
+  Node(const json& value, const std::string& origin) : j_(value), origin_(origin) {}
+
+  std::string where() const {
+    if (!parent_) return "";
+    return parent_->where() + "/" + (key_ ? std::string(key_) : std::to_string(index_));
+  }
 
   [[noreturn]] void fail(const std::string& problem) const {
-    throw Error(origin_ + ": at " + (where_.empty() ? "/" : where_) + ": " + problem +
+    const std::string place = where();
+    throw Error(origin_ + ": at " + (place.empty() ? "/" : place) + ": " + problem +
                 " (a state file is written by `tessera compile --dump-after` or `tessera opt`; edit it only "
                 "where docs/state-files.md says how)");
   }
@@ -257,7 +358,7 @@ public:
     if (!j_.is_object()) fail("expected an object");
     const auto found = j_.find(key);
     if (found == j_.end()) fail(std::string("missing key '") + key + "'");
-    return {*found, where_ + "/" + key, origin_};
+    return Node(*found, this, key, 0);
   }
   /// Fails on a key outside `allowed`: a state from another version, or a typo in an edit.
   const Node& keys(std::initializer_list<const char*> allowed) const {
@@ -274,7 +375,7 @@ public:
     return j_.size();
   }
   bool has(const char* key) const { return j_.is_object() && j_.contains(key); }
-  Node at(std::size_t i) const { return {j_[i], where_ + "/" + std::to_string(i), origin_}; }
+  Node at(std::size_t i) const { return Node(j_[i], this, nullptr, i); }
   template <typename F> void each(F&& f) const {
     const std::size_t n = size();
     for (std::size_t i = 0; i < n; ++i) f(at(i));
@@ -321,14 +422,15 @@ public:
   }
 
 private:
+  Node(const json& value, const Node* parent, const char* key, std::size_t index)
+      : j_(value), origin_(parent->origin_), parent_(parent), key_(key), index_(index) {}
   const json& j_;
-  std::string where_;
   const std::string& origin_;
+  const Node* parent_ = nullptr;  // outlives this node: children are made and used within a parent's call
+  const char* key_ = nullptr;
+  std::size_t index_ = 0;
 };
 
-const char* tensor_kind_name(TensorKind k) {
-  return k == TensorKind::input ? "input" : k == TensorKind::weight ? "weight" : "intermediate";
-}
 
 SourcePlace read_place(const Node& n) {
   n.size(2);
@@ -600,10 +702,10 @@ CompileRecord read_record(const Node& n) {
 
 }  // namespace
 
-std::string state_text(const CompilationState& state) { return layout(state_json(state, true)); }
+std::string state_text(const CompilationState& state) { return layout(state, true); }
 
 std::string deterministic_state_text(const CompilationState& state) {
-  return layout(state_json(state, false));
+  return layout(state, false);
 }
 
 void write_state(const CompilationState& state, const std::string& path, const std::string& what) {
@@ -617,7 +719,7 @@ CompilationState parse_state(const std::string& text, const std::string& origin)
   } catch (const json::parse_error& e) {
     throw Error(origin + ": not a state file: " + e.what());
   }
-  const Node root(document, "", origin);
+  const Node root(document, origin);
   if (!document.is_object() || !document.contains("format") || document["format"] != kFormat)
     root.fail("not a tessera state file (no \"format\": \"tessera-state\")");
   if (root["version"].u64() != kStateFormatVersion)
@@ -675,12 +777,9 @@ bool DumpFilter::shows_name(const std::string& name) const {
 }
 
 std::vector<std::pair<std::string, std::string>> state_sections(const CompilationState& state) {
-  std::vector<std::pair<std::string, std::string>> sections;
-  const json document = state_json(state, false);  // items() would outlive a temporary
-  for (const auto& [key, value] : document.items())
-    if (key != "format" && key != "version" && key != "compiler_version" && key != "record")
-      sections.emplace_back(key, value.dump());
-  return sections;
+  std::vector<std::pair<std::string, std::string>> parts = sections(state, false);
+  parts.pop_back();  // the record: statistics and remarks, not the IR
+  return parts;
 }
 
 std::string dump_state(const CompilationState& state, const DumpFilter& filter) {
