@@ -53,7 +53,7 @@ test-sanitize: bootstrap
 # $(FUZZ_BUILD)/corpus/<target>/ and a crash to $(FUZZ_BUILD)/crashes/ (add it to the seeds once fixed).
 FUZZ_BUILD ?= build-fuzz
 FUZZ_SECONDS ?= 60
-FUZZ_TARGETS := pipeline model phase_file package onnx tensor_file
+FUZZ_TARGETS := pipeline model phase_file package state onnx tensor_file
 fuzz:
 	@scripts/bootstrap-fuzz.sh
 	cmake -S . -B $(FUZZ_BUILD) $$(command -v ninja >/dev/null && echo -G Ninja) -DCMAKE_CXX_COMPILER=clang++ \
