@@ -10,49 +10,23 @@
 #include <utility>
 #include <vector>
 
-#include "exchange_testing.hpp"
+#include "shipped_target.hpp"
 #include "tessera/diagnostic.hpp"
 #include "tessera/exchange.hpp"
 #include "tessera/plugin_host.hpp"
 #include "tessera/scheduler.hpp"
 #include "tessera/target.hpp"
+#include "tessera/testing/phases.hpp"
+#include "tessera/testing/schedule.hpp"
+#include "tessera/testing/targets.hpp"
 
 using namespace tessera;
 using namespace tessera::testing;
-using tessera::testing::random_phase;
-using tessera::testing::RandomPhaseShape;
-using tessera::testing::shipped_target;
-using tessera::testing::skewed_phase;
 
 namespace {
 
-// Schedules through the public entry point (which validates), then re-checks it here.
-ScheduleReport schedule_and_check(ExchangeScheduler& scheduler, const ExchangePhase& phase,
-                                  const Target& target, Schedule* out = nullptr) {
-  ScheduleReport report;
-  Schedule schedule = scheduler.schedule(phase, target, 2000, &report);
-  const ScheduleReport again = validate_schedule(phase, schedule, target);
-  INFO(again.first_conflict);
-  REQUIRE(again.valid);
-  REQUIRE(again.horizon == report.horizon);
-  // Non-preemptive: exactly one segment, carrying every word, per transfer with words.
-  std::vector<int> segments(phase.transfers.size(), 0);
-  for (const Segment& segment : schedule.segments) {
-    ++segments[segment.transfer];
-    CHECK(segment.words == phase.transfers[segment.transfer].words);
-  }
-  for (std::size_t i = 0; i < phase.transfers.size(); ++i)
-    REQUIRE(segments[i] == (phase.transfers[i].words > 0 ? 1 : 0));
-  CHECK(report.horizon >= report.lower_bound);
-  if (out) *out = std::move(schedule);
-  return report;
-}
-
-Target without_multicast(Target target) {
-  target.multicast = false;
-  target.name += "-unicast";
-  return target;
-}
+// Greedy is non-preemptive: one segment per transfer, carrying all its words.
+constexpr ScheduleExpectations kWholeTransfers{.budget_ms = 2000, .max_segments_per_transfer = 1};
 
 }  // namespace
 
@@ -63,6 +37,10 @@ TEST_CASE("greedy loads through the plugin host as an exchange scheduler", "[gre
   REQUIRE(info->options.size() == 1);
   CHECK(info->options[0].name == "order");
   CHECK(std::get<std::string>(info->options[0].default_value) == "load-first");
+}
+
+TEST_CASE("greedy passes the check-plugin scheduler battery", "[greedy][battery]") {
+  check_battery(scheduler_battery([] { return make_scheduler("greedy"); }, unit_test_battery_options()));
 }
 
 TEST_CASE("greedy schedules random 1472-tile phases validly on every target and order", "[greedy]") {
@@ -76,10 +54,10 @@ TEST_CASE("greedy schedules random 1472-tile phases validly on every target and 
   for (const char* order : {"load-first", "longest-first", "phase-order"}) {
     auto greedy = make_scheduler("greedy", options({{"order", order}}));
     INFO("order " << order);
-    schedule_and_check(*greedy, random_phase(multicast, 1), realistic);
-    schedule_and_check(*greedy, random_phase(multicast, 2), ideal);
-    schedule_and_check(*greedy, random_phase(unicast, 3), without_multicast(realistic));
-    schedule_and_check(*greedy, random_phase(unicast, 4), without_multicast(ideal));
+    schedule_and_check(*greedy, random_phase(multicast, 1), realistic, kWholeTransfers);
+    schedule_and_check(*greedy, random_phase(multicast, 2), ideal, kWholeTransfers);
+    schedule_and_check(*greedy, random_phase(unicast, 3), without_multicast(realistic), kWholeTransfers);
+    schedule_and_check(*greedy, random_phase(unicast, 4), without_multicast(ideal), kWholeTransfers);
   }
 }
 
@@ -91,30 +69,24 @@ TEST_CASE("greedy schedules a dense 16-tile phase with latency and switch cost",
   shape.multicast_fraction = 0.3;
   shape.max_fanout = 5;
   auto greedy = make_scheduler("greedy");
-  const ScheduleReport report = schedule_and_check(*greedy, random_phase(shape, 5), small);
+  const ScheduleReport report = schedule_and_check(*greedy, random_phase(shape, 5), small, kWholeTransfers).report;
   // Heavily loaded ports: every receiver's switches are charged, so the bound is strong.
   CHECK(report.lower_bound > report.endpoint_lower_bound);
   CHECK(report.horizon < 2 * report.lower_bound);
 }
 
 TEST_CASE("greedy returns nothing for an empty phase", "[greedy]") {
-  ExchangePhase phase;
-  phase.tiles = 1472;
   auto greedy = make_scheduler("greedy");
-  Schedule schedule;
-  const ScheduleReport report = schedule_and_check(*greedy, phase, shipped_target("t1472"), &schedule);
-  CHECK(schedule.segments.empty());
-  CHECK(report.horizon == 0);
+  const CheckedSchedule empty = schedule_and_check(*greedy, empty_phase(1472), shipped_target("t1472"), kWholeTransfers);
+  CHECK(empty.schedule.segments.empty());
+  CHECK(empty.report.horizon == 0);
 }
 
 TEST_CASE("greedy sends a single transfer at once", "[greedy]") {
   const Target target = shipped_target("t1472");
-  ExchangePhase phase;
-  phase.tiles = 1472;
-  phase.transfers.push_back(Transfer{5, {1400}, 100, 0, {}});
   auto greedy = make_scheduler("greedy");
-  Schedule schedule;
-  const ScheduleReport report = schedule_and_check(*greedy, phase, target, &schedule);
+  const auto [schedule, report] =
+      schedule_and_check(*greedy, single_transfer_phase(1472, 5, 1400, 100), target, kWholeTransfers);
   REQUIRE(schedule.segments.size() == 1);
   CHECK(schedule.segments[0].start == 0);
   CHECK(report.horizon == 100 + target.latency(5, 1400));
@@ -127,11 +99,12 @@ TEST_CASE("greedy stays within twice the endpoint bound on the ideal target", "[
   RandomPhaseShape shape;
   shape.transfers = 20000;
   for (std::uint64_t seed = 10; seed < 13; ++seed) {
-    const ScheduleReport report = schedule_and_check(*greedy, random_phase(shape, seed), ideal);
+    const ScheduleReport report = schedule_and_check(*greedy, random_phase(shape, seed), ideal, kWholeTransfers).report;
     INFO("seed " << seed << " horizon " << report.horizon << " bound " << report.endpoint_lower_bound);
     CHECK(report.horizon <= 2 * report.endpoint_lower_bound);
   }
-  const ScheduleReport skewed = schedule_and_check(*greedy, skewed_phase(1472, 20000, 16, 7), ideal);
+  const ScheduleReport skewed =
+      schedule_and_check(*greedy, skewed_phase(1472, 20000, 16, 7), ideal, kWholeTransfers).report;
   CHECK(skewed.horizon <= 2 * skewed.endpoint_lower_bound);
 }
 
@@ -169,8 +142,9 @@ TEST_CASE("greedy never idles a transfer's sender and receivers together before 
   for (const RandomPhaseShape& shape : {few_groups, many_groups}) {
     for (const char* order : {"load-first", "longest-first", "phase-order"}) {
       const ExchangePhase phase = random_phase(shape, 21);
-      Schedule schedule;
-      schedule_and_check(*make_scheduler("greedy", options({{"order", order}})), phase, ideal, &schedule);
+      const Schedule schedule =
+          schedule_and_check(*make_scheduler("greedy", options({{"order", order}})), phase, ideal, kWholeTransfers)
+              .schedule;
       std::vector<Intervals> sending(shape.tiles), receiving(shape.tiles);
       for (const Segment& segment : schedule.segments) {
         const Transfer& transfer = phase.transfers[segment.transfer];
@@ -198,8 +172,8 @@ TEST_CASE("greedy beats the in-order baseline on a skewed phase", "[greedy]") {
   for (const char* target_name : {"t1472", "t1472-ideal"}) {
     const Target target = shipped_target(target_name);
     const ExchangePhase phase = skewed_phase(1472, 30000, 24, 99);
-    const ScheduleReport fast = schedule_and_check(*greedy, phase, target);
-    const ScheduleReport naive = schedule_and_check(*in_order, phase, target);
+    const ScheduleReport fast = schedule_and_check(*greedy, phase, target, kWholeTransfers).report;
+    const ScheduleReport naive = schedule_and_check(*in_order, phase, target, kWholeTransfers).report;
     INFO(target_name << ": greedy " << fast.horizon << " in-order " << naive.horizon << " bound "
                      << fast.lower_bound);
     CHECK(fast.horizon < naive.horizon);
@@ -213,19 +187,12 @@ TEST_CASE("greedy gives the same schedule for the same input", "[greedy]") {
   shape.transfers = 8000;
   shape.multicast_fraction = 0.1;
   const ExchangePhase phase = random_phase(shape, 42);
-  Schedule first, second, third;
   auto greedy = make_scheduler("greedy");
-  schedule_and_check(*greedy, phase, target, &first);
-  schedule_and_check(*greedy, phase, target, &second);
-  schedule_and_check(*make_scheduler("greedy"), phase, target, &third);
-  auto same = [](const Schedule& a, const Schedule& b) {
-    return std::equal(a.segments.begin(), a.segments.end(), b.segments.begin(), b.segments.end(),
-                      [](const Segment& x, const Segment& y) {
-                        return x.transfer == y.transfer && x.start == y.start && x.words == y.words;
-                      });
-  };
-  CHECK(same(first, second));
-  CHECK(same(first, third));
+  const Schedule first = schedule_and_check(*greedy, phase, target, kWholeTransfers).schedule;
+  const Schedule second = schedule_and_check(*greedy, phase, target, kWholeTransfers).schedule;
+  const Schedule third = schedule_and_check(*make_scheduler("greedy"), phase, target, kWholeTransfers).schedule;
+  CHECK(same_schedule(first, second));
+  CHECK(same_schedule(first, third));
 }
 
 TEST_CASE("greedy orders differ where they should", "[greedy]") {
@@ -238,8 +205,9 @@ TEST_CASE("greedy orders differ where they should", "[greedy]") {
   phase.transfers = {Transfer{0, {6}, 1, 0, {}}, Transfer{0, {2}, 9, 0, {}},
                      Transfer{0, {1}, 5, 0, {}}, Transfer{3, {1}, 12, 0, {}}};
   auto first_from_tile_0 = [&](const char* order) {
-    Schedule schedule;
-    schedule_and_check(*make_scheduler("greedy", options({{"order", order}})), phase, ideal, &schedule);
+    const Schedule schedule =
+        schedule_and_check(*make_scheduler("greedy", options({{"order", order}})), phase, ideal, kWholeTransfers)
+            .schedule;
     const Segment* first = nullptr;
     for (const Segment& s : schedule.segments)
       if (phase.transfers[s.transfer].source == 0 && (!first || s.start < first->start)) first = &s;

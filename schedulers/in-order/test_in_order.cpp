@@ -1,47 +1,46 @@
 // The `in-order` baseline scheduler, loaded through the real plugin host.
 #include <catch2/catch.hpp>
 
+#include "plugin_testing.hpp"
+
 #include <algorithm>
 #include <limits>
 #include <memory>
 #include <string>
 #include <vector>
 
-#include "exchange_testing.hpp"
+#include "shipped_target.hpp"
 #include "tessera/diagnostic.hpp"
 #include "tessera/exchange.hpp"
-#include "tessera/plugin_host.hpp"
 #include "tessera/scheduler.hpp"
 #include "tessera/target.hpp"
+#include "tessera/testing/phases.hpp"
+#include "tessera/testing/schedule.hpp"
+#include "tessera/testing/targets.hpp"
 
 using namespace tessera;
-using tessera::testing::random_phase;
-using tessera::testing::RandomPhaseShape;
-using tessera::testing::shipped_target;
+using namespace tessera::testing;
 
 namespace {
 
-std::unique_ptr<ExchangeScheduler> make_in_order() {
-  static PluginHost host;
-  static const bool loaded = (host.load_directory(TESSERA_PLUGIN_DIR), true);
-  (void)loaded;
-  const PluginInfo* info = host.find("in-order");
-  REQUIRE(info != nullptr);
-  REQUIRE(info->kind == PluginKind::exchange_scheduler);
-  return host.create_scheduler(*info, host.resolve_options(*info, {}, "test"));
-}
+// In phase order, one transfer at a time: never split.
+constexpr ScheduleExpectations kWholeTransfers{.budget_ms = 2000, .max_segments_per_transfer = 1};
 
-Schedule schedule_valid(const ExchangePhase& phase, const Target& target,
-                        ScheduleReport* report = nullptr) {
-  ScheduleReport checked;
-  Schedule schedule = make_in_order()->schedule(phase, target, 2000, &checked);
-  INFO(checked.first_conflict);
-  REQUIRE(validate_schedule(phase, schedule, target).valid);
-  if (report) *report = checked;
-  return schedule;
+CheckedSchedule schedule_in_order(const ExchangePhase& phase, const Target& target) {
+  return schedule_and_check(*make_scheduler("in-order"), phase, target, kWholeTransfers);
 }
 
 }  // namespace
+
+TEST_CASE("in-order loads through the plugin host as an exchange scheduler", "[in-order]") {
+  const PluginInfo* info = shipped_plugins().find("in-order");
+  REQUIRE(info != nullptr);
+  CHECK(info->kind == PluginKind::exchange_scheduler);
+}
+
+TEST_CASE("in-order passes the check-plugin scheduler battery", "[in-order][battery]") {
+  check_battery(scheduler_battery([] { return make_scheduler("in-order"); }, unit_test_battery_options()));
+}
 
 TEST_CASE("in-order schedules random 1472-tile phases validly", "[in-order]") {
   RandomPhaseShape shape;
@@ -49,11 +48,8 @@ TEST_CASE("in-order schedules random 1472-tile phases validly", "[in-order]") {
   shape.multicast_fraction = 0.2;
   for (const char* name : {"t1472", "t1472-ideal"}) {
     INFO(name);
-    ScheduleReport report;
     const ExchangePhase phase = random_phase(shape, 8);
-    const Schedule schedule = schedule_valid(phase, shipped_target(name), &report);
-    CHECK(schedule.segments.size() == phase.transfers.size());
-    CHECK(report.horizon >= report.lower_bound);
+    CHECK(schedule_in_order(phase, shipped_target(name)).schedule.segments.size() == phase.transfers.size());
   }
 }
 
@@ -66,7 +62,7 @@ TEST_CASE("in-order starts every transfer as early as phase order allows", "[in-
   shape.transfers = 2000;
   shape.multicast_fraction = 0.3;
   const ExchangePhase phase = random_phase(shape, 9);
-  Schedule schedule = schedule_valid(phase, target);
+  Schedule schedule = schedule_in_order(phase, target).schedule;
   REQUIRE(schedule.segments.size() == phase.transfers.size());
   std::sort(schedule.segments.begin(), schedule.segments.end(),
             [](const Segment& a, const Segment& b) { return a.transfer < b.transfer; });
@@ -99,16 +95,13 @@ TEST_CASE("in-order starts every transfer as early as phase order allows", "[in-
 
 TEST_CASE("in-order handles the empty phase and a single transfer", "[in-order]") {
   const Target target = shipped_target("t1472");
-  ExchangePhase phase;
-  phase.tiles = 1472;
-  ScheduleReport report;
-  CHECK(schedule_valid(phase, target, &report).segments.empty());
-  CHECK(report.horizon == 0);
-  phase.transfers.push_back(Transfer{0, {1471}, 7, 0, {}});
-  const Schedule one = schedule_valid(phase, target, &report);
-  REQUIRE(one.segments.size() == 1);
-  CHECK(one.segments[0].start == 0);
-  CHECK(report.horizon == 7 + target.latency(0, 1471));
+  const CheckedSchedule empty = schedule_in_order(empty_phase(1472), target);
+  CHECK(empty.schedule.segments.empty());
+  CHECK(empty.report.horizon == 0);
+  const CheckedSchedule one = schedule_in_order(single_transfer_phase(1472, 0, 1471, 7), target);
+  REQUIRE(one.schedule.segments.size() == 1);
+  CHECK(one.schedule.segments[0].start == 0);
+  CHECK(one.report.horizon == 7 + target.latency(0, 1471));
 }
 
 TEST_CASE("in-order is deterministic and refuses what the target cannot do", "[in-order]") {
@@ -116,17 +109,8 @@ TEST_CASE("in-order is deterministic and refuses what the target cannot do", "[i
   RandomPhaseShape shape;
   shape.transfers = 3000;
   const ExchangePhase phase = random_phase(shape, 10);
-  const Schedule a = schedule_valid(phase, target), b = schedule_valid(phase, target);
-  REQUIRE(a.segments.size() == b.segments.size());
-  for (std::size_t i = 0; i < a.segments.size(); ++i) {
-    CHECK(a.segments[i].transfer == b.segments[i].transfer);
-    CHECK(a.segments[i].start == b.segments[i].start);
-  }
-  Target unicast = target;
-  unicast.multicast = false;
-  ExchangePhase multicast;
-  multicast.tiles = 1472;
-  multicast.transfers.push_back(Transfer{3, {4, 5}, 2, 0, {}});
-  CHECK_THROWS_WITH(make_in_order()->schedule(multicast, unicast, 100),
+  CHECK(same_schedule(schedule_in_order(phase, target).schedule, schedule_in_order(phase, target).schedule));
+  const ExchangePhase multicast = phase_of(1472, {transfer(3, {4, 5}, 2)});
+  CHECK_THROWS_WITH(make_scheduler("in-order")->schedule(multicast, without_multicast(target), 100),
                     Catch::Contains("given to scheduler 'in-order' is malformed") && Catch::Contains("has no multicast"));
 }

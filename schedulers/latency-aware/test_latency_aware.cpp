@@ -7,22 +7,20 @@
 #include <algorithm>
 #include <chrono>
 #include <memory>
-#include <sstream>
 #include <string>
 #include <utility>
 #include <vector>
 
-#include <spdlog/sinks/ostream_sink.h>
-#include <spdlog/spdlog.h>
-
-#include "exchange_testing.hpp"
+#include "log_capture.hpp"
+#include "shipped_target.hpp"
 #include "tessera/diagnostic.hpp"
 #include "tessera/exchange.hpp"
-#include "tessera/log.hpp"
 #include "tessera/plugin_host.hpp"
 #include "tessera/scheduler.hpp"
 #include "tessera/target.hpp"
-#include "traffic_shapes.hpp"
+#include "tessera/testing/phases.hpp"
+#include "tessera/testing/schedule.hpp"
+#include "tessera/testing/targets.hpp"
 
 using namespace tessera;
 using namespace tessera::testing;
@@ -32,61 +30,16 @@ namespace {
 // A test budget: enough for every start on these sizes, small enough for a fast test.
 constexpr std::uint64_t kBudgetMs = 400;
 
-// Schedules through the public entry point (which validates), then re-checks it here.
-ScheduleReport schedule_and_check(ExchangeScheduler& scheduler, const ExchangePhase& phase,
-                                  const Target& target, Schedule* out = nullptr,
-                                  std::uint64_t budget_ms = kBudgetMs) {
-  ScheduleReport report;
-  Schedule schedule = scheduler.schedule(phase, target, budget_ms, &report);
-  const ScheduleReport again = validate_schedule(phase, schedule, target);
-  INFO(again.first_conflict);
-  REQUIRE(again.valid);
-  REQUIRE(again.horizon == report.horizon);
-  CHECK(report.horizon >= report.lower_bound);
-  if (out) *out = std::move(schedule);
-  return report;
-}
-
-Target without_multicast(Target target) {
-  target.multicast = false;
-  target.name += "-unicast";
-  return target;
+CheckedSchedule schedule_checked(ExchangeScheduler& scheduler, const ExchangePhase& phase, const Target& target,
+                                 std::uint64_t budget_ms = kBudgetMs) {
+  return schedule_and_check(scheduler, phase, target, {.budget_ms = budget_ms, .max_segments_per_transfer = 0});
 }
 
 double ratio(const ScheduleReport& report) {
   return static_cast<double>(report.horizon) / static_cast<double>(report.lower_bound);
 }
 
-bool same_schedule(const Schedule& a, const Schedule& b) {
-  return std::equal(a.segments.begin(), a.segments.end(), b.segments.begin(), b.segments.end(),
-                    [](const Segment& x, const Segment& y) {
-                      return x.transfer == y.transfer && x.start == y.start && x.words == y.words;
-                    });
-}
-
-// Captures what the plugin logs through its spdlog logger.
-class LogCapture {
-public:
-  LogCapture() : logger_(tessera::logger("tessera.scheduler.latency-aware")) {
-    sink_ = std::make_shared<spdlog::sinks::ostream_sink_mt>(stream_);
-    sink_->set_pattern("%v");
-    logger_->sinks().push_back(sink_);
-    previous_level_ = logger_->level();
-    logger_->set_level(spdlog::level::info);
-  }
-  ~LogCapture() {
-    auto& sinks = logger_->sinks();
-    sinks.erase(std::remove(sinks.begin(), sinks.end(), sink_), sinks.end());
-    logger_->set_level(previous_level_);
-  }
-  std::string text() const { return stream_.str(); }
-
-private:
-  std::shared_ptr<spdlog::logger> logger_;
-  std::ostringstream stream_;
-  std::shared_ptr<spdlog::sinks::ostream_sink_mt> sink_;
-  spdlog::level::level_enum previous_level_;
-};
+constexpr const char* kLogger = "tessera.scheduler.latency-aware";
 
 // The value of `key=` in a key=value log line.
 std::uint64_t field(const std::string& line, const std::string& key) {
@@ -94,11 +47,6 @@ std::uint64_t field(const std::string& line, const std::string& key) {
   REQUIRE(at != std::string::npos);
   return std::stoull(line.substr(at + key.size() + 1));
 }
-
-struct NamedPhase {
-  const char* name;
-  ExchangePhase phase;
-};
 
 // Unicast phases shaped like compiler traffic on 1472 tiles, small enough for a unit test.
 std::vector<NamedPhase> realistic_unicast_phases() {
@@ -134,6 +82,10 @@ TEST_CASE("latency-aware loads through the plugin host with its options", "[late
   CHECK(defaults.get_int("seed") == 1);
 }
 
+TEST_CASE("latency-aware passes the check-plugin scheduler battery", "[latency-aware][battery]") {
+  check_battery(scheduler_battery([] { return make_scheduler("latency-aware"); }, unit_test_battery_options()));
+}
+
 TEST_CASE("latency-aware schedules random 1472-tile phases validly, with and without multicast",
           "[latency-aware]") {
   const Target realistic = shipped_target("t1472");
@@ -147,11 +99,11 @@ TEST_CASE("latency-aware schedules random 1472-tile phases validly, with and wit
   for (std::uint64_t seed = 1; seed <= 3; ++seed) {
     INFO("seed " << seed);
     const ExchangePhase with_multicast = random_phase(multicast, seed);
-    const ScheduleReport mixed = schedule_and_check(*scheduler, with_multicast, realistic);
-    CHECK(mixed.horizon <= schedule_and_check(*greedy, with_multicast, realistic).horizon);
+    const ScheduleReport mixed = schedule_checked(*scheduler, with_multicast, realistic).report;
+    CHECK(mixed.horizon <= schedule_checked(*greedy, with_multicast, realistic).report.horizon);
     const ExchangePhase plain = random_phase(unicast, 10 + seed);
-    schedule_and_check(*scheduler, plain, without_multicast(realistic));
-    schedule_and_check(*scheduler, plain, shipped_target("t1472-ideal"));
+    schedule_checked(*scheduler, plain, without_multicast(realistic));
+    schedule_checked(*scheduler, plain, shipped_target("t1472-ideal"));
   }
 }
 
@@ -164,8 +116,8 @@ TEST_CASE("latency-aware handles latency and switch cost on a dense 16-tile phas
   shape.multicast_fraction = 0.3;
   shape.max_fanout = 5;
   const ExchangePhase phase = random_phase(shape, 5);
-  const ScheduleReport report = schedule_and_check(*make_scheduler("latency-aware"), phase, small);
-  const ScheduleReport greedy = schedule_and_check(*make_scheduler("greedy"), phase, small);
+  const ScheduleReport report = schedule_checked(*make_scheduler("latency-aware"), phase, small).report;
+  const ScheduleReport greedy = schedule_checked(*make_scheduler("greedy"), phase, small).report;
   INFO("latency-aware " << report.horizon << " greedy " << greedy.horizon << " bound "
                         << report.lower_bound);
   CHECK(report.horizon <= greedy.horizon);
@@ -185,8 +137,8 @@ TEST_CASE(
   auto scheduler = make_scheduler("latency-aware", options({{"budget_fraction", 0.05}}));
   auto greedy = make_scheduler("greedy");
   for (const NamedPhase& named : realistic_unicast_phases()) {
-    const ScheduleReport ours = schedule_and_check(*scheduler, named.phase, target, nullptr, 8 * kBudgetMs);
-    const ScheduleReport theirs = schedule_and_check(*greedy, named.phase, target);
+    const ScheduleReport ours = schedule_checked(*scheduler, named.phase, target, 8 * kBudgetMs).report;
+    const ScheduleReport theirs = schedule_checked(*greedy, named.phase, target).report;
     INFO(named.name << ": latency-aware " << ours.horizon << " (" << ratio(ours) << "x), greedy "
                     << theirs.horizon << " (" << ratio(theirs) << "x), lower bound "
                     << ours.lower_bound);
@@ -208,8 +160,8 @@ TEST_CASE("latency-aware never loses to greedy on multicast and skewed phases", 
       {"skewed", skewed_phase(1472, 20000, 24, 99)},
   };
   for (const NamedPhase& named : phases) {
-    const ScheduleReport ours = schedule_and_check(*scheduler, named.phase, target);
-    const ScheduleReport theirs = schedule_and_check(*greedy, named.phase, target);
+    const ScheduleReport ours = schedule_checked(*scheduler, named.phase, target).report;
+    const ScheduleReport theirs = schedule_checked(*greedy, named.phase, target).report;
     INFO(named.name << ": latency-aware " << ours.horizon << " greedy " << theirs.horizon
                     << " bound " << ours.lower_bound);
     CHECK(ours.horizon <= theirs.horizon);
@@ -222,26 +174,23 @@ TEST_CASE("latency-aware gives the same schedule for the same input", "[latency-
   shape.transfers = 5000;
   shape.multicast_fraction = 0.1;
   const ExchangePhase phase = random_phase(shape, 42);
-  Schedule first, second, third;
   auto scheduler = make_scheduler("latency-aware");
-  schedule_and_check(*scheduler, phase, target, &first);
-  schedule_and_check(*scheduler, phase, target, &second);
-  schedule_and_check(*make_scheduler("latency-aware"), phase, target, &third);
+  const Schedule first = schedule_checked(*scheduler, phase, target).schedule;
+  const Schedule second = schedule_checked(*scheduler, phase, target).schedule;
+  const Schedule third = schedule_checked(*make_scheduler("latency-aware"), phase, target).schedule;
   CHECK(same_schedule(first, second));
   CHECK(same_schedule(first, third));
   // Another seed explores other moves: still valid, and as good as the starts.
-  Schedule other;
   const ScheduleReport reseeded =
-      schedule_and_check(*make_scheduler("latency-aware", options({{"seed", std::int64_t{7}}})),
-                         phase, target, &other);
-  CHECK(reseeded.horizon <= schedule_and_check(*make_scheduler("greedy"), phase, target).horizon);
+      schedule_checked(*make_scheduler("latency-aware", options({{"seed", std::int64_t{7}}})), phase, target).report;
+  CHECK(reseeded.horizon <= schedule_checked(*make_scheduler("greedy"), phase, target).report.horizon);
 }
 
 TEST_CASE("latency-aware logs its horizons and neighbourhood improvements", "[latency-aware]") {
   const Target target = without_multicast(shipped_target("t1472"));
   const ExchangePhase phase = group_all_to_all_phase(1472, 23, 200, true);
-  LogCapture capture;
-  const ScheduleReport report = schedule_and_check(*make_scheduler("latency-aware"), phase, target);
+  LogCapture capture(kLogger);
+  const ScheduleReport report = schedule_checked(*make_scheduler("latency-aware"), phase, target).report;
   const std::string text = capture.text();
   INFO(text);
   REQUIRE(text.find("latency-aware scheduled exchange phase") != std::string::npos);
@@ -257,10 +206,9 @@ TEST_CASE("latency-aware improves a start by neighbourhood moves", "[latency-awa
   // the critical path has moves that pay (measured: 2238 -> 2217 cycles at a 2 s budget).
   const Target target = without_multicast(shipped_target("t1472"));
   const ExchangePhase phase = group_all_to_all_phase(1472, 64, 32, true);
-  LogCapture capture;
+  LogCapture capture(kLogger);
   // The work of the default fraction (0.4) of 1 s, with 8x the wall clock (see above).
-  schedule_and_check(*make_scheduler("latency-aware", options({{"budget_fraction", 0.05}})), phase, target, nullptr,
-                     8000);
+  schedule_checked(*make_scheduler("latency-aware", options({{"budget_fraction", 0.05}})), phase, target, 8000);
   const std::string text = capture.text();
   INFO(text);
   CHECK(field(text, "neighborhood_improvements") > 0);
@@ -292,25 +240,21 @@ TEST_CASE("latency-aware respects its budget on 120k transfers", "[latency-aware
 TEST_CASE("latency-aware stops after max_improvement_rounds", "[latency-aware]") {
   const Target target = without_multicast(shipped_target("t1472"));
   const ExchangePhase phase = group_all_to_all_phase(1472, 64, 32, true);
-  LogCapture capture;
-  schedule_and_check(
-      *make_scheduler("latency-aware", options({{"max_improvement_rounds", std::int64_t{5}}})),
-      phase, target);
+  LogCapture capture(kLogger);
+  schedule_checked(*make_scheduler("latency-aware", options({{"max_improvement_rounds", std::int64_t{5}}})), phase,
+                   target);
   CHECK(field(capture.text(), "evaluations") <= 5);
 }
 
 TEST_CASE("latency-aware returns nothing for an empty phase and sends a lone transfer at once",
           "[latency-aware]") {
   const Target target = shipped_target("t1472");
-  ExchangePhase phase;
-  phase.tiles = 1472;
   auto scheduler = make_scheduler("latency-aware");
-  Schedule schedule;
-  CHECK(schedule_and_check(*scheduler, phase, target, &schedule).horizon == 0);
-  CHECK(schedule.segments.empty());
-  phase.transfers.push_back(Transfer{5, {1400}, 100, 0, {}});
-  phase.transfers.push_back(Transfer{6, {7}, 0, 0, {}});  // no words: no segment
-  const ScheduleReport report = schedule_and_check(*scheduler, phase, target, &schedule);
+  const CheckedSchedule empty = schedule_checked(*scheduler, empty_phase(1472), target);
+  CHECK(empty.report.horizon == 0);
+  CHECK(empty.schedule.segments.empty());
+  const ExchangePhase phase = phase_of(1472, {transfer(5, {1400}, 100), transfer(6, {7}, 0)});  // no words: no segment
+  const auto [schedule, report] = schedule_checked(*scheduler, phase, target);
   REQUIRE(schedule.segments.size() == 1);
   CHECK(schedule.segments[0].start == 0);
   CHECK(report.horizon == report.lower_bound);

@@ -7,58 +7,28 @@
 #include <algorithm>
 #include <chrono>
 #include <memory>
-#include <sstream>
 #include <string>
-#include <utility>
 #include <vector>
 
-#include <spdlog/sinks/ostream_sink.h>
-#include <spdlog/spdlog.h>
-
-#include "exchange_testing.hpp"
+#include "log_capture.hpp"
+#include "shipped_target.hpp"
 #include "tessera/diagnostic.hpp"
 #include "tessera/exchange.hpp"
-#include "tessera/log.hpp"
 #include "tessera/plugin_host.hpp"
 #include "tessera/scheduler.hpp"
 #include "tessera/target.hpp"
-#include "traffic_shapes.hpp"
+#include "tessera/testing/phases.hpp"
+#include "tessera/testing/schedule.hpp"
+#include "tessera/testing/targets.hpp"
 
 using namespace tessera;
 using namespace tessera::testing;
 
 namespace {
 
-// Captures the milp plugin's log lines.
-class LogCapture {
-public:
-  LogCapture() : logger_(tessera::logger("tessera.scheduler.milp")) {
-    sink_ = std::make_shared<spdlog::sinks::ostream_sink_mt>(stream_);
-    sink_->set_pattern("%v");
-    logger_->sinks().push_back(sink_);
-    previous_level_ = logger_->level();
-    logger_->set_level(spdlog::level::info);
-  }
-  ~LogCapture() {
-    auto& sinks = logger_->sinks();
-    sinks.erase(std::remove(sinks.begin(), sinks.end(), sink_), sinks.end());
-    logger_->set_level(previous_level_);
-  }
-  // The last "milp scheduled" line since the previous call.
-  std::string last_line() {
-    const std::string text = stream_.str();
-    stream_.str("");
-    const std::size_t at = text.rfind("milp scheduled exchange phase");
-    REQUIRE(at != std::string::npos);
-    return text.substr(at, text.find('\n', at) - at);
-  }
-
-private:
-  std::shared_ptr<spdlog::logger> logger_;
-  std::ostringstream stream_;
-  std::shared_ptr<spdlog::sinks::ostream_sink_mt> sink_;
-  spdlog::level::level_enum previous_level_;
-};
+constexpr const char* kLogger = "tessera.scheduler.milp";
+// The plugin's summary line, one per phase scheduled.
+constexpr const char* kScheduledLine = "milp scheduled exchange phase";
 
 std::string field(const std::string& line, const std::string& key) {
   const std::size_t at = line.find(" " + key + "=");
@@ -70,25 +40,10 @@ std::uint64_t number(const std::string& line, const std::string& key) {
   return std::stoull(field(line, key));
 }
 
-// Schedules through the public entry point (which validates) and re-checks.
-ScheduleReport schedule_and_check(ExchangeScheduler& scheduler, const ExchangePhase& phase,
-                                  const Target& target, std::uint64_t budget_ms = 1000,
-                                  Schedule* out = nullptr) {
-  ScheduleReport report;
-  Schedule schedule = scheduler.schedule(phase, target, budget_ms, &report);
-  const ScheduleReport again = validate_schedule(phase, schedule, target);
-  INFO(again.first_conflict);
-  REQUIRE(again.valid);
-  REQUIRE(again.horizon == report.horizon);
-  CHECK(report.horizon >= report.lower_bound);
-  if (out) *out = std::move(schedule);
-  return report;
-}
-
-Target without_multicast(Target target) {
-  target.multicast = false;
-  target.name += "-unicast";
-  return target;
+// The MILP's budget when a test does not need another: enough for GLPK on these small phases.
+ScheduleReport schedule_checked(ExchangeScheduler& scheduler, const ExchangePhase& phase, const Target& target,
+                                std::uint64_t budget_ms = 1000) {
+  return schedule_and_check(scheduler, phase, target, {.budget_ms = budget_ms, .max_segments_per_transfer = 0}).report;
 }
 
 // Small phases on t16 (latency 6..9, switch cost 1, multicast), each decided in well under
@@ -120,24 +75,28 @@ TEST_CASE("milp loads through the plugin host with its options", "[milp]") {
   CHECK(defaults.get_number("budget_fraction") == Approx(0.9));
 }
 
+TEST_CASE("milp passes the check-plugin scheduler battery", "[milp][battery]") {
+  check_battery(scheduler_battery([] { return make_scheduler("milp"); }, unit_test_battery_options()));
+}
+
 TEST_CASE("milp finds the optima known by hand", "[milp]") {
   const Target target = shipped_target("t1472");  // latency 6 + column distance, switch cost 1
   auto milp = make_scheduler("milp");
-  LogCapture log;
+  LogCapture log(kLogger);
 
   SECTION("two transfers from one sender to its own column: the words, then the latency") {
     ExchangePhase phase;
     phase.tiles = 1472;
     phase.transfers = {Transfer{0, {1}, 10, 0, {}}, Transfer{0, {2}, 7, 0, {}}};
-    CHECK(schedule_and_check(*milp, phase, target).horizon == 10 + 7 + 6);
-    CHECK(field(log.last_line(), "optimal") == "true");
+    CHECK(schedule_checked(*milp, phase, target).horizon == 10 + 7 + 6);
+    CHECK(field(log.take_last_line_with(kScheduledLine), "optimal") == "true");
   }
   SECTION("two senders into one receiver: both transfers, the latency and one switch") {
     ExchangePhase phase;
     phase.tiles = 1472;
     phase.transfers = {Transfer{1, {0}, 10, 0, {}}, Transfer{2, {0}, 7, 0, {}}};
-    CHECK(schedule_and_check(*milp, phase, target).horizon == 6 + 10 + 7 + 1);
-    CHECK(field(log.last_line(), "optimal") == "true");
+    CHECK(schedule_checked(*milp, phase, target).horizon == 6 + 10 + 7 + 1);
+    CHECK(field(log.take_last_line_with(kScheduledLine), "optimal") == "true");
   }
   SECTION("a near and a far receiver: the far one first, which the list schedule misses") {
     // Tile 1400 is 21 columns away (latency 27), tile 1 in the sender's column (6). Far
@@ -146,8 +105,8 @@ TEST_CASE("milp finds the optima known by hand", "[milp]") {
     phase.tiles = 1472;
     phase.transfers = {Transfer{0, {1}, 10, 0, {}}, Transfer{0, {1400}, 10, 0, {}}};
     REQUIRE(target.latency(0, 1400) == 27);
-    CHECK(schedule_and_check(*milp, phase, target).horizon == 37);
-    const std::string line = log.last_line();
+    CHECK(schedule_checked(*milp, phase, target).horizon == 37);
+    const std::string line = log.take_last_line_with(kScheduledLine);
     CHECK(field(line, "optimal") == "true");
     CHECK(field(line, "solution") == "milp");
     CHECK(number(line, "list_horizon") == 47);
@@ -160,13 +119,13 @@ TEST_CASE("milp reaches the endpoint bound on the ideal target without multicast
   // some of them, so GLPK has to find it.
   const Target ideal = without_multicast(shipped_target("t1472-ideal"));
   auto milp = make_scheduler("milp");
-  LogCapture log;
+  LogCapture log(kLogger);
   int solved_by_glpk = 0;
   for (std::uint32_t tiles : {5u, 6u, 8u})
     for (std::uint64_t seed = 1; seed <= 4; ++seed) {
       const ExchangePhase phase = permutation_phase(tiles, 3, 2, 9, seed);
-      const ScheduleReport report = schedule_and_check(*milp, phase, ideal);
-      const std::string line = log.last_line();
+      const ScheduleReport report = schedule_checked(*milp, phase, ideal);
+      const std::string line = log.take_last_line_with(kScheduledLine);
       INFO(tiles << " tiles, seed " << seed << ": " << line);
       CHECK(report.horizon == report.endpoint_lower_bound);
       CHECK(field(line, "optimal") == "true");
@@ -182,13 +141,13 @@ TEST_CASE(
   auto milp = make_scheduler("milp");
   auto greedy = make_scheduler("greedy");
   auto latency_aware = make_scheduler("latency-aware");
-  LogCapture log;
+  LogCapture log(kLogger);
   int proven = 0, multicast_proven = 0;
   for (const ExchangePhase& phase : small_t16_phases()) {
-    const ScheduleReport exact = schedule_and_check(*milp, phase, small, 1500);
-    const std::string line = log.last_line();
-    const ScheduleReport list = schedule_and_check(*greedy, phase, small);
-    const ScheduleReport heuristic = schedule_and_check(*latency_aware, phase, small, 200);
+    const ScheduleReport exact = schedule_checked(*milp, phase, small, 1500);
+    const std::string line = log.take_last_line_with(kScheduledLine);
+    const ScheduleReport list = schedule_checked(*greedy, phase, small);
+    const ScheduleReport heuristic = schedule_checked(*latency_aware, phase, small, 200);
     INFO(line << "\ngreedy " << list.horizon << " latency-aware " << heuristic.horizon);
     CHECK(exact.horizon <= number(line, "list_horizon"));
     CHECK(number(line, "proven_bound") <= exact.horizon);
@@ -212,10 +171,10 @@ TEST_CASE("milp falls back to the list schedule when the model is too big", "[mi
   ExchangePhase phase;
   phase.tiles = 1472;
   phase.transfers = {Transfer{0, {1}, 10, 0, {}}, Transfer{0, {1400}, 10, 0, {}}};
-  LogCapture log;
+  LogCapture log(kLogger);
   auto small = make_scheduler("milp", options({{"max_variables", std::int64_t{20}}}));
-  const ScheduleReport report = schedule_and_check(*small, phase, target);
-  const std::string line = log.last_line();
+  const ScheduleReport report = schedule_checked(*small, phase, target);
+  const std::string line = log.take_last_line_with(kScheduledLine);
   CHECK(report.horizon == 47);  // the list schedule, near receiver first
   CHECK(field(line, "optimal") == "false");
   CHECK(field(line, "solution") == "list-schedule");
@@ -233,13 +192,13 @@ TEST_CASE("milp stops at its time budget and reports the gap", "[milp]") {
   shape.multicast_fraction = 0.3;
   shape.max_fanout = 6;
   const ExchangePhase phase = random_phase(shape, 1);
-  LogCapture log;
+  LogCapture log(kLogger);
   const auto started = std::chrono::steady_clock::now();
-  const ScheduleReport report = schedule_and_check(*make_scheduler("milp"), phase, small, 300);
+  const ScheduleReport report = schedule_checked(*make_scheduler("milp"), phase, small, 300);
   const auto elapsed = std::chrono::duration_cast<std::chrono::milliseconds>(
                            std::chrono::steady_clock::now() - started)
                            .count();
-  const std::string line = log.last_line();
+  const std::string line = log.take_last_line_with(kScheduledLine);
   INFO(line);
   INFO("elapsed " << elapsed << " ms for a 300 ms budget");  // not checked: the machine may be busy
   CHECK(field(line, "optimal") == "false");
@@ -252,12 +211,11 @@ TEST_CASE("milp stops at its time budget and reports the gap", "[milp]") {
 TEST_CASE("milp returns nothing for an empty phase and refuses what the target cannot carry",
           "[milp]") {
   auto milp = make_scheduler("milp");
-  ExchangePhase phase;
-  phase.tiles = 16;
-  Schedule schedule;
-  CHECK(schedule_and_check(*milp, phase, shipped_target("t16"), 100, &schedule).horizon == 0);
-  CHECK(schedule.segments.empty());
-  phase.transfers.push_back(Transfer{0, {1, 2}, 4, 0, {}});
+  const CheckedSchedule empty =
+      schedule_and_check(*milp, empty_phase(16), shipped_target("t16"), {.budget_ms = 100, .max_segments_per_transfer = 0});
+  CHECK(empty.report.horizon == 0);
+  CHECK(empty.schedule.segments.empty());
+  const ExchangePhase phase = phase_of(16, {transfer(0, {1, 2}, 4)});
   CHECK_THROWS_WITH(
       milp->schedule(phase, without_multicast(shipped_target("t16")), 100),
       Catch::Contains("given to scheduler 'milp' is malformed") &&

@@ -13,48 +13,25 @@
 
 #include <fmt/format.h>
 
-#include "exchange_testing.hpp"
+#include "shipped_target.hpp"
 #include "temp_dir.hpp"
 #include "tessera/diagnostic.hpp"
 #include "tessera/exchange.hpp"
 #include "tessera/scheduler.hpp"
 #include "tessera/target.hpp"
+#include "tessera/testing/phases.hpp"
+#include "tessera/testing/targets.hpp"
 
 using namespace tessera;
+using tessera::testing::fabric_target;
+using tessera::testing::Fabric;
 using tessera::testing::TempDir;
+using tessera::testing::transfer;
 
 namespace {
 
 // 8 tiles in 2 columns of 4: latency 2 within a column, 3 across; switch cost 1.
-Target hand_target() {
-  Target target;
-  target.name = "hand";
-  target.tiles = 8;
-  target.tiles_per_column = 4;
-  target.exchange_base_latency = 2;
-  target.exchange_latency_per_column = 1.0;
-  target.switch_cost = 1;
-  target.multicast = true;
-  return target;
-}
-
-Target ideal_target(std::uint32_t tiles) {
-  Target target;
-  target.name = "ideal";
-  target.tiles = tiles;
-  target.tiles_per_column = 4;
-  target.multicast = true;
-  return target;
-}
-
-Transfer transfer(std::uint32_t source, std::vector<std::uint32_t> destinations,
-                  std::uint32_t words) {
-  Transfer t;
-  t.source = source;
-  t.destinations = std::move(destinations);
-  t.words = words;
-  return t;
-}
+Target hand_target() { return fabric_target("hand", Fabric{8, 4, 2, 1.0, 1, true}); }
 
 // Four transfers into tiles 1 and 5, one of them multicast.
 ExchangePhase hand_phase() {
@@ -141,7 +118,7 @@ TEST_CASE("validator reports the earliest of several conflicts", "[exchange]") {
   phase.tiles = 8;
   phase.transfers = {transfer(0, {1}, 5), transfer(0, {2}, 5), transfer(3, {2}, 5),
                      transfer(4, {5}, 5), transfer(6, {5}, 5)};
-  Target ideal = ideal_target(8);
+  Target ideal = tessera::testing::ideal_target("ideal", 8, 4);
   // Tile 0 double-sends from cycle 4, tile 5 double-receives from cycle 2, tile 2 from 6.
   const auto report = validate_with({{0, 0, 5}, {1, 4, 5}, {2, 6, 5}, {3, 0, 5}, {4, 2, 5}},
                                     ideal, phase);
@@ -283,7 +260,7 @@ TEST_CASE("lower bound adds the latency a sender's last words still travel", "[e
 }
 
 TEST_CASE("lower bound charges a receiver's switch cost per extra source", "[exchange]") {
-  Target target = ideal_target(8);
+  Target target = tessera::testing::ideal_target("ideal", 8, 4);
   target.switch_cost = 3;
   ExchangePhase phase;
   phase.tiles = 8;
@@ -299,7 +276,7 @@ TEST_CASE("lower bound adds up pairwise-conflicting multicasts", "[exchange]") {
   ExchangePhase phase;
   phase.tiles = 8;
   phase.transfers = {transfer(0, {3, 4}, 10), transfer(1, {3, 5}, 10), transfer(2, {4, 5}, 10)};
-  const Target ideal = ideal_target(8);
+  const Target ideal = tessera::testing::ideal_target("ideal", 8, 4);
   CHECK(endpoint_lower_bound(phase) == 20);
   CHECK(lower_bound(phase, ideal) == 30);
   const auto serial = validate_with({{0, 0, 10}, {1, 10, 10}, {2, 20, 10}}, ideal, phase);
@@ -396,7 +373,7 @@ TEST_CASE("validator agrees with a word-by-word reference on random schedules", 
   std::mt19937_64 random(20261202);
   int valid_seen = 0, invalid_seen = 0;
   for (int trial = 0; trial < 600; ++trial) {
-    Target target = ideal_target(8);
+    Target target = tessera::testing::ideal_target("ideal", 8, 4);
     target.exchange_base_latency = static_cast<std::uint32_t>(random() % 3);
     target.exchange_latency_per_column = static_cast<double>(random() % 3);
     target.switch_cost = static_cast<std::uint32_t>(random() % 3);
