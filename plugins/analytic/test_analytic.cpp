@@ -10,12 +10,14 @@
 #include <string>
 #include <vector>
 
+#include "shipped_target.hpp"
 #include "tessera/cost_model.hpp"
 #include "tessera/diagnostic.hpp"
 #include "tessera/exchange.hpp"
 #include "tessera/plugin_host.hpp"
 #include "tessera/program.hpp"
 #include "tessera/target.hpp"
+#include "tessera/testing/battery.hpp"
 
 using namespace tessera;
 using namespace tessera::testing;
@@ -23,15 +25,7 @@ using namespace tessera::testing;
 namespace {
 
 std::unique_ptr<CostModel> make_model(double exchange_efficiency = 1.0) {
-  const PluginInfo* info = shipped_plugins().find("analytic");
-  REQUIRE(info != nullptr);
-  Options given;
-  given.values["exchange_efficiency"] = exchange_efficiency;
-  return shipped_plugins().create_cost_model(*info, shipped_plugins().resolve_options(*info, given, "test"));
-}
-
-Target target_named(const std::string& name) {
-  return load_target(std::string(TESSERA_SOURCE_DIR) + "/configs/targets/" + name + ".yaml");
+  return make_cost_model("analytic", options({{"exchange_efficiency", exchange_efficiency}}));
 }
 
 std::uint32_t add_buffer(Program& program, std::uint32_t tile, std::uint32_t bytes,
@@ -63,7 +57,7 @@ std::uint64_t compute_of(const std::vector<std::vector<CodeletCall>>& steps) {
     step.compute = calls;
     program.supersteps.push_back(step);
   }
-  return make_model()->estimate(program, target_named("t1472")).compute_cycles;
+  return make_model()->estimate(program, shipped_target("t1472")).compute_cycles;
 }
 
 std::uint64_t mean_latency(const ExchangePhase& phase, const Target& target) {
@@ -78,6 +72,10 @@ std::uint64_t mean_latency(const ExchangePhase& phase, const Target& target) {
 
 }  // namespace
 
+TEST_CASE("analytic passes the check-plugin cost-model battery", "[analytic][battery]") {
+  check_battery(cost_model_battery([] { return make_model(); }, unit_test_battery_options()));
+}
+
 TEST_CASE("analytic loads through the plugin host as a cost model", "[analytic]") {
   const PluginInfo* info = shipped_plugins().find("analytic");
   REQUIRE(info != nullptr);
@@ -88,7 +86,7 @@ TEST_CASE("analytic loads through the plugin host as a cost model", "[analytic]"
 }
 
 TEST_CASE("analytic estimates an empty program as free", "[analytic]") {
-  const CostEstimate estimate = make_model()->estimate(Program{}, target_named("t1472"));
+  const CostEstimate estimate = make_model()->estimate(Program{}, shipped_target("t1472"));
   CHECK(estimate.total() == 0);
   CHECK(estimate.peak_tile_bytes == 0);
 }
@@ -125,7 +123,7 @@ TEST_CASE("analytic spreads elementwise work over the worker threads", "[analyti
 }
 
 TEST_CASE("analytic estimates a lowered phase as endpoint bound, mean latency and overhead", "[analytic]") {
-  const Target target = target_named("t1472");
+  const Target target = shipped_target("t1472");
   ExchangePhase phase;
   phase.tiles = 1472;
   CHECK(make_model()->estimate_exchange(phase, target) == 0);
@@ -167,7 +165,7 @@ TEST_CASE("analytic estimates copies like the phase they lower to", "[analytic]"
   program.supersteps.push_back(step);
 
   for (bool multicast : {true, false}) {
-    Target target = target_named("t1472");
+    Target target = shipped_target("t1472");
     target.multicast = multicast;
     ExchangePhase lowered;
     lowered.tiles = target.tiles;
@@ -192,7 +190,7 @@ TEST_CASE("analytic peak memory follows buffer liveness and alignment", "[analyt
   add_buffer(program, 0, 2000, 2, 3);  // reuses the first one's space
   add_buffer(program, 0, 500, 1, 2);   // overlaps both; rounded up to 504 bytes
   program.supersteps.resize(4);
-  const Target target = target_named("t1472");
+  const Target target = shipped_target("t1472");
   CHECK(make_model()->estimate(program, target).peak_tile_bytes == 2000 + 504);
   add_buffer(program, 1471, 3000, 3, 3);
   CHECK(make_model()->estimate(program, target).peak_tile_bytes == 3000);
@@ -208,7 +206,7 @@ TEST_CASE("analytic refuses bad options and malformed programs", "[analytic]") {
   CHECK_THROWS_WITH(make_model(1.5), Catch::Contains("must be in (0, 1], got 1.5"));
   Program program;
   add_buffer(program, 1472, 64);
-  CHECK_THROWS_WITH(make_model()->estimate(program, target_named("t1472")),
+  CHECK_THROWS_WITH(make_model()->estimate(program, shipped_target("t1472")),
                     Catch::Contains("plugin 'analytic'") &&
                         Catch::Contains("buffer 0 ('b0') is on tile 1472 but target 't1472' has 1472 tiles"));
   Program bad_call;
@@ -216,12 +214,12 @@ TEST_CASE("analytic refuses bad options and malformed programs", "[analytic]") {
   step.label = "broken";
   step.compute.push_back(CodeletCall{0, Codelet::matmul, {}, {4, 4}});
   bad_call.supersteps.push_back(step);
-  CHECK_THROWS_WITH(make_model()->estimate(bad_call, target_named("t1472")),
+  CHECK_THROWS_WITH(make_model()->estimate(bad_call, shipped_target("t1472")),
                     Catch::Contains("matmul takes 4 params, got 2"));
 }
 
 TEST_CASE("analytic estimates 1472 tiles with 100k copies in milliseconds", "[analytic]") {
-  const Target target = target_named("t1472");
+  const Target target = shipped_target("t1472");
   std::mt19937_64 random(5);
   Program program;
   for (std::uint32_t tile = 0; tile < target.tiles; ++tile)

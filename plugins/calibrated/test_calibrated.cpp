@@ -16,6 +16,7 @@
 
 #include "calibration.hpp"
 #include "run_command.hpp"
+#include "shipped_target.hpp"
 #include "temp_dir.hpp"
 #include "tessera/cost_model.hpp"
 #include "tessera/diagnostic.hpp"
@@ -23,6 +24,7 @@
 #include "tessera/plugin_host.hpp"
 #include "tessera/program.hpp"
 #include "tessera/target.hpp"
+#include "tessera/testing/battery.hpp"
 
 using namespace tessera;
 using namespace tessera::testing;
@@ -36,8 +38,6 @@ std::unique_ptr<CostModel> make_model(const std::string& table) {
   given.values["table"] = table;
   return shipped_plugins().create_cost_model(*info, shipped_plugins().resolve_options(*info, given, "test"));
 }
-
-Target target_named(const std::string& name) { return load_target(source_path("configs/targets/" + name + ".yaml")); }
 
 std::uint64_t number(const std::string& text, const std::string& key) {
   std::smatch match;
@@ -81,9 +81,20 @@ TEST_CASE("calibrated loads through the plugin host with a path option", "[calib
   CHECK(info->options[0].type == OptionType::path);
 }
 
+TEST_CASE("calibrated passes the check-plugin cost-model battery on the target it was calibrated for",
+          "[calibrated][battery]") {
+  // A table is per target and the model refuses others, so t16 replaces the built-in target.
+  BatteryOptions options = unit_test_battery_options();
+  options.extra_target = shipped_target("t16");
+  options.builtin_targets = false;
+  const BatteryResult result = cost_model_battery([] { return make_model(t16_table()); }, options);
+  CHECK(result.checks.size() == 11);
+  check_battery(result);
+}
+
 TEST_CASE("calibrate on t16 fits formulas that reproduce fresh simulator measurements", "[calibrated]") {
   const calibration::Table table = calibration::read_table(t16_table(), "tessera calibrate");
-  const Target target = target_named("t16");
+  const Target target = shipped_target("t16");
   CHECK(table.target == "t16");
   CHECK(table.target_hash == target.hash());
   CHECK(table.codelets.size() == kCodeletCount);
@@ -157,18 +168,18 @@ TEST_CASE("calibrated explains a missing, foreign or incomplete table", "[calibr
 
   // No table at all: say the command that makes it.
   const std::string missing = (dir.path() / "none.yaml").string();
-  CHECK_THAT(error_of([&] { make_model(missing)->estimate(program, target_named("t16")); }),
+  CHECK_THAT(error_of([&] { make_model(missing)->estimate(program, shipped_target("t16")); }),
              Catch::Contains("plugin 'calibrated'") && Catch::Contains(missing + " not found") &&
                  Catch::Contains("tessera calibrate --target " + source_path("configs/targets/t16.yaml")));
 
   // A table of t16 used for t1472: name both, say how to calibrate for t1472.
-  CHECK_THAT(error_of([&] { make_model(t16_table())->estimate(program, target_named("t1472")); }),
+  CHECK_THAT(error_of([&] { make_model(t16_table())->estimate(program, shipped_target("t1472")); }),
              Catch::Contains("measured on target 't16'") && Catch::Contains("this compile is for target 't1472'") &&
                  Catch::Contains("tessera calibrate --target " + source_path("configs/targets/t1472.yaml")));
 
   // {target} picks the table by the target's name.
   const std::string by_name = (std::filesystem::path(t16_table()).parent_path() / "{target}.yaml").string();
-  CHECK(make_model(by_name)->estimate(program, target_named("t16")).compute_cycles > 0);
+  CHECK(make_model(by_name)->estimate(program, shipped_target("t16")).compute_cycles > 0);
 
   // A table without the relu formula: the error names the codelet and the superstep.
   std::ifstream in(t16_table());
@@ -178,8 +189,8 @@ TEST_CASE("calibrated explains a missing, foreign or incomplete table", "[calibr
   text.erase(relu, text.find("max_relative_error", relu) - relu);
   text.erase(relu, text.find('\n', relu) + 1 - relu);
   const std::string incomplete = dir.write("incomplete.yaml", text);
-  CHECK(make_model(incomplete)->estimate(Program{}, target_named("t16")).total() == 0);
-  CHECK_THAT(error_of([&] { make_model(incomplete)->estimate(program, target_named("t16")); }),
+  CHECK(make_model(incomplete)->estimate(Program{}, shipped_target("t16")).total() == 0);
+  CHECK_THAT(error_of([&] { make_model(incomplete)->estimate(program, shipped_target("t16")); }),
              Catch::Contains("has no formula for codelet 'relu'") && Catch::Contains("superstep 'relu'"));
 
   // No table option: configure refuses, naming the option.
