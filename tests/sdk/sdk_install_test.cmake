@@ -2,7 +2,7 @@
 # plugins/examples against that prefix as a third party would (find_package(Tessera)), check the
 # examples export only their entry point, then compile mlp-small for t16 with the INSTALLED
 # `tessera` and a pipeline naming both examples, run it on the simulator, and run the examples'
-# own tests (the installed `tessera check-plugin` on each).
+# own tests (the installed `tessera check-plugin` on each, and one linking the installed kit).
 cmake_minimum_required(VERSION 3.25)
 
 foreach(required TESSERA_SOURCE_DIR TESSERA_BINARY_DIR WORK_DIR LIBDIR CXX_COMPILER MAKE_PROGRAM CTEST_COMMAND NM)
@@ -48,6 +48,7 @@ set(step_hint "\nIs the build complete? Run `cmake --build ${TESSERA_BINARY_DIR}
 run_step(install ${CMAKE_COMMAND} --install ${TESSERA_BINARY_DIR} --prefix ${prefix})
 set(step_hint "")
 foreach(file bin/tessera include/tessera/plugin.hpp include/tessera/scheduler.hpp include/tessera/cost_model.hpp
+        include/tessera/testing/battery.hpp include/tessera/testing/phases.hpp ${LIBDIR}/libtessera_testing.a
         ${LIBDIR}/libtessera_core.so.0 ${LIBDIR}/cmake/Tessera/TesseraConfig.cmake
         ${LIBDIR}/cmake/Tessera/TesseraConfigVersion.cmake ${LIBDIR}/cmake/Tessera/TesseraTargets.cmake
         ${LIBDIR}/cmake/Tessera/TesseraPlugin.cmake lib/tessera/plugins/greedy.so lib/tessera/plugins/analytic.so
@@ -118,9 +119,11 @@ run_step(plugins-info ${prefix}/bin/tessera plugins info example-scheduler --plu
 expect("${step_out}" "file: ${examples}/plugins/example-scheduler.so" "plugins info")
 expect("${step_out}" "backfill (bool, default true)" "plugins info")
 
-# 4. The examples' own tests: the installed `tessera check-plugin` on each plugin.
+# 4. The examples' own tests: the installed `tessera check-plugin` on each plugin, and
+# example-scheduler's test written with the installed test kit (tessera::testing).
 run_step(examples-ctest ${CTEST_COMMAND} --test-dir ${examples} --output-on-failure)
 expect("${step_out}" "100% tests passed" "examples' ctest")
+expect("${step_out}" "test-example-scheduler" "examples' ctest")
 
 string(TIMESTAMP test_finished "%s")
 math(EXPR total "${test_finished} - ${test_started}")
