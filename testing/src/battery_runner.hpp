@@ -1,8 +1,11 @@
 // Private to the batteries: runs checks through BatteryOptions' runner and collects results.
 #pragma once
 #include <chrono>
+#include <cstdint>
+#include <exception>
 #include <functional>
 #include <string>
+#include <utility>
 
 #include "tessera/testing/battery.hpp"
 
