@@ -2,7 +2,7 @@
 BUILD ?= build
 TESSERA := $(BUILD)/tools/tessera
 
-.PHONY: all bootstrap build demo test test-onnx test-faults test-sanitize fuzz bench bench-exchange bench-ab bench-simulator bench-planning bench-regret bench-fidelity calibrate tune clean
+.PHONY: all bootstrap build demo test lint test-onnx test-faults test-sanitize fuzz bench bench-exchange bench-ab bench-simulator bench-planning bench-regret bench-fidelity calibrate tune clean
 
 all: build
 
@@ -20,6 +20,10 @@ demo: build
 
 test: build
 	ctest --test-dir $(BUILD) --output-on-failure -j2
+
+# The house style: every C++ file as .clang-format lays it out (`clang-format -i FILE` fixes one).
+lint: bootstrap
+	@git ls-files '*.cpp' '*.hpp' | xargs clang-format --dry-run --Werror && echo "lint: $$(git ls-files '*.cpp' '*.hpp' | wc -l) files as .clang-format lays them out"
 
 # ONNX's backend conformance cases (libonnx-testdata, every node case) on the small target: per
 # operator cases, passed, failed, unsupported (docs/onnx.md). Fails if a case fails.

@@ -2,7 +2,7 @@
 # Installs the Debian packages Tessera builds with; does nothing when all are present.
 # With arguments, installs those packages instead (scripts/bootstrap-fuzz.sh uses this).
 set -euo pipefail
-packages=(g++ cmake ninja-build pkg-config libboost-dev libspdlog-dev libfmt-dev
+packages=(g++ cmake ninja-build pkg-config clang-format libboost-dev libspdlog-dev libfmt-dev
           libyaml-cpp-dev catch2 libcli11-dev nlohmann-json3-dev libxxhash-dev libssl-dev libglpk-dev libsqlite3-dev chromium
           slurmctld slurmd slurm-client jq
           libonnx-dev libprotobuf-dev protobuf-compiler libonnx-testdata python3-onnx)

@@ -24,11 +24,11 @@ using namespace tessera::testing;
 namespace {
 
 bool same_phase(const ExchangePhase& a, const ExchangePhase& b) {
-  return a.tiles == b.tiles &&
-         std::equal(a.transfers.begin(), a.transfers.end(), b.transfers.begin(), b.transfers.end(),
-                    [](const Transfer& x, const Transfer& y) {
-                      return x.source == y.source && x.destinations == y.destinations && x.words == y.words;
-                    });
+  return a.tiles == b.tiles && std::equal(a.transfers.begin(), a.transfers.end(), b.transfers.begin(),
+                                          b.transfers.end(), [](const Transfer& x, const Transfer& y) {
+                                            return x.source == y.source && x.destinations == y.destinations &&
+                                                   x.words == y.words;
+                                          });
 }
 
 // One transfer at a time, each after the previous one has arrived everywhere: always valid.
@@ -130,7 +130,8 @@ TEST_CASE("phase zoo's structured cases have the shapes their names say", "[test
   CHECK(std::all_of(fan_in.transfers.begin(), fan_in.transfers.end(),
                     [](const Transfer& t) { return t.destinations == std::vector<std::uint32_t>{0}; }));
   const ExchangePhase fan_out = one_to_all_phase(16);
-  CHECK(std::all_of(fan_out.transfers.begin(), fan_out.transfers.end(), [](const Transfer& t) { return t.source == 0; }));
+  CHECK(
+      std::all_of(fan_out.transfers.begin(), fan_out.transfers.end(), [](const Transfer& t) { return t.source == 0; }));
   CHECK(all_to_all_phase(16).transfers.size() == 16 * 15);
   // Every tile sends and receives the same words in a sum of permutations: the endpoint bound.
   const ExchangePhase permutations = permutation_phase(32, 4, 10, 10, 1);
@@ -142,8 +143,9 @@ TEST_CASE("phase zoo's structured cases have the shapes their names say", "[test
 }
 
 TEST_CASE("phase zoo lists only phases its target accepts", "[testing]") {
-  for (const Target& target : {latency_target("latency-16", 16, 4), without_multicast(latency_target("latency-16", 16, 4)),
-                               ideal_target("ideal-1472", 1472, 64), latency_target("two", 2, 1)}) {
+  for (const Target& target :
+       {latency_target("latency-16", 16, 4), without_multicast(latency_target("latency-16", 16, 4)),
+        ideal_target("ideal-1472", 1472, 64), latency_target("two", 2, 1)}) {
     const std::vector<NamedPhase> zoo = phase_zoo(target);
     CHECK(zoo.size() >= (target.tiles >= 2 ? 8u : 1u));
     for (const NamedPhase& named : zoo) {
@@ -158,7 +160,8 @@ TEST_CASE("schedule_and_check returns a valid schedule with its report", "[testi
   const Target target = latency_target("latency-16", 16, 4);
   for (const NamedPhase& named : phase_zoo(target)) {
     INFO(named.name);
-    const CheckedSchedule checked = schedule_and_check(serial, named.phase, target, {.budget_ms = 100, .max_segments_per_transfer = 1});
+    const CheckedSchedule checked =
+        schedule_and_check(serial, named.phase, target, {.budget_ms = 100, .max_segments_per_transfer = 1});
     CHECK(checked.report.valid);
     CHECK(checked.report.horizon >= checked.report.lower_bound);
   }
@@ -183,7 +186,8 @@ TEST_CASE("scheduler battery passes a correct scheduler on every check", "[testi
   CHECK(result.checks.size() == 13);  // 12 phases and `deterministic`; time-budget is off
   CHECK(find_check(result, "time-budget") == nullptr);
   REQUIRE(find_check(result, "fan-in-switch-cost") != nullptr);
-  CHECK_THAT(find_check(result, "fan-in-switch-cost")->outcome.detail, Catch::StartsWith("target=check-harsh-16 transfers=15 "));
+  CHECK_THAT(find_check(result, "fan-in-switch-cost")->outcome.detail,
+             Catch::StartsWith("target=check-harsh-16 transfers=15 "));
 }
 
 TEST_CASE("scheduler battery runs the extra target's checks and reports through its hooks", "[testing]") {
@@ -210,14 +214,15 @@ TEST_CASE("scheduler battery fails a scheduler whose schedule changes between ca
   const CheckResult* deterministic = find_check(result, "deterministic");
   REQUIRE(deterministic != nullptr);
   CHECK_FALSE(deterministic->outcome.passed);
-  CHECK_THAT(deterministic->outcome.detail, Catch::Contains("a second call on the same object returned another schedule"));
+  CHECK_THAT(deterministic->outcome.detail,
+             Catch::Contains("a second call on the same object returned another schedule"));
   CHECK(result.failed() == 1);
   CHECK_THAT(result.failures(), Catch::StartsWith("deterministic: "));
 }
 
 TEST_CASE("scheduler battery fails an invalid schedule with the validator's conflict", "[testing]") {
-  const BatteryResult result =
-      scheduler_battery([] { return std::make_unique<SerialScheduler>(SerialScheduler::Fault::overlap); }, in_process());
+  const BatteryResult result = scheduler_battery(
+      [] { return std::make_unique<SerialScheduler>(SerialScheduler::Fault::overlap); }, in_process());
   CHECK_FALSE(result.all_passed());
   const CheckResult* fan_in = find_check(result, "fan-in-switch-cost");
   REQUIRE(fan_in != nullptr);
@@ -234,11 +239,13 @@ TEST_CASE("cost-model battery passes a monotone model and fails one that shrinks
   CHECK(honest.all_passed());
   CHECK(honest.checks.size() == 11);
 
-  const BatteryResult shrinking = cost_model_battery([] { return std::make_unique<WordCountModel>(true); }, in_process());
+  const BatteryResult shrinking =
+      cost_model_battery([] { return std::make_unique<WordCountModel>(true); }, in_process());
   const CheckResult* calls = find_check(shrinking, "monotone-calls-per-tile");
   REQUIRE(calls != nullptr);
   CHECK_FALSE(calls->outcome.passed);
-  CHECK_THAT(calls->outcome.detail, Catch::Contains("2-calls is estimated at") && Catch::Contains("more work must not cost fewer cycles"));
+  CHECK_THAT(calls->outcome.detail,
+             Catch::Contains("2-calls is estimated at") && Catch::Contains("more work must not cost fewer cycles"));
 }
 
 TEST_CASE("cost-model battery checks the extra target under its name", "[testing]") {

@@ -16,8 +16,8 @@
 
 namespace fs = std::filesystem;
 using nlohmann::json;
-using tessera::bench::Measured;
 using tessera::bench::measure;
+using tessera::bench::Measured;
 
 namespace {
 
@@ -92,8 +92,8 @@ int main(int argc, char** argv) {
   };
   auto run_ab = [&] {
     fs::remove_all(results);
-    return measure({tessera, "ab", "--base", base.string(), "--arm", "greedy=", "--arm", "in-order=" + overlay, "--suite",
-                    suite, "--repeat", std::to_string(repeat), "--results", results.string(), "--json",
+    return measure({tessera, "ab", "--base", base.string(), "--arm", "greedy=", "--arm", "in-order=" + overlay,
+                    "--suite", suite, "--repeat", std::to_string(repeat), "--results", results.string(), "--json",
                     (work / "report.json").string(), "--quiet"});
   };
   std::vector<json> records;
@@ -124,16 +124,18 @@ int main(int argc, char** argv) {
     time_overheads_ms.push_back(overhead_ms);
     time_overheads_pct.push_back(100 * overhead_ms / bare_ms);
     driver_rss_mib.push_back(self_mib);
-    std::printf("round=%d order=%s compiles=%zu runs=%zu ab_wall_ms=%.0f ab_children_wall_ms=%.0f bare_wall_ms=%.0f "
-                "time_overhead_ms=%.0f time_overhead_pct=%.2f driver_own_ms=%.0f driver_own_pct=%.2f "
-                "ab_driver_peak_rss_mib=%.1f ab_tree_peak_rss_mib=%.1f bare_peak_rss_mib=%.1f memory_overhead_pct=%.1f\n",
-                round, bare_first ? "bare,ab" : "ab,bare", compiles, runs, ab.wall_ms, driver["child_wall_ms"].get<double>(),
-                bare_ms, overhead_ms, 100 * overhead_ms / bare_ms, own_ms, driver_own_pct.back(), self_mib, ab.peak_rss_mib,
-                bare_peak_mib, 100 * self_mib / bare_peak_mib);
+    std::printf(
+        "round=%d order=%s compiles=%zu runs=%zu ab_wall_ms=%.0f ab_children_wall_ms=%.0f bare_wall_ms=%.0f "
+        "time_overhead_ms=%.0f time_overhead_pct=%.2f driver_own_ms=%.0f driver_own_pct=%.2f "
+        "ab_driver_peak_rss_mib=%.1f ab_tree_peak_rss_mib=%.1f bare_peak_rss_mib=%.1f memory_overhead_pct=%.1f\n",
+        round, bare_first ? "bare,ab" : "ab,bare", compiles, runs, ab.wall_ms, driver["child_wall_ms"].get<double>(),
+        bare_ms, overhead_ms, 100 * overhead_ms / bare_ms, own_ms, driver_own_pct.back(), self_mib, ab.peak_rss_mib,
+        bare_peak_mib, 100 * self_mib / bare_peak_mib);
   }
-  std::printf("median time_overhead_ms=%.0f time_overhead_pct=%.2f driver_own_ms=%.0f driver_own_pct=%.2f "
-              "ab_driver_peak_rss_mib=%.1f (the driver's own memory, resident beside each compile it starts)\n",
-              median(time_overheads_ms), median(time_overheads_pct), median(driver_own_ms), median(driver_own_pct),
-              median(driver_rss_mib));
+  std::printf(
+      "median time_overhead_ms=%.0f time_overhead_pct=%.2f driver_own_ms=%.0f driver_own_pct=%.2f "
+      "ab_driver_peak_rss_mib=%.1f (the driver's own memory, resident beside each compile it starts)\n",
+      median(time_overheads_ms), median(time_overheads_pct), median(driver_own_ms), median(driver_own_pct),
+      median(driver_rss_mib));
   return failures ? 1 : 0;
 }

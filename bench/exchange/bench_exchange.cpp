@@ -90,7 +90,8 @@ NamedPhase multicast(std::uint32_t tiles, std::uint32_t fanout, std::uint32_t wo
     std::vector<std::uint32_t> destinations;
     while (destinations.size() < fanout) {
       std::uint32_t d = pick(rng);
-      if (d != s && std::find(destinations.begin(), destinations.end(), d) == destinations.end()) destinations.push_back(d);
+      if (d != s && std::find(destinations.begin(), destinations.end(), d) == destinations.end())
+        destinations.push_back(d);
     }
     p.phase.transfers.push_back(transfer(s, destinations, words));
   }
@@ -126,7 +127,8 @@ int main(int argc, char** argv) {
     for (std::uint32_t s = 0; s < 8; s += 2) tiny.phase.transfers.push_back(transfer(s, {(s + 5) % 8}, 2));
     phases.push_back(tiny);
     NamedPhase tiny_multicast{"tiny-multicast-8", {8, {}}};
-    for (std::uint32_t s = 0; s < 8; s += 2) tiny_multicast.phase.transfers.push_back(transfer(s, {(s + 1) % 8, (s + 3) % 8, (s + 6) % 8}, 4 + s / 2));
+    for (std::uint32_t s = 0; s < 8; s += 2)
+      tiny_multicast.phase.transfers.push_back(transfer(s, {(s + 1) % 8, (s + 3) % 8, (s + 6) % 8}, 4 + s / 2));
     tiny_multicast.phase.transfers.push_back(transfer(1, {0, 2}, 5));
     tiny_multicast.phase.transfers.push_back(transfer(3, {2, 4}, 3));
     phases.push_back(tiny_multicast);
@@ -143,10 +145,11 @@ int main(int argc, char** argv) {
           const auto start = std::chrono::steady_clock::now();
           Schedule schedule = scheduler->schedule(phase, *target, 2000, &report);
           const double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
-          std::printf("%-22s %-12s %8zu %-14s %9llu %9llu %9llu %7.3f %9zu %10.1f\n", name.c_str(), target->name.c_str(),
-                      phase.transfers.size(), scheduler_name.c_str(), (unsigned long long)report.endpoint_lower_bound,
-                      (unsigned long long)report.lower_bound, (unsigned long long)report.horizon,
-                      report.lower_bound ? double(report.horizon) / report.lower_bound : 1.0, schedule.segments.size(), ms);
+          std::printf(
+              "%-22s %-12s %8zu %-14s %9llu %9llu %9llu %7.3f %9zu %10.1f\n", name.c_str(), target->name.c_str(),
+              phase.transfers.size(), scheduler_name.c_str(), (unsigned long long)report.endpoint_lower_bound,
+              (unsigned long long)report.lower_bound, (unsigned long long)report.horizon,
+              report.lower_bound ? double(report.horizon) / report.lower_bound : 1.0, schedule.segments.size(), ms);
           std::fflush(stdout);
         }
       }

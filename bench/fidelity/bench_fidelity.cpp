@@ -27,7 +27,10 @@ U ceil_div(U a, U b) { return (a + b - 1) / b; }
 double amp_worker(U rows, bool zeroing, bool half) {
   if (half) {
     const double z = zeroing ? 1 : 2;
-    const double cycles = rows == 0 ? 20 + z : rows == 1 ? 31 + z : rows == 2 ? 40 + z : (zeroing ? 37 : 38) + 4.0 * (rows - 3);
+    const double cycles = rows == 0   ? 20 + z
+                          : rows == 1 ? 31 + z
+                          : rows == 2 ? 40 + z
+                                      : (zeroing ? 37 : 38) + 4.0 * (rows - 3);
     return cycles - 7;  // state retention
   }
   const double z = zeroing ? 8 : 0, zero_fixed = zeroing ? 2 : 0;
@@ -108,7 +111,8 @@ double poplibs_row_scalar(U rows, U cols, double per_vector) {
 /// popnn softmax (stable): max, subtract, exp, sum, divide.
 double poplibs_softmax(U rows, U cols) {
   const double exp = 20 + 6 * (33 + 6.0 * ceil_div(ceil_div(rows * cols, 6), 2));
-  return 2 * poplibs_row_reduce(rows, cols) + poplibs_row_scalar(rows, cols, 3) + exp + poplibs_row_scalar(rows, cols, 10);
+  return 2 * poplibs_row_reduce(rows, cols) + poplibs_row_scalar(rows, cols, 3) + exp +
+         poplibs_row_scalar(rows, cols, 10);
 }
 
 /// poplin layer norm: mean and mean square reductions, inverse std deviation, whiten
@@ -148,11 +152,12 @@ int main(int argc, char** argv) {
           tessera::CodeletCharge best;
           for (auto orientation : {tessera::MatmulOrientation::as_is, tessera::MatmulOrientation::swapped}) {
             const tessera::CodeletCharge c = charge(tessera::constant_weight_matmul(half, orientation),
-                                                     {m, k, n, static_cast<std::uint32_t>(orientation)});
+                                                    {m, k, n, static_cast<std::uint32_t>(orientation)});
             if (best.cycles == 0 || c.cycles < best.cycles) best = c;
           }
-          rows.push_back({half ? "matmul_half" : "matmul", "m=" + std::to_string(m) + " k=" + std::to_string(k) + " n=" + std::to_string(n),
-                          best, poplibs_matmul(m, k, n, half)});
+          rows.push_back({half ? "matmul_half" : "matmul",
+                          "m=" + std::to_string(m) + " k=" + std::to_string(k) + " n=" + std::to_string(n), best,
+                          poplibs_matmul(m, k, n, half)});
         }
   for (std::uint32_t m : batches)
     for (std::uint32_t width : widths) {
@@ -177,10 +182,11 @@ int main(int argc, char** argv) {
       }
     }
 
-  std::printf("# codelet fidelity: target=%s; ours = the simulator's charge, poplibs = our transcription of "
-              "Graphcore's estimators for the same operation (the best vertex they have), floors = MACs at peak "
-              "and input bytes at load_bytes_per_cycle\n",
-              target.name.c_str());
+  std::printf(
+      "# codelet fidelity: target=%s; ours = the simulator's charge, poplibs = our transcription of "
+      "Graphcore's estimators for the same operation (the best vertex they have), floors = MACs at peak "
+      "and input bytes at load_bytes_per_cycle\n",
+      target.name.c_str());
   std::map<std::string, std::vector<double>> ratios;
   std::size_t below_floor = 0;
   for (const Row& row : rows) {
@@ -188,16 +194,18 @@ int main(int argc, char** argv) {
     ratios[row.codelet].push_back(ratio);
     const bool floor_ok = row.ours.cycles >= row.ours.mac_floor && row.ours.cycles >= row.ours.load_floor;
     below_floor += floor_ok ? 0 : 1;
-    std::printf("codelet=%s %s path=%s ours=%llu poplibs=%.0f ratio=%.3f mac_floor=%llu load_floor=%llu within_25pct=%s%s\n",
-                row.codelet.c_str(), row.shape.c_str(), row.ours.path, static_cast<unsigned long long>(row.ours.cycles),
-                row.poplibs, ratio, static_cast<unsigned long long>(row.ours.mac_floor),
-                static_cast<unsigned long long>(row.ours.load_floor), std::fabs(ratio - 1) <= 0.25 ? "yes" : "no",
-                floor_ok ? "" : " BELOW_FLOOR");
+    std::printf(
+        "codelet=%s %s path=%s ours=%llu poplibs=%.0f ratio=%.3f mac_floor=%llu load_floor=%llu within_25pct=%s%s\n",
+        row.codelet.c_str(), row.shape.c_str(), row.ours.path, static_cast<unsigned long long>(row.ours.cycles),
+        row.poplibs, ratio, static_cast<unsigned long long>(row.ours.mac_floor),
+        static_cast<unsigned long long>(row.ours.load_floor), std::fabs(ratio - 1) <= 0.25 ? "yes" : "no",
+        floor_ok ? "" : " BELOW_FLOOR");
   }
   std::size_t within = 0, total = 0;
   for (const auto& [codelet, values] : ratios) {
     const auto [low, high] = std::minmax_element(values.begin(), values.end());
-    const std::size_t in = std::count_if(values.begin(), values.end(), [](double r) { return std::fabs(r - 1) <= 0.25; });
+    const std::size_t in =
+        std::count_if(values.begin(), values.end(), [](double r) { return std::fabs(r - 1) <= 0.25; });
     within += in;
     total += values.size();
     std::printf("summary codelet=%s shapes=%zu within_25pct=%zu min_ratio=%.3f max_ratio=%.3f\n", codelet.c_str(),

@@ -87,10 +87,11 @@ std::uint64_t chip_floor(const tessera::Package& package) {
     ++layers;
   }
   for (const tessera::Tensor& tensor : graph.tensors)
-    if (tensor.kind == tessera::TensorKind::weight) weight_bytes += std::uint64_t(tensor.elements()) * tessera::dtype_bytes(tensor.dtype);
+    if (tensor.kind == tessera::TensorKind::weight)
+      weight_bytes += std::uint64_t(tensor.elements()) * tessera::dtype_bytes(tensor.dtype);
   const std::uint64_t tiles = target.tiles;
-  const std::uint64_t compute = ceil_div(fp32_macs, tiles * target.fp32_macs_per_cycle) +
-                                ceil_div(fp16_macs, tiles * target.fp16_macs_per_cycle);
+  const std::uint64_t compute =
+      ceil_div(fp32_macs, tiles * target.fp32_macs_per_cycle) + ceil_div(fp16_macs, tiles * target.fp16_macs_per_cycle);
   const std::uint64_t loads = ceil_div(weight_bytes, tiles * target.load_bytes_per_cycle);
   return std::max(compute, loads) + layers * target.sync_cycles;
 }
@@ -105,8 +106,8 @@ double signed_error(const std::string& estimate, const std::string& simulated) {
 
 // Selection regret: compile and simulate the plans the planner could have picked (every dense
 // op pinned to the same column, depth and row groups, serial splits, reduction blocks and
-// orientation, from its candidate space) beside the one it picks; two plans are the same when their packages run and weigh the
-// same (device cycles, exchange cycles, supersteps, peak tile bytes).
+// orientation, from its candidate space) beside the one it picks; two plans are the same when their packages run and
+// weigh the same (device cycles, exchange cycles, supersteps, peak tile bytes).
 struct RegretModel {
   const char* model;
   const char* target;
@@ -123,8 +124,9 @@ int regret(const fs::path& source, const fs::path& build, const std::string& tes
       {"mlp-b4-n3-w512", "t16", {1, 2, 4, 8, 16}, {1, 2, 4, 8, 16}, {1, 2, 4}, {1, 2}, {1, 2, 4}, {"as_is", "swapped"}},
       {"mlp-b16-n8-w256", "t16", {1, 2, 4, 8, 16}, {1, 2, 4, 8, 16}, {1, 2, 4}, {1, 2}, {1, 2}, {"as_is", "swapped"}},
   };
-  std::printf("# selection regret: the planner's pick (default pipeline) beside plans pinned from its candidate "
-              "space, all compiled and simulated\n");
+  std::printf(
+      "# selection regret: the planner's pick (default pipeline) beside plans pinned from its candidate "
+      "space, all compiled and simulated\n");
   int failures = 0;
   for (const RegretModel& entry : models) {
     if (!only.empty() && only != entry.model) continue;  // `--regret MODEL`: that model alone
@@ -142,8 +144,8 @@ int regret(const fs::path& source, const fs::path& build, const std::string& tes
       const std::string package = (work / "regret.tpkg").string();
       tessera::bench::write_pipeline_copy(source, build, "default.yaml", pipeline,
                                           {{"mapping_candidates: 8}", "mapping_candidates: 8" + options + "}"}});
-      const auto compile = measure({tessera, "compile", model, "-p", pipeline.string(), "-t", target, "-o", package,
-                                    "--threads", "2"}, true);
+      const auto compile = measure(
+          {tessera, "compile", model, "-p", pipeline.string(), "-t", target, "-o", package, "--threads", "2"}, true);
       if (compile.exit_code != 0) return;  // does not fit, or the pins clamp to nothing that fits
       const auto run = measure({tessera, "run", package, "--lock", lock}, true);
       if (run.exit_code != 0) {
@@ -175,21 +177,23 @@ int regret(const fs::path& source, const fs::path& build, const std::string& tes
                 const std::string name = "C" + std::to_string(columns) + "xD" + std::to_string(depth) + "xG" +
                                          std::to_string(rows) + "xR" + std::to_string(blocks) + "xS" +
                                          std::to_string(serial) + "/" + orientation;
-                try_plan(name, ", column_groups: " + std::to_string(columns) + ", depth_groups: " +
-                                   std::to_string(depth) + ", row_groups: " + std::to_string(rows) +
-                                   ", reduction_blocks: " + std::to_string(blocks) + ", serial_splits: " +
-                                   std::to_string(serial) + ", orientation: " + orientation);
+                try_plan(name,
+                         ", column_groups: " + std::to_string(columns) + ", depth_groups: " + std::to_string(depth) +
+                             ", row_groups: " + std::to_string(rows) + ", reduction_blocks: " + std::to_string(blocks) +
+                             ", serial_splits: " + std::to_string(serial) + ", orientation: " + orientation);
               }
-    const auto best = std::min_element(plans.begin(), plans.end(), [](const Plan& a, const Plan& b) { return a.cycles < b.cycles; });
+    const auto best =
+        std::min_element(plans.begin(), plans.end(), [](const Plan& a, const Plan& b) { return a.cycles < b.cycles; });
     if (best == plans.end() || picked == 0) {
       std::printf("model=%s regret=failed plans=%zu\n", entry.model, plans.size());
       ++failures;
       continue;
     }
-    std::printf("summary model=%s distinct_plans=%zu picked_cycles=%.0f best_plan=%s best_cycles=%.0f regret=%.3f "
-                "within_1.10x=%s\n",
-                entry.model, plans.size(), picked, best->name.c_str(), best->cycles, picked / best->cycles,
-                picked / best->cycles <= 1.10 ? "yes" : "no");
+    std::printf(
+        "summary model=%s distinct_plans=%zu picked_cycles=%.0f best_plan=%s best_cycles=%.0f regret=%.3f "
+        "within_1.10x=%s\n",
+        entry.model, plans.size(), picked, best->name.c_str(), best->cycles, picked / best->cycles,
+        picked / best->cycles <= 1.10 ? "yes" : "no");
   }
   return failures ? 1 : 0;
 }
@@ -204,16 +208,18 @@ int main(int argc, char** argv) {
   const std::string tessera = (build / "tools/tessera").string();
   const fs::path work = build / "artifacts/bench-planning";
   fs::create_directories(work);
-  if (regret_mode) return regret(source, build, tessera, work, (work / "device.lock").string(), argc > 2 ? argv[2] : "");
+  if (regret_mode)
+    return regret(source, build, tessera, work, (work / "device.lock").string(), argc > 2 ? argv[2] : "");
   const fs::path analytic_pipeline = work / "default.yaml", calibrated_pipeline = work / "calibrated.yaml";
   tessera::bench::write_pipeline_copy(source, build, "default.yaml", analytic_pipeline);
   tessera::bench::write_pipeline_copy(source, build, "calibrated.yaml", calibrated_pipeline);
   const std::string lock = (work / "device.lock").string();
 
   const YAML::Node models = YAML::LoadFile(suite.string())["models"];
-  std::printf("# planning benchmark: suite=%s; pipelines default (analytic) and calibrated; "
-              "cost-model errors = (estimate - simulated) / simulated of each pipeline's own package\n",
-              suite.stem().c_str());
+  std::printf(
+      "# planning benchmark: suite=%s; pipelines default (analytic) and calibrated; "
+      "cost-model errors = (estimate - simulated) / simulated of each pipeline's own package\n",
+      suite.stem().c_str());
   double max_analytic = 0, max_calibrated = 0;
   std::string b2n3_ratio = "?", b2n3_bsp_ratio = "?", b2n3_compile = "?", b2n3_floor = "?";
   bool b2n3_meets = false, b2n3_fast = false;
@@ -235,8 +241,8 @@ int main(int argc, char** argv) {
     const auto calibrated_run = measure({tessera, "run", calibrated_package, "--lock", lock}, true);
     if (compile.exit_code != 0 || run.exit_code != 0 || calibrated_compile.exit_code != 0 ||
         calibrated_run.exit_code != 0) {
-      std::printf("model=%s target=%s failed compile=%d run=%d calibrated_compile=%d calibrated_run=%d\n",
-                  name.c_str(), target.stem().c_str(), compile.exit_code, run.exit_code, calibrated_compile.exit_code,
+      std::printf("model=%s target=%s failed compile=%d run=%d calibrated_compile=%d calibrated_run=%d\n", name.c_str(),
+                  target.stem().c_str(), compile.exit_code, run.exit_code, calibrated_compile.exit_code,
                   calibrated_run.exit_code);
       ++failures;
       continue;
@@ -253,13 +259,14 @@ int main(int argc, char** argv) {
         signed_error(field(calibrated_compile.out, "estimated_cycles"), field(calibrated_run.out, "device_cycles"));
     max_analytic = std::max(max_analytic, std::abs(analytic_error));
     max_calibrated = std::max(max_calibrated, std::abs(calibrated_error));
-    std::printf("model=%s target=%s device_cycles=%s roofline_cycles=%llu roofline_ratio=%.3f analytic_error=%+.4f "
-                "calibrated_error=%+.4f compile_ms=%.0f peak_tile_bytes=%s bsp_bound_cycles=%llu bsp_ratio=%.3f "
-                "end_to_end_cycles=%s chip_floor_cycles=%llu floor_ratio=%.3f\n",
-                name.c_str(), target.stem().c_str(), simulated.c_str(), static_cast<unsigned long long>(bounds.roofline),
-                ratio, analytic_error, calibrated_error, compile.wall_ms, field(compile.out, "peak_tile_bytes").c_str(),
-                static_cast<unsigned long long>(bounds.bsp), bsp_ratio, field(run.out, "end_to_end_cycles").c_str(),
-                static_cast<unsigned long long>(floor), floor_ratio);
+    std::printf(
+        "model=%s target=%s device_cycles=%s roofline_cycles=%llu roofline_ratio=%.3f analytic_error=%+.4f "
+        "calibrated_error=%+.4f compile_ms=%.0f peak_tile_bytes=%s bsp_bound_cycles=%llu bsp_ratio=%.3f "
+        "end_to_end_cycles=%s chip_floor_cycles=%llu floor_ratio=%.3f\n",
+        name.c_str(), target.stem().c_str(), simulated.c_str(), static_cast<unsigned long long>(bounds.roofline), ratio,
+        analytic_error, calibrated_error, compile.wall_ms, field(compile.out, "peak_tile_bytes").c_str(),
+        static_cast<unsigned long long>(bounds.bsp), bsp_ratio, field(run.out, "end_to_end_cycles").c_str(),
+        static_cast<unsigned long long>(floor), floor_ratio);
     if (name == "mlp-b2-n3" && target.stem() == "t1472") {
       char text[32];
       std::snprintf(text, sizeof text, "%.3f", ratio);
@@ -273,11 +280,12 @@ int main(int argc, char** argv) {
       b2n3_fast = compile.wall_ms <= 5000;
     }
   }
-  std::printf("summary models=%zu failures=%d max_abs_analytic_error=%.4f max_abs_calibrated_error=%.4f "
-              "calibrated_within_10pct=%s mlp_b2_n3_roofline_ratio=%s mlp_b2_n3_meets_1.25x=%s "
-              "mlp_b2_n3_compile_ms=%s mlp_b2_n3_compile_within_5s=%s mlp_b2_n3_bsp_ratio=%s mlp_b2_n3_floor_ratio=%s\n",
-              models.size(), failures, max_analytic, max_calibrated, max_calibrated <= 0.10 ? "yes" : "no",
-              b2n3_ratio.c_str(), b2n3_meets ? "yes" : "no", b2n3_compile.c_str(), b2n3_fast ? "yes" : "no",
-              b2n3_bsp_ratio.c_str(), b2n3_floor.c_str());
+  std::printf(
+      "summary models=%zu failures=%d max_abs_analytic_error=%.4f max_abs_calibrated_error=%.4f "
+      "calibrated_within_10pct=%s mlp_b2_n3_roofline_ratio=%s mlp_b2_n3_meets_1.25x=%s "
+      "mlp_b2_n3_compile_ms=%s mlp_b2_n3_compile_within_5s=%s mlp_b2_n3_bsp_ratio=%s mlp_b2_n3_floor_ratio=%s\n",
+      models.size(), failures, max_analytic, max_calibrated, max_calibrated <= 0.10 ? "yes" : "no", b2n3_ratio.c_str(),
+      b2n3_meets ? "yes" : "no", b2n3_compile.c_str(), b2n3_fast ? "yes" : "no", b2n3_bsp_ratio.c_str(),
+      b2n3_floor.c_str());
   return failures ? 1 : 0;
 }

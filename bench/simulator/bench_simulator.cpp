@@ -13,8 +13,8 @@
 
 namespace fs = std::filesystem;
 using tessera::bench::field;
-using tessera::bench::Measured;
 using tessera::bench::measure;
+using tessera::bench::Measured;
 
 namespace {
 
@@ -90,20 +90,22 @@ int main(int argc, char** argv) {
 
   // The process alone (libraries, plugin-free start-up): the floor under every run's RSS.
   const Measured idle = measure({tessera, "--version"});
-  std::printf("# tessera run: wall (median of %d) and peak RSS (max, wait4) against device bytes + host tensor bytes;\n"
-              "# target: peak RSS <= %.2fx (device + host); process_floor_rss_mib=%.1f (tessera --version), which is\n"
-              "# most of a small model's RSS\n",
-              repeat, kRssTargetFactor, idle.peak_rss_mib);
+  std::printf(
+      "# tessera run: wall (median of %d) and peak RSS (max, wait4) against device bytes + host tensor bytes;\n"
+      "# target: peak RSS <= %.2fx (device + host); process_floor_rss_mib=%.1f (tessera --version), which is\n"
+      "# most of a small model's RSS\n",
+      repeat, kRssTargetFactor, idle.peak_rss_mib);
   int failures = 0;
   for (const Case& c : {Case{"mlp-b2-n3", "default.yaml", "t1472"}, Case{"mlp-small", "small.yaml", "t16"}}) {
     const fs::path pipeline = work / ("pipeline-" + c.model + ".yaml");
     tessera::bench::write_pipeline_copy(source, build, c.pipeline, pipeline);
     const std::string package_path = (work / (c.model + "-" + c.target + ".tpkg")).string();
-    const Measured compile = measure({tessera, "compile", (source / "configs/models" / (c.model + ".yaml")).string(), "-p",
-                                      pipeline.string(), "-t", (source / "configs/targets" / (c.target + ".yaml")).string(),
-                                      "-o", package_path});
+    const Measured compile = measure(
+        {tessera, "compile", (source / "configs/models" / (c.model + ".yaml")).string(), "-p", pipeline.string(), "-t",
+         (source / "configs/targets" / (c.target + ".yaml")).string(), "-o", package_path});
     if (compile.exit_code != 0) {
-      std::printf("model=%s target=%s compile failed (exit %d)\n", c.model.c_str(), c.target.c_str(), compile.exit_code);
+      std::printf("model=%s target=%s compile failed (exit %d)\n", c.model.c_str(), c.target.c_str(),
+                  compile.exit_code);
       ++failures;
       continue;
     }
@@ -123,17 +125,19 @@ int main(int argc, char** argv) {
       peak_rss_mib = std::max(peak_rss_mib, last.peak_rss_mib);
     }
     const double data_mib = device_mib + host_mib;
-    std::printf("model=%s target=%s run_wall_ms=%.0f run_peak_rss_mib=%.1f device_mib=%.1f host_tensor_mib=%.1f "
-                "rss_target_mib=%.1f rss_over_data=%.2f meets_rss_target=%s address_extent_mib=%.1f package_mib=%.1f "
-                "device_cycles=%s numericalTest=%s\n",
-                c.model.c_str(), c.target.c_str(), median(walls), peak_rss_mib, device_mib, host_mib,
-                kRssTargetFactor * data_mib, data_mib > 0 ? peak_rss_mib / data_mib : 0.0,
-                peak_rss_mib <= kRssTargetFactor * data_mib ? "yes" : "no", extent_mib, package_mib,
-                field(last.out, "device_cycles").c_str(), field(last.out, "numericalTest").c_str());
+    std::printf(
+        "model=%s target=%s run_wall_ms=%.0f run_peak_rss_mib=%.1f device_mib=%.1f host_tensor_mib=%.1f "
+        "rss_target_mib=%.1f rss_over_data=%.2f meets_rss_target=%s address_extent_mib=%.1f package_mib=%.1f "
+        "device_cycles=%s numericalTest=%s\n",
+        c.model.c_str(), c.target.c_str(), median(walls), peak_rss_mib, device_mib, host_mib,
+        kRssTargetFactor * data_mib, data_mib > 0 ? peak_rss_mib / data_mib : 0.0,
+        peak_rss_mib <= kRssTargetFactor * data_mib ? "yes" : "no", extent_mib, package_mib,
+        field(last.out, "device_cycles").c_str(), field(last.out, "numericalTest").c_str());
   }
   // Before the simulator held only the buffers' bytes (commit c6c8fa1, same machine): each tile
   // held its address space up to its highest buffer byte, zero-filled at load.
-  std::printf("baseline=c6c8fa1 model=mlp-b2-n3 target=t1472 run_wall_ms=3551..7010 run_peak_rss_mib=978.0 "
-              "held_mib=760.0 (address extent)\n");
+  std::printf(
+      "baseline=c6c8fa1 model=mlp-b2-n3 target=t1472 run_wall_ms=3551..7010 run_peak_rss_mib=978.0 "
+      "held_mib=760.0 (address extent)\n");
   return failures ? 1 : 0;
 }

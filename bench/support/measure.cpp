@@ -32,7 +32,8 @@ std::string field(const std::string& text, const std::string& key) {
 }
 
 void write_pipeline_copy(const fs::path& source, const fs::path& build, const std::string& name,
-                         const fs::path& destination, const std::vector<std::pair<std::string, std::string>>& replacements) {
+                         const fs::path& destination,
+                         const std::vector<std::pair<std::string, std::string>>& replacements) {
   std::ifstream in(source / "configs/pipelines" / name);
   std::string text((std::istreambuf_iterator<char>(in)), {});
   auto replace = [&](const std::string& from, const std::string& to) {

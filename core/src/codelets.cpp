@@ -22,13 +22,13 @@ struct CodeletShape {
 
 // Indexed by the enum value; the order must follow enum class Codelet.
 constexpr CodeletShape kShapes[kCodeletCount] = {
-    {"matmul", 3, 4},      // {a, b, c}; {m, k, n, orientation}
-    {"reduce_add", 2, 2},  // {in, out}; {parts, count}
-    {"bias_add", 2, 3},    // {inout, bias}; {rows, cols, relu}
-    {"relu", 1, 1},        // {inout}; {count}
-    {"add", 3, 1},         // {a, b, out}; {count}
-    {"copy", 2, 1},        // {in, out}; {count}
-    {"reduce_bias", 4, 5}, // {in, own, bias, out}; {parts, rows, cols, own_stride, relu}
+    {"matmul", 3, 4},             // {a, b, c}; {m, k, n, orientation}
+    {"reduce_add", 2, 2},         // {in, out}; {parts, count}
+    {"bias_add", 2, 3},           // {inout, bias}; {rows, cols, relu}
+    {"relu", 1, 1},               // {inout}; {count}
+    {"add", 3, 1},                // {a, b, out}; {count}
+    {"copy", 2, 1},               // {in, out}; {count}
+    {"reduce_bias", 4, 5},        // {in, own, bias, out}; {parts, rows, cols, own_stride, relu}
     {"matmul_transposed", 3, 4},  // {a, b, c}; {m, k, n, orientation}
     {"matmul_half", 3, 4},        // {a, b, c}; {m, k, n, orientation}
     {"bias_add_half", 2, 3},      // {inout, bias}; {rows, cols, relu}
@@ -43,8 +43,7 @@ constexpr CodeletShape kShapes[kCodeletCount] = {
 const CodeletShape& shape_of(Codelet codelet) {
   const auto index = static_cast<std::uint32_t>(codelet);
   // An out-of-range codelet here is a caller bug: readers reject unknown codelets first.
-  if (index >= kCodeletCount)
-    throw std::logic_error(fmt::format("codelet id {} is not in the codelet set", index));
+  if (index >= kCodeletCount) throw std::logic_error(fmt::format("codelet id {} is not in the codelet set", index));
   return kShapes[index];
 }
 
@@ -52,8 +51,7 @@ void check_params(Codelet codelet, std::span<const std::uint32_t> params) {
   const CodeletShape& shape = shape_of(codelet);
   // Callers check param counts against codelet_param_count() before asking for sizes.
   if (params.size() != shape.params)
-    throw std::logic_error(fmt::format("codelet {} takes {} params, got {}", shape.name,
-                                       shape.params, params.size()));
+    throw std::logic_error(fmt::format("codelet {} takes {} params, got {}", shape.name, shape.params, params.size()));
 }
 
 std::uint64_t ceil_div(std::uint64_t numerator, std::uint64_t denominator) {
@@ -111,23 +109,23 @@ std::uint64_t saturate(unsigned __int128 value) {
 // faster; for tiny products that is the workers.
 
 // Supervisor and worker fixed costs, in worker cycles unless named tile cycles.
-constexpr std::uint64_t kSupervisorCycles = 11;          // tile cycles: start and join the workers
+constexpr std::uint64_t kSupervisorCycles = 11;  // tile cycles: start and join the workers
 constexpr std::uint64_t kAddWorkerFixed = 29, kAddPerVector = 3;
 constexpr std::uint64_t kReluWorkerFixed = 26, kReluPerVector = 1;
 constexpr std::uint64_t kCopyWorkerFixed = 17, kCopyPerVector = 1;
 constexpr std::uint64_t kBiasAddWorkerFixed = 29, kBiasAddPerVector = 3;  // like add, bias re-read
-constexpr std::uint64_t kFusedReluPerVector = 1;         // f32v2max with 0 before the store
-constexpr std::uint64_t kHalfBiasPerVector = 1;          // f16v2tof32 of the bias pair
+constexpr std::uint64_t kFusedReluPerVector = 1;                          // f32v2max with 0 before the store
+constexpr std::uint64_t kHalfBiasPerVector = 1;                           // f16v2tof32 of the bias pair
 constexpr std::uint64_t kReduceWorkerFixed = 32, kReduceLoopFixed = 7, kReducePerPart = 3;
 constexpr std::uint64_t kReduceFloatsPerLoop = 4;
-constexpr std::uint64_t kBiasLoadPerLoop = 2;            // the bias pair's loads and add
-constexpr std::uint64_t kCastWorkerFixed = 42;           // f32 -> f16: two cycles per four floats
+constexpr std::uint64_t kBiasLoadPerLoop = 2;   // the bias pair's loads and add
+constexpr std::uint64_t kCastWorkerFixed = 42;  // f32 -> f16: two cycles per four floats
 constexpr std::uint64_t kCastCyclesPerFour = 2;
 constexpr std::uint64_t kTransposeWorkerFixed = 17, kTransposePerVector = 2;  // two strided loads
 // Rows: a row reduction's fold, a reciprocal, an inverse square root.
 constexpr std::uint64_t kRowWorkerFixed = 30, kRowReduceFixed = 12, kDivideCycles = 10, kSqrtCycles = 10;
 constexpr std::uint64_t kSoftmaxPerVector = 1 + 1 + 6 + 1 + 2;  // max; scale-subtract, exp, sum; multiply-store
-constexpr std::uint64_t kLayerNormPerVector = 1 + 2 + 4;       // sum; squared deviation; normalise, scale, shift
+constexpr std::uint64_t kLayerNormPerVector = 1 + 2 + 4;        // sum; squared deviation; normalise, scale, shift
 constexpr std::uint64_t kReduceRowPerVector = 1;                // a row sum walks 64-bit pairs
 // Unary and binary functions, worker cycles per vector of two floats: poplibs' float inner
 // loops (popopsCycleEstimators: SIGMOID and TANH 12, SQRT 10 per two; ERF 18 and POWER 312 per
@@ -138,13 +136,13 @@ constexpr std::uint64_t kSigmoidPerVector = 12, kTanhPerVector = 12, kSqrtPerVec
 constexpr std::uint64_t kSquarePerVector = 2, kPowerPerVector = 2 * 312;
 constexpr std::uint64_t kDividePerVector = 10, kDivideRowPerVector = 6;
 // The AMP.
-constexpr std::uint64_t kAmpCallOverhead = 63;           // tile cycles: vertex state, worklists
-constexpr std::uint64_t kAmpGroupOverhead = 30;          // tile cycles per output group
-constexpr std::uint64_t kAmpPassOverheadFloat = 25;      // tile cycles per pass, float inputs
-constexpr std::uint64_t kAmpPassOverheadHalf = 43;       // half inputs also re-point half pointers
+constexpr std::uint64_t kAmpCallOverhead = 63;       // tile cycles: vertex state, worklists
+constexpr std::uint64_t kAmpGroupOverhead = 30;      // tile cycles per output group
+constexpr std::uint64_t kAmpPassOverheadFloat = 25;  // tile cycles per pass, float inputs
+constexpr std::uint64_t kAmpPassOverheadHalf = 43;   // half inputs also re-point half pointers
 constexpr std::uint64_t kAmpWorkerFillFloat = 46, kAmpWorkerBaseFloat = 22;
 constexpr std::uint64_t kAmpWorkerFillHalf = 25, kAmpWorkerBaseHalf = 18;
-constexpr std::uint64_t kAmpZeroingFixed = 2;            // worker cycles; float zeroes per row too
+constexpr std::uint64_t kAmpZeroingFixed = 2;  // worker cycles; float zeroes per row too
 // The worker MAC path.
 constexpr std::uint64_t kMacCallOverhead = 58, kMacWorkerFixed = 16, kMacPerOutput = 26;
 
@@ -187,10 +185,22 @@ struct Amp {
 
 Amp amp_of(Codelet codelet, const Target& target) {
   if (codelet == Codelet::matmul_half)
-    return {target.amp_fp16_input_channels, target.amp_fp16_output_channels, target.fp16_macs_per_cycle,
-            kHalfBytes, kAmpPassOverheadHalf, kAmpWorkerFillHalf, kAmpWorkerBaseHalf, false};
-  return {target.amp_fp32_input_channels, target.amp_fp32_output_channels, target.fp32_macs_per_cycle,
-          kFloatBytes, kAmpPassOverheadFloat, kAmpWorkerFillFloat, kAmpWorkerBaseFloat, true};
+    return {target.amp_fp16_input_channels,
+            target.amp_fp16_output_channels,
+            target.fp16_macs_per_cycle,
+            kHalfBytes,
+            kAmpPassOverheadHalf,
+            kAmpWorkerFillHalf,
+            kAmpWorkerBaseHalf,
+            false};
+  return {target.amp_fp32_input_channels,
+          target.amp_fp32_output_channels,
+          target.fp32_macs_per_cycle,
+          kFloatBytes,
+          kAmpPassOverheadFloat,
+          kAmpWorkerFillFloat,
+          kAmpWorkerBaseFloat,
+          true};
 }
 
 /// The AMP path: `field` rows streamed against `outputs` columns of weights, `k` deep.
@@ -202,8 +212,8 @@ std::uint64_t amp_cycles(const Amp& amp, std::uint64_t field, std::uint64_t k, s
   passes = mul(input_groups, output_groups);
   const std::uint64_t rows = ceil_div(field, workers);
   const std::uint64_t core = amp.core();
-  const std::uint64_t weight_load =
-      ceil_div(amp.input_channels * amp.output_channels * amp.weight_bytes, std::max<std::uint32_t>(target.load_bytes_per_cycle, 1));
+  const std::uint64_t weight_load = ceil_div(amp.input_channels * amp.output_channels * amp.weight_bytes,
+                                             std::max<std::uint32_t>(target.load_bytes_per_cycle, 1));
   // Swapped outputs leave the AMP as a column of c: stored one float a cycle, not a pair.
   const std::uint64_t store = strided_outputs ? ceil_div(std::min(outputs, amp.output_channels), kFloatsPerVector) : 0;
   const std::uint64_t worker = std::max(amp.worker_fill, add(amp.worker_base, mul(add(core, store), rows)));
@@ -229,8 +239,10 @@ CodeletCharge matmul_charge(Codelet codelet, std::span<const std::uint32_t> para
   // k values are not contiguous for the field (matmul_transposes_b).
   std::uint64_t prepare = 0;
   if (codelet == Codelet::matmul_half)
-    prepare = add(kSupervisorCycles, mul(workers_of(target), add(kCastWorkerFixed,
-                                         mul(ceil_div(ceil_div(mul(m, k), workers_of(target)), 4), kCastCyclesPerFour))));
+    prepare =
+        add(kSupervisorCycles,
+            mul(workers_of(target),
+                add(kCastWorkerFixed, mul(ceil_div(ceil_div(mul(m, k), workers_of(target)), 4), kCastCyclesPerFour))));
   if (matmul_transposes_b(codelet, params[kMatmulOrientationParam]))
     prepare = add(prepare, elementwise_cycles(mul(k, n), kTransposeWorkerFixed, kTransposePerVector, target));
   std::uint64_t passes = 0;
@@ -246,9 +258,10 @@ CodeletCharge matmul_charge(Codelet codelet, std::span<const std::uint32_t> para
     charge.amp_passes = passes;
   }
   charge.mac_floor = ceil_div(mul(mul(m, k), n), std::max<std::uint64_t>(amp.macs_per_cycle, 1));
-  const std::uint64_t b_bytes = codelet == Codelet::matmul_half ? mul(ceil_div(mul(k, n), 2), kFloatBytes)
-                                                                : mul(mul(k, n), kFloatBytes);
-  charge.load_floor = ceil_div(add(mul(mul(m, k), kFloatBytes), b_bytes), std::max<std::uint32_t>(target.load_bytes_per_cycle, 1));
+  const std::uint64_t b_bytes =
+      codelet == Codelet::matmul_half ? mul(ceil_div(mul(k, n), 2), kFloatBytes) : mul(mul(k, n), kFloatBytes);
+  charge.load_floor =
+      ceil_div(add(mul(mul(m, k), kFloatBytes), b_bytes), std::max<std::uint32_t>(target.load_bytes_per_cycle, 1));
   return charge;
 }
 
@@ -259,7 +272,9 @@ float param_float(std::uint32_t bits) { return std::bit_cast<float>(bits); }
 
 const char* codelet_name(Codelet codelet) { return shape_of(codelet).name; }
 
-std::uint32_t function_param(Codelet codelet) { return codelet == Codelet::binary ? 1 : codelet == Codelet::binary_row ? 2 : 1; }
+std::uint32_t function_param(Codelet codelet) {
+  return codelet == Codelet::binary ? 1 : codelet == Codelet::binary_row ? 2 : 1;
+}
 
 const char* unary_function_name(UnaryFunction function) {
   constexpr const char* kNames[kUnaryFunctionCount] = {"sigmoid", "tanh", "erf", "sqrt", "pow"};
@@ -277,13 +292,12 @@ std::uint32_t codelet_operand_count(Codelet codelet) { return shape_of(codelet).
 
 std::uint32_t codelet_param_count(Codelet codelet) { return shape_of(codelet).params; }
 
-std::uint64_t codelet_operand_words(Codelet codelet, std::span<const std::uint32_t> params,
-                                    std::uint32_t operand) {
+std::uint64_t codelet_operand_words(Codelet codelet, std::span<const std::uint32_t> params, std::uint32_t operand) {
   check_params(codelet, params);
   const CodeletShape& shape = shape_of(codelet);
   if (operand >= shape.operands)
-    throw std::logic_error(fmt::format("codelet {} has {} operands, asked for operand {}",
-                                       shape.name, shape.operands, operand));
+    throw std::logic_error(
+        fmt::format("codelet {} has {} operands, asked for operand {}", shape.name, shape.operands, operand));
   auto product = [](std::uint64_t a, std::uint64_t b) { return a * b; };  // fits: 32 x 32 bits
   switch (codelet) {
     case Codelet::matmul:
@@ -331,11 +345,16 @@ std::uint64_t function_cycles_per_vector(Codelet codelet, std::span<const std::u
   check_params(codelet, params);
   if (codelet == Codelet::unary) {
     switch (static_cast<UnaryFunction>(params[1])) {
-      case UnaryFunction::sigmoid: return kSigmoidPerVector;
-      case UnaryFunction::tanh: return kTanhPerVector;
-      case UnaryFunction::erf: return kErfPerVector;
-      case UnaryFunction::sqrt: return kSqrtPerVector;
-      case UnaryFunction::pow: return param_float(params[2]) == 2.0f ? kSquarePerVector : kPowerPerVector;  // by 2: a square
+      case UnaryFunction::sigmoid:
+        return kSigmoidPerVector;
+      case UnaryFunction::tanh:
+        return kTanhPerVector;
+      case UnaryFunction::erf:
+        return kErfPerVector;
+      case UnaryFunction::sqrt:
+        return kSqrtPerVector;
+      case UnaryFunction::pow:
+        return param_float(params[2]) == 2.0f ? kSquarePerVector : kPowerPerVector;  // by 2: a square
     }
     return kPowerPerVector;  // an unknown function is refused at load; the slowest is charged
   }
@@ -348,8 +367,8 @@ std::uint64_t function_cycles_per_vector(Codelet codelet, std::span<const std::u
 std::uint32_t codelet_code_bytes(Codelet codelet) {
   // Indexed by the enum value: the AMP's supervisor and worker loops are the largest.
   // unary holds every function's loop (erf's polynomial, pow's log and exp), binary three.
-  constexpr std::uint32_t kCodeBytes[kCodeletCount] = {1536, 512, 384, 256, 256, 192, 640, 1792, 1792, 448, 768, 896,
-                                                       1024, 384, 384, 320};
+  constexpr std::uint32_t kCodeBytes[kCodeletCount] = {1536, 512, 384, 256, 256,  192, 640, 1792,
+                                                       1792, 448, 768, 896, 1024, 384, 384, 320};
   shape_of(codelet);  // an id outside the set is a caller bug
   return kCodeBytes[static_cast<std::uint32_t>(codelet)];
 }
@@ -377,10 +396,11 @@ CodeletCharge codelet_charge(Codelet codelet, std::span<const std::uint32_t> par
     input_words = add(add(mul(params[0], rows_cols), rows_cols), params[2]);
   } else {
     const std::uint32_t operands = codelet_operand_count(codelet);
-    const bool in_place = codelet == Codelet::bias_add || codelet == Codelet::bias_add_half || codelet == Codelet::relu ||
-                          codelet == Codelet::binary_row;
+    const bool in_place = codelet == Codelet::bias_add || codelet == Codelet::bias_add_half ||
+                          codelet == Codelet::relu || codelet == Codelet::binary_row;
     for (std::uint32_t operand = 0; operand < operands; ++operand)
-      if (in_place || operand + 1 < operands) input_words = add(input_words, codelet_operand_words(codelet, params, operand));
+      if (in_place || operand + 1 < operands)
+        input_words = add(input_words, codelet_operand_words(codelet, params, operand));
   }
   charge.load_floor = ceil_div(mul(input_words, kFloatBytes), std::max<std::uint32_t>(target.load_bytes_per_cycle, 1));
   switch (codelet) {
@@ -392,12 +412,13 @@ CodeletCharge codelet_charge(Codelet codelet, std::span<const std::uint32_t> par
                                          target);
       break;
     case Codelet::softmax:
-      charge.cycles = row_cycles(params[0], add(2 * kRowReduceFixed + kDivideCycles, mul(vectors_of_row, kSoftmaxPerVector)), target);
+      charge.cycles = row_cycles(
+          params[0], add(2 * kRowReduceFixed + kDivideCycles, mul(vectors_of_row, kSoftmaxPerVector)), target);
       break;
     case Codelet::layer_norm:
-      charge.cycles = row_cycles(params[0], add(2 * kRowReduceFixed + kSqrtCycles + kDivideCycles,
-                                                mul(vectors_of_row, kLayerNormPerVector)),
-                                 target);
+      charge.cycles = row_cycles(
+          params[0], add(2 * kRowReduceFixed + kSqrtCycles + kDivideCycles, mul(vectors_of_row, kLayerNormPerVector)),
+          target);
       break;
     case Codelet::reduce_add:
       charge.cycles = reduce_cycles(ceil_div(params[1], kReduceFloatsPerLoop), params[0], 0, target);
@@ -419,10 +440,12 @@ CodeletCharge codelet_charge(Codelet codelet, std::span<const std::uint32_t> par
       charge.cycles = elementwise_cycles(params[0], kCopyWorkerFixed, kCopyPerVector, target);
       break;
     case Codelet::unary:
-      charge.cycles = elementwise_cycles(params[0], kUnaryWorkerFixed, function_cycles_per_vector(codelet, params), target);
+      charge.cycles =
+          elementwise_cycles(params[0], kUnaryWorkerFixed, function_cycles_per_vector(codelet, params), target);
       break;
     case Codelet::binary:
-      charge.cycles = elementwise_cycles(params[0], kAddWorkerFixed, function_cycles_per_vector(codelet, params), target);
+      charge.cycles =
+          elementwise_cycles(params[0], kAddWorkerFixed, function_cycles_per_vector(codelet, params), target);
       break;
     case Codelet::binary_row:
       charge.cycles = elementwise_cycles(mul(params[0], params[1]), kBiasAddWorkerFixed,
@@ -430,8 +453,8 @@ CodeletCharge codelet_charge(Codelet codelet, std::span<const std::uint32_t> par
       break;
     case Codelet::reduce_rows:
       // One fold per row, then a multiply by 1/cols for a mean.
-      charge.cycles = row_cycles(params[0], add(kRowReduceFixed + (params[2] != 0 ? 1 : 0), mul(vectors_of_row, kReduceRowPerVector)),
-                                 target);
+      charge.cycles = row_cycles(
+          params[0], add(kRowReduceFixed + (params[2] != 0 ? 1 : 0), mul(vectors_of_row, kReduceRowPerVector)), target);
       break;
     default:
       throw std::logic_error("unreachable codelet");

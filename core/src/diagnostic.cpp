@@ -5,8 +5,7 @@
 
 namespace tessera {
 
-static std::string with_place(const std::string& file, int line, int column,
-                              const std::string& message) {
+static std::string with_place(const std::string& file, int line, int column, const std::string& message) {
   std::string where = file;
   if (line > 0) where += ":" + std::to_string(line);
   if (line > 0 && column > 0) where += ":" + std::to_string(column);

@@ -32,8 +32,7 @@ bool in_phase(const ExchangePhase& phase, std::uint32_t tile) { return tile < ph
 // Counting sort of items into per-tile buckets: `begin[t]..begin[t+1]` index `items` of
 // tile t, in input order. Linear, so the per-tile sorts that follow stay small.
 template <typename Item, typename TileOf>
-void bucket_by_tile(std::vector<Item>& items, std::uint32_t tiles, TileOf tile_of,
-                    std::vector<std::size_t>& begin) {
+void bucket_by_tile(std::vector<Item>& items, std::uint32_t tiles, TileOf tile_of, std::vector<std::size_t>& begin) {
   begin.assign(std::size_t{tiles} + 1, 0);
   for (const Item& item : items) ++begin[tile_of(item) + 1];
   for (std::uint32_t tile = 0; tile < tiles; ++tile) begin[tile + 1] += begin[tile];
@@ -51,8 +50,7 @@ struct Conflict {
 };
 
 void keep_earliest(std::optional<Conflict>& kept, Conflict candidate) {
-  if (!kept || candidate.cycle < kept->cycle ||
-      (candidate.cycle == kept->cycle && candidate.tile < kept->tile))
+  if (!kept || candidate.cycle < kept->cycle || (candidate.cycle == kept->cycle && candidate.tile < kept->tile))
     kept = std::move(candidate);
 }
 
@@ -68,10 +66,10 @@ struct ReceiveInterval {
   std::uint32_t destination, source, transfer;
 };
 
-std::optional<Conflict> find_send_conflict(std::vector<SendInterval>& sends,
-                                           std::uint32_t tiles) {
+std::optional<Conflict> find_send_conflict(std::vector<SendInterval>& sends, std::uint32_t tiles) {
   std::vector<std::size_t> begin;
-  bucket_by_tile(sends, tiles, [](const SendInterval& s) { return s.source; }, begin);
+  bucket_by_tile(
+      sends, tiles, [](const SendInterval& s) { return s.source; }, begin);
   std::optional<Conflict> earliest;
   for (std::uint32_t tile = 0; tile < tiles; ++tile) {
     auto first = sends.begin() + static_cast<std::ptrdiff_t>(begin[tile]);
@@ -84,12 +82,11 @@ std::optional<Conflict> find_send_conflict(std::vector<SendInterval>& sends,
     const SendInterval* latest = nullptr;
     for (auto it = first; it != last; ++it) {
       if (latest && it->start < latest->end) {
-        keep_earliest(earliest,
-                      {it->start, tile,
-                       fmt::format("send conflict: tile {} sends words of transfer {} and "
-                                   "transfer {} in the same cycle {} (a tile sends one word "
-                                   "per cycle)",
-                                   tile, latest->transfer, it->transfer, it->start)});
+        keep_earliest(earliest, {it->start, tile,
+                                 fmt::format("send conflict: tile {} sends words of transfer {} and "
+                                             "transfer {} in the same cycle {} (a tile sends one word "
+                                             "per cycle)",
+                                             tile, latest->transfer, it->transfer, it->start)});
         break;
       }
       if (!latest || it->end > latest->end) latest = &*it;
@@ -98,10 +95,11 @@ std::optional<Conflict> find_send_conflict(std::vector<SendInterval>& sends,
   return earliest;
 }
 
-std::optional<Conflict> find_receive_conflict(std::vector<ReceiveInterval>& receives,
-                                              std::uint32_t tiles, const Target& target) {
+std::optional<Conflict> find_receive_conflict(std::vector<ReceiveInterval>& receives, std::uint32_t tiles,
+                                              const Target& target) {
   std::vector<std::size_t> begin;
-  bucket_by_tile(receives, tiles, [](const ReceiveInterval& r) { return r.destination; }, begin);
+  bucket_by_tile(
+      receives, tiles, [](const ReceiveInterval& r) { return r.destination; }, begin);
   std::optional<Conflict> earliest;
   const std::uint64_t switch_cost = target.switch_cost;
   for (std::uint32_t tile = 0; tile < tiles; ++tile) {
@@ -120,22 +118,18 @@ std::optional<Conflict> find_receive_conflict(std::vector<ReceiveInterval>& rece
                        fmt::format("receive conflict: tile {} receives words of transfer {} "
                                    "(from tile {}) and transfer {} (from tile {}) in the same "
                                    "cycle {} (a tile receives one word per cycle)",
-                                   tile, previous->transfer, previous->source, it->transfer,
-                                   it->source, it->start)});
+                                   tile, previous->transfer, previous->source, it->transfer, it->source, it->start)});
         break;
       }
-      if (previous && switch_cost > 0 && it->source != previous->source &&
-          it->start < previous->end + switch_cost) {
-        keep_earliest(
-            earliest,
-            {it->start, tile,
-             fmt::format("switch conflict: tile {} changes the source it listens to from tile "
-                         "{} (transfer {}, last word arrives in cycle {}) to tile {} (transfer "
-                         "{}, first word arrives in cycle {}) after {} idle cycles; target "
-                         "'{}' needs {}",
-                         tile, previous->source, previous->transfer, previous->end - 1,
-                         it->source, it->transfer, it->start, it->start - previous->end,
-                         target.name, switch_cost)});
+      if (previous && switch_cost > 0 && it->source != previous->source && it->start < previous->end + switch_cost) {
+        keep_earliest(earliest,
+                      {it->start, tile,
+                       fmt::format("switch conflict: tile {} changes the source it listens to from tile "
+                                   "{} (transfer {}, last word arrives in cycle {}) to tile {} (transfer "
+                                   "{}, first word arrives in cycle {}) after {} idle cycles; target "
+                                   "'{}' needs {}",
+                                   tile, previous->source, previous->transfer, previous->end - 1, it->source,
+                                   it->transfer, it->start, it->start - previous->end, target.name, switch_cost)});
         break;
       }
       previous = &*it;
@@ -154,10 +148,10 @@ struct PortJob {
   std::uint32_t partner;  ///< the source, for counting distinct sources at a receiver
 };
 
-std::uint64_t one_port_bound(std::vector<PortJob>& jobs, std::uint32_t tiles,
-                             std::uint64_t switch_cost) {
+std::uint64_t one_port_bound(std::vector<PortJob>& jobs, std::uint32_t tiles, std::uint64_t switch_cost) {
   std::vector<std::size_t> begin;
-  bucket_by_tile(jobs, tiles, [](const PortJob& j) { return j.port; }, begin);
+  bucket_by_tile(
+      jobs, tiles, [](const PortJob& j) { return j.port; }, begin);
   // seen_at[partner] == port + 1 when partner was already counted for this port.
   std::vector<std::uint32_t> seen_at(tiles, 0);
   std::uint64_t best = 0;
@@ -173,8 +167,7 @@ std::uint64_t one_port_bound(std::vector<PortJob>& jobs, std::uint32_t tiles,
         ++partners;
       }
       const bool offset_ends = std::next(it) == last || std::next(it)->offset != it->offset;
-      if (offset_ends && words > 0)
-        best = std::max(best, it->offset + words + switch_cost * (partners - 1));
+      if (offset_ends && words > 0) best = std::max(best, it->offset + words + switch_cost * (partners - 1));
     }
   }
   return best;
@@ -182,8 +175,7 @@ std::uint64_t one_port_bound(std::vector<PortJob>& jobs, std::uint32_t tiles,
 
 // Pairwise-conflicting multicasts can never overlap in time when every latency involved is
 // equal, so their words add up. A greedy clique over the heaviest multicasts is cheap.
-std::uint64_t multicast_clique_bound(const ExchangePhase& phase, const Target& target,
-                                     std::uint32_t tiles) {
+std::uint64_t multicast_clique_bound(const ExchangePhase& phase, const Target& target, std::uint32_t tiles) {
   constexpr std::size_t kCandidates = 512;
   std::vector<std::uint32_t> candidates;
   for (std::uint32_t index = 0; index < phase.transfers.size(); ++index) {
@@ -209,8 +201,7 @@ std::uint64_t multicast_clique_bound(const ExchangePhase& phase, const Target& t
   const std::size_t words_per_set = (tiles + 63) / 64;
   auto member_of = [&](const Transfer& transfer) {
     Member member{transfer.source, std::vector<std::uint64_t>(words_per_set, 0)};
-    for (std::uint32_t d : transfer.destinations)
-      member.destinations[d / 64] |= std::uint64_t{1} << (d % 64);
+    for (std::uint32_t d : transfer.destinations) member.destinations[d / 64] |= std::uint64_t{1} << (d % 64);
     return member;
   };
   auto conflict = [&](const Member& a, const Member& b) {
@@ -237,8 +228,7 @@ std::uint64_t multicast_clique_bound(const ExchangePhase& phase, const Target& t
     }
     if (!uniform) continue;
     Member candidate = member_of(transfer);
-    if (!std::all_of(members.begin(), members.end(),
-                     [&](const Member& member) { return conflict(member, candidate); }))
+    if (!std::all_of(members.begin(), members.end(), [&](const Member& member) { return conflict(member, candidate); }))
       continue;
     members.push_back(std::move(candidate));
     common_latency = latency;
@@ -258,13 +248,11 @@ std::vector<Token> split_tokens(std::string_view line) {
   std::vector<Token> tokens;
   std::size_t position = 0;
   while (position < line.size()) {
-    while (position < line.size() && (line[position] == ' ' || line[position] == '\t' ||
-                                      line[position] == '\r'))
+    while (position < line.size() && (line[position] == ' ' || line[position] == '\t' || line[position] == '\r'))
       ++position;
     if (position >= line.size()) break;
     const std::size_t start = position;
-    while (position < line.size() && line[position] != ' ' && line[position] != '\t' &&
-           line[position] != '\r')
+    while (position < line.size() && line[position] != ' ' && line[position] != '\t' && line[position] != '\r')
       ++position;
     tokens.push_back({line.substr(start, position - start), static_cast<int>(start) + 1});
   }
@@ -283,8 +271,7 @@ public:
     while (std::getline(in, line)) {
       ++line_number;
       std::string_view content = line;
-      if (auto hash = content.find('#'); hash != std::string_view::npos)
-        content = content.substr(0, hash);
+      if (auto hash = content.find('#'); hash != std::string_view::npos) content = content.substr(0, hash);
       const std::vector<Token> tokens = split_tokens(content);
       if (tokens.empty()) continue;
       if (!have_header) {
@@ -308,8 +295,7 @@ private:
   }
 
   // Reads an unsigned decimal that must consume the whole token.
-  std::uint64_t read_number(const Token& token, int line, const char* what,
-                            std::uint64_t maximum) const {
+  std::uint64_t read_number(const Token& token, int line, const char* what, std::uint64_t maximum) const {
     std::uint64_t value = 0;
     const char* first = token.text.data();
     const char* last = first + token.text.size();
@@ -317,11 +303,9 @@ private:
       fail(line, token.column, fmt::format("negative {} '{}'", what, token.text));
     auto [end, error] = std::from_chars(first, last, value);
     if (error == std::errc::result_out_of_range || (error == std::errc() && value > maximum))
-      fail(line, token.column,
-           fmt::format("{} '{}' is too large (at most {})", what, token.text, maximum));
+      fail(line, token.column, fmt::format("{} '{}' is too large (at most {})", what, token.text, maximum));
     if (error != std::errc() || end != last)
-      fail(line, token.column,
-           fmt::format("expected a non-negative integer {}, found '{}'", what, token.text));
+      fail(line, token.column, fmt::format("expected a non-negative integer {}, found '{}'", what, token.text));
     return value;
   }
 
@@ -331,22 +315,18 @@ private:
            fmt::format("missing `tiles N` header: found '{}' before it; start the file with "
                        "the tile count, e.g. `tiles 1472`",
                        tokens[0].text));
-    if (tokens.size() != 2)
-      fail(line, tokens[0].column, "the header must be exactly `tiles N`");
+    if (tokens.size() != 2) fail(line, tokens[0].column, "the header must be exactly `tiles N`");
     phase.tiles = static_cast<std::uint32_t>(
         read_number(tokens[1], line, "tile count", std::numeric_limits<std::uint32_t>::max()));
     if (phase.tiles == 0) fail(line, tokens[1].column, "the tile count must be at least 1");
   }
 
-  std::uint32_t read_tile(std::string_view text, int column, int line, const char* what,
-                          std::uint32_t tiles) const {
+  std::uint32_t read_tile(std::string_view text, int column, int line, const char* what, std::uint32_t tiles) const {
     const Token part{text, column};
-    const std::uint64_t tile =
-        read_number(part, line, what, std::numeric_limits<std::uint32_t>::max());
+    const std::uint64_t tile = read_number(part, line, what, std::numeric_limits<std::uint32_t>::max());
     if (tile >= tiles)
       fail(line, column,
-           fmt::format("{} {} is out of range: the phase has {} tiles (0..{})", what, tile,
-                       tiles, tiles - 1));
+           fmt::format("{} {} is out of range: the phase has {} tiles (0..{})", what, tile, tiles, tiles - 1));
     return static_cast<std::uint32_t>(tile);
   }
 
@@ -355,8 +335,8 @@ private:
       fail(line, tokens[0].column, "a second `tiles` header; a phase file has exactly one");
     if (tokens.size() != 3)
       fail(line, tokens[0].column,
-           fmt::format("expected `SRC DST[,DST...] WORDS` (3 fields), found {} field{}",
-                       tokens.size(), tokens.size() == 1 ? "" : "s"));
+           fmt::format("expected `SRC DST[,DST...] WORDS` (3 fields), found {} field{}", tokens.size(),
+                       tokens.size() == 1 ? "" : "s"));
     Transfer transfer;
     transfer.source = read_tile(tokens[0].text, tokens[0].column, line, "source tile", tiles);
     // A hash set, not a search of the list so far: one line may list every tile of the target.
@@ -366,13 +346,10 @@ private:
     while (true) {
       const std::size_t comma = list.find(',');
       const std::string_view item = list.substr(0, comma);
-      if (item.empty())
-        fail(line, column, "empty destination in the list; separate tiles with single commas");
-      const std::uint32_t destination =
-          read_tile(item, column, line, "destination tile", tiles);
+      if (item.empty()) fail(line, column, "empty destination in the list; separate tiles with single commas");
+      const std::uint32_t destination = read_tile(item, column, line, "destination tile", tiles);
       if (destination == transfer.source)
-        fail(line, column,
-             fmt::format("source tile {} is among its own destinations", destination));
+        fail(line, column, fmt::format("source tile {} is among its own destinations", destination));
       if (!listed.insert(destination).second)
         fail(line, column, fmt::format("destination tile {} is listed twice", destination));
       transfer.destinations.push_back(destination);
@@ -392,15 +369,14 @@ private:
 
 std::string check_phase(const ExchangePhase& phase, const Target& target) {
   if (phase.tiles > target.tiles)
-    return fmt::format("the phase has {} tiles but target '{}' has only {}", phase.tiles,
-                       target.name, target.tiles);
+    return fmt::format("the phase has {} tiles but target '{}' has only {}", phase.tiles, target.name, target.tiles);
   // Marks which destinations the current transfer already listed, without clearing.
   std::vector<std::uint32_t> listed_by(phase.tiles, std::numeric_limits<std::uint32_t>::max());
   for (std::uint32_t index = 0; index < phase.transfers.size(); ++index) {
     const Transfer& transfer = phase.transfers[index];
     if (transfer.source >= phase.tiles)
-      return fmt::format("transfer {}: source tile {} is out of range (the phase has {} tiles)",
-                         index, transfer.source, phase.tiles);
+      return fmt::format("transfer {}: source tile {} is out of range (the phase has {} tiles)", index, transfer.source,
+                         phase.tiles);
     if (transfer.destinations.empty())
       return fmt::format("transfer {} (from tile {}) has no destination", index, transfer.source);
     if (transfer.destinations.size() > 1 && !target.multicast)
@@ -410,15 +386,12 @@ std::string check_phase(const ExchangePhase& phase, const Target& target) {
           index, transfer.destinations.size(), target.name);
     for (std::uint32_t destination : transfer.destinations) {
       if (destination >= phase.tiles)
-        return fmt::format(
-            "transfer {}: destination tile {} is out of range (the phase has {} tiles)", index,
-            destination, phase.tiles);
+        return fmt::format("transfer {}: destination tile {} is out of range (the phase has {} tiles)", index,
+                           destination, phase.tiles);
       if (destination == transfer.source)
-        return fmt::format("transfer {}: source tile {} is among its own destinations", index,
-                           destination);
+        return fmt::format("transfer {}: source tile {} is among its own destinations", index, destination);
       if (listed_by[destination] == index)
-        return fmt::format("transfer {}: destination tile {} is listed twice", index,
-                           destination);
+        return fmt::format("transfer {}: destination tile {} is listed twice", index, destination);
       listed_by[destination] = index;
     }
   }
@@ -435,8 +408,7 @@ std::uint64_t endpoint_lower_bound(const ExchangePhase& phase) {
       if (in_phase(phase, destination)) received[destination] += transfer.words;
   }
   std::uint64_t bound = 0;
-  for (std::uint32_t tile = 0; tile < tiles; ++tile)
-    bound = std::max({bound, sent[tile], received[tile]});
+  for (std::uint32_t tile = 0; tile < tiles; ++tile) bound = std::max({bound, sent[tile], received[tile]});
   return bound;
 }
 
@@ -448,8 +420,7 @@ std::uint64_t lower_bound(const ExchangePhase& phase, const Target& target) {
   receiver_jobs.reserve(phase.transfers.size());
   sender_jobs.reserve(phase.transfers.size());
   for (const Transfer& transfer : phase.transfers) {
-    if (transfer.words == 0 || transfer.destinations.empty() || !in_phase(phase, transfer.source))
-      continue;
+    if (transfer.words == 0 || transfer.destinations.empty() || !in_phase(phase, transfer.source)) continue;
     std::uint32_t farthest = 0;
     for (std::uint32_t destination : transfer.destinations) {
       if (!in_phase(phase, destination)) continue;
@@ -468,8 +439,7 @@ std::uint64_t lower_bound(const ExchangePhase& phase, const Target& target) {
   return bound;
 }
 
-ScheduleReport validate_schedule(const ExchangePhase& phase, const Schedule& schedule,
-                                 const Target& target) {
+ScheduleReport validate_schedule(const ExchangePhase& phase, const Schedule& schedule, const Target& target) {
   ScheduleReport report;
   report.endpoint_lower_bound = endpoint_lower_bound(phase);
   report.lower_bound = lower_bound(phase, target);
@@ -479,8 +449,7 @@ ScheduleReport validate_schedule(const ExchangePhase& phase, const Schedule& sch
     return report;
   };
 
-  if (std::string problem = check_phase(phase, target); !problem.empty())
-    return reject("invalid phase: " + problem);
+  if (std::string problem = check_phase(phase, target); !problem.empty()) return reject("invalid phase: " + problem);
 
   // Every segment on its own, and how many words each transfer got.
   std::vector<std::uint64_t> scheduled_words(phase.transfers.size(), 0);
@@ -488,26 +457,25 @@ ScheduleReport validate_schedule(const ExchangePhase& phase, const Schedule& sch
   for (std::size_t index = 0; index < schedule.segments.size(); ++index) {
     const Segment& segment = schedule.segments[index];
     if (segment.transfer >= phase.transfers.size())
-      return reject(fmt::format("segment {} names transfer {} but the phase has {} transfers",
-                                index, segment.transfer, phase.transfers.size()));
+      return reject(fmt::format("segment {} names transfer {} but the phase has {} transfers", index, segment.transfer,
+                                phase.transfers.size()));
     if (segment.words == 0)
-      return reject(fmt::format("segment {} (transfer {}) carries no words; drop it", index,
-                                segment.transfer));
+      return reject(fmt::format("segment {} (transfer {}) carries no words; drop it", index, segment.transfer));
     if (segment.start > kLatestStartCycle)
-      return reject(fmt::format("segment {} (transfer {}) starts at cycle {}, beyond the last "
-                                "supported cycle {}",
-                                index, segment.transfer, segment.start, kLatestStartCycle));
+      return reject(
+          fmt::format("segment {} (transfer {}) starts at cycle {}, beyond the last "
+                      "supported cycle {}",
+                      index, segment.transfer, segment.start, kLatestStartCycle));
     scheduled_words[segment.transfer] += segment.words;
     receive_count += phase.transfers[segment.transfer].destinations.size();
   }
   for (std::uint32_t index = 0; index < phase.transfers.size(); ++index) {
     const std::uint64_t words = phase.transfers[index].words;
     if (scheduled_words[index] < words)
-      return reject(fmt::format("transfer {} has {} of its {} words scheduled", index,
-                                scheduled_words[index], words));
+      return reject(fmt::format("transfer {} has {} of its {} words scheduled", index, scheduled_words[index], words));
     if (scheduled_words[index] > words)
-      return reject(fmt::format("transfer {} has {} words scheduled but carries only {}", index,
-                                scheduled_words[index], words));
+      return reject(
+          fmt::format("transfer {} has {} words scheduled but carries only {}", index, scheduled_words[index], words));
   }
 
   // Interval sweeps per tile: cost grows with segments, not with words.
@@ -517,12 +485,10 @@ ScheduleReport validate_schedule(const ExchangePhase& phase, const Schedule& sch
   receives.reserve(receive_count);
   for (const Segment& segment : schedule.segments) {
     const Transfer& transfer = phase.transfers[segment.transfer];
-    sends.push_back({segment.start, segment.start + segment.words, transfer.source,
-                     segment.transfer});
+    sends.push_back({segment.start, segment.start + segment.words, transfer.source, segment.transfer});
     for (std::uint32_t destination : transfer.destinations) {
       const std::uint64_t arrival = segment.start + target.latency(transfer.source, destination);
-      receives.push_back({arrival, arrival + segment.words, destination, transfer.source,
-                          segment.transfer});
+      receives.push_back({arrival, arrival + segment.words, destination, transfer.source, segment.transfer});
       report.horizon = std::max(report.horizon, arrival + segment.words);
     }
   }
@@ -553,8 +519,9 @@ void write_phase_file(const ExchangePhase& phase, const std::string& path) {
 }
 
 void write_schedule_file(const Schedule& schedule, const std::string& path) {
-  std::string text = "# Tessera exchange schedule: TRANSFER START WORDS (TRANSFER = 0-based transfer "
-                     "line of the phase file)\n";
+  std::string text =
+      "# Tessera exchange schedule: TRANSFER START WORDS (TRANSFER = 0-based transfer "
+      "line of the phase file)\n";
   for (const Segment& segment : schedule.segments)
     fmt::format_to(std::back_inserter(text), "{} {} {}\n", segment.transfer, segment.start, segment.words);
   write_file_atomically(path, text, "schedule file");

@@ -67,22 +67,38 @@ float half_to_float(std::uint16_t half) {
 
 const char* op_kind_name(OpKind kind) {
   switch (kind) {
-    case OpKind::matmul: return "matmul";
-    case OpKind::add: return "add";
-    case OpKind::relu: return "relu";
-    case OpKind::dense: return "dense";
-    case OpKind::softmax: return "softmax";
-    case OpKind::layer_norm: return "layer_norm";
-    case OpKind::sub: return "sub";
-    case OpKind::mul: return "mul";
-    case OpKind::div: return "div";
-    case OpKind::sigmoid: return "sigmoid";
-    case OpKind::tanh: return "tanh";
-    case OpKind::erf: return "erf";
-    case OpKind::sqrt: return "sqrt";
-    case OpKind::pow: return "pow";
-    case OpKind::reduce_sum: return "reduce_sum";
-    case OpKind::reduce_mean: return "reduce_mean";
+    case OpKind::matmul:
+      return "matmul";
+    case OpKind::add:
+      return "add";
+    case OpKind::relu:
+      return "relu";
+    case OpKind::dense:
+      return "dense";
+    case OpKind::softmax:
+      return "softmax";
+    case OpKind::layer_norm:
+      return "layer_norm";
+    case OpKind::sub:
+      return "sub";
+    case OpKind::mul:
+      return "mul";
+    case OpKind::div:
+      return "div";
+    case OpKind::sigmoid:
+      return "sigmoid";
+    case OpKind::tanh:
+      return "tanh";
+    case OpKind::erf:
+      return "erf";
+    case OpKind::sqrt:
+      return "sqrt";
+    case OpKind::pow:
+      return "pow";
+    case OpKind::reduce_sum:
+      return "reduce_sum";
+    case OpKind::reduce_mean:
+      return "reduce_mean";
   }
   return "?";
 }
@@ -128,9 +144,11 @@ std::string check_graph(const Graph& graph) {
       if (input >= graph.tensors.size()) return fmt::format("op {}: input {} is not a tensor", i, input);
     if (op.output >= graph.tensors.size()) return fmt::format("op {}: output {} is not a tensor", i, op.output);
     std::vector<std::int64_t> shape;
-    if (std::string problem = infer_shape(graph, op, shape); !problem.empty()) return fmt::format("op {}: {}", i, problem);
+    if (std::string problem = infer_shape(graph, op, shape); !problem.empty())
+      return fmt::format("op {}: {}", i, problem);
     if (shape != graph.tensors[op.output].shape)
-      return fmt::format("op {}: output '{}' does not have the shape its inputs give", i, graph.tensors[op.output].name);
+      return fmt::format("op {}: output '{}' does not have the shape its inputs give", i,
+                         graph.tensors[op.output].name);
   }
   for (std::uint32_t output : graph.outputs)
     if (output >= graph.tensors.size()) return fmt::format("graph output {} is not a tensor", output);
@@ -142,8 +160,7 @@ std::string infer_shape(const Graph& graph, const Op& op, std::vector<std::int64
   auto expect_inputs = [&](std::size_t low, std::size_t high) -> std::string {
     if (op.inputs.size() < low || op.inputs.size() > high)
       return std::string(op_kind_name(op.kind)) + " takes " + std::to_string(low) +
-             (low == high ? "" : " to " + std::to_string(high)) + " inputs, got " +
-             std::to_string(op.inputs.size());
+             (low == high ? "" : " to " + std::to_string(high)) + " inputs, got " + std::to_string(op.inputs.size());
     return "";
   };
   switch (op.kind) {
@@ -153,18 +170,18 @@ std::string infer_shape(const Graph& graph, const Op& op, std::vector<std::int64
       const Tensor& a = input(0);
       const Tensor& b = input(1);
       if (a.shape.size() != 2 || b.shape.size() != 2)
-        return "matmul needs two matrices, got '" + a.name + "' " + shape_text(a.shape) + " and '" +
-               b.name + "' " + shape_text(b.shape);
+        return "matmul needs two matrices, got '" + a.name + "' " + shape_text(a.shape) + " and '" + b.name + "' " +
+               shape_text(b.shape);
       if (op.transpose_b && op.kind == OpKind::dense) return "dense ops do not take transpose_b";
       // transpose_b: b is [n, k] and the product is a * b^T.
       const std::int64_t depth = op.transpose_b ? b.shape[1] : b.shape[0];
       const std::int64_t columns = op.transpose_b ? b.shape[0] : b.shape[1];
       if (a.shape[1] != depth)
-        return "matmul inner dimensions differ: '" + a.name + "' " + shape_text(a.shape) + " x '" +
-               b.name + "' " + shape_text(b.shape) + (op.transpose_b ? " transposed" : "");
+        return "matmul inner dimensions differ: '" + a.name + "' " + shape_text(a.shape) + " x '" + b.name + "' " +
+               shape_text(b.shape) + (op.transpose_b ? " transposed" : "");
       if (op.inputs.size() == 3 && (input(2).shape.size() != 1 || input(2).shape[0] != columns))
-        return "bias '" + input(2).name + "' " + shape_text(input(2).shape) + " must be [" +
-               std::to_string(columns) + "]";
+        return "bias '" + input(2).name + "' " + shape_text(input(2).shape) + " must be [" + std::to_string(columns) +
+               "]";
       shape = {a.shape[0], columns};
       return "";
     }
@@ -178,9 +195,8 @@ std::string infer_shape(const Graph& graph, const Op& op, std::vector<std::int64
       const Tensor& x = input(0);
       for (std::size_t i = 1; i < 3; ++i)
         if (input(i).shape.size() != 1 || input(i).shape[0] != x.cols())
-          return std::string(i == 1 ? "gamma" : "beta") + " '" + input(i).name + "' " +
-                 shape_text(input(i).shape) + " must be [" + std::to_string(x.cols()) +
-                 "], one value per column of '" + x.name + "'";
+          return std::string(i == 1 ? "gamma" : "beta") + " '" + input(i).name + "' " + shape_text(input(i).shape) +
+                 " must be [" + std::to_string(x.cols()) + "], one value per column of '" + x.name + "'";
       shape = x.shape;
       return "";
     }
@@ -252,8 +268,9 @@ static OpKind parse_op_kind(const std::string& file, const YAML::Node& node) {
     if (text == known.back()) return static_cast<OpKind>(kind);
   }
   std::string near = yaml::nearest(text, known);
-  yaml::fail(file, node, "unknown op '" + text + "'" + (near.empty() ? "" : "; did you mean '" + near + "'?") +
-                             " (known: " + fmt::format("{}", fmt::join(known, ", ")) + ")");
+  yaml::fail(file, node,
+             "unknown op '" + text + "'" + (near.empty() ? "" : "; did you mean '" + near + "'?") +
+                 " (known: " + fmt::format("{}", fmt::join(known, ", ")) + ")");
 }
 
 static SourcePlace place_of(const YAML::Node& node) {
@@ -304,8 +321,9 @@ Graph load_model(const std::string& path) {
       elements *= size;
     }
     if (elements > kMaxTensorElements)
-      fail(path, shape, "tensor '" + t.name + "' has " + std::to_string(elements) +
-                            " elements; the limit is " + std::to_string(kMaxTensorElements));
+      fail(path, shape,
+           "tensor '" + t.name + "' has " + std::to_string(elements) + " elements; the limit is " +
+               std::to_string(kMaxTensorElements));
     const std::string dtype = node["dtype"].IsDefined() ? get_string(path, node, "dtype") : "float32";
     if (dtype == "float32") t.dtype = DType::float32;
     else if (dtype == "float16") t.dtype = DType::float16;
@@ -315,8 +333,10 @@ Graph load_model(const std::string& path) {
     else if (kind == "weight") t.kind = TensorKind::weight;
     else fail(path, node["kind"], "kind must be 'input' or 'weight', got '" + kind + "'");
     if (t.dtype == DType::float16 && t.kind != TensorKind::weight)
-      fail(path, node["dtype"], "float16 inputs are not supported yet: only weights may be stored as "
-                                "float16 (activations are float32); declare '" + t.name + "' float32");
+      fail(path, node["dtype"],
+           "float16 inputs are not supported yet: only weights may be stored as "
+           "float16 (activations are float32); declare '" +
+               t.name + "' float32");
     t.init_scale = get_number_or(path, node, "scale", 1.0);
     index[t.name] = static_cast<std::uint32_t>(graph.tensors.size());
     graph.tensors.push_back(std::move(t));
@@ -360,27 +380,28 @@ Graph load_model(const std::string& path) {
       auto it = index.find(name);
       if (it == index.end()) {
         std::string near = nearest(name, known_names());
-        fail(path, in, "unknown tensor '" + name + "'" +
-                           (near.empty() ? "" : "; did you mean '" + near + "'?") +
-                           " (a tensor must be defined before an op reads it)");
+        fail(path, in,
+             "unknown tensor '" + name + "'" + (near.empty() ? "" : "; did you mean '" + near + "'?") +
+                 " (a tensor must be defined before an op reads it)");
       }
       op.inputs.push_back(it->second);
     }
     const std::string output = get_name(path, node, "output");
     if (index.count(output)) fail(path, node["output"], "tensor '" + output + "' is defined twice");
     std::vector<std::int64_t> shape;
-    if (std::string problem = infer_shape(graph, op, shape); !problem.empty())
-      fail(path, node, problem);
+    if (std::string problem = infer_shape(graph, op, shape); !problem.empty()) fail(path, node, problem);
     // float16 weights feed the half-weight matmul and bias adds; nothing else reads halves.
     for (std::size_t i = 0; i < op.inputs.size(); ++i) {
       const Tensor& in = graph.tensors[op.inputs[i]];
       if (in.dtype != DType::float16) continue;
       const bool matmul_weight = (op.kind == OpKind::matmul || op.kind == OpKind::dense) && i == 1 && !op.transpose_b;
-      const bool bias = (op.kind == OpKind::add && i == 1 && in.shape.size() == 1) || (op.kind == OpKind::dense && i == 2);
+      const bool bias =
+          (op.kind == OpKind::add && i == 1 && in.shape.size() == 1) || (op.kind == OpKind::dense && i == 2);
       if (!matmul_weight && !bias)
-        fail(path, inputs[i], "float16 tensor '" + in.name + "' cannot be input " + std::to_string(i) + " of " +
-                                  op_kind_name(op.kind) + ": float16 is supported yet only for the right operand "
-                                  "of a matmul (without transpose_b) and for a bias row vector; declare it float32");
+        fail(path, inputs[i],
+             "float16 tensor '" + in.name + "' cannot be input " + std::to_string(i) + " of " + op_kind_name(op.kind) +
+                 ": float16 is supported yet only for the right operand "
+                 "of a matmul (without transpose_b) and for a bias row vector; declare it float32");
     }
     Tensor out;
     out.name = output;
@@ -401,8 +422,8 @@ Graph load_model(const std::string& path) {
     auto it = index.find(node.Scalar());
     if (it == index.end()) {
       std::string near = nearest(node.Scalar(), known_names());
-      fail(path, node, "unknown output tensor '" + node.Scalar() + "'" +
-                           (near.empty() ? "" : "; did you mean '" + near + "'?"));
+      fail(path, node,
+           "unknown output tensor '" + node.Scalar() + "'" + (near.empty() ? "" : "; did you mean '" + near + "'?"));
     }
     if (graph.tensors[it->second].kind != TensorKind::intermediate)
       fail(path, node, "output '" + node.Scalar() + "' must be produced by an op");

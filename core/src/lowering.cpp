@@ -27,8 +27,7 @@ std::vector<CopyGroup> group_copies(const Program& program, const Superstep& ste
   for (std::size_t index = 0; index < copies.size(); ++index)
     if (copies[index].source.buffer >= buffers.size() || copies[index].destination.buffer >= buffers.size())
       throw Error(fmt::format("copy {} of superstep '{}' names buffer {} but the program has {}", index, step.label,
-                              std::max(copies[index].source.buffer, copies[index].destination.buffer),
-                              buffers.size()));
+                              std::max(copies[index].source.buffer, copies[index].destination.buffer), buffers.size()));
   std::vector<CopyGroup> groups;
   if (!multicast) {
     for (std::uint32_t i = 0; i < copies.size(); ++i)
@@ -45,7 +44,8 @@ std::vector<CopyGroup> group_copies(const Program& program, const Superstep& ste
   keyed.reserve(copies.size());
   for (std::uint32_t i = 0; i < copies.size(); ++i)
     if (crosses_fabric(program, copies[i]))
-      keyed.push_back({(std::uint64_t{copies[i].source.buffer} << 32) | copies[i].source.word_offset, copies[i].words, i});
+      keyed.push_back(
+          {(std::uint64_t{copies[i].source.buffer} << 32) | copies[i].source.word_offset, copies[i].words, i});
   std::sort(keyed.begin(), keyed.end(), [](const Keyed& a, const Keyed& b) {
     return a.range != b.range ? a.range < b.range : a.words != b.words ? a.words < b.words : a.index < b.index;
   });
@@ -89,8 +89,8 @@ ExchangePhase physical_phase(const Program& program, const Superstep& step, cons
     if (buffer.offset == kUnplaced) return 0;
     const std::uint64_t byte = static_cast<std::uint64_t>(buffer.offset) + kWordBytes * ref.word_offset;
     if (byte > std::numeric_limits<std::uint32_t>::max())
-      throw Error(fmt::format("superstep '{}': copy {} in '{}' lies beyond a 32-bit address", step.label, what,
-                              buffer.name));
+      throw Error(
+          fmt::format("superstep '{}': copy {} in '{}' lies beyond a 32-bit address", step.label, what, buffer.name));
     return static_cast<std::uint32_t>(byte);
   };
   ExchangePhase phase;

@@ -12,13 +12,20 @@ namespace tessera {
 
 const char* option_type_name(OptionType type) {
   switch (type) {
-    case OptionType::boolean: return "bool";
-    case OptionType::integer: return "int";
-    case OptionType::number: return "float";
-    case OptionType::string: return "string";
-    case OptionType::path: return "path";
-    case OptionType::map: return "map";
-    case OptionType::choice: return "enum";
+    case OptionType::boolean:
+      return "bool";
+    case OptionType::integer:
+      return "int";
+    case OptionType::number:
+      return "float";
+    case OptionType::string:
+      return "string";
+    case OptionType::path:
+      return "path";
+    case OptionType::map:
+      return "map";
+    case OptionType::choice:
+      return "enum";
   }
   return "?";
 }

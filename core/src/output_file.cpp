@@ -118,14 +118,16 @@ extern "C" void remove_temporaries_and_reraise(int signal_number) {
 
 }  // namespace
 
-AtomicFileWriter::AtomicFileWriter(std::string path, std::string what) : path_(std::move(path)), what_(std::move(what)) {
+AtomicFileWriter::AtomicFileWriter(std::string path, std::string what)
+    : path_(std::move(path)), what_(std::move(what)) {
   const fs::path target(path_);
   const fs::path directory = target.has_parent_path() ? target.parent_path() : fs::path(".");
   std::error_code ignored;
   fs::create_directories(directory, ignored);
   remove_stale_temporaries(directory);
-  const std::string prefix =
-      (directory / ("." + target.filename().string() + std::string(kTemporaryMarker) + std::to_string(::getpid()) + "-")).string();
+  const std::string prefix = (directory / ("." + target.filename().string() + std::string(kTemporaryMarker) +
+                                           std::to_string(::getpid()) + "-"))
+                                 .string();
   // O_EXCL|O_NOFOLLOW: a name someone planted (a file, a symlink) fails with EEXIST and we
   // draw another, so neither our bytes nor the final owner can be redirected.
   for (int attempt = 0; attempt < 100 && fd_ < 0; ++attempt) {
@@ -199,7 +201,8 @@ void remove_temporary_files_on_signals() {
   struct sigaction action {};
   action.sa_handler = remove_temporaries_and_reraise;
   sigemptyset(&action.sa_mask);
-  for (int signal_number : {SIGINT, SIGTERM, SIGHUP, SIGPIPE, SIGALRM, SIGQUIT, SIGUSR1, SIGUSR2, SIGXCPU, SIGVTALRM, SIGPROF})
+  for (int signal_number :
+       {SIGINT, SIGTERM, SIGHUP, SIGPIPE, SIGALRM, SIGQUIT, SIGUSR1, SIGUSR2, SIGXCPU, SIGVTALRM, SIGPROF})
     ::sigaction(signal_number, &action, nullptr);
   std::signal(SIGXFSZ, SIG_IGN);
 }
@@ -209,16 +212,18 @@ void check_output_file(const std::string& output, std::string_view role, const s
   struct stat written {};
   if (::stat(output.c_str(), &written) != 0) return;  // absent: nothing to destroy
   if (!S_ISREG(written.st_mode))
-    throw Error(fmt::format("{}: refusing to write {} here: it exists and is {}, and writing would replace it; "
-                            "give the path of a regular file",
-                            output, role, file_kind(written.st_mode)));
+    throw Error(
+        fmt::format("{}: refusing to write {} here: it exists and is {}, and writing would replace it; "
+                    "give the path of a regular file",
+                    output, role, file_kind(written.st_mode)));
   for (const InputFile& input : inputs) {
     struct stat read {};
     if (input.path.empty() || ::stat(input.path.c_str(), &read) != 0) continue;
     if (read.st_dev == written.st_dev && read.st_ino == written.st_ino)
-      throw Error(fmt::format("{}: refusing to write {} here: it is the same file as {} {}, which would be destroyed; "
-                              "choose another output path",
-                              output, role, input.role, input.path));
+      throw Error(
+          fmt::format("{}: refusing to write {} here: it is the same file as {} {}, which would be destroyed; "
+                      "choose another output path",
+                      output, role, input.role, input.path));
   }
 }
 

@@ -34,10 +34,10 @@ namespace tessera {
 namespace {
 
 constexpr char kMagic[8] = {'T', 'P', 'K', 'G', '\r', '\n', '\x1a', '\n'};
-constexpr std::uint32_t kTagMeta = 0x4154454d;   // "META"
-constexpr std::uint32_t kTagGraph = 0x48505247;  // "GRPH"
-constexpr std::uint32_t kTagStreams = 0x4d525453;// "STRM"
-constexpr std::uint32_t kTagTile = 0x454c4954;   // "TILE"
+constexpr std::uint32_t kTagMeta = 0x4154454d;     // "META"
+constexpr std::uint32_t kTagGraph = 0x48505247;    // "GRPH"
+constexpr std::uint32_t kTagStreams = 0x4d525453;  // "STRM"
+constexpr std::uint32_t kTagTile = 0x454c4954;     // "TILE"
 constexpr std::size_t kHeaderBytes = 8 + 4 + 4 + 8;
 constexpr std::size_t kEntryBytes = 4 + 4 + 8 + 8 + 8;
 constexpr std::uint32_t kMaxSections = 1u << 20;
@@ -71,7 +71,8 @@ public:
   std::string finish() {
     std::string mac(kMacBytes, '\0');
     std::size_t length = 0;
-    if (EVP_MAC_final(context_, reinterpret_cast<unsigned char*>(mac.data()), &length, mac.size()) != 1 || length != kMacBytes)
+    if (EVP_MAC_final(context_, reinterpret_cast<unsigned char*>(mac.data()), &length, mac.size()) != 1 ||
+        length != kMacBytes)
       throw Error(path_ + ": OpenSSL failed to finish the package's HMAC-SHA256");
     return mac;
   }
@@ -85,14 +86,18 @@ private:
 // Checks the trailer of `bytes` against `key` before anything else is read from them.
 void verify_signature(const std::string& bytes, const std::string& path, const PackageKey& key) {
   const std::size_t body = bytes.size() - kTrailerBytes;  // the caller checked the header fits
-  if (bytes.size() < kHeaderBytes + kTrailerBytes || std::memcmp(bytes.data() + body, kSignatureMagic, sizeof(kSignatureMagic)) != 0)
-    throw Error(path + ": package is not signed, but the key " + key.path + " requires a signature made with it; "
-                "sign it with `tessera compile ... --sign " + key.path + "`");
+  if (bytes.size() < kHeaderBytes + kTrailerBytes ||
+      std::memcmp(bytes.data() + body, kSignatureMagic, sizeof(kSignatureMagic)) != 0)
+    throw Error(path + ": package is not signed, but the key " + key.path +
+                " requires a signature made with it; "
+                "sign it with `tessera compile ... --sign " +
+                key.path + "`");
   PackageMac mac(key);
   mac.update(std::string_view(bytes.data(), body));
   const std::string expected = mac.finish();
   if (CRYPTO_memcmp(expected.data(), bytes.data() + body + sizeof(kSignatureMagic), kMacBytes) != 0)
-    throw Error(path + ": package signature does not match the key " + key.path + ": the package was changed after "
+    throw Error(path + ": package signature does not match the key " + key.path +
+                ": the package was changed after "
                 "it was signed, or signed with another key; refusing it (recompile and sign it with this key)");
 }
 
@@ -105,20 +110,30 @@ std::string tag_name(std::uint32_t tag) {
 class Writer {
 public:
   std::string bytes;
-  template <typename T> void raw(T value) { bytes.append(reinterpret_cast<const char*>(&value), sizeof(T)); }
+  template <typename T>
+  void raw(T value) {
+    bytes.append(reinterpret_cast<const char*>(&value), sizeof(T));
+  }
   void u8(std::uint8_t v) { raw(v); }
   void u32(std::uint32_t v) { raw(v); }
   void u64(std::uint64_t v) { raw(v); }
   void i64(std::int64_t v) { raw(v); }
   void f64(double v) { raw(v); }
-  void str(const std::string& s) { u32(static_cast<std::uint32_t>(s.size())); bytes += s; }
-  void u32s(const std::vector<std::uint32_t>& v) { u32(static_cast<std::uint32_t>(v.size())); for (auto x : v) u32(x); }
+  void str(const std::string& s) {
+    u32(static_cast<std::uint32_t>(s.size()));
+    bytes += s;
+  }
+  void u32s(const std::vector<std::uint32_t>& v) {
+    u32(static_cast<std::uint32_t>(v.size()));
+    for (auto x : v) u32(x);
+  }
 };
 
 class Reader {
 public:
   Reader(const char* data, std::size_t size, std::string where) : data_(data), size_(size), where_(std::move(where)) {}
-  template <typename T> T raw() {
+  template <typename T>
+  T raw() {
     need(sizeof(T));
     T value;
     std::memcpy(&value, data_ + pos_, sizeof(T));
@@ -149,16 +164,23 @@ public:
     return v;
   }
   bool at_end() const { return pos_ == size_; }
-  void expect_end() { if (pos_ != size_) fail(fmt::format("{} unexpected bytes at the end", size_ - pos_)); }
-  [[noreturn]] void fail(const std::string& why) { throw Error(where_ + ": " + why + " at byte " + std::to_string(pos_)); }
-  template <typename E> E enumeration(std::uint32_t limit) {
+  void expect_end() {
+    if (pos_ != size_) fail(fmt::format("{} unexpected bytes at the end", size_ - pos_));
+  }
+  [[noreturn]] void fail(const std::string& why) {
+    throw Error(where_ + ": " + why + " at byte " + std::to_string(pos_));
+  }
+  template <typename E>
+  E enumeration(std::uint32_t limit) {
     std::uint32_t v = u32();
     if (v >= limit) fail(fmt::format("enumeration value {} out of range", v));
     return static_cast<E>(v);
   }
 
 private:
-  void need(std::size_t n) { if (n > size_ - pos_) fail("section is truncated"); }
+  void need(std::size_t n) {
+    if (n > size_ - pos_) fail("section is truncated");
+  }
   const char* data_;
   std::size_t size_;
   std::size_t pos_ = 0;
@@ -167,26 +189,61 @@ private:
 
 void write_target(Writer& w, const Target& t) {
   w.str(t.name);
-  w.u32(t.tiles); w.u32(t.tiles_per_column); w.u64(t.memory_bytes); w.u32(t.memory_element_bytes);
-  w.u64(t.interleaved_start); w.u32(t.alignment); w.u32(t.worker_threads); w.f64(t.clock_hz);
-  w.u32(t.fp32_macs_per_cycle); w.u32(t.fp16_macs_per_cycle); w.u32(t.exchange_word_bytes);
-  w.u32(t.exchange_base_latency); w.f64(t.exchange_latency_per_column); w.u32(t.switch_cost);
-  w.u8(t.multicast); w.u32(t.sync_cycles); w.u32(t.exchange_phase_overhead); w.f64(t.host_bytes_per_cycle);
-  w.u32(t.amp_fp32_input_channels); w.u32(t.amp_fp32_output_channels); w.u32(t.amp_fp16_input_channels);
-  w.u32(t.amp_fp16_output_channels); w.u32(t.load_bytes_per_cycle); w.u32(t.host_call_latency_cycles);
+  w.u32(t.tiles);
+  w.u32(t.tiles_per_column);
+  w.u64(t.memory_bytes);
+  w.u32(t.memory_element_bytes);
+  w.u64(t.interleaved_start);
+  w.u32(t.alignment);
+  w.u32(t.worker_threads);
+  w.f64(t.clock_hz);
+  w.u32(t.fp32_macs_per_cycle);
+  w.u32(t.fp16_macs_per_cycle);
+  w.u32(t.exchange_word_bytes);
+  w.u32(t.exchange_base_latency);
+  w.f64(t.exchange_latency_per_column);
+  w.u32(t.switch_cost);
+  w.u8(t.multicast);
+  w.u32(t.sync_cycles);
+  w.u32(t.exchange_phase_overhead);
+  w.f64(t.host_bytes_per_cycle);
+  w.u32(t.amp_fp32_input_channels);
+  w.u32(t.amp_fp32_output_channels);
+  w.u32(t.amp_fp16_input_channels);
+  w.u32(t.amp_fp16_output_channels);
+  w.u32(t.load_bytes_per_cycle);
+  w.u32(t.host_call_latency_cycles);
 }
 
 Target read_target(Reader& r) {
   Target t;
   t.name = r.str();
-  t.tiles = r.u32(); t.tiles_per_column = r.u32(); t.memory_bytes = r.u64(); t.memory_element_bytes = r.u32();
-  t.interleaved_start = r.u64(); t.alignment = r.u32(); t.worker_threads = r.u32(); t.clock_hz = r.f64();
-  t.fp32_macs_per_cycle = r.u32(); t.fp16_macs_per_cycle = r.u32(); t.exchange_word_bytes = r.u32();
-  t.exchange_base_latency = r.u32(); t.exchange_latency_per_column = r.f64(); t.switch_cost = r.u32();
-  t.multicast = r.u8() != 0; t.sync_cycles = r.u32(); t.exchange_phase_overhead = r.u32(); t.host_bytes_per_cycle = r.f64();
-  t.amp_fp32_input_channels = r.u32(); t.amp_fp32_output_channels = r.u32(); t.amp_fp16_input_channels = r.u32();
-  t.amp_fp16_output_channels = r.u32(); t.load_bytes_per_cycle = r.u32(); t.host_call_latency_cycles = r.u32();
-  if (const std::string problem = check_target(t); !problem.empty()) r.fail("target description is inconsistent: " + problem);
+  t.tiles = r.u32();
+  t.tiles_per_column = r.u32();
+  t.memory_bytes = r.u64();
+  t.memory_element_bytes = r.u32();
+  t.interleaved_start = r.u64();
+  t.alignment = r.u32();
+  t.worker_threads = r.u32();
+  t.clock_hz = r.f64();
+  t.fp32_macs_per_cycle = r.u32();
+  t.fp16_macs_per_cycle = r.u32();
+  t.exchange_word_bytes = r.u32();
+  t.exchange_base_latency = r.u32();
+  t.exchange_latency_per_column = r.f64();
+  t.switch_cost = r.u32();
+  t.multicast = r.u8() != 0;
+  t.sync_cycles = r.u32();
+  t.exchange_phase_overhead = r.u32();
+  t.host_bytes_per_cycle = r.f64();
+  t.amp_fp32_input_channels = r.u32();
+  t.amp_fp32_output_channels = r.u32();
+  t.amp_fp16_input_channels = r.u32();
+  t.amp_fp16_output_channels = r.u32();
+  t.load_bytes_per_cycle = r.u32();
+  t.host_call_latency_cycles = r.u32();
+  if (const std::string problem = check_target(t); !problem.empty())
+    r.fail("target description is inconsistent: " + problem);
   return t;
 }
 
@@ -199,8 +256,11 @@ std::string encode_meta(const Package& p) {
   w.u32(static_cast<std::uint32_t>(p.superstep_labels.size()));
   for (const auto& label : p.superstep_labels) w.str(label);
   const PackageEstimates& e = p.estimates;
-  w.u64(e.estimated_cycles); w.u64(e.estimated_exchange_cycles); w.u64(e.scheduled_exchange_cycles);
-  w.u64(e.exchange_lower_bound); w.u64(e.peak_tile_bytes);
+  w.u64(e.estimated_cycles);
+  w.u64(e.estimated_exchange_cycles);
+  w.u64(e.scheduled_exchange_cycles);
+  w.u64(e.exchange_lower_bound);
+  w.u64(e.peak_tile_bytes);
   return w.bytes;
 }
 
@@ -212,25 +272,38 @@ void decode_meta(Reader& r, Package& p) {
   p.superstep_labels.resize(r.count(4));
   for (auto& label : p.superstep_labels) label = r.str();
   PackageEstimates& e = p.estimates;
-  e.estimated_cycles = r.u64(); e.estimated_exchange_cycles = r.u64(); e.scheduled_exchange_cycles = r.u64();
-  e.exchange_lower_bound = r.u64(); e.peak_tile_bytes = r.u64();
+  e.estimated_cycles = r.u64();
+  e.estimated_exchange_cycles = r.u64();
+  e.scheduled_exchange_cycles = r.u64();
+  e.exchange_lower_bound = r.u64();
+  e.peak_tile_bytes = r.u64();
   r.expect_end();
 }
 
 std::string encode_graph(const Graph& g) {
   Writer w;
-  w.str(g.name); w.str(g.source_file); w.u64(g.seed);
+  w.str(g.name);
+  w.str(g.source_file);
+  w.u64(g.seed);
   w.u32(static_cast<std::uint32_t>(g.tensors.size()));
   for (const auto& t : g.tensors) {
     w.str(t.name);
     w.u32(static_cast<std::uint32_t>(t.shape.size()));
     for (auto d : t.shape) w.i64(d);
-    w.u32(static_cast<std::uint32_t>(t.dtype)); w.u32(static_cast<std::uint32_t>(t.kind)); w.f64(t.init_scale);
+    w.u32(static_cast<std::uint32_t>(t.dtype));
+    w.u32(static_cast<std::uint32_t>(t.kind));
+    w.f64(t.init_scale);
   }
   w.u32(static_cast<std::uint32_t>(g.ops.size()));
   for (const auto& op : g.ops) {
-    w.u32(static_cast<std::uint32_t>(op.kind)); w.u32s(op.inputs); w.u32(op.output); w.u8(op.relu);
-    w.u8(op.transpose_b); w.f64(op.scale); w.f64(op.epsilon); w.f64(op.exponent);
+    w.u32(static_cast<std::uint32_t>(op.kind));
+    w.u32s(op.inputs);
+    w.u32(op.output);
+    w.u8(op.relu);
+    w.u8(op.transpose_b);
+    w.f64(op.scale);
+    w.f64(op.epsilon);
+    w.f64(op.exponent);
   }
   w.u32s(g.outputs);
   // An imported model's sha256 trails the graph; YAML graphs end here, as before.
@@ -239,7 +312,9 @@ std::string encode_graph(const Graph& g) {
 }
 
 void decode_graph(Reader& r, Graph& g, const Target& target) {
-  g.name = r.str(); g.source_file = r.str(); g.seed = r.u64();
+  g.name = r.str();
+  g.source_file = r.str();
+  g.seed = r.u64();
   g.tensors.resize(r.count(16));
   // The host allocates every input and weight and the reference every tensor, so each must fit
   // on the device, and the inputs and weights, resident together, must fit it at once: checked
@@ -249,9 +324,12 @@ void decode_graph(Reader& r, Graph& g, const Target& target) {
   for (auto& t : g.tensors) {
     t.name = r.str();
     t.shape.resize(r.count(8));
-    for (auto& d : t.shape) if ((d = r.i64()) <= 0) r.fail("tensor size must be positive");
+    for (auto& d : t.shape)
+      if ((d = r.i64()) <= 0) r.fail("tensor size must be positive");
     if (t.shape.empty() || t.shape.size() > 2) r.fail("tensor rank must be 1 or 2");
-    t.dtype = r.enumeration<DType>(2); t.kind = r.enumeration<TensorKind>(3); t.init_scale = r.f64();
+    t.dtype = r.enumeration<DType>(2);
+    t.kind = r.enumeration<TensorKind>(3);
+    t.init_scale = r.f64();
     unsigned __int128 elements = 1;
     for (auto d : t.shape) elements *= static_cast<std::uint64_t>(d);  // two factors below 2^63: no wrap
     const unsigned __int128 bytes = t.dtype == DType::float16 ? (elements + 1) / 2 * 4 : elements * 4;
@@ -265,8 +343,14 @@ void decode_graph(Reader& r, Graph& g, const Target& target) {
   }
   g.ops.resize(r.count(13));
   for (auto& op : g.ops) {
-    op.kind = r.enumeration<OpKind>(kOpKindCount); op.inputs = r.u32s(); op.output = r.u32(); op.relu = r.u8() != 0;
-    op.transpose_b = r.u8() != 0; op.scale = r.f64(); op.epsilon = r.f64(); op.exponent = r.f64();
+    op.kind = r.enumeration<OpKind>(kOpKindCount);
+    op.inputs = r.u32s();
+    op.output = r.u32();
+    op.relu = r.u8() != 0;
+    op.transpose_b = r.u8() != 0;
+    op.scale = r.f64();
+    op.epsilon = r.f64();
+    op.exponent = r.f64();
   }
   g.outputs = r.u32s();
   if (const std::string problem = check_graph(g); !problem.empty()) r.fail("the graph is inconsistent: " + problem);
@@ -282,11 +366,19 @@ std::string encode_streams(const std::vector<PackageStream>& streams) {
   Writer w;
   w.u32(static_cast<std::uint32_t>(streams.size()));
   for (const auto& s : streams) {
-    w.str(s.tensor); w.u32(static_cast<std::uint32_t>(s.kind)); w.u32(static_cast<std::uint32_t>(s.dtype));
-    w.u32(s.rows); w.u32(s.cols);
+    w.str(s.tensor);
+    w.u32(static_cast<std::uint32_t>(s.kind));
+    w.u32(static_cast<std::uint32_t>(s.dtype));
+    w.u32(s.rows);
+    w.u32(s.cols);
     w.u32(static_cast<std::uint32_t>(s.slices.size()));
     for (const auto& sl : s.slices) {
-      w.u32(sl.tile); w.u32(sl.address); w.u32(sl.row_begin); w.u32(sl.rows); w.u32(sl.col_begin); w.u32(sl.cols);
+      w.u32(sl.tile);
+      w.u32(sl.address);
+      w.u32(sl.row_begin);
+      w.u32(sl.rows);
+      w.u32(sl.col_begin);
+      w.u32(sl.cols);
       w.u32(sl.transposed ? 1 : 0);
     }
   }
@@ -296,15 +388,24 @@ std::string encode_streams(const std::vector<PackageStream>& streams) {
 void decode_streams(Reader& r, std::vector<PackageStream>& streams, const Target& target) {
   streams.resize(r.count(16));
   for (auto& s : streams) {
-    s.tensor = r.str(); s.kind = r.enumeration<StreamKind>(3); s.dtype = r.enumeration<DType>(2);
-    s.rows = r.u32(); s.cols = r.u32();
+    s.tensor = r.str();
+    s.kind = r.enumeration<StreamKind>(3);
+    s.dtype = r.enumeration<DType>(2);
+    s.rows = r.u32();
+    s.cols = r.u32();
     s.slices.resize(r.count(28));
     for (auto& sl : s.slices) {
-      sl.tile = r.u32(); sl.address = r.u32(); sl.row_begin = r.u32(); sl.rows = r.u32(); sl.col_begin = r.u32(); sl.cols = r.u32();
+      sl.tile = r.u32();
+      sl.address = r.u32();
+      sl.row_begin = r.u32();
+      sl.rows = r.u32();
+      sl.col_begin = r.u32();
+      sl.cols = r.u32();
       const std::uint32_t transposed = r.u32();
       if (transposed > 1) r.fail("stream slice transposed flag is not 0 or 1");
       sl.transposed = transposed == 1;
-      if (sl.transposed && s.kind == StreamKind::output) r.fail("output stream slice is transposed; only inputs and weights may be");
+      if (sl.transposed && s.kind == StreamKind::output)
+        r.fail("output stream slice is transposed; only inputs and weights may be");
       if (sl.tile >= target.tiles) r.fail("stream slice tile out of range");
       if (std::uint64_t(sl.row_begin) + sl.rows > s.rows || std::uint64_t(sl.col_begin) + sl.cols > s.cols)
         r.fail("stream slice lies outside its tensor");
@@ -319,15 +420,32 @@ std::string encode_tile(const TileImage& tile) {
   Writer w;
   w.u32(tile.tile);
   w.u32(static_cast<std::uint32_t>(tile.buffers.size()));
-  for (const auto& b : tile.buffers) { w.u32(b.offset); w.u32(b.bytes); w.u32(static_cast<std::uint32_t>(b.region)); }
+  for (const auto& b : tile.buffers) {
+    w.u32(b.offset);
+    w.u32(b.bytes);
+    w.u32(static_cast<std::uint32_t>(b.region));
+  }
   w.u32(static_cast<std::uint32_t>(tile.supersteps.size()));
   for (const auto& step : tile.supersteps) {
     w.u32(static_cast<std::uint32_t>(step.compute.size()));
-    for (const auto& call : step.compute) { w.u32(static_cast<std::uint32_t>(call.codelet)); w.u32s(call.addresses); w.u32s(call.params); }
+    for (const auto& call : step.compute) {
+      w.u32(static_cast<std::uint32_t>(call.codelet));
+      w.u32s(call.addresses);
+      w.u32s(call.params);
+    }
     w.u32(static_cast<std::uint32_t>(step.sends.size()));
-    for (const auto& s : step.sends) { w.u64(s.cycle); w.u32(s.address); w.u32(s.words); }
+    for (const auto& s : step.sends) {
+      w.u64(s.cycle);
+      w.u32(s.address);
+      w.u32(s.words);
+    }
     w.u32(static_cast<std::uint32_t>(step.receives.size()));
-    for (const auto& rc : step.receives) { w.u64(rc.arrival); w.u32(rc.sender); w.u32(rc.address); w.u32(rc.words); }
+    for (const auto& rc : step.receives) {
+      w.u64(rc.arrival);
+      w.u32(rc.sender);
+      w.u32(rc.address);
+      w.u32(rc.words);
+    }
   }
   return w.bytes;
 }
@@ -345,9 +463,12 @@ void decode_tile(Reader& r, TileImage& tile, const Target& target, std::size_t s
   };
   tile.buffers.resize(r.count(12));
   for (auto& b : tile.buffers) {
-    b.offset = r.u32(); b.bytes = r.u32(); b.region = r.enumeration<Region>(2);
+    b.offset = r.u32();
+    b.bytes = r.u32();
+    b.region = r.enumeration<Region>(2);
     if (std::uint64_t{b.offset} + b.bytes > target.memory_bytes)
-      r.fail(fmt::format("buffer at {}+{} lies outside the tile's {} bytes of memory", b.offset, b.bytes, target.memory_bytes));
+      r.fail(fmt::format("buffer at {}+{} lies outside the tile's {} bytes of memory", b.offset, b.bytes,
+                         target.memory_bytes));
   }
   tile.supersteps.resize(r.count(12));
   if (tile.supersteps.size() != supersteps)
@@ -357,9 +478,12 @@ void decode_tile(Reader& r, TileImage& tile, const Target& target, std::size_t s
     step.compute.resize(r.count(12));
     for (std::size_t c = 0; c < step.compute.size(); ++c) {
       TileCodeletCall& call = step.compute[c];
-      call.codelet = r.enumeration<Codelet>(kCodeletCount); call.addresses = r.u32s(); call.params = r.u32s();
+      call.codelet = r.enumeration<Codelet>(kCodeletCount);
+      call.addresses = r.u32s();
+      call.params = r.u32s();
       auto where = [&] { return fmt::format("superstep {} call {} ({})", s, c, codelet_name(call.codelet)); };
-      if (call.addresses.size() != codelet_operand_count(call.codelet) || call.params.size() != codelet_param_count(call.codelet))
+      if (call.addresses.size() != codelet_operand_count(call.codelet) ||
+          call.params.size() != codelet_param_count(call.codelet))
         r.fail(where() + ": wrong number of operands or params");
       for (std::uint32_t o = 0; o < call.addresses.size(); ++o)
         in_memory(call.addresses[o], codelet_operand_words(call.codelet, call.params, o),
@@ -367,14 +491,19 @@ void decode_tile(Reader& r, TileImage& tile, const Target& target, std::size_t s
     }
     step.sends.resize(r.count(16));
     for (auto& send : step.sends) {
-      send.cycle = r.u64(); send.address = r.u32(); send.words = r.u32();
+      send.cycle = r.u64();
+      send.address = r.u32();
+      send.words = r.u32();
       auto what = [&] { return fmt::format("superstep {} send", s); };
       in_memory(send.address, send.words, what);
       in_time(send.cycle, send.words, what);
     }
     step.receives.resize(r.count(20));
     for (auto& rc : step.receives) {
-      rc.arrival = r.u64(); rc.sender = r.u32(); rc.address = r.u32(); rc.words = r.u32();
+      rc.arrival = r.u64();
+      rc.sender = r.u32();
+      rc.address = r.u32();
+      rc.words = r.u32();
       auto what = [&] { return fmt::format("superstep {} receive from tile {}", s, rc.sender); };
       if (rc.sender >= target.tiles) r.fail(what() + ": the tile is out of range");
       in_memory(rc.address, rc.words, what);
@@ -403,7 +532,8 @@ std::string read_whole_file(const std::string& path) {
   char chunk[1 << 16];  // past the size fstat gave: a file that grew, or not a regular file
   for (;;) {
     const bool into_bytes = done < bytes.size();
-    const ssize_t n = into_bytes ? ::read(fd, bytes.data() + done, bytes.size() - done) : ::read(fd, chunk, sizeof(chunk));
+    const ssize_t n =
+        into_bytes ? ::read(fd, bytes.data() + done, bytes.size() - done) : ::read(fd, chunk, sizeof(chunk));
     if (n < 0 && errno == EINTR) continue;
     if (n < 0) throw Error(path + ": cannot read package: " + std::strerror(errno));
     if (n == 0) break;
@@ -427,8 +557,8 @@ SupportBytes tile_support_bytes(const TileImage& image) {
       codelets_run |= 1u << id;
       support.vertex_state += vertex_state_bytes(call.codelet);
     }
-    support.exchange_descriptors +=
-        std::uint64_t{kSendDescriptorBytes} * step.sends.size() + std::uint64_t{kReceiveDescriptorBytes} * step.receives.size();
+    support.exchange_descriptors += std::uint64_t{kSendDescriptorBytes} * step.sends.size() +
+                                    std::uint64_t{kReceiveDescriptorBytes} * step.receives.size();
   }
   return support;
 }
@@ -446,15 +576,21 @@ PackageKey read_package_key(const std::string& path) {
   if (::fstat(fd, &status) != 0) throw Error(path + ": cannot read key file: " + std::strerror(errno));
   if (!S_ISREG(status.st_mode)) throw Error(path + ": key file is not a regular file" + fix);
   if (status.st_uid != ::geteuid())
-    throw Error(path + fmt::format(": key file is owned by uid {}, not by you (uid {}), so that user knows or can change "
-                                   "the key; use a key file of your own", status.st_uid, ::geteuid()) + fix);
+    throw Error(path +
+                fmt::format(": key file is owned by uid {}, not by you (uid {}), so that user knows or can change "
+                            "the key; use a key file of your own",
+                            status.st_uid, ::geteuid()) +
+                fix);
   if ((status.st_mode & 077) != 0)
-    throw Error(path + fmt::format(": key file is accessible to group or others (mode {:04o}), so they could read the key "
-                                   "and forge signatures; fix: chmod 600 {} (and make a new key if others may have read it)",
-                                   status.st_mode & 07777, path));
+    throw Error(path +
+                fmt::format(": key file is accessible to group or others (mode {:04o}), so they could read the key "
+                            "and forge signatures; fix: chmod 600 {} (and make a new key if others may have read it)",
+                            status.st_mode & 07777, path));
   if (status.st_size < std::int64_t(kMinPackageKeyBytes) || status.st_size > std::int64_t(kMaxPackageKeyBytes))
-    throw Error(path + fmt::format(": key file has {} bytes, a key needs {} to {} random bytes", status.st_size,
-                                   kMinPackageKeyBytes, kMaxPackageKeyBytes) + fix);
+    throw Error(path +
+                fmt::format(": key file has {} bytes, a key needs {} to {} random bytes", status.st_size,
+                            kMinPackageKeyBytes, kMaxPackageKeyBytes) +
+                fix);
   PackageKey key{path, std::string(std::size_t(status.st_size), '\0')};
   std::size_t done = 0;
   while (done < key.secret.size()) {
@@ -469,7 +605,8 @@ PackageKey read_package_key(const std::string& path) {
 
 void write_package(const Package& package, const std::string& path, const PackageKey* signing_key) {
   if (package.tiles.size() != package.target.tiles)
-    throw Error(path + fmt::format(": internal error: {} tile images for a {}-tile target", package.tiles.size(), package.target.tiles));
+    throw Error(path + fmt::format(": internal error: {} tile images for a {}-tile target", package.tiles.size(),
+                                   package.target.tiles));
   std::vector<std::pair<SectionEntry, std::string>> sections;
   auto add = [&](std::uint32_t tag, std::uint32_t index, std::string payload) {
     SectionEntry e{tag, index, 0, payload.size(), XXH64(payload.data(), payload.size(), 0)};
@@ -485,7 +622,11 @@ void write_package(const Package& package, const std::string& path, const Packag
   for (auto& [entry, payload] : sections) {
     entry.offset = offset;
     offset += payload.size();
-    table.u32(entry.tag); table.u32(entry.index); table.u64(entry.offset); table.u64(entry.size); table.u64(entry.checksum);
+    table.u32(entry.tag);
+    table.u32(entry.index);
+    table.u64(entry.offset);
+    table.u64(entry.size);
+    table.u64(entry.checksum);
   }
   Writer header;
   header.bytes.append(kMagic, sizeof(kMagic));
@@ -520,13 +661,16 @@ Package read_package(const std::string& path, const PackageKey* verify_key) {
   Reader header(bytes.data() + 8, kHeaderBytes - 8, path + ": header");
   const std::uint32_t version = header.u32();
   if (version != kPackageFormatVersion)
-    throw Error(path + fmt::format(": package format version {}, this runtime reads version {}", version, kPackageFormatVersion));
+    throw Error(path + fmt::format(": package format version {}, this runtime reads version {}", version,
+                                   kPackageFormatVersion));
   const std::uint32_t count = header.u32();
   const std::uint64_t table_checksum = header.u64();
   if (count < 3 || count > kMaxSections || kHeaderBytes + std::uint64_t(count) * kEntryBytes > bytes.size())
-    throw Error(path + fmt::format(": section table of {} entries does not fit the file ({} bytes): truncated?", count, bytes.size()));
+    throw Error(path + fmt::format(": section table of {} entries does not fit the file ({} bytes): truncated?", count,
+                                   bytes.size()));
   const char* table_bytes = bytes.data() + kHeaderBytes;
-  if (XXH64(table_bytes, count * kEntryBytes, 0) != table_checksum) throw Error(path + ": section table checksum mismatch");
+  if (XXH64(table_bytes, count * kEntryBytes, 0) != table_checksum)
+    throw Error(path + ": section table checksum mismatch");
   Reader table(table_bytes, count * kEntryBytes, path + ": section table");
   std::vector<SectionEntry> entries(count);
   // Sections follow the table in order, each in bytes of its own, so checksumming them reads
@@ -534,36 +678,54 @@ Package read_package(const std::string& path, const PackageKey* verify_key) {
   std::uint64_t first_free_byte = kHeaderBytes + std::uint64_t(count) * kEntryBytes;
   for (std::uint32_t i = 0; i < count; ++i) {
     SectionEntry& e = entries[i];
-    e.tag = table.u32(); e.index = table.u32(); e.offset = table.u64(); e.size = table.u64(); e.checksum = table.u64();
+    e.tag = table.u32();
+    e.index = table.u32();
+    e.offset = table.u64();
+    e.size = table.u64();
+    e.checksum = table.u64();
     auto name = [&] { return fmt::format("{}[{}]", tag_name(e.tag), e.index); };
     if (e.offset > bytes.size() || e.size > bytes.size() - e.offset)
-      throw Error(path + fmt::format(": section {} lies past the end of the file ({} bytes): truncated?", name(), bytes.size()));
+      throw Error(path + fmt::format(": section {} lies past the end of the file ({} bytes): truncated?", name(),
+                                     bytes.size()));
     if (e.offset < first_free_byte)
       throw Error(path + fmt::format(": section table entry {} ({}) starts at byte {}, inside the header, the table or "
                                      "the section before it (which end at byte {}); sections must follow in order "
-                                     "without overlapping", i, name(), e.offset, first_free_byte));
+                                     "without overlapping",
+                                     i, name(), e.offset, first_free_byte));
     first_free_byte = e.offset + e.size;
     if (XXH64(bytes.data() + e.offset, e.size, 0) != e.checksum)
       throw Error(path + ": section " + name() + " checksum mismatch (the file is corrupt)");
   }
   // After the last section: nothing, or a signature trailer (checked above when a key is given).
   if (const std::uint64_t rest = bytes.size() - first_free_byte;
-      rest != 0 && (rest != kTrailerBytes || std::memcmp(bytes.data() + first_free_byte, kSignatureMagic, sizeof(kSignatureMagic)) != 0))
+      rest != 0 && (rest != kTrailerBytes ||
+                    std::memcmp(bytes.data() + first_free_byte, kSignatureMagic, sizeof(kSignatureMagic)) != 0))
     throw Error(path + fmt::format(": {} bytes after the last section (which ends at byte {}) are not a signature "
-                                   "trailer: the file was appended to or its table edited", rest, first_free_byte));
+                                   "trailer: the file was appended to or its table edited",
+                                   rest, first_free_byte));
   auto reader = [&](const SectionEntry& e) {
     return Reader(bytes.data() + e.offset, e.size, fmt::format("{}: section {}[{}]", path, tag_name(e.tag), e.index));
   };
   if (entries[0].tag != kTagMeta || entries[1].tag != kTagGraph || entries[2].tag != kTagStreams)
     throw Error(path + ": sections are not in the expected order META, GRPH, STRM, TILE...");
   Package package;
-  { Reader r = reader(entries[0]); decode_meta(r, package); }
+  {
+    Reader r = reader(entries[0]);
+    decode_meta(r, package);
+  }
   if (package.target.hash() != package.target_hash)
     throw Error(path + ": target description does not match its hash (the file is corrupt or was edited)");
   if (package.codelet_set_version != kCodeletSetVersion)
-    throw Error(path + fmt::format(": codelet set version {}, this runtime has version {}", package.codelet_set_version, kCodeletSetVersion));
-  { Reader r = reader(entries[1]); decode_graph(r, package.graph, package.target); }
-  { Reader r = reader(entries[2]); decode_streams(r, package.streams, package.target); }
+    throw Error(path + fmt::format(": codelet set version {}, this runtime has version {}", package.codelet_set_version,
+                                   kCodeletSetVersion));
+  {
+    Reader r = reader(entries[1]);
+    decode_graph(r, package.graph, package.target);
+  }
+  {
+    Reader r = reader(entries[2]);
+    decode_streams(r, package.streams, package.target);
+  }
   if (count - 3 != package.target.tiles)
     throw Error(path + fmt::format(": {} tile sections for a {}-tile target", count - 3, package.target.tiles));
   package.tiles.resize(package.target.tiles);

@@ -70,10 +70,11 @@ void PassContext::remark(PlanRemark plan) {
 }
 
 void PassContext::remark(ScheduleRemark schedule) {
-  info("optimized physical exchange schedule phase={} transfers={} words={} widest_multicast={} segments={} "
-       "horizon={} endpoint_lower_bound={} lower_bound={} selected_kind=\"{}\" elapsed_ms={}",
-       schedule.phase, schedule.transfers, schedule.words, schedule.widest_multicast, schedule.segments,
-       schedule.horizon, schedule.endpoint_lower_bound, schedule.lower_bound, schedule.scheduler, schedule.elapsed_ms);
+  info(
+      "optimized physical exchange schedule phase={} transfers={} words={} widest_multicast={} segments={} "
+      "horizon={} endpoint_lower_bound={} lower_bound={} selected_kind=\"{}\" elapsed_ms={}",
+      schedule.phase, schedule.transfers, schedule.words, schedule.widest_multicast, schedule.segments,
+      schedule.horizon, schedule.endpoint_lower_bound, schedule.lower_bound, schedule.scheduler, schedule.elapsed_ms);
   if (record) record->schedules.push_back(std::move(schedule));
 }
 
@@ -96,12 +97,11 @@ CostEstimate CostModel::estimate(const Program& program, const Target& target) {
 
 std::uint64_t CostModel::estimate_exchange(const ExchangePhase& phase, const Target& target) {
   CallMeter meter(cost_model_ns, cost_model_calls);
-  return guarded(plugin_name(), "estimate_exchange",
-                 [&] { return estimate_exchange_impl(phase, target); });
+  return guarded(plugin_name(), "estimate_exchange", [&] { return estimate_exchange_impl(phase, target); });
 }
 
-Schedule ExchangeScheduler::schedule(const ExchangePhase& phase, const Target& target,
-                                     std::uint64_t budget_ms, ScheduleReport* report) {
+Schedule ExchangeScheduler::schedule(const ExchangePhase& phase, const Target& target, std::uint64_t budget_ms,
+                                     ScheduleReport* report) {
   CallMeter meter(scheduler_ns, scheduler_calls);
   // A malformed phase is the caller's error: no plugin is blamed and no reproducer written.
   if (std::string problem = check_phase(phase, target); !problem.empty())

@@ -14,9 +14,12 @@ const char* region_name(Region region) { return region == Region::interleaved ? 
 
 const char* stream_kind_name(StreamKind kind) {
   switch (kind) {
-    case StreamKind::weight: return "weight";
-    case StreamKind::input: return "input";
-    case StreamKind::output: return "output";
+    case StreamKind::weight:
+      return "weight";
+    case StreamKind::input:
+      return "input";
+    case StreamKind::output:
+      return "output";
   }
   return "?";
 }
@@ -35,14 +38,19 @@ std::string check_buffers(const Program& program, const Target& target) {
     if (b.alignment == 0 || (b.alignment & (b.alignment - 1)) != 0) return who() + ": alignment is not a power of two";
     if (b.first_use > b.last_use || (steps > 0 && b.last_use >= steps))
       return who() + fmt::format(": live range {}..{} is outside the {} supersteps", b.first_use, b.last_use, steps);
-    if (b.offset == kUnplaced) { any_unplaced = true; continue; }
+    if (b.offset == kUnplaced) {
+      any_unplaced = true;
+      continue;
+    }
     any_placed = true;
     const std::uint64_t begin = static_cast<std::uint64_t>(b.offset), end = begin + b.bytes;
-    if (b.offset < 0 || begin % b.alignment != 0) return who() + fmt::format(": offset {} is not aligned to {}", b.offset, b.alignment);
+    if (b.offset < 0 || begin % b.alignment != 0)
+      return who() + fmt::format(": offset {} is not aligned to {}", b.offset, b.alignment);
     const std::uint64_t low = b.region == Region::interleaved ? target.interleaved_start : 0;
     const std::uint64_t high = b.region == Region::interleaved ? target.memory_bytes : target.interleaved_start;
     if (begin < low || end > high)
-      return who() + fmt::format(": bytes {}..{} lie outside its {} region {}..{}", begin, end, region_name(b.region), low, high);
+      return who() + fmt::format(": bytes {}..{} lie outside its {} region {}..{}", begin, end, region_name(b.region),
+                                 low, high);
   }
   if (any_placed && any_unplaced) return "some buffers are placed and others are not";
   if (!any_placed) return "";
@@ -59,7 +67,8 @@ std::string check_buffers(const Program& program, const Target& target) {
       const Buffer& b = program.buffers[order[j]];
       if (b.tile != a.tile || b.offset >= a.offset + static_cast<std::int64_t>(a.bytes)) break;
       if (a.first_use <= b.last_use && b.first_use <= a.last_use)
-        return fmt::format("buffers '{}' and '{}' on tile {} overlap in memory while both live", a.name, b.name, a.tile);
+        return fmt::format("buffers '{}' and '{}' on tile {} overlap in memory while both live", a.name, b.name,
+                           a.tile);
     }
   }
   return "";
@@ -72,7 +81,7 @@ std::string check_ref(const Program& program, const BufferRef& ref, std::uint64_
   const Buffer& b = program.buffers[ref.buffer];
   if (static_cast<std::uint64_t>(ref.word_offset) + words > b.bytes / 4)
     return who() + fmt::format(": words {}..{} overrun buffer '{}' of {} words", ref.word_offset,
-                             ref.word_offset + words, b.name, b.bytes / 4);
+                               ref.word_offset + words, b.name, b.bytes / 4);
   return "";
 }
 
@@ -84,11 +93,15 @@ std::string verify_program(const Program& program, const Target& target) {
     const Superstep& step = program.supersteps[s];
     for (std::size_t c = 0; c < step.compute.size(); ++c) {
       const CodeletCall& call = step.compute[c];
-      auto who = [&] { return fmt::format("superstep {} call {} ({} on tile {})", s, c, codelet_name(call.codelet), call.tile); };
+      auto who = [&] {
+        return fmt::format("superstep {} call {} ({} on tile {})", s, c, codelet_name(call.codelet), call.tile);
+      };
       if (call.tile >= target.tiles) return who() + ": tile out of range";
-      if (call.operands.size() != codelet_operand_count(call.codelet) || call.params.size() != codelet_param_count(call.codelet))
-        return who() + fmt::format(": needs {} operands and {} params, has {} and {}", codelet_operand_count(call.codelet),
-                                 codelet_param_count(call.codelet), call.operands.size(), call.params.size());
+      if (call.operands.size() != codelet_operand_count(call.codelet) ||
+          call.params.size() != codelet_param_count(call.codelet))
+        return who() + fmt::format(": needs {} operands and {} params, has {} and {}",
+                                   codelet_operand_count(call.codelet), codelet_param_count(call.codelet),
+                                   call.operands.size(), call.params.size());
       for (std::uint32_t o = 0; o < call.operands.size(); ++o) {
         const BufferRef& ref = call.operands[o];
         auto words = codelet_operand_words(call.codelet, call.params, o);
@@ -96,7 +109,8 @@ std::string verify_program(const Program& program, const Target& target) {
             !problem.empty())
           return problem;
         const Buffer& b = program.buffers[ref.buffer];
-        if (b.tile != call.tile) return who() + fmt::format(": operand {} is buffer '{}' on tile {}", o, b.name, b.tile);
+        if (b.tile != call.tile)
+          return who() + fmt::format(": operand {} is buffer '{}' on tile {}", o, b.name, b.tile);
         if (s < b.first_use || s > b.last_use)
           return who() + fmt::format(": operand {} buffer '{}' is not live in superstep {}", o, b.name, s);
       }
@@ -127,8 +141,12 @@ std::string verify_program(const Program& program, const Target& target) {
       auto who = [&] { return fmt::format("stream '{}' slice {}", stream.tensor, i); };
       if (slice.row_begin + slice.rows > stream.rows || slice.col_begin + slice.cols > stream.cols)
         return who() + ": block lies outside the tensor";
-      if (slice.transposed && stream.kind == StreamKind::output) return who() + ": an output slice cannot be transposed";
-      if (auto p = check_ref(program, slice.destination, packed_words(std::uint64_t(slice.rows) * slice.cols, stream.dtype), who); !p.empty()) return p;
+      if (slice.transposed && stream.kind == StreamKind::output)
+        return who() + ": an output slice cannot be transposed";
+      if (auto p = check_ref(program, slice.destination,
+                             packed_words(std::uint64_t(slice.rows) * slice.cols, stream.dtype), who);
+          !p.empty())
+        return p;
     }
   }
   return "";

@@ -19,8 +19,7 @@ namespace tessera::yaml {
 
 std::string place(const std::string& file, const YAML::Node& node) {
   if (!node.IsDefined() || node.Mark().is_null()) return file;
-  return file + ":" + std::to_string(node.Mark().line + 1) + ":" +
-         std::to_string(node.Mark().column + 1);
+  return file + ":" + std::to_string(node.Mark().line + 1) + ":" + std::to_string(node.Mark().column + 1);
 }
 
 void fail(const std::string& file, const YAML::Node& node, const std::string& message) {
@@ -44,7 +43,8 @@ public:
   void OnScalar(const YAML::Mark&, const std::string&, YAML::anchor_t anchor, const std::string&) override {
     close_node(anchor, 1);
   }
-  void OnSequenceStart(const YAML::Mark&, const std::string&, YAML::anchor_t anchor, YAML::EmitterStyle::value) override {
+  void OnSequenceStart(const YAML::Mark&, const std::string&, YAML::anchor_t anchor,
+                       YAML::EmitterStyle::value) override {
     open_.push_back({anchor, 1});
   }
   void OnMapStart(const YAML::Mark&, const std::string&, YAML::anchor_t anchor, YAML::EmitterStyle::value) override {
@@ -136,10 +136,8 @@ namespace tessera::yaml {
 
 YAML::Node load_file(const std::string& path, const std::string& what, bool empty_allowed) {
   std::error_code ec;
-  if (!std::filesystem::exists(path, ec))
-    throw Error(path + ": file not found");
-  if (std::filesystem::is_directory(path, ec))
-    throw Error(path + ": is a directory, expected a YAML file");
+  if (!std::filesystem::exists(path, ec)) throw Error(path + ": file not found");
+  if (std::filesystem::is_directory(path, ec)) throw Error(path + ": is a directory, expected a YAML file");
   const std::string content = read_yaml_text(path, "a " + what + " file");
   try {
     YAML::Node root = YAML::Load(content);
@@ -177,8 +175,7 @@ void check_keys(const std::string& file, const YAML::Node& map, const std::vecto
 
 static YAML::Node scalar_at(const std::string& file, const YAML::Node& map, const char* key) {
   YAML::Node value = map[key];
-  if (value.IsDefined() && !value.IsScalar())
-    fail(file, value, std::string("'") + key + "' must be a single value");
+  if (value.IsDefined() && !value.IsScalar()) fail(file, value, std::string("'") + key + "' must be a single value");
   return value;
 }
 
@@ -205,7 +202,11 @@ std::string get_string(const std::string& file, const YAML::Node& map, const cha
 static bool valid_utf8(const std::string& text) {
   for (std::size_t i = 0; i < text.size();) {
     const auto lead = static_cast<unsigned char>(text[i]);
-    std::size_t length = lead < 0x80 ? 1 : (lead >> 5) == 0x6 ? 2 : (lead >> 4) == 0xe ? 3 : (lead >> 3) == 0x1e ? 4 : 0;
+    std::size_t length = lead < 0x80           ? 1
+                         : (lead >> 5) == 0x6  ? 2
+                         : (lead >> 4) == 0xe  ? 3
+                         : (lead >> 3) == 0x1e ? 4
+                                               : 0;
     if (length == 0 || i + length > text.size()) return false;
     std::uint32_t code = length == 1 ? lead : lead & (0x7f >> length);
     for (std::size_t k = 1; k < length; ++k) {
@@ -226,8 +227,11 @@ std::string get_name(const std::string& file, const YAML::Node& map, const char*
     return static_cast<unsigned char>(c) < 0x20 || static_cast<unsigned char>(c) == 0x7f;
   });
   if (control || !valid_utf8(name))
-    fail(file, map[key], std::string("'") + key + "' must be printable UTF-8 text without control characters (newlines, "
-                         "tabs, escapes), got " + echoed_token(name) + "; rename it");
+    fail(file, map[key],
+         std::string("'") + key +
+             "' must be printable UTF-8 text without control characters (newlines, "
+             "tabs, escapes), got " +
+             echoed_token(name) + "; rename it");
   return name;
 }
 
@@ -239,14 +243,15 @@ std::uint64_t get_uint(const std::string& file, const YAML::Node& map, const cha
   const auto [end, error] = std::from_chars(text.data(), text.data() + text.size(), parsed);
   const bool digits = !text.empty() && end == text.data() + text.size();
   if (digits && (error == std::errc::result_out_of_range || parsed > max))
-    fail(file, value, fmt::format("'{}' must be at most {}, got {}: a larger value does not fit", key, max, echoed_token(text)));
+    fail(file, value,
+         fmt::format("'{}' must be at most {}, got {}: a larger value does not fit", key, max, echoed_token(text)));
   if (!digits || error != std::errc())
     fail(file, value, std::string("'") + key + "' must be a non-negative integer, got " + echoed_token(text));
   return parsed;
 }
 
-std::uint64_t get_uint_or(const std::string& file, const YAML::Node& map, const char* key,
-                          std::uint64_t fallback, std::uint64_t max) {
+std::uint64_t get_uint_or(const std::string& file, const YAML::Node& map, const char* key, std::uint64_t fallback,
+                          std::uint64_t max) {
   return map[key].IsDefined() ? get_uint(file, map, key, max) : fallback;
 }
 
@@ -254,13 +259,11 @@ std::uint32_t get_uint32(const std::string& file, const YAML::Node& map, const c
   return static_cast<std::uint32_t>(get_uint(file, map, key, UINT32_MAX));
 }
 
-std::uint32_t get_uint32_or(const std::string& file, const YAML::Node& map, const char* key,
-                            std::uint32_t fallback) {
+std::uint32_t get_uint32_or(const std::string& file, const YAML::Node& map, const char* key, std::uint32_t fallback) {
   return static_cast<std::uint32_t>(get_uint_or(file, map, key, fallback, UINT32_MAX));
 }
 
-double get_number_or(const std::string& file, const YAML::Node& map, const char* key,
-                     double fallback) {
+double get_number_or(const std::string& file, const YAML::Node& map, const char* key, double fallback) {
   YAML::Node value = scalar_at(file, map, key);
   if (!value.IsDefined()) return fallback;
   double parsed = 0;
@@ -329,7 +332,10 @@ struct FlowWriter {
   std::string out;
   int origin = 0, line = 0, column = 0;
 
-  void put(const std::string& text) { out += text; column += static_cast<int>(text.size()); }
+  void put(const std::string& text) {
+    out += text;
+    column += static_cast<int>(text.size());
+  }
   // Moves to a mark when it is still ahead; otherwise a space keeps tokens apart.
   void move_to(const YAML::Mark& mark, int column_shift = 0) {
     const int target_line = mark.line - origin, target_column = mark.column + column_shift;
@@ -337,7 +343,8 @@ struct FlowWriter {
       if (!out.empty() && out.back() != '{' && out.back() != '[') put(" ");
       return;
     }
-    if (target_line > line) out.append(static_cast<std::size_t>(target_line - line), '\n'), line = target_line, column = 0;
+    if (target_line > line)
+      out.append(static_cast<std::size_t>(target_line - line), '\n'), line = target_line, column = 0;
     put(std::string(static_cast<std::size_t>(target_column - column), ' '));
   }
   void scalar(const YAML::Node& node) {

@@ -13,21 +13,20 @@
 namespace tessera {
 
 std::uint32_t Target::latency(std::uint32_t source, std::uint32_t destination) const {
-  const std::int64_t distance = std::llabs(static_cast<std::int64_t>(column_of(source)) -
-                                           static_cast<std::int64_t>(column_of(destination)));
-  return exchange_base_latency +
-         static_cast<std::uint32_t>(std::lround(exchange_latency_per_column * distance));
+  const std::int64_t distance =
+      std::llabs(static_cast<std::int64_t>(column_of(source)) - static_cast<std::int64_t>(column_of(destination)));
+  return exchange_base_latency + static_cast<std::uint32_t>(std::lround(exchange_latency_per_column * distance));
 }
 
 std::uint64_t Target::hash() const {
   // Every field that changes generated code or timing, in a fixed textual form.
-  const std::string canonical = fmt::format(
-      "{}|{}|{}|{}|{}|{}|{}|{}|{:.9g}|{}|{}|{}|{}|{:.9g}|{}|{}|{}|{}|{:.9g}|{}|{}|{}|{}|{}|{}", name, tiles,
-      tiles_per_column, memory_bytes, memory_element_bytes, interleaved_start, alignment,
-      worker_threads, clock_hz, fp32_macs_per_cycle, fp16_macs_per_cycle, exchange_word_bytes,
-      exchange_base_latency, exchange_latency_per_column, switch_cost, multicast, sync_cycles,
-      exchange_phase_overhead, host_bytes_per_cycle, amp_fp32_input_channels, amp_fp32_output_channels,
-      amp_fp16_input_channels, amp_fp16_output_channels, load_bytes_per_cycle, host_call_latency_cycles);
+  const std::string canonical =
+      fmt::format("{}|{}|{}|{}|{}|{}|{}|{}|{:.9g}|{}|{}|{}|{}|{:.9g}|{}|{}|{}|{}|{:.9g}|{}|{}|{}|{}|{}|{}", name, tiles,
+                  tiles_per_column, memory_bytes, memory_element_bytes, interleaved_start, alignment, worker_threads,
+                  clock_hz, fp32_macs_per_cycle, fp16_macs_per_cycle, exchange_word_bytes, exchange_base_latency,
+                  exchange_latency_per_column, switch_cost, multicast, sync_cycles, exchange_phase_overhead,
+                  host_bytes_per_cycle, amp_fp32_input_channels, amp_fp32_output_channels, amp_fp16_input_channels,
+                  amp_fp16_output_channels, load_bytes_per_cycle, host_call_latency_cycles);
   return XXH64(canonical.data(), canonical.size(), 0);
 }
 
@@ -57,8 +56,7 @@ Target load_target(const std::string& path) {
   using namespace yaml;
   YAML::Node root = load_file(path);
   require_map(path, root, "a target");
-  check_keys(path, root, {"name", "tiles", "tiles_per_column", "memory", "compute", "exchange",
-                          "sync_cycles", "host"});
+  check_keys(path, root, {"name", "tiles", "tiles_per_column", "memory", "compute", "exchange", "sync_cycles", "host"});
   Target t;
   t.source_file = path;
   t.name = get_name(path, root, "name");
@@ -85,9 +83,10 @@ Target load_target(const std::string& path) {
 
   if (YAML::Node compute = root["compute"]; compute.IsDefined()) {
     require_map(path, compute, "'compute'");
-    check_keys(path, compute, {"worker_threads", "clock_hz", "fp32_macs_per_cycle", "fp16_macs_per_cycle",
-                               "amp_fp32_input_channels", "amp_fp32_output_channels", "amp_fp16_input_channels",
-                               "amp_fp16_output_channels", "load_bytes_per_cycle"});
+    check_keys(
+        path, compute,
+        {"worker_threads", "clock_hz", "fp32_macs_per_cycle", "fp16_macs_per_cycle", "amp_fp32_input_channels",
+         "amp_fp32_output_channels", "amp_fp16_input_channels", "amp_fp16_output_channels", "load_bytes_per_cycle"});
     t.worker_threads = get_uint32_or(path, compute, "worker_threads", t.worker_threads);
     t.clock_hz = get_number_or(path, compute, "clock_hz", t.clock_hz);
     t.fp32_macs_per_cycle = get_uint32_or(path, compute, "fp32_macs_per_cycle", t.fp32_macs_per_cycle);
@@ -107,12 +106,13 @@ Target load_target(const std::string& path) {
     // A pass's MACs per row over the peak rate is the worker cycles per row: it must be whole.
     if ((t.amp_fp32_input_channels * t.amp_fp32_output_channels) % t.fp32_macs_per_cycle != 0 ||
         (t.amp_fp16_input_channels * t.amp_fp16_output_channels) % t.fp16_macs_per_cycle != 0)
-      fail(path, compute, "amp input_channels x output_channels must be a multiple of the MACs per cycle of the same type");
+      fail(path, compute,
+           "amp input_channels x output_channels must be a multiple of the MACs per cycle of the same type");
   }
   if (YAML::Node exchange = root["exchange"]; exchange.IsDefined()) {
     require_map(path, exchange, "'exchange'");
-    check_keys(path, exchange, {"word_bytes", "base_latency", "latency_per_column", "switch_cost",
-                                "multicast", "phase_overhead"});
+    check_keys(path, exchange,
+               {"word_bytes", "base_latency", "latency_per_column", "switch_cost", "multicast", "phase_overhead"});
     t.exchange_word_bytes = get_uint32_or(path, exchange, "word_bytes", 4);
     t.exchange_base_latency = get_uint32_or(path, exchange, "base_latency", 0);
     t.exchange_latency_per_column = get_number_or(path, exchange, "latency_per_column", 0);
@@ -120,14 +120,16 @@ Target load_target(const std::string& path) {
     t.multicast = get_bool_or(path, exchange, "multicast", false);
     t.exchange_phase_overhead = get_uint32_or(path, exchange, "phase_overhead", t.exchange_phase_overhead);
     if (t.exchange_word_bytes != 4) fail(path, exchange["word_bytes"], "'word_bytes' must be 4 (32-bit words)");
-    if (t.exchange_latency_per_column < 0) fail(path, exchange["latency_per_column"], "'latency_per_column' must not be negative");
+    if (t.exchange_latency_per_column < 0)
+      fail(path, exchange["latency_per_column"], "'latency_per_column' must not be negative");
   }
   if (YAML::Node host = root["host"]; host.IsDefined()) {
     require_map(path, host, "'host'");
     check_keys(path, host, {"bytes_per_cycle", "call_latency_cycles"});
     t.host_bytes_per_cycle = get_number_or(path, host, "bytes_per_cycle", t.host_bytes_per_cycle);
     const std::uint64_t latency = get_uint_or(path, host, "call_latency_cycles", t.host_call_latency_cycles);
-    if (latency > 100'000'000) fail(path, host["call_latency_cycles"], "'call_latency_cycles' must be at most 100000000");
+    if (latency > 100'000'000)
+      fail(path, host["call_latency_cycles"], "'call_latency_cycles' must be at most 100000000");
     t.host_call_latency_cycles = static_cast<std::uint32_t>(latency);
     if (t.host_bytes_per_cycle <= 0) fail(path, host["bytes_per_cycle"], "'bytes_per_cycle' must be positive");
   }

@@ -63,15 +63,15 @@ constexpr std::size_t kHeaderBytes = 12;
 constexpr std::uint32_t kMaxPayloadBytes = 256u << 20;  // a phase of millions of transfers fits
 
 enum class Message : std::uint16_t {
-  load = 1,       // parent -> child: plugin kind, file, name, options
-  loaded = 2,     // child -> parent: the plugin is configured
-  schedule = 3,   // parent -> child: target, budget, phase
-  scheduled = 4,  // child -> parent: the schedule
-  failed = 5,     // child -> parent: u8 out_of_memory, message
-  estimate = 6,             // parent -> child: target, program
-  estimated = 7,            // child -> parent: compute, exchange, sync cycles, peak bytes
-  estimate_exchange = 8,    // parent -> child: target, phase
-  estimated_exchange = 9,   // child -> parent: cycles
+  load = 1,                // parent -> child: plugin kind, file, name, options
+  loaded = 2,              // child -> parent: the plugin is configured
+  schedule = 3,            // parent -> child: target, budget, phase
+  scheduled = 4,           // child -> parent: the schedule
+  failed = 5,              // child -> parent: u8 out_of_memory, message
+  estimate = 6,            // parent -> child: target, program
+  estimated = 7,           // child -> parent: compute, exchange, sync cycles, peak bytes
+  estimate_exchange = 8,   // parent -> child: target, phase
+  estimated_exchange = 9,  // child -> parent: cycles
 };
 
 // A malformed message from the other side.
@@ -147,8 +147,8 @@ void put_target(Writer& out, const Target& t) {
   out.put_string(t.name);
   out.put_string(t.source_file);
   for (std::uint32_t v : {t.tiles, t.tiles_per_column, t.memory_element_bytes, t.alignment, t.worker_threads,
-                          t.fp32_macs_per_cycle, t.fp16_macs_per_cycle, t.exchange_word_bytes,
-                          t.exchange_base_latency, t.switch_cost, t.sync_cycles, t.exchange_phase_overhead})
+                          t.fp32_macs_per_cycle, t.fp16_macs_per_cycle, t.exchange_word_bytes, t.exchange_base_latency,
+                          t.switch_cost, t.sync_cycles, t.exchange_phase_overhead})
     out.put(v);
   out.put(t.memory_bytes);
   out.put(t.interleaved_start);
@@ -162,10 +162,9 @@ Target get_target(Reader& in) {
   Target t;
   t.name = in.get_string();
   t.source_file = in.get_string();
-  for (std::uint32_t* field : {&t.tiles, &t.tiles_per_column, &t.memory_element_bytes, &t.alignment,
-                               &t.worker_threads, &t.fp32_macs_per_cycle, &t.fp16_macs_per_cycle,
-                               &t.exchange_word_bytes, &t.exchange_base_latency, &t.switch_cost,
-                               &t.sync_cycles, &t.exchange_phase_overhead})
+  for (std::uint32_t* field : {&t.tiles, &t.tiles_per_column, &t.memory_element_bytes, &t.alignment, &t.worker_threads,
+                               &t.fp32_macs_per_cycle, &t.fp16_macs_per_cycle, &t.exchange_word_bytes,
+                               &t.exchange_base_latency, &t.switch_cost, &t.sync_cycles, &t.exchange_phase_overhead})
     *field = in.get<std::uint32_t>();
   t.memory_bytes = in.get<std::uint64_t>();
   t.interleaved_start = in.get<std::uint64_t>();
@@ -313,7 +312,8 @@ Program get_program(Reader& in) {
     stream.slices.resize(in.get_count(25));
     for (HostSlice& slice : stream.slices) {
       slice.destination = get_ref(in);
-      for (std::uint32_t* v : {&slice.row_begin, &slice.rows, &slice.col_begin, &slice.cols}) *v = in.get<std::uint32_t>();
+      for (std::uint32_t* v : {&slice.row_begin, &slice.rows, &slice.col_begin, &slice.cols})
+        *v = in.get<std::uint32_t>();
       slice.transposed = in.get<std::uint8_t>() != 0;
     }
   }
@@ -325,16 +325,17 @@ void put_options(Writer& out, const Options& options) {
   for (const auto& [name, value] : options.values) {
     out.put_string(name);
     out.put(static_cast<std::uint8_t>(value.index()));
-    std::visit([&](const auto& v) {
-      if constexpr (std::is_same_v<std::decay_t<decltype(v)>, std::string>) out.put_string(v);
-      else if constexpr (std::is_same_v<std::decay_t<decltype(v)>, MapOption>) {
-        out.put_string(v.yaml);
-        out.put_string(v.file);
-        out.put(v.first_line);
-      }
-      else if constexpr (std::is_same_v<std::decay_t<decltype(v)>, bool>) out.put(static_cast<std::uint8_t>(v));
-      else out.put(v);
-    }, value);
+    std::visit(
+        [&](const auto& v) {
+          if constexpr (std::is_same_v<std::decay_t<decltype(v)>, std::string>) out.put_string(v);
+          else if constexpr (std::is_same_v<std::decay_t<decltype(v)>, MapOption>) {
+            out.put_string(v.yaml);
+            out.put_string(v.file);
+            out.put(v.first_line);
+          } else if constexpr (std::is_same_v<std::decay_t<decltype(v)>, bool>) out.put(static_cast<std::uint8_t>(v));
+          else out.put(v);
+        },
+        value);
   }
   // Where each was given, so the child's refusal of one names its place.
   out.put(static_cast<std::uint32_t>(options.places.size()));
@@ -350,10 +351,18 @@ Options get_options(Reader& in) {
   for (std::uint32_t i = 0; i < count; ++i) {
     std::string name = in.get_string();
     switch (in.get<std::uint8_t>()) {
-      case 0: options.values[name] = in.get<std::uint8_t>() != 0; break;
-      case 1: options.values[name] = in.get<std::int64_t>(); break;
-      case 2: options.values[name] = in.get<double>(); break;
-      case 3: options.values[name] = in.get_string(); break;
+      case 0:
+        options.values[name] = in.get<std::uint8_t>() != 0;
+        break;
+      case 1:
+        options.values[name] = in.get<std::int64_t>();
+        break;
+      case 2:
+        options.values[name] = in.get<double>();
+        break;
+      case 3:
+        options.values[name] = in.get_string();
+        break;
       case 4: {
         MapOption map;
         map.yaml = in.get_string();
@@ -362,7 +371,8 @@ Options get_options(Reader& in) {
         options.values[name] = std::move(map);
         break;
       }
-      default: throw ProtocolError("option '" + name + "' has an unknown type tag");
+      default:
+        throw ProtocolError("option '" + name + "' has an unknown type tag");
     }
   }
   const auto places = in.get_count(8);
@@ -459,7 +469,8 @@ std::string describe_wait_status(int status) {
 std::string find_plugin_host_binary() {
   if (const char* configured = std::getenv("TESSERA_PLUGIN_HOST"); configured && *configured) {
     if (::access(configured, X_OK) == 0) return configured;
-    throw Error(std::string("TESSERA_PLUGIN_HOST=") + configured + ": not an executable file; unset it or "
+    throw Error(std::string("TESSERA_PLUGIN_HOST=") + configured +
+                ": not an executable file; unset it or "
                 "point it at the tessera-plugin-host binary");
   }
   std::error_code ec;
@@ -467,8 +478,9 @@ std::string find_plugin_host_binary() {
   std::string tried;
   if (!ec) {
     const fs::path folder = exe.parent_path();
-    for (const fs::path& candidate : {folder / "tessera-plugin-host", folder / "../tools/tessera-plugin-host",
-                                      folder / "../bin/tessera-plugin-host", folder / "../../tools/tessera-plugin-host"}) {
+    for (const fs::path& candidate :
+         {folder / "tessera-plugin-host", folder / "../tools/tessera-plugin-host",
+          folder / "../bin/tessera-plugin-host", folder / "../../tools/tessera-plugin-host"}) {
       const fs::path normal = candidate.lexically_normal();
       if (::access(normal.c_str(), X_OK) == 0) return normal.string();
       tried += (tried.empty() ? "" : ", ") + normal.string();
@@ -550,14 +562,16 @@ pid_t spawn_plugin_host(std::vector<std::string> arguments, int channel, int out
 class PluginChild {
 public:
   PluginChild(const PluginInfo& plugin, const PluginUse& use)
-      : plugin_file_(plugin.file), plugin_name_(plugin.name), kind_(plugin.kind), use_(use),
-        host_binary_(find_plugin_host_binary()), log_(logger("tessera.isolation")) {}
+      : plugin_file_(plugin.file),
+        plugin_name_(plugin.name),
+        kind_(plugin.kind),
+        use_(use),
+        host_binary_(find_plugin_host_binary()),
+        log_(logger("tessera.isolation")) {}
   ~PluginChild() { stop(/*kill_now=*/false); }
 
   const PluginUse& use() const { return use_; }
-  std::uint64_t memory_limit_mb() const {
-    return use_.memory_limit_mb ? use_.memory_limit_mb : kDefaultMemoryLimitMb;
-  }
+  std::uint64_t memory_limit_mb() const { return use_.memory_limit_mb ? use_.memory_limit_mb : kDefaultMemoryLimitMb; }
 
   // Sends a request (starting the child first if needed) and returns the reply, which must
   // be of type `expected`; a failure reply, a dead child or the deadline are a ChildFailure,
@@ -585,8 +599,7 @@ public:
     kill_group();
     if (pid_ > 0) {
       ::kill(pid_, SIGKILL);
-      while (::waitpid(pid_, nullptr, 0) < 0 && errno == EINTR) {
-      }
+      while (::waitpid(pid_, nullptr, 0) < 0 && errno == EINTR) {}
       pid_ = -1;
     }
     // Every writer of the stderr pipe is gone now: the relay reads to its end.
@@ -621,8 +634,8 @@ private:
     channel_ = channel[0];
     pid_ = pid;
     group_ = pid;
-    log_->info("started isolated {} plugin=\"{}\" pid={} time_limit_ms={} memory_limit_mb={}",
-               plugin_kind_name(kind_), plugin_name_, pid, limit_ms, memory_limit_mb());
+    log_->info("started isolated {} plugin=\"{}\" pid={} time_limit_ms={} memory_limit_mb={}", plugin_kind_name(kind_),
+               plugin_name_, pid, limit_ms, memory_limit_mb());
     Writer load(Message::load);
     load.put(static_cast<std::uint32_t>(kind_));
     load.put_string(plugin_file_);
@@ -740,13 +753,15 @@ public:
       failure_ = what + " (isolated by " + child.use().place + ")";
       if (!fallback_name_.empty())
         logger("tessera.isolation")
-            ->warn("{} plugin=\"{}\" failed in its isolated process: {}; falling back to plugin=\"{}\" for this "
-                   "and later calls",
-                   kind_, plugin_, failure_, fallback_name_);
+            ->warn(
+                "{} plugin=\"{}\" failed in its isolated process: {}; falling back to plugin=\"{}\" for this "
+                "and later calls",
+                kind_, plugin_, failure_, fallback_name_);
     }
     if (fallback_name_.empty())
-      throw PluginError(plugin_, failure_ + "; add 'fallback: OTHER-PLUGIN' (same kind) to that entry to continue "
-                                            "with another plugin");
+      throw PluginError(plugin_, failure_ +
+                                     "; add 'fallback: OTHER-PLUGIN' (same kind) to that entry to continue "
+                                     "with another plugin");
     return fallback_call();
   }
 
@@ -761,7 +776,8 @@ private:
 class IsolatedScheduler final : public ExchangeScheduler {
 public:
   IsolatedScheduler(const PluginInfo& plugin, const PluginUse& use, std::unique_ptr<ExchangeScheduler> fallback)
-      : child_(plugin, use), fallback_(std::move(fallback)),
+      : child_(plugin, use),
+        fallback_(std::move(fallback)),
         containment_(plugin.name, "exchange scheduler", fallback_ ? fallback_->plugin_name() : "") {
     plugin_name_ = plugin.name;
   }
@@ -810,7 +826,8 @@ namespace {
 class IsolatedCostModel final : public CostModel {
 public:
   IsolatedCostModel(const PluginInfo& plugin, const PluginUse& use, std::unique_ptr<CostModel> fallback)
-      : child_(plugin, use), fallback_(std::move(fallback)),
+      : child_(plugin, use),
+        fallback_(std::move(fallback)),
         containment_(plugin.name, "cost model", fallback_ ? fallback_->plugin_name() : "") {
     IsolatedScheduler::set_plugin_name(*this, plugin.name);
   }
@@ -853,8 +870,7 @@ protected:
           in.finish();
           return cycles;
         },
-        [](std::uint64_t) { return std::string(); },
-        [&] { return fallback_->estimate_exchange(phase, target); });
+        [](std::uint64_t) { return std::string(); }, [&] { return fallback_->estimate_exchange(phase, target); });
   }
 
 private:
@@ -931,10 +947,12 @@ LibraryProbe probe_outcome(const ProbeChild& child, const PluginLoadLimits& limi
   if (child.timed_out)
     return {Outcome::failed, "did not finish loading within " + std::to_string(limits.time_limit_ms) +
                                  " ms and was killed: a static initialiser or the entry point that never returns? "
-                                 "(TESSERA_PLUGIN_LOAD_TIME_LIMIT_MS sets the limit)" + last_output_line(child.output_tail)};
+                                 "(TESSERA_PLUGIN_LOAD_TIME_LIMIT_MS sets the limit)" +
+                                 last_output_line(child.output_tail)};
   const std::string line = child.report_text.substr(0, child.report_text.find('\n'));
   if (line == "memory")
-    return {Outcome::failed, "allocated past the memory limit of " + std::to_string(limits.memory_limit_mb) + " MiB " + when};
+    return {Outcome::failed,
+            "allocated past the memory limit of " + std::to_string(limits.memory_limit_mb) + " MiB " + when};
   if (WIFSIGNALED(child.status)) {
     const int signal = WTERMSIG(child.status);
     // SIGSEGV, not "Segmentation fault": the tool's stderr must not read like its own crash.
@@ -946,7 +964,8 @@ LibraryProbe probe_outcome(const ProbeChild& child, const PluginLoadLimits& limi
   if (code == 0 && line.rfind("loaded ", 0) == 0) return {Outcome::loaded, line.substr(7)};
   if (code == 1 && line.rfind("refused ", 0) == 0) return {Outcome::refused, line.substr(8)};
   if (code == 127 && line.empty())
-    return {Outcome::failed, "could not be loaded: tessera-plugin-host did not start" + last_output_line(child.output_tail)};
+    return {Outcome::failed,
+            "could not be loaded: tessera-plugin-host did not start" + last_output_line(child.output_tail)};
   return {Outcome::failed, "exited with status " + std::to_string(code) + " " + when +
                                ", before the host could read its manifest: does a static initialiser call exit()?" +
                                last_output_line(child.output_tail)};
@@ -954,7 +973,8 @@ LibraryProbe probe_outcome(const ProbeChild& child, const PluginLoadLimits& limi
 
 }  // namespace
 
-std::vector<LibraryProbe> probe_plugin_libraries(const std::vector<std::string>& files, const PluginLoadLimits& limits) {
+std::vector<LibraryProbe> probe_plugin_libraries(const std::vector<std::string>& files,
+                                                 const PluginLoadLimits& limits) {
   std::vector<LibraryProbe> results(files.size());
   if (files.empty()) return results;
   const std::string host_binary = find_plugin_host_binary();
@@ -964,15 +984,16 @@ std::vector<LibraryProbe> probe_plugin_libraries(const std::vector<std::string>&
     for (std::size_t i = 0; i < children.size(); ++i) {
       ProbeChild& child = children[i];
       int report[2], output[2];
-      if (::pipe2(report, O_CLOEXEC) != 0) throw Error(std::string("cannot create a pipe to load plugins: ") + std::strerror(errno));
+      if (::pipe2(report, O_CLOEXEC) != 0)
+        throw Error(std::string("cannot create a pipe to load plugins: ") + std::strerror(errno));
       if (::pipe2(output, O_CLOEXEC) != 0) {
         ::close(report[0]);
         ::close(report[1]);
         throw Error(std::string("cannot create a pipe to load plugins: ") + std::strerror(errno));
       }
       try {
-        child.pid = spawn_plugin_host({host_binary, "--probe", files[first + i], "--log-level", level}, report[1], output[1],
-                                      limits.memory_limit_mb);
+        child.pid = spawn_plugin_host({host_binary, "--probe", files[first + i], "--log-level", level}, report[1],
+                                      output[1], limits.memory_limit_mb);
       } catch (const ChildFailure& e) {
         for (int fd : {report[0], report[1], output[0], output[1]}) ::close(fd);
         for (ProbeChild& started : children)
@@ -1013,8 +1034,7 @@ std::vector<LibraryProbe> probe_plugin_libraries(const std::vector<std::string>&
         if (done == 0 && Clock::now() >= child.deadline) {
           child.timed_out = true;
           ::kill(-child.pid, SIGKILL);
-          while ((done = ::waitpid(child.pid, &child.status, 0)) < 0 && errno == EINTR) {
-          }
+          while ((done = ::waitpid(child.pid, &child.status, 0)) < 0 && errno == EINTR) {}
         }
         if (done != child.pid) continue;
         ::kill(-child.pid, SIGKILL);  // what the library forked dies with it
@@ -1149,8 +1169,8 @@ int serve_plugin_requests(int channel_fd) {
           in.finish();
           const CostEstimate estimate = cost_model->estimate(program, target);
           Writer estimated(Message::estimated);
-          for (std::uint64_t v : {estimate.compute_cycles, estimate.exchange_cycles, estimate.sync_cycles,
-                                  estimate.peak_tile_bytes})
+          for (std::uint64_t v :
+               {estimate.compute_cycles, estimate.exchange_cycles, estimate.sync_cycles, estimate.peak_tile_bytes})
             estimated.put(v);
           if (!reply(channel_fd, estimated)) return 0;
         } else {

@@ -43,7 +43,9 @@ void rebase_options(YAML::Node use, const std::string& plugin, const std::string
   }
 }
 
-std::string plugin_of(const YAML::Node& use) { return yaml::is_map(use) && yaml::is_scalar(use["plugin"]) ? use["plugin"].Scalar() : ""; }
+std::string plugin_of(const YAML::Node& use) {
+  return yaml::is_map(use) && yaml::is_scalar(use["plugin"]) ? use["plugin"].Scalar() : "";
+}
 
 // Rebases the path options of every plugin use in `pipeline` (a base or an overlay) against
 // `file`; an overlay's cost_model or exchange_scheduler without `plugin` keeps `base`'s.
@@ -74,13 +76,15 @@ public:
 
   void merge(YAML::Node& pipeline, const YAML::Node& overlay) {
     if (!overlay.IsMap())
-      throw Error(yaml::place(file_, overlay) + ": an overlay must be a mapping of pipeline keys, e.g. "
+      throw Error(yaml::place(file_, overlay) +
+                  ": an overlay must be a mapping of pipeline keys, e.g. "
                   "`exchange_scheduler: {plugin: in-order}`");
     if (overlay["target"].IsDefined())
-      throw Error(yaml::place(file_, overlay["target"]) + ": an overlay cannot set 'target': every arm compiles each "
+      throw Error(yaml::place(file_, overlay["target"]) +
+                  ": an overlay cannot set 'target': every arm compiles each "
                   "suite model for the target the suite names beside it; remove 'target' from the overlay");
     yaml::check_keys(file_, overlay, {"pipeline", "plugin_paths", "cost_model", "exchange_scheduler", "passes"},
-                    "an overlay");
+                     "an overlay");
     for (const auto& entry : overlay) {
       const std::string key = entry.first.as<std::string>();
       const YAML::Node& value = entry.second;
@@ -153,7 +157,8 @@ private:
 
   void merge_passes(YAML::Node& pipeline, const YAML::Node& overlay_passes) {
     if (!overlay_passes.IsSequence())
-      throw Error(yaml::place(file_, overlay_passes) + ": 'passes' in an overlay must be a list of "
+      throw Error(yaml::place(file_, overlay_passes) +
+                  ": 'passes' in an overlay must be a list of "
                   "{plugin: NAME, options: {...}} matched by plugin name against the base pipeline");
     YAML::Node base_passes = pipeline["passes"];
     if (!base_passes.IsSequence())
@@ -176,13 +181,14 @@ private:
         changes_.push_back("passes: - " + name);
       } else if (found != passes.end()) {
         if (inserting)
-          throw Error(yaml::place(file_, entry) + ": pass '" + name + "' is already in the base pipeline; "
+          throw Error(yaml::place(file_, entry) + ": pass '" + name +
+                      "' is already in the base pipeline; "
                       "to move it, remove it (`remove: true`) and add it under another name's `after:`");
         merge_options(*found, entry["options"], "pass " + name);
       } else {
         if (!inserting)
-          throw Error(yaml::place(file_, entry) + ": pass '" + name + "' is not in the base pipeline (" + not_found(passes) +
-                      "); to add it, give `after: NAME` or `before: NAME`");
+          throw Error(yaml::place(file_, entry) + ": pass '" + name + "' is not in the base pipeline (" +
+                      not_found(passes) + "); to add it, give `after: NAME` or `before: NAME`");
         const bool after = entry["after"].IsDefined();
         const YAML::Node anchor_node = after ? entry["after"] : entry["before"];
         const std::string anchor = scalar_text(anchor_node);
@@ -194,7 +200,8 @@ private:
         added["plugin"] = name;
         if (entry["options"].IsDefined()) added["options"] = YAML::Clone(entry["options"]);
         passes.insert(after ? std::next(anchor_at) : anchor_at, added);
-        changes_.push_back("passes: + " + name + (after ? " after " : " before ") + anchor + describe_options(entry["options"]));
+        changes_.push_back("passes: + " + name + (after ? " after " : " before ") + anchor +
+                           describe_options(entry["options"]));
       }
     }
     YAML::Node rebuilt(YAML::NodeType::Sequence);
@@ -208,7 +215,8 @@ private:
     for (auto pass = passes.begin(); pass != passes.end(); ++pass) {
       if (!yaml::is_scalar((*pass)["plugin"]) || (*pass)["plugin"].Scalar() != name) continue;
       if (found != passes.end())
-        throw Error(yaml::place(file_, where) + ": pass '" + name + "' appears more than once in the base pipeline, "
+        throw Error(yaml::place(file_, where) + ": pass '" + name +
+                    "' appears more than once in the base pipeline, "
                     "so an overlay cannot tell which one it means; give each arm its own base pipeline");
       found = pass;
     }
@@ -227,7 +235,8 @@ private:
   static std::string not_found(const std::list<YAML::Node>& passes) {
     std::string list;
     for (const YAML::Node& pass : passes)
-      list += (list.empty() ? "" : ", ") + (yaml::is_scalar(pass["plugin"]) ? pass["plugin"].Scalar() : std::string("?"));
+      list +=
+          (list.empty() ? "" : ", ") + (yaml::is_scalar(pass["plugin"]) ? pass["plugin"].Scalar() : std::string("?"));
     return "the base passes are: " + list;
   }
 

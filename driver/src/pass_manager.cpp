@@ -76,7 +76,8 @@ PassManager::PassManager(const PipelineSpec& spec, const PluginHost& host, PassM
   auto fallback_info = [&](const PluginUse& use) -> const PluginInfo* {
     if (use.fallback.empty()) return nullptr;
     const PluginInfo* found = host.find(use.fallback);
-    if (!found) throw Error(use.fallback_place + ": plugin '" + use.fallback + "' is not loaded (resolve the pipeline first)");
+    if (!found)
+      throw Error(use.fallback_place + ": plugin '" + use.fallback + "' is not loaded (resolve the pipeline first)");
     return found;
   };
   const PluginUse& cost_use = spec.cost_model;
@@ -114,8 +115,10 @@ PassManager::PassManager(const PipelineSpec& spec, const PluginHost& host, PassM
     });
     if (known) continue;
     std::string message = "--dump-after " + echoed_token(requested) + ": the pipeline has no such pass";
-    if (const std::string near = nearest_name(requested, names); !near.empty()) message += "; did you mean '" + near + "'?";
-    throw Error(message + " (passes: " + fmt::format("{}", fmt::join(names.begin() + 1, names.end(), ", ")) + ", or all)");
+    if (const std::string near = nearest_name(requested, names); !near.empty())
+      message += "; did you mean '" + near + "'?";
+    throw Error(message + " (passes: " + fmt::format("{}", fmt::join(names.begin() + 1, names.end(), ", ")) +
+                ", or all)");
   }
 }
 
@@ -136,7 +139,8 @@ static void print_change(const std::string& pass, const std::vector<std::pair<st
   if (changed.empty()) {
     fmt::print("// ----- pass '{}' left the state unchanged\n", pass);
   } else {
-    fmt::print("// ----- state after pass '{}' (changed: {})\n{}", pass, fmt::join(changed, ", "), dump_state(state, filter));
+    fmt::print("// ----- state after pass '{}' (changed: {})\n{}", pass, fmt::join(changed, ", "),
+               dump_state(state, filter));
   }
   std::fflush(stdout);
 }
@@ -154,11 +158,18 @@ Status PassManager::run(CompilationState& state) {
     Pass& pass = *impl_->passes[i];
     const PluginInfo& info = *impl_->pass_infos[i];
     const std::string phase = phase_name(info.name);
-    PassContext context{state.target, *impl_->cost_model, *impl_->scheduler, *log,
+    PassContext context{state.target,
+                        *impl_->cost_model,
+                        *impl_->scheduler,
+                        *log,
                         fmt::format("tessera.build{{tile_count={} operations={}}}:tessera.phase{{phase=\"{}\"}}",
                                     state.target.tiles, state.model.ops.size(), phase),
-                        impl_->options.schedule_budget_ms, impl_->options.threads, nullptr,
-                        impl_->new_cost_model, &state.record, info.name};
+                        impl_->options.schedule_budget_ms,
+                        impl_->options.threads,
+                        nullptr,
+                        impl_->new_cost_model,
+                        &state.record,
+                        info.name};
     // Copies made only on request: a state at t1472 is tens of megabytes.
     std::shared_ptr<CompilationState> input;
     if (impl_->options.keep_state_before_pass) input = std::make_shared<CompilationState>(state);
@@ -174,7 +185,8 @@ Status PassManager::run(CompilationState& state) {
       if (state.facts.count(facts::plan)) {
         if (std::string problem = verify_program(state.program, state.target); !problem.empty()) {
           status = Status::failure("left an invalid program: " + problem);
-          impl_->fault = std::make_unique<PluginFault>(PluginFault{info.name, info.name, status.message, nullptr, nullptr});
+          impl_->fault =
+              std::make_unique<PluginFault>(PluginFault{info.name, info.name, status.message, nullptr, nullptr});
         }
       }
     } else if (context.fault) {

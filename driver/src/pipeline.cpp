@@ -37,7 +37,8 @@ PluginUse parse_plugin_use(const std::string& file, const YAML::Node& node, cons
     return use;
   }
   if (!node.IsMap()) yaml::fail(file, node, what + " must be {plugin: NAME, options: {...}}");
-  yaml::check_keys(file, node, {"plugin", "options", "isolate", "fallback", "time_limit_ms", "memory_limit_mb", "sha256"});
+  yaml::check_keys(file, node,
+                   {"plugin", "options", "isolate", "fallback", "time_limit_ms", "memory_limit_mb", "sha256"});
   use.plugin = yaml::get_string(file, node, "plugin");
   if (node["sha256"].IsDefined()) {
     use.sha256 = yaml::get_string(file, node, "sha256");
@@ -87,24 +88,27 @@ PipelineSpec load_pipeline(const std::string& path) {
   yaml::check_keys(path, root, {"pipeline", "target", "plugin_paths", "cost_model", "exchange_scheduler", "passes"});
   PipelineSpec spec;
   spec.file = path;
-  spec.name = root["pipeline"].IsDefined() ? yaml::get_name(path, root, "pipeline")
-                                           : fs::path(path).stem().string();
+  spec.name = root["pipeline"].IsDefined() ? yaml::get_name(path, root, "pipeline") : fs::path(path).stem().string();
   spec.target = resolve_path(path, yaml::get_string(path, root, "target"));
   spec.target_place = yaml::place(path, root["target"]);
   std::error_code ec;
   if (!fs::is_regular_file(spec.target, ec))
-    throw Error(spec.target_place + (fs::is_directory(spec.target, ec) ? ": target is a directory, not a file: " : ": target file not found: ") +
-                spec.target + " (paths are relative to the pipeline file)");
+    throw Error(
+        spec.target_place +
+        (fs::is_directory(spec.target, ec) ? ": target is a directory, not a file: " : ": target file not found: ") +
+        spec.target + " (paths are relative to the pipeline file)");
   if (YAML::Node paths = root["plugin_paths"]; paths.IsDefined()) {
     if (!paths.IsSequence()) yaml::fail(path, paths, "'plugin_paths' must be a list of directories");
     for (const auto& entry : paths) {
       if (entry.IsNull() || (entry.IsScalar() && entry.Scalar().empty()))
-        yaml::fail(path, entry, "empty plugin_paths entry, which would mean a folder nobody named; remove it or name "
-                                "the folder (relative to the pipeline file)");
+        yaml::fail(path, entry,
+                   "empty plugin_paths entry, which would mean a folder nobody named; remove it or name "
+                   "the folder (relative to the pipeline file)");
       const std::string directory = resolve_path(path, entry.Scalar());
       if (!fs::is_directory(directory, ec))
-        yaml::fail(path, entry, "plugin path is not a directory: " + directory +
-                                    " (paths are relative to the pipeline file; build first with `make`)");
+        yaml::fail(path, entry,
+                   "plugin path is not a directory: " + directory +
+                       " (paths are relative to the pipeline file; build first with `make`)");
       spec.plugin_paths.push_back(directory);
     }
   }
@@ -139,12 +143,13 @@ static void resolve_use(const PluginHost& host, const std::string& pipeline_file
                   " (rebuild or reinstall the pinned library, or update the pin after checking the new file)");
   }
   if (!use.isolate.empty() && kind == PluginKind::pass)
-    throw Error(use.place + ": 'isolate: process' is not supported for " + plugin_kind_name(kind) + " '" +
-                use.plugin + "'; only exchange schedulers and cost models can run in a child process "
+    throw Error(use.place + ": 'isolate: process' is not supported for " + plugin_kind_name(kind) + " '" + use.plugin +
+                "'; only exchange schedulers and cost models can run in a child process "
                 "(a pass changes the compilation state in place; remove 'isolate' here)");
   if (!use.fallback.empty()) {
     if (const std::string* reason = host.skipped_library(use.fallback))
-      throw Error(use.fallback_place + ": fallback: cannot load " + plugin_kind_name(kind) + " '" + use.fallback + "': " + *reason);
+      throw Error(use.fallback_place + ": fallback: cannot load " + plugin_kind_name(kind) + " '" + use.fallback +
+                  "': " + *reason);
     const PluginInfo* fallback = host.find(use.fallback);
     if (!fallback || fallback->kind != kind)
       throw Error(use.fallback_place + ": fallback: " + host.unknown_plugin_message(use.fallback, kind));
@@ -181,8 +186,7 @@ void resolve_pipeline(PipelineSpec& spec, PluginHost& host) {
       for (const PluginInfo* other : host.plugins())
         for (const auto& provided : other->provided_facts)
           if (provided == fact) providers += (providers.empty() ? "" : ", ") + other->name;
-      throw Error(pass.place + ": pass '" + pass.plugin + "' requires '" + fact +
-                  "', which no earlier pass provides" +
+      throw Error(pass.place + ": pass '" + pass.plugin + "' requires '" + fact + "', which no earlier pass provides" +
                   (providers.empty() ? "" : "; put one of these before it: " + providers));
     }
     available.insert(info.provided_facts.begin(), info.provided_facts.end());

@@ -38,9 +38,12 @@ namespace tessera {
 
 const char* plugin_kind_name(PluginKind kind) {
   switch (kind) {
-    case PluginKind::pass: return "pass";
-    case PluginKind::cost_model: return "cost model";
-    case PluginKind::exchange_scheduler: return "exchange scheduler";
+    case PluginKind::pass:
+      return "pass";
+    case PluginKind::cost_model:
+      return "cost model";
+    case PluginKind::exchange_scheduler:
+      return "exchange scheduler";
   }
   return "unknown kind";
 }
@@ -84,15 +87,24 @@ static_assert(sizeof(void*) == 8, "the plugin host checks for 64-bit (ELFCLASS64
 
 std::string machine_name(std::uint16_t machine) {
   switch (machine) {
-    case EM_X86_64: return "x86-64";
-    case EM_AARCH64: return "aarch64";
-    case EM_386: return "i386";
-    case EM_ARM: return "arm";
-    case EM_RISCV: return "riscv";
-    case EM_PPC64: return "ppc64";
-    case EM_S390: return "s390";
-    case EM_MIPS: return "mips";
-    default: return "an unknown machine";
+    case EM_X86_64:
+      return "x86-64";
+    case EM_AARCH64:
+      return "aarch64";
+    case EM_386:
+      return "i386";
+    case EM_ARM:
+      return "arm";
+    case EM_RISCV:
+      return "riscv";
+    case EM_PPC64:
+      return "ppc64";
+    case EM_S390:
+      return "s390";
+    case EM_MIPS:
+      return "mips";
+    default:
+      return "an unknown machine";
   }
 }
 
@@ -111,8 +123,8 @@ void check_elf_library(const std::string& file) {
   if (static_cast<std::uint64_t>(in.gcount()) < SELFMAG || std::memcmp(ident, ELFMAG, SELFMAG) != 0)
     throw UnloadableLibrary(file + ": not an ELF file");
   const auto truncated = [&](std::uint64_t end) {
-    return UnloadableLibrary(file + ": truncated: its segments end at byte " + std::to_string(end) + " but the file has " +
-                             std::to_string(size) + " bytes; rebuild or reinstall it");
+    return UnloadableLibrary(file + ": truncated: its segments end at byte " + std::to_string(end) +
+                             " but the file has " + std::to_string(size) + " bytes; rebuild or reinstall it");
   };
   if (ident[EI_CLASS] != ELFCLASS64)
     throw UnloadableLibrary(file + ": not a shared library for this machine: it is a " +
@@ -129,11 +141,14 @@ void check_elf_library(const std::string& file) {
   if (!in) throw truncated(sizeof(Elf64_Ehdr));
   if (header.e_type != ET_DYN)
     throw UnloadableLibrary(file + ": not a shared library: ELF type " + std::to_string(header.e_type) +
-                            (header.e_type == ET_EXEC ? " (an executable)" : header.e_type == ET_REL ? " (an object file)" : "") +
+                            (header.e_type == ET_EXEC  ? " (an executable)"
+                             : header.e_type == ET_REL ? " (an object file)"
+                                                       : "") +
                             ", a plugin must be ET_DYN (link it with -shared)");
   if (header.e_machine != kHostMachine)
-    throw UnloadableLibrary(file + ": not a shared library for this machine: built for " + machine_name(header.e_machine) +
-                            " (e_machine " + std::to_string(header.e_machine) + "), this tessera is " + kHostArch);
+    throw UnloadableLibrary(file + ": not a shared library for this machine: built for " +
+                            machine_name(header.e_machine) + " (e_machine " + std::to_string(header.e_machine) +
+                            "), this tessera is " + kHostArch);
   // 64-bit sums of 16-bit counts and sizes with 64-bit offsets: check the offset first.
   const auto table_end = [](std::uint64_t offset, std::uint64_t count, std::uint64_t entry) {
     const std::uint64_t bytes = count * entry;  // < 2^32
@@ -180,12 +195,29 @@ bool is_kebab_case(const std::string& name) {
 // Converts option text (YAML scalar or manifest default) to the declared type.
 bool parse_option(const std::string& text, OptionType type, OptionValue& value) {
   switch (type) {
-    case OptionType::boolean: { bool b; if (!yaml::parse_bool(text, b)) return false; value = b; return true; }
-    case OptionType::integer: { std::int64_t i; if (!yaml::parse_int(text, i)) return false; value = i; return true; }
-    case OptionType::number: { double d; if (!yaml::parse_number(text, d)) return false; value = d; return true; }
+    case OptionType::boolean: {
+      bool b;
+      if (!yaml::parse_bool(text, b)) return false;
+      value = b;
+      return true;
+    }
+    case OptionType::integer: {
+      std::int64_t i;
+      if (!yaml::parse_int(text, i)) return false;
+      value = i;
+      return true;
+    }
+    case OptionType::number: {
+      double d;
+      if (!yaml::parse_number(text, d)) return false;
+      value = d;
+      return true;
+    }
     case OptionType::string:
     case OptionType::path:
-    case OptionType::choice: value = text; return true;  // a choice is checked against the names later
+    case OptionType::choice:
+      value = text;
+      return true;           // a choice is checked against the names later
     case OptionType::map: {  // a manifest default such as "{}"; the pipeline gives a YAML mapping
       try {
         const YAML::Node node = YAML::Load(text);
@@ -203,13 +235,18 @@ bool parse_option(const std::string& text, OptionType type, OptionValue& value) 
 // The OptionValue alternative that holds a value of `type`.
 std::size_t option_value_index(OptionType type) {
   switch (type) {
-    case OptionType::boolean: return 0;
-    case OptionType::integer: return 1;
-    case OptionType::number: return 2;
+    case OptionType::boolean:
+      return 0;
+    case OptionType::integer:
+      return 1;
+    case OptionType::number:
+      return 2;
     case OptionType::string:
     case OptionType::path:
-    case OptionType::choice: return 3;
-    case OptionType::map: return 4;
+    case OptionType::choice:
+      return 3;
+    case OptionType::map:
+      return 4;
   }
   return 0;
 }
@@ -281,22 +318,26 @@ void check_trusted_path(const fs::path& path, const char* what, const char* refu
       throw Error(fmt::format("{}: {}: cannot check the folder above {} ({})", current.string(), refusing,
                               path.string(), std::strerror(errno)));
     }
-    const std::string role = below.empty()                                             ? std::string("the ") + what
-                              : below == path && std::string(what) == "plugin library" ? std::string("the plugin folder")
-                                                                                       : "the folder above " + path.string();
+    const std::string role = below.empty() ? std::string("the ") + what
+                             : below == path && std::string(what) == "plugin library"
+                                 ? std::string("the plugin folder")
+                                 : "the folder above " + path.string();
     if (info.st_uid != me && info.st_uid != 0)
-      throw Error(fmt::format("{}: {}: {} is owned by {}, not by you ({}) or root, so that user "
-                              "could replace the code the compiler runs; fix: chown {} {} (or move the plugins to a "
-                              "folder you own)",
-                              current.string(), refusing, role, describe_user(info.st_uid), describe_user(me), user_name(me), current.string()));
+      throw Error(
+          fmt::format("{}: {}: {} is owned by {}, not by you ({}) or root, so that user "
+                      "could replace the code the compiler runs; fix: chown {} {} (or move the plugins to a "
+                      "folder you own)",
+                      current.string(), refusing, role, describe_user(info.st_uid), describe_user(me), user_name(me),
+                      current.string()));
     const bool sticky = (info.st_mode & S_ISVTX) != 0;
     if ((info.st_mode & (S_IWGRP | S_IWOTH)) != 0 && !(sticky && S_ISDIR(info.st_mode) && !below.empty())) {
       const char* who = (info.st_mode & S_IWGRP) && (info.st_mode & S_IWOTH) ? "group and others"
                         : (info.st_mode & S_IWGRP)                           ? "its group"
-                                                                            : "others";
-      throw Error(fmt::format("{}: {}: {} is writable by {} (mode {:04o}), so another user "
-                              "could replace the code the compiler runs; fix: chmod go-w {}",
-                              current.string(), refusing, role, who, info.st_mode & 07777, current.string()));
+                                                                             : "others";
+      throw Error(
+          fmt::format("{}: {}: {} is writable by {} (mode {:04o}), so another user "
+                      "could replace the code the compiler runs; fix: chmod go-w {}",
+                      current.string(), refusing, role, who, info.st_mode & 07777, current.string()));
     }
     if (current == current.root_path()) return;
   }
@@ -306,18 +347,21 @@ void check_trusted_path(const fs::path& path, const char* what, const char* refu
 // when the compiler runs (`.`, or an empty entry in a colon list).
 void check_absolute_plugin_path(const std::string& directory, const std::string& origin) {
   if (directory.empty())
-    throw Error(origin + ": empty plugin path entry, which would mean the current folder; remove it or give an "
-                         "absolute folder");
+    throw Error(origin +
+                ": empty plugin path entry, which would mean the current folder; remove it or give an "
+                "absolute folder");
   if (fs::path(directory).is_relative())
-    throw Error(origin + ": plugin path '" + directory + "' is relative, so it would load whatever the current folder "
-                         "holds; give an absolute folder (for example " + fs::weakly_canonical(fs::absolute(directory)).string() + ")");
+    throw Error(origin + ": plugin path '" + directory +
+                "' is relative, so it would load whatever the current folder "
+                "holds; give an absolute folder (for example " +
+                fs::weakly_canonical(fs::absolute(directory)).string() + ")");
 }
 
 // Where libraries that loaded cleanly in a child are remembered (GStreamer's registry, in
 // small), so each compile does not load every library in a child again. One empty file per
 // library sha256 and host: only successes, only in a folder the user alone can write.
 class LoadedLibraryCache {
- public:
+public:
   explicit LoadedLibraryCache(const PluginLoadLimits& limits) {
     const char* setting = std::getenv("TESSERA_PLUGIN_LOAD_CACHE");
     if (setting && std::string(setting) == "off") return;
@@ -329,20 +373,22 @@ class LoadedLibraryCache {
     std::error_code ec;
     if (fs::create_directories(folder_, ec)) fs::permissions(folder_, fs::perms::owner_all, ec);  // ours alone
     if (ec) {  // a user without a writable home loses only the speed-up
-      logger("tessera.plugins")->debug("not remembering which plugin libraries load cleanly: {}: {}", folder_.string(), ec.message());
+      logger("tessera.plugins")
+          ->debug("not remembering which plugin libraries load cleanly: {}: {}", folder_.string(), ec.message());
       folder_.clear();
       return;
     }
     try {
       // A folder another user could fill would vouch for their code.
-      check_trusted_path(fs::canonical(folder_), "plugin cache folder", "not remembering which plugin libraries load cleanly");
+      check_trusted_path(fs::canonical(folder_), "plugin cache folder",
+                         "not remembering which plugin libraries load cleanly");
     } catch (const Error& e) {
       logger("tessera.plugins")->warn("{}", e.what());
       folder_.clear();
       return;
     }
-    host_ = fmt::format("{}|{}|{}|{}|{}", abi_tag(), file_identity(core_library_file()), file_identity(find_plugin_host_binary()),
-                        limits.time_limit_ms, limits.memory_limit_mb);
+    host_ = fmt::format("{}|{}|{}|{}|{}", abi_tag(), file_identity(core_library_file()),
+                        file_identity(find_plugin_host_binary()), limits.time_limit_ms, limits.memory_limit_mb);
   }
   bool holds(const std::string& file) const {
     std::error_code ec;
@@ -356,13 +402,14 @@ class LoadedLibraryCache {
     // Every rebuild adds entries; past a few thousand, start again (it costs one round of children).
     std::error_code ec;
     std::size_t entries = 0;
-    for (auto it = fs::directory_iterator(folder_, ec); !ec && it != fs::directory_iterator(); it.increment(ec)) ++entries;
+    for (auto it = fs::directory_iterator(folder_, ec); !ec && it != fs::directory_iterator(); it.increment(ec))
+      ++entries;
     if (entries > kMaxEntries)
       for (auto it = fs::directory_iterator(folder_, ec); !ec && it != fs::directory_iterator(); it.increment(ec))
         if (it->path() != path) fs::remove(it->path(), ec);
   }
 
- private:
+private:
   // The library's bytes and the host that loaded them: a rebuilt core or plugin is loaded again.
   std::string entry(const std::string& file) const {
     return file_sha256(file) + "-" + fmt::format("{:016x}", XXH64(host_.data(), host_.size(), 0));
@@ -398,7 +445,8 @@ std::string file_sha256(const std::string& path) {
   if (in.bad()) throw Error(path + ": read error while computing its sha256");
   unsigned char digest[EVP_MAX_MD_SIZE];
   unsigned int length = 0;
-  if (EVP_DigestFinal_ex(context.get(), digest, &length) != 1) throw Error(path + ": OpenSSL failed to finish the sha256");
+  if (EVP_DigestFinal_ex(context.get(), digest, &length) != 1)
+    throw Error(path + ": OpenSSL failed to finish the sha256");
   std::string hex;
   for (unsigned int i = 0; i < length; ++i) hex += fmt::format("{:02x}", digest[i]);
   return hex;
@@ -411,7 +459,7 @@ struct PluginHost::Impl {
   struct Pin {
     std::string sha256, place;
   };
-  std::map<std::string, Pin> pins;  // plugin name -> digest
+  std::map<std::string, Pin> pins;             // plugin name -> digest
   std::map<std::string, std::string> skipped;  // NAME.so stem -> why a folder scan skipped it
   PluginQuarantine quarantine;
   bool sandbox = true;
@@ -423,8 +471,9 @@ struct PluginHost::Impl {
     if (const char* value = std::getenv("TESSERA_PLUGIN_LOAD_TIME_LIMIT_MS"); value && *value) {
       std::int64_t ms = 0;
       if (!yaml::parse_int(value, ms) || ms <= 0 || std::uint64_t(ms) > kMaxTimeLimitMs)
-        throw Error(std::string("TESSERA_PLUGIN_LOAD_TIME_LIMIT_MS=") + value + ": not a number of milliseconds from 1 to " +
-                    std::to_string(kMaxTimeLimitMs) + "; unset it or give one");
+        throw Error(std::string("TESSERA_PLUGIN_LOAD_TIME_LIMIT_MS=") + value +
+                    ": not a number of milliseconds from 1 to " + std::to_string(kMaxTimeLimitMs) +
+                    "; unset it or give one");
       limits.time_limit_ms = std::uint64_t(ms);
     }
     sandbox_limits = limits;
@@ -456,8 +505,7 @@ void PluginHost::load_directory(const std::string& directory, const std::string&
   if (!fs::is_directory(directory, ec))
     throw Error(directory + ": plugin path is not a directory (check plugin_paths or TESSERA_PLUGIN_PATH)");
   const std::string canonical = fs::canonical(directory, ec).string();
-  if (std::find(impl_->directories.begin(), impl_->directories.end(), canonical) != impl_->directories.end())
-    return;
+  if (std::find(impl_->directories.begin(), impl_->directories.end(), canonical) != impl_->directories.end()) return;
   check_trusted_path(canonical, "plugin folder");
   impl_->directories.push_back(canonical);
   std::vector<fs::path> files;
@@ -486,9 +534,10 @@ void PluginHost::load_directory(const std::string& directory, const std::string&
   const auto probing = std::chrono::steady_clock::now();
   const std::vector<LibraryProbe> probes = probe_plugin_libraries(to_probe, impl_->load_limits());
   if (!to_probe.empty())
-    logger("tessera.plugins")->debug("loaded libraries in children first folder={} libraries={} elapsed_ms={}", canonical,
-                                     to_probe.size(), std::chrono::duration_cast<std::chrono::milliseconds>(
-                                                          std::chrono::steady_clock::now() - probing).count());
+    logger("tessera.plugins")
+        ->debug(
+            "loaded libraries in children first folder={} libraries={} elapsed_ms={}", canonical, to_probe.size(),
+            std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - probing).count());
   for (std::size_t i = 0; i < to_probe.size(); ++i) {
     if (probes[i].outcome == LibraryProbe::Outcome::loaded) {
       impl_->probed.insert(to_probe[i]);
@@ -547,8 +596,8 @@ std::string PluginHost::check_before_loading(const std::string& file_name) {
     const bool inside = file.rfind(quarantine.folder + "/", 0) == 0;  // both canonical
     if (inside && std::find(quarantine.allowed_files.begin(), quarantine.allowed_files.end(), file) ==
                       quarantine.allowed_files.end())
-      throw Error(file + ": refusing to load a plugin library from inside " + quarantine.what + " " + quarantine.folder +
-                  ", which may come from anyone; " + quarantine.fix + " " + file);
+      throw Error(file + ": refusing to load a plugin library from inside " + quarantine.what + " " +
+                  quarantine.folder + ", which may come from anyone; " + quarantine.fix + " " + file);
   }
   check_trusted_path(file, "plugin library");
   if (auto pinned = impl_->pins.find(fs::path(file).stem().string()); pinned != impl_->pins.end()) {
@@ -570,7 +619,8 @@ const PluginInfo& PluginHost::load_file(const std::string& file_name) {
   const std::string file = check_before_loading(file_name);
   // Its initialisers run in a child first: a crash, hang, allocation or exit() costs that child.
   if (impl_->needs_child_load(file)) {
-    if (!impl_->probes.count(file)) impl_->probes.emplace(file, probe_plugin_libraries({file}, impl_->load_limits()).at(0));
+    if (!impl_->probes.count(file))
+      impl_->probes.emplace(file, probe_plugin_libraries({file}, impl_->load_limits()).at(0));
     const LibraryProbe& probe = impl_->probes.at(file);
     if (probe.outcome == LibraryProbe::Outcome::failed) throw UnloadableLibrary(file + ": " + probe.message);
     if (probe.outcome == LibraryProbe::Outcome::refused) throw Error(probe.message);
@@ -591,13 +641,13 @@ const PluginInfo& PluginHost::load_file(const std::string& file_name) {
                 " bytes, the host needs at least " + std::to_string(TESSERA_MANIFEST_SIZE_2_0) +
                 " (rebuild the plugin against this Tessera SDK)");
   if (manifest->api_major != kPluginApiMajor)
-    throw Error(file + ": wrong plugin API major version: plugin has " + std::to_string(manifest->api_major) +
-                "." + std::to_string(manifest->api_minor) + ", host supports " + std::to_string(kPluginApiMajor) +
-                "." + std::to_string(kPluginApiMinor) + " (rebuild the plugin against this Tessera SDK)");
+    throw Error(file + ": wrong plugin API major version: plugin has " + std::to_string(manifest->api_major) + "." +
+                std::to_string(manifest->api_minor) + ", host supports " + std::to_string(kPluginApiMajor) + "." +
+                std::to_string(kPluginApiMinor) + " (rebuild the plugin against this Tessera SDK)");
   if (manifest->api_minor > kPluginApiMinor)
     throw Error(file + ": plugin needs a newer host: plugin API " + std::to_string(manifest->api_major) + "." +
-                std::to_string(manifest->api_minor) + ", host supports up to " + std::to_string(kPluginApiMajor) +
-                "." + std::to_string(kPluginApiMinor));
+                std::to_string(manifest->api_minor) + ", host supports up to " + std::to_string(kPluginApiMajor) + "." +
+                std::to_string(kPluginApiMinor));
   const std::string plugin_abi = manifest->abi_tag ? manifest->abi_tag : "";
   if (plugin_abi != abi_tag())
     throw Error(file + ": ABI mismatch: plugin built as '" + plugin_abi + "', host is '" + abi_tag() +
@@ -621,8 +671,9 @@ const PluginInfo& PluginHost::load_file(const std::string& file_name) {
   if (manifest->option_count > 0 && !manifest->options)
     throw Error(file + ": plugin '" + info.name + "' declares options but gives no list");
   // Limits came with API 2.1; a 2.0 manifest ends before the field.
-  const TesseraOptionLimits* limits =
-      manifest->api_minor >= 1 && manifest->struct_size >= sizeof(TesseraPluginManifest) ? manifest->option_limits : nullptr;
+  const TesseraOptionLimits* limits = manifest->api_minor >= 1 && manifest->struct_size >= sizeof(TesseraPluginManifest)
+                                          ? manifest->option_limits
+                                          : nullptr;
   for (std::uint32_t i = 0; i < manifest->option_count; ++i) {
     const TesseraOptionSpec& raw = manifest->options[i];
     if (!raw.name || !raw.type || !raw.default_value)
@@ -685,8 +736,7 @@ std::string PluginHost::unknown_plugin_message(const std::string& name, PluginKi
   return message + ")";
 }
 
-Options PluginHost::resolve_options(const PluginInfo& plugin, const Options& given,
-                                    const std::string& place) const {
+Options PluginHost::resolve_options(const PluginInfo& plugin, const Options& given, const std::string& place) const {
   Options resolved;
   for (const auto& spec : plugin.options) {
     resolved.values[spec.name] = spec.default_value;
@@ -695,8 +745,9 @@ Options PluginHost::resolve_options(const PluginInfo& plugin, const Options& giv
   for (const auto& [name, value] : given.values) {
     // Each error points at the option's own line when the pipeline gave one.
     const std::string& option_place = given.places.count(name) ? given.places.at(name) : place;
-    auto spec = std::find_if(plugin.options.begin(), plugin.options.end(),
-                             [&given_name = name](const OptionSpec& s) { return s.name == given_name; });  // clang 14: no binding captures
+    auto spec = std::find_if(plugin.options.begin(), plugin.options.end(), [&given_name = name](const OptionSpec& s) {
+      return s.name == given_name;
+    });  // clang 14: no binding captures
     if (spec == plugin.options.end()) {
       std::vector<std::string> names;
       for (const auto& s : plugin.options) names.push_back(s.name);
@@ -710,9 +761,9 @@ Options PluginHost::resolve_options(const PluginInfo& plugin, const Options& giv
     OptionValue typed;
     const bool ok = std::holds_alternative<std::string>(value)
                         ? parse_option(std::get<std::string>(value), spec->type, typed)
-                        : (spec->type == OptionType::number && std::holds_alternative<std::int64_t>(value))
-                              ? (typed = static_cast<double>(std::get<std::int64_t>(value)), true)
-                              : (value.index() == option_value_index(spec->type) && (typed = value, true));
+                    : (spec->type == OptionType::number && std::holds_alternative<std::int64_t>(value))
+                        ? (typed = static_cast<double>(std::get<std::int64_t>(value)), true)
+                        : (value.index() == option_value_index(spec->type) && (typed = value, true));
     if (!ok)
       throw Error(option_place + ": option '" + name + "' of plugin '" + plugin.name + "' must be " +
                   (spec->type == OptionType::choice ? option_limits_text(*spec) : option_type_name(spec->type)) +
@@ -742,8 +793,8 @@ std::unique_ptr<PluginObject> PluginHost::create(const PluginInfo& plugin, const
     // A refusal worded as refuse_option() words it is reported where the pipeline gave the option.
     for (const OptionSpec& spec : plugin.options)
       if (status.message.rfind("option '" + spec.name + "'", 0) == 0 && options.places.count(spec.name))
-        throw Error(options.places.at(spec.name) + ": plugin '" + plugin.name + "' rejected its options: " +
-                    status.message);
+        throw Error(options.places.at(spec.name) + ": plugin '" + plugin.name +
+                    "' rejected its options: " + status.message);
     throw PluginError(plugin.name, "rejected its options: " + status.message);
   }
   return object;

@@ -49,7 +49,9 @@ std::vector<char*> pointers(std::vector<std::string>& texts) {
   return result;
 }
 
-double milliseconds(const timeval& t) { return static_cast<double>(t.tv_sec) * 1e3 + static_cast<double>(t.tv_usec) / 1e3; }
+double milliseconds(const timeval& t) {
+  return static_cast<double>(t.tv_sec) * 1e3 + static_cast<double>(t.tv_usec) / 1e3;
+}
 
 // A stream's destination in the child: a file opened here, so a bad path is this process's
 // error and not a silent exit 127 of the child, or the write end of a pipe to capture it.
@@ -66,7 +68,8 @@ Stream open_stream(const std::string& file, const char* role) {
   Stream stream;
   if (file.empty()) {
     int fds[2];
-    if (::pipe2(fds, O_CLOEXEC) != 0) throw Error(std::string("cannot capture ") + role + ": pipe failed: " + std::strerror(errno));
+    if (::pipe2(fds, O_CLOEXEC) != 0)
+      throw Error(std::string("cannot capture ") + role + ": pipe failed: " + std::strerror(errno));
     stream.parent_fd = fds[0];
     stream.child_fd = fds[1];
   } else {
@@ -123,8 +126,7 @@ ProcessResult run_process(const std::vector<std::string>& argv_in, const Process
   auto elapsed_ms = [&] { return std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - start).count(); };
   auto reap = [&](int flags) {
     pid_t done;
-    while ((done = ::wait4(pid, &status, flags, &usage)) < 0 && errno == EINTR) {
-    }
+    while ((done = ::wait4(pid, &status, flags, &usage)) < 0 && errno == EINTR) {}
     if (done != pid) return;
     reaped = true;
     result.wall_ms = std::chrono::duration<double, std::milli>(Clock::now() - start).count();
@@ -140,7 +142,9 @@ ProcessResult run_process(const std::vector<std::string>& argv_in, const Process
       result.timed_out = true;
       if (!reaped) ::kill(victims, SIGKILL);
       // An exited child whose descendants hold its pipes: stop waiting for their end of file.
-      if (reaped) for (int& fd : fds) if (fd >= 0) ::close(std::exchange(fd, -1));
+      if (reaped)
+        for (int& fd : fds)
+          if (fd >= 0) ::close(std::exchange(fd, -1));
     }
     if (!reaped) reap(WNOHANG);
     if (reaped && fds[0] < 0 && fds[1] < 0) break;
@@ -158,7 +162,8 @@ ProcessResult run_process(const std::vector<std::string>& argv_in, const Process
     const bool events_pending = (options.signal && !signalled) || (options.timeout_ms > 0 && !result.timed_out);
     if (waiting.empty()) {
       if (!events_pending) reap(0);
-      else ::poll(nullptr, 0, static_cast<int>(std::min<std::int64_t>(wait, 10)));  // 10 ms: wall time stays exact enough
+      else
+        ::poll(nullptr, 0, static_cast<int>(std::min<std::int64_t>(wait, 10)));  // 10 ms: wall time stays exact enough
       continue;
     }
     // A child that exits without closing its pipes (descendants hold them) is noticed within 50 ms.

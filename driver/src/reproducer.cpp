@@ -56,7 +56,8 @@ nlohmann::json plugin_entry(const PluginHost& host, const std::string& name) {
 }  // namespace
 
 std::string write_reproducer(const std::string& parent, const PipelineSpec& spec, const PluginHost& host,
-                             const PluginFault& fault, const std::string& model_path, std::uint64_t schedule_budget_ms) {
+                             const PluginFault& fault, const std::string& model_path,
+                             std::uint64_t schedule_budget_ms) {
   const fs::path bundle = create_bundle_folder(parent, fault.plugin);
   const bool scheduler_fault = fault.phase && fault.plugin == spec.exchange_scheduler.plugin;
 
@@ -77,15 +78,12 @@ std::string write_reproducer(const std::string& parent, const PipelineSpec& spec
   add_folder_of(spec.cost_model.plugin);
   add_folder_of(spec.exchange_scheduler.plugin);
   for (const auto& pass : spec.passes) add_folder_of(pass.plugin);
-  write_text(bundle / "pipeline.yaml", "# resolved pipeline of the failed compile; written by tessera\n" +
-                                           print_pipeline(bundled));
+  write_text(bundle / "pipeline.yaml",
+             "# resolved pipeline of the failed compile; written by tessera\n" + print_pipeline(bundled));
   const bool pass_fault = !scheduler_fault && fault.state_before;
-  if (scheduler_fault)
-    write_phase_file(*fault.phase, (bundle / "phase.txt").string());
-  else if (pass_fault)
-    write_state(*fault.state_before, (bundle / "state.tstate").string());
-  else
-    fs::copy_file(model_path, bundle / "model.yaml");
+  if (scheduler_fault) write_phase_file(*fault.phase, (bundle / "phase.txt").string());
+  else if (pass_fault) write_state(*fault.state_before, (bundle / "state.tstate").string());
+  else fs::copy_file(model_path, bundle / "model.yaml");
 
   nlohmann::json plugins = nlohmann::json::array();
   plugins.push_back(plugin_entry(host, spec.cost_model.plugin));
@@ -94,7 +92,9 @@ std::string write_reproducer(const std::string& parent, const PipelineSpec& spec
   nlohmann::json manifest = {
       {"format", kBundleFormat},
       {"tessera_version", kCoreVersion},
-      {"replay", scheduler_fault ? kReplaySchedule : pass_fault ? kReplayPass : kReplayCompile},
+      {"replay", scheduler_fault ? kReplaySchedule
+                 : pass_fault    ? kReplayPass
+                                 : kReplayCompile},
       {"plugin", fault.plugin},
       {"pass", fault.pass},
       {"error", fault.message},
@@ -112,19 +112,23 @@ ReproducerManifest read_reproducer_manifest(const std::string& bundle_path) {
   const fs::path bundle = bundle_path;
   const fs::path file = bundle / "manifest.json";
   std::ifstream in(file);
-  if (!in) throw Error(file.string() + ": not a reproducer bundle (no manifest.json; give the folder `tessera compile` printed)");
+  if (!in)
+    throw Error(file.string() +
+                ": not a reproducer bundle (no manifest.json; give the folder `tessera compile` printed)");
   nlohmann::json manifest = nlohmann::json::parse(in, nullptr, /*allow_exceptions=*/false);
   if (manifest.is_discarded() || !manifest.is_object())
     throw Error(file.string() + ": manifest.json is not a JSON object (the bundle is damaged)");
   for (const char* key : {"format", "replay", "plugin", "schedule_budget_ms", "plugins"})
-    if (!manifest.contains(key)) throw Error(file.string() + ": manifest.json lacks '" + key + "' (the bundle is damaged)");
+    if (!manifest.contains(key))
+      throw Error(file.string() + ": manifest.json lacks '" + key + "' (the bundle is damaged)");
   if (manifest["format"] != kBundleFormat)
     throw Error(file.string() + ": bundle format " + manifest["format"].dump() + ", this tessera reads " +
                 std::to_string(kBundleFormat));
   // Every field's JSON type, so a damaged bundle is a named error and not a JSON type_error.
   const auto require = [&](bool well_typed, const char* key, const char* expected) {
     if (!well_typed)
-      throw Error(file.string() + ": manifest.json field '" + key + "' must be " + expected + " (the bundle is damaged)");
+      throw Error(file.string() + ": manifest.json field '" + key + "' must be " + expected +
+                  " (the bundle is damaged)");
   };
   require(manifest["replay"].is_string(), "replay", "a string");
   require(manifest["plugin"].is_string(), "plugin", "a string");
@@ -169,6 +173,5 @@ PluginQuarantine bundle_quarantine(const std::string& bundle, const std::vector<
   return {bundle, trusted_plugins, "the reproducer bundle",
           "if you have checked it and trust it, run `tessera replay --trust-bundle-plugin FILE` naming"};
 }
-
 
 }  // namespace tessera

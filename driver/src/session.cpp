@@ -35,7 +35,8 @@ public:
     std::error_code ec;
     if (!fs::is_regular_file(overlay, ec)) throw Error(overlay + ": overlay file not found (given with --overlay)");
     std::string pattern = (fs::temp_directory_path() / "tessera-overlay-XXXXXX").string();
-    if (!::mkdtemp(pattern.data())) throw Error("cannot create a temporary folder in " + fs::temp_directory_path().string());
+    if (!::mkdtemp(pattern.data()))
+      throw Error("cannot create a temporary folder in " + fs::temp_directory_path().string());
     folder_ = pattern;
     path_ = (fs::path(folder_) / "pipeline.yaml").string();
     try {
@@ -76,7 +77,8 @@ std::string bundled_plugin_directory() {
   std::error_code ec;
   fs::path exe = fs::read_symlink("/proc/self/exe", ec);
   if (ec) return "";
-  for (fs::path candidate : {exe.parent_path().parent_path() / "plugins", exe.parent_path().parent_path() / "lib/tessera/plugins"})
+  for (fs::path candidate :
+       {exe.parent_path().parent_path() / "plugins", exe.parent_path().parent_path() / "lib/tessera/plugins"})
     if (fs::is_directory(candidate, ec)) return candidate.string();
   return "";
 }
@@ -180,7 +182,8 @@ const PluginFault* Session::fault() const {
 PluginUse Session::pass_use(const std::string& name, const std::vector<std::string>& overrides) const {
   const PluginHost& host = *impl_->host;
   const PluginInfo* info = host.find(name);
-  if (!info || info->kind != PluginKind::pass) throw Error("--pass: " + host.unknown_plugin_message(name, PluginKind::pass));
+  if (!info || info->kind != PluginKind::pass)
+    throw Error("--pass: " + host.unknown_plugin_message(name, PluginKind::pass));
   PluginUse use;
   use.plugin = name;
   use.place = "--pass " + name;
@@ -194,24 +197,44 @@ PluginUse Session::pass_use(const std::string& name, const std::vector<std::stri
     const std::string key = text.substr(0, equals), value = equals == std::string::npos ? "" : text.substr(equals + 1);
     if (equals == std::string::npos || key.empty())
       throw Error("--option " + echoed_token(text) + ": write KEY=VALUE, e.g. --option tie_break=longest_first");
-    const auto spec = std::find_if(info->options.begin(), info->options.end(), [&](const OptionSpec& o) { return o.name == key; });
+    const auto spec =
+        std::find_if(info->options.begin(), info->options.end(), [&](const OptionSpec& o) { return o.name == key; });
     if (spec == info->options.end()) {
       std::vector<std::string> names;
       for (const OptionSpec& o : info->options) names.push_back(o.name);
-      std::string message = "--option " + echoed_token(text) + ": pass '" + name + "' has no option " + echoed_token(key);
+      std::string message =
+          "--option " + echoed_token(text) + ": pass '" + name + "' has no option " + echoed_token(key);
       if (const std::string near = nearest_name(key, names); !near.empty()) message += "; did you mean '" + near + "'?";
       throw Error(message + " (`tessera plugins info " + name + "` lists them)");
     }
     OptionValue parsed;
     bool ok = true;
     switch (spec->type) {
-      case OptionType::boolean: { bool b = false; ok = yaml::parse_bool(value, b); parsed = b; break; }
-      case OptionType::integer: { std::int64_t i = 0; ok = yaml::parse_int(value, i); parsed = i; break; }
-      case OptionType::number: { double d = 0; ok = yaml::parse_number(value, d); parsed = d; break; }
-      case OptionType::map: throw Error("--option " + echoed_token(text) + ": '" + key + "' is a mapping; set it in a pipeline file");
-      default: parsed = value;
+      case OptionType::boolean: {
+        bool b = false;
+        ok = yaml::parse_bool(value, b);
+        parsed = b;
+        break;
+      }
+      case OptionType::integer: {
+        std::int64_t i = 0;
+        ok = yaml::parse_int(value, i);
+        parsed = i;
+        break;
+      }
+      case OptionType::number: {
+        double d = 0;
+        ok = yaml::parse_number(value, d);
+        parsed = d;
+        break;
+      }
+      case OptionType::map:
+        throw Error("--option " + echoed_token(text) + ": '" + key + "' is a mapping; set it in a pipeline file");
+      default:
+        parsed = value;
     }
-    if (!ok) throw Error("--option " + echoed_token(text) + ": '" + key + "' is of type " + option_type_name(spec->type));
+    if (!ok)
+      throw Error("--option " + echoed_token(text) + ": '" + key + "' is of type " + option_type_name(spec->type));
     use.options.values[key] = parsed;
     use.options.places[key] = "--option " + key;
   }
@@ -230,8 +253,9 @@ Status Session::run_passes(CompilationState& state, const std::vector<PluginUse>
       for (const PluginInfo* other : impl_->host->plugins())
         if (std::find(other->provided_facts.begin(), other->provided_facts.end(), fact) != other->provided_facts.end())
           providers += (providers.empty() ? "" : ", ") + other->name;
-      throw Error(fmt::format("pass '{}' requires '{}', which the state does not have (its facts: {}); run {} on it first",
-                              use.plugin, fact, fmt::join(available, ", "), providers.empty() ? "a pass providing it" : providers));
+      throw Error(fmt::format(
+          "pass '{}' requires '{}', which the state does not have (its facts: {}); run {} on it first", use.plugin,
+          fact, fmt::join(available, ", "), providers.empty() ? "a pass providing it" : providers));
     }
     available.insert(info->provided_facts.begin(), info->provided_facts.end());
   }
@@ -245,7 +269,8 @@ Status Session::run_passes(CompilationState& state, const std::vector<PluginUse>
 
 Package& Session::finish(CompilationState& state) const {
   if (!state.facts.count(facts::tile_images))
-    throw Error(impl_->spec.file + ": the pipeline never provides 'tile-images', so there is no package to write; "
+    throw Error(impl_->spec.file +
+                ": the pipeline never provides 'tile-images', so there is no package to write; "
                 "end it with emit-tile-code");
   return fill_package_header(state);
 }

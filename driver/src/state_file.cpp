@@ -39,11 +39,21 @@ void quoted(std::string& out, std::string_view text) {
   out += '"';
   for (const char c : text) {
     switch (c) {
-      case '"': out += "\\\""; break;
-      case '\\': out += "\\\\"; break;
-      case '\n': out += "\\n"; break;
-      case '\t': out += "\\t"; break;
-      case '\r': out += "\\r"; break;
+      case '"':
+        out += "\\\"";
+        break;
+      case '\\':
+        out += "\\\\";
+        break;
+      case '\n':
+        out += "\\n";
+        break;
+      case '\t':
+        out += "\\t";
+        break;
+      case '\r':
+        out += "\\r";
+        break;
       default:
         if (static_cast<unsigned char>(c) < 0x20) fmt::format_to(std::back_inserter(out), "\\u{:04x}", c);
         else out += c;
@@ -72,12 +82,33 @@ public:
     out_ += "\": ";
     return *this;
   }
-  Record& u(const char* name, std::uint64_t v) { key(name); fmt::format_to(std::back_inserter(out_), "{}", v); return *this; }
-  Record& i(const char* name, std::int64_t v) { key(name); fmt::format_to(std::back_inserter(out_), "{}", v); return *this; }
-  Record& f(const char* name, double v) { key(name); number(out_, v); return *this; }
-  Record& b(const char* name, bool v) { key(name); out_ += v ? "true" : "false"; return *this; }
-  Record& s(const char* name, std::string_view v) { key(name); quoted(out_, v); return *this; }
-  template <typename Range> Record& list(const char* name, const Range& values) {
+  Record& u(const char* name, std::uint64_t v) {
+    key(name);
+    fmt::format_to(std::back_inserter(out_), "{}", v);
+    return *this;
+  }
+  Record& i(const char* name, std::int64_t v) {
+    key(name);
+    fmt::format_to(std::back_inserter(out_), "{}", v);
+    return *this;
+  }
+  Record& f(const char* name, double v) {
+    key(name);
+    number(out_, v);
+    return *this;
+  }
+  Record& b(const char* name, bool v) {
+    key(name);
+    out_ += v ? "true" : "false";
+    return *this;
+  }
+  Record& s(const char* name, std::string_view v) {
+    key(name);
+    quoted(out_, v);
+    return *this;
+  }
+  template <typename Range>
+  Record& list(const char* name, const Range& values) {
     key(name);
     fmt::format_to(std::back_inserter(out_), "[{}]", fmt::join(values, ", "));
     return *this;
@@ -106,7 +137,8 @@ public:
   void b(const char* name, bool v) { member(name) += v ? "true" : "false"; }
   void s(const char* name, std::string_view v) { quoted(member(name), v); }
   /// A list with one element per line, each written by `write(out, element)`.
-  template <typename T, typename Write> void lines(const char* name, const std::vector<T>& items, Write write) {
+  template <typename T, typename Write>
+  void lines(const char* name, const std::vector<T>& items, Write write) {
     std::string& out = member(name);
     if (items.empty()) {
       out += "[]";
@@ -167,12 +199,24 @@ void write_graph(std::string& out, const std::string& indent, const Graph& g) {
   o.s("source_sha256", g.source_sha256);
   o.u("seed", g.seed);
   o.lines("tensors", g.tensors, [](std::string& line, const Tensor& t) {
-    Record(line).s("name", t.name).list("shape", t.shape).s("dtype", dtype_name(t.dtype)).s("kind", tensor_kind_name(t.kind))
-        .f("init_scale", t.init_scale).list("place", std::array{t.place.line, t.place.column});
+    Record(line)
+        .s("name", t.name)
+        .list("shape", t.shape)
+        .s("dtype", dtype_name(t.dtype))
+        .s("kind", tensor_kind_name(t.kind))
+        .f("init_scale", t.init_scale)
+        .list("place", std::array{t.place.line, t.place.column});
   });
   o.lines("ops", g.ops, [](std::string& line, const Op& op) {
-    Record(line).s("kind", op_kind_name(op.kind)).list("inputs", op.inputs).u("output", op.output).b("relu", op.relu)
-        .b("transpose_b", op.transpose_b).f("scale", op.scale).f("epsilon", op.epsilon).f("exponent", op.exponent)
+    Record(line)
+        .s("kind", op_kind_name(op.kind))
+        .list("inputs", op.inputs)
+        .u("output", op.output)
+        .b("relu", op.relu)
+        .b("transpose_b", op.transpose_b)
+        .f("scale", op.scale)
+        .f("epsilon", op.epsilon)
+        .f("exponent", op.exponent)
         .list("place", std::array{op.place.line, op.place.column});
   });
   fmt::format_to(std::back_inserter(o.member("outputs")), "[{}]", fmt::join(g.outputs, ", "));
@@ -193,8 +237,15 @@ void write_stream(std::string& out, const std::string& indent, const std::string
 void write_program(std::string& out, const std::string& indent, const Program& p) {
   Block o(out, indent);
   o.lines("buffers", p.buffers, [](std::string& line, const Buffer& b) {
-    Record(line).s("name", b.name).u("tile", b.tile).u("bytes", b.bytes).s("region", region_name(b.region))
-        .u("alignment", b.alignment).u("first_use", b.first_use).u("last_use", b.last_use).i("offset", b.offset);
+    Record(line)
+        .s("name", b.name)
+        .u("tile", b.tile)
+        .u("bytes", b.bytes)
+        .s("region", region_name(b.region))
+        .u("alignment", b.alignment)
+        .u("first_use", b.first_use)
+        .u("last_use", b.last_use)
+        .i("offset", b.offset);
   });
   o.lines("supersteps", p.supersteps, [&](std::string& line, const Superstep& step) {
     Block s(line, o.inner() + "  ");
@@ -204,7 +255,8 @@ void write_program(std::string& out, const std::string& indent, const Program& p
       r.u("tile", c.tile).s("codelet", codelet_name(c.codelet)).key("operands");
       l += '[';
       for (std::size_t k = 0; k < c.operands.size(); ++k)
-        fmt::format_to(std::back_inserter(l), "{}[{}, {}]", k ? ", " : "", c.operands[k].buffer, c.operands[k].word_offset);
+        fmt::format_to(std::back_inserter(l), "{}[{}, {}]", k ? ", " : "", c.operands[k].buffer,
+                       c.operands[k].word_offset);
       l += ']';
       r.list("params", c.params);
     });
@@ -217,8 +269,12 @@ void write_program(std::string& out, const std::string& indent, const Program& p
       Block x(s.member("exchange"), s.inner());
       x.u("tiles", step.exchange.tiles);
       x.lines("transfers", step.exchange.transfers, [](std::string& l, const Transfer& t) {
-        Record(l).u("source", t.source).list("destinations", t.destinations).u("words", t.words)
-            .u("source_address", t.source_address).list("destination_addresses", t.destination_addresses);
+        Record(l)
+            .u("source", t.source)
+            .list("destinations", t.destinations)
+            .u("words", t.words)
+            .u("source_address", t.source_address)
+            .list("destination_addresses", t.destination_addresses);
       });
     }
     s.lines("schedule", step.schedule.segments, [](std::string& l, const Segment& g) {
@@ -231,7 +287,10 @@ void write_program(std::string& out, const std::string& indent, const Program& p
                    Record r(l);
                    r.key("destination");
                    fmt::format_to(std::back_inserter(l), "[{}, {}]", s.destination.buffer, s.destination.word_offset);
-                   r.u("row_begin", s.row_begin).u("rows", s.rows).u("col_begin", s.col_begin).u("cols", s.cols)
+                   r.u("row_begin", s.row_begin)
+                       .u("rows", s.rows)
+                       .u("col_begin", s.col_begin)
+                       .u("cols", s.cols)
                        .b("transposed", s.transposed);
                  });
   });
@@ -242,8 +301,14 @@ void write_package(std::string& out, const std::string& indent, const Package& p
   o.lines("streams", p.streams, [&](std::string& line, const PackageStream& h) {
     write_stream(line, o.inner() + "  ", h.tensor, h.kind, h.rows, h.cols, h.dtype, h.slices,
                  [](std::string& l, const PackageSlice& s) {
-                   Record(l).u("tile", s.tile).u("address", s.address).u("row_begin", s.row_begin).u("rows", s.rows)
-                       .u("col_begin", s.col_begin).u("cols", s.cols).b("transposed", s.transposed);
+                   Record(l)
+                       .u("tile", s.tile)
+                       .u("address", s.address)
+                       .u("row_begin", s.row_begin)
+                       .u("rows", s.rows)
+                       .u("col_begin", s.col_begin)
+                       .u("cols", s.cols)
+                       .b("transposed", s.transposed);
                  });
   });
   o.lines("tiles", p.tiles, [&](std::string& line, const TileImage& t) {
@@ -255,7 +320,10 @@ void write_package(std::string& out, const std::string& indent, const Package& p
     tile.lines("supersteps", t.supersteps, [&](std::string& l, const TileSuperstep& step) {
       Block s(l, tile.inner() + "  ");
       s.lines("compute", step.compute, [](std::string& c, const TileCodeletCall& call) {
-        Record(c).s("codelet", codelet_name(call.codelet)).list("addresses", call.addresses).list("params", call.params);
+        Record(c)
+            .s("codelet", codelet_name(call.codelet))
+            .list("addresses", call.addresses)
+            .list("params", call.params);
       });
       s.lines("sends", step.sends, [](std::string& c, const TileSend& x) {
         fmt::format_to(std::back_inserter(c), "[{}, {}, {}]", x.cycle, x.address, x.words);
@@ -282,21 +350,39 @@ void write_record(std::string& out, const std::string& indent, const CompileReco
     Record(l).s("pass", s.pass).s("name", s.name).f("value", s.value);
   });
   o.lines("plans", r.plans, [](std::string& l, const PlanRemark& p) {
-    Record(l).u("op", p.op).s("op_kind", p.op_kind).s("plan", p.plan).u("column_groups", p.column_groups)
-        .u("depth_groups", p.depth_groups).u("row_groups", p.row_groups).u("candidates", p.candidates)
+    Record(l)
+        .u("op", p.op)
+        .s("op_kind", p.op_kind)
+        .s("plan", p.plan)
+        .u("column_groups", p.column_groups)
+        .u("depth_groups", p.depth_groups)
+        .u("row_groups", p.row_groups)
+        .u("candidates", p.candidates)
         .u("estimated_cycles", p.estimated_cycles);
   });
   o.lines("schedules", r.schedules, [&](std::string& l, const ScheduleRemark& s) {
     Record record(l);
-    record.u("phase", s.phase).s("scheduler", s.scheduler).u("transfers", s.transfers).u("words", s.words)
-        .u("widest_multicast", s.widest_multicast).u("segments", s.segments).u("horizon", s.horizon)
-        .u("endpoint_lower_bound", s.endpoint_lower_bound).u("lower_bound", s.lower_bound);
+    record.u("phase", s.phase)
+        .s("scheduler", s.scheduler)
+        .u("transfers", s.transfers)
+        .u("words", s.words)
+        .u("widest_multicast", s.widest_multicast)
+        .u("segments", s.segments)
+        .u("horizon", s.horizon)
+        .u("endpoint_lower_bound", s.endpoint_lower_bound)
+        .u("lower_bound", s.lower_bound);
     if (with_timings) record.u("elapsed_ms", s.elapsed_ms);
   });
   if (!with_timings) return;
   o.lines("timings", r.timings, [](std::string& l, const PassTiming& t) {
-    Record(l).s("pass", t.pass).f("wall_ms", t.wall_ms).f("verify_ms", t.verify_ms).f("cost_model_ms", t.cost_model_ms)
-        .u("cost_model_calls", t.cost_model_calls).f("scheduler_ms", t.scheduler_ms).u("scheduler_calls", t.scheduler_calls);
+    Record(l)
+        .s("pass", t.pass)
+        .f("wall_ms", t.wall_ms)
+        .f("verify_ms", t.verify_ms)
+        .f("cost_model_ms", t.cost_model_ms)
+        .u("cost_model_calls", t.cost_model_calls)
+        .f("scheduler_ms", t.scheduler_ms)
+        .u("scheduler_calls", t.scheduler_calls);
   });
 }
 
@@ -376,7 +462,8 @@ public:
   }
   bool has(const char* key) const { return j_.is_object() && j_.contains(key); }
   Node at(std::size_t i) const { return Node(j_[i], this, nullptr, i); }
-  template <typename F> void each(F&& f) const {
+  template <typename F>
+  void each(F&& f) const {
     const std::size_t n = size();
     for (std::size_t i = 0; i < n; ++i) f(at(i));
   }
@@ -391,7 +478,8 @@ public:
   std::uint32_t u32(std::uint64_t max = UINT32_MAX) const { return static_cast<std::uint32_t>(u64(max)); }
   std::int64_t i64() const {
     if (!j_.is_number_integer()) fail("expected an integer");
-    if (j_.is_number_unsigned() && j_.get<std::uint64_t>() > static_cast<std::uint64_t>(INT64_MAX)) fail("integer too large");
+    if (j_.is_number_unsigned() && j_.get<std::uint64_t>() > static_cast<std::uint64_t>(INT64_MAX))
+      fail("integer too large");
     return j_.get<std::int64_t>();
   }
   double f64() const {
@@ -412,7 +500,8 @@ public:
     return v;
   }
   /// A name from `names(0..count)`.
-  template <typename E, typename Name> E enumeration(std::uint32_t count, Name name) const {
+  template <typename E, typename Name>
+  E enumeration(std::uint32_t count, Name name) const {
     const std::string text = str();
     for (std::uint32_t i = 0; i < count; ++i)
       if (text == name(static_cast<E>(i))) return static_cast<E>(i);
@@ -431,18 +520,37 @@ private:
   std::size_t index_ = 0;
 };
 
-
 SourcePlace read_place(const Node& n) {
   n.size(2);
   return {n.at(0).u32(), n.at(1).u32()};
 }
 
 Target read_target(const Node& n) {
-  n.keys({"name", "source_file", "tiles", "tiles_per_column", "memory_bytes", "memory_element_bytes",
-          "interleaved_start", "alignment", "worker_threads", "clock_hz", "fp32_macs_per_cycle", "fp16_macs_per_cycle",
-          "amp_fp32_input_channels", "amp_fp32_output_channels", "amp_fp16_input_channels", "amp_fp16_output_channels",
-          "load_bytes_per_cycle", "exchange_word_bytes", "exchange_base_latency", "exchange_latency_per_column",
-          "switch_cost", "multicast", "sync_cycles", "exchange_phase_overhead", "host_bytes_per_cycle",
+  n.keys({"name",
+          "source_file",
+          "tiles",
+          "tiles_per_column",
+          "memory_bytes",
+          "memory_element_bytes",
+          "interleaved_start",
+          "alignment",
+          "worker_threads",
+          "clock_hz",
+          "fp32_macs_per_cycle",
+          "fp16_macs_per_cycle",
+          "amp_fp32_input_channels",
+          "amp_fp32_output_channels",
+          "amp_fp16_input_channels",
+          "amp_fp16_output_channels",
+          "load_bytes_per_cycle",
+          "exchange_word_bytes",
+          "exchange_base_latency",
+          "exchange_latency_per_column",
+          "switch_cost",
+          "multicast",
+          "sync_cycles",
+          "exchange_phase_overhead",
+          "host_bytes_per_cycle",
           "host_call_latency_cycles"});
   Target t;
   t.name = n["name"].str();
@@ -538,7 +646,8 @@ Program read_program(const Node& n, const Target& target) {
   auto ref = [&](const Node& r) {
     if (p.buffers.empty()) r.fail("a buffer reference in a program without buffers");
     const BufferRef result = read_ref(r);
-    if (result.buffer > last_buffer) r.fail(fmt::format("buffer {} does not exist (the program has {})", result.buffer, p.buffers.size()));
+    if (result.buffer > last_buffer)
+      r.fail(fmt::format("buffer {} does not exist (the program has {})", result.buffer, p.buffers.size()));
     return result;
   };
   n["supersteps"].each([&](const Node& s) {
@@ -575,7 +684,8 @@ Program read_program(const Node& n, const Target& target) {
       transfer.words = t["words"].u32();
       transfer.source_address = t["source_address"].u32();
       transfer.destination_addresses = t["destination_addresses"].u32s();
-      if (transfer.destination_addresses.size() != transfer.destinations.size() && !transfer.destination_addresses.empty())
+      if (transfer.destination_addresses.size() != transfer.destinations.size() &&
+          !transfer.destination_addresses.empty())
         t.fail("destination_addresses must be empty or parallel to destinations");
       step.exchange.transfers.push_back(std::move(transfer));
     });
@@ -636,7 +746,8 @@ Package read_package_part(const Node& n, const Target& target) {
       b.size(3);
       TileBufferEntry entry{b.at(0).u32(last_address), b.at(1).u32(target.memory_bytes),
                             b.at(2).enumeration<Region>(2, region_name)};
-      if (std::uint64_t{entry.offset} + entry.bytes > target.memory_bytes) b.fail("the buffer runs past the end of tile memory");
+      if (std::uint64_t{entry.offset} + entry.bytes > target.memory_bytes)
+        b.fail("the buffer runs past the end of tile memory");
       image.buffers.push_back(entry);
     });
     t["supersteps"].each([&](const Node& s) {
@@ -680,14 +791,22 @@ CompileRecord read_record(const Node& n) {
   n["plans"].each([&](const Node& p) {
     p.keys({"op", "op_kind", "plan", "column_groups", "depth_groups", "row_groups", "candidates", "estimated_cycles"});
     r.plans.push_back({p["op"].u32(), p["op_kind"].str(), p["plan"].str(), p["column_groups"].u32(),
-                       p["depth_groups"].u32(), p["row_groups"].u32(), p["candidates"].u64(), p["estimated_cycles"].u64()});
+                       p["depth_groups"].u32(), p["row_groups"].u32(), p["candidates"].u64(),
+                       p["estimated_cycles"].u64()});
   });
   n["schedules"].each([&](const Node& s) {
     s.keys({"phase", "scheduler", "transfers", "words", "widest_multicast", "segments", "horizon",
             "endpoint_lower_bound", "lower_bound", "elapsed_ms"});
-    ScheduleRemark remark{s["phase"].u32(), s["scheduler"].str(), s["transfers"].u64(), s["words"].u64(),
-                          s["widest_multicast"].u64(), s["segments"].u64(), s["horizon"].u64(),
-                          s["endpoint_lower_bound"].u64(), s["lower_bound"].u64(), 0};
+    ScheduleRemark remark{s["phase"].u32(),
+                          s["scheduler"].str(),
+                          s["transfers"].u64(),
+                          s["words"].u64(),
+                          s["widest_multicast"].u64(),
+                          s["segments"].u64(),
+                          s["horizon"].u64(),
+                          s["endpoint_lower_bound"].u64(),
+                          s["lower_bound"].u64(),
+                          0};
     if (s.has("elapsed_ms")) remark.elapsed_ms = s["elapsed_ms"].u64();  // absent in deterministic_state_text
     r.schedules.push_back(std::move(remark));
   });
@@ -704,9 +823,7 @@ CompileRecord read_record(const Node& n) {
 
 std::string state_text(const CompilationState& state) { return layout(state, true); }
 
-std::string deterministic_state_text(const CompilationState& state) {
-  return layout(state, false);
-}
+std::string deterministic_state_text(const CompilationState& state) { return layout(state, false); }
 
 void write_state(const CompilationState& state, const std::string& path, const std::string& what) {
   write_file_atomically(path, state_text(state), what);
@@ -723,8 +840,10 @@ CompilationState parse_state(const std::string& text, const std::string& origin)
   if (!document.is_object() || !document.contains("format") || document["format"] != kFormat)
     root.fail("not a tessera state file (no \"format\": \"tessera-state\")");
   if (root["version"].u64() != kStateFormatVersion)
-    root["version"].fail(fmt::format("format version {} is not {}, the one this tessera reads; write the state again "
-                                     "with this build", root["version"].u64(), kStateFormatVersion));
+    root["version"].fail(
+        fmt::format("format version {} is not {}, the one this tessera reads; write the state again "
+                    "with this build",
+                    root["version"].u64(), kStateFormatVersion));
   root.keys({"format", "version", "compiler_version", "facts", "target", "model", "graph", "program", "package",
              "estimates", "record"});
   CompilationState state;
@@ -772,7 +891,8 @@ bool DumpFilter::shows_op(const Graph& graph, std::size_t op) const {
 bool DumpFilter::shows_name(const std::string& name) const {
   if (ops.empty()) return true;
   return std::any_of(ops.begin(), ops.end(), [&](const std::string& f) {
-    return name.compare(0, f.size(), f) == 0 && (name.size() == f.size() || !std::isalnum(static_cast<unsigned char>(name[f.size()])));
+    return name.compare(0, f.size(), f) == 0 &&
+           (name.size() == f.size() || !std::isalnum(static_cast<unsigned char>(name[f.size()])));
   });
 }
 
@@ -823,19 +943,19 @@ std::string dump_state(const CompilationState& state, const DumpFilter& filter) 
     }
     for (std::size_t t = 0; t < step.exchange.transfers.size(); ++t) {
       const Transfer& transfer = step.exchange.transfers[t];
-      const bool touches = filter.shows_tile(transfer.source) ||
-                           std::any_of(transfer.destinations.begin(), transfer.destinations.end(),
-                                       [&](std::uint32_t d) { return filter.shows_tile(d); });
+      const bool touches =
+          filter.shows_tile(transfer.source) || std::any_of(transfer.destinations.begin(), transfer.destinations.end(),
+                                                            [&](std::uint32_t d) { return filter.shows_tile(d); });
       if (filter.tiles.empty() || !touches) continue;  // unfiltered dumps keep the counts only
-      out << "    transfer " << t << " " << transfer.source << " -> " << fmt::format("{}", fmt::join(transfer.destinations, ","))
-          << " words=" << transfer.words << "\n";
+      out << "    transfer " << t << " " << transfer.source << " -> "
+          << fmt::format("{}", fmt::join(transfer.destinations, ",")) << " words=" << transfer.words << "\n";
     }
   }
   out << "\nstreams " << program.streams.size() << "\n";
   for (const auto& stream : program.streams) {
     if (!filter.shows_name(stream.tensor) && !filter.ops.empty()) continue;
-    out << "  " << stream_kind_name(stream.kind) << " " << stream.tensor << " [" << stream.rows << " x "
-        << stream.cols << "] slices=" << stream.slices.size() << "\n";
+    out << "  " << stream_kind_name(stream.kind) << " " << stream.tensor << " [" << stream.rows << " x " << stream.cols
+        << "] slices=" << stream.slices.size() << "\n";
   }
   return out.str();
 }
@@ -845,7 +965,8 @@ DumpFilter parse_dump_filter(const std::string& text) {
   std::stringstream fields(text);
   for (std::string field; std::getline(fields, field, ',');) {
     const auto equals = field.find('=');
-    const std::string key = field.substr(0, equals), value = equals == std::string::npos ? "" : field.substr(equals + 1);
+    const std::string key = field.substr(0, equals),
+                      value = equals == std::string::npos ? "" : field.substr(equals + 1);
     if (value.empty())
       throw Error("--dump-filter: " + yaml::echoed_token(field) + " is not KEY=VALUE (e.g. tile=0-3,op=dense1)");
     if (key == "op") {
@@ -856,7 +977,8 @@ DumpFilter parse_dump_filter(const std::string& text) {
       if (!yaml::parse_int(value.substr(0, dash), low) ||
           !yaml::parse_int(dash == std::string::npos ? value : value.substr(dash + 1), high) || low < 0 || high < low ||
           high > UINT32_MAX)
-        throw Error("--dump-filter: tile=" + yaml::echoed_token(value) + " is not a tile or a range LOW-HIGH (e.g. tile=0-3)");
+        throw Error("--dump-filter: tile=" + yaml::echoed_token(value) +
+                    " is not a tile or a range LOW-HIGH (e.g. tile=0-3)");
       filter.tiles.emplace_back(static_cast<std::uint32_t>(low), static_cast<std::uint32_t>(high));
     } else {
       throw Error("--dump-filter: unknown field " + yaml::echoed_token(key) + " (the fields are tile and op)");

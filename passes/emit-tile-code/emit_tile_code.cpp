@@ -27,10 +27,11 @@ protected:
     const tessera::Program& program = state.program;
     for (const tessera::Buffer& buffer : program.buffers) {
       if (buffer.offset == tessera::kUnplaced)
-        return Status::failure(fmt::format("buffer '{}' on tile {} has no offset; run place-storage first",
-                                           buffer.name, buffer.tile));
+        return Status::failure(
+            fmt::format("buffer '{}' on tile {} has no offset; run place-storage first", buffer.name, buffer.tile));
       if (static_cast<std::uint64_t>(buffer.offset) + buffer.bytes > std::numeric_limits<std::uint32_t>::max())
-        return Status::failure(fmt::format("buffer '{}' on tile {} ends beyond a 32-bit address", buffer.name, buffer.tile));
+        return Status::failure(
+            fmt::format("buffer '{}' on tile {} ends beyond a 32-bit address", buffer.name, buffer.tile));
     }
 
     tessera::Package& package = state.package;
@@ -50,13 +51,14 @@ protected:
       package.superstep_labels.push_back(step.label);
       for (const tessera::CodeletCall& call : step.compute) {
         tessera::TileCodeletCall emitted{call.codelet, {}, call.params};
-        for (const tessera::BufferRef& operand : call.operands) emitted.addresses.push_back(byte_address(program, operand));
+        for (const tessera::BufferRef& operand : call.operands)
+          emitted.addresses.push_back(byte_address(program, operand));
         package.tiles[call.tile].supersteps[index].compute.push_back(std::move(emitted));
         ++calls;
       }
       if (!step.copies.empty() && step.exchange.transfers.empty())
-        return Status::failure(fmt::format("superstep {} has copies but no exchange phase; run lower-exchanges first",
-                                           index));
+        return Status::failure(
+            fmt::format("superstep {} has copies but no exchange phase; run lower-exchanges first", index));
       if (Status status = emit_exchange(step, index, target, package); !status.ok) return status;
       for (auto& image : package.tiles) {
         auto& tile_step = image.supersteps[index];
@@ -73,8 +75,9 @@ protected:
     for (const tessera::HostStream& stream : program.streams) {
       tessera::PackageStream emitted{stream.tensor, stream.kind, stream.rows, stream.cols, {}, stream.dtype};
       for (const tessera::HostSlice& slice : stream.slices)
-        emitted.slices.push_back({program.buffers[slice.destination.buffer].tile, byte_address(program, slice.destination),
-                                  slice.row_begin, slice.rows, slice.col_begin, slice.cols, slice.transposed});
+        emitted.slices.push_back({program.buffers[slice.destination.buffer].tile,
+                                  byte_address(program, slice.destination), slice.row_begin, slice.rows,
+                                  slice.col_begin, slice.cols, slice.transposed});
       package.streams.push_back(std::move(emitted));
     }
 
@@ -107,7 +110,8 @@ private:
       const std::uint64_t reserved = support.code + support.vertex_state;
       if (standard_end + reserved > target.interleaved_start)
         return Status::failure(fmt::format(
-            "model does not fit: tile {} needs {} bytes of support memory (code {}, vertex state {}) above its {} bytes "
+            "model does not fit: tile {} needs {} bytes of support memory (code {}, vertex state {}) above its {} "
+            "bytes "
             "of standard-region data, {} bytes past the standard region's end at {}\n"
             "  fix: give select-finalist a lower available_memory_proportion, or use a target with more memory per "
             "tile than '{}'",
@@ -116,10 +120,11 @@ private:
       sum += support.total();
       if (support.total() > largest.total()) largest = support, largest_tile = image.tile;
     }
-    context.info("allocated package support memory max_tile_support_bytes={} tile={} code_bytes={} vertex_state_bytes={} "
-                 "exchange_descriptor_bytes={} mean_tile_support_bytes={}",
-                 largest.total(), largest_tile, largest.code, largest.vertex_state, largest.exchange_descriptors,
-                 package.tiles.empty() ? 0 : sum / package.tiles.size());
+    context.info(
+        "allocated package support memory max_tile_support_bytes={} tile={} code_bytes={} vertex_state_bytes={} "
+        "exchange_descriptor_bytes={} mean_tile_support_bytes={}",
+        largest.total(), largest_tile, largest.code, largest.vertex_state, largest.exchange_descriptors,
+        package.tiles.empty() ? 0 : sum / package.tiles.size());
     return Status::success();
   }
 

@@ -29,9 +29,8 @@ TEST_CASE("emit-tile-code sends and receives follow the schedule", "[emit-tile-c
     std::vector<std::uint64_t> sent_before(step.exchange.transfers.size(), 0);
     std::vector<std::uint32_t> order(step.schedule.segments.size());
     for (std::uint32_t i = 0; i < order.size(); ++i) order[i] = i;
-    std::sort(order.begin(), order.end(), [&](auto a, auto b) {
-      return step.schedule.segments[a].start < step.schedule.segments[b].start;
-    });
+    std::sort(order.begin(), order.end(),
+              [&](auto a, auto b) { return step.schedule.segments[a].start < step.schedule.segments[b].start; });
     for (std::uint32_t i : order) {
       const Segment& segment = step.schedule.segments[i];
       const Transfer& transfer = step.exchange.transfers[segment.transfer];
@@ -48,8 +47,7 @@ TEST_CASE("emit-tile-code sends and receives follow the schedule", "[emit-tile-c
         const std::uint64_t arrival = segment.start + target.latency(transfer.source, transfer.destinations[d]);
         CHECK(std::count_if(tile_receives.begin(), tile_receives.end(), [&](const TileReceive& receive) {
                 return receive.arrival == arrival && receive.sender == transfer.source &&
-                       receive.words == segment.words &&
-                       receive.address == transfer.destination_addresses[d] + offset;
+                       receive.words == segment.words && receive.address == transfer.destination_addresses[d] + offset;
               }) == 1);
         ++expected_receives;
       }

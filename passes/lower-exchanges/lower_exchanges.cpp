@@ -1,4 +1,5 @@
-// lower-exchanges: turns each superstep's copies into an addressed exchange phase and has the scheduler plugin schedule it.
+// lower-exchanges: turns each superstep's copies into an addressed exchange phase and has the scheduler plugin schedule
+// it.
 #include <algorithm>
 #include <chrono>
 #include <cstdint>
@@ -19,8 +20,8 @@ protected:
     tessera::Program& program = state.program;
     for (const tessera::Buffer& buffer : program.buffers)
       if (buffer.offset == tessera::kUnplaced)
-        return Status::failure(fmt::format("buffer '{}' on tile {} has no offset; run place-storage first",
-                                           buffer.name, buffer.tile));
+        return Status::failure(
+            fmt::format("buffer '{}' on tile {} has no offset; run place-storage first", buffer.name, buffer.tile));
 
     std::uint64_t scheduled_cycles = 0, lower_bounds = 0;
     std::size_t phases = 0, transfers = 0;
@@ -70,17 +71,18 @@ protected:
 
 private:
   /// The SDK's physical phase, after refusing a copy within a tile: it would be left out, not moved.
-  static Status build_phase(const tessera::Program& program, tessera::Superstep& step,
-                            const tessera::Target& target, std::size_t index) {
+  static Status build_phase(const tessera::Program& program, tessera::Superstep& step, const tessera::Target& target,
+                            std::size_t index) {
     for (std::size_t copy_index = 0; copy_index < step.copies.size(); ++copy_index) {
       const tessera::Copy& copy = step.copies[copy_index];
       const tessera::Buffer& source = program.buffers.at(copy.source.buffer);
       const tessera::Buffer& destination = program.buffers.at(copy.destination.buffer);
       // The planner must route same-tile moves through copy codelets: the fabric cannot loop back.
       if (destination.tile == source.tile)
-        return Status::failure(fmt::format("superstep {} copy {}: '{}' and '{}' are both on tile {}; a plan "
-                                           "must move data within a tile with a copy codelet",
-                                           index, copy_index, source.name, destination.name, destination.tile));
+        return Status::failure(
+            fmt::format("superstep {} copy {}: '{}' and '{}' are both on tile {}; a plan "
+                        "must move data within a tile with a copy codelet",
+                        index, copy_index, source.name, destination.name, destination.tile));
     }
     step.exchange = tessera::physical_phase(program, step, target);
     return Status::success();
@@ -92,8 +94,8 @@ private:
 extern "C" const TesseraPluginManifest* lower_exchanges_manifest() noexcept {
   static const auto manifest = tessera::make_manifest(
       TESSERA_PLUGIN_PASS, "lower-exchanges", "0.1.0",
-      "builds addressed exchange phases from copies (multicast merged) and schedules them",
-      tessera::facts::storage, tessera::facts::exchange, &tessera::create_plugin_object<LowerExchanges>);
+      "builds addressed exchange phases from copies (multicast merged) and schedules them", tessera::facts::storage,
+      tessera::facts::exchange, &tessera::create_plugin_object<LowerExchanges>);
   return &manifest;
 }
 TESSERA_PLUGIN(lower_exchanges_manifest)

@@ -17,13 +17,11 @@ using tessera::Status;
 using tessera::Tensor;
 using tessera::TensorKind;
 
-std::string shape_text(const std::vector<std::int64_t>& shape) {
-  return fmt::format("[{}]", fmt::join(shape, ", "));
-}
+std::string shape_text(const std::vector<std::int64_t>& shape) { return fmt::format("[{}]", fmt::join(shape, ", ")); }
 
 std::string place_text(const Graph& graph, const Op& op) {
-  return fmt::format("{}:{}:{}", graph.source_file.empty() ? graph.name : graph.source_file,
-                     op.place.line, op.place.column);
+  return fmt::format("{}:{}:{}", graph.source_file.empty() ? graph.name : graph.source_file, op.place.line,
+                     op.place.column);
 }
 
 /// Checks that every op reads tensors that exist by the time it runs, infers its output
@@ -36,39 +34,36 @@ Status infer_and_check_shapes(Graph& graph) {
   for (const Op& op : graph.ops) {
     const std::string place = place_text(graph, op);
     if (op.output >= graph.tensors.size())
-      return Status::failure(fmt::format("{}: {} writes tensor {} which does not exist", place,
-                                         op_kind_name(op.kind), op.output));
+      return Status::failure(
+          fmt::format("{}: {} writes tensor {} which does not exist", place, op_kind_name(op.kind), op.output));
     for (std::uint32_t input : op.inputs) {
       if (input >= graph.tensors.size())
-        return Status::failure(fmt::format("{}: {} reads tensor {} which does not exist", place,
-                                           op_kind_name(op.kind), input));
+        return Status::failure(
+            fmt::format("{}: {} reads tensor {} which does not exist", place, op_kind_name(op.kind), input));
       if (!available[input])
-        return Status::failure(fmt::format(
-            "{}: {} reads '{}' before any op produces it; order the ops so producers come first",
-            place, op_kind_name(op.kind), graph.tensors[input].name));
+        return Status::failure(
+            fmt::format("{}: {} reads '{}' before any op produces it; order the ops so producers come first", place,
+                        op_kind_name(op.kind), graph.tensors[input].name));
     }
     Tensor& output = graph.tensors[op.output];
     std::vector<std::int64_t> inferred;
     if (std::string problem = tessera::infer_shape(graph, op, inferred); !problem.empty()) {
       std::vector<std::string> inputs;
       for (std::uint32_t input : op.inputs)
-        inputs.push_back(fmt::format("'{}' {}", graph.tensors[input].name,
-                                     shape_text(graph.tensors[input].shape)));
-      return Status::failure(fmt::format("{}: {} '{}' cannot take inputs {}: {}; fix the shapes in the model",
-                                         place, op_kind_name(op.kind), output.name,
-                                         fmt::join(inputs, " and "), problem));
+        inputs.push_back(fmt::format("'{}' {}", graph.tensors[input].name, shape_text(graph.tensors[input].shape)));
+      return Status::failure(fmt::format("{}: {} '{}' cannot take inputs {}: {}; fix the shapes in the model", place,
+                                         op_kind_name(op.kind), output.name, fmt::join(inputs, " and "), problem));
     }
     if (!output.shape.empty() && output.shape != inferred)
-      return Status::failure(fmt::format(
-          "{}: {} output '{}' has shape {} but its inputs give {}; fix the shapes in the model",
-          place, op_kind_name(op.kind), output.name, shape_text(output.shape), shape_text(inferred)));
+      return Status::failure(
+          fmt::format("{}: {} output '{}' has shape {} but its inputs give {}; fix the shapes in the model", place,
+                      op_kind_name(op.kind), output.name, shape_text(output.shape), shape_text(inferred)));
     output.shape = std::move(inferred);
     available[op.output] = true;
   }
   for (std::uint32_t output : graph.outputs)
     if (output >= graph.tensors.size() || !available[output])
-      return Status::failure(fmt::format("{}: graph output {} is never produced",
-                                         graph.source_file, output));
+      return Status::failure(fmt::format("{}: graph output {} is never produced", graph.source_file, output));
   return Status::success();
 }
 
@@ -194,9 +189,10 @@ protected:
     // The fused ops must still type-check; a failure here is a fusion bug, reported as such.
     if (Status status = infer_and_check_shapes(graph); !status.ok)
       return Status::failure("internal error after fusing dense ops: " + status.message);
-    context.info("lowered graph operations_before={} operations_after={} dense_ops={} "
-                 "absorbed_ops={} dead_ops_removed={} tensors_dropped={}",
-                 operations_before, graph.ops.size(), fused.dense, fused.absorbed, removed, dropped);
+    context.info(
+        "lowered graph operations_before={} operations_after={} dense_ops={} "
+        "absorbed_ops={} dead_ops_removed={} tensors_dropped={}",
+        operations_before, graph.ops.size(), fused.dense, fused.absorbed, removed, dropped);
     return Status::success();
   }
 };
@@ -206,8 +202,8 @@ protected:
 extern "C" const TesseraPluginManifest* lower_mid_manifest() noexcept {
   static const auto manifest = tessera::make_manifest(
       TESSERA_PLUGIN_PASS, "lower-mid", "0.1.0",
-      "infers and checks shapes, fuses matmul+bias+relu into dense ops, removes dead ops",
-      tessera::facts::graph, tessera::facts::canonical, &tessera::create_plugin_object<LowerMid>);
+      "infers and checks shapes, fuses matmul+bias+relu into dense ops, removes dead ops", tessera::facts::graph,
+      tessera::facts::canonical, &tessera::create_plugin_object<LowerMid>);
   return &manifest;
 }
 TESSERA_PLUGIN(lower_mid_manifest)

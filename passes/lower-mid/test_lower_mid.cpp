@@ -24,7 +24,8 @@ std::string small_model(const std::string& ops, const std::string& outputs) {
          "  - {name: x, shape: [2, 8], kind: input}\n"
          "  - {name: w, shape: [8, 4], kind: weight}\n"
          "  - {name: b, shape: [4], kind: weight}\n"
-         "ops:\n" + ops + "outputs: " + outputs + "\n";
+         "ops:\n" +
+         ops + "outputs: " + outputs + "\n";
 }
 
 }  // namespace
@@ -133,16 +134,16 @@ TEST_CASE("lower-mid does not fuse a value that has other readers or is an outpu
     CHECK(graph.ops[1].kind == OpKind::relu);
   }
   SECTION("an add of a full matrix is not a bias") {
-    const std::string model = dir.write(
-        "m.yaml", "model: m\nseed: 1\ntensors:\n"
-                  "  - {name: x, shape: [2, 8], kind: input}\n"
-                  "  - {name: w, shape: [8, 4], kind: weight}\n"
-                  "  - {name: c, shape: [2, 4], kind: weight}\n"
-                  "ops:\n"
-                  "  - {op: matmul, inputs: [x, w], output: h}\n"
-                  "  - {op: add, inputs: [h, c], output: a}\n"
-                  "  - {op: relu, inputs: [a], output: y}\n"
-                  "outputs: [y]\n");
+    const std::string model = dir.write("m.yaml",
+                                        "model: m\nseed: 1\ntensors:\n"
+                                        "  - {name: x, shape: [2, 8], kind: input}\n"
+                                        "  - {name: w, shape: [8, 4], kind: weight}\n"
+                                        "  - {name: c, shape: [2, 4], kind: weight}\n"
+                                        "ops:\n"
+                                        "  - {op: matmul, inputs: [x, w], output: h}\n"
+                                        "  - {op: add, inputs: [h, c], output: a}\n"
+                                        "  - {op: relu, inputs: [a], output: y}\n"
+                                        "outputs: [y]\n");
     PassBench bench(model, config_path("targets/t16.yaml"));
     REQUIRE(bench.run("lower-mid").ok);
     const Graph& graph = bench.state.graph;

@@ -1,4 +1,5 @@
-// optimize-exchange-placement: swaps identically shaped work units between tiles when that shortens the scheduled exchange.
+// optimize-exchange-placement: swaps identically shaped work units between tiles when that shortens the scheduled
+// exchange.
 //
 // Exchange cost in this machine model depends on which tiles send and receive (column
 // distance latency, receive-mux switches, endpoint load), not on byte addresses. So a move
@@ -29,11 +30,11 @@ using tessera::Status;
 /// A movable unit: buffers of one tile joined by the codelet calls that use them.
 struct Unit {
   std::uint32_t tile = 0;
-  std::vector<std::uint32_t> buffers;                           ///< ascending
-  std::vector<std::pair<std::uint32_t, std::uint32_t>> calls;   ///< (superstep, index in compute)
-  std::uint32_t shape = 0;                                      ///< units of equal shape may swap
-  bool movable = true;  ///< false when a call reaches a buffer on another tile (not a plan we make)
-  std::vector<std::uint32_t> supersteps;                        ///< whose copies touch it, ascending
+  std::vector<std::uint32_t> buffers;                          ///< ascending
+  std::vector<std::pair<std::uint32_t, std::uint32_t>> calls;  ///< (superstep, index in compute)
+  std::uint32_t shape = 0;                                     ///< units of equal shape may swap
+  bool movable = true;                    ///< false when a call reaches a buffer on another tile (not a plan we make)
+  std::vector<std::uint32_t> supersteps;  ///< whose copies touch it, ascending
 };
 
 class UnionFind {
@@ -102,7 +103,8 @@ std::vector<Unit> find_units(const Program& program, std::vector<std::uint32_t>&
       key.insert(key.end(), {~std::uint64_t{0}, s, static_cast<std::uint64_t>(call.codelet)});
       key.insert(key.end(), call.params.begin(), call.params.end());
       for (const tessera::BufferRef& ref : call.operands) {
-        const auto position = std::lower_bound(unit.buffers.begin(), unit.buffers.end(), ref.buffer) - unit.buffers.begin();
+        const auto position =
+            std::lower_bound(unit.buffers.begin(), unit.buffers.end(), ref.buffer) - unit.buffers.begin();
         key.insert(key.end(), {static_cast<std::uint64_t>(position), ref.word_offset});
       }
     }
@@ -141,8 +143,9 @@ public:
 protected:
   Status run_impl(tessera::CompilationState& state, tessera::PassContext& context) override {
     if (state.facts.count(tessera::facts::storage))
-      return Status::failure("optimize-exchange-placement moves buffers between tiles, so it must run before "
-                             "place-storage: put it after select-finalist and before place-storage in the pipeline");
+      return Status::failure(
+          "optimize-exchange-placement moves buffers between tiles, so it must run before "
+          "place-storage: put it after select-finalist and before place-storage in the pipeline");
     const auto started = std::chrono::steady_clock::now();
     deadline_ = started + std::chrono::milliseconds(time_budget_ms_);
     Program& program = state.program;
@@ -172,8 +175,14 @@ protected:
       return std::chrono::steady_clock::now() - started >= std::chrono::milliseconds(time_budget_ms_);
     };
     while (true) {
-      if (attempts >= static_cast<std::uint64_t>(max_attempts_)) { stopped = "max_attempts"; break; }
-      if (out_of_time()) { stopped = "time_budget"; break; }
+      if (attempts >= static_cast<std::uint64_t>(max_attempts_)) {
+        stopped = "max_attempts";
+        break;
+      }
+      if (out_of_time()) {
+        stopped = "time_budget";
+        break;
+      }
       // The longest phase not yet exhausted, and the tile its last word reaches.
       std::uint32_t phase = 0;
       bool found = false;
@@ -206,9 +215,10 @@ protected:
     for (const PhaseState& p : phases_) final_total += p.horizon;
     const auto elapsed_ms =
         std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - started).count();
-    context.info("optimized exchange placement units={} swappable_units={} attempts={} accepted={} "
-                 "baseline_cycles={} final_cycles={} stopped={} elapsed_ms={}",
-                 units_.size(), swappable, attempts, accepted, baseline_total, final_total, stopped, elapsed_ms);
+    context.info(
+        "optimized exchange placement units={} swappable_units={} attempts={} accepted={} "
+        "baseline_cycles={} final_cycles={} stopped={} elapsed_ms={}",
+        units_.size(), swappable, attempts, accepted, baseline_total, final_total, stopped, elapsed_ms);
     return Status::success();
   }
 
@@ -236,7 +246,8 @@ private:
     const tessera::Target& target = context_->target;
     const tessera::ExchangePhase phase = tessera::physical_phase(*program_, program_->supersteps[s], target);
     tessera::ScheduleReport report;
-    const tessera::Schedule schedule = context_->scheduler.schedule(phase, target, context_->schedule_budget_ms, &report);
+    const tessera::Schedule schedule =
+        context_->scheduler.schedule(phase, target, context_->schedule_budget_ms, &report);
     out.horizon = report.horizon;
     std::vector<std::uint64_t> end(target.tiles, 0);
     for (const tessera::Segment& segment : schedule.segments) {
@@ -261,7 +272,7 @@ private:
   /// its send port (distinct words, the farthest receiver's latency); max and sum over
   /// `tiles`. Only `copies` are looked at: they must include every copy touching those tiles.
   Estimate port_estimate(std::uint32_t s, const std::vector<std::uint32_t>& copies,
-                              const std::vector<std::uint32_t>& tiles) {
+                         const std::vector<std::uint32_t>& tiles) {
     const tessera::Target& target = context_->target;
     const tessera::Superstep& step = program_->supersteps[s];
     for (std::uint32_t tile : tiles) ports_[tile] = {};
@@ -391,7 +402,8 @@ private:
       }
       std::stable_sort(mine.begin(), mine.end(),
                        [](const Candidate& a, const Candidate& b) { return a.estimate < b.estimate; });
-      if (mine.size() > static_cast<std::size_t>(partners_per_unit_)) mine.resize(static_cast<std::size_t>(partners_per_unit_));
+      if (mine.size() > static_cast<std::size_t>(partners_per_unit_))
+        mine.resize(static_cast<std::size_t>(partners_per_unit_));
       all.insert(all.end(), mine.begin(), mine.end());
     }
     std::stable_sort(all.begin(), all.end(),
@@ -429,10 +441,11 @@ private:
       candidate_cycles += scheduled[i].horizon;
     }
     const bool accepted = !same_tile_copy && candidate_cycles < baseline;
-    context_->info("optimize exchange placement phase={} baseline_cycles={} candidate_cycles={} accepted={} "
-                   "tiles={},{} affected_phases={} estimate={}{}",
-                   phase, baseline, same_tile_copy ? baseline : candidate_cycles, accepted, tile_a, tile_b,
-                   affected.size(), candidate.estimate.max, same_tile_copy ? " refused=same_tile_copy" : "");
+    context_->info(
+        "optimize exchange placement phase={} baseline_cycles={} candidate_cycles={} accepted={} "
+        "tiles={},{} affected_phases={} estimate={}{}",
+        phase, baseline, same_tile_copy ? baseline : candidate_cycles, accepted, tile_a, tile_b, affected.size(),
+        candidate.estimate.max, same_tile_copy ? " refused=same_tile_copy" : "");
     if (accepted) {
       for (std::size_t i = 0; i < affected.size(); ++i) phases_[affected[i]] = scheduled[i];
     } else {
@@ -449,7 +462,7 @@ private:
   std::vector<std::uint32_t> unit_of_buffer_;
   std::vector<PhaseState> phases_;
   std::chrono::steady_clock::time_point deadline_;
-  std::vector<Ports> ports_;   ///< per tile, scratch of port_estimate
+  std::vector<Ports> ports_;    ///< per tile, scratch of port_estimate
   std::vector<bool> affected_;  ///< per tile, the tiles port_estimate looks at
 };
 

@@ -111,8 +111,8 @@ TEST_CASE("optimize-exchange-placement undoes a spread column group, keeping mem
 }
 
 TEST_CASE("optimize-exchange-placement never lengthens the scheduled exchange", "[optimize-exchange-placement]") {
-  for (const auto& [columns, depth] : std::vector<std::pair<std::int64_t, std::int64_t>>{{0, 0}, {2, 4}, {4, 2},
-                                                                                          {4, 4}, {8, 2}}) {
+  for (const auto& [columns, depth] :
+       std::vector<std::pair<std::int64_t, std::int64_t>>{{0, 0}, {2, 4}, {4, 2}, {4, 4}, {8, 2}}) {
     INFO("column_groups=" << columns << " depth_groups=" << depth);
     PassBench bench(config_path("models/mlp-small.yaml"), config_path("targets/t16.yaml"));
     Options pins;
@@ -180,14 +180,15 @@ TEST_CASE("optimize-exchange-placement refuses to run after place-storage", "[op
   CHECK_THAT(status.message, Catch::Contains("before place-storage"));
 }
 
-TEST_CASE("optimize-exchange-placement in a pipeline compiles and runs mlp-small on t16", "[optimize-exchange-placement][e2e]") {
+TEST_CASE("optimize-exchange-placement in a pipeline compiles and runs mlp-small on t16",
+          "[optimize-exchange-placement][e2e]") {
   using namespace tessera::testing;
   TempDir dir;
   const std::string pipeline =
       pipeline_copy(dir, source_path("configs/pipelines/optimized.yaml"), "t1472.yaml", "t16.yaml");
   const std::string package = (dir.path() / "small.tpkg").string();
-  const auto compiled = run_command({tessera_binary(), "compile", source_path("configs/models/mlp-small.yaml"), "-p",
-                                     pipeline, "-o", package});
+  const auto compiled = run_command(
+      {tessera_binary(), "compile", source_path("configs/models/mlp-small.yaml"), "-p", pipeline, "-o", package});
   INFO(compiled.err);
   REQUIRE(compiled.exit_code == 0);
   CHECK_THAT(compiled.err, Catch::Contains("optimized exchange placement units="));

@@ -29,7 +29,7 @@ struct RegionBounds {
 /// What placing one tile found: per-region high-water marks (bytes used from the region's
 /// start, gaps included) and each buffer's offset.
 struct TilePlacement {
-  std::uint64_t support = 0;  ///< reserved at the top of the standard region (code, vertex state)
+  std::uint64_t support = 0;      ///< reserved at the top of the standard region (code, vertex state)
   std::uint64_t descriptors = 0;  ///< estimated exchange descriptors, shown but not reserved (docs/targets.md)
   std::uint64_t standard_used = 0, interleaved_used = 0;
   std::uint64_t standard_over = 0, interleaved_over = 0;
@@ -44,7 +44,9 @@ class TilePlacer {
 public:
   TilePlacer(const std::vector<Buffer>& buffers, const std::vector<std::vector<std::uint32_t>>& element_apart,
              std::uint64_t element_bytes, std::vector<std::int64_t>& offsets)
-      : buffers_(buffers), element_apart_(element_apart), element_bytes_(std::max<std::uint64_t>(element_bytes, 1)),
+      : buffers_(buffers),
+        element_apart_(element_apart),
+        element_bytes_(std::max<std::uint64_t>(element_bytes, 1)),
         offsets_(offsets) {}
 
   /// Places `members` (indices of buffers of one tile and one region); returns the end of
@@ -71,7 +73,8 @@ public:
           conflicts_.push_back(other);
         }
       }
-      std::sort(conflicts_.begin(), conflicts_.end(), [](const Placed& a, const Placed& b) { return a.begin < b.begin; });
+      std::sort(conflicts_.begin(), conflicts_.end(),
+                [](const Placed& a, const Placed& b) { return a.begin < b.begin; });
       const std::uint64_t alignment = std::max<std::uint32_t>(buffer.alignment, 1);
       std::uint64_t offset = align_up(bounds.low, alignment);
       for (const Placed& other : conflicts_) {
@@ -129,8 +132,8 @@ protected:
     std::vector<std::vector<std::uint32_t>> by_tile(std::size_t{target.tiles} * 2);
     for (std::uint32_t i = 0; i < buffers.size(); ++i) {
       if (buffers[i].tile >= target.tiles)
-        return Status::failure(fmt::format("buffer '{}' is on tile {} but target '{}' has {} tiles",
-                                           buffers[i].name, buffers[i].tile, target.name, target.tiles));
+        return Status::failure(fmt::format("buffer '{}' is on tile {} but target '{}' has {} tiles", buffers[i].name,
+                                           buffers[i].tile, target.name, target.tiles));
       by_tile[std::size_t{buffers[i].tile} * 2 + (buffers[i].region == Region::interleaved)].push_back(i);
     }
 
@@ -151,7 +154,8 @@ protected:
       placement.standard_used = standard_end - standard.low;
       placement.interleaved_used = interleaved_end - interleaved.low;
       // The support memory sits above the data at the top of the standard region.
-      placement.standard_over = standard_end + placement.support > standard.high ? standard_end + placement.support - standard.high : 0;
+      placement.standard_over =
+          standard_end + placement.support > standard.high ? standard_end + placement.support - standard.high : 0;
       placement.interleaved_over = interleaved_end > interleaved.high ? interleaved_end - interleaved.high : 0;
     }
 
@@ -178,15 +182,17 @@ protected:
     }
     const std::uint64_t mean = target.tiles ? sum / target.tiles : 0;
     state.estimates.peak_tile_bytes = peak_total;
-    context.info("placed storage tiles={} used_tiles={} buffers={} element_apart_pairs={} peak_standard_bytes={} "
-                 "peak_interleaved_bytes={} peak_total_bytes={} mean_tile_bytes={}",
-                 target.tiles, used_tiles, buffers.size(), count_pairs(element_apart), peak_standard, peak_interleaved,
-                 peak_total, mean);
+    context.info(
+        "placed storage tiles={} used_tiles={} buffers={} element_apart_pairs={} peak_standard_bytes={} "
+        "peak_interleaved_bytes={} peak_total_bytes={} mean_tile_bytes={}",
+        target.tiles, used_tiles, buffers.size(), count_pairs(element_apart), peak_standard, peak_interleaved,
+        peak_total, mean);
     // Tile bytes are address extents (standard plus interleaved in use), as `tessera report` draws them.
-    context.info("memory summary max_tile_bytes={} mean_tile_bytes={} tiles_over_90_percent={} "
-                 "peak_standard_bytes={} peak_interleaved_bytes={} peak_support_reserved_bytes={} max_tile={} memory_bytes={}",
-                 peak_total, mean, tiles_over_90_percent, peak_standard, peak_interleaved, peak_support, peak_tile,
-                 target.memory_bytes);
+    context.info(
+        "memory summary max_tile_bytes={} mean_tile_bytes={} tiles_over_90_percent={} "
+        "peak_standard_bytes={} peak_interleaved_bytes={} peak_support_reserved_bytes={} max_tile={} memory_bytes={}",
+        peak_total, mean, tiles_over_90_percent, peak_standard, peak_interleaved, peak_support, peak_tile,
+        target.memory_bytes);
     return Status::success();
   }
 
@@ -201,8 +207,8 @@ private:
   /// superstep of that peak (more than the peak means fragmentation or element separation),
   /// and its buffers grouped by name (one tensor's pieces share a name), the largest first.
   static std::string region_breakdown(const tessera::Program& program, const std::vector<std::string>& tensor_of,
-                                      const std::vector<std::uint32_t>& members, const char* region,
-                                      std::uint64_t used, std::uint64_t capacity) {
+                                      const std::vector<std::uint32_t>& members, const char* region, std::uint64_t used,
+                                      std::uint64_t capacity) {
     constexpr std::size_t kLargestShown = 4;
     const auto& buffers = program.buffers;
     std::string text = fmt::format("{} region {} of {} bytes", region, used, capacity);
@@ -244,8 +250,8 @@ private:
         rest_bytes += groups[i].bytes;
         rest_buffers += groups[i].count;
       }
-      shown.push_back(fmt::format("and {} more buffer{} of {} bytes", rest_buffers, rest_buffers == 1 ? "" : "s",
-                                  rest_bytes));
+      shown.push_back(
+          fmt::format("and {} more buffer{} of {} bytes", rest_buffers, rest_buffers == 1 ? "" : "s", rest_bytes));
     }
     return fmt::format("{} ({} over; peak live {} bytes at superstep {}): {}", text, used - capacity, *peak,
                        peak - live.begin(), fmt::join(shown, ", "));
@@ -256,12 +262,11 @@ private:
   static Status does_not_fit(const tessera::CompilationState& state, const tessera::Target& target,
                              const std::vector<TilePlacement>& tiles, const std::vector<std::uint32_t>& over,
                              const std::vector<std::vector<std::uint32_t>>& by_tile) {
-    const auto worst = std::max_element(over.begin(), over.end(), [&](std::uint32_t a, std::uint32_t b) {
-      return tiles[a].over() < tiles[b].over();
-    });
-    std::string message = fmt::format("model does not fit: {} tile{} over {} bytes (the worst, tile {}, by {} bytes):",
-                                      over.size(), over.size() == 1 ? "" : "s", target.memory_bytes, *worst,
-                                      tiles[*worst].over());
+    const auto worst = std::max_element(
+        over.begin(), over.end(), [&](std::uint32_t a, std::uint32_t b) { return tiles[a].over() < tiles[b].over(); });
+    std::string message =
+        fmt::format("model does not fit: {} tile{} over {} bytes (the worst, tile {}, by {} bytes):", over.size(),
+                    over.size() == 1 ? "" : "s", target.memory_bytes, *worst, tiles[*worst].over());
     const std::uint64_t interleaved_capacity = target.memory_bytes - target.interleaved_start;
     // The model tensor the host streams into a buffer, when it does: weights and inputs.
     std::vector<std::string> tensor_of(state.program.buffers.size());
@@ -283,7 +288,8 @@ private:
           tile, target.memory_bytes + placement.over(), placement.over(),
           region_breakdown(state.program, tensor_of, by_tile[std::size_t{tile} * 2 + 1], "interleaved",
                            placement.interleaved_used, interleaved_capacity),
-          region_breakdown(state.program, tensor_of, by_tile[std::size_t{tile} * 2], "standard", placement.standard_used,
+          region_breakdown(state.program, tensor_of, by_tile[std::size_t{tile} * 2], "standard",
+                           placement.standard_used,
                            target.interleaved_start - std::min(target.interleaved_start, placement.support)),
           placement.support, placement.descriptors);
     }
@@ -295,14 +301,15 @@ private:
         std::size_t j = i;
         while (j + 1 < rest.size() && rest[j + 1] == rest[j] + 1) ++j;
         ranges.push_back(i == j ? fmt::format("{}", rest[i]) : fmt::format("{}-{}", rest[i], rest[j]));
-        for (std::size_t k = i; k <= j; ++k) least = std::min(least, tiles[rest[k]].over()), most = std::max(most, tiles[rest[k]].over());
+        for (std::size_t k = i; k <= j; ++k)
+          least = std::min(least, tiles[rest[k]].over()), most = std::max(most, tiles[rest[k]].over());
         i = j + 1;
       }
-      message += fmt::format("\n  and {} more tile{} over by {} to {} bytes: {}", rest.size(), rest.size() == 1 ? "" : "s",
-                             least, most, fmt::join(ranges, ", "));
+      message += fmt::format("\n  and {} more tile{} over by {} to {} bytes: {}", rest.size(),
+                             rest.size() == 1 ? "" : "s", least, most, fmt::join(ranges, ", "));
     }
-    message += fmt::format("\n  fix: use a target with more tiles or more memory per tile than '{}', or a smaller model",
-                           target.name);
+    message += fmt::format(
+        "\n  fix: use a target with more tiles or more memory per tile than '{}', or a smaller model", target.name);
     return Status::failure(std::move(message));
   }
 };

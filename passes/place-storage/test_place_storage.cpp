@@ -71,10 +71,8 @@ TEST_CASE("place-storage shares memory between buffers never live together", "[p
   PassBench bench(config_path("models/mlp-small.yaml"), config_path("targets/t16.yaml"));
   Program& program = bench.state.program;
   program.supersteps.resize(4);
-  program.buffers = {buffer("early", 4000, Region::standard, 0, 1),
-                     buffer("late", 4000, Region::standard, 2, 3),
-                     buffer("across", 1000, Region::standard, 1, 2),
-                     buffer("aligned", 100, Region::standard, 0, 3, 64),
+  program.buffers = {buffer("early", 4000, Region::standard, 0, 1), buffer("late", 4000, Region::standard, 2, 3),
+                     buffer("across", 1000, Region::standard, 1, 2), buffer("aligned", 100, Region::standard, 0, 3, 64),
                      buffer("fast", 256, Region::interleaved, 0, 3, 16)};
   REQUIRE(bench.run("place-storage").ok);
   check_placement(program, bench.state.target);
@@ -91,7 +89,8 @@ TEST_CASE("place-storage logs a memory summary of the tiles' extents", "[place-s
   PassBench bench(config_path("models/mlp-small.yaml"), config_path("targets/t16.yaml"));
   Program& program = bench.state.program;
   program.supersteps.resize(2);
-  Buffer standard = buffer("standard", 4000, Region::standard, 0, 1), fast = buffer("fast", 256, Region::interleaved, 0, 1);
+  Buffer standard = buffer("standard", 4000, Region::standard, 0, 1),
+         fast = buffer("fast", 256, Region::interleaved, 0, 1);
   // Tile 1 holds 580,000 bytes: over 90% of its 638,976.
   Buffer full_standard = buffer("full-standard", 250000, Region::standard, 0, 1);
   Buffer full_fast = buffer("full-fast", 330000, Region::interleaved, 0, 1);
@@ -114,7 +113,8 @@ TEST_CASE("place-storage keeps a matmul's operands in different memory elements"
   PassBench bench(config_path("models/mlp-small.yaml"), config_path("targets/t16.yaml"));
   Program& program = bench.state.program;
   program.supersteps.resize(1);
-  program.buffers = {buffer("x", 1000, Region::interleaved, 0, 0, 16), buffer("w", 20000, Region::interleaved, 0, 0, 16),
+  program.buffers = {buffer("x", 1000, Region::interleaved, 0, 0, 16),
+                     buffer("w", 20000, Region::interleaved, 0, 0, 16),
                      buffer("partial", 80, Region::interleaved, 0, 0, 16)};
   program.supersteps[0].compute.push_back({0, Codelet::matmul, {{0, 0}, {1, 0}, {2, 0}}, {1, 250, 20}});
   REQUIRE(bench.run("place-storage").ok);
@@ -155,7 +155,8 @@ TEST_CASE("place-storage reports every tile over with its largest buffers", "[pl
   for (std::uint32_t tile = 0; tile < target.tiles; ++tile) {
     std::uint64_t weights = 0;
     for (const Buffer& b : bench.state.program.buffers)
-      if (b.tile == tile && b.region == Region::interleaved && b.name.find(".w") != std::string::npos) weights += b.bytes;
+      if (b.tile == tile && b.region == Region::interleaved && b.name.find(".w") != std::string::npos)
+        weights += b.bytes;
     if (weights > 4096) expected_over.push_back(tile);
   }
   REQUIRE_FALSE(expected_over.empty());
@@ -209,7 +210,8 @@ TEST_CASE("place-storage shows the worst 16 tiles over in full and the rest as t
   REQUIRE(std::sscanf(status.message.c_str(), "model does not fit: %lu tiles over", &over_tiles) == 1);
   REQUIRE(over_tiles > 16);
   std::size_t detailed = 0;
-  for (std::size_t at = status.message.find("\n  tile "); at != std::string::npos; at = status.message.find("\n  tile ", at + 1))
+  for (std::size_t at = status.message.find("\n  tile "); at != std::string::npos;
+       at = status.message.find("\n  tile ", at + 1))
     ++detailed;
   CHECK(detailed == 16);
   const std::string summary = "\n  and " + std::to_string(over_tiles - 16) + " more tiles over by ";
@@ -230,7 +232,8 @@ TEST_CASE("place-storage shows the worst 16 tiles over in full and the rest as t
   CHECK(status.message.size() < 16384);  // readable, where 1,472 full lines would be ~700 KB
 }
 
-TEST_CASE("place-storage reserves code and vertex state and shows its exchange descriptor estimate", "[place-storage]") {
+TEST_CASE("place-storage reserves code and vertex state and shows its exchange descriptor estimate",
+          "[place-storage]") {
   PassBench bench(config_path("models/mlp-small.yaml"), config_path("targets/t16.yaml"));
   REQUIRE(bench.run_through("select-finalist").ok);
   const Program& program = bench.state.program;
@@ -266,8 +269,10 @@ TEST_CASE("place-storage reserves code and vertex state and shows its exchange d
     if (at == std::string::npos) continue;
     const std::string line = status.message.substr(at + 1, status.message.find('\n', at + 1) - at - 1);
     INFO(line);
-    CHECK_THAT(line, Catch::EndsWith(fmt::format("support (code, vertex state) {} bytes; exchange descriptors (estimated, "
-                                                 "not reserved) {} bytes", calls[t], descriptors[t])));
+    CHECK_THAT(line,
+               Catch::EndsWith(fmt::format("support (code, vertex state) {} bytes; exchange descriptors (estimated, "
+                                           "not reserved) {} bytes",
+                                           calls[t], descriptors[t])));
     shown = true;
   }
   CHECK(shown);

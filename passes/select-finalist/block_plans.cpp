@@ -1,4 +1,5 @@
-// Block plans: row-block plans for softmax and layer_norm, output-block plans for products of activations, gathered adds.
+// Block plans: row-block plans for softmax and layer_norm, output-block plans for products of activations, gathered
+// adds.
 #include "block_plans.hpp"
 
 #include <algorithm>
@@ -27,16 +28,23 @@ struct Layout {
 constexpr std::uint32_t kMinBlockColumns = 16;
 
 BinaryFunction binary_function(OpKind kind) {
-  return kind == OpKind::sub ? BinaryFunction::subtract : kind == OpKind::mul ? BinaryFunction::multiply : BinaryFunction::divide;
+  return kind == OpKind::sub   ? BinaryFunction::subtract
+         : kind == OpKind::mul ? BinaryFunction::multiply
+                               : BinaryFunction::divide;
 }
 
 UnaryFunction unary_function(OpKind kind) {
   switch (kind) {
-    case OpKind::sigmoid: return UnaryFunction::sigmoid;
-    case OpKind::tanh: return UnaryFunction::tanh;
-    case OpKind::erf: return UnaryFunction::erf;
-    case OpKind::sqrt: return UnaryFunction::sqrt;
-    default: return UnaryFunction::pow;
+    case OpKind::sigmoid:
+      return UnaryFunction::sigmoid;
+    case OpKind::tanh:
+      return UnaryFunction::tanh;
+    case OpKind::erf:
+      return UnaryFunction::erf;
+    case OpKind::sqrt:
+      return UnaryFunction::sqrt;
+    default:
+      return UnaryFunction::pow;
   }
 }
 
@@ -84,8 +92,8 @@ Fragment build_rows(const BlockPlanContext& plan, Split split, FragmentBuilder& 
       } else if (is_unary(op.kind)) {
         call_unary(builder, 1, tile, op, in, in, rows.size * cols);
       } else if (row_vector) {
-        const std::uint32_t row = gather_block(builder, 0, plan.graph, plan.distributions, op.inputs[1], {0, 1, 0, cols},
-                                               tile, layout.standard, layout.alignment);
+        const std::uint32_t row = gather_block(builder, 0, plan.graph, plan.distributions, op.inputs[1],
+                                               {0, 1, 0, cols}, tile, layout.standard, layout.alignment);
         call_binary_row(builder, 1, tile, op.kind, other.dtype, in, row, rows.size, cols);
       } else {
         const std::uint32_t b = gather_block(builder, 0, plan.graph, plan.distributions, op.inputs[1],
@@ -98,8 +106,8 @@ Fragment build_rows(const BlockPlanContext& plan, Split split, FragmentBuilder& 
       continue;
     }
     if (is_row_reduction(op.kind)) {
-      const std::uint32_t sums = builder.create(name + ".out", tile, rows.size, layout.standard, layout.alignment,
-                                                Lifetime::transient);
+      const std::uint32_t sums =
+          builder.create(name + ".out", tile, rows.size, layout.standard, layout.alignment, Lifetime::transient);
       builder.call(1, tile, Codelet::reduce_rows, {{in, 0}, {sums, 0}},
                    {rows.size, cols, op.kind == OpKind::reduce_mean ? 1u : 0u});
       output.pieces.push_back({tile, 0, 1, sums, rows.begin, rows.size});
@@ -113,8 +121,8 @@ Fragment build_rows(const BlockPlanContext& plan, Split split, FragmentBuilder& 
     } else {
       const std::uint32_t gamma = gather_block(builder, 0, plan.graph, plan.distributions, op.inputs[1],
                                                {0, 1, 0, cols}, tile, layout.standard, layout.alignment);
-      const std::uint32_t beta = gather_block(builder, 0, plan.graph, plan.distributions, op.inputs[2],
-                                              {0, 1, 0, cols}, tile, layout.standard, layout.alignment);
+      const std::uint32_t beta = gather_block(builder, 0, plan.graph, plan.distributions, op.inputs[2], {0, 1, 0, cols},
+                                              tile, layout.standard, layout.alignment);
       builder.call(1, tile, Codelet::layer_norm, {{in, 0}, {gamma, 0}, {beta, 0}, {out, 0}},
                    {rows.size, cols, float_param(static_cast<float>(op.epsilon))});
     }
@@ -143,16 +151,17 @@ Fragment build_product(const BlockPlanContext& plan, Split split, FragmentBuilde
     for (std::uint32_t j = 0; j < column_groups.size(); ++j) {
       const std::uint32_t tile = i * split.column_groups + j;
       const Range rows = row_groups[i], cols = column_groups[j];
-      const std::uint32_t a_block = gather_block(builder, 0, plan.graph, plan.distributions, op.inputs[0],
-                                                 {rows.begin, rows.size, 0, k}, tile, layout.fast,
-                                                 layout.matmul_alignment);
+      const std::uint32_t a_block =
+          gather_block(builder, 0, plan.graph, plan.distributions, op.inputs[0], {rows.begin, rows.size, 0, k}, tile,
+                       layout.fast, layout.matmul_alignment);
       const Block b_rows = op.transpose_b ? Block{cols.begin, cols.size, 0, k} : Block{0, k, cols.begin, cols.size};
       // b's block stored transposed when that takes fewer copies (narrow column pieces send
       // whole columns, not one word a row); the codelet follows the layout: [k, n] is matmul's.
       const std::optional<Distribution>& b_spread = plan.distributions[op.inputs[1]];
-      const bool b_transposed = b_spread && gather_copies(*b_spread, b_rows, true) < gather_copies(*b_spread, b_rows, false);
-      const std::uint32_t b_block = gather_block(builder, 0, plan.graph, plan.distributions, op.inputs[1], b_rows,
-                                                 tile, layout.fast, layout.matmul_alignment, b_transposed);
+      const bool b_transposed =
+          b_spread && gather_copies(*b_spread, b_rows, true) < gather_copies(*b_spread, b_rows, false);
+      const std::uint32_t b_block = gather_block(builder, 0, plan.graph, plan.distributions, op.inputs[1], b_rows, tile,
+                                                 layout.fast, layout.matmul_alignment, b_transposed);
       const std::uint32_t c_block = builder.create(name + ".out", tile, std::uint64_t{rows.size} * cols.size,
                                                    layout.fast, layout.matmul_alignment, Lifetime::transient);
       const Codelet codelet = op.transpose_b != b_transposed ? Codelet::matmul_transposed : Codelet::matmul;
@@ -180,10 +189,10 @@ Fragment build_binary(const BlockPlanContext& plan, FragmentBuilder& builder) {
   const bool row_vector = second.shape.size() == 1;
   for (const Piece& piece : a.pieces) {
     const std::uint32_t rows = piece.row_count(a.rows);
-    const std::uint32_t other = gather_block(builder, 0, plan.graph, plan.distributions, op.inputs[1],
-                                             {row_vector ? 0 : piece.row_begin, row_vector ? 1 : rows, piece.col_begin,
-                                              piece.cols},
-                                             piece.tile, layout.standard, layout.alignment);
+    const std::uint32_t other =
+        gather_block(builder, 0, plan.graph, plan.distributions, op.inputs[1],
+                     {row_vector ? 0 : piece.row_begin, row_vector ? 1 : rows, piece.col_begin, piece.cols}, piece.tile,
+                     layout.standard, layout.alignment);
     const std::uint32_t out = builder.create(name + ".out", piece.tile, std::uint64_t{rows} * piece.cols,
                                              layout.standard, layout.alignment, Lifetime::transient);
     if (row_vector) {
@@ -225,8 +234,8 @@ void call_binary(FragmentBuilder& builder, std::uint32_t superstep, std::uint32_
                {count, static_cast<std::uint32_t>(binary_function(kind))});
 }
 
-void call_binary_row(FragmentBuilder& builder, std::uint32_t superstep, std::uint32_t tile, OpKind kind, DType row_dtype,
-                     std::uint32_t values, std::uint32_t row, std::uint32_t rows, std::uint32_t cols) {
+void call_binary_row(FragmentBuilder& builder, std::uint32_t superstep, std::uint32_t tile, OpKind kind,
+                     DType row_dtype, std::uint32_t values, std::uint32_t row, std::uint32_t rows, std::uint32_t cols) {
   if (kind == OpKind::add)
     return builder.call(superstep, tile, row_dtype == DType::float16 ? Codelet::bias_add_half : Codelet::bias_add,
                         {{values, 0}, {row, 0}}, {rows, cols, 0});
@@ -237,8 +246,9 @@ void call_binary_row(FragmentBuilder& builder, std::uint32_t superstep, std::uin
 
 void call_unary(FragmentBuilder& builder, std::uint32_t superstep, std::uint32_t tile, const Op& op, std::uint32_t in,
                 std::uint32_t out, std::uint32_t count) {
-  builder.call(superstep, tile, Codelet::unary, {{in, 0}, {out, 0}},
-               {count, static_cast<std::uint32_t>(unary_function(op.kind)), float_param(static_cast<float>(op.exponent))});
+  builder.call(
+      superstep, tile, Codelet::unary, {{in, 0}, {out, 0}},
+      {count, static_cast<std::uint32_t>(unary_function(op.kind)), float_param(static_cast<float>(op.exponent))});
 }
 
 bool is_block_op(const Graph& graph, const Op& op) {
@@ -258,7 +268,8 @@ struct Overlap {
 Overlap overlap(const Piece& piece, std::uint32_t all_rows, Block block) {
   return {std::max(piece.row_begin, block.row_begin),
           std::min(piece.row_begin + piece.row_count(all_rows), block.row_begin + block.rows),
-          std::max(piece.col_begin, block.col_begin), std::min(piece.col_begin + piece.cols, block.col_begin + block.cols)};
+          std::max(piece.col_begin, block.col_begin),
+          std::min(piece.col_begin + piece.cols, block.col_begin + block.cols)};
 }
 
 }  // namespace
@@ -270,18 +281,15 @@ std::uint64_t gather_copies(const Distribution& distribution, Block block, bool 
     if (o.empty()) continue;
     const std::uint64_t rows = o.row_high - o.row_low, cols = o.col_high - o.col_low;
     // As FragmentBuilder::move_rows counts: one copy per strided row, one for a contiguous run.
-    if (column_major)
-      copies += cols * (rows == 1 || piece.cols == 1 ? 1 : rows);
-    else
-      copies += rows == 1 || (piece.cols == cols && block.cols == cols) ? 1 : rows;
+    if (column_major) copies += cols * (rows == 1 || piece.cols == 1 ? 1 : rows);
+    else copies += rows == 1 || (piece.cols == cols && block.cols == cols) ? 1 : rows;
   }
   return copies;
 }
 
 std::uint32_t gather_block(FragmentBuilder& builder, std::uint32_t superstep, const Graph& graph,
                            const std::vector<std::optional<Distribution>>& distributions, std::uint32_t index,
-                           Block block, std::uint32_t tile, Region region, std::uint32_t alignment,
-                           bool column_major) {
+                           Block block, std::uint32_t tile, Region region, std::uint32_t alignment, bool column_major) {
   const Tensor& tensor = graph.tensors.at(index);
   const std::uint64_t words = std::uint64_t{block.rows} * block.cols;
   const std::string name = tensor.name + (column_major ? ".block_t" : ".block");
@@ -323,8 +331,8 @@ Status plan_block_op(const BlockPlanContext& plan, std::optional<Fragment>& frag
   const std::uint32_t tiles = plan.target.tiles;
   for (std::uint32_t input : op.inputs)
     if (graph.tensors.at(input).kind == TensorKind::intermediate && !plan.distributions.at(input))
-      return Status::failure(fmt::format("{}: '{}' is read before it is produced", where(plan),
-                                         graph.tensors[input].name));
+      return Status::failure(
+          fmt::format("{}: '{}' is read before it is produced", where(plan), graph.tensors[input].name));
   std::vector<Split> splits;
   // An elementwise op on a graph input (no earlier op spread it) runs on row groups of it.
   const bool on_rows = (is_binary(op.kind) || is_unary(op.kind)) && !plan.distributions.at(op.inputs[0]);
@@ -371,9 +379,10 @@ Status plan_block_op(const BlockPlanContext& plan, std::optional<Fragment>& frag
   }
   if (!fragment) {
     if (smallest_bytes == kNone)
-      return Status::failure(fmt::format("{}: model does not fit: every plan of {} '{}' needs a buffer of 4 GiB or "
-                                         "more on one tile", where(plan), op_kind_name(op.kind),
-                                         graph.tensors[op.output].name));
+      return Status::failure(
+          fmt::format("{}: model does not fit: every plan of {} '{}' needs a buffer of 4 GiB or "
+                      "more on one tile",
+                      where(plan), op_kind_name(op.kind), graph.tensors[op.output].name));
     // Nothing fits: carry on with the smallest so place-storage reports every tile over.
     plan.context.logger.warn("{}: no block plan fits in tile memory op={} row_groups={} column_groups={}",
                              plan.context.span, plan.op_index, smallest.row_groups, smallest.column_groups);
@@ -387,10 +396,11 @@ Status plan_block_op(const BlockPlanContext& plan, std::optional<Fragment>& frag
     for (const CodeletCall& call : step.compute) copies += call.codelet == Codelet::copy ? 1 : 0;
   }
   for (const Buffer& buffer : fragment->program.buffers) transposed_gathers += buffer.name.ends_with(".block_t");
-  plan.context.info("selected block plan op={} kind={} row_groups={} column_groups={} candidates={} costed={} "
-                    "copies={} transposed_gathers={} estimated_cycles={}",
-                    plan.op_index, op_kind_name(op.kind), best.row_groups, best.column_groups, splits.size(), costed,
-                    copies, transposed_gathers, best_cycles == kNone ? 0 : best_cycles);
+  plan.context.info(
+      "selected block plan op={} kind={} row_groups={} column_groups={} candidates={} costed={} "
+      "copies={} transposed_gathers={} estimated_cycles={}",
+      plan.op_index, op_kind_name(op.kind), best.row_groups, best.column_groups, splits.size(), costed, copies,
+      transposed_gathers, best_cycles == kNone ? 0 : best_cycles);
   plan.context.remark({plan.op_index, op_kind_name(op.kind), "block", best.column_groups, 0, best.row_groups,
                        splits.size(), best_cycles == kNone ? 0 : best_cycles});
   return Status::success();

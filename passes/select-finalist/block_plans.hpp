@@ -1,4 +1,5 @@
-// Block plans: ops on whole rows (softmax, layer_norm), products of activations, adds of differently spread activations.
+// Block plans: ops on whole rows (softmax, layer_norm), products of activations, adds of differently spread
+// activations.
 #pragma once
 #include <cstdint>
 #include <functional>
@@ -48,8 +49,8 @@ std::uint32_t gather_block(FragmentBuilder& builder, std::uint32_t superstep, co
 void call_binary(FragmentBuilder& builder, std::uint32_t superstep, std::uint32_t tile, OpKind kind, std::uint32_t a,
                  std::uint32_t b, std::uint32_t out, std::uint32_t count);
 /// values[r, c] op= row[c] for a binary op: bias_add (float16 rows too) or binary_row.
-void call_binary_row(FragmentBuilder& builder, std::uint32_t superstep, std::uint32_t tile, OpKind kind, DType row_dtype,
-                     std::uint32_t values, std::uint32_t row, std::uint32_t rows, std::uint32_t cols);
+void call_binary_row(FragmentBuilder& builder, std::uint32_t superstep, std::uint32_t tile, OpKind kind,
+                     DType row_dtype, std::uint32_t values, std::uint32_t row, std::uint32_t rows, std::uint32_t cols);
 /// out = f(in) over `count` elements for a unary op other than relu (exact in place allowed).
 void call_unary(FragmentBuilder& builder, std::uint32_t superstep, std::uint32_t tile, const Op& op, std::uint32_t in,
                 std::uint32_t out, std::uint32_t count);

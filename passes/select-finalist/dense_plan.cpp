@@ -41,9 +41,12 @@ std::uint64_t epilogue_cycles(const DenseOp& op, std::uint32_t rows, std::uint32
 
 const char* input_source_name(InputSource source) {
   switch (source) {
-    case InputSource::distributed: return "distributed";
-    case InputSource::host_slices: return "host_slices";
-    case InputSource::host_scatter: return "host_scatter";
+    case InputSource::distributed:
+      return "distributed";
+    case InputSource::host_slices:
+      return "host_slices";
+    case InputSource::host_scatter:
+      return "host_scatter";
   }
   return "?";
 }
@@ -116,8 +119,9 @@ std::vector<DenseCandidate> enumerate_dense_candidates(const DenseOp& op, std::u
           candidate.row_groups = rows;
           candidate.reduction_blocks = clamp_reduction_blocks(candidate, blocks);
           if (blocks != 1 && candidate.reduction_blocks == 1) continue;
-          for (InputSource input : op.x_pieces.empty() ? std::vector{InputSource::host_slices, InputSource::host_scatter}
-                                                       : std::vector{InputSource::distributed}) {
+          for (InputSource input : op.x_pieces.empty()
+                                       ? std::vector{InputSource::host_slices, InputSource::host_scatter}
+                                       : std::vector{InputSource::distributed}) {
             candidate.input = input;
             candidates.insert(candidate);
           }
@@ -140,7 +144,8 @@ std::vector<DenseCandidate> pin_candidates(const std::vector<DenseCandidate>& ca
           std::min({pins.column_groups, op.n, pins.row_groups != 0 ? tiles / candidate.row_groups : tiles});
     if (pins.depth_groups != 0) candidate.depth_groups = pins.depth_groups;
     if (pins.row_groups == 0) {
-      const std::uint32_t depth = std::min(candidate.depth_groups, std::max(1u, std::min(op.k, tiles / candidate.column_groups)));
+      const std::uint32_t depth =
+          std::min(candidate.depth_groups, std::max(1u, std::min(op.k, tiles / candidate.column_groups)));
       candidate.row_groups = std::max(1u, std::min(candidate.row_groups, tiles / (candidate.column_groups * depth)));
     }
     candidate.column_groups = std::min(candidate.column_groups, tiles / candidate.row_groups);
@@ -186,7 +191,8 @@ BusiestMatmul busiest_matmul(const DenseOp& op, DenseCandidate candidate, const 
   busiest.m = ceil_div(op.m, candidate.row_groups);
   busiest.k = ceil_div(op.k, candidate.depth_groups);
   busiest.n = ceil_div(ceil_div(op.n, candidate.column_groups), candidate.serial_splits);
-  busiest.orientation = weight_matmul(busiest.half_weights, busiest.m, busiest.k, busiest.n, target, op.orientation).orientation;
+  busiest.orientation =
+      weight_matmul(busiest.half_weights, busiest.m, busiest.k, busiest.n, target, op.orientation).orientation;
   return busiest;
 }
 
@@ -243,8 +249,8 @@ std::uint64_t screening_cycles(const DenseOp& op, DenseCandidate candidate, cons
     supersteps += 3;
     compute += codelet_cycles(Codelet::reduce_add, std::vector<std::uint32_t>{members, m * piece}, target);
     if (fused_reduction(op)) {
-      compute += codelet_cycles(Codelet::reduce_bias, std::vector<std::uint32_t>{blocks - 1, m, sub, sub, op.relu},
-                                target);
+      compute +=
+          codelet_cycles(Codelet::reduce_bias, std::vector<std::uint32_t>{blocks - 1, m, sub, sub, op.relu}, target);
     } else {
       compute += codelet_cycles(Codelet::copy, std::vector<std::uint32_t>{m * sub}, target);
       compute += codelet_cycles(Codelet::reduce_add, std::vector<std::uint32_t>{blocks, m * sub}, target);
@@ -258,10 +264,12 @@ std::uint64_t screening_cycles(const DenseOp& op, DenseCandidate candidate, cons
     phases += slices;
     supersteps += slices;
     if (fused_reduction(op)) {
-      compute += slices * codelet_cycles(Codelet::reduce_bias,
-                                         std::vector<std::uint32_t>{depth_groups - 1, m, piece, slice, op.relu}, target);
+      compute +=
+          slices * codelet_cycles(Codelet::reduce_bias,
+                                  std::vector<std::uint32_t>{depth_groups - 1, m, piece, slice, op.relu}, target);
     } else {
-      compute += slices * codelet_cycles(Codelet::reduce_add, std::vector<std::uint32_t>{depth_groups, m * piece}, target);
+      compute +=
+          slices * codelet_cycles(Codelet::reduce_add, std::vector<std::uint32_t>{depth_groups, m * piece}, target);
       compute += slices * epilogue_cycles(op, m, piece, target);
     }
   } else {
@@ -309,8 +317,8 @@ TileMapping::TileMapping(const DenseOp& op, DenseCandidate candidate, const Targ
       for (std::uint32_t s = 0; s < tries && fewest != 0; ++s) {
         std::uint64_t words = 0;
         for (std::uint32_t g = 0; g < depth; ++g) {
-          const auto t = static_cast<std::uint32_t>((r * grid + std::uint64_t{c} * depth + (g + s) % depth +
-                                                     candidate.tile_offset) % tiles_);
+          const auto t = static_cast<std::uint32_t>(
+              (r * grid + std::uint64_t{c} * depth + (g + s) % depth + candidate.tile_offset) % tiles_);
           for (const auto& [cols, held_rows] : held[t])
             words += std::uint64_t{overlap(cols, depths[g])} * overlap(held_rows, rows[r]);
         }
@@ -345,9 +353,9 @@ MappingLoad mapping_load(const DenseOp& op, DenseCandidate candidate, const Targ
           if (tile == piece.tile) {
             // Rows move as one block only when contiguous on both sides.
             const bool block = row_count == 1 || (width == piece.cols && width == depths[g].size);
-            on_tile[tile] += (block ? 1 : row_count) *
-                             codelet_cycles(Codelet::copy, std::vector<std::uint32_t>{block ? row_count * width : width},
-                                            target);
+            on_tile[tile] +=
+                (block ? 1 : row_count) *
+                codelet_cycles(Codelet::copy, std::vector<std::uint32_t>{block ? row_count * width : width}, target);
             continue;
           }
           sends = true;
@@ -359,19 +367,18 @@ MappingLoad mapping_load(const DenseOp& op, DenseCandidate candidate, const Targ
     }
     sent_by[piece.tile] += sent;
   }
-  load.exchange_load = std::max(*std::max_element(sent_by.begin(), sent_by.end()),
-                                *std::max_element(received.begin(), received.end()));
+  load.exchange_load =
+      std::max(*std::max_element(sent_by.begin(), sent_by.end()), *std::max_element(received.begin(), received.end()));
   load.on_tile_cycles = *std::max_element(on_tile.begin(), on_tile.end());
   return load;
 }
 
-DenseFragment::DenseFragment(const DenseOp& op, DenseCandidate candidate, const Program& program,
-                             const Target& target)
+DenseFragment::DenseFragment(const DenseOp& op, DenseCandidate candidate, const Program& program, const Target& target)
     : op_(op),
       candidate_(candidate),
       target_(target),
       mapping_(op, candidate, target),
-      builder_(program, candidate.depth_groups <= 1       ? 1
+      builder_(program, candidate.depth_groups <= 1      ? 1
                         : candidate.reduction_blocks > 1 ? 3
                                                          : 1 + candidate.serial_splits),
       rows_(balanced_split(op.m, candidate.row_groups)),
@@ -402,8 +409,9 @@ void DenseFragment::lay_out_buffers() {
     }
   } else if (candidate_.input == InputSource::host_scatter) {
     for (const Piece& piece : host_scatter_layout(op_, candidate_, target_.tiles)) {
-      const std::uint32_t buffer = builder_.create(op_.x->name + ".scatter", piece.tile, std::uint64_t{op_.m} * piece.cols,
-                                                   standard, alignment, lifetime_of(*op_.x));
+      const std::uint32_t buffer =
+          builder_.create(op_.x->name + ".scatter", piece.tile, std::uint64_t{op_.m} * piece.cols, standard, alignment,
+                          lifetime_of(*op_.x));
       builder_.host_slice(*op_.x, stream_kind_of(*op_.x), buffer, 0, op_.m, piece.col_begin, piece.cols);
       x_pieces_.push_back({piece.tile, piece.col_begin, piece.cols, buffer});
     }
@@ -421,17 +429,17 @@ void DenseFragment::lay_out_buffers() {
           group.weights.push_back(builder_.create(op_.name + ".w", tile,
                                                   packed_words(std::uint64_t{depth.size} * slice.size, op_.w->dtype),
                                                   fast, matmul_alignment, lifetime_of(*op_.w)));
-        group.x_chunk = builder_.create(op_.name + ".x", tile, std::uint64_t{m} * depth.size, fast, matmul_alignment,
-                                        candidate_.input == InputSource::host_slices ? lifetime_of(*op_.x)
-                                                                                     : Lifetime::transient);
+        group.x_chunk =
+            builder_.create(op_.name + ".x", tile, std::uint64_t{m} * depth.size, fast, matmul_alignment,
+                            candidate_.input == InputSource::host_slices ? lifetime_of(*op_.x) : Lifetime::transient);
         // balanced_split makes the first slice the widest.
         const std::uint32_t widest_slice = slices_[c].front().size;
         group.partials[0] = builder_.create(op_.name + ".partial", tile, std::uint64_t{m} * widest_slice, fast,
                                             matmul_alignment, Lifetime::transient);
-        group.partials[1] = slices_[c].size() == 1 ? group.partials[0]
-                                                   : builder_.create(op_.name + ".partial", tile,
-                                                                     std::uint64_t{m} * widest_slice, fast,
-                                                                     matmul_alignment, Lifetime::transient);
+        group.partials[1] = slices_[c].size() == 1
+                                ? group.partials[0]
+                                : builder_.create(op_.name + ".partial", tile, std::uint64_t{m} * widest_slice, fast,
+                                                  matmul_alignment, Lifetime::transient);
         if (depth_groups == 1 && op_.bias)
           group.bias = builder_.create(op_.name + ".bias", tile, packed_words(cols.size, op_.bias->dtype), standard,
                                        alignment, lifetime_of(*op_.bias));
@@ -454,14 +462,27 @@ void DenseFragment::lay_out_buffers() {
         const std::uint32_t widest_piece = pieces.front()[owner].size;
         if (widest_piece == 0) continue;  // fewer columns than depth groups
         const GroupBuffers& own = group(r, c, owner);
-        const std::uint32_t reduce = builder_.create(op_.name + ".reduce", own.tile,
-                                                     std::uint64_t{slots} * m * widest_piece, standard, alignment,
-                                                     Lifetime::transient);
+        const std::uint32_t reduce =
+            builder_.create(op_.name + ".reduce", own.tile, std::uint64_t{slots} * m * widest_piece, standard,
+                            alignment, Lifetime::transient);
         for (std::uint32_t s = 0; s < pieces.size(); ++s) {
           const Range piece = pieces[s][owner];
           if (piece.size == 0) continue;
-          OwnedPiece owned{r, c, owner, own.tile, s, piece, reduce, 0, kNoBuffer, matmul_superstep(s) + 1, depth_groups,
-                           {own.partials[s % 2], piece.begin}, slices_[c][s].size, 0, 0};
+          OwnedPiece owned{r,
+                           c,
+                           owner,
+                           own.tile,
+                           s,
+                           piece,
+                           reduce,
+                           0,
+                           kNoBuffer,
+                           matmul_superstep(s) + 1,
+                           depth_groups,
+                           {own.partials[s % 2], piece.begin},
+                           slices_[c][s].size,
+                           0,
+                           0};
           owned.out = builder_.create(op_.name + ".out", own.tile, std::uint64_t{m} * piece.size, standard, alignment,
                                       Lifetime::transient);
           if (op_.bias)
@@ -496,9 +517,8 @@ void DenseFragment::lay_out_two_stage() {
         for (std::uint32_t j = 0; j < stage_pieces; ++j) {
           StagePiece stage{r, c, b, j, group(r, c, blocks_[b].begin + j).tile, pieces[j], kNoBuffer, kNoBuffer};
           if (pieces[j].size != 0) {
-            stage.reduce = builder_.create(op_.name + ".reduce", stage.tile,
-                                           std::uint64_t{summed} * m * pieces[j].size, standard, alignment,
-                                           Lifetime::transient);
+            stage.reduce = builder_.create(op_.name + ".reduce", stage.tile, std::uint64_t{summed} * m * pieces[j].size,
+                                           standard, alignment, Lifetime::transient);
             stage.sum = builder_.create(op_.name + ".sum", stage.tile, std::uint64_t{m} * pieces[j].size, standard,
                                         alignment, Lifetime::transient);
           }
@@ -511,8 +531,21 @@ void DenseFragment::lay_out_two_stage() {
           if (subs[b].size == 0) continue;  // a piece narrower than the blocks
           const StagePiece& holder = stage_piece(r, c, b, j);
           const std::uint32_t slots = fused ? blocks - 1 : blocks;
-          OwnedPiece owned{r, c, blocks_[b].begin + j, holder.tile, 0, {pieces[j].begin + subs[b].begin, subs[b].size},
-                           0, 0, kNoBuffer, 3, blocks, {holder.sum, m * subs[b].begin}, subs[b].size, b, j};
+          OwnedPiece owned{r,
+                           c,
+                           blocks_[b].begin + j,
+                           holder.tile,
+                           0,
+                           {pieces[j].begin + subs[b].begin, subs[b].size},
+                           0,
+                           0,
+                           kNoBuffer,
+                           3,
+                           blocks,
+                           {holder.sum, m * subs[b].begin},
+                           subs[b].size,
+                           b,
+                           j};
           owned.reduce = builder_.create(op_.name + ".reduce", holder.tile, std::uint64_t{slots} * m * subs[b].size,
                                          standard, alignment, Lifetime::transient);
           owned.out = builder_.create(op_.name + ".out", holder.tile, std::uint64_t{m} * subs[b].size, standard,
@@ -534,9 +567,8 @@ void DenseFragment::gather_x(const GroupBuffers& group, Range depth) {
     return;
   }
   // Pieces are sorted by column: start at the first one ending after depth.begin.
-  auto piece = std::partition_point(x_pieces_.begin(), x_pieces_.end(), [&](const Piece& p) {
-    return p.col_begin + p.cols <= depth.begin;
-  });
+  auto piece = std::partition_point(x_pieces_.begin(), x_pieces_.end(),
+                                    [&](const Piece& p) { return p.col_begin + p.cols <= depth.begin; });
   for (; piece != x_pieces_.end() && piece->col_begin < depth.end(); ++piece) {
     const std::uint32_t low = std::max(piece->col_begin, depth.begin);
     const std::uint32_t high = std::min(piece->col_begin + piece->cols, depth.end());
@@ -554,7 +586,8 @@ void DenseFragment::epilogue(std::uint32_t superstep, std::uint32_t tile, std::u
                              std::uint32_t bias_buffer, std::uint32_t col_begin, std::uint32_t cols) {
   if (op_.bias) {
     builder_.host_slice(*op_.bias, stream_kind_of(*op_.bias), bias_buffer, 0, 1, col_begin, cols);
-    builder_.call(superstep, tile, bias_codelet(op_), {{values, 0}, {bias_buffer, 0}}, {rows, cols, op_.relu ? 1u : 0u});
+    builder_.call(superstep, tile, bias_codelet(op_), {{values, 0}, {bias_buffer, 0}},
+                  {rows, cols, op_.relu ? 1u : 0u});
   } else if (op_.relu) {
     builder_.call(superstep, tile, Codelet::relu, {{values, 0}}, {rows * cols});
   }
@@ -569,8 +602,8 @@ Fragment DenseFragment::build() && {
     if (depth_groups > 1) builder_.label(2, op_.name + ".reduce");
   } else {
     for (std::uint32_t s = 0; s < slices; ++s)
-      builder_.label(matmul_superstep(s), s == 0 ? op_.name + ".matmul0"
-                                                 : fmt::format("{}.reduce{}+matmul{}", op_.name, s - 1, s));
+      builder_.label(matmul_superstep(s),
+                     s == 0 ? op_.name + ".matmul0" : fmt::format("{}.reduce{}+matmul{}", op_.name, s - 1, s));
     builder_.label(matmul_superstep(slices), fmt::format("{}.reduce{}", op_.name, slices - 1));
   }
   Distribution output{op_.m, {}};
@@ -585,9 +618,11 @@ Fragment DenseFragment::build() && {
         for (std::uint32_t s = 0; s < slices_[c].size(); ++s) {
           const Range slice = slices_[c][s];
           // The weights are laid out as the chosen orientation streams them: no transpose on the tile.
-          const WeightMatmul matmul = weight_matmul(half_weights(op_), m, depth.size, slice.size, target_, op_.orientation);
+          const WeightMatmul matmul =
+              weight_matmul(half_weights(op_), m, depth.size, slice.size, target_, op_.orientation);
           builder_.host_slice(*op_.w, stream_kind_of(*op_.w), buffers.weights[s], depth.begin, depth.size,
-                              cols.begin + slice.begin, slice.size, matmul_b_is_n_by_k(matmul.codelet, matmul.orientation));
+                              cols.begin + slice.begin, slice.size,
+                              matmul_b_is_n_by_k(matmul.codelet, matmul.orientation));
           builder_.call(matmul_superstep(s), buffers.tile, matmul.codelet,
                         {{buffers.x_chunk, 0}, {buffers.weights[s], 0}, {buffers.partials[s % 2], 0}},
                         {m, depth.size, slice.size, matmul.orientation});
@@ -610,16 +645,16 @@ Fragment DenseFragment::build() && {
         if (fused_reduction(op_) && g == owned.owner_depth_group) continue;
         const std::uint32_t slot = fused_reduction(op_) && g > owned.owner_depth_group ? g - 1 : g;
         const GroupBuffers& sender = group(owned.row_group, owned.column_group, g);
-        builder_.move_rows(matmul_superstep(owned.slice), {sender.partials[owned.slice % 2], owned.columns.begin}, width,
-                           {owned.reduce, slot * m * owned.columns.size}, owned.columns.size, m, owned.columns.size);
+        builder_.move_rows(matmul_superstep(owned.slice), {sender.partials[owned.slice % 2], owned.columns.begin},
+                           width, {owned.reduce, slot * m * owned.columns.size}, owned.columns.size, m,
+                           owned.columns.size);
       }
     }
   }
   if (depth_groups > 1) reduce_owned_pieces(output);
   std::vector<TensorDistribution> made;
   made.push_back({op_.output_index, std::move(output)});
-  if (candidate_.input == InputSource::host_scatter)
-    made.push_back({op_.x_index, Distribution{op_.m, x_pieces_}});
+  if (candidate_.input == InputSource::host_scatter) made.push_back({op_.x_index, Distribution{op_.m, x_pieces_}});
   return builder_.finish(std::move(made));
 }
 

@@ -74,9 +74,10 @@ public:
   std::uint32_t tile(std::uint32_t r, std::uint32_t c, std::uint32_t g) const {
     const std::uint64_t depth = candidate_.depth_groups, grid = depth * candidate_.column_groups;
     if (candidate_.transposed)
-      return static_cast<std::uint32_t>((r * grid + std::uint64_t{g} * candidate_.column_groups + c + candidate_.tile_offset) %
-                                        tiles_);
-    const std::uint64_t slot = rotation_.empty() ? g : (g + rotation_[std::uint64_t{r} * candidate_.column_groups + c]) % depth;
+      return static_cast<std::uint32_t>(
+          (r * grid + std::uint64_t{g} * candidate_.column_groups + c + candidate_.tile_offset) % tiles_);
+    const std::uint64_t slot =
+        rotation_.empty() ? g : (g + rotation_[std::uint64_t{r} * candidate_.column_groups + c]) % depth;
     return static_cast<std::uint32_t>((r * grid + c * depth + slot + candidate_.tile_offset) % tiles_);
   }
 
@@ -158,8 +159,7 @@ BusiestMatmul busiest_matmul(const DenseOp& op, DenseCandidate candidate, const 
 /// check needs nothing more); build() adds the compute, copies and host slices.
 class DenseFragment {
 public:
-  DenseFragment(const DenseOp& op, DenseCandidate candidate, const Program& program,
-                const Target& target);
+  DenseFragment(const DenseOp& op, DenseCandidate candidate, const Program& program, const Target& target);
   bool oversized() const { return builder_.oversized(); }
   std::vector<TileBytes> new_bytes() const { return builder_.new_bytes(target_.tiles); }
   std::uint64_t peak_temporary_bytes() const { return builder_.peak_temporary_bytes(target_.tiles); }
@@ -180,7 +180,7 @@ private:
     Range columns;  ///< relative to the slice
     std::uint32_t reduce, out, bias;
     std::uint32_t superstep, parts;  ///< parts: received ones plus the owner's own
-    BufferRef own;  ///< the owner's own part, which reduce_bias reads in place
+    BufferRef own;                   ///< the owner's own part, which reduce_bias reads in place
     std::uint32_t own_stride;
     std::uint32_t block, stage_piece;  ///< two-stage: the holder's block and stage piece
   };
@@ -188,7 +188,7 @@ private:
   /// blocks[r].begin + j, first sums block (r - 1) mod R's partials of stage piece j.
   struct StagePiece {
     std::uint32_t row_group, column_group, block, piece, tile;
-    Range columns;  ///< relative to the column group
+    Range columns;              ///< relative to the column group
     std::uint32_t reduce, sum;  ///< laid out sub-piece by sub-piece (see lay_out_two_stage)
   };
   /// The superstep slice s multiplies in (its reduce-scatter is that superstep's exchange);
@@ -224,10 +224,10 @@ private:
   FragmentBuilder builder_;
   std::vector<Range> rows_, columns_, depths_;
   std::vector<std::vector<Range>> slices_;  ///< per column group: its serial slices, relative to it
-  std::vector<GroupBuffers> groups_;  ///< index (r * column_groups + c) * depth_groups + g
-  std::vector<OwnedPiece> pieces_;    ///< reduce-scatter owners (depth_groups > 1), final stage
-  std::vector<Range> blocks_;         ///< depth groups per reduction block (two-stage only)
-  std::vector<StagePiece> stage_pieces_;  ///< index ((r * C + c) * blocks + block) * stage pieces + j
+  std::vector<GroupBuffers> groups_;        ///< index (r * column_groups + c) * depth_groups + g
+  std::vector<OwnedPiece> pieces_;          ///< reduce-scatter owners (depth_groups > 1), final stage
+  std::vector<Range> blocks_;               ///< depth groups per reduction block (two-stage only)
+  std::vector<StagePiece> stage_pieces_;    ///< index ((r * C + c) * blocks + block) * stage pieces + j
 };
 
 }  // namespace tessera::select_finalist

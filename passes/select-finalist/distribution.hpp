@@ -26,8 +26,7 @@ inline std::vector<Range> balanced_split(std::uint32_t total, std::uint32_t part
 }
 
 /// The index of the range of balanced_split(total, parts) that holds `position`.
-inline std::uint32_t balanced_part_of(std::uint32_t total, std::uint32_t parts,
-                                      std::uint32_t position) {
+inline std::uint32_t balanced_part_of(std::uint32_t total, std::uint32_t parts, std::uint32_t position) {
   const std::uint32_t base = total / parts, larger = total % parts;
   const std::uint64_t in_larger = std::uint64_t{larger} * (base + 1);
   if (position < in_larger) return position / (base + 1);
@@ -43,7 +42,7 @@ struct Piece {
   std::uint32_t cols = 0;
   std::uint32_t buffer = 0;  ///< program buffer index (fragment index inside a fragment)
   std::uint32_t row_begin = 0;
-  std::uint32_t rows = 0;    ///< 0: all the distribution's rows
+  std::uint32_t rows = 0;  ///< 0: all the distribution's rows
   std::uint32_t row_count(std::uint32_t all_rows) const { return rows == 0 ? all_rows : rows; }
 };
 

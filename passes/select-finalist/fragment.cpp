@@ -15,9 +15,10 @@ constexpr std::uint64_t kLargestBufferWords = std::numeric_limits<std::uint32_t>
 
 std::uint32_t matmul_orientation(Codelet codelet, std::uint32_t m, std::uint32_t k, std::uint32_t n,
                                  const Target& target, OrientationChoice choice) {
-  const MatmulOrientation chosen = choice == OrientationChoice::automatic ? faster_matmul_orientation(codelet, m, k, n, target)
-                                   : choice == OrientationChoice::swapped  ? MatmulOrientation::swapped
-                                                                           : MatmulOrientation::as_is;
+  const MatmulOrientation chosen = choice == OrientationChoice::automatic
+                                       ? faster_matmul_orientation(codelet, m, k, n, target)
+                                   : choice == OrientationChoice::swapped ? MatmulOrientation::swapped
+                                                                          : MatmulOrientation::as_is;
   return static_cast<std::uint32_t>(chosen);
 }
 
@@ -67,8 +68,8 @@ std::uint32_t FragmentBuilder::existing(std::uint32_t program_buffer) {
   return index;
 }
 
-std::uint32_t FragmentBuilder::create(std::string name, std::uint32_t tile, std::uint64_t words,
-                                      Region region, std::uint32_t alignment, Lifetime lifetime) {
+std::uint32_t FragmentBuilder::create(std::string name, std::uint32_t tile, std::uint64_t words, Region region,
+                                      std::uint32_t alignment, Lifetime lifetime) {
   assert(words > 0 && "buffers hold at least one word");
   if (words > kLargestBufferWords) {
     oversized_ = true;
@@ -98,13 +99,11 @@ void FragmentBuilder::use(std::uint32_t buffer, std::uint32_t superstep) {
 void FragmentBuilder::call(std::uint32_t superstep, std::uint32_t tile, Codelet codelet,
                            std::vector<BufferRef> operands, std::vector<std::uint32_t> params) {
   for (const BufferRef& ref : operands) use(ref.buffer, superstep);
-  fragment_.program.supersteps.at(superstep).compute.push_back(
-      {tile, codelet, std::move(operands), std::move(params)});
+  fragment_.program.supersteps.at(superstep).compute.push_back({tile, codelet, std::move(operands), std::move(params)});
 }
 
-void FragmentBuilder::move_rows(std::uint32_t superstep, BufferRef from, std::uint32_t from_stride,
-                                BufferRef to, std::uint32_t to_stride, std::uint32_t rows,
-                                std::uint32_t width) {
+void FragmentBuilder::move_rows(std::uint32_t superstep, BufferRef from, std::uint32_t from_stride, BufferRef to,
+                                std::uint32_t to_stride, std::uint32_t rows, std::uint32_t width) {
   if (rows == 0 || width == 0) return;
   const bool contiguous = rows == 1 || (from_stride == width && to_stride == width);
   const std::uint32_t blocks = contiguous ? 1 : rows;
@@ -126,13 +125,11 @@ void FragmentBuilder::move_rows(std::uint32_t superstep, BufferRef from, std::ui
   }
 }
 
-void FragmentBuilder::host_slice(const Tensor& tensor, StreamKind kind, std::uint32_t buffer,
-                                 std::uint32_t row_begin, std::uint32_t rows,
-                                 std::uint32_t col_begin, std::uint32_t cols, bool transposed) {
+void FragmentBuilder::host_slice(const Tensor& tensor, StreamKind kind, std::uint32_t buffer, std::uint32_t row_begin,
+                                 std::uint32_t rows, std::uint32_t col_begin, std::uint32_t cols, bool transposed) {
   auto& streams = fragment_.program.streams;
-  auto stream = std::find_if(streams.begin(), streams.end(), [&](const HostStream& s) {
-    return s.tensor == tensor.name && s.kind == kind;
-  });
+  auto stream = std::find_if(streams.begin(), streams.end(),
+                             [&](const HostStream& s) { return s.tensor == tensor.name && s.kind == kind; });
   if (stream == streams.end()) {
     HostStream created;
     created.tensor = tensor.name;
@@ -152,8 +149,7 @@ std::vector<TileBytes> FragmentBuilder::new_bytes(std::uint32_t tiles) const {
   for (std::size_t i = 0; i < buffers.size(); ++i) {
     if (fragment_.program_buffer[i] != kNewBuffer) continue;
     TileBytes& tile = bytes.at(buffers[i].tile);
-    (buffers[i].region == Region::interleaved ? tile.interleaved : tile.standard) +=
-        aligned_bytes(buffers[i]);
+    (buffers[i].region == Region::interleaved ? tile.interleaved : tile.standard) += aligned_bytes(buffers[i]);
   }
   // The support memory the fragment's calls add (place-storage reserves it in the standard
   // region; code is counted per fragment: a little more than once per tile).
@@ -266,10 +262,8 @@ std::vector<TensorDistribution> commit_fragment(Fragment&& fragment, Program& pr
     auto existing = std::find_if(program.streams.begin(), program.streams.end(), [&](const HostStream& s) {
       return s.tensor == stream.tensor && s.kind == stream.kind;
     });
-    if (existing == program.streams.end())
-      program.streams.push_back(std::move(stream));
-    else
-      existing->slices.insert(existing->slices.end(), stream.slices.begin(), stream.slices.end());
+    if (existing == program.streams.end()) program.streams.push_back(std::move(stream));
+    else existing->slices.insert(existing->slices.end(), stream.slices.begin(), stream.slices.end());
   }
 
   for (TensorDistribution& made : fragment.distributions)

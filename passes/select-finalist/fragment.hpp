@@ -50,12 +50,12 @@ struct TensorDistribution {
 /// compute and its copies to that superstep's exchange. On an empty program it becomes a
 /// superstep of its own if it has work, and is dropped if not. Supersteps 1.. are the op's.
 struct Fragment {
-  Program program;                          ///< buffers and supersteps in fragment indices
-  std::vector<std::uint32_t> program_buffer;  ///< per buffer: program index, or kNewBuffer
-  std::vector<Lifetime> lifetime;           ///< per buffer (existing buffers: transient)
+  Program program;                                 ///< buffers and supersteps in fragment indices
+  std::vector<std::uint32_t> program_buffer;       ///< per buffer: program index, or kNewBuffer
+  std::vector<Lifetime> lifetime;                  ///< per buffer (existing buffers: transient)
   std::vector<std::uint32_t> first_use, last_use;  ///< per buffer, fragment superstep indices
-  bool extends_last_superstep = true;       ///< superstep 0 is the program's last superstep
-  std::vector<TensorDistribution> distributions;  ///< pieces naming fragment buffers
+  bool extends_last_superstep = true;              ///< superstep 0 is the program's last superstep
+  std::vector<TensorDistribution> distributions;   ///< pieces naming fragment buffers
 };
 
 /// Per-tile bytes in each region.
@@ -84,12 +84,12 @@ public:
   void label(std::uint32_t superstep, std::string label);
   /// The fragment index of an existing program buffer the fragment reads.
   std::uint32_t existing(std::uint32_t program_buffer);
-  /// A new buffer of `words` 32-bit words (packed_words() for float16 data). Sizes beyond a buffer's 32-bit byte count are
-  /// clamped and flagged: such a fragment can never fit (see oversized()).
+  /// A new buffer of `words` 32-bit words (packed_words() for float16 data). Sizes beyond a buffer's 32-bit byte count
+  /// are clamped and flagged: such a fragment can never fit (see oversized()).
   std::uint32_t create(std::string name, std::uint32_t tile, std::uint64_t words, Region region,
                        std::uint32_t alignment, Lifetime lifetime);
-  void call(std::uint32_t superstep, std::uint32_t tile, Codelet codelet,
-            std::vector<BufferRef> operands, std::vector<std::uint32_t> params);
+  void call(std::uint32_t superstep, std::uint32_t tile, Codelet codelet, std::vector<BufferRef> operands,
+            std::vector<std::uint32_t> params);
   /// Moves `rows` rows of `width` words, row r from from.word_offset + r * from_stride to
   /// to.word_offset + r * to_stride. Across tiles: copies in `superstep`'s exchange. On one
   /// tile (the exchange cannot send to itself): copy codelets at the start of the next
@@ -98,9 +98,8 @@ public:
                  std::uint32_t to_stride, std::uint32_t rows, std::uint32_t width);
   /// Adds a host slice filling `buffer` from word 0 with the block of `tensor` ([cols, rows]
   /// when `transposed`).
-  void host_slice(const Tensor& tensor, StreamKind kind, std::uint32_t buffer,
-                  std::uint32_t row_begin, std::uint32_t rows, std::uint32_t col_begin,
-                  std::uint32_t cols, bool transposed = false);
+  void host_slice(const Tensor& tensor, StreamKind kind, std::uint32_t buffer, std::uint32_t row_begin,
+                  std::uint32_t rows, std::uint32_t col_begin, std::uint32_t cols, bool transposed = false);
 
   const Buffer& buffer(std::uint32_t index) const { return fragment_.program.buffers[index]; }
   bool oversized() const { return oversized_; }

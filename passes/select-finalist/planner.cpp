@@ -112,7 +112,7 @@ public:
     for (std::uint32_t i = 0; i < graph_.ops.size(); ++i) {
       const Op& op = graph_.ops[i];
       reserve_ = later_weights(i);
-      Status status = is_block_op(graph_, op) ? plan_block(i)
+      Status status = is_block_op(graph_, op)                                 ? plan_block(i)
                       : op.kind == OpKind::dense || op.kind == OpKind::matmul ? plan_dense(i)
                                                                               : plan_elementwise(i);
       if (!status.ok) return status;
@@ -160,9 +160,10 @@ private:
     for (const auto& [name, pin] : options_.plans) {
       auto found = op_of_name.find(name);
       if (found == op_of_name.end())
-        return Status::failure(fmt::format("{}: unknown op '{}' in select-finalist option 'plans'; key a pin by the "
-                                           "output tensor of a matmul/dense op: {}",
-                                           pin.place, name, valid.empty() ? "the model has none" : valid));
+        return Status::failure(
+            fmt::format("{}: unknown op '{}' in select-finalist option 'plans'; key a pin by the "
+                        "output tensor of a matmul/dense op: {}",
+                        pin.place, name, valid.empty() ? "the model has none" : valid));
       if (auto [it, added] = named.emplace(found->second, name); !added)
         return Status::failure(fmt::format("{}: '{}' and '{}' name the same fused dense op in 'plans'; keep one pin",
                                            pin.place, it->second, name));
@@ -227,7 +228,8 @@ private:
   /// tile overflows a region (less the later ops' weights, reserve_). Conservative: it treats
   /// all of them as live together.
   std::uint64_t peak_if_fits(const std::vector<TileBytes>& resident, const std::vector<TileBytes>& added) const {
-    const std::uint64_t standard_capacity = target_.interleaved_start - std::min(reserve_.standard, target_.interleaved_start);
+    const std::uint64_t standard_capacity =
+        target_.interleaved_start - std::min(reserve_.standard, target_.interleaved_start);
     const std::uint64_t interleaved_capacity =
         target_.memory_bytes - target_.interleaved_start -
         std::min(reserve_.interleaved, target_.memory_bytes - target_.interleaved_start);
@@ -283,11 +285,23 @@ private:
   /// apart (the repeated layers of an MLP), so it is asked once.
   std::vector<std::uint64_t> signature(const DenseOp& op, DenseCandidate candidate) const {
     auto kind = [](const Tensor* t) { return t ? std::uint64_t{static_cast<std::uint8_t>(t->kind)} + 1 : 0; };
-    std::vector<std::uint64_t> key = {op.m, op.k, op.n, op.relu, kind(op.x), kind(op.w), kind(op.bias),
-                                      op.first_superstep, candidate.column_groups, candidate.depth_groups,
-                                      static_cast<std::uint64_t>(candidate.input), candidate.serial_splits,
-                                      candidate.reduction_blocks, candidate.row_groups, candidate.tile_offset,
-                                      candidate.rotated, candidate.transposed};
+    std::vector<std::uint64_t> key = {op.m,
+                                      op.k,
+                                      op.n,
+                                      op.relu,
+                                      kind(op.x),
+                                      kind(op.w),
+                                      kind(op.bias),
+                                      op.first_superstep,
+                                      candidate.column_groups,
+                                      candidate.depth_groups,
+                                      static_cast<std::uint64_t>(candidate.input),
+                                      candidate.serial_splits,
+                                      candidate.reduction_blocks,
+                                      candidate.row_groups,
+                                      candidate.tile_offset,
+                                      candidate.rotated,
+                                      candidate.transposed};
     for (const Piece& piece : op.x_pieces) {
       const Buffer& buffer = program_.buffers[piece.buffer];
       key.insert(key.end(), {piece.tile, piece.col_begin, piece.cols, piece.row_begin, piece.rows, buffer.bytes,
@@ -326,8 +340,8 @@ private:
   /// Screens `mapping_candidates` tile mappings (group offsets) of a finalist by the gather's
   /// exchange load, latency and on-tile copies; a better one that fits replaces the mapping
   /// and is costed again.
-  void screen_mappings(unsigned worker, const DenseOp& op, std::uint32_t op_index, std::size_t index, CostedCandidate& finalist,
-                       const std::vector<TileBytes>& resident, LogLines& log) {
+  void screen_mappings(unsigned worker, const DenseOp& op, std::uint32_t op_index, std::size_t index,
+                       CostedCandidate& finalist, const std::vector<TileBytes>& resident, LogLines& log) {
     if (options_.mapping_candidates <= 1) return;
     DenseCandidate best = finalist.candidate;
     MappingLoad best_load = mapping_load(op, best, target_);
@@ -344,24 +358,29 @@ private:
         mapped.tile_offset = static_cast<std::uint32_t>((std::uint64_t{step} + 1) * best.column_groups % target_.tiles);
       } else {
         mapped.rotated = i % 3 == 1;
-        mapped.tile_offset = (finalist.candidate.tile_offset + (step < best.depth_groups ? step : step * best.depth_groups)) %
-                             target_.tiles;
+        mapped.tile_offset =
+            (finalist.candidate.tile_offset + (step < best.depth_groups ? step : step * best.depth_groups)) %
+            target_.tiles;
       }
       if (mapped == finalist.candidate) continue;
       const MappingLoad load = mapping_load(op, mapped, target_);
-      log.debug("tile mapping op={} finalist={} candidate={} tile_offset={} rotated={} exchange_load={} "
-                            "latency={} on_tile_copy_cycles={}", op_index, index, i, mapped.tile_offset,
-                            mapped.rotated, load.exchange_load, load.latency, load.on_tile_cycles);
+      log.debug(
+          "tile mapping op={} finalist={} candidate={} tile_offset={} rotated={} exchange_load={} "
+          "latency={} on_tile_copy_cycles={}",
+          op_index, index, i, mapped.tile_offset, mapped.rotated, load.exchange_load, load.latency,
+          load.on_tile_cycles);
       if (load.figure() < best_load.figure()) best = mapped, best_load = load, selected = i;
     }
-    log.info("screened tile mappings op={} finalist={} candidates={} selected={} tile_offset={} rotated={} "
-                  "exchange_load={} latency={} on_tile_copy_cycles={}",
-                  op_index, index, count, selected, best.tile_offset, best.rotated, best_load.exchange_load,
-                  best_load.latency, best_load.on_tile_cycles);
+    log.info(
+        "screened tile mappings op={} finalist={} candidates={} selected={} tile_offset={} rotated={} "
+        "exchange_load={} latency={} on_tile_copy_cycles={}",
+        op_index, index, count, selected, best.tile_offset, best.rotated, best_load.exchange_load, best_load.latency,
+        best_load.on_tile_cycles);
     if (best == finalist.candidate) return;
     DenseFragment fragment(op, best, program_, target_);
-    const bool over_budget = fragment.peak_temporary_bytes() >
-                             static_cast<std::uint64_t>(options_.available_memory_proportion * double(target_.memory_bytes));
+    const bool over_budget =
+        fragment.peak_temporary_bytes() >
+        static_cast<std::uint64_t>(options_.available_memory_proportion * double(target_.memory_bytes));
     const std::vector<TileBytes> added = fragment.new_bytes();
     const std::uint64_t peak = fragment.oversized() || over_budget ? kDoesNotFit : peak_if_fits(resident, added);
     if (peak == kDoesNotFit) return;
@@ -380,20 +399,24 @@ private:
     const Op& op = graph_.ops[op_index];
     const std::size_t max_inputs = op.kind == OpKind::dense ? 3 : 2;
     if (op.inputs.size() < 2 || op.inputs.size() > max_inputs)
-      return Status::failure(fmt::format("{}: {} has {} inputs; run lower-mid to canonicalise the graph",
-                                         where(op), op_kind_name(op.kind), op.inputs.size()));
+      return Status::failure(fmt::format("{}: {} has {} inputs; run lower-mid to canonicalise the graph", where(op),
+                                         op_kind_name(op.kind), op.inputs.size()));
     const Tensor& x = tensor(op.inputs[0]);
     const Tensor& w = tensor(op.inputs[1]);
     const Tensor* bias = op.inputs.size() == 3 ? &tensor(op.inputs[2]) : nullptr;
     if (w.kind == TensorKind::intermediate)
       return unsupported(op, fmt::format("its right operand '{}' is computed by the graph; only weights "
-                                         "and inputs can be multiplied by so far", w.name));
+                                         "and inputs can be multiplied by so far",
+                                         w.name));
     if (bias && bias->kind == TensorKind::intermediate)
       return unsupported(op, fmt::format("its bias '{}' is computed by the graph; only weights and "
-                                         "inputs can be biases so far", bias->name));
+                                         "inputs can be biases so far",
+                                         bias->name));
     if (x.shape.size() != 2 || w.shape.size() != 2 || x.cols() != w.rows())
-      return Status::failure(fmt::format("{}: operands '{}' and '{}' do not multiply; run lower-mid to "
-                                         "check shapes", where(op), x.name, w.name));
+      return Status::failure(
+          fmt::format("{}: operands '{}' and '{}' do not multiply; run lower-mid to "
+                      "check shapes",
+                      where(op), x.name, w.name));
 
     DenseOp dense;
     dense.name = fmt::format("dense{}", op_index);
@@ -427,25 +450,30 @@ private:
                    options_.row_groups};
     if (auto pinned = pins_.find(op_index); pinned != pins_.end()) {
       const OpPin& pin = pinned->second.second;
-      for (auto [field, value] : {std::pair{&pins.column_groups, pin.column_groups}, {&pins.depth_groups, pin.depth_groups},
-                                  {&pins.serial_splits, pin.serial_splits}, {&pins.reduction_blocks, pin.reduction_blocks},
+      for (auto [field, value] : {std::pair{&pins.column_groups, pin.column_groups},
+                                  {&pins.depth_groups, pin.depth_groups},
+                                  {&pins.serial_splits, pin.serial_splits},
+                                  {&pins.reduction_blocks, pin.reduction_blocks},
                                   {&pins.row_groups, pin.row_groups}})
         if (value != 0) *field = value;
       // The same clamping as pin_candidates: rows to the op and tiles, columns and depth to
       // the op and the row groups' share of the tiles (0: free).
-      const std::uint32_t row_groups = pins.row_groups, column_groups = pins.column_groups, depth_groups = pins.depth_groups;
+      const std::uint32_t row_groups = pins.row_groups, column_groups = pins.column_groups,
+                          depth_groups = pins.depth_groups;
       const std::uint32_t used_rows = row_groups ? std::min({row_groups, dense.m, target_.tiles}) : 0;
       const std::uint32_t share = target_.tiles / std::max(1u, used_rows);
       const std::uint32_t used_columns = column_groups ? std::min({column_groups, dense.n, share}) : 0;
       const std::uint32_t used_depth =
-          depth_groups ? std::min(depth_groups, std::max(1u, std::min(dense.k, share / std::max(1u, used_columns)))) : 0;
+          depth_groups ? std::min(depth_groups, std::max(1u, std::min(dense.k, share / std::max(1u, used_columns))))
+                       : 0;
       // Serial splits and reduction blocks clamp per candidate: logged as asked.
-      context_.info("pinned operator plan op={} name={} column_groups={} depth_groups={} row_groups={} "
-                    "requested_column_groups={} requested_depth_groups={} requested_row_groups={} clamped={} "
-                    "serial_splits={} reduction_blocks={}",
-                    op_index, pinned->second.first, used_columns, used_depth, used_rows, column_groups, depth_groups,
-                    row_groups, used_columns != column_groups || used_depth != depth_groups || used_rows != row_groups,
-                    pins.serial_splits, pins.reduction_blocks);
+      context_.info(
+          "pinned operator plan op={} name={} column_groups={} depth_groups={} row_groups={} "
+          "requested_column_groups={} requested_depth_groups={} requested_row_groups={} clamped={} "
+          "serial_splits={} reduction_blocks={}",
+          op_index, pinned->second.first, used_columns, used_depth, used_rows, column_groups, depth_groups, row_groups,
+          used_columns != column_groups || used_depth != depth_groups || used_rows != row_groups, pins.serial_splits,
+          pins.reduction_blocks);
     }
     if (options_.max_row_groups != 0)  // planning again with fewer copies of the weights
       std::erase_if(candidates, [&](const DenseCandidate& c) { return c.row_groups > options_.max_row_groups; });
@@ -500,13 +528,13 @@ private:
           }
           CostedCandidate& entry = *trials[i].costed;
           ++costed;
-          context_.logger.debug("{}: costed operator plan op={} column_groups={} depth_groups={} row_groups={} "
-                                "serial_splits={} reduction_blocks={} input={} screening_cycles={} estimated_cycles={} "
-                                "host_input_cycles={}",
-                                context_.span, op_index, candidate.column_groups, candidate.depth_groups, candidate.row_groups,
-                                candidate.serial_splits, candidate.reduction_blocks, input_source_name(candidate.input),
-                                screening,
-                                entry.estimate.total(), entry.host_input_cycles);
+          context_.logger.debug(
+              "{}: costed operator plan op={} column_groups={} depth_groups={} row_groups={} "
+              "serial_splits={} reduction_blocks={} input={} screening_cycles={} estimated_cycles={} "
+              "host_input_cycles={}",
+              context_.span, op_index, candidate.column_groups, candidate.depth_groups, candidate.row_groups,
+              candidate.serial_splits, candidate.reduction_blocks, input_source_name(candidate.input), screening,
+              entry.estimate.total(), entry.host_input_cycles);
           auto position = std::find_if(finalists.begin(), finalists.end(), [&](const CostedCandidate& kept) {
             return std::tuple(entry.score(), entry.candidate) < std::tuple(kept.score(), kept.candidate);
           });
@@ -517,73 +545,79 @@ private:
       }
     };
     try_screened();
-    context_.info("screened operator plans op={} candidates={} screened={} rejected_for_memory={} costed={}",
-                  op_index, enumerated, screened.size(), rejected, costed);
+    context_.info("screened operator plans op={} candidates={} screened={} rejected_for_memory={} costed={}", op_index,
+                  enumerated, screened.size(), rejected, costed);
     // Memory is short: the same splits again with their columns in serial slices (unless pinned).
     if (finalists.empty() && pins.serial_splits == 0) {
       const auto smallest_plain = smallest;  // what a does-not-fit report shows: the simpler plan
       enumerated = screen(serial_candidates(candidates, dense, {2, 4, 8, 16}));
       rejected = 0;
       try_screened();
-      context_.info("screened serial splits op={} candidates={} screened={} rejected_for_memory={} costed={}",
-                    op_index, enumerated, screened.size(), rejected, costed);
+      context_.info("screened serial splits op={} candidates={} screened={} rejected_for_memory={} costed={}", op_index,
+                    enumerated, screened.size(), rejected, costed);
       if (finalists.empty()) smallest = smallest_plain;
     }
 
     if (finalists.empty()) {
       if (most_row_groups_ > 1 && !starved_op_) starved_op_ = op_index;
       if (!smallest || smallest->first == kDoesNotFit)
-        return Status::failure(fmt::format("{}: model does not fit: every plan of {} '{}' needs a buffer of "
-                                           "4 GiB or more on one tile; use a target with more tiles",
-                                           where(op), op_kind_name(op.kind), tensor(op.output).name));
+        return Status::failure(
+            fmt::format("{}: model does not fit: every plan of {} '{}' needs a buffer of "
+                        "4 GiB or more on one tile; use a target with more tiles",
+                        where(op), op_kind_name(op.kind), tensor(op.output).name));
       // Nothing fits: carry on with the smallest plan so place-storage reports every tile
       // over, with its buffers, which says far more than a refusal here could.
-      context_.logger.warn("{}: no operator plan fits in tile memory op={} column_groups={} depth_groups={} "
-                           "row_groups={} serial_splits={} reduction_blocks={} peak_tile_bytes={} memory_bytes={}",
-                           context_.span, op_index, smallest->second.column_groups, smallest->second.depth_groups,
-                           smallest->second.row_groups,
-                           smallest->second.serial_splits, smallest->second.reduction_blocks, smallest->first,
-                           target_.memory_bytes);
-      finalists.push_back(cost(0, dense, smallest->second, smallest->first,
-                               DenseFragment(dense, smallest->second, program_, target_)));
+      context_.logger.warn(
+          "{}: no operator plan fits in tile memory op={} column_groups={} depth_groups={} "
+          "row_groups={} serial_splits={} reduction_blocks={} peak_tile_bytes={} memory_bytes={}",
+          context_.span, op_index, smallest->second.column_groups, smallest->second.depth_groups,
+          smallest->second.row_groups, smallest->second.serial_splits, smallest->second.reduction_blocks,
+          smallest->first, target_.memory_bytes);
+      finalists.push_back(
+          cost(0, dense, smallest->second, smallest->first, DenseFragment(dense, smallest->second, program_, target_)));
     }
 
     // Finalists are screened, built and refined side by side; their lines are logged in order.
     std::vector<LogLines> notes(finalists.size());
     // The scheduler (schedule_finalists) may be isolated too: it is called from this thread.
-    parallel_for(finalists.size(), options_.schedule_finalists ? 1 : cost_threads_, [&](unsigned worker, std::size_t i) {
-      CostedCandidate& finalist = finalists[i];
-      screen_mappings(worker, dense, op_index, i, finalist, resident, notes[i]);
-      if (!finalist.fragment) finalist.fragment = DenseFragment(dense, finalist.candidate, program_, target_).build();
-      refine(worker, finalist);
-      notes[i].info("retained operator-plan finalist op={} finalist={} column_groups={} depth_groups={} "
-                    "row_groups={} serial_splits={} reduction_blocks={} input={} estimated_cycles={} estimated_exchange_cycles={} "
-                    "host_input_cycles={} refined_cycles={} refined_exchange_cycles={} peak_tile_bytes={} "
-                    "peak_standard_bytes={} peak_interleaved_bytes={}",
-                    op_index, i, finalist.candidate.column_groups, finalist.candidate.depth_groups,
-                    finalist.candidate.row_groups, finalist.candidate.serial_splits, finalist.candidate.reduction_blocks,
-                    input_source_name(finalist.candidate.input),
-                    finalist.estimate.total(), finalist.estimate.exchange_cycles, finalist.host_input_cycles,
-                    finalist.refined_cycles, finalist.refined_exchange_cycles, finalist.peak_tile_bytes,
-                    finalist.peak_region_bytes.standard, finalist.peak_region_bytes.interleaved);
-      if (options_.schedule_finalists)
-        notes[i].info("scheduled operator-plan finalist op={} finalist={} mapped={} analytical_cycles={} "
-                      "analytical_exchange_cycles={} scheduled_exchange_cycles={} refined_cycles={}",
-                      op_index, i, finalist.mapped, finalist.score(), finalist.estimate.exchange_cycles,
-                      finalist.refined_exchange_cycles, finalist.refined_cycles);
-    });
+    parallel_for(
+        finalists.size(), options_.schedule_finalists ? 1 : cost_threads_, [&](unsigned worker, std::size_t i) {
+          CostedCandidate& finalist = finalists[i];
+          screen_mappings(worker, dense, op_index, i, finalist, resident, notes[i]);
+          if (!finalist.fragment)
+            finalist.fragment = DenseFragment(dense, finalist.candidate, program_, target_).build();
+          refine(worker, finalist);
+          notes[i].info(
+              "retained operator-plan finalist op={} finalist={} column_groups={} depth_groups={} "
+              "row_groups={} serial_splits={} reduction_blocks={} input={} estimated_cycles={} "
+              "estimated_exchange_cycles={} "
+              "host_input_cycles={} refined_cycles={} refined_exchange_cycles={} peak_tile_bytes={} "
+              "peak_standard_bytes={} peak_interleaved_bytes={}",
+              op_index, i, finalist.candidate.column_groups, finalist.candidate.depth_groups,
+              finalist.candidate.row_groups, finalist.candidate.serial_splits, finalist.candidate.reduction_blocks,
+              input_source_name(finalist.candidate.input), finalist.estimate.total(), finalist.estimate.exchange_cycles,
+              finalist.host_input_cycles, finalist.refined_cycles, finalist.refined_exchange_cycles,
+              finalist.peak_tile_bytes, finalist.peak_region_bytes.standard, finalist.peak_region_bytes.interleaved);
+          if (options_.schedule_finalists)
+            notes[i].info(
+                "scheduled operator-plan finalist op={} finalist={} mapped={} analytical_cycles={} "
+                "analytical_exchange_cycles={} scheduled_exchange_cycles={} refined_cycles={}",
+                op_index, i, finalist.mapped, finalist.score(), finalist.estimate.exchange_cycles,
+                finalist.refined_exchange_cycles, finalist.refined_cycles);
+        });
     for (const LogLines& lines : notes) lines.write(context_);
-    auto best = std::min_element(finalists.begin(), finalists.end(), [](const auto& a, const auto& b) {
-      return a.refined_cycles < b.refined_cycles;
-    });
+    auto best = std::min_element(finalists.begin(), finalists.end(),
+                                 [](const auto& a, const auto& b) { return a.refined_cycles < b.refined_cycles; });
     const BusiestMatmul busiest = busiest_matmul(dense, best->candidate, target_);
-    context_.info("selected operator plan op={} finalist={} column_groups={} depth_groups={} row_groups={} "
-                  "serial_splits={} reduction_blocks={} input={} estimated_cycles={} estimated_exchange_cycles={} "
-                  "busiest_matmul={}x{}x{} orientation={} as_is_cycles={} swapped_cycles={}",
-                  op_index, best - finalists.begin(), best->candidate.column_groups, best->candidate.depth_groups,
-                  best->candidate.row_groups, best->candidate.serial_splits, best->candidate.reduction_blocks, input_source_name(best->candidate.input),
-                  best->refined_cycles, best->refined_exchange_cycles, busiest.m, busiest.k, busiest.n,
-                  busiest.orientation == 0 ? "as_is" : "swapped", busiest.cycles(0, target_), busiest.cycles(1, target_));
+    context_.info(
+        "selected operator plan op={} finalist={} column_groups={} depth_groups={} row_groups={} "
+        "serial_splits={} reduction_blocks={} input={} estimated_cycles={} estimated_exchange_cycles={} "
+        "busiest_matmul={}x{}x{} orientation={} as_is_cycles={} swapped_cycles={}",
+        op_index, best - finalists.begin(), best->candidate.column_groups, best->candidate.depth_groups,
+        best->candidate.row_groups, best->candidate.serial_splits, best->candidate.reduction_blocks,
+        input_source_name(best->candidate.input), best->refined_cycles, best->refined_exchange_cycles, busiest.m,
+        busiest.k, busiest.n, busiest.orientation == 0 ? "as_is" : "swapped", busiest.cycles(0, target_),
+        busiest.cycles(1, target_));
     context_.remark({op_index, op_kind_name(op.kind), "operator", best->candidate.column_groups,
                      best->candidate.depth_groups, best->candidate.row_groups, finalists.size(), best->refined_cycles});
     most_row_groups_ = std::max(most_row_groups_, best->candidate.row_groups);
@@ -607,7 +641,8 @@ private:
     if (!distributions_[first] || program_.supersteps.empty())
       return unsupported(op, fmt::format("its first operand '{}' is a graph input or weight no earlier op "
                                          "spread over the tiles; elementwise ops run where their first operand "
-                                         "lives", tensor(first).name));
+                                         "lives",
+                                         tensor(first).name));
     const Distribution& input = *distributions_[first];
     // Weights must survive for the next run, so they are never overwritten.
     const bool in_place = readers_[first] == 1 && !is_output_[first] && tensor(first).kind != TensorKind::weight;
@@ -622,7 +657,8 @@ private:
     auto result_buffer = [&](const Piece& piece, std::uint32_t source, bool copy_input) {
       if (in_place) return source;
       const std::uint32_t words = piece.row_count(rows) * piece.cols;
-      const std::uint32_t out = builder.create(name + ".out", piece.tile, words, region, alignment, Lifetime::transient);
+      const std::uint32_t out =
+          builder.create(name + ".out", piece.tile, words, region, alignment, Lifetime::transient);
       if (copy_input) builder.call(0, piece.tile, Codelet::copy, {{source, 0}, {out, 0}}, {words});
       return out;
     };
@@ -634,10 +670,8 @@ private:
         // relu works in place (on a copy); the others read one buffer and write another, or the same.
         const bool relu = op.kind == OpKind::relu;
         const std::uint32_t out = result_buffer(piece, source, relu);
-        if (relu)
-          builder.call(0, piece.tile, Codelet::relu, {{out, 0}}, {count});
-        else
-          call_unary(builder, 0, piece.tile, op, source, out, count);
+        if (relu) builder.call(0, piece.tile, Codelet::relu, {{out, 0}}, {count});
+        else call_unary(builder, 0, piece.tile, op, source, out, count);
         output.pieces.push_back({piece.tile, piece.col_begin, piece.cols, out, piece.row_begin, piece.rows});
       }
     } else {
@@ -649,15 +683,17 @@ private:
         auto by_key = [&](const Piece& l, const Piece& r) { return key(l) < key(r); };
         std::sort(a.begin(), a.end(), by_key);
         std::sort(b.begin(), b.end(), by_key);
-        const bool same = second && second->rows == rows && a.size() == b.size() &&
-                          std::equal(a.begin(), a.end(), b.begin(),
-                                     [&](const Piece& l, const Piece& r) { return key(l) == key(r); });
+        const bool same =
+            second && second->rows == rows && a.size() == b.size() &&
+            std::equal(a.begin(), a.end(), b.begin(), [&](const Piece& l, const Piece& r) { return key(l) == key(r); });
         // Differently spread operands (or a row vector): the second is gathered into the first's blocks.
         if (!same || other.shape != tensor(first).shape) return plan_block(op_index);
         for (std::size_t i = 0; i < a.size(); ++i) {
           const std::uint32_t words = a[i].row_count(rows) * a[i].cols;
-          const std::uint32_t out = builder.create(name + ".out", a[i].tile, words, region, alignment, Lifetime::transient);
-          call_binary(builder, 0, a[i].tile, op.kind, builder.existing(a[i].buffer), builder.existing(b[i].buffer), out, words);
+          const std::uint32_t out =
+              builder.create(name + ".out", a[i].tile, words, region, alignment, Lifetime::transient);
+          call_binary(builder, 0, a[i].tile, op.kind, builder.existing(a[i].buffer), builder.existing(b[i].buffer), out,
+                      words);
           output.pieces.push_back({a[i].tile, a[i].col_begin, a[i].cols, out, a[i].row_begin, a[i].rows});
         }
       } else {
@@ -669,9 +705,9 @@ private:
           const std::uint32_t source = builder.existing(piece.buffer);
           const std::uint32_t piece_rows = piece.row_count(rows);
           const std::uint32_t operand_rows = row_vector ? 1 : piece_rows;
-          const std::uint32_t operand = builder.create(name + ".operand", piece.tile,
-                                                       packed_words(std::uint64_t{operand_rows} * piece.cols, other.dtype),
-                                                       region, alignment, lifetime);
+          const std::uint32_t operand = builder.create(
+              name + ".operand", piece.tile, packed_words(std::uint64_t{operand_rows} * piece.cols, other.dtype),
+              region, alignment, lifetime);
           builder.host_slice(other, kind, operand, row_vector ? 0 : piece.row_begin, operand_rows, piece.col_begin,
                              piece.cols);
           std::uint32_t out;
@@ -701,9 +737,16 @@ private:
   Status plan_block(std::uint32_t op_index) {
     const Op& op = graph_.ops[op_index];
     const std::vector<TileBytes> resident = resident_bytes();
-    BlockPlanContext plan{graph_, op, op_index, program_, target_, context_, distributions_,
-                          [&](const std::vector<TileBytes>& added) { return peak_if_fits(resident, added) != kDoesNotFit; },
-                          options_.orientation};
+    BlockPlanContext plan{
+        graph_,
+        op,
+        op_index,
+        program_,
+        target_,
+        context_,
+        distributions_,
+        [&](const std::vector<TileBytes>& added) { return peak_if_fits(resident, added) != kDoesNotFit; },
+        options_.orientation};
     std::optional<Fragment> fragment;
     if (Status status = plan_block_op(plan, fragment); !status.ok) return status;
     record(commit_fragment(std::move(*fragment), program_, whole_program_buffers_));
@@ -728,8 +771,8 @@ private:
       stream.cols = static_cast<std::uint32_t>(output.cols());
       for (const Piece& piece : distribution->pieces) {
         program_.buffers[piece.buffer].last_use = last;
-        stream.slices.push_back({{piece.buffer, 0}, piece.row_begin, piece.row_count(distribution->rows),
-                                 piece.col_begin, piece.cols});
+        stream.slices.push_back(
+            {{piece.buffer, 0}, piece.row_begin, piece.row_count(distribution->rows), piece.col_begin, piece.cols});
       }
       program_.streams.push_back(std::move(stream));
     }
@@ -745,7 +788,7 @@ private:
   std::vector<std::uint32_t> readers_;                      ///< per tensor: ops reading it
   std::vector<bool> is_output_;
   std::vector<std::uint32_t> whole_program_buffers_;
-  TileBytes reserve_;  ///< per tile, for the weights of the ops not planned yet (later_weights)
+  TileBytes reserve_;                  ///< per tile, for the weights of the ops not planned yet (later_weights)
   std::uint32_t most_row_groups_ = 1;  ///< of the selected dense plans: above 1, weights are held more than once
   std::optional<std::uint32_t> starved_op_;
   std::map<std::uint32_t, std::pair<std::string, OpPin>> pins_;  ///< op index -> (name used, pin)
@@ -803,10 +846,11 @@ Status plan_program(const Graph& graph, const Graph& model, PassContext& context
   estimates.estimated_exchange_cycles = total.exchange_cycles;
   std::size_t copies = 0;
   for (const Superstep& step : program.supersteps) copies += step.copies.size();
-  context.info("planned program supersteps={} buffers={} copies={} streams={} estimated_cycles={} "
-               "estimated_exchange_cycles={} estimated_compute_cycles={}",
-               program.supersteps.size(), program.buffers.size(), copies, program.streams.size(),
-               estimates.estimated_cycles, estimates.estimated_exchange_cycles, total.compute_cycles);
+  context.info(
+      "planned program supersteps={} buffers={} copies={} streams={} estimated_cycles={} "
+      "estimated_exchange_cycles={} estimated_compute_cycles={}",
+      program.supersteps.size(), program.buffers.size(), copies, program.streams.size(), estimates.estimated_cycles,
+      estimates.estimated_exchange_cycles, total.compute_cycles);
   return Status::success();
 }
 

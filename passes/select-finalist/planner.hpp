@@ -16,20 +16,20 @@ struct OpPin {
 };
 
 struct PlannerOptions {
-  std::uint32_t finalists = 2;          ///< best costed candidates per op, re-costed and logged
-  std::uint32_t max_candidates = 64;    ///< candidates kept after enumeration and screening
-  std::uint32_t costed_candidates = 4;  ///< fitting candidates built and costed per op
+  std::uint32_t finalists = 2;           ///< best costed candidates per op, re-costed and logged
+  std::uint32_t max_candidates = 64;     ///< candidates kept after enumeration and screening
+  std::uint32_t costed_candidates = 4;   ///< fitting candidates built and costed per op
   std::uint32_t mapping_candidates = 1;  ///< tile mappings screened per finalist (1: c * depth + g only)
-  bool schedule_finalists = false;  ///< re-cost finalists with the scheduler's horizons
+  bool schedule_finalists = false;       ///< re-cost finalists with the scheduler's horizons
   /// A candidate whose temporaries on any tile exceed this share of tile memory is rejected.
   double available_memory_proportion = 0.6;
-  std::uint32_t column_groups = 0;      ///< pins every dense op's column groups (0: free)
-  std::uint32_t depth_groups = 0;       ///< pins every dense op's depth groups (0: free)
-  std::uint32_t serial_splits = 0;      ///< pins every dense op's serial splits (0: free)
-  std::uint32_t reduction_blocks = 0;   ///< pins every dense op's reduction blocks (0: free, 1: one stage)
-  std::uint32_t row_groups = 0;         ///< pins every dense op's row groups (0: free)
+  std::uint32_t column_groups = 0;     ///< pins every dense op's column groups (0: free)
+  std::uint32_t depth_groups = 0;      ///< pins every dense op's depth groups (0: free)
+  std::uint32_t serial_splits = 0;     ///< pins every dense op's serial splits (0: free)
+  std::uint32_t reduction_blocks = 0;  ///< pins every dense op's reduction blocks (0: free, 1: one stage)
+  std::uint32_t row_groups = 0;        ///< pins every dense op's row groups (0: free)
   OrientationChoice orientation = OrientationChoice::automatic;  ///< matmul orientation: pinned or per call
-  std::uint32_t max_row_groups = 0;     ///< candidates with more row groups are dropped (0: none); set when re-planning
+  std::uint32_t max_row_groups = 0;  ///< candidates with more row groups are dropped (0: none); set when re-planning
   /// Per-op pins by a tensor name the dense op produces in the model as written.
   std::map<std::string, OpPin> plans;
 };

@@ -20,37 +20,46 @@ Status parse_plans(const tessera::MapOption& option, std::map<std::string, OpPin
   try {
     root = YAML::Load(option.yaml);
   } catch (const YAML::Exception& e) {  // the core hands over a mapping; kept for a hand-made one
-    return Status::failure(fmt::format("{}: option 'plans' is not YAML: {}", option.place(e.mark.line, e.mark.column), e.msg));
+    return Status::failure(
+        fmt::format("{}: option 'plans' is not YAML: {}", option.place(e.mark.line, e.mark.column), e.msg));
   }
   auto place = [&](const YAML::Node& node) { return option.place(node.Mark().line, node.Mark().column); };
-  if (!root.IsMap()) return Status::failure(fmt::format("{}: option 'plans' must map op names to {{column_groups: C, "
-                                                        "depth_groups: D}}", place(root)));
+  if (!root.IsMap())
+    return Status::failure(
+        fmt::format("{}: option 'plans' must map op names to {{column_groups: C, "
+                    "depth_groups: D}}",
+                    place(root)));
   for (const auto& entry : root) {
     const std::string name = entry.first.Scalar();
     const YAML::Node& fields = entry.second;
     if (!fields.IsMap() || fields.size() == 0)
-      return Status::failure(fmt::format("{}: plan of op '{}' must be a mapping such as {{column_groups: 64, "
-                                         "depth_groups: 23}}", place(fields.IsNull() ? entry.first : fields), name));
+      return Status::failure(
+          fmt::format("{}: plan of op '{}' must be a mapping such as {{column_groups: 64, "
+                      "depth_groups: 23}}",
+                      place(fields.IsNull() ? entry.first : fields), name));
     OpPin pin;
     pin.place = place(entry.first);
     for (const auto& field : fields) {
       const std::string key = field.first.Scalar();
-      std::uint32_t* target = key == "column_groups"   ? &pin.column_groups
-                              : key == "depth_groups"  ? &pin.depth_groups
-                              : key == "serial_splits" ? &pin.serial_splits
+      std::uint32_t* target = key == "column_groups"      ? &pin.column_groups
+                              : key == "depth_groups"     ? &pin.depth_groups
+                              : key == "serial_splits"    ? &pin.serial_splits
                               : key == "reduction_blocks" ? &pin.reduction_blocks
-                              : key == "row_groups"    ? &pin.row_groups
-                                                       : nullptr;
+                              : key == "row_groups"       ? &pin.row_groups
+                                                          : nullptr;
       if (!target)
-        return Status::failure(fmt::format("{}: unknown field '{}' in the plan of op '{}' (fields: column_groups, "
-                                           "depth_groups, row_groups, serial_splits, reduction_blocks)", place(field.first), key, name));
+        return Status::failure(
+            fmt::format("{}: unknown field '{}' in the plan of op '{}' (fields: column_groups, "
+                        "depth_groups, row_groups, serial_splits, reduction_blocks)",
+                        place(field.first), key, name));
       const std::string text = field.second.IsScalar() ? field.second.Scalar() : "";
       std::uint64_t value = 0;
       const auto [end, error] = std::from_chars(text.data(), text.data() + text.size(), value);
       if (text.empty() || error != std::errc() || end != text.data() + text.size() || value < 1 || value > 1000000)
-        return Status::failure(fmt::format("{}: '{}' of op '{}' must be a positive integer (a count of groups up to "
-                                           "1000000), got '{}'", place(field.second.IsNull() ? field.first : field.second),
-                                           key, name, text));
+        return Status::failure(
+            fmt::format("{}: '{}' of op '{}' must be a positive integer (a count of groups up to "
+                        "1000000), got '{}'",
+                        place(field.second.IsNull() ? field.first : field.second), key, name, text));
       *target = static_cast<std::uint32_t>(value);
     }
     plans[name] = pin;
@@ -125,7 +134,8 @@ public:
 
 protected:
   Status run_impl(tessera::CompilationState& state, tessera::PassContext& context) override {
-    return tessera::select_finalist::plan_program(state.graph, state.model, context, options_, state.program, state.estimates);
+    return tessera::select_finalist::plan_program(state.graph, state.model, context, options_, state.program,
+                                                  state.estimates);
   }
 
 private:
@@ -138,8 +148,7 @@ extern "C" const TesseraPluginManifest* select_finalist_manifest() noexcept {
   static const auto manifest = tessera::make_manifest(
       TESSERA_PLUGIN_PASS, "select-finalist", "0.1.0",
       "plans every op over the tiles: enumerates column x depth (x serial) splits, costs them, keeps the best",
-      option_table(), tessera::facts::canonical, tessera::facts::plan,
-      &tessera::create_plugin_object<SelectFinalist>);
+      option_table(), tessera::facts::canonical, tessera::facts::plan, &tessera::create_plugin_object<SelectFinalist>);
   return &manifest;
 }
 TESSERA_PLUGIN(select_finalist_manifest)

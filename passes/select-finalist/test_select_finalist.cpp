@@ -23,7 +23,8 @@ std::map<std::string, int> check_weights_covered(const PassBench& bench) {
   std::map<std::string, int> expected;
   for (const std::string& line : bench.log_lines("selected operator plan op=")) {
     const Op& op = bench.state.graph.ops.at(log_field(line, "op"));
-    for (std::uint32_t input : op.inputs) expected[bench.state.graph.tensors.at(input).name] = int(log_field(line, "row_groups"));
+    for (std::uint32_t input : op.inputs)
+      expected[bench.state.graph.tensors.at(input).name] = int(log_field(line, "row_groups"));
   }
   std::map<std::string, int> copies;
   for (const Tensor& tensor : bench.state.model.tensors) {
@@ -62,26 +63,29 @@ std::map<std::string, int> check_planned_program(PassBench& bench) {
 /// Three rows, a deep, uneven reduction (k = 70) into 5 columns with a float32 bias, then
 /// 5 into 9 without one: depth splits leave reduce-scatter pieces empty and chunks uneven.
 std::string deep_model(const TempDir& dir) {
-  return dir.write("deep.yaml", "model: deep\nseed: 11\ntensors:\n"
-                                "  - {name: x, shape: [3, 70], kind: input}\n"
-                                "  - {name: w0, shape: [70, 5], kind: weight, scale: 0.3}\n"
-                                "  - {name: b0, shape: [5], kind: weight}\n"
-                                "  - {name: w1, shape: [5, 9], kind: weight}\n"
-                                "ops:\n"
-                                "  - {op: matmul, inputs: [x, w0], output: h}\n"
-                                "  - {op: add, inputs: [h, b0], output: a}\n"
-                                "  - {op: relu, inputs: [a], output: y}\n"
-                                "  - {op: matmul, inputs: [y, w1], output: z}\n"
-                                "outputs: [z]\n");
+  return dir.write("deep.yaml",
+                   "model: deep\nseed: 11\ntensors:\n"
+                   "  - {name: x, shape: [3, 70], kind: input}\n"
+                   "  - {name: w0, shape: [70, 5], kind: weight, scale: 0.3}\n"
+                   "  - {name: b0, shape: [5], kind: weight}\n"
+                   "  - {name: w1, shape: [5, 9], kind: weight}\n"
+                   "ops:\n"
+                   "  - {op: matmul, inputs: [x, w0], output: h}\n"
+                   "  - {op: add, inputs: [h, b0], output: a}\n"
+                   "  - {op: relu, inputs: [a], output: y}\n"
+                   "  - {op: matmul, inputs: [y, w1], output: z}\n"
+                   "outputs: [z]\n");
 }
 
 std::string model_file(const TempDir& dir, const std::string& ops, const std::string& outputs) {
-  return dir.write("m.yaml", "model: m\nseed: 5\ntensors:\n"
-                             "  - {name: x, shape: [3, 40], kind: input}\n"
-                             "  - {name: w, shape: [40, 24], kind: weight, scale: 0.2}\n"
-                             "  - {name: b, shape: [24], kind: weight}\n"
-                             "  - {name: c, shape: [3, 24], kind: weight}\n"
-                             "ops:\n" + ops + "outputs: " + outputs + "\n");
+  return dir.write("m.yaml",
+                   "model: m\nseed: 5\ntensors:\n"
+                   "  - {name: x, shape: [3, 40], kind: input}\n"
+                   "  - {name: w, shape: [40, 24], kind: weight, scale: 0.2}\n"
+                   "  - {name: b, shape: [24], kind: weight}\n"
+                   "  - {name: c, shape: [3, 24], kind: weight}\n"
+                   "ops:\n" +
+                       ops + "outputs: " + outputs + "\n");
 }
 
 }  // namespace
@@ -140,23 +144,24 @@ TEST_CASE("select-finalist plans every split of a dense op correctly", "[select-
   std::set<std::pair<std::uint64_t, std::uint64_t>> splits;
   // A slow host link makes replicated input slices expensive, so host_scatter wins too.
   for (double host_bytes_per_cycle : {16.0, 0.05})
-  for (std::int64_t columns : {0, 1, 2, 3, 5})
-    for (std::int64_t depth : {0, 1, 2, 3, 4, 7, 16}) {
-      PassBench bench(model, config_path("targets/t16.yaml"));
-      bench.state.target.host_bytes_per_cycle = host_bytes_per_cycle;
-      INFO("column_groups " << columns << " depth_groups " << depth << " host " << host_bytes_per_cycle);
-      REQUIRE(bench.run("lower-mid").ok);
-      Options options;
-      options.values["column_groups"] = columns;
-      options.values["depth_groups"] = depth;
-      REQUIRE(bench.run("select-finalist", options).ok);
-      check_planned_program(bench);
-      for (const std::string& line : bench.log_lines("selected operator plan")) {
-        splits.emplace(log_field(line, "column_groups"), log_field(line, "depth_groups"));
-        sources.insert(line.substr(line.find(" input=") + 7, line.find(' ', line.find(" input=") + 1) - line.find(" input=") - 7));
-        if (columns != 0) CHECK(log_field(line, "column_groups") <= std::uint64_t(columns));
+    for (std::int64_t columns : {0, 1, 2, 3, 5})
+      for (std::int64_t depth : {0, 1, 2, 3, 4, 7, 16}) {
+        PassBench bench(model, config_path("targets/t16.yaml"));
+        bench.state.target.host_bytes_per_cycle = host_bytes_per_cycle;
+        INFO("column_groups " << columns << " depth_groups " << depth << " host " << host_bytes_per_cycle);
+        REQUIRE(bench.run("lower-mid").ok);
+        Options options;
+        options.values["column_groups"] = columns;
+        options.values["depth_groups"] = depth;
+        REQUIRE(bench.run("select-finalist", options).ok);
+        check_planned_program(bench);
+        for (const std::string& line : bench.log_lines("selected operator plan")) {
+          splits.emplace(log_field(line, "column_groups"), log_field(line, "depth_groups"));
+          sources.insert(line.substr(line.find(" input=") + 7,
+                                     line.find(' ', line.find(" input=") + 1) - line.find(" input=") - 7));
+          if (columns != 0) CHECK(log_field(line, "column_groups") <= std::uint64_t(columns));
+        }
       }
-    }
   CHECK(splits.size() >= 15);
   CHECK(splits.count({1, 16}) == 1);  // 16 depth groups over 5 columns: 11 empty pieces
   CHECK(sources == std::set<std::string>{"distributed", "host_scatter", "host_slices"});
@@ -237,7 +242,8 @@ TEST_CASE("select-finalist re-costs finalists with the scheduler when asked", "[
   CHECK(verify_program(bench.state.program, bench.state.target) == "");
 }
 
-TEST_CASE("select-finalist serial splits write every weight element once per row group and verify", "[select-finalist][serial]") {
+TEST_CASE("select-finalist serial splits write every weight element once per row group and verify",
+          "[select-finalist][serial]") {
   PassBench bench(config_path("models/mlp-small.yaml"), config_path("targets/t16.yaml"));
   REQUIRE(bench.run("lower-mid").ok);
   Options options;
@@ -261,7 +267,8 @@ TEST_CASE("select-finalist serial splits write every weight element once per row
                                        ".reduce2"));
 }
 
-TEST_CASE("select-finalist two-stage reductions compute the outputs for every block count", "[select-finalist][two-stage]") {
+TEST_CASE("select-finalist two-stage reductions compute the outputs for every block count",
+          "[select-finalist][two-stage]") {
   TempDir dir;
   // k = 70 into 5 columns (float32 bias: reduce_bias in stage two) and 5 into 9 without a
   // bias (reduce_add): uneven blocks, stage pieces narrower than the blocks, empty pieces.
@@ -409,7 +416,8 @@ TEST_CASE("select-finalist rejects plans whose temporaries exceed the memory bud
     REQUIRE(verify_program(bench.state.program, bench.state.target) == "");
     CHECK(bench.simulate().passed);
     std::uint64_t count = 0;
-    for (const std::string& line : bench.log_lines("screened operator plans")) count += log_field(line, "rejected_for_memory");
+    for (const std::string& line : bench.log_lines("screened operator plans"))
+      count += log_field(line, "rejected_for_memory");
     return count;
   };
   CHECK(rejected(0.6) == 0);
@@ -456,7 +464,8 @@ TEST_CASE("select-finalist lays constant weights out as the chosen orientation s
         if (!is_matmul(call.codelet)) continue;
         ++matmuls;
         const std::uint32_t swapped = static_cast<std::uint32_t>(MatmulOrientation::swapped);
-        if (orientation != "auto") CHECK((call.params[kMatmulOrientationParam] == swapped) == (orientation == "swapped"));
+        if (orientation != "auto")
+          CHECK((call.params[kMatmulOrientationParam] == swapped) == (orientation == "swapped"));
         // Neither orientation transposes constant weights on the tile.
         CHECK_FALSE(matmul_transposes_b(call.codelet, call.params[kMatmulOrientationParam]));
         const bool n_by_k = matmul_b_is_n_by_k(call.codelet, call.params[kMatmulOrientationParam]);

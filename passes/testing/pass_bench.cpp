@@ -18,13 +18,13 @@ std::string config_path(const std::string& relative) {
 }
 
 const std::vector<std::string>& default_passes() {
-  static const std::vector<std::string> passes = {"lower-mid", "select-finalist", "place-storage",
-                                                  "lower-exchanges", "emit-tile-code"};
+  static const std::vector<std::string> passes = {"lower-mid", "select-finalist", "place-storage", "lower-exchanges",
+                                                  "emit-tile-code"};
   return passes;
 }
 
-PassBench::PassBench(const std::string& model_path, const std::string& target_path,
-                     const std::string& cost_model_name, const std::string& scheduler_name) {
+PassBench::PassBench(const std::string& model_path, const std::string& target_path, const std::string& cost_model_name,
+                     const std::string& scheduler_name) {
   host.load_directory(TESSERA_PLUGIN_DIR);
   state.model = load_model(model_path);
   state.target = load_target(target_path);
@@ -49,9 +49,12 @@ Status PassBench::run(const std::string& name, const Options& options) {
   if (!info) return Status::failure(host.unknown_plugin_message(name, PluginKind::pass));
   std::unique_ptr<Pass> pass = host.create_pass(*info, host.resolve_options(*info, options, "test"));
   PassContext context{state.target, *cost_model, *scheduler, *logger_, fmt::format("phase{{phase=\"{}\"}}", name),
-                      2000, threads, nullptr, {}, &state.record, name};
+                      2000,         threads,     nullptr,    {},       &state.record,
+                      name};
   if (duplicate_cost_model)
-    context.new_cost_model = [this] { return host.create_cost_model(*cost_info_, host.resolve_options(*cost_info_, {}, "test")); };
+    context.new_cost_model = [this] {
+      return host.create_cost_model(*cost_info_, host.resolve_options(*cost_info_, {}, "test"));
+    };
   Status status = pass->run(state, context);
   if (!status.ok) return status;
   state.facts.insert(info->provided_facts.begin(), info->provided_facts.end());

@@ -26,8 +26,8 @@ const std::vector<std::string>& default_passes();
 /// would (facts recorded on success, the program verified), with their log lines kept.
 class PassBench {
 public:
-  PassBench(const std::string& model_path, const std::string& target_path,
-            const std::string& cost_model = "analytic", const std::string& scheduler = "greedy");
+  PassBench(const std::string& model_path, const std::string& target_path, const std::string& cost_model = "analytic",
+            const std::string& scheduler = "greedy");
 
   /// Runs the pass plugin `name` with `options` (defaults filled in by the host).
   Status run(const std::string& name, const Options& options = {});
@@ -47,7 +47,7 @@ public:
   PluginHost host;
   CompilationState state;
   std::unique_ptr<CostModel> cost_model;
-  unsigned threads = 1;           ///< PassContext::threads of the passes run
+  unsigned threads = 1;              ///< PassContext::threads of the passes run
   bool duplicate_cost_model = true;  ///< false: PassContext::new_cost_model is left empty
   std::unique_ptr<ExchangeScheduler> scheduler;
 

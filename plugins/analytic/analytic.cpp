@@ -70,9 +70,7 @@ constexpr double kAmpWorkerBaseCycles = 22;
 // Worker MAC: a dot product per output, one worker cycle per two floats, 26 per output.
 constexpr double kMacPerOutputCycles = 26;
 
-std::uint64_t ceil_cycles(double cycles) {
-  return cycles <= 0 ? 0 : static_cast<std::uint64_t>(std::ceil(cycles));
-}
+std::uint64_t ceil_cycles(double cycles) { return cycles <= 0 ? 0 : static_cast<std::uint64_t>(std::ceil(cycles)); }
 
 double threads_of(const Target& target) { return std::max<std::uint32_t>(target.worker_threads, 1); }
 
@@ -104,19 +102,19 @@ double matmul_cycles(Codelet codelet, double m, double k, double n, bool swapped
 std::uint64_t estimate_call(const CodeletCall& call, const Target& target) {
   const std::vector<std::uint32_t>& p = call.params;
   if (p.size() != tessera::codelet_param_count(call.codelet))
-    throw tessera::Error(fmt::format("codelet call on tile {}: {} takes {} params, got {}",
-                                     call.tile, tessera::codelet_name(call.codelet),
-                                     tessera::codelet_param_count(call.codelet), p.size()));
+    throw tessera::Error(fmt::format("codelet call on tile {}: {} takes {} params, got {}", call.tile,
+                                     tessera::codelet_name(call.codelet), tessera::codelet_param_count(call.codelet),
+                                     p.size()));
   double cycles = kCallOverheadCycles;
   const double relu = kFusedReluCyclesPerElement;
   switch (call.codelet) {
     case Codelet::matmul:
     case Codelet::matmul_transposed:
     case Codelet::matmul_half:
-      cycles += matmul_cycles(call.codelet, p[0], p[1], p[2],
-                              p[tessera::kMatmulOrientationParam] ==
-                                  static_cast<std::uint32_t>(tessera::MatmulOrientation::swapped),
-                              target);
+      cycles += matmul_cycles(
+          call.codelet, p[0], p[1], p[2],
+          p[tessera::kMatmulOrientationParam] == static_cast<std::uint32_t>(tessera::MatmulOrientation::swapped),
+          target);
       break;
     case Codelet::bias_add_half:
       cycles += double(p[0]) * p[1] * (kBiasAddCyclesPerElement + kHalfBiasCyclesPerElement + (p[2] ? relu : 0.0));
@@ -147,7 +145,8 @@ std::uint64_t estimate_call(const CodeletCall& call, const Target& target) {
       cycles += p[0] * kFunctionCyclesPerVectorCycle * double(tessera::function_cycles_per_vector(call.codelet, p));
       break;
     case Codelet::binary_row:
-      cycles += double(p[0]) * p[1] * kFunctionCyclesPerVectorCycle * double(tessera::function_cycles_per_vector(call.codelet, p));
+      cycles += double(p[0]) * p[1] * kFunctionCyclesPerVectorCycle *
+                double(tessera::function_cycles_per_vector(call.codelet, p));
       break;
     case Codelet::reduce_rows:
       cycles += row_cycles(p[0], p[1], kReduceRowCyclesPerElement, kReduceRowCyclesPerRow, target);
@@ -164,8 +163,8 @@ std::uint64_t estimate_call(const CodeletCall& call, const Target& target) {
 
 void check_tile(std::uint32_t tile, const Target& target, const std::string& what) {
   if (tile >= target.tiles)
-    throw tessera::Error(fmt::format("{} is on tile {} but target '{}' has {} tiles", what, tile,
-                                     target.name, target.tiles));
+    throw tessera::Error(
+        fmt::format("{} is on tile {} but target '{}' has {} tiles", what, tile, target.name, target.tiles));
 }
 
 class AnalyticCostModel final : public tessera::CostModel {
@@ -184,8 +183,8 @@ public:
 protected:
   CostEstimate estimate_impl(const Program& program, const Target& target) override {
     for (std::size_t index = 0; index < program.buffers.size(); ++index)
-      check_tile(program.buffers[index].tile, target, fmt::format("buffer {} ('{}')", index,
-                                                                  program.buffers[index].name));
+      check_tile(program.buffers[index].tile, target,
+                 fmt::format("buffer {} ('{}')", index, program.buffers[index].name));
     CostEstimate estimate;
     std::vector<std::uint64_t> tile_compute(target.tiles, 0);
     std::vector<std::uint32_t> busy_tiles;
@@ -193,8 +192,8 @@ protected:
       // Compute: the slowest tile holds everyone at the barrier.
       std::uint64_t slowest = 0;
       for (const CodeletCall& call : step.compute) {
-        check_tile(call.tile, target, fmt::format("a {} call of superstep '{}'",
-                                                  tessera::codelet_name(call.codelet), step.label));
+        check_tile(call.tile, target,
+                   fmt::format("a {} call of superstep '{}'", tessera::codelet_name(call.codelet), step.label));
         if (tile_compute[call.tile] == 0) busy_tiles.push_back(call.tile);
         tile_compute[call.tile] += estimate_call(call, target);
         slowest = std::max(slowest, tile_compute[call.tile]);
@@ -204,8 +203,7 @@ protected:
       estimate.compute_cycles += slowest;
 
       // Before lower-exchanges, the phase its copies will become.
-      if (!step.exchange.transfers.empty())
-        estimate.exchange_cycles += estimate_exchange_impl(step.exchange, target);
+      if (!step.exchange.transfers.empty()) estimate.exchange_cycles += estimate_exchange_impl(step.exchange, target);
       else if (!step.copies.empty())
         estimate.exchange_cycles += estimate_exchange_impl(tessera::physical_phase(program, step, target), target);
       estimate.sync_cycles += target.sync_cycles;
@@ -214,8 +212,7 @@ protected:
     return estimate;
   }
 
-  std::uint64_t estimate_exchange_impl(const ExchangePhase& phase,
-                                       const Target& target) override {
+  std::uint64_t estimate_exchange_impl(const ExchangePhase& phase, const Target& target) override {
     const std::uint64_t bound = tessera::endpoint_lower_bound(phase);
     if (bound == 0) return 0;
     double latency_sum = 0;
@@ -231,10 +228,8 @@ protected:
   }
 
 private:
-  std::uint64_t exchange_cycles(std::uint64_t endpoint_words, std::uint64_t mean_latency,
-                                const Target& target) const {
-    return ceil_cycles(double(endpoint_words) / exchange_efficiency_) + mean_latency +
-           target.exchange_phase_overhead;
+  std::uint64_t exchange_cycles(std::uint64_t endpoint_words, std::uint64_t mean_latency, const Target& target) const {
+    return ceil_cycles(double(endpoint_words) / exchange_efficiency_) + mean_latency + target.exchange_phase_overhead;
   }
 
   double exchange_efficiency_ = 0;  // set by configure from option_table()

@@ -28,8 +28,8 @@ std::unique_ptr<CostModel> make_model(double exchange_efficiency = 1.0) {
   return make_cost_model("analytic", options({{"exchange_efficiency", exchange_efficiency}}));
 }
 
-std::uint32_t add_buffer(Program& program, std::uint32_t tile, std::uint32_t bytes,
-                         std::uint32_t first_use = 0, std::uint32_t last_use = 0) {
+std::uint32_t add_buffer(Program& program, std::uint32_t tile, std::uint32_t bytes, std::uint32_t first_use = 0,
+                         std::uint32_t last_use = 0) {
   Buffer buffer;
   buffer.name = "b" + std::to_string(program.buffers.size());
   buffer.tile = tile;
@@ -127,8 +127,7 @@ TEST_CASE("analytic estimates a lowered phase as endpoint bound, mean latency an
   ExchangePhase phase;
   phase.tiles = 1472;
   CHECK(make_model()->estimate_exchange(phase, target) == 0);
-  phase.transfers = {Transfer{0, {1, 700}, 50, 0, {}}, Transfer{2, {1}, 30, 0, {}},
-                     Transfer{1400, {3}, 10, 0, {}}};
+  phase.transfers = {Transfer{0, {1, 700}, 50, 0, {}}, Transfer{2, {1}, 30, 0, {}}, Transfer{1400, {3}, 10, 0, {}}};
   const std::uint64_t bound = endpoint_lower_bound(phase);
   REQUIRE(bound == 80);  // tile 1 receives 50 + 30
   const std::uint64_t expected = bound + mean_latency(phase, target) + target.exchange_phase_overhead;
@@ -202,7 +201,7 @@ TEST_CASE("analytic peak memory follows buffer liveness and alignment", "[analyt
 
 TEST_CASE("analytic refuses bad options and malformed programs", "[analytic]") {
   CHECK_THROWS_WITH(make_model(0.0), Catch::Contains("option 'exchange_efficiency' of plugin 'analytic' must be in "
-                                                      "(0, 1], got 0"));
+                                                     "(0, 1], got 0"));
   CHECK_THROWS_WITH(make_model(1.5), Catch::Contains("must be in (0, 1], got 1.5"));
   Program program;
   add_buffer(program, 1472, 64);

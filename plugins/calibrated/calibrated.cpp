@@ -35,9 +35,7 @@ namespace calibration = tessera::calibration;
 
 constexpr const char* kTargetPlaceholder = "{target}";
 
-std::uint64_t whole_cycles(double cycles) {
-  return cycles <= 0 ? 0 : static_cast<std::uint64_t>(std::llround(cycles));
-}
+std::uint64_t whole_cycles(double cycles) { return cycles <= 0 ? 0 : static_cast<std::uint64_t>(std::llround(cycles)); }
 
 /// A table checked against one target, with the codelet formulas indexed by codelet id.
 struct LoadedTable {
@@ -59,8 +57,9 @@ public:
     if (tessera::Status status = option_table().assign(options, *this); !status.ok) return status;
     if (table_path_.empty())
       return tessera::refuse_option(
-          "table", "is not set; give the calibration table `tessera calibrate --target TARGET.yaml -o TABLE.yaml` "
-                   "writes (e.g. table: ../../build/calibration/{target}.yaml, made by `make calibrate`)");
+          "table",
+          "is not set; give the calibration table `tessera calibrate --target TARGET.yaml -o TABLE.yaml` "
+          "writes (e.g. table: ../../build/calibration/{target}.yaml, made by `make calibrate`)");
     return tessera::Status::success();
   }
 
@@ -84,8 +83,7 @@ protected:
       for (std::uint32_t tile : busy_tiles) tile_compute[tile] = 0;
       busy_tiles.clear();
       estimate.compute_cycles += whole_cycles(slowest);
-      if (!step.exchange.transfers.empty())
-        estimate.exchange_cycles += exchange_cycles(loaded, step.exchange, target);
+      if (!step.exchange.transfers.empty()) estimate.exchange_cycles += exchange_cycles(loaded, step.exchange, target);
       else if (!step.copies.empty())
         estimate.exchange_cycles += exchange_cycles(loaded, tessera::physical_phase(program, step, target), target);
       estimate.sync_cycles += whole_cycles(loaded.table.barrier_cycles);
@@ -108,23 +106,23 @@ private:
                      const Target& target) const {
     const auto id = static_cast<std::uint32_t>(call.codelet);
     if (id >= tessera::kCodeletCount || call.params.size() != tessera::codelet_param_count(call.codelet))
-      throw tessera::Error(fmt::format("a call of superstep '{}' on tile {} has codelet id {} with {} params, which "
-                                       "the codelet set does not define",
-                                       step.label, call.tile, id, call.params.size()));
+      throw tessera::Error(
+          fmt::format("a call of superstep '{}' on tile {} has codelet id {} with {} params, which "
+                      "the codelet set does not define",
+                      step.label, call.tile, id, call.params.size()));
     const calibration::Formula* formula = loaded.formulas[id];
     const calibration::CodeletLine* line = calibration::codelet_line(call.codelet);
     if (!formula || !line)
-      throw tessera::Error(fmt::format("calibration table {} has no formula for codelet '{}' (used in superstep '{}'); "
-                                       "re-run `{}` with this build",
-                                       loaded.table.file, tessera::codelet_name(call.codelet), step.label,
-                                       make_command(target, loaded.table.file)));
+      throw tessera::Error(fmt::format(
+          "calibration table {} has no formula for codelet '{}' (used in superstep '{}'); "
+          "re-run `{}` with this build",
+          loaded.table.file, tessera::codelet_name(call.codelet), step.label, make_command(target, loaded.table.file)));
     return formula->cycles(line->features(call.params, target));
   }
 
   static std::string make_command(const Target& target, const std::string& path) {
-    return fmt::format("tessera calibrate --target {} -o {}", target.source_file.empty() ? target.name + ".yaml"
-                                                                                         : target.source_file,
-                       path);
+    return fmt::format("tessera calibrate --target {} -o {}",
+                       target.source_file.empty() ? target.name + ".yaml" : target.source_file, path);
   }
 
   // Tables are read once per target; `{target}` in the path stands for the target's name.
@@ -141,10 +139,10 @@ private:
           "{:016x}); calibrate for it with `{}` and point the 'table' option at that file",
           path, table.target, table.target_hash, target.name, target.hash(), make_command(target, path)));
     if (table.codelet_set_version != tessera::kCodeletSetVersion)
-      throw tessera::Error(fmt::format("calibration table {} was measured with codelet set version {} but this build "
-                                       "has version {}; re-run `{}`",
-                                       path, table.codelet_set_version, tessera::kCodeletSetVersion,
-                                       make_command(target, path)));
+      throw tessera::Error(
+          fmt::format("calibration table {} was measured with codelet set version {} but this build "
+                      "has version {}; re-run `{}`",
+                      path, table.codelet_set_version, tessera::kCodeletSetVersion, make_command(target, path)));
     check_features(table.exchange, calibration::exchange_feature_names(), "the exchange formula", path, target);
     for (const auto& [name, formula] : table.codelets)
       for (std::uint32_t id = 0; id < tessera::kCodeletCount; ++id)
@@ -165,10 +163,10 @@ private:
   static void check_features(const calibration::Formula& formula, const char* expected, const std::string& what,
                              const std::string& path, const Target& target) {
     if (formula.features != calibration::split_names(expected))
-      throw tessera::Error(fmt::format("calibration table {}: {} was fitted on features [{}] but this plugin computes "
-                                       "[{}]; re-run `{}`",
-                                       path, what, fmt::join(formula.features, ", "), expected,
-                                       make_command(target, path)));
+      throw tessera::Error(
+          fmt::format("calibration table {}: {} was fitted on features [{}] but this plugin computes "
+                      "[{}]; re-run `{}`",
+                      path, what, fmt::join(formula.features, ", "), expected, make_command(target, path)));
   }
 
   std::string table_path_;
@@ -181,8 +179,7 @@ extern "C" const TesseraPluginManifest* calibrated_manifest() noexcept {
   static const auto manifest = tessera::make_manifest(
       TESSERA_PLUGIN_COST_MODEL, "calibrated", "0.1.0",
       "cycle formulas fitted on simulator microbenchmarks (tessera calibrate), read from a table file",
-      CalibratedCostModel::option_table(),
-      "", "", &tessera::create_plugin_object<CalibratedCostModel>);
+      CalibratedCostModel::option_table(), "", "", &tessera::create_plugin_object<CalibratedCostModel>);
   return &manifest;
 }
 TESSERA_PLUGIN(calibrated_manifest)

@@ -74,9 +74,9 @@ constexpr const char* kHalfMatmulFeatureNames =
 
 // Both orientations and both paths, all within ~200 KB of operands.
 const std::vector<std::vector<std::uint32_t>> kMatmulShapes = {
-    {1, 16, 16, 0},  {2, 64, 32, 0},   {4, 128, 64, 0},  {8, 256, 16, 1},  {16, 64, 128, 0}, {2, 512, 64, 0},
-    {1, 1024, 32, 0}, {16, 128, 128, 0}, {32, 256, 32, 1}, {4, 32, 512, 1},  {3, 100, 7, 0},   {2, 2048, 8, 0},
-    {64, 64, 64, 0}, {2, 179, 128, 1},  {128, 64, 96, 0}, {1, 8, 1, 0},     {6, 256, 90, 1},  {2, 256, 90, 0}};
+    {1, 16, 16, 0},   {2, 64, 32, 0},    {4, 128, 64, 0},  {8, 256, 16, 1}, {16, 64, 128, 0}, {2, 512, 64, 0},
+    {1, 1024, 32, 0}, {16, 128, 128, 0}, {32, 256, 32, 1}, {4, 32, 512, 1}, {3, 100, 7, 0},   {2, 2048, 8, 0},
+    {64, 64, 64, 0},  {2, 179, 128, 1},  {128, 64, 96, 0}, {1, 8, 1, 0},    {6, 256, 90, 1},  {2, 256, 90, 0}};
 
 // A reduction's loops of four floats, split evenly over the workers: the slowest worker's count.
 double worker_loops(double count, const Target& target) {
@@ -90,91 +90,171 @@ const CodeletLine kCodeletLines[] = {
     {Codelet::matmul, kMatmulFeatureNames,
      [](Params p, const Target& t) -> Features { return matmul_features(p, t, Codelet::matmul); }, kMatmulShapes},
     // Reductions walk loops of four floats split over the workers, each loop a load of every part.
-    {Codelet::reduce_add, "call,loops,part_loops",
+    {Codelet::reduce_add,
+     "call,loops,part_loops",
      [](Params p, const Target& t) -> Features {
        const double loops = worker_loops(p[1], t);
        return {1, loops, p[0] * loops};
      },
      {{2, 64}, {4, 1000}, {8, 512}, {16, 300}, {3, 4096}, {2, 8000}, {12, 2048}, {23, 1024}, {1, 7}, {5, 9000}}},
-    {Codelet::bias_add, "call,vectors,relu_vectors",
+    {Codelet::bias_add,
+     "call,vectors,relu_vectors",
      [](Params p, const Target& t) -> Features {
        const double vectors = worker_vectors(double(p[0]) * p[1], t);
        return {1, vectors, p[2] != 0 ? vectors : 0.0};
      },
-     {{1, 64, 0}, {2, 4096, 1}, {16, 256, 0}, {4, 1024, 1}, {8, 512, 1}, {2, 3000, 0}, {16, 1024, 0}, {1, 7, 1},
-      {1, 13, 0}, {3, 5000, 1}}},
-    {Codelet::relu, "call,vectors",
-     [](Params p, const Target& t) -> Features { return {1, worker_vectors(p[0], t)}; },
+     {{1, 64, 0},
+      {2, 4096, 1},
+      {16, 256, 0},
+      {4, 1024, 1},
+      {8, 512, 1},
+      {2, 3000, 0},
+      {16, 1024, 0},
+      {1, 7, 1},
+      {1, 13, 0},
+      {3, 5000, 1}}},
+    {Codelet::relu,
+     "call,vectors",
+     [](Params p, const Target& t) -> Features {
+       return {1, worker_vectors(p[0], t)};
+     },
      {{1}, {7}, {64}, {333}, {1000}, {4096}, {12000}, {30000}}},
-    {Codelet::add, "call,vectors",
-     [](Params p, const Target& t) -> Features { return {1, worker_vectors(p[0], t)}; },
+    {Codelet::add,
+     "call,vectors",
+     [](Params p, const Target& t) -> Features {
+       return {1, worker_vectors(p[0], t)};
+     },
      {{1}, {7}, {64}, {333}, {1000}, {4096}, {12000}, {16000}}},
-    {Codelet::copy, "call,vectors",
-     [](Params p, const Target& t) -> Features { return {1, worker_vectors(p[0], t)}; },
+    {Codelet::copy,
+     "call,vectors",
+     [](Params p, const Target& t) -> Features {
+       return {1, worker_vectors(p[0], t)};
+     },
      {{1}, {7}, {64}, {333}, {1000}, {4096}, {12000}, {24000}}},
     // Rows are walked separately (the own partial is strided), so each row rounds up to loops.
-    {Codelet::reduce_bias, "call,loops,part_loops,relu_loops",
+    {Codelet::reduce_bias,
+     "call,loops,part_loops,relu_loops",
      [](Params p, const Target& t) -> Features {
        const double loops = worker_loops(double(p[1]) * std::ceil(p[2] / 4.0) * 4, t);
        return {1, loops, p[0] * loops, p[4] != 0 ? loops : 0.0};
      },
-     {{2, 2, 3, 64, 1}, {22, 2, 3, 64, 1}, {4, 16, 64, 64, 0}, {8, 8, 100, 120, 1}, {3, 4, 513, 600, 0},
-      {16, 2, 256, 256, 1}, {1, 1, 7, 7, 0}, {23, 2, 178, 178, 1}, {5, 16, 200, 200, 0}, {10, 3, 50, 64, 1}}},
+     {{2, 2, 3, 64, 1},
+      {22, 2, 3, 64, 1},
+      {4, 16, 64, 64, 0},
+      {8, 8, 100, 120, 1},
+      {3, 4, 513, 600, 0},
+      {16, 2, 256, 256, 1},
+      {1, 1, 7, 7, 0},
+      {23, 2, 178, 178, 1},
+      {5, 16, 200, 200, 0},
+      {10, 3, 50, 64, 1}}},
     {Codelet::matmul_transposed, kMatmulFeatureNames,
      [](Params p, const Target& t) -> Features { return matmul_features(p, t, Codelet::matmul_transposed); },
      kMatmulShapes},
     {Codelet::matmul_half, kHalfMatmulFeatureNames,
      [](Params p, const Target& t) -> Features { return matmul_features(p, t, Codelet::matmul_half); }, kMatmulShapes},
-    {Codelet::bias_add_half, "call,vectors,relu_vectors",
+    {Codelet::bias_add_half,
+     "call,vectors,relu_vectors",
      [](Params p, const Target& t) -> Features {
        const double vectors = worker_vectors(double(p[0]) * p[1], t);
        return {1, vectors, p[2] != 0 ? vectors : 0.0};
      },
-     {{1, 64, 0}, {2, 4096, 1}, {16, 256, 0}, {4, 1024, 1}, {8, 512, 1}, {2, 3000, 0}, {16, 1024, 0}, {1, 7, 1},
-      {1, 13, 0}, {3, 5000, 1}}},
+     {{1, 64, 0},
+      {2, 4096, 1},
+      {16, 256, 0},
+      {4, 1024, 1},
+      {8, 512, 1},
+      {2, 3000, 0},
+      {16, 1024, 0},
+      {1, 7, 1},
+      {1, 13, 0},
+      {3, 5000, 1}}},
     // Row codelets: each worker takes whole rows; a row costs a fixed reduction plus per-vector work.
     // The third param is a float's bits (softmax scale 0.125, layer_norm eps 1e-5).
-    {Codelet::softmax, "call,row_steps,row_vector_steps",
+    {Codelet::softmax,
+     "call,row_steps,row_vector_steps",
      [](Params p, const Target& t) -> Features {
        const double steps = std::ceil(double(p[0]) / std::max<std::uint32_t>(t.worker_threads, 1));
        return {1, steps, steps * std::ceil(p[1] / 2.0)};
      },
-     {{1, 16, 0x3e000000}, {64, 64, 0x3e000000}, {6, 256, 0x3e000000}, {13, 100, 0x3e000000},
-      {32, 7, 0x3e000000}, {128, 32, 0x3e000000}, {2, 1024, 0x3e000000}, {40, 300, 0x3e000000}}},
-    {Codelet::layer_norm, "call,row_steps,row_vector_steps",
+     {{1, 16, 0x3e000000},
+      {64, 64, 0x3e000000},
+      {6, 256, 0x3e000000},
+      {13, 100, 0x3e000000},
+      {32, 7, 0x3e000000},
+      {128, 32, 0x3e000000},
+      {2, 1024, 0x3e000000},
+      {40, 300, 0x3e000000}}},
+    {Codelet::layer_norm,
+     "call,row_steps,row_vector_steps",
      [](Params p, const Target& t) -> Features {
        const double steps = std::ceil(double(p[0]) / std::max<std::uint32_t>(t.worker_threads, 1));
        return {1, steps, steps * std::ceil(p[1] / 2.0)};
      },
-     {{1, 16, 0x3727c5ac}, {64, 64, 0x3727c5ac}, {6, 256, 0x3727c5ac}, {13, 100, 0x3727c5ac},
-      {32, 7, 0x3727c5ac}, {128, 32, 0x3727c5ac}, {2, 1024, 0x3727c5ac}, {40, 300, 0x3727c5ac}}},
+     {{1, 16, 0x3727c5ac},
+      {64, 64, 0x3727c5ac},
+      {6, 256, 0x3727c5ac},
+      {13, 100, 0x3727c5ac},
+      {32, 7, 0x3727c5ac},
+      {128, 32, 0x3727c5ac},
+      {2, 1024, 0x3727c5ac},
+      {40, 300, 0x3727c5ac}}},
     // Functions (unary, binary, binary_row): the slowest worker's vectors times the function's
     // cycles a vector (tessera::function_cycles_per_vector). Unary's third param is the
     // exponent's bits (2.0 squares, 1.5 takes the general power).
-    {Codelet::unary, "call,function_cycles",
+    {Codelet::unary,
+     "call,function_cycles",
      [](Params p, const Target& t) -> Features {
        return {1, worker_vectors(p[0], t) * double(tessera::function_cycles_per_vector(Codelet::unary, p))};
      },
-     {{1, 0, 0}, {64, 0, 0}, {1000, 1, 0}, {4096, 2, 0}, {333, 3, 0}, {2000, 4, 0x40000000}, {700, 4, 0x3fc00000},
-      {12000, 1, 0}, {7, 2, 0}, {5000, 3, 0}}},
-    {Codelet::binary, "call,function_cycles",
+     {{1, 0, 0},
+      {64, 0, 0},
+      {1000, 1, 0},
+      {4096, 2, 0},
+      {333, 3, 0},
+      {2000, 4, 0x40000000},
+      {700, 4, 0x3fc00000},
+      {12000, 1, 0},
+      {7, 2, 0},
+      {5000, 3, 0}}},
+    {Codelet::binary,
+     "call,function_cycles",
      [](Params p, const Target& t) -> Features {
        return {1, worker_vectors(p[0], t) * double(tessera::function_cycles_per_vector(Codelet::binary, p))};
      },
      {{1, 0}, {7, 1}, {64, 2}, {333, 0}, {1000, 1}, {4096, 2}, {12000, 0}, {16000, 1}, {9000, 2}}},
-    {Codelet::binary_row, "call,function_cycles",
+    {Codelet::binary_row,
+     "call,function_cycles",
      [](Params p, const Target& t) -> Features {
-       return {1, worker_vectors(double(p[0]) * p[1], t) * double(tessera::function_cycles_per_vector(Codelet::binary_row, p))};
+       return {1, worker_vectors(double(p[0]) * p[1], t) *
+                      double(tessera::function_cycles_per_vector(Codelet::binary_row, p))};
      },
-     {{1, 64, 0}, {2, 4096, 1}, {16, 256, 2}, {4, 1024, 0}, {8, 512, 1}, {2, 3000, 2}, {16, 1024, 1}, {1, 7, 0},
-      {1, 13, 2}, {3, 5000, 1}}},
-    {Codelet::reduce_rows, "call,row_steps,row_vector_steps,mean_steps",
+     {{1, 64, 0},
+      {2, 4096, 1},
+      {16, 256, 2},
+      {4, 1024, 0},
+      {8, 512, 1},
+      {2, 3000, 2},
+      {16, 1024, 1},
+      {1, 7, 0},
+      {1, 13, 2},
+      {3, 5000, 1}}},
+    {Codelet::reduce_rows,
+     "call,row_steps,row_vector_steps,mean_steps",
      [](Params p, const Target& t) -> Features {
        const double steps = std::ceil(double(p[0]) / std::max<std::uint32_t>(t.worker_threads, 1));
        return {1, steps, steps * std::ceil(p[1] / 2.0), p[2] != 0 ? steps : 0.0};
      },
-     {{1, 16, 0}, {64, 64, 1}, {6, 256, 0}, {13, 100, 1}, {32, 7, 0}, {128, 32, 1}, {2, 1024, 0}, {40, 300, 1},
-      {300, 12, 0}, {90, 90, 1}}},
+     {{1, 16, 0},
+      {64, 64, 1},
+      {6, 256, 0},
+      {13, 100, 1},
+      {32, 7, 0},
+      {128, 32, 1},
+      {2, 1024, 0},
+      {40, 300, 1},
+      {300, 12, 0},
+      {90, 90, 1}}},
 };
 
 [[noreturn]] void fail(const std::string& file, const YAML::Node& node, const std::string& message) {
@@ -285,8 +365,9 @@ std::string table_yaml(const Table& table) {
   emit_formula(out, table.exchange);
   out << YAML::Key << "barrier_cycles" << YAML::Value << fmt::format("{:.9g}", table.barrier_cycles);
   out << YAML::EndMap;
-  return std::string("# Calibrated cost-model table: cycles = coefficients . features, fitted by `tessera calibrate`\n"
-                     "# on simulator microbenchmarks. Generated; do not edit (re-run the command instead).\n") +
+  return std::string(
+             "# Calibrated cost-model table: cycles = coefficients . features, fitted by `tessera calibrate`\n"
+             "# on simulator microbenchmarks. Generated; do not edit (re-run the command instead).\n") +
          out.c_str() + "\n";
 }
 

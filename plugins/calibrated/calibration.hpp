@@ -56,7 +56,7 @@ struct Table {
   std::string target;
   std::uint64_t target_hash = 0;
   std::uint32_t codelet_set_version = 0;
-  std::string scheduler;  ///< the exchange scheduler the exchange formula was measured with
+  std::string scheduler;                    ///< the exchange scheduler the exchange formula was measured with
   std::map<std::string, Formula> codelets;  ///< by codelet_name
   Formula exchange;
   double barrier_cycles = 0;

@@ -59,12 +59,13 @@ const std::string& t16_table() {
   static TempDir dir;
   static const std::string path = [] {
     const std::string table = (dir.path() / "t16.yaml").string();
-    const CommandResult result = run_command({tessera_binary(), "--log-level", "warn", "calibrate", "--target",
-                                              source_path("configs/targets/t16.yaml"), "-o", table, "--lock",
-                                              (dir.path() / "lock").string()});
+    const CommandResult result =
+        run_command({tessera_binary(), "--log-level", "warn", "calibrate", "--target",
+                     source_path("configs/targets/t16.yaml"), "-o", table, "--lock", (dir.path() / "lock").string()});
     INFO(result.out << result.err);
     REQUIRE(result.exit_code == 0);
-    CHECK_THAT(result.out, Catch::Contains("calibration table=" + table + " target=t16 scheduler=greedy codelets=" + std::to_string(tessera::kCodeletCount)));
+    CHECK_THAT(result.out, Catch::Contains("calibration table=" + table + " target=t16 scheduler=greedy codelets=" +
+                                           std::to_string(tessera::kCodeletCount)));
     return table;
   }();
   return path;
@@ -109,11 +110,11 @@ TEST_CASE("calibrate on t16 fits formulas that reproduce fresh simulator measure
   const std::string package = (dir.path() / "model.tpkg").string(), profile = (dir.path() / "profile.json").string();
   const std::string phases = (dir.path() / "phases").string();
   CommandResult compiled = run_command({tessera_binary(), "compile", source_path("configs/models/mlp-b4-n3-w512.yaml"),
-                                        "-p", pipeline_copy(dir, source_path("configs/pipelines/small.yaml")),
-                                        "-o", package, "--emit-phases", phases});
+                                        "-p", pipeline_copy(dir, source_path("configs/pipelines/small.yaml")), "-o",
+                                        package, "--emit-phases", phases});
   REQUIRE(compiled.exit_code == 0);
-  CommandResult ran = run_command(
-      {tessera_binary(), "run", package, "--profile", profile, "--lock", (dir.path() / "lock").string()});
+  CommandResult ran =
+      run_command({tessera_binary(), "run", package, "--profile", profile, "--lock", (dir.path() / "lock").string()});
   REQUIRE(ran.exit_code == 0);
   std::ifstream in(profile);
   const nlohmann::json measured = nlohmann::json::parse(in);
@@ -152,8 +153,8 @@ TEST_CASE("calibrated estimates mlp-small on t16 within 10% of the simulator", "
 
 TEST_CASE("calibrated resolves its table against the pipeline file", "[calibrated]") {
   TempDir dir;
-  const std::string pipeline = pipeline_copy(dir, source_path("configs/pipelines/calibrated.yaml"),
-                                             "../../build/calibration/", "tables/");
+  const std::string pipeline =
+      pipeline_copy(dir, source_path("configs/pipelines/calibrated.yaml"), "../../build/calibration/", "tables/");
   const CommandResult printed = run_command({tessera_binary(), "compile", "--print-pipeline", "-p", pipeline});
   INFO(printed.err);
   REQUIRE(printed.exit_code == 0);
@@ -195,6 +196,8 @@ TEST_CASE("calibrated explains a missing, foreign or incomplete table", "[calibr
 
   // No table option: configure refuses, naming the option.
   const PluginInfo* info = shipped_plugins().find("calibrated");
-  CHECK_THAT(error_of([&] { shipped_plugins().create_cost_model(*info, shipped_plugins().resolve_options(*info, {}, "test")); }),
+  CHECK_THAT(error_of([&] {
+               shipped_plugins().create_cost_model(*info, shipped_plugins().resolve_options(*info, {}, "test"));
+             }),
              Catch::Contains("option 'table' is not set"));
 }

@@ -46,7 +46,8 @@ bool holds_only_owner_note(int fd, const struct stat& status) {
   char text[kMaxOwnerNoteBytes] = {};
   const ssize_t got = ::pread(fd, text, sizeof(text), 0);
   if (got < 0) return false;
-  return std::string_view(text, static_cast<std::size_t>(got)).find_first_not_of("0123456789\n") == std::string_view::npos;
+  return std::string_view(text, static_cast<std::size_t>(got)).find_first_not_of("0123456789\n") ==
+         std::string_view::npos;
 }
 
 }  // namespace
@@ -72,13 +73,17 @@ void DeviceLock::open_file() {
   if (::fstat(fd, &status) != 0) problem = std::string("cannot inspect it: ") + std::strerror(errno);
   else if (!S_ISREG(status.st_mode)) problem = "it is not a regular file";
   else if (status.st_uid != ::geteuid())
-    problem = fmt::format("it is owned by uid {}, not by you (uid {}), so another user controls it", status.st_uid, ::geteuid());
-  else if (status.st_nlink != 1) problem = fmt::format("it has {} hard links, so it is also another file", status.st_nlink);
-  else if (!holds_only_owner_note(fd, status)) problem = "it holds other data, which the lock's pid note would overwrite";
+    problem = fmt::format("it is owned by uid {}, not by you (uid {}), so another user controls it", status.st_uid,
+                          ::geteuid());
+  else if (status.st_nlink != 1)
+    problem = fmt::format("it has {} hard links, so it is also another file", status.st_nlink);
+  else if (!holds_only_owner_note(fd, status))
+    problem = "it holds other data, which the lock's pid note would overwrite";
   if (!problem.empty()) {
     ::close(fd);
-    throw Error(path_, 0, 0,
-                fmt::format("refusing the device lock file: {}; remove it or choose another lock path with --lock", problem));
+    throw Error(
+        path_, 0, 0,
+        fmt::format("refusing the device lock file: {}; remove it or choose another lock path with --lock", problem));
   }
   fd_ = fd;
 }
@@ -104,8 +109,7 @@ void DeviceLock::acquire(std::chrono::milliseconds timeout) {
   if (timeout.count() <= 0) {
     while (::flock(fd_, LOCK_EX) != 0) {
       if (errno != EINTR)
-        throw Error(path_, 0, 0,
-                    fmt::format("cannot lock the device lock file: {}", std::strerror(errno)));
+        throw Error(path_, 0, 0, fmt::format("cannot lock the device lock file: {}", std::strerror(errno)));
     }
     held_ = true;
     record_owner();
@@ -119,22 +123,21 @@ void DeviceLock::acquire(std::chrono::milliseconds timeout) {
                     fmt::format("the device is busy: another process{} holds its lock and did "
                                 "not release it within {} ms; wait for it to finish or raise "
                                 "the lock timeout",
-                                holder > 0 ? fmt::format(" (pid {})", holder) : "",
-                                timeout.count()));
+                                holder > 0 ? fmt::format(" (pid {})", holder) : "", timeout.count()));
       }
       std::this_thread::sleep_for(pause);
       pause = std::min(pause * 2, std::chrono::milliseconds{50});
     }
   }
-  const auto waited = std::chrono::duration_cast<std::chrono::milliseconds>(
-      std::chrono::steady_clock::now() - started);
+  const auto waited = std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - started);
   detail::logger().info("acquired device ownership path={} waited_ms={}", path_, waited.count());
 }
 
 void DeviceLock::release() {
   if (!held()) return;
   // Clear the owner first: after unlock the file belongs to the next holder.
-  if (::ftruncate(fd_, 0) != 0) { /* only the pid note is stale; the lock is what matters */ }
+  if (::ftruncate(fd_, 0) != 0) { /* only the pid note is stale; the lock is what matters */
+  }
   ::flock(fd_, LOCK_UN);
   held_ = false;
 }

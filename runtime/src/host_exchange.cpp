@@ -28,44 +28,43 @@ HostTensors initial_host_tensors(const Graph& graph, TensorKind kind) {
 }
 
 // Slices were checked against the tensor and the tile when the package was loaded.
-void pack_slice(std::span<const float> tensor, std::uint32_t tensor_cols,
-                const PackageSlice& slice, std::span<float> destination) {
+void pack_slice(std::span<const float> tensor, std::uint32_t tensor_cols, const PackageSlice& slice,
+                std::span<float> destination) {
   assert(destination.size() == static_cast<std::size_t>(slice.rows) * slice.cols);
   if (slice.transposed) {
     for (std::uint32_t r = 0; r < slice.rows; ++r) {
       const float* from = tensor.data() + static_cast<std::size_t>(slice.row_begin + r) * tensor_cols + slice.col_begin;
-      for (std::uint32_t c = 0; c < slice.cols; ++c) destination[static_cast<std::size_t>(c) * slice.rows + r] = from[c];
+      for (std::uint32_t c = 0; c < slice.cols; ++c)
+        destination[static_cast<std::size_t>(c) * slice.rows + r] = from[c];
     }
     return;
   }
   for (std::uint32_t r = 0; r < slice.rows; ++r) {
     const std::size_t from = static_cast<std::size_t>(slice.row_begin + r) * tensor_cols + slice.col_begin;
     assert(from + slice.cols <= tensor.size());
-    std::copy_n(tensor.data() + from, slice.cols,
-                destination.data() + static_cast<std::size_t>(r) * slice.cols);
+    std::copy_n(tensor.data() + from, slice.cols, destination.data() + static_cast<std::size_t>(r) * slice.cols);
   }
 }
 
-void unpack_slice(std::span<const float> packed, std::uint32_t tensor_cols,
-                  const PackageSlice& slice, std::span<float> tensor) {
+void unpack_slice(std::span<const float> packed, std::uint32_t tensor_cols, const PackageSlice& slice,
+                  std::span<float> tensor) {
   assert(packed.size() == static_cast<std::size_t>(slice.rows) * slice.cols);
   for (std::uint32_t r = 0; r < slice.rows; ++r) {
     const std::size_t to = static_cast<std::size_t>(slice.row_begin + r) * tensor_cols + slice.col_begin;
     assert(to + slice.cols <= tensor.size());
-    std::copy_n(packed.data() + static_cast<std::size_t>(r) * slice.cols, slice.cols,
-                tensor.data() + to);
+    std::copy_n(packed.data() + static_cast<std::size_t>(r) * slice.cols, slice.cols, tensor.data() + to);
   }
 }
 
 std::uint64_t HostCallSummary::cycles(const Target& target) const {
   const std::uint64_t transfer =
-      target.host_bytes_per_cycle <= 0 ? 0
-                                       : static_cast<std::uint64_t>(std::ceil(static_cast<double>(bytes) / target.host_bytes_per_cycle));
+      target.host_bytes_per_cycle <= 0
+          ? 0
+          : static_cast<std::uint64_t>(std::ceil(static_cast<double>(bytes) / target.host_bytes_per_cycle));
   return transfer + target.host_call_latency_cycles;
 }
 
-HostCallSummary summarize_host_call(const Package& package,
-                                    std::initializer_list<StreamKind> kinds) {
+HostCallSummary summarize_host_call(const Package& package, std::initializer_list<StreamKind> kinds) {
   HostCallSummary summary;
   for (const PackageStream& stream : package.streams) {
     if (std::find(kinds.begin(), kinds.end(), stream.kind) == kinds.end()) continue;

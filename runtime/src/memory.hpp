@@ -32,8 +32,7 @@ public:
     if (bytes_ == 0) return;
     void* mapping = ::mmap(nullptr, bytes_, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
     if (mapping == MAP_FAILED)
-      throw Error(fmt::format("cannot allocate {} bytes of zeroed memory: {}", bytes_,
-                              std::strerror(errno)));
+      throw Error(fmt::format("cannot allocate {} bytes of zeroed memory: {}", bytes_, std::strerror(errno)));
     advise_huge_pages(mapping, bytes_);
     data_ = static_cast<float*>(mapping);
   }

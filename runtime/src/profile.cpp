@@ -1,7 +1,6 @@
 // Writing an execution profile: JSON for scripts, Chrome trace JSON for Perfetto.
 #include "tessera/runtime/profile.hpp"
 
-
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
@@ -116,15 +115,14 @@ TileTraffic tile_traffic(const TileSuperstep& step) {
 }  // namespace
 
 std::string chrome_trace_json(const ExecutionProfile& profile, const Package* package) {
-  if (package != nullptr &&
-      (package->tiles.size() != profile.tiles ||
-       std::any_of(package->tiles.begin(), package->tiles.end(), [&](const TileImage& tile) {
-         return tile.supersteps.size() != profile.supersteps.size();
-       })))
-    throw std::logic_error(fmt::format(
-        "chrome_trace_json: the package has {} tiles and the profile {} tiles and {} "
-        "supersteps; pass the package that produced the profile",
-        package->tiles.size(), profile.tiles, profile.supersteps.size()));
+  if (package != nullptr && (package->tiles.size() != profile.tiles ||
+                             std::any_of(package->tiles.begin(), package->tiles.end(), [&](const TileImage& tile) {
+                               return tile.supersteps.size() != profile.supersteps.size();
+                             })))
+    throw std::logic_error(
+        fmt::format("chrome_trace_json: the package has {} tiles and the profile {} tiles and {} "
+                    "supersteps; pass the package that produced the profile",
+                    package->tiles.size(), profile.tiles, profile.supersteps.size()));
 
   // Trace Event Format: complete ("X") events. pid 1 is the device (Perfetto reserves pid 0
   // and tid 0 for the kernel's idle task); tid 1 is the device-wide track, tid 2 + t tile t.
@@ -137,25 +135,34 @@ std::string chrome_trace_json(const ExecutionProfile& profile, const Package* pa
 
   nlohmann::json events = nlohmann::json::array();
   auto name_track = [&](std::uint32_t track, const std::string& name) {
-    events.push_back({{"name", "thread_name"}, {"ph", "M"}, {"pid", kProcess}, {"tid", track},
-                      {"args", {{"name", name}}}});
+    events.push_back(
+        {{"name", "thread_name"}, {"ph", "M"}, {"pid", kProcess}, {"tid", track}, {"args", {{"name", name}}}});
     // chrome://tracing orders tracks by this; Perfetto ignores it.
-    events.push_back({{"name", "thread_sort_index"}, {"ph", "M"}, {"pid", kProcess},
-                      {"tid", track}, {"args", {{"sort_index", track}}}});
+    events.push_back({{"name", "thread_sort_index"},
+                      {"ph", "M"},
+                      {"pid", kProcess},
+                      {"tid", track},
+                      {"args", {{"sort_index", track}}}});
   };
-  events.push_back({{"name", "process_name"}, {"ph", "M"}, {"pid", kProcess},
+  events.push_back({{"name", "process_name"},
+                    {"ph", "M"},
+                    {"pid", kProcess},
                     {"args", {{"name", fmt::format("{} (simulated)", profile.target_name)}}}});
   name_track(kDeviceTrack, "device: supersteps");
-  for (std::uint32_t tile = 0; tile < profile.tiles; ++tile)
-    name_track(tile_track(tile), fmt::format("tile {}", tile));
+  for (std::uint32_t tile = 0; tile < profile.tiles; ++tile) name_track(tile_track(tile), fmt::format("tile {}", tile));
 
-  auto slice = [&](const std::string& name, const char* category, std::uint32_t track,
-                   std::uint64_t begin, std::uint64_t end, nlohmann::json args) {
+  auto slice = [&](const std::string& name, const char* category, std::uint32_t track, std::uint64_t begin,
+                   std::uint64_t end, nlohmann::json args) {
     args["cycles"] = end - begin;
     args["first_cycle"] = begin;
-    events.push_back({{"name", name}, {"cat", category}, {"ph", "X"}, {"pid", kProcess},
-                      {"tid", track}, {"ts", clock.timestamp(begin)},
-                      {"dur", clock.duration(begin, end)}, {"args", std::move(args)}});
+    events.push_back({{"name", name},
+                      {"cat", category},
+                      {"ph", "X"},
+                      {"pid", kProcess},
+                      {"tid", track},
+                      {"ts", clock.timestamp(begin)},
+                      {"dur", clock.duration(begin, end)},
+                      {"args", std::move(args)}});
   };
 
   std::uint64_t now = 0;
@@ -165,15 +172,14 @@ std::string chrome_trace_json(const ExecutionProfile& profile, const Package* pa
     const std::uint64_t exchange_begin = compute_end + step.sync_cycles;
     const std::uint64_t step_end = exchange_begin + step.exchange_cycles;
 
-    slice(fmt::format("superstep {}: {}", index, step.label), "superstep", kDeviceTrack, now,
-          step_end, {{"superstep", index}});
+    slice(fmt::format("superstep {}: {}", index, step.label), "superstep", kDeviceTrack, now, step_end,
+          {{"superstep", index}});
     if (step.compute_cycles > 0)
-      slice(fmt::format("compute (slowest tile {})", step.busiest_tile), "device", kDeviceTrack,
-            now, compute_end, {{"superstep", index}, {"busiest_tile", step.busiest_tile}});
+      slice(fmt::format("compute (slowest tile {})", step.busiest_tile), "device", kDeviceTrack, now, compute_end,
+            {{"superstep", index}, {"busiest_tile", step.busiest_tile}});
     slice("sync", "device", kDeviceTrack, compute_end, exchange_begin, {{"superstep", index}});
     if (step.exchange_cycles > 0)
-      slice(fmt::format("exchange: {}", step.label), "device", kDeviceTrack, exchange_begin,
-            step_end,
+      slice(fmt::format("exchange: {}", step.label), "device", kDeviceTrack, exchange_begin, step_end,
             {{"superstep", index},
              {"horizon", step.exchange_horizon},
              {"phase_overhead", step.exchange_cycles - step.exchange_horizon},
@@ -191,8 +197,8 @@ std::string chrome_trace_json(const ExecutionProfile& profile, const Package* pa
       for (std::uint32_t tile = 0; tile < profile.tiles; ++tile) {
         const TileTraffic traffic = tile_traffic(package->tiles[tile].supersteps[index]);
         if (!traffic.active()) continue;
-        slice(fmt::format("exchange: {}", step.label), "exchange", tile_track(tile),
-              exchange_begin + traffic.first, exchange_begin + traffic.end,
+        slice(fmt::format("exchange: {}", step.label), "exchange", tile_track(tile), exchange_begin + traffic.first,
+              exchange_begin + traffic.end,
               {{"superstep", index},
                {"phase_cycle", traffic.first},
                {"words_sent", traffic.words_sent},
@@ -213,8 +219,7 @@ std::string chrome_trace_json(const ExecutionProfile& profile, const Package* pa
   return document.dump() + "\n";
 }
 
-void write_chrome_trace(const ExecutionProfile& profile, const std::string& path,
-                        const Package* package) {
+void write_chrome_trace(const ExecutionProfile& profile, const std::string& path, const Package* package) {
   write_file_atomically(path, chrome_trace_json(profile, package), "trace");
 }
 

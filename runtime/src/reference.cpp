@@ -26,8 +26,8 @@ struct Matrix {
 };
 
 [[noreturn]] void fail(const Graph& graph, const Op& op, const std::string& message) {
-  throw Error(graph.source_file.empty() ? graph.name : graph.source_file,
-              static_cast<int>(op.place.line), static_cast<int>(op.place.column),
+  throw Error(graph.source_file.empty() ? graph.name : graph.source_file, static_cast<int>(op.place.line),
+              static_cast<int>(op.place.column),
               fmt::format("reference executor: {} op: {}", op_kind_name(op.kind), message));
 }
 
@@ -74,22 +74,32 @@ std::vector<double> layer_norm(const Matrix& x, const Matrix& gamma, const Matri
 /// An elementwise binary op (add, sub, mul, div) in double.
 double binary(OpKind kind, double a, double b) {
   switch (kind) {
-    case OpKind::sub: return a - b;
-    case OpKind::mul: return a * b;
-    case OpKind::div: return a / b;
-    default: return a + b;
+    case OpKind::sub:
+      return a - b;
+    case OpKind::mul:
+      return a * b;
+    case OpKind::div:
+      return a / b;
+    default:
+      return a + b;
   }
 }
 
 /// An elementwise unary op (relu, sigmoid, tanh, erf, sqrt, pow) in double.
 double unary(const Op& op, double x) {
   switch (op.kind) {
-    case OpKind::sigmoid: return 1.0 / (1.0 + std::exp(-x));
-    case OpKind::tanh: return std::tanh(x);
-    case OpKind::erf: return std::erf(x);
-    case OpKind::sqrt: return std::sqrt(x);
-    case OpKind::pow: return std::pow(x, op.exponent);
-    default: return std::max(x, 0.0);
+    case OpKind::sigmoid:
+      return 1.0 / (1.0 + std::exp(-x));
+    case OpKind::tanh:
+      return std::tanh(x);
+    case OpKind::erf:
+      return std::erf(x);
+    case OpKind::sqrt:
+      return std::sqrt(x);
+    case OpKind::pow:
+      return std::pow(x, op.exponent);
+    default:
+      return std::max(x, 0.0);
   }
 }
 
@@ -121,8 +131,7 @@ std::vector<double> matmul(const Matrix& a, const Matrix& b, const Matrix* bias,
 ReferenceValues execute_reference(const Graph& graph, const HostTensors& values) {
   ReferenceValues computed;
   auto lookup = [&](const Op& op, std::uint32_t index) -> Matrix {
-    if (index >= graph.tensors.size())
-      fail(graph, op, fmt::format("input tensor index {} is out of range", index));
+    if (index >= graph.tensors.size()) fail(graph, op, fmt::format("input tensor index {} is out of range", index));
     const Tensor& tensor = graph.tensors[index];
     Matrix matrix;
     matrix.rows = tensor.rows();
@@ -136,15 +145,15 @@ ReferenceValues execute_reference(const Graph& graph, const HostTensors& values)
     } else {
       auto given = values.find(tensor.name);
       if (given == values.end())
-        fail(graph, op, fmt::format("no values given for {} '{}'",
-                                    tensor.kind == TensorKind::weight ? "weight" : "input",
-                                    tensor.name));
+        fail(graph, op,
+             fmt::format("no values given for {} '{}'", tensor.kind == TensorKind::weight ? "weight" : "input",
+                         tensor.name));
       matrix.narrow = given->second.data();
       size = given->second.size();
     }
     if (size != static_cast<std::size_t>(matrix.rows * matrix.cols))
-      fail(graph, op, fmt::format("tensor '{}' has {} values but shape {}x{}", tensor.name, size,
-                                  matrix.rows, matrix.cols));
+      fail(graph, op,
+           fmt::format("tensor '{}' has {} values but shape {}x{}", tensor.name, size, matrix.rows, matrix.cols));
     return matrix;
   };
 
@@ -163,21 +172,19 @@ ReferenceValues execute_reference(const Graph& graph, const HostTensors& values)
         const Matrix b = lookup(op, op.inputs[1]);
         if (op.transpose_b) {
           if (op.kind != OpKind::matmul || op.inputs.size() != 2 || a.cols != b.cols)
-            fail(graph, op, fmt::format("cannot multiply {}x{} by the transpose of {}x{}", a.rows, a.cols,
-                                        b.rows, b.cols));
+            fail(graph, op,
+                 fmt::format("cannot multiply {}x{} by the transpose of {}x{}", a.rows, a.cols, b.rows, b.cols));
           out = matmul_transposed(a, b);
           break;
         }
         if (a.cols != b.rows)
-          fail(graph, op, fmt::format("inner dimensions differ: {}x{} times {}x{}", a.rows, a.cols,
-                                      b.rows, b.cols));
+          fail(graph, op, fmt::format("inner dimensions differ: {}x{} times {}x{}", a.rows, a.cols, b.rows, b.cols));
         Matrix bias;
         const bool has_bias = op.inputs.size() == 3;
         if (has_bias) {
           bias = lookup(op, op.inputs[2]);
           if (bias.rows != 1 || bias.cols != b.cols)
-            fail(graph, op, fmt::format("bias is {}x{}, expected a row of {}", bias.rows,
-                                        bias.cols, b.cols));
+            fail(graph, op, fmt::format("bias is {}x{}, expected a row of {}", bias.rows, bias.cols, b.cols));
         }
         out = matmul(a, b, has_bias ? &bias : nullptr, op.kind == OpKind::dense && op.relu);
         break;
@@ -191,7 +198,8 @@ ReferenceValues execute_reference(const Graph& graph, const HostTensors& values)
         const Matrix b = lookup(op, op.inputs[1]);
         const bool broadcast = b.rows == 1 && b.cols == a.cols;
         if (!broadcast && (b.rows != a.rows || b.cols != a.cols))
-          fail(graph, op, fmt::format("cannot {} {}x{} and {}x{}", op_kind_name(op.kind), a.rows, a.cols, b.rows, b.cols));
+          fail(graph, op,
+               fmt::format("cannot {} {}x{} and {}x{}", op_kind_name(op.kind), a.rows, a.cols, b.rows, b.cols));
         out.resize(static_cast<std::size_t>(a.rows * a.cols));
         for (std::int64_t r = 0; r < a.rows; ++r)
           for (std::int64_t c = 0; c < a.cols; ++c)
@@ -242,8 +250,9 @@ ReferenceValues execute_reference(const Graph& graph, const HostTensors& values)
         fail(graph, op, "unsupported op kind");
     }
     if (out.size() != static_cast<std::size_t>(out_tensor.rows() * out_tensor.cols()))
-      fail(graph, op, fmt::format("produces {} values but '{}' is {}x{}", out.size(),
-                                  out_tensor.name, out_tensor.rows(), out_tensor.cols()));
+      fail(graph, op,
+           fmt::format("produces {} values but '{}' is {}x{}", out.size(), out_tensor.name, out_tensor.rows(),
+                       out_tensor.cols()));
     computed[out_tensor.name] = std::move(out);
   }
   return computed;
@@ -258,19 +267,16 @@ double float16_relative_tolerance(const Graph& graph) {
   return kFloat16Deviations * kFloat16UnitRoundoff * std::sqrt(static_cast<double>(half_matmuls));
 }
 
-NumericalReport compare_with_reference(const Graph& graph, const HostTensors& outputs,
-                                       const ReferenceValues& reference, double atol,
-                                       double rtol) {
+NumericalReport compare_with_reference(const Graph& graph, const HostTensors& outputs, const ReferenceValues& reference,
+                                       double atol, double rtol) {
   NumericalReport report;
   bool saw_nan = false;
   for (std::uint32_t index : graph.outputs) {
     const std::string& name = graph.tensors.at(index).name;
     auto device = outputs.find(name);
-    if (device == outputs.end())
-      throw Error(fmt::format("numerical test: the device returned no output '{}'", name));
+    if (device == outputs.end()) throw Error(fmt::format("numerical test: the device returned no output '{}'", name));
     auto expected = reference.find(name);
-    if (expected == reference.end())
-      throw Error(fmt::format("numerical test: the reference computed no '{}'", name));
+    if (expected == reference.end()) throw Error(fmt::format("numerical test: the reference computed no '{}'", name));
     if (device->second.size() != expected->second.size())
       throw Error(fmt::format("numerical test: output '{}' has {} values, the reference {}", name,
                               device->second.size(), expected->second.size()));
@@ -304,7 +310,8 @@ ExpectationReport compare_with_expected(const HostTensors& outputs, const HostTe
     auto device = outputs.find(name);
     if (device == outputs.end()) throw Error(fmt::format("expected output '{}' is not an output of the package", name));
     if (device->second.size() != want.size())
-      throw Error(fmt::format("expected output '{}' has {} values, the device's {}", name, want.size(), device->second.size()));
+      throw Error(
+          fmt::format("expected output '{}' has {} values, the device's {}", name, want.size(), device->second.size()));
     for (std::size_t i = 0; i < want.size(); ++i) {
       const double got = device->second[i], expect = want[i];
       const double error = std::fabs(got - expect);

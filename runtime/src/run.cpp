@@ -59,11 +59,12 @@ HostTensors host_values(const Graph& graph, const RunOptions& options, std::vect
   check_given(options.inputs, TensorKind::input, "input");
   HostTensors values;
   if (options.weights.empty()) {
-    if (!graph.source_sha256.empty() && std::any_of(graph.tensors.begin(), graph.tensors.end(), [](const Tensor& t) {
-          return t.kind == TensorKind::weight;
-        }))
-      throw Error(fmt::format("the model was imported from {} (sha256 {}): its weights come from that file, which "
-                              "`tessera run` reads (or give --weights FILE)", graph.source_file, graph.source_sha256));
+    if (!graph.source_sha256.empty() && std::any_of(graph.tensors.begin(), graph.tensors.end(),
+                                                    [](const Tensor& t) { return t.kind == TensorKind::weight; }))
+      throw Error(
+          fmt::format("the model was imported from {} (sha256 {}): its weights come from that file, which "
+                      "`tessera run` reads (or give --weights FILE)",
+                      graph.source_file, graph.source_sha256));
     values = initial_host_tensors(graph, TensorKind::weight);
   } else {
     for (const Tensor& tensor : graph.tensors)
@@ -92,9 +93,9 @@ RunResult run_package(const RunOptions& options) {
 
 Package read_package_to_run(const RunOptions& options) {
   spdlog::logger& log = detail::logger();
-  if (options.package_path.empty())
-    throw Error("no package to run: give the path of a .tpkg file");
-  const std::vector<InputFile> inputs{{options.package_path, "the package"}, {options.verify_key, "the key (--verify)"}};
+  if (options.package_path.empty()) throw Error("no package to run: give the path of a .tpkg file");
+  const std::vector<InputFile> inputs{{options.package_path, "the package"},
+                                      {options.verify_key, "the key (--verify)"}};
   check_output_file(options.profile_path, "the profile (--profile)", inputs);
   check_output_file(options.trace_path, "the trace (--trace)", inputs);
   check_output_file(options.lock_path, "the device lock (--lock)", inputs);
@@ -108,8 +109,7 @@ Package read_package_to_run(const RunOptions& options) {
   return package;
 }
 
-RunResult run_package(const Package& package, const RunOptions& options,
-                      const std::string& package_name) {
+RunResult run_package(const Package& package, const RunOptions& options, const std::string& package_name) {
   spdlog::logger& log = detail::logger();
   RunResult result;
 
@@ -133,20 +133,19 @@ RunResult run_package(const Package& package, const RunOptions& options,
   step_started = Clock::now();
   HostTensors values = host_values(package.graph, options, result.generated_inputs);
   const HostCallSummary initialize_call = summarize_host_call(package, {StreamKind::weight});
-  const HostCallSummary run_call =
-      summarize_host_call(package, {StreamKind::input, StreamKind::output});
-  log.info("prepared host tensors tensors={} given_weights={} given_inputs={} generated_inputs={} elapsed_ms={}", values.size(),
-           options.weights.size(), options.inputs.size(), result.generated_inputs.size(), elapsed_ms(step_started));
+  const HostCallSummary run_call = summarize_host_call(package, {StreamKind::input, StreamKind::output});
+  log.info("prepared host tensors tensors={} given_weights={} given_inputs={} generated_inputs={} elapsed_ms={}",
+           values.size(), options.weights.size(), options.inputs.size(), result.generated_inputs.size(),
+           elapsed_ms(step_started));
 
   step_started = Clock::now();
-  log.info("invoking streaming host exchange call call=\"initialize\" phases={} bytes={}",
-           initialize_call.phases, initialize_call.bytes);
+  log.info("invoking streaming host exchange call call=\"initialize\" phases={} bytes={}", initialize_call.phases,
+           initialize_call.bytes);
   in_package(package_name, [&] { device->initialize(values); });
   log.info("host exchange call finished call=\"initialize\" elapsed_ms={}", elapsed_ms(step_started));
 
   step_started = Clock::now();
-  log.info("invoking streaming host exchange call call=\"run\" phases={} bytes={}",
-           run_call.phases, run_call.bytes);
+  log.info("invoking streaming host exchange call call=\"run\" phases={} bytes={}", run_call.phases, run_call.bytes);
   result.outputs = in_package(package_name, [&] { return device->run(values); });
   const ExecutionProfile& profile = device->profile();
   result.cycles = profile.cycles;
@@ -159,43 +158,44 @@ RunResult run_package(const Package& package, const RunOptions& options,
   result.host_initialize_bytes = initialize_call.bytes;
   result.host_run_bytes = run_call.bytes;
   result.host_run_cycles = run_call.cycles(package.target);
-  log.info("host exchange call finished call=\"run\" device_cycles={} end_to_end_cycles={} compute_cycles={} "
-           "exchange_cycles={} sync_cycles={} host_cycles={} words_exchanged={} "
-           "words_unreceived={} elapsed_ms={}",
-           result.cycles.total(), result.end_to_end_cycles(), result.cycles.compute, result.cycles.exchange,
-           result.cycles.sync, result.host_run_cycles, result.words_exchanged,
-           result.words_unreceived, elapsed_ms(step_started));
+  log.info(
+      "host exchange call finished call=\"run\" device_cycles={} end_to_end_cycles={} compute_cycles={} "
+      "exchange_cycles={} sync_cycles={} host_cycles={} words_exchanged={} "
+      "words_unreceived={} elapsed_ms={}",
+      result.cycles.total(), result.end_to_end_cycles(), result.cycles.compute, result.cycles.exchange,
+      result.cycles.sync, result.host_run_cycles, result.words_exchanged, result.words_unreceived,
+      elapsed_ms(step_started));
 
   if (options.check_numerics) {
     step_started = Clock::now();
     const ReferenceValues reference = execute_reference(package.graph, values);
-    result.numerics = compare_with_reference(package.graph, result.outputs, reference,
-                                             options.atol, options.rtol);
+    result.numerics = compare_with_reference(package.graph, result.outputs, reference, options.atol, options.rtol);
     result.numerics_checked = true;
-    log.info("compared outputs with the float64 reference elements={} max_abs_error={} "
-             "max_abs_reference={} tolerance={} worst_tensor={} worst_index={} passed={} "
-             "elapsed_ms={}",
-             result.numerics.elements, result.numerics.max_abs_error,
-             result.numerics.max_abs_reference, result.numerics.tolerance,
-             result.numerics.worst_tensor, result.numerics.worst_index, result.numerics.passed,
-             elapsed_ms(step_started));
+    log.info(
+        "compared outputs with the float64 reference elements={} max_abs_error={} "
+        "max_abs_reference={} tolerance={} worst_tensor={} worst_index={} passed={} "
+        "elapsed_ms={}",
+        result.numerics.elements, result.numerics.max_abs_error, result.numerics.max_abs_reference,
+        result.numerics.tolerance, result.numerics.worst_tensor, result.numerics.worst_index, result.numerics.passed,
+        elapsed_ms(step_started));
   }
 
   if (!options.expected.empty()) {
-    result.expectation = compare_with_expected(result.outputs, options.expected, options.expect_atol, options.expect_rtol);
+    result.expectation =
+        compare_with_expected(result.outputs, options.expected, options.expect_atol, options.expect_rtol);
     result.expectation_checked = true;
-    log.info("compared outputs with the expected values outputs={} elements={} max_abs_error={} max_rel_error={} "
-             "mismatches={} worst_tensor={} worst_index={} atol={} rtol={} passed={}",
-             options.expected.size(), result.expectation.elements, result.expectation.max_abs_error,
-             result.expectation.max_rel_error, result.expectation.mismatches, result.expectation.worst_tensor,
-             result.expectation.worst_index, options.expect_atol, options.expect_rtol, result.expectation.passed);
+    log.info(
+        "compared outputs with the expected values outputs={} elements={} max_abs_error={} max_rel_error={} "
+        "mismatches={} worst_tensor={} worst_index={} atol={} rtol={} passed={}",
+        options.expected.size(), result.expectation.elements, result.expectation.max_abs_error,
+        result.expectation.max_rel_error, result.expectation.mismatches, result.expectation.worst_tensor,
+        result.expectation.worst_index, options.expect_atol, options.expect_rtol, result.expectation.passed);
   }
 
   if (!options.profile_path.empty()) {
     write_profile(profile, options.profile_path);
     result.profile_path = options.profile_path;
-    log.info("profile written path={} tiles={} samples={}", options.profile_path, result.tiles,
-             result.profile_samples);
+    log.info("profile written path={} tiles={} samples={}", options.profile_path, result.tiles, result.profile_samples);
   }
   if (!options.trace_path.empty()) {
     write_chrome_trace(profile, options.trace_path, &package);

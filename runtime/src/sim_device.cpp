@@ -42,11 +42,11 @@ struct WordCopy {
 };
 
 struct LoadedSuperstep {
-  std::vector<LoadedCall> calls;               ///< tile by tile, each in program order
-  std::vector<std::uint32_t> first_call;       ///< tile t's calls are [first_call[t], first_call[t + 1])
-  std::vector<WordCopy> copies;                ///< every received word, by receiver
+  std::vector<LoadedCall> calls;          ///< tile by tile, each in program order
+  std::vector<std::uint32_t> first_call;  ///< tile t's calls are [first_call[t], first_call[t + 1])
+  std::vector<WordCopy> copies;           ///< every received word, by receiver
   std::uint64_t copied_words = 0;
-  SuperstepProfile profile;                    ///< cycles are data-independent: known at load
+  SuperstepProfile profile;  ///< cycles are data-independent: known at load
 };
 
 /// Where a problem is, for messages: "superstep 2 ('layer0'), tile 5".
@@ -59,8 +59,8 @@ std::string place(std::uint32_t superstep, const std::string& label, std::uint32
 template <typename Where, typename What>
 void check_cycle(std::uint64_t cycle, std::uint32_t words, Where&& where, What&& what) {
   if (cycle > kMaxExchangeCycle - words)
-    throw Error(fmt::format("{}: {} ends past cycle {}; exchange cycles must stay below it",
-                            where(), what(), kMaxExchangeCycle));
+    throw Error(fmt::format("{}: {} ends past cycle {}; exchange cycles must stay below it", where(), what(),
+                            kMaxExchangeCycle));
 }
 
 /// Words [begin_word, end_word) of a tile's address space, held from `held_word` of the
@@ -101,8 +101,8 @@ void multiply(const float* __restrict a, const float* __restrict b, float* __res
 }
 
 void run_matmul(float* memory, const LoadedCall& call) {
-  multiply(memory + call.operand[0], memory + call.operand[1], memory + call.operand[2], call.param[0],
-           call.param[1], call.param[2]);
+  multiply(memory + call.operand[0], memory + call.operand[1], memory + call.operand[2], call.param[0], call.param[1],
+           call.param[2]);
 }
 
 /// c[m,n] = a[m,k] * b[n,k]^T summed in float32 in k order; c must not alias a or b.
@@ -264,20 +264,33 @@ void run_unary(float* memory, const LoadedCall& call) {
   for (std::uint32_t i = 0; i < call.param[0]; ++i) {
     const float x = in[i];
     switch (function) {
-      case UnaryFunction::sigmoid: out[i] = 1.0f / (1.0f + std::exp(-x)); break;
-      case UnaryFunction::tanh: out[i] = std::tanh(x); break;
-      case UnaryFunction::erf: out[i] = std::erf(x); break;
-      case UnaryFunction::sqrt: out[i] = std::sqrt(x); break;
-      case UnaryFunction::pow: out[i] = std::pow(x, exponent); break;
+      case UnaryFunction::sigmoid:
+        out[i] = 1.0f / (1.0f + std::exp(-x));
+        break;
+      case UnaryFunction::tanh:
+        out[i] = std::tanh(x);
+        break;
+      case UnaryFunction::erf:
+        out[i] = std::erf(x);
+        break;
+      case UnaryFunction::sqrt:
+        out[i] = std::sqrt(x);
+        break;
+      case UnaryFunction::pow:
+        out[i] = std::pow(x, exponent);
+        break;
     }
   }
 }
 
 float apply(BinaryFunction function, float a, float b) {
   switch (function) {
-    case BinaryFunction::subtract: return a - b;
-    case BinaryFunction::multiply: return a * b;
-    case BinaryFunction::divide: return a / b;
+    case BinaryFunction::subtract:
+      return a - b;
+    case BinaryFunction::multiply:
+      return a * b;
+    case BinaryFunction::divide:
+      return a / b;
   }
   return a;  // unreachable: the function is checked at load
 }
@@ -315,22 +328,38 @@ void run_reduce_rows(float* memory, const LoadedCall& call) {
 
 void run_call(float* memory, const LoadedCall& call) {
   switch (call.codelet) {
-    case Codelet::matmul: return run_matmul(memory, call);
-    case Codelet::reduce_add: return run_reduce_add(memory, call);
-    case Codelet::bias_add: return run_bias_add(memory, call);
-    case Codelet::relu: return run_relu(memory, call);
-    case Codelet::add: return run_add(memory, call);
-    case Codelet::copy: return run_copy(memory, call);
-    case Codelet::reduce_bias: return run_reduce_bias(memory, call);
-    case Codelet::matmul_transposed: return run_matmul_transposed(memory, call);
-    case Codelet::matmul_half: return run_matmul_half(memory, call);
-    case Codelet::bias_add_half: return run_bias_add_half(memory, call);
-    case Codelet::softmax: return run_softmax(memory, call);
-    case Codelet::layer_norm: return run_layer_norm(memory, call);
-    case Codelet::unary: return run_unary(memory, call);
-    case Codelet::binary: return run_binary(memory, call);
-    case Codelet::binary_row: return run_binary_row(memory, call);
-    case Codelet::reduce_rows: return run_reduce_rows(memory, call);
+    case Codelet::matmul:
+      return run_matmul(memory, call);
+    case Codelet::reduce_add:
+      return run_reduce_add(memory, call);
+    case Codelet::bias_add:
+      return run_bias_add(memory, call);
+    case Codelet::relu:
+      return run_relu(memory, call);
+    case Codelet::add:
+      return run_add(memory, call);
+    case Codelet::copy:
+      return run_copy(memory, call);
+    case Codelet::reduce_bias:
+      return run_reduce_bias(memory, call);
+    case Codelet::matmul_transposed:
+      return run_matmul_transposed(memory, call);
+    case Codelet::matmul_half:
+      return run_matmul_half(memory, call);
+    case Codelet::bias_add_half:
+      return run_bias_add_half(memory, call);
+    case Codelet::softmax:
+      return run_softmax(memory, call);
+    case Codelet::layer_norm:
+      return run_layer_norm(memory, call);
+    case Codelet::unary:
+      return run_unary(memory, call);
+    case Codelet::binary:
+      return run_binary(memory, call);
+    case Codelet::binary_row:
+      return run_binary_row(memory, call);
+    case Codelet::reduce_rows:
+      return run_reduce_rows(memory, call);
   }
   assert(false && "codelet checked at load");
 }
@@ -388,8 +417,7 @@ std::string aliasing_problem(const LoadedCall& call, std::span<const std::uint64
         return "its output partly overlaps an input (only exact in-place is allowed)";
       return "";
     case Codelet::copy:
-      if (overlaps(o[1], words[1], o[0], words[0]) && !same(1, 0))
-        return "its output partly overlaps its input";
+      if (overlaps(o[1], words[1], o[0], words[0]) && !same(1, 0)) return "its output partly overlaps its input";
       return "";
     case Codelet::reduce_bias:
       for (int input = 0; input < 3; ++input)
@@ -402,10 +430,10 @@ std::string aliasing_problem(const LoadedCall& call, std::span<const std::uint64
 /// A send checked and numbered among the phase's sent words.
 struct LoadedSend {
   std::uint64_t cycle = 0;
-  std::uint32_t word = 0;           ///< in the tile's held memory
+  std::uint32_t word = 0;  ///< in the tile's held memory
   std::uint32_t words = 0;
-  std::uint64_t first_sent = 0;     ///< number of its first word among the phase's sent words
-  std::uint32_t address = 0;        ///< the byte address the package gave, for messages
+  std::uint64_t first_sent = 0;  ///< number of its first word among the phase's sent words
+  std::uint32_t address = 0;     ///< the byte address the package gave, for messages
 };
 
 struct LoadedReceive {
@@ -429,8 +457,8 @@ struct ReceivedRun {
 /// How many of a phase's sent words some receiver stored. Without multicast a word has at most
 /// one receiver: a word two runs share is refused, naming the receiver met later (by tile, then
 /// arrival) and the other one.
-std::uint64_t received_sent_words(std::vector<ReceivedRun>& received, const Target& target,
-                                  std::uint32_t step, const std::string& label) {
+std::uint64_t received_sent_words(std::vector<ReceivedRun>& received, const Target& target, std::uint32_t step,
+                                  const std::string& label) {
   std::sort(received.begin(), received.end(),
             [](const ReceivedRun& a, const ReceivedRun& b) { return a.first_sent < b.first_sent; });
   std::uint64_t covered = 0, covered_to = 0;
@@ -441,10 +469,11 @@ std::uint64_t received_sent_words(std::vector<ReceivedRun>& received, const Targ
       const ReceivedRun& later = run_later ? run : *reaching;
       const ReceivedRun& earlier = run_later ? *reaching : run;
       const std::uint64_t offset = run.first_sent - later.first_sent;  // of the first shared word
-      throw Error(fmt::format("{}, cycle {}: conflict: the word tile {} sends at cycle {} is received by "
-                              "this tile and tile {}, but target '{}' has no multicast",
-                              place(step, label, later.receiver), later.arrival + offset, later.sender,
-                              later.sent + offset, earlier.receiver, target.name));
+      throw Error(
+          fmt::format("{}, cycle {}: conflict: the word tile {} sends at cycle {} is received by "
+                      "this tile and tile {}, but target '{}' has no multicast",
+                      place(step, label, later.receiver), later.arrival + offset, later.sender, later.sent + offset,
+                      earlier.receiver, target.name));
     }
     const std::uint64_t end = run.first_sent + run.words;
     if (end <= covered_to) continue;
@@ -464,11 +493,13 @@ void check_stored_once(std::vector<LoadedReceive> receives, Where&& where) {
   const LoadedReceive* reaching = nullptr;  // of those before, the one ending last
   for (const LoadedReceive& r : receives) {
     if (reaching != nullptr && r.word < reaching->word + reaching->words)
-      throw Error(fmt::format("{}, cycle {}: the tile stores byte address {} twice in one phase "
-                              "(the receive of {} words from tile {} overlaps the receive of {} "
-                              "words from tile {} at byte {}, cycle {}); a phase writes each word "
-                              "at most once", where(), r.arrival, r.address, r.words, r.sender,
-                              reaching->words, reaching->sender, reaching->address, reaching->arrival));
+      throw Error(
+          fmt::format("{}, cycle {}: the tile stores byte address {} twice in one phase "
+                      "(the receive of {} words from tile {} overlaps the receive of {} "
+                      "words from tile {} at byte {}, cycle {}); a phase writes each word "
+                      "at most once",
+                      where(), r.arrival, r.address, r.words, r.sender, reaching->words, reaching->sender,
+                      reaching->address, reaching->arrival));
     if (reaching == nullptr || r.word + r.words > reaching->word + reaching->words) reaching = &r;
   }
 }
@@ -506,34 +537,36 @@ struct SimDevice::Impl {
   CycleCounts cycles;
 
   float* tile_memory(std::uint32_t tile) const { return memory.data() + first_word[tile]; }
-  std::uint64_t held_bytes(std::uint32_t tile) const {
-    return (first_word[tile + 1] - first_word[tile]) * kWordBytes;
-  }
+  std::uint64_t held_bytes(std::uint32_t tile) const { return (first_word[tile + 1] - first_word[tile]) * kWordBytes; }
 
   /// The held word where `words` words from byte `address` of `tile` start; refuses ranges
   /// that are unaligned, end past the buffer table or are not inside one run of buffers.
   /// `where` and `what` make the message's place and subject, so the common case formats nothing.
   template <typename Where, typename What>
-  std::uint32_t checked_word(std::uint32_t tile, std::uint64_t address, std::uint64_t words,
-                             Where&& where, What&& what) const {
+  std::uint32_t checked_word(std::uint32_t tile, std::uint64_t address, std::uint64_t words, Where&& where,
+                             What&& what) const {
     if (address % kWordBytes != 0)
-      throw Error(fmt::format("{}: {} at byte address {} is not 4-byte aligned (data is float32 "
-                              "words); the emitter must place buffers on word boundaries",
-                              where(), what(), address));
+      throw Error(
+          fmt::format("{}: {} at byte address {} is not 4-byte aligned (data is float32 "
+                      "words); the emitter must place buffers on word boundaries",
+                      where(), what(), address));
     // In 128 bits: forged counts up to 2^64 words must not wrap to a small end.
     const unsigned __int128 end = address + static_cast<unsigned __int128>(words) * kWordBytes;
     if (!words_fit(address, words, tile_bytes[tile]))
-      throw Error(fmt::format("{}: {} covers bytes [{}, {}) but the tile's buffer table ends at "
-                              "byte {}; every operand must lie inside the tile's buffers",
-                              where(), what(), address, end, tile_bytes[tile]));
+      throw Error(
+          fmt::format("{}: {} covers bytes [{}, {}) but the tile's buffer table ends at "
+                      "byte {}; every operand must lie inside the tile's buffers",
+                      where(), what(), address, end, tile_bytes[tile]));
     const auto word = static_cast<std::uint32_t>(address / kWordBytes);
     const HeldRun* begin = runs.data() + first_run[tile];
     const HeldRun* run = std::upper_bound(begin, runs.data() + first_run[tile + 1], word,
                                           [](std::uint32_t w, const HeldRun& r) { return w < r.begin_word; });
     if (run == begin || word + words > (--run)->end_word)
-      throw Error(fmt::format("{}: {} covers bytes [{}, {}), which no buffer-table entry (or run "
-                              "of adjacent entries) holds; every operand must lie inside the "
-                              "tile's buffers", where(), what(), address, end));
+      throw Error(
+          fmt::format("{}: {} covers bytes [{}, {}), which no buffer-table entry (or run "
+                      "of adjacent entries) holds; every operand must lie inside the "
+                      "tile's buffers",
+                      where(), what(), address, end));
     return run->held_word + (word - run->begin_word);
   }
 
@@ -549,15 +582,18 @@ struct SimDevice::Impl {
 void SimDevice::Impl::load_tiles(const Package& package) {
   const Target& t = package.target;
   if (package.codelet_set_version != kCodeletSetVersion)
-    throw Error(fmt::format("package uses codelet set version {} but this simulator implements "
-                            "version {}; rebuild the package with this compiler",
-                            package.codelet_set_version, kCodeletSetVersion));
+    throw Error(
+        fmt::format("package uses codelet set version {} but this simulator implements "
+                    "version {}; rebuild the package with this compiler",
+                    package.codelet_set_version, kCodeletSetVersion));
   if (t.tiles == 0 || package.tiles.size() != t.tiles)
-    throw Error(fmt::format("package has {} tile images but its target '{}' has {} tiles",
-                            package.tiles.size(), t.name, t.tiles));
+    throw Error(fmt::format("package has {} tile images but its target '{}' has {} tiles", package.tiles.size(), t.name,
+                            t.tiles));
   if (t.exchange_word_bytes != kWordBytes)
-    throw Error(fmt::format("target '{}' has {}-byte exchange words; the simulator moves "
-                            "32-bit words", t.name, t.exchange_word_bytes));
+    throw Error(
+        fmt::format("target '{}' has {}-byte exchange words; the simulator moves "
+                    "32-bit words",
+                    t.name, t.exchange_word_bytes));
   tile_count = t.tiles;
   const std::size_t step_count = package.tiles.front().supersteps.size();
   if (!package.superstep_labels.empty() && package.superstep_labels.size() != step_count)
@@ -571,28 +607,30 @@ void SimDevice::Impl::load_tiles(const Package& package) {
   for (std::uint32_t index = 0; index < tile_count; ++index) {
     const TileImage& image = package.tiles[index];
     if (image.tile != index)
-      throw Error(fmt::format("tile image {} says it is for tile {}; images must be in tile order",
-                              index, image.tile));
+      throw Error(fmt::format("tile image {} says it is for tile {}; images must be in tile order", index, image.tile));
     if (image.supersteps.size() != step_count)
-      throw Error(fmt::format("tile {} has {} supersteps but tile 0 has {}; every tile runs "
-                              "the same supersteps", index, image.supersteps.size(), step_count));
+      throw Error(
+          fmt::format("tile {} has {} supersteps but tile 0 has {}; every tile runs "
+                      "the same supersteps",
+                      index, image.supersteps.size(), step_count));
     std::uint64_t extent = 0;
     for (std::size_t b = 0; b < image.buffers.size(); ++b) {
       const TileBufferEntry& entry = image.buffers[b];
       const std::uint64_t end = static_cast<std::uint64_t>(entry.offset) + entry.bytes;
       if (end > t.memory_bytes)
-        throw Error(fmt::format("tile {} buffer-table entry {} covers bytes [{}, {}) past the "
-                                "tile's {} bytes of memory (target '{}')",
-                                index, b, entry.offset, end, t.memory_bytes, t.name));
-      if (entry.region == Region::interleaved && entry.bytes != 0 &&
-          entry.offset < t.interleaved_start)
-        throw Error(fmt::format("tile {} buffer-table entry {} is marked interleaved but starts at "
-                                "byte {}, below the interleaved region at {} (target '{}')",
-                                index, b, entry.offset, t.interleaved_start, t.name));
+        throw Error(
+            fmt::format("tile {} buffer-table entry {} covers bytes [{}, {}) past the "
+                        "tile's {} bytes of memory (target '{}')",
+                        index, b, entry.offset, end, t.memory_bytes, t.name));
+      if (entry.region == Region::interleaved && entry.bytes != 0 && entry.offset < t.interleaved_start)
+        throw Error(
+            fmt::format("tile {} buffer-table entry {} is marked interleaved but starts at "
+                        "byte {}, below the interleaved region at {} (target '{}')",
+                        index, b, entry.offset, t.interleaved_start, t.name));
       extent = std::max(extent, end);
       if (entry.bytes != 0)
-        entries.push_back({entry.offset / kWordBytes,
-                           static_cast<std::uint32_t>((end + kWordBytes - 1) / kWordBytes), 0});
+        entries.push_back(
+            {entry.offset / kWordBytes, static_cast<std::uint32_t>((end + kWordBytes - 1) / kWordBytes), 0});
     }
     tile_bytes[index] = extent;
     std::sort(entries.begin(), entries.end(),
@@ -615,8 +653,7 @@ void SimDevice::Impl::load_tiles(const Package& package) {
   memory = detail::ZeroedFloats(first_word.back());
 }
 
-void SimDevice::Impl::load_compute(const Package& package, std::uint32_t step,
-                                   LoadedSuperstep& loaded) {
+void SimDevice::Impl::load_compute(const Package& package, std::uint32_t step, LoadedSuperstep& loaded) {
   const std::string& label = loaded.profile.label;
   loaded.first_call.assign(1, 0);
   loaded.profile.tile_compute_cycles.assign(tile_count, 0);
@@ -628,21 +665,19 @@ void SimDevice::Impl::load_compute(const Package& package, std::uint32_t step,
       auto where = [&] { return fmt::format("{}, call {}", place(step, label, tile), index); };
       const auto id = static_cast<std::uint32_t>(call.codelet);
       if (id >= kCodeletCount)
-        throw Error(fmt::format("{}: unknown codelet id {} (codelet set version {} has {})", where(),
-                                id, kCodeletSetVersion, kCodeletCount));
+        throw Error(fmt::format("{}: unknown codelet id {} (codelet set version {} has {})", where(), id,
+                                kCodeletSetVersion, kCodeletCount));
       const char* name = codelet_name(call.codelet);
       if (call.addresses.size() != codelet_operand_count(call.codelet) ||
           call.params.size() != codelet_param_count(call.codelet))
-        throw Error(fmt::format("{}: {} takes {} operands and {} params, got {} and {}", where(),
-                                name, codelet_operand_count(call.codelet),
-                                codelet_param_count(call.codelet), call.addresses.size(),
-                                call.params.size()));
+        throw Error(fmt::format("{}: {} takes {} operands and {} params, got {} and {}", where(), name,
+                                codelet_operand_count(call.codelet), codelet_param_count(call.codelet),
+                                call.addresses.size(), call.params.size()));
       if ((call.codelet == Codelet::bias_add || call.codelet == Codelet::bias_add_half) && call.params[2] > 1)
-        throw Error(fmt::format("{}: bias_add's relu flag must be 0 or 1, got {}", where(),
-                                call.params[2]));
+        throw Error(fmt::format("{}: bias_add's relu flag must be 0 or 1, got {}", where(), call.params[2]));
       if (call.codelet == Codelet::unary && call.params[1] >= kUnaryFunctionCount)
-        throw Error(fmt::format("{}: unary's function must be below {}, got {}", where(), kUnaryFunctionCount,
-                                call.params[1]));
+        throw Error(
+            fmt::format("{}: unary's function must be below {}, got {}", where(), kUnaryFunctionCount, call.params[1]));
       if ((call.codelet == Codelet::binary || call.codelet == Codelet::binary_row) &&
           call.params[function_param(call.codelet)] >= kBinaryFunctionCount)
         throw Error(fmt::format("{}: {}'s function must be below {}, got {}", where(), name, kBinaryFunctionCount,
@@ -653,9 +688,10 @@ void SimDevice::Impl::load_compute(const Package& package, std::uint32_t step,
         throw Error(fmt::format("{}: {}'s orientation must be 0 (as_is) or 1 (swapped), got {}", where(), name,
                                 call.params[kMatmulOrientationParam]));
       if (call.codelet == Codelet::reduce_bias && (call.params[4] > 1 || call.params[3] < call.params[2]))
-        throw Error(fmt::format("{}: reduce_bias needs a relu flag of 0 or 1 and own_stride >= cols, "
-                                "got relu={} own_stride={} cols={}", where(), call.params[4],
-                                call.params[3], call.params[2]));
+        throw Error(
+            fmt::format("{}: reduce_bias needs a relu flag of 0 or 1 and own_stride >= cols, "
+                        "got relu={} own_stride={} cols={}",
+                        where(), call.params[4], call.params[3], call.params[2]));
       LoadedCall result;
       result.codelet = call.codelet;
       std::array<std::uint64_t, kMaxCodeletOperands> words{};
@@ -685,8 +721,7 @@ void SimDevice::Impl::load_compute(const Package& package, std::uint32_t step,
 // the sender it listens to leaves switch_cost idle cycles; without multicast a word has at
 // most one receiver. Each received word must have been sent by its sender at
 // arrival - latency. A sent word nobody receives is allowed and counted.
-void SimDevice::Impl::load_exchange(const Package& package, std::uint32_t step,
-                                    LoadedSuperstep& loaded) {
+void SimDevice::Impl::load_exchange(const Package& package, std::uint32_t step, LoadedSuperstep& loaded) {
   const Target& t = package.target;
   const std::string& label = loaded.profile.label;
   SuperstepProfile& profile = loaded.profile;
@@ -700,19 +735,18 @@ void SimDevice::Impl::load_exchange(const Package& package, std::uint32_t step,
       auto where = [&] { return fmt::format("{}, cycle {}", place(step, label, tile), send.cycle); };
       auto what = [&] { return fmt::format("send of {} words", send.words); };
       check_cycle(send.cycle, send.words, where, what);
-      sends[tile].push_back({send.cycle, checked_word(tile, send.address, send.words, where, what),
-                             send.words, 0, send.address});
+      sends[tile].push_back(
+          {send.cycle, checked_word(tile, send.address, send.words, where, what), send.words, 0, send.address});
     }
     auto& list = sends[tile];
-    std::sort(list.begin(), list.end(),
-              [](const LoadedSend& a, const LoadedSend& b) { return a.cycle < b.cycle; });
+    std::sort(list.begin(), list.end(), [](const LoadedSend& a, const LoadedSend& b) { return a.cycle < b.cycle; });
     for (std::size_t i = 0; i < list.size(); ++i) {
       if (i > 0 && list[i].cycle < list[i - 1].cycle + list[i - 1].words)
-        throw Error(fmt::format("{}, cycle {}: conflict: the tile sends two words in one cycle "
-                                "(a send of {} words from cycle {} overlaps a send starting at "
-                                "cycle {}); a tile sends at most one word per cycle",
-                                place(step, label, tile), list[i].cycle, list[i - 1].words,
-                                list[i - 1].cycle, list[i].cycle));
+        throw Error(
+            fmt::format("{}, cycle {}: conflict: the tile sends two words in one cycle "
+                        "(a send of {} words from cycle {} overlaps a send starting at "
+                        "cycle {}); a tile sends at most one word per cycle",
+                        place(step, label, tile), list[i].cycle, list[i - 1].words, list[i - 1].cycle, list[i].cycle));
       list[i].first_sent = sent_words;
       sent_words += list[i].words;
       profile.words_sent += list[i].words;
@@ -728,52 +762,47 @@ void SimDevice::Impl::load_exchange(const Package& package, std::uint32_t step,
     auto& list = receives[tile];
     for (const TileReceive& receive : package.tiles[tile].supersteps[step].receives) {
       if (receive.words == 0) continue;
-      auto where = [&] {
-        return fmt::format("{}, cycle {}", place(step, label, tile), receive.arrival);
-      };
+      auto where = [&] { return fmt::format("{}, cycle {}", place(step, label, tile), receive.arrival); };
       auto what = [&] { return fmt::format("receive of {} words", receive.words); };
       if (receive.sender >= tile_count)
-        throw Error(fmt::format("{}: receive from tile {}, but the target has {} tiles", where(),
-                                receive.sender, tile_count));
+        throw Error(
+            fmt::format("{}: receive from tile {}, but the target has {} tiles", where(), receive.sender, tile_count));
       check_cycle(receive.arrival, receive.words, where, what);
-      list.push_back({receive.arrival, receive.sender,
-                      checked_word(tile, receive.address, receive.words, where, what),
+      list.push_back({receive.arrival, receive.sender, checked_word(tile, receive.address, receive.words, where, what),
                       receive.words, receive.address});
     }
-    std::sort(list.begin(), list.end(), [](const LoadedReceive& a, const LoadedReceive& b) {
-      return a.arrival < b.arrival;
-    });
+    std::sort(list.begin(), list.end(),
+              [](const LoadedReceive& a, const LoadedReceive& b) { return a.arrival < b.arrival; });
     for (std::size_t i = 0; i < list.size(); ++i) {
       const LoadedReceive& r = list[i];
       if (i > 0) {
         const LoadedReceive& previous = list[i - 1];
         const std::uint64_t previous_end = previous.arrival + previous.words;
         if (r.arrival < previous_end)
-          throw Error(fmt::format("{}, cycle {}: conflict: two words arrive in one cycle (from "
-                                  "tile {}, words arriving from cycle {}, and from tile {}, from "
-                                  "cycle {}); a tile receives at most one word per cycle",
-                                  place(step, label, tile), r.arrival, previous.sender,
-                                  previous.arrival, r.sender, r.arrival));
+          throw Error(
+              fmt::format("{}, cycle {}: conflict: two words arrive in one cycle (from "
+                          "tile {}, words arriving from cycle {}, and from tile {}, from "
+                          "cycle {}); a tile receives at most one word per cycle",
+                          place(step, label, tile), r.arrival, previous.sender, previous.arrival, r.sender, r.arrival));
         if (r.sender != previous.sender && r.arrival < previous_end + t.switch_cost)
-          throw Error(fmt::format("{}, cycle {}: conflict: the receiver switches from tile {} "
-                                  "(last word at cycle {}) to tile {} after {} idle cycles; "
-                                  "target '{}' needs {} (switch_cost)",
-                                  place(step, label, tile), r.arrival, previous.sender,
-                                  previous_end - 1, r.sender, r.arrival - previous_end, t.name,
-                                  t.switch_cost));
+          throw Error(
+              fmt::format("{}, cycle {}: conflict: the receiver switches from tile {} "
+                          "(last word at cycle {}) to tile {} after {} idle cycles; "
+                          "target '{}' needs {} (switch_cost)",
+                          place(step, label, tile), r.arrival, previous.sender, previous_end - 1, r.sender,
+                          r.arrival - previous_end, t.name, t.switch_cost));
       }
       const std::uint32_t latency = t.latency(r.sender, tile);
       horizon = std::max(horizon, r.arrival + r.words);
       for (std::uint32_t done = 0; done < r.words;) {
         const std::uint64_t arrival = r.arrival + done;
-        const LoadedSend* send =
-            arrival >= latency ? send_at(sends[r.sender], arrival - latency) : nullptr;
+        const LoadedSend* send = arrival >= latency ? send_at(sends[r.sender], arrival - latency) : nullptr;
         if (send == nullptr)
-          throw Error(fmt::format(
-              "{}, cycle {}: receive with no matching send: the word arriving at cycle {} from "
-              "tile {} must leave it at cycle {} (latency {}), but tile {} sends nothing then",
-              place(step, label, tile), arrival, arrival, r.sender,
-              static_cast<std::int64_t>(arrival) - latency, latency, r.sender));
+          throw Error(
+              fmt::format("{}, cycle {}: receive with no matching send: the word arriving at cycle {} from "
+                          "tile {} must leave it at cycle {} (latency {}), but tile {} sends nothing then",
+                          place(step, label, tile), arrival, arrival, r.sender,
+                          static_cast<std::int64_t>(arrival) - latency, latency, r.sender));
         const std::uint64_t sent = arrival - latency;
         const auto offset = static_cast<std::uint32_t>(sent - send->cycle);
         const std::uint32_t run = std::min(send->words - offset, r.words - done);
@@ -781,12 +810,10 @@ void SimDevice::Impl::load_exchange(const Package& package, std::uint32_t step,
         WordCopy copy{r.sender, send->word + offset, tile, r.word + done, run};
         WordCopy* last = loaded.copies.empty() ? nullptr : &loaded.copies.back();
         if (last != nullptr && last->source_tile == copy.source_tile &&
-            last->destination_tile == copy.destination_tile &&
-            last->source_word + last->words == copy.source_word &&
+            last->destination_tile == copy.destination_tile && last->source_word + last->words == copy.source_word &&
             last->destination_word + last->words == copy.destination_word)
           last->words += run;
-        else
-          loaded.copies.push_back(copy);
+        else loaded.copies.push_back(copy);
         loaded.copied_words += run;
         done += run;
       }
@@ -806,63 +833,55 @@ void SimDevice::Impl::load_exchange(const Package& package, std::uint32_t step,
               [](const LoadedSend& a, const LoadedSend& b) { return a.word < b.word; });
     std::vector<std::uint64_t> reach(by_address.size());  // max end word of sends[0..i]
     for (std::size_t i = 0; i < by_address.size(); ++i)
-      reach[i] = std::max<std::uint64_t>(i ? reach[i - 1] : 0,
-                                         std::uint64_t{by_address[i].word} + by_address[i].words);
+      reach[i] = std::max<std::uint64_t>(i ? reach[i - 1] : 0, std::uint64_t{by_address[i].word} + by_address[i].words);
     for (const LoadedReceive& r : receives[tile]) {
       const std::uint64_t r_end = std::uint64_t{r.word} + r.words;
-      auto first_after = std::lower_bound(
-          by_address.begin(), by_address.end(), r_end,
-          [](const LoadedSend& s, std::uint64_t end) { return s.word < end; });
+      auto first_after = std::lower_bound(by_address.begin(), by_address.end(), r_end,
+                                          [](const LoadedSend& s, std::uint64_t end) { return s.word < end; });
       for (auto i = first_after - by_address.begin(); i-- > 0 && reach[i] > r.word;) {
         const LoadedSend& s = by_address[i];
         if (!overlaps(s.word, s.words, r.word, r.words)) continue;
         // Along an overlap both walk one word per cycle, so arrival - send cycle is the
         // same for every shared word.
         const std::int64_t arrival_minus_send =
-            (static_cast<std::int64_t>(r.arrival) - r.word) -
-            (static_cast<std::int64_t>(s.cycle) - s.word);
+            (static_cast<std::int64_t>(r.arrival) - r.word) - (static_cast<std::int64_t>(s.cycle) - s.word);
         if (arrival_minus_send <= 0) {
           const std::uint32_t shared = std::max(s.word, r.word);
-          throw Error(fmt::format(
-              "{}, cycle {}: the tile sends byte address {} at cycle {} after a word from tile "
-              "{} was stored there at cycle {} in the same phase; forwarding within a phase "
-              "is not supported: send from a buffer no receive of this phase writes",
-              place(step, label, tile), s.cycle + (shared - s.word),
-              s.address + std::uint64_t{shared - s.word} * kWordBytes, s.cycle + (shared - s.word),
-              r.sender, r.arrival + (shared - r.word)));
+          throw Error(
+              fmt::format("{}, cycle {}: the tile sends byte address {} at cycle {} after a word from tile "
+                          "{} was stored there at cycle {} in the same phase; forwarding within a phase "
+                          "is not supported: send from a buffer no receive of this phase writes",
+                          place(step, label, tile), s.cycle + (shared - s.word),
+                          s.address + std::uint64_t{shared - s.word} * kWordBytes, s.cycle + (shared - s.word),
+                          r.sender, r.arrival + (shared - r.word)));
         }
       }
     }
   }
 
   profile.exchange_horizon = profile.words_sent == 0 ? 0 : horizon;
-  profile.exchange_cycles =
-      profile.words_sent == 0 ? 0 : horizon + package.target.exchange_phase_overhead;
+  profile.exchange_cycles = profile.words_sent == 0 ? 0 : horizon + package.target.exchange_phase_overhead;
 }
 
 void SimDevice::Impl::load_streams(const Package& package) {
   const Graph& graph = package.graph;
   for (const PackageStream& stream : package.streams) {
-    const std::string name = fmt::format("host stream '{}' ({})", stream.tensor,
-                                         stream_kind_name(stream.kind));
+    const std::string name = fmt::format("host stream '{}' ({})", stream.tensor, stream_kind_name(stream.kind));
     const std::int64_t index = graph.find_tensor(stream.tensor);
-    if (index < 0)
-      throw Error(fmt::format("{}: the package's graph has no tensor '{}'", name, stream.tensor));
+    if (index < 0) throw Error(fmt::format("{}: the package's graph has no tensor '{}'", name, stream.tensor));
     const Tensor& tensor = graph.tensors[static_cast<std::size_t>(index)];
     if (stream.rows != tensor.rows() || stream.cols != tensor.cols())
-      throw Error(fmt::format("{}: stream is {}x{} but tensor '{}' is {}x{}", name, stream.rows,
-                              stream.cols, tensor.name, tensor.rows(), tensor.cols()));
-    const bool kind_matches =
-        (stream.kind == StreamKind::weight && tensor.kind == TensorKind::weight) ||
-        (stream.kind == StreamKind::input && tensor.kind == TensorKind::input) ||
-        (stream.kind == StreamKind::output &&
-         std::find(graph.outputs.begin(), graph.outputs.end(), index) != graph.outputs.end());
+      throw Error(fmt::format("{}: stream is {}x{} but tensor '{}' is {}x{}", name, stream.rows, stream.cols,
+                              tensor.name, tensor.rows(), tensor.cols()));
+    const bool kind_matches = (stream.kind == StreamKind::weight && tensor.kind == TensorKind::weight) ||
+                              (stream.kind == StreamKind::input && tensor.kind == TensorKind::input) ||
+                              (stream.kind == StreamKind::output &&
+                               std::find(graph.outputs.begin(), graph.outputs.end(), index) != graph.outputs.end());
     if (!kind_matches)
-      throw Error(fmt::format("{}: tensor '{}' is not a graph {}", name, tensor.name,
-                              stream_kind_name(stream.kind)));
+      throw Error(fmt::format("{}: tensor '{}' is not a graph {}", name, tensor.name, stream_kind_name(stream.kind)));
     if (stream.dtype != tensor.dtype || (stream.dtype == DType::float16 && stream.kind != StreamKind::weight))
-      throw Error(fmt::format("{}: stream is {} but tensor '{}' is {} (only weights are streamed as float16)",
-                              name, dtype_name(stream.dtype), tensor.name, dtype_name(tensor.dtype)));
+      throw Error(fmt::format("{}: stream is {} but tensor '{}' is {} (only weights are streamed as float16)", name,
+                              dtype_name(stream.dtype), tensor.name, dtype_name(tensor.dtype)));
     // Every element must come from (or go to) some slice, or the device would compute
     // with zeros and the host would read nothing.
     std::vector<bool> covered(static_cast<std::size_t>(stream.rows) * stream.cols, false);
@@ -870,28 +889,30 @@ void SimDevice::Impl::load_streams(const Package& package) {
     for (std::size_t s = 0; s < stream.slices.size(); ++s) {
       const PackageSlice& slice = stream.slices[s];
       auto where = [&] { return fmt::format("{}, slice {}, tile {}", name, s, slice.tile); };
-      if (slice.tile >= tile_count)
-        throw Error(fmt::format("{}: the target has {} tiles", where(), tile_count));
+      if (slice.tile >= tile_count) throw Error(fmt::format("{}: the target has {} tiles", where(), tile_count));
       if (std::uint64_t{slice.row_begin} + slice.rows > stream.rows ||
           std::uint64_t{slice.col_begin} + slice.cols > stream.cols)
-        throw Error(fmt::format("{}: block rows [{}, {}) cols [{}, {}) is outside the {}x{} "
-                                "tensor", where(), slice.row_begin, slice.row_begin + slice.rows,
-                                slice.col_begin, slice.col_begin + slice.cols, stream.rows,
-                                stream.cols));
+        throw Error(
+            fmt::format("{}: block rows [{}, {}) cols [{}, {}) is outside the {}x{} "
+                        "tensor",
+                        where(), slice.row_begin, slice.row_begin + slice.rows, slice.col_begin,
+                        slice.col_begin + slice.cols, stream.rows, stream.cols));
       if (slice.transposed && stream.kind == StreamKind::output)
         throw Error(fmt::format("{}: an output slice cannot be transposed; only inputs and weights may be", where()));
-      loaded.slice_words.push_back(checked_word(
-          slice.tile, slice.address, packed_words(std::uint64_t{slice.rows} * slice.cols, stream.dtype),
-          where, [] { return "the block"; }));
+      loaded.slice_words.push_back(checked_word(slice.tile, slice.address,
+                                                packed_words(std::uint64_t{slice.rows} * slice.cols, stream.dtype),
+                                                where, [] { return "the block"; }));
       for (std::uint32_t r = 0; r < slice.rows; ++r)
-        std::fill_n(covered.begin() + static_cast<std::ptrdiff_t>(
-                                          std::uint64_t{slice.row_begin + r} * stream.cols + slice.col_begin),
+        std::fill_n(covered.begin() +
+                        static_cast<std::ptrdiff_t>(std::uint64_t{slice.row_begin + r} * stream.cols + slice.col_begin),
                     slice.cols, true);
     }
     if (auto gap = std::find(covered.begin(), covered.end(), false); gap != covered.end()) {
       const auto element = static_cast<std::uint64_t>(gap - covered.begin());
-      throw Error(fmt::format("{}: element [{}, {}] is in no slice; the slices must cover the "
-                              "tensor", name, element / stream.cols, element % stream.cols));
+      throw Error(
+          fmt::format("{}: element [{}, {}] is in no slice; the slices must cover the "
+                      "tensor",
+                      name, element / stream.cols, element % stream.cols));
     }
   }
   for (std::uint32_t output : graph.outputs) {
@@ -899,8 +920,7 @@ void SimDevice::Impl::load_streams(const Package& package) {
       return s.stream.kind == StreamKind::output && s.stream.tensor == graph.tensors.at(output).name;
     });
     if (!streamed)
-      throw Error(fmt::format("graph output '{}' has no output host stream",
-                              graph.tensors.at(output).name));
+      throw Error(fmt::format("graph output '{}' has no output host stream", graph.tensors.at(output).name));
   }
 }
 
@@ -909,12 +929,11 @@ void SimDevice::Impl::write_streams(StreamKind kind, const HostTensors& values) 
     if (stream.kind != kind) continue;
     auto found = values.find(stream.tensor);
     if (found == values.end())
-      throw Error(fmt::format("no host values for {} tensor '{}'", stream_kind_name(kind),
-                              stream.tensor));
+      throw Error(fmt::format("no host values for {} tensor '{}'", stream_kind_name(kind), stream.tensor));
     const std::vector<float>& tensor = found->second;
     if (tensor.size() != static_cast<std::size_t>(stream.rows) * stream.cols)
-      throw Error(fmt::format("host values for '{}' have {} elements; the stream needs {}x{}",
-                              stream.tensor, tensor.size(), stream.rows, stream.cols));
+      throw Error(fmt::format("host values for '{}' have {} elements; the stream needs {}x{}", stream.tensor,
+                              tensor.size(), stream.rows, stream.cols));
     for (std::size_t s = 0; s < stream.slices.size(); ++s) {
       const PackageSlice& slice = stream.slices[s];
       float* destination = tile_memory(slice.tile) + slice_words[s];
@@ -943,8 +962,8 @@ HostTensors SimDevice::Impl::read_outputs() const {
     for (std::size_t s = 0; s < stream.slices.size(); ++s) {
       const PackageSlice& slice = stream.slices[s];
       const float* source = tile_memory(slice.tile) + slice_words[s];
-      unpack_slice(std::span<const float>(source, static_cast<std::size_t>(slice.rows) * slice.cols),
-                   stream.cols, slice, tensor);
+      unpack_slice(std::span<const float>(source, static_cast<std::size_t>(slice.rows) * slice.cols), stream.cols,
+                   slice, tensor);
     }
   }
   return outputs;
@@ -956,14 +975,13 @@ void SimDevice::Impl::exchange(const LoadedSuperstep& step, std::vector<float>& 
   staging.resize(step.copied_words);
   std::size_t at = 0;
   for (const WordCopy& copy : step.copies) {
-    std::memcpy(staging.data() + at, tile_memory(copy.source_tile) + copy.source_word,
-                copy.words * sizeof(float));
+    std::memcpy(staging.data() + at, tile_memory(copy.source_tile) + copy.source_word, copy.words * sizeof(float));
     at += copy.words;
   }
   at = 0;
   for (const WordCopy& copy : step.copies) {
-    std::memcpy(tile_memory(copy.destination_tile) + copy.destination_word,
-                staging.data() + at, copy.words * sizeof(float));
+    std::memcpy(tile_memory(copy.destination_tile) + copy.destination_word, staging.data() + at,
+                copy.words * sizeof(float));
     at += copy.words;
   }
 }
@@ -979,8 +997,7 @@ std::uint64_t SimDevice::allocated_bytes() const {
   return impl_->first_word.empty() ? 0 : impl_->first_word.back() * kWordBytes;
 }
 
-std::vector<float> SimDevice::read_words(std::uint32_t tile, std::uint32_t address,
-                                         std::uint32_t words) const {
+std::vector<float> SimDevice::read_words(std::uint32_t tile, std::uint32_t address, std::uint32_t words) const {
   if (tile >= impl_->tile_count)
     throw Error(fmt::format("read of tile {}: the device has {} tiles", tile, impl_->tile_count));
   const std::uint32_t first = impl_->checked_word(
@@ -999,9 +1016,8 @@ void SimDevice::load_impl(const Package& package) {
   fresh.supersteps.resize(step_count);
   for (std::uint32_t step = 0; step < step_count; ++step) {
     LoadedSuperstep& loaded = fresh.supersteps[step];
-    loaded.profile.label = package.superstep_labels.empty()
-                               ? fmt::format("superstep {}", step)
-                               : package.superstep_labels[step];
+    loaded.profile.label =
+        package.superstep_labels.empty() ? fmt::format("superstep {}", step) : package.superstep_labels[step];
     fresh.load_compute(package, step, loaded);
     fresh.load_exchange(package, step, loaded);
     loaded.profile.sync_cycles = package.target.sync_cycles;
@@ -1013,9 +1029,7 @@ void SimDevice::load_impl(const Package& package) {
   *impl_ = std::move(fresh);  // a package that fails to load leaves the device as it was
 }
 
-void SimDevice::initialize_impl(const HostTensors& weights) {
-  impl_->write_streams(StreamKind::weight, weights);
-}
+void SimDevice::initialize_impl(const HostTensors& weights) { impl_->write_streams(StreamKind::weight, weights); }
 
 HostTensors SimDevice::run_impl(const HostTensors& inputs, ExecutionProfile& profile) {
   Impl& sim = *impl_;

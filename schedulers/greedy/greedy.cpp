@@ -72,8 +72,7 @@ public:
       const Event event = events_.top();
       events_.pop();
       if (event.kind == kReceiverEvent) {
-        if (armed_[event.tile] == event.cycle)
-          wake_a_sleeper(event.tile, event.cycle, event.remaining_words);
+        if (armed_[event.tile] == event.cycle) wake_a_sleeper(event.tile, event.cycle, event.remaining_words);
       } else if (event.generation == generation_[event.tile]) {
         ++generation_[event.tile];  // any other wake-up it had pending is now stale
         serve(event.tile, event.cycle, event.woken, schedule);
@@ -120,8 +119,8 @@ private:
   };
 
   struct Receiver {
-    std::uint64_t free = 0;        ///< first cycle a word may arrive again
-    std::uint64_t remaining = 0;   ///< words still to arrive
+    std::uint64_t free = 0;                  ///< first cycle a word may arrive again
+    std::uint64_t remaining = 0;             ///< words still to arrive
     std::uint32_t listening_to = kNoSource;  ///< the sender its mux is set to
   };
 
@@ -149,8 +148,8 @@ private:
     std::uint32_t kind;
     std::uint64_t remaining_words;  ///< of the sender (to wake)
     std::uint32_t tile;
-    std::uint32_t generation;       ///< senders only: stale when the sender moved on
-    bool woken = false;             ///< senders only: woken by the receiver it slept on
+    std::uint32_t generation;  ///< senders only: stale when the sender moved on
+    bool woken = false;        ///< senders only: woken by the receiver it slept on
   };
   struct LaterEvent {
     bool operator()(const Event& a, const Event& b) const {
@@ -192,9 +191,8 @@ private:
         if (transfer.words == 0) continue;
         const std::uint64_t first_destination =
             transfer.destinations.empty() ? 0 : sorted_destinations[sorted_begin[i]];
-        by_source[next[transfer.source]++] = {
-            (std::uint64_t{transfer.destinations.size()} << 32) | first_destination,
-            transfer.words, i};
+        by_source[next[transfer.source]++] = {(std::uint64_t{transfer.destinations.size()} << 32) | first_destination,
+                                              transfer.words, i};
       }
     }
     auto destinations_of = [&](const Pending& p) {
@@ -207,8 +205,7 @@ private:
       if ((a.set_key >> 32) > 1) {
         const auto [a_first, a_last] = destinations_of(a);
         const auto [b_first, b_last] = destinations_of(b);
-        if (auto order = std::lexicographical_compare_three_way(a_first, a_last, b_first, b_last);
-            order != 0)
+        if (auto order = std::lexicographical_compare_three_way(a_first, a_last, b_first, b_last); order != 0)
           return order < 0;
       }
       if (order_ != Order::phase_order && a.words != b.words) return a.words > b.words;
@@ -233,9 +230,8 @@ private:
       std::sort(first, last, before);
       slot_begin_[source] = static_cast<std::uint32_t>(slots_.size());
       for (auto group_first = first; group_first != last;) {
-        auto group_last = std::find_if(group_first + 1, last, [&](const Pending& pending) {
-          return !same_set(pending, *group_first);
-        });
+        auto group_last = std::find_if(group_first + 1, last,
+                                       [&](const Pending& pending) { return !same_set(pending, *group_first); });
         const auto [destination_first, destination_last] = destinations_of(*group_first);
         Group group;
         group.destination_begin = static_cast<std::uint32_t>(destinations_.size());
@@ -248,16 +244,14 @@ private:
         for (auto it = group_first; it != group_last; ++it) {
           queued_.push_back({it->index, it->words});
           remaining_send_[source] += it->words;
-          for (auto d = destination_first; d != destination_last; ++d)
-            receivers_[*d].remaining += it->words;
+          for (auto d = destination_first; d != destination_last; ++d) receivers_[*d].remaining += it->words;
         }
         const bool unicast = destination_last - destination_first == 1;
         slots_.push_back(Slot{unicast ? *destination_first : kMulticast,
-                              unicast ? latencies_[group.destination_begin] : 0,
-                              queued_[first_queued].words, queued_[first_queued].transfer,
-                              first_queued});
-        queues_.push_back(SlotQueue{static_cast<std::uint32_t>(queued_.size()),
-                                    static_cast<std::uint32_t>(groups_.size())});
+                              unicast ? latencies_[group.destination_begin] : 0, queued_[first_queued].words,
+                              queued_[first_queued].transfer, first_queued});
+        queues_.push_back(
+            SlotQueue{static_cast<std::uint32_t>(queued_.size()), static_cast<std::uint32_t>(groups_.size())});
         groups_.push_back(group);
         group_first = group_last;
       }
@@ -334,8 +328,7 @@ private:
 
   // The best startable slot among `positions` (all slots when null), or kNoSlot. A full
   // scan also leaves every slot's earliest start in earliest_ for sleep().
-  std::uint32_t choose(std::uint32_t sender, std::uint64_t cycle, const std::uint32_t* positions,
-                       std::uint32_t count) {
+  std::uint32_t choose(std::uint32_t sender, std::uint64_t cycle, const std::uint32_t* positions, std::uint32_t count) {
     const Slot* const slots = slots_.data() + slot_begin_[sender];
     const SlotQueue* const queues = queues_.data() + slot_begin_[sender];
     std::uint64_t* const earliest_of = earliest_.data();
@@ -407,8 +400,7 @@ private:
       --slot_count_[sender];
     }
     if (slot_count_[sender] > 0)
-      events_.push({cycle + head.words, kSenderEvent, remaining_send_[sender], sender,
-                    generation_[sender]});
+      events_.push({cycle + head.words, kSenderEvent, remaining_send_[sender], sender, generation_[sender]});
   }
 
   // Nothing of `sender` can start now; earliest_ holds when each slot could. Rather than
@@ -457,8 +449,7 @@ private:
         sleep_on(earliest_slots[i].second);
       if (found > kSleepSlots) state.timer = std::min(state.timer, earliest_slots[kSleepSlots].first);
     }
-    if (state.timer != kNever)
-      events_.push({state.timer, kSenderEvent, remaining_send_[sender], sender, generation});
+    if (state.timer != kNever) events_.push({state.timer, kSenderEvent, remaining_send_[sender], sender, generation});
   }
 
   std::uint64_t unicast_earliest(const Slot& slot, std::uint32_t sender) const {
@@ -487,8 +478,7 @@ private:
     for (const Sleeper& sleeper : sleepers) {
       if (sleeper.generation != generation_[sleeper.sender]) continue;  // woke up elsewhere
       std::uint64_t ready = receiver.free;
-      if (receiver.listening_to != sleeper.sender && receiver.listening_to != kNoSource)
-        ready += switch_cost_;
+      if (receiver.listening_to != sleeper.sender && receiver.listening_to != kNoSource) ready += switch_cost_;
       const std::uint64_t earliest = ready > sleeper.latency ? ready - sleeper.latency : 0;
       if (earliest <= cycle) {
         const std::uint64_t load = remaining_send_[sleeper.sender];
@@ -528,18 +518,18 @@ private:
 
   std::vector<Group> groups_;
   std::vector<std::uint32_t> destinations_, latencies_;  ///< per group destination
-  std::vector<Queued> queued_;                          ///< each group's transfers, in order
-  std::vector<Slot> slots_;                            ///< each sender's unfinished groups
-  std::vector<SlotQueue> queues_;                      ///< parallel to slots_
-  std::vector<std::uint32_t> slot_begin_, slot_count_;  ///< per sender, into slots_
+  std::vector<Queued> queued_;                           ///< each group's transfers, in order
+  std::vector<Slot> slots_;                              ///< each sender's unfinished groups
+  std::vector<SlotQueue> queues_;                        ///< parallel to slots_
+  std::vector<std::uint32_t> slot_begin_, slot_count_;   ///< per sender, into slots_
 
   std::vector<Receiver> receivers_;
   std::vector<std::uint64_t> remaining_send_;
-  std::vector<SleepState> sleep_;                  ///< per sender
-  std::vector<std::uint64_t> earliest_;            ///< per slot of the sender being served
-  std::vector<std::uint32_t> generation_;          ///< per sender: bumps on every wake-up
-  std::vector<std::vector<Sleeper>> sleepers_;     ///< per receiver
-  std::vector<std::uint64_t> armed_;               ///< per receiver: its pending event's cycle
+  std::vector<SleepState> sleep_;               ///< per sender
+  std::vector<std::uint64_t> earliest_;         ///< per slot of the sender being served
+  std::vector<std::uint32_t> generation_;       ///< per sender: bumps on every wake-up
+  std::vector<std::vector<Sleeper>> sleepers_;  ///< per receiver
+  std::vector<std::uint64_t> armed_;            ///< per receiver: its pending event's cycle
   std::priority_queue<Event, std::vector<Event>, LaterEvent> events_;
 };
 
@@ -559,17 +549,16 @@ public:
   tessera::Status configure(const tessera::Options& options) override { return option_table().assign(options, *this); }
 
 protected:
-  Schedule schedule_impl(const ExchangePhase& phase, const Target& target,
-                         std::uint64_t budget_ms) override {
+  Schedule schedule_impl(const ExchangePhase& phase, const Target& target, std::uint64_t budget_ms) override {
     const auto started = std::chrono::steady_clock::now();
     Schedule schedule = DenseListScheduler(phase, target, order_).run();
-    const auto elapsed_ms = std::chrono::duration_cast<std::chrono::milliseconds>(
-                                std::chrono::steady_clock::now() - started)
-                                .count();
+    const auto elapsed_ms =
+        std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - started).count();
     tessera::logger("tessera.scheduler")
-        ->debug("greedy scheduled exchange phase transfers={} segments={} elapsed_ms={} "
-                "budget_ms={}",
-                phase.transfers.size(), schedule.segments.size(), elapsed_ms, budget_ms);
+        ->debug(
+            "greedy scheduled exchange phase transfers={} segments={} elapsed_ms={} "
+            "budget_ms={}",
+            phase.transfers.size(), schedule.segments.size(), elapsed_ms, budget_ms);
     return schedule;
   }
 
@@ -580,10 +569,10 @@ private:
 }  // namespace
 
 extern "C" const TesseraPluginManifest* greedy_manifest() noexcept {
-  static const auto manifest = tessera::make_manifest(
-      TESSERA_PLUGIN_EXCHANGE_SCHEDULER, "greedy", "0.1.0",
-      "dense non-preemptive list scheduling, heaviest ports first", GreedyScheduler::option_table(), "", "",
-      &tessera::create_plugin_object<GreedyScheduler>);
+  static const auto manifest =
+      tessera::make_manifest(TESSERA_PLUGIN_EXCHANGE_SCHEDULER, "greedy", "0.1.0",
+                             "dense non-preemptive list scheduling, heaviest ports first",
+                             GreedyScheduler::option_table(), "", "", &tessera::create_plugin_object<GreedyScheduler>);
   return &manifest;
 }
 TESSERA_PLUGIN(greedy_manifest)

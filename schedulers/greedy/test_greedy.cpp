@@ -77,7 +77,8 @@ TEST_CASE("greedy schedules a dense 16-tile phase with latency and switch cost",
 
 TEST_CASE("greedy returns nothing for an empty phase", "[greedy]") {
   auto greedy = make_scheduler("greedy");
-  const CheckedSchedule empty = schedule_and_check(*greedy, empty_phase(1472), shipped_target("t1472"), kWholeTransfers);
+  const CheckedSchedule empty =
+      schedule_and_check(*greedy, empty_phase(1472), shipped_target("t1472"), kWholeTransfers);
   CHECK(empty.schedule.segments.empty());
   CHECK(empty.report.horizon == 0);
 }
@@ -174,8 +175,7 @@ TEST_CASE("greedy beats the in-order baseline on a skewed phase", "[greedy]") {
     const ExchangePhase phase = skewed_phase(1472, 30000, 24, 99);
     const ScheduleReport fast = schedule_and_check(*greedy, phase, target, kWholeTransfers).report;
     const ScheduleReport naive = schedule_and_check(*in_order, phase, target, kWholeTransfers).report;
-    INFO(target_name << ": greedy " << fast.horizon << " in-order " << naive.horizon << " bound "
-                     << fast.lower_bound);
+    INFO(target_name << ": greedy " << fast.horizon << " in-order " << naive.horizon << " bound " << fast.lower_bound);
     CHECK(fast.horizon < naive.horizon);
     CHECK(fast.horizon * 10 < naive.horizon * 9);  // by more than 10%
   }
@@ -202,8 +202,8 @@ TEST_CASE("greedy orders differ where they should", "[greedy]") {
   const Target ideal = shipped_target("t1472-ideal");
   ExchangePhase phase;
   phase.tiles = 8;
-  phase.transfers = {Transfer{0, {6}, 1, 0, {}}, Transfer{0, {2}, 9, 0, {}},
-                     Transfer{0, {1}, 5, 0, {}}, Transfer{3, {1}, 12, 0, {}}};
+  phase.transfers = {Transfer{0, {6}, 1, 0, {}}, Transfer{0, {2}, 9, 0, {}}, Transfer{0, {1}, 5, 0, {}},
+                     Transfer{3, {1}, 12, 0, {}}};
   auto first_from_tile_0 = [&](const char* order) {
     const Schedule schedule =
         schedule_and_check(*make_scheduler("greedy", options({{"order", order}})), phase, ideal, kWholeTransfers)
@@ -235,9 +235,10 @@ TEST_CASE("greedy refuses multicast on a target without it, and a bad order", "[
   phase.transfers[0].destinations = {5, 5};
   CHECK_THROWS_WITH(greedy->schedule(phase, shipped_target("t16"), 100),
                     Catch::Contains("destination tile 5 is listed twice"));
-  CHECK_THROWS_WITH(make_scheduler("greedy", options({{"order", "fastest"}})),
-                    Catch::Contains("option 'order' of plugin 'greedy' must be one of: load-first, longest-first, phase-order, "
-                                    "got 'fastest'"));
+  CHECK_THROWS_WITH(
+      make_scheduler("greedy", options({{"order", "fastest"}})),
+      Catch::Contains("option 'order' of plugin 'greedy' must be one of: load-first, longest-first, phase-order, "
+                      "got 'fastest'"));
 }
 
 TEST_CASE("greedy schedules 600k transfers on 1472 tiles quickly", "[greedy][large]") {
@@ -250,8 +251,7 @@ TEST_CASE("greedy schedules 600k transfers on 1472 tiles quickly", "[greedy][lar
   const auto started = std::chrono::steady_clock::now();
   ScheduleReport report;
   greedy->schedule(phase, target, 2000, &report);  // includes the core's validation
-  const double seconds =
-      std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
+  const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
   INFO("600k transfers: " << seconds << " s, horizon " << report.horizon << ", bound " << report.lower_bound);
   CHECK(report.valid);
   CHECK(report.horizon < 2 * report.lower_bound);

@@ -28,8 +28,7 @@ constexpr std::uint32_t kNoSource = std::numeric_limits<std::uint32_t>::max();
 
 class InOrderScheduler final : public tessera::ExchangeScheduler {
 protected:
-  Schedule schedule_impl(const ExchangePhase& phase, const Target& target,
-                         std::uint64_t /*budget_ms*/) override {
+  Schedule schedule_impl(const ExchangePhase& phase, const Target& target, std::uint64_t /*budget_ms*/) override {
     std::vector<std::uint64_t> send_free(phase.tiles, 0);     // first cycle it may send
     std::vector<std::uint64_t> receive_free(phase.tiles, 0);  // first cycle a word may arrive
     std::vector<std::uint32_t> last_source(phase.tiles, kNoSource);
@@ -63,10 +62,9 @@ protected:
 }  // namespace
 
 extern "C" const TesseraPluginManifest* in_order_manifest() noexcept {
-  static const auto manifest = tessera::make_manifest(
-      TESSERA_PLUGIN_EXCHANGE_SCHEDULER, "in-order", "0.1.0",
-      "naive baseline: every port serves its transfers in phase order", "", "",
-      &tessera::create_plugin_object<InOrderScheduler>);
+  static const auto manifest = tessera::make_manifest(TESSERA_PLUGIN_EXCHANGE_SCHEDULER, "in-order", "0.1.0",
+                                                      "naive baseline: every port serves its transfers in phase order",
+                                                      "", "", &tessera::create_plugin_object<InOrderScheduler>);
   return &manifest;
 }
 TESSERA_PLUGIN(in_order_manifest)

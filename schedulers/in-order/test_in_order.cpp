@@ -111,6 +111,7 @@ TEST_CASE("in-order is deterministic and refuses what the target cannot do", "[i
   const ExchangePhase phase = random_phase(shape, 10);
   CHECK(same_schedule(schedule_in_order(phase, target).schedule, schedule_in_order(phase, target).schedule));
   const ExchangePhase multicast = phase_of(1472, {transfer(3, {4, 5}, 2)});
-  CHECK_THROWS_WITH(make_scheduler("in-order")->schedule(multicast, without_multicast(target), 100),
-                    Catch::Contains("given to scheduler 'in-order' is malformed") && Catch::Contains("has no multicast"));
+  CHECK_THROWS_WITH(
+      make_scheduler("in-order")->schedule(multicast, without_multicast(target), 100),
+      Catch::Contains("given to scheduler 'in-order' is malformed") && Catch::Contains("has no multicast"));
 }

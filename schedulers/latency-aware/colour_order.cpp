@@ -10,25 +10,19 @@ namespace {
 class EdgeColouring {
 public:
   explicit EdgeColouring(const PhaseModel& model)
-      : model_(model),
-        colour_(model.jobs(), kNone),
-        at_sender_(model.tiles),
-        at_receiver_(model.tiles) {}
+      : model_(model), colour_(model.jobs(), kNone), at_sender_(model.tiles), at_receiver_(model.tiles) {}
 
   bool run(WorkBudget& budget) {
     std::vector<std::uint32_t> jobs(model_.jobs());
     std::iota(jobs.begin(), jobs.end(), 0u);
-    std::stable_sort(jobs.begin(), jobs.end(), [&](std::uint32_t a, std::uint32_t b) {
-      return model_.words[a] > model_.words[b];
-    });
+    std::stable_sort(jobs.begin(), jobs.end(),
+                     [&](std::uint32_t a, std::uint32_t b) { return model_.words[a] > model_.words[b]; });
     if (!budget.charge(kUnitsPerJob * model_.jobs())) return false;
     for (std::uint32_t job : jobs) {
       if (!budget.charge(kUnitsPerJob + kUnitsPerStep * work_)) return false;
       work_ = 0;
-      if (model_.endpoint_begin[job + 1] - model_.endpoint_begin[job] == 1)
-        colour_unicast(job);
-      else
-        assign(job, first_common_free(job));
+      if (model_.endpoint_begin[job + 1] - model_.endpoint_begin[job] == 1) colour_unicast(job);
+      else assign(job, first_common_free(job));
     }
     return true;
   }
@@ -64,13 +58,11 @@ private:
   void assign(std::uint32_t job, std::uint32_t colour) {
     colour_[job] = colour;
     hold(at_sender_[model_.source[job]], colour, job);
-    for (std::uint32_t receiver : model_.destinations_of(job))
-      hold(at_receiver_[receiver], colour, job);
+    for (std::uint32_t receiver : model_.destinations_of(job)) hold(at_receiver_[receiver], colour, job);
   }
   void release(std::uint32_t job) {
     at_sender_[model_.source[job]][colour_[job]] = kNone;
-    for (std::uint32_t receiver : model_.destinations_of(job))
-      at_receiver_[receiver][colour_[job]] = kNone;
+    for (std::uint32_t receiver : model_.destinations_of(job)) at_receiver_[receiver][colour_[job]] = kNone;
   }
 
   std::uint32_t first_common_free(std::uint32_t job) {
@@ -95,16 +87,14 @@ private:
     std::uint32_t tile = receiver, colour = a;
     bool at_receiving_end = true;
     while (true) {
-      const std::uint32_t next =
-          held(at_receiving_end ? at_receiver_[tile] : at_sender_[tile], colour);
+      const std::uint32_t next = held(at_receiving_end ? at_receiver_[tile] : at_sender_[tile], colour);
       if (next == kNone) break;
       // A multicast job on the path would need every one of its ports swapped too.
       if (model_.endpoint_begin[next + 1] - model_.endpoint_begin[next] != 1)
         return assign(job, first_common_free(job));
       path_.push_back(next);
       work_ += 8;
-      tile =
-          at_receiving_end ? model_.source[next] : model_.destination[model_.endpoint_begin[next]];
+      tile = at_receiving_end ? model_.source[next] : model_.destination[model_.endpoint_begin[next]];
       at_receiving_end = !at_receiving_end;
       colour = colour == a ? b : a;
     }
@@ -122,8 +112,7 @@ private:
 
 }  // namespace
 
-std::optional<std::vector<std::uint32_t>> colour_order(const PhaseModel& model,
-                                                       WorkBudget& budget) {
+std::optional<std::vector<std::uint32_t>> colour_order(const PhaseModel& model, WorkBudget& budget) {
   EdgeColouring colouring(model);
   if (!colouring.run(budget)) return std::nullopt;
   return colouring.rounds();

@@ -34,10 +34,8 @@ public:
       const SenderEvent event = events_.top();
       events_.pop();
       const std::uint64_t work = kUnitsPerDecision + kUnitsPerSlot * slot_count_[event.sender];
-      if (must_finish)
-        budget.record(work);
-      else if (!budget.charge(work))
-        return std::nullopt;
+      if (must_finish) budget.record(work);
+      else if (!budget.charge(work)) return std::nullopt;
       serve(event.sender, event.cycle);
     }
     return std::move(order_);
@@ -98,11 +96,9 @@ private:
     // Each job's destinations sorted, so equal sets compare equal.
     std::vector<std::uint32_t> sorted(model_.destination);
     for (std::uint32_t job = 0; job < jobs; ++job)
-      std::sort(sorted.begin() + model_.endpoint_begin[job],
-                sorted.begin() + model_.endpoint_begin[job + 1]);
+      std::sort(sorted.begin() + model_.endpoint_begin[job], sorted.begin() + model_.endpoint_begin[job + 1]);
     auto set_of = [&](std::uint32_t job) {
-      return std::pair{sorted.begin() + model_.endpoint_begin[job],
-                       sorted.begin() + model_.endpoint_begin[job + 1]};
+      return std::pair{sorted.begin() + model_.endpoint_begin[job], sorted.begin() + model_.endpoint_begin[job + 1]};
     };
     auto set_less = [&](std::uint32_t a, std::uint32_t b) {
       const auto [a_first, a_last] = set_of(a);
@@ -147,8 +143,7 @@ private:
       slot_begin_[source] = static_cast<std::uint32_t>(slots_.size());
       for (auto group_first = first; group_first != last;) {
         const std::uint32_t head = *group_first;
-        auto group_last = std::find_if(group_first, last,
-                                       [&](std::uint32_t job) { return !same_set(job, head); });
+        auto group_last = std::find_if(group_first, last, [&](std::uint32_t job) { return !same_set(job, head); });
         Group group{model_.endpoint_begin[head], model_.endpoint_begin[head + 1],
                     static_cast<std::uint32_t>(group_jobs_.size()), 0};
         for (auto it = group_first; it != group_last; ++it) {
@@ -161,8 +156,7 @@ private:
         const bool unicast = group.endpoint_end - group.endpoint_begin == 1;
         slots_.push_back(Slot{unicast ? model_.destination[group.endpoint_begin] : kMulticast,
                               unicast ? model_.latency[group.endpoint_begin] : 0,
-                              static_cast<std::uint32_t>(groups_.size()), head,
-                              model_.words[head]});
+                              static_cast<std::uint32_t>(groups_.size()), head, model_.words[head]});
         groups_.push_back(group);
         group_first = group_last;
       }
@@ -289,8 +283,7 @@ private:
       slot = slots[count - 1];
       --slot_count_[sender];
     }
-    if (slot_count_[sender] > 0)
-      events_.push({best_start + words, remaining_send_[sender], sender});
+    if (slot_count_[sender] > 0) events_.push({best_start + words, remaining_send_[sender], sender});
   }
 
   const PhaseModel& model_;
@@ -309,9 +302,8 @@ private:
 
 }  // namespace
 
-std::optional<std::vector<std::uint32_t>> dense_list_order(const PhaseModel& model,
-                                                           const ListRule& rule, WorkBudget& budget,
-                                                           bool must_finish) {
+std::optional<std::vector<std::uint32_t>> dense_list_order(const PhaseModel& model, const ListRule& rule,
+                                                           WorkBudget& budget, bool must_finish) {
   return DenseListScheduler(model, rule).run(budget, must_finish);
 }
 

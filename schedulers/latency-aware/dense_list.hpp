@@ -32,8 +32,7 @@ struct ListRule {
 /// (OrderTimer) gives a schedule no later than the list schedule, since every port sees its
 /// jobs in the same sequence. Charges `budget` as it goes and returns nothing once it is
 /// spent, unless `must_finish` (then the work is only recorded).
-std::optional<std::vector<std::uint32_t>> dense_list_order(const PhaseModel& model,
-                                                           const ListRule& rule, WorkBudget& budget,
-                                                           bool must_finish = false);
+std::optional<std::vector<std::uint32_t>> dense_list_order(const PhaseModel& model, const ListRule& rule,
+                                                           WorkBudget& budget, bool must_finish = false);
 
 }  // namespace tessera::latency_aware

@@ -74,10 +74,7 @@ struct Candidate {
 class Portfolio {
 public:
   Portfolio(const PhaseModel& model, WorkBudget& work)
-      : model_(model),
-        timer_(model),
-        work_(work),
-        log_(tessera::logger("tessera.scheduler.latency-aware")) {}
+      : model_(model), timer_(model), work_(work), log_(tessera::logger("tessera.scheduler.latency-aware")) {}
 
   /// Returns true when `order` is the new best.
   bool consider(const char* name, std::optional<std::vector<std::uint32_t>> order) {
@@ -87,8 +84,8 @@ public:
     }
     work_.record(kUnitsPerTimedEntry * (model_.jobs() + model_.destination.size()));
     const Score score = timer_.score(*order);
-    log_->debug("latency-aware start finished start=\"{}\" horizon={} work_units={}", name,
-                score.horizon, work_.used());
+    log_->debug("latency-aware start finished start=\"{}\" horizon={} work_units={}", name, score.horizon,
+                work_.used());
     if (std::string_view(name).ends_with("-restart")) ++restarts_;
     if (best_ && !(score < best_->score)) return false;
     best_ = Candidate{name, std::move(*order), score};
@@ -130,8 +127,7 @@ public:
   tessera::Status configure(const tessera::Options& options) override { return option_table().assign(options, *this); }
 
 protected:
-  Schedule schedule_impl(const ExchangePhase& phase, const Target& target,
-                         std::uint64_t budget_ms) override {
+  Schedule schedule_impl(const ExchangePhase& phase, const Target& target, std::uint64_t budget_ms) override {
     const Clock::time_point started = Clock::now();
     const PhaseModel model = build_phase_model(phase, target);
     if (model.jobs() == 0) return {};
@@ -139,8 +135,8 @@ protected:
 
     // Work is planned for `budget_fraction` of the budget; the clock stops it only at the
     // whole budget (a machine twice as slow as planned still gets the same schedule).
-    const auto work_limit = static_cast<std::uint64_t>(
-        static_cast<double>(budget_ms) * budget_fraction_ * WorkBudget::kUnitsPerMillisecond);
+    const auto work_limit = static_cast<std::uint64_t>(static_cast<double>(budget_ms) * budget_fraction_ *
+                                                       WorkBudget::kUnitsPerMillisecond);
     WorkBudget work(work_limit, started + std::chrono::milliseconds(budget_ms));
     Portfolio portfolio(model, work);
 
@@ -161,8 +157,7 @@ protected:
       const ListRule waiting{ListPriority::load_first, lookahead_, kWaitPenalty};
       portfolio.consider("lookahead-load-first", dense_list_order(model, waiting, work));
     }
-    portfolio.consider("greedy-longest-first",
-                       dense_list_order(model, {ListPriority::longest_first}, work));
+    portfolio.consider("greedy-longest-first", dense_list_order(model, {ListPriority::longest_first}, work));
     auto log = tessera::logger("tessera.scheduler.latency-aware");
     log->debug("latency-aware stage finished stage=starts work_units={} elapsed_ms={}", work.used(),
                elapsed_ms(started));
@@ -171,19 +166,18 @@ protected:
     //    principled schedule), up to 70% of the work; they stop once several in a row
     //    found nothing better.
     work.set_limit(work_limit / 10 * 7);
-    for (std::uint64_t restart = 1, fruitless = 0;
-         unicast && !work.spent() && fruitless < kRestartPatience; ++restart) {
+    for (std::uint64_t restart = 1, fruitless = 0; unicast && !work.spent() && fruitless < kRestartPatience;
+         ++restart) {
       // Slack 0 suits a few hot receivers (any idle cycle there is lost), 2 spreads load
       // over many; the rotation tries both, then 1 again with another tie-break.
       const std::uint32_t slack = static_cast<std::uint32_t>((restart * 2) % 3);
-      const bool better = portfolio.consider(
-          "receiver-earliest-arrival-restart",
-          receiver_driven_order(model, slack, seed_ * 1000 + restart, work));
+      const bool better = portfolio.consider("receiver-earliest-arrival-restart",
+                                             receiver_driven_order(model, slack, seed_ * 1000 + restart, work));
       fruitless = better ? 0 : fruitless + 1;
     }
 
-    log->debug("latency-aware stage finished stage=restarts work_units={} elapsed_ms={}",
-               work.used(), elapsed_ms(started));
+    log->debug("latency-aware stage finished stage=restarts work_units={} elapsed_ms={}", work.used(),
+               elapsed_ms(started));
 
     // 3. Critical-path search on the best, for the rest (none if the starts used it all:
     //    setting up the search costs a pass over every job).
@@ -213,9 +207,8 @@ protected:
         "neighborhood_improvements={} evaluations={} work_units={} elapsed_ms={} "
         "budget_ms={}",
         phase.transfers.size(), initial_horizon, searched.horizon, bound,
-        bound ? static_cast<double>(searched.horizon) / static_cast<double>(bound) : 1.0,
-        chosen.name, portfolio.restarts(), searched.improvements, searched.evaluations, work.used(),
-        elapsed_ms(started), budget_ms);
+        bound ? static_cast<double>(searched.horizon) / static_cast<double>(bound) : 1.0, chosen.name,
+        portfolio.restarts(), searched.improvements, searched.evaluations, work.used(), elapsed_ms(started), budget_ms);
     return to_schedule(model, searched.start);
   }
 
@@ -240,12 +233,12 @@ private:
 }  // namespace tessera::latency_aware
 
 extern "C" const TesseraPluginManifest* latency_aware_manifest() noexcept {
-  static const auto manifest = tessera::make_manifest(
-      TESSERA_PLUGIN_EXCHANGE_SCHEDULER, "latency-aware", "0.1.0",
-      "best of several list and round orders, improved by critical-path moves (latency, "
-      "switch cost, multicast)",
-      tessera::latency_aware::LatencyAwareScheduler::option_table(), "", "",
-      &tessera::create_plugin_object<tessera::latency_aware::LatencyAwareScheduler>);
+  static const auto manifest =
+      tessera::make_manifest(TESSERA_PLUGIN_EXCHANGE_SCHEDULER, "latency-aware", "0.1.0",
+                             "best of several list and round orders, improved by critical-path moves (latency, "
+                             "switch cost, multicast)",
+                             tessera::latency_aware::LatencyAwareScheduler::option_table(), "", "",
+                             &tessera::create_plugin_object<tessera::latency_aware::LatencyAwareScheduler>);
   return &manifest;
 }
 TESSERA_PLUGIN(latency_aware_manifest)

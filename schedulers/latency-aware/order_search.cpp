@@ -11,13 +11,9 @@ namespace {
 
 class SequenceSearch {
 public:
-  SequenceSearch(const PhaseModel& model, const std::vector<std::uint32_t>& order,
-                 const SearchLimits& limits, WorkBudget& budget)
-      : limits_(limits),
-        budget_(budget),
-        current_(model, order),
-        best_(model, order),
-        random_(limits.seed) {}
+  SequenceSearch(const PhaseModel& model, const std::vector<std::uint32_t>& order, const SearchLimits& limits,
+                 WorkBudget& budget)
+      : limits_(limits), budget_(budget), current_(model, order), best_(model, order), random_(limits.seed) {}
 
   SearchResult run() {
     SearchResult result;
@@ -86,8 +82,7 @@ private:
       const std::uint32_t port = current_.blocking_port(job);
       const std::uint32_t latest = current_.index_of(job, port);
       std::uint32_t earliest = latest;
-      while (job != kNone && current_.blocker(job) != kNone &&
-             current_.blocking_port(job) == port) {
+      while (job != kNone && current_.blocker(job) != kNone && current_.blocking_port(job) == port) {
         budget_.charge(kUnitsPerChainLink);
         job = current_.blocker(job);
         earliest = current_.index_of(job, port);
@@ -108,8 +103,7 @@ private:
     collect_moves();
     constexpr std::size_t kShuffleWindow = 8;
     for (std::size_t first = 0; first < moves_.size(); first += kShuffleWindow)
-      std::shuffle(moves_.begin() + first,
-                   moves_.begin() + std::min(moves_.size(), first + kShuffleWindow), random_);
+      std::shuffle(moves_.begin() + first, moves_.begin() + std::min(moves_.size(), first + kShuffleWindow), random_);
     const Score before = current_.score();
     for (const Move& move : moves_) {
       if (out_of_budget(result)) return false;
@@ -155,8 +149,8 @@ private:
 
 }  // namespace
 
-SearchResult improve_order(const PhaseModel& model, const std::vector<std::uint32_t>& order,
-                           const SearchLimits& limits, WorkBudget& budget) {
+SearchResult improve_order(const PhaseModel& model, const std::vector<std::uint32_t>& order, const SearchLimits& limits,
+                           WorkBudget& budget) {
   return SequenceSearch(model, order, limits, budget).run();
 }
 

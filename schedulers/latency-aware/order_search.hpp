@@ -32,7 +32,7 @@ struct SearchResult {
 /// resumes, from the best schedule seen if the last descent did worse. Stops when `budget`
 /// is spent, the lower bound is reached, or 64 local optima in a row brought nothing new.
 /// Returns the best schedule seen, so never worse than `order`'s.
-SearchResult improve_order(const PhaseModel& model, const std::vector<std::uint32_t>& order,
-                           const SearchLimits& limits, WorkBudget& budget);
+SearchResult improve_order(const PhaseModel& model, const std::vector<std::uint32_t>& order, const SearchLimits& limits,
+                           WorkBudget& budget);
 
 }  // namespace tessera::latency_aware

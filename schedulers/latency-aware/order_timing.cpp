@@ -7,10 +7,7 @@
 namespace tessera::latency_aware {
 
 OrderTimer::OrderTimer(const PhaseModel& model)
-    : model_(model),
-      send_free_(model.tiles),
-      receive_free_(model.tiles),
-      receive_source_(model.tiles) {}
+    : model_(model), send_free_(model.tiles), receive_free_(model.tiles), receive_source_(model.tiles) {}
 
 Score OrderTimer::run(const std::vector<std::uint32_t>& order, std::uint64_t* start_of) {
   assert(order.size() == model_.jobs());
@@ -29,8 +26,7 @@ Score OrderTimer::run(const std::vector<std::uint32_t>& order, std::uint64_t* st
     for (std::uint32_t k = first; k < last; ++k) {
       const std::uint32_t receiver = destinations[k];
       // A receiver that last listened to another sender needs the switch cost first.
-      const bool switching =
-          receive_source_[receiver] != sender && receive_source_[receiver] != kNone;
+      const bool switching = receive_source_[receiver] != sender && receive_source_[receiver] != kNone;
       const std::uint64_t ready = receive_free_[receiver] + (switching ? switch_cost : 0);
       if (ready > latencies[k]) start = std::max(start, ready - latencies[k]);
     }

@@ -7,8 +7,7 @@
 
 namespace tessera::latency_aware {
 
-PortSequences::PortSequences(const PhaseModel& model, const std::vector<std::uint32_t>& order)
-    : model_(model) {
+PortSequences::PortSequences(const PhaseModel& model, const std::vector<std::uint32_t>& order) : model_(model) {
   const std::uint32_t tiles = model.tiles;
   const std::size_t entries = std::size_t{model.jobs()} + model.destination.size();
   entry_job_.resize(entries);
@@ -30,8 +29,7 @@ PortSequences::PortSequences(const PhaseModel& model, const std::vector<std::uin
   slot_.resize(entries);
   std::vector<std::uint32_t> next_slot(begin_.begin(), begin_.end() - 1);
   for (const std::uint32_t job : order) {
-    for (std::uint32_t entry = first_entry(job); entry < first_entry(job) + entry_count(job);
-         ++entry) {
+    for (std::uint32_t entry = first_entry(job); entry < first_entry(job) + entry_count(job); ++entry) {
       const std::uint32_t slot = next_slot[entry_port_[entry]]++;
       sequence_[slot] = entry;
       slot_[entry] = slot;
@@ -58,12 +56,10 @@ std::uint32_t PortSequences::index_of(std::uint32_t job, std::uint32_t port) con
 
 void PortSequences::move(std::uint32_t port, std::uint32_t from, std::uint32_t to) {
   auto first = sequence_.begin() + begin_[port];
-  if (from > to)
-    std::rotate(first + to, first + from, first + from + 1);
-  else
-    std::rotate(first + from, first + from + 1, first + to + 1);
-  for (std::uint32_t position = begin_[port] + std::min(from, to);
-       position <= begin_[port] + std::max(from, to); ++position)
+  if (from > to) std::rotate(first + to, first + from, first + from + 1);
+  else std::rotate(first + from, first + from + 1, first + to + 1);
+  for (std::uint32_t position = begin_[port] + std::min(from, to); position <= begin_[port] + std::max(from, to);
+       ++position)
     slot_[sequence_[position]] = position;
 }
 
@@ -106,8 +102,7 @@ bool PortSequences::time_jobs(const std::vector<std::uint32_t>& jobs) {
   ready_.clear();
   for (const std::uint32_t job : jobs) {
     std::uint32_t waiting = 0;
-    for (std::uint32_t entry = first_entry(job); entry < first_entry(job) + entry_count(job);
-         ++entry) {
+    for (std::uint32_t entry = first_entry(job); entry < first_entry(job) + entry_count(job); ++entry) {
       const std::uint32_t before = previous(entry);
       waiting += before != kNone && stamp_[entry_job_[before]] == epoch_;
     }
@@ -120,8 +115,7 @@ bool PortSequences::time_jobs(const std::vector<std::uint32_t>& jobs) {
     ready_.pop_back();
     time_job(job);
     ++timed;
-    for (std::uint32_t entry = first_entry(job); entry < first_entry(job) + entry_count(job);
-         ++entry) {
+    for (std::uint32_t entry = first_entry(job); entry < first_entry(job) + entry_count(job); ++entry) {
       const std::uint32_t after = next(entry);
       if (after == kNone) continue;
       const std::uint32_t later = entry_job_[after];
@@ -175,8 +169,8 @@ bool PortSequences::try_move(std::uint32_t port, std::uint32_t from, std::uint32
   // The moved range and everything after it on any port, transitively.
   ++epoch_;
   affected_.clear();
-  for (std::uint32_t position = begin_[port] + std::min(from, to);
-       position <= begin_[port] + std::max(from, to); ++position) {
+  for (std::uint32_t position = begin_[port] + std::min(from, to); position <= begin_[port] + std::max(from, to);
+       ++position) {
     const std::uint32_t job = entry_job_[sequence_[position]];
     if (stamp_[job] != epoch_) {
       stamp_[job] = epoch_;
@@ -185,8 +179,7 @@ bool PortSequences::try_move(std::uint32_t port, std::uint32_t from, std::uint32
   }
   for (std::size_t i = 0; i < affected_.size(); ++i) {
     const std::uint32_t job = affected_[i];
-    for (std::uint32_t entry = first_entry(job); entry < first_entry(job) + entry_count(job);
-         ++entry) {
+    for (std::uint32_t entry = first_entry(job); entry < first_entry(job) + entry_count(job); ++entry) {
       const std::uint32_t after = next(entry);
       if (after == kNone) continue;
       const std::uint32_t later = entry_job_[after];
@@ -197,8 +190,7 @@ bool PortSequences::try_move(std::uint32_t port, std::uint32_t from, std::uint32
     }
   }
   undo_.reserve(affected_.size());
-  for (const std::uint32_t job : affected_)
-    undo_.push_back({job, start_[job], blocker_[job], blocking_port_[job]});
+  for (const std::uint32_t job : affected_) undo_.push_back({job, start_[job], blocker_[job], blocking_port_[job]});
   if (!time_jobs(affected_)) {
     undo();
     return false;

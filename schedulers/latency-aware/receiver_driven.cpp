@@ -21,8 +21,7 @@ public:
     incoming_begin_.assign(std::size_t{tiles} + 1, 0);
     for (std::uint32_t job = 0; job < model_.jobs(); ++job)
       ++incoming_begin_[model_.destination[model_.endpoint_begin[job]] + 1];
-    for (std::uint32_t tile = 0; tile < tiles; ++tile)
-      incoming_begin_[tile + 1] += incoming_begin_[tile];
+    for (std::uint32_t tile = 0; tile < tiles; ++tile) incoming_begin_[tile + 1] += incoming_begin_[tile];
     incoming_.resize(model_.jobs());
     pending_.assign(tiles, 0);
     sender_free_.assign(tiles, 0);
@@ -47,8 +46,7 @@ public:
     };
     if (!charge(kUnitsPerJob * model_.jobs())) return std::nullopt;
     while (!events_.empty()) {
-      if (!charge(kUnitsPerDecision + kUnitsPerCandidate * pending_[events_.top().receiver]))
-        return std::nullopt;
+      if (!charge(kUnitsPerDecision + kUnitsPerCandidate * pending_[events_.top().receiver])) return std::nullopt;
       const ReceiverEvent event = events_.top();
       events_.pop();
       order.push_back(serve(event));
@@ -94,8 +92,7 @@ private:
     Incoming* const first = incoming_.data() + incoming_begin_[receiver];
     const std::uint32_t count = pending_[receiver];
     std::uint64_t earliest = kNever;
-    for (std::uint32_t i = 0; i < count; ++i)
-      earliest = std::min(earliest, arrival(event, first[i]));
+    for (std::uint32_t i = 0; i < count; ++i) earliest = std::min(earliest, arrival(event, first[i]));
     // Among the jobs arriving within the slack: the busiest sender, then the longer job.
     std::uint32_t best = count;
     for (std::uint32_t i = 0; i < count; ++i) {
@@ -111,8 +108,7 @@ private:
     sender_remaining_[chosen.source] -= chosen.words;
     receiver_remaining_[receiver] -= chosen.words;
     if (pending_[receiver] > 0)
-      events_.push(
-          {arrives + chosen.words, receiver_remaining_[receiver], receiver, chosen.source});
+      events_.push({arrives + chosen.words, receiver_remaining_[receiver], receiver, chosen.source});
     return chosen.job;
   }
 
@@ -143,10 +139,8 @@ private:
 
 }  // namespace
 
-std::optional<std::vector<std::uint32_t>> receiver_driven_order(const PhaseModel& model,
-                                                                std::uint32_t slack,
-                                                                std::uint64_t tie_seed,
-                                                                WorkBudget& budget,
+std::optional<std::vector<std::uint32_t>> receiver_driven_order(const PhaseModel& model, std::uint32_t slack,
+                                                                std::uint64_t tie_seed, WorkBudget& budget,
                                                                 bool must_finish) {
   if (model.multicast_jobs > 0) return std::nullopt;
   return ReceiverDrivenScheduler(model, slack, tie_seed).run(budget, must_finish);

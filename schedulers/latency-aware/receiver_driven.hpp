@@ -19,10 +19,8 @@ namespace tessera::latency_aware {
 /// Unicast phases only: returns nothing for a phase with multicast jobs, or once `budget` is
 /// spent (unless `must_finish`: then the work is only recorded). Otherwise the jobs in the
 /// order they were started (a valid job order).
-std::optional<std::vector<std::uint32_t>> receiver_driven_order(const PhaseModel& model,
-                                                                std::uint32_t slack,
-                                                                std::uint64_t tie_seed,
-                                                                WorkBudget& budget,
+std::optional<std::vector<std::uint32_t>> receiver_driven_order(const PhaseModel& model, std::uint32_t slack,
+                                                                std::uint64_t tie_seed, WorkBudget& budget,
                                                                 bool must_finish = false);
 
 }  // namespace tessera::latency_aware

@@ -56,11 +56,9 @@ std::vector<NamedPhase> realistic_unicast_phases() {
       {"8 permutations of 1024 words", permutation_phase(1472, 8, 1024, 1024, 3)},
       {"16 permutations of 32..512 words", permutation_phase(1472, 16, 32, 512, 1)},
       {"32 permutations of 64..256 words", permutation_phase(1472, 32, 64, 256, 7)},
-      {"all-to-all in strided groups of 23, 200 words",
-       group_all_to_all_phase(1472, 23, 200, true)},
+      {"all-to-all in strided groups of 23, 200 words", group_all_to_all_phase(1472, 23, 200, true)},
       {"all-to-all in column groups of 64, 32 words", group_all_to_all_phase(1472, 64, 32, false)},
-      {"all-to-all in strided groups of 46, 1..64 words",
-       group_all_to_all_phase(1472, 46, 1, true, 64, 4)},
+      {"all-to-all in strided groups of 46, 1..64 words", group_all_to_all_phase(1472, 46, 1, true, 64, 4)},
       {"4 hot receivers over 20k random transfers", hot_receiver_phase(1472, 4, 1000, 20000, 5)},
       {"30k uniform random transfers", random_phase(uniform, 6)},
       {"rings of 3 steps in strided groups of 16", ring_phase(1472, 16, 512, 3)},
@@ -75,8 +73,7 @@ TEST_CASE("latency-aware loads through the plugin host with its options", "[late
   CHECK(info->kind == PluginKind::exchange_scheduler);
   std::vector<std::string> names;
   for (const OptionSpec& option : info->options) names.push_back(option.name);
-  CHECK(names ==
-        std::vector<std::string>{"budget_fraction", "seed", "max_improvement_rounds", "lookahead"});
+  CHECK(names == std::vector<std::string>{"budget_fraction", "seed", "max_improvement_rounds", "lookahead"});
   const Options defaults = shipped_plugins().resolve_options(*info, {}, "test");
   CHECK(defaults.get_number("budget_fraction") == Approx(0.4));
   CHECK(defaults.get_int("seed") == 1);
@@ -86,8 +83,7 @@ TEST_CASE("latency-aware passes the check-plugin scheduler battery", "[latency-a
   check_battery(scheduler_battery([] { return make_scheduler("latency-aware"); }, unit_test_battery_options()));
 }
 
-TEST_CASE("latency-aware schedules random 1472-tile phases validly, with and without multicast",
-          "[latency-aware]") {
+TEST_CASE("latency-aware schedules random 1472-tile phases validly, with and without multicast", "[latency-aware]") {
   const Target realistic = shipped_target("t1472");
   RandomPhaseShape unicast;
   unicast.transfers = 6000;
@@ -107,8 +103,7 @@ TEST_CASE("latency-aware schedules random 1472-tile phases validly, with and wit
   }
 }
 
-TEST_CASE("latency-aware handles latency and switch cost on a dense 16-tile phase",
-          "[latency-aware]") {
+TEST_CASE("latency-aware handles latency and switch cost on a dense 16-tile phase", "[latency-aware]") {
   const Target small = shipped_target("t16");
   RandomPhaseShape shape;
   shape.tiles = 16;
@@ -118,8 +113,7 @@ TEST_CASE("latency-aware handles latency and switch cost on a dense 16-tile phas
   const ExchangePhase phase = random_phase(shape, 5);
   const ScheduleReport report = schedule_checked(*make_scheduler("latency-aware"), phase, small).report;
   const ScheduleReport greedy = schedule_checked(*make_scheduler("greedy"), phase, small).report;
-  INFO("latency-aware " << report.horizon << " greedy " << greedy.horizon << " bound "
-                        << report.lower_bound);
+  INFO("latency-aware " << report.horizon << " greedy " << greedy.horizon << " bound " << report.lower_bound);
   CHECK(report.horizon <= greedy.horizon);
   CHECK(report.lower_bound > report.endpoint_lower_bound);  // switch costs are charged
 }
@@ -139,9 +133,8 @@ TEST_CASE(
   for (const NamedPhase& named : realistic_unicast_phases()) {
     const ScheduleReport ours = schedule_checked(*scheduler, named.phase, target, 8 * kBudgetMs).report;
     const ScheduleReport theirs = schedule_checked(*greedy, named.phase, target).report;
-    INFO(named.name << ": latency-aware " << ours.horizon << " (" << ratio(ours) << "x), greedy "
-                    << theirs.horizon << " (" << ratio(theirs) << "x), lower bound "
-                    << ours.lower_bound);
+    INFO(named.name << ": latency-aware " << ours.horizon << " (" << ratio(ours) << "x), greedy " << theirs.horizon
+                    << " (" << ratio(theirs) << "x), lower bound " << ours.lower_bound);
     CHECK(ratio(ours) <= 1.05);
     CHECK(ours.horizon <= theirs.horizon);
   }
@@ -162,8 +155,8 @@ TEST_CASE("latency-aware never loses to greedy on multicast and skewed phases", 
   for (const NamedPhase& named : phases) {
     const ScheduleReport ours = schedule_checked(*scheduler, named.phase, target).report;
     const ScheduleReport theirs = schedule_checked(*greedy, named.phase, target).report;
-    INFO(named.name << ": latency-aware " << ours.horizon << " greedy " << theirs.horizon
-                    << " bound " << ours.lower_bound);
+    INFO(named.name << ": latency-aware " << ours.horizon << " greedy " << theirs.horizon << " bound "
+                    << ours.lower_bound);
     CHECK(ours.horizon <= theirs.horizon);
   }
 }
@@ -226,11 +219,9 @@ TEST_CASE("latency-aware respects its budget on 120k transfers", "[latency-aware
   const auto started = std::chrono::steady_clock::now();
   ScheduleReport report;
   scheduler->schedule(phase, target, budget_ms, &report);  // includes the core's validation
-  const auto elapsed_ms = std::chrono::duration_cast<std::chrono::milliseconds>(
-                              std::chrono::steady_clock::now() - started)
-                              .count();
-  INFO("120k transfers: " << elapsed_ms << " ms, horizon " << report.horizon << ", bound "
-                          << report.lower_bound);
+  const auto elapsed_ms =
+      std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - started).count();
+  INFO("120k transfers: " << elapsed_ms << " ms, horizon " << report.horizon << ", bound " << report.lower_bound);
   CHECK(report.valid);
   // Work is planned for 40% of the budget and the wall clock stops it at the budget; the
   // elapsed time is shown, not checked: a wall-clock bound fails on a busy machine.
@@ -246,8 +237,7 @@ TEST_CASE("latency-aware stops after max_improvement_rounds", "[latency-aware]")
   CHECK(field(capture.text(), "evaluations") <= 5);
 }
 
-TEST_CASE("latency-aware returns nothing for an empty phase and sends a lone transfer at once",
-          "[latency-aware]") {
+TEST_CASE("latency-aware returns nothing for an empty phase and sends a lone transfer at once", "[latency-aware]") {
   const Target target = shipped_target("t1472");
   auto scheduler = make_scheduler("latency-aware");
   const CheckedSchedule empty = schedule_checked(*scheduler, empty_phase(1472), target);
@@ -260,17 +250,14 @@ TEST_CASE("latency-aware returns nothing for an empty phase and sends a lone tra
   CHECK(report.horizon == report.lower_bound);
 }
 
-TEST_CASE("latency-aware refuses phases the target cannot carry and bad options",
-          "[latency-aware]") {
+TEST_CASE("latency-aware refuses phases the target cannot carry and bad options", "[latency-aware]") {
   ExchangePhase phase;
   phase.tiles = 16;
   phase.transfers.push_back(Transfer{0, {1, 2}, 4, 0, {}});
   auto scheduler = make_scheduler("latency-aware");
-  CHECK_THROWS_WITH(
-      scheduler->schedule(phase, without_multicast(shipped_target("t16")), 100),
-      Catch::Contains("given to scheduler 'latency-aware' is malformed") &&
-          Catch::Contains(
-              "transfer 0 has 2 destinations but target 't16-unicast' has no multicast"));
+  CHECK_THROWS_WITH(scheduler->schedule(phase, without_multicast(shipped_target("t16")), 100),
+                    Catch::Contains("given to scheduler 'latency-aware' is malformed") &&
+                        Catch::Contains("transfer 0 has 2 destinations but target 't16-unicast' has no multicast"));
   phase.transfers[0].destinations = {16};
   CHECK_THROWS_WITH(scheduler->schedule(phase, shipped_target("t16"), 100),
                     Catch::Contains("destination tile 16 is out of range"));

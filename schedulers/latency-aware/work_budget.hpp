@@ -16,8 +16,7 @@ class WorkBudget {
 public:
   static constexpr std::uint64_t kUnitsPerMillisecond = 1'000'000;
 
-  WorkBudget(std::uint64_t limit, Clock::time_point deadline)
-      : limit_(limit), deadline_(deadline) {}
+  WorkBudget(std::uint64_t limit, Clock::time_point deadline) : limit_(limit), deadline_(deadline) {}
 
   /// Charges `units`; false once the limit is reached or the deadline has passed.
   bool charge(std::uint64_t units) {

@@ -23,8 +23,7 @@ struct Receiver {
 
 }  // namespace
 
-tessera::Schedule list_schedule(const tessera::ExchangePhase& phase,
-                                const tessera::Target& target) {
+tessera::Schedule list_schedule(const tessera::ExchangePhase& phase, const tessera::Target& target) {
   const auto& transfers = phase.transfers;
   std::vector<std::vector<std::uint32_t>> pending(phase.tiles);
   std::vector<std::uint64_t> sender_remaining(phase.tiles, 0);
@@ -34,8 +33,7 @@ tessera::Schedule list_schedule(const tessera::ExchangePhase& phase,
     if (transfer.words == 0 || transfer.destinations.empty()) continue;
     pending[transfer.source].push_back(index);
     sender_remaining[transfer.source] += transfer.words;
-    for (std::uint32_t destination : transfer.destinations)
-      receivers[destination].remaining += transfer.words;
+    for (std::uint32_t destination : transfer.destinations) receivers[destination].remaining += transfer.words;
   }
 
   // Senders by the cycle they are free; heavier senders choose first within a cycle.
@@ -79,8 +77,8 @@ tessera::Schedule list_schedule(const tessera::ExchangePhase& phase,
         wake = std::min(wake, earliest);
         continue;
       }
-      const bool better = best == mine.size() || load > best_load ||
-                          (load == best_load && listening && !best_listening);
+      const bool better =
+          best == mine.size() || load > best_load || (load == best_load && listening && !best_listening);
       if (better) {
         best = k;
         best_load = load;

@@ -33,9 +33,7 @@ using tessera::Schedule;
 using tessera::Target;
 
 double relative_gap(std::uint64_t horizon, std::uint64_t bound) {
-  return horizon == 0 || bound >= horizon
-             ? 0.0
-             : static_cast<double>(horizon - bound) / static_cast<double>(horizon);
+  return horizon == 0 || bound >= horizon ? 0.0 : static_cast<double>(horizon - bound) / static_cast<double>(horizon);
 }
 
 class MilpScheduler final : public tessera::ExchangeScheduler {
@@ -55,13 +53,11 @@ public:
   tessera::Status configure(const tessera::Options& options) override { return option_table().assign(options, *this); }
 
 protected:
-  Schedule schedule_impl(const ExchangePhase& phase, const Target& target,
-                         std::uint64_t budget_ms) override {
+  Schedule schedule_impl(const ExchangePhase& phase, const Target& target, std::uint64_t budget_ms) override {
     const auto started = std::chrono::steady_clock::now();
     auto elapsed_ms = [&] {
-      return static_cast<std::uint64_t>(std::chrono::duration_cast<std::chrono::milliseconds>(
-                                            std::chrono::steady_clock::now() - started)
-                                            .count());
+      return static_cast<std::uint64_t>(
+          std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - started).count());
     };
     auto log = tessera::logger("tessera.scheduler.milp");
 
@@ -76,8 +72,8 @@ protected:
           "milp scheduled exchange phase transfers={} milp_horizon={} lower_bound={} "
           "proven_bound={} list_horizon={} optimal={} gap={:.4f} solution={} {} "
           "elapsed_ms={} budget_ms={}",
-          phase.transfers.size(), horizon, bound, proven, listed.horizon, optimal,
-          relative_gap(horizon, proven), how, detail, elapsed_ms(), budget_ms);
+          phase.transfers.size(), horizon, bound, proven, listed.horizon, optimal, relative_gap(horizon, proven), how,
+          detail, elapsed_ms(), budget_ms);
     };
 
     if (listed.horizon <= bound) {
@@ -96,27 +92,22 @@ protected:
       return list;
     }
 
-    const auto planned_ms =
-        static_cast<std::uint64_t>(static_cast<double>(budget_ms) * budget_fraction_);
+    const auto planned_ms = static_cast<std::uint64_t>(static_cast<double>(budget_ms) * budget_fraction_);
     const std::uint64_t time_limit_ms = planned_ms > elapsed_ms() ? planned_ms - elapsed_ms() : 1;
     MilpOutcome outcome = model.solve(time_limit_ms);
-    const std::string detail =
-        fmt::format("models={} variables={} rows={} nonzeros={} status=\"{}\"", outcome.models,
-                    outcome.variables, outcome.rows, outcome.nonzeros, outcome.status);
+    const std::string detail = fmt::format("models={} variables={} rows={} nonzeros={} status=\"{}\"", outcome.models,
+                                           outcome.variables, outcome.rows, outcome.nonzeros, outcome.status);
     const std::uint64_t proven = std::max(bound, outcome.bound);
     if (outcome.solved && outcome.horizon < listed.horizon) {
-      const tessera::ScheduleReport checked =
-          tessera::validate_schedule(phase, outcome.schedule, target);
+      const tessera::ScheduleReport checked = tessera::validate_schedule(phase, outcome.schedule, target);
       if (!checked.valid) {
         // A model that admits an invalid schedule is a bug here; the user still gets a
         // valid schedule, and the log says what went wrong.
-        log->error("milp model solution is invalid ({}); returning the list schedule",
-                   checked.first_conflict);
+        log->error("milp model solution is invalid ({}); returning the list schedule", checked.first_conflict);
         report(listed.horizon, false, bound, "list-schedule", detail);
         return list;
       }
-      report(checked.horizon, outcome.optimal, outcome.optimal ? checked.horizon : proven, "milp",
-             detail);
+      report(checked.horizon, outcome.optimal, outcome.optimal ? checked.horizon : proven, "milp", detail);
       return std::move(outcome.schedule);
     }
     // GLPK found nothing better: the list schedule stands, optimal if GLPK proved it so.
@@ -134,10 +125,11 @@ private:
 }  // namespace tessera::milp
 
 extern "C" const TesseraPluginManifest* milp_manifest() noexcept {
-  static const auto manifest = tessera::make_manifest(
-      TESSERA_PLUGIN_EXCHANGE_SCHEDULER, "milp", "0.1.0",
-      "exact time-indexed model solved with GLPK for small phases (list schedule otherwise)",
-      tessera::milp::MilpScheduler::option_table(), "", "", &tessera::create_plugin_object<tessera::milp::MilpScheduler>);
+  static const auto manifest =
+      tessera::make_manifest(TESSERA_PLUGIN_EXCHANGE_SCHEDULER, "milp", "0.1.0",
+                             "exact time-indexed model solved with GLPK for small phases (list schedule otherwise)",
+                             tessera::milp::MilpScheduler::option_table(), "", "",
+                             &tessera::create_plugin_object<tessera::milp::MilpScheduler>);
   return &manifest;
 }
 TESSERA_PLUGIN(milp_manifest)

@@ -36,9 +36,7 @@ std::string field(const std::string& line, const std::string& key) {
   const std::size_t begin = at + key.size() + 2;
   return line.substr(begin, line.find(' ', begin) - begin);
 }
-std::uint64_t number(const std::string& line, const std::string& key) {
-  return std::stoull(field(line, key));
-}
+std::uint64_t number(const std::string& line, const std::string& key) { return std::stoull(field(line, key)); }
 
 // The MILP's budget when a test does not need another: enough for GLPK on these small phases.
 ScheduleReport schedule_checked(ExchangeScheduler& scheduler, const ExchangePhase& phase, const Target& target,
@@ -134,9 +132,7 @@ TEST_CASE("milp reaches the endpoint bound on the ideal target without multicast
   CHECK(solved_by_glpk >= 2);
 }
 
-TEST_CASE(
-    "milp schedules multicast with switch cost validly, and no heuristic beats a proven optimum",
-    "[milp]") {
+TEST_CASE("milp schedules multicast with switch cost validly, and no heuristic beats a proven optimum", "[milp]") {
   const Target small = shipped_target("t16");
   auto milp = make_scheduler("milp");
   auto greedy = make_scheduler("greedy");
@@ -154,9 +150,8 @@ TEST_CASE(
     CHECK(number(line, "proven_bound") >= exact.lower_bound);
     if (field(line, "optimal") == "true") {
       ++proven;
-      const bool has_multicast =
-          std::any_of(phase.transfers.begin(), phase.transfers.end(),
-                      [](const Transfer& t) { return t.destinations.size() > 1; });
+      const bool has_multicast = std::any_of(phase.transfers.begin(), phase.transfers.end(),
+                                             [](const Transfer& t) { return t.destinations.size() > 1; });
       multicast_proven += has_multicast;
       CHECK(list.horizon >= exact.horizon);
       CHECK(heuristic.horizon >= exact.horizon);
@@ -195,9 +190,8 @@ TEST_CASE("milp stops at its time budget and reports the gap", "[milp]") {
   LogCapture log(kLogger);
   const auto started = std::chrono::steady_clock::now();
   const ScheduleReport report = schedule_checked(*make_scheduler("milp"), phase, small, 300);
-  const auto elapsed = std::chrono::duration_cast<std::chrono::milliseconds>(
-                           std::chrono::steady_clock::now() - started)
-                           .count();
+  const auto elapsed =
+      std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - started).count();
   const std::string line = log.take_last_line_with(kScheduledLine);
   INFO(line);
   INFO("elapsed " << elapsed << " ms for a 300 ms budget");  // not checked: the machine may be busy
@@ -208,19 +202,16 @@ TEST_CASE("milp stops at its time budget and reports the gap", "[milp]") {
   CHECK(line.find("elapsed_ms=") != std::string::npos);
 }
 
-TEST_CASE("milp returns nothing for an empty phase and refuses what the target cannot carry",
-          "[milp]") {
+TEST_CASE("milp returns nothing for an empty phase and refuses what the target cannot carry", "[milp]") {
   auto milp = make_scheduler("milp");
-  const CheckedSchedule empty =
-      schedule_and_check(*milp, empty_phase(16), shipped_target("t16"), {.budget_ms = 100, .max_segments_per_transfer = 0});
+  const CheckedSchedule empty = schedule_and_check(*milp, empty_phase(16), shipped_target("t16"),
+                                                   {.budget_ms = 100, .max_segments_per_transfer = 0});
   CHECK(empty.report.horizon == 0);
   CHECK(empty.schedule.segments.empty());
   const ExchangePhase phase = phase_of(16, {transfer(0, {1, 2}, 4)});
-  CHECK_THROWS_WITH(
-      milp->schedule(phase, without_multicast(shipped_target("t16")), 100),
-      Catch::Contains("given to scheduler 'milp' is malformed") &&
-          Catch::Contains(
-              "transfer 0 has 2 destinations but target 't16-unicast' has no multicast"));
+  CHECK_THROWS_WITH(milp->schedule(phase, without_multicast(shipped_target("t16")), 100),
+                    Catch::Contains("given to scheduler 'milp' is malformed") &&
+                        Catch::Contains("transfer 0 has 2 destinations but target 't16-unicast' has no multicast"));
   CHECK_THROWS_WITH(make_scheduler("milp", options({{"max_variables", std::int64_t{0}}})),
                     Catch::Contains("option 'max_variables' of plugin 'milp' must be >= 1, got 0"));
   CHECK_THROWS_WITH(make_scheduler("milp", options({{"budget_fraction", 0.0}})),

@@ -111,9 +111,8 @@ struct Problem {
 
 }  // namespace
 
-TimeIndexedModel::TimeIndexedModel(const tessera::ExchangePhase& phase,
-                                   const tessera::Target& target, std::uint64_t lower_bound,
-                                   std::uint64_t upper_bound)
+TimeIndexedModel::TimeIndexedModel(const tessera::ExchangePhase& phase, const tessera::Target& target,
+                                   std::uint64_t lower_bound, std::uint64_t upper_bound)
     : phase_(phase), target_(target), lower_bound_(lower_bound), upper_bound_(upper_bound) {
   // The largest model is the first one tried below the incumbent.
   for (const tessera::Transfer& transfer : phase.transfers) {
@@ -125,8 +124,7 @@ TimeIndexedModel::TimeIndexedModel(const tessera::ExchangePhase& phase,
   }
 }
 
-TimeIndexedModel::Verdict TimeIndexedModel::feasible(std::uint64_t horizon,
-                                                     std::uint64_t time_limit_ms, Effort effort,
+TimeIndexedModel::Verdict TimeIndexedModel::feasible(std::uint64_t horizon, std::uint64_t time_limit_ms, Effort effort,
                                                      MilpOutcome& stats) const {
   Verdict verdict;
   const auto limit = static_cast<std::int64_t>(horizon);
@@ -156,9 +154,7 @@ TimeIndexedModel::Verdict TimeIndexedModel::feasible(std::uint64_t horizon,
     jobs.push_back(job);
   }
   auto x = [&](std::uint32_t job, std::int64_t cycle) -> int {
-    return cycle >= 0 && cycle <= jobs[job].last_send
-               ? jobs[job].first_column + static_cast<int>(cycle)
-               : 0;
+    return cycle >= 0 && cycle <= jobs[job].last_send ? jobs[job].first_column + static_cast<int>(cycle) : 0;
   };
 
   RowSet rows;
@@ -213,14 +209,12 @@ TimeIndexedModel::Verdict TimeIndexedModel::feasible(std::uint64_t horizon,
   Problem problem;
   glp_term_out(GLP_OFF);
   glp_add_cols(problem.handle, columns);
-  for (int column = 1; column <= columns; ++column)
-    glp_set_col_kind(problem.handle, column, GLP_BV);
+  for (int column = 1; column <= columns; ++column) glp_set_col_kind(problem.handle, column, GLP_BV);
   // Any schedule within the horizon answers the question; the objective only guides the
   // search toward schedules that send early, which the LP's vertices round to well.
   for (const Job& job : jobs)
     for (std::int64_t cycle = 0; cycle <= job.last_send; ++cycle)
-      glp_set_obj_coef(problem.handle, job.first_column + static_cast<int>(cycle),
-                       static_cast<double>(cycle + 1));
+      glp_set_obj_coef(problem.handle, job.first_column + static_cast<int>(cycle), static_cast<double>(cycle + 1));
   rows.load(problem.handle);
   stats.rows = std::max(stats.rows, rows.rows());
   stats.nonzeros = std::max(stats.nonzeros, rows.nonzeros());
@@ -228,11 +222,9 @@ TimeIndexedModel::Verdict TimeIndexedModel::feasible(std::uint64_t horizon,
 
   const auto started = std::chrono::steady_clock::now();
   auto remaining_ms = [&]() -> int {
-    const auto spent = std::chrono::duration_cast<std::chrono::milliseconds>(
-                           std::chrono::steady_clock::now() - started)
-                           .count();
-    return static_cast<int>(
-        std::max<std::int64_t>(1, static_cast<std::int64_t>(time_limit_ms) - spent));
+    const auto spent =
+        std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - started).count();
+    return static_cast<int>(std::max<std::int64_t>(1, static_cast<std::int64_t>(time_limit_ms) - spent));
   };
   glp_smcp simplex;
   glp_init_smcp(&simplex);
@@ -271,15 +263,13 @@ TimeIndexedModel::Verdict TimeIndexedModel::feasible(std::uint64_t horizon,
     std::int64_t run_start = -1, run_words = 0;
     for (std::int64_t cycle = 0; cycle <= job.last_send + 1; ++cycle) {
       const bool sends =
-          cycle <= job.last_send &&
-          glp_mip_col_val(problem.handle, job.first_column + static_cast<int>(cycle)) > 0.5;
+          cycle <= job.last_send && glp_mip_col_val(problem.handle, job.first_column + static_cast<int>(cycle)) > 0.5;
       if (sends && run_start < 0) run_start = cycle;
       if (sends) ++run_words;
       if (!sends && run_start >= 0) {
-        verdict.schedule.segments.push_back({job.transfer, static_cast<std::uint64_t>(run_start),
-                                             static_cast<std::uint32_t>(run_words)});
-        verdict.horizon = std::max<std::uint64_t>(verdict.horizon,
-                                                  static_cast<std::uint64_t>(cycle) + job.farthest);
+        verdict.schedule.segments.push_back(
+            {job.transfer, static_cast<std::uint64_t>(run_start), static_cast<std::uint32_t>(run_words)});
+        verdict.horizon = std::max<std::uint64_t>(verdict.horizon, static_cast<std::uint64_t>(cycle) + job.farthest);
         run_start = -1;
         run_words = 0;
       }
@@ -291,10 +281,8 @@ TimeIndexedModel::Verdict TimeIndexedModel::feasible(std::uint64_t horizon,
 MilpOutcome TimeIndexedModel::solve(std::uint64_t time_limit_ms) const {
   const auto started = std::chrono::steady_clock::now();
   auto remaining_ms = [&]() -> std::uint64_t {
-    const auto spent =
-        static_cast<std::uint64_t>(std::chrono::duration_cast<std::chrono::milliseconds>(
-                                       std::chrono::steady_clock::now() - started)
-                                       .count());
+    const auto spent = static_cast<std::uint64_t>(
+        std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - started).count());
     return spent < time_limit_ms ? time_limit_ms - spent : 0;
   };
   MilpOutcome outcome;

@@ -30,8 +30,8 @@ struct MilpOutcome {
 /// `lower_bound` and `upper_bound`, the horizon of a known schedule.
 class TimeIndexedModel {
 public:
-  TimeIndexedModel(const tessera::ExchangePhase& phase, const tessera::Target& target,
-                   std::uint64_t lower_bound, std::uint64_t upper_bound);
+  TimeIndexedModel(const tessera::ExchangePhase& phase, const tessera::Target& target, std::uint64_t lower_bound,
+                   std::uint64_t upper_bound);
 
   /// Columns of the largest model asked (computed without building it).
   std::uint64_t variables() const { return variables_; }
@@ -49,8 +49,7 @@ private:
   /// GLPK settings for a question expected to have a schedule, or expected not to.
   enum class Effort { find, refute };
   /// Builds and solves the model for `horizon`; records its size in `stats`.
-  Verdict feasible(std::uint64_t horizon, std::uint64_t time_limit_ms, Effort effort,
-                   MilpOutcome& stats) const;
+  Verdict feasible(std::uint64_t horizon, std::uint64_t time_limit_ms, Effort effort, MilpOutcome& stats) const;
 
   const tessera::ExchangePhase& phase_;
   const tessera::Target& target_;

@@ -124,8 +124,7 @@ public:
       if (port.words != 0) internal_error("a port still has words after the last event");
     stats_.horizon = now_;
     if (multicast_edges_ == 0 && stats_.horizon != stats_.bound)
-      internal_error(fmt::format("the schedule ends at cycle {}, not at the bound {}",
-                                 stats_.horizon, stats_.bound));
+      internal_error(fmt::format("the schedule ends at cycle {}, not at the bound {}", stats_.horizon, stats_.bound));
     return stats_;
   }
 
@@ -164,8 +163,7 @@ private:
       visit(edge.receiver);
       return;
     }
-    for (std::uint32_t k = multicast_begin_[edge.receiver]; k < multicast_begin_[edge.receiver + 1];
-         ++k)
+    for (std::uint32_t k = multicast_begin_[edge.receiver]; k < multicast_begin_[edge.receiver + 1]; ++k)
       visit(multicast_receivers_[k]);
   }
 
@@ -175,17 +173,14 @@ private:
   // weigh them against unicast transfers by size, which packs them better.
   static constexpr std::uint32_t kWideMulticast = 16;
   bool is_wide(const Edge& edge) const {
-    return edge.multicast &&
-           multicast_begin_[edge.receiver + 1] - multicast_begin_[edge.receiver] > kWideMulticast;
+    return edge.multicast && multicast_begin_[edge.receiver + 1] - multicast_begin_[edge.receiver] > kWideMulticast;
   }
 
   // Calls `visit(vertex)` for the ports whose adjacency lists hold the edge.
   template <typename Visit>
   void for_each_listing_port(const Edge& edge, Visit visit) const {
-    if (is_wide(edge))
-      visit(edge.sender);
-    else
-      for_each_port(edge, visit);
+    if (is_wide(edge)) visit(edge.sender);
+    else for_each_port(edge, visit);
   }
 
   // Each vertex's edges as one slice of `adjacency_`, heaviest first (phase order among
@@ -207,15 +202,13 @@ private:
     for (std::uint32_t index = 0; index < edges_.size(); ++index) {
       const Edge& edge = edges_[index];
       for_each_listing_port(edge, [&](std::uint32_t vertex) {
-        const std::uint32_t partner = edge.multicast
-                                          ? kMulticastEntry
-                                          : (vertex == edge.sender ? edge.receiver : edge.sender);
+        const std::uint32_t partner =
+            edge.multicast ? kMulticastEntry : (vertex == edge.sender ? edge.receiver : edge.sender);
         sortable[live_end_[vertex]++] = {{index, partner}, edge.remaining};
       });
     }
     for (std::uint32_t vertex = 0; vertex < 2 * tiles_; ++vertex)
-      std::stable_sort(sortable.begin() + adjacency_begin_[vertex],
-                       sortable.begin() + live_end_[vertex],
+      std::stable_sort(sortable.begin() + adjacency_begin_[vertex], sortable.begin() + live_end_[vertex],
                        [](const Sortable& x, const Sortable& y) { return x.words > y.words; });
     adjacency_.resize(sortable.size());
     entry_words_.resize(sortable.size());
@@ -227,8 +220,7 @@ private:
     // Each edge records where its entries are, to mark them when it finishes.
     entry_begin_.assign(edges_.size() + 1, 0);
     for (const Neighbour& entry : adjacency_) ++entry_begin_[entry.edge + 1];
-    for (std::size_t index = 0; index < edges_.size(); ++index)
-      entry_begin_[index + 1] += entry_begin_[index];
+    for (std::size_t index = 0; index < edges_.size(); ++index) entry_begin_[index + 1] += entry_begin_[index];
     entry_positions_.resize(adjacency_.size());
     entry_slots_.resize(adjacency_.size());
     std::vector<std::uint32_t> fill(entry_begin_.begin(), entry_begin_.end() - 1);
@@ -311,8 +303,7 @@ private:
         --finished_entries_[vertex];
       }
     }
-    while (live_end_[vertex] > live_begin_[vertex] &&
-           adjacency_[live_end_[vertex] - 1].edge == kFinished) {
+    while (live_end_[vertex] > live_begin_[vertex] && adjacency_[live_end_[vertex] - 1].edge == kFinished) {
       --live_end_[vertex];
       --finished_entries_[vertex];
     }
@@ -360,12 +351,11 @@ private:
       drop_stale_idle();
     }
     for (std::uint32_t vertex : touched_)
-      if (is_idle(vertex) && ports_[vertex].words > 0 && is_critical(vertex))
-        critical_.push_back(vertex);
+      if (is_idle(vertex) && ports_[vertex].words > 0 && is_critical(vertex)) critical_.push_back(vertex);
     // Critical ports first, so free partners go where they are needed.
     for (std::uint32_t vertex : critical_)
-      if (is_idle(vertex) && !match_in_class(vertex) && !match_directly(vertex) &&
-          !augment_without_splits(vertex) && !augment_from(vertex, kAnyClass))
+      if (is_idle(vertex) && !match_in_class(vertex) && !match_directly(vertex) && !augment_without_splits(vertex) &&
+          !augment_from(vertex, kAnyClass))
         ++stats_.stalls;
     // touched_ may grow here: a path's last port is left idle and joins it.
     for (std::size_t i = 0; i < touched_.size(); ++i) {
@@ -403,11 +393,9 @@ private:
     compact(vertex);
     for (std::uint32_t position = live_begin_[vertex];; ++position) {
       const Neighbour* entry = next_live(vertex, position);
-      if (!entry || (class_words != kAnyClass && entry_words_[position] < class_words))
-        return false;
+      if (!entry || (class_words != kAnyClass && entry_words_[position] < class_words)) return false;
       if (class_words != kAnyClass && entry_words_[position] != class_words) continue;
-      if (entry->vertex == kMulticastEntry ? all_ports_idle(edges_[entry->edge])
-                                           : is_idle(entry->vertex)) {
+      if (entry->vertex == kMulticastEntry ? all_ports_idle(edges_[entry->edge]) : is_idle(entry->vertex)) {
         enter(entry->edge);
         return true;
       }
@@ -448,8 +436,7 @@ private:
         for (std::uint32_t position = live_begin_[from];; ++position) {
           const Neighbour* entry = next_live(from, position);
           if (!entry) break;
-          if (entry->vertex != kMulticastEntry && entry->edge != ports_[from].mate &&
-              is_idle(entry->vertex)) {
+          if (entry->vertex != kMulticastEntry && entry->edge != ports_[from].mate && is_idle(entry->vertex)) {
             flip_path(root, from, entry->edge, false);
             return true;
           }
@@ -557,16 +544,14 @@ private:
       level_next_.clear();
     }
     if (!in_class && multicast_edges_ == 0)
-      internal_error(
-          fmt::format("no alternating path from critical port {} at cycle {}", root, now_));
+      internal_error(fmt::format("no alternating path from critical port {} at cycle {}", root, now_));
     return false;
   }
 
   // Matches `last_edge` (from `deepest` to a port that is idle, or whose mate is moved off
   // and left idle when `leaves_mate_idle`), and shifts every port on the way back to `root`
   // onto the edge that led to it.
-  void flip_path(std::uint32_t root, std::uint32_t deepest, std::uint32_t last_edge,
-                 bool leaves_mate_idle) {
+  void flip_path(std::uint32_t root, std::uint32_t deepest, std::uint32_t last_edge, bool leaves_mate_idle) {
     path_displace_.clear();
     path_enter_.clear();
     path_enter_.push_back(last_edge);
@@ -640,8 +625,7 @@ private:
     Edge& edge = edges_[index];
     edge.run_open = false;
     if (now_ > edge.run_start)
-      out_.push_back(Segment{transfers_[index], edge.run_start,
-                             static_cast<std::uint32_t>(now_ - edge.run_start)});
+      out_.push_back(Segment{transfers_[index], edge.run_start, static_cast<std::uint32_t>(now_ - edge.run_start)});
   }
 
   const ExchangePhase& phase_;
@@ -650,34 +634,31 @@ private:
   const std::uint32_t tiles_;
   DecompositionStats stats_;
 
-  std::vector<Edge> edges_;  ///< edges_[i] is transfers_[i]
+  std::vector<Edge> edges_;                                           ///< edges_[i] is transfers_[i]
   std::vector<std::uint32_t> multicast_begin_, multicast_receivers_;  ///< receiver vertices
   std::uint64_t multicast_edges_ = 0, wide_multicast_edges_ = 0;
   std::vector<Port> ports_;
   std::vector<std::uint8_t> busy_;  ///< per port: matched
   std::vector<Neighbour> adjacency_;
   std::vector<std::uint32_t> adjacency_begin_, live_begin_, live_end_;
-  std::vector<std::uint32_t>
-      entry_words_;  ///< parallel to adjacency_: the transfer's words, the list order
-  std::vector<std::uint32_t>
-      entry_slots_;  ///< parallel to adjacency_: where entry_positions_ records it
+  std::vector<std::uint32_t> entry_words_;  ///< parallel to adjacency_: the transfer's words, the list order
+  std::vector<std::uint32_t> entry_slots_;  ///< parallel to adjacency_: where entry_positions_ records it
   std::vector<std::uint32_t> entry_begin_, entry_positions_;  ///< each edge's adjacency entries
-  std::vector<std::uint32_t> finished_entries_;  ///< per vertex: finished entries in its live slice
-  std::vector<std::vector<std::uint32_t>> watchers_;  ///< per port: multicasts that may wait for it
-  std::vector<std::uint32_t> watched_port_;           ///< per multicast edge: the port it waits for
+  std::vector<std::uint32_t> finished_entries_;               ///< per vertex: finished entries in its live slice
+  std::vector<std::vector<std::uint32_t>> watchers_;          ///< per port: multicasts that may wait for it
+  std::vector<std::uint32_t> watched_port_;                   ///< per multicast edge: the port it waits for
 
   std::uint64_t now_ = 0;
-  std::uint64_t horizon_ = 0;  ///< the bound, stretched while a critical port finds no partner
-  KeyedHeap ends_;             ///< (end cycle, edge), min-heap
-  KeyedHeap idle_;             ///< (words, port) of idle ports, max-heap
+  std::uint64_t horizon_ = 0;             ///< the bound, stretched while a critical port finds no partner
+  KeyedHeap ends_;                        ///< (end cycle, edge), min-heap
+  KeyedHeap idle_;                        ///< (words, port) of idle ports, max-heap
   std::vector<std::uint32_t> touched_;    ///< ports freed or left idle in this event
   std::vector<std::uint32_t> critical_;   ///< idle critical ports to match in this event
   std::vector<std::uint32_t> displaced_;  ///< edges moved off in this event
   std::vector<std::uint32_t> level_now_, level_next_, path_displace_, path_enter_;
   struct Frame {
     std::uint32_t vertex;
-    std::uint32_t
-        position;  ///< next entry of its list to descend through; kNone before the look-ahead
+    std::uint32_t position;  ///< next entry of its list to descend through; kNone before the look-ahead
   };
   std::vector<Frame> frames_;  ///< the depth-first search's path
   std::uint32_t stamp_ = 0;
@@ -685,8 +666,7 @@ private:
 
 }  // namespace
 
-DecompositionStats decompose_into_matchings(const ExchangePhase& phase,
-                                            const std::vector<std::uint32_t>& transfers,
+DecompositionStats decompose_into_matchings(const ExchangePhase& phase, const std::vector<std::uint32_t>& transfers,
                                             std::vector<Segment>& out) {
   return CriticalPortMatcher(phase, transfers, out).run();
 }

@@ -30,8 +30,7 @@ struct DecompositionStats {
 /// edges is regular, so it has a perfect matching: König, Birkhoff-von Neumann), and the
 /// horizon is the bound, the optimum of the preemptive problem (Gonzalez and Sahni 1976).
 /// With multicast a critical port may find no partner; then the horizon grows.
-DecompositionStats decompose_into_matchings(const ExchangePhase& phase,
-                                            const std::vector<std::uint32_t>& transfers,
+DecompositionStats decompose_into_matchings(const ExchangePhase& phase, const std::vector<std::uint32_t>& transfers,
                                             std::vector<Segment>& out);
 
 }  // namespace tessera::optimal

@@ -41,25 +41,22 @@ using tessera::optimal::Piece;
 
 // True when no pair of tiles has latency and receivers switch for free: the ideal fabric.
 bool is_ideal_fabric(const Target& target) {
-  return target.switch_cost == 0 && target.exchange_base_latency == 0 &&
-         target.exchange_latency_per_column == 0;
+  return target.switch_cost == 0 && target.exchange_base_latency == 0 && target.exchange_latency_per_column == 0;
 }
 
-std::uint64_t horizon_of(const ExchangePhase& phase, const Target& target,
-                         const std::vector<Segment>& segments) {
+std::uint64_t horizon_of(const ExchangePhase& phase, const Target& target, const std::vector<Segment>& segments) {
   std::uint64_t horizon = 0;
   for (const Segment& segment : segments) {
     const Transfer& transfer = phase.transfers[segment.transfer];
     for (std::uint32_t destination : transfer.destinations)
-      horizon = std::max<std::uint64_t>(
-          horizon, segment.start + target.latency(transfer.source, destination) + segment.words);
+      horizon = std::max<std::uint64_t>(horizon,
+                                        segment.start + target.latency(transfer.source, destination) + segment.words);
   }
   return horizon;
 }
 
 // The ideal schedule's pieces, in start order, placed on the target.
-std::vector<Segment> place_on_target(const ExchangePhase& phase, const Target& target,
-                                     std::vector<Segment> ideal,
+std::vector<Segment> place_on_target(const ExchangePhase& phase, const Target& target, std::vector<Segment> ideal,
                                      tessera::optimal::Placement placement) {
   std::sort(ideal.begin(), ideal.end(), [](const Segment& a, const Segment& b) {
     return a.start != b.start ? a.start < b.start : a.transfer < b.transfer;
@@ -87,8 +84,7 @@ public:
   tessera::Status configure(const tessera::Options& options) override { return option_table().assign(options, *this); }
 
 protected:
-  Schedule schedule_impl(const ExchangePhase& phase, const Target& target,
-                         std::uint64_t budget_ms) override {
+  Schedule schedule_impl(const ExchangePhase& phase, const Target& target, std::uint64_t budget_ms) override {
     const auto started = std::chrono::steady_clock::now();
 
     std::vector<std::uint32_t> transfers;
@@ -106,12 +102,10 @@ protected:
     const tessera::optimal::DecompositionStats stats =
         tessera::optimal::decompose_into_matchings(phase, transfers, schedule.segments);
     const bool placed = !is_ideal_fabric(target);
-    if (placed)
-      schedule.segments = place_on_target(phase, target, std::move(schedule.segments), placement_);
+    if (placed) schedule.segments = place_on_target(phase, target, std::move(schedule.segments), placement_);
 
-    const auto elapsed_ms = std::chrono::duration_cast<std::chrono::milliseconds>(
-                                std::chrono::steady_clock::now() - started)
-                                .count();
+    const auto elapsed_ms =
+        std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - started).count();
     tessera::logger("tessera.scheduler.optimal")
         ->debug(
             "optimal scheduled exchange phase transfers={} multicast_transfers={} "
@@ -119,11 +113,10 @@ protected:
             "augmenting_paths={} splits={} longest_path={} stalls={} segments={} "
             "segments_per_transfer={:.3f} placed_on_target={} elapsed_ms={} budget_ms={}",
             transfers.size(), multicast, stats.bound, stats.horizon,
-            placed ? horizon_of(phase, target, schedule.segments) : stats.horizon, stats.events,
-            stats.augmenting_paths, stats.splits, stats.longest_path, stats.stalls,
-            schedule.segments.size(),
-            transfers.empty() ? 0.0 : double(schedule.segments.size()) / double(transfers.size()),
-            placed, elapsed_ms, budget_ms);
+            placed ? horizon_of(phase, target, schedule.segments) : stats.horizon, stats.events, stats.augmenting_paths,
+            stats.splits, stats.longest_path, stats.stalls, schedule.segments.size(),
+            transfers.empty() ? 0.0 : double(schedule.segments.size()) / double(transfers.size()), placed, elapsed_ms,
+            budget_ms);
     return schedule;
   }
 
@@ -136,8 +129,8 @@ private:
 extern "C" const TesseraPluginManifest* optimal_manifest() noexcept {
   static const auto manifest = tessera::make_manifest(
       TESSERA_PLUGIN_EXCHANGE_SCHEDULER, "optimal", "0.1.0",
-      "preemptive matching decomposition: the endpoint bound on an ideal fabric", OptimalScheduler::option_table(), "", "",
-      &tessera::create_plugin_object<OptimalScheduler>);
+      "preemptive matching decomposition: the endpoint bound on an ideal fabric", OptimalScheduler::option_table(), "",
+      "", &tessera::create_plugin_object<OptimalScheduler>);
   return &manifest;
 }
 TESSERA_PLUGIN(optimal_manifest)

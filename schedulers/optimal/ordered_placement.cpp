@@ -67,11 +67,9 @@ public:
 
   // The first cycle `source` may start sending to `destination` as far as the destination
   // is concerned.
-  std::uint64_t ready_for(std::uint32_t source, std::uint32_t destination,
-                          std::uint32_t latency) const {
+  std::uint64_t ready_for(std::uint32_t source, std::uint32_t destination, std::uint32_t latency) const {
     std::uint64_t ready = receive_free_[destination];
-    if (listening_to_[destination] != kNoSource && listening_to_[destination] != source)
-      ready += switch_cost_;
+    if (listening_to_[destination] != kNoSource && listening_to_[destination] != source) ready += switch_cost_;
     return ready > latency ? ready - latency : 0;
   }
   std::uint64_t send_free(std::uint32_t source) const { return send_free_[source]; }
@@ -100,16 +98,15 @@ std::uint64_t horizon_of(const Routes& routes, const std::vector<Piece>& pieces,
   for (std::size_t index = 0; index < pieces.size(); ++index) {
     const std::uint32_t transfer = pieces[index].transfer;
     for (std::uint32_t k = routes.begin[transfer]; k < routes.begin[transfer + 1]; ++k)
-      horizon = std::max<std::uint64_t>(horizon,
-                                        starts[index] + routes.latencies[k] + pieces[index].words);
+      horizon = std::max<std::uint64_t>(horizon, starts[index] + routes.latencies[k] + pieces[index].words);
   }
   return horizon;
 }
 
 // Every port keeps the ideal order: each piece starts as early as its ports allow. With the
 // order fixed per port this is the earliest such schedule, so no second pass can shorten it.
-std::vector<std::uint64_t> left_shift(const Routes& routes, std::uint32_t tiles,
-                                      std::uint32_t switch_cost, const std::vector<Piece>& pieces) {
+std::vector<std::uint64_t> left_shift(const Routes& routes, std::uint32_t tiles, std::uint32_t switch_cost,
+                                      const std::vector<Piece>& pieces) {
   PortTimeline timeline(routes, tiles, switch_cost);
   std::vector<std::uint64_t> starts(pieces.size());
   for (std::size_t index = 0; index < pieces.size(); ++index) {
@@ -124,8 +121,8 @@ std::vector<std::uint64_t> left_shift(const Routes& routes, std::uint32_t tiles,
 // busiest destination has the most words still to come; if none can start, it sleeps until
 // the earliest cycle one of them could and looks again. Among sources free at the same
 // cycle, the one with more words left goes first.
-std::vector<std::uint64_t> dense(const Routes& routes, std::uint32_t tiles,
-                                 std::uint32_t switch_cost, const std::vector<Piece>& pieces) {
+std::vector<std::uint64_t> dense(const Routes& routes, std::uint32_t tiles, std::uint32_t switch_cost,
+                                 const std::vector<Piece>& pieces) {
   // Each source's pieces, in ideal order.
   std::vector<std::uint32_t> begin(std::size_t{tiles} + 1, 0);
   for (const Piece& piece : pieces) ++begin[routes.source[piece.transfer] + 1];
@@ -143,8 +140,7 @@ std::vector<std::uint64_t> dense(const Routes& routes, std::uint32_t tiles,
     for (std::uint32_t index = 0; index < pieces.size(); ++index) {
       const std::uint32_t transfer = pieces[index].transfer, source = routes.source[transfer];
       const bool unicast = routes.begin[transfer + 1] - routes.begin[transfer] == 1;
-      by_source[next[source]++] = {index,
-                                   unicast ? routes.destinations[routes.begin[transfer]] : kNone,
+      by_source[next[source]++] = {index, unicast ? routes.destinations[routes.begin[transfer]] : kNone,
                                    unicast ? routes.latencies[routes.begin[transfer]] : 0};
       to_send[source] += pieces[index].words;
       for (std::uint32_t k = routes.begin[transfer]; k < routes.begin[transfer + 1]; ++k)
@@ -161,16 +157,13 @@ std::vector<std::uint64_t> dense(const Routes& routes, std::uint32_t tiles,
     return load;
   };
   auto earliest = [&](std::uint32_t source, const Pending& pending) {
-    if (pending.destination == kNone)
-      return timeline.earliest_start(pieces[pending.piece].transfer);
-    return std::max(timeline.send_free(source),
-                    timeline.ready_for(source, pending.destination, pending.latency));
+    if (pending.destination == kNone) return timeline.earliest_start(pieces[pending.piece].transfer);
+    return std::max(timeline.send_free(source), timeline.ready_for(source, pending.destination, pending.latency));
   };
   std::vector<std::uint32_t> first_unplaced(begin.begin(), begin.end() - 1);
   std::vector<std::uint8_t> placed(pieces.size(), 0);
 
-  using Wake =
-      std::tuple<std::uint64_t, std::uint64_t, std::uint32_t>;  // cycle, ~words left, source
+  using Wake = std::tuple<std::uint64_t, std::uint64_t, std::uint32_t>;  // cycle, ~words left, source
   std::priority_queue<Wake, std::vector<Wake>, std::greater<>> wakes;
   for (std::uint32_t source = 0; source < tiles; ++source)
     if (begin[source] < begin[source + 1]) wakes.emplace(0, ~to_send[source], source);
@@ -182,8 +175,7 @@ std::vector<std::uint64_t> dense(const Routes& routes, std::uint32_t tiles,
     wakes.pop();
     std::uint64_t wake = kNever, chosen_load = 0;
     std::uint32_t chosen = kNone, seen = 0;
-    for (std::uint32_t k = first_unplaced[source]; k < begin[source + 1] && seen < kDenseWindow;
-         ++k) {
+    for (std::uint32_t k = first_unplaced[source]; k < begin[source + 1] && seen < kDenseWindow; ++k) {
       if (placed[k]) continue;
       ++seen;
       const std::uint64_t start = earliest(source, by_source[k]);
@@ -206,13 +198,11 @@ std::vector<std::uint64_t> dense(const Routes& routes, std::uint32_t tiles,
     timeline.place(piece.transfer, piece.words, cycle);
     starts[index] = cycle;
     placed[chosen] = 1;
-    while (first_unplaced[source] < begin[source + 1] && placed[first_unplaced[source]])
-      ++first_unplaced[source];
+    while (first_unplaced[source] < begin[source + 1] && placed[first_unplaced[source]]) ++first_unplaced[source];
     to_send[source] -= piece.words;
     for (std::uint32_t k = routes.begin[piece.transfer]; k < routes.begin[piece.transfer + 1]; ++k)
       to_receive[routes.destinations[k]] -= piece.words;
-    if (first_unplaced[source] < begin[source + 1])
-      wakes.emplace(cycle + piece.words, ~to_send[source], source);
+    if (first_unplaced[source] < begin[source + 1]) wakes.emplace(cycle + piece.words, ~to_send[source], source);
   }
   return starts;
 }
@@ -222,8 +212,7 @@ std::vector<Segment> to_segments(const ExchangePhase& phase, const std::vector<P
                                  const std::vector<std::uint64_t>& starts) {
   std::vector<std::uint32_t> order(pieces.size());
   std::iota(order.begin(), order.end(), 0u);
-  std::stable_sort(order.begin(), order.end(),
-                   [&](std::uint32_t a, std::uint32_t b) { return starts[a] < starts[b]; });
+  std::stable_sort(order.begin(), order.end(), [&](std::uint32_t a, std::uint32_t b) { return starts[a] < starts[b]; });
   std::vector<std::uint32_t> last_segment(phase.transfers.size(), kNone);
   std::vector<Segment> segments;
   segments.reserve(pieces.size());
@@ -231,8 +220,7 @@ std::vector<Segment> to_segments(const ExchangePhase& phase, const std::vector<P
     const Piece& piece = pieces[index];
     std::uint32_t& last = last_segment[piece.transfer];
     if (last != kNone && segments[last].start + segments[last].words == starts[index] &&
-        std::uint64_t{segments[last].words} + piece.words <=
-            std::numeric_limits<std::uint32_t>::max()) {
+        std::uint64_t{segments[last].words} + piece.words <= std::numeric_limits<std::uint32_t>::max()) {
       segments[last].words += piece.words;
       continue;
     }
@@ -244,8 +232,8 @@ std::vector<Segment> to_segments(const ExchangePhase& phase, const std::vector<P
 
 }  // namespace
 
-std::vector<Segment> place_in_order(const ExchangePhase& phase, const Target& target,
-                                    const std::vector<Piece>& pieces, Placement placement) {
+std::vector<Segment> place_in_order(const ExchangePhase& phase, const Target& target, const std::vector<Piece>& pieces,
+                                    Placement placement) {
   const Routes routes(phase, target);
   const std::uint32_t tiles = phase.tiles, switch_cost = target.switch_cost;
   switch (placement) {

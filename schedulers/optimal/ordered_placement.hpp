@@ -34,7 +34,7 @@ enum class Placement {
 /// Places `pieces`, listed in the order of the ideal schedule, on `target`. The result is
 /// valid by construction. A piece that continues the previous piece of its transfer
 /// without a gap is merged into it. The pieces of a transfer must add up to its words.
-std::vector<Segment> place_in_order(const ExchangePhase& phase, const Target& target,
-                                    const std::vector<Piece>& pieces, Placement placement);
+std::vector<Segment> place_in_order(const ExchangePhase& phase, const Target& target, const std::vector<Piece>& pieces,
+                                    Placement placement);
 
 }  // namespace tessera::optimal

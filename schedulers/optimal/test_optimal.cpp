@@ -38,8 +38,8 @@ std::unique_ptr<ExchangeScheduler> make_optimal(const std::string& repair = "") 
 }
 
 std::size_t transfers_with_words(const ExchangePhase& phase) {
-  return static_cast<std::size_t>(std::count_if(phase.transfers.begin(), phase.transfers.end(),
-                                                [](const Transfer& t) { return t.words > 0; }));
+  return static_cast<std::size_t>(
+      std::count_if(phase.transfers.begin(), phase.transfers.end(), [](const Transfer& t) { return t.words > 0; }));
 }
 
 // schedule_and_check, and preemption stays rare: at most two segments per transfer on average.
@@ -50,8 +50,7 @@ CheckedSchedule schedule_checked(ExchangeScheduler& scheduler, const ExchangePha
 }
 
 double segments_per_transfer(const Schedule& schedule, const ExchangePhase& phase) {
-  return double(schedule.segments.size()) /
-         double(std::max<std::size_t>(1, transfers_with_words(phase)));
+  return double(schedule.segments.size()) / double(std::max<std::size_t>(1, transfers_with_words(phase)));
 }
 
 struct NamedShape {
@@ -100,8 +99,7 @@ TEST_CASE("optimal passes the check-plugin scheduler battery", "[optimal][batter
   check_battery(scheduler_battery([] { return make_optimal(); }, unit_test_battery_options()));
 }
 
-TEST_CASE("optimal reaches the endpoint bound exactly on the ideal target without multicast",
-          "[optimal]") {
+TEST_CASE("optimal reaches the endpoint bound exactly on the ideal target without multicast", "[optimal]") {
   const Target ideal = without_multicast(shipped_target("t1472-ideal"));
   auto optimal = make_optimal();
   for (const NamedShape& shape : unicast_shapes()) {
@@ -118,8 +116,7 @@ TEST_CASE("optimal reaches the endpoint bound exactly on the ideal target withou
   }
 }
 
-TEST_CASE("optimal beats non-preemptive list scheduling where that falls short of the bound",
-          "[optimal]") {
+TEST_CASE("optimal beats non-preemptive list scheduling where that falls short of the bound", "[optimal]") {
   // Every port of a sum of permutations is at the bound, so a port that waits once for a
   // busy partner can never catch up; greedy loses about 10% here.
   const Target ideal = without_multicast(shipped_target("t1472-ideal"));
@@ -127,8 +124,7 @@ TEST_CASE("optimal beats non-preemptive list scheduling where that falls short o
   const ScheduleReport optimal = schedule_checked(*make_optimal(), phase, ideal).report;
   ScheduleReport greedy;
   make_scheduler("greedy")->schedule(phase, ideal, 2000, &greedy);
-  INFO("optimal " << optimal.horizon << " greedy " << greedy.horizon << " bound "
-                  << optimal.endpoint_lower_bound);
+  INFO("optimal " << optimal.horizon << " greedy " << greedy.horizon << " bound " << optimal.endpoint_lower_bound);
   CHECK(optimal.horizon == optimal.endpoint_lower_bound);
   CHECK(greedy.horizon > optimal.horizon);
 }
@@ -139,8 +135,7 @@ TEST_CASE("optimal schedules multicast validly at the bound on the ideal target"
   for (std::uint64_t seed : {11u, 12u}) {
     const ExchangePhase phase = multicast_phase(20000, seed);
     const auto [schedule, report] = schedule_checked(*optimal, phase, ideal);
-    INFO("seed " << seed << ": horizon " << report.horizon << " lower bound "
-                 << report.lower_bound);
+    INFO("seed " << seed << ": horizon " << report.horizon << " lower bound " << report.lower_bound);
     // A multicast needs all its ports at once, so the bound is not always reachable; on
     // random phases it is reached or nearly (measured 1.000 to 1.037 over seeds 11 to 14).
     CHECK(double(report.horizon) <= 1.05 * double(report.lower_bound));
@@ -154,24 +149,21 @@ TEST_CASE("optimal schedules broadcasts quickly and validly", "[optimal]") {
   ExchangePhase phase = broadcast_phase(1472, 100, 32, 31);
   RandomPhaseShape shape;
   shape.transfers = 20000;
-  for (Transfer& transfer : random_phase(shape, 32).transfers)
-    phase.transfers.push_back(std::move(transfer));
+  for (Transfer& transfer : random_phase(shape, 32).transfers) phase.transfers.push_back(std::move(transfer));
   auto optimal = make_optimal();
   for (const char* target_name : {"t1472-ideal", "t1472"}) {
     const auto started = std::chrono::steady_clock::now();
     const ScheduleReport report = schedule_checked(*optimal, phase, shipped_target(target_name)).report;
-    const double seconds =
-        std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
-    INFO(target_name << ": horizon " << report.horizon << " lower bound " << report.lower_bound
-                     << ", " << seconds << " s with validation");
+    const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
+    INFO(target_name << ": horizon " << report.horizon << " lower bound " << report.lower_bound << ", " << seconds
+                     << " s with validation");
     // Broadcasts conflict pairwise, so the bound (their sum plus the busiest port's unicast
     // words) is nearly reached: measured 1.011 and 1.025.
     CHECK(double(report.horizon) <= 1.1 * double(report.lower_bound));
   }
 }
 
-TEST_CASE("optimal stretches the horizon where multicast makes the bound unreachable",
-          "[optimal]") {
+TEST_CASE("optimal stretches the horizon where multicast makes the bound unreachable", "[optimal]") {
   // Transfer 0 needs receivers 1 and 2 at once for 10 cycles; tile 3 must send 10 words to
   // each of them outside those cycles, one at a time: 30 cycles, though no port has more
   // than 20 words.
@@ -184,8 +176,7 @@ TEST_CASE("optimal stretches the horizon where multicast makes the bound unreach
   CHECK(schedule.segments.size() == 3);
 }
 
-TEST_CASE("optimal places its schedule validly on targets with latency and switch cost",
-          "[optimal]") {
+TEST_CASE("optimal places its schedule validly on targets with latency and switch cost", "[optimal]") {
   const Target realistic = shipped_target("t1472");
   std::vector<NamedShape> shapes = unicast_shapes();
   shapes.push_back({"random 25% multicast", multicast_phase(20000, 13), false});
@@ -201,21 +192,17 @@ TEST_CASE("optimal places its schedule validly on targets with latency and switc
 
 TEST_CASE("optimal keeps the shorter placement when asked for the best", "[optimal]") {
   const Target realistic = shipped_target("t1472");
-  for (const NamedShape& shape :
-       {NamedShape{"hot receivers", skewed_phase(1472, 30000, 16, 5), false},
-        NamedShape{"multicast", multicast_phase(20000, 14), false}}) {
+  for (const NamedShape& shape : {NamedShape{"hot receivers", skewed_phase(1472, 30000, 16, 5), false},
+                                  NamedShape{"multicast", multicast_phase(20000, 14), false}}) {
     const ScheduleReport best = schedule_checked(*make_optimal("best"), shape.phase, realistic).report;
     const ScheduleReport dense = schedule_checked(*make_optimal("dense"), shape.phase, realistic).report;
-    const ScheduleReport shifted =
-        schedule_checked(*make_optimal("left-shift"), shape.phase, realistic).report;
-    INFO(shape.name << ": best " << best.horizon << " dense " << dense.horizon << " left-shift "
-                    << shifted.horizon);
+    const ScheduleReport shifted = schedule_checked(*make_optimal("left-shift"), shape.phase, realistic).report;
+    INFO(shape.name << ": best " << best.horizon << " dense " << dense.horizon << " left-shift " << shifted.horizon);
     CHECK(best.horizon == std::min(dense.horizon, shifted.horizon));
   }
 }
 
-TEST_CASE("optimal schedules a dense 16-tile phase with latency, switch cost and multicast",
-          "[optimal]") {
+TEST_CASE("optimal schedules a dense 16-tile phase with latency, switch cost and multicast", "[optimal]") {
   const Target small = shipped_target("t16");
   RandomPhaseShape shape;
   shape.tiles = 16;
@@ -224,10 +211,8 @@ TEST_CASE("optimal schedules a dense 16-tile phase with latency, switch cost and
   shape.max_fanout = 5;
   for (std::uint64_t seed = 20; seed < 23; ++seed)
     for (const char* repair : {"best", "dense", "left-shift"}) {
-      const ScheduleReport report =
-          schedule_checked(*make_optimal(repair), random_phase(shape, seed), small).report;
-      INFO(repair << " seed " << seed << ": horizon " << report.horizon << " lower bound "
-                  << report.lower_bound);
+      const ScheduleReport report = schedule_checked(*make_optimal(repair), random_phase(shape, seed), small).report;
+      INFO(repair << " seed " << seed << ": horizon " << report.horizon << " lower bound " << report.lower_bound);
       CHECK(double(report.horizon) <= 1.6 * double(report.lower_bound));
     }
 }
@@ -281,11 +266,10 @@ TEST_CASE("optimal refuses malformed phases and a bad repair option with a fix",
   ExchangePhase phase;
   phase.tiles = 16;
   phase.transfers = {Transfer{0, {1, 2}, 4, 0, {}}};
-  CHECK_THROWS_WITH(
-      optimal->schedule(phase, without_multicast(shipped_target("t16")), 100),
-      Catch::Contains("given to scheduler 'optimal' is malformed") &&
-          Catch::Contains("transfer 0 has 2 destinations but target 't16-unicast' "
-                          "has no multicast; split it into one transfer per destination"));
+  CHECK_THROWS_WITH(optimal->schedule(phase, without_multicast(shipped_target("t16")), 100),
+                    Catch::Contains("given to scheduler 'optimal' is malformed") &&
+                        Catch::Contains("transfer 0 has 2 destinations but target 't16-unicast' "
+                                        "has no multicast; split it into one transfer per destination"));
   phase.transfers = {transfer(0, {16}, 4)};
   CHECK_THROWS_WITH(optimal->schedule(phase, shipped_target("t16"), 100),
                     Catch::Contains("destination tile 16 is out of range"));
@@ -299,19 +283,18 @@ TEST_CASE("optimal refuses malformed phases and a bad repair option with a fix",
   phase.transfers.clear();
   CHECK_THROWS_WITH(optimal->schedule(phase, shipped_target("t16"), 100),
                     Catch::Contains("the phase has 17 tiles but target 't16' has only 16"));
-  CHECK_THROWS_WITH(make_optimal("fastest"),
-                    Catch::Contains("option 'repair' of plugin 'optimal' must be one of: best, dense, left-shift, got 'fastest'"));
+  CHECK_THROWS_WITH(
+      make_optimal("fastest"),
+      Catch::Contains("option 'repair' of plugin 'optimal' must be one of: best, dense, left-shift, got 'fastest'"));
 }
 
-TEST_CASE("optimal schedules 150k transfers on 1472 tiles without per-word work",
-          "[optimal][large]") {
+TEST_CASE("optimal schedules 150k transfers on 1472 tiles without per-word work", "[optimal][large]") {
   // About 0.2 s on one core: a figure of `make bench-exchange`, not a wall-clock check here.
   const ExchangePhase phase = scatter_phase(1472, 100, 18, 48, 150);
   const Target ideal = without_multicast(shipped_target("t1472-ideal"));
   const auto started = std::chrono::steady_clock::now();
   const auto [schedule, report] = schedule_checked(*make_optimal(), phase, ideal);
-  const double seconds =
-      std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
+  const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
   INFO("150k transfers: " << seconds << " s with validation");
   CHECK(report.horizon == report.endpoint_lower_bound);
 }
@@ -323,8 +306,8 @@ TEST_CASE("optimal prints its figures on the shipped targets", "[optimal][.perf]
   auto log = tessera::logger("tessera.scheduler.optimal");
   const spdlog::level::level_enum previous = log->level();
   log->set_level(spdlog::level::debug);
-  auto run = [&](const std::string& shape, const ExchangePhase& phase, const Target& target,
-                 const std::string& name, ExchangeScheduler& scheduler) {
+  auto run = [&](const std::string& shape, const ExchangePhase& phase, const Target& target, const std::string& name,
+                 ExchangeScheduler& scheduler) {
     // CPU time as well as wall time: on a machine shared by several builds, wall time
     // measures the neighbours too.
     const auto started = std::chrono::steady_clock::now();
@@ -332,16 +315,13 @@ TEST_CASE("optimal prints its figures on the shipped targets", "[optimal][.perf]
     ScheduleReport report;
     const Schedule schedule = scheduler.schedule(phase, target, 2000, &report);
     const double cpu_ms = 1000.0 * double(std::clock() - cpu_started) / CLOCKS_PER_SEC;
-    const double ms =
-        std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - started)
-            .count();
+    const double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - started).count();
     fmt::print(
         "{:<36} {:<12} {:<8} transfers={:>6} endpoint_lower_bound={:>5} lower_bound={:>5} "
         "horizon={:>5} ratio={:.4f} segments_per_transfer={:.3f} with_validation_ms={:.0f} "
         "with_validation_cpu_ms={:.0f}\n",
-        shape, target.name, name, phase.transfers.size(), report.endpoint_lower_bound,
-        report.lower_bound, report.horizon,
-        double(report.horizon) / double(std::max<std::uint64_t>(1, report.lower_bound)),
+        shape, target.name, name, phase.transfers.size(), report.endpoint_lower_bound, report.lower_bound,
+        report.horizon, double(report.horizon) / double(std::max<std::uint64_t>(1, report.lower_bound)),
         segments_per_transfer(schedule, phase), ms, cpu_ms);
     CHECK(report.valid);
   };

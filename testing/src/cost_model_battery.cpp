@@ -34,9 +34,10 @@ std::string implausible(const CostEstimate& estimate) {
                                                           {"peak_tile_bytes", estimate.peak_tile_bytes}};
   for (const auto& [name, value] : fields)
     if (value >= kPlausibleCycles)
-      return fmt::format("{}={} is not a finite estimate (a NaN or infinity converted to an integer, or an "
-                         "underflow?)",
-                         name, value);
+      return fmt::format(
+          "{}={} is not a finite estimate (a NaN or infinity converted to an integer, or an "
+          "underflow?)",
+          name, value);
   return "";
 }
 
@@ -100,9 +101,10 @@ CheckOutcome monotone(const std::vector<Step>& steps, const char* field = "total
       return CheckOutcome::fail(steps[i].label + ": " + problem);
     const std::uint64_t cycles = steps[i].estimate.total();
     if (i > 0 && cycles < steps[i - 1].estimate.total())
-      return CheckOutcome::fail(fmt::format("{} is estimated at {} cycles, fewer than {} at {}: more work must not cost "
-                                       "fewer cycles",
-                                       steps[i].label, cycles, steps[i - 1].label, steps[i - 1].estimate.total()));
+      return CheckOutcome::fail(
+          fmt::format("{} is estimated at {} cycles, fewer than {} at {}: more work must not cost "
+                      "fewer cycles",
+                      steps[i].label, cycles, steps[i - 1].label, steps[i - 1].estimate.total()));
     figures.push_back(fmt::format("{}={}", steps[i].label, cycles));
   }
   return CheckOutcome::pass(fmt::format("{}: {}", field, fmt::join(figures, " ")));
@@ -135,24 +137,27 @@ BatteryResult cost_model_battery(const CostModelFactory& make_cost_model, const 
       const CostEstimate empty = model->estimate(Program{}, target);
       if (std::string problem = implausible(empty); !problem.empty()) return CheckOutcome::fail(problem);
       if (empty.peak_tile_bytes != 0)
-        return CheckOutcome::fail(fmt::format("peak_tile_bytes={} for a program without buffers", empty.peak_tile_bytes));
+        return CheckOutcome::fail(
+            fmt::format("peak_tile_bytes={} for a program without buffers", empty.peak_tile_bytes));
       Program smallest;
       add_call(smallest, 0, 0, Codelet::copy, {1});
       const CostEstimate one = model->estimate(well_formed(smallest, target), target);
       if (empty.total() > one.total())
         return CheckOutcome::fail(fmt::format("the empty program costs {} cycles, more than one 1-word copy ({})",
-                                         empty.total(), one.total()));
+                                              empty.total(), one.total()));
       return CheckOutcome::pass(fmt::format("total={} (one 1-word copy: {})", empty.total(), one.total()));
     });
 
     battery.run("empty-exchange-phase" + at, [&] {
       auto model = make_cost_model();
       const std::uint64_t empty = model->estimate_exchange(empty_phase(target.tiles), target);
-      if (empty >= kPlausibleCycles) return CheckOutcome::fail(fmt::format("{} cycles is not a finite estimate", empty));
+      if (empty >= kPlausibleCycles)
+        return CheckOutcome::fail(fmt::format("{} cycles is not a finite estimate", empty));
       if (target.tiles < 2) return CheckOutcome::pass(fmt::format("cycles={}", empty));
       const std::uint64_t one = model->estimate_exchange(single_transfer_phase(target.tiles, 0, 1, 1), target);
       if (empty > one)
-        return CheckOutcome::fail(fmt::format("an empty phase costs {} cycles, more than a 1-word phase ({})", empty, one));
+        return CheckOutcome::fail(
+            fmt::format("an empty phase costs {} cycles, more than a 1-word phase ({})", empty, one));
       return CheckOutcome::pass(fmt::format("cycles={} (one word: {})", empty, one));
     });
 
@@ -170,9 +175,8 @@ BatteryResult cost_model_battery(const CostModelFactory& make_cost_model, const 
     battery.run("monotone-elementwise" + at, [&] {
       auto model = make_cost_model();
       const std::pair<Codelet, std::vector<std::uint32_t>> shapes[] = {
-          {Codelet::copy, {0}}, {Codelet::relu, {0}}, {Codelet::add, {0}},
-          {Codelet::reduce_add, {4, 0}}, {Codelet::bias_add, {0, 4, 1}},
-          {Codelet::reduce_bias, {4, 1, 0, 16384, 1}}};
+          {Codelet::copy, {0}},          {Codelet::relu, {0}},           {Codelet::add, {0}},
+          {Codelet::reduce_add, {4, 0}}, {Codelet::bias_add, {0, 4, 1}}, {Codelet::reduce_bias, {4, 1, 0, 16384, 1}}};
       std::vector<std::string> figures;
       for (const auto& [codelet, shape] : shapes) {
         std::vector<Step> steps;
@@ -211,7 +215,8 @@ BatteryResult cost_model_battery(const CostModelFactory& make_cost_model, const 
       for (std::uint32_t supersteps : {1u, 2u, 4u}) {
         Program program;
         for (std::uint32_t s = 0; s < supersteps; ++s) add_call(program, s, 0, Codelet::matmul, {16, 16, 16, 0});
-        steps.push_back({fmt::format("{}-supersteps", supersteps), model->estimate(well_formed(program, target), target)});
+        steps.push_back(
+            {fmt::format("{}-supersteps", supersteps), model->estimate(well_formed(program, target), target)});
       }
       return monotone(steps);
     });
@@ -268,10 +273,10 @@ BatteryResult cost_model_battery(const CostModelFactory& make_cost_model, const 
         if (std::string problem = implausible(estimate); !problem.empty()) return CheckOutcome::fail(problem);
         if (estimate.peak_tile_bytes < largest)
           return CheckOutcome::fail(fmt::format("peak_tile_bytes={} is below the {}-byte buffer live on tile 0",
-                                           estimate.peak_tile_bytes, largest));
+                                                estimate.peak_tile_bytes, largest));
         if (estimate.peak_tile_bytes < previous)
           return CheckOutcome::fail(fmt::format("peak_tile_bytes fell from {} to {} as the buffers grew", previous,
-                                           estimate.peak_tile_bytes));
+                                                estimate.peak_tile_bytes));
         previous = estimate.peak_tile_bytes;
         figures.push_back(fmt::format("{}^3={}", size, estimate.peak_tile_bytes));
       }
@@ -295,11 +300,11 @@ BatteryResult cost_model_battery(const CostModelFactory& make_cost_model, const 
       const CostEstimate again = model->estimate(program, target);
       if (again.compute_cycles != first.compute_cycles || again.exchange_cycles != first.exchange_cycles ||
           again.sync_cycles != first.sync_cycles || again.peak_tile_bytes != first.peak_tile_bytes)
-        return CheckOutcome::fail(fmt::format("two estimates of the same program differ (total {} then {})", first.total(),
-                                         again.total()));
+        return CheckOutcome::fail(
+            fmt::format("two estimates of the same program differ (total {} then {})", first.total(), again.total()));
       return CheckOutcome::pass(fmt::format("tiles={} compute={} exchange={} sync={} peak_tile_bytes={} elapsed_ms={}",
-                                       target.tiles, first.compute_cycles, first.exchange_cycles, first.sync_cycles,
-                                       first.peak_tile_bytes, elapsed_ms));
+                                            target.tiles, first.compute_cycles, first.exchange_cycles,
+                                            first.sync_cycles, first.peak_tile_bytes, elapsed_ms));
     });
   }
   return battery.take();

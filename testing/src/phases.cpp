@@ -202,8 +202,7 @@ ExchangePhase group_all_to_all_phase(std::uint32_t tiles, std::uint32_t group, s
   return phase;
 }
 
-ExchangePhase reduce_scatter_phase(std::uint32_t tiles, std::uint32_t group, std::uint32_t parts,
-                                   std::uint64_t seed) {
+ExchangePhase reduce_scatter_phase(std::uint32_t tiles, std::uint32_t group, std::uint32_t parts, std::uint64_t seed) {
   std::mt19937_64 random(seed);
   std::uniform_int_distribution<std::uint32_t> words(1, 40);
   ExchangePhase phase = phase_of(tiles);
@@ -231,8 +230,8 @@ ExchangePhase hot_receiver_phase(std::uint32_t tiles, std::uint32_t hot, std::ui
   return phase;
 }
 
-ExchangePhase scatter_phase(std::uint32_t tiles, std::uint32_t fanout, std::uint32_t min_words,
-                            std::uint32_t max_words, std::uint64_t seed) {
+ExchangePhase scatter_phase(std::uint32_t tiles, std::uint32_t fanout, std::uint32_t min_words, std::uint32_t max_words,
+                            std::uint64_t seed) {
   std::mt19937_64 random(seed);
   std::uniform_int_distribution<std::uint32_t> words(min_words, max_words);
   ExchangePhase phase = phase_of(tiles);
@@ -250,8 +249,7 @@ ExchangePhase scatter_phase(std::uint32_t tiles, std::uint32_t fanout, std::uint
   return phase;
 }
 
-ExchangePhase broadcast_phase(std::uint32_t tiles, std::uint32_t count, std::uint32_t max_words,
-                              std::uint64_t seed) {
+ExchangePhase broadcast_phase(std::uint32_t tiles, std::uint32_t count, std::uint32_t max_words, std::uint64_t seed) {
   std::mt19937_64 random(seed);
   ExchangePhase phase = phase_of(tiles);
   for (std::uint32_t i = 0; i < count; ++i) {

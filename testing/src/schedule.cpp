@@ -19,8 +19,8 @@ CheckedSchedule schedule_and_check(ExchangeScheduler& scheduler, const ExchangeP
   const ScheduleReport& reported = result.report;
   auto fail = [&](const std::string& problem) {
     throw ScheduleCheckFailure(fmt::format("scheduler '{}' on a phase of {} transfers over {} tiles, target '{}': {}",
-                                           scheduler.plugin_name(), phase.transfers.size(), phase.tiles,
-                                           target.name, problem));
+                                           scheduler.plugin_name(), phase.transfers.size(), phase.tiles, target.name,
+                                           problem));
   };
   const ScheduleReport checked = validate_schedule(phase, result.schedule, target);
   if (!checked.valid) fail("the validator refuses the schedule: " + checked.first_conflict);

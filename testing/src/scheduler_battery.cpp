@@ -22,9 +22,10 @@ using detail::milliseconds_since;
 
 // The built-in fabrics keep the names check-plugin has always printed.
 Target battery_target(const std::string& name, std::uint32_t tiles, std::uint32_t tiles_per_column,
-                      std::uint32_t base_latency, double latency_per_column, std::uint32_t switch_cost, bool multicast) {
-  Target target = fabric_target(name, Fabric{tiles, tiles_per_column, base_latency, latency_per_column, switch_cost,
-                                             multicast});
+                      std::uint32_t base_latency, double latency_per_column, std::uint32_t switch_cost,
+                      bool multicast) {
+  Target target =
+      fabric_target(name, Fabric{tiles, tiles_per_column, base_latency, latency_per_column, switch_cost, multicast});
   target.source_file = "(built into tessera check-plugin)";
   return target;
 }
@@ -33,14 +34,14 @@ std::string schedule_figures(const ExchangePhase& phase, const Schedule& schedul
                              const Target& target, std::int64_t elapsed_ms) {
   const std::string ratio =
       report.lower_bound ? fmt::format("{:.3f}", double(report.horizon) / double(report.lower_bound)) : "-";
-  return fmt::format("target={} transfers={} segments={} horizon={} lower_bound={} ratio={} elapsed_ms={}",
-                     target.name, phase.transfers.size(), schedule.segments.size(), report.horizon,
-                     report.lower_bound, ratio, elapsed_ms);
+  return fmt::format("target={} transfers={} segments={} horizon={} lower_bound={} ratio={} elapsed_ms={}", target.name,
+                     phase.transfers.size(), schedule.segments.size(), report.horizon, report.lower_bound, ratio,
+                     elapsed_ms);
 }
 
 // ExchangeScheduler::schedule validates the result and throws PluginError naming the conflict.
 CheckOutcome check_valid_schedule(const SchedulerFactory& make_scheduler, const ExchangePhase& phase,
-                             const Target& target, std::uint64_t budget_ms) {
+                                  const Target& target, std::uint64_t budget_ms) {
   auto scheduler = make_scheduler();
   ScheduleReport report;
   const auto started = Clock::now();
@@ -63,21 +64,21 @@ std::string first_difference(const Schedule& a, const Schedule& b) {
 }
 
 CheckOutcome check_deterministic(const SchedulerFactory& make_scheduler, const ExchangePhase& phase,
-                            const Target& target, std::uint64_t budget_ms) {
+                                 const Target& target, std::uint64_t budget_ms) {
   auto scheduler = make_scheduler();
   const Schedule first = scheduler->schedule(phase, target, budget_ms);
   const Schedule again = scheduler->schedule(phase, target, budget_ms);
   if (auto difference = first_difference(first, again); !difference.empty())
     return CheckOutcome::fail("a second call on the same object returned another schedule: " + difference +
-                         "; the same phase must give the same schedule (seed any randomness, and do not let "
-                         "wall-clock time decide)");
+                              "; the same phase must give the same schedule (seed any randomness, and do not let "
+                              "wall-clock time decide)");
   auto fresh = make_scheduler();
   const Schedule other = fresh->schedule(phase, target, budget_ms);
   if (auto difference = first_difference(first, other); !difference.empty())
     return CheckOutcome::fail("a new object returned another schedule: " + difference +
-                         "; the same phase must give the same schedule");
+                              "; the same phase must give the same schedule");
   return CheckOutcome::pass(fmt::format("target={} transfers={} segments={}, 3 identical schedules", target.name,
-                                   phase.transfers.size(), first.segments.size()));
+                                        phase.transfers.size(), first.segments.size()));
 }
 
 // Nanoseconds this thread has waited on a run queue (/proc/thread-self/schedstat), 0 if unknown:
@@ -89,8 +90,8 @@ double run_queue_wait_ms() {
   return static_cast<double>(waiting_ns) / 1e6;
 }
 
-CheckOutcome check_time_budget(const SchedulerFactory& make_scheduler, const ExchangePhase& phase,
-                          const Target& target, std::uint64_t budget_ms) {
+CheckOutcome check_time_budget(const SchedulerFactory& make_scheduler, const ExchangePhase& phase, const Target& target,
+                               std::uint64_t budget_ms) {
   auto scheduler = make_scheduler();
   ScheduleReport report;
   const auto started = Clock::now();
@@ -101,12 +102,13 @@ CheckOutcome check_time_budget(const SchedulerFactory& make_scheduler, const Exc
   const double charged_ms = static_cast<double>(elapsed_ms) - (run_queue_wait_ms() - waited_before_ms);
   const std::uint64_t allowed_ms = 2 * budget_ms + 100;
   if (charged_ms > static_cast<double>(allowed_ms))
-    return CheckOutcome::fail(fmt::format("took {} ms ({:.0f} ms not counting waits for a busy CPU) on a phase of {} "
-                                     "transfers with a budget of {} ms (allowed: 2 x budget + 100 ms = {} ms); stop "
-                                     "searching when the budget is spent",
-                                     elapsed_ms, charged_ms, phase.transfers.size(), budget_ms, allowed_ms));
+    return CheckOutcome::fail(
+        fmt::format("took {} ms ({:.0f} ms not counting waits for a busy CPU) on a phase of {} "
+                    "transfers with a budget of {} ms (allowed: 2 x budget + 100 ms = {} ms); stop "
+                    "searching when the budget is spent",
+                    elapsed_ms, charged_ms, phase.transfers.size(), budget_ms, allowed_ms));
   return CheckOutcome::pass(schedule_figures(phase, schedule, report, target, elapsed_ms) +
-                       fmt::format(" budget_ms={}", budget_ms));
+                            fmt::format(" budget_ms={}", budget_ms));
 }
 
 }  // namespace
@@ -138,7 +140,8 @@ BatteryResult scheduler_battery(const SchedulerFactory& make_scheduler, const Ba
   if (user_target) {
     const Target& target = *user_target;
     valid("random@" + target.name, per_tile_random_phase(target.tiles, 4, 256, target.multicast, 3), target);
-    if (target.tiles >= 2) valid("fan-in@" + target.name, all_to_one_phase(std::min<std::uint32_t>(target.tiles, 64)), target);
+    if (target.tiles >= 2)
+      valid("fan-in@" + target.name, all_to_one_phase(std::min<std::uint32_t>(target.tiles, 64)), target);
   }
 
   const ExchangePhase repeated = per_tile_random_phase(1472, 4, 256, true, 4);

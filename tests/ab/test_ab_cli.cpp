@@ -33,10 +33,16 @@ json read_json(const fs::path& path) { return json::parse(read_file(path)); }
 // greedy (the base) against in-order over a suite, with the report files written beside `results`.
 std::vector<std::string> ab_command(const std::string& base, const std::string& suite, const fs::path& results,
                                     std::vector<std::string> extra = {}, const std::string& second_arm = "in-order") {
-  std::vector<std::string> command = {tessera_binary(), "ab", "--base", base, "--arm", "greedy=",
-                                      "--arm", second_arm + "=" + source_path("configs/suites/arms/" + second_arm + ".yaml"),
-                                      "--suite", suite, "--repeat", "2", "--results", results.string(),
-                                      "--json", results.string() + ".json", "--quiet"};
+  std::vector<std::string> command = {
+      tessera_binary(), "ab",
+      "--base",         base,
+      "--arm",          "greedy=",
+      "--arm",          second_arm + "=" + source_path("configs/suites/arms/" + second_arm + ".yaml"),
+      "--suite",        suite,
+      "--repeat",       "2",
+      "--results",      results.string(),
+      "--json",         results.string() + ".json",
+      "--quiet"};
   command.insert(command.end(), extra.begin(), extra.end());
   return command;
 }
@@ -59,7 +65,8 @@ std::set<ItemKey> items_with_status(const json& report, const std::string& statu
 
 std::size_t count_records(const fs::path& results) {
   std::size_t records = 0;
-  for (const auto& file : fs::recursive_directory_iterator(results / "records")) records += file.path().extension() == ".json";
+  for (const auto& file : fs::recursive_directory_iterator(results / "records"))
+    records += file.path().extension() == ".json";
   return records;
 }
 
@@ -70,9 +77,11 @@ TEST_CASE("ab compares greedy with in-order on the quick suite and resumes", "[a
   const std::string base = pipeline_copy(dir, source_path("configs/pipelines/small.yaml"), "greedy", "greedy");
   const std::string suite = source_path("configs/suites/quick.yaml");
   const fs::path results = dir.path() / "results";
-  const fs::path html = dir.path() / "out/report.html", csv = dir.path() / "out/report.csv", markdown = dir.path() / "out/r.md";
-  auto r = run_command(ab_command(base, suite, results, {"--html", html.string(), "--csv", csv.string(), "--markdown",
-                                                         markdown.string(), "--warmup", "1", "--threads", "1"}),
+  const fs::path html = dir.path() / "out/report.html", csv = dir.path() / "out/report.csv",
+                 markdown = dir.path() / "out/r.md";
+  auto r = run_command(ab_command(base, suite, results,
+                                  {"--html", html.string(), "--csv", csv.string(), "--markdown", markdown.string(),
+                                   "--warmup", "1", "--threads", "1"}),
                        kNoExtraPlugins);
   INFO(r.err);
   REQUIRE(r.exit_code == 0);
@@ -88,10 +97,12 @@ TEST_CASE("ab compares greedy with in-order on the quick suite and resumes", "[a
   CHECK(report["items"]["failed"] == 0);
   CHECK(count_records(results) == 6);
   CHECK(report["driver"]["executed"] == 6);
-  CHECK(report["driver"]["runs"] == 2);  // the twin's package equals greedy's: not run again
+  CHECK(report["driver"]["runs"] == 2);     // the twin's package equals greedy's: not run again
   CHECK(report["driver"]["warmups"] == 3);  // one per (model, arm), thrown away
-  CHECK_THAT(r.err, Catch::Contains("ab progress: 1/6 items done, 0 failed, 0 skipped, elapsed ") &&
-                        Catch::Contains("ab progress: 6/6 items done, 0 failed, 0 skipped, elapsed "));  // not a terminal: plain lines
+  CHECK_THAT(r.err,
+             Catch::Contains("ab progress: 1/6 items done, 0 failed, 0 skipped, elapsed ") &&
+                 Catch::Contains(
+                     "ab progress: 6/6 items done, 0 failed, 0 skipped, elapsed "));  // not a terminal: plain lines
   CHECK(report["warmup"] == 1);
 
   // Each record says where, under what load and with which build its compile was timed, and its CPU time.
@@ -144,8 +155,8 @@ TEST_CASE("ab compares greedy with in-order on the quick suite and resumes", "[a
 
   // The other formats, and the merged pipelines a user can compile again.
   const std::string page = read_file(html);
-  for (const char* id : {"id=\"ab-summary\"", "id=\"ab-models\"", "id=\"ab-noise\"", "id=\"ab-phases\"", "class=\"ab-chart\"",
-                         "class=\"ab-phase-chart\"", "id=\"ab-data\""})
+  for (const char* id : {"id=\"ab-summary\"", "id=\"ab-models\"", "id=\"ab-noise\"", "id=\"ab-phases\"",
+                         "class=\"ab-chart\"", "class=\"ab-phase-chart\"", "id=\"ab-data\""})
     CHECK_THAT(page, Catch::Contains(id));
   CHECK(page.find("http://") == page.find("http://www.w3.org/2000/svg"));  // no network: only the SVG namespace
   const std::string table = read_file(csv);
@@ -159,10 +170,10 @@ TEST_CASE("ab compares greedy with in-order on the quick suite and resumes", "[a
   CHECK_THAT(again.out, Catch::Contains("scheduled_exchange_cycles=" +
                                         std::to_string(static_cast<long>(scheduled["value"].get<double>())) + " "));
   // The same arm without `ab`: the base with the arm's overlay, merged as `ab` merges it.
-  auto overlaid = run_command({tessera_binary(), "compile", source_path("configs/models/mlp-small.yaml"), "-p", base,
-                               "--overlay", source_path("configs/suites/arms/in-order.yaml"), "-o",
-                               (dir.path() / "overlaid.tpkg").string()},
-                              kNoExtraPlugins);
+  auto overlaid =
+      run_command({tessera_binary(), "compile", source_path("configs/models/mlp-small.yaml"), "-p", base, "--overlay",
+                   source_path("configs/suites/arms/in-order.yaml"), "-o", (dir.path() / "overlaid.tpkg").string()},
+                  kNoExtraPlugins);
   INFO(overlaid.err);
   CHECK(overlaid.exit_code == 0);
   CHECK_THAT(overlaid.out, Catch::Contains("scheduled_exchange_cycles=" +
@@ -177,7 +188,8 @@ TEST_CASE("ab compares greedy with in-order on the quick suite and resumes", "[a
                               "--overlay", typo, "-o", (dir.path() / "typo.tpkg").string()},
                              kNoExtraPlugins);
   CHECK(refused.exit_code == 1);
-  CHECK_THAT(refused.err, Catch::Contains("error: " + typo + ":1:1:") && Catch::Contains("did you mean 'exchange_scheduler'?") &&
+  CHECK_THAT(refused.err, Catch::Contains("error: " + typo + ":1:1:") &&
+                              Catch::Contains("did you mean 'exchange_scheduler'?") &&
                               Catch::Contains("[overlay " + typo + " merged onto " + base + "]"));
   CHECK_FALSE(fs::exists(dir.path() / "typo.tpkg"));
 
@@ -231,8 +243,8 @@ TEST_CASE("ab shards merged equal the unsharded run, and merge refuses other sui
   CHECK_THAT(shard_one["warnings"].dump(), Catch::Contains("tessera ab merge"));
 
   const fs::path merged_json = dir.path() / "merged.json";
-  auto merged = run_command({tessera_binary(), "ab", "merge", first.string(), second.string(), "--json", merged_json.string(),
-                             "--html", (dir.path() / "merged.html").string()},
+  auto merged = run_command({tessera_binary(), "ab", "merge", first.string(), second.string(), "--json",
+                             merged_json.string(), "--html", (dir.path() / "merged.html").string()},
                             kNoExtraPlugins);
   INFO(merged.err);
   REQUIRE(merged.exit_code == 0);
@@ -241,7 +253,8 @@ TEST_CASE("ab shards merged equal the unsharded run, and merge refuses other sui
   CHECK(items_with_status(report, "ok") == items_with_status(unsharded, "ok"));
   CHECK(items_with_status(report, "ok").size() == 6);
   for (const char* metric : {"device_cycles", "scheduled_exchange_cycles", "exchange_lower_bound", "peak_tile_bytes"})
-    CHECK(find_comparison(report, "in-order", metric)["value"] == find_comparison(unsharded, "in-order", metric)["value"]);
+    CHECK(find_comparison(report, "in-order", metric)["value"] ==
+          find_comparison(unsharded, "in-order", metric)["value"]);
   CHECK_THAT(merged.out, Catch::Contains("in-order vs greedy"));
 
   // A shard of another suite (same models, another name) cannot join.
@@ -267,31 +280,33 @@ TEST_CASE("ab records a failing compile, reports the rest and exits 1", "[ab][e2
   TempDir dir;
   const std::string base = pipeline_copy(dir, source_path("configs/pipelines/small.yaml"), "greedy", "greedy");
   // mlp-b2-n3 does not fit on 16 tiles: every arm's compile of it fails, mlp-small's succeed.
-  const std::string suite = dir.write(
-      "suite.yaml", "suite: mixed\nmodels:\n  - {model: " + source_path("configs/models/mlp-small.yaml") + ", target: " +
-                        source_path("configs/targets/t16.yaml") + "}\n  - {model: " + source_path("configs/models/mlp-b2-n3.yaml") +
-                        ", target: " + source_path("configs/targets/t16.yaml") + ", name: too-big}\n");
+  const std::string suite =
+      dir.write("suite.yaml", "suite: mixed\nmodels:\n  - {model: " + source_path("configs/models/mlp-small.yaml") +
+                                  ", target: " + source_path("configs/targets/t16.yaml") +
+                                  "}\n  - {model: " + source_path("configs/models/mlp-b2-n3.yaml") +
+                                  ", target: " + source_path("configs/targets/t16.yaml") + ", name: too-big}\n");
   const fs::path results = dir.path() / "results";
   auto r = run_command(ab_command(base, suite, results), kNoExtraPlugins);
   CHECK(r.exit_code == 1);
   CHECK_THAT(r.err, Catch::Contains("error: 6 of 12 work items failed"));
   const json report = read_json(results.string() + ".json");
   CHECK(report["items"]["failed"] == 6);
-  CHECK_THAT(report["warnings"].dump(), Catch::Contains("too-big arm greedy: 2 of 2 work items failed; the first compile "
-                                                          "failed (exit 1): error: ") &&
-                                            Catch::Contains("does not fit"));
+  CHECK_THAT(report["warnings"].dump(),
+             Catch::Contains("too-big arm greedy: 2 of 2 work items failed; the first compile "
+                             "failed (exit 1): error: ") &&
+                 Catch::Contains("does not fit"));
   for (const json& c : report["comparisons"])
     CHECK(c["verdict"] == (c["model"] == "too-big" ? "missing" : c["verdict"].get<std::string>()));
   CHECK(find_comparison(report, "in-order", "scheduled_exchange_cycles")["model"] == "mlp-small@t16");
 
   // Bad command lines are one-line errors naming the problem.
-  auto no_overlay = run_command({tessera_binary(), "ab", "--base", base, "--arm", "A=", "--arm", "B=missing.yaml", "--suite",
-                                 suite, "--results", (dir.path() / "x").string()},
+  auto no_overlay = run_command({tessera_binary(), "ab", "--base", base, "--arm", "A=", "--arm", "B=missing.yaml",
+                                 "--suite", suite, "--results", (dir.path() / "x").string()},
                                 kNoExtraPlugins);
   CHECK(no_overlay.exit_code == 1);
   CHECK_THAT(no_overlay.err, Catch::Contains("error: --arm B=missing.yaml: overlay file not found"));
-  auto bad_shard = run_command({tessera_binary(), "ab", "--base", base, "--arm", "A=", "--suite", suite, "--shard", "3/2",
-                                "--results", (dir.path() / "y").string()},
+  auto bad_shard = run_command({tessera_binary(), "ab", "--base", base, "--arm", "A=", "--suite", suite, "--shard",
+                                "3/2", "--results", (dir.path() / "y").string()},
                                kNoExtraPlugins);
   CHECK(bad_shard.exit_code == 1);
   CHECK_THAT(bad_shard.err, Catch::Contains("--shard 3/2"));
@@ -303,8 +318,9 @@ TEST_CASE("ab with --jobs 2 redoes only the model whose file changed, says so, a
   const std::string model_a = dir.write("models/a.yaml", read_file(source_path("configs/models/mlp-small.yaml")));
   const std::string model_b = dir.write("models/b.yaml", read_file(source_path("configs/models/mlp-small-f16.yaml")));
   const std::string target = source_path("configs/targets/t16.yaml");
-  const std::string suite = dir.write("suite.yaml", "suite: two\nmodels:\n  - {model: models/a.yaml, target: " + target +
-                                                        "}\n  - {model: models/b.yaml, target: " + target + "}\n");
+  const std::string suite =
+      dir.write("suite.yaml", "suite: two\nmodels:\n  - {model: models/a.yaml, target: " + target +
+                                  "}\n  - {model: models/b.yaml, target: " + target + "}\n");
   const fs::path whole = dir.path() / "whole", half = dir.path() / "half";
   auto sweep = [&](const fs::path& results, std::vector<std::string> extra) {
     std::vector<std::string> command = ab_command(base, suite, results, {"--jobs", "2"});
@@ -337,25 +353,27 @@ TEST_CASE("ab with --jobs 2 redoes only the model whose file changed, says so, a
 
   auto refused = run_command({tessera_binary(), "ab", "merge", whole.string(), half.string()}, kNoExtraPlugins);
   CHECK(refused.exit_code == 1);
-  CHECK_THAT(refused.err, Catch::Contains("cannot merge") && Catch::Contains("model a@t16: file " + model_a + " differs"));
+  CHECK_THAT(refused.err,
+             Catch::Contains("cannot merge") && Catch::Contains("model a@t16: file " + model_a + " differs"));
 }
 
 TEST_CASE("ab refuses one arm alone and keeps its default results outside the source tree", "[ab][e2e]") {
   TempDir dir;
   const std::string base = pipeline_copy(dir, source_path("configs/pipelines/small.yaml"), "greedy", "greedy");
   const std::string suite = source_path("configs/suites/quick.yaml");
-  auto alone = run_command({tessera_binary(), "ab", "--base", base, "--arm", "mine=" + source_path("configs/suites/arms/in-order.yaml"),
-                            "--suite", suite, "--results", (dir.path() / "r").string()},
-                           kNoExtraPlugins);
+  auto alone = run_command(
+      {tessera_binary(), "ab", "--base", base, "--arm", "mine=" + source_path("configs/suites/arms/in-order.yaml"),
+       "--suite", suite, "--results", (dir.path() / "r").string()},
+      kNoExtraPlugins);
   CHECK(alone.exit_code == 1);
   CHECK_THAT(alone.err, Catch::Contains("one arm only") && Catch::Contains("--arm base= --arm mine="));
   CHECK_FALSE(fs::exists(dir.path() / "r"));
 
-  auto defaulted = run_command({tessera_binary(), "ab", "--base", base, "--arm", "greedy=", "--arm",
-                                "in-order=" + source_path("configs/suites/arms/in-order.yaml"), "--suite", suite,
-                                "--repeat", "1", "--quiet"},
-                               {"TESSERA_PLUGIN_PATH=", "XDG_CACHE_HOME=" + (dir.path() / "cache").string(),
-                                "XDG_DATA_HOME=" + (dir.path() / "data").string()});
+  auto defaulted = run_command(
+      {tessera_binary(), "ab", "--base", base, "--arm", "greedy=", "--arm",
+       "in-order=" + source_path("configs/suites/arms/in-order.yaml"), "--suite", suite, "--repeat", "1", "--quiet"},
+      {"TESSERA_PLUGIN_PATH=", "XDG_CACHE_HOME=" + (dir.path() / "cache").string(),
+       "XDG_DATA_HOME=" + (dir.path() / "data").string()});
   INFO(defaulted.err);
   REQUIRE(defaulted.exit_code == 0);
   // The history database defaults to the XDG data folder, readable by its owner only.
@@ -383,8 +401,8 @@ TEST_CASE("ab history records sweeps of two tessera builds and shows how a metri
   const fs::path database = dir.path() / "history/ab.sqlite";
   auto sweep = [&](const std::string& binary, const fs::path& results) {
     return run_command({binary, "ab", "--base", base, "--arm", "greedy=", "--arm",
-                        "in-order=" + source_path("configs/suites/arms/in-order.yaml"), "--suite", suite, "--repeat", "1",
-                        "--results", results.string(), "--history", database.string(), "--quiet"},
+                        "in-order=" + source_path("configs/suites/arms/in-order.yaml"), "--suite", suite, "--repeat",
+                        "1", "--results", results.string(), "--history", database.string(), "--quiet"},
                        kNoExtraPlugins);
   };
   auto first = sweep(tessera_binary(), dir.path() / "first");
@@ -412,37 +430,41 @@ TEST_CASE("ab history records sweeps of two tessera builds and shows how a metri
   CHECK_THAT(table, Catch::Contains("history of device_cycles for model mlp-small@t16"));
   REQUIRE(table.find(build_one) != std::string::npos);
   REQUIRE(table.find(build_two) != std::string::npos);
-  CHECK(table.find(build_one) < table.find(build_two));  // oldest first
-  CHECK(std::count(table.begin(), table.end(), '\n') == 4);  // title, header, one row per build
-  CHECK(table.find("greedy ") == std::string::npos);          // --arm in-order only
+  CHECK(table.find(build_one) < table.find(build_two));                           // oldest first
+  CHECK(std::count(table.begin(), table.end(), '\n') == 4);                       // title, header, one row per build
+  CHECK(table.find("greedy ") == std::string::npos);                              // --arm in-order only
   CHECK_THAT(table, Catch::Contains(" first\n") && Catch::Contains(" +0.0%\n"));  // the same cycles from both builds
 
-  auto unknown_metric = run_command({tessera_binary(), "ab", "history", "cycles", "--model", "mlp-small@t16", "--history",
-                                     database.string()});
+  auto unknown_metric = run_command(
+      {tessera_binary(), "ab", "history", "cycles", "--model", "mlp-small@t16", "--history", database.string()});
   CHECK(unknown_metric.exit_code == 1);
   CHECK_THAT(unknown_metric.err, Catch::Contains("no metric cycles; the metrics are device_cycles"));
-  auto unknown_model = run_command({tessera_binary(), "ab", "history", "device_cycles", "--model", "mlp", "--history",
-                                    database.string()});
+  auto unknown_model = run_command(
+      {tessera_binary(), "ab", "history", "device_cycles", "--model", "mlp", "--history", database.string()});
   CHECK(unknown_model.exit_code == 1);
-  CHECK_THAT(unknown_model.err, Catch::Contains("no values of device_cycles for model mlp; its models are mlp-small@t16"));
+  CHECK_THAT(unknown_model.err,
+             Catch::Contains("no values of device_cycles for model mlp; its models are mlp-small@t16"));
 }
 
 TEST_CASE("ab validates every arm's tables before the first item and reports a bad one once", "[ab][e2e]") {
   TempDir dir;
   const std::string base = pipeline_copy(dir, source_path("configs/pipelines/small.yaml"), "greedy", "greedy");
   const std::string table = dir.write("arms/tables/t16.yaml", "not: [a calibration table\n");
-  const std::string overlay = dir.write("arms/calibrated.yaml", "cost_model: {plugin: calibrated, options: {table: \"tables/{target}.yaml\"}}\n");
+  const std::string overlay = dir.write(
+      "arms/calibrated.yaml", "cost_model: {plugin: calibrated, options: {table: \"tables/{target}.yaml\"}}\n");
   const fs::path results = dir.path() / "results";
-  auto r = run_command({tessera_binary(), "ab", "--base", base, "--arm", "greedy=", "--arm", "calibrated=" + overlay, "--suite",
-                        source_path("configs/suites/quick.yaml"), "--repeat", "3", "--results", results.string(), "--history",
-                        (dir.path() / "history.sqlite").string()},
+  auto r = run_command({tessera_binary(), "ab", "--base", base, "--arm", "greedy=", "--arm", "calibrated=" + overlay,
+                        "--suite", source_path("configs/suites/quick.yaml"), "--repeat", "3", "--results",
+                        results.string(), "--history", (dir.path() / "history.sqlite").string()},
                        kNoExtraPlugins);
   CHECK(r.exit_code == 1);
   // One error naming the table and the arm's overlay; nothing compiled, no reproducer written.
-  CHECK_THAT(r.err, Catch::Contains("error: ") && Catch::Contains(table) && Catch::Contains("[arm 'calibrated' (overlay " + overlay));
+  CHECK_THAT(r.err, Catch::Contains("error: ") && Catch::Contains(table) &&
+                        Catch::Contains("[arm 'calibrated' (overlay " + overlay));
   CHECK(std::count(r.err.begin(), r.err.end(), '\n') == 1);
   CHECK_FALSE(fs::exists(results / "records"));
   std::size_t reproducers = 0;
-  for (const auto& entry : fs::recursive_directory_iterator(dir.path())) reproducers += entry.path().filename() == "reproducers";
+  for (const auto& entry : fs::recursive_directory_iterator(dir.path()))
+    reproducers += entry.path().filename() == "reproducers";
   CHECK(reproducers == 0);
 }

@@ -54,11 +54,12 @@ std::string error_of(const std::function<void()>& action) {
 TEST_CASE("overlay merges options into the pass it names and keeps the rest", "[ab][overlay]") {
   TempDir dir;
   const std::string base = dir.write("pipelines/base.yaml", kBase);
-  const std::string overlay = dir.write("arms/one.yaml", "passes:\n  - {plugin: select-finalist, options: {finalists: 1}}\n");
+  const std::string overlay =
+      dir.write("arms/one.yaml", "passes:\n  - {plugin: select-finalist, options: {finalists: 1}}\n");
   const MergedPipeline merged = merge_pipeline_overlay(base, overlay);
   const YAML::Node pipeline = YAML::Load(merged.yaml);
-  CHECK(pass_names(pipeline) == std::vector<std::string>{"lower-mid", "select-finalist", "place-storage", "lower-exchanges",
-                                                          "emit-tile-code"});
+  CHECK(pass_names(pipeline) ==
+        std::vector<std::string>{"lower-mid", "select-finalist", "place-storage", "lower-exchanges", "emit-tile-code"});
   CHECK(pipeline["passes"][1]["options"]["finalists"].as<int>() == 1);
   CHECK(pipeline["passes"][1]["options"]["mapping_candidates"].as<int>() == 42);  // untouched option kept
   CHECK(pipeline["exchange_scheduler"]["options"]["order"].as<std::string>() == "longest-first");
@@ -69,7 +70,8 @@ TEST_CASE("overlay merges options into the pass it names and keeps the rest", "[
 TEST_CASE("overlay naming another plugin replaces the entry and its options", "[ab][overlay]") {
   TempDir dir;
   const std::string base = dir.write("pipelines/base.yaml", kBase);
-  const MergedPipeline swapped = merge_pipeline_overlay(base, dir.write("swap.yaml", "exchange_scheduler: {plugin: in-order}\n"));
+  const MergedPipeline swapped =
+      merge_pipeline_overlay(base, dir.write("swap.yaml", "exchange_scheduler: {plugin: in-order}\n"));
   const YAML::Node pipeline = YAML::Load(swapped.yaml);
   CHECK(pipeline["exchange_scheduler"]["plugin"].as<std::string>() == "in-order");
   CHECK_FALSE(pipeline["exchange_scheduler"]["options"].IsDefined());  // greedy's order means nothing to in-order
@@ -94,8 +96,9 @@ TEST_CASE("overlay inserts and removes passes by name", "[ab][overlay]") {
   - {plugin: check-graph, before: lower-mid}
 )");
   const YAML::Node pipeline = YAML::Load(merge_pipeline_overlay(base, overlay).yaml);
-  CHECK(pass_names(pipeline) == std::vector<std::string>{"check-graph", "lower-mid", "select-finalist", "lower-exchanges",
-                                                          "optimize-exchange-placement", "emit-tile-code"});
+  CHECK(pass_names(pipeline) == std::vector<std::string>{"check-graph", "lower-mid", "select-finalist",
+                                                         "lower-exchanges", "optimize-exchange-placement",
+                                                         "emit-tile-code"});
   CHECK(pipeline["passes"][4]["options"]["rounds"].as<int>() == 3);
 }
 
@@ -153,27 +156,37 @@ TEST_CASE("arms are validated by the core and fingerprinted by what they run", "
   CHECK_THAT(arms[1].yaml, Catch::Contains("tessera compile MODEL -p THIS_FILE"));
 
   // Defaults count: spelling out greedy's default order gives the same arm as the base.
-  const std::string explicit_default = dir.write("default-order.yaml", "exchange_scheduler: {options: {order: load-first}}\n");
+  const std::string explicit_default =
+      dir.write("default-order.yaml", "exchange_scheduler: {options: {order: load-first}}\n");
   const auto same = prepare_arms(base, {{"A", ""}, {"D", explicit_default}}, (dir.path() / "staging").string());
   CHECK(same[1].info.fingerprint == same[0].info.fingerprint);
 
   // A merged pipeline the core refuses names the arm and the overlay.
-  const std::string wrong_type = dir.write("wrong.yaml", "passes:\n  - {plugin: select-finalist, options: {finalists: many}}\n");
-  const std::string message = error_of([&] { prepare_arms(base, {{"A", ""}, {"W", wrong_type}}, (dir.path() / "s").string()); });
+  const std::string wrong_type =
+      dir.write("wrong.yaml", "passes:\n  - {plugin: select-finalist, options: {finalists: many}}\n");
+  const std::string message = error_of([&] {
+    prepare_arms(base, {{"A", ""}, {"W", wrong_type}}, (dir.path() / "s").string());
+  });
   CHECK_THAT(message, Catch::Contains("finalists") && Catch::Contains("arm 'W'") && Catch::Contains(wrong_type));
   // An option out of its declared range, and one the plugin's own configure() refuses, are
   // caught before anything compiles, at their place in the merged pipeline.
   const std::string zero = dir.write("zero.yaml", "passes:\n  - {plugin: select-finalist, options: {finalists: 0}}\n");
-  CHECK_THAT(error_of([&] { prepare_arms(base, {{"A", ""}, {"Z", zero}}, (dir.path() / "s").string()); }),
+  CHECK_THAT(error_of([&] {
+               prepare_arms(base, {{"A", ""}, {"Z", zero}}, (dir.path() / "s").string());
+             }),
              Catch::Contains((dir.path() / "s" / "Z.yaml").string() + ":") &&
                  Catch::Contains("must be in [1, 100000], got 0") && Catch::Contains("arm 'Z'"));
   const std::string no_table = dir.write("no-table.yaml", "cost_model: {plugin: calibrated}\n");
-  CHECK_THAT(error_of([&] { prepare_arms(base, {{"A", ""}, {"C", no_table}}, (dir.path() / "s").string()); }),
+  CHECK_THAT(error_of([&] {
+               prepare_arms(base, {{"A", ""}, {"C", no_table}}, (dir.path() / "s").string());
+             }),
              Catch::Contains((dir.path() / "s" / "C.yaml").string() + ":") &&
                  Catch::Contains("option 'table' is not set") && Catch::Contains("arm 'C'"));
   CHECK_THAT(error_of([] { parse_arm_argument("B"); }), Catch::Contains("NAME=OVERLAY.yaml"));
   CHECK_THAT(error_of([] { parse_arm_argument("a/b="); }), Catch::Contains("letters, digits"));
-  CHECK_THAT(error_of([&] { prepare_arms(base, {{"A", ""}, {"A", ""}}, (dir.path() / "s").string()); }),
+  CHECK_THAT(error_of([&] {
+               prepare_arms(base, {{"A", ""}, {"A", ""}}, (dir.path() / "s").string());
+             }),
              Catch::Contains("two arms"));
 }
 
@@ -190,27 +203,31 @@ TEST_CASE("suite files list models and targets relative to themselves", "[ab][su
 
   TempDir dir;
   const std::string models = source_path("configs/models/"), targets = source_path("configs/targets/");
-  const std::string duplicate = dir.write("dup.yaml", "suite: dup\nmodels:\n  - {model: " + models + "mlp-small.yaml, target: " +
-                                                          targets + "t16.yaml}\n  - {model: " + models +
-                                                          "mlp-small.yaml, target: " + targets + "t16.yaml}\n");
-  CHECK_THAT(error_of([&] { load_suite(duplicate); }), Catch::StartsWith(duplicate + ":4:") && Catch::Contains("name:"));
-  const std::string missing = dir.write("missing.yaml", "models:\n  - {model: nowhere.yaml, target: " + targets + "t16.yaml}\n");
+  const std::string duplicate = dir.write(
+      "dup.yaml", "suite: dup\nmodels:\n  - {model: " + models + "mlp-small.yaml, target: " + targets +
+                      "t16.yaml}\n  - {model: " + models + "mlp-small.yaml, target: " + targets + "t16.yaml}\n");
+  CHECK_THAT(error_of([&] { load_suite(duplicate); }),
+             Catch::StartsWith(duplicate + ":4:") && Catch::Contains("name:"));
+  const std::string missing =
+      dir.write("missing.yaml", "models:\n  - {model: nowhere.yaml, target: " + targets + "t16.yaml}\n");
   CHECK_THAT(error_of([&] { load_suite(missing); }),
              Catch::StartsWith(missing + ":2:") && Catch::Contains("relative to the suite file"));
-  const std::string renamed = dir.write("named.yaml", "- {model: " + models + "mlp-small.yaml, target: " + targets +
-                                                          "t16.yaml, name: small}\n");
+  const std::string renamed = dir.write(
+      "named.yaml", "- {model: " + models + "mlp-small.yaml, target: " + targets + "t16.yaml, name: small}\n");
   CHECK(load_suite(renamed).entries[0].id == "small");
   CHECK(load_suite(renamed).name == "named");  // a bare list takes the file's name
 
   // sbatch defaults for `--executor slurm`; a misspelt key is named.
   const std::string entry = "models:\n  - {model: " + models + "mlp-small.yaml, target: " + targets + "t16.yaml}\n";
-  const Suite cluster = load_suite(dir.write("cluster.yaml", "slurm: {partition: compute, time: \"2:00:00\", mem: 4G}\n" + entry));
+  const Suite cluster =
+      load_suite(dir.write("cluster.yaml", "slurm: {partition: compute, time: \"2:00:00\", mem: 4G}\n" + entry));
   CHECK(cluster.slurm.partition == "compute");
   CHECK(cluster.slurm.time == "2:00:00");
   CHECK(cluster.slurm.mem == "4G");
   CHECK(cluster.slurm.account.empty());
   const std::string misspelt = dir.write("misspelt.yaml", "slurm: {partitoin: compute}\n" + entry);
-  CHECK_THAT(error_of([&] { load_suite(misspelt); }), Catch::StartsWith(misspelt + ":1:") && Catch::Contains("partitoin"));
+  CHECK_THAT(error_of([&] { load_suite(misspelt); }),
+             Catch::StartsWith(misspelt + ":1:") && Catch::Contains("partitoin"));
 }
 
 TEST_CASE("path options resolve against the file that wrote them", "[ab][overlay]") {
@@ -220,19 +237,20 @@ TEST_CASE("path options resolve against the file that wrote them", "[ab][overlay
       dir.write("pipelines/calibrated.yaml",
                 std::string(kBase).replace(std::string(kBase).find("{plugin: analytic}"), 18,
                                            "{plugin: calibrated, options: {table: tables/base.yaml}}"));
-  const std::string overlay = dir.write("arms/arm.yaml", "cost_model: {options: {table: \"../tables/{target}.yaml\"}}\n");
+  const std::string overlay =
+      dir.write("arms/arm.yaml", "cost_model: {options: {table: \"../tables/{target}.yaml\"}}\n");
   const auto is_path = [](const std::string& plugin, const std::string& option) {
     return plugin == "calibrated" && option == "table";
   };
   // The base's own table, relative to the base; the overlay's, relative to the overlay.
-  CHECK(YAML::Load(merge_pipeline_overlay(with_table, "", is_path).yaml)["cost_model"]["options"]["table"].as<std::string>() ==
-        (dir.path() / "pipelines/tables/base.yaml").string());
+  CHECK(YAML::Load(merge_pipeline_overlay(with_table, "", is_path).yaml)["cost_model"]["options"]["table"]
+            .as<std::string>() == (dir.path() / "pipelines/tables/base.yaml").string());
   const YAML::Node merged = YAML::Load(merge_pipeline_overlay(with_table, overlay, is_path).yaml);
   CHECK(merged["cost_model"]["options"]["table"].as<std::string>() == (dir.path() / "tables/{target}.yaml").string());
   // A plugin swapped in by the overlay: its path options are the overlay's too.
   const std::string swap = dir.write("arms/swap.yaml", "cost_model: {plugin: calibrated, options: {table: t.yaml}}\n");
-  CHECK(YAML::Load(merge_pipeline_overlay(base, swap, is_path).yaml)["cost_model"]["options"]["table"].as<std::string>() ==
-        (dir.path() / "arms/t.yaml").string());
+  CHECK(YAML::Load(merge_pipeline_overlay(base, swap, is_path).yaml)["cost_model"]["options"]["table"]
+            .as<std::string>() == (dir.path() / "arms/t.yaml").string());
   // Options that are not paths stay as written.
   CHECK(YAML::Load(merge_pipeline_overlay(base, "", is_path).yaml)["passes"][1]["options"]["finalists"].as<int>() == 2);
 }
@@ -247,9 +265,12 @@ TEST_CASE("an arm's fingerprint covers the bytes of the tables its options name"
       {tessera::testing::tessera_binary(), "--log-level", "warn", "calibrate", "--target", t16, "-o", table});
   INFO(calibrated.err);
   REQUIRE(calibrated.exit_code == 0);
-  const std::string overlay = dir.write("arms/calibrated.yaml", "cost_model: {plugin: calibrated, options: {table: \"tables/{target}.yaml\"}}\n");
+  const std::string overlay = dir.write(
+      "arms/calibrated.yaml", "cost_model: {plugin: calibrated, options: {table: \"tables/{target}.yaml\"}}\n");
   const std::vector<tessera::Target> targets{tessera::load_target(t16)};
-  auto prepare = [&] { return prepare_arms(base, {{"A", ""}, {"C", overlay}}, (dir.path() / "staging").string(), targets); };
+  auto prepare = [&] {
+    return prepare_arms(base, {{"A", ""}, {"C", overlay}}, (dir.path() / "staging").string(), targets);
+  };
   const std::vector<PreparedArm> before = prepare();
   bool listed = false;
   for (const ArmInput& input : before[1].info.inputs) listed = listed || input.path == table;

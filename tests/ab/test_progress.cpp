@@ -70,6 +70,7 @@ TEST_CASE("progress live line is redrawn in place and stays below log output", "
   std::fclose(file);
   const std::string first = "\r\033[Kab progress: 1/2 items done, 0 failed, 0 skipped, elapsed 4s, ETA 4s";
   // Drawn, cleared for the log line, drawn again under it, redrawn at the end, one newline when done.
-  CHECK(text == first + "\r\033[Ka log line\n" + first + "\r\033[Kab progress: 2/2 items done, 0 failed, 0 skipped, elapsed 8s\n");
+  CHECK(text == first + "\r\033[Ka log line\n" + first +
+                    "\r\033[Kab progress: 2/2 items done, 0 failed, 0 skipped, elapsed 8s\n");
   CHECK(format_duration(7322) == "2h02m");
 }

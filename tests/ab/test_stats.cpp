@@ -72,8 +72,7 @@ TEST_CASE("mann-whitney exact test agrees with brute force on small samples", "[
 
 TEST_CASE("mann-whitney normal approximation matches SciPy's documented value", "[ab][stats]") {
   // SciPy mannwhitneyu example: males vs females, method="asymptotic": U1 = 17, p = 0.11134688653314041.
-  const MannWhitneyResult result =
-      mann_whitney_u({19, 22, 16, 29, 24}, {20, 11, 17, 12}, MannWhitneyMethod::normal);
+  const MannWhitneyResult result = mann_whitney_u({19, 22, 16, 29, 24}, {20, 11, 17, 12}, MannWhitneyMethod::normal);
   CHECK_FALSE(result.exact);
   CHECK(result.u == 17);
   CHECK(result.p_value == Approx(0.11134688653314041).epsilon(1e-9));
@@ -179,16 +178,19 @@ TEST_CASE("verdicts respect direction, significance and the noise floor", "[ab][
   CHECK(classify_deterministic(NAN, 100, Direction::smaller_is_better) == Verdict::missing);
   CHECK(classify_noisy(0.8, 0.01, 0.05, 0.0, Direction::smaller_is_better) == Verdict::better);
   CHECK(classify_noisy(0.8, 0.01, 0.05, 0.0, Direction::larger_is_better) == Verdict::worse);
-  CHECK(classify_noisy(0.8, 0.2, 0.05, 0.0, Direction::smaller_is_better) == Verdict::noise);        // not significant
-  CHECK(classify_noisy(0.5, 0.001, 0.05, NAN, Direction::smaller_is_better) == Verdict::noise);      // no floor measured
-  CHECK(classify_noisy(0.95, 0.01, 0.05, std::log(1.1), Direction::smaller_is_better) == Verdict::noise);  // in the floor
+  CHECK(classify_noisy(0.8, 0.2, 0.05, 0.0, Direction::smaller_is_better) == Verdict::noise);    // not significant
+  CHECK(classify_noisy(0.5, 0.001, 0.05, NAN, Direction::smaller_is_better) == Verdict::noise);  // no floor measured
+  CHECK(classify_noisy(0.95, 0.01, 0.05, std::log(1.1), Direction::smaller_is_better) ==
+        Verdict::noise);  // in the floor
   CHECK(classify_noisy(0.8, 0.01, 0.05, std::log(1.1), Direction::smaller_is_better) == Verdict::better);
   // Every metric is tagged, and compile time and memory are the noisy ones.
   for (const MetricDefinition& metric : ab_metrics())
     CHECK((metric.determinism == Determinism::noisy) == (metric.name.rfind("compile_", 0) == 0));
   // An estimate and wall time are shown, never judged; CPU time and the simulator's cycles are.
-  for (const auto& [name, judged] : std::vector<std::pair<std::string, bool>>{
-           {"estimated_cycles", false}, {"compile_wall_ms", false}, {"compile_cpu_ms", true}, {"device_cycles", true}}) {
+  for (const auto& [name, judged] : std::vector<std::pair<std::string, bool>>{{"estimated_cycles", false},
+                                                                              {"compile_wall_ms", false},
+                                                                              {"compile_cpu_ms", true},
+                                                                              {"device_cycles", true}}) {
     REQUIRE(find_metric(name));
     CHECK(find_metric(name)->judged == judged);
   }
@@ -197,8 +199,8 @@ TEST_CASE("verdicts respect direction, significance and the noise floor", "[ab][
 TEST_CASE("median/MAD outliers: a far sample is flagged, a tight or tiny sample is not", "[ab][stats]") {
   CHECK(mad_outliers({100, 102, 98, 101, 400}) == std::vector<bool>{false, false, false, false, true});
   CHECK(mad_outliers({100, 104, 96, 102, 110}) == std::vector<bool>(5, false));  // 110 is 2.7 MADs out
-  CHECK(mad_outliers({5, 5, 5, 5, 9}) == std::vector<bool>(5, false));  // MAD 0: nothing to judge by
-  CHECK(mad_outliers({1, 1000}) == std::vector<bool>(2, false));       // two values: no majority
+  CHECK(mad_outliers({5, 5, 5, 5, 9}) == std::vector<bool>(5, false));           // MAD 0: nothing to judge by
+  CHECK(mad_outliers({1, 1000}) == std::vector<bool>(2, false));                 // two values: no majority
 }
 
 namespace {
@@ -257,7 +259,8 @@ const Comparison& comparison(const Analysis& analysis, const std::string& metric
 
 }  // namespace
 
-TEST_CASE("ab verdicts: CPU time held to the A-vs-A floor, wall time and estimates information, cycles exact", "[ab][stats]") {
+TEST_CASE("ab verdicts: CPU time held to the A-vs-A floor, wall time and estimates information, cycles exact",
+          "[ab][stats]") {
   SyntheticSweep sweep(6);
   for (std::uint32_t r = 0; r < 6; ++r) {
     // The twin differs from A by up to 20% in CPU time; B is 10% faster than A: significant, but inside the floor.

@@ -73,10 +73,11 @@ TEST_CASE("a tuning space names slots, passes, options and their values", "[ab][
              Catch::StartsWith(":2:55: range [4, 1] is empty"));
   CHECK_THAT(space_error("space:\n  - {pass: p, option: o, range: [0, 8], scale: log}\n"),
              Catch::Contains("log-scale range must be above 0"));
-  CHECK_THAT(space_error("space:\n  - {slot: cost_model, plugins: [analytic]}\n  - {slot: cost_model, plugin: calibrated, "
-                         "option: table, choices: [a.yaml]}\n"),
-             Catch::StartsWith(":3:5: cost_model[calibrated].table applies when calibrated fills cost_model") &&
-                 Catch::Contains("do not include it"));
+  CHECK_THAT(
+      space_error("space:\n  - {slot: cost_model, plugins: [analytic]}\n  - {slot: cost_model, plugin: calibrated, "
+                  "option: table, choices: [a.yaml]}\n"),
+      Catch::StartsWith(":3:5: cost_model[calibrated].table applies when calibrated fills cost_model") &&
+          Catch::Contains("do not include it"));
   CHECK_THAT(space_error("space:\n  - {pass: p, option: o, choices: [1, 1]}\n"), Catch::Contains("1 is listed twice"));
   CHECK_THAT(space_error("space: []\n"), Catch::Contains("non-empty list"));
 }
@@ -105,8 +106,9 @@ TEST_CASE("a small space is listed whole; a large one is drawn, the same for the
   const std::vector<Configuration> again = draw_configurations(space, 5, 7);
   for (std::size_t i = 0; i < five.size(); ++i) CHECK(describe(space, again[i]) == describe(space, five[i]));
 
-  const Space wide = load_space(write(dir, "wide.yaml", "space:\n  - {pass: p, option: n, range: [1, 1000000], scale: log}\n"
-                                                          "  - {pass: p, option: f, range: [0.25, 0.75]}\n"));
+  const Space wide = load_space(write(dir, "wide.yaml",
+                                      "space:\n  - {pass: p, option: n, range: [1, 1000000], scale: log}\n"
+                                      "  - {pass: p, option: f, range: [0.25, 0.75]}\n"));
   for (const Configuration& c : draw_configurations(wide, 50, 3)) {
     const long long n = std::stoll(*c.values[0]);
     const double f = std::stod(*c.values[1]);
@@ -117,13 +119,14 @@ TEST_CASE("a small space is listed whole; a large one is drawn, the same for the
 
 TEST_CASE("a configuration's overlay sets the slot's plugin, its options and each pass's options once", "[ab][tune]") {
   TempDir dir;
-  const Space space = load_space(write(dir, "space.yaml", std::string(kSpace) +
-                                                              "  - {pass: select-finalist, option: orientation, choices: [as_is]}\n"));
+  const Space space = load_space(write(
+      dir, "space.yaml", std::string(kSpace) + "  - {pass: select-finalist, option: orientation, choices: [as_is]}\n"));
   const Configuration c{"c01", {"greedy", "longest-first", "2", "as_is"}};
-  CHECK(overlay_yaml(space, c, "# h\n") == "# h\n"
-                                           "exchange_scheduler:\n  plugin: greedy\n  options:\n    order: longest-first\n"
-                                           "passes:\n  - plugin: select-finalist\n    options:\n      finalists: 2\n"
-                                           "      orientation: as_is\n");
+  CHECK(overlay_yaml(space, c, "# h\n") ==
+        "# h\n"
+        "exchange_scheduler:\n  plugin: greedy\n  options:\n    order: longest-first\n"
+        "passes:\n  - plugin: select-finalist\n    options:\n      finalists: 2\n"
+        "      orientation: as_is\n");
 }
 
 TEST_CASE("successive halving keeps 1/eta and gives the survivors eta times the models", "[ab][tune]") {
@@ -143,20 +146,30 @@ TEST_CASE("successive halving keeps 1/eta and gives the survivors eta times the 
 TEST_CASE("tune finds that greedy beats in-order, writes it as an overlay, A/Bs it, and resumes", "[ab][tune][e2e]") {
   TempDir dir;
   const std::string base = pipeline_copy(dir, source_path("configs/pipelines/small.yaml"), "greedy", "greedy");
-  const std::string suite = write(dir, "suite.yaml",
-                                  "suite: tune-test\nmodels:\n"
-                                  "  - {model: " + source_path("configs/models/mlp-small.yaml") + ", target: " +
-                                      source_path("configs/targets/t16.yaml") + "}\n"
-                                  "  - {model: " + source_path("configs/models/mlp-small-f16.yaml") + ", target: " +
-                                      source_path("configs/targets/t16.yaml") + "}\n");
+  const std::string suite =
+      write(dir, "suite.yaml",
+            "suite: tune-test\nmodels:\n"
+            "  - {model: " +
+                source_path("configs/models/mlp-small.yaml") + ", target: " + source_path("configs/targets/t16.yaml") +
+                "}\n"
+                "  - {model: " +
+                source_path("configs/models/mlp-small-f16.yaml") +
+                ", target: " + source_path("configs/targets/t16.yaml") + "}\n");
   // in-order first, so the draw's order alone cannot make greedy win.
-  const std::string space = write(dir, "space.yaml", "space:\n  - {slot: exchange_scheduler, plugins: [in-order, greedy]}\n"
-                                                     "  - {pass: select-finalist, option: finalists, choices: [1, 2]}\n");
+  const std::string space = write(dir, "space.yaml",
+                                  "space:\n  - {slot: exchange_scheduler, plugins: [in-order, greedy]}\n"
+                                  "  - {pass: select-finalist, option: finalists, choices: [1, 2]}\n");
   const fs::path results = dir.path() / "tune";
-  const std::vector<std::string> command = {tessera_binary(), "tune", "--base", base, "--space", space, "--suite", suite,
-                                            "--eta", "2", "--repeat", "2", "--results", results.string(), "--out",
-                                            (dir.path() / "best.yaml").string(), "--history",
-                                            (dir.path() / "history.sqlite").string(), "--quiet"};
+  const std::vector<std::string> command = {tessera_binary(), "tune",
+                                            "--base",         base,
+                                            "--space",        space,
+                                            "--suite",        suite,
+                                            "--eta",          "2",
+                                            "--repeat",       "2",
+                                            "--results",      results.string(),
+                                            "--out",          (dir.path() / "best.yaml").string(),
+                                            "--history",      (dir.path() / "history.sqlite").string(),
+                                            "--quiet"};
   const std::vector<std::string> environment = {"TESSERA_PLUGIN_PATH="};
   auto r = run_command(command, environment);
   INFO(r.err << r.out);
@@ -176,7 +189,8 @@ TEST_CASE("tune finds that greedy beats in-order, writes it as an overlay, A/Bs 
     if (s["configuration"] == "c01" || s["configuration"] == "c02") CHECK(s["ratio"].get<double>() > 1.0);
 
   const std::string best = read_file(results / "best.yaml");
-  CHECK_THAT(best, Catch::Contains("plugin: greedy") && Catch::StartsWith("# tessera tune: the best of 4 configurations"));
+  CHECK_THAT(best,
+             Catch::Contains("plugin: greedy") && Catch::StartsWith("# tessera tune: the best of 4 configurations"));
   CHECK(read_file(dir.path() / "best.yaml") == best);
   CHECK_THAT(r.out, Catch::Contains("tune: best c03") || Catch::Contains("tune: best c04"));
 
@@ -201,17 +215,19 @@ TEST_CASE("tune finds that greedy beats in-order, writes it as an overlay, A/Bs 
 TEST_CASE("tune refuses a space value the plugin refuses, before any item runs, naming the space", "[ab][tune][e2e]") {
   TempDir dir;
   const std::string base = pipeline_copy(dir, source_path("configs/pipelines/small.yaml"), "greedy", "greedy");
-  const std::string space = write(dir, "space.yaml", "space:\n  - {pass: select-finalist, option: finalists, choices: [0, 1]}\n");
+  const std::string space =
+      write(dir, "space.yaml", "space:\n  - {pass: select-finalist, option: finalists, choices: [0, 1]}\n");
   const fs::path results = dir.path() / "tune";
-  auto r = run_command({tessera_binary(), "tune", "--base", base, "--space", space, "--suite",
-                        source_path("configs/suites/quick.yaml"), "--results", results.string(), "--history",
-                        (dir.path() / "history.sqlite").string()},
-                       {"TESSERA_PLUGIN_PATH="});
+  auto r = run_command(
+      {tessera_binary(), "tune", "--base", base, "--space", space, "--suite", source_path("configs/suites/quick.yaml"),
+       "--results", results.string(), "--history", (dir.path() / "history.sqlite").string()},
+      {"TESSERA_PLUGIN_PATH="});
   CHECK(r.exit_code == 1);
-  CHECK_THAT(r.err, Catch::Contains("finalists") && Catch::Contains("the configurations are drawn from " + space + ":2:5 (select-finalist.finalists)"));
+  CHECK_THAT(r.err, Catch::Contains("finalists") && Catch::Contains("the configurations are drawn from " + space +
+                                                                    ":2:5 (select-finalist.finalists)"));
   bool any_record = false;
-  for (const auto& entry : fs::recursive_directory_iterator(results)) any_record |= entry.path().extension() == ".json" &&
-                                                                                     entry.path().parent_path().filename() != "overlays" &&
-                                                                                     entry.path().filename() != "tune.json";
+  for (const auto& entry : fs::recursive_directory_iterator(results))
+    any_record |= entry.path().extension() == ".json" && entry.path().parent_path().filename() != "overlays" &&
+                  entry.path().filename() != "tune.json";
   CHECK_FALSE(any_record);
 }

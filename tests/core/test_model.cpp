@@ -7,8 +7,8 @@
 #include "temp_dir.hpp"
 
 using namespace tessera;
-using tessera::testing::TempDir;
 using tessera::testing::source_path;
+using tessera::testing::TempDir;
 
 TEST_CASE("model mlp-b2-n3 has three dense layers of 4096", "[model]") {
   Graph g = load_model(source_path("configs/models/mlp-b2-n3.yaml"));
@@ -42,7 +42,8 @@ static std::string model_with_ops(const std::string& ops, const std::string& out
          "  - {name: x, shape: [2, 8], kind: input}\n"
          "  - {name: w, shape: [8, 4], kind: weight}\n"
          "  - {name: b, shape: [4], kind: weight}\n"
-         "ops:\n" + ops + "outputs: [" + output + "]\n";
+         "ops:\n" +
+         ops + "outputs: [" + output + "]\n";
 }
 
 TEST_CASE("model shape mismatches name the op's line", "[model]") {
@@ -65,10 +66,12 @@ TEST_CASE("model rejects empty and huge models", "[model]") {
   TempDir dir;
   auto empty = dir.write("empty.yaml", "");
   CHECK_THROWS_WITH(load_model(empty), Catch::Contains("file is empty"));
-  auto no_ops = dir.write("noops.yaml", "model: m\ntensors:\n  - {name: x, shape: [2], kind: input}\nops: []\noutputs: [x]\n");
+  auto no_ops =
+      dir.write("noops.yaml", "model: m\ntensors:\n  - {name: x, shape: [2], kind: input}\nops: []\noutputs: [x]\n");
   CHECK_THROWS_WITH(load_model(no_ops), Catch::Contains("'ops' must be a non-empty list"));
-  auto huge = dir.write("huge.yaml", "model: m\ntensors:\n  - {name: x, shape: [16000000, 16000000], kind: input}\n"
-                                      "ops: [{op: relu, inputs: [x], output: y}]\noutputs: [y]\n");
+  auto huge = dir.write("huge.yaml",
+                        "model: m\ntensors:\n  - {name: x, shape: [16000000, 16000000], kind: input}\n"
+                        "ops: [{op: relu, inputs: [x], output: y}]\noutputs: [y]\n");
   CHECK_THROWS_WITH(load_model(huge), Catch::Contains("elements; the limit is"));
 }
 
@@ -89,7 +92,8 @@ TEST_CASE("model loads the transformer block and float16 MLP", "[model]") {
 TEST_CASE("model attribute, shape and dtype mistakes name their place", "[model]") {
   TempDir dir;
   auto file = dir.write("a.yaml", model_with_ops("  - {op: softmax, inputs: [x], output: y, eps: 0.1}\n"));
-  CHECK_THROWS_WITH(load_model(file), Catch::Contains(file + ":8:48") && Catch::Contains("'eps' applies to layer_norm ops only"));
+  CHECK_THROWS_WITH(load_model(file),
+                    Catch::Contains(file + ":8:48") && Catch::Contains("'eps' applies to layer_norm ops only"));
   file = dir.write("b.yaml", model_with_ops("  - {op: relu, inputs: [x], output: y, transpose_b: true}\n"));
   CHECK_THROWS_WITH(load_model(file), Catch::Contains("'transpose_b' applies to matmul ops only"));
   file = dir.write("c.yaml", model_with_ops("  - {op: layer_norm, inputs: [x, b, b], output: y}\n"));
@@ -102,38 +106,42 @@ TEST_CASE("model attribute, shape and dtype mistakes name their place", "[model]
   CHECK_THROWS_WITH(load_model(file), Catch::Contains("inner dimensions differ") && Catch::Contains("transposed"));
   file = dir.write("g.yaml", model_with_ops("  - {op: matmul, inputs: [x, x], output: y, transpose_b: true}\n"));
   CHECK(load_model(file).tensors.back().shape == std::vector<std::int64_t>{2, 2});
-  auto half_input = dir.write("h.yaml", "model: m\ntensors:\n  - {name: x, shape: [2], dtype: float16, kind: input}\n"
-                                        "ops: [{op: relu, inputs: [x], output: y}]\noutputs: [y]\n");
-  CHECK_THROWS_WITH(load_model(half_input), Catch::Contains(half_input + ":3:34") &&
-                                                Catch::Contains("float16 inputs are not supported yet"));
-  auto half_misuse = dir.write("i.yaml", "model: m\ntensors:\n  - {name: x, shape: [2, 2], kind: input}\n"
-                                         "  - {name: w, shape: [2, 2], dtype: float16, kind: weight}\n"
-                                         "ops: [{op: matmul, inputs: [w, x], output: y}]\noutputs: [y]\n");
+  auto half_input = dir.write("h.yaml",
+                              "model: m\ntensors:\n  - {name: x, shape: [2], dtype: float16, kind: input}\n"
+                              "ops: [{op: relu, inputs: [x], output: y}]\noutputs: [y]\n");
+  CHECK_THROWS_WITH(load_model(half_input),
+                    Catch::Contains(half_input + ":3:34") && Catch::Contains("float16 inputs are not supported yet"));
+  auto half_misuse = dir.write("i.yaml",
+                               "model: m\ntensors:\n  - {name: x, shape: [2, 2], kind: input}\n"
+                               "  - {name: w, shape: [2, 2], dtype: float16, kind: weight}\n"
+                               "ops: [{op: matmul, inputs: [w, x], output: y}]\noutputs: [y]\n");
   CHECK_THROWS_WITH(load_model(half_misuse), Catch::Contains(half_misuse + ":5:29") &&
                                                  Catch::Contains("float16 tensor 'w' cannot be input 0 of matmul"));
   file = dir.write("j.yaml", model_with_ops("  - {op: sqrt, inputs: [x], output: y, exponent: 2}\n"));
   CHECK_THROWS_WITH(load_model(file), Catch::Contains("'exponent' applies to pow ops only"));
   file = dir.write("k.yaml", model_with_ops("  - {op: pow, inputs: [x], output: y, exponent: 3}\n"
-                                            "  - {op: reduce_mean, inputs: [y], output: z}\n", "z"));
+                                            "  - {op: reduce_mean, inputs: [y], output: z}\n",
+                                            "z"));
   const Graph powered = load_model(file);
   CHECK(powered.ops[0].exponent == 3);
   CHECK(powered.tensors.back().shape == std::vector<std::int64_t>{2, 1});
   file = dir.write("l.yaml", model_with_ops("  - {op: mull, inputs: [x, x], output: y}\n"));
-  CHECK_THROWS_WITH(load_model(file), Catch::Contains("unknown op 'mull'; did you mean 'mul'?") &&
-                                          Catch::Contains("known: matmul, add, relu, dense, softmax, layer_norm, sub, mul, div"));
+  CHECK_THROWS_WITH(load_model(file),
+                    Catch::Contains("unknown op 'mull'; did you mean 'mul'?") &&
+                        Catch::Contains("known: matmul, add, relu, dense, softmax, layer_norm, sub, mul, div"));
 }
 
 TEST_CASE("float16 conversion rounds to nearest even and round-trips halves", "[model]") {
   CHECK(float_to_half(1.0f) == 0x3c00);
   CHECK(float_to_half(-2.0f) == 0xc000);
   CHECK(float_to_half(65504.0f) == 0x7bff);
-  CHECK(float_to_half(70000.0f) == 0x7c00);                 // overflow to infinity
+  CHECK(float_to_half(70000.0f) == 0x7c00);                      // overflow to infinity
   CHECK(float_to_half(1.0f + std::ldexp(1.0f, -11)) == 0x3c00);  // a tie goes to even
   CHECK(float_to_half(1.0f + 3 * std::ldexp(1.0f, -11)) == 0x3c02);
-  CHECK(half_to_float(0x0001) == std::ldexp(1.0f, -24));    // smallest subnormal
+  CHECK(half_to_float(0x0001) == std::ldexp(1.0f, -24));  // smallest subnormal
   CHECK(float_to_half(std::ldexp(1.0f, -24)) == 0x0001);
   CHECK(float_to_half(std::ldexp(1.0f, -26)) == 0x0000);
-  for (std::uint32_t bits = 0; bits < 0x7c00; ++bits)       // every finite positive half
+  for (std::uint32_t bits = 0; bits < 0x7c00; ++bits)  // every finite positive half
     REQUIRE(float_to_half(half_to_float(static_cast<std::uint16_t>(bits))) == bits);
   CHECK(std::fabs(round_to_half(0.1f) - 0.1f) <= 0.1f * std::ldexp(1.0f, -11));
 }

@@ -68,8 +68,7 @@ TEST_CASE("option table writes each declaration's manifest entry and limits", "[
   CHECK(std::string(limits[6].choices) == "red|green");
   CHECK(limits[0].choices == nullptr);
 
-  const TesseraPluginManifest manifest =
-      make_manifest(TESSERA_PLUGIN_PASS, "x", "0", "s", table(), "", "", nullptr);
+  const TesseraPluginManifest manifest = make_manifest(TESSERA_PLUGIN_PASS, "x", "0", "s", table(), "", "", nullptr);
   CHECK(manifest.options == specs);
   CHECK(manifest.option_count == 8);
   CHECK(manifest.option_limits == limits);
@@ -78,9 +77,14 @@ TEST_CASE("option table writes each declaration's manifest entry and limits", "[
 
 TEST_CASE("option table sets every member from validated options", "[options]") {
   Options options;
-  options.values = {{"flag", false},          {"count", std::int64_t{7}}, {"offset", std::int64_t{-9}},
-                    {"share", 0.5},           {"name", std::string("n")}, {"file", std::string("/f")},
-                    {"colour", std::string("red")}, {"table", MapOption{}}};
+  options.values = {{"flag", false},
+                    {"count", std::int64_t{7}},
+                    {"offset", std::int64_t{-9}},
+                    {"share", 0.5},
+                    {"name", std::string("n")},
+                    {"file", std::string("/f")},
+                    {"colour", std::string("red")},
+                    {"table", MapOption{}}};
   Settings settings;
   REQUIRE(table().assign(options, settings).ok);
   CHECK_FALSE(settings.flag);

@@ -14,8 +14,8 @@
 #include "temp_dir.hpp"
 
 using namespace tessera;
-using tessera::testing::TempDir;
 using tessera::testing::source_path;
+using tessera::testing::TempDir;
 
 static Package small_package() {
   Package p;
@@ -115,7 +115,8 @@ TEST_CASE("package writer into a read-only directory fails and leaves nothing", 
   }
   TempDir dir;
   std::filesystem::permissions(dir.path(), std::filesystem::perms::owner_read | std::filesystem::perms::owner_exec);
-  CHECK_THROWS_WITH(write_package(small_package(), (dir.path() / "model.tpkg").string()), Catch::Contains("cannot write package"));
+  CHECK_THROWS_WITH(write_package(small_package(), (dir.path() / "model.tpkg").string()),
+                    Catch::Contains("cannot write package"));
   std::filesystem::permissions(dir.path(), std::filesystem::perms::owner_all);
   CHECK(std::filesystem::is_empty(dir.path()));
 }

@@ -41,9 +41,10 @@ TEST_CASE("plugin host loads every shipped plugin with its manifest", "[plugins]
 
 TEST_CASE("plugin host refuses another API major, naming the file and both versions", "[plugins]") {
   PluginHost host;
-  CHECK_THROWS_WITH(host.load_directory(test_plugin("abi-major")),
-                    Catch::Contains("test-abi-major.so") && Catch::Contains("plugin has 99." + std::to_string(kPluginApiMinor) + ", host supports 2." +
-                                                                     std::to_string(kPluginApiMinor)));
+  CHECK_THROWS_WITH(
+      host.load_directory(test_plugin("abi-major")),
+      Catch::Contains("test-abi-major.so") && Catch::Contains("plugin has 99." + std::to_string(kPluginApiMinor) +
+                                                              ", host supports 2." + std::to_string(kPluginApiMinor)));
 }
 
 TEST_CASE("plugin host refuses a library without the entry point", "[plugins]") {
@@ -61,8 +62,8 @@ TEST_CASE("plugin host refuses a file that is not a shared library before dlopen
   scanner.load_directory(dir.path().string());
   REQUIRE(scanner.skipped_library("fake") != nullptr);
   CHECK_THAT(*scanner.skipped_library("fake"), Catch::Contains("fake.so: not an ELF file"));
-  CHECK_THAT(scanner.unknown_plugin_message("fake", PluginKind::pass), Catch::Contains("cannot load pass 'fake': ") &&
-                                                                          Catch::Contains("fake.so: not an ELF file"));
+  CHECK_THAT(scanner.unknown_plugin_message("fake", PluginKind::pass),
+             Catch::Contains("cannot load pass 'fake': ") && Catch::Contains("fake.so: not an ELF file"));
 }
 
 TEST_CASE("plugin host reports duplicate names with both files", "[plugins]") {
@@ -85,7 +86,8 @@ TEST_CASE("plugin host catches an exception thrown by plugin code and names the 
   PassContext context{state.target, *model, *scheduler, *logger, "test", 2000, 1, nullptr, {}, nullptr, "test"};
   Status status = pass->run(state, context);
   CHECK_FALSE(status.ok);
-  CHECK_THAT(status.message, Catch::Contains("plugin 'throwing-pass': run threw: deliberate failure inside the plugin"));
+  CHECK_THAT(status.message,
+             Catch::Contains("plugin 'throwing-pass': run threw: deliberate failure inside the plugin"));
 }
 
 TEST_CASE("plugin host validates schedules and names the plugin and the conflict", "[plugins]") {
@@ -98,19 +100,22 @@ TEST_CASE("plugin host validates schedules and names the plugin and the conflict
   phase.tiles = 4;
   phase.transfers.push_back({0, {1}, 5, 0, {0}});
   phase.transfers.push_back({0, {2}, 5, 0, {0}});  // same sender at the same cycles
-  CHECK_THROWS_WITH(scheduler->schedule(phase, target, 100),
-                    Catch::Contains("plugin 'all-at-once'") && Catch::Contains("invalid schedule") && Catch::Contains("tile 0"));
+  CHECK_THROWS_WITH(scheduler->schedule(phase, target, 100), Catch::Contains("plugin 'all-at-once'") &&
+                                                                 Catch::Contains("invalid schedule") &&
+                                                                 Catch::Contains("tile 0"));
 }
 
 TEST_CASE("plugin host creates only the declared kind and checks option types", "[plugins]") {
   PluginHost host;
   host.load_directory(TESSERA_PLUGIN_DIR);
   const PluginInfo& greedy = *host.find("greedy");
-  CHECK_THROWS_WITH(host.create_pass(greedy, {}), Catch::Contains("plugin 'greedy': is of kind exchange scheduler, not pass"));
+  CHECK_THROWS_WITH(host.create_pass(greedy, {}),
+                    Catch::Contains("plugin 'greedy': is of kind exchange scheduler, not pass"));
   const PluginInfo& planner = *host.find("select-finalist");
   Options given;
   given.values["finalists"] = std::string("many");
-  CHECK_THROWS_WITH(host.resolve_options(planner, given, "here"), Catch::Contains("here: option 'finalists'") && Catch::Contains("must be int"));
+  CHECK_THROWS_WITH(host.resolve_options(planner, given, "here"),
+                    Catch::Contains("here: option 'finalists'") && Catch::Contains("must be int"));
   given.values["finalists"] = std::string("4");
   CHECK(host.resolve_options(planner, given, "here").get_int("finalists") == 4);
 }
@@ -126,7 +131,8 @@ TEST_CASE("plugin host finds plugins on TESSERA_PLUGIN_PATH", "[plugins]") {
   unsetenv("TESSERA_PLUGIN_PATH");
 }
 
-TEST_CASE("plugin host loads a plugin built against API 2.0 and places its own refusal of an option", "[plugins][options]") {
+TEST_CASE("plugin host loads a plugin built against API 2.0 and places its own refusal of an option",
+          "[plugins][options]") {
   PluginHost host;
   const PluginInfo& old = host.load_file(test_plugin("old-api/test-old-api.so"));
   CHECK(old.api_minor == 0);
@@ -174,11 +180,14 @@ TEST_CASE("plugin host reads typed options' ranges and choices and checks values
   CHECK_THROWS_WITH(resolve(planner, "finalists", std::string("100001")),
                     Catch::StartsWith("p.yaml:3:7: option 'finalists' of plugin 'select-finalist' must be in [1, "
                                       "100000], got 100001"));
-  CHECK(resolve(planner, "available_memory_proportion", std::string("1")).get_number("available_memory_proportion") == 1.0);
-  CHECK_THROWS_WITH(resolve(planner, "available_memory_proportion", std::string("0")), Catch::Contains("must be in (0, 1], got 0"));
+  CHECK(resolve(planner, "available_memory_proportion", std::string("1")).get_number("available_memory_proportion") ==
+        1.0);
+  CHECK_THROWS_WITH(resolve(planner, "available_memory_proportion", std::string("0")),
+                    Catch::Contains("must be in (0, 1], got 0"));
   CHECK_THROWS_WITH(resolve(planner, "orientation", std::string("sideways")),
                     Catch::Contains("option 'orientation' of plugin 'select-finalist' must be one of: auto, as_is, "
                                     "swapped, got 'sideways'"));
   CHECK(resolve(planner, "orientation", std::string("as_is")).get_string("orientation") == "as_is");
-  CHECK_THROWS_WITH(resolve(*host.find("latency-aware"), "seed", std::int64_t{-1}), Catch::Contains("must be >= 0, got -1"));
+  CHECK_THROWS_WITH(resolve(*host.find("latency-aware"), "seed", std::int64_t{-1}),
+                    Catch::Contains("must be >= 0, got -1"));
 }

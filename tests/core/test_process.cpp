@@ -30,7 +30,8 @@ TEST_CASE("run_process writes streams to files and adds to the environment", "[p
   ProcessOptions options;
   options.stdout_file = (dir.path() / "out").string();
   options.environment = {"TESSERA_PROCESS_TEST=from-the-parent", "HOME=/replaced"};
-  const ProcessResult ran = run_process({"/bin/sh", "-c", "echo $TESSERA_PROCESS_TEST $HOME; echo ${PATH:+path-kept}"}, options);
+  const ProcessResult ran =
+      run_process({"/bin/sh", "-c", "echo $TESSERA_PROCESS_TEST $HOME; echo ${PATH:+path-kept}"}, options);
   CHECK(ran.exit_code == 0);
   std::ifstream in(options.stdout_file);
   std::string first, second;
@@ -87,7 +88,8 @@ TEST_CASE("run_process: a missing program exits 127; an output file it cannot cr
   TempDir dir;
   ProcessOptions bad;
   bad.stdout_file = (dir.path() / "no-such-folder" / "out").string();
-  CHECK_THROWS_WITH(run_process({"/bin/true"}, bad), Catch::Contains("no-such-folder/out: cannot create the stdout file"));
+  CHECK_THROWS_WITH(run_process({"/bin/true"}, bad),
+                    Catch::Contains("no-such-folder/out: cannot create the stdout file"));
   CHECK(find_in_path("sh") != "");
   CHECK(find_in_path("tessera-no-such-program") == "");
 }

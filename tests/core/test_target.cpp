@@ -6,8 +6,8 @@
 #include "temp_dir.hpp"
 
 using namespace tessera;
-using tessera::testing::TempDir;
 using tessera::testing::source_path;
+using tessera::testing::TempDir;
 
 TEST_CASE("target t1472 loads with the Mk2 figures", "[target]") {
   Target t = load_target(source_path("configs/targets/t1472.yaml"));
@@ -16,8 +16,8 @@ TEST_CASE("target t1472 loads with the Mk2 figures", "[target]") {
   CHECK(t.memory_bytes == 638976);
   CHECK(t.memory_element_bytes == 16384);
   CHECK(t.multicast);
-  CHECK(t.latency(0, 1) == t.exchange_base_latency);               // same column
-  CHECK(t.latency(0, 1471) == t.exchange_base_latency + 22);       // 22 columns apart
+  CHECK(t.latency(0, 1) == t.exchange_base_latency);          // same column
+  CHECK(t.latency(0, 1471) == t.exchange_base_latency + 22);  // 22 columns apart
   CHECK(t.latency(1471, 0) == t.latency(0, 1471));
 }
 
@@ -48,7 +48,8 @@ TEST_CASE("target errors name the file, line and key", "[target]") {
     CHECK(message.find("unknown key 'bytez'") != std::string::npos);
   }
   auto negative = dir.write("neg.yaml", "name: x\ntiles: -4\nmemory: {bytes_per_tile: 1024}\n");
-  CHECK_THROWS_WITH(load_target(negative), Catch::Contains(negative + ":2:8") && Catch::Contains("non-negative integer"));
+  CHECK_THROWS_WITH(load_target(negative),
+                    Catch::Contains(negative + ":2:8") && Catch::Contains("non-negative integer"));
   CHECK_THROWS_WITH(load_target(dir.path().string() + "/missing.yaml"), Catch::Contains("file not found"));
   auto syntax = dir.write("syntax.yaml", "name: [x\n");
   CHECK_THROWS_WITH(load_target(syntax), Catch::Contains(syntax + ":2") && Catch::Contains("YAML syntax error"));

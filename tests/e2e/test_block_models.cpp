@@ -1,4 +1,5 @@
-// End-to-end: the transformer block's ops (layer_norm, softmax, products of activations, residual adds) and float16 weights.
+// End-to-end: the transformer block's ops (layer_norm, softmax, products of activations, residual adds) and float16
+// weights.
 #include <catch2/catch.hpp>
 
 #include <algorithm>
@@ -84,24 +85,24 @@ TEST_CASE("float16 weights pass within the float16 tolerance and a corrupted hal
   CHECK(report.max_abs_error > report.tolerance);
 }
 
-TEST_CASE("products gather one-column pieces transposed, whole columns a copy, and stay exact",
-          "[e2e][transformer]") {
+TEST_CASE("products gather one-column pieces transposed, whole columns a copy, and stay exact", "[e2e][transformer]") {
   TempDir dir;
   // Depth-heavy projections to 16 columns come out one column per tile on t16 (one row
   // group pinned: row groups would make them 2-D blocks), so both products gather their
   // second operand column by column (q k^T then runs as a plain matmul, s v as matmul_transposed).
-  const std::string model = dir.write("narrow.yaml", "model: narrow-products\nseed: 9\ntensors:\n"
-                                                     "  - {name: x, shape: [64, 128], kind: input}\n"
-                                                     "  - {name: wq, shape: [128, 16], kind: weight, scale: 0.25}\n"
-                                                     "  - {name: wk, shape: [128, 16], kind: weight, scale: 0.25}\n"
-                                                     "  - {name: wv, shape: [128, 16], kind: weight, scale: 0.25}\n"
-                                                     "ops:\n"
-                                                     "  - {op: matmul, inputs: [x, wq], output: q}\n"
-                                                     "  - {op: matmul, inputs: [x, wk], output: k}\n"
-                                                     "  - {op: matmul, inputs: [x, wv], output: v}\n"
-                                                     "  - {op: matmul, inputs: [q, k], output: s, transpose_b: true}\n"
-                                                     "  - {op: matmul, inputs: [s, v], output: c}\n"
-                                                     "outputs: [c]\n");
+  const std::string model = dir.write("narrow.yaml",
+                                      "model: narrow-products\nseed: 9\ntensors:\n"
+                                      "  - {name: x, shape: [64, 128], kind: input}\n"
+                                      "  - {name: wq, shape: [128, 16], kind: weight, scale: 0.25}\n"
+                                      "  - {name: wk, shape: [128, 16], kind: weight, scale: 0.25}\n"
+                                      "  - {name: wv, shape: [128, 16], kind: weight, scale: 0.25}\n"
+                                      "ops:\n"
+                                      "  - {op: matmul, inputs: [x, wq], output: q}\n"
+                                      "  - {op: matmul, inputs: [x, wk], output: k}\n"
+                                      "  - {op: matmul, inputs: [x, wv], output: v}\n"
+                                      "  - {op: matmul, inputs: [q, k], output: s, transpose_b: true}\n"
+                                      "  - {op: matmul, inputs: [s, v], output: c}\n"
+                                      "outputs: [c]\n");
   const std::string package_file = (dir.path() / "narrow.tpkg").string();
   auto compiled = run_command({tessera_binary(), "compile", model, "-p",
                                pipeline_copy(dir, source_path("configs/pipelines/small.yaml"), "{finalists: 2}",

@@ -47,13 +47,15 @@ TEST_CASE("cli compiles and runs the small model with a passing numerical test",
   REQUIRE(compiled.exit_code == 0);
   CHECK_THAT(compiled.out, Catch::StartsWith("package=" + package + " tiles=16 "));
   for (const char* phase : {"lower_mid", "select_finalist", "place_storage", "lower_exchanges", "emit_tile_code"})
-    CHECK_THAT(compiled.err, Catch::Contains(std::string("package build phase finished phase=\"") + phase + "\" elapsed_ms="));
+    CHECK_THAT(compiled.err,
+               Catch::Contains(std::string("package build phase finished phase=\"") + phase + "\" elapsed_ms="));
   CHECK_THAT(compiled.err, Catch::Contains("success=true"));
-  CHECK_THAT(compiled.err, Catch::Contains("tessera.build{tile_count=16 operations=6}:tessera.phase{phase=\"select_finalist\"}"));
+  CHECK_THAT(compiled.err,
+             Catch::Contains("tessera.build{tile_count=16 operations=6}:tessera.phase{phase=\"select_finalist\"}"));
 
   const std::string profile = (dir.path() / "profile.json").string();
-  CommandResult ran = run_command({tessera_binary(), "run", package, "--profile", profile,
-                                   "--lock", (dir.path() / "device.lock").string()});
+  CommandResult ran = run_command(
+      {tessera_binary(), "run", package, "--profile", profile, "--lock", (dir.path() / "device.lock").string()});
   INFO(ran.err);
   REQUIRE(ran.exit_code == 0);
   CHECK_THAT(ran.out, Catch::Contains("numericalTest=PASS"));
@@ -70,10 +72,12 @@ TEST_CASE("cli compiles and runs the small model with a passing numerical test",
 TEST_CASE("cli swaps the exchange scheduler through the YAML alone", "[e2e]") {
   TempDir dir;
   const std::string package = (dir.path() / "small.tpkg").string();
-  auto greedy = run_command({tessera_binary(), "compile", kSmallModel, "-p", pipeline_variant(dir, "plugin: greedy", "plugin: greedy"), "-o", package});
+  auto greedy = run_command({tessera_binary(), "compile", kSmallModel, "-p",
+                             pipeline_variant(dir, "plugin: greedy", "plugin: greedy"), "-o", package});
   REQUIRE(greedy.exit_code == 0);
   CHECK_THAT(greedy.err, Catch::Contains("selected_kind=\"greedy\""));
-  auto in_order = run_command({tessera_binary(), "compile", kSmallModel, "-p", pipeline_variant(dir, "plugin: greedy", "plugin: in-order"), "-o", package});
+  auto in_order = run_command({tessera_binary(), "compile", kSmallModel, "-p",
+                               pipeline_variant(dir, "plugin: greedy", "plugin: in-order"), "-o", package});
   INFO(in_order.err);
   REQUIRE(in_order.exit_code == 0);
   CHECK_THAT(in_order.err, Catch::Contains("selected_kind=\"in-order\""));
@@ -104,8 +108,9 @@ TEST_CASE("cli bad pipelines fail with one line naming the file and leave no pac
   check_clean_failure(r, no_such_dir + ":4:", package);
 }
 
-TEST_CASE("cli typed options: a bad choice, a number out of range, a wrong type and a plugin's refusal name their place",
-          "[e2e][options]") {
+TEST_CASE(
+    "cli typed options: a bad choice, a number out of range, a wrong type and a plugin's refusal name their place",
+    "[e2e][options]") {
   TempDir dir;
   const std::string package = (dir.path() / "x.tpkg").string();
   // small.yaml: line 5 `cost_model: {plugin: analytic}`, 6 `exchange_scheduler: {plugin: greedy}`, 9 select-finalist.
@@ -132,7 +137,8 @@ TEST_CASE("cli typed options: a bad choice, a number out of range, a wrong type 
   auto type = pipeline_variant(dir, "finalists: 2", "schedule_finalists: maybe");
   r = run_command({tessera_binary(), "compile", kSmallModel, "-p", type, "-o", package});
   check_clean_failure(r, type + ":9:", package);
-  CHECK_THAT(r.err, Catch::Contains("option 'schedule_finalists' of plugin 'select-finalist' must be bool, got 'maybe'"));
+  CHECK_THAT(r.err,
+             Catch::Contains("option 'schedule_finalists' of plugin 'select-finalist' must be bool, got 'maybe'"));
 
   // The plugin's own refusal in configure() (calibrated needs a table) names the option's place,
   // or where the plugin is named when the option was left at its default.
@@ -150,10 +156,12 @@ TEST_CASE("cli a model that does not fit fails listing the tiles", "[e2e]") {
   TempDir dir;
   const std::string package = (dir.path() / "x.tpkg").string();
   // 16 tiles of 624 KiB cannot hold a 4096 x 4096 float32 matrix (64 MiB).
-  auto model = dir.write("big.yaml", "model: big\ntensors:\n  - {name: x, shape: [2, 4096], kind: input}\n"
-                                     "  - {name: w, shape: [4096, 4096], kind: weight}\n"
-                                     "ops: [{op: matmul, inputs: [x, w], output: y}]\noutputs: [y]\n");
-  auto r = run_command({tessera_binary(), "compile", model, "-p", pipeline_variant(dir, "finalists: 2", "finalists: 2"), "-o", package});
+  auto model = dir.write("big.yaml",
+                         "model: big\ntensors:\n  - {name: x, shape: [2, 4096], kind: input}\n"
+                         "  - {name: w, shape: [4096, 4096], kind: weight}\n"
+                         "ops: [{op: matmul, inputs: [x, w], output: y}]\noutputs: [y]\n");
+  auto r = run_command(
+      {tessera_binary(), "compile", model, "-p", pipeline_variant(dir, "finalists: 2", "finalists: 2"), "-o", package});
   check_clean_failure(r, model, package, true);
   CHECK_THAT(r.err, Catch::Contains("model does not fit: 16 tiles over 638976 bytes"));
   CHECK_THAT(r.err, Catch::Contains("tile 15 needs"));
@@ -164,7 +172,8 @@ TEST_CASE("cli a model that does not fit fails listing the tiles", "[e2e]") {
 
 TEST_CASE("cli print-pipeline output compiles again", "[e2e]") {
   TempDir dir;
-  auto printed = run_command({tessera_binary(), "compile", "--print-pipeline", "-p", pipeline_variant(dir, "finalists: 2", "finalists: 2")});
+  auto printed = run_command(
+      {tessera_binary(), "compile", "--print-pipeline", "-p", pipeline_variant(dir, "finalists: 2", "finalists: 2")});
   INFO(printed.err);
   REQUIRE(printed.exit_code == 0);
   CHECK_THAT(printed.out, Catch::Contains("exchange_scheduler: {plugin: greedy"));
@@ -179,8 +188,9 @@ TEST_CASE("cli print-pipeline output compiles again", "[e2e]") {
 TEST_CASE("cli dump-after writes the state after the named pass", "[e2e]") {
   TempDir dir;
   const std::string package = (dir.path() / "x.tpkg").string();
-  auto r = run_command({tessera_binary(), "compile", kSmallModel, "-p", pipeline_variant(dir, "finalists: 2", "finalists: 2"), "-o", package,
-                        "--dump-after", "place-storage", "--dump-dir", dir.path().string()});
+  auto r = run_command({tessera_binary(), "compile", kSmallModel, "-p",
+                        pipeline_variant(dir, "finalists: 2", "finalists: 2"), "-o", package, "--dump-after",
+                        "place-storage", "--dump-dir", dir.path().string()});
   REQUIRE(r.exit_code == 0);
   std::ifstream dump(dir.path() / "place_storage.dump");
   std::string text((std::istreambuf_iterator<char>(dump)), {});
@@ -191,7 +201,9 @@ TEST_CASE("cli dump-after writes the state after the named pass", "[e2e]") {
 TEST_CASE("cli run refuses a corrupt package naming the section", "[e2e]") {
   TempDir dir;
   const std::string package = (dir.path() / "x.tpkg").string();
-  REQUIRE(run_command({tessera_binary(), "compile", kSmallModel, "-p", pipeline_variant(dir, "finalists: 2", "finalists: 2"), "-o", package}).exit_code == 0);
+  REQUIRE(run_command({tessera_binary(), "compile", kSmallModel, "-p",
+                       pipeline_variant(dir, "finalists: 2", "finalists: 2"), "-o", package})
+              .exit_code == 0);
   std::string bytes;
   {
     std::ifstream in(package, std::ios::binary);
@@ -207,7 +219,8 @@ TEST_CASE("cli run refuses a corrupt package naming the section", "[e2e]") {
 TEST_CASE("cli plugins list shows every shipped plugin", "[e2e]") {
   auto r = run_command({tessera_binary(), "plugins", "list"});
   REQUIRE(r.exit_code == 0);
-  for (const char* name : {"lower-mid", "select-finalist", "place-storage", "lower-exchanges", "emit-tile-code", "greedy", "in-order", "analytic"})
+  for (const char* name : {"lower-mid", "select-finalist", "place-storage", "lower-exchanges", "emit-tile-code",
+                           "greedy", "in-order", "analytic"})
     CHECK_THAT(r.out, Catch::Contains(name));
   auto info = run_command({tessera_binary(), "plugins", "info", "select-finalist"});
   CHECK_THAT(info.out, Catch::Contains("  finalists (int in [1, 100000], default 2): "));
@@ -237,8 +250,8 @@ TEST_CASE("cli cycles prints the simulator's charge for one codelet call with it
   REQUIRE(r.exit_code == 0);
   CHECK_THAT(r.out, Catch::Contains("orientation=as-is path=amp amp_passes=184 cycles=62055 "));
   // Half weights with float32 partials: 32 MACs a cycle at peak.
-  r = run_command({tessera_binary(), "cycles", "-t", target, "matmul", "--dtype", "f16", "--m", "128", "--k", "128",
-                   "--n", "128"});
+  r = run_command(
+      {tessera_binary(), "cycles", "-t", target, "matmul", "--dtype", "f16", "--m", "128", "--k", "128", "--n", "128"});
   REQUIRE(r.exit_code == 0);
   CHECK_THAT(r.out, Catch::Contains("codelet=matmul_half ") && Catch::Contains(" mac_floor=65536 "));
   r = run_command({tessera_binary(), "cycles", "-t", target, "reduce_add", "--parts", "4", "--count", "1200"});
@@ -248,10 +261,12 @@ TEST_CASE("cli cycles prints the simulator's charge for one codelet call with it
   // row 6 a pair (1000 elements: 167 a worker); a row mean 13 a row plus one a pair (two rows a worker).
   r = run_command({tessera_binary(), "cycles", "-t", target, "sigmoid", "--count", "1200"});
   REQUIRE(r.exit_code == 0);
-  CHECK_THAT(r.out, Catch::Contains("codelet=unary target=t1472 count=1200 function=sigmoid path=workers cycles=7367 "));
+  CHECK_THAT(r.out,
+             Catch::Contains("codelet=unary target=t1472 count=1200 function=sigmoid path=workers cycles=7367 "));
   r = run_command({tessera_binary(), "cycles", "-t", target, "divide_row", "--rows", "10", "--cols", "100"});
   REQUIRE(r.exit_code == 0);
-  CHECK_THAT(r.out, Catch::Contains("codelet=binary_row target=t1472 rows=10 cols=100 function=divide path=workers cycles=3209 "));
+  CHECK_THAT(r.out, Catch::Contains(
+                        "codelet=binary_row target=t1472 rows=10 cols=100 function=divide path=workers cycles=3209 "));
   r = run_command({tessera_binary(), "cycles", "-t", target, "reduce_mean", "--rows", "12", "--cols", "64"});
   REQUIRE(r.exit_code == 0);
   CHECK_THAT(r.out, Catch::Contains("codelet=reduce_rows target=t1472 rows=12 cols=64 mean=1 path=rows cycles=731 "));

@@ -11,9 +11,9 @@ using namespace tessera::testing;
 TEST_CASE("demo compiles mlp-b2-n3 for t1472 and passes the numerical test", "[e2e][demo]") {
   TempDir dir;
   const std::string package = (dir.path() / "model.tpkg").string();
-  auto r = run_command({tessera_binary(), "demo", "--model", source_path("configs/models/mlp-b2-n3.yaml"),
-                        "--pipeline", pipeline_copy(dir, source_path("configs/pipelines/default.yaml"), "greedy", "greedy"), "--output", package,
-                        "--lock", (dir.path() / "device.lock").string()},
+  auto r = run_command({tessera_binary(), "demo", "--model", source_path("configs/models/mlp-b2-n3.yaml"), "--pipeline",
+                        pipeline_copy(dir, source_path("configs/pipelines/default.yaml"), "greedy", "greedy"),
+                        "--output", package, "--lock", (dir.path() / "device.lock").string()},
                        {std::string("TESSERA_PLUGIN_PATH=")});
   INFO(r.err.substr(r.err.size() > 4000 ? r.err.size() - 4000 : 0));
   REQUIRE(r.exit_code == 0);

@@ -15,8 +15,8 @@ TEST_CASE("package whose exchange drops words fails the numerical test", "[e2e][
   TempDir dir;
   const std::string package_file = (dir.path() / "small.tpkg").string();
   auto compiled = run_command({tessera_binary(), "compile", source_path("configs/models/mlp-small.yaml"), "-p",
-                               pipeline_copy(dir, source_path("configs/pipelines/small.yaml"), "greedy", "greedy"), "-o",
-                               package_file});
+                               pipeline_copy(dir, source_path("configs/pipelines/small.yaml"), "greedy", "greedy"),
+                               "-o", package_file});
   REQUIRE(compiled.exit_code == 0);
   Package package = read_package(package_file);
   runtime::RunOptions options;

@@ -35,22 +35,22 @@ TEST_CASE("compile, run and schedule write --json records equal to what they pri
   const std::string package = (dir.path() / "small.tpkg").string();
   const std::string compile_json = (dir.path() / "compile.json").string();
   const std::string pipeline = pipeline_copy(dir, source_path("configs/pipelines/small.yaml"), "greedy", "greedy");
-  auto compiled = run_command({tessera_binary(), "compile", source_path("configs/models/mlp-small.yaml"), "-p", pipeline,
-                               "-o", package, "--json", compile_json, "--time-report", "--emit-phases",
-                               dir.path().string()});
+  auto compiled =
+      run_command({tessera_binary(), "compile", source_path("configs/models/mlp-small.yaml"), "-p", pipeline, "-o",
+                   package, "--json", compile_json, "--time-report", "--emit-phases", dir.path().string()});
   INFO(compiled.err);
   REQUIRE(compiled.exit_code == 0);
   const json c = read_json(compile_json);
   CHECK(c["schema"] == "tessera.compile/1");
-  for (const char* key : {"tiles", "supersteps", "estimated_cycles", "scheduled_exchange_cycles", "exchange_lower_bound",
-                          "peak_tile_bytes", "compile_ms"})
+  for (const char* key : {"tiles", "supersteps", "estimated_cycles", "scheduled_exchange_cycles",
+                          "exchange_lower_bound", "peak_tile_bytes", "compile_ms"})
     CHECK(c[key].get<std::uint64_t>() == printed(compiled.out, key));
 
   // One timing per pass, in pipeline order; lower-exchanges called the scheduler once a phase.
   std::vector<std::string> passes;
   for (const json& t : c["passes"]) passes.push_back(t["pass"]);
-  CHECK(passes == std::vector<std::string>{"lower-mid", "select-finalist", "place-storage", "lower-exchanges",
-                                           "emit-tile-code"});
+  CHECK(passes ==
+        std::vector<std::string>{"lower-mid", "select-finalist", "place-storage", "lower-exchanges", "emit-tile-code"});
   const json& lowering = c["passes"][3];
   REQUIRE_FALSE(c["schedules"].empty());
   CHECK(lowering["scheduler_calls"] == c["schedules"].size());
@@ -79,8 +79,8 @@ TEST_CASE("compile, run and schedule write --json records equal to what they pri
     CHECK_THAT(compiled.err, Catch::Contains(row));
 
   const std::string run_json = (dir.path() / "run.json").string();
-  auto ran = run_command({tessera_binary(), "run", package, "--json", run_json, "--lock",
-                          (dir.path() / "device.lock").string()});
+  auto ran = run_command(
+      {tessera_binary(), "run", package, "--json", run_json, "--lock", (dir.path() / "device.lock").string()});
   INFO(ran.err);
   REQUIRE(ran.exit_code == 0);
   const json r = read_json(run_json);
@@ -90,9 +90,10 @@ TEST_CASE("compile, run and schedule write --json records equal to what they pri
   CHECK(r["numerics"]["passed"] == true);
 
   const std::string schedule_json = (dir.path() / "schedule.json").string();
-  const std::string phase = (dir.path() / ("phase-" + std::to_string(c["schedules"][0]["phase"].get<int>()) + ".txt")).string();
-  auto scheduled = run_command({tessera_binary(), "schedule", phase, "-t", source_path("configs/targets/t16.yaml"), "-s",
-                                "greedy", "--json", schedule_json});
+  const std::string phase =
+      (dir.path() / ("phase-" + std::to_string(c["schedules"][0]["phase"].get<int>()) + ".txt")).string();
+  auto scheduled = run_command({tessera_binary(), "schedule", phase, "-t", source_path("configs/targets/t16.yaml"),
+                                "-s", "greedy", "--json", schedule_json});
   INFO(scheduled.err);
   REQUIRE(scheduled.exit_code == 0);
   const json s = read_json(schedule_json);

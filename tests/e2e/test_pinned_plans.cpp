@@ -21,7 +21,8 @@ const std::string kSmallModel = source_path("configs/models/mlp-small.yaml");
 
 // The small pipeline (t16) with select-finalist's entry written in block style, `plans` last.
 std::string pipeline_with_plans(const TempDir& dir, const std::string& plans) {
-  const std::string path = pipeline_copy(dir, source_path("configs/pipelines/small.yaml"), "pipeline: small", "pipeline: small");
+  const std::string path =
+      pipeline_copy(dir, source_path("configs/pipelines/small.yaml"), "pipeline: small", "pipeline: small");
   std::ifstream in(path);
   std::string text{std::istreambuf_iterator<char>(in), {}};
   const std::string entry = "  - {plugin: select-finalist, options: {finalists: 2}}\n";
@@ -40,8 +41,9 @@ CommandResult demo(const TempDir& dir, const std::string& pipeline, const std::s
 // column_groups and depth_groups of the plan selected for op 0.
 std::pair<int, int> first_selected(const std::string& log) {
   std::smatch match;
-  REQUIRE(std::regex_search(log, match, std::regex("selected operator plan op=0 finalist=[0-9]+ column_groups=([0-9]+) "
-                                                   "depth_groups=([0-9]+)")));
+  REQUIRE(std::regex_search(log, match,
+                            std::regex("selected operator plan op=0 finalist=[0-9]+ column_groups=([0-9]+) "
+                                       "depth_groups=([0-9]+)")));
   return {std::stoi(match[1]), std::stoi(match[2])};
 }
 
@@ -78,10 +80,13 @@ TEST_CASE("a pinned serial split runs its column slices one after another and pa
           "[e2e][plans][serial]") {
   TempDir dir;
   // float32 biases take the fused reduce_bias, float16 ones reduce_add + bias_add_half.
-  for (const std::string& model : std::vector<std::string>{kSmallModel, source_path("configs/models/mlp-small-f16.yaml")}) {
+  for (const std::string& model :
+       std::vector<std::string>{kSmallModel, source_path("configs/models/mlp-small-f16.yaml")}) {
     INFO(model);
-    const auto r = demo(dir, pipeline_with_plans(dir, "        y0: {column_groups: 2, depth_groups: 4, row_groups: 1, serial_splits: 4}\n"),
-                        model);
+    const auto r = demo(
+        dir,
+        pipeline_with_plans(dir, "        y0: {column_groups: 2, depth_groups: 4, row_groups: 1, serial_splits: 4}\n"),
+        model);
     INFO(r.err.substr(r.err.size() > 3000 ? r.err.size() - 3000 : 0));
     REQUIRE(r.exit_code == 0);
     CHECK_THAT(r.out, Catch::Contains("numericalTest=PASS"));
@@ -98,14 +103,16 @@ TEST_CASE("a pinned serial split runs its column slices one after another and pa
 
 TEST_CASE("a layer that fits no plain split is planned with serial splits", "[e2e][plans][serial]") {
   TempDir dir;
-  const auto r = demo(dir, pipeline_with_plans(dir, "        {}\n"), source_path("configs/models/mlp-b128-n1-w1024.yaml"));
+  const auto r =
+      demo(dir, pipeline_with_plans(dir, "        {}\n"), source_path("configs/models/mlp-b128-n1-w1024.yaml"));
   INFO(r.err.substr(r.err.size() > 3000 ? r.err.size() - 3000 : 0));
   REQUIRE(r.exit_code == 0);
   CHECK_THAT(r.out, Catch::Contains("numericalTest=PASS"));
   std::smatch match;
   // Every plain candidate screened is rejected for memory, so none is costed.
-  REQUIRE(std::regex_search(r.err, match, std::regex("screened operator plans op=0 candidates=[0-9]+ screened=([0-9]+) "
-                                                     "rejected_for_memory=([0-9]+) costed=0")));
+  REQUIRE(std::regex_search(r.err, match,
+                            std::regex("screened operator plans op=0 candidates=[0-9]+ screened=([0-9]+) "
+                                       "rejected_for_memory=([0-9]+) costed=0")));
   CHECK(match[1] == match[2]);
   REQUIRE(std::regex_search(r.err, match, std::regex("selected operator plan op=0 .* serial_splits=([0-9]+) ")));
   CHECK(std::stoi(match[1]) > 1);
@@ -115,10 +122,11 @@ TEST_CASE("a pinned two-stage reduction sums blocks of depth groups first and pa
           "[e2e][plans][two-stage]") {
   TempDir dir;
   // float32 biases take the fused reduce_bias in stage two, float16 ones reduce_add + bias_add_half.
-  for (const std::string& model : std::vector<std::string>{kSmallModel, source_path("configs/models/mlp-small-f16.yaml")}) {
+  for (const std::string& model :
+       std::vector<std::string>{kSmallModel, source_path("configs/models/mlp-small-f16.yaml")}) {
     INFO(model);
-    const auto r = demo(dir, pipeline_with_plans(dir, "        y0: {column_groups: 2, depth_groups: 8, reduction_blocks: 2}\n"),
-                        model);
+    const auto r = demo(
+        dir, pipeline_with_plans(dir, "        y0: {column_groups: 2, depth_groups: 8, reduction_blocks: 2}\n"), model);
     INFO(r.err.substr(r.err.size() > 3000 ? r.err.size() - 3000 : 0));
     REQUIRE(r.exit_code == 0);
     CHECK_THAT(r.out, Catch::Contains("numericalTest=PASS"));
@@ -139,8 +147,9 @@ TEST_CASE("a deep model's two-stage plans are costed beside one-stage ones and t
   REQUIRE(r.exit_code == 0);
   CHECK_THAT(r.out, Catch::Contains("numericalTest=PASS"));
   // Whether two stages win depends on the machine model; that they are costed does not.
-  const std::regex retained("retained operator-plan finalist op=([0-9]+) finalist=([0-9]+) .* reduction_blocks=([0-9]+) "
-                            ".* refined_cycles=([0-9]+) ");
+  const std::regex retained(
+      "retained operator-plan finalist op=([0-9]+) finalist=([0-9]+) .* reduction_blocks=([0-9]+) "
+      ".* refined_cycles=([0-9]+) ");
   const std::regex selected("selected operator plan op=([0-9]+) finalist=([0-9]+) ");
   std::map<std::string, std::vector<std::uint64_t>> refined;  // per op, by finalist (the last planning round)
   bool two_stage_costed = false;
@@ -182,8 +191,14 @@ TEST_CASE("bad pins fail naming the pipeline file, line and column", "[e2e][plan
   };
   const std::vector<Case> cases = {
       {"        z9: {column_groups: 2}\n", "z9", 0, {"unknown op 'z9'", "y0 (or a0 h0), y1 (or a1 h1)"}},
-      {"        y0: {column_groups: 2, colum_groups: 4}\n", "colum_groups", 0, {"unknown field 'colum_groups'", "depth_groups"}},
-      {"        y0:\n          depth_groups: 0\n", ": 0", 2, {"'depth_groups' of op 'y0' must be a positive integer", "got '0'"}},
+      {"        y0: {column_groups: 2, colum_groups: 4}\n",
+       "colum_groups",
+       0,
+       {"unknown field 'colum_groups'", "depth_groups"}},
+      {"        y0:\n          depth_groups: 0\n",
+       ": 0",
+       2,
+       {"'depth_groups' of op 'y0' must be a positive integer", "got '0'"}},
       {"        y0: {column_groups: -3}\n", "-3", 0, {"must be a positive integer", "got '-3'"}},
       {"        y0: {column_groups: two}\n", "two", 0, {"must be a positive integer", "got 'two'"}},
       {"        y0: {column_groups: 2}\n        h0: {depth_groups: 2}\n", "y0", 0, {"'h0' and 'y0' name the same"}},
@@ -204,7 +219,8 @@ TEST_CASE("bad pins fail naming the pipeline file, line and column", "[e2e][plan
     const std::size_t at = text.find(c.at, plans_at) + c.skip;
     const std::size_t line_number = std::count(text.begin(), text.begin() + at, '\n') + 1;
     const std::size_t column = at - text.rfind('\n', at);
-    CHECK_THAT(line, Catch::Contains(pipeline + ":" + std::to_string(line_number) + ":" + std::to_string(column) + ": "));
+    CHECK_THAT(line,
+               Catch::Contains(pipeline + ":" + std::to_string(line_number) + ":" + std::to_string(column) + ": "));
     for (const auto& say : c.says) CHECK_THAT(line, Catch::Contains(say));
   }
 }

@@ -23,8 +23,8 @@
 #include "tessera/testing/targets.hpp"
 
 using namespace tessera;
-using tessera::testing::fabric_target;
 using tessera::testing::Fabric;
+using tessera::testing::fabric_target;
 using tessera::testing::TempDir;
 using tessera::testing::transfer;
 
@@ -37,8 +37,7 @@ Target hand_target() { return fabric_target("hand", Fabric{8, 4, 2, 1.0, 1, true
 ExchangePhase hand_phase() {
   ExchangePhase phase;
   phase.tiles = 8;
-  phase.transfers = {transfer(0, {1}, 4), transfer(2, {1}, 3), transfer(4, {1, 5}, 2),
-                     transfer(0, {5}, 2)};
+  phase.transfers = {transfer(0, {1}, 4), transfer(2, {1}, 3), transfer(4, {1, 5}, 2), transfer(0, {5}, 2)};
   return phase;
 }
 
@@ -116,21 +115,18 @@ TEST_CASE("validator needs no idle cycles between transfers from the same source
 TEST_CASE("validator reports the earliest of several conflicts", "[exchange]") {
   ExchangePhase phase;
   phase.tiles = 8;
-  phase.transfers = {transfer(0, {1}, 5), transfer(0, {2}, 5), transfer(3, {2}, 5),
-                     transfer(4, {5}, 5), transfer(6, {5}, 5)};
+  phase.transfers = {transfer(0, {1}, 5), transfer(0, {2}, 5), transfer(3, {2}, 5), transfer(4, {5}, 5),
+                     transfer(6, {5}, 5)};
   Target ideal = tessera::testing::ideal_target("ideal", 8, 4);
   // Tile 0 double-sends from cycle 4, tile 5 double-receives from cycle 2, tile 2 from 6.
-  const auto report = validate_with({{0, 0, 5}, {1, 4, 5}, {2, 6, 5}, {3, 0, 5}, {4, 2, 5}},
-                                    ideal, phase);
+  const auto report = validate_with({{0, 0, 5}, {1, 4, 5}, {2, 6, 5}, {3, 0, 5}, {4, 2, 5}}, ideal, phase);
   CHECK_FALSE(report.valid);
-  CHECK_THAT(report.first_conflict, Catch::StartsWith("receive conflict: tile 5") &&
-                                        Catch::Contains("transfer 3") &&
+  CHECK_THAT(report.first_conflict, Catch::StartsWith("receive conflict: tile 5") && Catch::Contains("transfer 3") &&
                                         Catch::Contains("transfer 4") && Catch::Contains("cycle 2"));
 }
 
 TEST_CASE("validator reports words missing, extra, empty segments and bad indices", "[exchange]") {
-  CHECK(validate_with({{0, 0, 4}, {1, 5, 3}, {2, 8, 2}}).first_conflict ==
-        "transfer 3 has 0 of its 2 words scheduled");
+  CHECK(validate_with({{0, 0, 4}, {1, 5, 3}, {2, 8, 2}}).first_conflict == "transfer 3 has 0 of its 2 words scheduled");
   CHECK(validate_with({{0, 0, 2}, {0, 2, 3}, {1, 6, 3}, {2, 9, 2}, {3, 5, 2}}).first_conflict ==
         "transfer 0 has 5 words scheduled but carries only 4");
   CHECK(validate_with({{0, 0, 4}, {1, 5, 3}, {2, 8, 2}, {3, 4, 2}, {1, 20, 0}}).first_conflict ==
@@ -301,8 +297,8 @@ namespace {
 struct WordLevelReference {
   const ExchangePhase& phase;
   const Target& target;
-  std::map<std::pair<std::uint32_t, std::uint64_t>, int> sends;                 // (tile, cycle)
-  std::map<std::pair<std::uint32_t, std::uint64_t>, std::uint32_t> arrivals;    // -> source
+  std::map<std::pair<std::uint32_t, std::uint64_t>, int> sends;               // (tile, cycle)
+  std::map<std::pair<std::uint32_t, std::uint64_t>, std::uint32_t> arrivals;  // -> source
 
   bool fits(std::uint32_t transfer, std::uint64_t start, std::uint32_t words) const {
     const Transfer& t = phase.transfers[transfer];
@@ -343,8 +339,8 @@ struct WordLevelReference {
       place(s.transfer, s.start, s.words);
       words[s.transfer] += s.words;
       for (std::uint32_t d : phase.transfers[s.transfer].destinations)
-        horizon = std::max<std::uint64_t>(
-            horizon, s.start + s.words + target.latency(phase.transfers[s.transfer].source, d));
+        horizon =
+            std::max<std::uint64_t>(horizon, s.start + s.words + target.latency(phase.transfers[s.transfer].source, d));
     }
     for (std::size_t i = 0; i < words.size(); ++i)
       if (words[i] != phase.transfers[i].words) return {false, 0};
@@ -412,16 +408,21 @@ TEST_CASE("validator agrees with a word-by-word reference on random schedules", 
     if (random() % 3 == 0) {
       Segment& victim = schedule.segments[random() % schedule.segments.size()];
       switch (random() % 3) {
-        case 0: victim.start = victim.start > 2 ? victim.start - 1 - random() % 2 : victim.start + 1; break;
-        case 1: victim.start += 1 + random() % 2; break;
-        case 2: victim.words += 1; break;
+        case 0:
+          victim.start = victim.start > 2 ? victim.start - 1 - random() % 2 : victim.start + 1;
+          break;
+        case 1:
+          victim.start += 1 + random() % 2;
+          break;
+        case 2:
+          victim.words += 1;
+          break;
       }
     }
 
     const auto [expected_valid, expected_horizon] = reference.judge(schedule);
     const ScheduleReport report = validate_schedule(phase, schedule, target);
-    INFO("trial " << trial << " conflict: " << report.first_conflict << "\n"
-                  << describe(phase, schedule, target));
+    INFO("trial " << trial << " conflict: " << report.first_conflict << "\n" << describe(phase, schedule, target));
     REQUIRE(report.valid == expected_valid);
     if (expected_valid) {
       ++valid_seen;
@@ -453,8 +454,7 @@ TEST_CASE("validator sweeps 600k transfers on 1472 tiles without per-word work",
   }
   const auto started = std::chrono::steady_clock::now();
   const ScheduleReport report = validate_schedule(phase, schedule, target);
-  const double seconds =
-      std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
+  const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
   CHECK(report.valid);
   CHECK(report.horizon > cycle - gap);
   // A per-word or quadratic validator takes minutes here; shown, not checked (a busy machine
@@ -467,8 +467,7 @@ TEST_CASE("validator sweeps 600k transfers on 1472 tiles without per-word work",
   schedule.segments[400000].start = schedule.segments[earlier].start;
   const ScheduleReport broken = validate_schedule(phase, schedule, target);
   CHECK_FALSE(broken.valid);
-  CHECK_THAT(broken.first_conflict,
-             Catch::Contains(fmt::format("transfer {} and transfer 400000", earlier)));
+  CHECK_THAT(broken.first_conflict, Catch::Contains(fmt::format("transfer {} and transfer 400000", earlier)));
 }
 
 // ---- phase and schedule files ----
@@ -486,8 +485,7 @@ TEST_CASE("phase files round-trip, with comments and blank lines", "[exchange][f
     CHECK(back.transfers[i].destinations == phase.transfers[i].destinations);
     CHECK(back.transfers[i].words == phase.transfers[i].words);
   }
-  const auto commented = dir.write("c.phase",
-                                   "# a comment\n\n  tiles 4   # trailing\n0 1,2 7\n\t3 0 0\n# end\n");
+  const auto commented = dir.write("c.phase", "# a comment\n\n  tiles 4   # trailing\n0 1,2 7\n\t3 0 0\n# end\n");
   const ExchangePhase read = read_phase_file(commented);
   CHECK(read.tiles == 4);
   REQUIRE(read.transfers.size() == 2);
@@ -499,8 +497,7 @@ TEST_CASE("phase file errors name the file, line and column", "[exchange][files]
   TempDir dir;
   auto expect = [&](const std::string& text, const std::string& place, const std::string& message) {
     const auto path = dir.write("bad.phase", text);
-    CHECK_THROWS_WITH(read_phase_file(path), Catch::Contains(path + ":" + place + ": ") &&
-                                                 Catch::Contains(message));
+    CHECK_THROWS_WITH(read_phase_file(path), Catch::Contains(path + ":" + place + ": ") && Catch::Contains(message));
   };
   expect("tiles 4\n0 1 5\n1 2 -3\n", "3:5", "negative word count '-3'");
   expect("tiles 4\n0 1 5\n# note\n2 7 1\n", "4:3", "destination tile 7 is out of range: the phase has 4 tiles (0..3)");

@@ -91,7 +91,8 @@ std::string pipeline(const fs::path& dir, const std::string& name, const std::st
 std::vector<std::string> temporaries(const fs::path& dir) {
   std::vector<std::string> found;
   std::error_code ec;
-  for (auto it = fs::recursive_directory_iterator(dir, ec); !ec && it != fs::recursive_directory_iterator(); it.increment(ec))
+  for (auto it = fs::recursive_directory_iterator(dir, ec); !ec && it != fs::recursive_directory_iterator();
+       it.increment(ec))
     if (it->path().filename().string().find(".tmp-") != std::string::npos) found.push_back(it->path().string());
   return found;
 }
@@ -110,12 +111,16 @@ bool valid_package(const std::string& path, std::string& why) {
 
 constexpr std::size_t kHeaderBytes = 24, kEntryBytes = 32;
 
-template <typename T> T get(const std::string& bytes, std::size_t at) {
+template <typename T>
+T get(const std::string& bytes, std::size_t at) {
   T value;
   std::memcpy(&value, bytes.data() + at, sizeof value);
   return value;
 }
-template <typename T> void put(std::string& bytes, std::size_t at, T value) { std::memcpy(bytes.data() + at, &value, sizeof value); }
+template <typename T>
+void put(std::string& bytes, std::size_t at, T value) {
+  std::memcpy(bytes.data() + at, &value, sizeof value);
+}
 
 // Rewrites values inside one section and recomputes its checksum and the table's, so only the
 // decoder's and the simulator's own checks stand between the forgery and a run.
@@ -124,11 +129,13 @@ std::string forge_section(std::string bytes, std::mt19937_64& random) {
   const std::size_t entry = kHeaderBytes + kEntryBytes * (random() % count);
   const auto offset = get<std::uint64_t>(bytes, entry + 8), size = get<std::uint64_t>(bytes, entry + 16);
   if (size < 4) return bytes;
-  static const std::uint32_t kInteresting[] = {0, 1, 2, 0x7fffffff, 0x80000000, 0xffffffff, 0xfffffffe, 1u << 16, 1u << 24, 624u << 10};
+  static const std::uint32_t kInteresting[] = {0,          1,          2,        0x7fffffff, 0x80000000,
+                                               0xffffffff, 0xfffffffe, 1u << 16, 1u << 24,   624u << 10};
   const int edits = 1 + int(random() % 4);
   for (int i = 0; i < edits; ++i) {
     const std::size_t at = offset + (random() % (size - 3));
-    const std::uint32_t value = random() % 2 ? kInteresting[random() % std::size(kInteresting)] : std::uint32_t(random());
+    const std::uint32_t value =
+        random() % 2 ? kInteresting[random() % std::size(kInteresting)] : std::uint32_t(random());
     put(bytes, at, value);
   }
   put(bytes, entry + 24, std::uint64_t(XXH64(bytes.data() + offset, size, 0)));
@@ -163,16 +170,18 @@ public:
     signed_ = (setup / "signed.tpkg").string();
     const Result a = run(command({kTessera, "compile", model_, "-p", good_pipeline_, "-o", package_}));
     const Result b = run(command({kTessera, "compile", model_, "-p", good_pipeline_, "-o", signed_, "--sign", key_}));
-    if (a.exit_code != 0 || b.exit_code != 0) throw std::runtime_error("the reference compile failed:\n" + a.err + b.err);
+    if (a.exit_code != 0 || b.exit_code != 0)
+      throw std::runtime_error("the reference compile failed:\n" + a.err + b.err);
     compile_ms_ = static_cast<long long>(std::max(a.wall_ms, b.wall_ms));
     const Result r = run(command({kTessera, "run", signed_, "--verify", key_}));
     if (r.exit_code != 0) throw std::runtime_error("the reference run failed:\n" + r.err);
     run_ms_ = static_cast<long long>(r.wall_ms);
     const std::string faulty = kBuild + "/test-plugins/faulty-scheduler";
-    for (const char* fault : {"segfault", "hang", "allocate", "invalid-schedule", "protocol-junk", "grandchild", "stdout"})
+    for (const char* fault :
+         {"segfault", "hang", "allocate", "invalid-schedule", "protocol-junk", "grandchild", "stdout"})
       for (const bool fallback : {false, true}) {
-        const std::string entry = std::string("exchange_scheduler: {plugin: faulty-scheduler, options: {fault: ") + fault +
-                                  "}, isolate: process, time_limit_ms: 2000, memory_limit_mb: 256" +
+        const std::string entry = std::string("exchange_scheduler: {plugin: faulty-scheduler, options: {fault: ") +
+                                  fault + "}, isolate: process, time_limit_ms: 2000, memory_limit_mb: 256" +
                                   (fallback ? ", fallback: greedy}" : "}");
         plugin_pipelines_.push_back(pipeline(setup, std::string("isolated-") + fault + (fallback ? "-fallback" : ""),
                                              "exchange_scheduler: {plugin: greedy}", entry, faulty));
@@ -221,8 +230,9 @@ public:
       static const int kSignals[] = {SIGKILL, SIGKILL, SIGTERM, SIGINT, SIGHUP, SIGPIPE, SIGALRM, SIGQUIT};
       injected = kSignals[random_() % std::size(kSignals)];
       killed_hard = injected == SIGKILL;
-      Spawn spawn = compile(good_pipeline_, random_() % 2 ? std::vector<std::string>{"--emit-phases", (dir / "phases").string()}
-                                                          : std::vector<std::string>{});
+      Spawn spawn =
+          compile(good_pipeline_, random_() % 2 ? std::vector<std::string>{"--emit-phases", (dir / "phases").string()}
+                                                : std::vector<std::string>{});
       retry = spawn;
       spawn.options.signal = injected;
       spawn.options.signal_after_ms = std::int64_t(random_() % std::uint64_t(compile_ms_ * 12 / 10 + 1));
@@ -240,9 +250,10 @@ public:
     } else if (pick < 72) {  // a full disk: writes past a random size fail with EFBIG
       kind = "full-disk";
       const auto package_bytes = fs::file_size(package_);
-      Spawn spawn = compile(good_pipeline_, random_() % 2 ? std::vector<std::string>{"--emit-phases", (dir / "phases").string()}
-                                                          : std::vector<std::string>{"--dump-after", "all", "--dump-dir",
-                                                                                     (dir / "dumps").string()});
+      Spawn spawn = compile(
+          good_pipeline_,
+          random_() % 2 ? std::vector<std::string>{"--emit-phases", (dir / "phases").string()}
+                        : std::vector<std::string>{"--dump-after", "all", "--dump-dir", (dir / "dumps").string()});
       spawn.options.file_size_limit = std::uint64_t(random_() % (package_bytes + package_bytes / 4));
       r = run(spawn);
     } else {  // a forged package, run with or without --verify
@@ -274,18 +285,21 @@ public:
         covered = false;
         for (std::size_t i = 0; i < body + (from_signed ? 8 : 0); ++i) covered |= forged[i] != original[i];
       }
-      if (!verify && how == 1 && forged.size() == body) covered = false;  // the trailer cut off exactly: a valid unsigned package
+      if (!verify && how == 1 && forged.size() == body)
+        covered = false;                         // the trailer cut off exactly: a valid unsigned package
       if (!verify && how == 2) covered = false;  // checksums recomputed: only the decoder's checks apply
       if (passed && covered && forged != original) problem(wrong_accepted, "a forged package ran and said PASS");
       if (!verify && how == 2 && passed) ++forged_section_passes_;
     }
 
     if (r.timed_out) problem(hang, "still running after " + std::to_string(kDeadlineMs) + " ms");
-    if (r.signal != 0 && r.signal != injected) problem(host_crash, std::string("killed by signal ") + strsignal(r.signal));
+    if (r.signal != 0 && r.signal != injected)
+      problem(host_crash, std::string("killed by signal ") + strsignal(r.signal));
     if (r.err.find("internal error") != std::string::npos) problem(internal_error, "printed an internal error");
     if (r.signal == 0 && !r.timed_out && r.exit_code != 0 && r.exit_code != 1)
       problem(internal_error, "exit status " + std::to_string(r.exit_code));
-    if (r.exit_code == 1 && r.err.find("error: ") == std::string::npos && r.out.find("numericalTest=FAIL") == std::string::npos)
+    if (r.exit_code == 1 && r.err.find("error: ") == std::string::npos &&
+        r.out.find("numericalTest=FAIL") == std::string::npos)
       problem(internal_error, "failed without an error line");
     // Outputs: a package that exists must be whole; temporaries only after SIGKILL, and then the
     // next write into the folder must remove them.
@@ -304,8 +318,9 @@ public:
     ++tally.runs;
     for (const auto& [p, what] : found) {
       ++tally.problems[p];
-      std::printf("problem run=%d kind=%s %s: %s (kept in %s)\n  stderr tail: %s\n", index, kind.c_str(), kProblemNames[p],
-                  what.c_str(), dir.c_str(), r.err.substr(r.err.size() > 400 ? r.err.size() - 400 : 0).c_str());
+      std::printf("problem run=%d kind=%s %s: %s (kept in %s)\n  stderr tail: %s\n", index, kind.c_str(),
+                  kProblemNames[p], what.c_str(), dir.c_str(),
+                  r.err.substr(r.err.size() > 400 ? r.err.size() - 400 : 0).c_str());
     }
     if (found.empty()) fs::remove_all(dir);
   }
@@ -325,8 +340,8 @@ public:
     std::printf("%-16s %6d", "total", total.runs);
     int problems = 0;
     for (int p = 0; p < kProblems; ++p) std::printf(" %16d", total.problems[p]), problems += total.problems[p];
-    std::printf("\nfault-campaign runs=%d seed=%llu wall_s=%.1f problems=%d forged_sections_passing_unverified=%d\n", runs,
-                static_cast<unsigned long long>(seed), wall_s, problems, forged_section_passes_);
+    std::printf("\nfault-campaign runs=%d seed=%llu wall_s=%.1f problems=%d forged_sections_passing_unverified=%d\n",
+                runs, static_cast<unsigned long long>(seed), wall_s, problems, forged_section_passes_);
     return problems == 0 ? 0 : 1;
   }
 

@@ -15,7 +15,6 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   tessera::fuzz::write_input(path, data + 1, size - 1);
   try {
     (void)tessera::onnx_import::read_tensor_file(path);
-  } catch (const tessera::Error&) {
-  }
+  } catch (const tessera::Error&) {}
   return 0;
 }

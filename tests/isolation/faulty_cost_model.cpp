@@ -42,9 +42,9 @@ const TesseraOptionSpec kOptions[] = {{"fault", "string", "segfault", "segfault 
 }  // namespace
 
 extern "C" const TesseraPluginManifest* faulty_cost_model_manifest() noexcept {
-  static const auto manifest = tessera::make_manifest(
-      TESSERA_PLUGIN_COST_MODEL, "faulty-cost-model", "0.1.0", "crashes or hangs on purpose to test isolation",
-      kOptions, "", "", &tessera::create_plugin_object<FaultyCostModel>);
+  static const auto manifest = tessera::make_manifest(TESSERA_PLUGIN_COST_MODEL, "faulty-cost-model", "0.1.0",
+                                                      "crashes or hangs on purpose to test isolation", kOptions, "", "",
+                                                      &tessera::create_plugin_object<FaultyCostModel>);
   return &manifest;
 }
 TESSERA_PLUGIN(faulty_cost_model_manifest)

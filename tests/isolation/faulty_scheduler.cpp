@@ -16,9 +16,8 @@
 
 namespace {
 
-const char* const kFaults[] = {"none",          "segfault",      "hang",      "allocate",
-                               "stdout",        "invalid-schedule", "protocol-junk", "grandchild",
-                               "stderr-flood"};
+const char* const kFaults[] = {"none",          "segfault",   "hang",        "allocate", "stdout", "invalid-schedule",
+                               "protocol-junk", "grandchild", "stderr-flood"};
 
 // Keeps the hoarded blocks reachable so the compiler cannot drop the allocations.
 std::vector<char*>* volatile hoard_sink = nullptr;
@@ -54,7 +53,8 @@ private:
       std::fflush(stdout);
     } else if (fault_ == "invalid-schedule") {
       tessera::Schedule garbage;  // every transfer at cycle 0, plus one that does not exist
-      for (std::uint32_t t = 0; t < phase.transfers.size(); ++t) garbage.segments.push_back({t, 0, phase.transfers[t].words});
+      for (std::uint32_t t = 0; t < phase.transfers.size(); ++t)
+        garbage.segments.push_back({t, 0, phase.transfers[t].words});
       garbage.segments.push_back({static_cast<std::uint32_t>(phase.transfers.size()), 0, 1});
       return garbage;
     } else if (fault_ == "grandchild" && !forked_) {
@@ -99,8 +99,7 @@ private:
 };
 
 const TesseraOptionSpec kOptions[] = {
-    {"fault", "string", "none",
-     "none, segfault, hang, allocate, stdout, invalid-schedule or protocol-junk"},
+    {"fault", "string", "none", "none, segfault, hang, allocate, stdout, invalid-schedule or protocol-junk"},
 };
 
 }  // namespace

@@ -46,8 +46,9 @@ constexpr std::uint64_t kTestTimeLimitMs = 3000;
 // The faulty scheduler contained, with limits small enough to keep the tests fast.
 std::string faulty_entry(const std::string& fault, const std::string& extra = "",
                          std::uint64_t time_limit_ms = kTestTimeLimitMs) {
-  return "{plugin: faulty-scheduler, options: {fault: " + fault + "}, isolate: process, time_limit_ms: " +
-         std::to_string(time_limit_ms) + ", memory_limit_mb: 512" + extra + "}";
+  return "{plugin: faulty-scheduler, options: {fault: " + fault +
+         "}, isolate: process, time_limit_ms: " + std::to_string(time_limit_ms) + ", memory_limit_mb: 512" + extra +
+         "}";
 }
 
 // The in-process greedy package every fallback run must reproduce byte for byte.
@@ -120,10 +121,12 @@ TEST_CASE("isolation contains each fault and names it, with and without a fallba
     DYNAMIC_SECTION("fault " << c.fault << " with a fallback continues with greedy") {
       TempDir dir;
       const std::string package = (dir.path() / "out.tpkg").string();
-      CommandResult r = compile(pipeline_with(dir, faulty_entry(c.fault, ", fallback: greedy", c.time_limit_ms)), package);
+      CommandResult r =
+          compile(pipeline_with(dir, faulty_entry(c.fault, ", fallback: greedy", c.time_limit_ms)), package);
       INFO(r.err);
       REQUIRE(r.exit_code == 0);
-      CHECK_THAT(r.err, Catch::Contains("exchange scheduler plugin=\"faulty-scheduler\" failed in its isolated process: "));
+      CHECK_THAT(r.err,
+                 Catch::Contains("exchange scheduler plugin=\"faulty-scheduler\" failed in its isolated process: "));
       CHECK_THAT(r.err, Catch::Contains(c.what));
       CHECK_THAT(r.err, Catch::Contains("falling back to plugin=\"greedy\""));
       // The first phase failed, so greedy scheduled every phase: the in-process package.
@@ -176,7 +179,8 @@ TEST_CASE("isolation caps what an isolated plugin prints", "[isolation]") {
 TEST_CASE("isolation is refused for passes with the place", "[isolation]") {
   TempDir dir;
   const std::string package = (dir.path() / "out.tpkg").string();
-  auto pass = pipeline_copy(dir, kSmallPipeline, "{plugin: place-storage}", "{plugin: place-storage, isolate: process}");
+  auto pass =
+      pipeline_copy(dir, kSmallPipeline, "{plugin: place-storage}", "{plugin: place-storage, isolate: process}");
   CommandResult r = compile(pass, package);
   INFO(r.err);
   CHECK(r.exit_code == 1);
@@ -189,7 +193,8 @@ TEST_CASE("isolation is refused for passes with the place", "[isolation]") {
 TEST_CASE("isolation runs the analytic cost model in a child process and gives the identical package", "[isolation]") {
   TempDir dir;
   const std::string package = (dir.path() / "isolated.tpkg").string();
-  auto pipeline = pipeline_copy(dir, kSmallPipeline, kCostModelEntry, "cost_model: {plugin: analytic, isolate: process}");
+  auto pipeline =
+      pipeline_copy(dir, kSmallPipeline, kCostModelEntry, "cost_model: {plugin: analytic, isolate: process}");
   CommandResult r = compile(pipeline, package);
   INFO(r.err);
   REQUIRE(r.exit_code == 0);
@@ -203,7 +208,8 @@ TEST_CASE("isolation contains a faulty cost model, with and without a fallback",
   const std::string entry = "cost_model: {plugin: faulty-cost-model, options: {fault: segfault}, isolate: process";
   SECTION("without a fallback the compile fails naming the crash") {
     CommandResult r = compile(pipeline_copy(dir, kSmallPipeline, kCostModelEntry, entry + "}"), package);
-    check_contained_failure(r, package, "crashed: killed by signal " + std::to_string(kSegfaultSignal), "faulty-cost-model", 5);
+    check_contained_failure(r, package, "crashed: killed by signal " + std::to_string(kSegfaultSignal),
+                            "faulty-cost-model", 5);
   }
   SECTION("a hang is killed at the time limit") {
     auto hang = "cost_model: {plugin: faulty-cost-model, options: {fault: hang}, isolate: process, time_limit_ms: 500}";
@@ -211,10 +217,12 @@ TEST_CASE("isolation contains a faulty cost model, with and without a fallback",
     check_contained_failure(r, package, "did not answer within time_limit_ms=500", "faulty-cost-model", 5);
   }
   SECTION("with a fallback analytic takes over and the package is the in-process one") {
-    CommandResult r = compile(pipeline_copy(dir, kSmallPipeline, kCostModelEntry, entry + ", fallback: analytic}"), package);
+    CommandResult r =
+        compile(pipeline_copy(dir, kSmallPipeline, kCostModelEntry, entry + ", fallback: analytic}"), package);
     INFO(r.err);
     REQUIRE(r.exit_code == 0);
-    CHECK_THAT(r.err, Catch::Contains("cost model plugin=\"faulty-cost-model\" failed in its isolated process: crashed"));
+    CHECK_THAT(r.err,
+               Catch::Contains("cost model plugin=\"faulty-cost-model\" failed in its isolated process: crashed"));
     CHECK_THAT(r.err, Catch::Contains("falling back to plugin=\"analytic\""));
     CHECK(read_bytes(package) == greedy_package_bytes());
   }

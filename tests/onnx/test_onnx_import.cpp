@@ -39,7 +39,9 @@ struct ModelBuilder {
   void input(const std::string& name, const std::vector<std::int64_t>& dims, const std::string& symbolic = "") {
     value(graph->add_input(), name, dims, symbolic);
   }
-  void output(const std::string& name, const std::vector<std::int64_t>& dims) { value(graph->add_output(), name, dims); }
+  void output(const std::string& name, const std::vector<std::int64_t>& dims) {
+    value(graph->add_output(), name, dims);
+  }
   void initializer(const std::string& name, const std::vector<std::int64_t>& dims, const std::vector<float>& values) {
     auto* tensor = graph->add_initializer();
     tensor->set_name(name);
@@ -47,7 +49,8 @@ struct ModelBuilder {
     for (std::int64_t d : dims) tensor->add_dims(d);
     for (float v : values) tensor->add_float_data(v);
   }
-  void int_initializer(const std::string& name, const std::vector<std::int64_t>& dims, const std::vector<std::int64_t>& values) {
+  void int_initializer(const std::string& name, const std::vector<std::int64_t>& dims,
+                       const std::vector<std::int64_t>& values) {
     auto* tensor = graph->add_initializer();
     tensor->set_name(name);
     tensor->set_data_type(onnx::TensorProto::INT64);
@@ -90,7 +93,8 @@ const Tensor& tensor_named(const Graph& graph, const std::string& name) {
 
 }  // namespace
 
-TEST_CASE("onnx import maps a Gemm with transB and a Relu onto matmul, add and relu with the initializers' values", "[onnx]") {
+TEST_CASE("onnx import maps a Gemm with transB and a Relu onto matmul, add and relu with the initializers' values",
+          "[onnx]") {
   TempDir dir;
   ModelBuilder m;
   m.input("x", {2, 3});
@@ -166,7 +170,8 @@ TEST_CASE("onnx import subtracts a constant as the add of its negation and expan
   CHECK(imported.weights.at(operand.name) == std::vector<float>{-1.5f, -1.5f});
 }
 
-TEST_CASE("onnx import keeps the GELU pattern x*0.5*(1+Erf(x/sqrt(2))) as its ops, with the constants as rows", "[onnx]") {
+TEST_CASE("onnx import keeps the GELU pattern x*0.5*(1+Erf(x/sqrt(2))) as its ops, with the constants as rows",
+          "[onnx]") {
   TempDir dir;
   ModelBuilder m;
   m.input("x", {2, 4});
@@ -195,7 +200,9 @@ TEST_CASE("onnx import keeps the GELU pattern x*0.5*(1+Erf(x/sqrt(2))) as its op
   CHECK(imported.weights.at(half.name) == std::vector<float>(4, 0.5f));
 }
 
-TEST_CASE("onnx import takes Pow's constant exponent, negates for a constant minus a tensor, refuses a computed exponent", "[onnx]") {
+TEST_CASE(
+    "onnx import takes Pow's constant exponent, negates for a constant minus a tensor, refuses a computed exponent",
+    "[onnx]") {
   TempDir dir;
   ModelBuilder m;
   m.input("x", {3, 2});
@@ -220,11 +227,13 @@ TEST_CASE("onnx import takes Pow's constant exponent, negates for a constant min
   computed.node("Pow", {"x", "e"}, "y", "power");
   computed.output("y", {3, 2});
   const std::string path = computed.save(dir, "pow-computed.onnx");
-  CHECK_THROWS_WITH(import_onnx(path), Catch::StartsWith(path + ": node 'power' (Pow): not supported: Pow with a computed "
-                                                                "exponent 'e' (the exponent must be a constant)"));
+  CHECK_THROWS_WITH(import_onnx(path),
+                    Catch::StartsWith(path + ": node 'power' (Pow): not supported: Pow with a computed "
+                                             "exponent 'e' (the exponent must be a constant)"));
 }
 
-TEST_CASE("onnx import refuses an unsupported operator naming the file, the node, its op type and what is supported", "[onnx]") {
+TEST_CASE("onnx import refuses an unsupported operator naming the file, the node, its op type and what is supported",
+          "[onnx]") {
   TempDir dir;
   ModelBuilder m;
   m.input("x", {2, 3});
@@ -285,10 +294,12 @@ TEST_CASE("tensor files round-trip through .pb and .npy with their dims", "[onnx
   }
   CHECK(read_tensor_file((dir.path() / "y.pb").string()).name == "y");
   CHECK_THROWS_WITH(read_tensor_file(dir.write("bad.npy", "not numpy")), Catch::Contains("bad.npy: not a .npy file"));
-  CHECK_THROWS_WITH(read_tensor_file(dir.write("x.txt", "1 2 3")), Catch::Contains("give an ONNX TensorProto (.pb) or a NumPy array (.npy)"));
+  CHECK_THROWS_WITH(read_tensor_file(dir.write("x.txt", "1 2 3")),
+                    Catch::Contains("give an ONNX TensorProto (.pb) or a NumPy array (.npy)"));
 }
 
-TEST_CASE("a tensor file whose dims claim more values than it holds is refused before anything is allocated", "[onnx]") {
+TEST_CASE("a tensor file whose dims claim more values than it holds is refused before anything is allocated",
+          "[onnx]") {
   TempDir dir;
   onnx::TensorProto proto;  // the shape of the input fuzz_tensor_file found: 2^31 floats claimed, none given
   proto.set_name("x");
@@ -296,7 +307,8 @@ TEST_CASE("a tensor file whose dims claim more values than it holds is refused b
   proto.add_dims(std::int64_t{1} << 30);
   proto.add_dims(2);
   const std::string path = dir.write("x.pb", proto.SerializeAsString());
-  CHECK_THROWS_WITH(read_tensor_file(path), Catch::Contains("x.pb: holds 0 values but its dims [1073741824, 2] need 2147483648"));
+  CHECK_THROWS_WITH(read_tensor_file(path),
+                    Catch::Contains("x.pb: holds 0 values but its dims [1073741824, 2] need 2147483648"));
   proto.set_raw_data(std::string(6, '\0'));
   CHECK_THROWS_WITH(read_tensor_file(dir.write("y.pb", proto.SerializeAsString())),
                     Catch::Contains("raw_data of 6 bytes is not a whole number of 4-byte values"));
@@ -310,6 +322,7 @@ TEST_CASE("onnx import refuses to fold a constant far larger than its inputs", "
   m.node("ConstantOfShape", {"dims"}, "huge", "fill");
   m.node("Add", {"x", "x"}, "y");
   m.output("y", {2});
-  CHECK_THROWS_WITH(import_onnx(m.save(dir, "huge.onnx")),
-                    Catch::Contains("node 'fill' (ConstantOfShape): not supported: folding a constant of dims [1073741824]"));
+  CHECK_THROWS_WITH(
+      import_onnx(m.save(dir, "huge.onnx")),
+      Catch::Contains("node 'fill' (ConstantOfShape): not supported: folding a constant of dims [1073741824]"));
 }

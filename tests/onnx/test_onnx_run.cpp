@@ -27,7 +27,8 @@ CommandResult run_tessera(std::vector<std::string> arguments) {
 
 std::string compile(const TempDir& dir, const std::string& model) {
   const std::string package = (dir.path() / "model.tpkg").string();
-  auto r = run_tessera({"compile", model, "-p", pipeline_copy(dir, source_path("configs/pipelines/small.yaml")), "-o", package});
+  auto r = run_tessera(
+      {"compile", model, "-p", pipeline_copy(dir, source_path("configs/pipelines/small.yaml")), "-o", package});
   INFO(tail(r.err));
   REQUIRE(r.exit_code == 0);
   return package;
@@ -40,8 +41,8 @@ TEST_CASE("tessera compiles an ONNX MLP and runs it with a .pb input, matching t
   const std::string package = compile(dir, source_path(kModel + "/model.onnx"));
   const std::string outputs = (dir.path() / "out").string();
   auto r = run_tessera({"run", package, "--lock", (dir.path() / "device.lock").string(), "--input",
-                    "x=" + source_path(kModel + "/test_data_set_0/input_0.pb"), "--expect",
-                    "y=" + source_path(kModel + "/test_data_set_0/output_0.pb"), "--output-dir", outputs});
+                        "x=" + source_path(kModel + "/test_data_set_0/input_0.pb"), "--expect",
+                        "y=" + source_path(kModel + "/test_data_set_0/output_0.pb"), "--output-dir", outputs});
   INFO(tail(r.err) << r.out);
   REQUIRE(r.exit_code == 0);
   CHECK_THAT(r.out, Catch::Contains("expectTest=PASS"));
@@ -53,19 +54,22 @@ TEST_CASE("tessera compiles an ONNX MLP and runs it with a .pb input, matching t
   const auto expected = tessera::onnx_import::read_tensor_file(source_path(kModel + "/test_data_set_0/output_0.pb"));
   CHECK(written.dims == std::vector<std::int64_t>{2, 16});
   REQUIRE(written.values.size() == expected.values.size());
-  for (std::size_t i = 0; i < written.values.size(); ++i) CHECK(written.values[i] == Approx(expected.values[i]).epsilon(1e-3).margin(1e-7));
+  for (std::size_t i = 0; i < written.values.size(); ++i)
+    CHECK(written.values[i] == Approx(expected.values[i]).epsilon(1e-3).margin(1e-7));
 
   // The same input as .npy gives the same answer.
   const std::string npy = (dir.path() / "x.npy").string();
-  tessera::onnx_import::write_tensor_file(npy, tessera::onnx_import::read_tensor_file(source_path(kModel + "/test_data_set_0/input_0.pb")));
+  tessera::onnx_import::write_tensor_file(
+      npy, tessera::onnx_import::read_tensor_file(source_path(kModel + "/test_data_set_0/input_0.pb")));
   r = run_tessera({"run", package, "--lock", (dir.path() / "device.lock").string(), "--input", "x=" + npy, "--expect",
-               "y=" + source_path(kModel + "/test_data_set_0/output_0.pb")});
+                   "y=" + source_path(kModel + "/test_data_set_0/output_0.pb")});
   INFO(tail(r.err));
   CHECK(r.exit_code == 0);
   CHECK_THAT(r.out, Catch::Contains("expectTest=PASS"));
 }
 
-TEST_CASE("tessera run refuses an ONNX model changed since compile, and --weights takes another's weights", "[onnx][e2e]") {
+TEST_CASE("tessera run refuses an ONNX model changed since compile, and --weights takes another's weights",
+          "[onnx][e2e]") {
   TempDir dir;
   const std::string model = (dir.path() / "model.onnx").string();
   fs::copy_file(source_path(kModel + "/model.onnx"), model);
@@ -86,9 +90,9 @@ TEST_CASE("tessera run refuses an ONNX model changed since compile, and --weight
   std::ofstream(other, std::ios::binary) << proto.SerializeAsString();
   fs::copy_file(other, model, fs::copy_options::overwrite_existing);
 
-  const std::vector<std::string> data = {"--lock", (dir.path() / "device.lock").string(), "--input",
-                                         "x=" + source_path(kModel + "/test_data_set_0/input_0.pb"), "--expect",
-                                         "y=" + source_path(kModel + "/test_data_set_0/output_0.pb")};
+  const std::vector<std::string> data = {"--lock",   (dir.path() / "device.lock").string(),
+                                         "--input",  "x=" + source_path(kModel + "/test_data_set_0/input_0.pb"),
+                                         "--expect", "y=" + source_path(kModel + "/test_data_set_0/output_0.pb")};
   std::vector<std::string> run = {"run", package};
   run.insert(run.end(), data.begin(), data.end());
   auto r = run_tessera(run);
@@ -113,7 +117,7 @@ TEST_CASE("tessera run refuses an input that is not the model's, and --weights o
   TempDir dir;
   const std::string package = compile(dir, source_path(kModel + "/model.onnx"));
   auto r = run_tessera({"run", package, "--lock", (dir.path() / "device.lock").string(), "--input",
-                    "z=" + source_path(kModel + "/test_data_set_0/input_0.pb")});
+                        "z=" + source_path(kModel + "/test_data_set_0/input_0.pb")});
   CHECK(r.exit_code == 1);
   CHECK_THAT(r.err, Catch::Contains("input 'z' is not one of the model's: x"));
   r = run_tessera({"run", package, "--lock", (dir.path() / "device.lock").string(), "--input", "x"});
@@ -123,7 +127,7 @@ TEST_CASE("tessera run refuses an input that is not the model's, and --weights o
   TempDir yaml_dir;
   const std::string yaml_package = compile(yaml_dir, source_path("configs/models/mlp-small.yaml"));
   r = run_tessera({"run", yaml_package, "--lock", (yaml_dir.path() / "device.lock").string(), "--weights",
-               source_path(kModel + "/model.onnx")});
+                   source_path(kModel + "/model.onnx")});
   CHECK(r.exit_code == 1);
   CHECK_THAT(r.err, Catch::Contains("--weights applies to packages compiled from ONNX models"));
 }

@@ -24,9 +24,9 @@ class Sequential final : public tessera::ExchangeScheduler {
 }  // namespace
 
 extern "C" const TesseraPluginManifest* duplicate_manifest() noexcept {
-  static const auto manifest = tessera::make_manifest(TESSERA_PLUGIN_EXCHANGE_SCHEDULER, "greedy", "0.0.1",
-                                                      "an impostor named greedy", "", "",
-                                                      &tessera::create_plugin_object<Sequential>);
+  static const auto manifest =
+      tessera::make_manifest(TESSERA_PLUGIN_EXCHANGE_SCHEDULER, "greedy", "0.0.1", "an impostor named greedy", "", "",
+                             &tessera::create_plugin_object<Sequential>);
   return &manifest;
 }
 TESSERA_PLUGIN(duplicate_manifest)

@@ -13,9 +13,9 @@ class AllAtOnce final : public tessera::ExchangeScheduler {
 }  // namespace
 
 extern "C" const TesseraPluginManifest* all_at_once_manifest() noexcept {
-  static const auto manifest = tessera::make_manifest(TESSERA_PLUGIN_EXCHANGE_SCHEDULER, "all-at-once", "0.1.0",
-                                                      "every transfer at cycle 0 (invalid)", "", "",
-                                                      &tessera::create_plugin_object<AllAtOnce>);
+  static const auto manifest =
+      tessera::make_manifest(TESSERA_PLUGIN_EXCHANGE_SCHEDULER, "all-at-once", "0.1.0",
+                             "every transfer at cycle 0 (invalid)", "", "", &tessera::create_plugin_object<AllAtOnce>);
   return &manifest;
 }
 TESSERA_PLUGIN(all_at_once_manifest)

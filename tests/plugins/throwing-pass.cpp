@@ -12,9 +12,9 @@ class ThrowingPass final : public tessera::Pass {
 }  // namespace
 
 extern "C" const TesseraPluginManifest* throwing_manifest() noexcept {
-  static const auto manifest = tessera::make_manifest(TESSERA_PLUGIN_PASS, "throwing-pass", "0.1.0",
-                                                      "throws from run()", "graph", "",
-                                                      &tessera::create_plugin_object<ThrowingPass>);
+  static const auto manifest =
+      tessera::make_manifest(TESSERA_PLUGIN_PASS, "throwing-pass", "0.1.0", "throws from run()", "graph", "",
+                             &tessera::create_plugin_object<ThrowingPass>);
   return &manifest;
 }
 TESSERA_PLUGIN(throwing_manifest)

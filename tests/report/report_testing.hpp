@@ -26,13 +26,14 @@ inline SmallRun compile_and_run_small(const TempDir& dir) {
   run.trace = (dir.path() / "trace.json").string();
   run.phase_directory = (dir.path() / "phases").string();
   run.lock = (dir.path() / "device.lock").string();
-  const std::string pipeline = pipeline_copy(dir, source_path("configs/pipelines/small.yaml"), "finalists: 2", "finalists: 2");
+  const std::string pipeline =
+      pipeline_copy(dir, source_path("configs/pipelines/small.yaml"), "finalists: 2", "finalists: 2");
   run.compiled = run_command({tessera_binary(), "compile", source_path("configs/models/mlp-small.yaml"), "-p", pipeline,
                               "-o", run.package, "--emit-phases", run.phase_directory});
   INFO(run.compiled.err);
   REQUIRE(run.compiled.exit_code == 0);
-  run.ran = run_command({tessera_binary(), "run", run.package, "--profile", run.profile, "--trace", run.trace, "--lock",
-                         run.lock});
+  run.ran = run_command(
+      {tessera_binary(), "run", run.package, "--profile", run.profile, "--trace", run.trace, "--lock", run.lock});
   INFO(run.ran.err);
   REQUIRE(run.ran.exit_code == 0);
   return run;
@@ -49,7 +50,8 @@ inline std::string read_text(const std::string& path) {
 inline std::string field(const std::string& line, const std::string& key) {
   const std::string needle = key + "=";
   std::size_t at = line.find(needle);
-  while (at != std::string::npos && at > 0 && line[at - 1] != ' ' && line[at - 1] != '\n') at = line.find(needle, at + 1);
+  while (at != std::string::npos && at > 0 && line[at - 1] != ' ' && line[at - 1] != '\n')
+    at = line.find(needle, at + 1);
   if (at == std::string::npos) return "";
   const std::size_t value = at + needle.size();
   return line.substr(value, line.find_first_of(" \n", value) - value);

@@ -61,7 +61,8 @@ TEST_CASE("the report page renders its charts and tables in headless Chromium wi
   TempDir dir;
   const SmallRun run = compile_and_run_small(dir);
   const std::string html = (dir.path() / "report.html").string();
-  const CommandResult reported = run_command({tessera_binary(), "report", run.package, "--profile", run.profile, "--html", html});
+  const CommandResult reported =
+      run_command({tessera_binary(), "report", run.package, "--profile", run.profile, "--html", html});
   INFO(reported.err);
   REQUIRE(reported.exit_code == 0);
 
@@ -125,8 +126,8 @@ TEST_CASE("the report page renders its charts and tables in headless Chromium wi
   // The other views, chosen in the page's selects: bytes used per region, one superstep.
   std::string text = read_text(html);
   const std::size_t last = figures.phases.size() - 1;
-  for (const std::string& option : {std::string("<option value=\"used\">"),
-                                    "<option value=\"" + std::to_string(last) + "\">"}) {
+  for (const std::string& option :
+       {std::string("<option value=\"used\">"), "<option value=\"" + std::to_string(last) + "\">"}) {
     REQUIRE(text.find(option) != std::string::npos);
     text.insert(text.find(option) + option.size() - 1, " selected");
   }
@@ -181,7 +182,8 @@ TEST_CASE("the browser check catches a report whose script fails", "[report][bro
 TEST_CASE("the DOM queries of the browser check find elements, classes, attributes and rows", "[report][browser]") {
   const std::string html =
       "<body data-render=\"ok\"><div data-id=\"t\"></div><svg id=\"t\"><g><rect class=\"a b\"></rect>"
-      "<rect class=\"ab\"></rect><rectangle class=\"a\"></rectangle><svg id=\"inner\"><rect class=\"a\"/></svg></g></svg>"
+      "<rect class=\"ab\"></rect><rectangle class=\"a\"></rectangle><svg id=\"inner\"><rect "
+      "class=\"a\"/></svg></g></svg>"
       "<table id=\"tab\"><thead><tr><th>h</th></tr></thead><tbody><tr><td>1</td></tr><tr><td>2</td></tr></tbody>"
       "</table></body>";
   const std::string svg = element_by_id(html, "t");
@@ -201,7 +203,8 @@ TEST_CASE("the DOM queries of the browser check find elements, classes, attribut
 namespace {
 
 // The files of one arm's exchange phases as a sweep kept them (repeat 0): name -> contents.
-std::map<std::string, std::string> phase_files(const fs::path& results, const std::string& model, const std::string& arm) {
+std::map<std::string, std::string> phase_files(const fs::path& results, const std::string& model,
+                                               const std::string& arm) {
   std::map<std::string, std::string> files;
   for (const auto& file : fs::directory_iterator(results / "phases" / model / arm / "repeat-0"))
     files[file.path().filename().string()] = read_text(file.path().string());
@@ -235,8 +238,8 @@ std::set<std::string> recorded_builds(const std::string& database, const std::st
   sqlite3* db = nullptr;
   REQUIRE(sqlite3_open(database.c_str(), &db) == SQLITE_OK);
   sqlite3_stmt* query = nullptr;
-  REQUIRE(sqlite3_prepare_v2(db, "SELECT DISTINCT build_hash FROM results WHERE metric = ? AND model = ? AND arm = ?", -1,
-                             &query, nullptr) == SQLITE_OK);
+  REQUIRE(sqlite3_prepare_v2(db, "SELECT DISTINCT build_hash FROM results WHERE metric = ? AND model = ? AND arm = ?",
+                             -1, &query, nullptr) == SQLITE_OK);
   sqlite3_bind_text(query, 1, metric.c_str(), -1, SQLITE_TRANSIENT);
   sqlite3_bind_text(query, 2, model.c_str(), -1, SQLITE_TRANSIENT);
   sqlite3_bind_text(query, 3, arm.c_str(), -1, SQLITE_TRANSIENT);
@@ -258,24 +261,34 @@ double number_attribute(const std::string& element, const std::string& name) {
 TEST_CASE("the A/B report page renders its tables and charts in headless Chromium without script errors",
           "[report][browser][ab]") {
   TempDir dir;
-  const std::string base = pipeline_copy(dir, source_path("configs/pipelines/small.yaml"), "finalists: 2", "finalists: 2");
+  const std::string base =
+      pipeline_copy(dir, source_path("configs/pipelines/small.yaml"), "finalists: 2", "finalists: 2");
   const std::string html = (dir.path() / "ab.html").string(), report_json = (dir.path() / "ab.json").string();
   const fs::path results = dir.path() / "results";
   const std::string history = (dir.path() / "history.sqlite").string();
   const std::vector<std::string> models = {"mlp-small@t16", "mlp-small-f16@t16"};
-  const std::string suite = dir.write(
-      "two.yaml", "suite: two\nmodels:\n  - {model: " + source_path("configs/models/mlp-small.yaml") + ", target: " +
-                      source_path("configs/targets/t16.yaml") + "}\n  - {model: " +
-                      source_path("configs/models/mlp-small-f16.yaml") + ", target: " +
-                      source_path("configs/targets/t16.yaml") + "}\n");
+  const std::string suite =
+      dir.write("two.yaml", "suite: two\nmodels:\n  - {model: " + source_path("configs/models/mlp-small.yaml") +
+                                ", target: " + source_path("configs/targets/t16.yaml") +
+                                "}\n  - {model: " + source_path("configs/models/mlp-small-f16.yaml") +
+                                ", target: " + source_path("configs/targets/t16.yaml") + "}\n");
   // in-order only schedules differently; pinned splits every dense op four ways, another plan than the planner's.
   const std::string pinned = dir.write(
       "pinned.yaml", "passes:\n  - {plugin: select-finalist, options: {column_groups: 4, depth_groups: 1}}\n");
   const std::vector<std::string> command = {
-      tessera_binary(), "ab", "--base", base, "--arm", "greedy=", "--arm",
-      "in-order=" + source_path("configs/suites/arms/in-order.yaml"), "--arm", "pinned=" + pinned, "--suite", suite,
-      "--repeat", "2", "--results", results.string(), "--lock", (dir.path() / "device.lock").string(), "--history",
-      history, "--html", html, "--json", report_json, "--quiet"};
+      tessera_binary(), "ab",
+      "--base",         base,
+      "--arm",          "greedy=",
+      "--arm",          "in-order=" + source_path("configs/suites/arms/in-order.yaml"),
+      "--arm",          "pinned=" + pinned,
+      "--suite",        suite,
+      "--repeat",       "2",
+      "--results",      results.string(),
+      "--lock",         (dir.path() / "device.lock").string(),
+      "--history",      history,
+      "--html",         html,
+      "--json",         report_json,
+      "--quiet"};
   const CommandResult first = run_command(command);
   INFO(first.out << first.err);
   REQUIRE(first.exit_code == 0);
@@ -327,7 +340,8 @@ TEST_CASE("the A/B report page renders its tables and charts in headless Chromiu
       std::map<double, double> x_by_ratio;
       for (const auto& c : report["comparisons"])
         if (c["arm"] == arm && c["metric"] == name) {
-          const std::vector<std::string> mark = with_attribute(with_attribute(marks, "data-arm", arm), "data-model", c["model"].get<std::string>());
+          const std::vector<std::string> mark =
+              with_attribute(with_attribute(marks, "data-arm", arm), "data-model", c["model"].get<std::string>());
           REQUIRE(mark.size() == 1);
           x_by_ratio[c["ratio"].get<double>()] = number_attribute(mark[0], "cx");
         }
@@ -359,9 +373,10 @@ TEST_CASE("the A/B report page renders its tables and charts in headless Chromiu
     REQUIRE(omitted.size() == 1);
     CHECK(attribute(omitted[0], "data-arm") == "pinned");
     const auto phases = [](std::size_t n) { return std::to_string(n) + " exchange phase" + (n == 1 ? "" : "s"); };
-    CHECK_THAT(omitted[0], Contains("arm pinned chose a different plan for this model: " + phases(pinned_phases.size()) +
-                                    " vs " + std::to_string(greedy_phases.size()) + " of greedy") &&
-                               Contains("; per-phase comparison omitted</p>"));
+    CHECK_THAT(omitted[0],
+               Contains("arm pinned chose a different plan for this model: " + phases(pinned_phases.size()) + " vs " +
+                        std::to_string(greedy_phases.size()) + " of greedy") &&
+                   Contains("; per-phase comparison omitted</p>"));
     const std::vector<std::string> tables = elements_by_class(details[0], "table", "ab-phase-table");
     REQUIRE(tables.size() == 1);
     CHECK(table_body_rows(tables[0]) == greedy_phases.size());
@@ -397,8 +412,8 @@ TEST_CASE("the A/B report page renders its tables and charts in headless Chromiu
       for (const std::string arm : {"greedy", "in-order", "pinned"}) {
         const std::set<std::string> builds = recorded_builds(history, metric, model, arm);
         CHECK(builds == std::set<std::string>{earlier, build});
-        const std::vector<std::string> points = with_attribute(elements_by_class(chart[0], "circle", "ab-history-point"),
-                                                               "data-arm", arm);
+        const std::vector<std::string> points =
+            with_attribute(elements_by_class(chart[0], "circle", "ab-history-point"), "data-arm", arm);
         REQUIRE(points.size() == builds.size());
         CHECK(attribute(points[0], "data-build") == earlier);  // oldest first
         CHECK(attribute(points[1], "data-build") == build);
@@ -419,8 +434,10 @@ ab::Analysis made_up_sweep() {
   m.build = {"0.1.0", "cccccccccccccccc"};
   m.suite_name = "made-up";
   m.repeat = 4;
-  for (const char* id : {"m1@t16", "m2@t16"}) m.entries.push_back({id, "/m.yaml", "/t.yaml", "model-hash", "target-hash"});
-  for (const char* name : {"base", "fast", "moved"}) m.arms.push_back({name, "", "", std::string("fp-") + name, {}, {}, ""});
+  for (const char* id : {"m1@t16", "m2@t16"})
+    m.entries.push_back({id, "/m.yaml", "/t.yaml", "model-hash", "target-hash"});
+  for (const char* name : {"base", "fast", "moved"})
+    m.arms.push_back({name, "", "", std::string("fp-") + name, {}, {}, ""});
   m.arms.push_back({ab::twin_name("base"), "", "", "fp-base", {}, {}, "base"});
   std::vector<ab::Record> records;
   for (std::size_t e = 0; e < m.entries.size(); ++e)
@@ -480,7 +497,8 @@ TEST_CASE("the A/B page draws ratio intervals, omits an arm with another plan an
                                           arm == "fast" && build == "b1" ? "fp-fast-old" : "fp-" + arm, 100));
       }
   TempDir dir;
-  const std::string html = dir.write("made-up.html", ab::html_report(analysis, ab::DriverStats{"ab", "made-up"}, history));
+  const std::string html =
+      dir.write("made-up.html", ab::html_report(analysis, ab::DriverStats{"ab", "made-up"}, history));
   const RenderedPage page = render(html);
   INFO(describe(page));
   CHECK(page.uncaught_errors.empty());
@@ -520,9 +538,10 @@ TEST_CASE("the A/B page draws ratio intervals, omits an arm with another plan an
     const std::vector<std::string> omitted = elements_by_class(details[0], "p", "ab-plan-differs");
     REQUIRE(omitted.size() == 1);
     CHECK(attribute(omitted[0], "data-arm") == "moved");
-    CHECK_THAT(omitted[0], Contains(">arm moved chose a different plan for this model: 1 exchange phase vs 1 of base, and "
-                                    "phase 0 differs (the same 16 transfers and 192 words between other tiles); per-phase "
-                                    "comparison omitted</p>"));
+    CHECK_THAT(omitted[0],
+               Contains(">arm moved chose a different plan for this model: 1 exchange phase vs 1 of base, and "
+                        "phase 0 differs (the same 16 transfers and 192 words between other tiles); per-phase "
+                        "comparison omitted</p>"));
     const auto bars = elements_by_class(details[0], "rect", "ab-phase-bar");
     CHECK(with_attribute(bars, "data-arm", "fast").size() == 1);
     CHECK(with_attribute(bars, "data-arm", "moved").empty());
@@ -530,7 +549,8 @@ TEST_CASE("the A/B page draws ratio intervals, omits an arm with another plan an
 
   // History: three builds, one point each per arm; the older version of "fast" hollow.
   for (const ab::MetricDefinition& metric : ab::ab_metrics()) {
-    const auto charts = with_attribute(elements_by_class(page.dom, "svg", "ab-history-chart"), "data-metric", metric.name);
+    const auto charts =
+        with_attribute(elements_by_class(page.dom, "svg", "ab-history-chart"), "data-metric", metric.name);
     CHECK(charts.size() == (metric.judged ? 2u : 0u));
     for (const std::string& chart : charts) {
       for (const char* arm : {"base", "fast", "moved"})

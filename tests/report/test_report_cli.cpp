@@ -89,7 +89,8 @@ TEST_CASE("tessera run --trace writes a Chrome trace with supersteps, compute an
     if (category == "compute") ++compute_slices;
     if (category == "exchange") ++tile_exchange_slices;
     if (category == "superstep") supersteps.push_back(event);
-    if (category == "device" && event["name"].get<std::string>().rfind("exchange", 0) == 0) device_exchanges.push_back(event);
+    if (category == "device" && event["name"].get<std::string>().rfind("exchange", 0) == 0)
+      device_exchanges.push_back(event);
   }
 
   // One named track for the device and one per tile.
@@ -125,7 +126,8 @@ TEST_CASE("tessera run --trace writes a Chrome trace with supersteps, compute an
       });
       REQUIRE(phase != device_exchanges.end());
       const std::uint64_t begin = (*phase)["args"]["first_cycle"];
-      CHECK(slice["args"]["first_cycle"].get<std::uint64_t>() == begin + slice["args"]["phase_cycle"].get<std::uint64_t>());
+      CHECK(slice["args"]["first_cycle"].get<std::uint64_t>() ==
+            begin + slice["args"]["phase_cycle"].get<std::uint64_t>());
       CHECK(slice["args"]["first_cycle"].get<std::uint64_t>() + slice["args"]["cycles"].get<std::uint64_t>() <=
             begin + (*phase)["args"]["horizon"].get<std::uint64_t>());
     }
@@ -202,7 +204,8 @@ TEST_CASE("tessera report draws a compiled and run package with the compiler's o
 
   // Standalone: nothing is fetched; written atomically (no temporary left beside it).
   const std::string page = read_text(page_path);
-  for (const char* fetch : {" src=", "<link", "@import", "url(", "<iframe", "fetch("}) CHECK(page.find(fetch) == std::string::npos);
+  for (const char* fetch : {" src=", "<link", "@import", "url(", "<iframe", "fetch("})
+    CHECK(page.find(fetch) == std::string::npos);
   CHECK(leftovers(dir.path() / "out").empty());
 
   // Without a profile the cycles come from the codelet formulas, which the simulator charges.

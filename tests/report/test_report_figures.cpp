@@ -177,9 +177,9 @@ TEST_CASE("the report page embeds its data safely and names every chart and tabl
   const std::string page = render_html_report(figures);
   CHECK(page.find("</script><b>&") == std::string::npos);
   CHECK_THAT(page, Contains("&lt;/script&gt;&lt;b&gt;&amp;"));
-  for (const char* id : {"package-summary", "memory-chart", "memory-view", "cycles-chart", "cycles-superstep",
-                         "exchange-chart", "phase-summary", "superstep-summary", "tile-summary", "render-errors",
-                         "report-data"})
+  for (const char* id :
+       {"package-summary", "memory-chart", "memory-view", "cycles-chart", "cycles-superstep", "exchange-chart",
+        "phase-summary", "superstep-summary", "tile-summary", "render-errors", "report-data"})
     CHECK_THAT(page, Contains(std::string("id=\"") + id + "\""));
   CHECK_THAT(page, Contains("<body data-render=\"pending\">"));
 

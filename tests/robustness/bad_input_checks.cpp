@@ -60,7 +60,8 @@ void check_clean_error(const CommandResult& r, const std::vector<std::string>& n
   INFO("stderr:\n" << r.err.substr(0, 20000));
   CHECK(r.exit_code > 0);
   CHECK(r.signal == 0);
-  for (const char* crash : {"terminate called", "internal error", "AddressSanitizer", "runtime error:", "Segmentation fault"})
+  for (const char* crash :
+       {"terminate called", "internal error", "AddressSanitizer", "runtime error:", "Segmentation fault"})
     CHECK_THAT(r.err, !Catch::Contains(crash));
   const std::string line = last_error_line(r.err);
   REQUIRE_FALSE(line.empty());

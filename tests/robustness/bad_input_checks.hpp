@@ -31,8 +31,8 @@ void check_no_partial_output(const std::filesystem::path& dir, const std::string
 void check_clean_error(const CommandResult& r, const std::vector<std::string>& names);
 
 /// check_clean_error, and no package and no temporary left in `dir`.
-void check_clean_failure(const CommandResult& r, const std::vector<std::string>& names, const std::filesystem::path& dir,
-                         const std::string& package);
+void check_clean_failure(const CommandResult& r, const std::vector<std::string>& names,
+                         const std::filesystem::path& dir, const std::string& package);
 
 /// The last line of stderr that starts with "error: ", or "" when there is none.
 std::string last_error_line(const std::string& err);

@@ -57,7 +57,8 @@ std::vector<Section> package_sections(const std::string& bytes) {
   return sections;
 }
 
-template <typename T> void put_little_endian(std::string& bytes, T value) {
+template <typename T>
+void put_little_endian(std::string& bytes, T value) {
   bytes.append(reinterpret_cast<const char*>(&value), sizeof(T));
 }
 
@@ -67,11 +68,12 @@ TEST_CASE("bad inputs YAML syntax errors name the file, line and column", "[robu
   TempDir dir;
   const std::string package = (dir.path() / "x.tpkg").string();
   const auto pipeline = pipeline_with(dir, "passes:", "passes: [oops");
-  check_clean_failure(compile(kSmallModel, pipeline, package), {pipeline + ":", "YAML syntax error"}, dir.path(), package);
+  check_clean_failure(compile(kSmallModel, pipeline, package), {pipeline + ":", "YAML syntax error"}, dir.path(),
+                      package);
 
   const auto model = dir.write("model.yaml", "model: m\ntensors: [{name: x\n");
-  check_clean_failure(compile(model, pipeline_with(dir, "passes:", "passes:"), package), {model + ":", "YAML syntax error"},
-                      dir.path(), package);
+  check_clean_failure(compile(model, pipeline_with(dir, "passes:", "passes:"), package),
+                      {model + ":", "YAML syntax error"}, dir.path(), package);
 
   const auto target = dir.write("target.yaml", "name: t\ntiles: [16\n");
   check_clean_failure(compile(kSmallModel, pipeline_with(dir, "passes:", "passes:"), package, {"-t", target}),
@@ -85,21 +87,25 @@ TEST_CASE("bad inputs unknown keys and wrong types name the key's place", "[robu
   check_clean_failure(compile(kSmallModel, pipeline, package), {pipeline + ":7:1"}, dir.path(), package);
 
   const auto wrong_option = pipeline_with(dir, "finalists: 2", "finalists: two");
-  check_clean_failure(compile(kSmallModel, wrong_option, package), {wrong_option + ":9:", "finalists"}, dir.path(), package);
+  check_clean_failure(compile(kSmallModel, wrong_option, package), {wrong_option + ":9:", "finalists"}, dir.path(),
+                      package);
 
   const auto good_pipeline = pipeline_with(dir, "passes:", "passes:", "good.yaml");
   auto model = model_with(dir, "kind: input, scale", "kind: input, colour: red, scale");
-  check_clean_failure(compile(model, good_pipeline, package), {model + ":5:", "unknown key 'colour'"}, dir.path(), package);
+  check_clean_failure(compile(model, good_pipeline, package), {model + ":5:", "unknown key 'colour'"}, dir.path(),
+                      package);
 
   // A key that is a list (found by fuzz_model: it escaped as YAML::BadConversion).
   model = model_with(dir, "{op: relu, inputs: [a1]", "{op: relu, [inputs]: [a1]");
-  check_clean_failure(compile(model, good_pipeline, package), {model + ":16:", "a key must be a plain name"}, dir.path(), package);
+  check_clean_failure(compile(model, good_pipeline, package), {model + ":16:", "a key must be a plain name"},
+                      dir.path(), package);
 
   model = model_with(dir, "shape: [2, 64]", "shape: [two, 64]");
   check_clean_failure(compile(model, good_pipeline, package), {model + ":5:", "shape"}, dir.path(), package);
 
   const auto target = target_with(dir, "tiles: 16", "tiles: sixteen");
-  check_clean_failure(compile(kSmallModel, good_pipeline, package, {"-t", target}), {target + ":3:", "tiles"}, dir.path(), package);
+  check_clean_failure(compile(kSmallModel, good_pipeline, package, {"-t", target}), {target + ":3:", "tiles"},
+                      dir.path(), package);
 
   const auto unknown_target_key = target_with(dir, "sync_cycles: 90", "sync_cycle: 90");
   check_clean_failure(compile(kSmallModel, good_pipeline, package, {"-t", unknown_target_key}),
@@ -119,8 +125,10 @@ TEST_CASE("bad inputs missing and circular paths are named", "[robustness]") {
 
   // A target path that is a directory.
   fs::create_directories(dir.path() / "targets.d");
-  const auto target_dir = pipeline_with(dir, source_path("configs/targets/t16.yaml"), (dir.path() / "targets.d").string(), "p3.yaml");
-  check_clean_failure(compile(kSmallModel, target_dir, package), {target_dir + ":3:", "is a directory"}, dir.path(), package);
+  const auto target_dir =
+      pipeline_with(dir, source_path("configs/targets/t16.yaml"), (dir.path() / "targets.d").string(), "p3.yaml");
+  check_clean_failure(compile(kSmallModel, target_dir, package), {target_dir + ":3:", "is a directory"}, dir.path(),
+                      package);
 
   // A plugin path that is a symlink loop: loop-a -> loop-b -> loop-a.
   fs::create_symlink(dir.path() / "loop-b", dir.path() / "loop-a");
@@ -134,34 +142,38 @@ TEST_CASE("bad inputs plugin faults are named with the plugin or its file", "[ro
   const std::string package = (dir.path() / "x.tpkg").string();
 
   auto pipeline = pipeline_with(dir, "plugin: greedy", "plugin: gready");
-  check_clean_failure(compile(kSmallModel, pipeline, package), {pipeline + ":6:", "did you mean 'greedy'?"}, dir.path(), package);
+  check_clean_failure(compile(kSmallModel, pipeline, package), {pipeline + ":6:", "did you mean 'greedy'?"}, dir.path(),
+                      package);
 
   fs::create_directories(dir.path() / "not-a-library");
   // Named by the pipeline (a scan alone skips it with a warning: test_plugin_elf_checks.cpp).
   const auto fake = dir.write("not-a-library/greedy.so", "this is text, not ELF\n");
   pipeline = pipeline_with_plugin_dir(dir, (dir.path() / "not-a-library").string());
-  check_clean_failure(compile(kSmallModel, pipeline, package), {"cannot load exchange scheduler 'greedy'", fake + ": not an ELF file"},
-                      dir.path(), package);
+  check_clean_failure(compile(kSmallModel, pipeline, package),
+                      {"cannot load exchange scheduler 'greedy'", fake + ": not an ELF file"}, dir.path(), package);
 
   pipeline = pipeline_with_plugin_dir(dir, kTestPlugins + "no-entry");
   check_clean_failure(compile(kSmallModel, pipeline, package), {"no-entry.so", "does not export"}, dir.path(), package);
 
   pipeline = pipeline_with_plugin_dir(dir, kTestPlugins + "abi-major");
-  check_clean_failure(compile(kSmallModel, pipeline, package), {"test-abi-major.so", "major version"}, dir.path(), package);
+  check_clean_failure(compile(kSmallModel, pipeline, package), {"test-abi-major.so", "major version"}, dir.path(),
+                      package);
 
   pipeline = pipeline_with_plugin_dir(dir, kTestPlugins + "duplicate-greedy");
-  check_clean_failure(compile(kSmallModel, pipeline, package), {"duplicate plugin name 'greedy'", "test-duplicate-greedy.so", "greedy.so"},
-                      dir.path(), package);
+  check_clean_failure(compile(kSmallModel, pipeline, package),
+                      {"duplicate plugin name 'greedy'", "test-duplicate-greedy.so", "greedy.so"}, dir.path(), package);
 
   std::string text = read_file(pipeline_with_plugin_dir(dir, kTestPlugins + "throwing-pass"));
   text.replace(text.find("  - {plugin: lower-mid}"), 0, "  - {plugin: throwing-pass}\n");
   pipeline = dir.write("pipeline.yaml", text);
-  check_clean_failure(compile(kSmallModel, pipeline, package), {"throwing-pass", "deliberate failure inside the plugin"}, dir.path(), package);
+  check_clean_failure(compile(kSmallModel, pipeline, package),
+                      {"throwing-pass", "deliberate failure inside the plugin"}, dir.path(), package);
 
   text = read_file(pipeline_with_plugin_dir(dir, kTestPlugins + "invalid-scheduler"));
   text.replace(text.find("plugin: greedy"), 14, "plugin: all-at-once");
   pipeline = dir.write("pipeline.yaml", text);
-  check_clean_failure(compile(kSmallModel, pipeline, package), {kSmallModel, "all-at-once", "invalid schedule"}, dir.path(), package);
+  check_clean_failure(compile(kSmallModel, pipeline, package), {kSmallModel, "all-at-once", "invalid schedule"},
+                      dir.path(), package);
 }
 
 TEST_CASE("bad inputs models that are empty, huge, too big or mismatched are refused", "[robustness]") {
@@ -175,21 +187,25 @@ TEST_CASE("bad inputs models that are empty, huge, too big or mismatched are ref
   check_clean_failure(compile(model, pipeline, package), {model + ":2:", "tensors"}, dir.path(), package);
 
   // Sizes whose products overflow 32 and 64 bits must be refused, not wrapped.
-  model = dir.write("huge.yaml", "model: huge\ntensors:\n  - {name: x, shape: [16777216, 16777216], kind: input}\n"
-                                 "  - {name: w, shape: [16777216, 16777216], kind: weight}\n"
-                                 "ops: [{op: matmul, inputs: [x, w], output: y}]\noutputs: [y]\n");
+  model = dir.write("huge.yaml",
+                    "model: huge\ntensors:\n  - {name: x, shape: [16777216, 16777216], kind: input}\n"
+                    "  - {name: w, shape: [16777216, 16777216], kind: weight}\n"
+                    "ops: [{op: matmul, inputs: [x, w], output: y}]\noutputs: [y]\n");
   check_clean_failure(compile(model, pipeline, package), {model}, dir.path(), package);
-  model = dir.write("too-big-dim.yaml", "model: huge\ntensors:\n  - {name: x, shape: [2, 99999999999999999999], kind: input}\n"
-                                        "ops: [{op: relu, inputs: [x], output: y}]\noutputs: [y]\n");
+  model = dir.write("too-big-dim.yaml",
+                    "model: huge\ntensors:\n  - {name: x, shape: [2, 99999999999999999999], kind: input}\n"
+                    "ops: [{op: relu, inputs: [x], output: y}]\noutputs: [y]\n");
   check_clean_failure(compile(model, pipeline, package), {model + ":3:"}, dir.path(), package);
 
-  model = dir.write("big.yaml", "model: big\ntensors:\n  - {name: x, shape: [2, 4096], kind: input}\n"
-                                "  - {name: w, shape: [4096, 4096], kind: weight}\n"
-                                "ops: [{op: matmul, inputs: [x, w], output: y}]\noutputs: [y]\n");
+  model = dir.write("big.yaml",
+                    "model: big\ntensors:\n  - {name: x, shape: [2, 4096], kind: input}\n"
+                    "  - {name: w, shape: [4096, 4096], kind: weight}\n"
+                    "ops: [{op: matmul, inputs: [x, w], output: y}]\noutputs: [y]\n");
   check_clean_failure(compile(model, pipeline, package), {model, "model does not fit"}, dir.path(), package);
 
   model = model_with(dir, "shape: [64, 96]", "shape: [65, 96]");
-  check_clean_failure(compile(model, pipeline, package), {model + ":11:", "inner dimensions differ"}, dir.path(), package);
+  check_clean_failure(compile(model, pipeline, package), {model + ":11:", "inner dimensions differ"}, dir.path(),
+                      package);
   model = model_with(dir, "inputs: [h0, b0]", "inputs: [h0, b1]");
   check_clean_failure(compile(model, pipeline, package), {model + ":12:"}, dir.path(), package);
   model = model_with(dir, "inputs: [a0]", "inputs: [nothing]");
@@ -202,13 +218,15 @@ TEST_CASE("bad inputs an unwritable or full output directory leaves nothing behi
   // As root permission bits are ignored: a parent that is a regular file cannot be written to.
   dir.write("regular-file", "x");
   const std::string under_file = (dir.path() / "regular-file" / "x.tpkg").string();
-  check_clean_failure(compile(kSmallModel, pipeline, under_file), {under_file, "cannot write package"}, dir.path(), under_file);
+  check_clean_failure(compile(kSmallModel, pipeline, under_file), {under_file, "cannot write package"}, dir.path(),
+                      under_file);
 
   // A full disk, simulated with RLIMIT_FSIZE in the child: 4 KiB (dash counts 512-byte
   // blocks), less than the 10 KiB package. The limit applies to the stderr file too: keep it quiet.
   const std::string package = (dir.path() / "x.tpkg").string();
-  auto r = run_command({"/bin/sh", "-c", "ulimit -f 8 && exec \"$0\" --log-level error compile \"$1\" -p \"$2\" -o \"$3\"", tessera_binary(),
-                        kSmallModel, pipeline, package});
+  auto r =
+      run_command({"/bin/sh", "-c", "ulimit -f 8 && exec \"$0\" --log-level error compile \"$1\" -p \"$2\" -o \"$3\"",
+                   tessera_binary(), kSmallModel, pipeline, package});
   check_clean_failure(r, {package, "cannot write package", "File too large"}, dir.path(), package);
 }
 
@@ -279,7 +297,8 @@ TEST_CASE("bad inputs run refuses a package compiled for another target naming b
   CHECK(r.exit_code == 1);
   CHECK_THAT(r.err, Catch::Contains("not for 't16' from " + edited));
   // The right target passes the check and runs.
-  r = run_command({tessera_binary(), "run", package, "-t", source_path("configs/targets/t16.yaml"), "--lock", (dir.path() / "lock").string()});
+  r = run_command({tessera_binary(), "run", package, "-t", source_path("configs/targets/t16.yaml"), "--lock",
+                   (dir.path() / "lock").string()});
   CHECK(r.exit_code == 0);
   CHECK_THAT(r.out, Catch::Contains("numericalTest=PASS"));
 }
@@ -288,10 +307,11 @@ namespace {
 
 // Starts `tessera compile` on mlp-b2-n3, waits until `ready` says so, sends SIGINT and returns
 // the wait status; `ready` is polled every millisecond with the child's stderr file.
-int interrupt_compile(const TempDir& dir, const std::string& package, const std::function<bool(const std::string&)>& ready,
-                      bool& sent_while_ready) {
+int interrupt_compile(const TempDir& dir, const std::string& package,
+                      const std::function<bool(const std::string&)>& ready, bool& sent_while_ready) {
   const std::string err_file = (dir.path() / "stderr").string();
-  const std::string pipeline = pipeline_copy(dir, source_path("configs/pipelines/default.yaml"), "pipeline: default", "pipeline: default");
+  const std::string pipeline =
+      pipeline_copy(dir, source_path("configs/pipelines/default.yaml"), "pipeline: default", "pipeline: default");
   const std::string model = source_path("configs/models/mlp-b2-n3.yaml");
   std::fflush(stdout);
   std::fflush(stderr);
@@ -302,7 +322,8 @@ int interrupt_compile(const TempDir& dir, const std::string& package, const std:
     int null = ::open("/dev/null", O_WRONLY);
     dup2(null, 1);
     const std::string binary = tessera_binary();
-    execl(binary.c_str(), binary.c_str(), "compile", model.c_str(), "-p", pipeline.c_str(), "-o", package.c_str(), nullptr);
+    execl(binary.c_str(), binary.c_str(), "compile", model.c_str(), "-p", pipeline.c_str(), "-o", package.c_str(),
+          nullptr);
     _exit(127);
   }
   int status = 0;
@@ -335,7 +356,8 @@ TEST_CASE("bad inputs SIGINT during a compile leaves no package and no temporary
     const std::string package = (dir.path() / "out" / "model.tpkg").string();
     bool sent = false;
     const int status = interrupt_compile(
-        dir, package, [](const std::string& err) { return err.find("phase=\"select_finalist\"") != std::string::npos; }, sent);
+        dir, package, [](const std::string& err) { return err.find("phase=\"select_finalist\"") != std::string::npos; },
+        sent);
     count_bad_input_case();
     CHECK(sent);
     CHECK(((WIFSIGNALED(status) && WTERMSIG(status) == SIGINT) || (WIFEXITED(status) && WEXITSTATUS(status) != 0)));
@@ -401,9 +423,9 @@ TEST_CASE("bad inputs forged sizes that wrap around 64 bits are refused by the r
   const std::string forged = (dir.path() / "softmax.tpkg").string();
   tessera::write_package(package, forged);
   check_clean_error(run_package_file(dir, forged),
-                       {forged + ": section TILE[0]: superstep 0 call " + std::to_string(compute.size() - 1) +
-                            " (softmax) operand 0 of 4611686018427387904 words",
-                        "outside the tile's 638976 bytes"});
+                    {forged + ": section TILE[0]: superstep 0 call " + std::to_string(compute.size() - 1) +
+                         " (softmax) operand 0 of 4611686018427387904 words",
+                     "outside the tile's 638976 bytes"});
 }
 
 TEST_CASE("bad inputs a forged weight larger than the device is refused before it is allocated", "[robustness]") {
@@ -418,8 +440,8 @@ TEST_CASE("bad inputs a forged weight larger than the device is refused before i
   const std::string forged = (dir.path() / "huge-weight.tpkg").string();
   tessera::write_package(package, forged);
   check_clean_error(run_package_file(dir, forged),
-                       {forged + ": section GRPH[0]: tensor 'unused' of 65536 x 65536 elements is larger than the "
-                                 "10223616 bytes of target 't16'"});
+                    {forged + ": section GRPH[0]: tensor 'unused' of 65536 x 65536 elements is larger than the "
+                              "10223616 bytes of target 't16'"});
 }
 
 TEST_CASE("bad inputs a section table pointing many entries at one blob is refused before hashing it", "[robustness]") {
@@ -466,7 +488,8 @@ TEST_CASE("bad inputs an output that is an input of the same command is refused 
   const std::string model = dir.write("model.yaml", read_file(kSmallModel));
   const std::string pipeline = pipeline_with(dir, "passes:", "passes:");
   const std::string target = dir.write("target.yaml", read_file(source_path("configs/targets/t16.yaml")));
-  const std::string model_bytes = read_file(model), pipeline_bytes = read_file(pipeline), target_bytes = read_file(target);
+  const std::string model_bytes = read_file(model), pipeline_bytes = read_file(pipeline),
+                    target_bytes = read_file(target);
 
   check_clean_error(compile(model, pipeline, model), {model, "the package (-o)", "same file as the model"});
   check_input_kept(model, model_bytes, dir.path());
@@ -484,15 +507,17 @@ TEST_CASE("bad inputs an output that is an input of the same command is refused 
   REQUIRE(compile(model, pipeline, package).exit_code == 0);
   const std::string package_bytes = read_file(package);
   for (const std::string flag : {"--lock", "--profile", "--trace"}) {
-    check_clean_error(run_command({tessera_binary(), "run", package, flag, package}), {package, flag, "same file as the package"});
+    check_clean_error(run_command({tessera_binary(), "run", package, flag, package}),
+                      {package, flag, "same file as the package"});
     check_input_kept(package, package_bytes, dir.path());
   }
   check_clean_error(run_command({tessera_binary(), "report", package, "--html", package}),
                     {package, "--html", "same file as the package"});
   check_input_kept(package, package_bytes, dir.path());
   const std::string profile = (dir.path() / "profile.json").string();
-  REQUIRE(run_command({tessera_binary(), "run", package, "--profile", profile, "--lock", (dir.path() / "lock").string()})
-              .exit_code == 0);
+  REQUIRE(
+      run_command({tessera_binary(), "run", package, "--profile", profile, "--lock", (dir.path() / "lock").string()})
+          .exit_code == 0);
   const std::string profile_bytes = read_file(profile);
   check_clean_error(run_command({tessera_binary(), "report", package, "--profile", profile, "--html", profile}),
                     {profile, "same file as the profile"});
@@ -523,8 +548,9 @@ TEST_CASE("bad inputs an output that exists and is not a regular file is refused
   }
   const std::string package = (dir.path() / "good.tpkg").string();
   REQUIRE(compile(kSmallModel, pipeline, package).exit_code == 0);
-  check_clean_error(run_command({tessera_binary(), "run", package, "--profile", fifo, "--lock", (dir.path() / "lock").string()}),
-                    {fifo, "--profile", "a named pipe"});
+  check_clean_error(
+      run_command({tessera_binary(), "run", package, "--profile", fifo, "--lock", (dir.path() / "lock").string()}),
+      {fifo, "--profile", "a named pipe"});
   check_clean_error(run_command({tessera_binary(), "run", package, "--lock", fifo}), {fifo, "--lock", "a named pipe"});
   CHECK(fs::is_fifo(fifo));
 }
@@ -536,21 +562,24 @@ TEST_CASE("bad inputs --dump-after, --emit-phases and --emit on a full disk leav
   // RLIMIT_FSIZE of 1 KiB (dash counts 512-byte blocks); --log-level error keeps the stderr file under it.
   constexpr std::uintmax_t kLimitBytes = 1024;
   const auto limited = [&](const std::vector<std::string>& arguments) {
-    std::vector<std::string> command{"/bin/sh", "-c", "ulimit -f 2 && exec \"$@\"", "sh", tessera_binary(), "--log-level", "error"};
+    std::vector<std::string> command{"/bin/sh",     "-c",   "ulimit -f 2 && exec \"$@\"", "sh", tessera_binary(),
+                                     "--log-level", "error"};
     command.insert(command.end(), arguments.begin(), arguments.end());
     return run_command(command);
   };
   // mlp-small's first state file (5 KiB) does not fit in 1 KiB; some phase file of mlp-b4-n3-w512 does not
   // (which one depends on the plan).
   const fs::path dumps = dir.path() / "dumps";
-  auto r = limited({"compile", kSmallModel, "-p", pipeline, "-o", package, "--dump-after", "all", "--dump-dir", dumps.string()});
+  auto r = limited(
+      {"compile", kSmallModel, "-p", pipeline, "-o", package, "--dump-after", "all", "--dump-dir", dumps.string()});
   check_clean_failure(r, {"lower_mid.tstate", "--dump-after", "File too large"}, dir.path(), package);
   check_no_truncated_file(dumps, kLimitBytes);
 
   const fs::path phases = dir.path() / "phases";
-  r = limited({"compile", source_path("configs/models/mlp-b4-n3-w512.yaml"), "-p", pipeline, "-o", package, "--emit-phases",
-               phases.string()});
-  check_clean_failure(r, {(phases / "phase-").string(), "cannot write phase file", "File too large"}, dir.path(), package);
+  r = limited({"compile", source_path("configs/models/mlp-b4-n3-w512.yaml"), "-p", pipeline, "-o", package,
+               "--emit-phases", phases.string()});
+  check_clean_failure(r, {(phases / "phase-").string(), "cannot write phase file", "File too large"}, dir.path(),
+                      package);
   check_no_truncated_file(phases, kLimitBytes);
 
   // 400 transfers: the schedule file is several KiB.
@@ -558,8 +587,9 @@ TEST_CASE("bad inputs --dump-after, --emit-phases and --emit on a full disk leav
   for (int t = 0; t < 400; ++t) phase_text += std::to_string(t % 16) + " " + std::to_string((t + 1) % 16) + " 1\n";
   const std::string phase = dir.write("phase.txt", phase_text);
   const std::string schedule = (dir.path() / "schedule.txt").string();
-  check_clean_failure(limited({"schedule", phase, "-t", source_path("configs/targets/t16.yaml"), "-s", "greedy", "--emit", schedule}),
-                      {schedule, "cannot write schedule file", "File too large"}, dir.path(), schedule);
+  check_clean_failure(
+      limited({"schedule", phase, "-t", source_path("configs/targets/t16.yaml"), "-s", "greedy", "--emit", schedule}),
+      {schedule, "cannot write schedule file", "File too large"}, dir.path(), schedule);
 }
 
 TEST_CASE("bad inputs values too large for their type are refused with their place", "[robustness]") {
@@ -568,22 +598,24 @@ TEST_CASE("bad inputs values too large for their type are refused with their pla
   const auto pipeline = pipeline_with(dir, "passes:", "passes:");
   // 2^32 + 16 used to become 16 tiles.
   auto target = target_with(dir, "tiles: 16", "tiles: 4294967312");
-  check_clean_failure(compile(kSmallModel, pipeline, package, {"-t", target}), {target + ":3:", "'tiles' must be at most 4294967295"},
-                      dir.path(), package);
+  check_clean_failure(compile(kSmallModel, pipeline, package, {"-t", target}),
+                      {target + ":3:", "'tiles' must be at most 4294967295"}, dir.path(), package);
   target = target_with(dir, "sync_cycles: 90", "sync_cycles: 4294967296");
-  check_clean_failure(compile(kSmallModel, pipeline, package, {"-t", target}), {target + ":", "'sync_cycles' must be at most"},
-                      dir.path(), package);
+  check_clean_failure(compile(kSmallModel, pipeline, package, {"-t", target}),
+                      {target + ":", "'sync_cycles' must be at most"}, dir.path(), package);
   target = target_with(dir, "tiles: 16", "tiles: 99999999999999999999999");
-  check_clean_failure(compile(kSmallModel, pipeline, package, {"-t", target}), {target + ":3:", "'tiles' must be at most"},
-                      dir.path(), package);
+  check_clean_failure(compile(kSmallModel, pipeline, package, {"-t", target}),
+                      {target + ":3:", "'tiles' must be at most"}, dir.path(), package);
 
   const std::string isolated = "exchange_scheduler: {plugin: greedy, isolate: process, ";
-  auto limits = pipeline_with(dir, "exchange_scheduler: {plugin: greedy", isolated + "time_limit_ms: 18446744073709551615",
-                              "limits.yaml");
-  check_clean_failure(compile(kSmallModel, limits, package), {limits + ":6:", "'time_limit_ms' must be at most"}, dir.path(), package);
-  limits = pipeline_with(dir, "exchange_scheduler: {plugin: greedy", isolated + "memory_limit_mb: 17592186044416", "limits.yaml");
-  check_clean_failure(compile(kSmallModel, limits, package), {limits + ":6:", "'memory_limit_mb' must be at most 17592186044415"},
+  auto limits = pipeline_with(dir, "exchange_scheduler: {plugin: greedy",
+                              isolated + "time_limit_ms: 18446744073709551615", "limits.yaml");
+  check_clean_failure(compile(kSmallModel, limits, package), {limits + ":6:", "'time_limit_ms' must be at most"},
                       dir.path(), package);
+  limits = pipeline_with(dir, "exchange_scheduler: {plugin: greedy", isolated + "memory_limit_mb: 17592186044416",
+                         "limits.yaml");
+  check_clean_failure(compile(kSmallModel, limits, package),
+                      {limits + ":6:", "'memory_limit_mb' must be at most 17592186044415"}, dir.path(), package);
 }
 
 TEST_CASE("bad inputs names with control characters are refused and cannot forge an error line", "[robustness]") {
@@ -592,16 +624,18 @@ TEST_CASE("bad inputs names with control characters are refused and cannot forge
   const auto pipeline = pipeline_with(dir, "passes:", "passes:");
   auto model = model_with(dir, "model: mlp-small", "model: \"m\\nerror: all is well\"");
   auto r = compile(model, pipeline, package);
-  check_clean_failure(r, {model + ":", "'model' must be printable UTF-8 text without control characters", "\\x0a"}, dir.path(),
-                      package);
+  check_clean_failure(r, {model + ":", "'model' must be printable UTF-8 text without control characters", "\\x0a"},
+                      dir.path(), package);
   CHECK_THAT(r.err, !Catch::Contains("\nerror: all is well"));
   model = model_with(dir, "{name: x,", "{name: \"x\\e[2J\",");
-  check_clean_failure(compile(model, pipeline, package), {model + ":", "'name' must be printable UTF-8"}, dir.path(), package);
-  model = model_with(dir, "model: mlp-small", "model: m\xff\xfe");
-  check_clean_failure(compile(model, pipeline, package), {model + ":", "'model' must be printable UTF-8"}, dir.path(), package);
-  const auto target = target_with(dir, "name: t16", "name: \"t\\t16\"");
-  check_clean_failure(compile(kSmallModel, pipeline, package, {"-t", target}), {target + ":", "'name' must be printable"}, dir.path(),
+  check_clean_failure(compile(model, pipeline, package), {model + ":", "'name' must be printable UTF-8"}, dir.path(),
                       package);
+  model = model_with(dir, "model: mlp-small", "model: m\xff\xfe");
+  check_clean_failure(compile(model, pipeline, package), {model + ":", "'model' must be printable UTF-8"}, dir.path(),
+                      package);
+  const auto target = target_with(dir, "name: t16", "name: \"t\\t16\"");
+  check_clean_failure(compile(kSmallModel, pipeline, package, {"-t", target}),
+                      {target + ":", "'name' must be printable"}, dir.path(), package);
 }
 
 TEST_CASE("bad inputs an error echoing a huge token stays one bounded line", "[robustness]") {
@@ -623,17 +657,23 @@ TEST_CASE("bad inputs damaged replay manifests, ab results and package names are
   const std::string package = (dir.path() / "x.tpkg").string();
   // Replay: each manifest field of the wrong JSON type used to be a JSON type_error (internal error).
   const auto manifest_with = [](const std::string& field, const std::string& value) {
-    std::map<std::string, std::string> fields{{"format", "1"}, {"replay", "\"schedule\""}, {"plugin", "\"greedy\""},
-                                              {"schedule_budget_ms", "100"}, {"plugins", "[]"}};
+    std::map<std::string, std::string> fields{{"format", "1"},
+                                              {"replay", "\"schedule\""},
+                                              {"plugin", "\"greedy\""},
+                                              {"schedule_budget_ms", "100"},
+                                              {"plugins", "[]"}};
     fields[field] = value;
     std::string text;
     for (const auto& [key, json] : fields) text += (text.empty() ? "{" : ", ") + ("\"" + key + "\": " + json);
     return text + "}";
   };
   int bundles = 0;
-  for (const auto& [field, value] : std::vector<std::pair<std::string, std::string>>{
-           {"replay", "7"}, {"plugin", "[\"greedy\"]"}, {"schedule_budget_ms", "\"100\""}, {"plugins", "\"greedy\""},
-           {"plugins", "[{\"name\": 1, \"sha256\": \"00\"}]"}}) {
+  for (const auto& [field, value] :
+       std::vector<std::pair<std::string, std::string>>{{"replay", "7"},
+                                                        {"plugin", "[\"greedy\"]"},
+                                                        {"schedule_budget_ms", "\"100\""},
+                                                        {"plugins", "\"greedy\""},
+                                                        {"plugins", "[{\"name\": 1, \"sha256\": \"00\"}]"}}) {
     const fs::path bundle = dir.path() / ("bundle-" + std::to_string(++bundles));
     const std::string manifest = dir.write(bundle.filename().string() + "/manifest.json", manifest_with(field, value));
     check_clean_failure(run_command({tessera_binary(), "replay", bundle.string()}),
@@ -643,14 +683,18 @@ TEST_CASE("bad inputs damaged replay manifests, ab results and package names are
   // ab: a results directory whose `records` is a file.
   const std::string base = pipeline_copy(dir, source_path("configs/pipelines/small.yaml"));
   const fs::path results = dir.path() / "results";
-  const std::vector<std::string> ab{tessera_binary(), "ab", "--base", base, "--arm", "greedy=", "--arm",
-                                    "in-order=" + source_path("configs/suites/arms/in-order.yaml"), "--suite",
-                                    source_path("configs/suites/quick.yaml"), "--results", results.string(), "--quiet"};
+  const std::vector<std::string> ab{tessera_binary(), "ab",
+                                    "--base",         base,
+                                    "--arm",          "greedy=",
+                                    "--arm",          "in-order=" + source_path("configs/suites/arms/in-order.yaml"),
+                                    "--suite",        source_path("configs/suites/quick.yaml"),
+                                    "--results",      results.string(),
+                                    "--quiet"};
   REQUIRE(run_command(ab, {"TESSERA_PLUGIN_PATH="}).exit_code == 0);
   fs::remove_all(results / "records");
   write_file((results / "records").string(), "not a folder\n");
-  check_clean_failure(run_command(ab, {"TESSERA_PLUGIN_PATH="}), {(results / "records").string(), "is not a folder"}, dir.path(),
-                      package);
+  check_clean_failure(run_command(ab, {"TESSERA_PLUGIN_PATH="}), {(results / "records").string(), "is not a folder"},
+                      dir.path(), package);
 
   // report: a package (forged or older) whose model name is not UTF-8.
   const std::string small = (dir.path() / "small.tpkg").string();

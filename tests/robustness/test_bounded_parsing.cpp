@@ -31,23 +31,24 @@ TEST_CASE("bounded parsing refuses a YAML alias bomb in pipeline, model and targ
   REQUIRE(bomb.size() < 1300);
   const std::string package = (dir.path() / "p.tpkg").string();
   // In a map-valued option, where the option's layout would walk every expanded node.
-  const std::string pipeline = pipeline_with(dir, "options: {finalists: 2}", "options: {finalists: 2, bomb: " + bomb + "}");
+  const std::string pipeline =
+      pipeline_with(dir, "options: {finalists: 2}", "options: {finalists: 2, bomb: " + bomb + "}");
   check_clean_failure(compile(kSmallModel, pipeline, package), {pipeline + ":9:", "alias bomb"}, dir.path(), "p.tpkg");
   count_bad_input_case();
   const std::string model = model_with(dir, "seed: 7", "seed: 7\nextra: " + bomb);
   check_clean_failure(compile(model, kSmallPipeline, package), {model + ":4:", "alias bomb"}, dir.path(), "p.tpkg");
   count_bad_input_case();
   const std::string target = target_with(dir, "tiles: 16", "tiles: 16\nextra: " + bomb);
-  check_clean_failure(compile(kSmallModel, kSmallPipeline, package, {"--target", target}), {target + ":4:", "alias bomb"},
-                      dir.path(), "p.tpkg");
+  check_clean_failure(compile(kSmallModel, kSmallPipeline, package, {"--target", target}),
+                      {target + ":4:", "alias bomb"}, dir.path(), "p.tpkg");
   count_bad_input_case();
   // An alias inside the node its anchor names would repeat forever.
   const std::string endless = model_with(dir, "seed: 7", "seed: 7\nextra: &loop [a, *loop]");
   check_clean_failure(compile(endless, kSmallPipeline, package), {endless + ":4:"}, dir.path(), "p.tpkg");
   count_bad_input_case();
   // A few small aliases stay allowed: the shared block is written once and used twice.
-  const std::string shared = pipeline_with(dir, "options: {finalists: 2}", "options: &two {finalists: 2}",
-                                           "shared.yaml");
+  const std::string shared =
+      pipeline_with(dir, "options: {finalists: 2}", "options: &two {finalists: 2}", "shared.yaml");
   const CommandResult with_alias = compile(kSmallModel, shared, package);
   INFO(with_alias.err);
   CHECK(with_alias.exit_code == 0);
@@ -78,8 +79,9 @@ TEST_CASE("bounded parsing reads a phase line listing 400k destinations", "[robu
   std::string line = "0 ";
   for (std::uint32_t tile = 1; tile <= kDestinations; ++tile) line += (tile > 1 ? "," : "") + std::to_string(tile);
   const auto schedule = [&](const std::string& phase) {
-    return run_command({tessera_binary(), "schedule", phase, "-t", source_path("configs/targets/t16.yaml"), "-s", "greedy"},
-                       {"TESSERA_PLUGIN_PATH="});
+    return run_command(
+        {tessera_binary(), "schedule", phase, "-t", source_path("configs/targets/t16.yaml"), "-s", "greedy"},
+        {"TESSERA_PLUGIN_PATH="});
   };
   // The whole line is read; the phase is then too big for the 16-tile target.
   const std::string phase = dir.write("wide.txt", "tiles " + std::to_string(kDestinations + 1) + "\n" + line + " 1\n");
@@ -88,7 +90,8 @@ TEST_CASE("bounded parsing reads a phase line listing 400k destinations", "[robu
   // A repeat at the very end is still found, with its column.
   const std::string repeated =
       dir.write("repeated.txt", "tiles " + std::to_string(kDestinations + 1) + "\n" + line + ",7 1\n");
-  check_clean_error(schedule(repeated), {repeated + ":2:" + std::to_string(line.size() + 2), "destination tile 7 is listed twice"});
+  check_clean_error(schedule(repeated),
+                    {repeated + ":2:" + std::to_string(line.size() + 2), "destination tile 7 is listed twice"});
   count_bad_input_case();
 }
 
@@ -105,19 +108,22 @@ TEST_CASE("bounded parsing refuses a YAML file past 16 MiB before reading it", "
   count_bad_input_case();
 }
 
-TEST_CASE("bounded parsing in `tessera ab`: alias bombs in suites and overlays, huge unknown keys", "[robustness][bounded]") {
+TEST_CASE("bounded parsing in `tessera ab`: alias bombs in suites and overlays, huge unknown keys",
+          "[robustness][bounded]") {
   TempDir dir;
-  const std::string models = "models:\n  - {model: " + source_path("configs/models/mlp-small.yaml") + ", target: " +
-                             source_path("configs/targets/t16.yaml") + "}\n";
+  const std::string models = "models:\n  - {model: " + source_path("configs/models/mlp-small.yaml") +
+                             ", target: " + source_path("configs/targets/t16.yaml") + "}\n";
   const std::string quiet_suite = dir.write("quick.yaml", "suite: quick\n" + models);
   const auto ab = [&](const std::string& suite, const std::string& overlay) {
-    return run_command({tessera_binary(), "ab", "--base", kSmallPipeline, "--arm", "A=", "--arm", "B=" + overlay, "--suite",
-                        suite, "--results", (dir.path() / "results").string(), "--quiet"});
+    return run_command({tessera_binary(), "ab", "--base", kSmallPipeline, "--arm", "A=", "--arm", "B=" + overlay,
+                        "--suite", suite, "--results", (dir.path() / "results").string(), "--quiet"});
   };
   const std::string overlay = source_path("configs/suites/arms/in-order.yaml");
-  const std::string bomb_suite = dir.write("bomb-suite.yaml", "suite: quick\n" + models + "extra: " + alias_bomb() + "\n");
+  const std::string bomb_suite =
+      dir.write("bomb-suite.yaml", "suite: quick\n" + models + "extra: " + alias_bomb() + "\n");
   check_clean_error(ab(bomb_suite, overlay), {bomb_suite + ":4:", "alias bomb"});
-  const std::string bomb_overlay = dir.write("bomb-arm.yaml", "exchange_scheduler: {plugin: in-order}\nbomb: " + alias_bomb() + "\n");
+  const std::string bomb_overlay =
+      dir.write("bomb-arm.yaml", "exchange_scheduler: {plugin: in-order}\nbomb: " + alias_bomb() + "\n");
   check_clean_error(ab(quiet_suite, bomb_overlay), {bomb_overlay + ":2:", "alias bomb"});
   // A 1,000-byte unknown key (yaml-cpp's longest plain key): no "did you mean" search, echoed in part only.
   const std::string huge_key(1000, 'm');
@@ -128,11 +134,12 @@ TEST_CASE("bounded parsing in `tessera ab`: alias bombs in suites and overlays, 
   CHECK(last_error_line(huge.err).size() < 400);
 }
 
-TEST_CASE("bounded parsing in the calibration table loader: an alias bomb is refused with its place", "[robustness][bounded]") {
+TEST_CASE("bounded parsing in the calibration table loader: an alias bomb is refused with its place",
+          "[robustness][bounded]") {
   TempDir dir;
   const std::string table = dir.write("table.yaml", "calibration_table: 1\nbomb: " + alias_bomb() + "\n");
-  const std::string pipeline =
-      pipeline_with(dir, "cost_model: {plugin: analytic}", "cost_model: {plugin: calibrated, options: {table: " + table + "}}");
+  const std::string pipeline = pipeline_with(dir, "cost_model: {plugin: analytic}",
+                                             "cost_model: {plugin: calibrated, options: {table: " + table + "}}");
   const std::string package = (dir.path() / "p.tpkg").string();
   check_clean_failure(compile(kSmallModel, pipeline, package), {table + ":2:", "alias bomb"}, dir.path(), "p.tpkg");
 }

@@ -91,7 +91,8 @@ TEST_CASE("--verify refuses a changed package and a package signed with another 
     check_clean_error(run(path, {"--verify", s.key}), {path + mismatch});
   }
   const std::string other = key_file(dir, "other-key", std::string(48, 'k'));
-  check_clean_error(run(s.package, {"--verify", other}), {s.package + ": package signature does not match the key " + other});
+  check_clean_error(run(s.package, {"--verify", other}),
+                    {s.package + ": package signature does not match the key " + other});
 }
 
 TEST_CASE("bytes after the last section that are not a signature are refused", "[robustness][signing]") {
@@ -110,9 +111,10 @@ TEST_CASE("key files must be private to their owner, long enough and not links",
                       {readable + ": key file is accessible to group or others (mode 0640)", "chmod 600 " + readable},
                       dir.path(), "p.tpkg");
   const std::string short_key = key_file(dir, "short", std::string(31, 's'));
-  check_clean_failure(compile(kSmallModel, kSmallPipeline, package, {"--sign", short_key}),
-                      {short_key + ": key file has 31 bytes, a key needs 32 to 4096 random bytes", "head -c 32 /dev/urandom"},
-                      dir.path(), "p.tpkg");
+  check_clean_failure(
+      compile(kSmallModel, kSmallPipeline, package, {"--sign", short_key}),
+      {short_key + ": key file has 31 bytes, a key needs 32 to 4096 random bytes", "head -c 32 /dev/urandom"},
+      dir.path(), "p.tpkg");
   const std::string link = (dir.path() / "link").string();
   fs::create_symlink(key_file(dir, "target", good), link);
   check_clean_error(run(signed_package().package, {"--verify", link}), {link + ": key file is a symbolic link"});
@@ -127,7 +129,7 @@ TEST_CASE("key files must be private to their owner, long enough and not links",
     const std::string theirs = key_file(dir, "theirs", good);
     REQUIRE(::chown(theirs.c_str(), user->uid, user->gid) == 0);
     check_clean_failure(compile(kSmallModel, kSmallPipeline, package, {"--sign", theirs}),
-                        {theirs + ": key file is owned by uid " + std::to_string(user->uid) + ", not by you"}, dir.path(),
-                        "p.tpkg");
+                        {theirs + ": key file is owned by uid " + std::to_string(user->uid) + ", not by you"},
+                        dir.path(), "p.tpkg");
   }
 }

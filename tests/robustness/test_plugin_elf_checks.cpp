@@ -66,22 +66,27 @@ TEST_CASE("a truncated plugin library is a clean error naming it, not SIGBUS", "
   const std::string library = plugin_file(folder, "greedy.so", bytes);
   const std::string has = "but the file has " + std::to_string(bytes.size()) + " bytes; rebuild or reinstall it";
   // A pipeline naming the plugin, with the truncated copy first on its plugin path.
-  const CommandResult r = compile(kSmallModel, pipeline_with_plugin_dir(dir, folder.string()), (dir.path() / "p.tpkg").string());
-  check_clean_failure(r, {"cannot load exchange scheduler 'greedy'", library + ": truncated: its segments end at byte", has},
-                      dir.path(), "p.tpkg");
+  const CommandResult r =
+      compile(kSmallModel, pipeline_with_plugin_dir(dir, folder.string()), (dir.path() / "p.tpkg").string());
+  check_clean_failure(
+      r, {"cannot load exchange scheduler 'greedy'", library + ": truncated: its segments end at byte", has},
+      dir.path(), "p.tpkg");
   CHECK(r.exit_code == 1);
   // Named directly.
   check_plugin_refuses(library, library + ": truncated: its segments end at byte");
   count_bad_input_case();
 }
 
-TEST_CASE("a plugin library for another machine is named as such, not 'No such file or directory'", "[robustness][elf]") {
+TEST_CASE("a plugin library for another machine is named as such, not 'No such file or directory'",
+          "[robustness][elf]") {
   TempDir dir;
   const fs::path folder = dir.path() / "plugins";
   const std::string library = plugin_file(folder, "greedy.so", greedy_for_aarch64());
-  const CommandResult r = compile(kSmallModel, pipeline_with_plugin_dir(dir, folder.string()), (dir.path() / "p.tpkg").string());
-  check_clean_failure(r, {library + ": not a shared library for this machine: built for aarch64 (e_machine 183), this tessera is"},
-                      dir.path(), "p.tpkg");
+  const CommandResult r =
+      compile(kSmallModel, pipeline_with_plugin_dir(dir, folder.string()), (dir.path() / "p.tpkg").string());
+  check_clean_failure(
+      r, {library + ": not a shared library for this machine: built for aarch64 (e_machine 183), this tessera is"},
+      dir.path(), "p.tpkg");
   CHECK(r.exit_code == 1);
   CHECK_THAT(r.err, !Catch::Contains("No such file or directory"));
 }
@@ -99,21 +104,25 @@ TEST_CASE("a folder scan skips broken libraries with a warning and lists the goo
   const std::string truncated = plugin_file(folder, "greedy.so", truncated_greedy());
   const std::string foreign = plugin_file(folder, "arm.so", greedy_for_aarch64());
   const std::string text = plugin_file(folder, "libx.so", "not a library\n");
-  const std::string good = plugin_file(folder, "test-throwing-pass.so", read_file(kTestPlugins + "throwing-pass/test-throwing-pass.so"));
-  const CommandResult r = run_command({tessera_binary(), "plugins", "list"}, {"TESSERA_PLUGIN_PATH=" + folder.string()});
+  const std::string good =
+      plugin_file(folder, "test-throwing-pass.so", read_file(kTestPlugins + "throwing-pass/test-throwing-pass.so"));
+  const CommandResult r =
+      run_command({tessera_binary(), "plugins", "list"}, {"TESSERA_PLUGIN_PATH=" + folder.string()});
   INFO(r.err);
   CHECK(r.signal == 0);
   CHECK(r.exit_code == 0);
   CHECK_THAT(r.out, Catch::Contains("throwing-pass") && Catch::Contains(good));
   CHECK_THAT(r.out, Catch::Contains("greedy"));  // the bundled one still loads
   CHECK_THAT(r.err, Catch::Contains("warning skipping " + truncated + ": truncated: its segments end at byte"));
-  CHECK_THAT(r.err, Catch::Contains("warning skipping " + foreign + ": not a shared library for this machine: built for aarch64"));
+  CHECK_THAT(r.err, Catch::Contains("warning skipping " + foreign +
+                                    ": not a shared library for this machine: built for aarch64"));
   CHECK_THAT(r.err, Catch::Contains("warning skipping " + text + ": not an ELF file"));
   count_bad_input_case();
   // `plugins info` on the skipped name, with no good library of that name, gives the reason.
   fs::remove(truncated);
   plugin_file(folder, "only-here.so", truncated_greedy());
-  const CommandResult info = run_command({tessera_binary(), "plugins", "info", "only-here"}, {"TESSERA_PLUGIN_PATH=" + folder.string()});
+  const CommandResult info =
+      run_command({tessera_binary(), "plugins", "info", "only-here"}, {"TESSERA_PLUGIN_PATH=" + folder.string()});
   INFO(info.err << info.out);
   CHECK(info.signal == 0);
   CHECK(info.exit_code == 1);

@@ -20,12 +20,16 @@ struct LoadFault {
 
 const LoadFault kFaults[] = {
 #if defined(__SANITIZE_ADDRESS__)  // ASan catches the child's SIGSEGV, reports it and aborts (abort_on_error=1)
-    {"crash", "crashed while loading (in a static initialiser or the plugin's entry point): killed by signal 6 (SIGABRT)", {}},
+    {"crash",
+     "crashed while loading (in a static initialiser or the plugin's entry point): killed by signal 6 (SIGABRT)",
+     {}},
 #else
     {"crash", "crashed while loading (in a static initialiser or the plugin's entry point): killed by signal 11", {}},
 #endif
-    {"exit", "exited with status 0 while loading (in a static initialiser or the plugin's entry point), before the host "
-             "could read its manifest: does a static initialiser call exit()?", {}},
+    {"exit",
+     "exited with status 0 while loading (in a static initialiser or the plugin's entry point), before the host "
+     "could read its manifest: does a static initialiser call exit()?",
+     {}},
 #if !defined(__SANITIZE_ADDRESS__)  // ASan's allocator, not RLIMIT_AS, bounds a sanitized child
     {"allocate", "allocated past the memory limit of 4096 MiB while loading", {}},
 #endif
@@ -38,7 +42,8 @@ std::string library_of(const LoadFault& fault) { return folder_of(fault) + "/loa
 
 }  // namespace
 
-TEST_CASE("a library failing in its static initialiser is skipped by a folder scan, with what happened", "[robustness][load]") {
+TEST_CASE("a library failing in its static initialiser is skipped by a folder scan, with what happened",
+          "[robustness][load]") {
   for (const LoadFault& fault : kFaults) {
     DYNAMIC_SECTION(fault.name) {
       const CommandResult r =
@@ -59,19 +64,23 @@ TEST_CASE("a pipeline naming a library that fails while loading fails cleanly, n
     if (!fault.environment.empty()) continue;  // the bundled plugins must load within the default limit
     DYNAMIC_SECTION(fault.name) {
       TempDir dir;
-      const std::string pipeline = pipeline_with(dir, "plugin_paths: [", "plugin_paths: [" + folder_of(fault) + ", ", "p1.yaml");
+      const std::string pipeline =
+          pipeline_with(dir, "plugin_paths: [", "plugin_paths: [" + folder_of(fault) + ", ", "p1.yaml");
       std::string text = read_file(pipeline);
       text.replace(text.find("{plugin: greedy}"), 16, "{plugin: load-fault-" + fault.name + "}");
       write_file(pipeline, text);
       const CommandResult r = compile(kSmallModel, pipeline, (dir.path() / "p.tpkg").string());
-      check_clean_failure(r, {"cannot load exchange scheduler 'load-fault-" + fault.name + "'", library_of(fault) + ": " + fault.happened},
-                          dir.path(), "p.tpkg");
+      check_clean_failure(
+          r,
+          {"cannot load exchange scheduler 'load-fault-" + fault.name + "'", library_of(fault) + ": " + fault.happened},
+          dir.path(), "p.tpkg");
       CHECK(r.exit_code == 1);
     }
   }
 }
 
-TEST_CASE("check-plugin fails a library whose static initialiser fails, instead of dying with it", "[robustness][load]") {
+TEST_CASE("check-plugin fails a library whose static initialiser fails, instead of dying with it",
+          "[robustness][load]") {
   for (const LoadFault& fault : kFaults) {
     DYNAMIC_SECTION(fault.name) {
       const CommandResult r = run_command({tessera_binary(), "check-plugin", library_of(fault)}, fault.environment);
@@ -86,13 +95,15 @@ TEST_CASE("check-plugin fails a library whose static initialiser fails, instead 
 }
 
 TEST_CASE("a bad TESSERA_PLUGIN_LOAD_TIME_LIMIT_MS is a clean error naming it", "[robustness][load]") {
-  const CommandResult r = run_command({tessera_binary(), "plugins", "list"}, {"TESSERA_PLUGIN_LOAD_TIME_LIMIT_MS=soon"});
+  const CommandResult r =
+      run_command({tessera_binary(), "plugins", "list"}, {"TESSERA_PLUGIN_LOAD_TIME_LIMIT_MS=soon"});
   check_clean_error(r, {"TESSERA_PLUGIN_LOAD_TIME_LIMIT_MS=soon: not a number of milliseconds"});
 }
 
 // Loading every library in a child costs each compile; a library whose bytes loaded cleanly
 // under this host is remembered (only then, and only in a folder the user alone can write).
-TEST_CASE("libraries that loaded cleanly in a child are remembered; failures and untrusted caches are not", "[robustness][load]") {
+TEST_CASE("libraries that loaded cleanly in a child are remembered; failures and untrusted caches are not",
+          "[robustness][load]") {
   TempDir dir;
   const std::string cache = (dir.path() / "cache").string();
   const std::string remembered = cache + "/tessera/loaded-plugins";

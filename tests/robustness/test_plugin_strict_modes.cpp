@@ -42,9 +42,10 @@ TEST_CASE("strict modes refuse a plugin folder writable by others", "[robustness
   const fs::path folder = dir.path() / "plugins";
   plugin_folder_with_library(folder);
   fs::permissions(folder, fs::perms::others_write, fs::perm_options::add);
-  check_clean_error(list_plugins_from(folder.string()),
-                    {folder.string() + ": refusing to load plugins: the plugin folder is writable by others (mode 0757)",
-                     "fix: chmod go-w " + folder.string()});
+  check_clean_error(
+      list_plugins_from(folder.string()),
+      {folder.string() + ": refusing to load plugins: the plugin folder is writable by others (mode 0757)",
+       "fix: chmod go-w " + folder.string()});
   count_bad_input_case();
   // The fix the message names is enough.
   fs::permissions(folder, kOwnerWritable);
@@ -64,18 +65,21 @@ TEST_CASE("strict modes refuse a library or a folder owned by another user", "[r
   const std::string library = plugin_folder_with_library(folder);
   const std::string owner = "owned by uid " + std::to_string(other_user()->uid) + " (tessera-robustness)";
   REQUIRE(::chown(library.c_str(), other_user()->uid, other_user()->gid) == 0);
-  check_clean_error(list_plugins_from(folder.string()),
-                    {library + ": refusing to load plugins: the plugin library is " + owner, "fix: chown root " + library});
+  check_clean_error(
+      list_plugins_from(folder.string()),
+      {library + ": refusing to load plugins: the plugin library is " + owner, "fix: chown root " + library});
   count_bad_input_case();
   // Through a pipeline's plugin_paths as well, and for the folder itself.
   REQUIRE(::chown(library.c_str(), 0, 0) == 0);
   REQUIRE(::chown(folder.c_str(), other_user()->uid, other_user()->gid) == 0);
-  check_clean_failure(compile(kSmallModel, pipeline_with_plugin_dir(dir, folder.string()), (dir.path() / "p.tpkg").string()),
-                      {folder.string() + ": refusing to load plugins: the plugin folder is " + owner}, dir.path(), "p.tpkg");
+  check_clean_failure(
+      compile(kSmallModel, pipeline_with_plugin_dir(dir, folder.string()), (dir.path() / "p.tpkg").string()),
+      {folder.string() + ": refusing to load plugins: the plugin folder is " + owner}, dir.path(), "p.tpkg");
   count_bad_input_case();
 }
 
-TEST_CASE("strict modes refuse an ancestor folder writable by others unless it is sticky", "[robustness][strict-modes]") {
+TEST_CASE("strict modes refuse an ancestor folder writable by others unless it is sticky",
+          "[robustness][strict-modes]") {
   TempDir dir;
   const fs::path shared = dir.path() / "shared";
   const fs::path folder = shared / "team" / "plugins";
@@ -102,15 +106,18 @@ TEST_CASE("strict modes refuse an ancestor folder writable by others unless it i
   }
   // A sticky folder is never scanned itself: anyone could drop a new library into it.
   fs::permissions(folder, fs::perms::all | fs::perms::sticky_bit);
-  check_clean_error(list_plugins_from(folder.string()),
-                    {folder.string() + ": refusing to load plugins: the plugin folder is writable by group and others"});
+  check_clean_error(
+      list_plugins_from(folder.string()),
+      {folder.string() + ": refusing to load plugins: the plugin folder is writable by group and others"});
   count_bad_input_case();
 }
 
 TEST_CASE("strict modes refuse relative and empty TESSERA_PLUGIN_PATH entries", "[robustness][strict-modes]") {
   const std::string plugins = std::string(TESSERA_BINARY_DIR) + "/plugins";
-  check_clean_error(list_plugins_from("."), {"TESSERA_PLUGIN_PATH: plugin path '.' is relative", "give an absolute folder"});
-  check_clean_error(list_plugins_from("build/plugins"), {"TESSERA_PLUGIN_PATH: plugin path 'build/plugins' is relative"});
+  check_clean_error(list_plugins_from("."),
+                    {"TESSERA_PLUGIN_PATH: plugin path '.' is relative", "give an absolute folder"});
+  check_clean_error(list_plugins_from("build/plugins"),
+                    {"TESSERA_PLUGIN_PATH: plugin path 'build/plugins' is relative"});
   for (const std::string& with_empty_entry : {plugins + "::" + plugins, plugins + ":", ":" + plugins}) {
     INFO(with_empty_entry);
     check_clean_error(list_plugins_from(with_empty_entry),
@@ -121,7 +128,8 @@ TEST_CASE("strict modes refuse relative and empty TESSERA_PLUGIN_PATH entries", 
   CHECK(list_plugins_from("").exit_code == 0);
 }
 
-TEST_CASE("strict modes refuse an empty plugin_paths entry and a relative --plugin-path", "[robustness][strict-modes]") {
+TEST_CASE("strict modes refuse an empty plugin_paths entry and a relative --plugin-path",
+          "[robustness][strict-modes]") {
   TempDir dir;
   for (const std::string& entry : {std::string("\"\""), std::string("''"), std::string("~")}) {
     INFO(entry);
@@ -137,9 +145,11 @@ TEST_CASE("strict modes refuse an empty plugin_paths entry and a relative --plug
   count_bad_input_case();
 }
 
-TEST_CASE("strict modes replay never loads a library from inside the bundle unless named", "[robustness][strict-modes]") {
+TEST_CASE("strict modes replay never loads a library from inside the bundle unless named",
+          "[robustness][strict-modes]") {
   TempDir dir;
-  const std::string pipeline = pipeline_with(dir, "  - {plugin: lower-mid}\n", "  - {plugin: lower-mid}\n  - {plugin: throwing-pass}\n");
+  const std::string pipeline =
+      pipeline_with(dir, "  - {plugin: lower-mid}\n", "  - {plugin: lower-mid}\n  - {plugin: throwing-pass}\n");
   const CommandResult compiled =
       run_command({tessera_binary(), "compile", kSmallModel, "-p", pipeline, "-o", (dir.path() / "p.tpkg").string(),
                    "--reproducer-dir", (dir.path() / "bundles").string()},
@@ -159,9 +169,9 @@ TEST_CASE("strict modes replay never loads a library from inside the bundle unle
     command.insert(command.end(), extra.begin(), extra.end());
     return run_command(command, {"TESSERA_PLUGIN_PATH="});
   };
-  check_clean_error(replay({}), {shipped + ": refusing to load a plugin library from inside the reproducer bundle " +
-                                     bundle.string(),
-                                 "--trust-bundle-plugin FILE` naming " + shipped});
+  check_clean_error(
+      replay({}), {shipped + ": refusing to load a plugin library from inside the reproducer bundle " + bundle.string(),
+                   "--trust-bundle-plugin FILE` naming " + shipped});
   count_bad_input_case();
   // Named on the command line, it is loaded and the replay reaches the plugin's own failure.
   const CommandResult trusted = replay({"--trust-bundle-plugin", shipped});

@@ -44,9 +44,9 @@ fs::path shared_folder(const TempDir& dir) {
 // with the pid of the command that follows, since exec keeps it), then `tessera ARGUMENTS`.
 CommandResult plant_then_run(const std::string& plant, const fs::path& folder, const std::string& name,
                              const std::vector<std::string>& arguments) {
-  std::vector<std::string> command{"/bin/sh", "-c",
-                                   "P=\"$0/." + name + ".tmp-$$\"; " + plant + " || exit 97; shift; exec \"$@\"",
-                                   folder.string(), "unused", tessera_binary()};
+  std::vector<std::string> command{
+      "/bin/sh",       "-c",     "P=\"$0/." + name + ".tmp-$$\"; " + plant + " || exit 97; shift; exec \"$@\"",
+      folder.string(), "unused", tessera_binary()};
   command.insert(command.end(), arguments.begin(), arguments.end());
   return run_command(command);
 }
@@ -73,7 +73,8 @@ bool has_temporary(const fs::path& folder) {
 
 }  // namespace
 
-TEST_CASE("shared folders a symlink planted at the temporary's name never redirects the package", "[robustness][shared]") {
+TEST_CASE("shared folders a symlink planted at the temporary's name never redirects the package",
+          "[robustness][shared]") {
   TempDir dir;
   const fs::path shared = shared_folder(dir);
   const std::string victim = dir.write("victim.txt", "precious\n");
@@ -98,8 +99,8 @@ TEST_CASE("shared folders a file planted at the temporary's name never becomes t
   const std::string pipeline = pipeline_with(dir, "passes:", "passes:");
   // The planter keeps a writable handle on the file it planted: were it published, the planter
   // would own the package.
-  auto r = plant_then_run(as_planter() + "sh -c 'echo planted > \"$1\" && chmod 666 \"$1\"' sh \"$P\"", shared, "x.tpkg",
-                          {"compile", kSmallModel, "-p", pipeline, "-o", package});
+  auto r = plant_then_run(as_planter() + "sh -c 'echo planted > \"$1\" && chmod 666 \"$1\"' sh \"$P\"", shared,
+                          "x.tpkg", {"compile", kSmallModel, "-p", pipeline, "-o", package});
   count_bad_input_case();
   INFO(r.err);
   REQUIRE(r.exit_code == 0);
@@ -139,7 +140,8 @@ TEST_CASE("shared folders temporaries of dead processes are removed at the next 
 }
 
 TEST_CASE("shared folders every catchable signal removes the temporary and still kills", "[robustness][shared]") {
-  for (int signal_number : {SIGINT, SIGTERM, SIGHUP, SIGPIPE, SIGALRM, SIGQUIT, SIGUSR1, SIGUSR2, SIGXCPU, SIGVTALRM, SIGPROF}) {
+  for (int signal_number :
+       {SIGINT, SIGTERM, SIGHUP, SIGPIPE, SIGALRM, SIGQUIT, SIGUSR1, SIGUSR2, SIGXCPU, SIGVTALRM, SIGPROF}) {
     DYNAMIC_SECTION("signal " << signal_number << " (" << strsignal(signal_number) << ")") {
       TempDir dir;
       const std::string path = (dir.path() / "x.out").string();
@@ -165,7 +167,8 @@ TEST_CASE("shared folders every catchable signal removes the temporary and still
   }
 }
 
-TEST_CASE("shared folders the device lock refuses symlinks, other users' files and files with data", "[robustness][shared]") {
+TEST_CASE("shared folders the device lock refuses symlinks, other users' files and files with data",
+          "[robustness][shared]") {
   TempDir dir;
   const fs::path shared = shared_folder(dir);
   const std::string package = (dir.path() / "small.tpkg").string();

@@ -49,12 +49,9 @@ inline Graph small_mlp_graph() {
   g.name = "small-mlp";
   g.source_file = "small-mlp.yaml";
   g.seed = 11;
-  g.tensors = {make_tensor("x", {2, 8}, TensorKind::input, 1.0),
-               make_tensor("w", {8, 4}, TensorKind::weight, 0.5),
-               make_tensor("b", {4}, TensorKind::weight, 0.1),
-               make_tensor("h", {2, 4}, TensorKind::intermediate),
-               make_tensor("a", {2, 4}, TensorKind::intermediate),
-               make_tensor("y", {2, 4}, TensorKind::intermediate)};
+  g.tensors = {make_tensor("x", {2, 8}, TensorKind::input, 1.0),   make_tensor("w", {8, 4}, TensorKind::weight, 0.5),
+               make_tensor("b", {4}, TensorKind::weight, 0.1),     make_tensor("h", {2, 4}, TensorKind::intermediate),
+               make_tensor("a", {2, 4}, TensorKind::intermediate), make_tensor("y", {2, 4}, TensorKind::intermediate)};
   Op matmul;
   matmul.kind = OpKind::matmul;
   matmul.inputs = {0, 1};
@@ -72,8 +69,7 @@ inline Graph small_mlp_graph() {
   return g;
 }
 
-inline TileCodeletCall call(Codelet codelet, std::vector<std::uint32_t> addresses,
-                            std::vector<std::uint32_t> params) {
+inline TileCodeletCall call(Codelet codelet, std::vector<std::uint32_t> addresses, std::vector<std::uint32_t> params) {
   return TileCodeletCall{codelet, std::move(addresses), std::move(params)};
 }
 

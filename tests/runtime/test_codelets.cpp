@@ -45,10 +45,8 @@ TEST_CASE("codelet operand spans follow the shape params", "[codelets]") {
   // Large shapes must not overflow 32 bits.
   const std::vector<std::uint32_t> big = {65536, 65536, 1, 0};
   CHECK(codelet_operand_words(Codelet::matmul, big, 0) == 4294967296ull);
-  CHECK_THROWS_AS(codelet_operand_words(Codelet::matmul, std::vector<std::uint32_t>{1, 2}, 0),
-                  std::logic_error);
-  CHECK_THROWS_AS(codelet_operand_words(Codelet::relu, std::vector<std::uint32_t>{4}, 1),
-                  std::logic_error);
+  CHECK_THROWS_AS(codelet_operand_words(Codelet::matmul, std::vector<std::uint32_t>{1, 2}, 0), std::logic_error);
+  CHECK_THROWS_AS(codelet_operand_words(Codelet::relu, std::vector<std::uint32_t>{4}, 1), std::logic_error);
 }
 
 TEST_CASE("codelet cycle formulas charge the documented machine model", "[codelets]") {
@@ -127,8 +125,7 @@ TEST_CASE("codelet cycle formulas charge the documented machine model", "[codele
         16 * 8 * 16);
 }
 
-TEST_CASE("no codelet call is charged below its MACs at peak or its input bytes at the load bandwidth",
-          "[codelets]") {
+TEST_CASE("no codelet call is charged below its MACs at peak or its input bytes at the load bandwidth", "[codelets]") {
   const Target target = testing::four_tile_target();
   std::mt19937 random(20261203);
   auto draw = [&](std::uint32_t low, std::uint32_t high) {
@@ -209,7 +206,8 @@ TEST_CASE("no codelet call is charged below its MACs at peak or its input bytes 
       }
       const std::uint64_t cycles = codelet_cycles(codelet, params, target);
       const std::uint64_t mac_floor = (macs + peak - 1) / peak;
-      const std::uint64_t load_floor = (input_words * 4 + target.load_bytes_per_cycle - 1) / target.load_bytes_per_cycle;
+      const std::uint64_t load_floor =
+          (input_words * 4 + target.load_bytes_per_cycle - 1) / target.load_bytes_per_cycle;
       INFO(codelet_name(codelet) << " params " << Catch::Detail::stringify(params));
       REQUIRE(cycles >= mac_floor);
       REQUIRE(cycles >= load_floor);
@@ -230,13 +228,15 @@ TEST_CASE("elementwise function codelets charge poplibs' float inner loops per v
     return 11 + workers * (fixed + ((count + workers - 1) / workers + 1) / 2 * per_vector);
   };
   using V = std::vector<std::uint32_t>;
-  const auto sigmoid = static_cast<std::uint32_t>(UnaryFunction::sigmoid), erf = static_cast<std::uint32_t>(UnaryFunction::erf);
+  const auto sigmoid = static_cast<std::uint32_t>(UnaryFunction::sigmoid),
+             erf = static_cast<std::uint32_t>(UnaryFunction::erf);
   const auto power = static_cast<std::uint32_t>(UnaryFunction::pow);
   CHECK(codelet_cycles(Codelet::unary, V{1200, sigmoid, 0}, target) == expected(1200, 26, 12));
   CHECK(codelet_cycles(Codelet::unary, V{1200, erf, 0}, target) == expected(1200, 26, 36));
   CHECK(codelet_cycles(Codelet::unary, V{1200, power, float_param(2.0f)}, target) == expected(1200, 26, 2));
   CHECK(codelet_cycles(Codelet::unary, V{1200, power, float_param(3.0f)}, target) == expected(1200, 26, 624));
-  const auto multiply = static_cast<std::uint32_t>(BinaryFunction::multiply), divide = static_cast<std::uint32_t>(BinaryFunction::divide);
+  const auto multiply = static_cast<std::uint32_t>(BinaryFunction::multiply),
+             divide = static_cast<std::uint32_t>(BinaryFunction::divide);
   CHECK(codelet_cycles(Codelet::binary, V{1000, multiply}, target) == codelet_cycles(Codelet::add, V{1000}, target));
   CHECK(codelet_cycles(Codelet::binary, V{1000, divide}, target) == expected(1000, 29, 10));
   CHECK(codelet_cycles(Codelet::binary_row, V{10, 100, multiply}, target) ==

@@ -22,8 +22,7 @@ namespace {
 /// Waits for `child` and returns its exit status, or -1 if it did not exit normally.
 int exit_status(pid_t child) {
   int status = 0;
-  while (::waitpid(child, &status, 0) < 0) {
-  }
+  while (::waitpid(child, &status, 0) < 0) {}
   return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
 }
 
@@ -38,16 +37,14 @@ TEST_CASE("device lock excludes a second holder until released", "[runtime][lock
   CHECK(first.held());
   CHECK(first.holder_pid() == ::getpid());
   CHECK_FALSE(second.try_acquire());
-  CHECK_THROWS_WITH(second.acquire(30ms),
-                    Contains(path) && Contains("busy") && Contains(std::to_string(::getpid())));
+  CHECK_THROWS_WITH(second.acquire(30ms), Contains(path) && Contains("busy") && Contains(std::to_string(::getpid())));
   first.release();
   CHECK_FALSE(first.held());
   CHECK(second.try_acquire());
   CHECK_FALSE(first.try_acquire());
 }
 
-TEST_CASE("device lock makes another process wait until the holder releases it",
-          "[runtime][lock]") {
+TEST_CASE("device lock makes another process wait until the holder releases it", "[runtime][lock]") {
   tessera::testing::TempDir dir;
   const std::string path = (dir.path() / "sim0.lock").string();
   DeviceLock held(path);
@@ -63,8 +60,7 @@ TEST_CASE("device lock makes another process wait until the holder releases it",
       const auto start = std::chrono::steady_clock::now();
       mine.acquire();
       code = std::chrono::steady_clock::now() - start >= 150ms ? 0 : 1;
-    } catch (...) {
-    }
+    } catch (...) {}
     ::_exit(code);
   }
   std::this_thread::sleep_for(300ms);

@@ -22,12 +22,9 @@ Graph tiny_graph() {
   Graph g;
   g.name = "tiny";
   g.source_file = "tiny.yaml";
-  g.tensors = {make_tensor("x", {2, 2}, TensorKind::input),
-               make_tensor("w", {2, 3}, TensorKind::weight),
-               make_tensor("b", {3}, TensorKind::weight),
-               make_tensor("h", {2, 3}, TensorKind::intermediate),
-               make_tensor("a", {2, 3}, TensorKind::intermediate),
-               make_tensor("y", {2, 3}, TensorKind::intermediate),
+  g.tensors = {make_tensor("x", {2, 2}, TensorKind::input),        make_tensor("w", {2, 3}, TensorKind::weight),
+               make_tensor("b", {3}, TensorKind::weight),          make_tensor("h", {2, 3}, TensorKind::intermediate),
+               make_tensor("a", {2, 3}, TensorKind::intermediate), make_tensor("y", {2, 3}, TensorKind::intermediate),
                make_tensor("d", {2, 3}, TensorKind::intermediate)};
   Op matmul{OpKind::matmul, {0, 1}, 3, false, {4, 3}};
   Op add{OpKind::add, {3, 2}, 4, false, {5, 3}};
@@ -38,14 +35,11 @@ Graph tiny_graph() {
   return g;
 }
 
-HostTensors tiny_values() {
-  return {{"x", {1, 2, 3, 4}}, {"w", {1, 0, -1, 0, 1, 1}}, {"b", {0.5f, -3, 0}}};
-}
+HostTensors tiny_values() { return {{"x", {1, 2, 3, 4}}, {"w", {1, 0, -1, 0, 1, 1}}, {"b", {0.5f, -3, 0}}}; }
 
 }  // namespace
 
-TEST_CASE("reference executor computes matmul, broadcast add, relu and dense in float64",
-          "[runtime][reference]") {
+TEST_CASE("reference executor computes matmul, broadcast add, relu and dense in float64", "[runtime][reference]") {
   const ReferenceValues values = execute_reference(tiny_graph(), tiny_values());
   CHECK(values.at("h") == std::vector<double>{1, 2, 1, 3, 4, 1});
   CHECK(values.at("a") == std::vector<double>{1.5, -1, 1, 3.5, 1, 1});
@@ -61,17 +55,18 @@ TEST_CASE("reference executor computes the elementwise functions, row operands a
   g.name = "functions";
   g.source_file = "functions.yaml";
   g.tensors = {make_tensor("x", {2, 2}, TensorKind::input), make_tensor("r", {2}, TensorKind::weight)};
-  const std::vector<OpKind> kinds = {OpKind::sigmoid, OpKind::tanh, OpKind::erf, OpKind::sqrt, OpKind::pow,
-                                     OpKind::sub,     OpKind::mul,  OpKind::div, OpKind::reduce_sum, OpKind::reduce_mean};
+  const std::vector<OpKind> kinds = {OpKind::sigmoid,    OpKind::tanh,       OpKind::erf, OpKind::sqrt,
+                                     OpKind::pow,        OpKind::sub,        OpKind::mul, OpKind::div,
+                                     OpKind::reduce_sum, OpKind::reduce_mean};
   for (OpKind kind : kinds) {
     Op op;
     op.kind = kind;
     op.inputs = is_binary(kind) ? std::vector<std::uint32_t>{0, 1} : std::vector<std::uint32_t>{0};
     op.exponent = 3;
     op.output = static_cast<std::uint32_t>(g.tensors.size());
-    g.tensors.push_back(make_tensor(op_kind_name(kind), is_row_reduction(kind) ? std::vector<std::int64_t>{2, 1}
-                                                                                : std::vector<std::int64_t>{2, 2},
-                                    TensorKind::intermediate));
+    g.tensors.push_back(make_tensor(
+        op_kind_name(kind), is_row_reduction(kind) ? std::vector<std::int64_t>{2, 1} : std::vector<std::int64_t>{2, 2},
+        TensorKind::intermediate));
     g.ops.push_back(op);
     g.outputs.push_back(op.output);
   }
@@ -104,8 +99,7 @@ TEST_CASE("reference executor works in double, not float", "[runtime][reference]
   CHECK(result.at("h")[1] == 0.0);
 }
 
-TEST_CASE("reference executor reports missing values and bad shapes at the op's place",
-          "[runtime][reference]") {
+TEST_CASE("reference executor reports missing values and bad shapes at the op's place", "[runtime][reference]") {
   HostTensors values = tiny_values();
   values.erase("w");
   CHECK_THROWS_WITH(execute_reference(tiny_graph(), values),
@@ -122,8 +116,7 @@ TEST_CASE("reference executor reports missing values and bad shapes at the op's 
   CHECK_THROWS_WITH(execute_reference(g, values), Contains("tiny.yaml:5:3") && Contains("cannot add"));
 }
 
-TEST_CASE("numerical test passes within atol + rtol * max|reference| and fails beyond",
-          "[runtime][reference]") {
+TEST_CASE("numerical test passes within atol + rtol * max|reference| and fails beyond", "[runtime][reference]") {
   const Graph g = tiny_graph();
   const ReferenceValues reference = execute_reference(g, tiny_values());
   HostTensors outputs = {{"y", {1.5f, 0, 1, 3.5f, 1, 1}}, {"d", {1.5f, 0, 1, 3.5f, 1, 1}}};
@@ -160,8 +153,7 @@ TEST_CASE("host tensors hold the model's initial values in row-major order", "[r
   REQUIRE(weights.size() == 2);
   REQUIRE(weights.at("w").size() == 32);
   REQUIRE(weights.at("b").size() == 4);
-  for (std::uint64_t i = 0; i < 32; ++i)
-    CHECK(weights.at("w")[i] == initial_value(g, g.tensors[1], i));
+  for (std::uint64_t i = 0; i < 32; ++i) CHECK(weights.at("w")[i] == initial_value(g, g.tensors[1], i));
   for (float v : weights.at("w")) CHECK(std::fabs(v) <= 0.5f);  // init_scale
   const HostTensors inputs = initial_host_tensors(g, TensorKind::input);
   CHECK(inputs.size() == 1);

@@ -35,8 +35,7 @@ RunOptions options_in(const testing::TempDir& dir) {
 
 }  // namespace
 
-TEST_CASE("run_package runs an in-memory package, checks numerics and writes the profile",
-          "[runtime][run]") {
+TEST_CASE("run_package runs an in-memory package, checks numerics and writes the profile", "[runtime][run]") {
   testing::TempDir dir;
   const RunOptions options = options_in(dir);
   const RunResult result = run_package(testing::small_mlp_package(), options);
@@ -45,14 +44,13 @@ TEST_CASE("run_package runs an in-memory package, checks numerics and writes the
   CHECK(result.passed());
   CHECK(result.numerics.elements == 8);
   CHECK(result.numerics.max_abs_error <= result.numerics.tolerance);
-  CHECK(result.numerics.tolerance ==
-        Approx(options.atol + options.rtol * result.numerics.max_abs_reference));
+  CHECK(result.numerics.tolerance == Approx(options.atol + options.rtol * result.numerics.max_abs_reference));
   CHECK(result.cycles.total() == 1385);  // see the sim device test for the sum
   CHECK(result.tiles == 4);
   CHECK(result.profile_samples == 8);
   CHECK(result.words_exchanged == 8 + 12);
   CHECK(result.words_unreceived == 2);
-  CHECK(result.host_initialize_bytes == (32 + 4) * 4);  // w and b
+  CHECK(result.host_initialize_bytes == (32 + 4) * 4);   // w and b
   CHECK(result.host_run_bytes == (16 + 8 + 4 + 4) * 4);  // x in, y's three slices out
   CHECK(result.outputs.at("y").size() == 8);
 
@@ -81,8 +79,7 @@ TEST_CASE("run_package runs an in-memory package, checks numerics and writes the
   CHECK(files == 2);
 }
 
-TEST_CASE("run_package reads a written package file and gives the same result",
-          "[runtime][run]") {
+TEST_CASE("run_package reads a written package file and gives the same result", "[runtime][run]") {
   testing::TempDir dir;
   const std::string path = (dir.path() / "small.tpkg").string();
   write_package(testing::small_mlp_package(), path);
@@ -120,15 +117,13 @@ TEST_CASE("run_package names the package and the place of a conflict", "[runtime
   CHECK_THROWS_WITH(run_package(options), Contains("missing.tpkg"));
 }
 
-TEST_CASE("run_package waits for the device lock and gives up after its timeout",
-          "[runtime][run]") {
+TEST_CASE("run_package waits for the device lock and gives up after its timeout", "[runtime][run]") {
   testing::TempDir dir;
   RunOptions options = options_in(dir);
   options.lock_timeout_ms = 50;
   DeviceLock other(options.lock_path);
   REQUIRE(other.try_acquire());
-  CHECK_THROWS_WITH(run_package(testing::small_mlp_package(), options),
-                    Contains("sim0.lock") && Contains("busy"));
+  CHECK_THROWS_WITH(run_package(testing::small_mlp_package(), options), Contains("sim0.lock") && Contains("busy"));
   other.release();
   CHECK(run_package(testing::small_mlp_package(), options).passed());
 }

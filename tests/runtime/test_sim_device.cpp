@@ -56,8 +56,7 @@ std::vector<float> expected_y(const HostTensors& values) {
 
 }  // namespace
 
-TEST_CASE("sim device computes a split matmul with exchange, reduce and multicast exactly",
-          "[runtime][sim]") {
+TEST_CASE("sim device computes a split matmul with exchange, reduce and multicast exactly", "[runtime][sim]") {
   const Package package = testing::small_mlp_package();
   const HostTensors values = host_values(package.graph);
   SimDevice device;
@@ -70,12 +69,11 @@ TEST_CASE("sim device computes a split matmul with exchange, reduce and multicas
   const std::vector<float> want = expected_y(values);
   CHECK(outputs.at("y") == want);
   // The received copies themselves, not only the replica on tile 0.
-  CHECK(device.read_words(2, testing::layout::y_row0, 4) ==
-        std::vector<float>(want.begin(), want.begin() + 4));
+  CHECK(device.read_words(2, testing::layout::y_row0, 4) == std::vector<float>(want.begin(), want.begin() + 4));
   CHECK(device.read_words(3, testing::layout::y_all, 8) == want);
 
-  const NumericalReport report = compare_with_reference(
-      package.graph, outputs, execute_reference(package.graph, values));
+  const NumericalReport report =
+      compare_with_reference(package.graph, outputs, execute_reference(package.graph, values));
   CHECK(report.passed);
   CHECK(report.max_abs_error < 1e-6);
 
@@ -86,8 +84,7 @@ TEST_CASE("sim device computes a split matmul with exchange, reduce and multicas
   CHECK(device.allocated_bytes() == 208 + 128 + 16 + 32);
 }
 
-TEST_CASE("sim device charges the codelet formulas, barriers and exchange horizons",
-          "[runtime][sim]") {
+TEST_CASE("sim device charges the codelet formulas, barriers and exchange horizons", "[runtime][sim]") {
   const Package package = testing::small_mlp_package();
   const Target& t = package.target;
   const HostTensors values = host_values(package.graph);
@@ -104,15 +101,13 @@ TEST_CASE("sim device charges the codelet formulas, barriers and exchange horizo
   const std::uint64_t horizon0 = 0 + t.latency(1, 0) + 8;
   // Superstep 1: tile 0 reduces and adds the bias; its 8 words reach tile 3 (next column)
   // last, at cycle 7 + latency.
-  const std::uint64_t reduce_bias =
-      codelet_cycles(Codelet::reduce_add, std::vector<std::uint32_t>{2, 8}, t) +
-      codelet_cycles(Codelet::bias_add, std::vector<std::uint32_t>{2, 4, 1}, t);
+  const std::uint64_t reduce_bias = codelet_cycles(Codelet::reduce_add, std::vector<std::uint32_t>{2, 8}, t) +
+                                    codelet_cycles(Codelet::bias_add, std::vector<std::uint32_t>{2, 4, 1}, t);
   const std::uint64_t horizon1 = 7 + t.latency(0, 3) + 1;
 
   REQUIRE(profile.supersteps.size() == 2);
   CHECK(profile.supersteps[0].label == "matmul");
-  CHECK(profile.supersteps[0].tile_compute_cycles ==
-        std::vector<std::uint64_t>{matmul, matmul, 0, 0});
+  CHECK(profile.supersteps[0].tile_compute_cycles == std::vector<std::uint64_t>{matmul, matmul, 0, 0});
   CHECK(profile.supersteps[0].exchange_horizon == horizon0);
   CHECK(profile.supersteps[0].exchange_cycles == horizon0 + t.exchange_phase_overhead);
   CHECK(profile.supersteps[1].tile_compute_cycles == std::vector<std::uint64_t>{reduce_bias, 0, 0, 0});
@@ -138,20 +133,22 @@ TEST_CASE("sim device refuses two sends from one tile in one cycle", "[runtime][
   Package package = testing::small_mlp_package();
   package.tiles[1].supersteps[0].sends.push_back({3, testing::layout::x1, 2});
   const std::string error = load_error(package);
-  CHECK_THAT(error, Contains("superstep 0 ('matmul'), tile 1, cycle 3") &&
-                        Contains("sends two words in one cycle"));
+  CHECK_THAT(error, Contains("superstep 0 ('matmul'), tile 1, cycle 3") && Contains("sends two words in one cycle"));
 }
 
 TEST_CASE("sim device refuses an unknown function of the unary, binary and binary_row codelets", "[runtime][sim]") {
   Package package = testing::small_mlp_package();
   // Tile 0's bias add becomes a binary_row with function 7 (there are three: subtract, multiply, divide).
-  package.tiles[0].supersteps[1].compute[1] = testing::call(Codelet::binary_row, {testing::layout::y, testing::layout::b}, {2, 4, 7});
+  package.tiles[0].supersteps[1].compute[1] =
+      testing::call(Codelet::binary_row, {testing::layout::y, testing::layout::b}, {2, 4, 7});
   CHECK_THAT(load_error(package), Contains("superstep 1 ('reduce-bias-relu'), tile 0, call 1") &&
                                       Contains("binary_row's function must be below 3, got 7"));
-  package.tiles[0].supersteps[1].compute[1] = testing::call(Codelet::unary, {testing::layout::y, testing::layout::y}, {8, 5, 0});
+  package.tiles[0].supersteps[1].compute[1] =
+      testing::call(Codelet::unary, {testing::layout::y, testing::layout::y}, {8, 5, 0});
   CHECK_THAT(load_error(package), Contains("unary's function must be below 5, got 5"));
   // The same with a valid function loads.
-  package.tiles[0].supersteps[1].compute[1] = testing::call(Codelet::unary, {testing::layout::y, testing::layout::y}, {8, 0, 0});
+  package.tiles[0].supersteps[1].compute[1] =
+      testing::call(Codelet::unary, {testing::layout::y, testing::layout::y}, {8, 0, 0});
   CHECK(load_error(package).empty());
 }
 
@@ -160,8 +157,7 @@ TEST_CASE("sim device refuses two arrivals at one tile in one cycle", "[runtime]
   // A second receive on tile 0 overlapping arrivals 6..13.
   package.tiles[0].supersteps[0].receives.push_back({10, 1, testing::layout::partial1, 2});
   const std::string error = load_error(package);
-  CHECK_THAT(error, Contains("superstep 0 ('matmul'), tile 0, cycle 10") &&
-                        Contains("two words arrive in one cycle"));
+  CHECK_THAT(error, Contains("superstep 0 ('matmul'), tile 0, cycle 10") && Contains("two words arrive in one cycle"));
 }
 
 TEST_CASE("sim device refuses a receive without a matching send", "[runtime][sim]") {
@@ -169,8 +165,8 @@ TEST_CASE("sim device refuses a receive without a matching send", "[runtime][sim
   // Arrivals 7..14 need sends at 1..8, but tile 1 sends at 0..7: the last word is missing.
   package.tiles[0].supersteps[0].receives[0].arrival = 7;
   std::string error = load_error(package);
-  CHECK_THAT(error, Contains("superstep 0 ('matmul'), tile 0, cycle 14") &&
-                        Contains("no matching send") && Contains("cycle 8"));
+  CHECK_THAT(error, Contains("superstep 0 ('matmul'), tile 0, cycle 14") && Contains("no matching send") &&
+                        Contains("cycle 8"));
 
   // An arrival earlier than the latency allows has no send at all.
   package.tiles[0].supersteps[0].receives[0].arrival = 5;
@@ -191,8 +187,8 @@ TEST_CASE("sim device enforces the receive-mux switch cost", "[runtime][sim]") {
   package.tiles[1].supersteps[1].sends = {{4, testing::layout::x1, 2}};
   package.tiles[2].supersteps[1].receives.push_back({11, 1, 16, 2});
   REQUIRE(package.target.latency(1, 2) == 7);
-  CHECK_THAT(load_error(package), Contains("superstep 1 ('reduce-bias-relu'), tile 2, cycle 11") &&
-                                      Contains("switch_cost"));
+  CHECK_THAT(load_error(package),
+             Contains("superstep 1 ('reduce-bias-relu'), tile 2, cycle 11") && Contains("switch_cost"));
 
   // One cycle later the receiver has its idle cycle.
   package.tiles[1].supersteps[1].sends = {{5, testing::layout::x1, 2}};
@@ -220,8 +216,7 @@ TEST_CASE("sim device refuses multicast on a target without it", "[runtime][sim]
   CHECK(load_error(package).empty());
 }
 
-TEST_CASE("sim device refuses sending a word received earlier in the same phase",
-          "[runtime][sim]") {
+TEST_CASE("sim device refuses sending a word received earlier in the same phase", "[runtime][sim]") {
   Package package = testing::small_mlp_package();
   // Tile 0 would forward what it receives at 6..13 by sending it at 20..27.
   package.tiles[0].supersteps[0].sends = {{20, testing::layout::partial1, 8}};
@@ -234,8 +229,7 @@ TEST_CASE("sim device refuses sending a word received earlier in the same phase"
 TEST_CASE("sim device checks every address against the tile's memory", "[runtime][sim]") {
   Package package = testing::small_mlp_package();
   package.tiles[1].supersteps[0].compute[0].addresses[2] = 120;  // c spans 120..152 > 128
-  CHECK_THAT(load_error(package),
-             Contains("superstep 0 ('matmul'), tile 1, call 0") && Contains("[120, 152)"));
+  CHECK_THAT(load_error(package), Contains("superstep 0 ('matmul'), tile 1, call 0") && Contains("[120, 152)"));
 
   package = testing::small_mlp_package();
   package.tiles[2].buffers.push_back({4090, 16});  // past the target's 4096 bytes
@@ -257,10 +251,10 @@ TEST_CASE("sim device checks every address against the tile's memory", "[runtime
 TEST_CASE("sim device refuses sizes that wrap around 64 bits", "[runtime][sim]") {
   // An in-place softmax of 2^31 x 2^31: 2^62 words, whose byte count 2^64 wraps to 0.
   Package package = testing::small_mlp_package();
-  package.tiles[0].supersteps[0].compute.push_back(
-      testing::call(Codelet::softmax, {testing::layout::y, testing::layout::y}, {1u << 31, 1u << 31, float_param(1.0f)}));
-  CHECK_THAT(load_error(package), Contains("superstep 0 ('matmul'), tile 0, call 1") &&
-                                      Contains("softmax operand 0") && Contains("buffer table ends at byte 208"));
+  package.tiles[0].supersteps[0].compute.push_back(testing::call(
+      Codelet::softmax, {testing::layout::y, testing::layout::y}, {1u << 31, 1u << 31, float_param(1.0f)}));
+  CHECK_THAT(load_error(package), Contains("superstep 0 ('matmul'), tile 0, call 1") && Contains("softmax operand 0") &&
+                                      Contains("buffer table ends at byte 208"));
 
   // reduce_bias's parts x rows x cols can pass 2^64 words.
   package = testing::small_mlp_package();
@@ -291,8 +285,8 @@ TEST_CASE("sim device holds only the bytes the buffer tables cover", "[runtime][
 
   // An operand in the gap is refused, though it lies below the table's highest byte.
   package.tiles[2].supersteps[0].compute = {testing::call(Codelet::relu, {2000}, {4})};
-  CHECK_THAT(load_error(package), Contains("tile 2, call 0") && Contains("[2000, 2016)") &&
-                                      Contains("no buffer-table entry"));
+  CHECK_THAT(load_error(package),
+             Contains("tile 2, call 0") && Contains("[2000, 2016)") && Contains("no buffer-table entry"));
 }
 
 TEST_CASE("sim device checks host streams cover their tensors", "[runtime][sim]") {

@@ -68,16 +68,14 @@ Package synthetic_package(std::uint32_t rounds, std::uint32_t words) {
       for (std::uint32_t r = 1; r <= rounds; ++r) {
         const std::uint32_t from = (tile + tiles - r) % tiles;
         step.sends.push_back({r * spacing, partial + (r % 8) * 4, words});
-        step.receives.push_back({r * spacing + t.latency(from, tile), from,
-                                 exchange_in + (r - 1) * words * 4, words});
+        step.receives.push_back({r * spacing + t.latency(from, tile), from, exchange_in + (r - 1) * words * 4, words});
       }
     }
   }
   p.superstep_labels = {"layer0", "layer1", "layer2"};
   p.streams = {x, weights[0], weights[1], weights[2]};
   for (std::uint32_t l = 0; l < layers; ++l)
-    p.streams.push_back({"b" + std::to_string(l), StreamKind::weight, 1, width,
-                         {{0, 0, 0, 1, 0, width}}});
+    p.streams.push_back({"b" + std::to_string(l), StreamKind::weight, 1, width, {{0, 0, 0, 1, 0, width}}});
   p.streams.push_back({"y2", StreamKind::output, 2, width, {{0, 0, 0, 2, 0, width}}});
   return p;
 }
@@ -112,12 +110,10 @@ TEST_CASE("sim device runs an mlp-b2-n3-sized package in seconds", "[.][perf]") 
   const ExecutionProfile& profile = device.profile();
   std::uint64_t words = 0;
   for (const auto& step : profile.supersteps) words += step.words_received;
-  WARN("build " << build << " s, host values " << host_values << " s, load " << load
-                << " s, initialize " << initialize << " s, run " << run << " s, reference "
-                << reference_seconds << " s; cycles " << profile.cycles.total() << " (compute "
-                << profile.cycles.compute << ", exchange " << profile.cycles.exchange
-                << "), words exchanged " << words << ", memory "
-                << device.allocated_bytes() / (1 << 20) << " MiB");
+  WARN("build " << build << " s, host values " << host_values << " s, load " << load << " s, initialize " << initialize
+                << " s, run " << run << " s, reference " << reference_seconds << " s; cycles " << profile.cycles.total()
+                << " (compute " << profile.cycles.compute << ", exchange " << profile.cycles.exchange
+                << "), words exchanged " << words << ", memory " << device.allocated_bytes() / (1 << 20) << " MiB");
   CHECK(words == 3ull * 1472 * 70 * 100);
   // The times are shown, not checked (a busy machine stretches them): bench-simulator has the figures.
 }

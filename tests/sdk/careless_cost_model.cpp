@@ -14,9 +14,8 @@ class CarelessCostModel final : public tessera::CostModel {
     tessera::CostEstimate estimate;
     for (const auto& step : program.supersteps)
       for (const auto& call : step.compute) {
-        const double macs = call.codelet == tessera::Codelet::matmul
-                                ? double(call.params[0]) * call.params[1] * call.params[2]
-                                : 1.0;
+        const double macs =
+            call.codelet == tessera::Codelet::matmul ? double(call.params[0]) * call.params[1] * call.params[2] : 1.0;
         estimate.compute_cycles += static_cast<std::uint64_t>(1e6 / macs);
       }
     return estimate;

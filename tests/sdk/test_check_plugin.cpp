@@ -71,7 +71,8 @@ TEST_CASE("check-plugin passes the shipped greedy scheduler on every check", "[s
     checks.push_back(name);
   const CommandResult result = check_plugin({shipped("greedy")});
   require_all_pass(result, checks);
-  CHECK_THAT(line_of(result.out, "load"), Catch::Contains("greedy 0.1.0, exchange scheduler, API 2." + std::to_string(tessera::kPluginApiMinor)));
+  CHECK_THAT(line_of(result.out, "load"),
+             Catch::Contains("greedy 0.1.0, exchange scheduler, API 2." + std::to_string(tessera::kPluginApiMinor)));
   CHECK_THAT(line_of(result.out, "huge-words"), Catch::Contains("horizon="));
   CHECK_THAT(result.out, Catch::Contains("plugin=greedy kind=\"exchange scheduler\""));
 }
@@ -117,21 +118,25 @@ TEST_CASE("check-plugin fails a scheduler whose schedules break the rules, with 
 }
 
 TEST_CASE("check-plugin survives a scheduler that exits, crashes, hangs, drifts or oversleeps", "[sdk]") {
-  const CommandResult result = check_plugin(
-      {test_plugin("erratic-scheduler", "test-erratic-scheduler"), "--timeout", "3", "--budget-ms", "50"});
+  const CommandResult result =
+      check_plugin({test_plugin("erratic-scheduler", "test-erratic-scheduler"), "--timeout", "3", "--budget-ms", "50"});
   INFO(result.out << result.err);
   CHECK(result.exit_code == 1);
   CHECK(result.signal == 0);
-  CHECK_THAT(line_of(result.out, "zero-word-transfer"),
-             Catch::Equals("FAIL zero-word-transfer: plugin code ended the process (exit status 3) instead of returning"));
-  CHECK_THAT(line_of(result.out, "multicast"), Catch::Equals("FAIL multicast: crashed with signal " + std::to_string(kSegfaultSignal) +
-                                                                           " (" + ::strsignal(kSegfaultSignal) + ")"));
-  CHECK_THAT(line_of(result.out, "huge-words"), Catch::Equals("FAIL huge-words: did not finish within 3 s and was killed"));
+  CHECK_THAT(
+      line_of(result.out, "zero-word-transfer"),
+      Catch::Equals("FAIL zero-word-transfer: plugin code ended the process (exit status 3) instead of returning"));
+  CHECK_THAT(line_of(result.out, "multicast"),
+             Catch::Equals("FAIL multicast: crashed with signal " + std::to_string(kSegfaultSignal) + " (" +
+                           ::strsignal(kSegfaultSignal) + ")"));
+  CHECK_THAT(line_of(result.out, "huge-words"),
+             Catch::Equals("FAIL huge-words: did not finish within 3 s and was killed"));
   CHECK_THAT(line_of(result.out, "deterministic"),
              Catch::StartsWith("FAIL deterministic: a second call on the same object returned another schedule: "
                                "segment 0 was (transfer 0, start 0, words "));
   CHECK_THAT(line_of(result.out, "time-budget"),
-             Catch::StartsWith("FAIL time-budget: took ") && Catch::Contains("budget of 50 ms (allowed: 2 x budget + 100 ms = 200 ms)"));
+             Catch::StartsWith("FAIL time-budget: took ") &&
+                 Catch::Contains("budget of 50 ms (allowed: 2 x budget + 100 ms = 200 ms)"));
   // Its serial schedules are valid, so the rest passes, and the battery went on after each fault.
   for (const char* name : {"single-transfer", "fan-in-switch-cost", "all-to-all", "random-1472-latency"})
     CHECK_THAT(line_of(result.out, name), Catch::StartsWith("PASS "));
@@ -143,11 +148,12 @@ TEST_CASE("check-plugin fails a cost model that is not monotone, not finite, or 
   INFO(result.out << result.err);
   CHECK(result.exit_code == 1);
   CHECK_THAT(line_of(result.out, "load"), Catch::StartsWith("PASS "));
-  CHECK_THAT(line_of(result.out, "exports"),
-             Catch::StartsWith("FAIL exports: exports ") && Catch::Contains("careless_manifest") &&
-                 Catch::Contains("tessera_add_plugin()"));
-  CHECK_THAT(line_of(result.out, "monotone-matmul-macs"),
-             Catch::StartsWith("FAIL monotone-matmul-macs: 4^3 is estimated at 15625 cycles, fewer than 1^3 at 1000000"));
+  CHECK_THAT(line_of(result.out, "exports"), Catch::StartsWith("FAIL exports: exports ") &&
+                                                 Catch::Contains("careless_manifest") &&
+                                                 Catch::Contains("tessera_add_plugin()"));
+  CHECK_THAT(
+      line_of(result.out, "monotone-matmul-macs"),
+      Catch::StartsWith("FAIL monotone-matmul-macs: 4^3 is estimated at 15625 cycles, fewer than 1^3 at 1000000"));
   CHECK_THAT(line_of(result.out, "empty-exchange-phase"),
              Catch::Equals("FAIL empty-exchange-phase: 18446744073709551615 cycles is not a finite estimate"));
   CHECK_THAT(line_of(result.out, "peak-memory"), Catch::StartsWith("FAIL peak-memory: peak_tile_bytes=0 is below"));
@@ -159,9 +165,8 @@ TEST_CASE("check-plugin reports a library the host refuses as a failed load, and
   const std::string fake = dir.write("fake.so", "not an ELF file\n");
   const std::vector<std::pair<std::string, std::string>> refused = {
       {test_plugin("no-entry", "no-entry"), "not a Tessera plugin"},
-      {test_plugin("abi-major", "test-abi-major"),
-       "plugin has 99." + std::to_string(tessera::kPluginApiMinor) + ", host supports 2." +
-           std::to_string(tessera::kPluginApiMinor)},
+      {test_plugin("abi-major", "test-abi-major"), "plugin has 99." + std::to_string(tessera::kPluginApiMinor) +
+                                                       ", host supports 2." + std::to_string(tessera::kPluginApiMinor)},
       {fake, "fake.so: not an ELF file"}};
   for (const auto& [file, reason] : refused) {
     const CommandResult result = check_plugin({file});

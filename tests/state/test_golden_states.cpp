@@ -46,7 +46,8 @@ void check_or_update(const fs::path& golden, const CompilationState& state) {
   REQUIRE(fs::exists(golden));
   // On a mismatch, the new state is left in the build tree for a diff.
   const bool same = text == read_text(golden);
-  const fs::path actual = fs::path(TESSERA_BINARY_DIR) / "golden-actual" / golden.parent_path().filename() / golden.filename();
+  const fs::path actual =
+      fs::path(TESSERA_BINARY_DIR) / "golden-actual" / golden.parent_path().filename() / golden.filename();
   if (!same) {
     fs::create_directories(actual.parent_path());
     write_file_atomically(actual.string(), text, "the state");

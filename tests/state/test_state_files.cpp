@@ -88,7 +88,8 @@ TEST_CASE("tessera opt runs the passes one at a time and rebuilds the compile's 
   CHECK_THAT(r.out, Catch::Contains("tile=3 ") && !Catch::Contains("tile=4 "));
 
   // A pass that changes nothing says so.
-  const CommandResult again = run_command({tessera_binary(), "opt", state, "-p", pipeline, "--pass", "lower-mid", "--print"});
+  const CommandResult again =
+      run_command({tessera_binary(), "opt", state, "-p", pipeline, "--pass", "lower-mid", "--print"});
   CHECK(again.exit_code == 0);
   CHECK_THAT(again.out, Catch::Contains("changed=none"));
 }
@@ -160,10 +161,11 @@ TEST_CASE("a misspelt --dump-after or --dump-filter is an error before any work"
   TempDir dir;
   const std::string pipeline = pipeline_copy(dir, kSmallPipeline);
   const std::string package = (dir.path() / "small.tpkg").string();
-  const CommandResult typo = run_command({tessera_binary(), "compile", kSmallModel, "-p", pipeline, "-o", package,
-                                          "--dump-after", "lower-mi"});
+  const CommandResult typo = run_command(
+      {tessera_binary(), "compile", kSmallModel, "-p", pipeline, "-o", package, "--dump-after", "lower-mi"});
   CHECK(typo.exit_code == 1);
-  CHECK_THAT(typo.err, Catch::Contains("--dump-after 'lower-mi': the pipeline has no such pass; did you mean 'lower-mid'?"));
+  CHECK_THAT(typo.err,
+             Catch::Contains("--dump-after 'lower-mi': the pipeline has no such pass; did you mean 'lower-mid'?"));
   CHECK_FALSE(fs::exists(package));
   CHECK_THROWS_WITH(parse_dump_filter("tile=3-1"), Catch::Contains("not a tile or a range LOW-HIGH"));
   CHECK_THROWS_WITH(parse_dump_filter("tiles=3"), Catch::Contains("unknown field 'tiles'"));
@@ -179,8 +181,9 @@ TEST_CASE("a misspelt --dump-after or --dump-filter is an error before any work"
 TEST_CASE("--print-changed prints the state after each pass that changed it", "[state]") {
   TempDir dir;
   const std::string pipeline = pipeline_copy(dir, kSmallPipeline);
-  const CommandResult r = run_command({tessera_binary(), "compile", kSmallModel, "-p", pipeline, "-o",
-                                       (dir.path() / "small.tpkg").string(), "--print-changed", "--dump-filter", "op=dense1"});
+  const CommandResult r =
+      run_command({tessera_binary(), "compile", kSmallModel, "-p", pipeline, "-o", (dir.path() / "small.tpkg").string(),
+                   "--print-changed", "--dump-filter", "op=dense1"});
   INFO(r.err);
   REQUIRE(r.exit_code == 0);
   CHECK_THAT(r.out, Catch::Contains("// ----- state after pass 'lower-mid' (changed: facts, graph)"));

@@ -29,11 +29,11 @@ ProcessResult run_browser(const std::vector<std::string>& arguments, std::chrono
 
 std::vector<std::string> headless_arguments(const std::string& profile_directory) {
   return {chromium_binary(), "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-          "--disable-background-networking", "--disable-component-update", "--disable-sync",
-          "--disable-default-apps", "--disable-extensions", "--mute-audio", "--hide-scrollbars",
+          "--disable-background-networking", "--disable-component-update", "--disable-sync", "--disable-default-apps",
+          "--disable-extensions", "--mute-audio", "--hide-scrollbars",
           // No name resolves: a page that tries to reach the network fails visibly here.
-          "--host-resolver-rules=MAP * ~NOTFOUND", "--user-data-dir=" + profile_directory,
-          "--enable-logging=stderr", "--v=0"};
+          "--host-resolver-rules=MAP * ~NOTFOUND", "--user-data-dir=" + profile_directory, "--enable-logging=stderr",
+          "--v=0"};
 }
 
 std::string file_url(const std::string& html_file) {

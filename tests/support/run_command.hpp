@@ -6,8 +6,8 @@
 namespace tessera::testing {
 
 struct CommandResult {
-  int exit_code = -1;      ///< exit status, or -1 when killed by a signal
-  int signal = 0;          ///< the signal that killed it, or 0
+  int exit_code = -1;  ///< exit status, or -1 when killed by a signal
+  int signal = 0;      ///< the signal that killed it, or 0
   std::string out;
   std::string err;
 };

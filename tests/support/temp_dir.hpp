@@ -46,7 +46,8 @@ inline std::string pipeline_copy(const TempDir& dir, const std::string& pipeline
   text.replace(text.find("../targets/"), 11, source_path("configs/targets/"));
   text.replace(text.find("../../build/plugins"), 19, TESSERA_PLUGIN_DIR);
   if (from.empty()) return dir.write("pipeline.yaml", text);
-  if (text.find(from) == std::string::npos) throw std::runtime_error("pipeline_copy: '" + from + "' not in " + pipeline);
+  if (text.find(from) == std::string::npos)
+    throw std::runtime_error("pipeline_copy: '" + from + "' not in " + pipeline);
   text.replace(text.find(from), from.size(), to);
   return dir.write("pipeline.yaml", text);
 }

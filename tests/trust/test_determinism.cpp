@@ -46,13 +46,15 @@ void check_identical(const std::string& a, const std::string& b) {
 TEST_CASE("compile gives bit-identical packages across runs and thread counts", "[trust][determinism]") {
   TempDir dir;
   SECTION("mlp-small on t16") {
-    const std::string pipeline = pipeline_copy(dir, source_path("configs/pipelines/small.yaml"), "finalists: 2", "finalists: 2");
+    const std::string pipeline =
+        pipeline_copy(dir, source_path("configs/pipelines/small.yaml"), "finalists: 2", "finalists: 2");
     const std::string first = compile(dir, "configs/models/mlp-small.yaml", pipeline, "a.tpkg", 1);
     check_identical(first, compile(dir, "configs/models/mlp-small.yaml", pipeline, "b.tpkg", 1));
     check_identical(first, compile(dir, "configs/models/mlp-small.yaml", pipeline, "c.tpkg", 2));
   }
   SECTION("mlp-b2-n3 on t1472") {
-    const std::string pipeline = pipeline_copy(dir, source_path("configs/pipelines/default.yaml"), "finalists: 2", "finalists: 2");
+    const std::string pipeline =
+        pipeline_copy(dir, source_path("configs/pipelines/default.yaml"), "finalists: 2", "finalists: 2");
     const std::string first = compile(dir, "configs/models/mlp-b2-n3.yaml", pipeline, "a.tpkg", 1);
     check_identical(first, compile(dir, "configs/models/mlp-b2-n3.yaml", pipeline, "b.tpkg", 1));
     check_identical(first, compile(dir, "configs/models/mlp-b2-n3.yaml", pipeline, "c.tpkg", 2));
@@ -60,9 +62,9 @@ TEST_CASE("compile gives bit-identical packages across runs and thread counts", 
 }
 
 TEST_CASE("compile rejects a thread count of zero", "[trust][determinism]") {
-  const CommandResult r = run_command({tessera_binary(), "compile", source_path("configs/models/mlp-small.yaml"), "-p",
-                                       source_path("configs/pipelines/small.yaml"), "-o", "/nonexistent/x.tpkg",
-                                       "--threads", "0"});
+  const CommandResult r =
+      run_command({tessera_binary(), "compile", source_path("configs/models/mlp-small.yaml"), "-p",
+                   source_path("configs/pipelines/small.yaml"), "-o", "/nonexistent/x.tpkg", "--threads", "0"});
   CHECK(r.exit_code != 0);
   CHECK(r.signal == 0);
   CHECK_THAT(r.err, Catch::Contains("--threads"));

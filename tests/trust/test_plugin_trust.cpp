@@ -24,8 +24,8 @@ std::string copy_greedy(const fs::path& folder) {
                               fs::perms::others_read | fs::perms::others_exec);
   const fs::path file = folder / "greedy.so";
   fs::copy_file(kGreedy, file, fs::copy_options::overwrite_existing);
-  fs::permissions(file, fs::perms::owner_all | fs::perms::group_read | fs::perms::group_exec |
-                            fs::perms::others_read | fs::perms::others_exec);
+  fs::permissions(file, fs::perms::owner_all | fs::perms::group_read | fs::perms::group_exec | fs::perms::others_read |
+                            fs::perms::others_exec);
   return file.string();
 }
 
@@ -49,7 +49,8 @@ TEST_CASE("plugin host refuses a library writable by group or by others", "[trus
     const std::string error = load_error([&] { host.load_file(file); });
     INFO(error);
     CHECK_THAT(error, Catch::StartsWith(file + ": refusing to load plugins: the plugin library is writable by"));
-    CHECK_THAT(error, Catch::Contains(extra == fs::perms::group_write ? "by its group (mode 0775)" : "by others (mode 0757)"));
+    CHECK_THAT(error,
+               Catch::Contains(extra == fs::perms::group_write ? "by its group (mode 0775)" : "by others (mode 0757)"));
     CHECK_THAT(error, Catch::Contains("fix: chmod go-w " + file));
     CHECK(host.find("greedy") == nullptr);
   }
@@ -67,7 +68,9 @@ TEST_CASE("plugin host refuses a plugin folder writable by group or others", "[t
   {
     tessera::PluginHost host;
     const std::string error = load_error([&] { host.load_directory(folder.string()); });
-    CHECK_THAT(error, Catch::StartsWith(folder.string() + ": refusing to load plugins: the plugin folder is writable by group and others (mode 0777)"));
+    CHECK_THAT(error, Catch::StartsWith(
+                          folder.string() +
+                          ": refusing to load plugins: the plugin folder is writable by group and others (mode 0777)"));
     CHECK_THAT(error, Catch::Contains("chmod go-w " + folder.string()));
   }
   {  // naming the file directly does not get round the folder check: anyone could swap it
@@ -80,7 +83,8 @@ TEST_CASE("plugin host refuses a plugin folder writable by group or others", "[t
     tessera::PluginHost host;
     CHECK(host.load_file(file).name == "greedy");
     tessera::PluginHost scanner;
-    CHECK_THAT(load_error([&] { scanner.load_directory(folder.string()); }), Catch::Contains("writable by group and others"));
+    CHECK_THAT(load_error([&] { scanner.load_directory(folder.string()); }),
+               Catch::Contains("writable by group and others"));
   }
 }
 
@@ -89,13 +93,14 @@ TEST_CASE("cli refuses a group-writable plugin path from the pipeline and from T
   const fs::path folder = dir.path() / "extra";
   copy_greedy(folder);  // a second 'greedy' would also be a duplicate; the permission check comes first
   fs::permissions(folder, fs::perms::group_write, fs::perm_options::add);
-  const std::string pipeline = pipeline_copy(dir, kSmallPipeline, "plugin_paths: [", "plugin_paths: [" + folder.string() + ", ");
+  const std::string pipeline =
+      pipeline_copy(dir, kSmallPipeline, "plugin_paths: [", "plugin_paths: [" + folder.string() + ", ");
   const CommandResult from_yaml = run_command({tessera_binary(), "compile", "--print-pipeline", "-p", pipeline});
   CHECK(from_yaml.exit_code == 1);
   CHECK_THAT(from_yaml.err, Catch::Contains("error: " + folder.string() + ": refusing to load plugins") &&
                                 Catch::Contains("chmod go-w"));
-  const CommandResult from_environment = run_command({tessera_binary(), "plugins", "list"},
-                                                     {"TESSERA_PLUGIN_PATH=" + folder.string()});
+  const CommandResult from_environment =
+      run_command({tessera_binary(), "plugins", "list"}, {"TESSERA_PLUGIN_PATH=" + folder.string()});
   CHECK(from_environment.exit_code == 1);
   CHECK_THAT(from_environment.err, Catch::Contains(folder.string() + ": refusing to load plugins"));
 }
@@ -119,8 +124,8 @@ TEST_CASE("pipeline sha256 pin accepts the library's digest and refuses any othe
   TempDir dir;
   const std::string actual = tessera::file_sha256(kGreedy);
   SECTION("matching pin: the pipeline resolves and prints the pin") {
-    const std::string pipeline = pipeline_copy(dir, kSmallPipeline, "{plugin: greedy}",
-                                               "{plugin: greedy, sha256: " + actual + "}");
+    const std::string pipeline =
+        pipeline_copy(dir, kSmallPipeline, "{plugin: greedy}", "{plugin: greedy, sha256: " + actual + "}");
     const CommandResult r = run_command({tessera_binary(), "compile", "--print-pipeline", "-p", pipeline});
     INFO(r.err);
     CHECK(r.exit_code == 0);
@@ -129,16 +134,18 @@ TEST_CASE("pipeline sha256 pin accepts the library's digest and refuses any othe
   SECTION("upper-case hex is the same pin") {
     std::string upper = actual;
     for (char& c : upper) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
-    const std::string pipeline = pipeline_copy(dir, kSmallPipeline, "{plugin: greedy}", "{plugin: greedy, sha256: " + upper + "}");
+    const std::string pipeline =
+        pipeline_copy(dir, kSmallPipeline, "{plugin: greedy}", "{plugin: greedy, sha256: " + upper + "}");
     CHECK(run_command({tessera_binary(), "compile", "--print-pipeline", "-p", pipeline}).exit_code == 0);
   }
   SECTION("another digest: refused with the file, expected and actual, before anything is compiled") {
     std::string wrong = actual;
     wrong[10] = wrong[10] == '0' ? '1' : '0';
-    const std::string pipeline = pipeline_copy(dir, kSmallPipeline, "{plugin: greedy}", "{plugin: greedy, sha256: " + wrong + "}");
+    const std::string pipeline =
+        pipeline_copy(dir, kSmallPipeline, "{plugin: greedy}", "{plugin: greedy, sha256: " + wrong + "}");
     const std::string package = (dir.path() / "out.tpkg").string();
-    const CommandResult r = run_command({tessera_binary(), "compile", source_path("configs/models/mlp-small.yaml"),
-                                         "-p", pipeline, "-o", package});
+    const CommandResult r = run_command(
+        {tessera_binary(), "compile", source_path("configs/models/mlp-small.yaml"), "-p", pipeline, "-o", package});
     CHECK(r.exit_code == 1);
     CHECK(r.signal == 0);
     CHECK_THAT(r.err, Catch::Contains("error: " + pipeline + ":6:") &&
@@ -149,7 +156,8 @@ TEST_CASE("pipeline sha256 pin accepts the library's digest and refuses any othe
     CHECK_FALSE(fs::exists(package));
   }
   SECTION("a malformed pin is a YAML error at its place") {
-    const std::string pipeline = pipeline_copy(dir, kSmallPipeline, "{plugin: greedy}", "{plugin: greedy, sha256: abc123}");
+    const std::string pipeline =
+        pipeline_copy(dir, kSmallPipeline, "{plugin: greedy}", "{plugin: greedy, sha256: abc123}");
     const CommandResult r = run_command({tessera_binary(), "compile", "--print-pipeline", "-p", pipeline});
     CHECK(r.exit_code == 1);
     CHECK_THAT(r.err, Catch::Contains(pipeline + ":6:") && Catch::Contains("'sha256' must be 64 hex digits"));

@@ -46,7 +46,9 @@ fs::path bundle_from_error(const std::string& err) {
   return err.substr(start + marker.size(), end - start - marker.size());
 }
 
-nlohmann::json read_manifest(const fs::path& bundle) { return nlohmann::json::parse(read_text(bundle / "manifest.json")); }
+nlohmann::json read_manifest(const fs::path& bundle) {
+  return nlohmann::json::parse(read_text(bundle / "manifest.json"));
+}
 
 const nlohmann::json& plugin_in(const nlohmann::json& manifest, const std::string& name) {
   for (const auto& entry : manifest["plugins"])
@@ -57,7 +59,8 @@ const nlohmann::json& plugin_in(const nlohmann::json& manifest, const std::strin
 
 }  // namespace
 
-TEST_CASE("an invalid schedule during compile leaves a phase bundle that replay fails on the same way", "[trust][reproducer]") {
+TEST_CASE("an invalid schedule during compile leaves a phase bundle that replay fails on the same way",
+          "[trust][reproducer]") {
   TempDir dir;
   std::string pipeline = pipeline_copy(dir, kSmallPipeline, "{plugin: greedy}", "{plugin: all-at-once}");
   write_text(pipeline, replace_once(read_text(pipeline), std::string(TESSERA_PLUGIN_DIR) + "]",
@@ -76,7 +79,8 @@ TEST_CASE("an invalid schedule during compile leaves a phase bundle that replay 
   CHECK_THAT(error, Catch::Contains("run `tessera replay " + bundle.string() + "`"));
 
   // The bundle: the phase the scheduler failed on, the target, the pipeline, the manifest.
-  for (const char* file : {"manifest.json", "pipeline.yaml", "target.yaml", "phase.txt"}) CHECK(fs::is_regular_file(bundle / file));
+  for (const char* file : {"manifest.json", "pipeline.yaml", "target.yaml", "phase.txt"})
+    CHECK(fs::is_regular_file(bundle / file));
   CHECK_FALSE(fs::exists(bundle / "model.yaml"));
   CHECK(read_text(bundle / "target.yaml") == read_text(source_path("configs/targets/t16.yaml")));
   const tessera::ExchangePhase phase = tessera::read_phase_file((bundle / "phase.txt").string());
@@ -87,7 +91,8 @@ TEST_CASE("an invalid schedule during compile leaves a phase bundle that replay 
   CHECK(manifest["plugin"] == "all-at-once");
   CHECK(manifest["pass"] == "lower-exchanges");
   CHECK_THAT(manifest["error"].get<std::string>(), Catch::Contains("invalid schedule"));
-  const std::string library = fs::weakly_canonical(kTestPlugins + "/invalid-scheduler/test-invalid-scheduler.so").string();
+  const std::string library =
+      fs::weakly_canonical(kTestPlugins + "/invalid-scheduler/test-invalid-scheduler.so").string();
   const auto& scheduler = plugin_in(manifest, "all-at-once");
   CHECK(scheduler["path"] == library);
   CHECK(scheduler["sha256"] == tessera::file_sha256(library));
@@ -110,8 +115,9 @@ TEST_CASE("an invalid schedule during compile leaves a phase bundle that replay 
   const CommandResult succeeded = run_command({tessera_binary(), "replay", bundle.string()});
   INFO(succeeded.err);
   CHECK(succeeded.exit_code == 0);
-  CHECK_THAT(succeeded.out, Catch::StartsWith("replay=" + bundle.string() + " plugin=greedy transfers=" +
-                                              std::to_string(phase.transfers.size())) && Catch::Contains("valid=true"));
+  CHECK_THAT(succeeded.out, Catch::StartsWith("replay=" + bundle.string() +
+                                              " plugin=greedy transfers=" + std::to_string(phase.transfers.size())) &&
+                                Catch::Contains("valid=true"));
 
   // A second failure gets a fresh bundle rather than overwriting the first.
   const CommandResult again = run_command({tessera_binary(), "compile", kSmallModel, "-p", pipeline, "-o", package});
@@ -125,13 +131,14 @@ TEST_CASE("a throwing pass leaves its input state, and replay runs that pass alo
                                              "  - {plugin: lower-mid}\n  - {plugin: throwing-pass}\n");
   const std::string package = (dir.path() / "small.tpkg").string();
   const std::string reproducers = (dir.path() / "bundles").string();
-  const CommandResult compiled = run_command({tessera_binary(), "compile", kSmallModel, "-p", pipeline, "-o", package,
-                                              "--reproducer-dir", reproducers},
-                                             {"TESSERA_PLUGIN_PATH=" + kTestPlugins + "/throwing-pass"});
+  const CommandResult compiled = run_command(
+      {tessera_binary(), "compile", kSmallModel, "-p", pipeline, "-o", package, "--reproducer-dir", reproducers},
+      {"TESSERA_PLUGIN_PATH=" + kTestPlugins + "/throwing-pass"});
   INFO(compiled.err);
   REQUIRE(compiled.exit_code == 1);
   CHECK_FALSE(fs::exists(package));
-  CHECK_THAT(compiled.err, Catch::Contains("pass 'throwing-pass' failed: plugin 'throwing-pass': run threw: deliberate failure"));
+  CHECK_THAT(compiled.err,
+             Catch::Contains("pass 'throwing-pass' failed: plugin 'throwing-pass': run threw: deliberate failure"));
   const fs::path bundle = bundle_from_error(compiled.err);
   CHECK(bundle == fs::path(reproducers) / "throwing-pass-1");
   CHECK_FALSE(fs::exists(bundle / "phase.txt"));

@@ -25,7 +25,8 @@ int main(int argc, char** argv) {
     std::fprintf(stderr,
                  "usage: tessera-plugin-host --channel-fd FD [--log-level LEVEL]\n"
                  "       tessera-plugin-host --probe LIBRARY [--log-level LEVEL]  (reports on fd 3)\n"
-                 "Started by tessera for pipeline entries with 'isolate: process' and to load each plugin library first; it speaks protocol "
+                 "Started by tessera for pipeline entries with 'isolate: process' and to load each plugin library "
+                 "first; it speaks protocol "
                  "version %u on FD and is not meant to be run by hand.\n",
                  static_cast<unsigned>(tessera::kPluginHostProtocolVersion));
     return 2;

@@ -107,14 +107,14 @@ CheckOutcome run_in_child(const std::function<CheckOutcome()>& check, unsigned t
   ::close(fds[0]);
   if (timed_out) ::kill(pid, SIGKILL);
   int status = 0;
-  while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
-  }
+  while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {}
   if (timed_out) return CheckOutcome::fail(fmt::format("did not finish within {} s and was killed", timeout_s));
   if (WIFSIGNALED(status))
-    return CheckOutcome::fail(fmt::format("crashed with signal {} ({})", WTERMSIG(status), ::strsignal(WTERMSIG(status))));
+    return CheckOutcome::fail(
+        fmt::format("crashed with signal {} ({})", WTERMSIG(status), ::strsignal(WTERMSIG(status))));
   if (message.empty())
     return CheckOutcome::fail(fmt::format("plugin code ended the process (exit status {}) instead of returning",
-                                     WIFEXITED(status) ? WEXITSTATUS(status) : -1));
+                                          WIFEXITED(status) ? WEXITSTATUS(status) : -1));
   return {message[0] == 'P', message.substr(1)};
 }
 
@@ -226,7 +226,8 @@ private:
 
 std::string demangled(const std::string& symbol) {
   int status = 0;
-  std::unique_ptr<char, void (*)(void*)> name(abi::__cxa_demangle(symbol.c_str(), nullptr, nullptr, &status), std::free);
+  std::unique_ptr<char, void (*)(void*)> name(abi::__cxa_demangle(symbol.c_str(), nullptr, nullptr, &status),
+                                              std::free);
   return status == 0 && name ? std::string(name.get()) : symbol;
 }
 
@@ -234,15 +235,14 @@ CheckOutcome check_exports(const DynamicTables& tables) {
   std::vector<std::string> extra;
   bool has_entry = false;
   for (const auto& symbol : tables.exported) {
-    if (symbol == kPluginEntrySymbol)
-      has_entry = true;
-    else
-      extra.push_back(symbol);
+    if (symbol == kPluginEntrySymbol) has_entry = true;
+    else extra.push_back(symbol);
   }
   if (!has_entry) return CheckOutcome::fail(std::string("does not export '") + kPluginEntrySymbol + "'");
   if (extra.empty()) return CheckOutcome::pass(std::string("only ") + kPluginEntrySymbol);
   std::vector<std::string> shown;
-  for (std::size_t i = 0; i < std::min<std::size_t>(extra.size(), 3); ++i) shown.push_back("'" + demangled(extra[i]) + "'");
+  for (std::size_t i = 0; i < std::min<std::size_t>(extra.size(), 3); ++i)
+    shown.push_back("'" + demangled(extra[i]) + "'");
   return CheckOutcome::fail(fmt::format(
       "exports {} symbol(s) besides {} (e.g. {}); another plugin defining the same symbol would interpose it. "
       "Build with tessera_add_plugin() (hidden visibility and a version script keep only the entry point)",
@@ -252,17 +252,18 @@ CheckOutcome check_exports(const DynamicTables& tables) {
 CheckOutcome check_links_core(const DynamicTables& tables) {
   for (const auto& library : tables.needed)
     if (library.rfind("libtessera_core.so", 0) == 0) return CheckOutcome::pass("needs " + library);
-  return CheckOutcome::fail(fmt::format(
-      "does not link libtessera_core.so (needs: {}); a plugin carrying its own copy of the core talks to a "
-      "private copy of its state. Link tessera::core (tessera_add_plugin() does)",
-      tables.needed.empty() ? std::string("nothing") : fmt::format("{}", fmt::join(tables.needed, ", "))));
+  return CheckOutcome::fail(
+      fmt::format("does not link libtessera_core.so (needs: {}); a plugin carrying its own copy of the core talks to a "
+                  "private copy of its state. Link tessera::core (tessera_add_plugin() does)",
+                  tables.needed.empty() ? std::string("nothing") : fmt::format("{}", fmt::join(tables.needed, ", "))));
 }
 
 // ---- Manifest and creation, common to every kind ----
 
 bool is_kebab_case(const std::string& text) {
   if (text.empty() || !(text.front() >= 'a' && text.front() <= 'z')) return false;
-  return std::all_of(text.begin(), text.end(), [](char c) { return (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '-'; });
+  return std::all_of(text.begin(), text.end(),
+                     [](char c) { return (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '-'; });
 }
 
 // Pipelines write options as YAML keys: lower-case, like `order` or `exchange_efficiency`.
@@ -286,8 +287,9 @@ CheckOutcome check_manifest(const PluginInfo& info) {
   std::vector<std::string> options;
   for (const auto& option : info.options)
     options.push_back(fmt::format("{}={}", option.name, option_value_text(option.default_value)));
-  return CheckOutcome::pass(fmt::format("version {}, options: {}", info.version,
-                                   options.empty() ? std::string("none") : fmt::format("{}", fmt::join(options, " "))));
+  return CheckOutcome::pass(
+      fmt::format("version {}, options: {}", info.version,
+                  options.empty() ? std::string("none") : fmt::format("{}", fmt::join(options, " "))));
 }
 
 Options default_options(const PluginHost& host, const PluginInfo& info) {
@@ -297,9 +299,12 @@ Options default_options(const PluginHost& host, const PluginInfo& info) {
 std::unique_ptr<PluginObject> create_any(const PluginHost& host, const PluginInfo& info) {
   const Options options = default_options(host, info);
   switch (info.kind) {
-    case PluginKind::pass: return host.create_pass(info, options);
-    case PluginKind::cost_model: return host.create_cost_model(info, options);
-    case PluginKind::exchange_scheduler: return host.create_scheduler(info, options);
+    case PluginKind::pass:
+      return host.create_pass(info, options);
+    case PluginKind::cost_model:
+      return host.create_cost_model(info, options);
+    case PluginKind::exchange_scheduler:
+      return host.create_scheduler(info, options);
   }
   throw std::logic_error("unknown plugin kind");
 }
@@ -338,9 +343,10 @@ void check_pass(Battery& battery, const PluginInfo& info) {
     return;
   }
   battery.record("facts", CheckOutcome::pass(fmt::format("requires: {}; provides: {}",
-                                                    info.required_facts.empty() ? std::string("nothing")
-                                                                                : fmt::format("{}", fmt::join(info.required_facts, ", ")),
-                                                    fmt::format("{}", fmt::join(info.provided_facts, ", ")))));
+                                                         info.required_facts.empty()
+                                                             ? std::string("nothing")
+                                                             : fmt::format("{}", fmt::join(info.required_facts, ", ")),
+                                                         fmt::format("{}", fmt::join(info.provided_facts, ", ")))));
 }
 
 }  // namespace
@@ -358,8 +364,8 @@ int check_plugin_command(const CheckPluginRequest& request) {
   }
   if (info) {
     battery.record("load", CheckOutcome::pass(fmt::format("{} {}, {}, API {}.{}, ABI {}", info->name, info->version,
-                                                     plugin_kind_name(info->kind), info->api_major, info->api_minor,
-                                                     info->abi_tag)));
+                                                          plugin_kind_name(info->kind), info->api_major,
+                                                          info->api_minor, info->abi_tag)));
     try {
       const DynamicTables tables = ElfReader(info->file).read();
       battery.record("exports", check_exports(tables));
@@ -371,16 +377,16 @@ int check_plugin_command(const CheckPluginRequest& request) {
     check_creation(battery, host, *info);
     switch (info->kind) {
       case PluginKind::exchange_scheduler:
-        (void)testing::scheduler_battery(
-            [&] { return host.create_scheduler(*info, default_options(host, *info)); },
-            battery.kit_options(request, user_target));
+        (void)testing::scheduler_battery([&] { return host.create_scheduler(*info, default_options(host, *info)); },
+                                         battery.kit_options(request, user_target));
         break;
       case PluginKind::cost_model:
-        (void)testing::cost_model_battery(
-            [&] { return host.create_cost_model(*info, default_options(host, *info)); },
-            battery.kit_options(request, user_target));
+        (void)testing::cost_model_battery([&] { return host.create_cost_model(*info, default_options(host, *info)); },
+                                          battery.kit_options(request, user_target));
         break;
-      case PluginKind::pass: check_pass(battery, *info); break;
+      case PluginKind::pass:
+        check_pass(battery, *info);
+        break;
     }
   }
   fmt::print("checks={} passed={} failed={} plugin={} kind=\"{}\" file={}\n", battery.passed() + battery.failed(),

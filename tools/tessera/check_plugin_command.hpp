@@ -6,10 +6,10 @@
 namespace tessera::cli {
 
 struct CheckPluginRequest {
-  std::string file;                ///< the plugin library (.so)
-  std::string target;              ///< optional target YAML checked as well as the built-in ones
-  std::uint64_t budget_ms = 500;   ///< time budget given to a scheduler per phase
-  unsigned timeout_s = 120;        ///< a check still running after this is killed and fails
+  std::string file;               ///< the plugin library (.so)
+  std::string target;             ///< optional target YAML checked as well as the built-in ones
+  std::uint64_t budget_ms = 500;  ///< time budget given to a scheduler per phase
+  unsigned timeout_s = 120;       ///< a check still running after this is killed and fails
 };
 
 /// Loads `file` alone through PluginHost::load_file and runs the checks for its kind, each in

@@ -29,8 +29,10 @@ std::string resolved_pipeline_yaml(const std::string& pipeline, const std::strin
 }
 
 // Every file a compile reads, so that no output lands on one of them.
-static std::vector<InputFile> compile_inputs(const CompileRequest& request, const PipelineSpec& spec, const PluginHost& host) {
-  std::vector<InputFile> inputs{{request.model, "the model"}, {request.pipeline, "the pipeline"}, {spec.target, "the target"}};
+static std::vector<InputFile> compile_inputs(const CompileRequest& request, const PipelineSpec& spec,
+                                             const PluginHost& host) {
+  std::vector<InputFile> inputs{
+      {request.model, "the model"}, {request.pipeline, "the pipeline"}, {spec.target, "the target"}};
   for (const PluginInfo* plugin : host.plugins()) inputs.push_back({plugin->file, "the plugin library"});
   return inputs;
 }
@@ -66,9 +68,10 @@ CompileResult compile(const CompileRequest& request) {
   check_output_file(request.output, "the package (-o)", inputs);
   check_output_file(request.json_path, "the JSON record (--json)", inputs);
   CompilationState state = session.initial_state(load_any_model(request.model));
-  log->info("compiling model={} pipeline={} target={} tiles={} cost_model={} exchange_scheduler={} passes={} threads={}",
-            state.model.name, spec.name, state.target.name, state.target.tiles, spec.cost_model.plugin,
-            spec.exchange_scheduler.plugin, spec.passes.size(), threads);
+  log->info(
+      "compiling model={} pipeline={} target={} tiles={} cost_model={} exchange_scheduler={} passes={} threads={}",
+      state.model.name, spec.name, state.target.name, state.target.tiles, spec.cost_model.plugin,
+      spec.exchange_scheduler.plugin, spec.passes.size(), threads);
 
   FaultCapture capture;
   if (request.write_reproducer) {
@@ -101,7 +104,8 @@ CompileResult compile(const CompileRequest& request) {
   result.tiles = state.target.tiles;
   result.supersteps = state.program.supersteps.size();
   result.estimates = state.estimates;
-  result.compile_ms = std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - start).count();
+  result.compile_ms =
+      std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - start).count();
   result.record = std::move(state.record);
   if (!request.json_path.empty()) write_json(request.json_path, compile_json(result));
   return result;

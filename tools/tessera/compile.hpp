@@ -13,14 +13,14 @@ namespace tessera::cli {
 struct CompileRequest {
   std::string model;
   std::string pipeline;
-  std::string overlay;      ///< when set, merged onto `pipeline` first (an A/B arm: docs/ab-testing.md)
-  std::string target;       ///< overrides the pipeline's target when set
-  std::string output;       ///< package path
-  std::string sign_key;     ///< key file: sign the package with HMAC-SHA256 (read_package_key)
+  std::string overlay;   ///< when set, merged onto `pipeline` first (an A/B arm: docs/ab-testing.md)
+  std::string target;    ///< overrides the pipeline's target when set
+  std::string output;    ///< package path
+  std::string sign_key;  ///< key file: sign the package with HMAC-SHA256 (read_package_key)
   std::vector<std::string> dump_after;
   std::string dump_directory;
-  std::string dump_filter;     ///< `tile=0-3,op=dense1`: what the text dumps show (parse_dump_filter)
-  bool print_changed = false;  ///< print the text dump after each pass that changed the state
+  std::string dump_filter;      ///< `tile=0-3,op=dense1`: what the text dumps show (parse_dump_filter)
+  bool print_changed = false;   ///< print the text dump after each pass that changed the state
   std::string phase_directory;  ///< when set, phase-K.txt per non-empty exchange phase
   std::uint64_t schedule_budget_ms = 2000;
   unsigned threads = 0;  ///< 0: the machine's cores

@@ -15,19 +15,24 @@ namespace tessera::cli {
 
 CLI::App* add_cycles_command(CLI::App& app, CyclesRequest& request) {
   auto* cycles = app.add_subcommand("cycles", "print the simulator's charge for one codelet call and its floors");
-  cycles->add_option("codelet", request.codelet,
-                     "matmul, matmul_transposed, relu, add, copy, bias_add, softmax, layer_norm, reduce_add, reduce_bias; "
-                     "unary: sigmoid, tanh, erf, sqrt, square, pow; binary: subtract, multiply, divide (--count), "
-                     "their _row forms (--rows --cols); reduce_sum, reduce_mean")
+  cycles
+      ->add_option(
+          "codelet", request.codelet,
+          "matmul, matmul_transposed, relu, add, copy, bias_add, softmax, layer_norm, reduce_add, reduce_bias; "
+          "unary: sigmoid, tanh, erf, sqrt, square, pow; binary: subtract, multiply, divide (--count), "
+          "their _row forms (--rows --cols); reduce_sum, reduce_mean")
       ->required();
   cycles->add_option("--target,-t", request.target, "target YAML")->required()->check(CLI::ExistingFile);
   cycles->add_option("--dtype", request.dtype, "f32, or f16 for half weights (matmul, bias_add)")
       ->check(CLI::IsMember({"f32", "f16"}));
   cycles->add_option("--orientation", request.orientation, "matmul orientation: auto (the faster), as-is or swapped")
       ->check(CLI::IsMember({"auto", "as-is", "swapped"}));
-  for (auto [flag, field, what] : {std::tuple{"--m", &request.m, "matmul rows of a"}, {"--k", &request.k, "matmul depth"},
-                                   {"--n", &request.n, "matmul columns of b"}, {"--count", &request.count, "elements"},
-                                   {"--rows", &request.rows, "rows"}, {"--cols", &request.cols, "columns"},
+  for (auto [flag, field, what] : {std::tuple{"--m", &request.m, "matmul rows of a"},
+                                   {"--k", &request.k, "matmul depth"},
+                                   {"--n", &request.n, "matmul columns of b"},
+                                   {"--count", &request.count, "elements"},
+                                   {"--rows", &request.rows, "rows"},
+                                   {"--cols", &request.cols, "columns"},
                                    {"--parts", &request.parts, "partial sums added"}})
     cycles->add_option(flag, *field, what)->check(CLI::Range(1u, 1u << 30));
   cycles->add_flag("--relu", request.relu, "bias_add, reduce_bias: fuse a relu");
@@ -69,9 +74,12 @@ int cycles_command(const CyclesRequest& request) {
   std::string shape;
   if (name == "matmul" || name == "matmul_transposed") {
     codelet = half ? Codelet::matmul_half : name == "matmul" ? Codelet::matmul : Codelet::matmul_transposed;
-    if (half && name == "matmul_transposed") throw Error("tessera cycles: half weights come as matmul --dtype f16 only");
-    const std::uint32_t m = needed(request.m, "--m", name), k = needed(request.k, "--k", name), n = needed(request.n, "--n", name);
-    const MatmulOrientation orientation = request.orientation == "auto"    ? faster_matmul_orientation(codelet, m, k, n, target)
+    if (half && name == "matmul_transposed")
+      throw Error("tessera cycles: half weights come as matmul --dtype f16 only");
+    const std::uint32_t m = needed(request.m, "--m", name), k = needed(request.k, "--k", name),
+                        n = needed(request.n, "--n", name);
+    const MatmulOrientation orientation = request.orientation == "auto"
+                                              ? faster_matmul_orientation(codelet, m, k, n, target)
                                           : request.orientation == "as-is" ? MatmulOrientation::as_is
                                                                            : MatmulOrientation::swapped;
     params = {m, k, n, static_cast<std::uint32_t>(orientation)};
@@ -83,11 +91,14 @@ int cycles_command(const CyclesRequest& request) {
     shape = fmt::format("count={}", params[0]);
   } else if (name == "bias_add" || name == "softmax" || name == "layer_norm") {
     const std::uint32_t rows = needed(request.rows, "--rows", name), cols = needed(request.cols, "--cols", name);
-    codelet = name == "softmax" ? Codelet::softmax : name == "layer_norm" ? Codelet::layer_norm
-              : half            ? Codelet::bias_add_half
-                                : Codelet::bias_add;
+    codelet = name == "softmax"      ? Codelet::softmax
+              : name == "layer_norm" ? Codelet::layer_norm
+              : half                 ? Codelet::bias_add_half
+                                     : Codelet::bias_add;
     // softmax's scale and layer_norm's eps do not change the charge.
-    const std::uint32_t third = name == "softmax" ? float_param(1.0f) : name == "layer_norm" ? float_param(1e-5f) : request.relu;
+    const std::uint32_t third = name == "softmax"      ? float_param(1.0f)
+                                : name == "layer_norm" ? float_param(1e-5f)
+                                                       : request.relu;
     params = {rows, cols, third};
     shape = fmt::format("rows={} cols={}", rows, cols);
   } else if (name == "reduce_add") {
@@ -109,21 +120,23 @@ int cycles_command(const CyclesRequest& request) {
     const bool row = name.ends_with("_row");
     codelet = row ? Codelet::binary_row : Codelet::binary;
     if (row)
-      params = {needed(request.rows, "--rows", name), needed(request.cols, "--cols", name), static_cast<std::uint32_t>(*binary)};
-    else
-      params = {needed(request.count, "--count", name), static_cast<std::uint32_t>(*binary)};
+      params = {needed(request.rows, "--rows", name), needed(request.cols, "--cols", name),
+                static_cast<std::uint32_t>(*binary)};
+    else params = {needed(request.count, "--count", name), static_cast<std::uint32_t>(*binary)};
     shape = row ? fmt::format("rows={} cols={} function={}", params[0], params[1], binary_function_name(*binary))
                 : fmt::format("count={} function={}", params[0], binary_function_name(*binary));
   } else if (name == "reduce_sum" || name == "reduce_mean") {
     codelet = Codelet::reduce_rows;
-    params = {needed(request.rows, "--rows", name), needed(request.cols, "--cols", name), name == "reduce_mean" ? 1u : 0u};
+    params = {needed(request.rows, "--rows", name), needed(request.cols, "--cols", name),
+              name == "reduce_mean" ? 1u : 0u};
     shape = fmt::format("rows={} cols={} mean={}", params[0], params[1], params[2]);
   } else {
-    throw Error(fmt::format("tessera cycles: unknown codelet '{}'; the codelets are matmul, matmul_transposed, relu, add, "
-                            "copy, bias_add, softmax, layer_norm, reduce_add and reduce_bias (half weights: --dtype f16), "
-                            "the unary functions sigmoid, tanh, erf, sqrt, square and pow, subtract, multiply and divide "
-                            "(and their _row forms), reduce_sum and reduce_mean",
-                            name));
+    throw Error(
+        fmt::format("tessera cycles: unknown codelet '{}'; the codelets are matmul, matmul_transposed, relu, add, "
+                    "copy, bias_add, softmax, layer_norm, reduce_add and reduce_bias (half weights: --dtype f16), "
+                    "the unary functions sigmoid, tanh, erf, sqrt, square and pow, subtract, multiply and divide "
+                    "(and their _row forms), reduce_sum and reduce_mean",
+                    name));
   }
   if (half && codelet != Codelet::matmul_half && codelet != Codelet::bias_add_half)
     throw Error(fmt::format("tessera cycles {}: --dtype f16 applies to matmul and bias_add only", name));
@@ -132,11 +145,16 @@ int cycles_command(const CyclesRequest& request) {
                        codelet == Codelet::reduce_add || codelet == Codelet::unary || codelet == Codelet::binary;
   const bool matmul = is_matmul(codelet), rows_cols = !matmul && !counted;
   const bool parts = codelet == Codelet::reduce_add || codelet == Codelet::reduce_bias;
-  const bool relu_taken = codelet == Codelet::bias_add || codelet == Codelet::bias_add_half || codelet == Codelet::reduce_bias;
-  for (auto [given, taken, option] : {std::tuple{request.m != 0, matmul, "--m"}, {request.k != 0, matmul, "--k"},
-                                      {request.n != 0, matmul, "--n"}, {request.count != 0, counted, "--count"},
-                                      {request.rows != 0, rows_cols, "--rows"}, {request.cols != 0, rows_cols, "--cols"},
-                                      {request.parts != 0, parts, "--parts"}, {request.relu, relu_taken, "--relu"},
+  const bool relu_taken =
+      codelet == Codelet::bias_add || codelet == Codelet::bias_add_half || codelet == Codelet::reduce_bias;
+  for (auto [given, taken, option] : {std::tuple{request.m != 0, matmul, "--m"},
+                                      {request.k != 0, matmul, "--k"},
+                                      {request.n != 0, matmul, "--n"},
+                                      {request.count != 0, counted, "--count"},
+                                      {request.rows != 0, rows_cols, "--rows"},
+                                      {request.cols != 0, rows_cols, "--cols"},
+                                      {request.parts != 0, parts, "--parts"},
+                                      {request.relu, relu_taken, "--relu"},
                                       {request.orientation != "auto", matmul, "--orientation"}})
     if (given && !taken) throw Error(fmt::format("tessera cycles {}: {} does not apply to {}", name, option, name));
   const CodeletCharge charge = codelet_charge(codelet, params, target);

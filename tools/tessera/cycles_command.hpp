@@ -11,8 +11,8 @@ namespace tessera::cli {
 
 struct CyclesRequest {
   std::string target;
-  std::string codelet;            ///< matmul, matmul_transposed, relu, add, copy, bias_add, softmax, ...
-  std::string dtype = "f32";      ///< f16: half weights (matmul_half, bias_add_half)
+  std::string codelet;        ///< matmul, matmul_transposed, relu, add, copy, bias_add, softmax, ...
+  std::string dtype = "f32";  ///< f16: half weights (matmul_half, bias_add_half)
   std::string orientation = "auto";
   std::uint32_t m = 0, k = 0, n = 0, count = 0, rows = 0, cols = 0, parts = 0;
   bool relu = false;

@@ -47,8 +47,10 @@ DifferentialReport differential_check(const Package& package, const PreparedRun&
                                       const runtime::RunOptions& options, const runtime::HostTensors& device) {
   const fs::path script = onnxruntime_dir() / "run.js";
   if (!fs::exists(script))
-    throw Error(fmt::format("--differential: {} is missing; set TESSERA_ONNXRUNTIME_DIR to the folder holding Tessera's "
-                            "tools/onnxruntime", script.string()));
+    throw Error(
+        fmt::format("--differential: {} is missing; set TESSERA_ONNXRUNTIME_DIR to the folder holding Tessera's "
+                    "tools/onnxruntime",
+                    script.string()));
   ScratchDir scratch;
   // The device's inputs exactly: given ones, and the seeded values of the rest.
   runtime::HostTensors inputs = runtime::initial_host_tensors(package.graph, TensorKind::input);
@@ -57,31 +59,38 @@ DifferentialReport differential_check(const Package& package, const PreparedRun&
   for (std::size_t i = 0; i < prepared.input_dims.size(); ++i) {
     const auto& [name, dims] = prepared.input_dims[i];
     auto values = inputs.find(name);
-    if (values == inputs.end()) throw Error(fmt::format("--differential: the package has no input '{}' of the model", name));
+    if (values == inputs.end())
+      throw Error(fmt::format("--differential: the package has no input '{}' of the model", name));
     const std::string file = (scratch.path / fmt::format("input_{}.npy", i)).string();
     onnx_import::write_tensor_file(file, {name, dims, values->second});
     command.push_back(name + "=" + file);
   }
   if (find_in_path("node").empty())
-    throw Error("--differential: node is not in PATH; install Node.js and npm (scripts/bootstrap.sh installs Debian's nodejs and npm)");
+    throw Error(
+        "--differential: node is not in PATH; install Node.js and npm (scripts/bootstrap.sh installs Debian's nodejs "
+        "and npm)");
   const ab::CapturedOutput ran = ab::run_captured(command);
   std::string message = ran.err;
   while (!message.empty() && message.back() == '\n') message.pop_back();
   if (ran.exit_code != 0)
-    throw Error(fmt::format("--differential: ONNX Runtime failed on {} (exit {}): {}", prepared.model, ran.exit_code, message));
+    throw Error(
+        fmt::format("--differential: ONNX Runtime failed on {} (exit {}): {}", prepared.model, ran.exit_code, message));
   DifferentialReport report;
   std::smatch version;
   const std::string& printed = ran.out;
-  if (std::regex_search(printed, version, std::regex("onnxruntime=([0-9A-Za-z.+-]+)"))) report.onnxruntime_version = version[1];
+  if (std::regex_search(printed, version, std::regex("onnxruntime=([0-9A-Za-z.+-]+)")))
+    report.onnxruntime_version = version[1];
   report.passed = true;
   for (const auto& [name, dims] : prepared.output_dims) {
     std::string file = name;
     for (char& c : file)
       if (!std::isalnum(static_cast<unsigned char>(c)) && c != '_' && c != '-' && c != '.') c = '_';
-    const onnx_import::TensorFile reference = onnx_import::read_tensor_file((scratch.path / "outputs" / (file + ".npy")).string());
+    const onnx_import::TensorFile reference =
+        onnx_import::read_tensor_file((scratch.path / "outputs" / (file + ".npy")).string());
     runtime::HostTensors expected{{name, reference.values}};
     runtime::HostTensors got{{name, device.at(name)}};
-    DifferentialOutput output{name, runtime::compare_with_expected(got, expected, options.expect_atol, options.expect_rtol)};
+    DifferentialOutput output{name,
+                              runtime::compare_with_expected(got, expected, options.expect_atol, options.expect_rtol)};
     report.passed = report.passed && output.report.passed;
     report.outputs.push_back(std::move(output));
   }

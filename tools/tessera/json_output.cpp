@@ -77,14 +77,10 @@ json run_json(const runtime::RunResult& r, const std::string& package_path) {
 
 json schedule_json(const ExchangePhase& phase, const Schedule& schedule, const ScheduleReport& report,
                    const std::string& scheduler, std::int64_t elapsed_ms) {
-  return {{"schema", kScheduleJsonSchema},
-          {"scheduler", scheduler},
-          {"transfers", phase.transfers.size()},
-          {"segments", schedule.segments.size()},
-          {"horizon", report.horizon},
-          {"endpoint_lower_bound", report.endpoint_lower_bound},
-          {"lower_bound", report.lower_bound},
-          {"elapsed_ms", elapsed_ms}};
+  return {{"schema", kScheduleJsonSchema},       {"scheduler", scheduler},
+          {"transfers", phase.transfers.size()}, {"segments", schedule.segments.size()},
+          {"horizon", report.horizon},           {"endpoint_lower_bound", report.endpoint_lower_bound},
+          {"lower_bound", report.lower_bound},   {"elapsed_ms", elapsed_ms}};
 }
 
 void write_json(const std::string& path, const json& document) {

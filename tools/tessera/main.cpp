@@ -33,11 +33,12 @@ using namespace tessera;
 namespace {
 
 void print_compile_result(const cli::CompileResult& r) {
-  fmt::print("package={} tiles={} supersteps={} estimated_cycles={} estimated_exchange_cycles={} "
-             "scheduled_exchange_cycles={} exchange_lower_bound={} peak_tile_bytes={} compile_ms={}\n",
-             r.package_path, r.tiles, r.supersteps, r.estimates.estimated_cycles, r.estimates.estimated_exchange_cycles,
-             r.estimates.scheduled_exchange_cycles, r.estimates.exchange_lower_bound, r.estimates.peak_tile_bytes,
-             r.compile_ms);
+  fmt::print(
+      "package={} tiles={} supersteps={} estimated_cycles={} estimated_exchange_cycles={} "
+      "scheduled_exchange_cycles={} exchange_lower_bound={} peak_tile_bytes={} compile_ms={}\n",
+      r.package_path, r.tiles, r.supersteps, r.estimates.estimated_cycles, r.estimates.estimated_exchange_cycles,
+      r.estimates.scheduled_exchange_cycles, r.estimates.exchange_lower_bound, r.estimates.peak_tile_bytes,
+      r.compile_ms);
 }
 
 // Prints the run's result lines; returns the exit code (1 when the numbers are wrong).
@@ -51,15 +52,19 @@ void print_differential(const cli::DifferentialReport& report) {
 }
 
 int print_run_result(const runtime::RunResult& r, const std::string& package_path) {
-  if (!r.profile_path.empty()) fmt::print("profile={} tiles={} samples={}\n", r.profile_path, r.tiles, r.profile_samples);
-  fmt::print("package={} tiles={} device_cycles={} end_to_end_cycles={} compute_cycles={} exchange_cycles={} "
-             "sync_cycles={} host_cycles={}\n",
-             package_path, r.tiles, r.cycles.total(), r.end_to_end_cycles(), r.cycles.compute, r.cycles.exchange,
-             r.cycles.sync, r.host_run_cycles);
+  if (!r.profile_path.empty())
+    fmt::print("profile={} tiles={} samples={}\n", r.profile_path, r.tiles, r.profile_samples);
+  fmt::print(
+      "package={} tiles={} device_cycles={} end_to_end_cycles={} compute_cycles={} exchange_cycles={} "
+      "sync_cycles={} host_cycles={}\n",
+      package_path, r.tiles, r.cycles.total(), r.end_to_end_cycles(), r.cycles.compute, r.cycles.exchange,
+      r.cycles.sync, r.host_run_cycles);
   if (r.expectation_checked)
-    fmt::print("expectedMaximumAbsoluteError={:.9g} expectedMaximumRelativeError={:.9g} mismatches={} elements={} "
-               "expectTest={}\n", r.expectation.max_abs_error, r.expectation.max_rel_error, r.expectation.mismatches,
-               r.expectation.elements, r.expectation.passed ? "PASS" : "FAIL");
+    fmt::print(
+        "expectedMaximumAbsoluteError={:.9g} expectedMaximumRelativeError={:.9g} mismatches={} elements={} "
+        "expectTest={}\n",
+        r.expectation.max_abs_error, r.expectation.max_rel_error, r.expectation.mismatches, r.expectation.elements,
+        r.expectation.passed ? "PASS" : "FAIL");
   if (r.numerics_checked)
     fmt::print("referenceMaximumAbsoluteError={:.9g} tolerance={:.3g} numericalTest={}\n", r.numerics.max_abs_error,
                r.numerics.tolerance, r.numerics.passed ? "PASS" : "FAIL");
@@ -71,10 +76,11 @@ void check_package_target(const std::string& package_path, const std::string& ta
   const Target expected = load_target(target_path);
   const Package package = read_package(package_path);
   if (package.target_hash != expected.hash())
-    throw Error(fmt::format("{}: package was compiled for target '{}' (hash {:016x}), not for '{}' from {} (hash {:016x}); "
-                            "recompile it with `tessera compile ... -t {}`",
-                            package_path, package.target.name, package.target_hash, expected.name, target_path,
-                            expected.hash(), target_path));
+    throw Error(
+        fmt::format("{}: package was compiled for target '{}' (hash {:016x}), not for '{}' from {} (hash {:016x}); "
+                    "recompile it with `tessera compile ... -t {}`",
+                    package_path, package.target.name, package.target_hash, expected.name, target_path, expected.hash(),
+                    target_path));
 }
 
 }  // namespace
@@ -90,39 +96,58 @@ int main(int argc, char** argv) {
   cli::CompileRequest compile_request;
   bool print_pipeline = false;
   auto* compile = app.add_subcommand("compile", "compile a model (YAML or ONNX) into a package");
-  compile->add_option("model", compile_request.model, "model YAML (configs/models/) or ONNX model (.onnx)")->check(CLI::ExistingFile);
+  compile->add_option("model", compile_request.model, "model YAML (configs/models/) or ONNX model (.onnx)")
+      ->check(CLI::ExistingFile);
   compile->add_option("--pipeline,-p", compile_request.pipeline, "pipeline YAML (configs/pipelines/)")
-      ->required()->check(CLI::ExistingFile);
-  compile->add_option("--overlay", compile_request.overlay, "pipeline overlay merged onto -p first, as `tessera ab` does for "
-                                                           "an arm (docs/ab-testing.md)")->check(CLI::ExistingFile);
-  compile->add_option("--target,-t", compile_request.target, "target YAML; overrides the pipeline's")->check(CLI::ExistingFile);
+      ->required()
+      ->check(CLI::ExistingFile);
+  compile
+      ->add_option("--overlay", compile_request.overlay,
+                   "pipeline overlay merged onto -p first, as `tessera ab` does for "
+                   "an arm (docs/ab-testing.md)")
+      ->check(CLI::ExistingFile);
+  compile->add_option("--target,-t", compile_request.target, "target YAML; overrides the pipeline's")
+      ->check(CLI::ExistingFile);
   compile->add_option("--output,-o", compile_request.output, "package file to write (.tpkg)");
-  compile->add_option("--sign", compile_request.sign_key, "sign the package: HMAC-SHA256 with this key file (docs/reliability.md)");
+  compile->add_option("--sign", compile_request.sign_key,
+                      "sign the package: HMAC-SHA256 with this key file (docs/reliability.md)");
   compile->add_flag("--print-pipeline", print_pipeline, "print the resolved pipeline as YAML and stop");
   compile->add_option("--dump-after", compile_request.dump_after,
-                      "write the state after this pass (name, or 'all'): PHASE.tstate, loadable by `tessera opt`, and PHASE.dump, text");
-  compile->add_option("--dump-dir", compile_request.dump_directory, "folder for --dump-after files (default: beside the package)");
+                      "write the state after this pass (name, or 'all'): PHASE.tstate, loadable by `tessera opt`, and "
+                      "PHASE.dump, text");
+  compile->add_option("--dump-dir", compile_request.dump_directory,
+                      "folder for --dump-after files (default: beside the package)");
   compile->add_option("--dump-filter", compile_request.dump_filter,
                       "what the text dumps and --print-changed show: tile=0-3,op=dense1 (docs/state-files.md)");
   compile->add_flag("--print-changed", compile_request.print_changed,
                     "print the state (as --dump-filter shows it) after each pass that changed it");
-  compile->add_option("--schedule-budget-ms", compile_request.schedule_budget_ms, "time budget per exchange phase for the scheduler");
-  compile->add_option("--emit-phases", compile_request.phase_directory, "write each exchange phase as a phase file into this folder");
-  compile->add_option("--threads", compile_request.threads, "compile threads the passes may use (default: the machine's cores; the package is the same for any count)")
+  compile->add_option("--schedule-budget-ms", compile_request.schedule_budget_ms,
+                      "time budget per exchange phase for the scheduler");
+  compile->add_option("--emit-phases", compile_request.phase_directory,
+                      "write each exchange phase as a phase file into this folder");
+  compile
+      ->add_option(
+          "--threads", compile_request.threads,
+          "compile threads the passes may use (default: the machine's cores; the package is the same for any count)")
       ->check(CLI::Range(1u, 1024u));
-  compile->add_option("--json", compile_request.json_path, "write the result, statistics, remarks and pass times as JSON (docs/json-output.md)");
+  compile->add_option("--json", compile_request.json_path,
+                      "write the result, statistics, remarks and pass times as JSON (docs/json-output.md)");
   bool time_report = false;
-  compile->add_flag("--time-report", time_report, "print wall time per pass, cost-model and scheduler time split out, at the end");
+  compile->add_flag("--time-report", time_report,
+                    "print wall time per pass, cost-model and scheduler time split out, at the end");
   compile->add_option("--reproducer-dir", compile_request.reproducer_directory,
                       "where a plugin fault's reproducer bundle goes (default: <package dir>/reproducers)");
 
   std::string replay_bundle;
   auto* replay = app.add_subcommand("replay", "run the failing plugin of a reproducer bundle alone on its input");
   replay->add_option("bundle", replay_bundle, "bundle folder printed by a failed `tessera compile`")
-      ->required()->check(CLI::ExistingDirectory);
+      ->required()
+      ->check(CLI::ExistingDirectory);
   std::vector<std::string> replay_trusted_plugins;
-  replay->add_option("--trust-bundle-plugin", replay_trusted_plugins,
-                     "a library inside the bundle that may be loaded (never done otherwise: bundles can come from anyone)")
+  replay
+      ->add_option(
+          "--trust-bundle-plugin", replay_trusted_plugins,
+          "a library inside the bundle that may be loaded (never done otherwise: bundles can come from anyone)")
       ->check(CLI::ExistingFile);
 
   std::string run_package_path;
@@ -131,22 +156,30 @@ int main(int argc, char** argv) {
   run->add_option("package", run_package_path, "package file (.tpkg)")->required()->check(CLI::ExistingFile);
   run->add_option("--profile", run_options.profile_path, "write the execution profile (JSON) here");
   run->add_option("--trace", run_options.trace_path, "write a Chrome trace (opens in Perfetto) here");
-  run->add_option("--lock", run_options.lock_path, "device lock file (default: $TMPDIR/tessera-sim0-UID.lock, UID your user id)");
+  run->add_option("--lock", run_options.lock_path,
+                  "device lock file (default: $TMPDIR/tessera-sim0-UID.lock, UID your user id)");
   std::string run_json_path;
   run->add_option("--json", run_json_path, "write the run's cycles and numerics as JSON (docs/json-output.md)");
-  run->add_option("--verify", run_options.verify_key, "refuse the package unless signed with this key file (compile --sign)");
+  run->add_option("--verify", run_options.verify_key,
+                  "refuse the package unless signed with this key file (compile --sign)");
   std::string run_target_path;
   run->add_option("--target,-t", run_target_path, "refuse the package unless it was compiled for this target YAML")
       ->check(CLI::ExistingFile);
   cli::RunData run_data;
-  run->add_option("--weights", run_data.weights, "ONNX model whose weights to use (default: the model the package was compiled from)")
+  run->add_option("--weights", run_data.weights,
+                  "ONNX model whose weights to use (default: the model the package was compiled from)")
       ->check(CLI::ExistingFile);
-  run->add_option("--input", run_data.inputs, "NAME=FILE: an input's values from an ONNX TensorProto (.pb) or NumPy (.npy) file (repeatable)");
-  run->add_option("--expect", run_data.expected, "NAME=FILE: expected values of an output (.pb or .npy), compared element by element (repeatable)");
-  run->add_option("--rtol", run_options.expect_rtol, "relative tolerance of --expect (default 1e-3, ONNX's)")->check(CLI::NonNegativeNumber);
-  run->add_option("--atol", run_options.expect_atol, "absolute tolerance of --expect (default 1e-7, ONNX's)")->check(CLI::NonNegativeNumber);
+  run->add_option("--input", run_data.inputs,
+                  "NAME=FILE: an input's values from an ONNX TensorProto (.pb) or NumPy (.npy) file (repeatable)");
+  run->add_option("--expect", run_data.expected,
+                  "NAME=FILE: expected values of an output (.pb or .npy), compared element by element (repeatable)");
+  run->add_option("--rtol", run_options.expect_rtol, "relative tolerance of --expect (default 1e-3, ONNX's)")
+      ->check(CLI::NonNegativeNumber);
+  run->add_option("--atol", run_options.expect_atol, "absolute tolerance of --expect (default 1e-7, ONNX's)")
+      ->check(CLI::NonNegativeNumber);
   run->add_option("--output-dir", run_data.output_directory, "write each output here as NAME.pb (or .npy), atomically");
-  run->add_option("--output-format", run_data.output_format, "pb (ONNX TensorProto, default) or npy")->check(CLI::IsMember({"pb", "npy"}));
+  run->add_option("--output-format", run_data.output_format, "pb (ONNX TensorProto, default) or npy")
+      ->check(CLI::IsMember({"pb", "npy"}));
   run->add_flag("--differential", run_data.differential,
                 "also run the same inputs through ONNX Runtime (tools/onnxruntime) and print the largest absolute and "
                 "relative error of each output; fails beyond --rtol/--atol");
@@ -166,14 +199,16 @@ int main(int argc, char** argv) {
   cli::ScheduleRequest schedule_request;
   auto* schedule = app.add_subcommand("schedule", "schedule one exchange phase file with one scheduler plugin");
   schedule->add_option("phase", schedule_request.phase, "phase file: `tiles N` then `SRC DST[,DST...] WORDS` lines")
-      ->required()->check(CLI::ExistingFile);
+      ->required()
+      ->check(CLI::ExistingFile);
   schedule->add_option("--target,-t", schedule_request.target, "target YAML")->required()->check(CLI::ExistingFile);
   schedule->add_option("--scheduler,-s", schedule_request.scheduler, "exchange-scheduler plugin name")->required();
   schedule->add_option("--option", schedule_request.options, "plugin option KEY=VALUE (repeatable)");
   schedule->add_option("--emit", schedule_request.emit, "write the schedule file (TRANSFER START WORDS lines)");
   schedule->add_option("--budget-ms", schedule_request.budget_ms, "time budget given to the scheduler");
   schedule->add_option("--json", schedule_request.json_path, "write the result as JSON (docs/json-output.md)");
-  schedule->add_option("--plugin-path", schedule_request.plugin_paths, "another folder of plugins")->check(CLI::ExistingDirectory);
+  schedule->add_option("--plugin-path", schedule_request.plugin_paths, "another folder of plugins")
+      ->check(CLI::ExistingDirectory);
 
   std::vector<std::string> plugin_paths;
   std::string plugin_name;
@@ -182,33 +217,47 @@ int main(int argc, char** argv) {
   auto* list = plugins->add_subcommand("list", "every plugin found: bundled, TESSERA_PLUGIN_PATH, --plugin-path");
   auto* info = plugins->add_subcommand("info", "one plugin's kind, version, ABI, file and options");
   info->add_option("name", plugin_name, "plugin name")->required();
-  for (auto* sub : {list, info}) sub->add_option("--plugin-path", plugin_paths, "another folder of plugins")->check(CLI::ExistingDirectory);
+  for (auto* sub : {list, info})
+    sub->add_option("--plugin-path", plugin_paths, "another folder of plugins")->check(CLI::ExistingDirectory);
 
   cli::CheckPluginRequest check_request;
-  auto* check_plugin = app.add_subcommand("check-plugin", "run a conformance battery on one plugin library: PASS/FAIL per check");
+  auto* check_plugin =
+      app.add_subcommand("check-plugin", "run a conformance battery on one plugin library: PASS/FAIL per check");
   check_plugin->add_option("file", check_request.file, "plugin library (.so)")->required()->check(CLI::ExistingFile);
-  check_plugin->add_option("--target,-t", check_request.target, "also check against this target YAML")->check(CLI::ExistingFile);
-  check_plugin->add_option("--budget-ms", check_request.budget_ms, "time budget given to a scheduler per phase (default 500)");
-  check_plugin->add_option("--timeout", check_request.timeout_s, "seconds before a check is killed and fails (default 120)")
+  check_plugin->add_option("--target,-t", check_request.target, "also check against this target YAML")
+      ->check(CLI::ExistingFile);
+  check_plugin->add_option("--budget-ms", check_request.budget_ms,
+                           "time budget given to a scheduler per phase (default 500)");
+  check_plugin
+      ->add_option("--timeout", check_request.timeout_s, "seconds before a check is killed and fails (default 120)")
       ->check(CLI::PositiveNumber);
 
   cli::ReportRequest report_request;
   auto* report = app.add_subcommand("report", "draw a package's memory, cycles and one exchange phase as an HTML page");
   report->add_option("package", report_request.package, "package file (.tpkg)")->required()->check(CLI::ExistingFile);
-  report->add_option("--profile", report_request.profile, "profile from `tessera run --profile` (default: cycles from the codelet formulas)")
+  report
+      ->add_option("--profile", report_request.profile,
+                   "profile from `tessera run --profile` (default: cycles from the codelet formulas)")
       ->check(CLI::ExistingFile);
   report->add_option("--html", report_request.html, "the page to write")->required();
-  report->add_option("--phase", report_request.phase, "exchange phase (superstep) to draw (default: the largest horizon)");
+  report->add_option("--phase", report_request.phase,
+                     "exchange phase (superstep) to draw (default: the largest horizon)");
   report->add_option("--tiles", report_request.timeline_tiles, "busiest tiles on the exchange timeline (default 16)")
       ->check(CLI::Range(1u, 4096u));
 
   cli::CalibrateRequest calibrate_request;
-  auto* calibrate = app.add_subcommand("calibrate", "fit the calibrated cost model's formulas on simulator microbenchmarks");
-  calibrate->add_option("--target,-t", calibrate_request.target, "target YAML to calibrate for")->required()->check(CLI::ExistingFile);
+  auto* calibrate =
+      app.add_subcommand("calibrate", "fit the calibrated cost model's formulas on simulator microbenchmarks");
+  calibrate->add_option("--target,-t", calibrate_request.target, "target YAML to calibrate for")
+      ->required()
+      ->check(CLI::ExistingFile);
   calibrate->add_option("--output,-o", calibrate_request.output, "table file to write (YAML)")->required();
-  calibrate->add_option("--scheduler,-s", calibrate_request.scheduler, "exchange scheduler the exchange formula measures (default greedy)");
-  calibrate->add_option("--plugin-path", calibrate_request.plugin_paths, "another folder of plugins")->check(CLI::ExistingDirectory);
-  calibrate->add_option("--lock", calibrate_request.lock_path, "device lock file (default: $TMPDIR/tessera-sim0-UID.lock, UID your user id)");
+  calibrate->add_option("--scheduler,-s", calibrate_request.scheduler,
+                        "exchange scheduler the exchange formula measures (default greedy)");
+  calibrate->add_option("--plugin-path", calibrate_request.plugin_paths, "another folder of plugins")
+      ->check(CLI::ExistingDirectory);
+  calibrate->add_option("--lock", calibrate_request.lock_path,
+                        "device lock file (default: $TMPDIR/tessera-sim0-UID.lock, UID your user id)");
 
   cli::CyclesRequest cycles_request;
   auto* cycles = cli::add_cycles_command(app, cycles_request);
@@ -220,17 +269,20 @@ int main(int argc, char** argv) {
   auto tune_command = cli::add_tune_command(app);
 
   // Command-line mistakes (a missing file, a bad flag) get the same `error:` prefix as the rest.
-  app.failure_message([](const CLI::App* failed, const CLI::Error& e) { return "error: " + CLI::FailureMessage::simple(failed, e); });
+  app.failure_message(
+      [](const CLI::App* failed, const CLI::Error& e) { return "error: " + CLI::FailureMessage::simple(failed, e); });
   CLI11_PARSE(app, argc, argv);
   configure_logging(log_level);
   remove_temporary_files_on_signals();
   try {
     if (*compile) {
       if (print_pipeline) {
-        fmt::print("{}", cli::resolved_pipeline_yaml(compile_request.pipeline, compile_request.overlay, compile_request.target));
+        fmt::print("{}", cli::resolved_pipeline_yaml(compile_request.pipeline, compile_request.overlay,
+                                                     compile_request.target));
         return 0;
       }
-      if (compile_request.model.empty()) throw Error("tessera compile: no model given (tessera compile MODEL -p PIPELINE -o PACKAGE)");
+      if (compile_request.model.empty())
+        throw Error("tessera compile: no model given (tessera compile MODEL -p PIPELINE -o PACKAGE)");
       const cli::CompileResult result = cli::compile(compile_request);
       print_compile_result(result);
       if (time_report) fmt::print(stderr, "{}", tessera::time_report(result.record.timings));
@@ -246,10 +298,12 @@ int main(int argc, char** argv) {
       if (!run_json_path.empty()) cli::write_json(run_json_path, cli::run_json(result, run_package_path));
       if (!run_options.trace_path.empty()) fmt::print("trace={}\n", run_options.trace_path);
       if (!run_data.output_directory.empty())
-        for (const std::string& file : cli::write_outputs(result.outputs, prepared.output_dims, run_data)) fmt::print("output={}\n", file);
+        for (const std::string& file : cli::write_outputs(result.outputs, prepared.output_dims, run_data))
+          fmt::print("output={}\n", file);
       const int status = print_run_result(result, run_package_path);
       if (!run_data.differential) return status;
-      const cli::DifferentialReport differential = cli::differential_check(package, prepared, run_options, result.outputs);
+      const cli::DifferentialReport differential =
+          cli::differential_check(package, prepared, run_options, result.outputs);
       print_differential(differential);
       return differential.passed ? status : 1;
     }

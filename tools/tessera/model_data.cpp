@@ -54,49 +54,62 @@ PreparedRun prepare_run(const Package& package, const RunData& data, runtime::Ru
   const Graph& graph = package.graph;
   PreparedRun prepared;
   NamedDims& output_dims = prepared.output_dims;
-  for (std::uint32_t index : graph.outputs) output_dims.emplace_back(graph.tensors[index].name, graph.tensors[index].shape);
+  for (std::uint32_t index : graph.outputs)
+    output_dims.emplace_back(graph.tensors[index].name, graph.tensors[index].shape);
   if (!graph.source_sha256.empty()) {
     // The weights are read again from the model, so the package never copies them.
     const std::string source = data.weights.empty() ? graph.source_file : data.weights;
     prepared.model = source;
     onnx_import::OnnxImport imported = onnx_import::import_onnx(source);
     if (data.weights.empty() && imported.graph.source_sha256 != graph.source_sha256)
-      throw Error(fmt::format("{}: the model changed since the package was compiled (sha256 {}, the package records {}); "
-                              "recompile it, or give the weights to use with --weights FILE",
-                              source, imported.graph.source_sha256, graph.source_sha256));
+      throw Error(
+          fmt::format("{}: the model changed since the package was compiled (sha256 {}, the package records {}); "
+                      "recompile it, or give the weights to use with --weights FILE",
+                      source, imported.graph.source_sha256, graph.source_sha256));
     for (const Tensor& tensor : graph.tensors) {
       if (tensor.kind != TensorKind::weight) continue;
       auto found = imported.weights.find(tensor.name);
       if (found == imported.weights.end() || found->second.size() != static_cast<std::size_t>(tensor.elements()))
-        throw Error(fmt::format("{}: has no weight '{}' of {} values, which the package needs; give the model it was "
-                                "compiled from", source, tensor.name, tensor.elements()));
+        throw Error(
+            fmt::format("{}: has no weight '{}' of {} values, which the package needs; give the model it was "
+                        "compiled from",
+                        source, tensor.name, tensor.elements()));
       options.weights[tensor.name] = std::move(found->second);
     }
     logger("tessera.runtime")
         ->info("weights read from the model path={} sha256={} weights={} matches_package={}", source,
-               imported.graph.source_sha256, options.weights.size(), imported.graph.source_sha256 == graph.source_sha256);
+               imported.graph.source_sha256, options.weights.size(),
+               imported.graph.source_sha256 == graph.source_sha256);
     for (auto& [name, dims] : output_dims)
       for (const onnx_import::OnnxValue& output : imported.outputs)
         if (output.name == name) dims = output.dims;
-    for (const onnx_import::OnnxValue& input : imported.inputs) prepared.input_dims.emplace_back(input.name, input.dims);
+    for (const onnx_import::OnnxValue& input : imported.inputs)
+      prepared.input_dims.emplace_back(input.name, input.dims);
   } else if (!data.weights.empty()) {
-    throw Error(fmt::format("--weights {}: the package was compiled from the YAML model {}, whose weights come from its "
-                            "seed; --weights applies to packages compiled from ONNX models", data.weights, graph.source_file));
+    throw Error(
+        fmt::format("--weights {}: the package was compiled from the YAML model {}, whose weights come from its "
+                    "seed; --weights applies to packages compiled from ONNX models",
+                    data.weights, graph.source_file));
   }
   options.inputs = read_named(data.inputs, "--input");
   options.expected = read_named(data.expected, "--expect");
   if (data.differential && prepared.model.empty())
-    throw Error(fmt::format("--differential: the package was compiled from the YAML model {}; ONNX Runtime runs ONNX "
-                            "models only (compile an .onnx file)", graph.source_file));
+    throw Error(
+        fmt::format("--differential: the package was compiled from the YAML model {}; ONNX Runtime runs ONNX "
+                    "models only (compile an .onnx file)",
+                    graph.source_file));
   return prepared;
 }
 
-std::vector<std::string> write_outputs(const runtime::HostTensors& outputs, const NamedDims& dims, const RunData& data) {
+std::vector<std::string> write_outputs(const runtime::HostTensors& outputs, const NamedDims& dims,
+                                       const RunData& data) {
   if (data.output_format != "pb" && data.output_format != "npy")
     throw Error(fmt::format("--output-format '{}': use pb or npy", data.output_format));
   std::error_code ec;
   fs::create_directories(data.output_directory, ec);
-  if (ec) throw Error(fmt::format("{}: cannot create the output folder (--output-dir): {}", data.output_directory, ec.message()));
+  if (ec)
+    throw Error(
+        fmt::format("{}: cannot create the output folder (--output-dir): {}", data.output_directory, ec.message()));
   std::vector<std::string> written;
   std::set<std::string> files;
   for (const auto& [name, shape] : dims) {
@@ -106,7 +119,8 @@ std::vector<std::string> write_outputs(const runtime::HostTensors& outputs, cons
       if (!std::isalnum(static_cast<unsigned char>(c)) && c != '_' && c != '-' && c != '.') c = '_';
     if (file.empty() || file[0] == '.') file = "_" + file;
     if (!files.insert(file).second)
-      throw Error(fmt::format("outputs '{}' and another map to the same file name {}; rename one in the model", name, file));
+      throw Error(
+          fmt::format("outputs '{}' and another map to the same file name {}; rename one in the model", name, file));
     const std::string path = (fs::path(data.output_directory) / (file + "." + data.output_format)).string();
     onnx_import::TensorFile tensor{name, shape, outputs.at(name)};
     onnx_import::write_tensor_file(path, tensor);

@@ -17,12 +17,12 @@ Graph load_any_model(const std::string& path);
 
 /// What `tessera run` was given beside the package.
 struct RunData {
-  std::string weights;                 ///< --weights: an ONNX model whose weights to use
-  std::vector<std::string> inputs;     ///< --input NAME=FILE
-  std::vector<std::string> expected;   ///< --expect NAME=FILE
-  std::string output_directory;        ///< --output-dir
-  std::string output_format = "pb";    ///< pb or npy
-  bool differential = false;           ///< --differential: also run the inputs through ONNX Runtime
+  std::string weights;                ///< --weights: an ONNX model whose weights to use
+  std::vector<std::string> inputs;    ///< --input NAME=FILE
+  std::vector<std::string> expected;  ///< --expect NAME=FILE
+  std::string output_directory;       ///< --output-dir
+  std::string output_format = "pb";   ///< pb or npy
+  bool differential = false;          ///< --differential: also run the inputs through ONNX Runtime
 };
 
 using NamedDims = std::vector<std::pair<std::string, std::vector<std::int64_t>>>;

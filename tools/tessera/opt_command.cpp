@@ -18,7 +18,8 @@ CLI::App* add_opt_command(CLI::App& app, OptRequest& request) {
   auto* opt = app.add_subcommand("opt", "run passes on a saved compilation state (from --dump-after or a reproducer)");
   opt->add_option("state", request.state, "state file (.tstate)")->required()->check(CLI::ExistingFile);
   opt->add_option("--pipeline,-p", request.pipeline, "pipeline YAML: plugin paths, cost model, scheduler, pass options")
-      ->required()->check(CLI::ExistingFile);
+      ->required()
+      ->check(CLI::ExistingFile);
   opt->add_option("--pass", request.passes, "pass to run (repeat for several, in order)")->required();
   opt->add_option("--option", request.options, "KEY=VALUE for the pass, over the pipeline's (one --pass only)");
   opt->add_option("--output,-o", request.output, "state file to write");

@@ -10,15 +10,15 @@ class App;
 namespace tessera::cli {
 
 struct OptRequest {
-  std::string state;                  ///< a .tstate from --dump-after, a reproducer or an earlier opt
-  std::string pipeline;               ///< plugin paths, the cost model and scheduler, pass options
-  std::vector<std::string> passes;    ///< run in order
-  std::vector<std::string> options;   ///< KEY=VALUE for the (single) pass
-  std::string output;                 ///< the state after the passes
-  std::string dump;                   ///< also write the text dump here
-  std::string package;                ///< also write the package (the state must have tile images)
+  std::string state;                 ///< a .tstate from --dump-after, a reproducer or an earlier opt
+  std::string pipeline;              ///< plugin paths, the cost model and scheduler, pass options
+  std::vector<std::string> passes;   ///< run in order
+  std::vector<std::string> options;  ///< KEY=VALUE for the (single) pass
+  std::string output;                ///< the state after the passes
+  std::string dump;                  ///< also write the text dump here
+  std::string package;               ///< also write the package (the state must have tile images)
   std::string dump_filter;
-  bool print = false;                 ///< print the text dump on stdout
+  bool print = false;  ///< print the text dump on stdout
 };
 
 CLI::App* add_opt_command(CLI::App& app, OptRequest& request);

@@ -68,11 +68,15 @@ int replay_compile(const fs::path& bundle, const ReproducerManifest& manifest, c
   warn_about_changed_plugins(manifest, Session(options).host());
   // The package is thrown away: replay answers "does it still fail", nothing more.
   std::string scratch_pattern = (fs::temp_directory_path() / "tessera-replay-XXXXXX").string();
-  if (!mkdtemp(scratch_pattern.data())) throw Error("cannot create a scratch folder in " + fs::temp_directory_path().string());
+  if (!mkdtemp(scratch_pattern.data()))
+    throw Error("cannot create a scratch folder in " + fs::temp_directory_path().string());
   const fs::path scratch = scratch_pattern;
   struct RemoveScratch {
     fs::path path;
-    ~RemoveScratch() { std::error_code ec; fs::remove_all(path, ec); }
+    ~RemoveScratch() {
+      std::error_code ec;
+      fs::remove_all(path, ec);
+    }
   } remove_scratch{scratch};
   CompileRequest request;
   request.model = (bundle / "model.yaml").string();
@@ -82,8 +86,8 @@ int replay_compile(const fs::path& bundle, const ReproducerManifest& manifest, c
   request.write_reproducer = false;
   request.quarantine = quarantine;
   const CompileResult result = compile(request);  // throws the fault
-  fmt::print("replay={} plugin={} tiles={} supersteps={} compiled=true\n", bundle.string(),
-             manifest.plugin, result.tiles, result.supersteps);
+  fmt::print("replay={} plugin={} tiles={} supersteps={} compiled=true\n", bundle.string(), manifest.plugin,
+             result.tiles, result.supersteps);
   return 0;
 }
 
@@ -93,13 +97,13 @@ int replay_command(const std::string& bundle_path, const std::vector<std::string
   const fs::path bundle = fs::absolute(bundle_path).lexically_normal();
   const ReproducerManifest manifest = read_reproducer_manifest(bundle.string());
   const std::string mode = manifest.replay;
-  logger("tessera.replay")->info("replaying bundle={} plugin={} mode={}", bundle.string(),
-                                 manifest.plugin, mode);
+  logger("tessera.replay")->info("replaying bundle={} plugin={} mode={}", bundle.string(), manifest.plugin, mode);
   const PluginQuarantine quarantine = bundle_quarantine(bundle.string(), trusted_plugins);
   if (mode == kReplaySchedule) return replay_schedule(bundle, manifest, quarantine);
   if (mode == kReplayPass) return replay_pass(bundle, manifest, quarantine);
   if (mode == kReplayCompile) return replay_compile(bundle, manifest, quarantine);
-  throw Error((bundle / "manifest.json").string() + ": unknown replay mode '" + mode + "' (expected schedule, pass or compile)");
+  throw Error((bundle / "manifest.json").string() + ": unknown replay mode '" + mode +
+              "' (expected schedule, pass or compile)");
 }
 
 }  // namespace tessera::cli

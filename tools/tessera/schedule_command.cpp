@@ -16,13 +16,16 @@
 namespace tessera::cli {
 
 int schedule_command(const ScheduleRequest& request) {
-  check_output_file(request.emit, "the schedule (--emit)", {{request.phase, "the phase file"}, {request.target, "the target"}});
-  check_output_file(request.json_path, "the JSON record (--json)",
-                    {{request.phase, "the phase file"}, {request.target, "the target"}, {request.emit, "the schedule (--emit)"}});
+  check_output_file(request.emit, "the schedule (--emit)",
+                    {{request.phase, "the phase file"}, {request.target, "the target"}});
+  check_output_file(
+      request.json_path, "the JSON record (--json)",
+      {{request.phase, "the phase file"}, {request.target, "the target"}, {request.emit, "the schedule (--emit)"}});
   const Target target = load_target(request.target);
   const ExchangePhase phase = read_phase_file(request.phase);
   if (phase.tiles > target.tiles)
-    throw Error(request.phase + fmt::format(": the phase has {} tiles but target '{}' has {}", phase.tiles, target.name, target.tiles));
+    throw Error(request.phase +
+                fmt::format(": the phase has {} tiles but target '{}' has {}", phase.tiles, target.name, target.tiles));
 
   PluginHost host;
   find_plugins(host, request.plugin_paths);
@@ -32,8 +35,7 @@ int schedule_command(const ScheduleRequest& request) {
   Options given;
   for (const auto& option : request.options) {
     const auto equals = option.find('=');
-    if (equals == std::string::npos || equals == 0)
-      throw Error("--option '" + option + "': expected KEY=VALUE");
+    if (equals == std::string::npos || equals == 0) throw Error("--option '" + option + "': expected KEY=VALUE");
     given.values[option.substr(0, equals)] = option.substr(equals + 1);
   }
   auto scheduler = host.create_scheduler(*info, host.resolve_options(*info, given, "--option"));
@@ -41,15 +43,17 @@ int schedule_command(const ScheduleRequest& request) {
   ScheduleReport report;
   const auto start = std::chrono::steady_clock::now();
   Schedule schedule = scheduler->schedule(phase, target, request.budget_ms, &report);  // validated by the core
-  const auto elapsed = std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - start).count();
+  const auto elapsed =
+      std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - start).count();
   if (!request.emit.empty()) write_schedule_file(schedule, request.emit);
   if (!request.json_path.empty())
     write_json(request.json_path, schedule_json(phase, schedule, report, scheduler->plugin_name(), elapsed));
   const double ratio = report.lower_bound ? static_cast<double>(report.horizon) / report.lower_bound : 1.0;
-  fmt::print("transfers={} endpoint_lower_bound={} lower_bound={} horizon={} lower_bound_gap={} ratio={:.3f} "
-             "segments={} elapsed_ms={} valid=true\n",
-             phase.transfers.size(), report.endpoint_lower_bound, report.lower_bound, report.horizon,
-             report.horizon - report.lower_bound, ratio, schedule.segments.size(), elapsed);
+  fmt::print(
+      "transfers={} endpoint_lower_bound={} lower_bound={} horizon={} lower_bound_gap={} ratio={:.3f} "
+      "segments={} elapsed_ms={} valid=true\n",
+      phase.transfers.size(), report.endpoint_lower_bound, report.lower_bound, report.horizon,
+      report.horizon - report.lower_bound, ratio, schedule.segments.size(), elapsed);
   return 0;
 }
 

@@ -14,7 +14,7 @@ struct ScheduleRequest {
   std::vector<std::string> plugin_paths;  ///< besides the bundled plugins and TESSERA_PLUGIN_PATH
   std::string emit;                       ///< schedule file to write, or ""
   std::uint64_t budget_ms = 2000;
-  std::string json_path;                  ///< the result as JSON, or ""
+  std::string json_path;  ///< the result as JSON, or ""
 };
 
 /// Schedules, validates and prints the one-line summary. Returns the exit code.

@@ -30,13 +30,13 @@ enum class Codelet : std::uint16_t {
   /// operands {a, b (half), c}; params {m, k, n, orientation}: c = half(a) * b, float32 sums; b is
   /// laid out as the orientation streams it: [k, n] as_is, [n, k] swapped (no transpose either way).
   matmul_half = 8,
-  bias_add_half = 9,      ///< operands {inout, bias (half)}; params {rows, cols, relu}
-  softmax = 10,           ///< operands {in, out}; params {rows, cols, scale}: rows of softmax(scale * in)
-  layer_norm = 11,        ///< operands {in, gamma, beta, out}; params {rows, cols, eps}
-  unary = 12,             ///< operands {in, out}; params {count, function, exponent}: out = f(in) (UnaryFunction)
-  binary = 13,            ///< operands {a, b, out}; params {count, function}: out = a op b (BinaryFunction)
-  binary_row = 14,        ///< operands {inout, row}; params {rows, cols, function}: inout[r,c] = inout[r,c] op row[c]
-  reduce_rows = 15,       ///< operands {in, out}; params {rows, cols, mean}: out[r] = sum (mean if 1) of in[r,:]
+  bias_add_half = 9,  ///< operands {inout, bias (half)}; params {rows, cols, relu}
+  softmax = 10,       ///< operands {in, out}; params {rows, cols, scale}: rows of softmax(scale * in)
+  layer_norm = 11,    ///< operands {in, gamma, beta, out}; params {rows, cols, eps}
+  unary = 12,         ///< operands {in, out}; params {count, function, exponent}: out = f(in) (UnaryFunction)
+  binary = 13,        ///< operands {a, b, out}; params {count, function}: out = a op b (BinaryFunction)
+  binary_row = 14,    ///< operands {inout, row}; params {rows, cols, function}: inout[r,c] = inout[r,c] op row[c]
+  reduce_rows = 15,   ///< operands {in, out}; params {rows, cols, mean}: out[r] = sum (mean if 1) of in[r,:]
 };
 inline constexpr std::uint32_t kCodeletCount = 16;
 
@@ -74,8 +74,8 @@ struct CodeletCharge {
   std::uint64_t cycles = 0;
   std::uint64_t mac_floor = 0;
   std::uint64_t load_floor = 0;
-  const char* path = "";          ///< "amp", "worker-mac", "workers" or "rows"
-  std::uint64_t amp_passes = 0;   ///< weight loads into the AMP (the amp path only)
+  const char* path = "";         ///< "amp", "worker-mac", "workers" or "rows"
+  std::uint64_t amp_passes = 0;  ///< weight loads into the AMP (the amp path only)
 };
 
 /// A float param's bit pattern, and back.
@@ -88,8 +88,7 @@ std::uint32_t codelet_operand_count(Codelet);
 std::uint32_t codelet_param_count(Codelet);
 /// Words each operand spans, given the params (for bounds checks). Saturates at the largest
 /// uint64 instead of wrapping, so forged params cannot make a huge span look small.
-std::uint64_t codelet_operand_words(Codelet, std::span<const std::uint32_t> params,
-                                    std::uint32_t operand);
+std::uint64_t codelet_operand_words(Codelet, std::span<const std::uint32_t> params, std::uint32_t operand);
 /// Whether `words` 32-bit words from byte `address` end at or before byte `limit`: exact for
 /// any values (no wrap-around), so a forged size cannot pass a bounds check by overflowing.
 constexpr bool words_fit(std::uint64_t address, std::uint64_t words, std::uint64_t limit) {

@@ -28,8 +28,7 @@ public:
 
 protected:
   virtual CostEstimate estimate_impl(const Program& program, const Target& target) = 0;
-  virtual std::uint64_t estimate_exchange_impl(const ExchangePhase& phase,
-                                               const Target& target) = 0;
+  virtual std::uint64_t estimate_exchange_impl(const ExchangePhase& phase, const Target& target) = 0;
 };
 
 }  // namespace tessera

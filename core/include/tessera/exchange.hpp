@@ -38,7 +38,7 @@ struct Schedule {
 /// What the validator found. `horizon` = last arrival cycle + 1 (0 for an empty phase).
 struct ScheduleReport {
   bool valid = true;
-  std::string first_conflict;          ///< empty when valid
+  std::string first_conflict;  ///< empty when valid
   std::uint64_t horizon = 0;
   std::uint64_t endpoint_lower_bound = 0;  ///< max over tiles of words sent or received
   std::uint64_t lower_bound = 0;           ///< the strongest bound computed for the target
@@ -61,8 +61,7 @@ std::uint64_t lower_bound(const ExchangePhase& phase, const Target& target);
 /// Checks `schedule` against the target's rules: every word sent once and in order, one
 /// word sent and one received per tile per cycle, latency, multicast, receive-mux switch
 /// cost. Reports the first conflict with tile, cycle and the transfers involved.
-ScheduleReport validate_schedule(const ExchangePhase& phase, const Schedule& schedule,
-                                 const Target& target);
+ScheduleReport validate_schedule(const ExchangePhase& phase, const Schedule& schedule, const Target& target);
 
 /// Reads a phase file (`tiles N` then `SRC DST[,DST...] WORDS` lines, `#` comments).
 /// Throws Error naming the file and line.

@@ -20,9 +20,9 @@ float half_to_float(std::uint16_t bits);
 inline float round_to_half(float value) { return half_to_float(float_to_half(value)); }
 
 enum class TensorKind : std::uint8_t {
-  input = 0,        ///< streamed from the host at every run
-  weight = 1,       ///< streamed from the host once, at initialize
-  intermediate = 2, ///< produced by an op
+  input = 0,         ///< streamed from the host at every run
+  weight = 1,        ///< streamed from the host once, at initialize
+  intermediate = 2,  ///< produced by an op
 };
 
 /// A place in a source file, for diagnostics. Line and column are 1-based; 0 = unknown.
@@ -36,7 +36,7 @@ struct Tensor {
   std::vector<std::int64_t> shape;  ///< row-major; rank 1 or 2
   DType dtype = DType::float32;
   TensorKind kind = TensorKind::intermediate;
-  double init_scale = 1.0;          ///< inputs and weights: uniform in [-scale, scale]
+  double init_scale = 1.0;  ///< inputs and weights: uniform in [-scale, scale]
   SourcePlace place;
 
   std::int64_t elements() const;
@@ -45,20 +45,20 @@ struct Tensor {
 };
 
 enum class OpKind : std::uint8_t {
-  matmul = 0,  ///< out[m,n] = in0[m,k] * in1[k,n]
-  add = 1,     ///< out = in0 + in1; in1 may be a row vector [n] broadcast over rows
-  relu = 2,    ///< out = max(in0, 0)
-  dense = 3,   ///< out = act(in0 * in1 + bias): made by lower-mid from matmul/add/relu
-  softmax = 4,     ///< out[r,:] = softmax(scale * in0[r,:]) over each row
-  layer_norm = 5,  ///< out[r,:] = (in0[r,:] - mean) / sqrt(var + eps) * gamma + beta; inputs {x, gamma, beta}
-  sub = 6,         ///< out = in0 - in1; in1 may be a row vector [n] broadcast over rows (as add)
-  mul = 7,         ///< out = in0 * in1; likewise
-  div = 8,         ///< out = in0 / in1; likewise
-  sigmoid = 9,     ///< out = 1 / (1 + exp(-in0))
-  tanh = 10,       ///< out = tanh(in0)
-  erf = 11,        ///< out = erf(in0)
-  sqrt = 12,       ///< out = sqrt(in0)
-  pow = 13,        ///< out = in0 ^ exponent (a constant)
+  matmul = 0,        ///< out[m,n] = in0[m,k] * in1[k,n]
+  add = 1,           ///< out = in0 + in1; in1 may be a row vector [n] broadcast over rows
+  relu = 2,          ///< out = max(in0, 0)
+  dense = 3,         ///< out = act(in0 * in1 + bias): made by lower-mid from matmul/add/relu
+  softmax = 4,       ///< out[r,:] = softmax(scale * in0[r,:]) over each row
+  layer_norm = 5,    ///< out[r,:] = (in0[r,:] - mean) / sqrt(var + eps) * gamma + beta; inputs {x, gamma, beta}
+  sub = 6,           ///< out = in0 - in1; in1 may be a row vector [n] broadcast over rows (as add)
+  mul = 7,           ///< out = in0 * in1; likewise
+  div = 8,           ///< out = in0 / in1; likewise
+  sigmoid = 9,       ///< out = 1 / (1 + exp(-in0))
+  tanh = 10,         ///< out = tanh(in0)
+  erf = 11,          ///< out = erf(in0)
+  sqrt = 12,         ///< out = sqrt(in0)
+  pow = 13,          ///< out = in0 ^ exponent (a constant)
   reduce_sum = 14,   ///< out[r] = sum of in0[r,:]: shape [rows, 1]
   reduce_mean = 15,  ///< out[r] = mean of in0[r,:]: shape [rows, 1]
 };
@@ -75,12 +75,12 @@ struct Op {
   OpKind kind = OpKind::matmul;
   std::vector<std::uint32_t> inputs;  ///< tensor indices; dense: {x, w} or {x, w, bias}
   std::uint32_t output = 0;
-  bool relu = false;                  ///< dense only: apply ReLU in the epilogue
+  bool relu = false;  ///< dense only: apply ReLU in the epilogue
   SourcePlace place;
-  bool transpose_b = false;           ///< matmul only: out = in0 * in1^T (in1 is [n, k])
-  double scale = 1.0;                 ///< softmax only: multiplies the row before the softmax
-  double epsilon = 1e-5;              ///< layer_norm only: added to the variance
-  double exponent = 1.0;              ///< pow only: the constant exponent
+  bool transpose_b = false;  ///< matmul only: out = in0 * in1^T (in1 is [n, k])
+  double scale = 1.0;        ///< softmax only: multiplies the row before the softmax
+  double epsilon = 1e-5;     ///< layer_norm only: added to the variance
+  double exponent = 1.0;     ///< pow only: the constant exponent
 };
 
 struct Graph {

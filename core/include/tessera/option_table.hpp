@@ -3,9 +3,10 @@
 //
 //   static const tessera::OptionTable<MyScheduler>& option_table() {
 //     static const tessera::OptionTable<MyScheduler> table{
-//         tessera::option("budget_fraction", &MyScheduler::budget_fraction_, 0.4, "share of the budget").above(0).at_most(1),
-//         tessera::option("order", &MyScheduler::order_, Order::load_first,
-//                         {{"load-first", Order::load_first}, {"phase-order", Order::phase_order}}, "which transfer first"),
+//         tessera::option("budget_fraction", &MyScheduler::budget_fraction_, 0.4, "share of the
+//         budget").above(0).at_most(1), tessera::option("order", &MyScheduler::order_, Order::load_first,
+//                         {{"load-first", Order::load_first}, {"phase-order", Order::phase_order}}, "which transfer
+//                         first"),
 //     };
 //     return table;
 //   }
@@ -75,10 +76,18 @@ class OptionDeclaration {
 public:
   explicit OptionDeclaration(OptionEntry<Settings> entry) : entry_(std::move(entry)) {}
 
-  OptionDeclaration at_least(T bound) && requires std::is_arithmetic_v<T> { return std::move(*this).bound(true, bound, false); }
-  OptionDeclaration above(T bound) && requires std::is_arithmetic_v<T> { return std::move(*this).bound(true, bound, true); }
-  OptionDeclaration at_most(T bound) && requires std::is_arithmetic_v<T> { return std::move(*this).bound(false, bound, false); }
-  OptionDeclaration below(T bound) && requires std::is_arithmetic_v<T> { return std::move(*this).bound(false, bound, true); }
+  OptionDeclaration at_least(T bound) && requires std::is_arithmetic_v<T> {
+    return std::move(*this).bound(true, bound, false);
+  }
+  OptionDeclaration above(T bound) && requires std::is_arithmetic_v<T> {
+    return std::move(*this).bound(true, bound, true);
+  }
+  OptionDeclaration at_most(T bound) && requires std::is_arithmetic_v<T> {
+    return std::move(*this).bound(false, bound, false);
+  }
+  OptionDeclaration below(T bound) && requires std::is_arithmetic_v<T> {
+    return std::move(*this).bound(false, bound, true);
+  }
   OptionDeclaration range(T low, T high) && requires std::is_arithmetic_v<T> {
     return std::move(*this).at_least(low).at_most(high);
   }
@@ -109,9 +118,9 @@ private:
 
 /// A bool, int (any integer member), float (double member) or string option.
 template <typename Settings, typename T>
-  requires(!std::is_enum_v<T>)
-OptionDeclaration<Settings, T> option(const char* name, T Settings::*member, std::type_identity_t<T> default_value,
-                                      const char* doc) {
+requires(!std::is_enum_v<T>) OptionDeclaration<Settings, T> option(const char* name, T Settings::*member,
+                                                                   std::type_identity_t<T> default_value,
+                                                                   const char* doc) {
   OptionEntry<Settings> entry(name, "", "", doc);
   if constexpr (std::is_same_v<T, bool>) {
     entry.type = "bool";
@@ -139,8 +148,9 @@ OptionDeclaration<Settings, T> option(const char* name, T Settings::*member, std
       return Status::success();
     };
   } else {
-    static_assert(std::is_same_v<T, std::string>, "an option member is bool, an integer, a floating point, a "
-                                                  "std::string or an enum (MapOption: map_option)");
+    static_assert(std::is_same_v<T, std::string>,
+                  "an option member is bool, an integer, a floating point, a "
+                  "std::string or an enum (MapOption: map_option)");
     entry.type = "string";
     entry.default_text = default_value;
     entry.assign = [name = entry.name, member](const Options& options, Settings& settings) {
@@ -153,10 +163,9 @@ OptionDeclaration<Settings, T> option(const char* name, T Settings::*member, std
 
 /// An enum option: the pipeline writes one of the choices' names; the member gets its value.
 template <typename Settings, typename E>
-  requires std::is_enum_v<E>
-OptionDeclaration<Settings, E> option(const char* name, E Settings::*member, std::type_identity_t<E> default_value,
-                                      std::initializer_list<std::pair<const char*, std::type_identity_t<E>>> choices,
-                                      const char* doc) {
+requires std::is_enum_v<E> OptionDeclaration<Settings, E> option(
+    const char* name, E Settings::*member, std::type_identity_t<E> default_value,
+    std::initializer_list<std::pair<const char*, std::type_identity_t<E>>> choices, const char* doc) {
   OptionEntry<Settings> entry(name, "enum", "", doc);
   std::vector<std::pair<std::string, E>> named(choices.begin(), choices.end());
   for (const auto& [choice, value] : named) {
@@ -236,8 +245,7 @@ template <typename Settings>
 TesseraPluginManifest make_manifest(std::uint32_t kind, const char* name, const char* version, const char* summary,
                                     const OptionTable<Settings>& options, const char* required_facts,
                                     const char* provided_facts, PluginObject* (*create)() noexcept) {
-  TesseraPluginManifest manifest =
-      make_manifest(kind, name, version, summary, required_facts, provided_facts, create);
+  TesseraPluginManifest manifest = make_manifest(kind, name, version, summary, required_facts, provided_facts, create);
   manifest.options = options.specs();
   manifest.option_count = options.size();
   manifest.option_limits = options.limits();

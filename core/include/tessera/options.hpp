@@ -20,8 +20,8 @@ const char* option_type_name(OptionType);
 /// plugin parses at 0-based (line, column) of `yaml` was written at place(line, column).
 struct MapOption {
   std::string yaml = "{}";
-  std::string file;               ///< the pipeline file ("" for a manifest default)
-  std::int64_t first_line = 0;    ///< 0-based line in `file` of the text's first line
+  std::string file;             ///< the pipeline file ("" for a manifest default)
+  std::int64_t first_line = 0;  ///< 0-based line in `file` of the text's first line
 
   /// "file:line:column" (1-based) of a node at 0-based (line, column) of `yaml`.
   std::string place(std::int64_t line, std::int64_t column) const;

@@ -95,7 +95,7 @@ struct PackageEstimates {
 
 struct Package {
   std::string compiler_version;
-  Target target;                ///< the whole machine description, so a package stands alone
+  Target target;                  ///< the whole machine description, so a package stands alone
   std::uint64_t target_hash = 0;  ///< target.hash() at compile time; the reader checks it
   std::uint32_t codelet_set_version = kCodeletSetVersion;
   std::vector<std::string> superstep_labels;

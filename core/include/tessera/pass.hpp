@@ -23,12 +23,12 @@ namespace tessera {
 
 /// Facts passes require and provide (QBE style): the pipeline loader checks the order.
 namespace facts {
-inline constexpr const char* graph = "graph";                  ///< the model, loaded
-inline constexpr const char* canonical = "canonical-graph";    ///< shapes inferred, ops fused
-inline constexpr const char* plan = "plan";                    ///< buffers, compute, copies
-inline constexpr const char* storage = "storage";              ///< buffer offsets
-inline constexpr const char* exchange = "exchange";            ///< transfers, schedules
-inline constexpr const char* tile_images = "tile-images";      ///< package tiles and streams
+inline constexpr const char* graph = "graph";                ///< the model, loaded
+inline constexpr const char* canonical = "canonical-graph";  ///< shapes inferred, ops fused
+inline constexpr const char* plan = "plan";                  ///< buffers, compute, copies
+inline constexpr const char* storage = "storage";            ///< buffer offsets
+inline constexpr const char* exchange = "exchange";          ///< transfers, schedules
+inline constexpr const char* tile_images = "tile-images";    ///< package tiles and streams
 }  // namespace facts
 
 /// A figure a pass measured (MLIR's Pass::Statistic), kept for `--json` and reports.
@@ -40,33 +40,33 @@ struct Statistic {
 
 /// The plan select-finalist chose for one operator.
 struct PlanRemark {
-  std::uint32_t op = 0;    ///< index in the rewritten graph
-  std::string op_kind;     ///< "dense", "softmax", ...
-  std::string plan;        ///< "operator" (tiled and costed), "block" or "elementwise"
+  std::uint32_t op = 0;  ///< index in the rewritten graph
+  std::string op_kind;   ///< "dense", "softmax", ...
+  std::string plan;      ///< "operator" (tiled and costed), "block" or "elementwise"
   std::uint32_t column_groups = 0, depth_groups = 0, row_groups = 0;  ///< 0 when the plan has none
-  std::uint64_t candidates = 0;        ///< plans the choice was made among
+  std::uint64_t candidates = 0;                                       ///< plans the choice was made among
   std::uint64_t estimated_cycles = 0;  ///< the cost model's estimate of the chosen plan (0: not costed)
 };
 
 /// The schedule lower-exchanges chose for one superstep's exchange phase.
 struct ScheduleRemark {
-  std::uint32_t phase = 0;  ///< superstep index
-  std::string scheduler;    ///< the plugin that made it
+  std::uint32_t phase = 0;                 ///< superstep index
+  std::string scheduler;                   ///< the plugin that made it
   std::uint64_t transfers = 0, words = 0;  ///< words sent (a multicast word once)
   std::uint64_t widest_multicast = 0;      ///< most destinations of one transfer
   std::uint64_t segments = 0;
   std::uint64_t horizon = 0, endpoint_lower_bound = 0, lower_bound = 0;
-  std::uint64_t elapsed_ms = 0;            ///< the scheduler call, validation included
+  std::uint64_t elapsed_ms = 0;  ///< the scheduler call, validation included
 };
 
 /// One pass's wall time, and the part of it spent in plugin calls.
 struct PassTiming {
   std::string pass;
-  double wall_ms = 0;           ///< the pass's run, verification excluded
-  double verify_ms = 0;         ///< verify_program after it
-  double cost_model_ms = 0;     ///< inside cost-model calls, summed over the pass's threads
+  double wall_ms = 0;        ///< the pass's run, verification excluded
+  double verify_ms = 0;      ///< verify_program after it
+  double cost_model_ms = 0;  ///< inside cost-model calls, summed over the pass's threads
   std::uint64_t cost_model_calls = 0;
-  double scheduler_ms = 0;      ///< inside scheduler calls, summed over the pass's threads
+  double scheduler_ms = 0;  ///< inside scheduler calls, summed over the pass's threads
   std::uint64_t scheduler_calls = 0;
 };
 
@@ -80,11 +80,11 @@ struct CompileRecord {
 
 struct CompilationState {
   Target target;
-  Graph model;    ///< as loaded; never changed (the reference executes this)
-  Graph graph;    ///< rewritten by passes
+  Graph model;  ///< as loaded; never changed (the reference executes this)
+  Graph graph;  ///< rewritten by passes
   Program program;
-  Package package;                 ///< tiles and streams filled by the emitting pass
-  PackageEstimates estimates;      ///< figures passes record for reports
+  Package package;             ///< tiles and streams filled by the emitting pass
+  PackageEstimates estimates;  ///< figures passes record for reports
   std::set<std::string> facts;
   CompileRecord record;
 };
@@ -95,7 +95,7 @@ struct PassContext {
   CostModel& cost_model;
   ExchangeScheduler& scheduler;
   spdlog::logger& logger;
-  std::string span;             ///< log prefix: tessera.build{...}:phase{phase="..."}
+  std::string span;  ///< log prefix: tessera.build{...}:phase{phase="..."}
   std::uint64_t schedule_budget_ms = 2000;
   unsigned threads = 1;
   /// Set by Pass::run when the pass failed through a plugin fault (an exception from the

@@ -15,10 +15,9 @@
 #define TESSERA_STRINGIFY_(x) #x
 #define TESSERA_STRINGIFY(x) TESSERA_STRINGIFY_(x)
 /// The ABI tag of the translation unit that expands it; host and plugin must agree.
-#define TESSERA_ABI_TAG                                                                  \
-  "gcc-" TESSERA_STRINGIFY(__GNUC__) "." TESSERA_STRINGIFY(__GNUC_MINOR__)             \
-  "/cxx11abi-" TESSERA_STRINGIFY(_GLIBCXX_USE_CXX11_ABI)                               \
-  "/boost-" TESSERA_STRINGIFY(BOOST_VERSION) "/core-" TESSERA_CORE_VERSION_STRING
+#define TESSERA_ABI_TAG                                                                                    \
+  "gcc-" TESSERA_STRINGIFY(__GNUC__) "." TESSERA_STRINGIFY(__GNUC_MINOR__) "/cxx11abi-" TESSERA_STRINGIFY( \
+      _GLIBCXX_USE_CXX11_ABI) "/boost-" TESSERA_STRINGIFY(BOOST_VERSION) "/core-" TESSERA_CORE_VERSION_STRING
 
 namespace tessera {
 
@@ -74,10 +73,10 @@ struct TesseraPluginManifest {
   std::uint32_t api_major;
   std::uint32_t api_minor;
   const char* abi_tag;
-  std::uint32_t kind;       ///< a TesseraPluginKind
-  const char* name;         ///< kebab-case, unique among loaded plugins
+  std::uint32_t kind;  ///< a TesseraPluginKind
+  const char* name;    ///< kebab-case, unique among loaded plugins
   const char* version;
-  const char* summary;      ///< one line
+  const char* summary;  ///< one line
   const TesseraOptionSpec* options;
   std::uint32_t option_count;
   const char* required_facts;  ///< passes: comma-separated facts needed, e.g. "plan,storage"
@@ -103,26 +102,45 @@ inline constexpr const char* kPluginEntrySymbol = "tessera_plugin_manifest";
 
 /// Fills the fixed fields of a manifest from this translation unit's build.
 template <std::size_t N>
-constexpr TesseraPluginManifest make_manifest(std::uint32_t kind, const char* name,
-                                              const char* version, const char* summary,
-                                              const TesseraOptionSpec (&options)[N],
+constexpr TesseraPluginManifest make_manifest(std::uint32_t kind, const char* name, const char* version,
+                                              const char* summary, const TesseraOptionSpec (&options)[N],
                                               const char* required_facts, const char* provided_facts,
                                               PluginObject* (*create)() noexcept) {
-  return TesseraPluginManifest{sizeof(TesseraPluginManifest), kPluginApiMajor,
-                               kPluginApiMinor, TESSERA_ABI_TAG, kind, name, version,
-                               summary, options, static_cast<std::uint32_t>(N), required_facts,
-                               provided_facts, create, nullptr};
+  return TesseraPluginManifest{sizeof(TesseraPluginManifest),
+                               kPluginApiMajor,
+                               kPluginApiMinor,
+                               TESSERA_ABI_TAG,
+                               kind,
+                               name,
+                               version,
+                               summary,
+                               options,
+                               static_cast<std::uint32_t>(N),
+                               required_facts,
+                               provided_facts,
+                               create,
+                               nullptr};
 }
 
 /// For plugins without options.
 inline constexpr TesseraOptionSpec kNoOptions[1] = {{nullptr, nullptr, nullptr, nullptr}};
-constexpr TesseraPluginManifest make_manifest(std::uint32_t kind, const char* name,
-                                              const char* version, const char* summary,
-                                              const char* required_facts, const char* provided_facts,
-                                              PluginObject* (*create)() noexcept) {
-  return TesseraPluginManifest{sizeof(TesseraPluginManifest), kPluginApiMajor,
-                               kPluginApiMinor, TESSERA_ABI_TAG, kind, name, version,
-                               summary, nullptr, 0, required_facts, provided_facts, create, nullptr};
+constexpr TesseraPluginManifest make_manifest(std::uint32_t kind, const char* name, const char* version,
+                                              const char* summary, const char* required_facts,
+                                              const char* provided_facts, PluginObject* (*create)() noexcept) {
+  return TesseraPluginManifest{sizeof(TesseraPluginManifest),
+                               kPluginApiMajor,
+                               kPluginApiMinor,
+                               TESSERA_ABI_TAG,
+                               kind,
+                               name,
+                               version,
+                               summary,
+                               nullptr,
+                               0,
+                               required_facts,
+                               provided_facts,
+                               create,
+                               nullptr};
 }
 
 /// Creates a T with `new`, turning any exception into null (the host reports it).
@@ -147,5 +165,4 @@ PluginCallTotals plugin_call_totals();
 
 /// Exports `manifest_function` (extern "C", noexcept, returning const TesseraPluginManifest*)
 /// as the plugin's one entry point.
-#define TESSERA_PLUGIN(manifest_function) \
-  BOOST_DLL_ALIAS(manifest_function, tessera_plugin_manifest)
+#define TESSERA_PLUGIN(manifest_function) BOOST_DLL_ALIAS(manifest_function, tessera_plugin_manifest)

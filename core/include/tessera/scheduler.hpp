@@ -19,8 +19,7 @@ public:
 
 protected:
   /// Called with a phase check_phase accepted for `target`.
-  virtual Schedule schedule_impl(const ExchangePhase& phase, const Target& target,
-                                 std::uint64_t budget_ms) = 0;
+  virtual Schedule schedule_impl(const ExchangePhase& phase, const Target& target, std::uint64_t budget_ms) = 0;
 };
 
 }  // namespace tessera

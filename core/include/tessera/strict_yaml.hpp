@@ -45,16 +45,13 @@ std::string get_string(const std::string& file, const YAML::Node& map, const cha
 std::string get_name(const std::string& file, const YAML::Node& map, const char* key);
 /// Non-negative integers up to `max` (the largest value the field's type holds); a larger
 /// one fails with its place instead of being truncated.
-std::uint64_t get_uint(const std::string& file, const YAML::Node& map, const char* key,
-                       std::uint64_t max = UINT64_MAX);
-std::uint64_t get_uint_or(const std::string& file, const YAML::Node& map, const char* key,
-                          std::uint64_t fallback, std::uint64_t max = UINT64_MAX);
+std::uint64_t get_uint(const std::string& file, const YAML::Node& map, const char* key, std::uint64_t max = UINT64_MAX);
+std::uint64_t get_uint_or(const std::string& file, const YAML::Node& map, const char* key, std::uint64_t fallback,
+                          std::uint64_t max = UINT64_MAX);
 /// get_uint for a 32-bit field.
 std::uint32_t get_uint32(const std::string& file, const YAML::Node& map, const char* key);
-std::uint32_t get_uint32_or(const std::string& file, const YAML::Node& map, const char* key,
-                            std::uint32_t fallback);
-double get_number_or(const std::string& file, const YAML::Node& map, const char* key,
-                     double fallback);
+std::uint32_t get_uint32_or(const std::string& file, const YAML::Node& map, const char* key, std::uint32_t fallback);
+double get_number_or(const std::string& file, const YAML::Node& map, const char* key, double fallback);
 bool get_bool_or(const std::string& file, const YAML::Node& map, const char* key, bool fallback);
 
 /// `node` as YAML flow text in which every node starts at its own mark: line relative to

@@ -8,10 +8,10 @@ namespace tessera {
 /// A tile-based BSP accelerator. All cycle figures are tile clock cycles.
 struct Target {
   std::string name;
-  std::string source_file;              ///< the YAML it was loaded from
+  std::string source_file;  ///< the YAML it was loaded from
   std::uint32_t tiles = 0;
-  std::uint32_t tiles_per_column = 1;   ///< latency grows with the distance between columns
-  std::uint64_t memory_bytes = 0;       ///< SRAM per tile
+  std::uint32_t tiles_per_column = 1;  ///< latency grows with the distance between columns
+  std::uint64_t memory_bytes = 0;      ///< SRAM per tile
   std::uint32_t memory_element_bytes = 16384;
   std::uint64_t interleaved_start = 0;  ///< byte offset where the interleaved region begins
   std::uint32_t alignment = 8;          ///< minimum buffer alignment in bytes
@@ -23,14 +23,14 @@ struct Target {
   std::uint32_t amp_fp32_input_channels = 8, amp_fp32_output_channels = 16;
   std::uint32_t amp_fp16_input_channels = 16, amp_fp16_output_channels = 8;
   std::uint32_t load_bytes_per_cycle = 16;  ///< tile memory to the AMP (ld128) per cycle
-  std::uint32_t exchange_word_bytes = 4;   ///< one word sent per tile per cycle
-  std::uint32_t exchange_base_latency = 0; ///< cycles from send to arrival, same column
-  double exchange_latency_per_column = 0;  ///< extra cycles per column of distance
-  std::uint32_t switch_cost = 0;           ///< idle cycles a receiver needs to change source
-  bool multicast = false;                  ///< one send may arrive at several receivers
-  std::uint32_t sync_cycles = 90;          ///< one barrier
+  std::uint32_t exchange_word_bytes = 4;    ///< one word sent per tile per cycle
+  std::uint32_t exchange_base_latency = 0;  ///< cycles from send to arrival, same column
+  double exchange_latency_per_column = 0;   ///< extra cycles per column of distance
+  std::uint32_t switch_cost = 0;            ///< idle cycles a receiver needs to change source
+  bool multicast = false;                   ///< one send may arrive at several receivers
+  std::uint32_t sync_cycles = 90;           ///< one barrier
   std::uint32_t exchange_phase_overhead = 100;
-  double host_bytes_per_cycle = 16;        ///< host link bandwidth
+  double host_bytes_per_cycle = 16;            ///< host link bandwidth
   std::uint32_t host_call_latency_cycles = 0;  ///< fixed cost of one host exchange call
 
   std::uint32_t column_of(std::uint32_t tile) const { return tile / tiles_per_column; }

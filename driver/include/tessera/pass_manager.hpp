@@ -27,8 +27,8 @@ struct PassManagerOptions {
 
 /// A plugin fault that stopped PassManager::run: which plugin, and what it was given.
 struct PluginFault {
-  std::string plugin;   ///< the faulty plugin: the scheduler when a schedule failed
-  std::string pass;     ///< the pass that was running
+  std::string plugin;  ///< the faulty plugin: the scheduler when a schedule failed
+  std::string pass;    ///< the pass that was running
   std::string message;
   std::shared_ptr<const ExchangePhase> phase;  ///< the scheduler's input when it failed, else null
   /// The failing pass's input state (with keep_state_before_pass), else null.

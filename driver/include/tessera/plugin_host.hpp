@@ -106,16 +106,13 @@ public:
   /// fills in defaults. Throws Error prefixed with the option's place in `given.places`, else
   /// `place` (e.g. "file:3:5"), naming the fix. The result's places: each given option's, and
   /// `place` for a default (so a plugin's refusal of it points at where the plugin is named).
-  Options resolve_options(const PluginInfo& plugin, const Options& given,
-                          const std::string& place) const;
+  Options resolve_options(const PluginInfo& plugin, const Options& given, const std::string& place) const;
 
   /// Creates and configures the plugin's object; throws PluginError on failure, or Error at the
   /// option's place when configure refuses one as refuse_option() words it ("option 'NAME' ...").
   std::unique_ptr<Pass> create_pass(const PluginInfo& plugin, const Options& options) const;
-  std::unique_ptr<CostModel> create_cost_model(const PluginInfo& plugin,
-                                               const Options& options) const;
-  std::unique_ptr<ExchangeScheduler> create_scheduler(const PluginInfo& plugin,
-                                                      const Options& options) const;
+  std::unique_ptr<CostModel> create_cost_model(const PluginInfo& plugin, const Options& options) const;
+  std::unique_ptr<ExchangeScheduler> create_scheduler(const PluginInfo& plugin, const Options& options) const;
 
 private:
   /// Quarantine, StrictModes, pin and ELF checks (nothing is loaded): the canonical file, or

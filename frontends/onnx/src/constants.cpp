@@ -22,7 +22,8 @@ std::int64_t element_count(const Dims& dims, const std::string& where) {
   for (std::int64_t d : dims) {
     if (d < 0) throw Error(fmt::format("{}: dimension {} is negative", where, d));
     if (d != 0 && count > kMaxElements / d)
-      throw Error(fmt::format("{}: tensor of dims [{}] has more than {} elements", where, fmt::join(dims, ", "), kMaxElements));
+      throw Error(
+          fmt::format("{}: tensor of dims [{}] has more than {} elements", where, fmt::join(dims, ", "), kMaxElements));
     count *= d;
   }
   return count;
@@ -30,30 +31,52 @@ std::int64_t element_count(const Dims& dims, const std::string& where) {
 
 std::string dtype_text(int dtype) {
   switch (dtype) {
-    case TensorProto::FLOAT: return "float";
-    case TensorProto::FLOAT16: return "float16";
-    case TensorProto::DOUBLE: return "double";
-    case TensorProto::BFLOAT16: return "bfloat16";
-    case TensorProto::INT8: return "int8";
-    case TensorProto::UINT8: return "uint8";
-    case TensorProto::INT16: return "int16";
-    case TensorProto::UINT16: return "uint16";
-    case TensorProto::INT32: return "int32";
-    case TensorProto::UINT32: return "uint32";
-    case TensorProto::INT64: return "int64";
-    case TensorProto::UINT64: return "uint64";
-    case TensorProto::BOOL: return "bool";
-    case TensorProto::STRING: return "string";
-    default: return fmt::format("type {}", dtype);
+    case TensorProto::FLOAT:
+      return "float";
+    case TensorProto::FLOAT16:
+      return "float16";
+    case TensorProto::DOUBLE:
+      return "double";
+    case TensorProto::BFLOAT16:
+      return "bfloat16";
+    case TensorProto::INT8:
+      return "int8";
+    case TensorProto::UINT8:
+      return "uint8";
+    case TensorProto::INT16:
+      return "int16";
+    case TensorProto::UINT16:
+      return "uint16";
+    case TensorProto::INT32:
+      return "int32";
+    case TensorProto::UINT32:
+      return "uint32";
+    case TensorProto::INT64:
+      return "int64";
+    case TensorProto::UINT64:
+      return "uint64";
+    case TensorProto::BOOL:
+      return "bool";
+    case TensorProto::STRING:
+      return "string";
+    default:
+      return fmt::format("type {}", dtype);
   }
 }
 
 static bool is_integer(int dtype) {
   switch (dtype) {
-    case TensorProto::INT8: case TensorProto::UINT8: case TensorProto::INT16: case TensorProto::UINT16:
-    case TensorProto::INT32: case TensorProto::UINT32: case TensorProto::INT64: case TensorProto::UINT64:
+    case TensorProto::INT8:
+    case TensorProto::UINT8:
+    case TensorProto::INT16:
+    case TensorProto::UINT16:
+    case TensorProto::INT32:
+    case TensorProto::UINT32:
+    case TensorProto::INT64:
+    case TensorProto::UINT64:
       return true;
-    default: return false;
+    default:
+      return false;
   }
 }
 
@@ -70,11 +93,24 @@ namespace {
 /// Bytes per element of the types read from raw_data.
 std::size_t raw_bytes(int dtype) {
   switch (dtype) {
-    case TensorProto::FLOAT: case TensorProto::INT32: case TensorProto::UINT32: return 4;
-    case TensorProto::DOUBLE: case TensorProto::INT64: case TensorProto::UINT64: return 8;
-    case TensorProto::FLOAT16: case TensorProto::INT16: case TensorProto::UINT16: return 2;
-    case TensorProto::INT8: case TensorProto::UINT8: case TensorProto::BOOL: return 1;
-    default: return 0;
+    case TensorProto::FLOAT:
+    case TensorProto::INT32:
+    case TensorProto::UINT32:
+      return 4;
+    case TensorProto::DOUBLE:
+    case TensorProto::INT64:
+    case TensorProto::UINT64:
+      return 8;
+    case TensorProto::FLOAT16:
+    case TensorProto::INT16:
+    case TensorProto::UINT16:
+      return 2;
+    case TensorProto::INT8:
+    case TensorProto::UINT8:
+    case TensorProto::BOOL:
+      return 1;
+    default:
+      return 0;
   }
 }
 
@@ -87,19 +123,32 @@ double load(const char* bytes) {
 
 double raw_value(int dtype, const char* p) {
   switch (dtype) {
-    case TensorProto::FLOAT: return load<float>(p);
-    case TensorProto::DOUBLE: return load<double>(p);
-    case TensorProto::FLOAT16: return half_to_float(static_cast<std::uint16_t>(load<std::uint16_t>(p)));
-    case TensorProto::INT8: return load<std::int8_t>(p);
-    case TensorProto::UINT8: return load<std::uint8_t>(p);
-    case TensorProto::INT16: return load<std::int16_t>(p);
-    case TensorProto::UINT16: return load<std::uint16_t>(p);
-    case TensorProto::INT32: return load<std::int32_t>(p);
-    case TensorProto::UINT32: return load<std::uint32_t>(p);
-    case TensorProto::INT64: return load<std::int64_t>(p);
-    case TensorProto::UINT64: return load<std::uint64_t>(p);
-    case TensorProto::BOOL: return load<std::uint8_t>(p) != 0 ? 1.0 : 0.0;
-    default: return 0.0;
+    case TensorProto::FLOAT:
+      return load<float>(p);
+    case TensorProto::DOUBLE:
+      return load<double>(p);
+    case TensorProto::FLOAT16:
+      return half_to_float(static_cast<std::uint16_t>(load<std::uint16_t>(p)));
+    case TensorProto::INT8:
+      return load<std::int8_t>(p);
+    case TensorProto::UINT8:
+      return load<std::uint8_t>(p);
+    case TensorProto::INT16:
+      return load<std::int16_t>(p);
+    case TensorProto::UINT16:
+      return load<std::uint16_t>(p);
+    case TensorProto::INT32:
+      return load<std::int32_t>(p);
+    case TensorProto::UINT32:
+      return load<std::uint32_t>(p);
+    case TensorProto::INT64:
+      return load<std::int64_t>(p);
+    case TensorProto::UINT64:
+      return load<std::uint64_t>(p);
+    case TensorProto::BOOL:
+      return load<std::uint8_t>(p) != 0 ? 1.0 : 0.0;
+    default:
+      return 0.0;
   }
 }
 
@@ -134,7 +183,8 @@ std::vector<std::int64_t> broadcast_index(const Dims& in, const Dims& out) {
 std::vector<std::int64_t> ints_of(const Constant& c) {
   std::vector<std::int64_t> out;
   out.reserve(c.values.size());
-  for (double v : c.values) out.push_back(v >= 9.2e18 ? INT64_MAX : v <= -9.2e18 ? INT64_MIN : static_cast<std::int64_t>(v));
+  for (double v : c.values)
+    out.push_back(v >= 9.2e18 ? INT64_MAX : v <= -9.2e18 ? INT64_MIN : static_cast<std::int64_t>(v));
   return out;
 }
 
@@ -175,12 +225,14 @@ Constant binary(const std::string& op, const Constant& a, const Constant& b, con
 }
 
 /// The axes a Squeeze/Unsqueeze names: an attribute before opset 13, the second input after.
-std::vector<std::int64_t> axes_of(const onnx::NodeProto& node, const std::vector<const Constant*>& inputs, std::int64_t opset) {
+std::vector<std::int64_t> axes_of(const onnx::NodeProto& node, const std::vector<const Constant*>& inputs,
+                                  std::int64_t opset) {
   if (opset >= 13 && inputs.size() > 1 && inputs[1]) return ints_of(*inputs[1]);
   return ints_attribute(node, "axes");
 }
 
-Constant slice(const onnx::NodeProto& node, const std::vector<const Constant*>& in, std::int64_t opset, const std::string& where) {
+Constant slice(const onnx::NodeProto& node, const std::vector<const Constant*>& in, std::int64_t opset,
+               const std::string& where) {
   const Constant& data = *in[0];
   const auto rank = static_cast<std::int64_t>(data.dims.size());
   std::vector<std::int64_t> starts, ends, axes, steps;
@@ -212,7 +264,8 @@ Constant slice(const onnx::NodeProto& node, const std::vector<const Constant*>& 
     };
     std::int64_t first = s > 0 ? clamp(starts[i], 0, dim) : clamp(starts[i], -1, dim - 1);
     std::int64_t last = s > 0 ? clamp(ends[i], 0, dim) : clamp(ends[i], -1, dim - 1);
-    const std::int64_t n = s > 0 ? (last > first ? (last - first + s - 1) / s : 0) : (first > last ? (first - last - s - 1) / -s : 0);
+    const std::int64_t n =
+        s > 0 ? (last > first ? (last - first + s - 1) / s : 0) : (first > last ? (first - last - s - 1) / -s : 0);
     begin[static_cast<std::size_t>(axis)] = first;
     step[static_cast<std::size_t>(axis)] = s;
     count[static_cast<std::size_t>(axis)] = n;
@@ -225,7 +278,8 @@ Constant slice(const onnx::NodeProto& node, const std::vector<const Constant*>& 
   Dims position(count.size(), 0);
   for (std::int64_t flat = 0; flat < total; ++flat) {
     std::int64_t source = 0;
-    for (std::size_t axis = 0; axis < count.size(); ++axis) source += (begin[axis] + position[axis] * step[axis]) * strides[axis];
+    for (std::size_t axis = 0; axis < count.size(); ++axis)
+      source += (begin[axis] + position[axis] * step[axis]) * strides[axis];
     out.values.push_back(data.values[static_cast<std::size_t>(source)]);
     for (std::size_t axis = count.size(); axis-- > 0;) {
       if (++position[axis] < count[axis]) break;
@@ -246,7 +300,8 @@ Constant concat(const std::vector<const Constant*>& in, std::int64_t axis_attrib
     if (!c || c->dims.size() != first.dims.size() || c->dtype != first.dtype)
       throw Error(where + ": Concat inputs differ in rank or type");
     for (std::size_t d = 0; d < first.dims.size(); ++d)
-      if (d != static_cast<std::size_t>(axis) && c->dims[d] != first.dims[d]) throw Error(where + ": Concat inputs differ in shape");
+      if (d != static_cast<std::size_t>(axis) && c->dims[d] != first.dims[d])
+        throw Error(where + ": Concat inputs differ in shape");
     out.dims[static_cast<std::size_t>(axis)] += c->dims[static_cast<std::size_t>(axis)];
   }
   check_folded_size(out.dims, where);
@@ -274,7 +329,8 @@ Constant gather(const Constant& data, const Constant& indices, std::int64_t axis
   for (std::size_t d = static_cast<std::size_t>(axis) + 1; d < data.dims.size(); ++d) inner *= data.dims[d];
   for (std::int64_t o = 0; o < outer; ++o)
     for (std::int64_t index : ints_of(indices)) {
-      if (index < -dim || index >= dim) throw Error(fmt::format("{}: Gather index {} is out of range for a dim of {}", where, index, dim));
+      if (index < -dim || index >= dim)
+        throw Error(fmt::format("{}: Gather index {} is out of range for a dim of {}", where, index, dim));
       if (index < 0) index += dim;
       const auto from = data.values.begin() + (o * dim + index) * inner;
       out.values.insert(out.values.end(), from, from + inner);
@@ -286,16 +342,17 @@ Constant gather(const Constant& data, const Constant& indices, std::int64_t axis
 
 Constant read_tensor(const TensorProto& tensor, const std::string& where) {
   if (tensor.data_location() == TensorProto::EXTERNAL)
-    throw Error(where + ": its data is stored in an external file, which is not supported; save the model with "
-                        "its weights inside (onnx.save(model, path, save_as_external_data=False))");
+    throw Error(where +
+                ": its data is stored in an external file, which is not supported; save the model with "
+                "its weights inside (onnx.save(model, path, save_as_external_data=False))");
   Constant c;
   c.dtype = tensor.data_type();
   c.dims.assign(tensor.dims().begin(), tensor.dims().end());
   const std::int64_t count = element_count(c.dims, where);
   const std::size_t width = raw_bytes(c.dtype);
   if (width == 0)
-    throw Error(fmt::format("{}: element type {} is not supported (float, float16, double and integer types are)", where,
-                            dtype_text(c.dtype)));
+    throw Error(fmt::format("{}: element type {} is not supported (float, float16, double and integer types are)",
+                            where, dtype_text(c.dtype)));
   // The values a tensor holds are counted before anything is allocated: its dims are untrusted.
   std::size_t given = 0;
   if (tensor.has_raw_data()) {
@@ -315,7 +372,8 @@ Constant read_tensor(const TensorProto& tensor, const std::string& where) {
     given = static_cast<std::size_t>(tensor.int32_data_size());
   }
   if (given != static_cast<std::size_t>(count))
-    throw Error(fmt::format("{}: holds {} values but its dims [{}] need {}", where, given, fmt::join(c.dims, ", "), count));
+    throw Error(
+        fmt::format("{}: holds {} values but its dims [{}] need {}", where, given, fmt::join(c.dims, ", "), count));
   c.values.reserve(given);
   if (tensor.has_raw_data()) {
     const std::string& raw = tensor.raw_data();
@@ -330,7 +388,8 @@ Constant read_tensor(const TensorProto& tensor, const std::string& where) {
     for (std::uint64_t v : tensor.uint64_data()) c.values.push_back(static_cast<double>(v));
   } else {
     for (std::int32_t v : tensor.int32_data())
-      c.values.push_back(c.dtype == TensorProto::FLOAT16 ? half_to_float(static_cast<std::uint16_t>(v)) : round_to(c.dtype, v));
+      c.values.push_back(c.dtype == TensorProto::FLOAT16 ? half_to_float(static_cast<std::uint16_t>(v))
+                                                         : round_to(c.dtype, v));
   }
   return c;
 }
@@ -353,7 +412,8 @@ Constant transpose(const Constant& in, std::vector<std::int64_t> perm, const std
   Dims position(out.dims.size(), 0);
   for (std::int64_t flat = 0; flat < total; ++flat) {
     std::int64_t source = 0;
-    for (std::size_t axis = 0; axis < out.dims.size(); ++axis) source += position[axis] * in_strides[static_cast<std::size_t>(perm[axis])];
+    for (std::size_t axis = 0; axis < out.dims.size(); ++axis)
+      source += position[axis] * in_strides[static_cast<std::size_t>(perm[axis])];
     out.values[static_cast<std::size_t>(flat)] = in.values[static_cast<std::size_t>(source)];
     for (std::size_t axis = out.dims.size(); axis-- > 0;) {
       if (++position[axis] < out.dims[axis]) break;
@@ -392,7 +452,8 @@ Dims broadcast_dims(const Dims& a, const Dims& b, const std::string& where) {
     const std::int64_t x = i < out.size() - a.size() ? 1 : a[i - (out.size() - a.size())];
     const std::int64_t y = i < out.size() - b.size() ? 1 : b[i - (out.size() - b.size())];
     if (x != y && x != 1 && y != 1)
-      throw Error(fmt::format("{}: dims [{}] and [{}] do not broadcast", where, fmt::join(a, ", "), fmt::join(b, ", ")));
+      throw Error(
+          fmt::format("{}: dims [{}] and [{}] do not broadcast", where, fmt::join(a, ", "), fmt::join(b, ", ")));
     out[i] = x == 1 ? y : x;
   }
   return out;
@@ -409,7 +470,8 @@ Dims reshape_dims(const Dims& input, const Constant& shape, bool allow_zero, con
   std::int64_t known = 1, inferred = -1;
   for (std::size_t i = 0; i < out.size(); ++i) {
     if (out[i] == 0 && !allow_zero) {
-      if (i >= input.size()) throw Error(fmt::format("{}: Reshape copies dim {} of a rank-{} input", where, i, input.size()));
+      if (i >= input.size())
+        throw Error(fmt::format("{}: Reshape copies dim {} of a rank-{} input", where, i, input.size()));
       out[i] = input[i];
     }
     if (out[i] == -1) {
@@ -432,9 +494,10 @@ Dims reshape_dims(const Dims& input, const Constant& shape, bool allow_zero, con
 }
 
 bool is_foldable(const std::string& op) {
-  static const std::set<std::string> folded = {"Constant", "Identity", "Cast", "Reshape", "Flatten", "Squeeze",
-                                               "Unsqueeze", "Concat", "Gather", "Slice", "Transpose", "Add", "Sub",
-                                               "Mul", "Div", "Neg", "Shape", "Size", "ConstantOfShape"};
+  static const std::set<std::string> folded = {
+      "Constant", "Identity", "Cast",           "Reshape", "Flatten", "Squeeze", "Unsqueeze", "Concat",
+      "Gather",   "Slice",    "Transpose",      "Add",     "Sub",     "Mul",     "Div",       "Neg",
+      "Shape",    "Size",     "ConstantOfShape"};
   return folded.count(op) != 0;
 }
 
@@ -465,7 +528,8 @@ std::vector<Constant> fold_node(const onnx::NodeProto& node, const std::vector<c
       return {c};
     }
     if (a.name() == "value_ints") return {int64_constant({a.ints_size()}, {a.ints().begin(), a.ints().end()})};
-    throw Error(fmt::format("{}: Constant attribute '{}' is not supported (value, value_float(s), value_int(s) are)", where, a.name()));
+    throw Error(fmt::format("{}: Constant attribute '{}' is not supported (value, value_float(s), value_int(s) are)",
+                            where, a.name()));
   }
   if (op == "Identity") return {input(0)};
   if (op == "Neg") {
@@ -476,7 +540,8 @@ std::vector<Constant> fold_node(const onnx::NodeProto& node, const std::vector<c
   if (op == "Cast") {
     Constant c = input(0);
     c.dtype = static_cast<int>(int_attribute(node, "to", TensorProto::FLOAT));
-    if (raw_bytes(c.dtype) == 0) throw Error(fmt::format("{}: Cast to {} is not supported", where, dtype_text(c.dtype)));
+    if (raw_bytes(c.dtype) == 0)
+      throw Error(fmt::format("{}: Cast to {} is not supported", where, dtype_text(c.dtype)));
     for (double& v : c.values) v = round_to(c.dtype, v);
     return {c};
   }
@@ -526,7 +591,8 @@ std::vector<Constant> fold_node(const onnx::NodeProto& node, const std::vector<c
       for (std::int64_t axis : axes) drop.insert(normalize_axis(axis, rank, where));
       Dims dims;
       for (std::int64_t d = 0; d < rank; ++d)
-        if (axes.empty() ? c.dims[static_cast<std::size_t>(d)] != 1 : !drop.count(d)) dims.push_back(c.dims[static_cast<std::size_t>(d)]);
+        if (axes.empty() ? c.dims[static_cast<std::size_t>(d)] != 1 : !drop.count(d))
+          dims.push_back(c.dims[static_cast<std::size_t>(d)]);
       c.dims = dims;
     } else {
       const auto rank = static_cast<std::int64_t>(c.dims.size() + axes.size());

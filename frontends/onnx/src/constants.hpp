@@ -1,4 +1,5 @@
-// Values the ONNX importer knows at import time (initializers, Constant nodes, folded shapes) and the folding of nodes on them.
+// Values the ONNX importer knows at import time (initializers, Constant nodes, folded shapes) and the folding of nodes
+// on them.
 #pragma once
 #include <cstdint>
 #include <string>

@@ -21,17 +21,17 @@ namespace fs = std::filesystem;
 namespace tessera::onnx_import {
 
 const std::vector<std::string>& supported_operators() {
-  static const std::vector<std::string> names = {"MatMul",  "Gemm",     "Add",     "Sub",     "Mul",     "Div",
-                                                 "Relu",    "Sigmoid",  "Tanh",    "Erf",     "Sqrt",    "Pow",
-                                                 "Softmax", "LayerNormalization", "ReduceMean", "ReduceSum",
-                                                 "Identity", "Flatten", "Reshape", "Squeeze", "Unsqueeze"};
+  static const std::vector<std::string> names = {
+      "MatMul",     "Gemm",      "Add",      "Sub",     "Mul",     "Div",     "Relu",
+      "Sigmoid",    "Tanh",      "Erf",      "Sqrt",    "Pow",     "Softmax", "LayerNormalization",
+      "ReduceMean", "ReduceSum", "Identity", "Flatten", "Reshape", "Squeeze", "Unsqueeze"};
   return names;
 }
 
 const std::vector<std::string>& folded_operators() {
-  static const std::vector<std::string> names = {"Constant", "Identity", "Shape", "Size", "Gather", "Unsqueeze", "Squeeze",
-                                                 "Concat", "Slice", "Cast", "Reshape", "Flatten", "Transpose", "Add",
-                                                 "Sub", "Mul", "Div", "Neg", "ConstantOfShape"};
+  static const std::vector<std::string> names = {
+      "Constant", "Identity", "Shape",     "Size", "Gather", "Unsqueeze", "Squeeze", "Concat", "Slice",          "Cast",
+      "Reshape",  "Flatten",  "Transpose", "Add",  "Sub",    "Mul",       "Div",     "Neg",    "ConstantOfShape"};
   return names;
 }
 
@@ -92,7 +92,8 @@ public:
       if (opset.domain().empty() || opset.domain() == "ai.onnx") result_.opset = opset.version();
     graph_.name = graph.name().empty() ? fs::path(path_).stem().string() : graph.name();
     for (const TensorProto& initializer : graph.initializer())
-      constants_[initializer.name()] = read_tensor(initializer, fmt::format("{}: initializer '{}'", path_, initializer.name()));
+      constants_[initializer.name()] =
+          read_tensor(initializer, fmt::format("{}: initializer '{}'", path_, initializer.name()));
     for (const onnx::ValueInfoProto& input : graph.input()) {
       if (constants_.count(input.name())) continue;  // an initializer listed as an input: a weight
       Dims dims = value_dims(input, "input");
@@ -113,21 +114,24 @@ private:
   Dims value_dims(const onnx::ValueInfoProto& value, const char* role) {
     const auto& type = value.type();
     if (!type.has_tensor_type())
-      throw Error(fmt::format("{}: graph {} '{}': not supported: a value that is not a tensor (float32 tensors are supported)",
-                              path_, role, value.name()));
+      throw Error(
+          fmt::format("{}: graph {} '{}': not supported: a value that is not a tensor (float32 tensors are supported)",
+                      path_, role, value.name()));
     const int dtype = type.tensor_type().elem_type();
     if (dtype != TensorProto::FLOAT)
-      throw Error(fmt::format("{}: graph {} '{}': not supported: element type {} (float32 inputs and outputs are supported)",
-                              path_, role, value.name(), dtype_text(dtype)));
+      throw Error(
+          fmt::format("{}: graph {} '{}': not supported: element type {} (float32 inputs and outputs are supported)",
+                      path_, role, value.name(), dtype_text(dtype)));
     if (!type.tensor_type().has_shape())
-      throw Error(fmt::format("{}: graph {} '{}': not supported: a tensor without a shape (give it static dims)", path_, role,
-                              value.name()));
+      throw Error(fmt::format("{}: graph {} '{}': not supported: a tensor without a shape (give it static dims)", path_,
+                              role, value.name()));
     Dims dims;
     for (const auto& dim : type.tensor_type().shape().dim()) {
       if (!dim.has_dim_value() || dim.dim_value() <= 0)
-        throw Error(fmt::format("{}: graph {} '{}': not supported: a dynamic or empty dim{} (static positive dims are supported; "
-                                "export with fixed sizes, or fix them with onnx.tools.update_model_dims)",
-                                path_, role, value.name(), dim.has_dim_param() ? " '" + dim.dim_param() + "'" : ""));
+        throw Error(fmt::format(
+            "{}: graph {} '{}': not supported: a dynamic or empty dim{} (static positive dims are supported; "
+            "export with fixed sizes, or fix them with onnx.tools.update_model_dims)",
+            path_, role, value.name(), dim.has_dim_param() ? " '" + dim.dim_param() + "'" : ""));
       dims.push_back(dim.dim_value());
     }
     element_count(dims, fmt::format("{}: graph {} '{}'", path_, role, value.name()));
@@ -135,10 +139,10 @@ private:
   }
 
   std::string node_label(const onnx::NodeProto& node, int index) const {
-    return fmt::format("{}: node '{}' ({})", path_,
-                       node.name().empty() ? fmt::format("#{} -> {}", index, node.output_size() ? node.output(0) : "")
-                                           : node.name(),
-                       node.op_type());
+    return fmt::format(
+        "{}: node '{}' ({})", path_,
+        node.name().empty() ? fmt::format("#{} -> {}", index, node.output_size() ? node.output(0) : "") : node.name(),
+        node.op_type());
   }
 
   [[noreturn]] void unsupported(const std::string& where, const std::string& why) const {
@@ -177,7 +181,8 @@ private:
     const Tensor& tensor = graph_.tensors[static_cast<std::size_t>(index)];
     if (tensor.shape != shape)
       unsupported(where, fmt::format("'{}' is needed as {} here but is laid out as {} (a re-layout of a tensor is not "
-                                     "supported yet)", tensor.name, dims_text(shape), dims_text(tensor.shape)));
+                                     "supported yet)",
+                                     tensor.name, dims_text(shape), dims_text(tensor.shape)));
     return static_cast<std::uint32_t>(index);
   }
 
@@ -186,8 +191,8 @@ private:
   }
 
   /// A weight tensor holding `values` in IR layout `shape`, stored as float16 when `half`.
-  std::uint32_t add_weight(const std::string& wanted, std::vector<std::int64_t> shape, const std::vector<double>& values,
-                           bool half) {
+  std::uint32_t add_weight(const std::string& wanted, std::vector<std::int64_t> shape,
+                           const std::vector<double>& values, bool half) {
     Tensor tensor;
     tensor.name = unique_name(wanted);
     tensor.shape = std::move(shape);
@@ -206,7 +211,8 @@ private:
     op.place = {static_cast<std::uint32_t>(node_index + 1), 0};
     std::vector<std::int64_t> shape;
     if (std::string problem = infer_shape(graph_, op, shape); !problem.empty())
-      throw Error(fmt::format("{}: internal error: the imported {} op does not type-check: {}", where, op_kind_name(op.kind), problem));
+      throw Error(fmt::format("{}: internal error: the imported {} op does not type-check: {}", where,
+                              op_kind_name(op.kind), problem));
     Tensor tensor;
     tensor.name = unique_name(output);
     tensor.shape = shape;
@@ -221,7 +227,8 @@ private:
 
   void check_float(const Constant& c, const std::string& name, const std::string& where) const {
     if (c.dtype != TensorProto::FLOAT && c.dtype != TensorProto::FLOAT16)
-      unsupported(where, fmt::format("constant '{}' is {}; only float and float16 weights are supported", name, dtype_text(c.dtype)));
+      unsupported(where, fmt::format("constant '{}' is {}; only float and float16 weights are supported", name,
+                                     dtype_text(c.dtype)));
     for (std::int64_t d : c.dims)
       if (d == 0) unsupported(where, fmt::format("constant '{}' is empty", name));
   }
@@ -240,7 +247,8 @@ private:
       auto found = constants_.find(name);
       constant_inputs.push_back(found == constants_.end() ? nullptr : &found->second);
       if (found == constants_.end()) {
-        if (!computed_.count(name)) throw Error(fmt::format("{}: input '{}' is not produced by any earlier node", where, name));
+        if (!computed_.count(name))
+          throw Error(fmt::format("{}: input '{}' is not produced by any earlier node", where, name));
         all_constant = false;
       }
     }
@@ -287,9 +295,10 @@ private:
       value.dims = fold_node(node, inputs, result_.opset, where).at(0).dims;
       // A computed tensor keeps its rows: only a view with the same [rows, cols] is free.
       if (value.tensor >= 0 && graph_.tensors[static_cast<std::size_t>(value.tensor)].shape != ir_shape(value.dims))
-        unsupported(where, fmt::format("{} of the computed tensor '{}' from {} to {} changes its row length (a re-layout on "
-                                       "the device is not supported yet)", op, node.input(0), dims_text(computed(0).dims),
-                                       dims_text(value.dims)));
+        unsupported(where,
+                    fmt::format("{} of the computed tensor '{}' from {} to {} changes its row length (a re-layout on "
+                                "the device is not supported yet)",
+                                op, node.input(0), dims_text(computed(0).dims), dims_text(value.dims)));
       computed_[output] = value;
       return;
     }
@@ -300,7 +309,8 @@ private:
     if (op == "Add" || op == "Sub" || op == "Mul" || op == "Div") return import_binary(node, index, where);
     if (op == "ReduceMean" || op == "ReduceSum") return import_reduce(node, index, where);
     if (op == "LayerNormalization") return import_layer_norm(node, index, where);
-    if (is_foldable(op)) unsupported(where, fmt::format("{} of a computed tensor (it is folded only on constants)", op));
+    if (is_foldable(op))
+      unsupported(where, fmt::format("{} of a computed tensor (it is folded only on constants)", op));
     unsupported(where, fmt::format("operator {}", op));
   }
 
@@ -315,7 +325,8 @@ private:
   }
 
   void import_unary(const onnx::NodeProto& node, OpKind kind, int index, const std::string& where) {
-    if (!computed_.count(node.input(0))) unsupported(where, fmt::format("{} of a constant (it is not folded)", node.op_type()));
+    if (!computed_.count(node.input(0)))
+      unsupported(where, fmt::format("{} of a constant (it is not folded)", node.op_type()));
     const Computed& x = computed_.at(node.input(0));
     Op op;
     op.kind = kind;
@@ -323,12 +334,15 @@ private:
       // Pow's exponent must be one constant value (a scalar, or a tensor of one element).
       auto exponent = constants_.find(node.input(1));
       if (exponent == constants_.end())
-        unsupported(where, fmt::format("Pow with a computed exponent '{}' (the exponent must be a constant)", node.input(1)));
+        unsupported(where,
+                    fmt::format("Pow with a computed exponent '{}' (the exponent must be a constant)", node.input(1)));
       const Constant& e = exponent->second;
       if (e.values.size() != 1)
-        unsupported(where, fmt::format("Pow with an exponent of {} values (one constant value is supported)", e.values.size()));
+        unsupported(
+            where, fmt::format("Pow with an exponent of {} values (one constant value is supported)", e.values.size()));
       if (broadcast_dims(x.dims, e.dims, where) != x.dims)
-        unsupported(where, fmt::format("Pow whose exponent {} broadcasts {} to a larger shape", dims_text(e.dims), dims_text(x.dims)));
+        unsupported(where, fmt::format("Pow whose exponent {} broadcasts {} to a larger shape", dims_text(e.dims),
+                                       dims_text(x.dims)));
       op.exponent = e.values[0];
     }
     op.inputs = {tensor_of(x, where)};
@@ -349,7 +363,8 @@ private:
   /// the rows of the [leading, trailing] view, kept as [leading, 1].
   void import_reduce(const onnx::NodeProto& node, int index, const std::string& where) {
     const bool mean = node.op_type() == "ReduceMean";
-    if (!computed_.count(node.input(0))) unsupported(where, fmt::format("{} of a constant (it is not folded)", node.op_type()));
+    if (!computed_.count(node.input(0)))
+      unsupported(where, fmt::format("{} of a constant (it is not folded)", node.op_type()));
     const Computed& x = computed_.at(node.input(0));
     const auto rank = static_cast<std::int64_t>(x.dims.size());
     std::vector<std::int64_t> axes;
@@ -358,7 +373,8 @@ private:
       if (node.input_size() > 1 && !node.input(1).empty()) {
         auto found = constants_.find(node.input(1));
         if (found == constants_.end())
-          unsupported(where, fmt::format("{} with computed axes '{}' (the axes must be a constant)", node.op_type(), node.input(1)));
+          unsupported(where, fmt::format("{} with computed axes '{}' (the axes must be a constant)", node.op_type(),
+                                         node.input(1)));
         for (double v : found->second.values) axes.push_back(static_cast<std::int64_t>(v));
       }
     } else if (const onnx::AttributeProto* attribute = find_attribute(node, "axes")) {
@@ -374,8 +390,9 @@ private:
       for (std::int64_t axis = 0; axis < rank; ++axis) reduced.insert(axis);
     const std::int64_t first = reduced.empty() ? rank : *reduced.begin();
     if (reduced.empty() || *reduced.rbegin() != rank - 1 || static_cast<std::int64_t>(reduced.size()) != rank - first)
-      unsupported(where, fmt::format("{} over axes [{}] of a rank-{} tensor (the last axis, or trailing axes, are supported)",
-                                     node.op_type(), fmt::join(axes, ", "), rank));
+      unsupported(where,
+                  fmt::format("{} over axes [{}] of a rank-{} tensor (the last axis, or trailing axes, are supported)",
+                              node.op_type(), fmt::join(axes, ", "), rank));
     Op op;
     op.kind = mean ? OpKind::reduce_mean : OpKind::reduce_sum;
     op.inputs = {tensor_as(x, split_view(x.dims, first), where)};
@@ -412,15 +429,18 @@ private:
       if (auto c = constants_.find(name); c != constants_.end()) {
         check_float(c->second, name, where);
         if (broadcast_dims(normalized, c->second.dims, where) != normalized)
-          unsupported(where, fmt::format("{} '{}' of dims {} for normalized dims {}", role, name, dims_text(c->second.dims),
-                                         dims_text(normalized)));
+          unsupported(where, fmt::format("{} '{}' of dims {} for normalized dims {}", role, name,
+                                         dims_text(c->second.dims), dims_text(normalized)));
         const bool as_is = c->second.dims == normalized && normalized.size() == 1;
-        op.inputs.push_back(add_weight(as_is ? name : name + ".row", {trailing}, expand_to(c->second, normalized), false));
+        op.inputs.push_back(
+            add_weight(as_is ? name : name + ".row", {trailing}, expand_to(c->second, normalized), false));
       } else {
         const Computed& value = computed_.at(name);
         if (element_count(value.dims, where) != trailing)
-          unsupported(where, fmt::format("a computed {} '{}' of dims {} for normalized dims {} (it must hold one value per "
-                                         "normalized element)", role, name, dims_text(value.dims), dims_text(normalized)));
+          unsupported(where,
+                      fmt::format("a computed {} '{}' of dims {} for normalized dims {} (it must hold one value per "
+                                  "normalized element)",
+                                  role, name, dims_text(value.dims), dims_text(normalized)));
         op.inputs.push_back(tensor_as(value, {trailing}, where));
       }
     }
@@ -435,7 +455,8 @@ private:
     if (axis != std::max<std::int64_t>(rank - 1, 0)) {
       // Before opset 13 the input is coerced to [dims before axis, dims from axis]: rows of that view.
       if (result_.opset >= 13)
-        unsupported(where, fmt::format("Softmax over axis {} of a rank-{} tensor (only the last axis is supported)", axis, rank));
+        unsupported(where, fmt::format("Softmax over axis {} of a rank-{} tensor (only the last axis is supported)",
+                                       axis, rank));
       std::int64_t rows = 1;
       for (std::int64_t d = 0; d < axis; ++d) rows *= x.dims[static_cast<std::size_t>(d)];
       shape = {rows, element_count(x.dims, where) / rows};
@@ -449,7 +470,9 @@ private:
   /// A constant operand of a matmul's right side: [k, n] float weights.
   std::uint32_t matrix_weight(const std::string& name, const Constant& c, const std::string& where) {
     check_float(c, name, where);
-    if (c.dims.size() != 2) unsupported(where, fmt::format("a rank-{} constant right operand '{}' (it must be a matrix)", c.dims.size(), name));
+    if (c.dims.size() != 2)
+      unsupported(where,
+                  fmt::format("a rank-{} constant right operand '{}' (it must be a matrix)", c.dims.size(), name));
     return add_weight(name, {c.dims[0], c.dims[1]}, c.values, keeps_half(c, true));
   }
 
@@ -468,7 +491,8 @@ private:
     } else {
       const Computed& b_value = computed_.at(node.input(1));
       if (b_value.dims.size() != 2)
-        unsupported(where, fmt::format("a batched product of two computed tensors ({} x {})", dims_text(a.dims), dims_text(b_value.dims)));
+        unsupported(where, fmt::format("a batched product of two computed tensors ({} x {})", dims_text(a.dims),
+                                       dims_text(b_value.dims)));
       n = b_value.dims[1];
       matmul.inputs = {tensor_of(a, where), tensor_of(b_value, where)};
     }
@@ -497,7 +521,8 @@ private:
       n = w.dims.at(1);
       matmul.inputs = {tensor_of(a, where), matrix_weight(derived ? node.output(0) + ".B" : node.input(1), w, where)};
     } else {
-      if (alpha != 1.0f) unsupported(where, "alpha != 1 with a computed B (it can only be folded into constant weights)");
+      if (alpha != 1.0f)
+        unsupported(where, "alpha != 1 with a computed B (it can only be folded into constant weights)");
       const Computed& b_value = computed_.at(node.input(1));
       n = trans_b ? b_value.dims.at(0) : b_value.dims.at(1);
       matmul.transpose_b = trans_b;
@@ -528,10 +553,11 @@ private:
 
   /// A constant operand of a tensor of `dims`: a row vector when it varies along the last axis
   /// only (a bias), else expanded to the whole tensor. Only add's rows may stay float16 (`half_row`).
-  std::uint32_t constant_operand(const std::string& name, const Constant& c, const Dims& dims, bool derived, bool half_row,
-                                 const std::string& where) {
+  std::uint32_t constant_operand(const std::string& name, const Constant& c, const Dims& dims, bool derived,
+                                 bool half_row, const std::string& where) {
     const Dims out = broadcast_dims(dims, c.dims, where);
-    if (out != dims) unsupported(where, fmt::format("broadcasting the computed operand {} to {}", dims_text(dims), dims_text(out)));
+    if (out != dims)
+      unsupported(where, fmt::format("broadcasting the computed operand {} to {}", dims_text(dims), dims_text(out)));
     bool row = !dims.empty();
     for (std::size_t i = 0; i + 1 < c.dims.size(); ++i) row = row && c.dims[i] == 1;
     if (row && !dims.empty()) {
@@ -541,17 +567,20 @@ private:
       return add_weight(as_is ? name : name + ".row", {dims.back()}, expand_to(row_dims, {dims.back()}),
                         keeps_half(c, as_is && half_row));
     }
-    return add_weight(c.dims == dims && !derived ? name : name + ".expanded", ir_shape(dims), expand_to(c, dims), false);
+    return add_weight(c.dims == dims && !derived ? name : name + ".expanded", ir_shape(dims), expand_to(c, dims),
+                      false);
   }
 
   /// A computed value added to a tensor of `dims`: the same dims, or a row vector [n] / [1, n].
   std::uint32_t computed_operand(const Computed& value, const Dims& dims, const std::string& where) {
     if (value.dims == dims) return tensor_of(value, where);
-    bool row = !value.dims.empty() && !dims.empty() && value.dims.back() == dims.back() && value.dims.size() <= dims.size();
+    bool row =
+        !value.dims.empty() && !dims.empty() && value.dims.back() == dims.back() && value.dims.size() <= dims.size();
     for (std::size_t i = 0; row && i + 1 < value.dims.size(); ++i) row = value.dims[i] == 1;
     if (!row)
-      unsupported(where, fmt::format("broadcasting a computed {} over {} (only equal dims or a row of the last dim are)",
-                                     dims_text(value.dims), dims_text(dims)));
+      unsupported(where,
+                  fmt::format("broadcasting a computed {} over {} (only equal dims or a row of the last dim are)",
+                              dims_text(value.dims), dims_text(dims)));
     return tensor_as(value, {dims.back()}, where);
   }
 
@@ -559,12 +588,18 @@ private:
   /// vector or expanded (constant_operand). Add and Mul commute; c - x is (-1 * x) + c.
   void import_binary(const onnx::NodeProto& node, int index, const std::string& where) {
     const std::string& type = node.op_type();
-    const OpKind kind = type == "Add" ? OpKind::add : type == "Sub" ? OpKind::sub : type == "Mul" ? OpKind::mul : OpKind::div;
+    const OpKind kind = type == "Add"   ? OpKind::add
+                        : type == "Sub" ? OpKind::sub
+                        : type == "Mul" ? OpKind::mul
+                                        : OpKind::div;
     const bool commutes = kind == OpKind::add || kind == OpKind::mul;
     int first = 0, second = 1;
     bool negate_first = false;
     if (!computed_.count(node.input(0))) {
-      if (kind == OpKind::div) unsupported(where, "a constant divided by a computed tensor (the device divides by constants or computed tensors only)");
+      if (kind == OpKind::div)
+        unsupported(
+            where,
+            "a constant divided by a computed tensor (the device divides by constants or computed tensors only)");
       negate_first = kind == OpKind::sub;
       std::swap(first, second);
     }
@@ -577,9 +612,10 @@ private:
       // c - x = (-1 * x) + c: the negation is exact, so one rounding as in c - x.
       Op negate;
       negate.kind = OpKind::mul;
-      negate.inputs = {x_tensor, add_weight(node.output(0) + ".minus_one", {x.dims.empty() ? 1 : x.dims.back()},
-                                            std::vector<double>(static_cast<std::size_t>(x.dims.empty() ? 1 : x.dims.back()), -1.0),
-                                            false)};
+      negate.inputs = {
+          x_tensor,
+          add_weight(node.output(0) + ".minus_one", {x.dims.empty() ? 1 : x.dims.back()},
+                     std::vector<double>(static_cast<std::size_t>(x.dims.empty() ? 1 : x.dims.back()), -1.0), false)};
       x_tensor = add_op(negate, node.output(0) + ".negated", index, where);
     }
     op.inputs = {x_tensor, 0};
@@ -598,10 +634,12 @@ private:
       const Computed& y = computed_.at(other);
       const Dims out = broadcast_dims(x.dims, y.dims, where);
       if (out != x.dims) {
-        if (out != y.dims) unsupported(where, fmt::format("broadcasting both operands {} and {}", dims_text(x.dims), dims_text(y.dims)));
+        if (out != y.dims)
+          unsupported(where, fmt::format("broadcasting both operands {} and {}", dims_text(x.dims), dims_text(y.dims)));
         if (!commutes)
           unsupported(where, fmt::format("{} whose first operand {} broadcasts to the second's {} (only the second "
-                                         "operand may broadcast, as a row)", type, dims_text(x.dims), dims_text(y.dims)));
+                                         "operand may broadcast, as a row)",
+                                         type, dims_text(x.dims), dims_text(y.dims)));
         // The larger operand goes first: the IR broadcasts the second as a row.
         dims = y.dims;
         op.inputs = {tensor_of(y, where), computed_operand(x, dims, where)};
@@ -622,17 +660,20 @@ private:
       throw Error(where + ": no node, initializer or graph input produces it; name an output a node computes");
     const Computed& value = found->second;
     if (value.tensor < 0)
-      unsupported(where, fmt::format("an output that is the graph input '{}' itself (nothing is computed for it)", value.input));
+      unsupported(where, fmt::format("an output that is the graph input '{}' itself (nothing is computed for it)",
+                                     value.input));
     if (element_count(declared, where) != element_count(value.dims, where))
       throw Error(fmt::format("{}: declared {} but computed {}", where, dims_text(declared), dims_text(value.dims)));
     const auto tensor = static_cast<std::uint32_t>(value.tensor);
     for (std::uint32_t existing : graph_.outputs)
       if (existing == tensor)
-        unsupported(where, fmt::format("two outputs ('{}' and '{}') holding the same value", graph_.tensors[tensor].name, output.name()));
+        unsupported(where, fmt::format("two outputs ('{}' and '{}') holding the same value",
+                                       graph_.tensors[tensor].name, output.name()));
     // The IR tensor takes the output's name (an Identity or Reshape may have renamed it).
     std::string& name = graph_.tensors[tensor].name;
     if (name != output.name()) {
-      if (names_.count(output.name())) unsupported(where, fmt::format("an output named like another tensor '{}'", output.name()));
+      if (names_.count(output.name()))
+        unsupported(where, fmt::format("an output named like another tensor '{}'", output.name()));
       names_.erase(name);
       names_.insert(output.name());
       name = output.name();
@@ -648,7 +689,7 @@ private:
   std::map<std::string, Constant> constants_;
   std::map<std::string, Computed> computed_;
   std::map<std::string, std::uint32_t> declared_;  ///< graph input name -> IR tensor
-  std::set<std::string> names_;                     ///< IR tensor names in use
+  std::set<std::string> names_;                    ///< IR tensor names in use
 };
 
 }  // namespace
@@ -662,7 +703,9 @@ OnnxImport import_onnx(const std::string& path) {
   // The hash is of the very bytes parsed, so a run can tell it reads the same weights.
   const std::string sha256 = sha256_hex(bytes);
   if (bytes.size() > (std::size_t{1} << 31) - 1 || !model.ParseFromString(bytes))
-    throw Error(path + ": not an ONNX model (the protobuf ModelProto does not parse); export it with torch.onnx.export or onnx.save");
+    throw Error(
+        path +
+        ": not an ONNX model (the protobuf ModelProto does not parse); export it with torch.onnx.export or onnx.save");
   try {
     onnx::checker::check_model(model);
   } catch (const std::exception& e) {

@@ -38,7 +38,8 @@ std::string read_bytes(const std::string& path) {
 TensorFile read_pb(const std::string& path) {
   onnx::TensorProto proto;
   if (!proto.ParseFromString(read_bytes(path)))
-    throw Error(path + ": not an ONNX TensorProto (.pb); write one with onnx.numpy_helper.from_array(...).SerializeToString()");
+    throw Error(
+        path + ": not an ONNX TensorProto (.pb); write one with onnx.numpy_helper.from_array(...).SerializeToString()");
   const int dtype = proto.data_type();
   if (dtype != onnx::TensorProto::FLOAT && dtype != onnx::TensorProto::FLOAT16 && dtype != onnx::TensorProto::DOUBLE)
     throw Error(fmt::format("{}: tensor '{}' is {}; inputs and expected outputs must be float, float16 or double", path,
@@ -54,12 +55,15 @@ TensorFile read_pb(const std::string& path) {
 
 TensorFile read_npy(const std::string& path) {
   const std::string bytes = read_bytes(path);
-  auto fail = [&](const std::string& why) -> TensorFile { throw Error(path + ": not a .npy file NumPy writes: " + why); };
+  auto fail = [&](const std::string& why) -> TensorFile {
+    throw Error(path + ": not a .npy file NumPy writes: " + why);
+  };
   if (bytes.size() < 10 || bytes.compare(0, 6, "\x93NUMPY") != 0) return fail("no \\x93NUMPY magic");
   const int major = static_cast<unsigned char>(bytes[6]);
   std::size_t header_length = 0, header_start = 0;
   if (major == 1) {
-    header_length = static_cast<unsigned char>(bytes[8]) | (static_cast<std::size_t>(static_cast<unsigned char>(bytes[9])) << 8);
+    header_length =
+        static_cast<unsigned char>(bytes[8]) | (static_cast<std::size_t>(static_cast<unsigned char>(bytes[9])) << 8);
     header_start = 10;
   } else if (major == 2 || major == 3) {
     if (bytes.size() < 12) return fail("truncated header");
@@ -116,7 +120,8 @@ TensorFile read_tensor_file(const std::string& path) {
   const std::string extension = extension_of(path);
   if (extension == ".pb") return read_pb(path);
   if (extension == ".npy") return read_npy(path);
-  throw Error(path + ": unknown tensor file type '" + extension + "'; give an ONNX TensorProto (.pb) or a NumPy array (.npy)");
+  throw Error(path + ": unknown tensor file type '" + extension +
+              "'; give an ONNX TensorProto (.pb) or a NumPy array (.npy)");
 }
 
 void write_tensor_file(const std::string& path, const TensorFile& tensor) {

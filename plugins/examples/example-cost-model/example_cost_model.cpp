@@ -59,13 +59,12 @@ protected:
       for (const CodeletCall& call : step.compute) {
         if (call.tile >= target.tiles)
           throw tessera::Error(fmt::format("superstep '{}': a {} call is on tile {} but target '{}' has {} tiles",
-                                           step.label, tessera::codelet_name(call.codelet), call.tile,
-                                           target.name, target.tiles));
+                                           step.label, tessera::codelet_name(call.codelet), call.tile, target.name,
+                                           target.tiles));
         tile_cycles[call.tile] += call_cycles(call, target);
       }
       estimate.compute_cycles += *std::max_element(tile_cycles.begin(), tile_cycles.end());
-      if (!step.exchange.transfers.empty())
-        estimate.exchange_cycles += estimate_exchange_impl(step.exchange, target);
+      if (!step.exchange.transfers.empty()) estimate.exchange_cycles += estimate_exchange_impl(step.exchange, target);
       else if (!step.copies.empty())
         estimate.exchange_cycles += estimate_exchange_impl(tessera::physical_phase(program, step, target), target);
       estimate.sync_cycles += target.sync_cycles;
@@ -105,18 +104,30 @@ private:
         arithmetic = ceil_div(std::uint64_t{params[0]} * params[1] * params[2],
                               std::max<std::uint32_t>(target.fp16_macs_per_cycle, 1));
         break;
-      case Codelet::bias_add_half: arithmetic = std::uint64_t{params[0]} * params[1] * (params[2] ? 2 : 1); break;
+      case Codelet::bias_add_half:
+        arithmetic = std::uint64_t{params[0]} * params[1] * (params[2] ? 2 : 1);
+        break;
       case Codelet::softmax:
-      case Codelet::layer_norm: arithmetic = std::uint64_t{params[0]} * params[1] * 4; break;
-      case Codelet::reduce_add: arithmetic = std::uint64_t{params[0]} * params[1]; break;
-      case Codelet::bias_add: arithmetic = std::uint64_t{params[0]} * params[1] * (params[2] ? 2 : 1); break;
+      case Codelet::layer_norm:
+        arithmetic = std::uint64_t{params[0]} * params[1] * 4;
+        break;
+      case Codelet::reduce_add:
+        arithmetic = std::uint64_t{params[0]} * params[1];
+        break;
+      case Codelet::bias_add:
+        arithmetic = std::uint64_t{params[0]} * params[1] * (params[2] ? 2 : 1);
+        break;
       case Codelet::relu:
       case Codelet::add:
       case Codelet::copy:
       case Codelet::unary:
-      case Codelet::binary: arithmetic = params[0]; break;
+      case Codelet::binary:
+        arithmetic = params[0];
+        break;
       case Codelet::binary_row:
-      case Codelet::reduce_rows: arithmetic = std::uint64_t{params[0]} * params[1]; break;
+      case Codelet::reduce_rows:
+        arithmetic = std::uint64_t{params[0]} * params[1];
+        break;
       case Codelet::reduce_bias:
         arithmetic = (std::uint64_t{params[0]} + 2) * params[1] * params[2];
         break;

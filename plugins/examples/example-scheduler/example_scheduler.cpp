@@ -42,15 +42,14 @@ public:
   // The first cycle >= `from` at which `length` cycles from `partner` fit. On a receive port
   // `switch_cost` idle cycles must separate words from different partners; a send port
   // passes 0. Without backfill only the last span counts: nothing goes before it.
-  std::uint64_t first_fit(std::uint64_t from, std::uint64_t length, std::uint32_t partner,
-                          std::uint64_t switch_cost, bool backfill) const {
+  std::uint64_t first_fit(std::uint64_t from, std::uint64_t length, std::uint32_t partner, std::uint64_t switch_cost,
+                          bool backfill) const {
     if (spans_.empty()) return from;
     auto gap_to = [&](const Span& span) { return span.partner == partner ? 0 : switch_cost; };
     if (!backfill) return std::max(from, spans_.back().end + gap_to(spans_.back()));
     // Spans ending at least switch_cost before `from` cannot be in the way.
-    auto it = std::lower_bound(spans_.begin(), spans_.end(), from, [&](const Span& span, std::uint64_t cycle) {
-      return span.end + switch_cost <= cycle;
-    });
+    auto it = std::lower_bound(spans_.begin(), spans_.end(), from,
+                               [&](const Span& span, std::uint64_t cycle) { return span.end + switch_cost <= cycle; });
     std::uint64_t start = from;
     for (; it != spans_.end() && it->start < start + length + switch_cost; ++it) {
       const std::uint64_t gap = gap_to(*it);
@@ -149,8 +148,7 @@ extern "C" const TesseraPluginManifest* example_scheduler_manifest() noexcept {
   static const auto manifest = tessera::make_manifest(
       TESSERA_PLUGIN_EXCHANGE_SCHEDULER, "example-scheduler", "0.1.0",
       "longest-first list scheduling with earliest-fit backfill (an out-of-tree example)",
-      ExampleScheduler::option_table(), "", "",
-      &tessera::create_plugin_object<ExampleScheduler>);
+      ExampleScheduler::option_table(), "", "", &tessera::create_plugin_object<ExampleScheduler>);
   return &manifest;
 }
 TESSERA_PLUGIN(example_scheduler_manifest)

@@ -43,8 +43,8 @@ int main() {
     options.check_time_budget = false;  // wall-clock: a busy machine would fail it
     const tessera::testing::BatteryResult battery =
         tessera::testing::scheduler_battery([backfill] { return make_example_scheduler(backfill); }, options);
-    std::printf("backfill=%d: battery of %zu checks, %zu failed\n%s", backfill, battery.checks.size(),
-                battery.failed(), battery.failures().c_str());
+    std::printf("backfill=%d: battery of %zu checks, %zu failed\n%s", backfill, battery.checks.size(), battery.failed(),
+                battery.failures().c_str());
     failures += static_cast<int>(battery.failed());
 
     // Non-preemptive: the zoo's every phase in one segment per transfer.

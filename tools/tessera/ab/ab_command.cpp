@@ -2,7 +2,6 @@
 // `tessera ab merge`: join the results directories of shards into one report.
 #include "ab_command.hpp"
 
-
 #include <chrono>
 #include <cstdlib>
 #include <filesystem>
@@ -64,10 +63,10 @@ std::pair<std::uint32_t, std::uint32_t> parse_shard(const std::string& text) {
   try {
     if (slash != std::string::npos) {
       const unsigned long index = std::stoul(text.substr(0, slash)), count = std::stoul(text.substr(slash + 1));
-      if (count >= 1 && index >= 1 && index <= count) return {static_cast<std::uint32_t>(index), static_cast<std::uint32_t>(count)};
+      if (count >= 1 && index >= 1 && index <= count)
+        return {static_cast<std::uint32_t>(index), static_cast<std::uint32_t>(count)};
     }
-  } catch (const std::exception&) {
-  }
+  } catch (const std::exception&) {}
   throw Error("--shard " + text + ": write i/N with 1 <= i <= N, e.g. --shard 2/4 for the second of four shards");
 }
 
@@ -85,7 +84,8 @@ void check_same_build(const ResultsDir& results, const Manifest& manifest) {
   const BuildIdentity build = current_build();
   if (!(build == manifest.build))
     throw Error(results.root() + ": prepared by tessera build " + manifest.build.build_hash + ", but this is build " +
-                build.build_hash + " (" + self_executable() + "); run the tessera binary that prepared it, or start a "
+                build.build_hash + " (" + self_executable() +
+                "); run the tessera binary that prepared it, or start a "
                 "new results directory");
 }
 
@@ -93,7 +93,8 @@ int run_ab(AbCommand& o) {
   const auto start = std::chrono::steady_clock::now();
   if (o.base.empty()) throw Error("tessera ab: no base pipeline given (--base configs/pipelines/default.yaml)");
   if (o.suite.empty()) throw Error("tessera ab: no suite given (--suite configs/suites/default.yaml)");
-  if (o.arms.empty()) throw Error("tessera ab: no arms given; the first is the baseline: --arm A= --arm B=overlay.yaml");
+  if (o.arms.empty())
+    throw Error("tessera ab: no arms given; the first is the baseline: --arm A= --arm B=overlay.yaml");
   if (o.repeat < 1) throw Error("tessera ab: --repeat must be at least 1");
   SweepRequest request;
   std::tie(request.shard_index, request.shard_count) = parse_shard(o.shard);
@@ -101,8 +102,10 @@ int run_ab(AbCommand& o) {
   if (o.exec.executor == "slurm" && request.shard_count > 1)
     throw Error("--shard with --executor slurm: the job array is the sharding; drop --shard (or use --tasks N)");
   if (o.arms.size() == 1)
-    throw Error("tessera ab: one arm only (--arm " + o.arms.front() + "); an A/B test compares arms with a baseline, "
-                "the first --arm: add the base itself first, e.g. --arm base= --arm " + o.arms.front());
+    throw Error("tessera ab: one arm only (--arm " + o.arms.front() +
+                "); an A/B test compares arms with a baseline, "
+                "the first --arm: add the base itself first, e.g. --arm base= --arm " +
+                o.arms.front());
 
   request.base = o.base;
   request.suite = load_suite(o.suite);
@@ -118,18 +121,19 @@ int run_ab(AbCommand& o) {
   const PreparedSweep sweep = prepare_sweep(request);
   const ResultsDir results(sweep.results);
   logger("tessera.ab")
-      ->info("ab starting suite={} models={} arms={} repeat={} warmup={} threads={} shard={}/{} items={} of {} results={}",
-             request.suite.name, request.suite.entries.size(), request.arms.size(), o.repeat, o.warmup,
-             o.threads ? std::to_string(o.threads) : std::string("default"), request.shard_index, request.shard_count,
-             sweep.items.size(), sweep.planned, results.root());
+      ->info(
+          "ab starting suite={} models={} arms={} repeat={} warmup={} threads={} shard={}/{} items={} of {} results={}",
+          request.suite.name, request.suite.entries.size(), request.arms.size(), o.repeat, o.warmup,
+          o.threads ? std::to_string(o.threads) : std::string("default"), request.shard_index, request.shard_count,
+          sweep.items.size(), sweep.planned, results.root());
   if (o.exec.executor == "slurm") {
     submit_to_slurm(o.exec, request.suite.slurm, results, sweep.manifest, model_ids(sweep.manifest), o.retry_failed);
     return 0;
   }
   const RunnerStats stats = run_locally(o.exec, sweep.manifest, results, sweep.items, o.retry_failed);
   const Analysis analysis = analyse(sweep.manifest, results.read_all_records(), o.report_options.alpha);
-  return finish_sweep(analysis, driver_stats("ab", results, stats), o.report_options.files, beside_results(results), o.report_options.quiet, start,
-                      history);
+  return finish_sweep(analysis, driver_stats("ab", results, stats), o.report_options.files, beside_results(results),
+                      o.report_options.quiet, start, history);
 }
 
 ResultsDir open_results(const std::string& path) {
@@ -146,11 +150,13 @@ int run_task(AbCommand& o) {
   check_inputs_unchanged(results, manifest);
   const std::vector<Submission> submissions = read_submissions(results);
   if (o.submission < 1 || o.submission > submissions.size())
-    throw Error(fmt::format("--submission {}: {} has submissions 1 to {}", o.submission, results.root(), submissions.size()));
+    throw Error(
+        fmt::format("--submission {}: {} has submissions 1 to {}", o.submission, results.root(), submissions.size()));
   const Submission& submission = submissions[o.submission - 1];
   const std::vector<WorkItem> items = task_items(manifest, submission, o.task_index);
-  logger("tessera.ab")->info("ab task submission={} task={} models={} items={} results={}", o.submission, o.task_index,
-                             submission.tasks[o.task_index - 1].size(), items.size(), results.root());
+  logger("tessera.ab")
+      ->info("ab task submission={} task={} models={} items={} results={}", o.submission, o.task_index,
+             submission.tasks[o.task_index - 1].size(), items.size(), results.root());
   RunnerOptions runner;
   runner.tessera = self_executable();
   runner.retry_failed = o.retry_failed;
@@ -167,8 +173,9 @@ bool report_unfinished(const Analysis& analysis, const std::string& root) {
       fmt::print(stderr, "{} item model={} arm={} repeat={}\n", item.status, item.model, item.arm, item.repeat);
       ++count;
     }
-  if (count) fmt::print(stderr, "error: {} of {} work items are missing or failed; `tessera ab resume {}` redoes them\n", count,
-                        analysis.items.size(), root);
+  if (count)
+    fmt::print(stderr, "error: {} of {} work items are missing or failed; `tessera ab resume {}` redoes them\n", count,
+               analysis.items.size(), root);
   return count > 0;
 }
 
@@ -179,8 +186,8 @@ int run_report(AbCommand& o) {
   History history = open_history(o.report_options);
   const Manifest manifest = results.read_manifest();
   const Analysis analysis = analyse(manifest, results.read_all_records(), o.report_options.alpha);
-  const int code = finish_sweep(analysis, driver_stats("ab report", results, RunnerStats{}), o.report_options.files, beside_results(results),
-                          o.report_options.quiet, start, history);
+  const int code = finish_sweep(analysis, driver_stats("ab report", results, RunnerStats{}), o.report_options.files,
+                                beside_results(results), o.report_options.quiet, start, history);
   return report_unfinished(analysis, results.root()) ? 1 : code;
 }
 
@@ -218,8 +225,10 @@ int run_resume(AbCommand& o) {
   if (!submissions.empty()) {
     const std::vector<std::string> queued = queued_jobs(submissions);
     if (!queued.empty())
-      throw Error(results.root() + ": job " + queued.front() + " of this results directory is still queued; wait for it "
-                  "(tessera ab status " + results.root() + ") or scancel it, then resume");
+      throw Error(results.root() + ": job " + queued.front() +
+                  " of this results directory is still queued; wait for it "
+                  "(tessera ab status " +
+                  results.root() + ") or scancel it, then resume");
   }
   std::vector<std::string> models;
   std::size_t redo = 0;
@@ -232,8 +241,9 @@ int run_resume(AbCommand& o) {
     fmt::print("nothing to resume: every work item in {} is done\n", results.root());
     return 0;
   }
-  logger("tessera.ab")->info("resuming items={} models={} executor={} results={}", redo, models.size(), o.exec.executor,
-                             results.root());
+  logger("tessera.ab")
+      ->info("resuming items={} models={} executor={} results={}", redo, models.size(), o.exec.executor,
+             results.root());
   if (o.exec.executor == "slurm") {
     ExecutorOptions exec = o.exec;
     // Without new sbatch options, the last submission's stand.
@@ -253,8 +263,8 @@ int run_resume(AbCommand& o) {
   History history = open_history(o.report_options);
   const RunnerStats stats = run_locally(o.exec, manifest, results, items, true);
   const Analysis analysis = analyse(manifest, results.read_all_records(), o.report_options.alpha);
-  return finish_sweep(analysis, driver_stats("ab resume", results, stats), o.report_options.files, beside_results(results), o.report_options.quiet, start,
-                history);
+  return finish_sweep(analysis, driver_stats("ab resume", results, stats), o.report_options.files,
+                      beside_results(results), o.report_options.quiet, start, history);
 }
 
 int run_merge(AbCommand& o) {
@@ -274,8 +284,8 @@ int run_merge(AbCommand& o) {
   for (std::size_t i = 1; i < manifests.size(); ++i) {
     const std::string mismatch = manifest_mismatch(manifest, manifests[i], true);
     if (!mismatch.empty())
-      throw Error(directories[i].root() + ": cannot merge it with " + directories.front().root() + ": it holds results of " +
-                  mismatch);
+      throw Error(directories[i].root() + ": cannot merge it with " + directories.front().root() +
+                  ": it holds results of " + mismatch);
   }
   manifest.shard_index = manifest.shard_count = 1;
 
@@ -285,7 +295,8 @@ int run_merge(AbCommand& o) {
   for (const ResultsDir& directory : directories) {
     roots += (roots.empty() ? "" : ";") + directory.root();
     for (Record& record : directory.read_all_records()) {
-      if (!record_matches(record, manifest, record.model, record.arm, record.repeat)) continue;  // analyse() counts these
+      if (!record_matches(record, manifest, record.model, record.arm, record.repeat))
+        continue;  // analyse() counts these
       const std::string key = record.key();
       if (merged.count(key)) {
         ++duplicates;
@@ -299,9 +310,10 @@ int run_merge(AbCommand& o) {
   log->info("merged results directories={} records={} duplicates={}", directories.size(), records.size(), duplicates);
   Analysis analysis = analyse(manifest, records, o.report_options.alpha);
   if (duplicates)
-    analysis.warnings.push_back(fmt::format("{} work items were found in more than one directory; the first directory's "
-                                            "record was used",
-                                            duplicates));
+    analysis.warnings.push_back(
+        fmt::format("{} work items were found in more than one directory; the first directory's "
+                    "record was used",
+                    duplicates));
   DriverStats driver;
   driver.command = "ab merge";
   driver.results = roots;
@@ -316,17 +328,20 @@ int run_history(AbCommand& o) {
     for (const MetricDefinition& known : ab_metrics()) names += (names.empty() ? "" : ", ") + known.name;
     throw Error("tessera ab history: no metric " + o.history_metric + "; the metrics are " + names);
   }
-  const std::string path = o.report_options.history_file.empty() ? default_history_path() : o.report_options.history_file;
+  const std::string path =
+      o.report_options.history_file.empty() ? default_history_path() : o.report_options.history_file;
   if (!fs::exists(path))
     throw Error(path + ": no history database yet; every `tessera ab` sweep adds to it (or give --history FILE)");
   const History history(path);
-  const std::optional<std::string> arm = o.history_arm.empty() ? std::nullopt : std::optional<std::string>(o.history_arm);
+  const std::optional<std::string> arm =
+      o.history_arm.empty() ? std::nullopt : std::optional<std::string>(o.history_arm);
   const std::vector<HistoryPoint> points = history.points(metric->name, o.history_model, arm);
   if (points.empty()) {
     std::string models;
     for (const std::string& model : history.models()) models += (models.empty() ? "" : ", ") + model;
     throw Error(history.path() + ": no values of " + metric->name + " for model " + o.history_model +
-                (arm ? " and arm " + *arm : "") + (models.empty() ? "; it holds no sweep yet" : "; its models are " + models));
+                (arm ? " and arm " + *arm : "") +
+                (models.empty() ? "; it holds no sweep yet" : "; its models are " + models));
   }
   fmt::print("{}", history_table(points, metric->name, o.history_model));
   return 0;
@@ -340,20 +355,26 @@ std::shared_ptr<AbCommand> add_ab_command(CLI::App& app) {
   o.ab = app.add_subcommand("ab", "A/B test pipeline arms over a suite of models: compile, run, compare, report");
   o.ab->require_subcommand(0, 1);
   o.ab->add_option("--base", o.base, "base pipeline YAML every arm's overlay is merged onto")->check(CLI::ExistingFile);
-  o.ab->add_option("--arm", o.arms, "NAME=OVERLAY.yaml, or NAME= for the base itself; the first arm is the baseline "
-                                    "(repeatable)");
-  o.ab->add_option("--suite", o.suite, "suite YAML: the models and targets (configs/suites/)")->check(CLI::ExistingFile);
+  o.ab->add_option("--arm", o.arms,
+                   "NAME=OVERLAY.yaml, or NAME= for the base itself; the first arm is the baseline "
+                   "(repeatable)");
+  o.ab->add_option("--suite", o.suite, "suite YAML: the models and targets (configs/suites/)")
+      ->check(CLI::ExistingFile);
   o.ab->add_option("--repeat", o.repeat, "compiles per model and arm, interleaved, for compile time and memory")
       ->capture_default_str();
-  o.ab->add_option("--warmup", o.warmup, "discarded compiles of each model and arm before its measured ones (page cache, "
-                                         "plugin libraries)")
+  o.ab->add_option("--warmup", o.warmup,
+                   "discarded compiles of each model and arm before its measured ones (page cache, "
+                   "plugin libraries)")
       ->capture_default_str();
-  o.ab->add_option("--threads", o.threads, "passed to every compile as its --threads (default: the compiler's, the "
-                                           "machine's cores); CPU time counts every thread")
+  o.ab->add_option("--threads", o.threads,
+                   "passed to every compile as its --threads (default: the compiler's, the "
+                   "machine's cores); CPU time counts every thread")
       ->check(CLI::PositiveNumber);
-  o.ab->add_option("--shard", o.shard, "i/N: do every N-th work item from the i-th (join shards with `tessera ab merge`)");
+  o.ab->add_option("--shard", o.shard,
+                   "i/N: do every N-th work item from the i-th (join shards with `tessera ab merge`)");
   o.ab->add_option("--results", o.results, "results directory; rerunning resumes it (default: ab-results/SUITE-HASH)");
-  o.ab->add_option("--lock", o.exec.lock, "device lock file for the simulator runs (default: in the results directory)");
+  o.ab->add_option("--lock", o.exec.lock,
+                   "device lock file for the simulator runs (default: in the results directory)");
   o.ab->add_flag("--retry-failed", o.retry_failed, "redo stored work items whose compile or run failed");
   add_executor_options(*o.ab, o.exec);
   add_report_options(*o.ab, o.report_options);
@@ -364,10 +385,12 @@ std::shared_ptr<AbCommand> add_ab_command(CLI::App& app) {
       ->check(CLI::ExistingDirectory);
   add_report_options(*o.merge, o.report_options);
 
-  o.status = o.ab->add_subcommand("status", "done, failed, running, pending and missing work items of a results directory");
+  o.status =
+      o.ab->add_subcommand("status", "done, failed, running, pending and missing work items of a results directory");
   o.status->add_option("directory", o.directory, "results directory")->required()->check(CLI::ExistingDirectory);
-  o.resume = o.ab->add_subcommand("resume", "redo only the missing or failed work items of a results directory "
-                                            "(through Slurm again when it was submitted there)");
+  o.resume = o.ab->add_subcommand("resume",
+                                  "redo only the missing or failed work items of a results directory "
+                                  "(through Slurm again when it was submitted there)");
   o.resume->add_option("directory", o.directory, "results directory")->required()->check(CLI::ExistingDirectory);
   o.resume->add_option("--lock", o.exec.lock, "device lock file for the simulator runs");
   add_executor_options(*o.resume, o.exec);
@@ -375,7 +398,8 @@ std::shared_ptr<AbCommand> add_ab_command(CLI::App& app) {
   o.report = o.ab->add_subcommand("report", "report what a results directory holds, naming missing and failed items");
   o.report->add_option("directory", o.directory, "results directory")->required()->check(CLI::ExistingDirectory);
   add_report_options(*o.report, o.report_options);
-  o.history = o.ab->add_subcommand("history", "how a metric of one model moved across tessera builds (the history database)");
+  o.history =
+      o.ab->add_subcommand("history", "how a metric of one model moved across tessera builds (the history database)");
   o.history->add_option("metric", o.history_metric, "a metric, e.g. device_cycles or compile_cpu_ms")->required();
   o.history->add_option("--model", o.history_model, "suite model id, e.g. mlp-small@t16")->required();
   o.history->add_option("--arm", o.history_arm, "only this arm");

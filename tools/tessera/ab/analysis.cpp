@@ -39,7 +39,8 @@ std::optional<double> deterministic_value(const std::string& metric, const ArmMo
   if (metric == "scheduled_exchange_cycles") return static_cast<double>(c.scheduled_exchange_cycles);
   if (metric == "exchange_lower_bound") return static_cast<double>(c.exchange_lower_bound);
   if (metric == "exchange_bound_ratio") {
-    if (c.exchange_lower_bound == 0) return c.scheduled_exchange_cycles == 0 ? std::optional<double>(1.0) : std::nullopt;
+    if (c.exchange_lower_bound == 0)
+      return c.scheduled_exchange_cycles == 0 ? std::optional<double>(1.0) : std::nullopt;
     return static_cast<double>(c.scheduled_exchange_cycles) / static_cast<double>(c.exchange_lower_bound);
   }
   if (metric == "peak_tile_bytes") return static_cast<double>(c.peak_tile_bytes);
@@ -94,17 +95,17 @@ std::vector<double> logs_of(const std::vector<double>& values) {
 // "" when an arm's exchange phases are the baseline's problems, one by one; else what differs first.
 std::string plan_difference(const std::vector<PhaseRecord>& base, const std::vector<PhaseRecord>& arm,
                             const std::string& baseline) {
-  const std::string counts = fmt::format("{} exchange phase{} vs {} of {}", arm.size(), arm.size() == 1 ? "" : "s",
-                                         base.size(), baseline);
+  const std::string counts =
+      fmt::format("{} exchange phase{} vs {} of {}", arm.size(), arm.size() == 1 ? "" : "s", base.size(), baseline);
   if (base.size() != arm.size()) return counts;
   for (std::size_t i = 0; i < base.size(); ++i) {
     const PhaseRecord &a = arm[i], &b = base[i];
     if (a.phase != b.phase)
-      return fmt::format("{}, and exchange phase {} of {} is in superstep {} vs {}", counts, i + 1, base.size(), a.phase,
-                         b.phase);
+      return fmt::format("{}, and exchange phase {} of {} is in superstep {} vs {}", counts, i + 1, base.size(),
+                         a.phase, b.phase);
     if (a.transfers != b.transfers || a.words != b.words || a.lower_bound != b.lower_bound)
-      return fmt::format("{}, and phase {} differs ({} transfers, {} words, lower bound {} vs {}, {}, {})", counts, a.phase,
-                         a.transfers, a.words, a.lower_bound, b.transfers, b.words, b.lower_bound);
+      return fmt::format("{}, and phase {} differs ({} transfers, {} words, lower bound {} vs {}, {}, {})", counts,
+                         a.phase, a.transfers, a.words, a.lower_bound, b.transfers, b.words, b.lower_bound);
     if (a.endpoint_lower_bound != b.endpoint_lower_bound || a.problem_hash != b.problem_hash)
       return fmt::format("{}, and phase {} differs (the same {} transfers and {} words between other tiles)", counts,
                          a.phase, a.transfers, a.words);
@@ -155,13 +156,15 @@ public:
     build_phase_tables();
     for (const NoiseFloor& floor : result_.noise_floors)
       if (floor.pairs == 0 && !records_.empty())
-        result_.warnings.push_back(fmt::format("{}: no A-vs-A pair of {} and {} to measure the noise floor with, so it "
-                                               "gets no better/worse verdict",
-                                               floor.metric, m.baseline().name, twin_));
+        result_.warnings.push_back(
+            fmt::format("{}: no A-vs-A pair of {} and {} to measure the noise floor with, so it "
+                        "gets no better/worse verdict",
+                        floor.metric, m.baseline().name, twin_));
     if (result_.hosts.size() > 1)
-      result_.warnings.push_back(fmt::format("compile times were measured on {} machines; compare them only within one "
-                                             "machine (the deterministic metrics are unaffected)",
-                                             result_.hosts.size()));
+      result_.warnings.push_back(
+          fmt::format("compile times were measured on {} machines; compare them only within one "
+                      "machine (the deterministic metrics are unaffected)",
+                      result_.hosts.size()));
     if (m.repeat > 0 && smallest_p_value(m.repeat) > result_.alpha)
       result_.warnings.push_back(fmt::format(
           "with --repeat {} the Mann-Whitney test cannot reach p <= {} (its smallest p is {:.3f}), so compile time and "
@@ -186,8 +189,8 @@ private:
       result_.load_average_high = std::max(result_.load_average_high, record.load_average);
     }
     if (ignored)
-      result_.warnings.push_back(fmt::format("ignored {} stored records made for another suite, arm or tessera build",
-                                             ignored));
+      result_.warnings.push_back(
+          fmt::format("ignored {} stored records made for another suite, arm or tessera build", ignored));
     for (auto& [key, arm] : records_)
       for (const auto& [repeat, record] : arm.by_repeat)
         if (record->compile.process.succeeded()) {
@@ -204,7 +207,8 @@ private:
     for (auto& [key, arm] : records_) {
       if (arm.ran || !arm.compiled || key.second == baseline) continue;
       const ArmModelRecords* base = find(key.first, baseline);
-      if (base && base->ran && base->compiled && base->compiled->compile.package_hash == arm.compiled->compile.package_hash)
+      if (base && base->ran && base->compiled &&
+          base->compiled->compile.package_hash == arm.compiled->compile.package_hash)
         arm.ran = base->ran;
     }
   }
@@ -225,7 +229,8 @@ private:
     for (const WorkItem& item : plan_work(m)) {
       ItemStatus status{m.entries[item.entry].id, m.arms[item.arm].name, item.repeat, "missing"};
       const ArmModelRecords* arm = find(status.model, status.arm);
-      const auto record = arm ? arm->by_repeat.find(item.repeat) : std::map<std::uint32_t, const Record*>::const_iterator{};
+      const auto record =
+          arm ? arm->by_repeat.find(item.repeat) : std::map<std::uint32_t, const Record*>::const_iterator{};
       if (arm && record != arm->by_repeat.end()) {
         ++result_.items_present;
         const Record& r = *record->second;
@@ -249,17 +254,18 @@ private:
     for (const auto& key : order) {
       const Failures& counts = failures.at(key);
       if (counts.failed)
-        result_.warnings.push_back(fmt::format("{} arm {}: {} of {} work items failed; the first {} (logs under logs/{}/{})",
-                                               key.first, key.second, counts.failed, counts.present, counts.first,
-                                               key.first, key.second));
+        result_.warnings.push_back(
+            fmt::format("{} arm {}: {} of {} work items failed; the first {} (logs under logs/{}/{})", key.first,
+                        key.second, counts.failed, counts.present, counts.first, key.first, key.second));
     }
     const std::size_t expected = result_.items.size();
     if (result_.items_present < expected)
       result_.warnings.push_back(fmt::format(
-          "these results cover {} of {} work items{}; the missing ones are left out of every figure", result_.items_present,
-          expected, m.shard_count > 1 ? fmt::format(" (shard {}/{}: join the shards with `tessera ab merge`)",
-                                                    m.shard_index, m.shard_count)
-                                      : ""));
+          "these results cover {} of {} work items{}; the missing ones are left out of every figure",
+          result_.items_present, expected,
+          m.shard_count > 1
+              ? fmt::format(" (shard {}/{}: join the shards with `tessera ab merge`)", m.shard_index, m.shard_count)
+              : ""));
   }
 
   void describe_packages() {
@@ -283,13 +289,15 @@ private:
             }
           }
           if (hashes.size() > 1)
-            result_.warnings.push_back(fmt::format("{} arm {}: {} different packages from {} compiles of the same "
-                                                   "pipeline: the compiler is not deterministic here",
-                                                   entry.id, arm_info.name, hashes.size(), info.compiles));
+            result_.warnings.push_back(
+                fmt::format("{} arm {}: {} different packages from {} compiles of the same "
+                            "pipeline: the compiler is not deterministic here",
+                            entry.id, arm_info.name, hashes.size(), info.compiles));
           if (arm->compiled) info.package_hash = arm->compiled->compile.package_hash;
           if (arm->ran) {
             info.numerical_test = arm->ran->run.numerical_test;
-            if (arm->ran->run.numerical_test == "FAIL" && arm->ran == (arm->by_repeat.count(0) ? arm->by_repeat.at(0) : nullptr))
+            if (arm->ran->run.numerical_test == "FAIL" &&
+                arm->ran == (arm->by_repeat.count(0) ? arm->by_repeat.at(0) : nullptr))
               result_.warnings.push_back(fmt::format("{} arm {}: the numerical test FAILED (max abs error {:.3g})",
                                                      entry.id, arm_info.name, arm->ran->run.max_abs_error));
           }
@@ -297,8 +305,10 @@ private:
         if (base && base->compiled && !info.package_hash.empty())
           info.same_package = base->compiled->compile.package_hash == info.package_hash;
         if (!arm_info.twin_of.empty() && !info.package_hash.empty() && base && base->compiled && !info.same_package)
-          result_.warnings.push_back(fmt::format("{}: the baseline compiled twice gave different packages; its deterministic "
-                                                 "metrics are not reproducible", entry.id));
+          result_.warnings.push_back(
+              fmt::format("{}: the baseline compiled twice gave different packages; its deterministic "
+                          "metrics are not reproducible",
+                          entry.id));
         result_.arm_models.push_back(info);
       }
   }
@@ -312,7 +322,8 @@ private:
       const ArmModelRecords* base = find(entry.id, m.baseline().name);
       const ArmModelRecords* twin = find(entry.id, twin_);
       if (!base || !twin) continue;
-      const NoisySamples base_samples = noisy_samples(metric.name, *base), twin_samples = noisy_samples(metric.name, *twin);
+      const NoisySamples base_samples = noisy_samples(metric.name, *base),
+                         twin_samples = noisy_samples(metric.name, *twin);
       for (const auto& [repeat, record] : twin->by_repeat) {
         auto other = base->by_repeat.find(repeat);
         if (other == base->by_repeat.end() || !record->compile.process.succeeded() ||
@@ -357,7 +368,8 @@ private:
       c.model = entry.id;
       c.arm = arm_name;
       c.metric = metric.name;
-      c.baseline = c.value = c.ratio = c.p_value = c.q_value = c.noise_floor_log = c.interval_low = c.interval_high = kNaN;
+      c.baseline = c.value = c.ratio = c.p_value = c.q_value = c.noise_floor_log = c.interval_low = c.interval_high =
+          kNaN;
       const ArmModelRecords* base = find(entry.id, m.baseline().name);
       const ArmModelRecords* arm = find(entry.id, arm_name);
       c.same_package = base && arm && base->compiled && arm->compiled &&
@@ -418,12 +430,24 @@ private:
     for (const Comparison& c : result_.comparisons) {
       if (c.arm != arm || c.metric != metric.name) continue;
       switch (c.verdict) {
-        case Verdict::better: ++summary.better; break;
-        case Verdict::worse: ++summary.worse; break;
-        case Verdict::same: ++summary.same; break;
-        case Verdict::noise: ++summary.noise; break;
-        case Verdict::information: ++summary.information; break;
-        case Verdict::missing: ++summary.missing; break;
+        case Verdict::better:
+          ++summary.better;
+          break;
+        case Verdict::worse:
+          ++summary.worse;
+          break;
+        case Verdict::same:
+          ++summary.same;
+          break;
+        case Verdict::noise:
+          ++summary.noise;
+          break;
+        case Verdict::information:
+          ++summary.information;
+          break;
+        case Verdict::missing:
+          ++summary.missing;
+          break;
       }
       if (std::isfinite(c.ratio) && c.ratio > 0) ratios.push_back(c.ratio);
     }
@@ -464,11 +488,13 @@ private:
         if (!phases)
           omitted.why = fmt::format("arm {} has no compiled repeat 0 of this model; per-phase comparison omitted", arm);
         else if (!base)
-          omitted.why = fmt::format("the baseline {} has no compiled repeat 0 of this model to compare arm {} with; "
-                                    "per-phase comparison omitted", baseline, arm);
+          omitted.why = fmt::format(
+              "the baseline {} has no compiled repeat 0 of this model to compare arm {} with; "
+              "per-phase comparison omitted",
+              baseline, arm);
         else
-          omitted.why = fmt::format("arm {} chose a different plan for this model: {}; per-phase comparison omitted", arm,
-                                    difference);
+          omitted.why = fmt::format("arm {} chose a different plan for this model: {}; per-phase comparison omitted",
+                                    arm, difference);
         table.omitted.push_back(std::move(omitted));
       }
       for (std::size_t p = 0; p < table.phases.size(); ++p) {
@@ -525,12 +551,18 @@ const char* direction_name(Direction d) { return d == Direction::smaller_is_bett
 
 const char* verdict_name(Verdict v) {
   switch (v) {
-    case Verdict::better: return "better";
-    case Verdict::worse: return "worse";
-    case Verdict::same: return "same";
-    case Verdict::noise: return "noise";
-    case Verdict::information: return "information";
-    case Verdict::missing: return "missing";
+    case Verdict::better:
+      return "better";
+    case Verdict::worse:
+      return "worse";
+    case Verdict::same:
+      return "same";
+    case Verdict::noise:
+      return "noise";
+    case Verdict::information:
+      return "information";
+    case Verdict::missing:
+      return "missing";
   }
   return "?";
 }
@@ -553,7 +585,8 @@ Verdict classify_noisy(double ratio, double q_value, double alpha, double noise_
 
 std::string verdict_text(const Comparison& c, double alpha) {
   const MetricDefinition* metric = find_metric(c.metric);
-  if (c.verdict != Verdict::noise || !metric || metric->determinism != Determinism::noisy) return verdict_name(c.verdict);
+  if (c.verdict != Verdict::noise || !metric || metric->determinism != Determinism::noisy)
+    return verdict_name(c.verdict);
   if (!std::isfinite(c.noise_floor_log)) return "no verdict: no A-vs-A noise floor measured";
   const bool inside = std::isfinite(c.ratio) && c.ratio > 0 && std::abs(std::log(c.ratio)) <= c.noise_floor_log;
   if (inside) return fmt::format("within noise (floor {:.1f}%)", 100 * (std::exp(c.noise_floor_log) - 1));

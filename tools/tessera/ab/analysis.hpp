@@ -53,10 +53,10 @@ struct Comparison {
   std::vector<double> baseline_samples, samples;  ///< noisy metrics: one per repeat
   double p_value = 0, q_value = 0;  ///< noisy: Mann-Whitney U, then Benjamini-Hochberg across models (NaN otherwise)
   bool exact = false;
-  std::size_t outliers = 0;        ///< noisy: samples of both arms left out as outliers (mad_outliers)
-  double noise_floor_log = 0;      ///< noisy: the A-vs-A floor the verdict was held to (NaN: none measured)
+  std::size_t outliers = 0;    ///< noisy: samples of both arms left out as outliers (mad_outliers)
+  double noise_floor_log = 0;  ///< noisy: the A-vs-A floor the verdict was held to (NaN: none measured)
   Verdict verdict = Verdict::missing;
-  bool same_package = false;        ///< the arm's package is byte-identical to the baseline's
+  bool same_package = false;  ///< the arm's package is byte-identical to the baseline's
 };
 
 /// One metric over all models, one arm against the baseline.
@@ -69,11 +69,11 @@ struct ArmSummary {
 /// The spread of the baseline against itself (its twin), per noisy metric.
 struct NoiseFloor {
   std::string metric;
-  std::size_t pairs = 0;          ///< (model, repeat) pairs with both compiles, outliers left out
-  std::size_t outliers = 0;       ///< pairs left out because a sample was an outlier of its (model, arm)
-  double geomean_ratio = 0;       ///< twin / baseline over the pairs (NaN when none)
-  double max_abs_log_ratio = 0;   ///< the floor: the largest |log(twin / baseline)| seen
-  double log_sd = 0;              ///< sample standard deviation of the log ratios
+  std::size_t pairs = 0;         ///< (model, repeat) pairs with both compiles, outliers left out
+  std::size_t outliers = 0;      ///< pairs left out because a sample was an outlier of its (model, arm)
+  double geomean_ratio = 0;      ///< twin / baseline over the pairs (NaN when none)
+  double max_abs_log_ratio = 0;  ///< the floor: the largest |log(twin / baseline)| seen
+  double log_sd = 0;             ///< sample standard deviation of the log ratios
 };
 
 /// One model's package per arm.
@@ -97,10 +97,10 @@ struct OmittedArm {
 /// (PhaseRecord::problem_hash), so phase N is one problem for all of them.
 struct PhaseTable {
   std::string model;
-  std::vector<std::string> arms;      ///< the baseline first; empty when it has no compiled repeat 0
-  std::vector<std::uint32_t> phases;  ///< the baseline's exchange phases (supersteps)
+  std::vector<std::string> arms;                ///< the baseline first; empty when it has no compiled repeat 0
+  std::vector<std::uint32_t> phases;            ///< the baseline's exchange phases (supersteps)
   std::vector<std::vector<PhaseRecord>> cells;  ///< [phase][arm]
-  std::vector<OmittedArm> omitted;    ///< compared arms with another plan or none
+  std::vector<OmittedArm> omitted;              ///< compared arms with another plan or none
 };
 
 struct ItemStatus {
@@ -121,8 +121,8 @@ struct Analysis {
   std::vector<PhaseTable> phase_tables;
   std::vector<ItemStatus> items;
   std::size_t items_present = 0, items_failed = 0;
-  std::set<std::string> hosts;                          ///< machines the records were measured on
-  double load_average_low = 0, load_average_high = 0;   ///< 1-minute load averages at item starts (NaN: no records)
+  std::set<std::string> hosts;                         ///< machines the records were measured on
+  double load_average_low = 0, load_average_high = 0;  ///< 1-minute load averages at item starts (NaN: no records)
   std::vector<std::string> warnings;
 };
 

@@ -71,7 +71,8 @@ ArmRequest parse_arm_argument(const std::string& text) {
     throw Error("--arm " + text + ": an arm name uses letters, digits, '-' and '_' (it names folders of results)");
   if (!arm.overlay.empty()) {
     std::error_code ec;
-    if (!fs::is_regular_file(arm.overlay, ec)) throw Error("--arm " + text + ": overlay file not found: " + arm.overlay);
+    if (!fs::is_regular_file(arm.overlay, ec))
+      throw Error("--arm " + text + ": overlay file not found: " + arm.overlay);
     arm.overlay = fs::absolute(arm.overlay).lexically_normal().string();
   }
   return arm;
@@ -83,7 +84,8 @@ std::vector<PreparedArm> prepare_arms(const std::string& base_pipeline, const st
                                       const std::string& staging_directory, const std::vector<Target>& targets) {
   std::vector<std::string> target_names;
   for (const Target& target : targets) target_names.push_back(target.name);
-  if (requests.empty()) throw Error("tessera ab: no arms given; the first --arm is the baseline, e.g. --arm A= --arm B=b.yaml");
+  if (requests.empty())
+    throw Error("tessera ab: no arms given; the first --arm is the baseline, e.g. --arm A= --arm B=b.yaml");
   std::set<std::string> names;
   std::vector<PreparedArm> arms;
   fs::create_directories(staging_directory);
@@ -112,8 +114,8 @@ std::vector<PreparedArm> prepare_arms(const std::string& base_pipeline, const st
       session->create_plugins();
       for (const Target& target : targets) session->cost_model().estimate_exchange(ExchangePhase{}, target);
     } catch (const std::exception& e) {
-      throw Error(std::string(e.what()) + " [" + origin + " merged onto " + base_pipeline + "; the merged pipeline is " +
-                  staged + "]");
+      throw Error(std::string(e.what()) + " [" + origin + " merged onto " + base_pipeline +
+                  "; the merged pipeline is " + staged + "]");
     }
     const PipelineSpec& spec = session->spec();
     const PluginHost& host = session->host();

@@ -21,8 +21,8 @@ std::string twin_name(const std::string& baseline);
 
 /// An arm ready to run: its merged pipeline YAML and its manifest entry.
 struct PreparedArm {
-  ArmInfo info;       ///< `pipeline` still empty: set once the results directory is known
-  std::string yaml;   ///< the merged pipeline, with a header saying how it was made
+  ArmInfo info;      ///< `pipeline` still empty: set once the results directory is known
+  std::string yaml;  ///< the merged pipeline, with a header saying how it was made
 };
 
 /// Merges every overlay onto `base_pipeline`, writes each result into `staging_directory`,

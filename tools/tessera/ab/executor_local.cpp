@@ -73,8 +73,9 @@ RunnerStats run_local(const Manifest& manifest, const ResultsDir& results, const
     by_model[item.entry].push_back(item);
   }
   MemoryGate gate(available_memory_kib());
-  logger("tessera.ab")->info("local executor jobs={} models={} items={} memory_budget_kib={}", jobs, order.size(),
-                             items.size(), gate.budget_kib());
+  logger("tessera.ab")
+      ->info("local executor jobs={} models={} items={} memory_budget_kib={}", jobs, order.size(), items.size(),
+             gate.budget_kib());
   std::atomic<std::size_t> next{0};
   std::mutex merge;
   RunnerStats total;

@@ -44,8 +44,11 @@ json to_json(const Submission& s) {
           {"retry_failed", s.retry_failed},
           {"lock", s.lock},
           {"sbatch",
-           {{"partition", s.options.partition}, {"time", s.options.time}, {"mem", s.options.mem},
-            {"account", s.options.account}, {"hold", s.options.hold}}},
+           {{"partition", s.options.partition},
+            {"time", s.options.time},
+            {"mem", s.options.mem},
+            {"account", s.options.account},
+            {"hold", s.options.hold}}},
           {"submitted_at", s.submitted_at}};
 }
 
@@ -76,7 +79,8 @@ std::string shell_quote(const std::string& word) {
 
 std::string script(const std::vector<std::string>& command) {
   std::string line = "exec";
-  for (const std::string& word : command) line += " " + (word.rfind("$SLURM", 0) == 0 ? "\"" + word + "\"" : shell_quote(word));
+  for (const std::string& word : command)
+    line += " " + (word.rfind("$SLURM", 0) == 0 ? "\"" + word + "\"" : shell_quote(word));
   return "#!/bin/sh\n# Written by tessera ab for Slurm; the paths are absolute because the job may start anywhere.\n" +
          line + "\n";
 }
@@ -97,8 +101,9 @@ std::string submit(std::vector<std::string> command, const std::string& what) {
   if (out.exit_code != 0 || id.empty() || id.find_first_not_of("0123456789") != std::string::npos) {
     std::string why = out.err.empty() ? out.out : out.err;
     while (!why.empty() && why.back() == '\n') why.pop_back();
-    throw Error("sbatch refused the " + what + " (exit " + std::to_string(out.exit_code) + "): " + why +
-                "; check --partition, --time, --mem and --account against `sinfo`, and that SLURM_CONF names your cluster");
+    throw Error(
+        "sbatch refused the " + what + " (exit " + std::to_string(out.exit_code) + "): " + why +
+        "; check --partition, --time, --mem and --account against `sinfo`, and that SLURM_CONF names your cluster");
   }
   return id;
 }
@@ -120,7 +125,8 @@ std::vector<Submission> read_submissions(const ResultsDir& results) {
     const json list = json::parse(in);
     for (const json& j : list.at("submissions")) all.push_back(submission_from(j));
   } catch (const std::exception& e) {
-    throw Error(path + ": corrupt list of Slurm submissions (" + e.what() + "); it is rewritten by the next submission");
+    throw Error(path + ": corrupt list of Slurm submissions (" + e.what() +
+                "); it is rewritten by the next submission");
   }
   return all;
 }
@@ -144,13 +150,16 @@ Submission submit_sweep(const ResultsDir& results, const Manifest& manifest, con
 
   const fs::path folder = fs::path(results.absolute("slurm")) / ("submission-" + std::to_string(s.number));
   fs::create_directories(folder);
-  std::vector<std::string> task = {tessera, "ab", "task", results.root(), "--submission", std::to_string(s.number),
-                                   "--task", "$SLURM_ARRAY_TASK_ID"};
+  std::vector<std::string> task = {tessera,        "ab",
+                                   "task",         results.root(),
+                                   "--submission", std::to_string(s.number),
+                                   "--task",       "$SLURM_ARRAY_TASK_ID"};
   if (retry_failed) task.push_back("--retry-failed");
   if (!lock.empty()) task.insert(task.end(), {"--lock", lock});
   const std::string sweep_script = (folder / "sweep.sh").string(), report_script = (folder / "report.sh").string();
   write_file_atomically(sweep_script, script(task), "Slurm job script");
-  write_file_atomically(report_script, script({tessera, "ab", "report", results.root(), "--quiet"}), "Slurm job script");
+  write_file_atomically(report_script, script({tessera, "ab", "report", results.root(), "--quiet"}),
+                        "Slurm job script");
   const std::string name = job_name(results, s.number);
 
   // Recorded before sbatch: a task may start, and look its models up, before sbatch returns.
@@ -170,8 +179,9 @@ Submission submit_sweep(const ResultsDir& results, const Manifest& manifest, con
     throw;
   }
   std::vector<std::string> report = sbatch_options(options);
-  report.insert(report.end(), {"--job-name=" + name + "-report", "--dependency=afterany:" + s.array_job,
-                               "--chdir=" + results.root(), "--output=" + (folder / "report.out").string(), report_script});
+  report.insert(report.end(),
+                {"--job-name=" + name + "-report", "--dependency=afterany:" + s.array_job, "--chdir=" + results.root(),
+                 "--output=" + (folder / "report.out").string(), report_script});
   try {
     s.report_job = submit(report, "report job");
   } catch (const Error&) {
@@ -189,7 +199,8 @@ Submission submit_sweep(const ResultsDir& results, const Manifest& manifest, con
 
 std::vector<WorkItem> task_items(const Manifest& manifest, const Submission& submission, std::uint32_t task) {
   if (task < 1 || task > submission.tasks.size())
-    throw Error(fmt::format("--task {}: submission {} has tasks 1 to {}", task, submission.number, submission.tasks.size()));
+    throw Error(
+        fmt::format("--task {}: submission {} has tasks 1 to {}", task, submission.number, submission.tasks.size()));
   const std::set<std::string> models(submission.tasks[task - 1].begin(), submission.tasks[task - 1].end());
   std::vector<WorkItem> items;
   for (const WorkItem& item : plan_work(manifest))
@@ -231,7 +242,8 @@ std::vector<ItemState> item_states(const ResultsDir& results, const Manifest& ma
     const std::string& model = manifest.entries[item.entry].id;
     const std::string& arm = manifest.arms[item.arm].name;
     std::string state = model_state.count(model) ? model_state.at(model) : "missing";
-    if (auto record = results.read_record(model, arm, item.repeat); record && record_matches(*record, manifest, model, arm, item.repeat))
+    if (auto record = results.read_record(model, arm, item.repeat);
+        record && record_matches(*record, manifest, model, arm, item.repeat))
       state = record->failed() ? "failed" : "done";
     states.push_back({model, arm, item.repeat, state});
   }
@@ -255,10 +267,12 @@ std::string ended_tasks(const ResultsDir& results, const Submission& submission)
     return counts;
   };
   // Full accounting knows array tasks by id; a job-completion file (`sacct -c`) only by name.
-  std::map<std::string, int> counts = count(run_captured({"sacct", "-n", "-P", "-X", "-o", "JobID,JobName,State", "-j", submission.array_job}));
+  std::map<std::string, int> counts =
+      count(run_captured({"sacct", "-n", "-P", "-X", "-o", "JobID,JobName,State", "-j", submission.array_job}));
   if (counts.empty()) counts = count(run_captured({"sacct", "-c", "-n", "-P", "-o", "JobID,JobName,State"}));
   std::string summary;
-  for (const auto& [state, number] : counts) summary += (summary.empty() ? "" : " ") + fmt::format("{}={}", state, number);
+  for (const auto& [state, number] : counts)
+    summary += (summary.empty() ? "" : " ") + fmt::format("{}={}", state, number);
   return summary;
 }
 

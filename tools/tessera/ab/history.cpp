@@ -62,7 +62,9 @@ public:
   ~Statement() { sqlite3_finalize(statement_); }
   Statement(const Statement&) = delete;
   Statement& operator=(const Statement&) = delete;
-  void bind(int index, const std::string& text) { sqlite3_bind_text(statement_, index, text.c_str(), -1, SQLITE_TRANSIENT); }
+  void bind(int index, const std::string& text) {
+    sqlite3_bind_text(statement_, index, text.c_str(), -1, SQLITE_TRANSIENT);
+  }
   void bind(int index, double value) { sqlite3_bind_double(statement_, index, value); }
   void bind(int index, std::int64_t value) { sqlite3_bind_int64(statement_, index, value); }
   /// True while there is a row; throws on an error.
@@ -115,7 +117,7 @@ void create_private(const fs::path& path) {
 std::string default_history_path() {
   const char* data = std::getenv("XDG_DATA_HOME");
   const char* home = std::getenv("HOME");
-  const fs::path root = data && *data ? fs::path(data) / "tessera"
+  const fs::path root = data && *data   ? fs::path(data) / "tessera"
                         : home && *home ? fs::path(home) / ".local/share/tessera"
                                         : fs::temp_directory_path() / "tessera";
   return (root / "ab-history.sqlite").string();
@@ -144,7 +146,8 @@ void History::execute(const std::string& sql) const {
   if (sqlite3_exec(db_, sql.c_str(), nullptr, nullptr, &message) != SQLITE_OK) {
     const std::string why = message ? message : sqlite3_errmsg(db_);
     sqlite3_free(message);
-    throw Error(path_ + ": not a usable history database (" + why + "); give another --history FILE, or move this one away");
+    throw Error(path_ + ": not a usable history database (" + why +
+                "); give another --history FILE, or move this one away");
   }
 }
 
@@ -167,8 +170,10 @@ std::size_t History::record(const Analysis& analysis, const std::string& results
   }
   execute("BEGIN IMMEDIATE");
   try {
-    Statement sweep(db_, "INSERT INTO sweeps(recorded_at, suite, build_hash, version, hosts, repeat, results) "
-                         "VALUES(?, ?, ?, ?, ?, ?, ?)", path_);
+    Statement sweep(db_,
+                    "INSERT INTO sweeps(recorded_at, suite, build_hash, version, hosts, repeat, results) "
+                    "VALUES(?, ?, ?, ?, ?, ?, ?)",
+                    path_);
     sweep.bind(1, utc_now());
     sweep.bind(2, m.suite_name);
     sweep.bind(3, m.build.build_hash);
@@ -178,8 +183,10 @@ std::size_t History::record(const Analysis& analysis, const std::string& results
     sweep.bind(7, results);
     sweep.step();
     const std::int64_t sweep_id = sqlite3_last_insert_rowid(db_);
-    Statement insert(db_, "INSERT OR REPLACE INTO results(build_hash, arm_fingerprint, model, metric, arm, value, samples, "
-                          "sweep) VALUES(?, ?, ?, ?, ?, ?, ?, ?)", path_);
+    Statement insert(db_,
+                     "INSERT OR REPLACE INTO results(build_hash, arm_fingerprint, model, metric, arm, value, samples, "
+                     "sweep) VALUES(?, ?, ?, ?, ?, ?, ?, ?)",
+                     path_);
     for (const auto& [key, value] : values) {
       const auto& [arm, model, metric] = key;
       const ArmInfo* info = m.find_arm(arm);
@@ -207,9 +214,12 @@ std::size_t History::record(const Analysis& analysis, const std::string& results
 
 std::vector<HistoryPoint> History::points(const std::string& metric, const std::string& model,
                                           const std::optional<std::string>& arm) const {
-  Statement query(db_, "SELECT s.recorded_at, r.build_hash, s.version, r.arm, r.arm_fingerprint, s.hosts, r.value, r.samples "
-                       "FROM results r JOIN sweeps s ON s.id = r.sweep WHERE r.metric = ? AND r.model = ? "
-                       "AND (? = '' OR r.arm = ?) ORDER BY s.id, r.arm", path_);
+  Statement query(
+      db_,
+      "SELECT s.recorded_at, r.build_hash, s.version, r.arm, r.arm_fingerprint, s.hosts, r.value, r.samples "
+      "FROM results r JOIN sweeps s ON s.id = r.sweep WHERE r.metric = ? AND r.model = ? "
+      "AND (? = '' OR r.arm = ?) ORDER BY s.id, r.arm",
+      path_);
   query.bind(1, metric);
   query.bind(2, model);
   query.bind(3, arm.value_or(""));
@@ -240,7 +250,8 @@ std::vector<std::string> History::models() const {
   return models;
 }
 
-std::string history_table(const std::vector<HistoryPoint>& points, const std::string& metric, const std::string& model) {
+std::string history_table(const std::vector<HistoryPoint>& points, const std::string& metric,
+                          const std::string& model) {
   std::string text = fmt::format("history of {} for model {}, oldest first; change is against the arm's previous row\n",
                                  metric, model);
   std::vector<std::vector<std::string>> rows = {

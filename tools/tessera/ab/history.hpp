@@ -20,9 +20,9 @@ struct HistoryPoint {
   std::string recorded_at;  ///< UTC, ISO 8601, when the sweep was reported
   std::string build_hash, version;
   std::string arm, arm_fingerprint;
-  std::string host;          ///< the machines its timings came from, ", "-joined
-  double value = 0;          ///< deterministic: the package's figure; noisy: the median over repeats
-  std::size_t samples = 0;   ///< noisy: repeats behind the median (1 for deterministic metrics)
+  std::string host;         ///< the machines its timings came from, ", "-joined
+  double value = 0;         ///< deterministic: the package's figure; noisy: the median over repeats
+  std::size_t samples = 0;  ///< noisy: repeats behind the median (1 for deterministic metrics)
 };
 
 /// A history database, created (with its folder) readable by its owner only when missing.

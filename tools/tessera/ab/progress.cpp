@@ -23,7 +23,8 @@ const char* kClearLine = "\r\033[K";  // carriage return, then erase to the end 
 // Wraps a logger's sink so each log line clears the live line first and redraws it after.
 class LiveLineSink final : public spdlog::sinks::sink {
 public:
-  LiveLineSink(std::shared_ptr<spdlog::sinks::sink> inner, Progress& progress) : inner_(std::move(inner)), progress_(progress) {}
+  LiveLineSink(std::shared_ptr<spdlog::sinks::sink> inner, Progress& progress)
+      : inner_(std::move(inner)), progress_(progress) {}
   void log(const spdlog::details::log_msg& message) override {
     progress_.around_output([&] {
       inner_->log(message);
@@ -32,7 +33,9 @@ public:
   }
   void flush() override { inner_->flush(); }
   void set_pattern(const std::string& pattern) override { inner_->set_pattern(pattern); }
-  void set_formatter(std::unique_ptr<spdlog::formatter> formatter) override { inner_->set_formatter(std::move(formatter)); }
+  void set_formatter(std::unique_ptr<spdlog::formatter> formatter) override {
+    inner_->set_formatter(std::move(formatter));
+  }
   const std::shared_ptr<spdlog::sinks::sink>& inner() const { return inner_; }
 
 private:
@@ -62,7 +65,8 @@ std::string format_duration(double seconds) {
   return fmt::format("{}h{:02}m", total / 3600, total % 3600 / 60);
 }
 
-Progress::Progress(std::size_t total, std::FILE* stream, Mode mode, double interval_seconds, std::function<double()> clock)
+Progress::Progress(std::size_t total, std::FILE* stream, Mode mode, double interval_seconds,
+                   std::function<double()> clock)
     : total_(total), stream_(stream), mode_(mode), interval_seconds_(interval_seconds), clock_(std::move(clock)) {
   if (!clock_) {
     const auto start = std::chrono::steady_clock::now();
@@ -91,8 +95,8 @@ std::string Progress::line() const {
 }
 
 std::string Progress::line_locked() const {
-  std::string text = fmt::format("ab progress: {}/{} items done, {} failed, {} skipped, elapsed {}", done_, total_, failed_,
-                                 done_ - executed_, format_duration(now()));
+  std::string text = fmt::format("ab progress: {}/{} items done, {} failed, {} skipped, elapsed {}", done_, total_,
+                                 failed_, done_ - executed_, format_duration(now()));
   if (executed_ > 0 && done_ < total_) {
     // Every remaining item is assumed to take what the executed ones took on average.
     const double per_item = executed_seconds_ / static_cast<double>(executed_);

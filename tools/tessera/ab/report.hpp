@@ -12,11 +12,11 @@ namespace tessera::ab {
 
 /// What this invocation of `tessera ab` itself did and cost (for the JSON report and bench/ab).
 struct DriverStats {
-  std::string command;                  ///< "ab" or "ab merge"
-  std::string results;                  ///< results directories, ';'-separated
-  double wall_ms = 0;                   ///< the whole invocation
-  std::int64_t self_peak_rss_kib = 0;   ///< the driver process alone (getrusage RUSAGE_SELF)
-  double child_wall_ms = 0;             ///< compiles and runs started by this invocation
+  std::string command;                 ///< "ab" or "ab merge"
+  std::string results;                 ///< results directories, ';'-separated
+  double wall_ms = 0;                  ///< the whole invocation
+  std::int64_t self_peak_rss_kib = 0;  ///< the driver process alone (getrusage RUSAGE_SELF)
+  double child_wall_ms = 0;            ///< compiles and runs started by this invocation
   std::size_t executed = 0, skipped = 0, stale = 0, failed = 0, runs = 0, warmups = 0;
 };
 

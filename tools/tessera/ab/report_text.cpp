@@ -35,7 +35,8 @@ std::vector<const Comparison*> sorted_rows(const std::vector<Comparison>& compar
   for (const Comparison& c : comparisons)
     if (c.arm == arm) rows.push_back(&c);
   auto magnitude = [](const Comparison* c) { return std::isfinite(c->ratio) ? std::abs(std::log(c->ratio)) : -1.0; };
-  std::stable_sort(rows.begin(), rows.end(), [&](const Comparison* a, const Comparison* b) { return magnitude(a) > magnitude(b); });
+  std::stable_sort(rows.begin(), rows.end(),
+                   [&](const Comparison* a, const Comparison* b) { return magnitude(a) > magnitude(b); });
   return rows;
 }
 
@@ -83,7 +84,7 @@ std::string format_noise_floor(const Analysis& analysis, const MetricDefinition&
 
 std::vector<std::vector<std::string>> summary_rows(const Analysis& analysis, const std::string& arm) {
   std::vector<std::vector<std::string>> rows = {{"metric", "kind", "better when", "geomean", "interval", "noise floor",
-                                                   "better", "worse", "same", "noise", "info", "missing"}};
+                                                 "better", "worse", "same", "noise", "info", "missing"}};
   for (const ArmSummary& s : analysis.summaries) {
     if (s.arm != arm) continue;
     const MetricDefinition& metric = metric_definition(s.metric);
@@ -100,9 +101,9 @@ std::vector<std::vector<std::string>> model_rows(const Analysis& analysis, const
   std::vector<std::vector<std::string>> rows = {
       {"model", "metric", baseline, arm, arm + "/" + baseline, "change", "p", "q", "verdict"}};
   for (const Comparison* c : sorted_rows(analysis.comparisons, arm))
-    rows.push_back({c->model, c->metric, format_metric_value(c->metric, c->baseline), format_metric_value(c->metric, c->value),
-                    format_ratio(c->ratio), format_change(c->ratio), format_probability(c->p_value),
-                    format_probability(c->q_value), verdict_text(*c, analysis.alpha)});
+    rows.push_back({c->model, c->metric, format_metric_value(c->metric, c->baseline),
+                    format_metric_value(c->metric, c->value), format_ratio(c->ratio), format_change(c->ratio),
+                    format_probability(c->p_value), format_probability(c->q_value), verdict_text(*c, analysis.alpha)});
   return rows;
 }
 
@@ -110,10 +111,11 @@ std::vector<std::vector<std::string>> noise_rows(const Analysis& analysis) {
   std::vector<std::vector<std::string>> rows = {
       {"metric", "pairs", "outlier pairs", "geomean twin/base", "largest change", "sd of log ratio"}};
   for (const NoiseFloor& floor : analysis.noise_floors)
-    rows.push_back({floor.metric, std::to_string(floor.pairs), std::to_string(floor.outliers), format_ratio(floor.geomean_ratio),
-                    std::isfinite(floor.max_abs_log_ratio) ? fmt::format("{:.1f}%", 100 * (std::exp(floor.max_abs_log_ratio) - 1))
-                                                           : "-",
-                    std::isfinite(floor.log_sd) ? fmt::format("{:.4f}", floor.log_sd) : "-"});
+    rows.push_back(
+        {floor.metric, std::to_string(floor.pairs), std::to_string(floor.outliers), format_ratio(floor.geomean_ratio),
+         std::isfinite(floor.max_abs_log_ratio) ? fmt::format("{:.1f}%", 100 * (std::exp(floor.max_abs_log_ratio) - 1))
+                                                : "-",
+         std::isfinite(floor.log_sd) ? fmt::format("{:.4f}", floor.log_sd) : "-"});
   return rows;
 }
 
@@ -156,10 +158,11 @@ std::string measurement_line(const Analysis& analysis) {
   std::string hosts;
   for (const std::string& host : analysis.hosts) hosts += (hosts.empty() ? "" : ", ") + host;
   if (hosts.empty()) return "  measured: no records yet";
-  return fmt::format("  measured on {}, 1-minute load average {:.2f} to {:.2f} at item starts, {} warm-up compile{} per "
-                     "model and arm, tessera build {}",
-                     hosts, analysis.load_average_low, analysis.load_average_high, analysis.manifest.warmup,
-                     analysis.manifest.warmup == 1 ? "" : "s", analysis.manifest.build.build_hash);
+  return fmt::format(
+      "  measured on {}, 1-minute load average {:.2f} to {:.2f} at item starts, {} warm-up compile{} per "
+      "model and arm, tessera build {}",
+      hosts, analysis.load_average_low, analysis.load_average_high, analysis.manifest.warmup,
+      analysis.manifest.warmup == 1 ? "" : "s", analysis.manifest.build.build_hash);
 }
 
 std::string format_metric_value(const std::string& metric, double value) {
@@ -177,18 +180,20 @@ std::string format_change(double ratio) {
 std::string terminal_report(const Analysis& analysis, const std::string& results) {
   const Manifest& m = analysis.manifest;
   const std::string& baseline = m.baseline().name;
-  std::string text = fmt::format("tessera ab: suite {} ({} model{}) x {} arms, --repeat {}, results in {}\n", m.suite_name,
-                                 m.entries.size(), m.entries.size() == 1 ? "" : "s", analysis.compared_arms.size() + 1,
-                                 m.repeat, results);
+  std::string text = fmt::format("tessera ab: suite {} ({} model{}) x {} arms, --repeat {}, results in {}\n",
+                                 m.suite_name, m.entries.size(), m.entries.size() == 1 ? "" : "s",
+                                 analysis.compared_arms.size() + 1, m.repeat, results);
   for (const ArmInfo& arm : m.arms)
     if (arm.twin_of.empty())
-      text += fmt::format("  arm {}{}: {}\n", arm.name, arm.name == baseline ? " (baseline)" : "", arm_description(arm));
+      text +=
+          fmt::format("  arm {}{}: {}\n", arm.name, arm.name == baseline ? " (baseline)" : "", arm_description(arm));
   text += measurement_line(analysis) + "\n";
   for (const std::string& arm : analysis.compared_arms) {
-    text += fmt::format("\n{} vs {}: geometric mean of {}/{} over the models, {:.0f}% interval ({} of {} packages "
-                        "identical to {}'s)\n",
-                        arm, baseline, arm, baseline, 100 * (1 - analysis.alpha), unchanged_models(analysis, arm),
-                        m.entries.size(), baseline);
+    text += fmt::format(
+        "\n{} vs {}: geometric mean of {}/{} over the models, {:.0f}% interval ({} of {} packages "
+        "identical to {}'s)\n",
+        arm, baseline, arm, baseline, 100 * (1 - analysis.alpha), unchanged_models(analysis, arm), m.entries.size(),
+        baseline);
     text += text_table(summary_rows(analysis, arm), 3);
     text += fmt::format("\n{} vs {} per model, largest change first\n", arm, baseline);
     text += text_table(model_rows(analysis, arm), 2);
@@ -206,25 +211,29 @@ std::string terminal_report(const Analysis& analysis, const std::string& results
 std::string markdown_report(const Analysis& analysis) {
   const Manifest& m = analysis.manifest;
   const std::string& baseline = m.baseline().name;
-  std::string text = fmt::format("# tessera ab: suite `{}`\n\n{} model{}, {} arms, `--repeat {}`, tessera {} (build {}).\n\n",
-                                 m.suite_name, m.entries.size(), m.entries.size() == 1 ? "" : "s",
-                                 analysis.compared_arms.size() + 1, m.repeat, m.build.version, m.build.build_hash);
+  std::string text =
+      fmt::format("# tessera ab: suite `{}`\n\n{} model{}, {} arms, `--repeat {}`, tessera {} (build {}).\n\n",
+                  m.suite_name, m.entries.size(), m.entries.size() == 1 ? "" : "s", analysis.compared_arms.size() + 1,
+                  m.repeat, m.build.version, m.build.build_hash);
   for (const ArmInfo& arm : m.arms)
     if (arm.twin_of.empty())
-      text += fmt::format("- **{}**{}: {}\n", arm.name, arm.name == baseline ? " (baseline)" : "", arm_description(arm));
+      text +=
+          fmt::format("- **{}**{}: {}\n", arm.name, arm.name == baseline ? " (baseline)" : "", arm_description(arm));
   text += "\n" + measurement_line(analysis).substr(2) + ".\n";
   for (const std::string& arm : analysis.compared_arms) {
-    text += fmt::format("\n## {} vs {}\n\nGeometric mean of {}/{} over the models with a {:.0f}% interval; {} of {} "
-                        "packages identical to {}'s.\n\n",
-                        arm, baseline, arm, baseline, 100 * (1 - analysis.alpha), unchanged_models(analysis, arm),
-                        m.entries.size(), baseline);
+    text += fmt::format(
+        "\n## {} vs {}\n\nGeometric mean of {}/{} over the models with a {:.0f}% interval; {} of {} "
+        "packages identical to {}'s.\n\n",
+        arm, baseline, arm, baseline, 100 * (1 - analysis.alpha), unchanged_models(analysis, arm), m.entries.size(),
+        baseline);
     text += markdown_table(summary_rows(analysis, arm), 3);
     text += "\nPer model, largest change first:\n\n";
     text += markdown_table(model_rows(analysis, arm), 2);
   }
-  text += fmt::format("\n## Noise floor\n\n{} compiled twice per (model, repeat); the largest change is the floor below "
-                      "which a noisy metric's change is called noise.\n\n",
-                      baseline);
+  text += fmt::format(
+      "\n## Noise floor\n\n{} compiled twice per (model, repeat); the largest change is the floor below "
+      "which a noisy metric's change is called noise.\n\n",
+      baseline);
   text += markdown_table(noise_rows(analysis), 1);
   if (!analysis.warnings.empty()) {
     text += "\n## Warnings\n\n";
@@ -235,7 +244,8 @@ std::string markdown_report(const Analysis& analysis) {
 
 std::string csv_report(const Analysis& analysis) {
   std::string text =
-      "arm,baseline_arm,model,metric,determinism,better_when,baseline,value,ratio,log_ratio,p_value,q_value,exact,verdict,"
+      "arm,baseline_arm,model,metric,determinism,better_when,baseline,value,ratio,log_ratio,p_value,q_value,exact,"
+      "verdict,"
       "same_package,baseline_samples,samples,outliers,noise_floor_log,verdict_text\n";
   auto join = [](const std::vector<double>& values) {
     std::string joined;
@@ -245,14 +255,15 @@ std::string csv_report(const Analysis& analysis) {
   for (const auto* list : {&analysis.comparisons, &analysis.twin_comparisons})
     for (const Comparison& c : *list) {
       const MetricDefinition& metric = metric_definition(c.metric);
-      text += fmt::format("{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{}\n", csv_field(c.arm),
-                          csv_field(analysis.manifest.baseline().name), csv_field(c.model), c.metric,
-                          determinism_name(metric.determinism), direction_name(metric.direction), csv_number(c.baseline),
-                          csv_number(c.value), csv_number(c.ratio),
-                          csv_number(std::isfinite(c.ratio) && c.ratio > 0 ? std::log(c.ratio) : NAN), csv_number(c.p_value),
-                          csv_number(c.q_value), c.exact ? "true" : "false", verdict_name(c.verdict),
-                          c.same_package ? "true" : "false", join(c.baseline_samples), join(c.samples), c.outliers,
-                          csv_number(c.noise_floor_log), csv_field(verdict_text(c, analysis.alpha)));
+      text +=
+          fmt::format("{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{}\n", csv_field(c.arm),
+                      csv_field(analysis.manifest.baseline().name), csv_field(c.model), c.metric,
+                      determinism_name(metric.determinism), direction_name(metric.direction), csv_number(c.baseline),
+                      csv_number(c.value), csv_number(c.ratio),
+                      csv_number(std::isfinite(c.ratio) && c.ratio > 0 ? std::log(c.ratio) : NAN),
+                      csv_number(c.p_value), csv_number(c.q_value), c.exact ? "true" : "false", verdict_name(c.verdict),
+                      c.same_package ? "true" : "false", join(c.baseline_samples), join(c.samples), c.outliers,
+                      csv_number(c.noise_floor_log), csv_field(verdict_text(c, analysis.alpha)));
     }
   return text;
 }

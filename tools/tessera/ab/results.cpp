@@ -23,11 +23,20 @@ constexpr const char* kManifestFormat = "tessera-ab-results/1";
 constexpr const char* kRecordFormat = "tessera-ab-record/1";
 
 json to_json(const BuildIdentity& build) { return {{"version", build.version}, {"build_hash", build.build_hash}}; }
-BuildIdentity build_from(const json& j) { return {j.at("version").get<std::string>(), j.at("build_hash").get<std::string>()}; }
+BuildIdentity build_from(const json& j) {
+  return {j.at("version").get<std::string>(), j.at("build_hash").get<std::string>()};
+}
 
 json to_json(const ProcessRecord& p) {
-  return {{"command", p.command}, {"exit_code", p.exit_code}, {"signal", p.signal}, {"wall_ms", p.wall_ms},
-          {"user_ms", p.user_ms}, {"system_ms", p.system_ms}, {"peak_rss_kib", p.peak_rss_kib}, {"log", p.log}, {"error", p.error}};
+  return {{"command", p.command},
+          {"exit_code", p.exit_code},
+          {"signal", p.signal},
+          {"wall_ms", p.wall_ms},
+          {"user_ms", p.user_ms},
+          {"system_ms", p.system_ms},
+          {"peak_rss_kib", p.peak_rss_kib},
+          {"log", p.log},
+          {"error", p.error}};
 }
 ProcessRecord process_from(const json& j) {
   ProcessRecord p;
@@ -46,8 +55,12 @@ ProcessRecord process_from(const json& j) {
 json to_json(const Record& r) {
   json phases = json::array();
   for (const PhaseRecord& p : r.compile.phases)
-    phases.push_back({{"phase", p.phase}, {"transfers", p.transfers}, {"words", p.words}, {"horizon", p.horizon},
-                      {"endpoint_lower_bound", p.endpoint_lower_bound}, {"lower_bound", p.lower_bound},
+    phases.push_back({{"phase", p.phase},
+                      {"transfers", p.transfers},
+                      {"words", p.words},
+                      {"horizon", p.horizon},
+                      {"endpoint_lower_bound", p.endpoint_lower_bound},
+                      {"lower_bound", p.lower_bound},
                       {"problem_hash", p.problem_hash}});
   const CompileRecord& c = r.compile;
   const RunRecord& run = r.run;
@@ -65,20 +78,32 @@ json to_json(const Record& r) {
           {"load_average", r.load_average},
           {"warmup", r.warmup},
           {"compile",
-           {{"process", to_json(c.process)}, {"compile_ms", c.compile_ms}, {"supersteps", c.supersteps},
-            {"estimated_cycles", c.estimated_cycles}, {"estimated_exchange_cycles", c.estimated_exchange_cycles},
-            {"scheduled_exchange_cycles", c.scheduled_exchange_cycles}, {"exchange_lower_bound", c.exchange_lower_bound},
-            {"peak_tile_bytes", c.peak_tile_bytes}, {"package", c.package}, {"package_hash", c.package_hash},
+           {{"process", to_json(c.process)},
+            {"compile_ms", c.compile_ms},
+            {"supersteps", c.supersteps},
+            {"estimated_cycles", c.estimated_cycles},
+            {"estimated_exchange_cycles", c.estimated_exchange_cycles},
+            {"scheduled_exchange_cycles", c.scheduled_exchange_cycles},
+            {"exchange_lower_bound", c.exchange_lower_bound},
+            {"peak_tile_bytes", c.peak_tile_bytes},
+            {"package", c.package},
+            {"package_hash", c.package_hash},
             {"phases", phases}}},
           {"run",
-           {{"performed", run.performed}, {"unchanged", run.unchanged}, {"process", to_json(run.process)},
-            {"device_cycles", run.device_cycles}, {"compute_cycles", run.compute_cycles},
-            {"exchange_cycles", run.exchange_cycles}, {"sync_cycles", run.sync_cycles},
-            {"numerical_test", run.numerical_test}, {"max_abs_error", run.max_abs_error}}}};
+           {{"performed", run.performed},
+            {"unchanged", run.unchanged},
+            {"process", to_json(run.process)},
+            {"device_cycles", run.device_cycles},
+            {"compute_cycles", run.compute_cycles},
+            {"exchange_cycles", run.exchange_cycles},
+            {"sync_cycles", run.sync_cycles},
+            {"numerical_test", run.numerical_test},
+            {"max_abs_error", run.max_abs_error}}}};
 }
 
 Record record_from(const json& j) {
-  if (j.value("format", "") != kRecordFormat) throw std::runtime_error("not a " + std::string(kRecordFormat) + " record");
+  if (j.value("format", "") != kRecordFormat)
+    throw std::runtime_error("not a " + std::string(kRecordFormat) + " record");
   Record r;
   r.model = j.at("model").get<std::string>();
   r.arm = j.at("arm").get<std::string>();
@@ -106,8 +131,8 @@ Record record_from(const json& j) {
   for (const json& p : c.at("phases"))
     r.compile.phases.push_back({p.at("phase").get<std::uint32_t>(), p.at("transfers").get<std::uint64_t>(),
                                 p.at("words").get<std::uint64_t>(), p.at("horizon").get<std::uint64_t>(),
-                                p.at("endpoint_lower_bound").get<std::uint64_t>(), p.at("lower_bound").get<std::uint64_t>(),
-                                p.value("problem_hash", "")});
+                                p.at("endpoint_lower_bound").get<std::uint64_t>(),
+                                p.at("lower_bound").get<std::uint64_t>(), p.value("problem_hash", "")});
   const json& run = j.at("run");
   r.run.performed = run.at("performed").get<bool>();
   r.run.unchanged = run.at("unchanged").get<bool>();
@@ -124,24 +149,34 @@ Record record_from(const json& j) {
 json to_json(const Manifest& m) {
   json entries = json::array();
   for (const SuiteEntry& e : m.entries)
-    entries.push_back({{"id", e.id}, {"model", e.model}, {"target", e.target}, {"model_hash", e.model_hash},
+    entries.push_back({{"id", e.id},
+                       {"model", e.model},
+                       {"target", e.target},
+                       {"model_hash", e.model_hash},
                        {"target_hash", e.target_hash}});
   json arms = json::array();
   for (const ArmInfo& a : m.arms) {
     json inputs = json::array();
     for (const ArmInput& input : a.inputs) inputs.push_back({{"path", input.path}, {"hash", input.hash}});
-    arms.push_back({{"name", a.name}, {"overlay", a.overlay}, {"pipeline", a.pipeline}, {"fingerprint", a.fingerprint},
-                    {"inputs", inputs}, {"changes", a.changes}, {"twin_of", a.twin_of}});
+    arms.push_back({{"name", a.name},
+                    {"overlay", a.overlay},
+                    {"pipeline", a.pipeline},
+                    {"fingerprint", a.fingerprint},
+                    {"inputs", inputs},
+                    {"changes", a.changes},
+                    {"twin_of", a.twin_of}});
   }
-  return {{"format", kManifestFormat},
-          {"tessera", to_json(m.build)},
-          {"suite", {{"name", m.suite_name}, {"file", m.suite_file}, {"fingerprint", m.suite_fingerprint}, {"entries", entries}}},
-          {"base_pipeline", m.base_pipeline},
-          {"arms", arms},
-          {"repeat", m.repeat},
-          {"warmup", m.warmup},
-          {"threads", m.threads},
-          {"shard", {{"index", m.shard_index}, {"count", m.shard_count}}}};
+  return {
+      {"format", kManifestFormat},
+      {"tessera", to_json(m.build)},
+      {"suite",
+       {{"name", m.suite_name}, {"file", m.suite_file}, {"fingerprint", m.suite_fingerprint}, {"entries", entries}}},
+      {"base_pipeline", m.base_pipeline},
+      {"arms", arms},
+      {"repeat", m.repeat},
+      {"warmup", m.warmup},
+      {"threads", m.threads},
+      {"shard", {{"index", m.shard_index}, {"count", m.shard_count}}}};
 }
 
 Manifest manifest_from(const json& j) {
@@ -154,16 +189,17 @@ Manifest manifest_from(const json& j) {
   m.suite_file = suite.at("file").get<std::string>();
   m.suite_fingerprint = suite.at("fingerprint").get<std::string>();
   for (const json& e : suite.at("entries"))
-    m.entries.push_back({e.at("id").get<std::string>(), e.at("model").get<std::string>(), e.at("target").get<std::string>(),
-                         e.at("model_hash").get<std::string>(), e.at("target_hash").get<std::string>()});
+    m.entries.push_back({e.at("id").get<std::string>(), e.at("model").get<std::string>(),
+                         e.at("target").get<std::string>(), e.at("model_hash").get<std::string>(),
+                         e.at("target_hash").get<std::string>()});
   m.base_pipeline = j.at("base_pipeline").get<std::string>();
   for (const json& a : j.at("arms")) {
     std::vector<ArmInput> inputs;
     for (const json& input : a.value("inputs", json::array()))
       inputs.push_back({input.at("path").get<std::string>(), input.at("hash").get<std::string>()});
-    m.arms.push_back({a.at("name").get<std::string>(), a.at("overlay").get<std::string>(), a.at("pipeline").get<std::string>(),
-                      a.at("fingerprint").get<std::string>(), inputs, a.at("changes").get<std::vector<std::string>>(),
-                      a.at("twin_of").get<std::string>()});
+    m.arms.push_back({a.at("name").get<std::string>(), a.at("overlay").get<std::string>(),
+                      a.at("pipeline").get<std::string>(), a.at("fingerprint").get<std::string>(), inputs,
+                      a.at("changes").get<std::vector<std::string>>(), a.at("twin_of").get<std::string>()});
   }
   m.repeat = j.at("repeat").get<std::uint32_t>();
   m.warmup = j.value("warmup", 0u);
@@ -238,7 +274,8 @@ std::vector<std::string> manifest_changes(const Manifest& before, const Manifest
                         arm.fingerprint + " now)");
   }
   if (!(before.build == now.build))
-    changes.push_back("the tessera build differs (" + before.build.build_hash + " then, " + now.build.build_hash + " now)");
+    changes.push_back("the tessera build differs (" + before.build.build_hash + " then, " + now.build.build_hash +
+                      " now)");
   return changes;
 }
 
@@ -270,14 +307,15 @@ std::string manifest_mismatch(const Manifest& mine, const Manifest& other, bool 
            ", not '" + mine.suite_name + "' " + mine.suite_fingerprint + ")";
   }
   bool same_arms = same_arm_names(mine, other);
-  for (std::size_t i = 0; same_arms && i < mine.arms.size(); ++i) same_arms = mine.arms[i].fingerprint == other.arms[i].fingerprint;
+  for (std::size_t i = 0; same_arms && i < mine.arms.size(); ++i)
+    same_arms = mine.arms[i].fingerprint == other.arms[i].fingerprint;
   if (!same_arms && comparable)
     for (const std::string& change : manifest_changes(mine, other))
       if (change.rfind("arm ", 0) == 0) return "another version of an arm: " + change;
   if (!same_arms) return "other arms (" + arm_list(other) + ", not " + arm_list(mine) + ")";
   if (!(mine.build == other.build))
-    return "another tessera build (" + other.build.version + " " + other.build.build_hash + ", not " + mine.build.version +
-           " " + mine.build.build_hash + ")";
+    return "another tessera build (" + other.build.version + " " + other.build.build_hash + ", not " +
+           mine.build.version + " " + mine.build.build_hash + ")";
   if (same_repeat && mine.repeat != other.repeat)
     return "another --repeat (" + std::to_string(other.repeat) + ", not " + std::to_string(mine.repeat) + ")";
   return "";
@@ -322,7 +360,8 @@ std::string ResultsDir::record_path(const std::string& model, const std::string&
   return (fs::path(root_) / "records" / model / arm / ("repeat-" + std::to_string(repeat) + ".json")).string();
 }
 
-std::optional<Record> ResultsDir::read_record(const std::string& model, const std::string& arm, std::uint32_t repeat) const {
+std::optional<Record> ResultsDir::read_record(const std::string& model, const std::string& arm,
+                                              std::uint32_t repeat) const {
   const std::string path = record_path(model, arm, repeat);
   if (!fs::exists(path)) return std::nullopt;
   try {

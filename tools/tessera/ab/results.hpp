@@ -27,14 +27,14 @@ struct PhaseRecord {
 /// A child process as measured by wait4.
 struct ProcessRecord {
   std::vector<std::string> command;
-  int exit_code = -1;     ///< -1 when killed by a signal
+  int exit_code = -1;  ///< -1 when killed by a signal
   int signal = 0;
   double wall_ms = 0;
-  double user_ms = 0;     ///< CPU time in user mode (wait4's rusage)
-  double system_ms = 0;   ///< CPU time in the kernel on its behalf
+  double user_ms = 0;    ///< CPU time in user mode (wait4's rusage)
+  double system_ms = 0;  ///< CPU time in the kernel on its behalf
   std::int64_t peak_rss_kib = 0;
-  std::string log;        ///< its stderr, relative to the results directory
-  std::string error;      ///< the end of its stderr when it failed
+  std::string log;    ///< its stderr, relative to the results directory
+  std::string error;  ///< the end of its stderr when it failed
   bool succeeded() const { return exit_code == 0 && signal == 0; }
   /// User + system CPU time: unlike wall time, not stretched by waiting for a busy CPU.
   double cpu_ms() const { return user_ms + system_ms; }
@@ -75,10 +75,10 @@ struct Record {
   std::string arm_fingerprint;
   std::string model_hash, target_hash;  ///< of the suite entry's files when compiled
   BuildIdentity build;
-  std::string finished_at;  ///< UTC, ISO 8601
-  std::string host;         ///< the machine that compiled it (gethostname)
-  double load_average = 0;  ///< the 1-minute load average when the item started (getloadavg)
-  std::uint32_t warmup = 0; ///< discarded warm-up compiles of this model and arm run before it
+  std::string finished_at;   ///< UTC, ISO 8601
+  std::string host;          ///< the machine that compiled it (gethostname)
+  double load_average = 0;   ///< the 1-minute load average when the item started (getloadavg)
+  std::uint32_t warmup = 0;  ///< discarded warm-up compiles of this model and arm run before it
   CompileRecord compile;
   RunRecord run;
 
@@ -97,12 +97,12 @@ struct ArmInput {
 /// One arm as run: the name the user gave, its overlay and the merged pipeline file.
 struct ArmInfo {
   std::string name;
-  std::string overlay;       ///< absolute path, or "" for the base itself
-  std::string pipeline;      ///< the merged pipeline, relative to the results directory
-  std::string fingerprint;   ///< plugins (names, versions, library hashes), resolved options, inputs
+  std::string overlay;           ///< absolute path, or "" for the base itself
+  std::string pipeline;          ///< the merged pipeline, relative to the results directory
+  std::string fingerprint;       ///< plugins (names, versions, library hashes), resolved options, inputs
   std::vector<ArmInput> inputs;  ///< plugin libraries and the files path options name
   std::vector<std::string> changes;
-  std::string twin_of;       ///< set for the A-vs-A pseudo-arm: the baseline compiled again
+  std::string twin_of;  ///< set for the A-vs-A pseudo-arm: the baseline compiled again
 };
 
 struct Manifest {
@@ -114,8 +114,8 @@ struct Manifest {
   std::string base_pipeline;
   std::vector<ArmInfo> arms;  ///< the baseline first; the twin of the baseline last
   std::uint32_t repeat = 1;
-  std::uint32_t warmup = 0;  ///< --warmup: discarded compiles per model and arm before the measured ones
-  std::uint32_t threads = 0; ///< --threads of every compile (0: the compiler's default, the machine's cores)
+  std::uint32_t warmup = 0;   ///< --warmup: discarded compiles per model and arm before the measured ones
+  std::uint32_t threads = 0;  ///< --threads of every compile (0: the compiler's default, the machine's cores)
   std::uint32_t shard_index = 1, shard_count = 1;
 
   const ArmInfo& baseline() const { return arms.front(); }

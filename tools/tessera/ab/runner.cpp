@@ -104,15 +104,15 @@ RunnerStats run_work(const Manifest& manifest, const ResultsDir& results, const 
                      const RunnerOptions& options) {
   auto log = logger("tessera.ab");
   RunnerStats stats;
-  std::map<std::size_t, Target> targets;  // per suite entry, for a run's expected peak memory
+  std::map<std::size_t, Target> targets;                 // per suite entry, for a run's expected peak memory
   std::set<std::pair<std::size_t, std::size_t>> warmed;  // (entry, arm) pairs whose warm-up compiles ran
   const std::string host = host_name();
   for (std::size_t index = 0; index < items.size(); ++index) {
     const WorkItem& item = items[index];
     const SuiteEntry& entry = manifest.entries[item.entry];
     const ArmInfo& arm = manifest.arms[item.arm];
-    const std::string progress = fmt::format("item={}/{} model={} arm={} repeat={}", index + 1, items.size(), entry.id,
-                                             arm.name, item.repeat);
+    const std::string progress =
+        fmt::format("item={}/{} model={} arm={} repeat={}", index + 1, items.size(), entry.id, arm.name, item.repeat);
     if (auto stored = results.read_record(entry.id, arm.name, item.repeat)) {
       if (!record_matches(*stored, manifest, entry.id, arm.name, item.repeat)) {
         log->warn("redoing a stored record made for another suite, arm or tessera build {} path={}", progress,
@@ -149,9 +149,21 @@ RunnerStats run_work(const Manifest& manifest, const ResultsDir& results, const 
     const std::string compile_err = (logs / (stem + ".compile.log")).string();
     const std::string compile_json = (logs / (stem + ".compile.json")).string();
     auto compile_command = [&](const std::string& output, const std::string& phase_folder, const std::string& json) {
-      std::vector<std::string> command{options.tessera, "--log-level", "info", "compile", entry.model, "-p",
-                                       results.absolute(arm.pipeline), "-t", entry.target, "-o", output,
-                                       "--emit-phases", phase_folder, "--json", json};
+      std::vector<std::string> command{options.tessera,
+                                       "--log-level",
+                                       "info",
+                                       "compile",
+                                       entry.model,
+                                       "-p",
+                                       results.absolute(arm.pipeline),
+                                       "-t",
+                                       entry.target,
+                                       "-o",
+                                       output,
+                                       "--emit-phases",
+                                       phase_folder,
+                                       "--json",
+                                       json};
       if (manifest.threads > 0) command.insert(command.end(), {"--threads", std::to_string(manifest.threads)});
       return command;
     };
@@ -160,9 +172,10 @@ RunnerStats run_work(const Manifest& manifest, const ResultsDir& results, const 
       const fs::path scratch = logs / "warmup";
       fs::create_directories(scratch);
       for (std::uint32_t k = 0; k < manifest.warmup; ++k) {
-        const ProcessRecord warm = run_process(
-            compile_command((scratch / "package.tpkg").string(), (scratch / "phases").string(), (scratch / "compile.json").string()),
-            (logs / "warmup.compile.out").string(), (logs / "warmup.compile.log").string());
+        const ProcessRecord warm =
+            run_process(compile_command((scratch / "package.tpkg").string(), (scratch / "phases").string(),
+                                        (scratch / "compile.json").string()),
+                        (logs / "warmup.compile.out").string(), (logs / "warmup.compile.log").string());
         stats.child_wall_ms += warm.wall_ms;
         ++stats.warmups;
         log->info("warm-up compile {}/{} model={} arm={} wall_ms={:.0f} cpu_ms={:.0f} exit={}", k + 1, manifest.warmup,
@@ -174,8 +187,8 @@ RunnerStats run_work(const Manifest& manifest, const ResultsDir& results, const 
     record.load_average = load_average_now();
     record.warmup = manifest.warmup;
     remove_quietly(compile_json);  // a record left by an earlier attempt is not this compile's
-    record.compile.process = run_process(compile_command(package.string(), phases.string(), compile_json), compile_out,
-                                         compile_err);
+    record.compile.process =
+        run_process(compile_command(package.string(), phases.string(), compile_json), compile_out, compile_err);
     record.compile.process.log = results.relative(compile_err);
     stats.child_wall_ms += record.compile.process.wall_ms;
     ++stats.executed;
@@ -197,7 +210,8 @@ RunnerStats run_work(const Manifest& manifest, const ResultsDir& results, const 
       c.exchange_lower_bound = uint_field(*compiled, "exchange_lower_bound");
       c.peak_tile_bytes = uint_field(*compiled, "peak_tile_bytes");
       c.package_hash = hash_file(package.string());
-      if (item.repeat == 0) c.phases = collect_phases(*compiled, phases);  // deterministic: the drill-down reads repeat 0
+      if (item.repeat == 0)
+        c.phases = collect_phases(*compiled, phases);  // deterministic: the drill-down reads repeat 0
       c.package = results.relative(package.string());
     }
 
@@ -219,9 +233,12 @@ RunnerStats run_work(const Manifest& manifest, const ResultsDir& results, const 
         remove_quietly(run_json);
         record.run.performed = true;
         if (!targets.count(item.entry)) targets.emplace(item.entry, load_target(entry.target));
-        const MemoryReservation reserved = reserve_run(options.memory, results, manifest, entry, targets.at(item.entry));
-        std::vector<std::string> run = {options.tessera, "--log-level", "info", "run", package.string(), "--json", run_json};
-        if (!options.lock_path.empty()) run.insert(run.end(), {"--lock", options.lock_path});  // else the node's default
+        const MemoryReservation reserved =
+            reserve_run(options.memory, results, manifest, entry, targets.at(item.entry));
+        std::vector<std::string> run = {options.tessera,  "--log-level", "info",  "run",
+                                        package.string(), "--json",      run_json};
+        if (!options.lock_path.empty())
+          run.insert(run.end(), {"--lock", options.lock_path});  // else the node's default
         record.run.process = run_process(run, run_out, run_err);
         record.run.process.log = results.relative(run_err);
         stats.child_wall_ms += record.run.process.wall_ms;
@@ -257,13 +274,14 @@ RunnerStats run_work(const Manifest& manifest, const ResultsDir& results, const 
                 record.run.process.exit_code,
                 record.compile.process.succeeded() ? record.run.process.log : record.compile.process.log);
     } else {
-      const std::string run = record.run.performed ? fmt::format(" device_cycles={}", record.run.device_cycles)
+      const std::string run = record.run.performed   ? fmt::format(" device_cycles={}", record.run.device_cycles)
                               : record.run.unchanged ? std::string(" unchanged=true")
                                                      : std::string();
-      log->info("finished ab item {} compile_wall_ms={:.0f} compile_cpu_ms={:.0f} compile_peak_rss_kib={} host={} "
-                "load_average={:.2f} package_hash={}{}",
-                progress, record.compile.process.wall_ms, record.compile.process.cpu_ms(),
-                record.compile.process.peak_rss_kib, record.host, record.load_average, record.compile.package_hash, run);
+      log->info(
+          "finished ab item {} compile_wall_ms={:.0f} compile_cpu_ms={:.0f} compile_peak_rss_kib={} host={} "
+          "load_average={:.2f} package_hash={}{}",
+          progress, record.compile.process.wall_ms, record.compile.process.cpu_ms(),
+          record.compile.process.peak_rss_kib, record.host, record.load_average, record.compile.package_hash, run);
     }
   }
   return stats;

@@ -12,21 +12,21 @@ class MemoryGate;
 class Progress;
 
 struct RunnerOptions {
-  std::string tessera;       ///< the tessera binary to run (normally this one)
-  std::string lock_path;     ///< device lock file for `tessera run` ("" = its default)
-  bool retry_failed = false; ///< redo stored items whose compile or run failed
+  std::string tessera;           ///< the tessera binary to run (normally this one)
+  std::string lock_path;         ///< device lock file for `tessera run` ("" = its default)
+  bool retry_failed = false;     ///< redo stored items whose compile or run failed
   MemoryGate* memory = nullptr;  ///< admits simulator runs by their expected peak (local --jobs)
   Progress* progress = nullptr;  ///< told of every finished or skipped item
 };
 
 struct RunnerStats {
-  std::size_t executed = 0;   ///< items compiled now
-  std::size_t skipped = 0;    ///< finished earlier (resumed)
-  std::size_t stale = 0;      ///< stored records of another suite, arm or build, redone
-  std::size_t failed = 0;     ///< items executed now whose compile or run failed
-  std::size_t runs = 0;       ///< simulator runs made now
-  std::size_t warmups = 0;    ///< discarded warm-up compiles made now
-  double child_wall_ms = 0;   ///< wall time of every child process started now
+  std::size_t executed = 0;  ///< items compiled now
+  std::size_t skipped = 0;   ///< finished earlier (resumed)
+  std::size_t stale = 0;     ///< stored records of another suite, arm or build, redone
+  std::size_t failed = 0;    ///< items executed now whose compile or run failed
+  std::size_t runs = 0;      ///< simulator runs made now
+  std::size_t warmups = 0;   ///< discarded warm-up compiles made now
+  double child_wall_ms = 0;  ///< wall time of every child process started now
 
   RunnerStats& operator+=(const RunnerStats& other) {
     executed += other.executed;

@@ -45,8 +45,7 @@ std::vector<double> exact_u_counts(std::size_t n1, std::size_t n2) {
     std::vector<std::vector<double>> next(n2 + 1, std::vector<double>(n1 * n2 + 1, 0.0));
     next[0][0] = 1;  // b = 0: U = 0
     for (std::size_t b = 1; b <= n2; ++b)
-      for (std::size_t u = 0; u <= a * b; ++u)
-        next[b][u] = (u >= b ? table[b][u - b] : 0.0) + next[b - 1][u];
+      for (std::size_t u = 0; u <= a * b; ++u) next[b][u] = (u >= b ? table[b][u - b] : 0.0) + next[b - 1][u];
     table = std::move(next);
   }
   return table[n2];
@@ -103,7 +102,7 @@ ShiftInterval shift_interval(const std::vector<double>& first, const std::vector
   double tie_term = 0;
   pooled_ranks(pooled, tie_term);
   const double tail = (1 - confidence) / 2;
-  std::size_t k = 0;  // the interval is [d_(k), d_(n1 n2 + 1 - k)], 1-based
+  std::size_t k = 0;                              // the interval is [d_(k), d_(n1 n2 + 1 - k)], 1-based
   if (tie_term == 0 && n1 + n2 <= kExactLimit) {  // the same choice as mann_whitney_u's automatic method
     const std::vector<double> counts = exact_u_counts(n1, n2);
     const double total = std::accumulate(counts.begin(), counts.end(), 0.0);

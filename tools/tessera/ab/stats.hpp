@@ -7,10 +7,10 @@ namespace tessera::ab {
 
 /// The outcome of a two-sided Mann-Whitney U test of `first` against `second`.
 struct MannWhitneyResult {
-  double u = 0;           ///< U of the first sample: pairs (x, y) with x > y, ties counting 1/2
-  double p_value = 1;     ///< two-sided
-  bool exact = false;     ///< exact permutation distribution (no ties, small samples)
-  double z = 0;           ///< the normal approximation's statistic (0 when exact)
+  double u = 0;        ///< U of the first sample: pairs (x, y) with x > y, ties counting 1/2
+  double p_value = 1;  ///< two-sided
+  bool exact = false;  ///< exact permutation distribution (no ties, small samples)
+  double z = 0;        ///< the normal approximation's statistic (0 when exact)
 };
 
 enum class MannWhitneyMethod {
@@ -44,7 +44,7 @@ struct GeomeanInterval {
   double geomean = 0;
   double low = 0, high = 0;  ///< NaN when fewer than two ratios (no spread to measure)
   std::size_t count = 0;
-  double log_sd = 0;         ///< sample standard deviation of the log ratios
+  double log_sd = 0;  ///< sample standard deviation of the log ratios
 };
 
 /// `ratios` must be positive and finite. `confidence` is the two-sided level, e.g. 0.95.

@@ -41,7 +41,8 @@ std::string error_excerpt(const std::string& path, std::size_t lines) {
   std::deque<std::string> last;
   std::vector<std::string> from_error;
   for (std::string line; std::getline(in, line);) {
-    if (line.rfind("error: ", 0) == 0 || line.rfind("internal error: ", 0) == 0) from_error.clear(), from_error.push_back(line);
+    if (line.rfind("error: ", 0) == 0 || line.rfind("internal error: ", 0) == 0)
+      from_error.clear(), from_error.push_back(line);
     else if (!from_error.empty() && from_error.size() < 4) from_error.push_back(line);
     last.push_back(line);
     if (last.size() > lines) last.pop_front();

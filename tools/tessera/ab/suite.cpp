@@ -65,12 +65,14 @@ Suite load_suite(const std::string& path) {
     }
     if (const YAML::Node slurm = root["slurm"]; slurm.IsDefined()) {
       if (!slurm.IsMap())
-        throw Error(yaml::place(path, slurm) + ": 'slurm' must be a mapping, e.g. `slurm: {partition: compute, time: 1:00:00}`");
+        throw Error(yaml::place(path, slurm) +
+                    ": 'slurm' must be a mapping, e.g. `slurm: {partition: compute, time: 1:00:00}`");
       yaml::check_keys(path, slurm, {"partition", "time", "mem", "account"}, "the suite's sbatch options");
       for (auto [key, field] : {std::pair{"partition", &suite.slurm.partition}, std::pair{"time", &suite.slurm.time},
                                 std::pair{"mem", &suite.slurm.mem}, std::pair{"account", &suite.slurm.account}}) {
         if (!slurm[key].IsDefined()) continue;
-        if (!slurm[key].IsScalar()) throw Error(yaml::place(path, slurm[key]) + ": '" + key + "' must be a single value");
+        if (!slurm[key].IsScalar())
+          throw Error(yaml::place(path, slurm[key]) + ": '" + key + "' must be a single value");
         *field = slurm[key].Scalar();
       }
     }
@@ -87,8 +89,9 @@ Suite load_suite(const std::string& path) {
     SuiteEntry entry;
     entry.model = entry_path(path, node, "model");
     entry.target = entry_path(path, node, "target");
-    entry.id = yaml::is_scalar(node["name"]) ? node["name"].Scalar()
-                                       : fs::path(entry.model).stem().string() + "@" + fs::path(entry.target).stem().string();
+    entry.id = yaml::is_scalar(node["name"])
+                   ? node["name"].Scalar()
+                   : fs::path(entry.model).stem().string() + "@" + fs::path(entry.target).stem().string();
     if (!valid_id(entry.id))
       throw Error(yaml::place(path, node) + ": suite entry name '" + entry.id +
                   "' must use letters, digits, '-', '_', '.', '@' and not start with '.'; set `name:`");

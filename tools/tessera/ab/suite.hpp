@@ -30,8 +30,8 @@ struct Suite {
 };
 
 /// Loads a suite: `suite: NAME`, `models:` a list of {model: PATH, target: PATH[, name: ID]},
-/// paths relative to the suite file, and optionally `slurm:` (SuiteSlurm). Each model and target is loaded by the core to check
-/// it. Throws Error with file:line:column.
+/// paths relative to the suite file, and optionally `slurm:` (SuiteSlurm). Each model and target is loaded by the core
+/// to check it. Throws Error with file:line:column.
 Suite load_suite(const std::string& path);
 
 /// The fingerprint of a suite's name and entries (as written into results manifests).

@@ -52,7 +52,8 @@ void write_reports(const Analysis& analysis, const DriverStats& driver, const st
 std::string default_results_directory(const Manifest& manifest) {
   std::string identity = manifest.suite_fingerprint + manifest.build.build_hash;
   for (const ArmInfo& arm : manifest.arms) identity += arm.name + arm.fingerprint;
-  return (fs::path(cache_root()) / "ab-results" / (manifest.suite_name + "-" + hash_text(identity).substr(0, 8))).string();
+  return (fs::path(cache_root()) / "ab-results" / (manifest.suite_name + "-" + hash_text(identity).substr(0, 8)))
+      .string();
 }
 
 // Each target of the suite once, by name.
@@ -73,7 +74,8 @@ struct StagingDirectory {
   bool keep = false;  ///< set when an error message names a file in it
   StagingDirectory() {
     std::string pattern = (fs::temp_directory_path() / "tessera-ab-arms-XXXXXX").string();
-    if (!mkdtemp(pattern.data())) throw Error("cannot create a temporary folder in " + fs::temp_directory_path().string());
+    if (!mkdtemp(pattern.data()))
+      throw Error("cannot create a temporary folder in " + fs::temp_directory_path().string());
     path = pattern;
   }
   ~StagingDirectory() {
@@ -89,15 +91,19 @@ std::string cache_root() {
   const char* home = std::getenv("HOME");
   return (cache && *cache ? fs::path(cache) / "tessera"
           : home && *home ? fs::path(home) / ".cache/tessera"
-                          : fs::temp_directory_path() / "tessera").string();
+                          : fs::temp_directory_path() / "tessera")
+      .string();
 }
 
 void add_history_option(CLI::App& command, std::string& history_file) {
-  command.add_option("--history", history_file,
-                     "SQLite history database every sweep's values are added to (default: " + default_history_path() + ")");
+  command.add_option(
+      "--history", history_file,
+      "SQLite history database every sweep's values are added to (default: " + default_history_path() + ")");
 }
 
-History open_history(const ReportOptions& o) { return History(o.history_file.empty() ? default_history_path() : o.history_file); }
+History open_history(const ReportOptions& o) {
+  return History(o.history_file.empty() ? default_history_path() : o.history_file);
+}
 
 void add_report_options(CLI::App& command, ReportOptions& options) {
   command.add_option("--json", options.files.json, "write the report as JSON here");
@@ -116,7 +122,8 @@ void add_executor_options(CLI::App& command, ExecutorOptions& o) {
       ->capture_default_str();
   command.add_option("--jobs", o.jobs, "local: work items in parallel (a model's items stay in order on one worker)")
       ->capture_default_str();
-  command.add_option("--tasks", o.slurm.tasks, "slurm: array tasks, each a group of whole models (default: one per model)");
+  command.add_option("--tasks", o.slurm.tasks,
+                     "slurm: array tasks, each a group of whole models (default: one per model)");
   command.add_option("--partition", o.slurm.partition, "slurm: sbatch --partition");
   command.add_option("--time", o.slurm.time, "slurm: sbatch --time limit of each task, e.g. 2:00:00");
   command.add_option("--mem", o.slurm.mem, "slurm: sbatch --mem of each task, e.g. 4G");
@@ -176,15 +183,19 @@ PreparedSweep prepare_sweep(const SweepRequest& request) {
       for (const std::string& change : manifest_changes(stored, manifest))
         log->warn("{} since these results were made: the items it touches are redone", change);
     } else {
-      throw Error(results.root() + ": this results directory holds results of " + manifest_mismatch(manifest, stored, false) +
+      throw Error(results.root() + ": this results directory holds results of " +
+                  manifest_mismatch(manifest, stored, false) +
                   "; give another --results directory, or delete this one to start again");
     }
     if (const auto queued = queued_jobs(read_submissions(results)); !queued.empty())
-      throw Error(results.root() + ": Slurm job " + queued.front() + " is still working on this results directory; "
-                  "wait for it (tessera ab status " + results.root() + ") or scancel it first");
+      throw Error(results.root() + ": Slurm job " + queued.front() +
+                  " is still working on this results directory; "
+                  "wait for it (tessera ab status " +
+                  results.root() + ") or scancel it first");
     log->info("resuming results={}", results.root());
   } else if (fs::is_directory(results.root()) && !fs::is_empty(results.root())) {
-    throw Error(results.root() + ": not empty and not a tessera ab results directory (no manifest.json); give a new "
+    throw Error(results.root() +
+                ": not empty and not a tessera ab results directory (no manifest.json); give a new "
                 "or empty --results directory");
   }
   // A damaged folder (say `records` made a file) would otherwise fail deep inside a write.
@@ -232,10 +243,12 @@ Submission submit_to_slurm(const ExecutorOptions& options, const SuiteSlurm& sui
   fill(slurm.time, suite_defaults.time);
   fill(slurm.mem, suite_defaults.mem);
   fill(slurm.account, suite_defaults.account);
-  const Submission submission = submit_sweep(results, manifest, models, slurm, retry_failed, options.lock, self_executable());
-  fmt::print("submitted to Slurm: array job {} ({} tasks), report job {} (afterany: it reports what finished)\n"
-             "results: {}\nfollow it: tessera ab status {}\n",
-             submission.array_job, submission.tasks.size(), submission.report_job, results.root(), results.root());
+  const Submission submission =
+      submit_sweep(results, manifest, models, slurm, retry_failed, options.lock, self_executable());
+  fmt::print(
+      "submitted to Slurm: array job {} ({} tasks), report job {} (afterany: it reports what finished)\n"
+      "results: {}\nfollow it: tessera ab status {}\n",
+      submission.array_job, submission.tasks.size(), submission.report_job, results.root(), results.root());
   return submission;
 }
 
@@ -275,21 +288,24 @@ int finish_sweep(const Analysis& analysis, DriverStats driver, const ReportFiles
                  bool quiet, const std::chrono::steady_clock::time_point start, History& history) {
   driver.wall_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
   driver.self_peak_rss_kib = self_peak_rss_kib();
-  const std::size_t recorded = history.record(analysis, driver.results);  // first, so the HTML's history includes this sweep
-  logger("tessera.ab")->info("history recorded values={} build={} database={}", recorded, analysis.manifest.build.build_hash,
-                             history.path());
+  const std::size_t recorded =
+      history.record(analysis, driver.results);  // first, so the HTML's history includes this sweep
+  logger("tessera.ab")
+      ->info("history recorded values={} build={} database={}", recorded, analysis.manifest.build.build_hash,
+             history.path());
   const std::vector<HistoryPoint> points = history.report_points(analysis);
   write_reports(analysis, driver, points, beside);
   write_reports(analysis, driver, points, extra);
   if (!quiet) fmt::print("{}", terminal_report(analysis, driver.results));
   logger("tessera.ab")
-      ->info("ab finished wall_ms={:.0f} child_wall_ms={:.0f} self_peak_rss_kib={} executed={} skipped={} runs={} "
-             "items_present={} items_expected={} items_failed={}",
-             driver.wall_ms, driver.child_wall_ms, driver.self_peak_rss_kib, driver.executed, driver.skipped, driver.runs,
-             analysis.items_present, analysis.items.size(), analysis.items_failed);
+      ->info(
+          "ab finished wall_ms={:.0f} child_wall_ms={:.0f} self_peak_rss_kib={} executed={} skipped={} runs={} "
+          "items_present={} items_expected={} items_failed={}",
+          driver.wall_ms, driver.child_wall_ms, driver.self_peak_rss_kib, driver.executed, driver.skipped, driver.runs,
+          analysis.items_present, analysis.items.size(), analysis.items_failed);
   if (analysis.items_failed > 0) {
-    fmt::print(stderr, "error: {} of {} work items failed (see the warnings and the logs under {})\n", analysis.items_failed,
-               analysis.items.size(), driver.results);
+    fmt::print(stderr, "error: {} of {} work items failed (see the warnings and the logs under {})\n",
+               analysis.items_failed, analysis.items.size(), driver.results);
     return 1;
   }
   return 0;

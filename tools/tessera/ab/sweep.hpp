@@ -48,7 +48,7 @@ struct ExecutorOptions {
   std::string executor = "local";  ///< "local" or "slurm"
   unsigned jobs = 1;               ///< local: items in parallel
   SlurmOptions slurm;
-  std::string lock;                ///< device lock for simulator runs ("" = per results directory or node)
+  std::string lock;  ///< device lock for simulator runs ("" = per results directory or node)
 };
 
 void add_executor_options(CLI::App& command, ExecutorOptions& options);

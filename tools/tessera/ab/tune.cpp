@@ -15,7 +15,6 @@
 
 namespace tessera::ab {
 
-
 namespace {
 
 constexpr std::size_t kMaxChoices = 1000;
@@ -23,7 +22,8 @@ constexpr std::size_t kMaxEnumerated = 100000;  // a finite space larger than th
 
 bool is_plugin_name(const std::string& text) {
   if (text.empty() || text.size() > 64) return false;
-  return std::all_of(text.begin(), text.end(), [](char c) { return std::isalnum(static_cast<unsigned char>(c)) || c == '-' || c == '_'; });
+  return std::all_of(text.begin(), text.end(),
+                     [](char c) { return std::isalnum(static_cast<unsigned char>(c)) || c == '-' || c == '_'; });
 }
 
 std::string scalar_of(const std::string& file, const YAML::Node& node, const std::string& what) {
@@ -36,8 +36,7 @@ std::optional<long long> as_integer(const std::string& text) {
     std::size_t used = 0;
     const long long value = std::stoll(text, &used);
     if (used == text.size()) return value;
-  } catch (const std::exception&) {
-  }
+  } catch (const std::exception&) {}
   return std::nullopt;
 }
 
@@ -46,8 +45,7 @@ std::optional<double> as_number(const std::string& text) {
     std::size_t used = 0;
     const double value = std::stod(text, &used);
     if (used == text.size() && std::isfinite(value)) return value;
-  } catch (const std::exception&) {
-  }
+  } catch (const std::exception&) {}
   return std::nullopt;
 }
 
@@ -55,22 +53,29 @@ Dimension read_dimension(const std::string& file, const YAML::Node& node) {
   Dimension d;
   d.place = yaml::place(file, node);
   if (!yaml::is_map(node))
-    throw Error(d.place + ": a space entry is a map: {slot: exchange_scheduler, plugins: [greedy, optimal]} or "
+    throw Error(d.place +
+                ": a space entry is a map: {slot: exchange_scheduler, plugins: [greedy, optimal]} or "
                 "{pass: select-finalist, option: finalists, choices: [1, 2, 4]}");
-  yaml::check_keys(file, node, {"slot", "pass", "plugin", "plugins", "option", "choices", "range", "scale"}, "a space entry");
+  yaml::check_keys(file, node, {"slot", "pass", "plugin", "plugins", "option", "choices", "range", "scale"},
+                   "a space entry");
   if (node["slot"].IsDefined() == node["pass"].IsDefined())
-    throw Error(d.place + ": give exactly one of slot (cost_model or exchange_scheduler) and pass (a pass plugin of the "
+    throw Error(d.place +
+                ": give exactly one of slot (cost_model or exchange_scheduler) and pass (a pass plugin of the "
                 "base pipeline)");
   if (node["slot"].IsDefined()) {
     d.slot = scalar_of(file, node["slot"], "slot");
     if (d.slot != "cost_model" && d.slot != "exchange_scheduler")
-      throw Error(yaml::place(file, node["slot"]) + ": slot " + d.slot + ": the slots are cost_model and exchange_scheduler");
+      throw Error(yaml::place(file, node["slot"]) + ": slot " + d.slot +
+                  ": the slots are cost_model and exchange_scheduler");
   } else {
     d.pass = scalar_of(file, node["pass"], "pass");
-    if (!is_plugin_name(d.pass)) throw Error(yaml::place(file, node["pass"]) + ": pass '" + d.pass + "' is not a plugin name");
+    if (!is_plugin_name(d.pass))
+      throw Error(yaml::place(file, node["pass"]) + ": pass '" + d.pass + "' is not a plugin name");
   }
   if (node["plugin"].IsDefined()) {
-    if (d.slot.empty()) throw Error(yaml::place(file, node["plugin"]) + ": plugin: belongs to slot options (a pass names its plugin with pass:)");
+    if (d.slot.empty())
+      throw Error(yaml::place(file, node["plugin"]) +
+                  ": plugin: belongs to slot options (a pass names its plugin with pass:)");
     d.plugin = scalar_of(file, node["plugin"], "plugin");
   }
   const bool chooses_plugin = node["plugins"].IsDefined();
@@ -80,7 +85,8 @@ Dimension read_dimension(const std::string& file, const YAML::Node& node) {
   auto read_choices = [&](const YAML::Node& list, const char* key) {
     if (!yaml::is_sequence(list) || list.size() == 0)
       throw Error(yaml::place(file, list) + ": " + key + " is a non-empty list, e.g. [1, 2, 4]");
-    if (list.size() > kMaxChoices) throw Error(yaml::place(file, list) + fmt::format(": more than {} choices", kMaxChoices));
+    if (list.size() > kMaxChoices)
+      throw Error(yaml::place(file, list) + fmt::format(": more than {} choices", kMaxChoices));
     std::set<std::string> seen;
     for (const YAML::Node& item : list) {
       const std::string value = scalar_of(file, item, std::string("each of ") + key);
@@ -89,8 +95,10 @@ Dimension read_dimension(const std::string& file, const YAML::Node& node) {
     }
   };
   if (chooses_plugin) {
-    if (d.slot.empty()) throw Error(d.place + ": plugins: chooses a slot's plugin; a pass is not chosen, only its options");
-    if (!d.plugin.empty()) throw Error(d.place + ": plugin: and plugins: together; plugin: restricts an option to one plugin");
+    if (d.slot.empty())
+      throw Error(d.place + ": plugins: chooses a slot's plugin; a pass is not chosen, only its options");
+    if (!d.plugin.empty())
+      throw Error(d.place + ": plugin: and plugins: together; plugin: restricts an option to one plugin");
     read_choices(node["plugins"], "plugins");
     for (const std::string& name : d.choices)
       if (!is_plugin_name(name)) throw Error(d.place + ": '" + name + "' is not a plugin name");
@@ -98,7 +106,8 @@ Dimension read_dimension(const std::string& file, const YAML::Node& node) {
     return d;
   }
   d.option = scalar_of(file, node["option"], "option");
-  if (!is_plugin_name(d.option)) throw Error(yaml::place(file, node["option"]) + ": '" + d.option + "' is not an option name");
+  if (!is_plugin_name(d.option))
+    throw Error(yaml::place(file, node["option"]) + ": '" + d.option + "' is not an option name");
   d.name = (d.slot.empty() ? d.pass : d.plugin.empty() ? d.slot : d.slot + "[" + d.plugin + "]") + "." + d.option;
   if (node["choices"].IsDefined() == node["range"].IsDefined())
     throw Error(d.place + ": give exactly one of choices: [..] and range: [LOW, HIGH] for option " + d.option);
@@ -110,14 +119,16 @@ Dimension read_dimension(const std::string& file, const YAML::Node& node) {
   const YAML::Node range = node["range"];
   if (!yaml::is_sequence(range) || range.size() != 2)
     throw Error(yaml::place(file, range) + ": range is [LOW, HIGH], e.g. [1, 8] or [0.3, 0.9]");
-  const std::string low = scalar_of(file, range[0], "range's low end"), high = scalar_of(file, range[1], "range's high end");
+  const std::string low = scalar_of(file, range[0], "range's low end"),
+                    high = scalar_of(file, range[1], "range's high end");
   d.is_range = true;
   d.integer = as_integer(low) && as_integer(high);
   const std::optional<double> lo = as_number(low), hi = as_number(high);
   if (!lo || !hi) throw Error(yaml::place(file, range) + ": range ends must be numbers: [" + low + ", " + high + "]");
   d.low = *lo;
   d.high = *hi;
-  if (d.low > d.high) throw Error(yaml::place(file, range) + ": range [" + low + ", " + high + "] is empty: write [LOW, HIGH]");
+  if (d.low > d.high)
+    throw Error(yaml::place(file, range) + ": range [" + low + ", " + high + "] is empty: write [LOW, HIGH]");
   if (node["scale"].IsDefined()) {
     const std::string scale = scalar_of(file, node["scale"], "scale");
     if (scale != "log" && scale != "linear") throw Error(yaml::place(file, node["scale"]) + ": scale is linear or log");
@@ -132,16 +143,20 @@ std::optional<std::vector<std::string>> listed_values(const Dimension& d) {
   if (!d.is_range) return d.choices;
   if (!d.integer || d.high - d.low >= 64) return std::nullopt;
   std::vector<std::string> values;
-  for (long long v = static_cast<long long>(d.low); v <= static_cast<long long>(d.high); ++v) values.push_back(std::to_string(v));
+  for (long long v = static_cast<long long>(d.low); v <= static_cast<long long>(d.high); ++v)
+    values.push_back(std::to_string(v));
   return values;
 }
 
 std::string draw_value(const Dimension& d, std::mt19937_64& random) {
   if (!d.is_range) return d.choices[random() % d.choices.size()];
   const double u = static_cast<double>(random() >> 11) * 0x1.0p-53;  // in [0, 1), portable across standard libraries
-  double x = d.log_scale ? std::exp(std::log(d.low) + u * (std::log(d.high) - std::log(d.low))) : d.low + u * (d.high - d.low);
+  double x =
+      d.log_scale ? std::exp(std::log(d.low) + u * (std::log(d.high) - std::log(d.low))) : d.low + u * (d.high - d.low);
   if (d.integer) {
-    if (!d.log_scale) return std::to_string(static_cast<long long>(d.low) + static_cast<long long>(random() % static_cast<std::uint64_t>(d.high - d.low + 1)));
+    if (!d.log_scale)
+      return std::to_string(static_cast<long long>(d.low) +
+                            static_cast<long long>(random() % static_cast<std::uint64_t>(d.high - d.low + 1)));
     return std::to_string(std::clamp(std::llround(x), static_cast<long long>(d.low), static_cast<long long>(d.high)));
   }
   return fmt::format("{:.6g}", std::clamp(x, d.low, d.high));
@@ -153,11 +168,13 @@ Space load_space(const std::string& path) {
   Space space;
   space.file = path;
   const YAML::Node root = yaml::load_file(path, "tuning space");
-  if (!yaml::is_map(root)) throw Error(path + ": a tuning space file is a map with `space:`, a list of options to search");
+  if (!yaml::is_map(root))
+    throw Error(path + ": a tuning space file is a map with `space:`, a list of options to search");
   yaml::check_keys(path, root, {"space"}, "a tuning space file");
   const YAML::Node list = root["space"];
   if (!yaml::is_sequence(list) || list.size() == 0)
-    throw Error(yaml::place(path, list.IsDefined() ? list : root) + ": space: is a non-empty list of options to search");
+    throw Error(yaml::place(path, list.IsDefined() ? list : root) +
+                ": space: is a non-empty list of options to search");
   std::set<std::string> names;
   for (const YAML::Node& node : list) {
     Dimension d = read_dimension(path, node);
@@ -171,8 +188,8 @@ Space load_space(const std::string& path) {
                                       [&](const Dimension& c) { return c.option.empty() && c.slot == d.slot; });
     if (chooser != space.dimensions.end() &&
         std::find(chooser->choices.begin(), chooser->choices.end(), d.plugin) == chooser->choices.end())
-      throw Error(d.place + ": " + d.name + " applies when " + d.plugin + " fills " + d.slot + ", but the space's " + d.slot +
-                  " choices (" + chooser->place + ") do not include it");
+      throw Error(d.place + ": " + d.name + " applies when " + d.plugin + " fills " + d.slot + ", but the space's " +
+                  d.slot + " choices (" + chooser->place + ") do not include it");
   }
   return space;
 }
@@ -272,11 +289,13 @@ std::string overlay_yaml(const Space& space, const Configuration& configuration,
 std::string describe(const Space& space, const Configuration& configuration) {
   std::string text;
   for (std::size_t d = 0; d < space.dimensions.size(); ++d)
-    if (configuration.values[d]) text += (text.empty() ? "" : " ") + space.dimensions[d].name + "=" + *configuration.values[d];
+    if (configuration.values[d])
+      text += (text.empty() ? "" : " ") + space.dimensions[d].name + "=" + *configuration.values[d];
   return text;
 }
 
-std::vector<Rung> halving_schedule(std::size_t configurations, std::size_t models, std::size_t eta, std::uint32_t repeat) {
+std::vector<Rung> halving_schedule(std::size_t configurations, std::size_t models, std::size_t eta,
+                                   std::uint32_t repeat) {
   eta = std::max<std::size_t>(eta, 2);
   std::vector<std::size_t> survivors;  // one rung per ranking; a single survivor needs none
   for (std::size_t n = configurations; n > 1; n = (n + eta - 1) / eta) survivors.push_back(n);
@@ -285,7 +304,8 @@ std::vector<Rung> halving_schedule(std::size_t configurations, std::size_t model
     const double shrink = std::pow(static_cast<double>(eta), static_cast<double>(survivors.size() - 1 - r));
     Rung rung;
     rung.configurations = survivors[r];
-    rung.models = std::clamp<std::size_t>(static_cast<std::size_t>(std::ceil(models / shrink)), 1, std::max<std::size_t>(models, 1));
+    rung.models = std::clamp<std::size_t>(static_cast<std::size_t>(std::ceil(models / shrink)), 1,
+                                          std::max<std::size_t>(models, 1));
     rung.repeat = std::max<std::uint32_t>(1, static_cast<std::uint32_t>(std::ceil(repeat / shrink)));
     schedule.push_back(rung);
   }

@@ -10,17 +10,17 @@ namespace tessera::ab {
 
 /// One searched choice: which plugin fills a slot, or the value of one plugin option.
 struct Dimension {
-  std::string name;      ///< "exchange_scheduler", "select-finalist.finalists", "exchange_scheduler[greedy].order"
-  std::string place;     ///< file:line:column of its entry in the space file
-  std::string slot;      ///< "cost_model" or "exchange_scheduler" ("" for a pass option)
-  std::string pass;      ///< the pass plugin whose option this is ("" for a slot)
-  std::string plugin;    ///< slot options: only when this plugin fills the slot ("" = whichever does)
-  std::string option;    ///< "" when the dimension chooses the slot's plugin
-  std::vector<std::string> choices;   ///< plugin names, or option values as YAML scalars
-  bool is_range = false;              ///< a numeric range instead of choices
-  bool integer = false;               ///< of a range: integers only
-  bool log_scale = false;             ///< of a range: drawn uniformly in log space
-  double low = 0, high = 0;           ///< of a range, inclusive
+  std::string name;    ///< "exchange_scheduler", "select-finalist.finalists", "exchange_scheduler[greedy].order"
+  std::string place;   ///< file:line:column of its entry in the space file
+  std::string slot;    ///< "cost_model" or "exchange_scheduler" ("" for a pass option)
+  std::string pass;    ///< the pass plugin whose option this is ("" for a slot)
+  std::string plugin;  ///< slot options: only when this plugin fills the slot ("" = whichever does)
+  std::string option;  ///< "" when the dimension chooses the slot's plugin
+  std::vector<std::string> choices;  ///< plugin names, or option values as YAML scalars
+  bool is_range = false;             ///< a numeric range instead of choices
+  bool integer = false;              ///< of a range: integers only
+  bool log_scale = false;            ///< of a range: drawn uniformly in log space
+  double low = 0, high = 0;          ///< of a range, inclusive
 };
 
 struct Space {
@@ -64,7 +64,8 @@ struct Rung {
 /// The rungs for `configurations` candidates over `models` suite models: each rung keeps the
 /// best 1/eta of the last and gives them eta times the models and repeats, the last rung all
 /// models and `repeat` compiles each. None when there is one configuration: nothing to rank.
-std::vector<Rung> halving_schedule(std::size_t configurations, std::size_t models, std::size_t eta, std::uint32_t repeat);
+std::vector<Rung> halving_schedule(std::size_t configurations, std::size_t models, std::size_t eta,
+                                   std::uint32_t repeat);
 
 /// `count` of `total` suite entries spread evenly over the suite (indices, ascending).
 std::vector<std::size_t> spread_models(std::size_t total, std::size_t count);

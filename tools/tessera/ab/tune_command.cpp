@@ -49,9 +49,9 @@ constexpr const char* kBaseArm = "base";
 // One configuration's standing after a rung.
 struct Standing {
   const Configuration* configuration = nullptr;
-  double ratio = NAN;  ///< geomean over the rung's models of metric(configuration) / metric(base)
+  double ratio = NAN;                   ///< geomean over the rung's models of metric(configuration) / metric(base)
   std::size_t failed = 0, missing = 0;  ///< of its work items
-  std::size_t unrated = 0;               ///< models without a ratio of the metric
+  std::size_t unrated = 0;              ///< models without a ratio of the metric
   bool valid() const { return std::isfinite(ratio) && failed == 0 && missing == 0 && unrated == 0; }
 };
 
@@ -62,8 +62,8 @@ std::string read_bytes(const std::string& path) {
 
 std::string default_tune_directory(const TuneCommand& o, const Suite& suite) {
   const std::string identity = fmt::format("{}|{}|{}|{}|{}|{}|{}|{}", hash_text(read_bytes(o.space)),
-                                           fs::absolute(o.base).lexically_normal().string(), suite.fingerprint, o.metric,
-                                           o.configurations, o.eta, o.seed, current_build().build_hash);
+                                           fs::absolute(o.base).lexically_normal().string(), suite.fingerprint,
+                                           o.metric, o.configurations, o.eta, o.seed, current_build().build_hash);
   return (fs::path(cache_root()) / "tune-results" / (suite.name + "-" + hash_text(identity).substr(0, 8))).string();
 }
 
@@ -94,10 +94,11 @@ Analysis execute(const TuneCommand& o, const Suite& suite, const PreparedSweep& 
 void check_base_succeeded(const Analysis& analysis, const std::string& results) {
   for (const ItemStatus& item : analysis.items)
     if (item.arm == kBaseArm && item.status != "ok")
-      throw Error(fmt::format("the base pipeline {} on model {} (repeat {}); its logs are under {}/logs/{}/{}: fix the base "
-                              "or leave the model out of the suite",
-                              item.status == "failed" ? "failed" : "has no result", item.model, item.repeat, results,
-                              item.model, kBaseArm));
+      throw Error(
+          fmt::format("the base pipeline {} on model {} (repeat {}); its logs are under {}/logs/{}/{}: fix the base "
+                      "or leave the model out of the suite",
+                      item.status == "failed" ? "failed" : "has no result", item.model, item.repeat, results,
+                      item.model, kBaseArm));
 }
 
 std::vector<Standing> rank(const Analysis& analysis, const MetricDefinition& metric,
@@ -134,14 +135,17 @@ std::string standing_table(const std::vector<Standing>& standings, std::size_t k
     const std::string score =
         s.valid() ? fmt::format("{:.4f}", s.ratio)
                   : fmt::format("{} failed items, {} missing items, {} models unrated", s.failed, s.missing, s.unrated);
-    rows.push_back({std::to_string(i + 1), s.configuration->id, score, i < kept ? "yes" : "",
-                    describe(space, *s.configuration)});
+    rows.push_back(
+        {std::to_string(i + 1), s.configuration->id, score, i < kept ? "yes" : "", describe(space, *s.configuration)});
   }
   return text_table(rows, 2);
 }
 
 json standing_json(const Standing& s) {
-  json j = {{"configuration", s.configuration->id}, {"failed", s.failed}, {"missing", s.missing}, {"unrated_models", s.unrated}};
+  json j = {{"configuration", s.configuration->id},
+            {"failed", s.failed},
+            {"missing", s.missing},
+            {"unrated_models", s.unrated}};
   j["ratio"] = s.valid() ? json(s.ratio) : json(nullptr);
   return j;
 }
@@ -150,8 +154,9 @@ int run_tune(TuneCommand& o) {
   const auto start = std::chrono::steady_clock::now();
   auto log = logger("tessera.tune");
   if (o.base.empty() || o.space.empty() || o.suite.empty())
-    throw Error("tessera tune: give --base PIPELINE, --space SPACE.yaml and --suite SUITE.yaml (see docs/ab-testing.md, "
-                "\"Tuning\")");
+    throw Error(
+        "tessera tune: give --base PIPELINE, --space SPACE.yaml and --suite SUITE.yaml (see docs/ab-testing.md, "
+        "\"Tuning\")");
   check_executor(o.exec);
   if (o.configurations < 1) throw Error("--configurations must be at least 1");
   if (o.eta < 2) throw Error("--eta must be at least 2: each round keeps the best 1/eta of the configurations");
@@ -161,7 +166,8 @@ int run_tune(TuneCommand& o) {
     std::string names;
     for (const MetricDefinition& m : ab_metrics())
       if (m.judged) names += (names.empty() ? "" : ", ") + m.name;
-    throw Error("--metric " + o.metric + ": " + (metric ? "an estimate or wall time is not a measurement to tune on" : "no such metric") +
+    throw Error("--metric " + o.metric + ": " +
+                (metric ? "an estimate or wall time is not a measurement to tune on" : "no such metric") +
                 "; choose one of " + names);
   }
   const Suite suite = load_suite(o.suite);
@@ -174,23 +180,26 @@ int run_tune(TuneCommand& o) {
   const std::string directory = o.results.empty() ? default_tune_directory(o, suite) : o.results;
   const fs::path root = fs::absolute(directory).lexically_normal();
   if (fs::is_directory(root) && !fs::is_empty(root) && !fs::exists(root / "tune.json"))
-    throw Error(root.string() + ": not empty and not a tessera tune results directory (no tune.json); give a new or "
+    throw Error(root.string() +
+                ": not empty and not a tessera tune results directory (no tune.json); give a new or "
                 "empty --results directory");
   fs::create_directories(root / "overlays");
 
   const std::vector<Configuration> configurations = draw_configurations(space, o.configurations, o.seed);
   for (const Configuration& c : configurations)
     write_file_atomically((root / "overlays" / (c.id + ".yaml")).string(),
-                          overlay_yaml(space, c, fmt::format("# tessera tune configuration {} of {} (seed {}): {}\n", c.id,
-                                                             o.space, o.seed, describe(space, c))),
+                          overlay_yaml(space, c,
+                                       fmt::format("# tessera tune configuration {} of {} (seed {}): {}\n", c.id,
+                                                   o.space, o.seed, describe(space, c))),
                           "tune configuration overlay");
   // Noisy metrics need repeats to rank; deterministic ones are the same every compile.
   const std::uint32_t rung_repeat = metric->determinism == Determinism::noisy ? o.repeat : 1;
   const std::vector<Rung> schedule = halving_schedule(configurations.size(), suite.entries.size(), o.eta, rung_repeat);
-  log->info("tune starting space={} dimensions={} configurations={} rungs={} metric={} suite={} models={} executor={} "
-            "results={}",
-            o.space, space.dimensions.size(), configurations.size(), schedule.size(), metric->name, suite.name,
-            suite.entries.size(), o.exec.executor, root.string());
+  log->info(
+      "tune starting space={} dimensions={} configurations={} rungs={} metric={} suite={} models={} executor={} "
+      "results={}",
+      o.space, space.dimensions.size(), configurations.size(), schedule.size(), metric->name, suite.name,
+      suite.entries.size(), o.exec.executor, root.string());
 
   json record = {{"space", fs::absolute(o.space).lexically_normal().string()},
                  {"base", fs::absolute(o.base).lexically_normal().string()},
@@ -201,8 +210,9 @@ int run_tune(TuneCommand& o) {
                  {"configurations", json::array()},
                  {"rungs", json::array()}};
   for (const Configuration& c : configurations)
-    record["configurations"].push_back(
-        {{"id", c.id}, {"overlay", (root / "overlays" / (c.id + ".yaml")).string()}, {"description", describe(space, c)}});
+    record["configurations"].push_back({{"id", c.id},
+                                        {"overlay", (root / "overlays" / (c.id + ".yaml")).string()},
+                                        {"description", describe(space, c)}});
 
   std::vector<const Configuration*> survivors;
   for (const Configuration& c : configurations) survivors.push_back(&c);
@@ -238,8 +248,10 @@ int run_tune(TuneCommand& o) {
           from = d.place + " (" + d.name + ")";
           break;
         }
-      throw Error(message + "; the configurations are drawn from " + from + ": change or narrow it (the overlays are "
-                  "under " + (root / "overlays").string() + ")");
+      throw Error(message + "; the configurations are drawn from " + from +
+                  ": change or narrow it (the overlays are "
+                  "under " +
+                  (root / "overlays").string() + ")");
     }
     RunnerStats stats;
     const Analysis analysis = execute(o, rung_suite, sweep, stats);
@@ -250,15 +262,20 @@ int run_tune(TuneCommand& o) {
     std::size_t kept = 0;
     while (kept < next && kept < standings.size() && standings[kept].valid()) ++kept;
     if (kept == 0)
-      throw Error(fmt::format("round {}: no configuration compiled and ran on every model (results in {}); see its "
-                              "report.html and logs",
-                              r + 1, sweep.results));
-    fmt::print("tune round {} of {}: {} configurations on {} models, {} compiles each, ranked by the geomean over the "
-                 "models of {}, {}\n{}\n",
-                 r + 1, schedule.size(), survivors.size(), models.size(), rung.repeat, metric->name,
-                 metric->direction == Direction::larger_is_better ? "base / configuration" : "configuration / base",
-                 standing_table(standings, kept, space, *metric));
-    json round = {{"round", r + 1}, {"models", json::array()}, {"repeat", rung.repeat}, {"results", sweep.results},
+      throw Error(
+          fmt::format("round {}: no configuration compiled and ran on every model (results in {}); see its "
+                      "report.html and logs",
+                      r + 1, sweep.results));
+    fmt::print(
+        "tune round {} of {}: {} configurations on {} models, {} compiles each, ranked by the geomean over the "
+        "models of {}, {}\n{}\n",
+        r + 1, schedule.size(), survivors.size(), models.size(), rung.repeat, metric->name,
+        metric->direction == Direction::larger_is_better ? "base / configuration" : "configuration / base",
+        standing_table(standings, kept, space, *metric));
+    json round = {{"round", r + 1},
+                  {"models", json::array()},
+                  {"repeat", rung.repeat},
+                  {"results", sweep.results},
                   {"standings", json::array()}};
     for (std::size_t i : models) round["models"].push_back(suite.entries[i].id);
     for (const Standing& s : standings) round["standings"].push_back(standing_json(s));
@@ -299,18 +316,21 @@ int run_tune(TuneCommand& o) {
                                 beside_results(results), o.report_options.quiet, start, history);
   for (const ArmSummary& summary : analysis.summaries)
     if (summary.arm == "best" && summary.metric == metric->name) {
-      const double wall_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+      const double wall_ms =
+          std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
       const bool beats = summary.better > 0 && summary.worse == 0;
-      fmt::print("tune: best {} of {} configurations ({}): {} {} against the base on {} models (better {}, worse {}, "
-                 "same {}, within noise {}){}\nbest overlay: {}{}\n",
-                 best.id, configurations.size(), describe(space, best), metric->name,
-                 format_change(summary.interval.geomean), summary.interval.count, summary.better, summary.worse,
-                 summary.same, summary.noise, beats ? "" : "; it does not beat the base on every model it changes",
-                 best_file, o.out.empty() ? "" : " (and " + o.out + ")");
-      log->info("tune finished configurations={} rounds={} best={} geomean_ratio={:.4f} better={} worse={} same={} "
-                "noise={} executed={} wall_ms={:.0f} results={}",
-                configurations.size(), schedule.size(), best.id, summary.interval.geomean, summary.better,
-                summary.worse, summary.same, summary.noise, total.executed, wall_ms, root.string());
+      fmt::print(
+          "tune: best {} of {} configurations ({}): {} {} against the base on {} models (better {}, worse {}, "
+          "same {}, within noise {}){}\nbest overlay: {}{}\n",
+          best.id, configurations.size(), describe(space, best), metric->name, format_change(summary.interval.geomean),
+          summary.interval.count, summary.better, summary.worse, summary.same, summary.noise,
+          beats ? "" : "; it does not beat the base on every model it changes", best_file,
+          o.out.empty() ? "" : " (and " + o.out + ")");
+      log->info(
+          "tune finished configurations={} rounds={} best={} geomean_ratio={:.4f} better={} worse={} same={} "
+          "noise={} executed={} wall_ms={:.0f} results={}",
+          configurations.size(), schedule.size(), best.id, summary.interval.geomean, summary.better, summary.worse,
+          summary.same, summary.noise, total.executed, wall_ms, root.string());
     }
   return code;
 }
@@ -320,25 +340,31 @@ int run_tune(TuneCommand& o) {
 std::shared_ptr<TuneCommand> add_tune_command(CLI::App& app) {
   auto command = std::make_shared<TuneCommand>();
   TuneCommand& o = *command;
-  o.tune = app.add_subcommand("tune", "search a space of plugin options by successive halving over a suite, then A/B "
-                                      "the best against the base");
-  o.tune->add_option("--base", o.base, "base pipeline YAML every configuration is an overlay of")->check(CLI::ExistingFile);
+  o.tune = app.add_subcommand("tune",
+                              "search a space of plugin options by successive halving over a suite, then A/B "
+                              "the best against the base");
+  o.tune->add_option("--base", o.base, "base pipeline YAML every configuration is an overlay of")
+      ->check(CLI::ExistingFile);
   o.tune->add_option("--space", o.space, "YAML with `space:`, the options to search (docs/ab-testing.md, \"Tuning\")")
       ->check(CLI::ExistingFile);
   o.tune->add_option("--suite", o.suite, "suite YAML: the models and targets")->check(CLI::ExistingFile);
   o.tune->add_option("--metric", o.metric, "what to minimise (a judged metric of `tessera ab`)")->capture_default_str();
-  o.tune->add_option("--configurations", o.configurations, "configurations drawn from the space (all when it holds no "
-                                                           "more)")
+  o.tune
+      ->add_option("--configurations", o.configurations,
+                   "configurations drawn from the space (all when it holds no "
+                   "more)")
       ->capture_default_str();
   o.tune->add_option("--eta", o.eta, "each round keeps the best 1/eta and gives them eta times the models")
       ->capture_default_str();
-  o.tune->add_option("--seed", o.seed, "seed of the draw; the same seed draws the same configurations")->capture_default_str();
+  o.tune->add_option("--seed", o.seed, "seed of the draw; the same seed draws the same configurations")
+      ->capture_default_str();
   o.tune->add_option("--repeat", o.repeat, "compiles per model and arm in the final A/B (and rounds of a noisy metric)")
       ->capture_default_str();
   o.tune->add_option("--warmup", o.warmup, "discarded compiles before the measured ones")->capture_default_str();
   o.tune->add_option("--threads", o.threads, "passed to every compile as its --threads")->check(CLI::PositiveNumber);
-  o.tune->add_option("--results", o.results, "results folder; rerunning resumes it (default: under "
-                                              "$XDG_CACHE_HOME/tessera/tune-results)");
+  o.tune->add_option("--results", o.results,
+                     "results folder; rerunning resumes it (default: under "
+                     "$XDG_CACHE_HOME/tessera/tune-results)");
   o.tune->add_option("--out", o.out, "also write the best configuration's overlay here");
   o.tune->add_option("--lock", o.exec.lock, "device lock file for the simulator runs");
   add_executor_options(*o.tune, o.exec);

@@ -47,9 +47,10 @@ std::vector<double> fit_relative(const std::vector<Sample>& samples, const std::
   std::vector<std::vector<double>> m(p, std::vector<double>(p + 1, 0.0));  // [M | b]
   for (const Sample& s : samples) {
     if (!(s.measured > 0))
-      throw Error(fmt::format("tessera calibrate: {} measured {} cycles for {}; the simulator must charge every "
-                              "call and phase",
-                              what, s.measured, s.what));
+      throw Error(
+          fmt::format("tessera calibrate: {} measured {} cycles for {}; the simulator must charge every "
+                      "call and phase",
+                      what, s.measured, s.what));
     const double weight = 1.0 / (s.measured * s.measured);
     for (std::size_t i = 0; i < p; ++i) {
       const double ai = scale[i] > 0 ? s.features[i] / scale[i] : 0;
@@ -66,9 +67,10 @@ std::vector<double> fit_relative(const std::vector<Sample>& samples, const std::
     for (std::size_t row = col + 1; row < p; ++row)
       if (std::abs(m[row][col]) > std::abs(m[pivot][col])) pivot = row;
     if (std::abs(m[pivot][col]) <= 1e-12 * largest)
-      throw Error(fmt::format("tessera calibrate: the features of {} are linearly dependent over its "
-                              "microbenchmark shapes (feature {}); add shapes that vary it",
-                              what, col));
+      throw Error(
+          fmt::format("tessera calibrate: the features of {} are linearly dependent over its "
+                      "microbenchmark shapes (feature {}); add shapes that vary it",
+                      what, col));
     std::swap(m[col], m[pivot]);
     for (std::size_t row = 0; row < p; ++row) {
       if (row == col) continue;
@@ -202,14 +204,15 @@ int calibrate_command(const CalibrateRequest& request) {
   table.barrier_cycles = double(barrier.compute_cycles + barrier.exchange_cycles + barrier.sync_cycles);
 
   std::error_code ec;
-  if (const fs::path parent = fs::path(request.output).parent_path(); !parent.empty()) fs::create_directories(parent, ec);
+  if (const fs::path parent = fs::path(request.output).parent_path(); !parent.empty())
+    fs::create_directories(parent, ec);
   write_file_atomically(request.output, calibration::table_yaml(table), "calibration table");
   for (const std::string& line : lines) fmt::print("{}\n", line);
-  fmt::print("calibration table={} target={} scheduler={} codelets={} exchange_phases={} barrier_cycles={:.0f} "
-             "elapsed_ms={}\n",
-             request.output, target.name, request.scheduler, table.codelets.size(), phases.size(),
-             table.barrier_cycles,
-             std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - start).count());
+  fmt::print(
+      "calibration table={} target={} scheduler={} codelets={} exchange_phases={} barrier_cycles={:.0f} "
+      "elapsed_ms={}\n",
+      request.output, target.name, request.scheduler, table.codelets.size(), phases.size(), table.barrier_cycles,
+      std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - start).count());
   return 0;
 }
 

@@ -11,7 +11,7 @@ struct CalibrateRequest {
   std::string output;
   std::string scheduler = "greedy";  ///< the exchange scheduler the exchange formula measures
   std::vector<std::string> plugin_paths;
-  std::string lock_path;             ///< empty: the default device lock
+  std::string lock_path;  ///< empty: the default device lock
 };
 
 /// Builds and runs the microbenchmarks, fits the formulas, writes the table atomically and

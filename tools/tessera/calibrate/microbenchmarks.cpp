@@ -121,9 +121,10 @@ public:
     const std::uint64_t bytes = std::max<std::uint64_t>(words, 1) * kWordBytes;
     // A shape too large for the standard region is a mistake in the feature table's shapes.
     if (bytes > target_.interleaved_start)
-      throw Error(fmt::format("calibration microbenchmark buffer '{}' needs {} bytes but target '{}' has {} in its "
-                              "standard region; use smaller shapes in the feature table",
-                              name, bytes, target_.name, target_.interleaved_start));
+      throw Error(
+          fmt::format("calibration microbenchmark buffer '{}' needs {} bytes but target '{}' has {} in its "
+                      "standard region; use smaller shapes in the feature table",
+                      name, bytes, target_.name, target_.interleaved_start));
     Buffer buffer;
     buffer.name = name;
     buffer.tile = tile;
@@ -151,14 +152,16 @@ Microbenchmarks build_microbenchmarks(const Target& target) {
     const auto codelet = static_cast<Codelet>(id);
     const calibration::CodeletLine* line = calibration::codelet_line(codelet);
     if (!line || line->shapes.empty())
-      throw Error(fmt::format("codelet '{}' (id {}) has no line in the calibrated cost model's feature table "
-                              "(plugins/calibrated/calibration.cpp, kCodeletLines); add its features and "
-                              "microbenchmark shapes, then re-run tessera calibrate",
-                              codelet_name(codelet), id));
+      throw Error(
+          fmt::format("codelet '{}' (id {}) has no line in the calibrated cost model's feature table "
+                      "(plugins/calibrated/calibration.cpp, kCodeletLines); add its features and "
+                      "microbenchmark shapes, then re-run tessera calibrate",
+                      codelet_name(codelet), id));
     std::uint32_t step = 0;
     for (std::size_t index = 0; index < line->shapes.size(); ++index) {
       const auto tile = static_cast<std::uint32_t>(index % target.tiles);
-      if (tile == 0) step = builder.superstep(fmt::format("calibrate.{}.{}", codelet_name(codelet), index / target.tiles));
+      if (tile == 0)
+        step = builder.superstep(fmt::format("calibrate.{}.{}", codelet_name(codelet), index / target.tiles));
       const std::vector<std::uint32_t>& params = line->shapes[index];
       if (params.size() != codelet_param_count(codelet))
         throw Error(fmt::format("feature table shape {} of codelet '{}' has {} params; the codelet takes {}", index,

@@ -38,19 +38,19 @@ class Table {
 public:
   Table(std::string id, std::vector<std::string> headers, bool sortable = false)
       : id_(std::move(id)), headers_(std::move(headers)), sortable_(sortable) {}
-  void row(std::vector<std::string> cells, bool selected = false) {
-    rows_.push_back({std::move(cells), selected});
-  }
+  void row(std::vector<std::string> cells, bool selected = false) { rows_.push_back({std::move(cells), selected}); }
   /// Columns whose cells are words, left-aligned.
   void text_columns(std::vector<std::size_t> columns) { text_columns_ = std::move(columns); }
 
   std::string html() const {
     std::string out = fmt::format("<table id=\"{}\"{}>\n<thead><tr>", id_, sortable_ ? " class=\"sortable\"" : "");
-    for (std::size_t c = 0; c < headers_.size(); ++c) out += fmt::format("<th{}>{}</th>", cell_class(c), html_escape(headers_[c]));
+    for (std::size_t c = 0; c < headers_.size(); ++c)
+      out += fmt::format("<th{}>{}</th>", cell_class(c), html_escape(headers_[c]));
     out += "</tr></thead>\n<tbody>\n";
     for (const auto& [cells, selected] : rows_) {
       out += selected ? "<tr class=\"selected\">" : "<tr>";
-      for (std::size_t c = 0; c < cells.size(); ++c) out += fmt::format("<td{}>{}</td>", cell_class(c), html_escape(cells[c]));
+      for (std::size_t c = 0; c < cells.size(); ++c)
+        out += fmt::format("<td{}>{}</td>", cell_class(c), html_escape(cells[c]));
       out += "</tr>\n";
     }
     return out + "</tbody>\n</table>\n";
@@ -58,7 +58,8 @@ public:
 
 private:
   std::string cell_class(std::size_t column) const {
-    return std::find(text_columns_.begin(), text_columns_.end(), column) != text_columns_.end() ? " class=\"text\"" : "";
+    return std::find(text_columns_.begin(), text_columns_.end(), column) != text_columns_.end() ? " class=\"text\""
+                                                                                                : "";
   }
   std::string id_;
   std::vector<std::string> headers_;
@@ -76,7 +77,8 @@ std::string package_summary(const ProgramFigures& f) {
   const Target& t = p.target;
   std::uint64_t device_compute = 0, horizons = 0, bounds = 0;
   std::size_t phases = 0;
-  for (std::size_t step = 0; step < f.cycles.per_superstep.size(); ++step) device_compute += slowest_tile_cycles(f, step);
+  for (std::size_t step = 0; step < f.cycles.per_superstep.size(); ++step)
+    device_compute += slowest_tile_cycles(f, step);
   for (const PhaseFigures& phase : f.phases) {
     horizons += phase.horizon;
     bounds += phase.lower_bound;
@@ -86,23 +88,28 @@ std::string package_summary(const ProgramFigures& f) {
   table.text_columns({0, 1});
   table.row({"package", f.package_path});
   table.row({"model", fmt::format("{} ({})", p.graph.name, p.graph.source_file)});
-  table.row({"target", fmt::format("{}: {} tiles, {} per column, {:.4g} GHz, exchange latency {} + {} per column, "
-                                   "switch cost {}, multicast {}",
-                                   t.name, grouped(t.tiles), t.tiles_per_column, t.clock_hz / 1e9, t.exchange_base_latency,
-                                   t.exchange_latency_per_column, t.switch_cost, t.multicast ? "yes" : "no")});
+  table.row(
+      {"target", fmt::format("{}: {} tiles, {} per column, {:.4g} GHz, exchange latency {} + {} per column, "
+                             "switch cost {}, multicast {}",
+                             t.name, grouped(t.tiles), t.tiles_per_column, t.clock_hz / 1e9, t.exchange_base_latency,
+                             t.exchange_latency_per_column, t.switch_cost, t.multicast ? "yes" : "no")});
   table.row({"tile memory", fmt::format("{} bytes; interleaved region from byte {}", grouped(t.memory_bytes),
                                         grouped(t.interleaved_start))});
   table.row({"compiler", fmt::format("tessera {}, codelet set {}", p.compiler_version, p.codelet_set_version)});
   table.row({"supersteps", fmt::format("{} ({} with an exchange phase)", f.phases.size(), phases)});
-  table.row({"peak tile memory", fmt::format("{} bytes on tile {} ({} of capacity; compile estimate {})",
-                                             grouped(f.peak_tile_bytes), f.peak_tile, percent(f.peak_tile_bytes, t.memory_bytes),
-                                             grouped(p.estimates.peak_tile_bytes))});
-  table.row({"compute", fmt::format("{} cycles: the slowest tile of each superstep, summed ({})", grouped(device_compute),
-                                    f.cycles.source)});
-  table.row({"exchange", fmt::format("{} cycles of horizons against lower bounds summing to {} ({}); compile: {} against {}",
-                                     grouped(horizons), grouped(bounds),
-                                     bounds == 0 ? "-" : fmt::format("{:.3f}x", static_cast<double>(horizons) / static_cast<double>(bounds)),
-                                     grouped(p.estimates.scheduled_exchange_cycles), grouped(p.estimates.exchange_lower_bound))});
+  table.row(
+      {"peak tile memory",
+       fmt::format("{} bytes on tile {} ({} of capacity; compile estimate {})", grouped(f.peak_tile_bytes), f.peak_tile,
+                   percent(f.peak_tile_bytes, t.memory_bytes), grouped(p.estimates.peak_tile_bytes))});
+  table.row({"compute", fmt::format("{} cycles: the slowest tile of each superstep, summed ({})",
+                                    grouped(device_compute), f.cycles.source)});
+  table.row(
+      {"exchange",
+       fmt::format(
+           "{} cycles of horizons against lower bounds summing to {} ({}); compile: {} against {}", grouped(horizons),
+           grouped(bounds),
+           bounds == 0 ? "-" : fmt::format("{:.3f}x", static_cast<double>(horizons) / static_cast<double>(bounds)),
+           grouped(p.estimates.scheduled_exchange_cycles), grouped(p.estimates.exchange_lower_bound))});
   table.row({"estimated total", fmt::format("{} cycles (compile estimate)", grouped(p.estimates.estimated_cycles))});
   if (f.cycles.simulated_total_cycles)
     table.row({"simulated total", fmt::format("{} cycles (the profile: compute, {} barriers of {}, exchange phases "
@@ -146,16 +153,17 @@ std::string phase_summary(const ProgramFigures& f) {
 
 std::string tile_summary(const ProgramFigures& f) {
   const std::uint64_t capacity = f.package->target.memory_bytes;
-  Table table("tile-summary", {"tile", "standard bytes", "interleaved bytes", "total bytes", "of capacity", "buffers",
-                               "compute cycles", "words sent", "words received"},
+  Table table("tile-summary",
+              {"tile", "standard bytes", "interleaved bytes", "total bytes", "of capacity", "buffers", "compute cycles",
+               "words sent", "words received"},
               /*sortable=*/true);
   for (std::size_t tile = 0; tile < f.memory.size(); ++tile) {
     const TileMemory& m = f.memory[tile];
     std::uint64_t cycles = 0;
     for (const auto& step : f.cycles.per_superstep) cycles += step[tile];
-    table.row({std::to_string(tile), grouped(m.standard_extent), grouped(m.interleaved_extent), grouped(m.total_extent()),
-               percent(m.total_extent(), capacity), grouped(m.buffers), grouped(cycles), grouped(f.tile_words_sent[tile]),
-               grouped(f.tile_words_received[tile])});
+    table.row({std::to_string(tile), grouped(m.standard_extent), grouped(m.interleaved_extent),
+               grouped(m.total_extent()), percent(m.total_extent(), capacity), grouped(m.buffers), grouped(cycles),
+               grouped(f.tile_words_sent[tile]), grouped(f.tile_words_received[tile])});
   }
   return table.html();
 }
@@ -238,11 +246,13 @@ std::string render_html_report(const ProgramFigures& f) {
 
   std::string page;
   page += "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n";
-  page += fmt::format("<title>Tessera report: {} on {}</title>\n", html_escape(p.graph.name), html_escape(p.target.name));
+  page +=
+      fmt::format("<title>Tessera report: {} on {}</title>\n", html_escape(p.graph.name), html_escape(p.target.name));
   page += fmt::format("<style>{}</style>\n<script>{}</script>\n</head>\n", kReportStyle, kErrorCatcherScript);
   page += "<body data-render=\"pending\">\n";
   page += fmt::format("<h1>{} on {}</h1>\n<p class=\"note\">Package {}; compute cycles from {}.</p>\n",
-                      html_escape(p.graph.name), html_escape(p.target.name), html_escape(f.package_path), html_escape(f.cycles.source));
+                      html_escape(p.graph.name), html_escape(p.target.name), html_escape(f.package_path),
+                      html_escape(f.cycles.source));
   page += "<ul id=\"render-errors\"></ul>\n";
   page += "<h2>Summary</h2>\n" + package_summary(f);
 
@@ -253,16 +263,18 @@ std::string render_html_report(const ProgramFigures& f) {
       "the same time share addresses, so a bar's height is what the tile needs, not the sum of its buffers. The second "
       "view stacks the two regions' bytes and zooms to the fullest tile.</p>\n",
       grouped(p.target.memory_bytes), grouped(p.target.interleaved_start));
-  page += "<label>Show <select id=\"memory-view\"><option value=\"addresses\">addresses, against the capacity</option>"
-          "<option value=\"used\">bytes used per region, stacked (zoomed to the fullest tile)</option></select></label>\n";
+  page +=
+      "<label>Show <select id=\"memory-view\"><option value=\"addresses\">addresses, against the capacity</option>"
+      "<option value=\"used\">bytes used per region, stacked (zoomed to the fullest tile)</option></select></label>\n";
   page += "<svg id=\"memory-chart\" class=\"chart\" role=\"img\" aria-label=\"memory per tile by region\"></svg>\n";
   page += "<p class=\"hover\" id=\"memory-hover\"></p>\n";
 
   page += "<h2>Compute cycles per tile</h2>\n";
-  page += fmt::format("<p class=\"note\">Codelet cycles of each tile per superstep ({}). Every superstep ends at a barrier, "
-                      "so the device waits for its slowest tile (dashed line); the gap above a bar is that tile's idle "
-                      "time.</p>\n",
-                      html_escape(f.cycles.source));
+  page += fmt::format(
+      "<p class=\"note\">Codelet cycles of each tile per superstep ({}). Every superstep ends at a barrier, "
+      "so the device waits for its slowest tile (dashed line); the gap above a bar is that tile's idle "
+      "time.</p>\n",
+      html_escape(f.cycles.source));
   page += fmt::format("<label>Show <select id=\"cycles-superstep\">{}</select></label>\n", cycles_options);
   page += "<div class=\"legend\" id=\"cycles-legend\"></div>\n";
   page += "<svg id=\"cycles-chart\" class=\"chart\" role=\"img\" aria-label=\"compute cycles per tile\"></svg>\n";
@@ -273,8 +285,8 @@ std::string render_html_report(const ProgramFigures& f) {
   page += "<div class=\"wide\">" + phase_summary(f) + "</div>\n";
 
   page += "<h2>Supersteps</h2>\n<div class=\"wide\">" + superstep_summary(f) + "</div>\n";
-  page += "<h2>Tiles</h2>\n<p class=\"note\">Click a column heading to sort.</p>\n<div class=\"scroll\">" + tile_summary(f) +
-          "</div>\n";
+  page += "<h2>Tiles</h2>\n<p class=\"note\">Click a column heading to sort.</p>\n<div class=\"scroll\">" +
+          tile_summary(f) + "</div>\n";
 
   page += "<script type=\"application/json\" id=\"report-data\">" + data + "</script>\n";
   page += fmt::format("<script>{}</script>\n</body>\n</html>\n", kReportScript);

@@ -25,10 +25,8 @@ struct ReceivedRun {
 };
 
 std::string superstep_place(const Package& package, std::uint32_t superstep) {
-  const std::string label =
-      superstep < package.superstep_labels.size() ? package.superstep_labels[superstep] : "";
-  return label.empty() ? fmt::format("superstep {}", superstep)
-                       : fmt::format("superstep {} ('{}')", superstep, label);
+  const std::string label = superstep < package.superstep_labels.size() ? package.superstep_labels[superstep] : "";
+  return label.empty() ? fmt::format("superstep {}", superstep) : fmt::format("superstep {} ('{}')", superstep, label);
 }
 
 TileMemory tile_memory(const TileImage& tile, const Target& target) {
@@ -73,15 +71,16 @@ TileTraffic tile_traffic(const TileImage& tile, std::uint32_t superstep) {
 
 std::uint64_t json_uint(const nlohmann::json& value, const std::string& path, const std::string& what) {
   if (!value.is_number_unsigned())
-    throw Error(path, 0, 0, fmt::format("{} is not a non-negative integer; is this a profile written by "
-                                        "`tessera run --profile`?", what));
+    throw Error(path, 0, 0,
+                fmt::format("{} is not a non-negative integer; is this a profile written by "
+                            "`tessera run --profile`?",
+                            what));
   return value.get<std::uint64_t>();
 }
 
 }  // namespace
 
-ExchangePhase rebuild_phase(const Package& package, std::uint32_t superstep,
-                            std::uint64_t* unreceived_words) {
+ExchangePhase rebuild_phase(const Package& package, std::uint32_t superstep, std::uint64_t* unreceived_words) {
   const auto tiles = static_cast<std::uint32_t>(package.tiles.size());
   const Target& target = package.target;
   std::vector<std::vector<ReceivedRun>> runs(tiles);  // by source
@@ -93,10 +92,10 @@ ExchangePhase rebuild_phase(const Package& package, std::uint32_t superstep,
                                 superstep_place(package, superstep), destination, receive.sender, tiles));
       const std::uint32_t latency = target.latency(receive.sender, destination);
       if (receive.arrival < latency)
-        throw Error(fmt::format("{}, tile {}: a word from tile {} arrives at cycle {}, before the {}-cycle "
-                                "latency allows",
-                                superstep_place(package, superstep), destination, receive.sender,
-                                receive.arrival, latency));
+        throw Error(
+            fmt::format("{}, tile {}: a word from tile {} arrives at cycle {}, before the {}-cycle "
+                        "latency allows",
+                        superstep_place(package, superstep), destination, receive.sender, receive.arrival, latency));
       const std::uint64_t sent = receive.arrival - latency;
       runs[receive.sender].push_back({sent, sent + receive.words, destination});
     }
@@ -132,10 +131,10 @@ ExchangePhase rebuild_phase(const Package& package, std::uint32_t superstep,
       const std::uint64_t words = next->first - it->first;
       if (sending == 0) {
         if (!listening.empty())
-          throw Error(fmt::format("{}: tile {} receives a word from tile {} sent at cycle {}, but tile {} "
-                                  "sends nothing then",
-                                  superstep_place(package, superstep), listening.begin()->first, source,
-                                  it->first, source));
+          throw Error(
+              fmt::format("{}: tile {} receives a word from tile {} sent at cycle {}, but tile {} "
+                          "sends nothing then",
+                          superstep_place(package, superstep), listening.begin()->first, source, it->first, source));
         continue;
       }
       if (listening.empty()) {
@@ -153,8 +152,8 @@ ExchangePhase rebuild_phase(const Package& package, std::uint32_t superstep,
   for (const auto& [key, total] : words_by_transfer) {
     // A transfer holds at most 2^32-1 words; more (never seen in practice) are split.
     for (std::uint64_t left = total; left > 0;) {
-      const auto words = static_cast<std::uint32_t>(
-          std::min<std::uint64_t>(left, std::numeric_limits<std::uint32_t>::max()));
+      const auto words =
+          static_cast<std::uint32_t>(std::min<std::uint64_t>(left, std::numeric_limits<std::uint32_t>::max()));
       Transfer transfer;
       transfer.source = key.first;
       transfer.destinations = key.second;
@@ -181,17 +180,21 @@ ComputeCycles cycles_from_package(const Package& package) {
 
 ComputeCycles cycles_from_profile(const Package& package, const std::string& profile_path) {
   std::ifstream in(profile_path);
-  if (!in) throw Error(profile_path, 0, 0, "cannot open the profile; check the path (written by `tessera run --profile`)");
+  if (!in)
+    throw Error(profile_path, 0, 0, "cannot open the profile; check the path (written by `tessera run --profile`)");
   nlohmann::json profile;
   try {
     profile = nlohmann::json::parse(in);
   } catch (const nlohmann::json::parse_error& error) {
-    throw Error(profile_path, 0, 0, fmt::format("not valid JSON ({}); give the profile written by "
-                                                "`tessera run --profile`", error.what()));
+    throw Error(profile_path, 0, 0,
+                fmt::format("not valid JSON ({}); give the profile written by "
+                            "`tessera run --profile`",
+                            error.what()));
   }
   if (!profile.is_object() || profile.value("format", "") != "tessera-profile")
-    throw Error(profile_path, 0, 0, "not a Tessera profile (no \"format\": \"tessera-profile\"); give the file "
-                                    "written by `tessera run --profile`");
+    throw Error(profile_path, 0, 0,
+                "not a Tessera profile (no \"format\": \"tessera-profile\"); give the file "
+                "written by `tessera run --profile`");
   const std::size_t tiles = package.tiles.size();
   const std::size_t supersteps = package.tiles.empty() ? 0 : package.tiles.front().supersteps.size();
   const std::uint64_t profile_tiles = json_uint(profile.value("tiles", nlohmann::json()), profile_path, "\"tiles\"");
@@ -217,13 +220,13 @@ ComputeCycles cycles_from_profile(const Package& package, const std::string& pro
                               "of another compile; run this package again with --profile",
                               step, label, package.superstep_labels[step]));
     if (!per_tile.is_array() || per_tile.size() != tiles)
-      throw Error(profile_path, 0, 0, fmt::format("superstep {}: \"tile_compute_cycles\" must list {} tiles",
-                                                  step, tiles));
+      throw Error(profile_path, 0, 0,
+                  fmt::format("superstep {}: \"tile_compute_cycles\" must list {} tiles", step, tiles));
     std::vector<std::uint64_t> values;
     values.reserve(tiles);
     for (std::size_t tile = 0; tile < tiles; ++tile)
-      values.push_back(json_uint(per_tile[tile], profile_path,
-                                 fmt::format("superstep {} tile {} compute cycles", step, tile)));
+      values.push_back(
+          json_uint(per_tile[tile], profile_path, fmt::format("superstep {} tile {} compute cycles", step, tile)));
     cycles.per_superstep.push_back(std::move(values));
   }
   if (profile.contains("totals") && profile["totals"].contains("cycles"))
@@ -231,8 +234,8 @@ ComputeCycles cycles_from_profile(const Package& package, const std::string& pro
   return cycles;
 }
 
-ProgramFigures compute_figures(const Package& package, const std::string& package_path,
-                               ComputeCycles cycles, const ReportOptions& options) {
+ProgramFigures compute_figures(const Package& package, const std::string& package_path, ComputeCycles cycles,
+                               const ReportOptions& options) {
   ProgramFigures figures;
   figures.package_path = package_path;
   figures.package = &package;
@@ -282,8 +285,7 @@ ProgramFigures compute_figures(const Package& package, const std::string& packag
     const std::uint32_t wanted = *options.phase;
     if (wanted >= supersteps || figures.phases[wanted].empty())
       throw Error(package_path, 0, 0,
-                  fmt::format("there is no exchange phase {} to draw: {}; phases with transfers: {}",
-                              wanted,
+                  fmt::format("there is no exchange phase {} to draw: {}; phases with transfers: {}", wanted,
                               wanted >= supersteps ? fmt::format("the package has {} supersteps (0..{})", supersteps,
                                                                  supersteps == 0 ? 0 : supersteps - 1)
                                                    : fmt::format("superstep {} exchanges nothing", wanted),

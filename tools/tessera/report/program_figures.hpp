@@ -17,7 +17,7 @@ namespace tessera::report {
 struct TileMemory {
   std::uint64_t standard_extent = 0;
   std::uint64_t interleaved_extent = 0;
-  std::uint64_t standard_buffer_bytes = 0;     ///< sum of buffer sizes in the region
+  std::uint64_t standard_buffer_bytes = 0;  ///< sum of buffer sizes in the region
   std::uint64_t interleaved_buffer_bytes = 0;
   std::uint32_t buffers = 0;
   std::uint64_t total_extent() const { return standard_extent + interleaved_extent; }
@@ -26,7 +26,7 @@ struct TileMemory {
 /// Per-tile compute cycles of every superstep and where they came from.
 struct ComputeCycles {
   std::vector<std::vector<std::uint64_t>> per_superstep;  ///< [superstep][tile]
-  std::string source;  ///< "profile FILE" or "codelet cycle formulas"
+  std::string source;                                     ///< "profile FILE" or "codelet cycle formulas"
   bool from_profile = false;
   std::optional<std::uint64_t> simulated_total_cycles;  ///< the profile's total, when given
 };
@@ -69,7 +69,7 @@ struct ProgramFigures {
   const Package* package = nullptr;  ///< the figures' source; outlives them
   std::vector<TileMemory> memory;    ///< one per tile
   ComputeCycles cycles;
-  std::vector<PhaseFigures> phases;  ///< one per superstep, empty phases included
+  std::vector<PhaseFigures> phases;                                 ///< one per superstep, empty phases included
   std::vector<std::uint64_t> tile_words_sent, tile_words_received;  ///< over every phase
   /// The phase the timeline shows, or empty when the package exchanges nothing.
   std::optional<std::uint32_t> selected_phase;
@@ -83,8 +83,7 @@ struct ProgramFigures {
 /// one transfer per (source, destination set). Transfers are preemptive, so this is the same
 /// scheduling problem as the compiler's phase. Words nobody receives are left out and counted
 /// in `unreceived_words`. Throws Error for a receive no send matches.
-ExchangePhase rebuild_phase(const Package& package, std::uint32_t superstep,
-                            std::uint64_t* unreceived_words = nullptr);
+ExchangePhase rebuild_phase(const Package& package, std::uint32_t superstep, std::uint64_t* unreceived_words = nullptr);
 
 /// Per-tile compute cycles from the codelet cycle formulas (what the simulator charges).
 ComputeCycles cycles_from_package(const Package& package);
@@ -95,7 +94,7 @@ ComputeCycles cycles_from_profile(const Package& package, const std::string& pro
 
 /// Every figure of the report. Throws Error naming the package when `options.phase` is not
 /// an exchange phase of it.
-ProgramFigures compute_figures(const Package& package, const std::string& package_path,
-                               ComputeCycles cycles, const ReportOptions& options);
+ProgramFigures compute_figures(const Package& package, const std::string& package_path, ComputeCycles cycles,
+                               const ReportOptions& options);
 
 }  // namespace tessera::report

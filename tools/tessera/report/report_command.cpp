@@ -20,7 +20,8 @@ int report_command(const ReportRequest& request) {
   const auto started = std::chrono::steady_clock::now();
   auto log = logger("tessera.report");
   if (request.html.empty()) throw Error("tessera report: no page to write; give --html FILE");
-  check_output_file(request.html, "the page (--html)", {{request.package, "the package"}, {request.profile, "the profile"}});
+  check_output_file(request.html, "the page (--html)",
+                    {{request.package, "the package"}, {request.profile, "the profile"}});
   const Package package = read_package(request.package);
   report::ComputeCycles cycles = request.profile.empty() ? report::cycles_from_package(package)
                                                          : report::cycles_from_profile(package, request.profile);
@@ -55,10 +56,11 @@ int report_command(const ReportRequest& request) {
     peak_standard = std::max(peak_standard, memory.standard_extent);
     peak_interleaved = std::max(peak_interleaved, memory.interleaved_extent);
   }
-  fmt::print("report={} tiles={} supersteps={} peak_tile_bytes={} peak_tile={} peak_standard_bytes={} "
-             "peak_interleaved_bytes={} {}\n",
-             request.html, package.tiles.size(), figures.phases.size(), figures.peak_tile_bytes, figures.peak_tile,
-             peak_standard, peak_interleaved, phase);
+  fmt::print(
+      "report={} tiles={} supersteps={} peak_tile_bytes={} peak_tile={} peak_standard_bytes={} "
+      "peak_interleaved_bytes={} {}\n",
+      request.html, package.tiles.size(), figures.phases.size(), figures.peak_tile_bytes, figures.peak_tile,
+      peak_standard, peak_interleaved, phase);
   return 0;
 }
 

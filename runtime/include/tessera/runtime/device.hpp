@@ -30,11 +30,11 @@ struct SuperstepProfile {
   std::uint64_t compute_cycles = 0;                ///< max of tile_compute_cycles
   std::uint32_t busiest_tile = 0;                  ///< a tile reaching compute_cycles
   std::uint64_t sync_cycles = 0;
-  std::uint64_t exchange_horizon = 0;   ///< last arrival (or last send) cycle + 1; 0 if no sends
-  std::uint64_t exchange_cycles = 0;    ///< horizon + phase overhead when any tile sends
-  std::uint64_t words_sent = 0;         ///< words leaving tiles (a multicast word counts once)
-  std::uint64_t words_received = 0;     ///< words stored by receivers
-  std::uint64_t words_unreceived = 0;   ///< sent words no tile listened to
+  std::uint64_t exchange_horizon = 0;  ///< last arrival (or last send) cycle + 1; 0 if no sends
+  std::uint64_t exchange_cycles = 0;   ///< horizon + phase overhead when any tile sends
+  std::uint64_t words_sent = 0;        ///< words leaving tiles (a multicast word counts once)
+  std::uint64_t words_received = 0;    ///< words stored by receivers
+  std::uint64_t words_unreceived = 0;  ///< sent words no tile listened to
 };
 
 struct ExecutionProfile {

@@ -12,7 +12,7 @@
 namespace tessera {
 struct Package;
 struct PackageSlice;
-}
+}  // namespace tessera
 
 namespace tessera::runtime {
 
@@ -23,11 +23,11 @@ HostTensors initial_host_tensors(const Graph& graph, TensorKind kind);
 /// Copies the block [row_begin..+rows, col_begin..+cols] of a row-major tensor with
 /// `tensor_cols` columns into `destination`, packed row-major (rows * cols values), or
 /// column-major when the slice is transposed.
-void pack_slice(std::span<const float> tensor, std::uint32_t tensor_cols,
-                const PackageSlice& slice, std::span<float> destination);
+void pack_slice(std::span<const float> tensor, std::uint32_t tensor_cols, const PackageSlice& slice,
+                std::span<float> destination);
 /// The inverse of pack_slice: writes the packed block back into the tensor.
-void unpack_slice(std::span<const float> packed, std::uint32_t tensor_cols,
-                  const PackageSlice& slice, std::span<float> tensor);
+void unpack_slice(std::span<const float> packed, std::uint32_t tensor_cols, const PackageSlice& slice,
+                  std::span<float> tensor);
 
 /// What one streaming host call moves.
 struct HostCallSummary {
@@ -38,7 +38,6 @@ struct HostCallSummary {
 };
 /// The streams of `kinds` in the package, e.g. {weight} for initialize or {input, output}
 /// for run.
-HostCallSummary summarize_host_call(const Package& package,
-                                    std::initializer_list<StreamKind> kinds);
+HostCallSummary summarize_host_call(const Package& package, std::initializer_list<StreamKind> kinds);
 
 }  // namespace tessera::runtime

@@ -25,7 +25,6 @@ void write_profile(const ExecutionProfile& profile, const std::string& path);
 /// its args.
 std::string chrome_trace_json(const ExecutionProfile& profile, const Package* package = nullptr);
 /// Writes chrome_trace_json atomically.
-void write_chrome_trace(const ExecutionProfile& profile, const std::string& path,
-                        const Package* package = nullptr);
+void write_chrome_trace(const ExecutionProfile& profile, const std::string& path, const Package* package = nullptr);
 
 }  // namespace tessera::runtime

@@ -56,13 +56,12 @@ struct NumericalReport {
   bool passed = false;           ///< max_abs_error <= tolerance (and no NaN)
   std::string worst_tensor;      ///< where max_abs_error is reached
   std::uint64_t worst_index = 0;
-  std::uint64_t elements = 0;    ///< elements compared
+  std::uint64_t elements = 0;  ///< elements compared
 };
 
 /// Compares the device's outputs with the reference over every graph output. A missing
 /// output or one of the wrong size is an Error.
-NumericalReport compare_with_reference(const Graph& graph, const HostTensors& outputs,
-                                       const ReferenceValues& reference,
+NumericalReport compare_with_reference(const Graph& graph, const HostTensors& outputs, const ReferenceValues& reference,
                                        double atol = kDefaultAbsoluteTolerance,
                                        double rtol = kDefaultRelativeTolerance);
 
@@ -72,11 +71,11 @@ inline constexpr double kDefaultExpectAbsoluteTolerance = 1e-7;
 inline constexpr double kDefaultExpectRelativeTolerance = 1e-3;
 
 struct ExpectationReport {
-  double max_abs_error = 0;     ///< over every element of every expected output
-  double max_rel_error = 0;     ///< |device - expected| / |expected| over elements with expected != 0
-  std::uint64_t mismatches = 0; ///< elements outside atol + rtol * |expected| (or NaN on one side only)
+  double max_abs_error = 0;      ///< over every element of every expected output
+  double max_rel_error = 0;      ///< |device - expected| / |expected| over elements with expected != 0
+  std::uint64_t mismatches = 0;  ///< elements outside atol + rtol * |expected| (or NaN on one side only)
   std::uint64_t elements = 0;
-  std::string worst_tensor;     ///< where the first mismatch, or else max_abs_error, is
+  std::string worst_tensor;  ///< where the first mismatch, or else max_abs_error, is
   std::uint64_t worst_index = 0;
   bool passed = false;
 };

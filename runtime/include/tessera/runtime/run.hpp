@@ -14,15 +14,15 @@ struct Package;
 namespace tessera::runtime {
 
 struct RunOptions {
-  std::string package_path;                  ///< the .tpkg to run (run_package(options))
-  std::string verify_key;                    ///< key file: refuse a package not signed with it
+  std::string package_path;  ///< the .tpkg to run (run_package(options))
+  std::string verify_key;    ///< key file: refuse a package not signed with it
   std::string backend = "sim";
-  std::string lock_path;                     ///< empty: default_lock_path()
-  std::uint64_t lock_timeout_ms = 0;         ///< 0: wait for the device as long as it takes
-  std::string profile_path;                  ///< empty: no profile file
-  std::string trace_path;                    ///< empty: no Chrome trace
-  bool check_numerics = true;                ///< run the float64 reference and compare
-  double atol = kDefaultAbsoluteTolerance;   ///< see reference.hpp for why these values
+  std::string lock_path;                    ///< empty: default_lock_path()
+  std::uint64_t lock_timeout_ms = 0;        ///< 0: wait for the device as long as it takes
+  std::string profile_path;                 ///< empty: no profile file
+  std::string trace_path;                   ///< empty: no Chrome trace
+  bool check_numerics = true;               ///< run the float64 reference and compare
+  double atol = kDefaultAbsoluteTolerance;  ///< see reference.hpp for why these values
   double rtol = kDefaultRelativeTolerance;
   /// Values of the model's weights by name (an imported model's, read from its file). Empty:
   /// the weights are generated from the model's seed (YAML models).
@@ -43,16 +43,16 @@ struct RunResult {
   /// One run call as the host sees it: its input and output streams over the host link, and
   /// the device's supersteps (the two never overlap: inputs land before superstep 0).
   std::uint64_t end_to_end_cycles() const { return cycles.total() + host_run_cycles; }
-  NumericalReport numerics;           ///< empty when check_numerics is false
+  NumericalReport numerics;  ///< empty when check_numerics is false
   bool numerics_checked = false;
   std::uint32_t tiles = 0;
   std::uint64_t profile_samples = 0;
-  std::string profile_path;           ///< where the profile was written, or empty
+  std::string profile_path;  ///< where the profile was written, or empty
   std::uint64_t words_exchanged = 0;
   std::uint64_t words_unreceived = 0;
   HostTensors outputs;
 
-  ExpectationReport expectation;      ///< against options.expected, when given
+  ExpectationReport expectation;  ///< against options.expected, when given
   bool expectation_checked = false;
   std::vector<std::string> generated_inputs;  ///< inputs no value was given for (seeded values)
 

@@ -25,8 +25,7 @@ public:
   /// Sum of tile_memory_bytes over all tiles.
   std::uint64_t allocated_bytes() const;
   /// Reads `words` float32 values from byte `address` of `tile` (tests and tools).
-  std::vector<float> read_words(std::uint32_t tile, std::uint32_t address,
-                                std::uint32_t words) const;
+  std::vector<float> read_words(std::uint32_t tile, std::uint32_t address, std::uint32_t words) const;
 
 protected:
   void attach_impl() override;

@@ -42,15 +42,15 @@ struct BatteryResult {
 using CheckRunner = std::function<CheckOutcome(const std::function<CheckOutcome()>& check)>;
 
 struct BatteryOptions {
-  std::uint64_t budget_ms = 500;        ///< time budget given to a scheduler per phase
-  std::optional<Target> extra_target;   ///< checked as well as the built-in targets
+  std::uint64_t budget_ms = 500;       ///< time budget given to a scheduler per phase
+  std::optional<Target> extra_target;  ///< checked as well as the built-in targets
   /// cost_model_battery only: false checks `extra_target` alone, for a model that estimates
   /// only the target it was calibrated on. Schedulers always meet the built-in fabrics.
   bool builtin_targets = true;
   /// The scheduler's `time-budget` check measures wall time (less run-queue waits); off in
   /// unit tests, which must not depend on the machine's load.
   bool check_time_budget = true;
-  CheckRunner runner;                                   ///< empty: in this process
+  CheckRunner runner;                                 ///< empty: in this process
   std::function<void(const CheckResult&)> on_result;  ///< called as each check finishes
 };
 

@@ -77,8 +77,8 @@ ExchangePhase hot_receiver_phase(std::uint32_t tiles, std::uint32_t hot, std::ui
                                  std::uint32_t background, std::uint64_t seed);
 /// Each tile sends `fanout` distinct random tiles a block of [min_words, max_words]: at a fanout
 /// near 400 on 1472 tiles, the production compiler's largest phase.
-ExchangePhase scatter_phase(std::uint32_t tiles, std::uint32_t fanout, std::uint32_t min_words,
-                            std::uint32_t max_words, std::uint64_t seed);
+ExchangePhase scatter_phase(std::uint32_t tiles, std::uint32_t fanout, std::uint32_t min_words, std::uint32_t max_words,
+                            std::uint64_t seed);
 /// `count` transfers from random tiles to every other tile, 1..max_words words.
 ExchangePhase broadcast_phase(std::uint32_t tiles, std::uint32_t count, std::uint32_t max_words, std::uint64_t seed);
 /// The same transfers in a seeded random order.

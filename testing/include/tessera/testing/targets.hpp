@@ -11,9 +11,9 @@ namespace tessera::testing {
 struct Fabric {
   std::uint32_t tiles = 16;
   std::uint32_t tiles_per_column = 4;
-  std::uint32_t base_latency = 0;     ///< cycles from send to arrival within a column
-  double latency_per_column = 0;      ///< extra cycles per column of distance
-  std::uint32_t switch_cost = 0;      ///< idle cycles for a receiver to change source
+  std::uint32_t base_latency = 0;  ///< cycles from send to arrival within a column
+  double latency_per_column = 0;   ///< extra cycles per column of distance
+  std::uint32_t switch_cost = 0;   ///< idle cycles for a receiver to change source
   bool multicast = true;
 };
 

@@ -7,9 +7,9 @@
 namespace tessera::onnx_import {
 
 struct TensorFile {
-  std::string name;                ///< TensorProto's name (.pb), or "" (.npy)
+  std::string name;  ///< TensorProto's name (.pb), or "" (.npy)
   std::vector<std::int64_t> dims;
-  std::vector<float> values;       ///< row-major; float16 and float64 files converted
+  std::vector<float> values;  ///< row-major; float16 and float64 files converted
 };
 
 /// Reads a .pb (TensorProto) or .npy (little-endian float32/float16/float64, C order) file,
