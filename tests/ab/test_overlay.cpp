@@ -124,6 +124,11 @@ TEST_CASE("overlay errors name the overlay file, line and a fix", "[ab][overlay]
 
   const std::string bad_yaml = dir.write("e.yaml", "passes: [\n");
   CHECK_THAT(error_of([&] { merge_pipeline_overlay(base, bad_yaml); }), Catch::StartsWith(bad_yaml + ":"));
+
+  // A list as a key was an internal error (yaml-cpp's bad conversion) before overlays used the SDK's reader.
+  const std::string list_key = dir.write("f.yaml", "[a]: 1\n");
+  CHECK_THAT(error_of([&] { merge_pipeline_overlay(base, list_key); }),
+             Catch::StartsWith(list_key + ":1:1: a key must be a plain name"));
 }
 
 TEST_CASE("overlay paths resolve against the file that wrote them", "[ab][overlay]") {
