@@ -60,11 +60,13 @@ private:
     } else if (fault_ == "grandchild" && !forked_) {
       // Leaves one process behind that holds stderr open and never ends on its own.
       forked_ = true;
-      if (::fork() == 0) {
-        std::fprintf(stderr, "faulty-scheduler grandchild pid=%d\n", static_cast<int>(::getpid()));
-        std::fflush(stderr);
+      const pid_t grandchild = ::fork();
+      if (grandchild == 0)
         for (;;) ::pause();
-      }
+      // Said by the plugin itself, before it answers: the grandchild may be killed before it
+      // would ever run, so a line of its own could be lost on a busy machine.
+      std::fprintf(stderr, "faulty-scheduler grandchild pid=%d\n", static_cast<int>(grandchild));
+      std::fflush(stderr);
     } else if (fault_ == "stderr-flood" && !forked_) {
       forked_ = true;  // once per compile: 8 MiB of noise
       const std::string line(1023, 'e');
