@@ -151,7 +151,8 @@ ProcessResult run_process(const std::vector<std::string>& argv_in, const Process
 
     // Sleep until output arrives or the next deadline; without pipes or deadlines, in wait4.
     std::int64_t wait = -1;
-    if (options.signal && !signalled) wait = std::max<std::int64_t>(0, options.signal_after_ms - now);
+    const bool signal_pending = options.signal && !signalled && !reaped;  // an ended child gets no signal
+    if (signal_pending) wait = std::max<std::int64_t>(0, options.signal_after_ms - now);
     if (options.timeout_ms > 0 && !result.timed_out) {
       const std::int64_t left = std::max<std::int64_t>(0, options.timeout_ms - now);
       wait = wait < 0 ? left : std::min(wait, left);
@@ -159,7 +160,7 @@ ProcessResult run_process(const std::vector<std::string>& argv_in, const Process
     std::vector<pollfd> waiting;
     for (int fd : fds)
       if (fd >= 0) waiting.push_back({fd, POLLIN, 0});
-    const bool events_pending = (options.signal && !signalled) || (options.timeout_ms > 0 && !result.timed_out);
+    const bool events_pending = signal_pending || (options.timeout_ms > 0 && !result.timed_out);
     if (waiting.empty()) {
       if (!events_pending) reap(0);
       else
