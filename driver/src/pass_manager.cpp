@@ -170,9 +170,6 @@ Status PassManager::run(CompilationState& state) {
                         impl_->new_cost_model,
                         &state.record,
                         info.name};
-    // Copies made only on request: a state at t1472 is tens of megabytes.
-    std::shared_ptr<CompilationState> input;
-    if (impl_->options.keep_state_before_pass) input = std::make_shared<CompilationState>(state);
     std::vector<std::pair<std::string, std::string>> sections_before;
     if (impl_->options.print_changed) sections_before = state_sections(state);
     const PluginCallTotals before = plugin_call_totals();
@@ -185,15 +182,13 @@ Status PassManager::run(CompilationState& state) {
       if (state.facts.count(facts::plan)) {
         if (std::string problem = verify_program(state.program, state.target); !problem.empty()) {
           status = Status::failure("left an invalid program: " + problem);
-          impl_->fault =
-              std::make_unique<PluginFault>(PluginFault{info.name, info.name, status.message, nullptr, nullptr});
+          impl_->fault = std::make_unique<PluginFault>(PluginFault{info.name, info.name, status.message, nullptr, i});
         }
       }
     } else if (context.fault) {
       impl_->fault = std::make_unique<PluginFault>(
-          PluginFault{context.fault->plugin_name, info.name, status.message, context.fault->failing_phase, nullptr});
+          PluginFault{context.fault->plugin_name, info.name, status.message, context.fault->failing_phase, i});
     }
-    if (impl_->fault) impl_->fault->state_before = std::move(input);
     const auto verified = std::chrono::steady_clock::now();
     state.record.timings.push_back(
         {info.name, milliseconds(ran - start), milliseconds(verified - ran),

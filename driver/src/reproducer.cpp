@@ -56,8 +56,8 @@ nlohmann::json plugin_entry(const PluginHost& host, const std::string& name) {
 }  // namespace
 
 std::string write_reproducer(const std::string& parent, const PipelineSpec& spec, const PluginHost& host,
-                             const PluginFault& fault, const std::string& model_path,
-                             std::uint64_t schedule_budget_ms) {
+                             const PluginFault& fault, const std::string& model_path, std::uint64_t schedule_budget_ms,
+                             const CompilationState* pass_input) {
   const fs::path bundle = create_bundle_folder(parent, fault.plugin);
   const bool scheduler_fault = fault.phase && fault.plugin == spec.exchange_scheduler.plugin;
 
@@ -80,9 +80,9 @@ std::string write_reproducer(const std::string& parent, const PipelineSpec& spec
   for (const auto& pass : spec.passes) add_folder_of(pass.plugin);
   write_text(bundle / "pipeline.yaml",
              "# resolved pipeline of the failed compile; written by tessera\n" + print_pipeline(bundled));
-  const bool pass_fault = !scheduler_fault && fault.state_before;
+  const bool pass_fault = !scheduler_fault && pass_input;
   if (scheduler_fault) write_phase_file(*fault.phase, (bundle / "phase.txt").string());
-  else if (pass_fault) write_state(*fault.state_before, (bundle / "state.tstate").string());
+  else if (pass_fault) write_state(*pass_input, (bundle / "state.tstate").string());
   else fs::copy_file(model_path, bundle / "model.yaml");
 
   nlohmann::json plugins = nlohmann::json::array();

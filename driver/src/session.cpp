@@ -4,6 +4,7 @@
 #include <stdlib.h>
 
 #include <algorithm>
+#include <chrono>
 #include <filesystem>
 #include <optional>
 #include <set>
@@ -155,22 +156,46 @@ CompilationState Session::initial_state(Graph model) const {
 
 // Writes a reproducer bundle for the manager's fault, if any, and names it in the message. The
 // bundle is a help, never a second failure: the plugin's error is what the user must see.
-void Session::capture_fault(Status& status, const PassManager& manager, const FaultCapture& capture) const {
+void Session::capture_fault(Status& status, const PassManager& manager, const FaultCapture& capture,
+                            const CompilationState* failed) const {
   const PluginFault* fault = manager.fault();
   if (!fault || capture.folder.empty()) return;
   try {
+    std::optional<CompilationState> input;
+    if (failed && !(fault->phase && fault->plugin == impl_->spec.exchange_scheduler.plugin))
+      input = pass_input(*failed, fault->pass_index);
     const std::string bundle = write_reproducer(capture.folder, impl_->spec, *impl_->host, *fault, capture.model_path,
-                                                impl_->options.schedule_budget_ms);
+                                                impl_->options.schedule_budget_ms, input ? &*input : nullptr);
     status.message += " (reproducer: " + bundle + "; run `tessera replay " + bundle + "`)";
   } catch (const std::exception& e) {
     logger("tessera.build")->warn("could not write a reproducer bundle into {}: {}", capture.folder, e.what());
   }
 }
 
+// The input of the pipeline's pass `index`, made again from the model by the passes before it
+// (they are deterministic): the price of a pass reproducer is paid on a fault, not on every compile.
+std::optional<CompilationState> Session::pass_input(const CompilationState& failed, std::size_t index) const {
+  const auto start = std::chrono::steady_clock::now();
+  CompilationState input;
+  input.target = failed.target;
+  input.model = failed.model;  // never changed by passes
+  input.facts.insert(facts::graph);
+  PipelineSpec before = impl_->spec;
+  before.passes.resize(std::min(index, before.passes.size()));
+  PassManagerOptions options = impl_->options;
+  options.dump_after.clear();
+  options.print_changed = false;
+  if (!PassManager(before, *impl_->host, options).run(input).ok) return std::nullopt;
+  logger("tessera.build")
+      ->info("made the failing pass's input again for its reproducer passes={} elapsed_ms={}", index,
+             std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - start).count());
+  return input;
+}
+
 Status Session::run(CompilationState& state, const FaultCapture& capture) {
   create_plugins();
   Status status = impl_->manager->run(state);
-  if (!status.ok) capture_fault(status, *impl_->manager, capture);
+  if (!status.ok) capture_fault(status, *impl_->manager, capture, &state);
   return status;
 }
 

@@ -57,7 +57,6 @@ CompileResult compile(const CompileRequest& request) {
                                       : request.dump_directory;
   options.passes.dump_filter = parse_dump_filter(request.dump_filter);
   options.passes.print_changed = request.print_changed;
-  options.passes.keep_state_before_pass = request.write_reproducer;  // a pass fault's bundle holds its input
   options.passes.schedule_budget_ms = request.schedule_budget_ms;
   options.passes.threads = threads;
   Session session(options);

@@ -19,8 +19,6 @@ struct PassManagerOptions {
   std::string dump_directory = ".";
   DumpFilter dump_filter;      ///< what the text dumps and print_changed show
   bool print_changed = false;  ///< print the text dump after each pass that changed the state
-  /// Keep a copy of the state before each pass, so a pass fault's reproducer can hold it.
-  bool keep_state_before_pass = false;
   std::uint64_t schedule_budget_ms = 2000;
   unsigned threads = 1;
 };
@@ -31,8 +29,7 @@ struct PluginFault {
   std::string pass;    ///< the pass that was running
   std::string message;
   std::shared_ptr<const ExchangePhase> phase;  ///< the scheduler's input when it failed, else null
-  /// The failing pass's input state (with keep_state_before_pass), else null.
-  std::shared_ptr<const CompilationState> state_before;
+  std::size_t pass_index = 0;                  ///< the pass's position in the spec's passes
 };
 
 class PassManager {

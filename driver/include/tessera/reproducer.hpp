@@ -10,6 +10,7 @@ namespace tessera {
 
 struct PipelineSpec;
 struct PluginFault;
+struct CompilationState;
 
 /// What `replay` runs: the scheduler alone on phase.txt, the failing pass alone on state.tstate
 /// (the state it was given), or the pipeline on model.yaml (bundles of older builds).
@@ -20,10 +21,11 @@ inline constexpr const char* kReplayCompile = "compile";
 /// Writes a bundle for `fault` into a new folder `<parent>/<plugin>-<N>/` and returns its path:
 /// manifest.json (failing plugin, error, every pipeline plugin's name, kind, version, path and
 /// sha256), pipeline.yaml (the resolved pipeline, its target pointing at the copy beside it),
-/// target.yaml, and phase.txt (a scheduler fault: the phase it failed on), else state.tstate (the
-/// failing pass's input, when the fault carries it) or model.yaml. Throws on an I/O failure.
+/// target.yaml, and phase.txt (a scheduler fault: the phase it failed on), else state.tstate
+/// (`pass_input`, the failing pass's input, when given) or model.yaml. Throws on an I/O failure.
 std::string write_reproducer(const std::string& parent, const PipelineSpec& spec, const PluginHost& host,
-                             const PluginFault& fault, const std::string& model_path, std::uint64_t schedule_budget_ms);
+                             const PluginFault& fault, const std::string& model_path, std::uint64_t schedule_budget_ms,
+                             const CompilationState* pass_input = nullptr);
 
 /// A bundle's manifest.json, every field type-checked.
 struct ReproducerManifest {

@@ -5,6 +5,7 @@
 #pragma once
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -70,7 +71,8 @@ public:
 
   /// Runs every pass, verifying the program after each. On failure the message names the pass;
   /// on a plugin fault with `capture.folder` set, a reproducer bundle is written first and the
-  /// message says how to replay it (a bundle that cannot be written is only warned about).
+  /// message says how to replay it (a bundle that cannot be written is only warned about). A
+  /// pass's bundle holds its input state, made again from the model by the passes before it.
   Status run(CompilationState& state, const FaultCapture& capture = {});
   /// The plugin fault that stopped the last run, or null.
   const PluginFault* fault() const;
@@ -89,7 +91,9 @@ public:
   Package& finish(CompilationState& state) const;
 
 private:
-  void capture_fault(Status& status, const PassManager& manager, const FaultCapture& capture) const;
+  void capture_fault(Status& status, const PassManager& manager, const FaultCapture& capture,
+                     const CompilationState* failed = nullptr) const;
+  std::optional<CompilationState> pass_input(const CompilationState& failed, std::size_t index) const;
   struct Impl;
   std::unique_ptr<Impl> impl_;
 };
