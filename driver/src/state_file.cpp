@@ -833,7 +833,7 @@ CompilationState parse_state(const std::string& text, const std::string& origin)
   json document;
   try {
     document = json::parse(text);
-  } catch (const json::parse_error& e) {
+  } catch (const json::exception& e) {  // parse_error, and out_of_range for a number like 1e16384
     throw Error(origin + ": not a state file: " + e.what());
   }
   const Node root(document, origin);

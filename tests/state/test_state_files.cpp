@@ -154,6 +154,11 @@ TEST_CASE("a damaged state is refused naming the file and the JSON place", "[sta
   }
   const std::string truncated = dir.write("truncated.tstate", good.substr(0, good.size() / 2));
   CHECK_THROWS_WITH(read_state(truncated), Catch::Contains(truncated + ": not a state file"));
+  // A number too large for a double is a refusal too, not an escaped nlohmann exception (found by fuzz_state).
+  const std::string overflow =
+      dir.write("overflow.tstate", replace_once(good, "\"version\": 1", "\"version\": 1e16384"));
+  CHECK_THROWS_WITH(read_state(overflow),
+                    Catch::Contains(overflow + ": not a state file") && Catch::Contains("number overflow"));
   CHECK_THROWS_WITH(read_state((dir.path() / "missing.tstate").string()), Catch::Contains("state file not found"));
 }
 

@@ -185,7 +185,7 @@ ComputeCycles cycles_from_profile(const Package& package, const std::string& pro
   nlohmann::json profile;
   try {
     profile = nlohmann::json::parse(in);
-  } catch (const nlohmann::json::parse_error& error) {
+  } catch (const nlohmann::json::exception& error) {  // out_of_range too, for a number like 1e16384
     throw Error(profile_path, 0, 0,
                 fmt::format("not valid JSON ({}); give the profile written by "
                             "`tessera run --profile`",
