@@ -73,6 +73,22 @@ constexpr const char* kHalfMatmulFeatureNames =
     "amp_call,amp_passes,amp_pass_worker_cycles,amp_output_groups,cast_fours,worker_call,worker_dot_cycles";
 
 // Both orientations and both paths, all within ~200 KB of operands.
+// Row codelets (softmax, layer_norm): each worker takes whole rows; a row costs a fixed
+// reduction plus per-vector work. Their third param is a float's bits.
+constexpr const char* kRowFeatureNames = "call,row_steps,row_vector_steps";
+
+Features row_features(Params p, const Target& t) {
+  const double steps = std::ceil(double(p[0]) / std::max<std::uint32_t>(t.worker_threads, 1));
+  return {1, steps, steps * std::ceil(p[1] / 2.0)};
+}
+
+std::vector<std::vector<std::uint32_t>> row_shapes(std::uint32_t float_bits) {
+  std::vector<std::vector<std::uint32_t>> shapes = {{1, 16}, {64, 64},  {6, 256},  {13, 100},
+                                                    {32, 7}, {128, 32}, {2, 1024}, {40, 300}};
+  for (auto& shape : shapes) shape.push_back(float_bits);
+  return shapes;
+}
+
 const std::vector<std::vector<std::uint32_t>> kMatmulShapes = {
     {1, 16, 16, 0},   {2, 64, 32, 0},    {4, 128, 64, 0},  {8, 256, 16, 1}, {16, 64, 128, 0}, {2, 512, 64, 0},
     {1, 1024, 32, 0}, {16, 128, 128, 0}, {32, 256, 32, 1}, {4, 32, 512, 1}, {3, 100, 7, 0},   {2, 2048, 8, 0},
@@ -169,36 +185,8 @@ const CodeletLine kCodeletLines[] = {
       {1, 7, 1},
       {1, 13, 0},
       {3, 5000, 1}}},
-    // Row codelets: each worker takes whole rows; a row costs a fixed reduction plus per-vector work.
-    // The third param is a float's bits (softmax scale 0.125, layer_norm eps 1e-5).
-    {Codelet::softmax,
-     "call,row_steps,row_vector_steps",
-     [](Params p, const Target& t) -> Features {
-       const double steps = std::ceil(double(p[0]) / std::max<std::uint32_t>(t.worker_threads, 1));
-       return {1, steps, steps * std::ceil(p[1] / 2.0)};
-     },
-     {{1, 16, 0x3e000000},
-      {64, 64, 0x3e000000},
-      {6, 256, 0x3e000000},
-      {13, 100, 0x3e000000},
-      {32, 7, 0x3e000000},
-      {128, 32, 0x3e000000},
-      {2, 1024, 0x3e000000},
-      {40, 300, 0x3e000000}}},
-    {Codelet::layer_norm,
-     "call,row_steps,row_vector_steps",
-     [](Params p, const Target& t) -> Features {
-       const double steps = std::ceil(double(p[0]) / std::max<std::uint32_t>(t.worker_threads, 1));
-       return {1, steps, steps * std::ceil(p[1] / 2.0)};
-     },
-     {{1, 16, 0x3727c5ac},
-      {64, 64, 0x3727c5ac},
-      {6, 256, 0x3727c5ac},
-      {13, 100, 0x3727c5ac},
-      {32, 7, 0x3727c5ac},
-      {128, 32, 0x3727c5ac},
-      {2, 1024, 0x3727c5ac},
-      {40, 300, 0x3727c5ac}}},
+    {Codelet::softmax, kRowFeatureNames, row_features, row_shapes(0x3e000000)},     // scale 0.125
+    {Codelet::layer_norm, kRowFeatureNames, row_features, row_shapes(0x3727c5ac)},  // eps 1e-5
     // Functions (unary, binary, binary_row): the slowest worker's vectors times the function's
     // cycles a vector (tessera::function_cycles_per_vector). Unary's third param is the
     // exponent's bits (2.0 squares, 1.5 takes the general power).

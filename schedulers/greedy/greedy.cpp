@@ -30,12 +30,14 @@
 #include "tessera/log.hpp"
 #include "tessera/option_table.hpp"
 #include "tessera/plugin.hpp"
+#include "tessera/receiver_mux.hpp"
 #include "tessera/scheduler.hpp"
 #include "tessera/target.hpp"
 
 namespace {
 
 using tessera::ExchangePhase;
+using tessera::ReceiverMux;
 using tessera::Schedule;
 using tessera::Segment;
 using tessera::Target;
@@ -47,7 +49,6 @@ enum class Order {
   phase_order,    ///< lowest transfer index first
 };
 
-constexpr std::uint32_t kNoSource = std::numeric_limits<std::uint32_t>::max();
 constexpr std::uint64_t kNever = std::numeric_limits<std::uint64_t>::max();
 
 class DenseListScheduler {
@@ -119,9 +120,8 @@ private:
   };
 
   struct Receiver {
-    std::uint64_t free = 0;                  ///< first cycle a word may arrive again
-    std::uint64_t remaining = 0;             ///< words still to arrive
-    std::uint32_t listening_to = kNoSource;  ///< the sender its mux is set to
+    ReceiverMux mux;
+    std::uint64_t remaining = 0;  ///< words still to arrive
   };
 
   // A sender asleep on a receiver: woken when the receiver can take its words.
@@ -273,12 +273,8 @@ private:
     const Group& group = groups_[queue.group];
     for (std::uint32_t k = group.destination_begin; k < group.destination_end; ++k) {
       const Receiver& receiver = receivers_[destinations_[k]];
-      std::uint64_t ready = receiver.free;
-      if (receiver.listening_to != sender) {
-        all.listening = false;
-        if (receiver.listening_to != kNoSource) ready += switch_cost_;
-      }
-      if (ready > latencies_[k]) all.earliest = std::max(all.earliest, ready - latencies_[k]);
+      all.listening = all.listening && receiver.mux.listening_to == sender;
+      all.earliest = std::max(all.earliest, receiver.mux.earliest_send(sender, latencies_[k], switch_cost_));
       all.receiver_load = std::max(all.receiver_load, receiver.remaining);
     }
     return all;
@@ -343,10 +339,8 @@ private:
       bool listening;
       if (slot.destination != kMulticast) {
         const Receiver& receiver = receivers_[slot.destination];
-        listening = receiver.listening_to == sender;
-        const bool switching = !listening && receiver.listening_to != kNoSource;
-        const std::uint64_t ready = receiver.free + (switching ? switch_cost_ : 0);
-        earliest = ready > slot.latency ? ready - slot.latency : 0;
+        listening = receiver.mux.listening_to == sender;
+        earliest = receiver.mux.earliest_send(sender, slot.latency, switch_cost_);
         load = receiver.remaining;
       } else {
         const Readiness all = readiness(queues[position], sender);
@@ -379,8 +373,7 @@ private:
     remaining_send_[sender] -= head.words;
     auto take = [&](std::uint32_t destination, std::uint32_t latency) {
       Receiver& receiver = receivers_[destination];
-      receiver.free = cycle + latency + head.words;
-      receiver.listening_to = sender;
+      receiver.mux.take(sender, cycle + latency, head.words);
       receiver.remaining -= head.words;
     };
     if (slot.destination != kMulticast) {
@@ -453,10 +446,7 @@ private:
   }
 
   std::uint64_t unicast_earliest(const Slot& slot, std::uint32_t sender) const {
-    const Receiver& receiver = receivers_[slot.destination];
-    std::uint64_t ready = receiver.free;
-    if (receiver.listening_to != sender && receiver.listening_to != kNoSource) ready += switch_cost_;
-    return ready > slot.latency ? ready - slot.latency : 0;
+    return receivers_[slot.destination].mux.earliest_send(sender, slot.latency, switch_cost_);
   }
 
   void arm(std::uint32_t receiver, std::uint64_t cycle, std::uint64_t load = kAnyLoad) {
@@ -477,9 +467,7 @@ private:
     std::uint64_t chosen_load = 0, runner_up_load = 0, next = kNever;
     for (const Sleeper& sleeper : sleepers) {
       if (sleeper.generation != generation_[sleeper.sender]) continue;  // woke up elsewhere
-      std::uint64_t ready = receiver.free;
-      if (receiver.listening_to != sleeper.sender && receiver.listening_to != kNoSource) ready += switch_cost_;
-      const std::uint64_t earliest = ready > sleeper.latency ? ready - sleeper.latency : 0;
+      const std::uint64_t earliest = receiver.mux.earliest_send(sleeper.sender, sleeper.latency, switch_cost_);
       if (earliest <= cycle) {
         const std::uint64_t load = remaining_send_[sleeper.sender];
         if (chosen == kNoChoice || load > chosen_load ||

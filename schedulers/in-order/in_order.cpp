@@ -6,7 +6,6 @@
 // so it is the yardstick the others are measured against.
 #include <algorithm>
 #include <cstdint>
-#include <limits>
 #include <vector>
 
 #include <fmt/format.h>
@@ -14,24 +13,23 @@
 #include "tessera/diagnostic.hpp"
 #include "tessera/exchange.hpp"
 #include "tessera/plugin.hpp"
+#include "tessera/receiver_mux.hpp"
 #include "tessera/scheduler.hpp"
 #include "tessera/target.hpp"
 
 namespace {
 
 using tessera::ExchangePhase;
+using tessera::ReceiverMux;
 using tessera::Schedule;
 using tessera::Target;
 using tessera::Transfer;
 
-constexpr std::uint32_t kNoSource = std::numeric_limits<std::uint32_t>::max();
-
 class InOrderScheduler final : public tessera::ExchangeScheduler {
 protected:
   Schedule schedule_impl(const ExchangePhase& phase, const Target& target, std::uint64_t /*budget_ms*/) override {
-    std::vector<std::uint64_t> send_free(phase.tiles, 0);     // first cycle it may send
-    std::vector<std::uint64_t> receive_free(phase.tiles, 0);  // first cycle a word may arrive
-    std::vector<std::uint32_t> last_source(phase.tiles, kNoSource);
+    std::vector<std::uint64_t> send_free(phase.tiles, 0);  // first cycle it may send
+    std::vector<ReceiverMux> receivers(phase.tiles);
     std::vector<std::uint32_t> latencies;
     Schedule schedule;
     schedule.segments.reserve(phase.transfers.size());
@@ -43,17 +41,12 @@ protected:
       for (std::uint32_t destination : transfer.destinations) {
         const std::uint32_t latency = target.latency(transfer.source, destination);
         latencies.push_back(latency);
-        std::uint64_t ready = receive_free[destination];
-        if (last_source[destination] != kNoSource && last_source[destination] != transfer.source)
-          ready += target.switch_cost;
-        if (ready > latency) start = std::max(start, ready - latency);
+        start = std::max(start, receivers[destination].earliest_send(transfer.source, latency, target.switch_cost));
       }
       schedule.segments.push_back({index, start, transfer.words});
       send_free[transfer.source] = start + transfer.words;
-      for (std::size_t k = 0; k < transfer.destinations.size(); ++k) {
-        receive_free[transfer.destinations[k]] = start + latencies[k] + transfer.words;
-        last_source[transfer.destinations[k]] = transfer.source;
-      }
+      for (std::size_t k = 0; k < transfer.destinations.size(); ++k)
+        receivers[transfer.destinations[k]].take(transfer.source, start + latencies[k], transfer.words);
     }
     return schedule;
   }

@@ -13,6 +13,8 @@
 #include <limits>
 #include <queue>
 
+#include "tessera/receiver_mux.hpp"
+
 namespace tessera::latency_aware {
 namespace {
 
@@ -63,9 +65,8 @@ private:
   };
 
   struct Receiver {
-    std::uint64_t free = 0;       ///< first cycle a word may arrive again
+    ReceiverMux mux;
     std::uint64_t remaining = 0;  ///< words still to arrive
-    std::uint32_t listening_to = kNone;
   };
 
   struct SenderEvent {
@@ -169,13 +170,8 @@ private:
     const Group& group = groups_[slot.group];
     for (std::uint32_t k = group.endpoint_begin; k < group.endpoint_end; ++k) {
       const Receiver& receiver = receivers_[model_.destination[k]];
-      std::uint64_t ready = receiver.free;
-      if (receiver.listening_to != sender) {
-        all.listening = false;
-        if (receiver.listening_to != kNone) ready += switch_cost_;
-      }
-      const std::uint32_t latency = model_.latency[k];
-      if (ready > latency) all.earliest = std::max(all.earliest, ready - latency);
+      all.listening = all.listening && receiver.mux.listening_to == sender;
+      all.earliest = std::max(all.earliest, receiver.mux.earliest_send(sender, model_.latency[k], switch_cost_));
       all.receiver_load = std::max(all.receiver_load, receiver.remaining);
     }
     return all;
@@ -226,10 +222,8 @@ private:
       if (slot.destination != kMulticast) {
         // The hot loop: kept branch-light, whether a receiver is ready is a coin flip.
         const Receiver& receiver = receivers_[slot.destination];
-        listening = receiver.listening_to == sender;
-        const bool switching = !listening && receiver.listening_to != kNone;
-        const std::uint64_t ready = receiver.free + (switching ? switch_cost_ : 0);
-        earliest = ready > slot.latency ? ready - slot.latency : 0;
+        listening = receiver.mux.listening_to == sender;
+        earliest = receiver.mux.earliest_send(sender, slot.latency, switch_cost_);
         load = receiver.remaining;
       } else {
         const Readiness all = readiness(slot, sender);
@@ -271,8 +265,7 @@ private:
     remaining_send_[sender] -= words;
     for (std::uint32_t k = group.endpoint_begin; k < group.endpoint_end; ++k) {
       Receiver& receiver = receivers_[model_.destination[k]];
-      receiver.free = best_start + model_.latency[k] + words;
-      receiver.listening_to = sender;
+      receiver.mux.take(sender, best_start + model_.latency[k], words);
       receiver.remaining -= words;
     }
     if (group.next < group.end) {

@@ -7,18 +7,17 @@
 #include <queue>
 #include <vector>
 
+#include "tessera/receiver_mux.hpp"
 #include "tessera/target.hpp"
 
 namespace tessera::milp {
 namespace {
 
-constexpr std::uint32_t kNobody = std::numeric_limits<std::uint32_t>::max();
 constexpr std::uint64_t kNever = std::numeric_limits<std::uint64_t>::max();
 
 struct Receiver {
-  std::uint64_t free = 0;       ///< first cycle a word from the same sender may arrive
+  ReceiverMux mux;
   std::uint64_t remaining = 0;  ///< words still to arrive
-  std::uint32_t listening_to = kNobody;
 };
 
 }  // namespace
@@ -64,13 +63,9 @@ tessera::Schedule list_schedule(const tessera::ExchangePhase& phase, const tesse
       bool listening = true;
       for (std::uint32_t destination : transfer.destinations) {
         const Receiver& receiver = receivers[destination];
-        std::uint64_t ready = receiver.free;
-        if (receiver.listening_to != sender) {
-          listening = false;
-          if (receiver.listening_to != kNobody) ready += target.switch_cost;
-        }
-        const std::uint32_t latency = target.latency(sender, destination);
-        if (ready > latency) earliest = std::max(earliest, ready - latency);
+        listening = listening && receiver.mux.listening_to == sender;
+        earliest = std::max(
+            earliest, receiver.mux.earliest_send(sender, target.latency(sender, destination), target.switch_cost));
         load = std::max(load, receiver.remaining);
       }
       if (earliest > cycle) {
@@ -96,8 +91,7 @@ tessera::Schedule list_schedule(const tessera::ExchangePhase& phase, const tesse
     sender_remaining[sender] -= transfer.words;
     for (std::uint32_t destination : transfer.destinations) {
       Receiver& receiver = receivers[destination];
-      receiver.free = cycle + target.latency(sender, destination) + transfer.words;
-      receiver.listening_to = sender;
+      receiver.mux.take(sender, cycle + target.latency(sender, destination), transfer.words);
       receiver.remaining -= transfer.words;
     }
     if (!mine.empty()) events.push({cycle + transfer.words, sender_remaining[sender], sender});

@@ -10,12 +10,12 @@
 #include <tuple>
 #include <vector>
 
+#include "tessera/receiver_mux.hpp"
 #include "tessera/target.hpp"
 
 namespace tessera::optimal {
 namespace {
 
-constexpr std::uint32_t kNoSource = std::numeric_limits<std::uint32_t>::max();
 constexpr std::uint32_t kNone = std::numeric_limits<std::uint32_t>::max();
 constexpr std::uint64_t kNever = std::numeric_limits<std::uint64_t>::max();
 
@@ -49,11 +49,7 @@ struct Routes {
 class PortTimeline {
 public:
   PortTimeline(const Routes& routes, std::uint32_t tiles, std::uint32_t switch_cost)
-      : routes_(routes),
-        switch_cost_(switch_cost),
-        send_free_(tiles, 0),
-        receive_free_(tiles, 0),
-        listening_to_(tiles, kNoSource) {}
+      : routes_(routes), switch_cost_(switch_cost), send_free_(tiles, 0), receivers_(tiles) {}
 
   // The first cycle at which the source is free and every destination can take the
   // piece's first word: after its previous word and, if it changes source, the switch cost.
@@ -68,9 +64,7 @@ public:
   // The first cycle `source` may start sending to `destination` as far as the destination
   // is concerned.
   std::uint64_t ready_for(std::uint32_t source, std::uint32_t destination, std::uint32_t latency) const {
-    std::uint64_t ready = receive_free_[destination];
-    if (listening_to_[destination] != kNoSource && listening_to_[destination] != source) ready += switch_cost_;
-    return ready > latency ? ready - latency : 0;
+    return receivers_[destination].earliest_send(source, latency, switch_cost_);
   }
   std::uint64_t send_free(std::uint32_t source) const { return send_free_[source]; }
 
@@ -78,18 +72,15 @@ public:
   void place(std::uint32_t transfer, std::uint32_t words, std::uint64_t start) {
     const std::uint32_t source = routes_.source[transfer];
     send_free_[source] = start + words;
-    for (std::uint32_t k = routes_.begin[transfer]; k < routes_.begin[transfer + 1]; ++k) {
-      receive_free_[routes_.destinations[k]] = start + routes_.latencies[k] + words;
-      listening_to_[routes_.destinations[k]] = source;
-    }
+    for (std::uint32_t k = routes_.begin[transfer]; k < routes_.begin[transfer + 1]; ++k)
+      receivers_[routes_.destinations[k]].take(source, start + routes_.latencies[k], words);
   }
 
 private:
   const Routes& routes_;
   const std::uint64_t switch_cost_;
-  std::vector<std::uint64_t> send_free_;     ///< first cycle the port may send again
-  std::vector<std::uint64_t> receive_free_;  ///< first cycle a word may arrive again
-  std::vector<std::uint32_t> listening_to_;  ///< the source the receiver's mux is set to
+  std::vector<std::uint64_t> send_free_;  ///< first cycle the port may send again
+  std::vector<ReceiverMux> receivers_;
 };
 
 std::uint64_t horizon_of(const Routes& routes, const std::vector<Piece>& pieces,
