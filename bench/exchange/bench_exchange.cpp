@@ -3,8 +3,6 @@
 #include <chrono>
 #include <cstdio>
 #include <filesystem>
-#include <numeric>
-#include <random>
 #include <string>
 #include <vector>
 
@@ -14,91 +12,10 @@
 #include "tessera/plugin_host.hpp"
 #include "tessera/scheduler.hpp"
 #include "tessera/target.hpp"
+#include "tessera/testing/phases.hpp"
 
 namespace fs = std::filesystem;
 using namespace tessera;
-
-namespace {
-
-struct NamedPhase {
-  std::string name;
-  ExchangePhase phase;
-};
-
-Transfer transfer(std::uint32_t source, std::vector<std::uint32_t> destinations, std::uint32_t words) {
-  Transfer t;
-  t.source = source;
-  t.destinations = std::move(destinations);
-  t.words = words;
-  t.destination_addresses.assign(t.destinations.size(), 0);
-  return t;
-}
-
-// Every tile sends `words` to each of `fanout` others chosen at random (an all-to-all shuffle).
-NamedPhase shuffle(std::uint32_t tiles, std::uint32_t fanout, std::uint32_t max_words, std::mt19937_64& rng) {
-  NamedPhase p{"shuffle-" + std::to_string(fanout), {tiles, {}}};
-  std::vector<std::uint32_t> others(tiles - 1);
-  std::uniform_int_distribution<std::uint32_t> words(1, max_words);
-  for (std::uint32_t s = 0; s < tiles; ++s) {
-    std::iota(others.begin(), others.end(), 0);
-    for (auto& o : others) o += o >= s;
-    std::shuffle(others.begin(), others.end(), rng);
-    for (std::uint32_t i = 0; i < fanout; ++i) p.phase.transfers.push_back(transfer(s, {others[i]}, words(rng)));
-  }
-  return p;
-}
-
-// Groups of `group` neighbouring tiles; each tile sends a slice to every other in its group.
-NamedPhase reduce_scatter(std::uint32_t tiles, std::uint32_t group, std::uint32_t words) {
-  NamedPhase p{"reduce-scatter-" + std::to_string(group), {tiles, {}}};
-  for (std::uint32_t base = 0; base + group <= tiles; base += group)
-    for (std::uint32_t s = base; s < base + group; ++s)
-      for (std::uint32_t d = base; d < base + group; ++d)
-        if (d != s) p.phase.transfers.push_back(transfer(s, {d}, words + (s * 7 + d) % 5));
-  return p;
-}
-
-// A sum of random permutations: every tile sends and receives exactly the bound.
-NamedPhase permutations(std::uint32_t tiles, std::uint32_t count, std::uint32_t words, std::mt19937_64& rng) {
-  NamedPhase p{"permutations-" + std::to_string(count), {tiles, {}}};
-  std::vector<std::uint32_t> perm(tiles);
-  for (std::uint32_t k = 0; k < count; ++k) {
-    std::iota(perm.begin(), perm.end(), 0);
-    std::shuffle(perm.begin(), perm.end(), rng);  // a derangement is not needed: fix points skipped
-    for (std::uint32_t s = 0; s < tiles; ++s)
-      if (perm[s] != s) p.phase.transfers.push_back(transfer(s, {perm[s]}, words));
-  }
-  return p;
-}
-
-// Most tiles send to a few hot receivers.
-NamedPhase hot_receivers(std::uint32_t tiles, std::uint32_t hot, std::uint32_t words, std::mt19937_64& rng) {
-  NamedPhase p{"hot-receivers-" + std::to_string(hot), {tiles, {}}};
-  std::uniform_int_distribution<std::uint32_t> pick(0, hot - 1), size(1, words);
-  for (std::uint32_t s = 0; s < tiles; ++s) {
-    const std::uint32_t receiver = pick(rng) * (tiles / hot);
-    if (receiver != s) p.phase.transfers.push_back(transfer(s, {receiver}, size(rng)));
-  }
-  return p;
-}
-
-// Broadcasts: each source multicasts to a group of `fanout` tiles.
-NamedPhase multicast(std::uint32_t tiles, std::uint32_t fanout, std::uint32_t words, std::mt19937_64& rng) {
-  NamedPhase p{"multicast-" + std::to_string(fanout), {tiles, {}}};
-  std::uniform_int_distribution<std::uint32_t> pick(0, tiles - 1);
-  for (std::uint32_t s = 0; s < tiles; s += 2) {
-    std::vector<std::uint32_t> destinations;
-    while (destinations.size() < fanout) {
-      std::uint32_t d = pick(rng);
-      if (d != s && std::find(destinations.begin(), destinations.end(), d) == destinations.end())
-        destinations.push_back(d);
-    }
-    p.phase.transfers.push_back(transfer(s, destinations, words));
-  }
-  return p;
-}
-
-}  // namespace
 
 int main(int argc, char** argv) {
   configure_logging("warn");
@@ -114,26 +31,26 @@ int main(int argc, char** argv) {
     const Target ideal = load_target((source / "configs/targets/t1472-ideal.yaml").string());
     const Target real = load_target((source / "configs/targets/t1472.yaml").string());
 
-    std::mt19937_64 rng(2026);
+    // Phases shaped like real traffic, from the testing kit's zoo (tessera::testing).
     const std::uint32_t tiles = 1472;
-    std::vector<NamedPhase> phases;
-    phases.push_back(reduce_scatter(tiles, 46, 60));
-    phases.push_back(permutations(tiles, quick ? 8 : 64, 200, rng));
-    phases.push_back(hot_receivers(tiles, 16, 40, rng));
-    phases.push_back(multicast(tiles, 16, 64, rng));
-    phases.push_back(shuffle(tiles, quick ? 40 : 400, 64, rng));
-    NamedPhase tiny{"tiny-8-tiles", {8, {}}};
-    for (std::uint32_t s = 0; s < 8; ++s) tiny.phase.transfers.push_back(transfer(s, {(s * 3 + 1) % 8}, 3 + s % 4));
-    for (std::uint32_t s = 0; s < 8; s += 2) tiny.phase.transfers.push_back(transfer(s, {(s + 5) % 8}, 2));
-    phases.push_back(tiny);
-    NamedPhase tiny_multicast{"tiny-multicast-8", {8, {}}};
-    for (std::uint32_t s = 0; s < 8; s += 2)
-      tiny_multicast.phase.transfers.push_back(transfer(s, {(s + 1) % 8, (s + 3) % 8, (s + 6) % 8}, 4 + s / 2));
-    tiny_multicast.phase.transfers.push_back(transfer(1, {0, 2}, 5));
-    tiny_multicast.phase.transfers.push_back(transfer(3, {2, 4}, 3));
-    phases.push_back(tiny_multicast);
+    const std::uint64_t seed = 2026;
+    testing::RandomPhaseShape broadcasts;  // every transfer a multicast to 2..16 tiles
+    broadcasts.tiles = tiles;
+    broadcasts.transfers = tiles / 2;
+    broadcasts.multicast_fraction = 1.0;
+    broadcasts.max_fanout = 16;
+    const std::vector<testing::NamedPhase> phases = {
+        {"reduce-scatter-46", testing::reduce_scatter_phase(tiles, 46, 1, seed)},
+        {quick ? "permutations-8" : "permutations-64",
+         testing::permutation_phase(tiles, quick ? 8 : 64, 200, 200, seed)},
+        {"hot-receivers-16", testing::hot_receiver_phase(tiles, 16, tiles / 16, 0, seed)},
+        {"multicast-16", testing::random_phase(broadcasts, seed)},
+        {quick ? "scatter-40" : "scatter-400", testing::scatter_phase(tiles, quick ? 40 : 400, 1, 64, seed)},
+        {"all-to-all-8", testing::all_to_all_phase(8)},
+        {"overlapping-multicast-11", testing::overlapping_multicast_phase(11)},
+    };
 
-    std::printf("%-22s %-12s %8s %-14s %9s %9s %9s %7s %9s %10s\n", "phase", "target", "transfers", "scheduler",
+    std::printf("%-26s %-12s %8s %-14s %9s %9s %9s %7s %9s %10s\n", "phase", "target", "transfers", "scheduler",
                 "bound", "lower", "horizon", "ratio", "segments", "elapsed_ms");
     for (const auto& [name, phase] : phases) {
       for (const Target* target : {&ideal, &real}) {
@@ -146,7 +63,7 @@ int main(int argc, char** argv) {
           Schedule schedule = scheduler->schedule(phase, *target, 2000, &report);
           const double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
           std::printf(
-              "%-22s %-12s %8zu %-14s %9llu %9llu %9llu %7.3f %9zu %10.1f\n", name.c_str(), target->name.c_str(),
+              "%-26s %-12s %8zu %-14s %9llu %9llu %9llu %7.3f %9zu %10.1f\n", name.c_str(), target->name.c_str(),
               phase.transfers.size(), scheduler_name.c_str(), (unsigned long long)report.endpoint_lower_bound,
               (unsigned long long)report.lower_bound, (unsigned long long)report.horizon,
               report.lower_bound ? double(report.horizon) / report.lower_bound : 1.0, schedule.segments.size(), ms);
