@@ -130,7 +130,7 @@ TEST_CASE("emit-tile-code records the final cost of the placed program", "[emit-
   REQUIRE(bench.run_through("emit-tile-code").ok);
   const auto lines = bench.log_lines("costed final placed program");
   REQUIRE(lines.size() == 1);
-  const CostEstimate estimate = bench.cost_model->estimate(bench.state.program, bench.state.target);
+  const CostEstimate estimate = bench.cost_model().estimate(bench.state.program, bench.state.target);
   CHECK(log_field(lines[0], "final_cycles") == estimate.total());
   CHECK(log_field(lines[0], "final_exchange") == estimate.exchange_cycles);
   CHECK(bench.state.estimates.estimated_cycles == estimate.total());

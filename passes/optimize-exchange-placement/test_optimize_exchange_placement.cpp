@@ -50,7 +50,7 @@ std::uint64_t scheduled_cycles(PassBench& bench) {
     const ExchangePhase phase = physical_phase(bench.state.program, step, bench.state.target);
     if (phase.transfers.empty()) continue;
     ScheduleReport report;
-    (void)bench.scheduler->schedule(phase, bench.state.target, 2000, &report);
+    (void)bench.scheduler().schedule(phase, bench.state.target, 2000, &report);
     total += report.horizon;
   }
   return total;

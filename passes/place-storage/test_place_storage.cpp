@@ -69,6 +69,7 @@ TEST_CASE("place-storage keeps simultaneously live buffers apart on mlp-small", 
 
 TEST_CASE("place-storage shares memory between buffers never live together", "[place-storage]") {
   PassBench bench(config_path("models/mlp-small.yaml"), config_path("targets/t16.yaml"));
+  bench.state.facts.insert({facts::canonical, facts::plan});  // a plan made by hand
   Program& program = bench.state.program;
   program.supersteps.resize(4);
   program.buffers = {buffer("early", 4000, Region::standard, 0, 1), buffer("late", 4000, Region::standard, 2, 3),
@@ -87,6 +88,7 @@ TEST_CASE("place-storage shares memory between buffers never live together", "[p
 
 TEST_CASE("place-storage logs a memory summary of the tiles' extents", "[place-storage]") {
   PassBench bench(config_path("models/mlp-small.yaml"), config_path("targets/t16.yaml"));
+  bench.state.facts.insert({facts::canonical, facts::plan});  // a plan made by hand
   Program& program = bench.state.program;
   program.supersteps.resize(2);
   Buffer standard = buffer("standard", 4000, Region::standard, 0, 1),
@@ -111,13 +113,16 @@ TEST_CASE("place-storage logs a memory summary of the tiles' extents", "[place-s
 
 TEST_CASE("place-storage keeps a matmul's operands in different memory elements", "[place-storage]") {
   PassBench bench(config_path("models/mlp-small.yaml"), config_path("targets/t16.yaml"));
+  bench.state.facts.insert({facts::canonical, facts::plan});  // a plan made by hand
   Program& program = bench.state.program;
   program.supersteps.resize(1);
   program.buffers = {buffer("x", 1000, Region::interleaved, 0, 0, 16),
                      buffer("w", 20000, Region::interleaved, 0, 0, 16),
                      buffer("partial", 80, Region::interleaved, 0, 0, 16)};
-  program.supersteps[0].compute.push_back({0, Codelet::matmul, {{0, 0}, {1, 0}, {2, 0}}, {1, 250, 20}});
-  REQUIRE(bench.run("place-storage").ok);
+  program.supersteps[0].compute.push_back({0, Codelet::matmul, {{0, 0}, {1, 0}, {2, 0}}, {1, 250, 20, 0}});
+  const Status placed = bench.run("place-storage");
+  INFO(placed.message);
+  REQUIRE(placed.ok);
   check_placement(program, bench.state.target);
   const std::int64_t start = std::int64_t(bench.state.target.interleaved_start), element = 16384;
   // "w" fills elements 16 and 17 in part; "x" starts at element 18, "partial" packs after "w".
@@ -162,7 +167,7 @@ TEST_CASE("place-storage reports every tile over with its largest buffers", "[pl
   REQUIRE_FALSE(expected_over.empty());
   const Status status = bench.run("place-storage");
   REQUIRE_FALSE(status.ok);
-  CHECK_THAT(status.message, Catch::StartsWith("model does not fit: "));
+  CHECK_THAT(status.message, Catch::StartsWith("pass 'place-storage' failed: model does not fit: "));
   CHECK_THAT(status.message, Catch::Contains("over " + std::to_string(target.memory_bytes) + " bytes"));
   const std::uint64_t capacity = target.memory_bytes - target.interleaved_start;
   for (std::uint32_t tile : expected_over) {
@@ -207,7 +212,8 @@ TEST_CASE("place-storage shows the worst 16 tiles over in full and the rest as t
   const Status status = bench.run("place-storage");
   REQUIRE_FALSE(status.ok);
   std::uint64_t over_tiles = 0;
-  REQUIRE(std::sscanf(status.message.c_str(), "model does not fit: %lu tiles over", &over_tiles) == 1);
+  REQUIRE(std::sscanf(status.message.c_str(), "pass 'place-storage' failed: model does not fit: %lu tiles over",
+                      &over_tiles) == 1);
   REQUIRE(over_tiles > 16);
   std::size_t detailed = 0;
   for (std::size_t at = status.message.find("\n  tile "); at != std::string::npos;
