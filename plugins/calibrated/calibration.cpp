@@ -73,6 +73,18 @@ constexpr const char* kHalfMatmulFeatureNames =
     "amp_call,amp_passes,amp_pass_worker_cycles,amp_output_groups,cast_fours,worker_call,worker_dot_cycles";
 
 // Both orientations and both paths, all within ~200 KB of operands.
+// Bias codelets (bias_add, bias_add_half): rows x columns of vectors, again when relu is fused.
+constexpr const char* kBiasFeatureNames = "call,vectors,relu_vectors";
+
+Features bias_features(Params p, const Target& t) {
+  const double vectors = worker_vectors(double(p[0]) * p[1], t);
+  return {1, vectors, p[2] != 0 ? vectors : 0.0};
+}
+
+const std::vector<std::vector<std::uint32_t>> kBiasShapes = {{1, 64, 0},  {2, 4096, 1}, {16, 256, 0},  {4, 1024, 1},
+                                                             {8, 512, 1}, {2, 3000, 0}, {16, 1024, 0}, {1, 7, 1},
+                                                             {1, 13, 0},  {3, 5000, 1}};
+
 // Row codelets (softmax, layer_norm): each worker takes whole rows; a row costs a fixed
 // reduction plus per-vector work. Their third param is a float's bits.
 constexpr const char* kRowFeatureNames = "call,row_steps,row_vector_steps";
@@ -113,22 +125,7 @@ const CodeletLine kCodeletLines[] = {
        return {1, loops, p[0] * loops};
      },
      {{2, 64}, {4, 1000}, {8, 512}, {16, 300}, {3, 4096}, {2, 8000}, {12, 2048}, {23, 1024}, {1, 7}, {5, 9000}}},
-    {Codelet::bias_add,
-     "call,vectors,relu_vectors",
-     [](Params p, const Target& t) -> Features {
-       const double vectors = worker_vectors(double(p[0]) * p[1], t);
-       return {1, vectors, p[2] != 0 ? vectors : 0.0};
-     },
-     {{1, 64, 0},
-      {2, 4096, 1},
-      {16, 256, 0},
-      {4, 1024, 1},
-      {8, 512, 1},
-      {2, 3000, 0},
-      {16, 1024, 0},
-      {1, 7, 1},
-      {1, 13, 0},
-      {3, 5000, 1}}},
+    {Codelet::bias_add, kBiasFeatureNames, bias_features, kBiasShapes},
     {Codelet::relu,
      "call,vectors",
      [](Params p, const Target& t) -> Features {
@@ -169,22 +166,7 @@ const CodeletLine kCodeletLines[] = {
      kMatmulShapes},
     {Codelet::matmul_half, kHalfMatmulFeatureNames,
      [](Params p, const Target& t) -> Features { return matmul_features(p, t, Codelet::matmul_half); }, kMatmulShapes},
-    {Codelet::bias_add_half,
-     "call,vectors,relu_vectors",
-     [](Params p, const Target& t) -> Features {
-       const double vectors = worker_vectors(double(p[0]) * p[1], t);
-       return {1, vectors, p[2] != 0 ? vectors : 0.0};
-     },
-     {{1, 64, 0},
-      {2, 4096, 1},
-      {16, 256, 0},
-      {4, 1024, 1},
-      {8, 512, 1},
-      {2, 3000, 0},
-      {16, 1024, 0},
-      {1, 7, 1},
-      {1, 13, 0},
-      {3, 5000, 1}}},
+    {Codelet::bias_add_half, kBiasFeatureNames, bias_features, kBiasShapes},
     {Codelet::softmax, kRowFeatureNames, row_features, row_shapes(0x3e000000)},     // scale 0.125
     {Codelet::layer_norm, kRowFeatureNames, row_features, row_shapes(0x3727c5ac)},  // eps 1e-5
     // Functions (unary, binary, binary_row): the slowest worker's vectors times the function's
