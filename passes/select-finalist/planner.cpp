@@ -833,7 +833,10 @@ Status plan_program(const Graph& graph, const Graph& model, PassContext& context
     const std::uint32_t most = planner->most_row_groups();
     const std::uint32_t crowded = most > 1 ? tiles_over_without_reuse(program, context.target) : 0;
     if (!starved && crowded == 0) break;
-    capped.max_row_groups = std::max(1u, most / 2);
+    // Halve the cap each time, not the most row groups seen: an op pinned to more keeps them,
+    // and would otherwise hold the cap where it is, planning again forever.
+    const std::uint32_t cap = capped.max_row_groups ? std::min(capped.max_row_groups, most) : most;
+    capped.max_row_groups = std::max(1u, cap / 2);
     context.info("re-planning with fewer row groups max_row_groups={} starved_op={} tiles_over_without_reuse={}",
                  capped.max_row_groups, starved ? fmt::format("{}", *starved) : "none", crowded);
     program = Program{};

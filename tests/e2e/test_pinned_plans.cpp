@@ -3,6 +3,7 @@
 #include <catch2/catch.hpp>
 
 #include <algorithm>
+#include <filesystem>
 #include <fstream>
 #include <iterator>
 #include <map>
@@ -223,4 +224,24 @@ TEST_CASE("bad pins fail naming the pipeline file, line and column", "[e2e][plan
                Catch::Contains(pipeline + ":" + std::to_string(line_number) + ":" + std::to_string(column) + ": "));
     for (const auto& say : c.says) CHECK_THAT(line, Catch::Contains(say));
   }
+}
+
+TEST_CASE("an op pinned to row groups that starve later ops ends re-planning with a clean refusal", "[e2e][plans]") {
+  // y0 held 4 times leaves y1 no plan: re-planning halves the row-group cap for the free ops
+  // (2, then 1) and stops, where it once kept the cap at 2 behind the pin and never ended.
+  TempDir dir;
+  const std::string pipeline =
+      pipeline_with_plans(dir, "        y0: {column_groups: 1, depth_groups: 1, row_groups: 4}\n");
+  const std::string package = (dir.path() / "model.tpkg").string();
+  const CommandResult r = run_command(
+      {tessera_binary(), "compile", source_path("configs/models/mlp-b4-n3-w512.yaml"), "-p", pipeline, "-o", package},
+      {std::string("TESSERA_PLUGIN_PATH=")});
+  CHECK(r.exit_code == 1);
+  std::size_t replans = 0;
+  for (std::size_t at = r.err.find("re-planning with fewer row groups"); at != std::string::npos;
+       at = r.err.find("re-planning with fewer row groups", at + 1))
+    ++replans;
+  CHECK(replans == 2);
+  CHECK_THAT(error_line(r), Catch::Contains("model does not fit"));
+  CHECK_FALSE(std::filesystem::exists(package));
 }
