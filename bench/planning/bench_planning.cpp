@@ -106,13 +106,15 @@ double signed_error(const std::string& estimate, const std::string& simulated) {
 
 // Selection regret: compile and simulate the plans the planner could have picked (every dense
 // op pinned to the same column, depth and row groups, serial splits, reduction blocks and
-// orientation, from its candidate space) beside the one it picks; two plans are the same when their packages run and
-// weigh the same (device cycles, exchange cycles, supersteps, peak tile bytes).
+// orientation, from its candidate space; with `ops`, also each op pinned alone while the planner
+// picks the others: mixed plans) beside the one it picks; two plans are the same when their
+// packages run and weigh the same (device cycles, exchange cycles, supersteps, peak tile bytes).
 struct RegretModel {
   const char* model;
   const char* target;
   std::vector<std::uint32_t> column_groups, depth_groups, row_groups, reduction_blocks, serial_splits;
   std::vector<const char*> orientations;
+  std::vector<const char*> ops;  ///< dense ops (output tensors) also pinned one at a time
 };
 
 int regret(const fs::path& source, const fs::path& build, const std::string& tessera, const fs::path& work,
@@ -120,8 +122,17 @@ int regret(const fs::path& source, const fs::path& build, const std::string& tes
   const std::vector<RegretModel> models = {
       // At batch 2 both orientations charge the same (the workers win), so one is enough.
       {"mlp-b2-n3", "t1472", {23, 46, 64, 92, 184, 368}, {2, 4, 8, 16, 32}, {1, 2}, {1, 2}, {1}, {"as_is"}},
-      // On 16 tiles few splits fit: serial splits (the planner's answer to short memory) widen them.
-      {"mlp-b4-n3-w512", "t16", {1, 2, 4, 8, 16}, {1, 2, 4, 8, 16}, {1, 2, 4}, {1, 2}, {1, 2, 4}, {"as_is", "swapped"}},
+      // On 16 tiles few uniform splits fit: serial splits (the planner's answer to short memory)
+      // and mixed plans widen them.
+      {"mlp-b4-n3-w512",
+       "t16",
+       {1, 2, 4, 8, 16},
+       {1, 2, 4, 8, 16},
+       {1, 2, 4},
+       {1, 2},
+       {1, 2, 4},
+       {"as_is", "swapped"},
+       {"y0", "y1", "y2"}},
       {"mlp-b16-n8-w256", "t16", {1, 2, 4, 8, 16}, {1, 2, 4, 8, 16}, {1, 2, 4}, {1, 2}, {1, 2}, {"as_is", "swapped"}},
   };
   std::printf(
@@ -165,23 +176,33 @@ int regret(const fs::path& source, const fs::path& build, const std::string& tes
       std::fflush(stdout);
     };
     try_plan("planner", "");
+    auto split = [](std::uint32_t columns, std::uint32_t depth, std::uint32_t rows, std::uint32_t blocks,
+                    std::uint32_t serial) {
+      return "column_groups: " + std::to_string(columns) + ", depth_groups: " + std::to_string(depth) +
+             ", row_groups: " + std::to_string(rows) + ", reduction_blocks: " + std::to_string(blocks) +
+             ", serial_splits: " + std::to_string(serial);
+    };
+    auto split_name = [](std::uint32_t columns, std::uint32_t depth, std::uint32_t rows, std::uint32_t blocks,
+                         std::uint32_t serial) {
+      return "C" + std::to_string(columns) + "xD" + std::to_string(depth) + "xG" + std::to_string(rows) + "xR" +
+             std::to_string(blocks) + "xS" + std::to_string(serial);
+    };
     for (std::uint32_t rows : entry.row_groups)
       for (std::uint32_t columns : entry.column_groups)
         for (std::uint32_t depth : entry.depth_groups)
           for (std::uint32_t blocks : entry.reduction_blocks)
-            for (std::uint32_t serial : entry.serial_splits)
-              for (const char* orientation : entry.orientations) {
-                if (blocks > 1 && depth < 2 * blocks) continue;  // clamps to one stage: a plan already tried
-                // Serial splits need a one-stage depth split: otherwise the plan is one already tried.
-                if (serial > 1 && (depth == 1 || blocks > 1)) continue;
-                const std::string name = "C" + std::to_string(columns) + "xD" + std::to_string(depth) + "xG" +
-                                         std::to_string(rows) + "xR" + std::to_string(blocks) + "xS" +
-                                         std::to_string(serial) + "/" + orientation;
-                try_plan(name,
-                         ", column_groups: " + std::to_string(columns) + ", depth_groups: " + std::to_string(depth) +
-                             ", row_groups: " + std::to_string(rows) + ", reduction_blocks: " + std::to_string(blocks) +
-                             ", serial_splits: " + std::to_string(serial) + ", orientation: " + orientation);
-              }
+            for (std::uint32_t serial : entry.serial_splits) {
+              if (blocks > 1 && depth < 2 * blocks) continue;  // clamps to one stage: a plan already tried
+              // Serial splits need a one-stage depth split: otherwise the plan is one already tried.
+              if (serial > 1 && (depth == 1 || blocks > 1)) continue;
+              for (const char* orientation : entry.orientations)
+                try_plan(split_name(columns, depth, rows, blocks, serial) + "/" + orientation,
+                         ", " + split(columns, depth, rows, blocks, serial) + ", orientation: " + orientation);
+              // Mixed: this op pinned, the others (and every orientation) the planner's choice.
+              for (const char* op : entry.ops)
+                try_plan(std::string(op) + "=" + split_name(columns, depth, rows, blocks, serial),
+                         ", plans: {" + std::string(op) + ": {" + split(columns, depth, rows, blocks, serial) + "}}");
+            }
     const auto best =
         std::min_element(plans.begin(), plans.end(), [](const Plan& a, const Plan& b) { return a.cycles < b.cycles; });
     if (best == plans.end() || picked == 0) {
