@@ -30,6 +30,7 @@ std::vector<CopyGroup> group_copies(const Program& program, const Superstep& ste
                               std::max(copies[index].source.buffer, copies[index].destination.buffer), buffers.size()));
   std::vector<CopyGroup> groups;
   if (!multicast) {
+    groups.reserve(copies.size());
     for (std::uint32_t i = 0; i < copies.size(); ++i)
       if (crosses_fabric(program, copies[i])) groups.push_back({{i}});
     return groups;
@@ -95,12 +96,16 @@ ExchangePhase physical_phase(const Program& program, const Superstep& step, cons
   };
   ExchangePhase phase;
   phase.tiles = target.tiles;
-  for (const CopyGroup& group : group_copies(program, step, target.multicast)) {
+  const std::vector<CopyGroup> groups = group_copies(program, step, target.multicast);
+  phase.transfers.reserve(groups.size());  // phases reach 10^6 transfers: no regrowth
+  for (const CopyGroup& group : groups) {
     const Copy& first = step.copies[group.copies.front()];
     Transfer transfer;
     transfer.source = buffers[first.source.buffer].tile;
     transfer.words = first.words;
     transfer.source_address = address(first.source, "source");
+    transfer.destinations.reserve(group.copies.size());
+    transfer.destination_addresses.reserve(group.copies.size());
     for (std::uint32_t copy : group.copies) {
       transfer.destinations.push_back(buffers[step.copies[copy].destination.buffer].tile);
       transfer.destination_addresses.push_back(address(step.copies[copy].destination, "destination"));
