@@ -248,7 +248,8 @@ int main(int argc, char** argv) {
   for (const YAML::Node& entry : models) {
     const fs::path model = fs::weakly_canonical(suite.parent_path() / entry["model"].as<std::string>());
     const fs::path target = fs::weakly_canonical(suite.parent_path() / entry["target"].as<std::string>());
-    const std::string name = model.stem().string();
+    // A suite entry's `name:` when it has one (an ONNX model is often a folder's model.onnx).
+    const std::string name = entry["name"] ? entry["name"].as<std::string>() : model.stem().string();
     const std::string package = (work / (name + ".tpkg")).string();
     const std::string calibrated_package = (work / (name + "-calibrated.tpkg")).string();
 

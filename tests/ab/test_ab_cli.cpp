@@ -468,3 +468,27 @@ TEST_CASE("ab validates every arm's tables before the first item and reports a b
     reproducers += entry.path().filename() == "reproducers";
   CHECK(reproducers == 0);
 }
+
+TEST_CASE("ab compares arms on an ONNX model of a suite, with its own weights", "[ab][e2e][onnx]") {
+  TempDir dir;
+  const std::string base = pipeline_copy(dir, source_path("configs/pipelines/small.yaml"), "greedy", "greedy");
+  const std::string suite = dir.write(
+      "suite.yaml", "suite: onnx\nmodels:\n  - {model: " + source_path("tests/onnx/data/mlp-b2-w64-n3/model.onnx") +
+                        ", target: " + source_path("configs/targets/t16.yaml") + "}\n");
+  const fs::path results = dir.path() / "results";
+  const auto r = run_command(ab_command(base, suite, results), kNoExtraPlugins);
+  INFO(r.err);
+  CHECK(r.exit_code == 0);
+  const json report = read_json(results.string() + ".json");
+  CHECK(report["items"]["failed"] == 0);
+  const json& cycles = find_comparison(report, "in-order", "device_cycles");
+  CHECK(cycles["model"] == "mlp-b2-w64-n3@t16");
+  // The runs passed the numerical test against the reference, with the model's weights.
+  std::size_t runs = 0;
+  for (const auto& file : fs::recursive_directory_iterator(results))
+    if (file.path().string().ends_with(".run.out")) {
+      ++runs;
+      CHECK_THAT(read_file(file.path()), Catch::Contains("numericalTest=PASS"));
+    }
+  CHECK(runs == 2);  // one per arm
+}

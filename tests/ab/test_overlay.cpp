@@ -222,6 +222,21 @@ TEST_CASE("suite files list models and targets relative to themselves", "[ab][su
   CHECK(load_suite(renamed).entries[0].id == "small");
   CHECK(load_suite(renamed).name == "named");  // a bare list takes the file's name
 
+  // An ONNX model is an entry like a YAML one: checked by importing it, named after its folder
+  // when it is a `model.onnx`; a file that is not a model is refused naming it.
+  const std::string onnx = source_path("tests/onnx/data/mlp-b2-w64-n3/model.onnx");
+  const Suite with_onnx =
+      load_suite(dir.write("onnx.yaml", "models:\n  - {model: " + onnx + ", target: " + targets + "t16.yaml}\n"));
+  CHECK(with_onnx.entries[0].id == "mlp-b2-w64-n3@t16");
+  CHECK(with_onnx.entries[0].model == onnx);
+  const std::string corrupt = dir.write("corrupt/model.onnx", std::string("\x08\x07garbage", 9));
+  CHECK_THAT(error_of([&] {
+               load_suite(dir.write("bad-onnx.yaml",
+                                    "models:\n  - {model: " + corrupt + ", target: " + targets + "t16.yaml}\n"));
+             }),
+             Catch::Contains(corrupt));
+  CHECK(load_suite(source_path("configs/suites/default.yaml")).entries.back().id == "mlp-b2-w64-n3-onnx");
+
   // sbatch defaults for `--executor slurm`; a misspelt key is named.
   const std::string entry = "models:\n  - {model: " + models + "mlp-small.yaml, target: " + targets + "t16.yaml}\n";
   const Suite cluster =

@@ -12,6 +12,7 @@
 
 #include "tessera/diagnostic.hpp"
 #include "tessera/log.hpp"
+#include "tessera/onnx/import.hpp"
 #include "tessera/output_file.hpp"
 #include "tessera/session.hpp"
 #include "tessera/state_file.hpp"
@@ -66,7 +67,7 @@ CompileResult compile(const CompileRequest& request) {
   inputs.push_back({request.sign_key, "the signing key (--sign)"});
   check_output_file(request.output, "the package (-o)", inputs);
   check_output_file(request.json_path, "the JSON record (--json)", inputs);
-  CompilationState state = session.initial_state(load_any_model(request.model));
+  CompilationState state = session.initial_state(onnx_import::load_any_model(request.model));
   log->info(
       "compiling model={} pipeline={} target={} tiles={} cost_model={} exchange_scheduler={} passes={} threads={}",
       state.model.name, spec.name, state.target.name, state.target.tiles, spec.cost_model.plugin,

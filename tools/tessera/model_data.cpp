@@ -17,16 +17,6 @@ namespace fs = std::filesystem;
 
 namespace tessera::cli {
 
-Graph load_any_model(const std::string& path) {
-  if (!onnx_import::is_onnx_model(path)) return load_model(path);
-  onnx_import::OnnxImport imported = onnx_import::import_onnx(path);
-  logger("tessera.build")
-      ->info("imported onnx model path={} opset={} sha256={} tensors={} operations={} weights={} folded_nodes={}", path,
-             imported.opset, imported.graph.source_sha256, imported.graph.tensors.size(), imported.graph.ops.size(),
-             imported.weights.size(), imported.folded_nodes);
-  return std::move(imported.graph);
-}
-
 namespace {
 
 /// NAME=FILE, split; the error names the option and the fix.

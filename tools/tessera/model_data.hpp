@@ -12,9 +12,6 @@ struct Package;
 
 namespace tessera::cli {
 
-/// A model YAML, or an ONNX model (by extension or content) imported with its weights.
-Graph load_any_model(const std::string& path);
-
 /// What `tessera run` was given beside the package.
 struct RunData {
   std::string weights;                ///< --weights: an ONNX model whose weights to use

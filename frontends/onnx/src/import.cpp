@@ -15,6 +15,7 @@
 
 #include "constants.hpp"
 #include "tessera/diagnostic.hpp"
+#include "tessera/log.hpp"
 
 namespace fs = std::filesystem;
 
@@ -50,6 +51,16 @@ bool is_onnx_model(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
   char first = 0;
   return in.get(first) && first == 0x08;
+}
+
+Graph load_any_model(const std::string& path) {
+  if (!is_onnx_model(path)) return load_model(path);
+  OnnxImport imported = import_onnx(path);
+  logger("tessera.build")
+      ->info("imported onnx model path={} opset={} sha256={} tensors={} operations={} weights={} folded_nodes={}", path,
+             imported.opset, imported.graph.source_sha256, imported.graph.tensors.size(), imported.graph.ops.size(),
+             imported.weights.size(), imported.folded_nodes);
+  return std::move(imported.graph);
 }
 
 namespace {

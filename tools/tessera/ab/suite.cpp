@@ -11,6 +11,7 @@
 #include "fingerprint.hpp"
 #include "tessera/diagnostic.hpp"
 #include "tessera/graph.hpp"
+#include "tessera/onnx/import.hpp"
 #include "tessera/strict_yaml.hpp"
 #include "tessera/target.hpp"
 
@@ -36,6 +37,15 @@ std::string entry_path(const std::string& file, const YAML::Node& entry, const c
 }
 
 // Ids become folder names in the results directory.
+// A model's name in ids: its file's stem, or its folder's name for an ONNX `model.onnx` (the
+// layout of ONNX's test data and of tests/onnx/data).
+std::string model_name(const std::string& path) {
+  const fs::path file(path);
+  if (file.filename() == "model.onnx" && file.has_parent_path() && !file.parent_path().filename().empty())
+    return file.parent_path().filename().string();
+  return file.stem().string();
+}
+
 bool valid_id(const std::string& id) {
   if (id.empty() || id[0] == '.') return false;
   for (char c : id)
@@ -89,16 +99,15 @@ Suite load_suite(const std::string& path) {
     SuiteEntry entry;
     entry.model = entry_path(path, node, "model");
     entry.target = entry_path(path, node, "target");
-    entry.id = yaml::is_scalar(node["name"])
-                   ? node["name"].Scalar()
-                   : fs::path(entry.model).stem().string() + "@" + fs::path(entry.target).stem().string();
+    entry.id = yaml::is_scalar(node["name"]) ? node["name"].Scalar()
+                                             : model_name(entry.model) + "@" + fs::path(entry.target).stem().string();
     if (!valid_id(entry.id))
       throw Error(yaml::place(path, node) + ": suite entry name '" + entry.id +
                   "' must use letters, digits, '-', '_', '.', '@' and not start with '.'; set `name:`");
     if (!ids.insert(entry.id).second)
       throw Error(yaml::place(path, node) + ": a second suite entry called '" + entry.id +
                   "'; give one of them another `name:`");
-    load_model(entry.model);  // a broken model or target is reported now, not after an hour
+    onnx_import::load_any_model(entry.model);  // a broken model or target is reported now, not after an hour
     load_target(entry.target);
     entry.model_hash = hash_file(entry.model);
     entry.target_hash = hash_file(entry.target);

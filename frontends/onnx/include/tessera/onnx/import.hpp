@@ -34,6 +34,10 @@ bool is_onnx_model(const std::string& path);
 /// what is supported when something is not.
 OnnxImport import_onnx(const std::string& path);
 
+/// A model YAML, or an ONNX model (is_onnx_model) imported with its weights, as the IR graph;
+/// an import is logged (path, opset, sha256, sizes) on tessera.build.
+Graph load_any_model(const std::string& path);
+
 /// Operators the importer maps onto the IR, and those it folds when their inputs are constant.
 const std::vector<std::string>& supported_operators();
 const std::vector<std::string>& folded_operators();
