@@ -36,7 +36,6 @@ std::string entry_path(const std::string& file, const YAML::Node& entry, const c
   return path.string();
 }
 
-// Ids become folder names in the results directory.
 // A model's name in ids: its file's stem, or its folder's name for an ONNX `model.onnx` (the
 // layout of ONNX's test data and of tests/onnx/data).
 std::string model_name(const std::string& path) {
@@ -46,6 +45,7 @@ std::string model_name(const std::string& path) {
   return file.stem().string();
 }
 
+// Ids become folder names in the results directory.
 bool valid_id(const std::string& id) {
   if (id.empty() || id[0] == '.') return false;
   for (char c : id)
