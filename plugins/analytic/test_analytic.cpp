@@ -92,11 +92,15 @@ TEST_CASE("analytic estimates an empty program as free", "[analytic]") {
 }
 
 TEST_CASE("analytic charges matmuls as AMP passes and the slowest tile per superstep", "[analytic]") {
-  // 256^3: 32 x 16 passes of 25 + a 32-cycle weight load + 6 workers x (22 + 8 x 256 / 6 rows),
-  // plus the call's 170.
-  CHECK(compute_of({{matmul(0, 256, 256, 256)}}) == 512 * (25 + 32 + 2180) + 170);
+  // 256^3: 32 x 16 passes of 25 + a 32-cycle weight load + 6 workers x (22 + 8 x ceil(256 / 6)
+  // rows), plus the call's 170.
+  CHECK(compute_of({{matmul(0, 256, 256, 256)}}) == 512 * (25 + 32 + 6 * (22 + 8 * 43)) + 170);
   const std::uint64_t one = compute_of({{matmul(0, 64, 64, 64)}});
-  CHECK(one == 32 * (25 + 32 + 644) + 170);
+  CHECK(one == 32 * (25 + 32 + 6 * (22 + 8 * 11)) + 170);
+  // Swapped, b's 256 columns are the field and a's 16 rows the outputs: each field row's outputs
+  // are a column of c, stored one float a worker cycle (8 more a row). b [n, k] needs no transpose.
+  const CodeletCall swapped{0, Codelet::matmul_transposed, {{0, 0}, {0, 0}, {0, 0}}, {16, 256, 256, 1}};
+  CHECK(compute_of({{swapped}}) == 32 * (25 + 32 + 6 * (22 + (8 + 8) * 43)) + 170);
   // A tiny product runs on the workers: 6 x (26 + k / 2) for one output.
   CHECK(compute_of({{matmul(0, 1, 8, 1)}}) == 6 * (26 + 4) + 170);
   // Other tiles work in parallel; the same tile adds up; supersteps add up.
