@@ -77,8 +77,10 @@ double poplibs_cast_to_half(U count) {
 }
 
 double poplibs_matmul(U m, U k, U n, bool half) {
+  // swapOperands is a plan transform chosen before the vertex kind (poplin ConvPlan.cpp), so
+  // every vertex is costed in both orientations.
   double best = std::min(poplibs_amp(m, k, n, half), poplibs_amp(n, k, m, half));
-  if (!half) best = std::min(best, poplibs_hmac(m, k, n));
+  if (!half) best = std::min({best, poplibs_hmac(m, k, n), poplibs_hmac(n, k, m)});
   return best + (half ? poplibs_cast_to_half(m * k) : 0);  // our matmul_half takes float a
 }
 
