@@ -63,11 +63,20 @@ double poplibs_amp(U field, U k, U outputs, bool half) {
          (11 + output_groups * (19 - c + (7 + load + inner_zero)));
 }
 
-/// poplibs ConvPartialHorizontalMac (float): rows split over the workers, one output channel a group.
-double poplibs_hmac(U m, U k, U n) {
-  const double dot = 7 + (k % 2 == 0 ? k / 2.0 : 2.0 * k + 1);
-  const double worker = 16 + ceil_div(m, 6) * (19 + 7 + dot) + 16;
-  return 58 + 6 * 9 + 23 + 15 + n * (10 + 6 * worker);
+/// poplibs dense dot product of k inputs (one output channel, float partials): 64-bit loads of two
+/// floats or four halves a cycle when k divides into them, else two cycles a narrower load.
+double poplibs_dot(U k, bool half) {
+  const U per_load = half ? 4 : 2;
+  for (U width = per_load; width >= 1; width /= 2)
+    if (k % width == 0) return 7 + (width >= per_load ? k / width : 2 * (k / width) + 1);
+  return 0;  // unreachable: width 1 divides every k
+}
+
+/// poplibs ConvPartialHorizontalMac, float partials: the field split over the workers in one
+/// worklist entry each, one output channel a group.
+double poplibs_hmac(U field, U k, U outputs, bool half) {
+  const double worker = 16 + 19 + ceil_div(field, 6) * (7 + poplibs_dot(k, half)) + 16;
+  return (half ? 63 : 58) + 6 * 9 + 23 + 15 + outputs * (10 + 6 * worker);
 }
 
 /// popops castWorkerCycles, float to half, as a MultiVertex.
@@ -79,8 +88,8 @@ double poplibs_cast_to_half(U count) {
 double poplibs_matmul(U m, U k, U n, bool half) {
   // swapOperands is a plan transform chosen before the vertex kind (poplin ConvPlan.cpp), so
   // every vertex is costed in both orientations.
-  double best = std::min(poplibs_amp(m, k, n, half), poplibs_amp(n, k, m, half));
-  if (!half) best = std::min({best, poplibs_hmac(m, k, n), poplibs_hmac(n, k, m)});
+  const double best = std::min({poplibs_amp(m, k, n, half), poplibs_amp(n, k, m, half), poplibs_hmac(m, k, n, half),
+                                poplibs_hmac(n, k, m, half)});
   return best + (half ? poplibs_cast_to_half(m * k) : 0);  // our matmul_half takes float a
 }
 
