@@ -144,7 +144,8 @@ constexpr std::uint64_t kAmpWorkerFillFloat = 46, kAmpWorkerBaseFloat = 22;
 constexpr std::uint64_t kAmpWorkerFillHalf = 25, kAmpWorkerBaseHalf = 18;
 constexpr std::uint64_t kAmpZeroingFixed = 2;  // worker cycles; float zeroes per row too
 // The worker MAC path.
-constexpr std::uint64_t kMacCallOverhead = 58, kMacWorkerFixed = 16, kMacPerOutput = 26;
+// poplibs HorizontalMac: 16 + 19 + 16 a worker's run, 7 a row plus the dot product's own 7.
+constexpr std::uint64_t kMacCallOverhead = 58, kMacWorkerFixed = 51, kMacPerOutput = 14;
 
 constexpr std::uint64_t kFloatsPerVector = 2;
 constexpr std::uint64_t kFloatBytes = 4, kHalfBytes = 2;

@@ -67,8 +67,9 @@ constexpr double kLayerNormCyclesPerRow = 44;
 constexpr double kAmpPassCycles = 25;
 constexpr double kAmpWorkerFillCycles = 46;
 constexpr double kAmpWorkerBaseCycles = 22;
-// Worker MAC: a dot product per output, one worker cycle per two floats, 26 per output.
-constexpr double kMacPerOutputCycles = 26;
+// Worker MAC: a dot product per output, one worker cycle per two floats, 14 per output, 51 a worker.
+constexpr double kMacPerOutputCycles = 14;
+constexpr double kMacWorkerCycles = 51;
 
 std::uint64_t ceil_cycles(double cycles) { return cycles <= 0 ? 0 : static_cast<std::uint64_t>(std::ceil(cycles)); }
 
@@ -98,7 +99,7 @@ double matmul_cycles(Codelet codelet, double m, double k, double n, bool swapped
   // b's k values must be contiguous for the field: b [k, n] swapped and b [n, k] as_is transpose it.
   if (tessera::matmul_transposes_b(codelet, swapped ? 1 : 0)) amp += k * n * kTransposeCyclesPerElement;
   if (half) amp += m * k * kToHalfCyclesPerElement;
-  const double workers = threads * std::ceil(m * n / threads) * (kMacPerOutputCycles + k / 2);
+  const double workers = threads * (kMacWorkerCycles + std::ceil(m * n / threads) * (kMacPerOutputCycles + k / 2));
   return std::min(amp, workers);
 }
 

@@ -3,6 +3,7 @@
 
 #include "plugin_testing.hpp"
 
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <memory>
@@ -101,8 +102,11 @@ TEST_CASE("analytic charges matmuls as AMP passes and the slowest tile per super
   // are a column of c, stored one float a worker cycle (8 more a row). b [n, k] needs no transpose.
   const CodeletCall swapped{0, Codelet::matmul_transposed, {{0, 0}, {0, 0}, {0, 0}}, {16, 256, 256, 1}};
   CHECK(compute_of({{swapped}}) == 32 * (25 + 32 + 6 * (22 + (8 + 8) * 43)) + 170);
-  // A tiny product runs on the workers: 6 x (26 + k / 2) for one output.
-  CHECK(compute_of({{matmul(0, 1, 8, 1)}}) == 6 * (26 + 4) + 170);
+  // A tiny product: the faster of one AMP pass (25 + a 32-cycle weight load + 6 x the 46-cycle
+  // fill) and the workers (6 x (51 + 14 + k / 2)); the simulator charges 472 for it.
+  CHECK(compute_of({{matmul(0, 1, 8, 1)}}) == std::min(25 + 32 + 6 * 46, 6 * (51 + 14 + 4)) + 170);
+  // A long, thin one runs on the workers: k = 4096 would take 512 AMP passes.
+  CHECK(compute_of({{matmul(0, 1, 4096, 1)}}) == 6 * (51 + 14 + 2048) + 170);
   // Other tiles work in parallel; the same tile adds up; supersteps add up.
   CHECK(compute_of({{matmul(0, 64, 64, 64), matmul(1, 64, 64, 64), matmul(1471, 8, 8, 8)}}) == one);
   CHECK(compute_of({{matmul(0, 64, 64, 64), matmul(0, 64, 64, 64)}}) == 2 * one);

@@ -51,14 +51,14 @@ Features matmul_features(Params p, const Target& t, Codelet codelet) {
   const double transpose_vectors = transpose ? worker_vectors(k * n, t) : 0;
   const double cast_fours = half ? std::ceil(std::ceil(m * k / workers) / 4) : 0;
   const double dot = p[1] % 2 == 0 ? k / 2 : 2 * k + 1;
-  const double worker_dots = std::ceil(m * n / workers) * (26 + dot);
+  const double worker_dots = std::ceil(m * n / workers) * (14 + dot);
   // Nominal costs (docs/targets.md) only to pick the path; the fit prices each feature.
   const double amp_nominal = 63 + (half ? 42 : 30) * output_groups + (half ? 59 : 57) * passes +
                              workers * (pass_worker + 8 * zero_rows) + (transpose ? 113 + 12 * transpose_vectors : 0) +
                              (half ? 263 + 12 * cast_fours : 0);
   // Half inputs zero no rows; float inputs cast nothing.
   const double zero_or_cast = half ? cast_fours : zero_rows;
-  Features features = 58 + workers * (16 + worker_dots) < amp_nominal
+  Features features = 58 + workers * (51 + worker_dots) < amp_nominal
                           ? Features{0, 0, 0, 0, 0, 0, 1, worker_dots}
                           : Features{1, passes, pass_worker, output_groups, zero_or_cast, transpose_vectors, 0, 0};
   // matmul_half's b is stored as its orientation streams it: never transposed, no such feature.

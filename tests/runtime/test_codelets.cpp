@@ -70,12 +70,12 @@ TEST_CASE("codelet cycle formulas charge the documented machine model", "[codele
   CHECK(thin_swapped < thin_as_is);
   CHECK(faster_matmul_orientation(Codelet::matmul, 2, 179, 128, target) == MatmulOrientation::swapped);
   CHECK(faster_matmul_orientation(Codelet::matmul, 128, 128, 128, target) == MatmulOrientation::as_is);
-  // Tiny products run on the workers: a dot of k = 8 at a cycle per two floats plus 26.
+  // Tiny products run on the workers: 51 a worker's run, a dot of k = 8 at a cycle per two floats plus 14.
   const CodeletCharge tiny = codelet_charge(Codelet::matmul, V{1, 8, 1, as_is}, target);
-  CHECK(tiny.cycles == 58 + 6 * (16 + 1 * (26 + 4)));
+  CHECK(tiny.cycles == 58 + 6 * (51 + 1 * (14 + 4)));
   CHECK(std::string(tiny.path) == "worker-mac");
   // matmul_transposed (b [n, k]) needs the transpose as_is, not swapped; here the workers win both.
-  CHECK(codelet_cycles(Codelet::matmul_transposed, V{2, 4096, 3, as_is}, target) == 58 + 6 * (16 + 1 * (26 + 2048)));
+  CHECK(codelet_cycles(Codelet::matmul_transposed, V{2, 4096, 3, as_is}, target) == 58 + 6 * (51 + 1 * (14 + 2048)));
   CHECK(codelet_cycles(Codelet::matmul_transposed, V{2, 64, 256, swapped}, target) <
         codelet_cycles(Codelet::matmul_transposed, V{2, 64, 256, as_is}, target));
   // matmul_half: a cast to half (11 + 6 * (42 + 2 per four floats)), then 16 x 8 passes of
