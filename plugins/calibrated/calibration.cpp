@@ -5,10 +5,12 @@
 #include <cmath>
 #include <filesystem>
 #include <limits>
+#include <string_view>
 
 #include <fmt/format.h>
 #include <yaml-cpp/yaml.h>
 
+#include "tessera/codelets.hpp"
 #include "tessera/diagnostic.hpp"
 #include "tessera/program.hpp"
 #include "tessera/target.hpp"
@@ -28,7 +30,7 @@ double worker_vectors(double count, const Target& target) {
 }
 
 // A matmul runs on the AMP or on the workers, whichever is faster (docs/targets.md): the
-// features of the path a nominal estimate picks, zeros for the other, so one fit prices both.
+// features of the path the machine model takes, zeros for the other, so one fit prices both.
 // AMP: a call, its passes, the workers' cycles over all passes (a pipeline fill at least),
 // output groups times field rows (zeroing), and the workers' operand preparation (b's
 // transpose in vectors, a's cast to half in fours). Workers: a call and the busiest worker's
@@ -52,13 +54,10 @@ Features matmul_features(Params p, const Target& t, Codelet codelet) {
   const double cast_fours = half ? std::ceil(std::ceil(m * k / workers) / 4) : 0;
   const double dot = p[1] % 2 == 0 ? k / 2 : 2 * k + 1;
   const double worker_dots = std::ceil(m * n / workers) * (14 + dot);
-  // Nominal costs (docs/targets.md) only to pick the path; the fit prices each feature.
-  const double amp_nominal = 63 + (half ? 42 : 30) * output_groups + (half ? 59 : 57) * passes +
-                             workers * (pass_worker + 8 * zero_rows) + (transpose ? 113 + 12 * transpose_vectors : 0) +
-                             (half ? 263 + 12 * cast_fours : 0);
   // Half inputs zero no rows; float inputs cast nothing.
   const double zero_or_cast = half ? cast_fours : zero_rows;
-  Features features = 58 + workers * (51 + worker_dots) < amp_nominal
+  const bool on_workers = std::string_view(tessera::codelet_charge(codelet, p, t).path) == "worker-mac";
+  Features features = on_workers
                           ? Features{0, 0, 0, 0, 0, 0, 1, worker_dots}
                           : Features{1, passes, pass_worker, output_groups, zero_or_cast, transpose_vectors, 0, 0};
   // matmul_half's b is stored as its orientation streams it: never transposed, no such feature.
