@@ -82,8 +82,13 @@ std::uint64_t saturate(unsigned __int128 value) {
 // loop loading that float of every part: (3 * parts + 7) worker cycles a loop, loops split
 // over the workers, 32 worker cycles fixed (the shape of poplibs' ReduceAdd).
 //
-// Row codelets (softmax, layer_norm) give whole rows to the workers: ceil(rows / workers)
-// rows for the slowest, each row a fixed cost plus cycles per vector of the row's passes.
+// Row steps (a row's max or sum, a per-row scalar applied to the row) give whole rows to the
+// workers: ceil(rows / workers) rows for the slowest, each row a fixed cost plus cycles per
+// vector.
+//
+// A fused codelet (bias_add with relu, reduce_bias, softmax, layer_norm) is charged as its
+// steps run one after another, each as that step alone is charged: fusion saves buffers and
+// calls in the package, not cycles (poplibs runs a vertex per step, loops no faster than ours).
 //
 // Matmuls run on the AMP in passes. One pass loads input_channels x output_channels weights
 // into the unit (at load_bytes_per_cycle: weight bytes / 16 cycles for the GC200), then the
@@ -105,7 +110,8 @@ std::uint64_t saturate(unsigned __int128 value) {
 //
 // A matmul may instead run on the workers (worker MAC): outputs split evenly over them,
 // each a dot product of k at one worker cycle per two floats (two per float when k is odd:
-// no 64-bit pairs), plus a fixed cost per output. The codelet takes whichever path is
+// no 64-bit pairs), plus a fixed cost per output; matmul_half casts a, then takes four
+// halves a cycle. The codelet takes whichever path is
 // faster; for tiny products that is the workers.
 
 // Supervisor and worker fixed costs, in worker cycles unless named tile cycles.
@@ -114,19 +120,18 @@ constexpr std::uint64_t kAddWorkerFixed = 29, kAddPerVector = 3;
 constexpr std::uint64_t kReluWorkerFixed = 26, kReluPerVector = 1;
 constexpr std::uint64_t kCopyWorkerFixed = 17, kCopyPerVector = 1;
 constexpr std::uint64_t kBiasAddWorkerFixed = 29, kBiasAddPerVector = 3;  // like add, bias re-read
-constexpr std::uint64_t kFusedReluPerVector = 1;                          // f32v2max with 0 before the store
 constexpr std::uint64_t kHalfBiasPerVector = 1;                           // f16v2tof32 of the bias pair
 constexpr std::uint64_t kReduceWorkerFixed = 32, kReduceLoopFixed = 7, kReducePerPart = 3;
 constexpr std::uint64_t kReduceFloatsPerLoop = 4;
-constexpr std::uint64_t kBiasLoadPerLoop = 2;   // the bias pair's loads and add
 constexpr std::uint64_t kCastWorkerFixed = 42;  // f32 -> f16: two cycles per four floats
 constexpr std::uint64_t kCastCyclesPerFour = 2;
 constexpr std::uint64_t kTransposeWorkerFixed = 17, kTransposePerVector = 2;  // two strided loads
-// Rows: a row reduction's fold, a reciprocal, an inverse square root.
-constexpr std::uint64_t kRowWorkerFixed = 30, kRowReduceFixed = 12, kDivideCycles = 10, kSqrtCycles = 10;
-constexpr std::uint64_t kSoftmaxPerVector = 1 + 1 + 6 + 1 + 2;  // max; scale-subtract, exp, sum; multiply-store
-constexpr std::uint64_t kLayerNormPerVector = 1 + 2 + 4;        // sum; squared deviation; normalise, scale, shift
-constexpr std::uint64_t kReduceRowPerVector = 1;                // a row sum walks 64-bit pairs
+// Row steps: a row's fold (max or sum), a per-row scalar's set-up, a square root and a divide (5 each).
+constexpr std::uint64_t kRowWorkerFixed = 30, kRowReduceFixed = 12, kRowScalarFixed = 28, kInverseSqrtCycles = 10;
+constexpr std::uint64_t kReduceRowPerVector = 1;         // a row sum walks 64-bit pairs
+constexpr std::uint64_t kSquaredDeviationPerVector = 2;  // subtract the mean, then multiply-accumulate
+constexpr std::uint64_t kScalarPerVector = 3;            // subtract or multiply by the row's scalar, as add
+constexpr std::uint64_t kExpPerVector = 6;
 // Unary and binary functions, worker cycles per vector of two floats: poplibs' float inner
 // loops (popopsCycleEstimators: SIGMOID and TANH 12, SQRT 10 per two; ERF 18 and POWER 312 per
 // element; SQUARE 2 per two; DIVIDE 10 per two, 6 when broadcast). Multiply and subtract walk
@@ -145,7 +150,8 @@ constexpr std::uint64_t kAmpWorkerFillHalf = 25, kAmpWorkerBaseHalf = 18;
 constexpr std::uint64_t kAmpZeroingFixed = 2;  // worker cycles; float zeroes per row too
 // The worker MAC path.
 // poplibs HorizontalMac: 16 + 19 + 16 a worker's run, 7 a row plus the dot product's own 7.
-constexpr std::uint64_t kMacCallOverhead = 58, kMacWorkerFixed = 51, kMacPerOutput = 14;
+constexpr std::uint64_t kMacCallOverhead = 58, kMacCallOverheadHalf = 63, kMacWorkerFixed = 51, kMacPerOutput = 14;
+constexpr std::uint64_t kHalvesPerLoad = 4;
 
 constexpr std::uint64_t kFloatsPerVector = 2;
 constexpr std::uint64_t kFloatBytes = 4, kHalfBytes = 2;
@@ -164,16 +170,46 @@ std::uint64_t elementwise_cycles(std::uint64_t count, std::uint64_t worker_fixed
 }
 
 /// A reduction of `parts` (plus per-loop extra cycles) over `loops` four-float loops.
-std::uint64_t reduce_cycles(std::uint64_t loops, std::uint64_t parts, std::uint64_t per_loop_extra,
-                            const Target& target) {
+std::uint64_t reduce_cycles(std::uint64_t loops, std::uint64_t parts, const Target& target) {
   const std::uint64_t workers = workers_of(target);
-  const std::uint64_t per_loop = add(add(kReduceLoopFixed, mul(kReducePerPart, parts)), per_loop_extra);
+  const std::uint64_t per_loop = add(kReduceLoopFixed, mul(kReducePerPart, parts));
   return add(kSupervisorCycles, mul(workers, add(kReduceWorkerFixed, mul(ceil_div(loops, workers), per_loop))));
 }
 
-std::uint64_t row_cycles(std::uint64_t rows, std::uint64_t per_row, const Target& target) {
+/// A row step: `rows` split whole over the workers, each a fixed cost plus `per_vector` a vector.
+std::uint64_t row_cycles(std::uint64_t rows, std::uint64_t cols, std::uint64_t per_row, std::uint64_t per_vector,
+                         const Target& target) {
   const std::uint64_t workers = workers_of(target);
-  return add(kSupervisorCycles, mul(workers, add(kRowWorkerFixed, mul(ceil_div(rows, workers), per_row))));
+  const std::uint64_t row = add(per_row, mul(ceil_div(cols, kFloatsPerVector), per_vector));
+  return add(kSupervisorCycles, mul(workers, add(kRowWorkerFixed, mul(ceil_div(rows, workers), row))));
+}
+
+/// bias_add's steps: the bias (a float or half vector) added to every row, then relu if fused.
+std::uint64_t bias_cycles(std::uint64_t rows, std::uint64_t cols, bool half, bool relu, const Target& target) {
+  const std::uint64_t count = mul(rows, cols);
+  const std::uint64_t bias =
+      elementwise_cycles(count, kBiasAddWorkerFixed, kBiasAddPerVector + (half ? kHalfBiasPerVector : 0), target);
+  return relu ? add(bias, elementwise_cycles(count, kReluWorkerFixed, kReluPerVector, target)) : bias;
+}
+
+/// softmax's steps: the row's max, scale and subtract it, exp, the row's sum, divide by it.
+std::uint64_t softmax_cycles(std::uint64_t rows, std::uint64_t cols, const Target& target) {
+  const std::uint64_t fold = row_cycles(rows, cols, kRowReduceFixed, kReduceRowPerVector, target);
+  const std::uint64_t subtract = row_cycles(rows, cols, kRowScalarFixed, kScalarPerVector, target);
+  const std::uint64_t exp = elementwise_cycles(mul(rows, cols), kUnaryWorkerFixed, kExpPerVector, target);
+  const std::uint64_t divide = row_cycles(rows, cols, kRowScalarFixed, kDividePerVector, target);
+  return add(add(mul(2, fold), subtract), add(exp, divide));
+}
+
+/// layer_norm's steps: the row's mean, its squared deviation, subtract the mean, multiply by
+/// the inverse standard deviation (found per row), then gamma and beta as bias vectors.
+std::uint64_t layer_norm_cycles(std::uint64_t rows, std::uint64_t cols, const Target& target) {
+  const std::uint64_t mean = row_cycles(rows, cols, kRowReduceFixed, kReduceRowPerVector, target);
+  const std::uint64_t deviation = row_cycles(rows, cols, kRowReduceFixed, kSquaredDeviationPerVector, target);
+  const std::uint64_t subtract = row_cycles(rows, cols, kRowScalarFixed, kScalarPerVector, target);
+  const std::uint64_t scale = row_cycles(rows, cols, kRowScalarFixed + kInverseSqrtCycles, kScalarPerVector, target);
+  const std::uint64_t gamma_beta = mul(2, bias_cycles(rows, cols, false, false, target));
+  return add(add(mean, deviation), add(add(subtract, scale), gamma_beta));
 }
 
 struct Amp {
@@ -223,11 +259,28 @@ std::uint64_t amp_cycles(const Amp& amp, std::uint64_t field, std::uint64_t k, s
   return add(add(kAmpCallOverhead, mul(output_groups, add(kAmpGroupOverhead, zeroing))), mul(passes, pass));
 }
 
-/// The worker MAC path: m x n dot products of length k split over the workers.
-std::uint64_t worker_mac_cycles(std::uint64_t m, std::uint64_t k, std::uint64_t n, const Target& target) {
+/// Casting `count` floats to half, split evenly over the workers in fours.
+std::uint64_t cast_to_half_cycles(std::uint64_t count, const Target& target) {
   const std::uint64_t workers = workers_of(target);
-  const std::uint64_t dot = k % 2 == 0 ? k / 2 : 2 * k + 1;
-  return add(kMacCallOverhead,
+  const std::uint64_t fours = ceil_div(ceil_div(count, workers), 4);
+  return add(kSupervisorCycles, mul(workers, add(kCastWorkerFixed, mul(fours, kCastCyclesPerFour))));
+}
+
+/// A worker's dot product of k values: one 64-bit load of each operand a cycle (`per_load`
+/// values: two floats or four halves) when k divides into them, else narrower loads at two
+/// cycles each.
+std::uint64_t dot_cycles(std::uint64_t k, std::uint64_t per_load) {
+  for (std::uint64_t width = per_load; width > 1; width /= 2)
+    if (k % width == 0) return width == per_load ? k / width : 2 * (k / width) + 1;
+  return 2 * k + 1;
+}
+
+/// The worker MAC path: m x n dot products of length k split over the workers (half: both
+/// operands half, a cast first).
+std::uint64_t worker_mac_cycles(std::uint64_t m, std::uint64_t k, std::uint64_t n, bool half, const Target& target) {
+  const std::uint64_t workers = workers_of(target);
+  const std::uint64_t dot = dot_cycles(k, half ? kHalvesPerLoad : kFloatsPerVector);
+  return add(half ? kMacCallOverheadHalf : kMacCallOverhead,
              mul(workers, add(kMacWorkerFixed, mul(ceil_div(mul(m, n), workers), add(kMacPerOutput, dot)))));
 }
 
@@ -238,18 +291,15 @@ CodeletCharge matmul_charge(Codelet codelet, std::span<const std::uint32_t> para
   CodeletCharge charge;
   // Work the AMP's operands need first: a cast of a to half, or a transpose of b when its
   // k values are not contiguous for the field (matmul_transposes_b).
-  std::uint64_t prepare = 0;
-  if (codelet == Codelet::matmul_half)
-    prepare =
-        add(kSupervisorCycles,
-            mul(workers_of(target),
-                add(kCastWorkerFixed, mul(ceil_div(ceil_div(mul(m, k), workers_of(target)), 4), kCastCyclesPerFour))));
+  const bool half = codelet == Codelet::matmul_half;
+  const std::uint64_t cast = half ? cast_to_half_cycles(mul(m, k), target) : 0;
+  std::uint64_t prepare = cast;
   if (matmul_transposes_b(codelet, params[kMatmulOrientationParam]))
     prepare = add(prepare, elementwise_cycles(mul(k, n), kTransposeWorkerFixed, kTransposePerVector, target));
   std::uint64_t passes = 0;
   const std::uint64_t on_amp = add(prepare, swapped ? amp_cycles(amp, n, k, m, true, target, passes)
                                                     : amp_cycles(amp, m, k, n, false, target, passes));
-  const std::uint64_t on_workers = worker_mac_cycles(m, k, n, target);
+  const std::uint64_t on_workers = add(cast, worker_mac_cycles(m, k, n, half, target));
   if (on_workers < on_amp) {
     charge.cycles = on_workers;
     charge.path = "worker-mac";
@@ -387,7 +437,6 @@ CodeletCharge codelet_charge(Codelet codelet, std::span<const std::uint32_t> par
   if (is_matmul(codelet)) return matmul_charge(codelet, params, target);
   CodeletCharge charge;
   const bool by_rows = codelet == Codelet::softmax || codelet == Codelet::layer_norm || codelet == Codelet::reduce_rows;
-  const std::uint64_t vectors_of_row = by_rows ? ceil_div(params[1], kFloatsPerVector) : 0;
   charge.path = by_rows ? "rows" : "workers";
   // Bytes of the input operands (in-place operands are inputs; outputs are only stored).
   std::uint64_t input_words = 0;
@@ -407,28 +456,22 @@ CodeletCharge codelet_charge(Codelet codelet, std::span<const std::uint32_t> par
   switch (codelet) {
     case Codelet::bias_add:
     case Codelet::bias_add_half:
-      charge.cycles = elementwise_cycles(mul(params[0], params[1]), kBiasAddWorkerFixed,
-                                         kBiasAddPerVector + (params[2] != 0 ? kFusedReluPerVector : 0) +
-                                             (codelet == Codelet::bias_add_half ? kHalfBiasPerVector : 0),
-                                         target);
+      charge.cycles = bias_cycles(params[0], params[1], codelet == Codelet::bias_add_half, params[2] != 0, target);
       break;
     case Codelet::softmax:
-      charge.cycles = row_cycles(
-          params[0], add(2 * kRowReduceFixed + kDivideCycles, mul(vectors_of_row, kSoftmaxPerVector)), target);
+      charge.cycles = softmax_cycles(params[0], params[1], target);
       break;
     case Codelet::layer_norm:
-      charge.cycles = row_cycles(
-          params[0], add(2 * kRowReduceFixed + kSqrtCycles + kDivideCycles, mul(vectors_of_row, kLayerNormPerVector)),
-          target);
+      charge.cycles = layer_norm_cycles(params[0], params[1], target);
       break;
     case Codelet::reduce_add:
-      charge.cycles = reduce_cycles(ceil_div(params[1], kReduceFloatsPerLoop), params[0], 0, target);
+      charge.cycles = reduce_cycles(ceil_div(params[1], kReduceFloatsPerLoop), params[0], target);
       break;
     case Codelet::reduce_bias: {
       // Rows are walked separately (the own partial is strided); the own partial is one more part.
       const std::uint64_t loops = mul(params[1], ceil_div(params[2], kReduceFloatsPerLoop));
-      charge.cycles = reduce_cycles(loops, std::uint64_t{params[0]} + 1,
-                                    kBiasLoadPerLoop + (params[4] != 0 ? 2 * kFusedReluPerVector : 0), target);
+      charge.cycles = add(reduce_cycles(loops, std::uint64_t{params[0]} + 1, target),
+                          bias_cycles(params[1], params[2], false, params[4] != 0, target));
       break;
     }
     case Codelet::relu:
@@ -454,8 +497,8 @@ CodeletCharge codelet_charge(Codelet codelet, std::span<const std::uint32_t> par
       break;
     case Codelet::reduce_rows:
       // One fold per row, then a multiply by 1/cols for a mean.
-      charge.cycles = row_cycles(
-          params[0], add(kRowReduceFixed + (params[2] != 0 ? 1 : 0), mul(vectors_of_row, kReduceRowPerVector)), target);
+      charge.cycles =
+          row_cycles(params[0], params[1], kRowReduceFixed + (params[2] != 0 ? 1 : 0), kReduceRowPerVector, target);
       break;
     default:
       throw std::logic_error("unreachable codelet");

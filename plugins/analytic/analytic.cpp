@@ -43,31 +43,32 @@ constexpr double kCopyCyclesPerElement = 0.5;
 constexpr double kReluCyclesPerElement = 0.5;
 constexpr double kAddCyclesPerElement = 1.5;
 constexpr double kBiasAddCyclesPerElement = 1.5;
-constexpr double kFusedReluCyclesPerElement = 0.5;
 constexpr double kHalfBiasCyclesPerElement = 0.5;
 // Reductions: per output float, 0.75 a part plus 1.75 of loop overhead (loops of four floats).
 constexpr double kReduceCyclesPerPartElement = 0.75;
 constexpr double kReduceCyclesPerElement = 1.75;
-constexpr double kReduceBiasCyclesPerElement = 0.5;
 // Preparing the AMP's operands: transposing b, casting a to half.
 constexpr double kTransposeCyclesPerElement = 1.0;
 constexpr double kToHalfCyclesPerElement = 0.5;
-// Row codelets per element and per row (per worker: rows go to the workers whole).
-constexpr double kSoftmaxCyclesPerElement = 5.5;
-constexpr double kSoftmaxCyclesPerRow = 34;
-constexpr double kLayerNormCyclesPerElement = 3.5;
+// A fused codelet runs its steps one after another (bias then relu; reduce then bias; softmax's
+// five, layer_norm's six), each step a call's overhead of its own.
+// Row steps per element and per row (per worker: rows go to the workers whole), and the
+// steps split evenly over the elements (softmax's exp, layer_norm's gamma and beta).
+constexpr double kSoftmaxSteps = 5, kSoftmaxCyclesPerElement = 7.5, kSoftmaxCyclesPerRow = 80;
+constexpr double kExpCyclesPerElement = 3;
+constexpr double kLayerNormSteps = 6, kLayerNormCyclesPerElement = 4.5, kLayerNormCyclesPerRow = 90;
 constexpr double kReduceRowCyclesPerElement = 0.5;
 constexpr double kReduceRowCyclesPerRow = 13;
 // unary, binary, binary_row: the core's worker cycles per vector of two floats for the
 // function (tessera::function_cycles_per_vector) are tile cycles per element over two.
 constexpr double kFunctionCyclesPerVectorCycle = 0.5;
-constexpr double kLayerNormCyclesPerRow = 44;
 // The AMP: per pass its weights load at load_bytes_per_cycle, a fixed cost, and each worker
 // streams its field rows (an accumulator-pipeline fill of ~46 worker cycles at least).
 constexpr double kAmpPassCycles = 25;
 constexpr double kAmpWorkerFillCycles = 46;
 constexpr double kAmpWorkerBaseCycles = 22;
-// Worker MAC: a dot product per output, one worker cycle per two floats, 14 per output, 51 a worker.
+// Worker MAC: a dot product per output, one worker cycle per two floats (four halves after a
+// cast of a), 14 per output, 51 a worker.
 constexpr double kMacPerOutputCycles = 14;
 constexpr double kMacWorkerCycles = 51;
 
@@ -99,7 +100,9 @@ double matmul_cycles(Codelet codelet, double m, double k, double n, bool swapped
   // b's k values must be contiguous for the field: b [k, n] swapped and b [n, k] as_is transpose it.
   if (tessera::matmul_transposes_b(codelet, swapped ? 1 : 0)) amp += k * n * kTransposeCyclesPerElement;
   if (half) amp += m * k * kToHalfCyclesPerElement;
-  const double workers = threads * (kMacWorkerCycles + std::ceil(m * n / threads) * (kMacPerOutputCycles + k / 2));
+  const double workers =
+      threads * (kMacWorkerCycles + std::ceil(m * n / threads) * (kMacPerOutputCycles + k / (half ? 4 : 2))) +
+      (half ? m * k * kToHalfCyclesPerElement : 0);
   return std::min(amp, workers);
 }
 
@@ -110,7 +113,10 @@ std::uint64_t estimate_call(const CodeletCall& call, const Target& target) {
                                      tessera::codelet_name(call.codelet), tessera::codelet_param_count(call.codelet),
                                      p.size()));
   double cycles = kCallOverheadCycles;
-  const double relu = kFusedReluCyclesPerElement;
+  // A fused relu over `count` elements: one more step.
+  auto relu = [](bool fused, double count) {
+    return fused ? kCallOverheadCycles + count * kReluCyclesPerElement : 0.0;
+  };
   switch (call.codelet) {
     case Codelet::matmul:
     case Codelet::matmul_transposed:
@@ -121,19 +127,24 @@ std::uint64_t estimate_call(const CodeletCall& call, const Target& target) {
           target);
       break;
     case Codelet::bias_add_half:
-      cycles += double(p[0]) * p[1] * (kBiasAddCyclesPerElement + kHalfBiasCyclesPerElement + (p[2] ? relu : 0.0));
+      cycles += double(p[0]) * p[1] * (kBiasAddCyclesPerElement + kHalfBiasCyclesPerElement) +
+                relu(p[2] != 0, double(p[0]) * p[1]);
       break;
     case Codelet::softmax:
-      cycles += row_cycles(p[0], p[1], kSoftmaxCyclesPerElement, kSoftmaxCyclesPerRow, target);
+      cycles += (kSoftmaxSteps - 1) * kCallOverheadCycles +
+                row_cycles(p[0], p[1], kSoftmaxCyclesPerElement, kSoftmaxCyclesPerRow, target) +
+                double(p[0]) * p[1] * kExpCyclesPerElement;
       break;
     case Codelet::layer_norm:
-      cycles += row_cycles(p[0], p[1], kLayerNormCyclesPerElement, kLayerNormCyclesPerRow, target);
+      cycles += (kLayerNormSteps - 1) * kCallOverheadCycles +
+                row_cycles(p[0], p[1], kLayerNormCyclesPerElement, kLayerNormCyclesPerRow, target) +
+                2 * double(p[0]) * p[1] * kBiasAddCyclesPerElement;
       break;
     case Codelet::reduce_add:
       cycles += double(p[1]) * (kReduceCyclesPerPartElement * p[0] + kReduceCyclesPerElement);
       break;
     case Codelet::bias_add:
-      cycles += double(p[0]) * p[1] * (kBiasAddCyclesPerElement + (p[2] ? relu : 0.0));
+      cycles += double(p[0]) * p[1] * kBiasAddCyclesPerElement + relu(p[2] != 0, double(p[0]) * p[1]);
       break;
     case Codelet::relu:
       cycles += p[0] * kReluCyclesPerElement;
@@ -156,10 +167,10 @@ std::uint64_t estimate_call(const CodeletCall& call, const Target& target) {
       cycles += row_cycles(p[0], p[1], kReduceRowCyclesPerElement, kReduceRowCyclesPerRow, target);
       break;
     case Codelet::reduce_bias:
-      // parts + the own partial, then the bias (and relu), rows walked separately.
-      cycles += double(p[1]) * p[2] *
-                (kReduceCyclesPerPartElement * (double(p[0]) + 1) + kReduceCyclesPerElement +
-                 kReduceBiasCyclesPerElement + (p[4] ? relu : 0.0));
+      // parts + the own partial (rows walked separately), then the bias step (and relu).
+      cycles += double(p[1]) * p[2] * (kReduceCyclesPerPartElement * (double(p[0]) + 1) + kReduceCyclesPerElement) +
+                kCallOverheadCycles + double(p[1]) * p[2] * kBiasAddCyclesPerElement +
+                relu(p[4] != 0, double(p[1]) * p[2]);
       break;
   }
   return ceil_cycles(cycles);

@@ -52,13 +52,15 @@ Features matmul_features(Params p, const Target& t, Codelet codelet) {
   const bool transpose = tessera::matmul_transposes_b(codelet, p[3]);
   const double transpose_vectors = transpose ? worker_vectors(k * n, t) : 0;
   const double cast_fours = half ? std::ceil(std::ceil(m * k / workers) / 4) : 0;
-  const double dot = p[1] % 2 == 0 ? k / 2 : 2 * k + 1;
+  // A dot product: a 64-bit load of each operand a cycle (two floats, four halves), else
+  // narrower loads at two cycles each.
+  const double dot = half && p[1] % 4 == 0 ? k / 4 : p[1] % 2 == 0 ? (half ? k + 1 : k / 2) : 2 * k + 1;
   const double worker_dots = std::ceil(m * n / workers) * (14 + dot);
   // Half inputs zero no rows; float inputs cast nothing.
   const double zero_or_cast = half ? cast_fours : zero_rows;
   const bool on_workers = std::string_view(tessera::codelet_charge(codelet, p, t).path) == "worker-mac";
   Features features = on_workers
-                          ? Features{0, 0, 0, 0, 0, 0, 1, worker_dots}
+                          ? Features{0, 0, 0, 0, half ? cast_fours : 0, 0, 1, worker_dots}
                           : Features{1, passes, pass_worker, output_groups, zero_or_cast, transpose_vectors, 0, 0};
   // matmul_half's b is stored as its orientation streams it: never transposed, no such feature.
   if (half) features.erase(features.begin() + 5);
@@ -72,25 +74,27 @@ constexpr const char* kHalfMatmulFeatureNames =
     "amp_call,amp_passes,amp_pass_worker_cycles,amp_output_groups,cast_fours,worker_call,worker_dot_cycles";
 
 // Both orientations and both paths, all within ~200 KB of operands.
-// Bias codelets (bias_add, bias_add_half): rows x columns of vectors, again when relu is fused.
-constexpr const char* kBiasFeatureNames = "call,vectors,relu_vectors";
+// Bias codelets (bias_add, bias_add_half): rows x columns of vectors, then a relu step (its
+// own call and vectors) when fused.
+constexpr const char* kBiasFeatureNames = "call,vectors,relu_call,relu_vectors";
 
 Features bias_features(Params p, const Target& t) {
   const double vectors = worker_vectors(double(p[0]) * p[1], t);
-  return {1, vectors, p[2] != 0 ? vectors : 0.0};
+  return {1, vectors, p[2] != 0 ? 1.0 : 0.0, p[2] != 0 ? vectors : 0.0};
 }
 
 const std::vector<std::vector<std::uint32_t>> kBiasShapes = {{1, 64, 0},  {2, 4096, 1}, {16, 256, 0},  {4, 1024, 1},
                                                              {8, 512, 1}, {2, 3000, 0}, {16, 1024, 0}, {1, 7, 1},
                                                              {1, 13, 0},  {3, 5000, 1}};
 
-// Row codelets (softmax, layer_norm): each worker takes whole rows; a row costs a fixed
-// reduction plus per-vector work. Their third param is a float's bits.
-constexpr const char* kRowFeatureNames = "call,row_steps,row_vector_steps";
+// Row codelets (softmax, layer_norm): steps over whole rows (a worker takes whole rows; a row
+// costs a fixed fold or set-up plus per-vector work) and steps over the elements split evenly
+// (softmax's exp, layer_norm's gamma and beta). Their third param is a float's bits.
+constexpr const char* kRowFeatureNames = "call,row_steps,row_vector_steps,element_vectors";
 
 Features row_features(Params p, const Target& t) {
   const double steps = std::ceil(double(p[0]) / std::max<std::uint32_t>(t.worker_threads, 1));
-  return {1, steps, steps * std::ceil(p[1] / 2.0)};
+  return {1, steps, steps * std::ceil(p[1] / 2.0), worker_vectors(double(p[0]) * p[1], t)};
 }
 
 std::vector<std::vector<std::uint32_t>> row_shapes(std::uint32_t float_bits) {
@@ -143,12 +147,14 @@ const CodeletLine kCodeletLines[] = {
        return {1, worker_vectors(p[0], t)};
      },
      {{1}, {7}, {64}, {333}, {1000}, {4096}, {12000}, {24000}}},
-    // Rows are walked separately (the own partial is strided), so each row rounds up to loops.
+    // Rows are walked separately (the own partial is strided), so each row rounds up to loops;
+    // then the bias step and the relu step, as bias_add's.
     {Codelet::reduce_bias,
-     "call,loops,part_loops,relu_loops",
+     "call,loops,part_loops,bias_vectors,relu_call,relu_vectors",
      [](Params p, const Target& t) -> Features {
        const double loops = worker_loops(double(p[1]) * std::ceil(p[2] / 4.0) * 4, t);
-       return {1, loops, p[0] * loops, p[4] != 0 ? loops : 0.0};
+       const double vectors = worker_vectors(double(p[1]) * p[2], t);
+       return {1, loops, p[0] * loops, vectors, p[4] != 0 ? 1.0 : 0.0, p[4] != 0 ? vectors : 0.0};
      },
      {{2, 2, 3, 64, 1},
       {22, 2, 3, 64, 1},

@@ -163,8 +163,7 @@ void run_softmax(float* memory, const LoadedCall& call) {
       out[c] = std::exp(scale * in[c] - largest);
       sum += out[c];
     }
-    const float inverse = 1.0f / sum;
-    for (std::uint32_t c = 0; c < cols; ++c) out[c] *= inverse;
+    for (std::uint32_t c = 0; c < cols; ++c) out[c] /= sum;
   }
 }
 

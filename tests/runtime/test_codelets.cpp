@@ -74,6 +74,11 @@ TEST_CASE("codelet cycle formulas charge the documented machine model", "[codele
   const CodeletCharge tiny = codelet_charge(Codelet::matmul, V{1, 8, 1, as_is}, target);
   CHECK(tiny.cycles == 58 + 6 * (51 + 1 * (14 + 4)));
   CHECK(std::string(tiny.path) == "worker-mac");
+  // matmul_half on the workers: a cast of a (11 + 6 * (42 + 2 per four floats)), then four
+  // halves a cycle: 63 + 6 * (51 + outputs a worker * (14 + k / 4)).
+  const CodeletCharge thin_half = codelet_charge(Codelet::matmul_half, V{1, 64, 8, as_is}, target);
+  CHECK(thin_half.cycles == 11 + 6 * (42 + 3 * 2) + 63 + 6 * (51 + 2 * (14 + 16)));
+  CHECK(std::string(thin_half.path) == "worker-mac");
   // matmul_transposed (b [n, k]) needs the transpose as_is, not swapped; here the workers win both.
   CHECK(codelet_cycles(Codelet::matmul_transposed, V{2, 4096, 3, as_is}, target) == 58 + 6 * (51 + 1 * (14 + 2048)));
   CHECK(codelet_cycles(Codelet::matmul_transposed, V{2, 64, 256, swapped}, target) <
@@ -98,21 +103,31 @@ TEST_CASE("codelet cycle formulas charge the documented machine model", "[codele
   CHECK(codelet_cycles(Codelet::relu, V{13}, target) == 11 + 6 * (26 + 2 * 1));
   CHECK(codelet_cycles(Codelet::add, V{1200}, target) == 11 + 6 * (29 + 100 * 3));
   CHECK(codelet_cycles(Codelet::bias_add, V{2, 600, 0}, target) == 11 + 6 * (29 + 100 * 3));
-  CHECK(codelet_cycles(Codelet::bias_add, V{2, 600, 1}, target) == 11 + 6 * (29 + 100 * 4));
-  CHECK(codelet_cycles(Codelet::bias_add_half, V{2, 600, 1}, target) == 11 + 6 * (29 + 100 * 5));
+  // A fused codelet is charged as its steps one after another: the bias, then a relu.
+  const std::uint64_t relu_1200 = 11 + 6 * (26 + 100 * 1);
+  CHECK(codelet_cycles(Codelet::bias_add, V{2, 600, 1}, target) == 11 + 6 * (29 + 100 * 3) + relu_1200);
+  CHECK(codelet_cycles(Codelet::bias_add_half, V{2, 600, 1}, target) == 11 + 6 * (29 + 100 * 4) + relu_1200);
   // Reductions: loops of four floats, 3 cycles a part + 7, split over the workers, 32 fixed.
   CHECK(codelet_cycles(Codelet::reduce_add, V{4, 1200}, target) == 11 + 6 * (32 + 50 * (3 * 4 + 7)));
-  // reduce_bias: the own partial is one more part, the bias 2 a loop; rows walked separately.
-  CHECK(codelet_cycles(Codelet::reduce_bias, V{3, 2, 600, 600, 0}, target) == 11 + 6 * (32 + 50 * (3 * 4 + 7 + 2)));
+  // reduce_bias: the own partial is one more part (rows walked separately), then the bias.
+  CHECK(codelet_cycles(Codelet::reduce_bias, V{3, 2, 600, 600, 0}, target) ==
+        11 + 6 * (32 + 50 * (3 * 4 + 7)) + 11 + 6 * (29 + 100 * 3));
   CHECK(codelet_operand_words(Codelet::reduce_bias, V{3, 2, 5, 9, 0}, 0) == 30);
   CHECK(codelet_operand_words(Codelet::reduce_bias, V{3, 2, 5, 9, 0}, 1) == 14);
   CHECK(codelet_operand_words(Codelet::reduce_bias, V{3, 2, 5, 9, 0}, 2) == 5);
   CHECK(codelet_operand_words(Codelet::reduce_bias, V{3, 2, 5, 9, 0}, 3) == 10);
-  // Rows: 11 + 6 * (30 + rows of the busiest worker * per row).
-  // softmax per row: 2 * 12 + 10 + 5 vectors * 11.
-  CHECK(codelet_cycles(Codelet::softmax, V{7, 10, 0}, target) == 11 + 6 * (30 + 2 * (34 + 5 * 11)));
-  // layer_norm per row: 2 * 12 + 10 + 10 + 5 vectors * 7.
-  CHECK(codelet_cycles(Codelet::layer_norm, V{6, 10, 0}, target) == 11 + 6 * (30 + 1 * (44 + 5 * 7)));
+  // Row steps: 11 + 6 * (30 + rows of the busiest worker * (per row + vectors * per vector)).
+  // softmax: max and sum (12 a row, 1 a vector), scale-subtract (28, 3), exp over the
+  // elements split evenly (26 fixed, 6 a vector), divide (28, 10).
+  const std::uint64_t fold_7x10 = 11 + 6 * (30 + 2 * (12 + 5 * 1));
+  CHECK(codelet_cycles(Codelet::softmax, V{7, 10, 0}, target) == 2 * fold_7x10 + (11 + 6 * (30 + 2 * (28 + 5 * 3))) +
+                                                                     (11 + 6 * (26 + 6 * 6)) +
+                                                                     (11 + 6 * (30 + 2 * (28 + 5 * 10))));
+  // layer_norm: the mean (12, 1), the squared deviation (12, 2), subtract the mean (28, 3),
+  // multiply by the inverse deviation (28 + 10 a row, 3), then gamma and beta as biases.
+  CHECK(codelet_cycles(Codelet::layer_norm, V{6, 10, 0}, target) ==
+        (11 + 6 * (30 + 12 + 5)) + (11 + 6 * (30 + 12 + 10)) + (11 + 6 * (30 + 28 + 15)) + (11 + 6 * (30 + 38 + 15)) +
+            2 * (11 + 6 * (29 + 5 * 3)));
   // Fewer workers: a longer share each.
   Target three_workers = target;
   three_workers.worker_threads = 3;
