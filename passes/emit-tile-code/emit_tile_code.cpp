@@ -93,8 +93,9 @@ protected:
   }
 
 private:
-  /// The images' support memory above each tile's data in the standard region: code and vertex
-  /// states (place-storage reserved them) are checked, exchange descriptors measured.
+  /// The images' support memory above each tile's data in the standard region: code, vertex
+  /// states and exchange descriptors (place-storage reserved its estimate of them; a schedule
+  /// that splits transfers emits more), checked against the region's end.
   static Status allocate_support_memory(const tessera::Package& package, const tessera::Target& target,
                                         tessera::PassContext& context) {
     tessera::SupportBytes largest;
@@ -106,16 +107,15 @@ private:
       for (const tessera::TileBufferEntry& buffer : image.buffers)
         if (buffer.region == tessera::Region::standard)
           standard_end = std::max<std::uint64_t>(standard_end, std::uint64_t{buffer.offset} + buffer.bytes);
-      // Code and vertex states are reserved; exchange descriptors are measured, not yet reserved.
-      const std::uint64_t reserved = support.code + support.vertex_state;
+      const std::uint64_t reserved = support.total();
       if (standard_end + reserved > target.interleaved_start)
         return Status::failure(fmt::format(
-            "model does not fit: tile {} needs {} bytes of support memory (code {}, vertex state {}) above its {} "
-            "bytes "
-            "of standard-region data, {} bytes past the standard region's end at {}\n"
+            "model does not fit: tile {} needs {} bytes of support memory (code {}, vertex state {}, exchange "
+            "descriptors {}) above its {} bytes of standard-region data, {} bytes past the standard region's end at "
+            "{}\n"
             "  fix: give select-finalist a lower available_memory_proportion, or use a target with more memory per "
             "tile than '{}'",
-            image.tile, reserved, support.code, support.vertex_state, standard_end,
+            image.tile, reserved, support.code, support.vertex_state, support.exchange_descriptors, standard_end,
             standard_end + reserved - target.interleaved_start, target.interleaved_start, target.name));
       sum += support.total();
       if (support.total() > largest.total()) largest = support, largest_tile = image.tile;

@@ -29,8 +29,8 @@ struct RegionBounds {
 /// What placing one tile found: per-region high-water marks (bytes used from the region's
 /// start, gaps included) and each buffer's offset.
 struct TilePlacement {
-  std::uint64_t support = 0;      ///< reserved at the top of the standard region (code, vertex state)
-  std::uint64_t descriptors = 0;  ///< estimated exchange descriptors, shown but not reserved (docs/targets.md)
+  std::uint64_t support = 0;      ///< code and vertex states, reserved at the top of the standard region
+  std::uint64_t descriptors = 0;  ///< exchange descriptors (an entry per copy each side), reserved beside them
   std::uint64_t standard_used = 0, interleaved_used = 0;
   std::uint64_t standard_over = 0, interleaved_over = 0;
   std::uint64_t over() const { return standard_over + interleaved_over; }
@@ -139,8 +139,7 @@ protected:
 
     std::vector<std::int64_t> offsets(buffers.size(), tessera::kUnplaced);
     std::vector<TilePlacement> tiles(target.tiles);
-    // Code and vertex states, reserved; exchange descriptors are estimated for the report but not
-    // reserved: the planner's memory check does not count them yet (docs/targets.md).
+    // Code, vertex states and exchange descriptors, reserved above the data (docs/targets.md).
     const std::vector<std::uint64_t> support = tessera::call_support_bytes(state.program, target.tiles);
     const std::vector<std::uint64_t> descriptors = tessera::copy_descriptor_bytes(state.program, target.tiles);
     const std::vector<std::vector<std::uint32_t>> element_apart = element_apart_operands(state.program);
@@ -154,8 +153,8 @@ protected:
       placement.standard_used = standard_end - standard.low;
       placement.interleaved_used = interleaved_end - interleaved.low;
       // The support memory sits above the data at the top of the standard region.
-      placement.standard_over =
-          standard_end + placement.support > standard.high ? standard_end + placement.support - standard.high : 0;
+      const std::uint64_t reserved = placement.support + placement.descriptors;
+      placement.standard_over = standard_end + reserved > standard.high ? standard_end + reserved - standard.high : 0;
       placement.interleaved_over = interleaved_end > interleaved.high ? interleaved_end - interleaved.high : 0;
     }
 
@@ -171,7 +170,7 @@ protected:
       const TilePlacement& placement = tiles[tile];
       // Data extents, as `tessera report` draws them; the support memory is logged on its own.
       const std::uint64_t total = placement.standard_used + placement.interleaved_used;
-      peak_support = std::max(peak_support, placement.support);
+      peak_support = std::max(peak_support, placement.support + placement.descriptors);
       peak_standard = std::max(peak_standard, placement.standard_used);
       peak_interleaved = std::max(peak_interleaved, placement.interleaved_used);
       if (total > peak_total) peak_tile = tile;
@@ -284,13 +283,13 @@ private:
       const TilePlacement& placement = tiles[tile];
       message += fmt::format(
           "\n  tile {} needs {} bytes ({} over): {}; {}; support (code, vertex state) {} bytes; exchange descriptors "
-          "(estimated, not reserved) {} bytes",
+          "{} bytes",
           tile, target.memory_bytes + placement.over(), placement.over(),
           region_breakdown(state.program, tensor_of, by_tile[std::size_t{tile} * 2 + 1], "interleaved",
                            placement.interleaved_used, interleaved_capacity),
-          region_breakdown(state.program, tensor_of, by_tile[std::size_t{tile} * 2], "standard",
-                           placement.standard_used,
-                           target.interleaved_start - std::min(target.interleaved_start, placement.support)),
+          region_breakdown(
+              state.program, tensor_of, by_tile[std::size_t{tile} * 2], "standard", placement.standard_used,
+              target.interleaved_start - std::min(target.interleaved_start, placement.support + placement.descriptors)),
           placement.support, placement.descriptors);
     }
     if (!rest.empty()) {

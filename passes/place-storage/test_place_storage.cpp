@@ -238,8 +238,7 @@ TEST_CASE("place-storage shows the worst 16 tiles over in full and the rest as t
   CHECK(status.message.size() < 16384);  // readable, where 1,472 full lines would be ~700 KB
 }
 
-TEST_CASE("place-storage reserves code and vertex state and shows its exchange descriptor estimate",
-          "[place-storage]") {
+TEST_CASE("place-storage reserves code, vertex state and exchange descriptors above the data", "[place-storage]") {
   PassBench bench(config_path("models/mlp-small.yaml"), config_path("targets/t16.yaml"));
   REQUIRE(bench.run_through("select-finalist").ok);
   const Program& program = bench.state.program;
@@ -253,18 +252,27 @@ TEST_CASE("place-storage reserves code and vertex state and shows its exchange d
     }
   CHECK(copy_descriptor_bytes(program, tiles) == descriptors);
   const std::vector<std::uint64_t> calls = call_support_bytes(program, tiles);
-  std::uint64_t most_calls = 0, most_descriptors = 0;
+  std::uint64_t most_support = 0, most_descriptors = 0;
   for (std::uint32_t t = 0; t < tiles; ++t)
-    most_calls = std::max(most_calls, calls[t]), most_descriptors = std::max(most_descriptors, descriptors[t]);
+    most_support = std::max(most_support, calls[t] + descriptors[t]),
+    most_descriptors = std::max(most_descriptors, descriptors[t]);
   REQUIRE(most_descriptors > 0);  // the plan has copies
 
   PassBench placed(config_path("models/mlp-small.yaml"), config_path("targets/t16.yaml"));
   REQUIRE(placed.run_through("place-storage").ok);
   const auto summary = placed.log_lines("memory summary");
   REQUIRE(summary.size() == 1);
-  CHECK(log_field(summary[0], "peak_support_reserved_bytes") == most_calls);
+  CHECK(log_field(summary[0], "peak_support_reserved_bytes") == most_support);
+  // Every tile's standard-region data ends below its reserved support memory.
+  std::vector<std::uint64_t> standard_end(tiles, 0);
+  for (const Buffer& buffer : placed.state.program.buffers)
+    if (buffer.region == Region::standard)
+      standard_end.at(buffer.tile) =
+          std::max<std::uint64_t>(standard_end[buffer.tile], std::uint64_t(buffer.offset) + buffer.bytes);
+  for (std::uint32_t t = 0; t < tiles; ++t)
+    CHECK(standard_end[t] + calls[t] + descriptors[t] <= placed.state.target.interleaved_start);
 
-  // The does-not-fit report shows each over tile's reserved support memory and its descriptor estimate.
+  // The does-not-fit report shows each over tile's reserved support memory and descriptors.
   Target& target = bench.state.target;
   target.memory_bytes = target.interleaved_start + 4096;
   const Status status = bench.run("place-storage");
@@ -275,10 +283,8 @@ TEST_CASE("place-storage reserves code and vertex state and shows its exchange d
     if (at == std::string::npos) continue;
     const std::string line = status.message.substr(at + 1, status.message.find('\n', at + 1) - at - 1);
     INFO(line);
-    CHECK_THAT(line,
-               Catch::EndsWith(fmt::format("support (code, vertex state) {} bytes; exchange descriptors (estimated, "
-                                           "not reserved) {} bytes",
-                                           calls[t], descriptors[t])));
+    CHECK_THAT(line, Catch::EndsWith(fmt::format("support (code, vertex state) {} bytes; exchange descriptors {} bytes",
+                                                 calls[t], descriptors[t])));
     shown = true;
   }
   CHECK(shown);

@@ -209,18 +209,6 @@ Fragment build_binary(const BlockPlanContext& plan, FragmentBuilder& builder) {
   return builder.finish(std::move(made));
 }
 
-/// Bytes a built fragment's new buffers take on each tile (aligned), by region.
-std::vector<TileBytes> new_bytes(const Fragment& fragment, std::uint32_t tiles) {
-  std::vector<TileBytes> bytes(tiles);
-  for (std::size_t i = 0; i < fragment.program.buffers.size(); ++i) {
-    if (fragment.program_buffer[i] != kNewBuffer) continue;
-    const Buffer& buffer = fragment.program.buffers[i];
-    TileBytes& tile = bytes.at(buffer.tile);
-    (buffer.region == Region::interleaved ? tile.interleaved : tile.standard) += aligned_bytes(buffer);
-  }
-  return bytes;
-}
-
 std::string where(const BlockPlanContext& plan) {
   return fmt::format("{}:{}:{}", plan.graph.source_file, plan.op.place.line, plan.op.place.column);
 }

@@ -25,6 +25,13 @@ std::uint32_t ceil_div(std::uint32_t a, std::uint32_t b) { return (a + b - 1) / 
 // reduce_bias reads its bias as float32 words; a float16 bias takes reduce_add + bias_add_half.
 bool fused_reduction(const DenseOp& op) { return op.bias && op.bias->dtype == DType::float32; }
 
+/// A reduce-scatter gives each depth group whole rows when every one can have some in every
+/// row group (the smallest has op.m / row_groups rows): all row groups then split the same
+/// way, and the op's output pieces share their column ranges (gather_x relies on it).
+bool owns_rows(const DenseOp& op, DenseCandidate candidate) {
+  return op.m / candidate.row_groups >= candidate.depth_groups;
+}
+
 // float16 weights and biases are read by the half-weight codelets.
 bool half_weights(const DenseOp& op) { return op.w->dtype == DType::float16; }
 Codelet bias_codelet(const DenseOp& op) {
@@ -201,6 +208,11 @@ std::uint64_t BusiestMatmul::cycles(std::uint32_t in_orientation, const Target& 
                         std::vector<std::uint32_t>{m, k, n, in_orientation}, target);
 }
 
+const char* reduce_scatter_name(const DenseOp& op, DenseCandidate candidate) {
+  if (candidate.depth_groups <= 1) return "none";
+  return candidate.reduction_blocks <= 1 && owns_rows(op, candidate) ? "rows" : "columns";
+}
+
 std::uint64_t screening_cycles(const DenseOp& op, DenseCandidate candidate, const Target& target) {
   const std::uint32_t column_groups = candidate.column_groups, depth_groups = candidate.depth_groups;
   const std::uint32_t widest = ceil_div(op.n, column_groups), deepest = ceil_div(op.k, depth_groups);
@@ -257,20 +269,24 @@ std::uint64_t screening_cycles(const DenseOp& op, DenseCandidate candidate, cons
       compute += epilogue_cycles(op, m, sub, target);
     }
   } else if (depth_groups > 1) {
-    const std::uint32_t piece = ceil_div(slice, depth_groups);
-    const std::uint64_t send = std::uint64_t{m} * (slice - slice / depth_groups);
-    const std::uint64_t receive = std::uint64_t{m} * piece * (depth_groups - 1);
+    // The owner's part: whole rows or a piece of the columns (lay_out_buffers).
+    const bool by_rows = owns_rows(op, candidate);
+    const std::uint32_t rows = by_rows ? ceil_div(m, depth_groups) : m;
+    const std::uint32_t piece = by_rows ? slice : ceil_div(slice, depth_groups);
+    const std::uint64_t send = std::uint64_t{m} * slice -
+                               std::uint64_t{by_rows ? m / depth_groups : m} * (by_rows ? slice : slice / depth_groups);
+    const std::uint64_t receive = std::uint64_t{rows} * piece * (depth_groups - 1);
     exchange += slices * std::max(send, receive);
     phases += slices;
     supersteps += slices;
     if (fused_reduction(op)) {
       compute +=
           slices * codelet_cycles(Codelet::reduce_bias,
-                                  std::vector<std::uint32_t>{depth_groups - 1, m, piece, slice, op.relu}, target);
+                                  std::vector<std::uint32_t>{depth_groups - 1, rows, piece, slice, op.relu}, target);
     } else {
       compute +=
-          slices * codelet_cycles(Codelet::reduce_add, std::vector<std::uint32_t>{depth_groups, m * piece}, target);
-      compute += slices * epilogue_cycles(op, m, piece, target);
+          slices * codelet_cycles(Codelet::reduce_add, std::vector<std::uint32_t>{depth_groups, rows * piece}, target);
+      compute += slices * epilogue_cycles(op, rows, piece, target);
     }
   } else {
     compute += epilogue_cycles(op, m, widest, target);
@@ -388,10 +404,10 @@ DenseFragment::DenseFragment(const DenseOp& op, DenseCandidate candidate, const 
   lay_out_buffers();
 }
 
-Piece DenseFragment::output_piece(std::uint32_t r, std::uint32_t tile, std::uint32_t col_begin, std::uint32_t cols,
-                                  std::uint32_t buffer) const {
-  if (rows_.size() == 1) return {tile, col_begin, cols, buffer};
-  return {tile, col_begin, cols, buffer, rows_[r].begin, rows_[r].size};
+Piece DenseFragment::output_piece(std::uint32_t r, Range rows, std::uint32_t tile, std::uint32_t col_begin,
+                                  std::uint32_t cols, std::uint32_t buffer) const {
+  if (rows_.size() == 1 && rows.size == op_.m) return {tile, col_begin, cols, buffer};
+  return {tile, col_begin, cols, buffer, rows_[r].begin + rows.begin, rows.size};
 }
 
 void DenseFragment::lay_out_buffers() {
@@ -449,21 +465,28 @@ void DenseFragment::lay_out_buffers() {
   }
   if (depth_groups == 1) return;
   if (candidate_.reduction_blocks > 1) return lay_out_two_stage();
-  // Reduce-scatter: depth group g' of column group c owns piece g' of each slice's columns.
-  // With a bias the fused reduce_bias reads the owner's own partial in place.
+  // Reduce-scatter: depth group g' of column group c owns part g' of each slice: its rows
+  // when there are as many rows as depth groups (each sender's part is then one contiguous
+  // copy), else its columns (a copy per row). With a bias the fused reduce_bias reads the
+  // owner's own partial in place.
   const std::uint32_t slots = fused_reduction(op_) ? depth_groups - 1 : depth_groups;
+  const bool by_rows = owns_rows(op_, candidate_);
   for (std::uint32_t r = 0; r < rows_.size(); ++r) {
     const std::uint32_t m = rows_[r].size;
+    const std::vector<Range> owner_rows = balanced_split(m, depth_groups);
     for (std::uint32_t c = 0; c < columns_.size(); ++c) {
       std::vector<std::vector<Range>> pieces;  // per slice
-      for (const Range& slice : slices_[c]) pieces.push_back(balanced_split(slice.size, depth_groups));
+      for (const Range& slice : slices_[c])
+        pieces.push_back(by_rows ? std::vector<Range>(depth_groups, Range{0, slice.size})
+                                 : balanced_split(slice.size, depth_groups));
       for (std::uint32_t owner = 0; owner < depth_groups; ++owner) {
+        const Range rows = by_rows ? owner_rows[owner] : Range{0, m};
         // One reduce buffer serves every slice: slice s+1's partials arrive after slice s is reduced.
         const std::uint32_t widest_piece = pieces.front()[owner].size;
         if (widest_piece == 0) continue;  // fewer columns than depth groups
         const GroupBuffers& own = group(r, c, owner);
         const std::uint32_t reduce =
-            builder_.create(op_.name + ".reduce", own.tile, std::uint64_t{slots} * m * widest_piece, standard,
+            builder_.create(op_.name + ".reduce", own.tile, std::uint64_t{slots} * rows.size * widest_piece, standard,
                             alignment, Lifetime::transient);
         for (std::uint32_t s = 0; s < pieces.size(); ++s) {
           const Range piece = pieces[s][owner];
@@ -479,12 +502,13 @@ void DenseFragment::lay_out_buffers() {
                            kNoBuffer,
                            matmul_superstep(s) + 1,
                            depth_groups,
-                           {own.partials[s % 2], piece.begin},
+                           {own.partials[s % 2], rows.begin * slices_[c][s].size + piece.begin},
                            slices_[c][s].size,
                            0,
-                           0};
-          owned.out = builder_.create(op_.name + ".out", own.tile, std::uint64_t{m} * piece.size, standard, alignment,
-                                      Lifetime::transient);
+                           0,
+                           rows};
+          owned.out = builder_.create(op_.name + ".out", own.tile, std::uint64_t{rows.size} * piece.size, standard,
+                                      alignment, Lifetime::transient);
           if (op_.bias)
             owned.bias = builder_.create(op_.name + ".bias", own.tile, packed_words(piece.size, op_.bias->dtype),
                                          standard, alignment, lifetime_of(*op_.bias));
@@ -545,7 +569,8 @@ void DenseFragment::lay_out_two_stage() {
                            {holder.sum, m * subs[b].begin},
                            subs[b].size,
                            b,
-                           j};
+                           j,
+                           {0, m}};
           owned.reduce = builder_.create(op_.name + ".reduce", holder.tile, std::uint64_t{slots} * m * subs[b].size,
                                          standard, alignment, Lifetime::transient);
           owned.out = builder_.create(op_.name + ".out", holder.tile, std::uint64_t{m} * subs[b].size, standard,
@@ -629,7 +654,7 @@ Fragment DenseFragment::build() && {
         }
         if (depth_groups == 1) {  // no serial splits: the partials are the output
           epilogue(1, buffers.tile, m, buffers.partials[0], buffers.bias, cols.begin, cols.size);
-          output.pieces.push_back(output_piece(r, buffers.tile, cols.begin, cols.size, buffers.partials[0]));
+          output.pieces.push_back(output_piece(r, {0, m}, buffers.tile, cols.begin, cols.size, buffers.partials[0]));
         }
       }
 
@@ -640,14 +665,14 @@ Fragment DenseFragment::build() && {
     // slot [g][row] of the owner's reduce buffer, in the exchange after the slice's matmul.
     // (With a bias the owner's own partial stays in place: slots skip the owner.)
     for (const OwnedPiece& owned : pieces_) {
-      const std::uint32_t width = slices_[owned.column_group][owned.slice].size, m = rows_[owned.row_group].size;
+      const std::uint32_t width = slices_[owned.column_group][owned.slice].size, m = owned.rows.size;
       for (std::uint32_t g = 0; g < depth_groups; ++g) {
         if (fused_reduction(op_) && g == owned.owner_depth_group) continue;
         const std::uint32_t slot = fused_reduction(op_) && g > owned.owner_depth_group ? g - 1 : g;
         const GroupBuffers& sender = group(owned.row_group, owned.column_group, g);
-        builder_.move_rows(matmul_superstep(owned.slice), {sender.partials[owned.slice % 2], owned.columns.begin},
-                           width, {owned.reduce, slot * m * owned.columns.size}, owned.columns.size, m,
-                           owned.columns.size);
+        builder_.move_rows(matmul_superstep(owned.slice),
+                           {sender.partials[owned.slice % 2], owned.rows.begin * width + owned.columns.begin}, width,
+                           {owned.reduce, slot * m * owned.columns.size}, owned.columns.size, m, owned.columns.size);
       }
     }
   }
@@ -683,7 +708,7 @@ void DenseFragment::build_two_stage() {
   // the owner's sub-piece (a contiguous block). With a bias the owner's own sum stays in
   // place; without, it is copied into slot b on the tile.
   for (const OwnedPiece& owned : pieces_) {
-    const std::uint32_t words = rows_[owned.row_group].size * owned.columns.size;
+    const std::uint32_t words = owned.rows.size * owned.columns.size;
     for (std::uint32_t b = 0; b < blocks; ++b) {
       if (fused && b == owned.block) continue;
       const std::uint32_t slot = fused && b > owned.block ? b - 1 : b;
@@ -695,7 +720,7 @@ void DenseFragment::build_two_stage() {
 
 void DenseFragment::reduce_owned_pieces(Distribution& output) {
   for (const OwnedPiece& owned : pieces_) {
-    const std::uint32_t piece = owned.columns.size, m = rows_[owned.row_group].size;
+    const std::uint32_t piece = owned.columns.size, m = owned.rows.size;
     const Range slice = slices_[owned.column_group][owned.slice];
     const std::uint32_t col_begin = columns_[owned.column_group].begin + slice.begin + owned.columns.begin;
     if (fused_reduction(op_)) {
@@ -708,7 +733,7 @@ void DenseFragment::reduce_owned_pieces(Distribution& output) {
                     {owned.parts, m * piece});
       epilogue(owned.superstep, owned.tile, m, owned.out, owned.bias, col_begin, piece);
     }
-    output.pieces.push_back(output_piece(owned.row_group, owned.tile, col_begin, piece, owned.out));
+    output.pieces.push_back(output_piece(owned.row_group, owned.rows, owned.tile, col_begin, piece, owned.out));
   }
 }
 

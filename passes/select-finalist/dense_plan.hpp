@@ -145,6 +145,10 @@ std::vector<DenseCandidate> serial_candidates(const std::vector<DenseCandidate>&
 /// input cycles. Not a cost model; it only decides which candidates are worth costing.
 std::uint64_t screening_cycles(const DenseOp& op, DenseCandidate candidate, const Target& target);
 
+/// How a candidate's depth groups share its reduction: "rows" or "columns" of each slice per
+/// owner, or "none" without a depth split (two-stage reductions split columns).
+const char* reduce_scatter_name(const DenseOp& op, DenseCandidate candidate);
+
 /// The matmul call of a candidate's busiest tile and its chosen orientation, for screening
 /// and for the log line that says why the orientation was chosen. Each orientation is
 /// charged with the weights laid out as it streams them (constant_weight_matmul).
@@ -161,7 +165,6 @@ class DenseFragment {
 public:
   DenseFragment(const DenseOp& op, DenseCandidate candidate, const Program& program, const Target& target);
   bool oversized() const { return builder_.oversized(); }
-  std::vector<TileBytes> new_bytes() const { return builder_.new_bytes(target_.tiles); }
   std::uint64_t peak_temporary_bytes() const { return builder_.peak_temporary_bytes(target_.tiles); }
   Fragment build() &&;
 
@@ -183,6 +186,7 @@ private:
     BufferRef own;                   ///< the owner's own part, which reduce_bias reads in place
     std::uint32_t own_stride;
     std::uint32_t block, stage_piece;  ///< two-stage: the holder's block and stage piece
+    Range rows;                        ///< relative to the row group
   };
   /// Two-stage reductions: holder (block r, piece j) of a column group, the depth group
   /// blocks[r].begin + j, first sums block (r - 1) mod R's partials of stage piece j.
@@ -208,8 +212,8 @@ private:
     return groups_[(std::uint64_t{r} * columns_.size() + c) * depths_.size() + g];
   }
   void gather_x(const GroupBuffers& group, Range depth);
-  /// An output piece of row group r (every row without row groups, as before them).
-  Piece output_piece(std::uint32_t r, std::uint32_t tile, std::uint32_t col_begin, std::uint32_t cols,
+  /// An output piece of `rows` of row group r (no row range when it is every row of the op).
+  Piece output_piece(std::uint32_t r, Range rows, std::uint32_t tile, std::uint32_t col_begin, std::uint32_t cols,
                      std::uint32_t buffer) const;
   /// x's pieces in fragment buffers (existing or made for host_scatter), sorted by column.
   std::vector<Piece> x_pieces_;

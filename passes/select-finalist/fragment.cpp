@@ -143,18 +143,17 @@ void FragmentBuilder::host_slice(const Tensor& tensor, StreamKind kind, std::uin
   stream->slices.push_back({{buffer, 0}, row_begin, rows, col_begin, cols, transposed});
 }
 
-std::vector<TileBytes> FragmentBuilder::new_bytes(std::uint32_t tiles) const {
+std::vector<TileBytes> new_bytes(const Fragment& fragment, std::uint32_t tiles) {
   std::vector<TileBytes> bytes(tiles);
-  const auto& buffers = fragment_.program.buffers;
+  const auto& buffers = fragment.program.buffers;
   for (std::size_t i = 0; i < buffers.size(); ++i) {
-    if (fragment_.program_buffer[i] != kNewBuffer) continue;
+    if (fragment.program_buffer[i] != kNewBuffer) continue;
     TileBytes& tile = bytes.at(buffers[i].tile);
     (buffers[i].region == Region::interleaved ? tile.interleaved : tile.standard) += aligned_bytes(buffers[i]);
   }
-  // The support memory the fragment's calls add (place-storage reserves it in the standard
-  // region; code is counted per fragment: a little more than once per tile).
-  const std::vector<std::uint64_t> support = call_support_bytes(fragment_.program, tiles);
-  for (std::uint32_t tile = 0; tile < tiles; ++tile) bytes[tile].standard += support[tile];
+  const std::vector<std::uint64_t> support = call_support_bytes(fragment.program, tiles);
+  const std::vector<std::uint64_t> descriptors = copy_descriptor_bytes(fragment.program, tiles);
+  for (std::uint32_t tile = 0; tile < tiles; ++tile) bytes[tile].standard += support[tile] + descriptors[tile];
   return bytes;
 }
 

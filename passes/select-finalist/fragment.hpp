@@ -103,8 +103,6 @@ public:
 
   const Buffer& buffer(std::uint32_t index) const { return fragment_.program.buffers[index]; }
   bool oversized() const { return oversized_; }
-  /// Bytes the new buffers take on each tile (aligned), by region.
-  std::vector<TileBytes> new_bytes(std::uint32_t tiles) const;
   /// The most bytes of new transient buffers (the op's temporaries) on any one tile.
   std::uint64_t peak_temporary_bytes(std::uint32_t tiles) const;
 
@@ -120,6 +118,11 @@ private:
   std::vector<std::uint32_t> existing_index_;       ///< program buffer -> fragment index + 1
   bool oversized_ = false;
 };
+
+/// Bytes a built fragment adds on each tile, by region: its new buffers (aligned) and, in the
+/// standard region, the support memory place-storage reserves for its calls and copies (code
+/// is counted per fragment: a little more than once per tile).
+std::vector<TileBytes> new_bytes(const Fragment& fragment, std::uint32_t tiles);
 
 /// Per-run host input cycles of a fragment's streams: input slices cross the host link at
 /// every run (weights only once, at initialize).

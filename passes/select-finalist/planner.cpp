@@ -313,13 +313,14 @@ private:
   /// The cost model of a worker: the pipeline's for worker 0 (the planner's own thread).
   CostModel& cost_model(unsigned worker) { return worker == 0 ? context_.cost_model : *worker_models_.at(worker - 1); }
 
-  /// Costs a laid-out candidate, building its fragment only if the cost model has not
-  /// seen an identical one. Thread-safe: workers cost candidates side by side.
+  /// Costs a built candidate, asking the cost model only if it has not seen an identical
+  /// one. Thread-safe: workers cost candidates side by side.
   CostedCandidate cost(unsigned worker, const DenseOp& op, DenseCandidate candidate, std::uint64_t peak,
-                       DenseFragment&& layout) {
+                       Fragment&& built) {
     CostedCandidate entry;
     entry.candidate = candidate;
     entry.peak_tile_bytes = peak;
+    entry.fragment = std::move(built);
     std::vector<std::uint64_t> key = signature(op, candidate);
     {
       const std::lock_guard lock(estimates_mutex_);
@@ -329,7 +330,6 @@ private:
         return entry;
       }
     }
-    entry.fragment = std::move(layout).build();
     entry.estimate = cost_model(worker).estimate(entry.fragment->program, target_);
     entry.host_input_cycles = host_input_cycles(entry.fragment->program, target_);
     const std::lock_guard lock(estimates_mutex_);
@@ -377,18 +377,19 @@ private:
         op_index, index, count, selected, best.tile_offset, best.rotated, best_load.exchange_load, best_load.latency,
         best_load.on_tile_cycles);
     if (best == finalist.candidate) return;
-    DenseFragment fragment(op, best, program_, target_);
+    DenseFragment layout(op, best, program_, target_);
     const bool over_budget =
-        fragment.peak_temporary_bytes() >
+        layout.peak_temporary_bytes() >
         static_cast<std::uint64_t>(options_.available_memory_proportion * double(target_.memory_bytes));
-    const std::vector<TileBytes> added = fragment.new_bytes();
-    const std::uint64_t peak = fragment.oversized() || over_budget ? kDoesNotFit : peak_if_fits(resident, added);
+    if (layout.oversized() || over_budget) return;
+    Fragment built = std::move(layout).build();
+    const std::vector<TileBytes> added = new_bytes(built, target_.tiles);
+    const std::uint64_t peak = peak_if_fits(resident, added);
     if (peak == kDoesNotFit) return;
     const TileBytes regions = region_peaks(resident, added);
-    finalist = cost(worker, op, best, peak, std::move(fragment));
+    finalist = cost(worker, op, best, peak, std::move(built));
     finalist.peak_region_bytes = regions;
     finalist.mapped = true;
-    if (!finalist.fragment) finalist.fragment = DenseFragment(op, best, program_, target_).build();
   }
 
   void record(std::vector<TensorDistribution> made) {
@@ -508,14 +509,18 @@ private:
         std::vector<Trial> trials(window);
         parallel_for(window, cost_threads_, [&](unsigned worker, std::size_t i) {
           const DenseCandidate& candidate = screened[next + i].second;
-          DenseFragment fragment(dense, candidate, program_, target_);
-          const std::vector<TileBytes> added = fragment.new_bytes();
-          const bool over_budget = !fragment.oversized() && fragment.peak_temporary_bytes() > temporary_budget;
-          const std::uint64_t peak = fragment.oversized() || over_budget ? kDoesNotFit : peak_if_fits(resident, added);
+          // Laid out and built before the memory check: the calls and copies it makes need
+          // support memory (code, vertex states, exchange descriptors) beside the buffers.
+          DenseFragment layout(dense, candidate, program_, target_);
+          if (layout.oversized()) return;
+          const bool over_budget = layout.peak_temporary_bytes() > temporary_budget;
+          Fragment built = std::move(layout).build();
+          const std::vector<TileBytes> added = new_bytes(built, target_.tiles);
+          const std::uint64_t peak = over_budget ? kDoesNotFit : peak_if_fits(resident, added);
           if (peak != kDoesNotFit) {
-            trials[i].costed = cost(worker, dense, candidate, peak, std::move(fragment));
+            trials[i].costed = cost(worker, dense, candidate, peak, std::move(built));
             trials[i].costed->peak_region_bytes = region_peaks(resident, added);
-          } else if (!fragment.oversized()) {
+          } else {
             trials[i].needed = smallest_peak(resident, added);
           }
         });
@@ -573,8 +578,8 @@ private:
           context_.span, op_index, smallest->second.column_groups, smallest->second.depth_groups,
           smallest->second.row_groups, smallest->second.serial_splits, smallest->second.reduction_blocks,
           smallest->first, target_.memory_bytes);
-      finalists.push_back(
-          cost(0, dense, smallest->second, smallest->first, DenseFragment(dense, smallest->second, program_, target_)));
+      finalists.push_back(cost(0, dense, smallest->second, smallest->first,
+                               DenseFragment(dense, smallest->second, program_, target_).build()));
     }
 
     // Finalists are screened, built and refined side by side; their lines are logged in order.
@@ -584,8 +589,6 @@ private:
         finalists.size(), options_.schedule_finalists ? 1 : cost_threads_, [&](unsigned worker, std::size_t i) {
           CostedCandidate& finalist = finalists[i];
           screen_mappings(worker, dense, op_index, i, finalist, resident, notes[i]);
-          if (!finalist.fragment)
-            finalist.fragment = DenseFragment(dense, finalist.candidate, program_, target_).build();
           refine(worker, finalist);
           notes[i].info(
               "retained operator-plan finalist op={} finalist={} column_groups={} depth_groups={} "
@@ -612,12 +615,12 @@ private:
     context_.info(
         "selected operator plan op={} finalist={} column_groups={} depth_groups={} row_groups={} "
         "serial_splits={} reduction_blocks={} input={} estimated_cycles={} estimated_exchange_cycles={} "
-        "busiest_matmul={}x{}x{} orientation={} as_is_cycles={} swapped_cycles={}",
+        "busiest_matmul={}x{}x{} orientation={} as_is_cycles={} swapped_cycles={} reduce_scatter={}",
         op_index, best - finalists.begin(), best->candidate.column_groups, best->candidate.depth_groups,
         best->candidate.row_groups, best->candidate.serial_splits, best->candidate.reduction_blocks,
         input_source_name(best->candidate.input), best->refined_cycles, best->refined_exchange_cycles, busiest.m,
         busiest.k, busiest.n, busiest.orientation == 0 ? "as_is" : "swapped", busiest.cycles(0, target_),
-        busiest.cycles(1, target_));
+        busiest.cycles(1, target_), reduce_scatter_name(dense, best->candidate));
     context_.remark({op_index, op_kind_name(op.kind), "operator", best->candidate.column_groups,
                      best->candidate.depth_groups, best->candidate.row_groups, finalists.size(), best->refined_cycles});
     most_row_groups_ = std::max(most_row_groups_, best->candidate.row_groups);

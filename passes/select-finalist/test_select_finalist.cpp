@@ -1,6 +1,8 @@
 // Tests of the select-finalist planner plugin, loaded through the real PluginHost.
 #include <catch2/catch.hpp>
 
+#include <fmt/format.h>
+
 #include <map>
 #include <set>
 
@@ -18,13 +20,17 @@ namespace {
 
 /// Checks that every element of each weight tensor is written by weight stream slices
 /// exactly once per row group of the dense op that reads it (from its `selected operator
-/// plan` line; evenly for any other weight) and returns those counts by tensor name.
+/// plan` line; a bias once per depth group too when they own rows; evenly for any other
+/// weight) and returns those counts by tensor name.
 std::map<std::string, int> check_weights_covered(const PassBench& bench) {
   std::map<std::string, int> expected;
   for (const std::string& line : bench.log_lines("selected operator plan op=")) {
     const Op& op = bench.state.graph.ops.at(log_field(line, "op"));
-    for (std::uint32_t input : op.inputs)
-      expected[bench.state.graph.tensors.at(input).name] = int(log_field(line, "row_groups"));
+    const int row_groups = int(log_field(line, "row_groups"));
+    const bool owns_rows = line.find(" reduce_scatter=rows") != std::string::npos;
+    for (std::size_t i = 0; i < op.inputs.size(); ++i)
+      expected[bench.state.graph.tensors.at(op.inputs[i]).name] =
+          i == 2 && owns_rows ? row_groups * int(log_field(line, "depth_groups")) : row_groups;
   }
   std::map<std::string, int> copies;
   for (const Tensor& tensor : bench.state.model.tensors) {
@@ -269,6 +275,48 @@ TEST_CASE("select-finalist serial splits write every weight element once per row
   for (const std::string op : {"dense0", "dense1"})
     CHECK_THAT(labels, Catch::Contains(op + ".matmul0 " + op + ".reduce0+matmul1 " + op + ".reduce1+matmul2 " + op +
                                        ".reduce2"));
+}
+
+TEST_CASE("select-finalist reduce-scatters whole rows when every depth group can own some, one copy a sender",
+          "[select-finalist][serial]") {
+  TempDir dir;
+  // 12 rows, k = 64 in 4 depth groups, 10 columns (float32 bias: reduce_bias), with and
+  // without serial slices; 3 rows are fewer than the depth groups: column pieces, a copy a row.
+  for (std::int64_t rows : {12, 3})
+    for (std::int64_t slices : {1, 2}) {
+      const std::string model =
+          dir.write("rows.yaml", fmt::format("model: rows\nseed: 3\ntensors:\n"
+                                             "  - {{name: x, shape: [{}, 64], kind: input}}\n"
+                                             "  - {{name: w, shape: [64, 10], kind: weight, scale: 0.2}}\n"
+                                             "  - {{name: b, shape: [10], kind: weight}}\n"
+                                             "ops:\n"
+                                             "  - {{op: matmul, inputs: [x, w], output: h}}\n"
+                                             "  - {{op: add, inputs: [h, b], output: a}}\n"
+                                             "  - {{op: relu, inputs: [a], output: y}}\n"
+                                             "outputs: [y]\n",
+                                             rows));
+      PassBench bench(model, config_path("targets/t16.yaml"));
+      INFO("rows " << rows << " serial_splits " << slices);
+      REQUIRE(bench.run("lower-mid").ok);
+      Options options;
+      options.values["column_groups"] = std::int64_t{1};
+      options.values["depth_groups"] = std::int64_t{4};
+      options.values["row_groups"] = std::int64_t{1};
+      options.values["serial_splits"] = slices;
+      REQUIRE(bench.run("select-finalist", options).ok);
+      check_planned_program(bench);
+      const auto selected = bench.log_lines("selected operator plan");
+      REQUIRE(selected.size() == 1);
+      const bool by_rows = rows >= 4;
+      CHECK_THAT(selected[0], Catch::EndsWith(by_rows ? "reduce_scatter=rows" : "reduce_scatter=columns"));
+      // Each slice's reduce-scatter: every depth group sends its part to the 3 other owners
+      // (the owner's own partial stays in place for reduce_bias): a copy each by rows, a copy
+      // per row by columns.
+      std::size_t copies = 0;  // a slice's reduce-scatter is its matmul superstep's exchange
+      for (const Superstep& step : bench.state.program.supersteps)
+        if (step.label.find("matmul") != std::string::npos) copies += step.copies.size();
+      CHECK(copies == std::size_t(slices) * 4 * 3 * (by_rows ? 1 : std::size_t(rows)));
+    }
 }
 
 TEST_CASE("select-finalist two-stage reductions compute the outputs for every block count",
