@@ -20,7 +20,9 @@ from onnx import TensorProto, helper, numpy_helper
 # style "matmul": MatMul + Add, with a rank-3 input and a torch-style Shape/Gather/Concat/Reshape flatten.
 # head: "softmax", "identity", or "sigmoid"; activation between layers: "relu" (default), "tanh",
 # or "gelu" (nn.GELU as torch exports it: x * 0.5 * (1 + Erf(x / sqrt(2)))), "gelu-ln" (GELU then
-# nn.LayerNorm: LayerNormalization, opset 17).
+# nn.LayerNorm: LayerNormalization, opset 17), "gelu-ln-spelled" (GELU then a layer norm spelled
+# out as torch.onnx.export writes nn.LayerNorm before opset 17: ReduceMean, Sub, Pow, ReduceMean,
+# Add, Sqrt, Div, Mul, Add; the means are columns [..., 1] broadcast over each row).
 MODELS = {
     "mlp-b2-w64-n3": ([2, 32], [64, 64], 16, "gemm", "softmax"),
     "mlp-b8-w1024-n4": ([8, 1024], [1024, 1024, 1024], 256, "gemm", "softmax"),
@@ -28,6 +30,7 @@ MODELS = {
     "mlp-b4x8-w512-n3": ([4, 8, 512], [512, 512], 128, "matmul", "softmax"),
     "mlp-b4-w96-gelu-ln": ([4, 48], [96, 96], 8, "gemm", "sigmoid", "gelu-ln"),
     "mlp-b8-w64-tanh": ([8, 64], [64], 10, "gemm", "softmax", "tanh"),
+    "mlp-b4-w96-gelu-ln-spelled": ([4, 48], [96, 96], 8, "gemm", "sigmoid", "gelu-ln-spelled"),
 }
 
 
@@ -62,6 +65,28 @@ def activation_nodes(kind, layer, value, reference, rng, width, initializers):
              helper.make_node("Mul", [names[3] + "_output_0", f"{prefix}/half"], [names[4] + "_output_0"], name=names[4])]
     reference = reference * 0.5 * (1.0 + erf(reference / math.sqrt(2.0)))
     value = names[4] + "_output_0"
+    if kind == "gelu-ln-spelled":
+        scale = rng.uniform(0.5, 1.5, size=(width,)).astype(np.float32)
+        shift = rng.uniform(-0.1, 0.1, size=(width,)).astype(np.float32)
+        p = f"{prefix}/norm"
+        initializers += [numpy_helper.from_array(scale, f"layer{layer}.norm.weight"),
+                         numpy_helper.from_array(shift, f"layer{layer}.norm.bias"),
+                         numpy_helper.from_array(np.array(2.0, dtype=np.float32), f"{p}/two"),
+                         numpy_helper.from_array(np.array(1e-5, dtype=np.float32), f"{p}/eps")]
+        steps = [("ReduceMean", [value], {"axes": [-1]}), ("Sub", [value, "ReduceMean"], {}),
+                 ("Pow", ["Sub", f"{p}/two"], {}), ("ReduceMean_1", ["Pow"], {"axes": [-1]}),
+                 ("Add", ["ReduceMean_1", f"{p}/eps"], {}), ("Sqrt", ["Add"], {}), ("Div", ["Sub", "Sqrt"], {}),
+                 ("Mul", ["Div", f"layer{layer}.norm.weight"], {}), ("Add_1", ["Mul", f"layer{layer}.norm.bias"], {})]
+        produced = set()
+        for step, inputs, attributes in steps:
+            names_in = [f"{p}/{i}_output_0" if i in produced else i for i in inputs]
+            nodes.append(helper.make_node(step.split("_")[0], names_in, [f"{p}/{step}_output_0"], name=f"{p}/{step}",
+                                          **attributes))
+            produced.add(step)
+        mean = reference.mean(axis=-1, keepdims=True)
+        variance = ((reference - mean) ** 2).mean(axis=-1, keepdims=True)
+        reference = (reference - mean) / np.sqrt(variance + np.float64(np.float32(1e-5))) * scale + shift
+        value = f"{p}/Add_1_output_0"
     if kind == "gelu-ln":
         scale = rng.uniform(0.5, 1.5, size=(width,)).astype(np.float32)
         shift = rng.uniform(-0.1, 0.1, size=(width,)).astype(np.float32)

@@ -38,6 +38,7 @@ constexpr CodeletShape kShapes[kCodeletCount] = {
     {"binary", 3, 2},             // {a, b, out}; {count, function}
     {"binary_row", 2, 3},         // {inout, row}; {rows, cols, function}
     {"reduce_rows", 2, 3},        // {in, out}; {rows, cols, mean}
+    {"binary_column", 2, 3},      // {inout, column}; {rows, cols, function}
 };
 
 const CodeletShape& shape_of(Codelet codelet) {
@@ -324,7 +325,7 @@ float param_float(std::uint32_t bits) { return std::bit_cast<float>(bits); }
 const char* codelet_name(Codelet codelet) { return shape_of(codelet).name; }
 
 std::uint32_t function_param(Codelet codelet) {
-  return codelet == Codelet::binary ? 1 : codelet == Codelet::binary_row ? 2 : 1;
+  return codelet == Codelet::binary ? 1 : codelet == Codelet::binary_row || codelet == Codelet::binary_column ? 2 : 1;
 }
 
 const char* unary_function_name(UnaryFunction function) {
@@ -334,7 +335,7 @@ const char* unary_function_name(UnaryFunction function) {
 }
 
 const char* binary_function_name(BinaryFunction function) {
-  constexpr const char* kNames[kBinaryFunctionCount] = {"subtract", "multiply", "divide"};
+  constexpr const char* kNames[kBinaryFunctionCount] = {"subtract", "multiply", "divide", "add"};
   const auto index = static_cast<std::uint32_t>(function);
   return index < kBinaryFunctionCount ? kNames[index] : "?";
 }
@@ -369,6 +370,7 @@ std::uint64_t codelet_operand_words(Codelet codelet, std::span<const std::uint32
     case Codelet::binary_row:
       return operand == 0 ? product(params[0], params[1]) : params[1];
     case Codelet::reduce_rows:
+    case Codelet::binary_column:
       return operand == 0 ? product(params[0], params[1]) : params[0];
     case Codelet::layer_norm:
       return operand == 1 || operand == 2 ? params[1] : product(params[0], params[1]);
@@ -412,14 +414,15 @@ std::uint64_t function_cycles_per_vector(Codelet codelet, std::span<const std::u
   const bool divide = params[function_param(codelet)] == static_cast<std::uint32_t>(BinaryFunction::divide);
   if (codelet == Codelet::binary) return divide ? kDividePerVector : kAddPerVector;
   if (codelet == Codelet::binary_row) return divide ? kDivideRowPerVector : kBiasAddPerVector;
+  if (codelet == Codelet::binary_column) return divide ? kDividePerVector : kScalarPerVector;
   throw std::logic_error(fmt::format("codelet {} has no function", codelet_name(codelet)));
 }
 
 std::uint32_t codelet_code_bytes(Codelet codelet) {
   // Indexed by the enum value: the AMP's supervisor and worker loops are the largest.
   // unary holds every function's loop (erf's polynomial, pow's log and exp), binary three.
-  constexpr std::uint32_t kCodeBytes[kCodeletCount] = {1536, 512, 384, 256, 256,  192, 640, 1792,
-                                                       1792, 448, 768, 896, 1024, 384, 384, 320};
+  constexpr std::uint32_t kCodeBytes[kCodeletCount] = {1536, 512, 384, 256,  256, 192, 640, 1792, 1792,
+                                                       448,  768, 896, 1024, 384, 384, 320, 384};
   shape_of(codelet);  // an id outside the set is a caller bug
   return kCodeBytes[static_cast<std::uint32_t>(codelet)];
 }
@@ -436,7 +439,8 @@ CodeletCharge codelet_charge(Codelet codelet, std::span<const std::uint32_t> par
   check_params(codelet, params);
   if (is_matmul(codelet)) return matmul_charge(codelet, params, target);
   CodeletCharge charge;
-  const bool by_rows = codelet == Codelet::softmax || codelet == Codelet::layer_norm || codelet == Codelet::reduce_rows;
+  const bool by_rows = codelet == Codelet::softmax || codelet == Codelet::layer_norm ||
+                       codelet == Codelet::reduce_rows || codelet == Codelet::binary_column;
   charge.path = by_rows ? "rows" : "workers";
   // Bytes of the input operands (in-place operands are inputs; outputs are only stored).
   std::uint64_t input_words = 0;
@@ -447,7 +451,8 @@ CodeletCharge codelet_charge(Codelet codelet, std::span<const std::uint32_t> par
   } else {
     const std::uint32_t operands = codelet_operand_count(codelet);
     const bool in_place = codelet == Codelet::bias_add || codelet == Codelet::bias_add_half ||
-                          codelet == Codelet::relu || codelet == Codelet::binary_row;
+                          codelet == Codelet::relu || codelet == Codelet::binary_row ||
+                          codelet == Codelet::binary_column;
     for (std::uint32_t operand = 0; operand < operands; ++operand)
       if (in_place || operand + 1 < operands)
         input_words = add(input_words, codelet_operand_words(codelet, params, operand));
@@ -494,6 +499,11 @@ CodeletCharge codelet_charge(Codelet codelet, std::span<const std::uint32_t> par
     case Codelet::binary_row:
       charge.cycles = elementwise_cycles(mul(params[0], params[1]), kBiasAddWorkerFixed,
                                          function_cycles_per_vector(codelet, params), target);
+      break;
+    case Codelet::binary_column:
+      // A row step: each row's scalar applied to the row (poplibs BroadcastScalar2D).
+      charge.cycles =
+          row_cycles(params[0], params[1], kRowScalarFixed, function_cycles_per_vector(codelet, params), target);
       break;
     case Codelet::reduce_rows:
       // One fold per row, then a multiply by 1/cols for a mean.

@@ -103,6 +103,14 @@ const char* op_kind_name(OpKind kind) {
   return "?";
 }
 
+Broadcast binary_broadcast(const Tensor& a, const Tensor& b) {
+  if (a.shape == b.shape) return Broadcast::same;
+  if (b.shape.size() == 1 && !a.shape.empty() && a.shape.back() == b.shape[0]) return Broadcast::row;
+  if (a.shape.size() == 2 && b.shape.size() == 2 && b.shape[0] == a.shape[0] && b.shape[1] == 1)
+    return Broadcast::column;
+  return Broadcast::none;
+}
+
 bool is_binary(OpKind kind) {
   return kind == OpKind::add || kind == OpKind::sub || kind == OpKind::mul || kind == OpKind::div;
 }
@@ -207,11 +215,10 @@ std::string infer_shape(const Graph& graph, const Op& op, std::vector<std::int64
       if (auto e = expect_inputs(2, 2); !e.empty()) return e;
       const Tensor& a = input(0);
       const Tensor& b = input(1);
-      const bool same = a.shape == b.shape;
-      const bool row_broadcast = b.shape.size() == 1 && !a.shape.empty() && a.shape.back() == b.shape[0];
-      if (!same && !row_broadcast)
-        return std::string(op_kind_name(op.kind)) + " needs equal shapes or a row vector: '" + a.name + "' " +
-               shape_text(a.shape) + " and '" + b.name + "' " + shape_text(b.shape);
+      if (binary_broadcast(a, b) == Broadcast::none)
+        return std::string(op_kind_name(op.kind)) + " needs equal shapes, a row vector [" + std::to_string(a.cols()) +
+               "] or a column [" + std::to_string(a.rows()) + ", 1]: '" + a.name + "' " + shape_text(a.shape) +
+               " and '" + b.name + "' " + shape_text(b.shape);
       shape = a.shape;
       return "";
     }

@@ -30,6 +30,7 @@ constexpr std::uint32_t kMinBlockColumns = 16;
 BinaryFunction binary_function(OpKind kind) {
   return kind == OpKind::sub   ? BinaryFunction::subtract
          : kind == OpKind::mul ? BinaryFunction::multiply
+         : kind == OpKind::add ? BinaryFunction::add
                                : BinaryFunction::divide;
 }
 
@@ -85,16 +86,21 @@ Fragment build_rows(const BlockPlanContext& plan, Split split, FragmentBuilder& 
       // An elementwise op on a graph input: its rows arrive from the host into `in`, a buffer of
       // this op's own, so the result overwrites them (unary, a row operand) or goes beside them.
       const Tensor& other = is_binary(op.kind) ? plan.graph.tensors[op.inputs[1]] : x;
-      const bool row_vector = is_binary(op.kind) && other.shape.size() == 1;
+      const Broadcast broadcast = is_binary(op.kind) ? binary_broadcast(x, other) : Broadcast::same;
       std::uint32_t result = in;
       if (op.kind == OpKind::relu) {
         builder.call(1, tile, Codelet::relu, {{in, 0}}, {rows.size * cols});
       } else if (is_unary(op.kind)) {
         call_unary(builder, 1, tile, op, in, in, rows.size * cols);
-      } else if (row_vector) {
+      } else if (broadcast == Broadcast::row) {
         const std::uint32_t row = gather_block(builder, 0, plan.graph, plan.distributions, op.inputs[1],
                                                {0, 1, 0, cols}, tile, layout.standard, layout.alignment);
         call_binary_row(builder, 1, tile, op.kind, other.dtype, in, row, rows.size, cols);
+      } else if (broadcast == Broadcast::column) {
+        const std::uint32_t column =
+            gather_block(builder, 0, plan.graph, plan.distributions, op.inputs[1], {rows.begin, rows.size, 0, 1}, tile,
+                         layout.standard, layout.alignment);
+        call_binary_column(builder, 1, tile, op.kind, in, column, rows.size, cols);
       } else {
         const std::uint32_t b = gather_block(builder, 0, plan.graph, plan.distributions, op.inputs[1],
                                              {rows.begin, rows.size, 0, cols}, tile, layout.standard, layout.alignment);
@@ -186,19 +192,24 @@ Fragment build_binary(const BlockPlanContext& plan, FragmentBuilder& builder) {
   builder.label(1, name);
   Distribution output{a.rows, {}};
   const Tensor& second = plan.graph.tensors[op.inputs[1]];
-  const bool row_vector = second.shape.size() == 1;
+  const Broadcast broadcast = binary_broadcast(plan.graph.tensors[op.inputs[0]], second);
   for (const Piece& piece : a.pieces) {
     const std::uint32_t rows = piece.row_count(a.rows);
-    const std::uint32_t other =
-        gather_block(builder, 0, plan.graph, plan.distributions, op.inputs[1],
-                     {row_vector ? 0 : piece.row_begin, row_vector ? 1 : rows, piece.col_begin, piece.cols}, piece.tile,
-                     layout.standard, layout.alignment);
+    // The second operand's values this piece meets: its columns of a row vector, its rows of
+    // a column, else its own block.
+    const Block block = broadcast == Broadcast::row      ? Block{0, 1, piece.col_begin, piece.cols}
+                        : broadcast == Broadcast::column ? Block{piece.row_begin, rows, 0, 1}
+                                                         : Block{piece.row_begin, rows, piece.col_begin, piece.cols};
+    const std::uint32_t other = gather_block(builder, 0, plan.graph, plan.distributions, op.inputs[1], block,
+                                             piece.tile, layout.standard, layout.alignment);
     const std::uint32_t out = builder.create(name + ".out", piece.tile, std::uint64_t{rows} * piece.cols,
                                              layout.standard, layout.alignment, Lifetime::transient);
-    if (row_vector) {
-      // A row vector applies in place to a copy of the piece.
+    if (broadcast == Broadcast::row || broadcast == Broadcast::column) {
+      // A row vector or a column applies in place to a copy of the piece.
       builder.call(1, piece.tile, Codelet::copy, {{builder.existing(piece.buffer), 0}, {out, 0}}, {rows * piece.cols});
-      call_binary_row(builder, 1, piece.tile, op.kind, second.dtype, out, other, rows, piece.cols);
+      if (broadcast == Broadcast::row)
+        call_binary_row(builder, 1, piece.tile, op.kind, second.dtype, out, other, rows, piece.cols);
+      else call_binary_column(builder, 1, piece.tile, op.kind, out, other, rows, piece.cols);
     } else {
       call_binary(builder, 1, piece.tile, op.kind, builder.existing(piece.buffer), other, out, rows * piece.cols);
     }
@@ -229,6 +240,12 @@ void call_binary_row(FragmentBuilder& builder, std::uint32_t superstep, std::uin
                         {{values, 0}, {row, 0}}, {rows, cols, 0});
   assert(row_dtype == DType::float32 && "the loaders allow float16 rows for add only");
   builder.call(superstep, tile, Codelet::binary_row, {{values, 0}, {row, 0}},
+               {rows, cols, static_cast<std::uint32_t>(binary_function(kind))});
+}
+
+void call_binary_column(FragmentBuilder& builder, std::uint32_t superstep, std::uint32_t tile, OpKind kind,
+                        std::uint32_t values, std::uint32_t column, std::uint32_t rows, std::uint32_t cols) {
+  builder.call(superstep, tile, Codelet::binary_column, {{values, 0}, {column, 0}},
                {rows, cols, static_cast<std::uint32_t>(binary_function(kind))});
 }
 

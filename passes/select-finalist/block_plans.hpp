@@ -51,6 +51,9 @@ void call_binary(FragmentBuilder& builder, std::uint32_t superstep, std::uint32_
 /// values[r, c] op= row[c] for a binary op: bias_add (float16 rows too) or binary_row.
 void call_binary_row(FragmentBuilder& builder, std::uint32_t superstep, std::uint32_t tile, OpKind kind,
                      DType row_dtype, std::uint32_t values, std::uint32_t row, std::uint32_t rows, std::uint32_t cols);
+/// values[r, c] op= column[r] for a binary op (binary_column).
+void call_binary_column(FragmentBuilder& builder, std::uint32_t superstep, std::uint32_t tile, OpKind kind,
+                        std::uint32_t values, std::uint32_t column, std::uint32_t rows, std::uint32_t cols);
 /// out = f(in) over `count` elements for a unary op other than relu (exact in place allowed).
 void call_unary(FragmentBuilder& builder, std::uint32_t superstep, std::uint32_t tile, const Op& op, std::uint32_t in,
                 std::uint32_t out, std::uint32_t count);

@@ -700,23 +700,28 @@ private:
           output.pieces.push_back({a[i].tile, a[i].col_begin, a[i].cols, out, a[i].row_begin, a[i].rows});
         }
       } else {
-        // A weight or input operand arrives from the host in the same pieces.
-        const bool row_vector = other.shape.size() == 1;
+        // A weight or input operand arrives from the host in the same pieces (its columns of a
+        // row vector, its rows of a column).
+        const Broadcast broadcast = binary_broadcast(tensor(first), other);
+        const bool row_vector = broadcast == Broadcast::row, column = broadcast == Broadcast::column;
         const StreamKind kind = other.kind == TensorKind::weight ? StreamKind::weight : StreamKind::input;
         const Lifetime lifetime = other.kind == TensorKind::weight ? Lifetime::whole_program : Lifetime::from_start;
         for (const Piece& piece : input.pieces) {
           const std::uint32_t source = builder.existing(piece.buffer);
           const std::uint32_t piece_rows = piece.row_count(rows);
-          const std::uint32_t operand_rows = row_vector ? 1 : piece_rows;
+          const std::uint32_t operand_rows = row_vector ? 1 : piece_rows, operand_cols = column ? 1 : piece.cols;
           const std::uint32_t operand = builder.create(
-              name + ".operand", piece.tile, packed_words(std::uint64_t{operand_rows} * piece.cols, other.dtype),
+              name + ".operand", piece.tile, packed_words(std::uint64_t{operand_rows} * operand_cols, other.dtype),
               region, alignment, lifetime);
-          builder.host_slice(other, kind, operand, row_vector ? 0 : piece.row_begin, operand_rows, piece.col_begin,
-                             piece.cols);
+          builder.host_slice(other, kind, operand, row_vector ? 0 : piece.row_begin, operand_rows,
+                             column ? 0 : piece.col_begin, operand_cols);
           std::uint32_t out;
           if (row_vector) {
             out = result_buffer(piece, source, true);
             call_binary_row(builder, 0, piece.tile, op.kind, other.dtype, out, operand, piece_rows, piece.cols);
+          } else if (column) {
+            out = result_buffer(piece, source, true);
+            call_binary_column(builder, 0, piece.tile, op.kind, out, operand, piece_rows, piece.cols);
           } else {
             out = result_buffer(piece, source, false);
             call_binary(builder, 0, piece.tile, op.kind, source, operand, out, piece_rows * piece.cols);

@@ -58,6 +58,7 @@ constexpr double kSoftmaxSteps = 5, kSoftmaxCyclesPerElement = 7.5, kSoftmaxCycl
 constexpr double kExpCyclesPerElement = 3;
 constexpr double kLayerNormSteps = 6, kLayerNormCyclesPerElement = 4.5, kLayerNormCyclesPerRow = 90;
 constexpr double kReduceRowCyclesPerElement = 0.5;
+constexpr double kRowScalarCyclesPerRow = 28;  // binary_column: a row's scalar and pointers
 constexpr double kReduceRowCyclesPerRow = 13;
 // unary, binary, binary_row: the core's worker cycles per vector of two floats for the
 // function (tessera::function_cycles_per_vector) are tile cycles per element over two.
@@ -165,6 +166,11 @@ std::uint64_t estimate_call(const CodeletCall& call, const Target& target) {
       break;
     case Codelet::reduce_rows:
       cycles += row_cycles(p[0], p[1], kReduceRowCyclesPerElement, kReduceRowCyclesPerRow, target);
+      break;
+    case Codelet::binary_column:
+      cycles += row_cycles(p[0], p[1],
+                           kFunctionCyclesPerVectorCycle * double(tessera::function_cycles_per_vector(call.codelet, p)),
+                           kRowScalarCyclesPerRow, target);
       break;
     case Codelet::reduce_bias:
       // parts + the own partial (rows walked separately), then the bias step (and relu).

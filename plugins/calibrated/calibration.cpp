@@ -230,6 +230,24 @@ const CodeletLine kCodeletLines[] = {
       {40, 300, 1},
       {300, 12, 0},
       {90, 90, 1}}},
+    // A row step: per row a scalar's set-up, per vector the function's cycles.
+    {Codelet::binary_column,
+     "call,row_steps,row_function_cycles",
+     [](Params p, const Target& t) -> Features {
+       const double steps = std::ceil(double(p[0]) / std::max<std::uint32_t>(t.worker_threads, 1));
+       return {1, steps,
+               steps * std::ceil(p[1] / 2.0) * double(tessera::function_cycles_per_vector(Codelet::binary_column, p))};
+     },
+     {{1, 16, 0},
+      {64, 64, 1},
+      {6, 256, 2},
+      {13, 100, 3},
+      {32, 7, 0},
+      {128, 32, 2},
+      {2, 1024, 1},
+      {40, 300, 2},
+      {300, 12, 3},
+      {90, 90, 0}}},
 };
 
 [[noreturn]] void fail(const std::string& file, const YAML::Node& node, const std::string& message) {

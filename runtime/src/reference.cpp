@@ -196,14 +196,17 @@ ReferenceValues execute_reference(const Graph& graph, const HostTensors& values)
         if (op.inputs.size() != 2) fail(graph, op, fmt::format("has {} inputs", op.inputs.size()));
         const Matrix a = lookup(op, op.inputs[0]);
         const Matrix b = lookup(op, op.inputs[1]);
-        const bool broadcast = b.rows == 1 && b.cols == a.cols;
-        if (!broadcast && (b.rows != a.rows || b.cols != a.cols))
+        const bool same = b.rows == a.rows && b.cols == a.cols;
+        const bool row = !same && b.rows == 1 && b.cols == a.cols;     // a value per column
+        const bool column = !same && b.rows == a.rows && b.cols == 1;  // a value per row
+        if (!same && !row && !column)
           fail(graph, op,
                fmt::format("cannot {} {}x{} and {}x{}", op_kind_name(op.kind), a.rows, a.cols, b.rows, b.cols));
         out.resize(static_cast<std::size_t>(a.rows * a.cols));
         for (std::int64_t r = 0; r < a.rows; ++r)
           for (std::int64_t c = 0; c < a.cols; ++c)
-            out[static_cast<std::size_t>(r * a.cols + c)] = binary(op.kind, a.at(r, c), b.at(broadcast ? 0 : r, c));
+            out[static_cast<std::size_t>(r * a.cols + c)] =
+                binary(op.kind, a.at(r, c), b.at(row ? 0 : r, column ? 0 : c));
         break;
       }
       case OpKind::relu:

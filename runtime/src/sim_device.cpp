@@ -290,6 +290,8 @@ float apply(BinaryFunction function, float a, float b) {
       return a * b;
     case BinaryFunction::divide:
       return a / b;
+    case BinaryFunction::add:
+      return a + b;
   }
   return a;  // unreachable: the function is checked at load
 }
@@ -311,6 +313,18 @@ void run_binary_row(float* memory, const LoadedCall& call) {
     for (std::uint32_t c = 0; c < cols; ++c) {
       float& value = values[static_cast<std::size_t>(r) * cols + c];
       value = apply(function, value, row[c]);
+    }
+}
+
+void run_binary_column(float* memory, const LoadedCall& call) {
+  const std::uint32_t rows = call.param[0], cols = call.param[1];
+  float* __restrict values = memory + call.operand[0];
+  const float* __restrict column = memory + call.operand[1];
+  const auto function = static_cast<BinaryFunction>(call.param[2]);
+  for (std::uint32_t r = 0; r < rows; ++r)
+    for (std::uint32_t c = 0; c < cols; ++c) {
+      float& value = values[static_cast<std::size_t>(r) * cols + c];
+      value = apply(function, value, column[r]);
     }
 }
 
@@ -357,6 +371,8 @@ void run_call(float* memory, const LoadedCall& call) {
       return run_binary(memory, call);
     case Codelet::binary_row:
       return run_binary_row(memory, call);
+    case Codelet::binary_column:
+      return run_binary_column(memory, call);
     case Codelet::reduce_rows:
       return run_reduce_rows(memory, call);
   }
@@ -405,6 +421,9 @@ std::string aliasing_problem(const LoadedCall& call, std::span<const std::uint64
       return "";
     case Codelet::binary_row:
       if (overlaps(o[0], words[0], o[1], words[1])) return "the row overlaps the values";
+      return "";
+    case Codelet::binary_column:
+      if (overlaps(o[0], words[0], o[1], words[1])) return "the column overlaps the values";
       return "";
     case Codelet::reduce_rows:
       if (overlaps(o[1], words[1], o[0], words[0])) return "its output overlaps its input";
@@ -677,7 +696,8 @@ void SimDevice::Impl::load_compute(const Package& package, std::uint32_t step, L
       if (call.codelet == Codelet::unary && call.params[1] >= kUnaryFunctionCount)
         throw Error(
             fmt::format("{}: unary's function must be below {}, got {}", where(), kUnaryFunctionCount, call.params[1]));
-      if ((call.codelet == Codelet::binary || call.codelet == Codelet::binary_row) &&
+      if ((call.codelet == Codelet::binary || call.codelet == Codelet::binary_row ||
+           call.codelet == Codelet::binary_column) &&
           call.params[function_param(call.codelet)] >= kBinaryFunctionCount)
         throw Error(fmt::format("{}: {}'s function must be below {}, got {}", where(), name, kBinaryFunctionCount,
                                 call.params[function_param(call.codelet)]));

@@ -149,3 +149,47 @@ TEST_CASE("a float16 bias survives a split reduction (reduce_add + bias_add_half
   options.lock_path = (dir.path() / "lock").string();
   CHECK(runtime::run_package(package, options).passed());
 }
+
+TEST_CASE("a column of one value a row applies to every row: a layer norm spelled out passes", "[e2e][column]") {
+  TempDir dir;
+  // ONNX spells a layer norm as ReduceMean, Sub, Pow, ReduceMean, Sqrt, Div: the means are
+  // columns [rows, 1] the next op broadcasts over each row. Here they are gathered into the
+  // pieces of h (sub, div), come from the host beside them (add, mul of the weight c), and
+  // meet a graph input the host writes in row groups (sub of x and c).
+  const std::string model = dir.write("column.yaml",
+                                      "model: column\nseed: 4\ntensors:\n"
+                                      "  - {name: x, shape: [6, 40], kind: input}\n"
+                                      "  - {name: w, shape: [40, 24], kind: weight, scale: 0.2}\n"
+                                      "  - {name: c, shape: [6, 1], kind: weight}\n"
+                                      "ops:\n"
+                                      "  - {op: sub, inputs: [x, c], output: xc}\n"
+                                      "  - {op: matmul, inputs: [xc, w], output: h}\n"
+                                      "  - {op: reduce_mean, inputs: [h], output: m}\n"
+                                      "  - {op: sub, inputs: [h, m], output: d}\n"
+                                      "  - {op: mul, inputs: [d, d], output: s}\n"
+                                      "  - {op: reduce_mean, inputs: [s], output: v}\n"
+                                      "  - {op: sqrt, inputs: [v], output: sd}\n"
+                                      "  - {op: div, inputs: [d, sd], output: y}\n"
+                                      "  - {op: add, inputs: [y, c], output: z}\n"
+                                      "  - {op: mul, inputs: [z, c], output: o}\n"
+                                      "outputs: [o]\n");
+  const std::string package_file = (dir.path() / "column.tpkg").string();
+  auto compiled = run_command(
+      {tessera_binary(), "compile", model, "-p", source_path("configs/pipelines/small.yaml"), "-o", package_file});
+  INFO(compiled.err.substr(compiled.err.size() > 4000 ? compiled.err.size() - 4000 : 0));
+  REQUIRE(compiled.exit_code == 0);
+  const Package package = read_package(package_file);
+  std::size_t columns = 0;
+  for (const TileImage& image : package.tiles)
+    for (const TileSuperstep& step : image.supersteps)
+      for (const TileCodeletCall& call : step.compute) columns += call.codelet == Codelet::binary_column;
+  CHECK(columns > 0);
+  runtime::RunOptions options;
+  options.lock_path = (dir.path() / "lock").string();
+  const runtime::RunResult result = runtime::run_package(package, options);
+  CHECK(result.passed());
+  CHECK(result.numerics.elements == 6 * 24);
+  CHECK(result.numerics.max_abs_error < 1e-4);
+  // Each row of y is normalised: c scales and shifts it, so the outputs are not all small.
+  CHECK(result.numerics.max_abs_reference > 0.5);
+}

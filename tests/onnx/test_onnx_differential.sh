@@ -15,8 +15,9 @@ work=$(mktemp -d "${TMPDIR:-/tmp}/tessera-onnx-differential.XXXXXX")
 trap 'rm -rf "$work"' EXIT
 fail() { echo "FAIL: $*" >&2; exit 1; }
 
-/usr/bin/python3 "$source/scripts/make_onnx_models.py" "$work/models" mlp-b2-w64-n3 mlp-b4-w96-gelu-ln mlp-b8-w64-tanh
-for model in mlp-b2-w64-n3 mlp-b4-w96-gelu-ln mlp-b8-w64-tanh; do
+/usr/bin/python3 "$source/scripts/make_onnx_models.py" "$work/models" mlp-b2-w64-n3 mlp-b4-w96-gelu-ln mlp-b8-w64-tanh \
+  mlp-b4-w96-gelu-ln-spelled
+for model in mlp-b2-w64-n3 mlp-b4-w96-gelu-ln mlp-b8-w64-tanh mlp-b4-w96-gelu-ln-spelled; do
   folder=$work/models/$model
   "$tessera" compile "$folder/model.onnx" -p "$pipeline" -o "$work/$model.tpkg" >"$work/$model.compile" 2>&1 ||
     { tail -5 "$work/$model.compile"; fail "$model does not compile"; }

@@ -232,6 +232,38 @@ TEST_CASE(
                                              "exponent 'e' (the exponent must be a constant)"));
 }
 
+TEST_CASE("onnx import broadcasts a computed column [..., 1] over each row and refuses other broadcasts", "[onnx]") {
+  TempDir dir;
+  // x - mean(x) with keepdims, over a rank-3 input: the IR's [6, 5] minus a column [6, 1].
+  ModelBuilder m;
+  m.input("x", {2, 3, 5});
+  auto* mean = m.node("ReduceMean", {"x"}, "mean");
+  auto* axes = mean->add_attribute();
+  axes->set_name("axes");
+  axes->set_type(onnx::AttributeProto::INTS);
+  axes->add_ints(-1);
+  m.node("Sub", {"x", "mean"}, "y", "centre");
+  m.output("y", {2, 3, 5});
+  const OnnxImport imported = import_onnx(m.save(dir, "column.onnx"));
+  const Graph& graph = imported.graph;
+  REQUIRE(graph.ops.size() == 2);
+  CHECK(graph.ops[1].kind == OpKind::sub);
+  CHECK(graph.tensors[graph.ops[1].inputs[0]].shape == std::vector<std::int64_t>{6, 5});
+  CHECK(graph.tensors[graph.ops[1].inputs[1]].shape == std::vector<std::int64_t>{6, 1});
+
+  // A column of other rows ([2, 1, 1] over [2, 3, 5]) is no column of x's rows: refused.
+  ModelBuilder other;
+  other.input("x", {2, 3, 5});
+  other.input("z", {2, 1, 5});
+  auto* sum = other.node("ReduceSum", {"z"}, "s");
+  int_attribute(sum, "keepdims", 1);
+  other.node("Div", {"x", "s"}, "y", "scale");
+  other.output("y", {2, 3, 5});
+  const std::string path = other.save(dir, "other.onnx");
+  CHECK_THROWS_WITH(import_onnx(path), Catch::Contains("node 'scale' (Div): not supported: broadcasting a computed") &&
+                                           Catch::Contains("or a column [..., 1] of the other dims are"));
+}
+
 TEST_CASE("onnx import refuses an unsupported operator naming the file, the node, its op type and what is supported",
           "[onnx]") {
   TempDir dir;

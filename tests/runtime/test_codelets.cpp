@@ -218,6 +218,10 @@ TEST_CASE("no codelet call is charged below its MACs at peak or its input bytes 
           params = {rows, cols, static_cast<std::uint32_t>(trial % 2)};
           input_words = std::uint64_t{rows} * cols;
           break;
+        case Codelet::binary_column:
+          params = {rows, cols, static_cast<std::uint32_t>(trial) % kBinaryFunctionCount};
+          input_words = std::uint64_t{rows} * cols + rows;
+          break;
       }
       const std::uint64_t cycles = codelet_cycles(codelet, params, target);
       const std::uint64_t mac_floor = (macs + peak - 1) / peak;
@@ -263,6 +267,14 @@ TEST_CASE("elementwise function codelets charge poplibs' float inner loops per v
   CHECK(codelet_cycles(Codelet::reduce_rows, V{12, 64, 1}, target) == 11 + workers * (30 + rows_each * (13 + 32)));
   CHECK(codelet_operand_words(Codelet::reduce_rows, V{12, 64, 1}, 1) == 12);
   CHECK(codelet_operand_words(Codelet::binary_row, V{12, 64, 1}, 1) == 64);
+  // A column broadcast: each row's scalar applied to the row (a row step: 28 a row, 3 a
+  // vector, divide 10), the column one value a row.
+  const auto add = static_cast<std::uint32_t>(BinaryFunction::add);
+  CHECK(codelet_cycles(Codelet::binary_column, V{12, 64, add}, target) ==
+        11 + workers * (30 + rows_each * (28 + 32 * 3)));
+  CHECK(codelet_cycles(Codelet::binary_column, V{12, 64, divide}, target) ==
+        11 + workers * (30 + rows_each * (28 + 32 * 10)));
+  CHECK(codelet_operand_words(Codelet::binary_column, V{12, 64, 1}, 1) == 12);
 }
 
 TEST_CASE("block and half-weight codelets declare their operands", "[codelets]") {

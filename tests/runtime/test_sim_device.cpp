@@ -142,7 +142,7 @@ TEST_CASE("sim device refuses an unknown function of the unary, binary and binar
   package.tiles[0].supersteps[1].compute[1] =
       testing::call(Codelet::binary_row, {testing::layout::y, testing::layout::b}, {2, 4, 7});
   CHECK_THAT(load_error(package), Contains("superstep 1 ('reduce-bias-relu'), tile 0, call 1") &&
-                                      Contains("binary_row's function must be below 3, got 7"));
+                                      Contains("binary_row's function must be below 4, got 7"));
   package.tiles[0].supersteps[1].compute[1] =
       testing::call(Codelet::unary, {testing::layout::y, testing::layout::y}, {8, 5, 0});
   CHECK_THAT(load_error(package), Contains("unary's function must be below 5, got 5"));

@@ -49,9 +49,11 @@ std::optional<UnaryFunction> unary_of(const std::string& name) {
   return std::nullopt;
 }
 
-/// The binary function of `subtract`, `multiply_row`, ...
+/// The binary function of `subtract`, `multiply_row`, `divide_column`, ...
 std::optional<BinaryFunction> binary_of(const std::string& name) {
-  const std::string base = name.ends_with("_row") ? name.substr(0, name.size() - 4) : name;
+  const std::string base = name.ends_with("_row")      ? name.substr(0, name.size() - 4)
+                           : name.ends_with("_column") ? name.substr(0, name.size() - 7)
+                                                       : name;
   for (std::uint32_t f = 0; f < kBinaryFunctionCount; ++f)
     if (base == binary_function_name(static_cast<BinaryFunction>(f))) return static_cast<BinaryFunction>(f);
   return std::nullopt;
@@ -117,8 +119,8 @@ int cycles_command(const CyclesRequest& request) {
               float_param(name == "square" ? 2.0f : 3.0f)};
     shape = fmt::format("count={} function={}", params[0], name);
   } else if (const auto binary = binary_of(name)) {
-    const bool row = name.ends_with("_row");
-    codelet = row ? Codelet::binary_row : Codelet::binary;
+    const bool column = name.ends_with("_column"), row = name.ends_with("_row") || column;
+    codelet = column ? Codelet::binary_column : row ? Codelet::binary_row : Codelet::binary;
     if (row)
       params = {needed(request.rows, "--rows", name), needed(request.cols, "--cols", name),
                 static_cast<std::uint32_t>(*binary)};
@@ -135,7 +137,7 @@ int cycles_command(const CyclesRequest& request) {
         fmt::format("tessera cycles: unknown codelet '{}'; the codelets are matmul, matmul_transposed, relu, add, "
                     "copy, bias_add, softmax, layer_norm, reduce_add and reduce_bias (half weights: --dtype f16), "
                     "the unary functions sigmoid, tanh, erf, sqrt, square and pow, subtract, multiply and divide "
-                    "(and their _row forms), reduce_sum and reduce_mean",
+                    "(and their _row and _column forms, add_row and add_column too), reduce_sum and reduce_mean",
                     name));
   }
   if (half && codelet != Codelet::matmul_half && codelet != Codelet::bias_add_half)

@@ -9,7 +9,9 @@ namespace tessera {
 struct Target;
 
 /// Version of the codelet set (semantics and cycle formulas); written into packages.
-inline constexpr std::uint32_t kCodeletSetVersion = 5;  // 5: unary, binary, binary_row, reduce_rows
+// 5: unary, binary, binary_row, reduce_rows; 6: binary_column and add as a binary function,
+// fused codelets charged as their steps, matmul_half's half worker MAC.
+inline constexpr std::uint32_t kCodeletSetVersion = 6;
 
 /// Operands are word offsets into buffers (program) or byte addresses (tile image);
 /// params are the shape numbers listed per codelet. Data is float32 unless marked half
@@ -37,16 +39,19 @@ enum class Codelet : std::uint16_t {
   binary = 13,        ///< operands {a, b, out}; params {count, function}: out = a op b (BinaryFunction)
   binary_row = 14,    ///< operands {inout, row}; params {rows, cols, function}: inout[r,c] = inout[r,c] op row[c]
   reduce_rows = 15,   ///< operands {in, out}; params {rows, cols, mean}: out[r] = sum (mean if 1) of in[r,:]
+  /// operands {inout, column}; params {rows, cols, function}: inout[r,c] = inout[r,c] op column[r]
+  binary_column = 16,
 };
-inline constexpr std::uint32_t kCodeletCount = 16;
+inline constexpr std::uint32_t kCodeletCount = 17;
 
 /// The `function` param of a unary call; pow raises to the float `exponent` param.
 enum class UnaryFunction : std::uint32_t { sigmoid = 0, tanh = 1, erf = 2, sqrt = 3, pow = 4 };
 inline constexpr std::uint32_t kUnaryFunctionCount = 5;
-/// The `function` param of binary and binary_row calls (add has its own codelets).
-enum class BinaryFunction : std::uint32_t { subtract = 0, multiply = 1, divide = 2 };
-inline constexpr std::uint32_t kBinaryFunctionCount = 3;
-/// Index of the function param of unary, binary and binary_row calls.
+/// The `function` param of binary, binary_row and binary_column calls (the planner adds with
+/// add and bias_add where it can: they are the same loops).
+enum class BinaryFunction : std::uint32_t { subtract = 0, multiply = 1, divide = 2, add = 3 };
+inline constexpr std::uint32_t kBinaryFunctionCount = 4;
+/// Index of the function param of unary, binary, binary_row and binary_column calls.
 std::uint32_t function_param(Codelet);
 /// Names for messages: "sigmoid", "multiply", ...
 const char* unary_function_name(UnaryFunction);

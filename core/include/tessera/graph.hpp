@@ -44,6 +44,11 @@ struct Tensor {
   std::int64_t cols() const { return shape.empty() ? 1 : shape.back(); }
 };
 
+/// How a binary op's second operand `b` meets its first `a`: the same shape, a row vector
+/// [cols] (a value per column), a column [rows, 1] (a value per row), or none of them.
+enum class Broadcast { same, row, column, none };
+Broadcast binary_broadcast(const Tensor& a, const Tensor& b);
+
 enum class OpKind : std::uint8_t {
   matmul = 0,        ///< out[m,n] = in0[m,k] * in1[k,n]
   add = 1,           ///< out = in0 + in1; in1 may be a row vector [n] broadcast over rows
@@ -64,7 +69,7 @@ enum class OpKind : std::uint8_t {
 };
 inline constexpr std::uint32_t kOpKindCount = 16;
 const char* op_kind_name(OpKind);
-/// add, sub, mul, div: two operands, the second equal-shaped or a row vector.
+/// add, sub, mul, div: two operands, the second equal-shaped, a row vector or a column.
 bool is_binary(OpKind);
 /// relu, sigmoid, tanh, erf, sqrt, pow: one operand, elementwise.
 bool is_unary(OpKind);

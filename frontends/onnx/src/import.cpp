@@ -582,17 +582,25 @@ private:
                       false);
   }
 
-  /// A computed value added to a tensor of `dims`: the same dims, or a row vector [n] / [1, n].
+  /// A computed value meeting a tensor of `dims`: the same dims, a row vector [n] / [1, n] (a
+  /// value per column), or a column [..., 1] with the other dims of `dims` (a value per row,
+  /// as a ReduceMean with keepdims leaves it).
   std::uint32_t computed_operand(const Computed& value, const Dims& dims, const std::string& where) {
     if (value.dims == dims) return tensor_of(value, where);
     bool row =
         !value.dims.empty() && !dims.empty() && value.dims.back() == dims.back() && value.dims.size() <= dims.size();
     for (std::size_t i = 0; row && i + 1 < value.dims.size(); ++i) row = value.dims[i] == 1;
-    if (!row)
-      unsupported(where,
-                  fmt::format("broadcasting a computed {} over {} (only equal dims or a row of the last dim are)",
-                              dims_text(value.dims), dims_text(dims)));
-    return tensor_as(value, {dims.back()}, where);
+    if (row) return tensor_as(value, {dims.back()}, where);
+    // Right-aligned: the last dim 1, the others equal; dims value lacks in front must be 1.
+    const std::size_t rank = value.dims.size(), full = dims.size();
+    bool column = rank >= 1 && full >= 2 && rank <= full && value.dims.back() == 1 && dims.back() != 1;
+    for (std::size_t j = 1; column && j < rank; ++j) column = value.dims[rank - 1 - j] == dims[full - 1 - j];
+    for (std::size_t i = 0; column && i < full - rank; ++i) column = dims[i] == 1;
+    if (!column)
+      unsupported(where, fmt::format("broadcasting a computed {} over {} (only equal dims, a row of the last dim "
+                                     "or a column [..., 1] of the other dims are)",
+                                     dims_text(value.dims), dims_text(dims)));
+    return tensor_as(value, {ir_shape(dims)[0], 1}, where);
   }
 
   /// Add, Sub, Mul, Div: the computed operand first; a constant second operand is a row
