@@ -99,6 +99,8 @@ const char* op_kind_name(OpKind kind) {
       return "reduce_sum";
     case OpKind::reduce_mean:
       return "reduce_mean";
+    case OpKind::transpose:
+      return "transpose";
   }
   return "?";
 }
@@ -237,6 +239,13 @@ std::string infer_shape(const Graph& graph, const Op& op, std::vector<std::int64
     case OpKind::reduce_mean: {
       if (auto e = expect_inputs(1, 1); !e.empty()) return e;
       shape = {input(0).rows(), 1};
+      return "";
+    }
+    case OpKind::transpose: {
+      if (auto e = expect_inputs(1, 1); !e.empty()) return e;
+      if (input(0).shape.size() != 2)
+        return "transpose needs a matrix, got '" + input(0).name + "' " + shape_text(input(0).shape);
+      shape = {input(0).shape[1], input(0).shape[0]};
       return "";
     }
   }

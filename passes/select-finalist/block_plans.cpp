@@ -139,6 +139,30 @@ Fragment build_rows(const BlockPlanContext& plan, Split split, FragmentBuilder& 
   return builder.finish(std::move(made));
 }
 
+/// y = x^T, an exchange re-layout: row group g of y (columns of x) gathered column-major from
+/// x's pieces onto tile g (the host writes it transposed when x is a graph input); no compute.
+Fragment build_transpose(const BlockPlanContext& plan, Split split, FragmentBuilder& builder) {
+  const Op& op = plan.op;
+  const Tensor& x = plan.graph.tensors[op.inputs[0]];
+  const std::uint32_t x_rows = rows_of(x), x_cols = cols_of(x);
+  const Layout layout(plan.target);
+  const std::string name = fmt::format("transpose{}", plan.op_index);
+  builder.label(0, name + ".gather");
+  builder.label(1, name);
+  Distribution output{x_cols, {}};
+  const std::vector<Range> groups = balanced_split(x_cols, split.row_groups);
+  for (std::uint32_t tile = 0; tile < groups.size(); ++tile) {
+    const Range rows = groups[tile];  // of y: columns of x
+    const std::uint32_t block =
+        gather_block(builder, 0, plan.graph, plan.distributions, op.inputs[0], {0, x_rows, rows.begin, rows.size}, tile,
+                     layout.standard, layout.alignment, true);
+    output.pieces.push_back({tile, 0, x_rows, block, rows.begin, rows.size});
+  }
+  std::vector<TensorDistribution> made;
+  made.push_back({op.output, std::move(output)});
+  return builder.finish(std::move(made));
+}
+
 /// c = a * b (or a * b^T): output block (i, j) on tile i * column_groups + j, from rows i
 /// of a and the columns j of the product (rows j of b when transposed).
 Fragment build_product(const BlockPlanContext& plan, Split split, FragmentBuilder& builder) {
@@ -257,7 +281,9 @@ void call_unary(FragmentBuilder& builder, std::uint32_t superstep, std::uint32_t
 }
 
 bool is_block_op(const Graph& graph, const Op& op) {
-  if (op.kind == OpKind::softmax || op.kind == OpKind::layer_norm || is_row_reduction(op.kind)) return true;
+  if (op.kind == OpKind::softmax || op.kind == OpKind::layer_norm || op.kind == OpKind::transpose ||
+      is_row_reduction(op.kind))
+    return true;
   return op.kind == OpKind::matmul && op.inputs.size() == 2 &&
          (op.transpose_b || graph.tensors.at(op.inputs[1]).kind == TensorKind::intermediate);
 }
@@ -300,12 +326,12 @@ std::uint32_t gather_block(FragmentBuilder& builder, std::uint32_t superstep, co
   const std::string name = tensor.name + (column_major ? ".block_t" : ".block");
   const std::optional<Distribution>& distribution = distributions.at(index);
   if (!distribution) {
-    assert(!column_major && "host slices fill blocks row-major");
+    // The host writes the block, in either layout.
     const bool weight = tensor.kind == TensorKind::weight;
     const std::uint32_t buffer = builder.create(name, tile, packed_words(words, tensor.dtype), region, alignment,
                                                 weight ? Lifetime::whole_program : Lifetime::from_start);
     builder.host_slice(tensor, weight ? StreamKind::weight : StreamKind::input, buffer, block.row_begin, block.rows,
-                       block.col_begin, block.cols);
+                       block.col_begin, block.cols, column_major);
     return buffer;
   }
   const std::uint32_t buffer = builder.create(name, tile, words, region, alignment, Lifetime::transient);
@@ -351,7 +377,10 @@ Status plan_block_op(const BlockPlanContext& plan, std::optional<Fragment>& frag
     for (std::uint32_t rows : group_counts(m, tiles))
       for (std::uint32_t cols : group_counts(std::min(n, most_columns), tiles / rows)) splits.push_back({rows, cols});
   } else {
-    for (std::uint32_t rows : group_counts(rows_of(graph.tensors[op.inputs[0]]), tiles)) splits.push_back({rows, 1});
+    // Row groups of the output: a transpose's rows are its input's columns.
+    const Tensor& x = graph.tensors[op.inputs[0]];
+    for (std::uint32_t rows : group_counts(op.kind == OpKind::transpose ? cols_of(x) : rows_of(x), tiles))
+      splits.push_back({rows, 1});
   }
 
   constexpr std::uint64_t kNone = std::numeric_limits<std::uint64_t>::max();
@@ -361,6 +390,7 @@ Status plan_block_op(const BlockPlanContext& plan, std::optional<Fragment>& frag
   auto build = [&](Split split, FragmentBuilder& builder) {
     if (is_binary(op.kind) && !on_rows) return build_binary(plan, builder);
     if (op.kind == OpKind::matmul) return build_product(plan, split, builder);
+    if (op.kind == OpKind::transpose) return build_transpose(plan, split, builder);
     return build_rows(plan, split, builder);
   };
   for (Split split : splits) {

@@ -239,6 +239,14 @@ ReferenceValues execute_reference(const Graph& graph, const HostTensors& values)
         out = softmax(lookup(op, op.inputs[0]), op.scale);
         break;
       }
+      case OpKind::transpose: {
+        if (op.inputs.size() != 1) fail(graph, op, fmt::format("has {} inputs", op.inputs.size()));
+        const Matrix a = lookup(op, op.inputs[0]);
+        out.resize(static_cast<std::size_t>(a.rows * a.cols));
+        for (std::int64_t r = 0; r < a.rows; ++r)
+          for (std::int64_t c = 0; c < a.cols; ++c) out[static_cast<std::size_t>(c * a.rows + r)] = a.at(r, c);
+        break;
+      }
       case OpKind::layer_norm: {
         if (op.inputs.size() != 3) fail(graph, op, fmt::format("has {} inputs", op.inputs.size()));
         const Matrix x = lookup(op, op.inputs[0]);

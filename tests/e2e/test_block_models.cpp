@@ -193,3 +193,33 @@ TEST_CASE("a column of one value a row applies to every row: a layer norm spelle
   // Each row of y is normalised: c scales and shifts it, so the outputs are not all small.
   CHECK(result.numerics.max_abs_reference > 0.5);
 }
+
+TEST_CASE("a transpose re-lays a computed tensor and a graph input out through the exchange", "[e2e][transpose]") {
+  TempDir dir;
+  const std::string model = dir.write("transpose.yaml",
+                                      "model: transposes\nseed: 6\ntensors:\n"
+                                      "  - {name: x, shape: [6, 40], kind: input}\n"
+                                      "  - {name: w, shape: [40, 24], kind: weight, scale: 0.2}\n"
+                                      "  - {name: v, shape: [6, 8], kind: weight, scale: 0.4}\n"
+                                      "ops:\n"
+                                      "  - {op: matmul, inputs: [x, w], output: h}\n"
+                                      "  - {op: transpose, inputs: [h], output: t}\n"
+                                      "  - {op: matmul, inputs: [t, v], output: y}\n"
+                                      "  - {op: transpose, inputs: [x], output: xt}\n"
+                                      "  - {op: relu, inputs: [xt], output: r}\n"
+                                      "outputs: [y, r]\n");
+  const std::string package_file = (dir.path() / "transpose.tpkg").string();
+  auto compiled = run_command(
+      {tessera_binary(), "compile", model, "-p", source_path("configs/pipelines/small.yaml"), "-o", package_file});
+  INFO(compiled.err.substr(compiled.err.size() > 4000 ? compiled.err.size() - 4000 : 0));
+  REQUIRE(compiled.exit_code == 0);
+  // h's transpose moves words between tiles (copies); x's arrives from the host transposed.
+  CHECK_THAT(compiled.err, Catch::Contains("selected block plan op=1 kind=transpose") &&
+                               Catch::Contains("selected block plan op=3 kind=transpose"));
+  runtime::RunOptions options;
+  options.lock_path = (dir.path() / "lock").string();
+  const runtime::RunResult result = runtime::run_package(read_package(package_file), options);
+  CHECK(result.passed());
+  CHECK(result.numerics.elements == 24 * 8 + 40 * 6);
+  CHECK(result.numerics.max_abs_error < 1e-4);
+}

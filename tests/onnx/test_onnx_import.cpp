@@ -264,6 +264,39 @@ TEST_CASE("onnx import broadcasts a computed column [..., 1] over each row and r
                                            Catch::Contains("or a column [..., 1] of the other dims are"));
 }
 
+TEST_CASE("onnx import transposes a computed matrix on the device and refuses other permutations", "[onnx]") {
+  TempDir dir;
+  ModelBuilder m;
+  m.input("x", {1, 4, 6});
+  m.initializer("w", {6, 5}, std::vector<float>(30, 0.5f));
+  m.node("MatMul", {"x", "w"}, "h");
+  auto* transpose = m.node("Transpose", {"h"}, "t");
+  auto* perm = transpose->add_attribute();
+  perm->set_name("perm");
+  perm->set_type(onnx::AttributeProto::INTS);
+  for (std::int64_t p : {0, 2, 1}) perm->add_ints(p);
+  m.output("t", {1, 5, 4});
+  const OnnxImport imported = import_onnx(m.save(dir, "transpose.onnx"));
+  const Graph& graph = imported.graph;
+  REQUIRE(graph.ops.size() == 2);
+  CHECK(graph.ops[1].kind == OpKind::transpose);
+  CHECK(graph.tensors[graph.ops[1].inputs[0]].shape == std::vector<std::int64_t>{4, 5});
+  CHECK(graph.tensors[graph.ops[1].output].shape == std::vector<std::int64_t>{5, 4});
+
+  // Swapping a batch axis is no matrix transpose: refused, naming the permutation.
+  ModelBuilder batch;
+  batch.input("x", {2, 3, 4});
+  auto* swap = batch.node("Transpose", {"x"}, "y", "swap");
+  auto* axes = swap->add_attribute();
+  axes->set_name("perm");
+  axes->set_type(onnx::AttributeProto::INTS);
+  for (std::int64_t p : {1, 0, 2}) axes->add_ints(p);
+  batch.output("y", {3, 2, 4});
+  const std::string path = batch.save(dir, "batch.onnx");
+  CHECK_THROWS_WITH(import_onnx(path), Catch::StartsWith(path + ": node 'swap' (Transpose): not supported: Transpose "
+                                                                "of the computed [2, 3, 4] by perm [1, 0, 2]"));
+}
+
 TEST_CASE("onnx import refuses an unsupported operator naming the file, the node, its op type and what is supported",
           "[onnx]") {
   TempDir dir;

@@ -20,7 +20,7 @@ CLI::App* add_cycles_command(CLI::App& app, CyclesRequest& request) {
           "codelet", request.codelet,
           "matmul, matmul_transposed, relu, add, copy, bias_add, softmax, layer_norm, reduce_add, reduce_bias; "
           "unary: sigmoid, tanh, erf, sqrt, square, pow; binary: subtract, multiply, divide (--count), "
-          "their _row forms (--rows --cols); reduce_sum, reduce_mean")
+          "their _row and _column forms (--rows --cols); reduce_sum, reduce_mean")
       ->required();
   cycles->add_option("--target,-t", request.target, "target YAML")->required()->check(CLI::ExistingFile);
   cycles->add_option("--dtype", request.dtype, "f32, or f16 for half weights (matmul, bias_add)")

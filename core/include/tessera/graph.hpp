@@ -66,8 +66,9 @@ enum class OpKind : std::uint8_t {
   pow = 13,          ///< out = in0 ^ exponent (a constant)
   reduce_sum = 14,   ///< out[r] = sum of in0[r,:]: shape [rows, 1]
   reduce_mean = 15,  ///< out[r] = mean of in0[r,:]: shape [rows, 1]
+  transpose = 16,    ///< out = in0^T: shape [cols, rows]
 };
-inline constexpr std::uint32_t kOpKindCount = 16;
+inline constexpr std::uint32_t kOpKindCount = 17;
 const char* op_kind_name(OpKind);
 /// add, sub, mul, div: two operands, the second equal-shaped, a row vector or a column.
 bool is_binary(OpKind);

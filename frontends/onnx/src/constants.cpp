@@ -188,12 +188,6 @@ std::vector<std::int64_t> ints_of(const Constant& c) {
   return out;
 }
 
-std::vector<std::int64_t> ints_attribute(const onnx::NodeProto& node, const std::string& name) {
-  const onnx::AttributeProto* attribute = find_attribute(node, name);
-  if (!attribute) return {};
-  return {attribute->ints().begin(), attribute->ints().end()};
-}
-
 Constant int64_constant(Dims dims, const std::vector<std::int64_t>& values) {
   Constant c;
   c.dtype = TensorProto::INT64;
@@ -339,6 +333,12 @@ Constant gather(const Constant& data, const Constant& indices, std::int64_t axis
 }
 
 }  // namespace
+
+std::vector<std::int64_t> ints_attribute(const onnx::NodeProto& node, const std::string& name) {
+  const onnx::AttributeProto* attribute = find_attribute(node, name);
+  if (!attribute) return {};
+  return {attribute->ints().begin(), attribute->ints().end()};
+}
 
 Constant read_tensor(const TensorProto& tensor, const std::string& where) {
   if (tensor.data_location() == TensorProto::EXTERNAL)

@@ -63,6 +63,8 @@ Constant transpose(const Constant& in, std::vector<std::int64_t> perm, const std
 
 /// Integer and float attributes with defaults.
 std::int64_t int_attribute(const onnx::NodeProto& node, const std::string& name, std::int64_t fallback);
+/// An INTS attribute's values (empty when absent).
+std::vector<std::int64_t> ints_attribute(const onnx::NodeProto& node, const std::string& name);
 float float_attribute(const onnx::NodeProto& node, const std::string& name, float fallback);
 const onnx::AttributeProto* find_attribute(const onnx::NodeProto& node, const std::string& name);
 

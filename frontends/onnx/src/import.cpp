@@ -25,7 +25,8 @@ const std::vector<std::string>& supported_operators() {
   static const std::vector<std::string> names = {
       "MatMul",     "Gemm",      "Add",      "Sub",     "Mul",     "Div",     "Relu",
       "Sigmoid",    "Tanh",      "Erf",      "Sqrt",    "Pow",     "Softmax", "LayerNormalization",
-      "ReduceMean", "ReduceSum", "Identity", "Flatten", "Reshape", "Squeeze", "Unsqueeze"};
+      "ReduceMean", "ReduceSum", "Identity", "Flatten", "Reshape", "Squeeze", "Unsqueeze",
+      "Transpose"};
   return names;
 }
 
@@ -320,9 +321,38 @@ private:
     if (op == "Add" || op == "Sub" || op == "Mul" || op == "Div") return import_binary(node, index, where);
     if (op == "ReduceMean" || op == "ReduceSum") return import_reduce(node, index, where);
     if (op == "LayerNormalization") return import_layer_norm(node, index, where);
+    if (op == "Transpose") return import_transpose(node, index, where);
     if (is_foldable(op))
       unsupported(where, fmt::format("{} of a computed tensor (it is folded only on constants)", op));
     unsupported(where, fmt::format("operator {}", op));
+  }
+
+  /// Transpose of a computed matrix: the last two axes swapped, any leading axes of size 1 kept
+  /// (the IR's [rows, cols] becomes [cols, rows]); other permutations are refused.
+  void import_transpose(const onnx::NodeProto& node, int index, const std::string& where) {
+    const Computed& x = computed_.at(node.input(0));
+    const std::size_t rank = x.dims.size();
+    std::vector<std::int64_t> perm = ints_attribute(node, "perm");
+    if (perm.empty())
+      for (std::size_t i = rank; i-- > 0;) perm.push_back(static_cast<std::int64_t>(i));
+    bool swaps_last_two = rank >= 2 && perm.size() == rank;
+    std::int64_t leading = 1;
+    for (std::size_t i = 0; swaps_last_two && i + 2 < rank; ++i) {
+      swaps_last_two = perm[i] == static_cast<std::int64_t>(i);
+      leading *= x.dims[i];
+    }
+    swaps_last_two = swaps_last_two && perm[rank - 2] == static_cast<std::int64_t>(rank - 1) &&
+                     perm[rank - 1] == static_cast<std::int64_t>(rank - 2);
+    if (!swaps_last_two || leading != 1)
+      unsupported(where, fmt::format("Transpose of the computed {} by perm [{}] (a computed tensor transposes its "
+                                     "last two axes only, with no leading axis above 1)",
+                                     dims_text(x.dims), fmt::join(perm, ", ")));
+    Op op;
+    op.kind = OpKind::transpose;
+    op.inputs = {tensor_as(x, {x.dims[rank - 2], x.dims[rank - 1]}, where)};
+    Dims dims = x.dims;
+    std::swap(dims[rank - 2], dims[rank - 1]);
+    computed_[node.output(0)] = Computed{add_op(op, node.output(0), index, where), "", dims};
   }
 
   static std::optional<OpKind> unary_kind(const std::string& op) {
