@@ -9,6 +9,8 @@
 #include <functional>
 #include <map>
 #include <string>
+#include <tuple>
+#include <utility>
 #include <vector>
 
 #include "tessera/codelets.hpp"
@@ -119,6 +121,18 @@ double poplibs_row_scalar(U rows, U cols, double per_vector) {
   return 6 * (20 + double(ceil_div(rows, 6)) * (28 + ceil_div(cols, 2) * per_vector));
 }
 
+/// popops UnaryOp1D (float) with an inner loop of `per_vector` worker cycles a pair
+/// (unaryOpPerfInfo: SIGMOID and TANH 12, SQRT 10, ERF 18 and POWER 312 an element, SQUARE 2).
+double poplibs_unary(U count, double per_vector) {
+  return 20 + 6 * (17 + per_vector * double(ceil_div(ceil_div(count, 6), 2)));
+}
+
+/// popops BinaryOp1D (float) with `per_vector` worker cycles a pair (binaryOpPerfInfo: SUBTRACT
+/// and MULTIPLY as ADD, 3; DIVIDE 10).
+double poplibs_binary(U count, double per_vector) {
+  return 11 + 6 * (29 + per_vector * double(ceil_div(ceil_div(count, 6), 2)));
+}
+
 /// popnn softmax (stable): max, subtract, exp, sum, divide.
 double poplibs_softmax(U rows, U cols) {
   const double exp = 20 + 6 * (33 + 6.0 * ceil_div(ceil_div(rows * cols, 6), 2));
@@ -184,6 +198,33 @@ int main(int argc, char** argv) {
                       poplibs_softmax(m, width)});
       rows.push_back({"layer_norm", shape, charge(Codelet::layer_norm, {m, width, tessera::float_param(1e-5f)}),
                       poplibs_layer_norm(m, width)});
+      // Functions: per vector of two, as poplibs' float inner loops (the bench's own transcription).
+      const std::vector<std::pair<tessera::UnaryFunction, double>> unaries = {{tessera::UnaryFunction::sigmoid, 12},
+                                                                              {tessera::UnaryFunction::tanh, 12},
+                                                                              {tessera::UnaryFunction::erf, 36},
+                                                                              {tessera::UnaryFunction::sqrt, 10},
+                                                                              {tessera::UnaryFunction::pow, 624}};
+      for (const auto& [function, per_vector] : unaries)
+        rows.push_back(
+            {std::string("unary:") + tessera::unary_function_name(function), "count=" + std::to_string(count),
+             charge(Codelet::unary, {count, static_cast<std::uint32_t>(function), tessera::float_param(3.0f)}),
+             poplibs_unary(count, per_vector)});
+      for (const auto& [function, per_vector, per_row_scalar] :
+           std::vector<std::tuple<tessera::BinaryFunction, double, double>>{
+               {tessera::BinaryFunction::subtract, 3, 3}, {tessera::BinaryFunction::divide, 10, 10}}) {
+        const auto f = static_cast<std::uint32_t>(function);
+        const std::string name = tessera::binary_function_name(function);
+        rows.push_back({"binary:" + name, "count=" + std::to_string(count), charge(Codelet::binary, {count, f}),
+                        poplibs_binary(count, per_vector)});
+        // A row vector: the best of BroadcastVectorInner and BinaryOp1D (DIVIDE broadcast: 6 a pair).
+        rows.push_back({"binary_row:" + name, shape, charge(Codelet::binary_row, {m, width, f}),
+                        function == tessera::BinaryFunction::divide ? poplibs_binary(count, 6)
+                                                                    : poplibs_bias_add(m, width, false)});
+        // A column: a scalar per row, BroadcastScalar2D.
+        rows.push_back({"binary_column:" + name, shape, charge(Codelet::binary_column, {m, width, f}),
+                        poplibs_row_scalar(m, width, per_row_scalar)});
+      }
+      rows.push_back({"reduce_rows", shape, charge(Codelet::reduce_rows, {m, width, 0}), poplibs_row_reduce(m, width)});
       for (std::uint32_t parts : {2u, 4u, 16u}) {
         rows.push_back({"reduce_add", "parts=" + std::to_string(parts) + " count=" + std::to_string(count),
                         charge(Codelet::reduce_add, {parts, count}), poplibs_reduce(parts, count)});

@@ -128,7 +128,12 @@ constexpr std::uint64_t kCastWorkerFixed = 42;  // f32 -> f16: two cycles per fo
 constexpr std::uint64_t kCastCyclesPerFour = 2;
 constexpr std::uint64_t kTransposeWorkerFixed = 17, kTransposePerVector = 2;  // two strided loads
 // Row steps: a row's fold (max or sum), a per-row scalar's set-up, a square root and a divide (5 each).
-constexpr std::uint64_t kRowWorkerFixed = 30, kRowReduceFixed = 12, kRowScalarFixed = 28, kInverseSqrtCycles = 10;
+struct RowStep {
+  std::uint64_t worker_fixed, per_row;
+};
+constexpr RowStep kFoldStep{17, 12};    // popops continuous reduce: 17 a worker, 12 a row
+constexpr RowStep kScalarStep{20, 28};  // popops BroadcastScalar2D: 20 a worker, 28 a row
+constexpr std::uint64_t kInverseSqrtCycles = 10;
 constexpr std::uint64_t kReduceRowPerVector = 1;         // a row sum walks 64-bit pairs
 constexpr std::uint64_t kSquaredDeviationPerVector = 2;  // subtract the mean, then multiply-accumulate
 constexpr std::uint64_t kScalarPerVector = 3;            // subtract or multiply by the row's scalar, as add
@@ -178,11 +183,11 @@ std::uint64_t reduce_cycles(std::uint64_t loops, std::uint64_t parts, const Targ
 }
 
 /// A row step: `rows` split whole over the workers, each a fixed cost plus `per_vector` a vector.
-std::uint64_t row_cycles(std::uint64_t rows, std::uint64_t cols, std::uint64_t per_row, std::uint64_t per_vector,
-                         const Target& target) {
+std::uint64_t row_cycles(std::uint64_t rows, std::uint64_t cols, RowStep step, std::uint64_t extra_per_row,
+                         std::uint64_t per_vector, const Target& target) {
   const std::uint64_t workers = workers_of(target);
-  const std::uint64_t row = add(per_row, mul(ceil_div(cols, kFloatsPerVector), per_vector));
-  return add(kSupervisorCycles, mul(workers, add(kRowWorkerFixed, mul(ceil_div(rows, workers), row))));
+  const std::uint64_t row = add(step.per_row + extra_per_row, mul(ceil_div(cols, kFloatsPerVector), per_vector));
+  return add(kSupervisorCycles, mul(workers, add(step.worker_fixed, mul(ceil_div(rows, workers), row))));
 }
 
 /// bias_add's steps: the bias (a float or half vector) added to every row, then relu if fused.
@@ -195,20 +200,20 @@ std::uint64_t bias_cycles(std::uint64_t rows, std::uint64_t cols, bool half, boo
 
 /// softmax's steps: the row's max, scale and subtract it, exp, the row's sum, divide by it.
 std::uint64_t softmax_cycles(std::uint64_t rows, std::uint64_t cols, const Target& target) {
-  const std::uint64_t fold = row_cycles(rows, cols, kRowReduceFixed, kReduceRowPerVector, target);
-  const std::uint64_t subtract = row_cycles(rows, cols, kRowScalarFixed, kScalarPerVector, target);
+  const std::uint64_t fold = row_cycles(rows, cols, kFoldStep, 0, kReduceRowPerVector, target);
+  const std::uint64_t subtract = row_cycles(rows, cols, kScalarStep, 0, kScalarPerVector, target);
   const std::uint64_t exp = elementwise_cycles(mul(rows, cols), kUnaryWorkerFixed, kExpPerVector, target);
-  const std::uint64_t divide = row_cycles(rows, cols, kRowScalarFixed, kDividePerVector, target);
+  const std::uint64_t divide = row_cycles(rows, cols, kScalarStep, 0, kDividePerVector, target);
   return add(add(mul(2, fold), subtract), add(exp, divide));
 }
 
 /// layer_norm's steps: the row's mean, its squared deviation, subtract the mean, multiply by
 /// the inverse standard deviation (found per row), then gamma and beta as bias vectors.
 std::uint64_t layer_norm_cycles(std::uint64_t rows, std::uint64_t cols, const Target& target) {
-  const std::uint64_t mean = row_cycles(rows, cols, kRowReduceFixed, kReduceRowPerVector, target);
-  const std::uint64_t deviation = row_cycles(rows, cols, kRowReduceFixed, kSquaredDeviationPerVector, target);
-  const std::uint64_t subtract = row_cycles(rows, cols, kRowScalarFixed, kScalarPerVector, target);
-  const std::uint64_t scale = row_cycles(rows, cols, kRowScalarFixed + kInverseSqrtCycles, kScalarPerVector, target);
+  const std::uint64_t mean = row_cycles(rows, cols, kFoldStep, 0, kReduceRowPerVector, target);
+  const std::uint64_t deviation = row_cycles(rows, cols, kFoldStep, 0, kSquaredDeviationPerVector, target);
+  const std::uint64_t subtract = row_cycles(rows, cols, kScalarStep, 0, kScalarPerVector, target);
+  const std::uint64_t scale = row_cycles(rows, cols, kScalarStep, kInverseSqrtCycles, kScalarPerVector, target);
   const std::uint64_t gamma_beta = mul(2, bias_cycles(rows, cols, false, false, target));
   return add(add(mean, deviation), add(add(subtract, scale), gamma_beta));
 }
@@ -503,12 +508,11 @@ CodeletCharge codelet_charge(Codelet codelet, std::span<const std::uint32_t> par
     case Codelet::binary_column:
       // A row step: each row's scalar applied to the row (poplibs BroadcastScalar2D).
       charge.cycles =
-          row_cycles(params[0], params[1], kRowScalarFixed, function_cycles_per_vector(codelet, params), target);
+          row_cycles(params[0], params[1], kScalarStep, 0, function_cycles_per_vector(codelet, params), target);
       break;
     case Codelet::reduce_rows:
       // One fold per row, then a multiply by 1/cols for a mean.
-      charge.cycles =
-          row_cycles(params[0], params[1], kRowReduceFixed + (params[2] != 0 ? 1 : 0), kReduceRowPerVector, target);
+      charge.cycles = row_cycles(params[0], params[1], kFoldStep, params[2] != 0 ? 1 : 0, kReduceRowPerVector, target);
       break;
     default:
       throw std::logic_error("unreachable codelet");

@@ -116,17 +116,19 @@ TEST_CASE("codelet cycle formulas charge the documented machine model", "[codele
   CHECK(codelet_operand_words(Codelet::reduce_bias, V{3, 2, 5, 9, 0}, 1) == 14);
   CHECK(codelet_operand_words(Codelet::reduce_bias, V{3, 2, 5, 9, 0}, 2) == 5);
   CHECK(codelet_operand_words(Codelet::reduce_bias, V{3, 2, 5, 9, 0}, 3) == 10);
-  // Row steps: 11 + 6 * (30 + rows of the busiest worker * (per row + vectors * per vector)).
-  // softmax: max and sum (12 a row, 1 a vector), scale-subtract (28, 3), exp over the
-  // elements split evenly (26 fixed, 6 a vector), divide (28, 10).
-  const std::uint64_t fold_7x10 = 11 + 6 * (30 + 2 * (12 + 5 * 1));
-  CHECK(codelet_cycles(Codelet::softmax, V{7, 10, 0}, target) == 2 * fold_7x10 + (11 + 6 * (30 + 2 * (28 + 5 * 3))) +
+  // Row steps: 11 + 6 * (worker fixed + rows of the busiest worker * (per row + vectors * per
+  // vector)); a fold (a row's max or sum) 17 fixed and 12 a row, a per-row scalar 20 and 28.
+  // softmax: max and sum (1 a vector), scale-subtract (3), exp over the elements split evenly
+  // (26 fixed, 6 a vector), divide (10).
+  const std::uint64_t fold_7x10 = 11 + 6 * (17 + 2 * (12 + 5 * 1));
+  CHECK(codelet_cycles(Codelet::softmax, V{7, 10, 0}, target) == 2 * fold_7x10 + (11 + 6 * (20 + 2 * (28 + 5 * 3))) +
                                                                      (11 + 6 * (26 + 6 * 6)) +
-                                                                     (11 + 6 * (30 + 2 * (28 + 5 * 10))));
-  // layer_norm: the mean (12, 1), the squared deviation (12, 2), subtract the mean (28, 3),
-  // multiply by the inverse deviation (28 + 10 a row, 3), then gamma and beta as biases.
+                                                                     (11 + 6 * (20 + 2 * (28 + 5 * 10))));
+  // layer_norm: the mean (a fold, 1 a vector), the squared deviation (a fold, 2), subtract the
+  // mean (a scalar, 3), multiply by the inverse deviation (a scalar and 10 a row, 3), then gamma
+  // and beta as biases.
   CHECK(codelet_cycles(Codelet::layer_norm, V{6, 10, 0}, target) ==
-        (11 + 6 * (30 + 12 + 5)) + (11 + 6 * (30 + 12 + 10)) + (11 + 6 * (30 + 28 + 15)) + (11 + 6 * (30 + 38 + 15)) +
+        (11 + 6 * (17 + 12 + 5)) + (11 + 6 * (17 + 12 + 10)) + (11 + 6 * (20 + 28 + 15)) + (11 + 6 * (20 + 38 + 15)) +
             2 * (11 + 6 * (29 + 5 * 3)));
   // Fewer workers: a longer share each.
   Target three_workers = target;
@@ -261,19 +263,19 @@ TEST_CASE("elementwise function codelets charge poplibs' float inner loops per v
   CHECK(codelet_cycles(Codelet::binary_row, V{10, 100, multiply}, target) ==
         codelet_cycles(Codelet::bias_add, V{10, 100, 0}, target));
   CHECK(codelet_cycles(Codelet::binary_row, V{10, 100, divide}, target) == expected(1000, 29, 6));
-  // A row reduction: whole rows per worker, a fold of 12 and one cycle a vector; a mean one more a row.
+  // A row reduction: whole rows per worker, 17 fixed, a fold of 12 and one cycle a vector; a mean one more a row.
   const std::uint64_t rows_each = (12 + workers - 1) / workers;
-  CHECK(codelet_cycles(Codelet::reduce_rows, V{12, 64, 0}, target) == 11 + workers * (30 + rows_each * (12 + 32)));
-  CHECK(codelet_cycles(Codelet::reduce_rows, V{12, 64, 1}, target) == 11 + workers * (30 + rows_each * (13 + 32)));
+  CHECK(codelet_cycles(Codelet::reduce_rows, V{12, 64, 0}, target) == 11 + workers * (17 + rows_each * (12 + 32)));
+  CHECK(codelet_cycles(Codelet::reduce_rows, V{12, 64, 1}, target) == 11 + workers * (17 + rows_each * (13 + 32)));
   CHECK(codelet_operand_words(Codelet::reduce_rows, V{12, 64, 1}, 1) == 12);
   CHECK(codelet_operand_words(Codelet::binary_row, V{12, 64, 1}, 1) == 64);
-  // A column broadcast: each row's scalar applied to the row (a row step: 28 a row, 3 a
-  // vector, divide 10), the column one value a row.
+  // A column broadcast: each row's scalar applied to the row (a row step: 20 fixed, 28 a row,
+  // 3 a vector, divide 10), the column one value a row.
   const auto add = static_cast<std::uint32_t>(BinaryFunction::add);
   CHECK(codelet_cycles(Codelet::binary_column, V{12, 64, add}, target) ==
-        11 + workers * (30 + rows_each * (28 + 32 * 3)));
+        11 + workers * (20 + rows_each * (28 + 32 * 3)));
   CHECK(codelet_cycles(Codelet::binary_column, V{12, 64, divide}, target) ==
-        11 + workers * (30 + rows_each * (28 + 32 * 10)));
+        11 + workers * (20 + rows_each * (28 + 32 * 10)));
   CHECK(codelet_operand_words(Codelet::binary_column, V{12, 64, 1}, 1) == 12);
 }
 
