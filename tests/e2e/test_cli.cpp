@@ -269,7 +269,12 @@ TEST_CASE("cli cycles prints the simulator's charge for one codelet call with it
                         "codelet=binary_row target=t1472 rows=10 cols=100 function=divide path=workers cycles=3209 "));
   r = run_command({tessera_binary(), "cycles", "-t", target, "reduce_mean", "--rows", "12", "--cols", "64"});
   REQUIRE(r.exit_code == 0);
-  CHECK_THAT(r.out, Catch::Contains("codelet=reduce_rows target=t1472 rows=12 cols=64 mean=1 path=rows cycles=731 "));
+  CHECK_THAT(r.out, Catch::Contains("codelet=reduce_rows target=t1472 rows=12 cols=64 mean=1 path=rows cycles=653 "));
+  // A column: each row's scalar (11 + 6 * (20 + 2 rows * (28 + 32 vectors * 10))).
+  r = run_command({tessera_binary(), "cycles", "-t", target, "divide_column", "--rows", "12", "--cols", "64"});
+  REQUIRE(r.exit_code == 0);
+  CHECK_THAT(r.out, Catch::Contains(
+                        "codelet=binary_column target=t1472 rows=12 cols=64 function=divide path=rows cycles=4307 "));
   // Mistakes: an unknown codelet lists the ones there are; a missing shape names the option.
   r = run_command({tessera_binary(), "cycles", "-t", target, "cast", "--count", "8"});
   CHECK(r.exit_code == 1);
