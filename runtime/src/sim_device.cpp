@@ -304,27 +304,16 @@ void run_binary(float* memory, const LoadedCall& call) {
   for (std::uint32_t i = 0; i < call.param[0]; ++i) out[i] = apply(function, a[i], b[i]);
 }
 
-void run_binary_row(float* memory, const LoadedCall& call) {
+// binary_row and binary_column: values[r, c] op= operand[c] (a row) or operand[r] (a column).
+void run_binary_broadcast(float* memory, const LoadedCall& call, bool column) {
   const std::uint32_t rows = call.param[0], cols = call.param[1];
   float* __restrict values = memory + call.operand[0];
-  const float* __restrict row = memory + call.operand[1];
+  const float* __restrict operand = memory + call.operand[1];
   const auto function = static_cast<BinaryFunction>(call.param[2]);
   for (std::uint32_t r = 0; r < rows; ++r)
     for (std::uint32_t c = 0; c < cols; ++c) {
       float& value = values[static_cast<std::size_t>(r) * cols + c];
-      value = apply(function, value, row[c]);
-    }
-}
-
-void run_binary_column(float* memory, const LoadedCall& call) {
-  const std::uint32_t rows = call.param[0], cols = call.param[1];
-  float* __restrict values = memory + call.operand[0];
-  const float* __restrict column = memory + call.operand[1];
-  const auto function = static_cast<BinaryFunction>(call.param[2]);
-  for (std::uint32_t r = 0; r < rows; ++r)
-    for (std::uint32_t c = 0; c < cols; ++c) {
-      float& value = values[static_cast<std::size_t>(r) * cols + c];
-      value = apply(function, value, column[r]);
+      value = apply(function, value, operand[column ? r : c]);
     }
 }
 
@@ -370,9 +359,8 @@ void run_call(float* memory, const LoadedCall& call) {
     case Codelet::binary:
       return run_binary(memory, call);
     case Codelet::binary_row:
-      return run_binary_row(memory, call);
     case Codelet::binary_column:
-      return run_binary_column(memory, call);
+      return run_binary_broadcast(memory, call, call.codelet == Codelet::binary_column);
     case Codelet::reduce_rows:
       return run_reduce_rows(memory, call);
   }

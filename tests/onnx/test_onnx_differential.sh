@@ -7,13 +7,8 @@
 #   test_onnx_differential.sh TESSERA_BINARY SOURCE_DIR PIPELINE
 set -euo pipefail
 tessera=$1 source=$2 pipeline=$3
-command -v node >/dev/null || { echo "SKIP: node is not installed (scripts/bootstrap.sh installs nodejs and npm)"; exit 77; }
-[ -f "$source/tools/onnxruntime/node_modules/onnxruntime-node/package.json" ] ||
-  { echo "SKIP: onnxruntime-node is not installed in $source/tools/onnxruntime (run scripts/bootstrap.sh)"; exit 77; }
-
-work=$(mktemp -d "${TMPDIR:-/tmp}/tessera-onnx-differential.XXXXXX")
-trap 'rm -rf "$work"' EXIT
-fail() { echo "FAIL: $*" >&2; exit 1; }
+# shellcheck source=onnxruntime_test_setup.sh
+source "$(dirname "$0")/onnxruntime_test_setup.sh"
 
 /usr/bin/python3 "$source/scripts/make_onnx_models.py" "$work/models" mlp-b2-w64-n3 mlp-b4-w96-gelu-ln mlp-b8-w64-tanh \
   mlp-b4-w96-gelu-ln-spelled

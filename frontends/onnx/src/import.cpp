@@ -547,8 +547,16 @@ private:
     const float alpha = float_attribute(node, "alpha", 1.0f), beta = float_attribute(node, "beta", 1.0f);
     const bool trans_a = int_attribute(node, "transA", 0) != 0, trans_b = int_attribute(node, "transB", 0) != 0;
     if (!computed_.count(node.input(0))) unsupported(where, "a constant A (A must be computed or a graph input)");
-    if (trans_a) unsupported(where, "transA=1 on a computed A (a transpose on the device is not supported yet)");
     const Computed& a = computed_.at(node.input(0));
+    std::uint32_t a_tensor = tensor_of(a, where);
+    Dims a_dims = a.dims;
+    if (trans_a) {  // A^T: a transpose on the device (an exchange re-layout)
+      Op transpose;
+      transpose.kind = OpKind::transpose;
+      transpose.inputs = {a_tensor};
+      a_tensor = add_op(transpose, node.output(0) + ".At", index, where);
+      std::swap(a_dims.at(0), a_dims.at(1));
+    }
     Op matmul;
     matmul.kind = OpKind::matmul;
     std::int64_t n = 0;
@@ -560,16 +568,16 @@ private:
         for (double& v : w.values) v = round_to(w.dtype, alpha * v);
       const bool derived = trans_b || alpha != 1.0f;
       n = w.dims.at(1);
-      matmul.inputs = {tensor_of(a, where), matrix_weight(derived ? node.output(0) + ".B" : node.input(1), w, where)};
+      matmul.inputs = {a_tensor, matrix_weight(derived ? node.output(0) + ".B" : node.input(1), w, where)};
     } else {
       if (alpha != 1.0f)
         unsupported(where, "alpha != 1 with a computed B (it can only be folded into constant weights)");
       const Computed& b_value = computed_.at(node.input(1));
       n = trans_b ? b_value.dims.at(0) : b_value.dims.at(1);
       matmul.transpose_b = trans_b;
-      matmul.inputs = {tensor_of(a, where), tensor_of(b_value, where)};
+      matmul.inputs = {a_tensor, tensor_of(b_value, where)};
     }
-    const Dims dims{a.dims.at(0), n};
+    const Dims dims{a_dims.at(0), n};
     const bool has_c = node.input_size() > 2 && !node.input(2).empty();
     if (!has_c) {
       computed_[node.output(0)] = Computed{add_op(matmul, node.output(0), index, where), "", dims};
