@@ -183,12 +183,20 @@ std::string infer_shape(const Graph& graph, const Op& op, std::vector<std::int64
         return "matmul needs two matrices, got '" + a.name + "' " + shape_text(a.shape) + " and '" + b.name + "' " +
                shape_text(b.shape);
       if (op.transpose_b && op.kind == OpKind::dense) return "dense ops do not take transpose_b";
-      // transpose_b: b is [n, k] and the product is a * b^T.
-      const std::int64_t depth = op.transpose_b ? b.shape[1] : b.shape[0];
-      const std::int64_t columns = op.transpose_b ? b.shape[0] : b.shape[1];
+      if (op.batch != 1 && op.kind == OpKind::dense) return "dense ops do not take a batch";
+      if (op.batch == 0 || a.shape[0] % op.batch != 0 || b.shape[0] % op.batch != 0)
+        return "a batch of " + std::to_string(op.batch) + " needs both operands' rows in as many equal blocks: '" +
+               a.name + "' " + shape_text(a.shape) + " and '" + b.name + "' " + shape_text(b.shape);
+      // transpose_b: b is [n, k] and the product is a * b^T; a batch stacks products by rows.
+      const std::int64_t b_rows = b.shape[0] / op.batch;
+      const std::int64_t depth = op.transpose_b ? b.shape[1] : b_rows;
+      const std::int64_t columns = op.transpose_b ? b_rows : b.shape[1];
       if (a.shape[1] != depth)
         return "matmul inner dimensions differ: '" + a.name + "' " + shape_text(a.shape) + " x '" + b.name + "' " +
-               shape_text(b.shape) + (op.transpose_b ? " transposed" : "");
+               shape_text(b.shape) + (op.transpose_b ? " transposed" : "") +
+               (op.batch > 1 ? " (a batch of " + std::to_string(op.batch) + ": each product takes " +
+                                   std::to_string(b_rows) + " rows of '" + b.name + "')"
+                             : "");
       if (op.inputs.size() == 3 && (input(2).shape.size() != 1 || input(2).shape[0] != columns))
         return "bias '" + input(2).name + "' " + shape_text(input(2).shape) + " must be [" + std::to_string(columns) +
                "]";
@@ -363,7 +371,7 @@ Graph load_model(const std::string& path) {
     fail(path, ops.IsDefined() ? ops : root, "'ops' must be a non-empty list of operations");
   for (const auto& node : ops) {
     require_map(path, node, "an op");
-    check_keys(path, node, {"op", "inputs", "output", "relu", "transpose_b", "scale", "eps", "exponent"});
+    check_keys(path, node, {"op", "inputs", "output", "relu", "transpose_b", "batch", "scale", "eps", "exponent"});
     if (!node["op"].IsDefined()) fail(path, node, "missing required key 'op'");
     Op op;
     op.kind = parse_op_kind(path, node["op"]);
@@ -376,10 +384,14 @@ Graph load_model(const std::string& path) {
         fail(path, node[key], std::string("'") + key + "' applies to " + op_kind_name(kind) + " ops only");
     };
     only_for("transpose_b", OpKind::matmul);
+    only_for("batch", OpKind::matmul);
     only_for("scale", OpKind::softmax);
     only_for("eps", OpKind::layer_norm);
     only_for("exponent", OpKind::pow);
     op.transpose_b = get_bool_or(path, node, "transpose_b", false);
+    const std::uint64_t batch = get_uint_or(path, node, "batch", 1, kMaxDimension);
+    if (batch == 0) fail(path, node["batch"], "'batch' must be a positive count of products, e.g. 4");
+    op.batch = static_cast<std::uint32_t>(batch);
     op.scale = get_number_or(path, node, "scale", 1.0);
     if (!std::isfinite(op.scale) || op.scale == 0.0)
       fail(path, node["scale"], "'scale' must be a finite non-zero number, e.g. 0.0625 for 1/sqrt(256)");

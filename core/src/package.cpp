@@ -301,6 +301,7 @@ std::string encode_graph(const Graph& g) {
     w.u32(op.output);
     w.u8(op.relu);
     w.u8(op.transpose_b);
+    w.u32(op.batch);
     w.f64(op.scale);
     w.f64(op.epsilon);
     w.f64(op.exponent);
@@ -348,6 +349,7 @@ void decode_graph(Reader& r, Graph& g, const Target& target) {
     op.output = r.u32();
     op.relu = r.u8() != 0;
     op.transpose_b = r.u8() != 0;
+    op.batch = r.u32();
     op.scale = r.f64();
     op.epsilon = r.f64();
     op.exponent = r.f64();

@@ -208,13 +208,11 @@ void write_graph(std::string& out, const std::string& indent, const Graph& g) {
         .list("place", std::array{t.place.line, t.place.column});
   });
   o.lines("ops", g.ops, [](std::string& line, const Op& op) {
-    Record(line)
-        .s("kind", op_kind_name(op.kind))
-        .list("inputs", op.inputs)
-        .u("output", op.output)
-        .b("relu", op.relu)
-        .b("transpose_b", op.transpose_b)
-        .f("scale", op.scale)
+    Record record(line);
+    record.s("kind", op_kind_name(op.kind)).list("inputs", op.inputs).u("output", op.output).b("relu", op.relu);
+    record.b("transpose_b", op.transpose_b);
+    if (op.batch != 1) record.u("batch", op.batch);  // states of unbatched graphs read as before
+    record.f("scale", op.scale)
         .f("epsilon", op.epsilon)
         .f("exponent", op.exponent)
         .list("place", std::array{op.place.line, op.place.column});
@@ -602,13 +600,14 @@ Graph read_graph(const Node& n) {
     g.tensors.push_back(std::move(tensor));
   });
   n["ops"].each([&](const Node& o) {
-    o.keys({"kind", "inputs", "output", "relu", "transpose_b", "scale", "epsilon", "exponent", "place"});
+    o.keys({"kind", "inputs", "output", "relu", "transpose_b", "batch", "scale", "epsilon", "exponent", "place"});
     Op op;
     op.kind = o["kind"].enumeration<OpKind>(kOpKindCount, op_kind_name);
     op.inputs = o["inputs"].u32s();
     op.output = o["output"].u32();
     op.relu = o["relu"].boolean();
     op.transpose_b = o["transpose_b"].boolean();
+    if (o.has("batch")) op.batch = o["batch"].u32();  // written only for batched matmuls
     op.scale = o["scale"].f64();
     op.epsilon = o["epsilon"].f64();
     op.exponent = o["exponent"].f64();

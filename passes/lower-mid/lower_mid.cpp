@@ -99,8 +99,8 @@ FusionCounts fuse_dense_chains(Graph& graph) {
   for (std::uint32_t i = 0; i < graph.ops.size(); ++i) {
     Op& op = graph.ops[i];
     if (op.kind != OpKind::matmul) continue;
-    // A product of two activations (or with b transposed) is planned as a matmul of its own.
-    if (op.transpose_b || graph.tensors[op.inputs[1]].kind == TensorKind::intermediate) continue;
+    // A product of two activations (or with b transposed, or batched) is planned as a matmul of its own.
+    if (op.transpose_b || op.batch > 1 || graph.tensors[op.inputs[1]].kind == TensorKind::intermediate) continue;
     const std::int64_t columns = graph.tensors[op.output].cols();
     op.kind = OpKind::dense;
     ++counts.dense;

@@ -164,43 +164,49 @@ Fragment build_transpose(const BlockPlanContext& plan, Split split, FragmentBuil
 }
 
 /// c = a * b (or a * b^T): output block (i, j) on tile i * column_groups + j, from rows i
-/// of a and the columns j of the product (rows j of b when transposed).
+/// of a and the columns j of the product (rows j of b when transposed). A batch of products
+/// (stacked by rows) takes the next tiles product by product, around again past the last.
 Fragment build_product(const BlockPlanContext& plan, Split split, FragmentBuilder& builder) {
   const Op& op = plan.op;
   const Tensor& a = plan.graph.tensors[op.inputs[0]];
   const Tensor& out_tensor = plan.graph.tensors[op.output];
   const std::uint32_t k = cols_of(a), n = cols_of(out_tensor);
+  const std::uint32_t m = rows_of(a) / op.batch, b_rows_each = rows_of(plan.graph.tensors[op.inputs[1]]) / op.batch;
   const Layout layout(plan.target);
   const std::string name = fmt::format("matmul{}", plan.op_index);
   builder.label(0, name + ".gather");
   builder.label(1, name);
   Distribution output{rows_of(a), {}};
-  const std::vector<Range> row_groups = balanced_split(rows_of(a), split.row_groups);
+  const std::vector<Range> row_groups = balanced_split(m, split.row_groups);
   const std::vector<Range> column_groups = balanced_split(n, split.column_groups);
-  for (std::uint32_t i = 0; i < row_groups.size(); ++i) {
-    for (std::uint32_t j = 0; j < column_groups.size(); ++j) {
-      const std::uint32_t tile = i * split.column_groups + j;
-      const Range rows = row_groups[i], cols = column_groups[j];
-      const std::uint32_t a_block =
-          gather_block(builder, 0, plan.graph, plan.distributions, op.inputs[0], {rows.begin, rows.size, 0, k}, tile,
-                       layout.fast, layout.matmul_alignment);
-      const Block b_rows = op.transpose_b ? Block{cols.begin, cols.size, 0, k} : Block{0, k, cols.begin, cols.size};
-      // b's block stored transposed when that takes fewer copies (narrow column pieces send
-      // whole columns, not one word a row); the codelet follows the layout: [k, n] is matmul's.
-      const std::optional<Distribution>& b_spread = plan.distributions[op.inputs[1]];
-      const bool b_transposed =
-          b_spread && gather_copies(*b_spread, b_rows, true) < gather_copies(*b_spread, b_rows, false);
-      const std::uint32_t b_block = gather_block(builder, 0, plan.graph, plan.distributions, op.inputs[1], b_rows, tile,
-                                                 layout.fast, layout.matmul_alignment, b_transposed);
-      const std::uint32_t c_block = builder.create(name + ".out", tile, std::uint64_t{rows.size} * cols.size,
-                                                   layout.fast, layout.matmul_alignment, Lifetime::transient);
-      const Codelet codelet = op.transpose_b != b_transposed ? Codelet::matmul_transposed : Codelet::matmul;
-      builder.call(1, tile, codelet, {{a_block, 0}, {b_block, 0}, {c_block, 0}},
-                   {rows.size, k, cols.size,
-                    matmul_orientation(codelet, rows.size, k, cols.size, plan.target, plan.orientation)});
-      output.pieces.push_back({tile, cols.begin, cols.size, c_block, rows.begin, rows.size});
+  for (std::uint32_t p = 0; p < op.batch; ++p)
+    for (std::uint32_t i = 0; i < row_groups.size(); ++i) {
+      for (std::uint32_t j = 0; j < column_groups.size(); ++j) {
+        const std::uint32_t tile = static_cast<std::uint32_t>(
+            (std::uint64_t{p * split.row_groups + i} * split.column_groups + j) % plan.target.tiles);
+        const Range rows{p * m + row_groups[i].begin, row_groups[i].size}, cols = column_groups[j];
+        const std::uint32_t a_block =
+            gather_block(builder, 0, plan.graph, plan.distributions, op.inputs[0], {rows.begin, rows.size, 0, k}, tile,
+                         layout.fast, layout.matmul_alignment);
+        const std::uint32_t b_begin = p * b_rows_each;
+        const Block b_rows =
+            op.transpose_b ? Block{b_begin + cols.begin, cols.size, 0, k} : Block{b_begin, k, cols.begin, cols.size};
+        // b's block stored transposed when that takes fewer copies (narrow column pieces send
+        // whole columns, not one word a row); the codelet follows the layout: [k, n] is matmul's.
+        const std::optional<Distribution>& b_spread = plan.distributions[op.inputs[1]];
+        const bool b_transposed =
+            b_spread && gather_copies(*b_spread, b_rows, true) < gather_copies(*b_spread, b_rows, false);
+        const std::uint32_t b_block = gather_block(builder, 0, plan.graph, plan.distributions, op.inputs[1], b_rows,
+                                                   tile, layout.fast, layout.matmul_alignment, b_transposed);
+        const std::uint32_t c_block = builder.create(name + ".out", tile, std::uint64_t{rows.size} * cols.size,
+                                                     layout.fast, layout.matmul_alignment, Lifetime::transient);
+        const Codelet codelet = op.transpose_b != b_transposed ? Codelet::matmul_transposed : Codelet::matmul;
+        builder.call(1, tile, codelet, {{a_block, 0}, {b_block, 0}, {c_block, 0}},
+                     {rows.size, k, cols.size,
+                      matmul_orientation(codelet, rows.size, k, cols.size, plan.target, plan.orientation)});
+        output.pieces.push_back({tile, cols.begin, cols.size, c_block, rows.begin, rows.size});
+      }
     }
-  }
   std::vector<TensorDistribution> made;
   made.push_back({op.output, std::move(output)});
   return builder.finish(std::move(made));
@@ -285,7 +291,7 @@ bool is_block_op(const Graph& graph, const Op& op) {
       is_row_reduction(op.kind))
     return true;
   return op.kind == OpKind::matmul && op.inputs.size() == 2 &&
-         (op.transpose_b || graph.tensors.at(op.inputs[1]).kind == TensorKind::intermediate);
+         (op.transpose_b || op.batch > 1 || graph.tensors.at(op.inputs[1]).kind == TensorKind::intermediate);
 }
 
 namespace {
@@ -370,12 +376,14 @@ Status plan_block_op(const BlockPlanContext& plan, std::optional<Fragment>& frag
   if (is_binary(op.kind) && !on_rows) {
     splits.push_back({});
   } else if (op.kind == OpKind::matmul) {
-    const std::uint32_t m = rows_of(graph.tensors[op.inputs[0]]), n = cols_of(graph.tensors[op.output]);
+    // Each product of a batch splits the same way over its share of the tiles.
+    const std::uint32_t m = rows_of(graph.tensors[op.inputs[0]]) / op.batch, n = cols_of(graph.tensors[op.output]);
+    const std::uint32_t share = std::max(1u, tiles / op.batch);
     // Output blocks at least kMinBlockColumns wide: narrower ones would split every later
     // gather of the product into column-wide copies (and starve the AMP's 16-wide rows).
     const std::uint32_t most_columns = std::max(1u, n / kMinBlockColumns);
-    for (std::uint32_t rows : group_counts(m, tiles))
-      for (std::uint32_t cols : group_counts(std::min(n, most_columns), tiles / rows)) splits.push_back({rows, cols});
+    for (std::uint32_t rows : group_counts(m, share))
+      for (std::uint32_t cols : group_counts(std::min(n, most_columns), share / rows)) splits.push_back({rows, cols});
   } else {
     // Row groups of the output: a transpose's rows are its input's columns.
     const Tensor& x = graph.tensors[op.inputs[0]];

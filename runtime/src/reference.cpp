@@ -31,6 +31,23 @@ struct Matrix {
               fmt::format("reference executor: {} op: {}", op_kind_name(op.kind), message));
 }
 
+/// `batch` products stacked by rows: a [batch*m, k] times b [batch*k, n] (b [batch*n, k]
+/// transposed), product i from the i-th row block of each; accumulated in double in k order.
+std::vector<double> batched_matmul(const Matrix& a, const Matrix& b, std::uint32_t batch, bool transpose_b) {
+  const std::int64_t m = a.rows / batch, k = a.cols, b_rows = b.rows / batch;
+  const std::int64_t n = transpose_b ? b_rows : b.cols;
+  std::vector<double> out(static_cast<std::size_t>(a.rows * n), 0.0);
+  for (std::int64_t p = 0; p < batch; ++p)
+    for (std::int64_t i = 0; i < m; ++i)
+      for (std::int64_t j = 0; j < n; ++j) {
+        double sum = 0.0;
+        for (std::int64_t d = 0; d < k; ++d)
+          sum += a.at(p * m + i, d) * (transpose_b ? b.at(p * b_rows + j, d) : b.at(p * b_rows + d, j));
+        out[static_cast<std::size_t>((p * m + i) * n + j)] = sum;
+      }
+  return out;
+}
+
 /// out[m,n] = a[m,k] * b[n,k]^T; accumulated in double in k order.
 std::vector<double> matmul_transposed(const Matrix& a, const Matrix& b) {
   std::vector<double> out(static_cast<std::size_t>(a.rows * b.rows), 0.0);
@@ -170,6 +187,10 @@ ReferenceValues execute_reference(const Graph& graph, const HostTensors& values)
           fail(graph, op, fmt::format("has {} inputs", op.inputs.size()));
         const Matrix a = lookup(op, op.inputs[0]);
         const Matrix b = lookup(op, op.inputs[1]);
+        if (op.batch > 1) {
+          out = batched_matmul(a, b, op.batch, op.transpose_b);
+          break;
+        }
         if (op.transpose_b) {
           if (op.kind != OpKind::matmul || op.inputs.size() != 2 || a.cols != b.cols)
             fail(graph, op,

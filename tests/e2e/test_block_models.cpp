@@ -223,3 +223,53 @@ TEST_CASE("a transpose re-lays a computed tensor and a graph input out through t
   CHECK(result.numerics.elements == 24 * 8 + 40 * 6);
   CHECK(result.numerics.max_abs_error < 1e-4);
 }
+
+TEST_CASE("a batch of products of activations, each a row block, runs as one matmul op", "[e2e][batch]") {
+  TempDir dir;
+  // Two heads' attention stacked by rows (q, k, v [2 x 4, 8]): s = q k^T and c = p v per head,
+  // and a batch with a weight (each product its own 16 rows of w2).
+  const std::string model = dir.write("batched.yaml",
+                                      "model: batched\nseed: 8\ntensors:\n"
+                                      "  - {name: x, shape: [8, 16], kind: input}\n"
+                                      "  - {name: wq, shape: [16, 8], kind: weight, scale: 0.3}\n"
+                                      "  - {name: wk, shape: [16, 8], kind: weight, scale: 0.3}\n"
+                                      "  - {name: wv, shape: [16, 8], kind: weight, scale: 0.3}\n"
+                                      "  - {name: w2, shape: [32, 8], kind: weight, scale: 0.3}\n"
+                                      "ops:\n"
+                                      "  - {op: matmul, inputs: [x, wq], output: q}\n"
+                                      "  - {op: matmul, inputs: [x, wk], output: k}\n"
+                                      "  - {op: matmul, inputs: [x, wv], output: v}\n"
+                                      "  - {op: matmul, inputs: [q, k], output: s, transpose_b: true, batch: 2}\n"
+                                      "  - {op: softmax, inputs: [s], output: p}\n"
+                                      "  - {op: matmul, inputs: [p, v], output: c, batch: 2}\n"
+                                      "  - {op: matmul, inputs: [x, w2], output: xw, batch: 2}\n"
+                                      "outputs: [c, xw]\n");
+  const std::string package_file = (dir.path() / "batched.tpkg").string();
+  auto compiled = run_command(
+      {tessera_binary(), "compile", model, "-p", source_path("configs/pipelines/small.yaml"), "-o", package_file});
+  INFO(compiled.err.substr(compiled.err.size() > 4000 ? compiled.err.size() - 4000 : 0));
+  REQUIRE(compiled.exit_code == 0);
+  const Package package = read_package(package_file);
+  REQUIRE(package.graph.ops.size() == 7);
+  CHECK(package.graph.ops[3].batch == 2);
+  runtime::RunOptions options;
+  options.lock_path = (dir.path() / "lock").string();
+  const runtime::RunResult result = runtime::run_package(package, options);
+  CHECK(result.passed());
+  CHECK(result.numerics.elements == 8 * 8 + 8 * 8);
+  CHECK(result.numerics.max_abs_error < 1e-4);
+
+  // A batch that does not divide the rows is refused at the op, naming both operands.
+  const std::string bad = dir.write("bad.yaml",
+                                    "model: bad\ntensors:\n"
+                                    "  - {name: x, shape: [6, 4], kind: input}\n"
+                                    "  - {name: w, shape: [8, 3], kind: weight}\n"
+                                    "ops:\n"
+                                    "  - {op: matmul, inputs: [x, w], output: y, batch: 4}\n"
+                                    "outputs: [y]\n");
+  auto refused = run_command({tessera_binary(), "compile", bad, "-p", source_path("configs/pipelines/small.yaml"), "-o",
+                              (dir.path() / "bad.tpkg").string()});
+  CHECK(refused.exit_code == 1);
+  CHECK_THAT(refused.err, Catch::Contains("a batch of 4 needs both operands' rows in as many equal blocks: 'x' [6, 4] "
+                                          "and 'w' [8, 3]"));
+}

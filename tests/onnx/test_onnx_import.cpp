@@ -297,6 +297,32 @@ TEST_CASE("onnx import transposes a computed matrix on the device and refuses ot
                                                                 "of the computed [2, 3, 4] by perm [1, 0, 2]"));
 }
 
+TEST_CASE("onnx import maps a product of two rank-4 activations onto a batched matmul", "[onnx]") {
+  TempDir dir;
+  ModelBuilder m;
+  m.input("q", {1, 2, 3, 4});
+  m.input("k", {1, 2, 4, 5});
+  m.node("MatMul", {"q", "k"}, "s");
+  m.output("s", {1, 2, 3, 5});
+  const OnnxImport imported = import_onnx(m.save(dir, "batched.onnx"));
+  const Graph& graph = imported.graph;
+  REQUIRE(graph.ops.size() == 1);
+  CHECK(graph.ops[0].batch == 2);
+  CHECK(graph.tensors[graph.ops[0].inputs[0]].shape == std::vector<std::int64_t>{6, 4});
+  CHECK(graph.tensors[graph.ops[0].inputs[1]].shape == std::vector<std::int64_t>{8, 5});
+  CHECK(graph.tensors[graph.ops[0].output].shape == std::vector<std::int64_t>{6, 5});
+
+  // Broadcasting one operand over the other's batch is refused, with both dims.
+  ModelBuilder broadcast;
+  broadcast.input("q", {2, 3, 4});
+  broadcast.input("k", {1, 4, 5});
+  broadcast.node("MatMul", {"q", "k"}, "s", "scores");
+  broadcast.output("s", {2, 3, 5});
+  const std::string path = broadcast.save(dir, "broadcast.onnx");
+  CHECK_THROWS_WITH(import_onnx(path), Catch::StartsWith(path + ": node 'scores' (MatMul): not supported: a batched "
+                                                                "product of [2, 3, 4] x [1, 4, 5]"));
+}
+
 TEST_CASE("onnx import refuses an unsupported operator naming the file, the node, its op type and what is supported",
           "[onnx]") {
   TempDir dir;

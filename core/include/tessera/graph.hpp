@@ -84,9 +84,12 @@ struct Op {
   bool relu = false;  ///< dense only: apply ReLU in the epilogue
   SourcePlace place;
   bool transpose_b = false;  ///< matmul only: out = in0 * in1^T (in1 is [n, k])
-  double scale = 1.0;        ///< softmax only: multiplies the row before the softmax
-  double epsilon = 1e-5;     ///< layer_norm only: added to the variance
-  double exponent = 1.0;     ///< pow only: the constant exponent
+  /// matmul only: `batch` products stacked by rows: in0 [batch*m, k], in1 [batch*k, n] (or
+  /// [batch*n, k] with transpose_b), out [batch*m, n]; product i takes the i-th row block of each.
+  std::uint32_t batch = 1;
+  double scale = 1.0;     ///< softmax only: multiplies the row before the softmax
+  double epsilon = 1e-5;  ///< layer_norm only: added to the variance
+  double exponent = 1.0;  ///< pow only: the constant exponent
 };
 
 struct Graph {

@@ -531,10 +531,20 @@ private:
       matmul.inputs = {tensor_of(a, where), w};
     } else {
       const Computed& b_value = computed_.at(node.input(1));
-      if (b_value.dims.size() != 2)
-        unsupported(where, fmt::format("a batched product of two computed tensors ({} x {})", dims_text(a.dims),
-                                       dims_text(b_value.dims)));
-      n = b_value.dims[1];
+      const std::size_t rank = b_value.dims.size();
+      if (rank > 2) {
+        // A batch of products: the same leading dims on both sides (no broadcasting), each
+        // product a row block of the IR's matrices.
+        if (a.dims.size() != rank || !std::equal(a.dims.begin(), a.dims.end() - 2, b_value.dims.begin()))
+          unsupported(where, fmt::format("a batched product of {} x {} (both operands need the same leading dims)",
+                                         dims_text(a.dims), dims_text(b_value.dims)));
+        std::int64_t batch = 1;
+        for (std::size_t i = 0; i + 2 < rank; ++i) batch *= a.dims[i];
+        matmul.batch = static_cast<std::uint32_t>(batch);
+      } else if (rank != 2) {
+        unsupported(where, fmt::format("a rank-{} right operand {}", rank, dims_text(b_value.dims)));
+      }
+      n = b_value.dims[rank - 1];
       matmul.inputs = {tensor_of(a, where), tensor_of(b_value, where)};
     }
     // Leading dims of a rank-3/4 left operand are rows of the IR's matrix: the right one is shared.
