@@ -29,6 +29,23 @@ Package compile_small(TempDir& dir, const std::string& model) {
   return read_package(package_file);
 }
 
+/// Compiles the model file `model` with the small pipeline; its log (stderr) goes to `log`.
+Package compile_file(TempDir& dir, const std::string& model, std::string* log = nullptr) {
+  const std::string package_file = (dir.path() / "model.tpkg").string();
+  auto compiled = run_command(
+      {tessera_binary(), "compile", model, "-p", source_path("configs/pipelines/small.yaml"), "-o", package_file});
+  INFO(compiled.err.substr(compiled.err.size() > 4000 ? compiled.err.size() - 4000 : 0));
+  REQUIRE(compiled.exit_code == 0);
+  if (log) *log = compiled.err;
+  return read_package(package_file);
+}
+
+runtime::RunResult run_on_simulator(TempDir& dir, const Package& package) {
+  runtime::RunOptions options;
+  options.lock_path = (dir.path() / "lock").string();
+  return runtime::run_package(package, options);
+}
+
 }  // namespace
 
 TEST_CASE("transformer-small runs on t16 and matches the float64 reference", "[e2e][transformer]") {
@@ -173,20 +190,13 @@ TEST_CASE("a column of one value a row applies to every row: a layer norm spelle
                                       "  - {op: add, inputs: [y, c], output: z}\n"
                                       "  - {op: mul, inputs: [z, c], output: o}\n"
                                       "outputs: [o]\n");
-  const std::string package_file = (dir.path() / "column.tpkg").string();
-  auto compiled = run_command(
-      {tessera_binary(), "compile", model, "-p", source_path("configs/pipelines/small.yaml"), "-o", package_file});
-  INFO(compiled.err.substr(compiled.err.size() > 4000 ? compiled.err.size() - 4000 : 0));
-  REQUIRE(compiled.exit_code == 0);
-  const Package package = read_package(package_file);
+  const Package package = compile_file(dir, model);
   std::size_t columns = 0;
   for (const TileImage& image : package.tiles)
     for (const TileSuperstep& step : image.supersteps)
       for (const TileCodeletCall& call : step.compute) columns += call.codelet == Codelet::binary_column;
   CHECK(columns > 0);
-  runtime::RunOptions options;
-  options.lock_path = (dir.path() / "lock").string();
-  const runtime::RunResult result = runtime::run_package(package, options);
+  const runtime::RunResult result = run_on_simulator(dir, package);
   CHECK(result.passed());
   CHECK(result.numerics.elements == 6 * 24);
   CHECK(result.numerics.max_abs_error < 1e-4);
@@ -208,17 +218,12 @@ TEST_CASE("a transpose re-lays a computed tensor and a graph input out through t
                                       "  - {op: transpose, inputs: [x], output: xt}\n"
                                       "  - {op: relu, inputs: [xt], output: r}\n"
                                       "outputs: [y, r]\n");
-  const std::string package_file = (dir.path() / "transpose.tpkg").string();
-  auto compiled = run_command(
-      {tessera_binary(), "compile", model, "-p", source_path("configs/pipelines/small.yaml"), "-o", package_file});
-  INFO(compiled.err.substr(compiled.err.size() > 4000 ? compiled.err.size() - 4000 : 0));
-  REQUIRE(compiled.exit_code == 0);
+  std::string log;
+  const Package package = compile_file(dir, model, &log);
   // h's transpose moves words between tiles (copies); x's arrives from the host transposed.
-  CHECK_THAT(compiled.err, Catch::Contains("selected block plan op=1 kind=transpose") &&
-                               Catch::Contains("selected block plan op=3 kind=transpose"));
-  runtime::RunOptions options;
-  options.lock_path = (dir.path() / "lock").string();
-  const runtime::RunResult result = runtime::run_package(read_package(package_file), options);
+  CHECK_THAT(log, Catch::Contains("selected block plan op=1 kind=transpose") &&
+                      Catch::Contains("selected block plan op=3 kind=transpose"));
+  const runtime::RunResult result = run_on_simulator(dir, package);
   CHECK(result.passed());
   CHECK(result.numerics.elements == 24 * 8 + 40 * 6);
   CHECK(result.numerics.max_abs_error < 1e-4);
@@ -244,17 +249,10 @@ TEST_CASE("a batch of products of activations, each a row block, runs as one mat
                                       "  - {op: matmul, inputs: [p, v], output: c, batch: 2}\n"
                                       "  - {op: matmul, inputs: [x, w2], output: xw, batch: 2}\n"
                                       "outputs: [c, xw]\n");
-  const std::string package_file = (dir.path() / "batched.tpkg").string();
-  auto compiled = run_command(
-      {tessera_binary(), "compile", model, "-p", source_path("configs/pipelines/small.yaml"), "-o", package_file});
-  INFO(compiled.err.substr(compiled.err.size() > 4000 ? compiled.err.size() - 4000 : 0));
-  REQUIRE(compiled.exit_code == 0);
-  const Package package = read_package(package_file);
+  const Package package = compile_file(dir, model);
   REQUIRE(package.graph.ops.size() == 7);
   CHECK(package.graph.ops[3].batch == 2);
-  runtime::RunOptions options;
-  options.lock_path = (dir.path() / "lock").string();
-  const runtime::RunResult result = runtime::run_package(package, options);
+  const runtime::RunResult result = run_on_simulator(dir, package);
   CHECK(result.passed());
   CHECK(result.numerics.elements == 8 * 8 + 8 * 8);
   CHECK(result.numerics.max_abs_error < 1e-4);
