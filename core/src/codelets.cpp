@@ -112,8 +112,8 @@ std::uint64_t saturate(unsigned __int128 value) {
 // A matmul may instead run on the workers (worker MAC): outputs split evenly over them,
 // each a dot product of k at one worker cycle per two floats (two per float when k is odd:
 // no 64-bit pairs), plus a fixed cost per output; matmul_half casts a, then takes four
-// halves a cycle. The codelet takes whichever path is
-// faster; for tiny products that is the workers.
+// halves a cycle. The codelet takes whichever path is faster; for tiny products that is the
+// workers.
 
 // Supervisor and worker fixed costs, in worker cycles unless named tile cycles.
 constexpr std::uint64_t kSupervisorCycles = 11;  // tile cycles: start and join the workers
@@ -175,7 +175,7 @@ std::uint64_t elementwise_cycles(std::uint64_t count, std::uint64_t worker_fixed
   return add(kSupervisorCycles, mul(workers, add(worker_fixed, mul(vectors, per_vector))));
 }
 
-/// A reduction of `parts` (plus per-loop extra cycles) over `loops` four-float loops.
+/// A reduction of `parts` over `loops` four-float loops.
 std::uint64_t reduce_cycles(std::uint64_t loops, std::uint64_t parts, const Target& target) {
   const std::uint64_t workers = workers_of(target);
   const std::uint64_t per_loop = add(kReduceLoopFixed, mul(kReducePerPart, parts));
