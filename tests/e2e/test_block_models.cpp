@@ -51,9 +51,7 @@ runtime::RunResult run_on_simulator(TempDir& dir, const Package& package) {
 TEST_CASE("transformer-small runs on t16 and matches the float64 reference", "[e2e][transformer]") {
   TempDir dir;
   const Package package = compile_small(dir, "transformer-small");
-  runtime::RunOptions options;
-  options.lock_path = (dir.path() / "lock").string();
-  const runtime::RunResult result = runtime::run_package(package, options);
+  const runtime::RunResult result = run_on_simulator(dir, package);
   CHECK(result.passed());
   CHECK(result.numerics.elements == 16 * 32);
   // float32 throughout: far inside the float32 tolerance.
