@@ -157,15 +157,102 @@ def build(name, input_dims, hidden, out_width, style, head, activation="relu"):
     return model, x, reference.astype(np.float32)
 
 
+# name: (tokens, embedding width, heads, feed-forward width): a post-norm transformer encoder
+# layer (nn.TransformerEncoderLayer's arithmetic, GELU) with its attention written per head
+# (each head's Q, K, V projections, Q K^T / sqrt(d), Softmax, P V, and its share of the output
+# projection, summed: the same values as concatenating the heads then projecting).
+ENCODERS = {
+    "encoder-s16-e32-h2": (16, 32, 2, 64),
+}
+
+
+def build_encoder(name, tokens, width, heads, ffn):
+    rng = np.random.default_rng(sum(map(ord, name)))  # fixed per model: the files are reproducible
+    head = width // heads
+    x = rng.uniform(-1.0, 1.0, size=(tokens, width)).astype(np.float32)
+    nodes, initializers = [], []
+
+    def weight(array, weight_name):
+        initializers.append(numpy_helper.from_array(array.astype(np.float32), weight_name))
+        return weight_name
+
+    def layer_norm(value, reference, prefix):
+        scale = rng.uniform(0.5, 1.5, size=(width,)).astype(np.float32)
+        shift = rng.uniform(-0.1, 0.1, size=(width,)).astype(np.float32)
+        out = f"{prefix}/LayerNormalization_output_0"
+        nodes.append(helper.make_node("LayerNormalization", [value, weight(scale, f"{prefix}.weight"),
+                                                             weight(shift, f"{prefix}.bias")],
+                                      [out], name=f"{prefix}/LayerNormalization", axis=-1, epsilon=1e-5))
+        mean = reference.mean(axis=-1, keepdims=True)
+        variance = ((reference - mean) ** 2).mean(axis=-1, keepdims=True)
+        return out, (reference - mean) / np.sqrt(variance + np.float64(np.float32(1e-5))) * scale + shift
+
+    reference_x = x.astype(np.float64)
+    attention = None
+    for h in range(heads):
+        p = f"/attn/head{h}"
+        projected = {}
+        for role in ("q", "k", "v"):
+            w, b = linear(rng, width, head)
+            out = f"{p}/{role}"
+            nodes.append(helper.make_node("Gemm", ["x", weight(w, f"attn.{role}{h}.weight"),
+                                                   weight(b, f"attn.{role}{h}.bias")], [out], name=f"{p}/{role}/Gemm",
+                                          transB=1))
+            projected[role] = (out, reference_x @ w.astype(np.float64).T + b)
+        scale = weight(np.array(1.0 / math.sqrt(head), dtype=np.float32), f"{p}/scale")
+        nodes += [helper.make_node("Transpose", [projected["k"][0]], [f"{p}/kT"], name=f"{p}/Transpose", perm=[1, 0]),
+                  helper.make_node("MatMul", [projected["q"][0], f"{p}/kT"], [f"{p}/scores"], name=f"{p}/MatMul"),
+                  helper.make_node("Mul", [f"{p}/scores", scale], [f"{p}/scaled"], name=f"{p}/Mul"),
+                  helper.make_node("Softmax", [f"{p}/scaled"], [f"{p}/probs"], name=f"{p}/Softmax", axis=-1),
+                  helper.make_node("MatMul", [f"{p}/probs", projected["v"][0]], [f"{p}/context"],
+                                   name=f"{p}/MatMul_1")]
+        scores = projected["q"][1] @ projected["k"][1].T * np.float64(np.float32(1.0 / math.sqrt(head)))
+        shifted = np.exp(scores - scores.max(axis=-1, keepdims=True))
+        context = (shifted / shifted.sum(axis=-1, keepdims=True)) @ projected["v"][1]
+        w_out = rng.uniform(-1.0 / math.sqrt(width), 1.0 / math.sqrt(width), size=(head, width)).astype(np.float32)
+        nodes.append(helper.make_node("MatMul", [f"{p}/context", weight(w_out, f"attn.out{h}.weight")],
+                                      [f"{p}/out"], name=f"{p}/MatMul_2"))
+        part = (f"{p}/out", context @ w_out.astype(np.float64))
+        if attention is None:
+            attention = part
+        else:
+            nodes.append(helper.make_node("Add", [attention[0], part[0]], [f"{p}/sum"], name=f"{p}/Add"))
+            attention = (f"{p}/sum", attention[1] + part[1])
+    bias = rng.uniform(-0.1, 0.1, size=(width,)).astype(np.float32)
+    nodes += [helper.make_node("Add", [attention[0], weight(bias, "attn.out.bias")], ["/attn/out"], name="/attn/Add"),
+              helper.make_node("Add", ["/attn/out", "x"], ["/residual1"], name="/Add")]
+    norm1, reference = layer_norm("/residual1", attention[1] + bias + reference_x, "/norm1")
+    w1, b1 = linear(rng, width, ffn)
+    nodes.append(helper.make_node("Gemm", [norm1, weight(w1, "ffn.1.weight"), weight(b1, "ffn.1.bias")], ["/ffn/h"],
+                                  name="/ffn/Gemm", transB=1))
+    hidden = reference @ w1.astype(np.float64).T + b1
+    added, value, hidden = activation_nodes("gelu", 0, "/ffn/h", hidden, rng, ffn, initializers)
+    nodes += added
+    w2, b2 = linear(rng, ffn, width)
+    nodes += [helper.make_node("Gemm", [value, weight(w2, "ffn.2.weight"), weight(b2, "ffn.2.bias")], ["/ffn/out"],
+                               name="/ffn/Gemm_1", transB=1),
+              helper.make_node("Add", [norm1, "/ffn/out"], ["/residual2"], name="/Add_1")]
+    out, reference = layer_norm("/residual2", reference + hidden @ w2.astype(np.float64).T + b2, "/norm2")
+    nodes.append(helper.make_node("Identity", [out], ["y"], name="/Identity"))
+    graph = helper.make_graph(nodes, name.replace("-", "_"),
+                              [helper.make_tensor_value_info("x", TensorProto.FLOAT, [tokens, width])],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, [tokens, width])], initializers)
+    model = helper.make_model(graph, producer_name="tessera make_onnx_models.py",
+                              opset_imports=[helper.make_opsetid("", 17)])
+    model.ir_version = 8
+    onnx.checker.check_model(model)
+    return model, x, reference.astype(np.float32)
+
+
 def main():
     if len(sys.argv) < 2:
         sys.exit(__doc__)
     out = sys.argv[1]
-    names = sys.argv[2:] or list(MODELS)
+    names = sys.argv[2:] or list(MODELS) + list(ENCODERS)
     for name in names:
-        if name not in MODELS:
-            sys.exit(f"unknown model '{name}'; known: {', '.join(MODELS)}")
-        model, x, y = build(name, *MODELS[name])
+        if name not in MODELS and name not in ENCODERS:
+            sys.exit(f"unknown model '{name}'; known: {', '.join(list(MODELS) + list(ENCODERS))}")
+        model, x, y = build(name, *MODELS[name]) if name in MODELS else build_encoder(name, *ENCODERS[name])
         folder = os.path.join(out, name)
         os.makedirs(os.path.join(folder, "test_data_set_0"), exist_ok=True)
         onnx.save(model, os.path.join(folder, "model.onnx"))

@@ -11,8 +11,8 @@ tessera=$1 source=$2 pipeline=$3
 source "$(dirname "$0")/onnxruntime_test_setup.sh"
 
 /usr/bin/python3 "$source/scripts/make_onnx_models.py" "$work/models" mlp-b2-w64-n3 mlp-b4-w96-gelu-ln mlp-b8-w64-tanh \
-  mlp-b4-w96-gelu-ln-spelled
-for model in mlp-b2-w64-n3 mlp-b4-w96-gelu-ln mlp-b8-w64-tanh mlp-b4-w96-gelu-ln-spelled; do
+  mlp-b4-w96-gelu-ln-spelled encoder-s16-e32-h2
+for model in mlp-b2-w64-n3 mlp-b4-w96-gelu-ln mlp-b8-w64-tanh mlp-b4-w96-gelu-ln-spelled encoder-s16-e32-h2; do
   folder=$work/models/$model
   "$tessera" compile "$folder/model.onnx" -p "$pipeline" -o "$work/$model.tpkg" >"$work/$model.compile" 2>&1 ||
     { tail -5 "$work/$model.compile"; fail "$model does not compile"; }
