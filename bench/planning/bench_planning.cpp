@@ -121,7 +121,7 @@ int regret(const fs::path& source, const fs::path& build, const std::string& tes
            const std::string& lock, const std::string& only) {
   const std::vector<RegretModel> models = {
       // At batch 2 both orientations charge the same (the workers win), so one is enough.
-      {"mlp-b2-n3", "t1472", {23, 46, 64, 92, 184, 368}, {2, 4, 8, 16, 32}, {1, 2}, {1, 2}, {1}, {"as_is"}},
+      {"mlp-b2-n3", "t1472", {23, 46, 64, 92, 184, 368}, {2, 4, 8, 16, 32}, {1, 2}, {1, 2}, {1}, {"as_is"}, {}},
       // On 16 tiles few uniform splits fit: serial splits (the planner's answer to short memory)
       // and mixed plans widen them.
       {"mlp-b4-n3-w512",
@@ -133,7 +133,15 @@ int regret(const fs::path& source, const fs::path& build, const std::string& tes
        {1, 2, 4},
        {"as_is", "swapped"},
        {"y0", "y1", "y2"}},
-      {"mlp-b16-n8-w256", "t16", {1, 2, 4, 8, 16}, {1, 2, 4, 8, 16}, {1, 2, 4}, {1, 2}, {1, 2}, {"as_is", "swapped"}},
+      {"mlp-b16-n8-w256",
+       "t16",
+       {1, 2, 4, 8, 16},
+       {1, 2, 4, 8, 16},
+       {1, 2, 4},
+       {1, 2},
+       {1, 2},
+       {"as_is", "swapped"},
+       {}},
   };
   std::printf(
       "# selection regret: the planner's pick (default pipeline) beside plans pinned from its candidate "

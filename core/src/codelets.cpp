@@ -272,20 +272,11 @@ std::uint64_t cast_to_half_cycles(std::uint64_t count, const Target& target) {
   return add(kSupervisorCycles, mul(workers, add(kCastWorkerFixed, mul(fours, kCastCyclesPerFour))));
 }
 
-/// A worker's dot product of k values: one 64-bit load of each operand a cycle (`per_load`
-/// values: two floats or four halves) when k divides into them, else narrower loads at two
-/// cycles each.
-std::uint64_t dot_cycles(std::uint64_t k, std::uint64_t per_load) {
-  for (std::uint64_t width = per_load; width > 1; width /= 2)
-    if (k % width == 0) return width == per_load ? k / width : 2 * (k / width) + 1;
-  return 2 * k + 1;
-}
-
 /// The worker MAC path: m x n dot products of length k split over the workers (half: both
 /// operands half, a cast first).
 std::uint64_t worker_mac_cycles(std::uint64_t m, std::uint64_t k, std::uint64_t n, bool half, const Target& target) {
   const std::uint64_t workers = workers_of(target);
-  const std::uint64_t dot = dot_cycles(k, half ? kHalvesPerLoad : kFloatsPerVector);
+  const std::uint64_t dot = worker_dot_cycles(k, half);
   return add(half ? kMacCallOverheadHalf : kMacCallOverhead,
              mul(workers, add(kMacWorkerFixed, mul(ceil_div(mul(m, n), workers), add(kMacPerOutput, dot)))));
 }
@@ -330,7 +321,14 @@ float param_float(std::uint32_t bits) { return std::bit_cast<float>(bits); }
 const char* codelet_name(Codelet codelet) { return shape_of(codelet).name; }
 
 std::uint32_t function_param(Codelet codelet) {
-  return codelet == Codelet::binary ? 1 : codelet == Codelet::binary_row || codelet == Codelet::binary_column ? 2 : 1;
+  return codelet == Codelet::binary_row || codelet == Codelet::binary_column ? 2 : 1;
+}
+
+std::uint64_t worker_dot_cycles(std::uint64_t k, bool half) {
+  const std::uint64_t per_load = half ? kHalvesPerLoad : kFloatsPerVector;
+  for (std::uint64_t width = per_load; width > 1; width /= 2)
+    if (k % width == 0) return width == per_load ? k / width : 2 * (k / width) + 1;
+  return 2 * k + 1;
 }
 
 const char* unary_function_name(UnaryFunction function) {
@@ -425,7 +423,7 @@ std::uint64_t function_cycles_per_vector(Codelet codelet, std::span<const std::u
 
 std::uint32_t codelet_code_bytes(Codelet codelet) {
   // Indexed by the enum value: the AMP's supervisor and worker loops are the largest.
-  // unary holds every function's loop (erf's polynomial, pow's log and exp), binary three.
+  // unary holds every function's loop (erf's polynomial, pow's log and exp), binary four.
   constexpr std::uint32_t kCodeBytes[kCodeletCount] = {1536, 512, 384, 256,  256, 192, 640, 1792, 1792,
                                                        448,  768, 896, 1024, 384, 384, 320, 384};
   shape_of(codelet);  // an id outside the set is a caller bug

@@ -34,6 +34,7 @@ struct TilePlacement {
   std::uint64_t standard_used = 0, interleaved_used = 0;
   std::uint64_t standard_over = 0, interleaved_over = 0;
   std::uint64_t over() const { return standard_over + interleaved_over; }
+  std::uint64_t reserved() const { return support + descriptors; }
 };
 
 /// Interval-graph first fit: largest buffers first, each at the lowest aligned offset in
@@ -153,7 +154,7 @@ protected:
       placement.standard_used = standard_end - standard.low;
       placement.interleaved_used = interleaved_end - interleaved.low;
       // The support memory sits above the data at the top of the standard region.
-      const std::uint64_t reserved = placement.support + placement.descriptors;
+      const std::uint64_t reserved = placement.reserved();
       placement.standard_over = standard_end + reserved > standard.high ? standard_end + reserved - standard.high : 0;
       placement.interleaved_over = interleaved_end > interleaved.high ? interleaved_end - interleaved.high : 0;
     }
@@ -170,7 +171,7 @@ protected:
       const TilePlacement& placement = tiles[tile];
       // Data extents, as `tessera report` draws them; the support memory is logged on its own.
       const std::uint64_t total = placement.standard_used + placement.interleaved_used;
-      peak_support = std::max(peak_support, placement.support + placement.descriptors);
+      peak_support = std::max(peak_support, placement.reserved());
       peak_standard = std::max(peak_standard, placement.standard_used);
       peak_interleaved = std::max(peak_interleaved, placement.interleaved_used);
       if (total > peak_total) peak_tile = tile;
@@ -287,9 +288,9 @@ private:
           tile, target.memory_bytes + placement.over(), placement.over(),
           region_breakdown(state.program, tensor_of, by_tile[std::size_t{tile} * 2 + 1], "interleaved",
                            placement.interleaved_used, interleaved_capacity),
-          region_breakdown(
-              state.program, tensor_of, by_tile[std::size_t{tile} * 2], "standard", placement.standard_used,
-              target.interleaved_start - std::min(target.interleaved_start, placement.support + placement.descriptors)),
+          region_breakdown(state.program, tensor_of, by_tile[std::size_t{tile} * 2], "standard",
+                           placement.standard_used,
+                           target.interleaved_start - std::min(target.interleaved_start, placement.reserved())),
           placement.support, placement.descriptors);
     }
     if (!rest.empty()) {

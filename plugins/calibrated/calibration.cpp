@@ -52,9 +52,7 @@ Features matmul_features(Params p, const Target& t, Codelet codelet) {
   const bool transpose = tessera::matmul_transposes_b(codelet, p[3]);
   const double transpose_vectors = transpose ? worker_vectors(k * n, t) : 0;
   const double cast_fours = half ? std::ceil(std::ceil(m * k / workers) / 4) : 0;
-  // A dot product: a 64-bit load of each operand a cycle (two floats, four halves), else
-  // narrower loads at two cycles each.
-  const double dot = half && p[1] % 4 == 0 ? k / 4 : p[1] % 2 == 0 ? (half ? k + 1 : k / 2) : 2 * k + 1;
+  const double dot = double(tessera::worker_dot_cycles(p[1], half));
   const double worker_dots = std::ceil(m * n / workers) * (14 + dot);
   // Half inputs zero no rows; float inputs cast nothing.
   const double zero_or_cast = half ? cast_fours : zero_rows;

@@ -71,6 +71,9 @@ enum class MatmulOrientation : std::uint32_t {
 };
 inline constexpr std::uint32_t kMatmulOrientations = 2;
 bool is_matmul(Codelet);
+/// Worker cycles of one dot product of length k on the worker-MAC path: a 64-bit load of each
+/// operand a cycle (two floats, or four halves for matmul_half), narrower loads at two cycles.
+std::uint64_t worker_dot_cycles(std::uint64_t k, bool half);
 
 /// The simulator's exact charge for one call, how it was reached, and the two floors no
 /// charge may go below: the call's MACs at the target's peak rate and the bytes of its input
