@@ -4,6 +4,7 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <unordered_map>
@@ -101,6 +102,12 @@ const char* op_kind_name(OpKind kind) {
       return "reduce_mean";
     case OpKind::transpose:
       return "transpose";
+    case OpKind::split_heads:
+      return "split_heads";
+    case OpKind::merge_heads:
+      return "merge_heads";
+    case OpKind::slice_columns:
+      return "slice_columns";
   }
   return "?";
 }
@@ -123,6 +130,11 @@ bool is_unary(OpKind kind) {
 }
 
 bool is_row_reduction(OpKind kind) { return kind == OpKind::reduce_sum || kind == OpKind::reduce_mean; }
+
+bool is_relayout(OpKind kind) {
+  return kind == OpKind::transpose || kind == OpKind::split_heads || kind == OpKind::merge_heads ||
+         kind == OpKind::slice_columns;
+}
 
 std::int64_t Tensor::elements() const {
   std::int64_t count = 1;
@@ -173,6 +185,15 @@ std::string infer_shape(const Graph& graph, const Op& op, std::vector<std::int64
              (low == high ? "" : " to " + std::to_string(high)) + " inputs, got " + std::to_string(op.inputs.size());
     return "";
   };
+  const bool batched = op.kind == OpKind::matmul || op.kind == OpKind::dense || op.kind == OpKind::transpose ||
+                       op.kind == OpKind::split_heads || op.kind == OpKind::merge_heads;
+  const bool by_heads = op.kind == OpKind::split_heads || op.kind == OpKind::merge_heads;
+  if (op.batch == 0 || (op.batch != 1 && !batched))
+    return std::string(op_kind_name(op.kind)) + " does not take a batch of " + std::to_string(op.batch);
+  if (op.heads == 0 || (op.heads != 1 && !by_heads))
+    return std::string(op_kind_name(op.kind)) + " does not take " + std::to_string(op.heads) + " heads";
+  if ((op.column_begin != 0 || op.column_count != 0) && op.kind != OpKind::slice_columns)
+    return std::string(op_kind_name(op.kind)) + " does not take a column range";
   switch (op.kind) {
     case OpKind::matmul:
     case OpKind::dense: {
@@ -184,7 +205,7 @@ std::string infer_shape(const Graph& graph, const Op& op, std::vector<std::int64
                shape_text(b.shape);
       if (op.transpose_b && op.kind == OpKind::dense) return "dense ops do not take transpose_b";
       if (op.batch != 1 && op.kind == OpKind::dense) return "dense ops do not take a batch";
-      if (op.batch == 0 || a.shape[0] % op.batch != 0 || b.shape[0] % op.batch != 0)
+      if (a.shape[0] % op.batch != 0 || b.shape[0] % op.batch != 0)
         return "a batch of " + std::to_string(op.batch) + " needs both operands' rows in as many equal blocks: '" +
                a.name + "' " + shape_text(a.shape) + " and '" + b.name + "' " + shape_text(b.shape);
       // transpose_b: b is [n, k] and the product is a * b^T; a batch stacks products by rows.
@@ -251,9 +272,37 @@ std::string infer_shape(const Graph& graph, const Op& op, std::vector<std::int64
     }
     case OpKind::transpose: {
       if (auto e = expect_inputs(1, 1); !e.empty()) return e;
-      if (input(0).shape.size() != 2)
-        return "transpose needs a matrix, got '" + input(0).name + "' " + shape_text(input(0).shape);
-      shape = {input(0).shape[1], input(0).shape[0]};
+      const Tensor& x = input(0);
+      if (x.shape.size() != 2 || x.shape[0] % op.batch != 0)
+        return "transpose needs a matrix of " + std::to_string(op.batch) + " equal row blocks, got '" + x.name + "' " +
+               shape_text(x.shape);
+      shape = {op.batch * x.shape[1], x.shape[0] / op.batch};
+      return "";
+    }
+    case OpKind::split_heads:
+    case OpKind::merge_heads: {
+      if (auto e = expect_inputs(1, 1); !e.empty()) return e;
+      // split: [B*S, H*D] to [B*H*S, D]; merge: [B*H*S, D] to [B*S, H*D].
+      const Tensor& x = input(0);
+      const bool split = op.kind == OpKind::split_heads;
+      const std::int64_t row_blocks = split ? std::int64_t{op.batch} : std::int64_t{op.batch} * op.heads;
+      if (x.shape.size() != 2 || x.shape[0] % row_blocks != 0 || (split && x.shape[1] % op.heads != 0))
+        return std::string(op_kind_name(op.kind)) + " of a batch of " + std::to_string(op.batch) + " and " +
+               std::to_string(op.heads) + " heads needs a matrix of " +
+               (split ? fmt::format("[{}*S, {}*D]", op.batch, op.heads) : fmt::format("[{}*S, D]", row_blocks)) +
+               ", got '" + x.name + "' " + shape_text(x.shape);
+      shape = split ? std::vector<std::int64_t>{x.shape[0] * op.heads, x.shape[1] / op.heads}
+                    : std::vector<std::int64_t>{x.shape[0] / op.heads, x.shape[1] * op.heads};
+      return "";
+    }
+    case OpKind::slice_columns: {
+      if (auto e = expect_inputs(1, 1); !e.empty()) return e;
+      const Tensor& x = input(0);
+      if (x.shape.size() != 2 || op.column_count == 0 || std::int64_t{op.column_begin} + op.column_count > x.shape[1])
+        return fmt::format("slice_columns of columns [{}, {}) needs a matrix that has them, got '{}' {}",
+                           op.column_begin, std::int64_t{op.column_begin} + op.column_count, x.name,
+                           shape_text(x.shape));
+      shape = {x.shape[0], op.column_count};
       return "";
     }
   }
@@ -371,7 +420,9 @@ Graph load_model(const std::string& path) {
     fail(path, ops.IsDefined() ? ops : root, "'ops' must be a non-empty list of operations");
   for (const auto& node : ops) {
     require_map(path, node, "an op");
-    check_keys(path, node, {"op", "inputs", "output", "relu", "transpose_b", "batch", "scale", "eps", "exponent"});
+    check_keys(path, node,
+               {"op", "inputs", "output", "relu", "transpose_b", "batch", "heads", "column_begin", "columns", "scale",
+                "eps", "exponent"});
     if (!node["op"].IsDefined()) fail(path, node, "missing required key 'op'");
     Op op;
     op.kind = parse_op_kind(path, node["op"]);
@@ -379,19 +430,32 @@ Graph load_model(const std::string& path) {
     op.relu = get_bool_or(path, node, "relu", false);
     if (op.relu && op.kind != OpKind::dense) fail(path, node["relu"], "'relu' applies to dense ops only");
     // Attributes belong to one op kind each; elsewhere they would be silently ignored.
-    auto only_for = [&](const char* key, OpKind kind) {
-      if (node[key].IsDefined() && op.kind != kind)
-        fail(path, node[key], std::string("'") + key + "' applies to " + op_kind_name(kind) + " ops only");
+    auto only_for = [&](const char* key, std::initializer_list<OpKind> kinds) {
+      if (!node[key].IsDefined() || std::find(kinds.begin(), kinds.end(), op.kind) != kinds.end()) return;
+      std::vector<std::string> names;
+      for (OpKind kind : kinds) names.push_back(op_kind_name(kind));
+      fail(path, node[key], fmt::format("'{}' applies to {} ops only", key, fmt::join(names, ", ")));
     };
-    only_for("transpose_b", OpKind::matmul);
-    only_for("batch", OpKind::matmul);
-    only_for("scale", OpKind::softmax);
-    only_for("eps", OpKind::layer_norm);
-    only_for("exponent", OpKind::pow);
+    only_for("transpose_b", {OpKind::matmul});
+    only_for("batch", {OpKind::matmul, OpKind::transpose, OpKind::split_heads, OpKind::merge_heads});
+    only_for("heads", {OpKind::split_heads, OpKind::merge_heads});
+    only_for("column_begin", {OpKind::slice_columns});
+    only_for("columns", {OpKind::slice_columns});
+    only_for("scale", {OpKind::softmax});
+    only_for("eps", {OpKind::layer_norm});
+    only_for("exponent", {OpKind::pow});
     op.transpose_b = get_bool_or(path, node, "transpose_b", false);
     const std::uint64_t batch = get_uint_or(path, node, "batch", 1, kMaxDimension);
-    if (batch == 0) fail(path, node["batch"], "'batch' must be a positive count of products, e.g. 4");
+    if (batch == 0) fail(path, node["batch"], "'batch' must be a positive count, e.g. 4");
     op.batch = static_cast<std::uint32_t>(batch);
+    const std::uint64_t heads = get_uint_or(path, node, "heads", 1, kMaxDimension);
+    if (heads == 0) fail(path, node["heads"], "'heads' must be a positive count, e.g. 4");
+    op.heads = static_cast<std::uint32_t>(heads);
+    op.column_begin = static_cast<std::uint32_t>(get_uint_or(path, node, "column_begin", 0, kMaxDimension));
+    op.column_count = static_cast<std::uint32_t>(get_uint_or(path, node, "columns", 0, kMaxDimension));
+    if (op.kind == OpKind::slice_columns && op.column_count == 0)
+      fail(path, node["columns"].IsDefined() ? node["columns"] : YAML::Node(node),
+           "slice_columns needs 'columns', the positive count of columns it keeps, e.g. 32");
     op.scale = get_number_or(path, node, "scale", 1.0);
     if (!std::isfinite(op.scale) || op.scale == 0.0)
       fail(path, node["scale"], "'scale' must be a finite non-zero number, e.g. 0.0625 for 1/sqrt(256)");

@@ -302,6 +302,9 @@ std::string encode_graph(const Graph& g) {
     w.u8(op.relu);
     w.u8(op.transpose_b);
     w.u32(op.batch);
+    w.u32(op.heads);
+    w.u32(op.column_begin);
+    w.u32(op.column_count);
     w.f64(op.scale);
     w.f64(op.epsilon);
     w.f64(op.exponent);
@@ -342,7 +345,7 @@ void decode_graph(Reader& r, Graph& g, const Target& target) {
       r.fail(fmt::format("the inputs and weights up to tensor '{}' exceed the {} bytes of target '{}'", t.name,
                          std::uint64_t(device_bytes), target.name));
   }
-  g.ops.resize(r.count(13));
+  g.ops.resize(r.count(54));  // the fixed fields of an op
   for (auto& op : g.ops) {
     op.kind = r.enumeration<OpKind>(kOpKindCount);
     op.inputs = r.u32s();
@@ -350,6 +353,9 @@ void decode_graph(Reader& r, Graph& g, const Target& target) {
     op.relu = r.u8() != 0;
     op.transpose_b = r.u8() != 0;
     op.batch = r.u32();
+    op.heads = r.u32();
+    op.column_begin = r.u32();
+    op.column_count = r.u32();
     op.scale = r.f64();
     op.epsilon = r.f64();
     op.exponent = r.f64();

@@ -212,6 +212,8 @@ void write_graph(std::string& out, const std::string& indent, const Graph& g) {
     record.s("kind", op_kind_name(op.kind)).list("inputs", op.inputs).u("output", op.output).b("relu", op.relu);
     record.b("transpose_b", op.transpose_b);
     if (op.batch != 1) record.u("batch", op.batch);  // states of unbatched graphs read as before
+    if (op.heads != 1) record.u("heads", op.heads);
+    if (op.kind == OpKind::slice_columns) record.u("column_begin", op.column_begin).u("column_count", op.column_count);
     record.f("scale", op.scale)
         .f("epsilon", op.epsilon)
         .f("exponent", op.exponent)
@@ -600,14 +602,18 @@ Graph read_graph(const Node& n) {
     g.tensors.push_back(std::move(tensor));
   });
   n["ops"].each([&](const Node& o) {
-    o.keys({"kind", "inputs", "output", "relu", "transpose_b", "batch", "scale", "epsilon", "exponent", "place"});
+    o.keys({"kind", "inputs", "output", "relu", "transpose_b", "batch", "heads", "column_begin", "column_count",
+            "scale", "epsilon", "exponent", "place"});
     Op op;
     op.kind = o["kind"].enumeration<OpKind>(kOpKindCount, op_kind_name);
     op.inputs = o["inputs"].u32s();
     op.output = o["output"].u32();
     op.relu = o["relu"].boolean();
     op.transpose_b = o["transpose_b"].boolean();
-    if (o.has("batch")) op.batch = o["batch"].u32();  // written only for batched matmuls
+    if (o.has("batch")) op.batch = o["batch"].u32();  // written only for batched ops
+    if (o.has("heads")) op.heads = o["heads"].u32();
+    if (o.has("column_begin")) op.column_begin = o["column_begin"].u32();
+    if (o.has("column_count")) op.column_count = o["column_count"].u32();
     op.scale = o["scale"].f64();
     op.epsilon = o["epsilon"].f64();
     op.exponent = o["exponent"].f64();

@@ -139,24 +139,69 @@ Fragment build_rows(const BlockPlanContext& plan, Split split, FragmentBuilder& 
   return builder.finish(std::move(made));
 }
 
-/// y = x^T, an exchange re-layout: row group g of y (columns of x) gathered column-major from
-/// x's pieces onto tile g (the host writes it transposed when x is a graph input); no compute.
-Fragment build_transpose(const BlockPlanContext& plan, Split split, FragmentBuilder& builder) {
+/// One output piece of a re-layout: the block `from` of the input gathered (column-major when
+/// `transposed`) onto a tile of its own, where it is rows [row_begin, +rows) x columns
+/// [col_begin, +cols) of the output.
+struct Move {
+  Block from;
+  bool transposed = false;
+  std::uint32_t row_begin = 0, rows = 0, col_begin = 0, cols = 0;
+};
+
+/// The pieces of transpose (a batch of row blocks, each to its columns' row groups),
+/// split_heads / merge_heads (token groups of each head of each batch item) and slice_columns
+/// (row groups).
+std::vector<Move> relayout_moves(const BlockPlanContext& plan, Split split) {
   const Op& op = plan.op;
   const Tensor& x = plan.graph.tensors[op.inputs[0]];
-  const std::uint32_t x_rows = rows_of(x), x_cols = cols_of(x);
+  std::vector<Move> moves;
+  if (op.kind == OpKind::transpose) {
+    const std::uint32_t x_rows = rows_of(x) / op.batch, x_cols = cols_of(x);
+    for (std::uint32_t p = 0; p < op.batch; ++p)
+      for (const Range rows : balanced_split(x_cols, split.row_groups))  // of y's block p: columns of x
+        moves.push_back(
+            {{p * x_rows, x_rows, rows.begin, rows.size}, true, p * x_cols + rows.begin, rows.size, 0, x_rows});
+  } else if (op.kind == OpKind::slice_columns) {
+    for (const Range rows : balanced_split(rows_of(x), split.row_groups))
+      moves.push_back({{rows.begin, rows.size, op.column_begin, op.column_count},
+                       false,
+                       rows.begin,
+                       rows.size,
+                       0,
+                       op.column_count});
+  } else {
+    const bool splits = op.kind == OpKind::split_heads;
+    const std::uint32_t depth = splits ? cols_of(x) / op.heads : cols_of(x);
+    const std::uint32_t tokens = splits ? rows_of(x) / op.batch : rows_of(x) / (op.batch * op.heads);
+    for (std::uint32_t b = 0; b < op.batch; ++b)
+      for (std::uint32_t h = 0; h < op.heads; ++h)
+        for (const Range group : balanced_split(tokens, split.row_groups)) {
+          const std::uint32_t merged_row = b * tokens + group.begin,
+                              split_row = (b * op.heads + h) * tokens + group.begin;
+          if (splits)
+            moves.push_back({{merged_row, group.size, h * depth, depth}, false, split_row, group.size, 0, depth});
+          else moves.push_back({{split_row, group.size, 0, depth}, false, merged_row, group.size, h * depth, depth});
+        }
+  }
+  return moves;
+}
+
+/// transpose, split_heads, merge_heads, slice_columns: exchange re-layouts, each output piece
+/// gathered onto the next tile (the host writes it when the input is a graph input); no compute.
+Fragment build_relayout(const BlockPlanContext& plan, Split split, FragmentBuilder& builder) {
+  const Op& op = plan.op;
   const Layout layout(plan.target);
-  const std::string name = fmt::format("transpose{}", plan.op_index);
+  const std::string name = fmt::format("{}{}", op_kind_name(op.kind), plan.op_index);
   builder.label(0, name + ".gather");
   builder.label(1, name);
-  Distribution output{x_cols, {}};
-  const std::vector<Range> groups = balanced_split(x_cols, split.row_groups);
-  for (std::uint32_t tile = 0; tile < groups.size(); ++tile) {
-    const Range rows = groups[tile];  // of y: columns of x
-    const std::uint32_t block =
-        gather_block(builder, 0, plan.graph, plan.distributions, op.inputs[0], {0, x_rows, rows.begin, rows.size}, tile,
-                     layout.standard, layout.alignment, true);
-    output.pieces.push_back({tile, 0, x_rows, block, rows.begin, rows.size});
+  Distribution output{rows_of(plan.graph.tensors[op.output]), {}};
+  const std::vector<Move> moves = relayout_moves(plan, split);
+  for (std::size_t i = 0; i < moves.size(); ++i) {
+    const Move& move = moves[i];
+    const auto tile = static_cast<std::uint32_t>(i % plan.target.tiles);
+    const std::uint32_t block = gather_block(builder, 0, plan.graph, plan.distributions, op.inputs[0], move.from, tile,
+                                             layout.standard, layout.alignment, move.transposed);
+    output.pieces.push_back({tile, move.col_begin, move.cols, block, move.row_begin, move.rows});
   }
   std::vector<TensorDistribution> made;
   made.push_back({op.output, std::move(output)});
@@ -287,8 +332,7 @@ void call_unary(FragmentBuilder& builder, std::uint32_t superstep, std::uint32_t
 }
 
 bool is_block_op(const Graph& graph, const Op& op) {
-  if (op.kind == OpKind::softmax || op.kind == OpKind::layer_norm || op.kind == OpKind::transpose ||
-      is_row_reduction(op.kind))
+  if (op.kind == OpKind::softmax || op.kind == OpKind::layer_norm || is_relayout(op.kind) || is_row_reduction(op.kind))
     return true;
   return op.kind == OpKind::matmul && op.inputs.size() == 2 &&
          (op.transpose_b || op.batch > 1 || graph.tensors.at(op.inputs[1]).kind == TensorKind::intermediate);
@@ -384,11 +428,20 @@ Status plan_block_op(const BlockPlanContext& plan, std::optional<Fragment>& frag
     const std::uint32_t most_columns = std::max(1u, n / kMinBlockColumns);
     for (std::uint32_t rows : group_counts(m, share))
       for (std::uint32_t cols : group_counts(std::min(n, most_columns), share / rows)) splits.push_back({rows, cols});
-  } else {
-    // Row groups of the output: a transpose's rows are its input's columns.
-    const Tensor& x = graph.tensors[op.inputs[0]];
-    for (std::uint32_t rows : group_counts(op.kind == OpKind::transpose ? cols_of(x) : rows_of(x), tiles))
+  } else if (op.kind == OpKind::transpose) {
+    // Row groups of each transposed block: its rows are x's columns.
+    for (std::uint32_t rows : group_counts(cols_of(graph.tensors[op.inputs[0]]), std::max(1u, tiles / op.batch)))
       splits.push_back({rows, 1});
+  } else if (op.kind == OpKind::split_heads || op.kind == OpKind::merge_heads) {
+    // Token groups of each head of each batch item.
+    const std::uint64_t units = std::uint64_t{op.batch} * op.heads;
+    const std::uint32_t by_heads = op.kind == OpKind::split_heads ? op.output : op.inputs[0];  // [B*H*S, D]
+    const auto tokens = static_cast<std::uint32_t>(rows_of(graph.tensors[by_heads]) / units);
+    for (std::uint32_t rows :
+         group_counts(tokens, static_cast<std::uint32_t>(std::max<std::uint64_t>(1, tiles / units))))
+      splits.push_back({rows, 1});
+  } else {
+    for (std::uint32_t rows : group_counts(rows_of(graph.tensors[op.inputs[0]]), tiles)) splits.push_back({rows, 1});
   }
 
   constexpr std::uint64_t kNone = std::numeric_limits<std::uint64_t>::max();
@@ -398,7 +451,7 @@ Status plan_block_op(const BlockPlanContext& plan, std::optional<Fragment>& frag
   auto build = [&](Split split, FragmentBuilder& builder) {
     if (is_binary(op.kind) && !on_rows) return build_binary(plan, builder);
     if (op.kind == OpKind::matmul) return build_product(plan, split, builder);
-    if (op.kind == OpKind::transpose) return build_transpose(plan, split, builder);
+    if (is_relayout(op.kind)) return build_relayout(plan, split, builder);
     return build_rows(plan, split, builder);
   };
   for (Split split : splits) {

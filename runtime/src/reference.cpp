@@ -263,9 +263,41 @@ ReferenceValues execute_reference(const Graph& graph, const HostTensors& values)
       case OpKind::transpose: {
         if (op.inputs.size() != 1) fail(graph, op, fmt::format("has {} inputs", op.inputs.size()));
         const Matrix a = lookup(op, op.inputs[0]);
+        const std::int64_t rows = a.rows / op.batch;  // of each transposed block
         out.resize(static_cast<std::size_t>(a.rows * a.cols));
+        for (std::int64_t p = 0; p < op.batch; ++p)
+          for (std::int64_t r = 0; r < rows; ++r)
+            for (std::int64_t c = 0; c < a.cols; ++c)
+              out[static_cast<std::size_t>((p * a.cols + c) * rows + r)] = a.at(p * rows + r, c);
+        break;
+      }
+      case OpKind::slice_columns: {
+        if (op.inputs.size() != 1) fail(graph, op, fmt::format("has {} inputs", op.inputs.size()));
+        const Matrix a = lookup(op, op.inputs[0]);
+        out.resize(static_cast<std::size_t>(a.rows) * op.column_count);
         for (std::int64_t r = 0; r < a.rows; ++r)
-          for (std::int64_t c = 0; c < a.cols; ++c) out[static_cast<std::size_t>(c * a.rows + r)] = a.at(r, c);
+          for (std::uint32_t c = 0; c < op.column_count; ++c)
+            out[static_cast<std::size_t>(r) * op.column_count + c] = a.at(r, op.column_begin + c);
+        break;
+      }
+      case OpKind::split_heads:
+      case OpKind::merge_heads: {
+        if (op.inputs.size() != 1) fail(graph, op, fmt::format("has {} inputs", op.inputs.size()));
+        const Matrix a = lookup(op, op.inputs[0]);
+        const bool split = op.kind == OpKind::split_heads;
+        const std::int64_t heads = op.heads, depth = split ? a.cols / heads : a.cols;
+        const std::int64_t tokens = split ? a.rows / op.batch : a.rows / (std::int64_t{op.batch} * heads);
+        out.resize(static_cast<std::size_t>(a.rows * a.cols));
+        // Element (b, h, s, d) sits at [b*S+s, h*D+d] merged and at [(b*H+h)*S+s, d] split.
+        for (std::int64_t b = 0; b < op.batch; ++b)
+          for (std::int64_t h = 0; h < heads; ++h)
+            for (std::int64_t s = 0; s < tokens; ++s)
+              for (std::int64_t d = 0; d < depth; ++d) {
+                const std::int64_t merged = (b * tokens + s) * heads * depth + h * depth + d;
+                const std::int64_t split_at = ((b * heads + h) * tokens + s) * depth + d;
+                const std::int64_t from = split ? merged : split_at;
+                out[static_cast<std::size_t>(split ? split_at : merged)] = a.at(from / a.cols, from % a.cols);
+              }
         break;
       }
       case OpKind::layer_norm: {

@@ -227,6 +227,42 @@ TEST_CASE("a transpose re-lays a computed tensor and a graph input out through t
   CHECK(result.numerics.max_abs_error < 1e-4);
 }
 
+TEST_CASE("attention's re-layouts: column slices, heads split and merged, batched transposes", "[e2e][heads]") {
+  TempDir dir;
+  // Two batch items of 6 tokens, 3 heads of 16: q and k sliced from one packed projection,
+  // split into heads, k transposed per head, and the per-head products merged back.
+  const std::string model = dir.write("heads.yaml",
+                                      "model: heads\nseed: 9\ntensors:\n"
+                                      "  - {name: x, shape: [12, 48], kind: input}\n"
+                                      "  - {name: w, shape: [48, 96], kind: weight, scale: 0.2}\n"
+                                      "ops:\n"
+                                      "  - {op: matmul, inputs: [x, w], output: h}\n"
+                                      "  - {op: slice_columns, inputs: [h], output: q, columns: 48}\n"
+                                      "  - {op: slice_columns, inputs: [h], output: k, column_begin: 48, columns: 48}\n"
+                                      "  - {op: split_heads, inputs: [q], output: qs, batch: 2, heads: 3}\n"
+                                      "  - {op: split_heads, inputs: [k], output: ks, batch: 2, heads: 3}\n"
+                                      "  - {op: transpose, inputs: [ks], output: kt, batch: 6}\n"
+                                      "  - {op: matmul, inputs: [qs, kt], output: s, batch: 6}\n"
+                                      "  - {op: softmax, inputs: [s], output: p}\n"
+                                      "  - {op: matmul, inputs: [p, qs], output: c, batch: 6}\n"
+                                      "  - {op: merge_heads, inputs: [c], output: m, batch: 2, heads: 3}\n"
+                                      "  - {op: split_heads, inputs: [x], output: xs, batch: 2, heads: 3}\n"
+                                      "  - {op: relu, inputs: [xs], output: r}\n"
+                                      "outputs: [m, r]\n");
+  std::string log;
+  const Package package = compile_file(dir, model, &log);
+  for (const char* kind : {"slice_columns", "split_heads", "transpose", "merge_heads"})
+    CHECK_THAT(log, Catch::Contains(std::string("kind=") + kind));
+  REQUIRE(package.graph.ops.size() == 12);
+  CHECK(package.graph.tensors[package.graph.ops[5].output].shape == std::vector<std::int64_t>{6 * 16, 6});
+  CHECK(package.graph.tensors[package.graph.ops[9].output].shape == std::vector<std::int64_t>{12, 48});
+  const runtime::RunResult result = run_on_simulator(dir, package);
+  CHECK(result.passed());
+  CHECK(result.numerics.elements == 12 * 48 * 2);
+  CHECK(result.numerics.max_abs_error < 1e-4);
+  CHECK(result.numerics.max_abs_reference > 0.1);
+}
+
 TEST_CASE("a batch of products of activations, each a row block, runs as one matmul op", "[e2e][batch]") {
   TempDir dir;
   // Two heads' attention stacked by rows (q, k, v [2 x 4, 8]): s = q k^T and c = p v per head,

@@ -50,25 +50,28 @@ enum class Broadcast { same, row, column, none };
 Broadcast binary_broadcast(const Tensor& a, const Tensor& b);
 
 enum class OpKind : std::uint8_t {
-  matmul = 0,        ///< out[m,n] = in0[m,k] * in1[k,n]
-  add = 1,           ///< out = in0 + in1; in1 may be a row vector [n] broadcast over rows
-  relu = 2,          ///< out = max(in0, 0)
-  dense = 3,         ///< out = act(in0 * in1 + bias): made by lower-mid from matmul/add/relu
-  softmax = 4,       ///< out[r,:] = softmax(scale * in0[r,:]) over each row
-  layer_norm = 5,    ///< out[r,:] = (in0[r,:] - mean) / sqrt(var + eps) * gamma + beta; inputs {x, gamma, beta}
-  sub = 6,           ///< out = in0 - in1; in1 may be a row vector [n] broadcast over rows (as add)
-  mul = 7,           ///< out = in0 * in1; likewise
-  div = 8,           ///< out = in0 / in1; likewise
-  sigmoid = 9,       ///< out = 1 / (1 + exp(-in0))
-  tanh = 10,         ///< out = tanh(in0)
-  erf = 11,          ///< out = erf(in0)
-  sqrt = 12,         ///< out = sqrt(in0)
-  pow = 13,          ///< out = in0 ^ exponent (a constant)
-  reduce_sum = 14,   ///< out[r] = sum of in0[r,:]: shape [rows, 1]
-  reduce_mean = 15,  ///< out[r] = mean of in0[r,:]: shape [rows, 1]
-  transpose = 16,    ///< out = in0^T: shape [cols, rows]
+  matmul = 0,          ///< out[m,n] = in0[m,k] * in1[k,n]
+  add = 1,             ///< out = in0 + in1; in1 may be a row vector [n] broadcast over rows
+  relu = 2,            ///< out = max(in0, 0)
+  dense = 3,           ///< out = act(in0 * in1 + bias): made by lower-mid from matmul/add/relu
+  softmax = 4,         ///< out[r,:] = softmax(scale * in0[r,:]) over each row
+  layer_norm = 5,      ///< out[r,:] = (in0[r,:] - mean) / sqrt(var + eps) * gamma + beta; inputs {x, gamma, beta}
+  sub = 6,             ///< out = in0 - in1; in1 may be a row vector [n] broadcast over rows (as add)
+  mul = 7,             ///< out = in0 * in1; likewise
+  div = 8,             ///< out = in0 / in1; likewise
+  sigmoid = 9,         ///< out = 1 / (1 + exp(-in0))
+  tanh = 10,           ///< out = tanh(in0)
+  erf = 11,            ///< out = erf(in0)
+  sqrt = 12,           ///< out = sqrt(in0)
+  pow = 13,            ///< out = in0 ^ exponent (a constant)
+  reduce_sum = 14,     ///< out[r] = sum of in0[r,:]: shape [rows, 1]
+  reduce_mean = 15,    ///< out[r] = mean of in0[r,:]: shape [rows, 1]
+  transpose = 16,      ///< out = in0^T: shape [cols, rows]; a batch transposes each row block
+  split_heads = 17,    ///< [batch*S, heads*D] to [batch*heads*S, D]: out[(b*heads+h)*S+s, d] = in0[b*S+s, h*D+d]
+  merge_heads = 18,    ///< the inverse: [batch*heads*S, D] to [batch*S, heads*D]
+  slice_columns = 19,  ///< out[r, c] = in0[r, column_begin + c]: shape [rows, column_count]
 };
-inline constexpr std::uint32_t kOpKindCount = 17;
+inline constexpr std::uint32_t kOpKindCount = 20;
 const char* op_kind_name(OpKind);
 /// add, sub, mul, div: two operands, the second equal-shaped, a row vector or a column.
 bool is_binary(OpKind);
@@ -76,6 +79,8 @@ bool is_binary(OpKind);
 bool is_unary(OpKind);
 /// reduce_sum, reduce_mean: each row to one value.
 bool is_row_reduction(OpKind);
+/// transpose, split_heads, merge_heads, slice_columns: data moved, nothing computed.
+bool is_relayout(OpKind);
 
 struct Op {
   OpKind kind = OpKind::matmul;
@@ -84,12 +89,15 @@ struct Op {
   bool relu = false;  ///< dense only: apply ReLU in the epilogue
   SourcePlace place;
   bool transpose_b = false;  ///< matmul only: out = in0 * in1^T (in1 is [n, k])
-  /// matmul only: `batch` products stacked by rows: in0 [batch*m, k], in1 [batch*k, n] (or
+  /// matmul: `batch` products stacked by rows: in0 [batch*m, k], in1 [batch*k, n] (or
   /// [batch*n, k] with transpose_b), out [batch*m, n]; product i takes the i-th row block of each.
+  /// transpose: in0 [batch*r, c] to [batch*c, r]. split_heads, merge_heads: the leading dim B.
   std::uint32_t batch = 1;
-  double scale = 1.0;     ///< softmax only: multiplies the row before the softmax
-  double epsilon = 1e-5;  ///< layer_norm only: added to the variance
-  double exponent = 1.0;  ///< pow only: the constant exponent
+  std::uint32_t heads = 1;                           ///< split_heads, merge_heads only: the heads H
+  std::uint32_t column_begin = 0, column_count = 0;  ///< slice_columns only: the columns it keeps
+  double scale = 1.0;                                ///< softmax only: multiplies the row before the softmax
+  double epsilon = 1e-5;                             ///< layer_norm only: added to the variance
+  double exponent = 1.0;                             ///< pow only: the constant exponent
 };
 
 struct Graph {
