@@ -1,5 +1,5 @@
 #!/usr/bin/python3
-"""Generates MLP ONNX models with weights, an input and the expected output (python3-onnx, numpy; no torch).
+"""Generates MLP and encoder ONNX models with weights, an input and the expected output (python3-onnx, numpy; no torch).
 
 Each model goes to OUT/<name>/model.onnx with test_data_set_0/input_0.pb and output_0.pb, laid
 out as ONNX's own test data, so `tessera run PACKAGE --input x=.../input_0.pb --expect y=.../output_0.pb`
@@ -244,15 +244,205 @@ def build_encoder(name, tokens, width, heads, ffn):
     return model, x, reference.astype(np.float32)
 
 
+def reference_layer_norm(value, scale, shift, epsilon):
+    mean = value.mean(axis=-1, keepdims=True)
+    variance = ((value - mean) ** 2).mean(axis=-1, keepdims=True)
+    return (value - mean) / np.sqrt(variance + np.float64(np.float32(epsilon))) * scale + shift
+
+
+def reference_attention(q, k, v, heads):
+    """Multi-head attention in float64, head by head on column blocks of [..., tokens, width] Q, K and V."""
+    head = q.shape[-1] // heads
+    context = np.empty_like(q)
+    for h in range(heads):
+        cols = slice(h * head, (h + 1) * head)
+        scores = q[..., cols] @ np.swapaxes(k[..., cols], -1, -2) / np.float64(np.float32(math.sqrt(head)))
+        shifted = np.exp(scores - scores.max(axis=-1, keepdims=True))
+        context[..., cols] = (shifted / shifted.sum(axis=-1, keepdims=True)) @ v[..., cols]
+    return context
+
+
+class TorchGraph:
+    """Nodes named as torch.onnx.export names them: /scope/Op, /scope/Op_1, ..., with outputs <name>_output_0."""
+
+    def __init__(self, rng):
+        self.rng, self.nodes, self.initializers, self.counts = rng, [], [], {}
+
+    def node(self, scope, op, inputs, output=None, **attributes):
+        count = self.counts.get((scope, op), 0)
+        self.counts[(scope, op)] = count + 1
+        name = f"{scope}/{op}" + (f"_{count}" if count else "")
+        output = output or f"{name}_output_0"
+        self.nodes.append(helper.make_node(op, inputs, [output], name=name, **attributes))
+        return output
+
+    def constant(self, scope, value, dtype=np.int64):
+        return self.node(scope, "Constant", [], value=numpy_helper.from_array(np.array(value, dtype=dtype)))
+
+    def weight(self, name, array):
+        self.initializers.append(numpy_helper.from_array(np.ascontiguousarray(array, dtype=np.float32), name))
+        return name
+
+    def linear(self, scope, value, reference, fan_in, fan_out, weight_name, bias_name):
+        """nn.Linear on a rank-3 input: MatMul by the weight stored transposed [in, out], then Add(bias, product)."""
+        weight, bias = linear(self.rng, fan_in, fan_out)
+        product = self.node(scope, "MatMul", [value, self.weight(weight_name, weight.T)])
+        return self.node(scope, "Add", [self.weight(bias_name, bias), product]), \
+            reference @ weight.astype(np.float64).T + bias
+
+    def layer_norm(self, scope, value, reference, name, epsilon, output=None):
+        scale = self.rng.uniform(0.5, 1.5, size=reference.shape[-1:]).astype(np.float32)
+        shift = self.rng.uniform(-0.1, 0.1, size=reference.shape[-1:]).astype(np.float32)
+        inputs = [value, self.weight(f"{name}.weight", scale), self.weight(f"{name}.bias", shift)]
+        return self.node(scope, "LayerNormalization", inputs, output, axis=-1, epsilon=epsilon), \
+            reference_layer_norm(reference, scale, shift, epsilon)
+
+    def gelu(self, scope, value, reference):
+        """nn.GELU() or F.gelu (erf form): Div by sqrt(2), Erf, Add 1, Mul by the input, Mul by 0.5 (Constants)."""
+        divided = self.node(scope, "Div", [value, self.constant(scope, math.sqrt(2.0), np.float32)])
+        added = self.node(scope, "Add", [self.node(scope, "Erf", [divided]), self.constant(scope, 1.0, np.float32)])
+        product = self.node(scope, "Mul", [value, added])
+        return self.node(scope, "Mul", [product, self.constant(scope, 0.5, np.float32)]), \
+            reference * 0.5 * (1.0 + erf(reference / math.sqrt(2.0)))
+
+    def model(self, name, x):
+        self.initializers.sort(key=lambda t: t.name.startswith("onnx::"))  # torch lists the folded weights last
+        graph = helper.make_graph(self.nodes, name.replace("-", "_"),
+                                  [helper.make_tensor_value_info("x", TensorProto.FLOAT, list(x.shape))],
+                                  [helper.make_tensor_value_info("y", TensorProto.FLOAT, list(x.shape))],
+                                  self.initializers)
+        model = helper.make_model(graph, producer_name="tessera make_onnx_models.py",
+                                  opset_imports=[helper.make_opsetid("", 17)])
+        model.ir_version = 8
+        onnx.checker.check_model(model)
+        return model
+
+
+# name: (batch, tokens, embedding width, heads, feed-forward width): nn.TransformerEncoderLayer(width, heads, ffn,
+# dropout=0.0, activation="gelu", batch_first=True) in eval mode as torch.onnx.export (torch 1.13, opset 17,
+# do_constant_folding, static shapes) writes it with grad enabled, as by default (under torch.no_grad() the layer
+# takes its fused fast path, aten::_transformer_encoder_layer_fwd, which does not export). The nodes, their names and
+# the initializers are torch's, in its order: Transpose x [1, 0, 2] to [tokens, batch, width]; MatMul by the packed
+# in_proj weight stored transposed [width, 3 width], Add(in_proj_bias, product); chunk(3) as three Slices on axis -1
+# whose bounds are computed in the graph: Shape, Gather(Constant [-1], axis 0), Add 2, Div 3, Mul 1, 2, 3 (int64
+# [1]); Q, K and V Reshape [tokens, batch heads, head width]; Q Transpose [1, 0, 2] and Div by sqrt(head width),
+# K Transpose [1, 2, 0], V Transpose [1, 0, 2]; MatMul, Softmax(-1), MatMul; Transpose [1, 0, 2], Reshape
+# [tokens batch, width], Gemm (out_proj, transB=1), Reshape [tokens, batch, width], Transpose [1, 0, 2]; Add x,
+# LayerNormalization; linear1 (MatMul, Add), GELU, linear2, Add, LayerNormalization, whose output is y. (torch
+# also writes an Identity for each parameter equal to an earlier one, such as nn.Linear's zero biases and
+# nn.LayerNorm's unit weights as initialised; the weights here all differ, so as with torch there is none.)
+TORCH_ENCODERS = {
+    "encoder-torch-s16-e32-h2": (1, 16, 32, 2, 64),
+}
+
+
+def build_torch_encoder(name, batch, tokens, width, heads, ffn):
+    rng = np.random.default_rng(sum(map(ord, name)))  # fixed per model: the files are reproducible
+    g, a, head = TorchGraph(rng), "/self_attn", width // heads
+    x = rng.uniform(-1.0, 1.0, size=(batch, tokens, width)).astype(np.float32)
+    reference_x = x.astype(np.float64)
+    packed, qkv = g.linear(a, g.node(a, "Transpose", ["x"], perm=[1, 0, 2]), reference_x, width, 3 * width,
+                           "onnx::MatMul_110", "self_attn.in_proj_bias")
+    shape = g.node(a, "Shape", [packed])
+    last_axis = g.constant(a, [-1])
+    size = g.node(a, "Gather", [shape, last_axis], axis=0)
+    begin = g.constant(a, [0])
+    third = g.node(a, "Div", [g.node(a, "Add", [size, g.constant(a, [2])]), g.constant(a, [3])])
+    slices = []
+    for i in (1, 2, 3):
+        end = g.node(a, "Mul", [third, g.constant(a, [i])])
+        slices.append(g.node(a, "Slice", [packed, begin, end, last_axis]))
+        begin = end
+    q, k, v = slices
+    split = [tokens, batch * heads, head]
+    q = g.node(a, "Transpose", [g.node(a, "Reshape", [q, g.constant(a, split)], allowzero=0)], perm=[1, 0, 2])
+    k = g.node(a, "Reshape", [k, g.constant(a, split)], allowzero=0)
+    v = g.node(a, "Transpose", [g.node(a, "Reshape", [v, g.constant(a, split)], allowzero=0)], perm=[1, 0, 2])
+    q = g.node(a, "Div", [q, g.constant(a, math.sqrt(head), np.float32)])
+    probs = g.node(a, "Softmax", [g.node(a, "MatMul", [q, g.node(a, "Transpose", [k], perm=[1, 2, 0])])], axis=-1)
+    context = g.node(a, "Transpose", [g.node(a, "MatMul", [probs, v])], perm=[1, 0, 2])
+    context = g.node(a, "Reshape", [context, g.constant(a, [tokens * batch, width])], allowzero=0)
+    w_out, b_out = linear(rng, width, width)
+    out_proj = [g.weight("self_attn.out_proj.weight", w_out), g.weight("self_attn.out_proj.bias", b_out)]
+    out = g.node(a, "Gemm", [context] + out_proj, alpha=1.0, beta=1.0, transB=1)
+    out = g.node(a, "Reshape", [out, g.constant(a, [tokens, batch, width])], allowzero=0)
+    out = g.node(a, "Transpose", [out], perm=[1, 0, 2])
+    attention = reference_attention(*np.split(qkv, 3, axis=-1), heads) @ w_out.astype(np.float64).T + b_out
+    norm1, reference = g.layer_norm("/norm1", g.node("", "Add", ["x", out]), reference_x + attention, "norm1", 1e-5)
+    hidden, ref_hidden = g.linear("/linear1", norm1, reference, width, ffn, "onnx::MatMul_130", "linear1.bias")
+    hidden, ref_hidden = g.gelu("", hidden, ref_hidden)
+    hidden, ref_hidden = g.linear("/linear2", hidden, ref_hidden, ffn, width, "onnx::MatMul_131", "linear2.bias")
+    _, reference = g.layer_norm("/norm2", g.node("", "Add", [norm1, hidden]), reference + ref_hidden, "norm2", 1e-5,
+                                "y")
+    modules = ["self_attn.", "linear1.", "linear2.", "norm1.", "norm2.", "onnx::"]  # torch's order of initializers
+    g.initializers.sort(key=lambda t: next(i for i, module in enumerate(modules) if t.name.startswith(module)))
+    return g.model(name, x), x, reference.astype(np.float32)
+
+
+# name: (batch, tokens, embedding width, heads, feed-forward width, layers): a stack of post-norm BERT encoder
+# layers, a hand-written Hugging Face BERT-style module (layers.N.{query,key,value,dense,ln1,inter,act,out,ln2}) as
+# torch.onnx.export (torch 1.13, opset 17, do_constant_folding, static shapes) writes it, with torch's node and
+# initializer names: query, key and value nn.Linear (MatMul by the weight stored transposed, Add(bias, product)),
+# each .view(batch, tokens, heads, head width) as Reshape by a Constant [batch, tokens, heads, head width]; Q and V
+# .permute(0, 2, 1, 3) as Transpose [0, 2, 1, 3]; K .permute(0, 2, 1, 3).transpose(-1, -2) as one Transpose
+# [0, 2, 3, 1]; MatMul, Div by Constant sqrt(head width), Softmax(-1), MatMul; .permute(0, 2, 1, 3).contiguous()
+# .view(batch, tokens, width) as Transpose [0, 2, 1, 3] and Reshape (.reshape exports the same); dense, Add the
+# layer input, LayerNormalization (eps 1e-12); inter, nn.GELU() (Div, Erf, Add, Mul, Mul), out, Add,
+# LayerNormalization; the last layer's output is y. No Shape chain is left: with static shapes torch folds them.
+BERT_ENCODERS = {
+    "bert-s16-e64-h4-l2": (1, 16, 64, 4, 128, 2),
+    "bert-s128-e256-h4-l2": (1, 128, 256, 4, 1024, 2),
+}
+
+
+def build_bert(name, batch, tokens, width, heads, ffn, layers):
+    rng = np.random.default_rng(sum(map(ord, name)))  # fixed per model: the files are reproducible
+    g, head = TorchGraph(rng), width // heads
+    x = rng.uniform(-1.0, 1.0, size=(batch, tokens, width)).astype(np.float32)
+    value, reference = "x", x.astype(np.float64)
+    for layer in range(layers):
+        s, p, number = f"/layers.{layer}", f"layers.{layer}", 195 + 25 * layer  # torch names: onnx::MatMul_<number+i>
+        q, ref_q = g.linear(f"{s}/query", value, reference, width, width, f"onnx::MatMul_{number}", f"{p}.query.bias")
+        split = [g.constant(s, [batch, tokens, heads, head]) for _ in range(3)]
+        q = g.node(s, "Transpose", [g.node(s, "Reshape", [q, split[0]], allowzero=0)], perm=[0, 2, 1, 3])
+        k, ref_k = g.linear(f"{s}/key", value, reference, width, width, f"onnx::MatMul_{number + 16}", f"{p}.key.bias")
+        k = g.node(s, "Reshape", [k, split[1]], allowzero=0)
+        v, ref_v = g.linear(f"{s}/value", value, reference, width, width, f"onnx::MatMul_{number + 17}",
+                            f"{p}.value.bias")
+        v = g.node(s, "Transpose", [g.node(s, "Reshape", [v, split[2]], allowzero=0)], perm=[0, 2, 1, 3])
+        scores = g.node(s, "MatMul", [q, g.node(s, "Transpose", [k], perm=[0, 2, 3, 1])])
+        scores = g.node(s, "Div", [scores, g.constant(s, math.sqrt(head), np.float32)])
+        context = g.node(s, "MatMul", [g.node(s, "Softmax", [scores], axis=-1), v])
+        context = g.node(s, "Transpose", [context], perm=[0, 2, 1, 3])
+        context = g.node(s, "Reshape", [context, g.constant(s, [batch, tokens, width])], allowzero=0)
+        dense, ref_dense = g.linear(f"{s}/dense", context, reference_attention(ref_q, ref_k, ref_v, heads), width,
+                                    width, f"onnx::MatMul_{number + 22}", f"{p}.dense.bias")
+        norm1, ref_norm1 = g.layer_norm(f"{s}/ln1", g.node(s, "Add", [dense, value]), ref_dense + reference,
+                                        f"{p}.ln1", 1e-12)
+        hidden, ref_hidden = g.linear(f"{s}/inter", norm1, ref_norm1, width, ffn, f"onnx::MatMul_{number + 23}",
+                                      f"{p}.inter.bias")
+        hidden, ref_hidden = g.gelu(f"{s}/act", hidden, ref_hidden)
+        hidden, ref_hidden = g.linear(f"{s}/out", hidden, ref_hidden, ffn, width, f"onnx::MatMul_{number + 24}",
+                                      f"{p}.out.bias")
+        value, reference = g.layer_norm(f"{s}/ln2", g.node(s, "Add", [hidden, norm1]), ref_hidden + ref_norm1,
+                                        f"{p}.ln2", 1e-12, "y" if layer + 1 == layers else None)
+    return g.model(name, x), x, reference.astype(np.float32)
+
+
+# each table of models and the function that builds one of its models
+TABLES = ((MODELS, build), (ENCODERS, build_encoder), (TORCH_ENCODERS, build_torch_encoder),
+          (BERT_ENCODERS, build_bert))
+
+
 def main():
     if len(sys.argv) < 2:
         sys.exit(__doc__)
     out = sys.argv[1]
-    names = sys.argv[2:] or list(MODELS) + list(ENCODERS)
-    for name in names:
-        if name not in MODELS and name not in ENCODERS:
-            sys.exit(f"unknown model '{name}'; known: {', '.join(list(MODELS) + list(ENCODERS))}")
-        model, x, y = build(name, *MODELS[name]) if name in MODELS else build_encoder(name, *ENCODERS[name])
+    known = [name for table, _ in TABLES for name in table]
+    for name in sys.argv[2:] or known:
+        if name not in known:
+            sys.exit(f"unknown model '{name}'; known: {', '.join(known)}")
+        model, x, y = next(builder(name, *table[name]) for table, builder in TABLES if name in table)
         folder = os.path.join(out, name)
         os.makedirs(os.path.join(folder, "test_data_set_0"), exist_ok=True)
         onnx.save(model, os.path.join(folder, "model.onnx"))

@@ -27,6 +27,7 @@ struct ModelBuilder {
     graph = model.mutable_graph();
     graph->set_name("test");
   }
+  void opset(std::int64_t version) { model.mutable_opset_import(0)->set_version(version); }
   void value(onnx::ValueInfoProto* info, const std::string& name, const std::vector<std::int64_t>& dims,
              const std::string& symbolic = "") {
     info->set_name(name);
@@ -72,6 +73,13 @@ struct ModelBuilder {
     return path;
   }
 };
+
+void perm_attribute(onnx::NodeProto* node, const std::vector<std::int64_t>& perm) {
+  auto* attribute = node->add_attribute();
+  attribute->set_name("perm");
+  attribute->set_type(onnx::AttributeProto::INTS);
+  for (std::int64_t p : perm) attribute->add_ints(p);
+}
 
 void int_attribute(onnx::NodeProto* node, const std::string& name, std::int64_t value) {
   auto* attribute = node->add_attribute();
@@ -283,18 +291,77 @@ TEST_CASE("onnx import transposes a computed matrix on the device and refuses ot
   CHECK(graph.tensors[graph.ops[1].inputs[0]].shape == std::vector<std::int64_t>{4, 5});
   CHECK(graph.tensors[graph.ops[1].output].shape == std::vector<std::int64_t>{5, 4});
 
-  // Swapping a batch axis is no matrix transpose: refused, naming the permutation.
+  // Moving the first axis (above 1) is none of the re-layouts: refused, naming the permutation.
   ModelBuilder batch;
-  batch.input("x", {2, 3, 4});
-  auto* swap = batch.node("Transpose", {"x"}, "y", "swap");
-  auto* axes = swap->add_attribute();
-  axes->set_name("perm");
-  axes->set_type(onnx::AttributeProto::INTS);
-  for (std::int64_t p : {1, 0, 2}) axes->add_ints(p);
-  batch.output("y", {3, 2, 4});
+  batch.input("x", {2, 3, 4, 5});
+  perm_attribute(batch.node("Transpose", {"x"}, "y", "swap"), {1, 0, 2, 3});
+  batch.output("y", {3, 2, 4, 5});
   const std::string path = batch.save(dir, "batch.onnx");
   CHECK_THROWS_WITH(import_onnx(path), Catch::StartsWith(path + ": node 'swap' (Transpose): not supported: Transpose "
-                                                                "of the computed [2, 3, 4] by perm [1, 0, 2]"));
+                                                                "of the computed [2, 3, 4, 5] by perm [1, 0, 2, 3]"));
+}
+
+TEST_CASE("onnx import maps attention's re-layouts as torch exports them onto slices, heads and transpose_b",
+          "[onnx]") {
+  // nn.MultiheadAttention's packed projection chunked by Slice, a BERT-style Reshape to heads and
+  // Transpose [0, 2, 1, 3], K as one Transpose [0, 2, 3, 1], the merge back and a size-1 move.
+  TempDir dir;
+  ModelBuilder m;
+  m.opset(17);
+  m.input("x", {1, 6, 8});
+  m.initializer("w", {8, 16}, std::vector<float>(128, 0.25f));
+  m.int_initializer("zero", {1}, {0});
+  m.int_initializer("eight", {1}, {8});
+  m.int_initializer("sixteen", {1}, {16});
+  m.int_initializer("last", {1}, {-1});
+  m.int_initializer("heads", {4}, {1, 6, 2, 4});
+  m.int_initializer("merged", {3}, {1, 6, 8});
+  m.node("MatMul", {"x", "w"}, "h");
+  m.node("Slice", {"h", "zero", "eight", "last"}, "q");
+  m.node("Slice", {"h", "eight", "sixteen", "last"}, "k");
+  m.node("Reshape", {"q", "heads"}, "q4");
+  m.node("Reshape", {"k", "heads"}, "k4");
+  perm_attribute(m.node("Transpose", {"q4"}, "qh"), {0, 2, 1, 3});
+  perm_attribute(m.node("Transpose", {"k4"}, "kt"), {0, 2, 3, 1});
+  m.node("MatMul", {"qh", "kt"}, "s");
+  m.node("Softmax", {"s"}, "p");
+  m.node("MatMul", {"p", "qh"}, "c");
+  perm_attribute(m.node("Transpose", {"c"}, "c4"), {0, 2, 1, 3});
+  m.node("Reshape", {"c4", "merged"}, "y3");
+  perm_attribute(m.node("Transpose", {"y3"}, "y"), {1, 0, 2});  // moves the axis of size 1 only: a view
+  m.output("y", {6, 1, 8});
+  const Graph graph = import_onnx(m.save(dir, "attention.onnx")).graph;
+  std::vector<OpKind> kinds;
+  for (const Op& op : graph.ops) kinds.push_back(op.kind);
+  // K's transpose is read by the product as transpose_b, so it is gone.
+  CHECK(kinds == std::vector<OpKind>{OpKind::matmul, OpKind::slice_columns, OpKind::slice_columns, OpKind::split_heads,
+                                     OpKind::split_heads, OpKind::matmul, OpKind::softmax, OpKind::matmul,
+                                     OpKind::merge_heads});
+  REQUIRE(kinds.size() == 9);
+  CHECK(graph.ops[2].column_begin == 8);
+  CHECK(graph.ops[2].column_count == 8);
+  CHECK(graph.ops[3].heads == 2);
+  CHECK(graph.ops[3].batch == 1);
+  CHECK(graph.ops[5].transpose_b);
+  CHECK(graph.ops[5].batch == 2);
+  CHECK(graph.ops[5].inputs[1] == graph.ops[4].output);
+  CHECK(graph.tensors[graph.ops[3].output].shape == std::vector<std::int64_t>{12, 4});
+  CHECK(graph.tensors[graph.ops[8].output].shape == std::vector<std::int64_t>{6, 8});
+  CHECK(graph.tensors[graph.ops[8].output].name == "y");
+
+  // A Reshape into heads read by anything but the Transpose into heads: a clear refusal.
+  ModelBuilder wrong;
+  wrong.opset(17);
+  wrong.input("x", {1, 6, 8});
+  wrong.initializer("w", {8, 8}, std::vector<float>(64, 0.25f));
+  wrong.int_initializer("heads", {4}, {1, 6, 2, 4});
+  wrong.node("MatMul", {"x", "w"}, "h");
+  wrong.node("Reshape", {"h", "heads"}, "h4");
+  wrong.node("Relu", {"h4"}, "y", "act");
+  wrong.output("y", {1, 6, 2, 4});
+  const std::string path = wrong.save(dir, "wrong.onnx");
+  CHECK_THROWS_WITH(import_onnx(path), Catch::StartsWith(path + ": node 'act' (Relu): not supported: 'h' is needed as "
+                                                                "[12, 4] here but is laid out as [6, 8]"));
 }
 
 TEST_CASE("onnx import maps a product of two rank-4 activations onto a batched matmul", "[onnx]") {

@@ -7,6 +7,8 @@
 #include <onnx/shape_inference/implementation.h>
 #include <openssl/evp.h>
 
+#include <algorithm>
+#include <array>
 #include <filesystem>
 #include <fstream>
 #include <map>
@@ -26,7 +28,7 @@ const std::vector<std::string>& supported_operators() {
       "MatMul",     "Gemm",      "Add",      "Sub",     "Mul",     "Div",     "Relu",
       "Sigmoid",    "Tanh",      "Erf",      "Sqrt",    "Pow",     "Softmax", "LayerNormalization",
       "ReduceMean", "ReduceSum", "Identity", "Flatten", "Reshape", "Squeeze", "Unsqueeze",
-      "Transpose"};
+      "Transpose",  "Slice"};
   return names;
 }
 
@@ -117,6 +119,7 @@ public:
     for (const OnnxValue& input : result_.inputs)
       if (!declared_.count(input.name)) declare_input(input.name, ir_shape(input.dims));
     for (const onnx::ValueInfoProto& output : graph.output()) import_output(output);
+    prune_unread_ops();
     if (graph_.ops.empty()) throw Error(path_ + ": the model computes nothing on the device (no supported operator)");
     return std::move(result_);
   }
@@ -192,8 +195,8 @@ private:
     }
     const Tensor& tensor = graph_.tensors[static_cast<std::size_t>(index)];
     if (tensor.shape != shape)
-      unsupported(where, fmt::format("'{}' is needed as {} here but is laid out as {} (a re-layout of a tensor is not "
-                                     "supported yet)",
+      unsupported(where, fmt::format("'{}' is needed as {} here but is laid out as {} (a Reshape that splits the "
+                                     "last axis is read only by the Transpose into heads that follows it)",
                                      tensor.name, dims_text(shape), dims_text(tensor.shape)));
     return static_cast<std::uint32_t>(index);
   }
@@ -303,17 +306,14 @@ private:
       stand_in.values.assign(static_cast<std::size_t>(element_count(stand_in.dims, where)), 0.0);
       std::vector<const Constant*> inputs = constant_inputs;
       inputs[0] = &stand_in;
+      // A view: the IR tensor keeps its layout, which the next op must be able to read (a
+      // split into heads is read by the Transpose that follows it).
       Computed value = computed(0);
       value.dims = fold_node(node, inputs, result_.opset, where).at(0).dims;
-      // A computed tensor keeps its rows: only a view with the same [rows, cols] is free.
-      if (value.tensor >= 0 && graph_.tensors[static_cast<std::size_t>(value.tensor)].shape != ir_shape(value.dims))
-        unsupported(where,
-                    fmt::format("{} of the computed tensor '{}' from {} to {} changes its row length (a re-layout on "
-                                "the device is not supported yet)",
-                                op, node.input(0), dims_text(computed(0).dims), dims_text(value.dims)));
       computed_[output] = value;
       return;
     }
+    if (op == "Slice") return import_slice(node, constant_inputs, index, where);
     if (auto kind = unary_kind(op)) return import_unary(node, *kind, index, where);
     if (op == "Softmax") return import_softmax(node, index, where);
     if (op == "MatMul") return import_matmul(node, index, where);
@@ -327,32 +327,140 @@ private:
     unsupported(where, fmt::format("operator {}", op));
   }
 
-  /// Transpose of a computed matrix: the last two axes swapped, any leading axes of size 1 kept
-  /// (the IR's [rows, cols] becomes [cols, rows]); other permutations are refused.
+  /// Transpose of a computed tensor. Moving only axes of size 1 is a view. Otherwise, with the
+  /// axes of size 1 dropped and the rest seen as [A, B, C, D] (A fixed), the permutation is a
+  /// product of two re-layouts: swapping B and C (split_heads from the [A*B, C*D] a Reshape left,
+  /// merge_heads from [A*B*C, D]) and swapping C and D (a batched transpose).
   void import_transpose(const onnx::NodeProto& node, int index, const std::string& where) {
     const Computed& x = computed_.at(node.input(0));
     const std::size_t rank = x.dims.size();
     std::vector<std::int64_t> perm = ints_attribute(node, "perm");
     if (perm.empty())
       for (std::size_t i = rank; i-- > 0;) perm.push_back(static_cast<std::int64_t>(i));
-    bool swaps_last_two = rank >= 2 && perm.size() == rank;
-    std::int64_t leading = 1;
-    for (std::size_t i = 0; swaps_last_two && i + 2 < rank; ++i) {
-      swaps_last_two = perm[i] == static_cast<std::int64_t>(i);
-      leading *= x.dims[i];
+    if (perm.size() != rank || !std::is_permutation(perm.begin(), perm.end(), identity_order(rank).begin()))
+      unsupported(where, fmt::format("Transpose by perm [{}] of a rank-{} tensor", fmt::join(perm, ", "), rank));
+    Dims dims;
+    std::vector<std::int64_t> kept;  // the axes above 1, in their new order
+    for (std::int64_t axis : perm) {
+      dims.push_back(x.dims[static_cast<std::size_t>(axis)]);
+      if (dims.back() != 1) kept.push_back(axis);
     }
-    swaps_last_two = swaps_last_two && perm[rank - 2] == static_cast<std::int64_t>(rank - 1) &&
-                     perm[rank - 1] == static_cast<std::int64_t>(rank - 2);
-    if (!swaps_last_two || leading != 1)
-      unsupported(where, fmt::format("Transpose of the computed {} by perm [{}] (a computed tensor transposes its "
-                                     "last two axes only, with no leading axis above 1)",
-                                     dims_text(x.dims), fmt::join(perm, ", ")));
+    const std::string refused = fmt::format(
+        "Transpose of the computed {} by perm [{}] (with the axes of size 1 left out, the first axis must stay and "
+        "at most three others move: a split into heads, a merge of heads, or the last two axes swapped)",
+        dims_text(x.dims), fmt::join(perm, ", "));
+    if (std::is_sorted(kept.begin(), kept.end())) {  // the elements keep their order
+      Computed view = x;
+      view.dims = dims;
+      computed_[node.output(0)] = view;
+      return;
+    }
+    // [A, B, C, D]: the axes above 1 in their old order, ones in front; `order` their new order.
+    std::vector<std::int64_t> old_axes = kept;
+    std::sort(old_axes.begin(), old_axes.end());
+    if (old_axes.size() > 4) unsupported(where, refused);
+    const std::size_t pad = 4 - old_axes.size();
+    std::array<std::int64_t, 4> shape{1, 1, 1, 1}, order{0, 1, 2, 3};
+    for (std::size_t i = 0; i < old_axes.size(); ++i) {
+      shape[pad + i] = x.dims[static_cast<std::size_t>(old_axes[i])];
+      order[pad + i] = static_cast<std::int64_t>(
+          pad + static_cast<std::size_t>(std::find(old_axes.begin(), old_axes.end(), kept[i]) - old_axes.begin()));
+    }
+    const std::vector<char> steps = relayout_steps(order);
+    if (steps.empty()) unsupported(where, refused);
+    Computed value = x;
+    value.dims = {shape[0], shape[1], shape[2], shape[3]};
+    for (std::size_t i = 0; i < steps.size(); ++i) {
+      const std::string name = i + 1 == steps.size() ? node.output(0) : fmt::format("{}.{}", node.output(0), i);
+      const auto [a, b, c, d] = std::array{value.dims[0], value.dims[1], value.dims[2], value.dims[3]};
+      Op op;
+      if (steps[i] == 'T') {  // [A, B, C, D] to [A, B, D, C]
+        op.kind = OpKind::transpose;
+        op.batch = static_cast<std::uint32_t>(a * b);
+        op.inputs = {tensor_as(value, {a * b * c, d}, where)};
+        value = Computed{add_op(op, name, index, where), "", {a, b, d, c}};
+        continue;
+      }
+      // [A, B, C, D] to [A, C, B, D]: B tokens of C heads, or B heads of C tokens.
+      const std::vector<std::int64_t> merged{a * b, c * d}, by_heads{a * b * c, d};
+      const bool from_merged =
+          value.tensor < 0 ? !declared_.count(value.input) || layout_of(value) == merged : layout_of(value) == merged;
+      op.kind = from_merged ? OpKind::split_heads : OpKind::merge_heads;
+      op.batch = static_cast<std::uint32_t>(a);
+      op.heads = static_cast<std::uint32_t>(from_merged ? c : b);
+      op.inputs = {tensor_as(value, from_merged ? merged : by_heads, where)};
+      value = Computed{add_op(op, name, index, where), "", {a, c, b, d}};
+    }
+    value.dims = dims;
+    computed_[node.output(0)] = value;
+  }
+
+  static std::vector<std::int64_t> identity_order(std::size_t rank) {
+    std::vector<std::int64_t> order(rank);
+    for (std::size_t i = 0; i < rank; ++i) order[i] = static_cast<std::int64_t>(i);
+    return order;
+  }
+
+  /// The shortest sequence of 'H' (swap axes 1 and 2) and 'T' (swap axes 2 and 3) giving the
+  /// permutation `order` of four axes; empty when it moves axis 0 (or is the identity).
+  static std::vector<char> relayout_steps(const std::array<std::int64_t, 4>& order) {
+    if (order[0] != 0) return {};
+    // Breadth first over the six orders of axes 1 to 3.
+    std::vector<std::pair<std::array<std::int64_t, 4>, std::vector<char>>> frontier{{{0, 1, 2, 3}, {}}};
+    for (std::size_t depth = 0; depth < 3; ++depth) {
+      std::vector<std::pair<std::array<std::int64_t, 4>, std::vector<char>>> next;
+      for (const auto& [current, steps] : frontier)
+        for (char step : {'H', 'T'}) {
+          std::array<std::int64_t, 4> moved = current;
+          if (step == 'H') std::swap(moved[1], moved[2]);
+          else std::swap(moved[2], moved[3]);
+          std::vector<char> longer = steps;
+          longer.push_back(step);
+          if (moved == order) return longer;
+          next.emplace_back(moved, std::move(longer));
+        }
+      frontier = std::move(next);
+    }
+    return {};
+  }
+
+  /// The IR layout of a computed value (its tensor's shape).
+  std::vector<std::int64_t> layout_of(const Computed& value) const {
+    const std::int64_t index = value.tensor >= 0 ? value.tensor : static_cast<std::int64_t>(declared_.at(value.input));
+    return graph_.tensors[static_cast<std::size_t>(index)].shape;
+  }
+
+  /// Slice of a computed tensor: a range of its last axis, step 1 (slice_columns). The same
+  /// folding on a stand-in holding each element's index tells which elements it keeps.
+  void import_slice(const onnx::NodeProto& node, const std::vector<const Constant*>& constant_inputs, int index,
+                    const std::string& where) {
+    if (!computed_.count(node.input(0))) unsupported(where, "Slice of a constant with computed bounds");
+    for (int i = 1; i < node.input_size(); ++i)
+      if (!node.input(i).empty() && !constants_.count(node.input(i)))
+        unsupported(where, fmt::format("a Slice bound '{}' computed at run time", node.input(i)));
+    const Computed& x = computed_.at(node.input(0));
+    Constant stand_in{TensorProto::FLOAT, x.dims, {}};
+    stand_in.values.resize(static_cast<std::size_t>(element_count(x.dims, where)));
+    for (std::size_t i = 0; i < stand_in.values.size(); ++i) stand_in.values[i] = static_cast<double>(i);
+    std::vector<const Constant*> inputs = constant_inputs;
+    inputs[0] = &stand_in;
+    const Constant kept = fold_node(node, inputs, result_.opset, where).at(0);
+    const std::vector<std::int64_t> from = ir_shape(x.dims), to = ir_shape(kept.dims);
+    bool columns = from.size() == 2 && to.size() == 2 && to[0] == from[0] && !kept.values.empty();
+    const std::int64_t begin = columns ? static_cast<std::int64_t>(kept.values[0]) : 0;
+    for (std::int64_t r = 0; columns && r < to[0]; ++r)
+      for (std::int64_t c = 0; columns && c < to[1]; ++c)
+        columns = kept.values[static_cast<std::size_t>(r * to[1] + c)] == static_cast<double>(r * from[1] + begin + c);
+    if (!columns)
+      unsupported(where, fmt::format("Slice of the computed {} to {} (a range of the last axis with step 1 is "
+                                     "supported)",
+                                     dims_text(x.dims), dims_text(kept.dims)));
     Op op;
-    op.kind = OpKind::transpose;
-    op.inputs = {tensor_as(x, {x.dims[rank - 2], x.dims[rank - 1]}, where)};
-    Dims dims = x.dims;
-    std::swap(dims[rank - 2], dims[rank - 1]);
-    computed_[node.output(0)] = Computed{add_op(op, node.output(0), index, where), "", dims};
+    op.kind = OpKind::slice_columns;
+    op.column_begin = static_cast<std::uint32_t>(begin);
+    op.column_count = static_cast<std::uint32_t>(to[1]);
+    op.inputs = {tensor_of(x, where)};
+    computed_[node.output(0)] = Computed{add_op(op, node.output(0), index, where), "", kept.dims};
   }
 
   static std::optional<OpKind> unary_kind(const std::string& op) {
@@ -546,6 +654,14 @@ private:
       }
       n = b_value.dims[rank - 1];
       matmul.inputs = {tensor_of(a, where), tensor_of(b_value, where)};
+      // A product by a transpose reads the transpose's input by rows (transpose_b): the
+      // transpose itself is dropped at the end if nothing else reads it.
+      const auto producer = std::find_if(graph_.ops.begin(), graph_.ops.end(),
+                                         [&](const Op& op) { return op.output == matmul.inputs[1]; });
+      if (producer != graph_.ops.end() && producer->kind == OpKind::transpose && producer->batch == matmul.batch) {
+        matmul.inputs[1] = producer->inputs[0];
+        matmul.transpose_b = true;
+      }
     }
     // Leading dims of a rank-3/4 left operand are rows of the IR's matrix: the right one is shared.
     Dims dims(a.dims.begin(), a.dims.end() - 1);
@@ -747,6 +863,35 @@ private:
     }
     graph_.outputs.push_back(tensor);
     result_.outputs.push_back({output.name(), declared});
+  }
+
+  /// Drops the ops whose results no op and no output reads (a transpose a product reads as
+  /// transpose_b, a dead branch), with their tensors; inputs and weights stay.
+  void prune_unread_ops() {
+    std::vector<bool> read(graph_.tensors.size(), false), keep(graph_.ops.size(), false);
+    for (std::uint32_t output : graph_.outputs) read[output] = true;
+    for (std::size_t i = graph_.ops.size(); i-- > 0;)
+      if ((keep[i] = read[graph_.ops[i].output]))
+        for (std::uint32_t input : graph_.ops[i].inputs) read[input] = true;
+    std::vector<bool> dropped(graph_.tensors.size(), false);
+    for (std::size_t i = 0; i < graph_.ops.size(); ++i) dropped[graph_.ops[i].output] = !keep[i];
+    std::vector<std::uint32_t> renumbered(graph_.tensors.size());
+    std::vector<Tensor> tensors;
+    for (std::size_t t = 0; t < graph_.tensors.size(); ++t) {
+      renumbered[t] = static_cast<std::uint32_t>(tensors.size());
+      if (!dropped[t]) tensors.push_back(std::move(graph_.tensors[t]));
+    }
+    std::vector<Op> ops;
+    for (std::size_t i = 0; i < graph_.ops.size(); ++i) {
+      if (!keep[i]) continue;
+      Op& op = graph_.ops[i];
+      for (std::uint32_t& input : op.inputs) input = renumbered[input];
+      op.output = renumbered[op.output];
+      ops.push_back(std::move(op));
+    }
+    for (std::uint32_t& output : graph_.outputs) output = renumbered[output];
+    graph_.tensors = std::move(tensors);
+    graph_.ops = std::move(ops);
   }
 
   std::string path_;
