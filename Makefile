@@ -2,7 +2,7 @@
 BUILD ?= build
 TESSERA := $(BUILD)/tools/tessera
 
-.PHONY: all bootstrap build demo test lint test-onnx test-faults test-sanitize fuzz bench bench-exchange bench-ab bench-simulator bench-planning bench-regret bench-fidelity calibrate tune clean
+.PHONY: all bootstrap build demo test lint test-onnx test-faults test-sanitize fuzz bench bench-exchange bench-ab bench-simulator bench-planning bench-regret bench-fidelity bench-onnx calibrate tune clean
 
 all: build
 
@@ -111,6 +111,11 @@ bench-planning: calibrate
 # The planner's pick beside every plan of its candidate space pinned, compiled and simulated.
 bench-regret: build
 	$(BUILD)/bench/planning/bench-planning --regret
+
+# The generated ONNX encoders on t1472: compile time, cycles, peak tile bytes, errors against
+# the float64 outputs and ONNX Runtime.
+bench-onnx: build
+	bench/onnx/bench_onnx.sh $(TESSERA) $(CURDIR) $(BUILD)/bench-onnx
 
 clean:
 	rm -rf $(BUILD)
