@@ -87,11 +87,25 @@ double poplibs_cast_to_half(U count) {
   return 19 + 6 * (19 + 2.0 * (per / 4) + (per % 4 != 0 ? 3 : 0) + 23);
 }
 
+/// poplibs' supervisor transpose of float (popsparse getTransposeCycleEstimate): 2x2 grains at
+/// 3 cycles, the source rows split over the six workers, a transpose each.
+double poplibs_transpose(U rows, U cols) {
+  const double row_grains = ceil_div(ceil_div(rows, 6), 2), col_grains = ceil_div(cols, 2);
+  double worker = 0;
+  if (row_grains == 1 && col_grains == 1) worker = 17 + 12;
+  else if (col_grains == 1) worker = 27 + 15 + 20 + 3 * (row_grains - 2);
+  else worker = 29 + 18 + row_grains * (12 + 3 * (col_grains - 2));
+  return 7 + 6 * worker;
+}
+
 double poplibs_matmul(U m, U k, U n, bool half) {
   // swapOperands is a plan transform chosen before the vertex kind (poplin ConvPlan.cpp), so
-  // every vertex is costed in both orientations.
-  const double best = std::min({poplibs_amp(m, k, n, half), poplibs_amp(n, k, m, half), poplibs_hmac(m, k, n, half),
-                                poplibs_hmac(n, k, m, half)});
+  // every vertex is costed in both orientations. A swapped vertex writes c^T, which poplibs'
+  // planner rearranges (addTransformCycleEstimate's rearrangeOutput): here at its transpose
+  // vertex's estimate; a c of one row or one column is laid out the same either way.
+  const double regroup = m > 1 && n > 1 ? poplibs_transpose(n, m) : 0;
+  const double swapped = std::min(poplibs_amp(n, k, m, half), poplibs_hmac(n, k, m, half)) + regroup;
+  const double best = std::min({poplibs_amp(m, k, n, half), poplibs_hmac(m, k, n, half), swapped});
   return best + (half ? poplibs_cast_to_half(m * k) : 0);  // our matmul_half takes float a
 }
 
@@ -174,15 +188,23 @@ int main(int argc, char** argv) {
           if (std::uint64_t{m} * k * n > (1ull << 26)) continue;  // more than a tile's memory holds
           // Constant weights, stored as each orientation streams them (as the planner lays them out):
           // the faster of the two, as poplibs picks the better of swapOperands.
+          // A swapped product is its matmul call and the transpose of c^T after it.
           tessera::CodeletCharge best;
+          const char* best_orientation = "as-is";
           for (auto orientation : {tessera::MatmulOrientation::as_is, tessera::MatmulOrientation::swapped}) {
-            const tessera::CodeletCharge c = charge(tessera::constant_weight_matmul(half, orientation),
-                                                    {m, k, n, static_cast<std::uint32_t>(orientation)});
-            if (best.cycles == 0 || c.cycles < best.cycles) best = c;
+            const Codelet codelet = tessera::constant_weight_matmul(half, orientation);
+            const std::vector<std::uint32_t> params = {m, k, n, static_cast<std::uint32_t>(orientation)};
+            tessera::CodeletCharge c = charge(codelet, params);
+            c.cycles = tessera::matmul_product_cycles(codelet, params, target);
+            if (best.cycles == 0 || c.cycles < best.cycles) {
+              best = c;
+              best_orientation = orientation == tessera::MatmulOrientation::as_is ? "as-is" : "swapped";
+            }
           }
           rows.push_back({half ? "matmul_half" : "matmul",
-                          "m=" + std::to_string(m) + " k=" + std::to_string(k) + " n=" + std::to_string(n), best,
-                          poplibs_matmul(m, k, n, half)});
+                          "m=" + std::to_string(m) + " k=" + std::to_string(k) + " n=" + std::to_string(n) +
+                              " orientation=" + best_orientation,
+                          best, poplibs_matmul(m, k, n, half)});
         }
   for (std::uint32_t m : batches)
     for (std::uint32_t width : widths) {
@@ -225,6 +247,9 @@ int main(int argc, char** argv) {
                         poplibs_row_scalar(m, width, per_row_scalar)});
       }
       rows.push_back({"reduce_rows", shape, charge(Codelet::reduce_rows, {m, width, 0}), poplibs_row_reduce(m, width)});
+      // A swapped product's c^T [width, m] laid out as c.
+      rows.push_back({"transpose", "rows=" + std::to_string(width) + " cols=" + std::to_string(m),
+                      charge(Codelet::transpose, {width, m}), poplibs_transpose(width, m)});
       for (std::uint32_t parts : {2u, 4u, 16u}) {
         rows.push_back({"reduce_add", "parts=" + std::to_string(parts) + " count=" + std::to_string(count),
                         charge(Codelet::reduce_add, {parts, count}), poplibs_reduce(parts, count)});

@@ -39,6 +39,7 @@ constexpr CodeletShape kShapes[kCodeletCount] = {
     {"binary_row", 2, 3},         // {inout, row}; {rows, cols, function}
     {"reduce_rows", 2, 3},        // {in, out}; {rows, cols, mean}
     {"binary_column", 2, 3},      // {inout, column}; {rows, cols, function}
+    {"transpose", 2, 2},          // {in, out}; {rows, cols}
 };
 
 const CodeletShape& shape_of(Codelet codelet) {
@@ -104,7 +105,8 @@ std::uint64_t saturate(unsigned __int128 value) {
 // with r = ceil(field / workers), input_groups = ceil(k / input_channels) and
 // output_groups = ceil(outputs / output_channels). The orientation says what the field is:
 // as_is streams a's m rows against b's n columns as weights; swapped streams b's n columns
-// against a's m rows (outputs stored with a stride, one worker cycle per pair). A field whose
+// against a's m rows, leaving c^T [n, m] (a transpose call lays it out as c, as poplibs'
+// planner charges a swapped product its output's rearrangement). A field whose
 // k values are not contiguous in memory (b [k, n] swapped, b [n, k] as_is) is first
 // transposed by the workers; matmul_half's b is stored as its orientation streams it, so it
 // never is. Half weights (matmul_half) first cast a to half.
@@ -126,7 +128,11 @@ constexpr std::uint64_t kReduceWorkerFixed = 32, kReduceLoopFixed = 7, kReducePe
 constexpr std::uint64_t kReduceFloatsPerLoop = 4;
 constexpr std::uint64_t kCastWorkerFixed = 42;  // f32 -> f16: two cycles per four floats
 constexpr std::uint64_t kCastCyclesPerFour = 2;
-constexpr std::uint64_t kTransposeWorkerFixed = 17, kTransposePerVector = 2;  // two strided loads
+// Transposes walk 2x2 grains of floats, the source rows split over the workers (poplibs'
+// supervisor transpose): 3 cycles a grain, 6 more a pair of rows when the block is wider than
+// one grain, 47 a worker (56 for a single column grain, 29 for a single grain).
+constexpr std::uint64_t kTransposeWorkerFixed = 47, kTransposeNarrowFixed = 56, kTransposeSingleGrain = 29;
+constexpr std::uint64_t kTransposePerGrain = 3, kTransposePerRowPair = 6;
 // Row steps: a row's fold (max or sum), a per-row scalar's set-up, a square root and a divide (5 each).
 struct RowStep {
   std::uint64_t worker_fixed, per_row;
@@ -173,6 +179,18 @@ std::uint64_t elementwise_cycles(std::uint64_t count, std::uint64_t worker_fixed
   const std::uint64_t workers = workers_of(target);
   const std::uint64_t vectors = ceil_div(ceil_div(count, workers), kFloatsPerVector);
   return add(kSupervisorCycles, mul(workers, add(worker_fixed, mul(vectors, per_vector))));
+}
+
+/// Transposing a [rows, cols] block of floats into [cols, rows].
+std::uint64_t transpose_cycles(std::uint64_t rows, std::uint64_t cols, const Target& target) {
+  const std::uint64_t workers = workers_of(target);
+  const std::uint64_t row_grains = ceil_div(ceil_div(rows, workers), 2), col_grains = ceil_div(cols, 2);
+  std::uint64_t worker = kTransposeSingleGrain;
+  if (col_grains == 1 && row_grains > 1) worker = add(kTransposeNarrowFixed, mul(row_grains, kTransposePerGrain));
+  else if (col_grains > 1)
+    worker =
+        add(kTransposeWorkerFixed, mul(row_grains, add(kTransposePerRowPair, mul(col_grains, kTransposePerGrain))));
+  return add(kSupervisorCycles, mul(workers, worker));
 }
 
 /// A reduction of `parts` over `loops` four-float loops.
@@ -248,7 +266,7 @@ Amp amp_of(Codelet codelet, const Target& target) {
 
 /// The AMP path: `field` rows streamed against `outputs` columns of weights, `k` deep.
 std::uint64_t amp_cycles(const Amp& amp, std::uint64_t field, std::uint64_t k, std::uint64_t outputs,
-                         bool strided_outputs, const Target& target, std::uint64_t& passes) {
+                         const Target& target, std::uint64_t& passes) {
   const std::uint64_t workers = workers_of(target);
   const std::uint64_t input_groups = ceil_div(k, amp.input_channels);
   const std::uint64_t output_groups = ceil_div(outputs, amp.output_channels);
@@ -257,9 +275,7 @@ std::uint64_t amp_cycles(const Amp& amp, std::uint64_t field, std::uint64_t k, s
   const std::uint64_t core = amp.core();
   const std::uint64_t weight_load = ceil_div(amp.input_channels * amp.output_channels * amp.weight_bytes,
                                              std::max<std::uint32_t>(target.load_bytes_per_cycle, 1));
-  // Swapped outputs leave the AMP as a column of c: stored one float a cycle, not a pair.
-  const std::uint64_t store = strided_outputs ? ceil_div(std::min(outputs, amp.output_channels), kFloatsPerVector) : 0;
-  const std::uint64_t worker = std::max(amp.worker_fill, add(amp.worker_base, mul(add(core, store), rows)));
+  const std::uint64_t worker = std::max(amp.worker_fill, add(amp.worker_base, mul(core, rows)));
   const std::uint64_t pass = add(add(amp.pass_overhead, weight_load), mul(workers, worker));
   const std::uint64_t zeroing = mul(workers, add(kAmpZeroingFixed, amp.zeroes_rows ? mul(core, rows) : 0));
   return add(add(kAmpCallOverhead, mul(output_groups, add(kAmpGroupOverhead, zeroing))), mul(passes, pass));
@@ -292,10 +308,10 @@ CodeletCharge matmul_charge(Codelet codelet, std::span<const std::uint32_t> para
   const std::uint64_t cast = half ? cast_to_half_cycles(mul(m, k), target) : 0;
   std::uint64_t prepare = cast;
   if (matmul_transposes_b(codelet, params[kMatmulOrientationParam]))
-    prepare = add(prepare, elementwise_cycles(mul(k, n), kTransposeWorkerFixed, kTransposePerVector, target));
+    prepare = add(prepare, transpose_cycles(k, n, target));
   std::uint64_t passes = 0;
-  const std::uint64_t on_amp = add(prepare, swapped ? amp_cycles(amp, n, k, m, true, target, passes)
-                                                    : amp_cycles(amp, m, k, n, false, target, passes));
+  const std::uint64_t on_amp =
+      add(prepare, swapped ? amp_cycles(amp, n, k, m, target, passes) : amp_cycles(amp, m, k, n, target, passes));
   const std::uint64_t on_workers = add(cast, worker_mac_cycles(m, k, n, half, target));
   if (on_workers < on_amp) {
     charge.cycles = on_workers;
@@ -375,6 +391,8 @@ std::uint64_t codelet_operand_words(Codelet codelet, std::span<const std::uint32
     case Codelet::reduce_rows:
     case Codelet::binary_column:
       return operand == 0 ? product(params[0], params[1]) : params[0];
+    case Codelet::transpose:
+      return product(params[0], params[1]);
     case Codelet::layer_norm:
       return operand == 1 || operand == 2 ? params[1] : product(params[0], params[1]);
     case Codelet::reduce_add:
@@ -425,7 +443,7 @@ std::uint32_t codelet_code_bytes(Codelet codelet) {
   // Indexed by the enum value: the AMP's supervisor and worker loops are the largest.
   // unary holds every function's loop (erf's polynomial, pow's log and exp), binary four.
   constexpr std::uint32_t kCodeBytes[kCodeletCount] = {1536, 512, 384, 256,  256, 192, 640, 1792, 1792,
-                                                       448,  768, 896, 1024, 384, 384, 320, 384};
+                                                       448,  768, 896, 1024, 384, 384, 320, 384,  320};
   shape_of(codelet);  // an id outside the set is a caller bug
   return kCodeBytes[static_cast<std::uint32_t>(codelet)];
 }
@@ -508,6 +526,9 @@ CodeletCharge codelet_charge(Codelet codelet, std::span<const std::uint32_t> par
       charge.cycles =
           row_cycles(params[0], params[1], kScalarStep, 0, function_cycles_per_vector(codelet, params), target);
       break;
+    case Codelet::transpose:
+      charge.cycles = transpose_cycles(params[0], params[1], target);
+      break;
     case Codelet::reduce_rows:
       // One fold per row, then a multiply by 1/cols for a mean.
       charge.cycles = row_cycles(params[0], params[1], kFoldStep, params[2] != 0 ? 1 : 0, kReduceRowPerVector, target);
@@ -522,13 +543,27 @@ std::uint64_t codelet_cycles(Codelet codelet, std::span<const std::uint32_t> par
   return codelet_charge(codelet, params, target).cycles;
 }
 
+std::uint64_t matmul_product_cycles(Codelet codelet, std::span<const std::uint32_t> params, const Target& target) {
+  const std::uint64_t cycles = codelet_cycles(codelet, params, target);
+  if (!matmul_leaves_transpose(params)) return cycles;
+  const std::uint32_t transposed[] = {params[2], params[0]};  // c^T is [n, m]
+  return add(cycles, codelet_cycles(Codelet::transpose, transposed, target));
+}
+
+bool matmul_leaves_transpose(std::span<const std::uint32_t> params) {
+  // c^T of one row or one column is laid out as c already.
+  return params[kMatmulOrientationParam] == static_cast<std::uint32_t>(MatmulOrientation::swapped) && params[0] > 1 &&
+         params[2] > 1;
+}
+
 MatmulOrientation faster_matmul_orientation(Codelet codelet, std::uint32_t m, std::uint32_t k, std::uint32_t n,
                                             const Target& target) {
   const std::uint32_t as_is[] = {m, k, n, static_cast<std::uint32_t>(MatmulOrientation::as_is)};
   const std::uint32_t swapped[] = {m, k, n, static_cast<std::uint32_t>(MatmulOrientation::swapped)};
-  // Ties keep as_is: its outputs leave the AMP as rows, no strided stores.
-  return codelet_cycles(codelet, swapped, target) < codelet_cycles(codelet, as_is, target) ? MatmulOrientation::swapped
-                                                                                           : MatmulOrientation::as_is;
+  // Ties keep as_is: its outputs leave the AMP as rows of c, no transpose after.
+  return matmul_product_cycles(codelet, swapped, target) < matmul_product_cycles(codelet, as_is, target)
+             ? MatmulOrientation::swapped
+             : MatmulOrientation::as_is;
 }
 
 bool matmul_transposes_b(Codelet codelet, std::uint32_t orientation) {

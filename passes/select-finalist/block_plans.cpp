@@ -246,9 +246,9 @@ Fragment build_product(const BlockPlanContext& plan, Split split, FragmentBuilde
         const std::uint32_t c_block = builder.create(name + ".out", tile, std::uint64_t{rows.size} * cols.size,
                                                      layout.fast, layout.matmul_alignment, Lifetime::transient);
         const Codelet codelet = op.transpose_b != b_transposed ? Codelet::matmul_transposed : Codelet::matmul;
-        builder.call(1, tile, codelet, {{a_block, 0}, {b_block, 0}, {c_block, 0}},
-                     {rows.size, k, cols.size,
-                      matmul_orientation(codelet, rows.size, k, cols.size, plan.target, plan.orientation)});
+        builder.call_matmul(1, tile, codelet, {a_block, 0}, {b_block, 0}, {c_block, 0},
+                            {rows.size, k, cols.size,
+                             matmul_orientation(codelet, rows.size, k, cols.size, plan.target, plan.orientation)});
         output.pieces.push_back({tile, cols.begin, cols.size, c_block, rows.begin, rows.size});
       }
     }

@@ -204,8 +204,8 @@ BusiestMatmul busiest_matmul(const DenseOp& op, DenseCandidate candidate, const 
 }
 
 std::uint64_t BusiestMatmul::cycles(std::uint32_t in_orientation, const Target& target) const {
-  return codelet_cycles(constant_weight_matmul(half_weights, static_cast<MatmulOrientation>(in_orientation)),
-                        std::vector<std::uint32_t>{m, k, n, in_orientation}, target);
+  return matmul_product_cycles(constant_weight_matmul(half_weights, static_cast<MatmulOrientation>(in_orientation)),
+                               std::vector<std::uint32_t>{m, k, n, in_orientation}, target);
 }
 
 const char* reduce_scatter_name(const DenseOp& op, DenseCandidate candidate) {
@@ -648,9 +648,9 @@ Fragment DenseFragment::build() && {
           builder_.host_slice(*op_.w, stream_kind_of(*op_.w), buffers.weights[s], depth.begin, depth.size,
                               cols.begin + slice.begin, slice.size,
                               matmul_b_is_n_by_k(matmul.codelet, matmul.orientation));
-          builder_.call(matmul_superstep(s), buffers.tile, matmul.codelet,
-                        {{buffers.x_chunk, 0}, {buffers.weights[s], 0}, {buffers.partials[s % 2], 0}},
-                        {m, depth.size, slice.size, matmul.orientation});
+          builder_.call_matmul(matmul_superstep(s), buffers.tile, matmul.codelet, {buffers.x_chunk, 0},
+                               {buffers.weights[s], 0}, {buffers.partials[s % 2], 0},
+                               {m, depth.size, slice.size, matmul.orientation});
         }
         if (depth_groups == 1) {  // no serial splits: the partials are the output
           epilogue(1, buffers.tile, m, buffers.partials[0], buffers.bias, cols.begin, cols.size);

@@ -31,8 +31,9 @@ WeightMatmul weight_matmul(bool half_weights, std::uint32_t m, std::uint32_t k, 
     return call(choice == OrientationChoice::swapped ? MatmulOrientation::swapped : MatmulOrientation::as_is);
   const WeightMatmul as_is = call(MatmulOrientation::as_is), swapped = call(MatmulOrientation::swapped);
   const std::uint32_t as_is_params[] = {m, k, n, as_is.orientation}, swapped_params[] = {m, k, n, swapped.orientation};
-  // Ties keep as_is: its outputs leave the AMP as rows, no strided stores.
-  return codelet_cycles(swapped.codelet, swapped_params, target) < codelet_cycles(as_is.codelet, as_is_params, target)
+  // Ties keep as_is: its outputs leave the AMP as rows of c, no transpose after.
+  return matmul_product_cycles(swapped.codelet, swapped_params, target) <
+                 matmul_product_cycles(as_is.codelet, as_is_params, target)
              ? swapped
              : as_is;
 }
@@ -100,6 +101,20 @@ void FragmentBuilder::call(std::uint32_t superstep, std::uint32_t tile, Codelet 
                            std::vector<BufferRef> operands, std::vector<std::uint32_t> params) {
   for (const BufferRef& ref : operands) use(ref.buffer, superstep);
   fragment_.program.supersteps.at(superstep).compute.push_back({tile, codelet, std::move(operands), std::move(params)});
+}
+
+void FragmentBuilder::call_matmul(std::uint32_t superstep, std::uint32_t tile, Codelet codelet, BufferRef a,
+                                  BufferRef b, BufferRef c, std::vector<std::uint32_t> params) {
+  if (!matmul_leaves_transpose(params)) {
+    call(superstep, tile, codelet, {a, b, c}, std::move(params));
+    return;
+  }
+  const std::uint32_t m = params[0], n = params[2];
+  const Buffer& out = buffer(c.buffer);
+  const std::uint32_t scratch =
+      create(out.name + ".t", tile, std::uint64_t{m} * n, out.region, out.alignment, Lifetime::transient);
+  call(superstep, tile, codelet, {a, b, {scratch, 0}}, std::move(params));
+  call(superstep, tile, Codelet::transpose, {{scratch, 0}, c}, {n, m});
 }
 
 void FragmentBuilder::move_rows(std::uint32_t superstep, BufferRef from, std::uint32_t from_stride, BufferRef to,

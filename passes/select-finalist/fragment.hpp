@@ -90,6 +90,11 @@ public:
                        std::uint32_t alignment, Lifetime lifetime);
   void call(std::uint32_t superstep, std::uint32_t tile, Codelet codelet, std::vector<BufferRef> operands,
             std::vector<std::uint32_t> params);
+  /// c = a * b by a matmul `codelet`, params {m, k, n, orientation}. Swapped, the AMP leaves
+  /// c^T: into a scratch buffer beside c (its region and alignment), which a transpose call
+  /// then lays out into c.
+  void call_matmul(std::uint32_t superstep, std::uint32_t tile, Codelet codelet, BufferRef a, BufferRef b, BufferRef c,
+                   std::vector<std::uint32_t> params);
   /// Moves `rows` rows of `width` words, row r from from.word_offset + r * from_stride to
   /// to.word_offset + r * to_stride. Across tiles: copies in `superstep`'s exchange. On one
   /// tile (the exchange cannot send to itself): copy codelets at the start of the next

@@ -93,10 +93,8 @@ double matmul_cycles(Codelet codelet, double m, double k, double n, bool swapped
   const double field = swapped ? n : m, outputs = swapped ? m : n;
   const double passes = std::ceil(k / in) * std::ceil(outputs / out);
   const double weight_load = in * out * (half ? 2 : 4) / std::max<std::uint32_t>(target.load_bytes_per_cycle, 1);
-  // Swapped, each field row's outputs are a column of c, stored one float a worker cycle.
-  const double store = swapped ? std::ceil(std::min(outputs, out) / 2) : 0;
   const double worker =
-      std::max(kAmpWorkerFillCycles, kAmpWorkerBaseCycles + (in * out / macs + store) * std::ceil(field / threads));
+      std::max(kAmpWorkerFillCycles, kAmpWorkerBaseCycles + in * out / macs * std::ceil(field / threads));
   double amp = passes * (kAmpPassCycles + weight_load + threads * worker);
   // b's k values must be contiguous for the field: b [k, n] swapped and b [n, k] as_is transpose it.
   if (tessera::matmul_transposes_b(codelet, swapped ? 1 : 0)) amp += k * n * kTransposeCyclesPerElement;
@@ -166,6 +164,9 @@ std::uint64_t estimate_call(const CodeletCall& call, const Target& target) {
       break;
     case Codelet::reduce_rows:
       cycles += row_cycles(p[0], p[1], kReduceRowCyclesPerElement, kReduceRowCyclesPerRow, target);
+      break;
+    case Codelet::transpose:
+      cycles += double(p[0]) * p[1] * kTransposeCyclesPerElement;
       break;
     case Codelet::binary_column:
       cycles += row_cycles(p[0], p[1],

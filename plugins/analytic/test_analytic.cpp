@@ -98,10 +98,12 @@ TEST_CASE("analytic charges matmuls as AMP passes and the slowest tile per super
   CHECK(compute_of({{matmul(0, 256, 256, 256)}}) == 512 * (25 + 32 + 6 * (22 + 8 * 43)) + 170);
   const std::uint64_t one = compute_of({{matmul(0, 64, 64, 64)}});
   CHECK(one == 32 * (25 + 32 + 6 * (22 + 8 * 11)) + 170);
-  // Swapped, b's 256 columns are the field and a's 16 rows the outputs: each field row's outputs
-  // are a column of c, stored one float a worker cycle (8 more a row). b [n, k] needs no transpose.
+  // Swapped, b's 256 columns are the field and a's 16 rows the outputs, left as c^T; b [n, k]
+  // needs no transpose. The transpose call after it costs a cycle an element.
   const CodeletCall swapped{0, Codelet::matmul_transposed, {{0, 0}, {0, 0}, {0, 0}}, {16, 256, 256, 1}};
-  CHECK(compute_of({{swapped}}) == 32 * (25 + 32 + 6 * (22 + (8 + 8) * 43)) + 170);
+  CHECK(compute_of({{swapped}}) == 32 * (25 + 32 + 6 * (22 + 8 * 43)) + 170);
+  const CodeletCall transpose{0, Codelet::transpose, {{0, 0}, {0, 0}}, {256, 16}};
+  CHECK(compute_of({{swapped, transpose}}) == 32 * (25 + 32 + 6 * (22 + 8 * 43)) + 170 + 256 * 16 + 170);
   // A tiny product: the faster of one AMP pass (25 + a 32-cycle weight load + 6 x the 46-cycle
   // fill) and the workers (6 x (51 + 14 + k / 2)); the simulator charges 472 for it.
   CHECK(compute_of({{matmul(0, 1, 8, 1)}}) == std::min(25 + 32 + 6 * 46, 6 * (51 + 14 + 4)) + 170);

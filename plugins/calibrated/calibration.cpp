@@ -46,8 +46,7 @@ Features matmul_features(Params p, const Target& t, Codelet codelet) {
   const double outputs = swapped ? m : n;
   const double output_groups = std::ceil(outputs / out), passes = std::ceil(k / in) * output_groups;
   const double rows = std::ceil((swapped ? n : m) / workers);
-  const double store = swapped ? std::ceil(std::min(outputs, out) / 2) : 0;  // outputs stored down a column
-  const double pass_worker = passes * std::max(half ? 25.0 : 46.0, (half ? 18 : 22) + (in * out / macs + store) * rows);
+  const double pass_worker = passes * std::max(half ? 25.0 : 46.0, (half ? 18 : 22) + in * out / macs * rows);
   const double zero_rows = half ? 0 : output_groups * rows;
   const bool transpose = tessera::matmul_transposes_b(codelet, p[3]);
   const double transpose_vectors = transpose ? worker_vectors(k * n, t) : 0;
@@ -170,6 +169,29 @@ const CodeletLine kCodeletLines[] = {
     {Codelet::matmul_half, kHalfMatmulFeatureNames,
      [](Params p, const Target& t) -> Features { return matmul_features(p, t, Codelet::matmul_half); }, kMatmulShapes},
     {Codelet::bias_add_half, kBiasFeatureNames, bias_features, kBiasShapes},
+    // A transpose walks 2x2 grains, the rows split over the workers: a fixed cost by case (one
+    // grain, one column of grains, wider), then per row of grains, and per grain when wider.
+    {Codelet::transpose,
+     "single_grain,narrow,wide,narrow_row_grains,wide_row_grains,wide_grains",
+     [](Params p, const Target& t) -> Features {
+       const double workers = std::max<std::uint32_t>(t.worker_threads, 1);
+       const double row_grains = std::ceil(std::ceil(p[0] / workers) / 2), col_grains = std::ceil(p[1] / 2.0);
+       const bool wide = col_grains > 1, narrow = !wide && row_grains > 1;
+       return {!wide && !narrow ? 1.0 : 0.0, narrow ? 1.0 : 0.0,      wide ? 1.0 : 0.0,
+               narrow ? row_grains : 0.0,    wide ? row_grains : 0.0, wide ? row_grains * col_grains : 0.0};
+     },
+     {{1, 1},
+      {2, 1},
+      {16, 2},
+      {128, 1},
+      {1024, 2},
+      {2, 16},
+      {64, 8},
+      {256, 16},
+      {33, 7},
+      {256, 64},
+      {90, 6},
+      {1024, 16}}},
     {Codelet::softmax, kRowFeatureNames, row_features, row_shapes(0x3e000000)},     // scale 0.125
     {Codelet::layer_norm, kRowFeatureNames, row_features, row_shapes(0x3727c5ac)},  // eps 1e-5
     // Functions (unary, binary, binary_row): the slowest worker's vectors times the function's

@@ -100,9 +100,32 @@ void multiply(const float* __restrict a, const float* __restrict b, float* __res
   }
 }
 
+/// Runs `product` (writing c [m, n]) into c, or into c^T [n, m] when the call leaves it so.
+template <class Product>
+void store_product(float* memory, const LoadedCall& call, Product&& product) {
+  const std::uint32_t m = call.param[0], n = call.param[2];
+  float* c = memory + call.operand[2];
+  if (!matmul_leaves_transpose(call.param)) return product(c);
+  std::vector<float> rows(static_cast<std::size_t>(m) * n);
+  product(rows.data());
+  for (std::uint32_t i = 0; i < m; ++i)
+    for (std::uint32_t j = 0; j < n; ++j)
+      c[static_cast<std::size_t>(j) * m + i] = rows[static_cast<std::size_t>(i) * n + j];
+}
+
 void run_matmul(float* memory, const LoadedCall& call) {
-  multiply(memory + call.operand[0], memory + call.operand[1], memory + call.operand[2], call.param[0], call.param[1],
-           call.param[2]);
+  store_product(memory, call, [&](float* c) {
+    multiply(memory + call.operand[0], memory + call.operand[1], c, call.param[0], call.param[1], call.param[2]);
+  });
+}
+
+void run_transpose(float* memory, const LoadedCall& call) {
+  const std::uint32_t rows = call.param[0], cols = call.param[1];
+  const float* __restrict in = memory + call.operand[0];
+  float* __restrict out = memory + call.operand[1];
+  for (std::uint32_t r = 0; r < rows; ++r)
+    for (std::uint32_t c = 0; c < cols; ++c)
+      out[static_cast<std::size_t>(c) * rows + r] = in[static_cast<std::size_t>(r) * cols + c];
 }
 
 /// c[m,n] = a[m,k] * b[n,k]^T summed in float32 in k order; c must not alias a or b.
@@ -119,8 +142,10 @@ void multiply_transposed(const float* __restrict a, const float* __restrict b, f
 }
 
 void run_matmul_transposed(float* memory, const LoadedCall& call) {
-  multiply_transposed(memory + call.operand[0], memory + call.operand[1], memory + call.operand[2], call.param[0],
-                      call.param[1], call.param[2]);
+  store_product(memory, call, [&](float* c) {
+    multiply_transposed(memory + call.operand[0], memory + call.operand[1], c, call.param[0], call.param[1],
+                        call.param[2]);
+  });
 }
 
 // Both operands as halves (a rounded on load), products exact in float32, float32 sums.
@@ -130,11 +155,11 @@ void run_matmul_half(float* memory, const LoadedCall& call) {
   std::vector<float> a_half(a, a + static_cast<std::size_t>(m) * k);
   for (float& value : a_half) value = round_to_half(value);
   const std::vector<float> b = read_halves(memory, call.operand[1], static_cast<std::size_t>(k) * n);
-  if (!matmul_b_is_n_by_k(Codelet::matmul_half, call.param[kMatmulOrientationParam])) {
-    multiply(a_half.data(), b.data(), memory + call.operand[2], m, k, n);
-    return;
-  }
-  multiply_transposed(a_half.data(), b.data(), memory + call.operand[2], m, k, n);
+  store_product(memory, call, [&](float* c) {
+    if (matmul_b_is_n_by_k(Codelet::matmul_half, call.param[kMatmulOrientationParam]))
+      multiply_transposed(a_half.data(), b.data(), c, m, k, n);
+    else multiply(a_half.data(), b.data(), c, m, k, n);
+  });
 }
 
 void run_bias_add_half(float* memory, const LoadedCall& call) {
@@ -363,6 +388,8 @@ void run_call(float* memory, const LoadedCall& call) {
       return run_binary_broadcast(memory, call, call.codelet == Codelet::binary_column);
     case Codelet::reduce_rows:
       return run_reduce_rows(memory, call);
+    case Codelet::transpose:
+      return run_transpose(memory, call);
   }
   assert(false && "codelet checked at load");
 }
@@ -414,6 +441,7 @@ std::string aliasing_problem(const LoadedCall& call, std::span<const std::uint64
       if (overlaps(o[0], words[0], o[1], words[1])) return "the column overlaps the values";
       return "";
     case Codelet::reduce_rows:
+    case Codelet::transpose:
       if (overlaps(o[1], words[1], o[0], words[0])) return "its output overlaps its input";
       return "";
     case Codelet::binary:

@@ -99,9 +99,9 @@ TEST_CASE("package reader reports truncation, bad magic and another version", "[
   std::ofstream(file, std::ios::binary | std::ios::trunc) << good.substr(0, 10);
   CHECK_THROWS_WITH(read_package(file), Catch::Contains("not a Tessera package"));
   std::string other = good;
-  other[8] = 7;
+  other[8] = 9;
   std::ofstream(file, std::ios::binary | std::ios::trunc) << other;
-  CHECK_THROWS_WITH(read_package(file), Catch::Contains("package format version 7"));
+  CHECK_THROWS_WITH(read_package(file), Catch::Contains("package format version 9"));
   CHECK_THROWS_WITH(read_package((dir.path() / "none.tpkg").string()), Catch::Contains("cannot open package"));
 }
 

@@ -239,12 +239,14 @@ TEST_CASE("cli plugins list shows every shipped plugin", "[e2e]") {
 
 TEST_CASE("cli cycles prints the simulator's charge for one codelet call with its floors", "[e2e][cycles]") {
   const std::string target = source_path("configs/targets/t1472.yaml");
-  // 2 x 179 x 128 float32: auto picks swapped (b transposed, then 23 passes of its 128 columns),
-  // as the unit test of the formula works out: 55,865 against 62,055 as-is; loads (2 x 179 + 179 x 128) x 4 / 16.
+  // 2 x 179 x 128 float32: auto picks swapped (b transposed, then 23 passes of its 128 columns,
+  // then c^T transposed), as the unit test of the formula works out: 47,909 and 545, 48,454 in
+  // all against 62,055 as-is; loads (2 x 179 + 179 x 128) x 4 / 16.
   auto r = run_command({tessera_binary(), "cycles", "-t", target, "matmul", "--m", "2", "--k", "179", "--n", "128"});
   REQUIRE(r.exit_code == 0);
   CHECK_THAT(r.out, Catch::Contains("codelet=matmul target=t1472 m=2 k=179 n=128 orientation=swapped path=amp "
-                                    "amp_passes=23 cycles=55865 mac_floor=2864 load_floor=5818\n"));
+                                    "amp_passes=23 cycles=47909 mac_floor=2864 load_floor=5818 "
+                                    "output_transpose_cycles=545 product_cycles=48454\n"));
   r = run_command({tessera_binary(), "cycles", "-t", target, "matmul", "--m", "2", "--k", "179", "--n", "128",
                    "--orientation", "as-is"});
   REQUIRE(r.exit_code == 0);

@@ -62,12 +62,18 @@ TEST_CASE("codelet cycle formulas charge the documented machine model", "[codele
   const std::uint64_t thin_as_is = 63 + 8 * (30 + 6 * (2 + 8 * 1)) + 23 * 8 * (25 + 32 + 6 * 46);
   CHECK(codelet_charge(Codelet::matmul, V{2, 179, 128, as_is}, target).cycles == thin_as_is);
   CHECK(codelet_charge(Codelet::matmul, V{2, 179, 128, as_is}, target).amp_passes == 23 * 8);
-  // Swapped: b [k, n] transposed by the workers first (11 + 6 * (17 + 2 * vectors)), then its
-  // 128 columns stream against a's 2 rows, stored down a column (one more cycle a row).
-  const std::uint64_t transpose = 11 + 6 * (17 + 2 * 1910);
-  const std::uint64_t thin_swapped = transpose + 63 + 1 * (30 + 6 * (2 + 8 * 22)) + 23 * (25 + 32 + 6 * (22 + 9 * 22));
+  // Swapped: b [k, n] transposed by the workers first (2x2 grains, the rows split over the
+  // workers: 11 + 6 * (47 + row grains * (6 + 3 * column grains))), then its 128 columns stream
+  // against a's 2 rows, leaving c^T; the product adds a transpose call of c^T [128, 2] into c
+  // (one column grain: 11 + 6 * (56 + 3 * row grains)), as poplibs rearranges a swapped output.
+  const std::uint64_t transpose = 11 + 6 * (47 + 15 * (6 + 3 * 64));
+  const std::uint64_t thin_swapped = transpose + 63 + 1 * (30 + 6 * (2 + 8 * 22)) + 23 * (25 + 32 + 6 * (22 + 8 * 22));
   CHECK(codelet_cycles(Codelet::matmul, V{2, 179, 128, swapped}, target) == thin_swapped);
-  CHECK(thin_swapped < thin_as_is);
+  const std::uint64_t output_transpose = 11 + 6 * (56 + 3 * 11);
+  CHECK(codelet_cycles(Codelet::transpose, V{128, 2}, target) == output_transpose);
+  CHECK(matmul_product_cycles(Codelet::matmul, V{2, 179, 128, swapped}, target) == thin_swapped + output_transpose);
+  CHECK(matmul_product_cycles(Codelet::matmul, V{2, 179, 128, as_is}, target) == thin_as_is);
+  CHECK(thin_swapped + output_transpose < thin_as_is);
   CHECK(faster_matmul_orientation(Codelet::matmul, 2, 179, 128, target) == MatmulOrientation::swapped);
   CHECK(faster_matmul_orientation(Codelet::matmul, 128, 128, 128, target) == MatmulOrientation::as_is);
   // Tiny products run on the workers: 51 a worker's run, a dot of k = 8 at a cycle per two floats plus 14.
@@ -223,6 +229,10 @@ TEST_CASE("no codelet call is charged below its MACs at peak or its input bytes 
         case Codelet::binary_column:
           params = {rows, cols, static_cast<std::uint32_t>(trial) % kBinaryFunctionCount};
           input_words = std::uint64_t{rows} * cols + rows;
+          break;
+        case Codelet::transpose:
+          params = {rows, cols};
+          input_words = std::uint64_t{rows} * cols;
           break;
       }
       const std::uint64_t cycles = codelet_cycles(codelet, params, target);

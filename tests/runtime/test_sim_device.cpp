@@ -345,11 +345,15 @@ TEST_CASE("device calls must come in order", "[runtime][sim]") {
 namespace {
 
 /// small_mlp_package with tile 1's weights stored [n, k] (a transposed slice) and multiplied
-/// swapped, as the planner lays out constant weights for the swapped orientation.
+/// swapped, as the planner lays out constant weights for the swapped orientation: the product
+/// leaves c^T [4, 2] in a scratch buffer, which a transpose lays out into the partial.
 Package with_transposed_weights(Package package, Codelet as_is, Codelet swapped) {
   using namespace testing::layout;
+  constexpr std::uint32_t scratch = 128;
   package.tiles[0].supersteps[0].compute = {testing::call(as_is, {x0, w0, partials}, {2, 4, 4, 0})};
-  package.tiles[1].supersteps[0].compute = {testing::call(swapped, {x1, w1, p1}, {2, 4, 4, 1})};
+  package.tiles[1].buffers.push_back({scratch, 32});
+  package.tiles[1].supersteps[0].compute = {testing::call(swapped, {x1, w1, scratch}, {2, 4, 4, 1}),
+                                            testing::call(Codelet::transpose, {scratch, p1}, {4, 2})};
   for (PackageStream& stream : package.streams)
     if (stream.tensor == "w") stream.slices[1].transposed = true;
   return package;

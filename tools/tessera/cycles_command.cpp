@@ -20,7 +20,7 @@ CLI::App* add_cycles_command(CLI::App& app, CyclesRequest& request) {
           "codelet", request.codelet,
           "matmul, matmul_transposed, relu, add, copy, bias_add, softmax, layer_norm, reduce_add, reduce_bias; "
           "unary: sigmoid, tanh, erf, sqrt, square, pow; binary: subtract, multiply, divide (--count), "
-          "their _row and _column forms (--rows --cols); reduce_sum, reduce_mean")
+          "their _row and _column forms (--rows --cols); reduce_sum, reduce_mean; transpose")
       ->required();
   cycles->add_option("--target,-t", request.target, "target YAML")->required()->check(CLI::ExistingFile);
   cycles->add_option("--dtype", request.dtype, "f32, or f16 for half weights (matmul, bias_add)")
@@ -127,6 +127,10 @@ int cycles_command(const CyclesRequest& request) {
     else params = {needed(request.count, "--count", name), static_cast<std::uint32_t>(*binary)};
     shape = row ? fmt::format("rows={} cols={} function={}", params[0], params[1], binary_function_name(*binary))
                 : fmt::format("count={} function={}", params[0], binary_function_name(*binary));
+  } else if (name == "transpose") {
+    codelet = Codelet::transpose;
+    params = {needed(request.rows, "--rows", name), needed(request.cols, "--cols", name)};
+    shape = fmt::format("rows={} cols={}", params[0], params[1]);
   } else if (name == "reduce_sum" || name == "reduce_mean") {
     codelet = Codelet::reduce_rows;
     params = {needed(request.rows, "--rows", name), needed(request.cols, "--cols", name),
@@ -137,7 +141,8 @@ int cycles_command(const CyclesRequest& request) {
         fmt::format("tessera cycles: unknown codelet '{}'; the codelets are matmul, matmul_transposed, relu, add, "
                     "copy, bias_add, softmax, layer_norm, reduce_add and reduce_bias (half weights: --dtype f16), "
                     "the unary functions sigmoid, tanh, erf, sqrt, square and pow, subtract, multiply and divide "
-                    "(and their _row and _column forms, add_row and add_column too), reduce_sum and reduce_mean",
+                    "(and their _row and _column forms, add_row and add_column too), reduce_sum, reduce_mean and "
+                    "transpose",
                     name));
   }
   if (half && codelet != Codelet::matmul_half && codelet != Codelet::bias_add_half)
@@ -160,10 +165,16 @@ int cycles_command(const CyclesRequest& request) {
                                       {request.orientation != "auto", matmul, "--orientation"}})
     if (given && !taken) throw Error(fmt::format("tessera cycles {}: {} does not apply to {}", name, option, name));
   const CodeletCharge charge = codelet_charge(codelet, params, target);
-  fmt::print("codelet={} target={} {}{} path={}{} cycles={} mac_floor={} load_floor={}\n", codelet_name(codelet),
+  // A swapped product leaves c^T: the transpose call after it is part of the product.
+  std::string product;
+  if (matmul && params[kMatmulOrientationParam] == static_cast<std::uint32_t>(MatmulOrientation::swapped)) {
+    const std::uint64_t total = matmul_product_cycles(codelet, params, target);
+    product = fmt::format(" output_transpose_cycles={} product_cycles={}", total - charge.cycles, total);
+  }
+  fmt::print("codelet={} target={} {}{} path={}{} cycles={} mac_floor={} load_floor={}{}\n", codelet_name(codelet),
              target.name, shape, relu_taken ? fmt::format(" relu={}", request.relu ? 1 : 0) : "", charge.path,
              charge.amp_passes ? fmt::format(" amp_passes={}", charge.amp_passes) : "", charge.cycles, charge.mac_floor,
-             charge.load_floor);
+             charge.load_floor, product);
   return 0;
 }
 

@@ -11,14 +11,16 @@ struct Target;
 /// Version of the codelet set (semantics and cycle formulas); written into packages.
 // 5: unary, binary, binary_row, reduce_rows; 6: binary_column and add as a binary function,
 // fused codelets charged as their steps, matmul_half's half worker MAC.
-inline constexpr std::uint32_t kCodeletSetVersion = 6;
+inline constexpr std::uint32_t kCodeletSetVersion = 7;
 
 /// Operands are word offsets into buffers (program) or byte addresses (tile image);
 /// params are the shape numbers listed per codelet. Data is float32 unless marked half
 /// (IEEE binary16, two per word, packed row-major, the last word padded). Float params
 /// (scale, eps) are passed as their float32 bit patterns.
 enum class Codelet : std::uint16_t {
-  matmul = 0,      ///< operands {a, b, c}; params {m, k, n, orientation}: c[m,n] = a[m,k] * b[k,n]
+  /// operands {a, b, c}; params {m, k, n, orientation}: c[m,n] = a[m,k] * b[k,n] (swapped: c
+  /// holds c^T [n,m], as the AMP leaves it, for a transpose call; matmul_leaves_transpose)
+  matmul = 0,
   reduce_add = 1,  ///< operands {in, out}; params {parts, count}: out[i] = sum_p in[p*count+i]
   bias_add = 2,    ///< operands {inout, bias}; params {rows, cols, relu}: inout[r,c] += bias[c]
   relu = 3,        ///< operands {inout}; params {count}
@@ -28,9 +30,10 @@ enum class Codelet : std::uint16_t {
   /// own_stride, relu}: out[r,c] = act(sum_p in[(p*rows+r)*cols+c] + own[r*own_stride+c] + bias[c]),
   /// so the owner's own partial is read in place (strided) instead of copied.
   reduce_bias = 6,
-  matmul_transposed = 7,  ///< operands {a, b, c}; params {m, k, n, orientation}: c[m,n] = a[m,k] * b[n,k]^T
+  matmul_transposed = 7,  ///< operands {a, b, c}; params {m, k, n, orientation}: c[m,n] = a[m,k] * b[n,k]^T (as matmul)
   /// operands {a, b (half), c}; params {m, k, n, orientation}: c = half(a) * b, float32 sums; b is
-  /// laid out as the orientation streams it: [k, n] as_is, [n, k] swapped (no transpose either way).
+  /// laid out as the orientation streams it: [k, n] as_is, [n, k] swapped (no transpose either way);
+  /// c as matmul's.
   matmul_half = 8,
   bias_add_half = 9,  ///< operands {inout, bias (half)}; params {rows, cols, relu}
   softmax = 10,       ///< operands {in, out}; params {rows, cols, scale}: rows of softmax(scale * in)
@@ -41,8 +44,9 @@ enum class Codelet : std::uint16_t {
   reduce_rows = 15,   ///< operands {in, out}; params {rows, cols, mean}: out[r] = sum (mean if 1) of in[r,:]
   /// operands {inout, column}; params {rows, cols, function}: inout[r,c] = inout[r,c] op column[r]
   binary_column = 16,
+  transpose = 17,  ///< operands {in, out}; params {rows, cols}: out[c,r] = in[r,c] (out is [cols, rows])
 };
-inline constexpr std::uint32_t kCodeletCount = 17;
+inline constexpr std::uint32_t kCodeletCount = 18;
 
 /// The `function` param of a unary call; pow raises to the float `exponent` param.
 enum class UnaryFunction : std::uint32_t { sigmoid = 0, tanh = 1, erf = 2, sqrt = 3, pow = 4 };
@@ -67,7 +71,7 @@ inline constexpr std::uint32_t kMatmulOrientationParam = 3;
 /// are the same; the cycles are not, so the planner chooses (docs/targets.md).
 enum class MatmulOrientation : std::uint32_t {
   as_is = 0,    ///< field = the m rows of a, AMP weights = b
-  swapped = 1,  ///< field = the n columns of b, AMP weights = a (outputs stored strided)
+  swapped = 1,  ///< field = the n columns of b, AMP weights = a (c left as c^T [n, m])
 };
 inline constexpr std::uint32_t kMatmulOrientations = 2;
 bool is_matmul(Codelet);
@@ -116,7 +120,13 @@ std::uint32_t vertex_state_bytes(Codelet);
 /// Tile memory of one exchange descriptor: a send list entry, a receive list entry.
 inline constexpr std::uint32_t kSendDescriptorBytes = 8, kReceiveDescriptorBytes = 12;
 
-/// The orientation in which a matmul codelet of this shape is charged fewer cycles (as_is on a tie).
+/// Whether a matmul call leaves c^T for a transpose call to lay out: swapped, with c more
+/// than one row and one column (c^T of a row or a column is laid out as c already).
+bool matmul_leaves_transpose(std::span<const std::uint32_t> params);
+/// A product's cycles in an orientation: the matmul call's, and the transpose call's that lays
+/// c^T out as c when it leaves one.
+std::uint64_t matmul_product_cycles(Codelet, std::span<const std::uint32_t> params, const Target&);
+/// The orientation in which a product of this shape takes fewer cycles (as_is on a tie).
 MatmulOrientation faster_matmul_orientation(Codelet, std::uint32_t m, std::uint32_t k, std::uint32_t n, const Target&);
 /// Whether a matmul call's workers transpose b first: its k values are not contiguous for the
 /// field (matmul's b [k, n] swapped, matmul_transposed's b [n, k] as_is; matmul_half never).

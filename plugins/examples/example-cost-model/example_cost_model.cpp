@@ -125,7 +125,9 @@ private:
         arithmetic = params[0];
         break;
       case Codelet::binary_row:
+      case Codelet::binary_column:
       case Codelet::reduce_rows:
+      case Codelet::transpose:
         arithmetic = std::uint64_t{params[0]} * params[1];
         break;
       case Codelet::reduce_bias:
