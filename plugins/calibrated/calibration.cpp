@@ -33,7 +33,7 @@ double worker_vectors(double count, const Target& target) {
 // features of the path the machine model takes, zeros for the other, so one fit prices both.
 // AMP: a call, its passes, the workers' cycles over all passes (a pipeline fill at least),
 // output groups times field rows (zeroing), and the workers' operand preparation (b's
-// transpose in vectors, a's cast to half in fours). Workers: a call and the busiest worker's
+// transpose at the transpose codelet's charge, a's cast to half in fours). Workers: a call and the busiest worker's
 // dot-product cycles.
 Features matmul_features(Params p, const Target& t, Codelet codelet) {
   const bool half = codelet == Codelet::matmul_half;
@@ -48,8 +48,10 @@ Features matmul_features(Params p, const Target& t, Codelet codelet) {
   const double rows = std::ceil((swapped ? n : m) / workers);
   const double pass_worker = passes * std::max(half ? 25.0 : 46.0, (half ? 18 : 22) + in * out / macs * rows);
   const double zero_rows = half ? 0 : output_groups * rows;
+  // b's transpose is the transpose codelet's charge for [k, n].
   const bool transpose = tessera::matmul_transposes_b(codelet, p[3]);
-  const double transpose_vectors = transpose ? worker_vectors(k * n, t) : 0;
+  const double transpose_cycles =
+      transpose ? double(tessera::codelet_cycles(Codelet::transpose, std::vector<std::uint32_t>{p[1], p[2]}, t)) : 0;
   const double cast_fours = half ? std::ceil(std::ceil(m * k / workers) / 4) : 0;
   const double dot = double(tessera::worker_dot_cycles(p[1], half));
   const double worker_dots = std::ceil(m * n / workers) * (14 + dot);
@@ -58,14 +60,14 @@ Features matmul_features(Params p, const Target& t, Codelet codelet) {
   const bool on_workers = std::string_view(tessera::codelet_charge(codelet, p, t).path) == "worker-mac";
   Features features = on_workers
                           ? Features{0, 0, 0, 0, half ? cast_fours : 0, 0, 1, worker_dots}
-                          : Features{1, passes, pass_worker, output_groups, zero_or_cast, transpose_vectors, 0, 0};
+                          : Features{1, passes, pass_worker, output_groups, zero_or_cast, transpose_cycles, 0, 0};
   // matmul_half's b is stored as its orientation streams it: never transposed, no such feature.
   if (half) features.erase(features.begin() + 5);
   return features;
 }
 
 constexpr const char* kMatmulFeatureNames =
-    "amp_call,amp_passes,amp_pass_worker_cycles,amp_output_groups,amp_zero_rows,transpose_vectors,worker_call,"
+    "amp_call,amp_passes,amp_pass_worker_cycles,amp_output_groups,amp_zero_rows,transpose_cycles,worker_call,"
     "worker_dot_cycles";
 constexpr const char* kHalfMatmulFeatureNames =
     "amp_call,amp_passes,amp_pass_worker_cycles,amp_output_groups,cast_fours,worker_call,worker_dot_cycles";
