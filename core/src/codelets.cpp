@@ -288,11 +288,10 @@ std::uint64_t cast_to_half_cycles(std::uint64_t count, const Target& target) {
   return add(kSupervisorCycles, mul(workers, add(kCastWorkerFixed, mul(fours, kCastCyclesPerFour))));
 }
 
-/// The worker MAC path: m x n dot products of length k split over the workers (half: both
-/// operands half, a cast first).
-std::uint64_t worker_mac_cycles(std::uint64_t m, std::uint64_t k, std::uint64_t n, bool half, const Target& target) {
+/// The worker MAC path: m x n dot products of `dot` worker cycles split over the workers (half:
+/// both operands half, a cast first).
+std::uint64_t worker_mac_cycles(std::uint64_t m, std::uint64_t dot, std::uint64_t n, bool half, const Target& target) {
   const std::uint64_t workers = workers_of(target);
-  const std::uint64_t dot = worker_dot_cycles(k, half);
   return add(half ? kMacCallOverheadHalf : kMacCallOverhead,
              mul(workers, add(kMacWorkerFixed, mul(ceil_div(mul(m, n), workers), add(kMacPerOutput, dot)))));
 }
@@ -312,7 +311,8 @@ CodeletCharge matmul_charge(Codelet codelet, std::span<const std::uint32_t> para
   std::uint64_t passes = 0;
   const std::uint64_t on_amp =
       add(prepare, swapped ? amp_cycles(amp, n, k, m, target, passes) : amp_cycles(amp, m, k, n, target, passes));
-  const std::uint64_t on_workers = add(cast, worker_mac_cycles(m, k, n, half, target));
+  const std::uint64_t on_workers =
+      add(cast, worker_mac_cycles(m, matmul_worker_dot_cycles(codelet, params), n, half, target));
   if (on_workers < on_amp) {
     charge.cycles = on_workers;
     charge.path = "worker-mac";
@@ -345,6 +345,13 @@ std::uint64_t worker_dot_cycles(std::uint64_t k, bool half) {
   for (std::uint64_t width = per_load; width > 1; width /= 2)
     if (k % width == 0) return width == per_load ? k / width : 2 * (k / width) + 1;
   return 2 * k + 1;
+}
+
+std::uint64_t matmul_worker_dot_cycles(Codelet codelet, std::span<const std::uint32_t> params) {
+  const std::uint64_t k = params[1];
+  // b [k, n]: a column's values are n apart, so no 64-bit pair is contiguous.
+  const bool contiguous = matmul_b_is_n_by_k(codelet, params[kMatmulOrientationParam]) || params[2] == 1;
+  return contiguous ? worker_dot_cycles(k, codelet == Codelet::matmul_half) : 2 * k + 1;
 }
 
 const char* unary_function_name(UnaryFunction function) {

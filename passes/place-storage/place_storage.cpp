@@ -112,7 +112,7 @@ std::vector<std::vector<std::uint32_t>> element_apart_operands(const tessera::Pr
   };
   for (const tessera::Superstep& step : program.supersteps)
     for (const tessera::CodeletCall& call : step.compute) {
-      if (call.codelet != tessera::Codelet::matmul || call.operands.size() < 2) continue;
+      if (!tessera::is_matmul(call.codelet) || call.operands.size() < 2) continue;
       const std::uint32_t a = call.operands[0].buffer, b = call.operands[1].buffer;
       if (a == b || a >= apart.size() || b >= apart.size()) continue;
       add(a, b);

@@ -99,9 +99,11 @@ double matmul_cycles(Codelet codelet, double m, double k, double n, bool swapped
   // b's k values must be contiguous for the field: b [k, n] swapped and b [n, k] as_is transpose it.
   if (tessera::matmul_transposes_b(codelet, swapped ? 1 : 0)) amp += k * n * kTransposeCyclesPerElement;
   if (half) amp += m * k * kToHalfCyclesPerElement;
-  const double workers =
-      threads * (kMacWorkerCycles + std::ceil(m * n / threads) * (kMacPerOutputCycles + k / (half ? 4 : 2))) +
-      (half ? m * k * kToHalfCyclesPerElement : 0);
+  // A dot product reads pairs (fours of halves) of b's k values only where they are contiguous.
+  const bool contiguous = tessera::matmul_b_is_n_by_k(codelet, swapped ? 1 : 0) || n == 1;
+  const double dot = contiguous ? k / (half ? 4 : 2) : 2 * k;
+  const double workers = threads * (kMacWorkerCycles + std::ceil(m * n / threads) * (kMacPerOutputCycles + dot)) +
+                         (half ? m * k * kToHalfCyclesPerElement : 0);
   return std::min(amp, workers);
 }
 

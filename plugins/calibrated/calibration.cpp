@@ -53,7 +53,7 @@ Features matmul_features(Params p, const Target& t, Codelet codelet) {
   const double transpose_cycles =
       transpose ? double(tessera::codelet_cycles(Codelet::transpose, std::vector<std::uint32_t>{p[1], p[2]}, t)) : 0;
   const double cast_fours = half ? std::ceil(std::ceil(m * k / workers) / 4) : 0;
-  const double dot = double(tessera::worker_dot_cycles(p[1], half));
+  const double dot = double(tessera::matmul_worker_dot_cycles(codelet, p));
   const double worker_dots = std::ceil(m * n / workers) * (14 + dot);
   // Half inputs zero no rows; float inputs cast nothing.
   const double zero_or_cast = half ? cast_fours : zero_rows;
@@ -105,7 +105,7 @@ std::vector<std::vector<std::uint32_t>> row_shapes(std::uint32_t float_bits) {
 
 const std::vector<std::vector<std::uint32_t>> kMatmulShapes = {
     {1, 16, 16, 0},   {2, 64, 32, 0},    {4, 128, 64, 0},  {8, 256, 16, 1}, {16, 64, 128, 0}, {2, 512, 64, 0},
-    {1, 1024, 32, 0}, {16, 128, 128, 0}, {32, 256, 32, 1}, {4, 32, 512, 1}, {3, 100, 7, 0},   {2, 2048, 8, 0},
+    {1, 1024, 32, 0}, {16, 128, 128, 0}, {32, 256, 32, 1}, {4, 32, 512, 1}, {3, 100, 7, 1},   {2, 2048, 8, 1},
     {64, 64, 64, 0},  {2, 179, 128, 1},  {128, 64, 96, 0}, {1, 8, 1, 0},    {6, 256, 90, 1},  {2, 256, 90, 0}};
 
 // A reduction's loops of four floats, split evenly over the workers: the slowest worker's count.

@@ -81,10 +81,14 @@ TEST_CASE("codelet cycle formulas charge the documented machine model", "[codele
   CHECK(tiny.cycles == 58 + 6 * (51 + 1 * (14 + 4)));
   CHECK(std::string(tiny.path) == "worker-mac");
   // matmul_half on the workers: a cast of a (11 + 6 * (42 + 2 per four floats)), then four
-  // halves a cycle: 63 + 6 * (51 + outputs a worker * (14 + k / 4)).
-  const CodeletCharge thin_half = codelet_charge(Codelet::matmul_half, V{1, 64, 8, as_is}, target);
+  // halves a cycle of b [n, k] (swapped): 63 + 6 * (51 + outputs a worker * (14 + k / 4)).
+  const CodeletCharge thin_half = codelet_charge(Codelet::matmul_half, V{1, 64, 8, swapped}, target);
   CHECK(thin_half.cycles == 11 + 6 * (42 + 3 * 2) + 63 + 6 * (51 + 2 * (14 + 16)));
   CHECK(std::string(thin_half.path) == "worker-mac");
+  // b [k, n] (as_is) has no contiguous pair of a column's values: a narrow load each, 2 k + 1.
+  CHECK(matmul_worker_dot_cycles(Codelet::matmul_half, V{1, 64, 8, as_is}) == 129);
+  CHECK(matmul_worker_dot_cycles(Codelet::matmul, V{1, 64, 1, as_is}) == 32);  // one column is contiguous
+  CHECK(codelet_charge(Codelet::matmul_half, V{1, 64, 8, as_is}, target).cycles > thin_half.cycles);
   // matmul_transposed (b [n, k]) needs the transpose as_is, not swapped; here the workers win both.
   CHECK(codelet_cycles(Codelet::matmul_transposed, V{2, 4096, 3, as_is}, target) == 58 + 6 * (51 + 1 * (14 + 2048)));
   CHECK(codelet_cycles(Codelet::matmul_transposed, V{2, 64, 256, swapped}, target) <

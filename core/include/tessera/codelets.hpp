@@ -78,6 +78,9 @@ bool is_matmul(Codelet);
 /// Worker cycles of one dot product of length k on the worker-MAC path: a 64-bit load of each
 /// operand a cycle (two floats, or four halves for matmul_half), narrower loads at two cycles.
 std::uint64_t worker_dot_cycles(std::uint64_t k, bool half);
+/// A matmul call's dot product on the worker-MAC path: worker_dot_cycles when b's k values are
+/// contiguous (b [n, k], or one column), else one narrow load a value: 2 k + 1.
+std::uint64_t matmul_worker_dot_cycles(Codelet, std::span<const std::uint32_t> params);
 
 /// The simulator's exact charge for one call, how it was reached, and the two floors no
 /// charge may go below: the call's MACs at the target's peak rate and the bytes of its input

@@ -195,8 +195,9 @@ private:
     }
     const Tensor& tensor = graph_.tensors[static_cast<std::size_t>(index)];
     if (tensor.shape != shape)
-      unsupported(where, fmt::format("'{}' is needed as {} here but is laid out as {} (a Reshape that splits the "
-                                     "last axis is read only by the Transpose into heads that follows it)",
+      unsupported(where, fmt::format("'{}' is needed as {} here but is laid out as {} (a tensor keeps the layout "
+                                     "it was computed in: a view of it in another, as a Reshape into heads leaves, is "
+                                     "read only by a Transpose into or out of heads)",
                                      tensor.name, dims_text(shape), dims_text(tensor.shape)));
     return static_cast<std::uint32_t>(index);
   }
