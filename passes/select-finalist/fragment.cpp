@@ -110,7 +110,7 @@ void FragmentBuilder::call_matmul(std::uint32_t superstep, std::uint32_t tile, C
     return;
   }
   const std::uint32_t m = params[0], n = params[2];
-  const Buffer& out = buffer(c.buffer);
+  const Buffer out = buffer(c.buffer);  // a copy: create() may move the buffers
   const std::uint32_t scratch =
       create(out.name + ".t", tile, std::uint64_t{m} * n, out.region, out.alignment, Lifetime::transient);
   call(superstep, tile, codelet, {a, b, {scratch, 0}}, std::move(params));
