@@ -68,6 +68,28 @@ TEST_CASE("tessera compiles an ONNX MLP and runs it with a .pb input, matching t
   CHECK_THAT(r.out, Catch::Contains("expectTest=PASS"));
 }
 
+TEST_CASE("a transformer encoder layer as torch exports it runs with its weights and matches its expected output",
+          "[onnx][e2e]") {
+  // nn.TransformerEncoderLayer's export pattern (scripts/make_onnx_models.py): packed Q/K/V
+  // chunked by Slice, heads split and merged by Reshape and Transpose, K^T read as transpose_b.
+  TempDir dir;
+  const std::string model = "tests/onnx/data/encoder-torch-s16-e32-h2";
+  const std::string package = (dir.path() / "encoder.tpkg").string();
+  auto compiled = run_tessera({"compile", source_path(model + "/model.onnx"), "-p",
+                               pipeline_copy(dir, source_path("configs/pipelines/small.yaml")), "-o", package});
+  INFO(tail(compiled.err));
+  REQUIRE(compiled.exit_code == 0);
+  for (const char* kind : {"kind=slice_columns", "kind=split_heads", "kind=merge_heads"})
+    CHECK_THAT(compiled.err, Catch::Contains(kind));
+  auto r = run_tessera({"run", package, "--lock", (dir.path() / "device.lock").string(), "--input",
+                        "x=" + source_path(model + "/test_data_set_0/input_0.pb"), "--expect",
+                        "y=" + source_path(model + "/test_data_set_0/output_0.pb")});
+  INFO(tail(r.err) << r.out);
+  REQUIRE(r.exit_code == 0);
+  CHECK_THAT(r.out, Catch::Contains("expectTest=PASS") && Catch::Contains("numericalTest=PASS"));
+  CHECK_THAT(r.out, Catch::Contains("mismatches=0 elements=512 "));
+}
+
 TEST_CASE("tessera run refuses an ONNX model changed since compile, and --weights takes another's weights",
           "[onnx][e2e]") {
   TempDir dir;
