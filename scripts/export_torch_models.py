@@ -20,7 +20,8 @@ except ImportError:
     print("SKIP: torch is not installed (apt-get install python3-torch)")
     sys.exit(77)
 import onnx
-from onnx import numpy_helper
+
+from make_onnx_models import write_test_data
 
 
 class BertLayer(nn.Module):
@@ -82,12 +83,10 @@ def main():
             sys.exit(f"unknown model '{name}'; known: {', '.join(table)}")
         module, dims = table[name]
         folder = os.path.join(sys.argv[1], name)
-        os.makedirs(os.path.join(folder, "test_data_set_0"), exist_ok=True)
+        os.makedirs(folder, exist_ok=True)
         x = torch.rand(dims) * 2 - 1
         y = export(module, x, os.path.join(folder, "model.onnx"))
-        for file, tensor, tensor_name in (("input_0.pb", x, "x"), ("output_0.pb", y, "y")):
-            with open(os.path.join(folder, "test_data_set_0", file), "wb") as f:
-                f.write(numpy_helper.from_array(tensor.numpy(), tensor_name).SerializeToString())
+        write_test_data(folder, x.numpy(), y.numpy())
         ops = [node.op_type for node in onnx.load(os.path.join(folder, "model.onnx")).graph.node]
         print(f"model={os.path.join(folder, 'model.onnx')} input={dims} output={list(y.shape)} nodes={len(ops)}")
 

@@ -45,6 +45,28 @@ def linear(rng, fan_in, fan_out):
     return weight, bias
 
 
+def reference_softmax(values):
+    shifted = np.exp(values - values.max(axis=-1, keepdims=True))
+    return shifted / shifted.sum(axis=-1, keepdims=True)
+
+
+def reference_layer_norm(value, scale, shift, epsilon):
+    mean = value.mean(axis=-1, keepdims=True)
+    variance = ((value - mean) ** 2).mean(axis=-1, keepdims=True)
+    return (value - mean) / np.sqrt(variance + np.float64(np.float32(epsilon))) * scale + shift
+
+
+def reference_attention(q, k, v, heads):
+    """Multi-head attention in float64, head by head on column blocks of [..., tokens, width] Q, K and V."""
+    head = q.shape[-1] // heads
+    context = np.empty_like(q)
+    for h in range(heads):
+        cols = slice(h * head, (h + 1) * head)
+        scores = q[..., cols] @ np.swapaxes(k[..., cols], -1, -2) / np.float64(np.float32(math.sqrt(head)))
+        context[..., cols] = reference_softmax(scores) @ v[..., cols]
+    return context
+
+
 def activation_nodes(kind, layer, value, reference, rng, width, initializers):
     """The nodes of one activation (named as torch.onnx.export names them), and its float64 value."""
     prefix = f"/layer{layer}"
@@ -83,9 +105,7 @@ def activation_nodes(kind, layer, value, reference, rng, width, initializers):
             nodes.append(helper.make_node(step.split("_")[0], names_in, [f"{p}/{step}_output_0"], name=f"{p}/{step}",
                                           **attributes))
             produced.add(step)
-        mean = reference.mean(axis=-1, keepdims=True)
-        variance = ((reference - mean) ** 2).mean(axis=-1, keepdims=True)
-        reference = (reference - mean) / np.sqrt(variance + np.float64(np.float32(1e-5))) * scale + shift
+        reference = reference_layer_norm(reference, scale, shift, 1e-5)
         value = f"{p}/Add_1_output_0"
     if kind == "gelu-ln":
         scale = rng.uniform(0.5, 1.5, size=(width,)).astype(np.float32)
@@ -95,9 +115,7 @@ def activation_nodes(kind, layer, value, reference, rng, width, initializers):
         out = f"{prefix}/norm/LayerNormalization_output_0"
         nodes.append(helper.make_node("LayerNormalization", [value, f"layer{layer}.norm.weight", f"layer{layer}.norm.bias"],
                                       [out], name=f"{prefix}/norm/LayerNormalization", axis=-1, epsilon=1e-5))
-        mean = reference.mean(axis=-1, keepdims=True)
-        variance = ((reference - mean) ** 2).mean(axis=-1, keepdims=True)
-        reference = (reference - mean) / np.sqrt(variance + np.float64(np.float32(1e-5))) * scale + shift
+        reference = reference_layer_norm(reference, scale, shift, 1e-5)
         value = out
     return nodes, value, reference
 
@@ -140,8 +158,7 @@ def build(name, input_dims, hidden, out_width, style, head, activation="relu"):
         reference = reference.reshape(output_dims)
     if head == "softmax":
         nodes.append(helper.make_node("Softmax", [value], ["y"], name="/Softmax", axis=-1))
-        shifted = np.exp(reference - reference.max(axis=-1, keepdims=True))
-        reference = shifted / shifted.sum(axis=-1, keepdims=True)
+        reference = reference_softmax(reference)
     elif head == "sigmoid":
         nodes.append(helper.make_node("Sigmoid", [value], ["y"], name="/Sigmoid"))
         reference = 1.0 / (1.0 + np.exp(-reference))
@@ -183,9 +200,7 @@ def build_encoder(name, tokens, width, heads, ffn):
         nodes.append(helper.make_node("LayerNormalization", [value, weight(scale, f"{prefix}.weight"),
                                                              weight(shift, f"{prefix}.bias")],
                                       [out], name=f"{prefix}/LayerNormalization", axis=-1, epsilon=1e-5))
-        mean = reference.mean(axis=-1, keepdims=True)
-        variance = ((reference - mean) ** 2).mean(axis=-1, keepdims=True)
-        return out, (reference - mean) / np.sqrt(variance + np.float64(np.float32(1e-5))) * scale + shift
+        return out, reference_layer_norm(reference, scale, shift, 1e-5)
 
     reference_x = x.astype(np.float64)
     attention = None
@@ -207,8 +222,7 @@ def build_encoder(name, tokens, width, heads, ffn):
                   helper.make_node("MatMul", [f"{p}/probs", projected["v"][0]], [f"{p}/context"],
                                    name=f"{p}/MatMul_1")]
         scores = projected["q"][1] @ projected["k"][1].T * np.float64(np.float32(1.0 / math.sqrt(head)))
-        shifted = np.exp(scores - scores.max(axis=-1, keepdims=True))
-        context = (shifted / shifted.sum(axis=-1, keepdims=True)) @ projected["v"][1]
+        context = reference_softmax(scores) @ projected["v"][1]
         w_out = rng.uniform(-1.0 / math.sqrt(width), 1.0 / math.sqrt(width), size=(head, width)).astype(np.float32)
         nodes.append(helper.make_node("MatMul", [f"{p}/context", weight(w_out, f"attn.out{h}.weight")],
                                       [f"{p}/out"], name=f"{p}/MatMul_2"))
@@ -242,24 +256,6 @@ def build_encoder(name, tokens, width, heads, ffn):
     model.ir_version = 8
     onnx.checker.check_model(model)
     return model, x, reference.astype(np.float32)
-
-
-def reference_layer_norm(value, scale, shift, epsilon):
-    mean = value.mean(axis=-1, keepdims=True)
-    variance = ((value - mean) ** 2).mean(axis=-1, keepdims=True)
-    return (value - mean) / np.sqrt(variance + np.float64(np.float32(epsilon))) * scale + shift
-
-
-def reference_attention(q, k, v, heads):
-    """Multi-head attention in float64, head by head on column blocks of [..., tokens, width] Q, K and V."""
-    head = q.shape[-1] // heads
-    context = np.empty_like(q)
-    for h in range(heads):
-        cols = slice(h * head, (h + 1) * head)
-        scores = q[..., cols] @ np.swapaxes(k[..., cols], -1, -2) / np.float64(np.float32(math.sqrt(head)))
-        shifted = np.exp(scores - scores.max(axis=-1, keepdims=True))
-        context[..., cols] = (shifted / shifted.sum(axis=-1, keepdims=True)) @ v[..., cols]
-    return context
 
 
 class TorchGraph:
@@ -434,6 +430,14 @@ TABLES = ((MODELS, build), (ENCODERS, build_encoder), (TORCH_ENCODERS, build_tor
           (BERT_ENCODERS, build_bert))
 
 
+def write_test_data(folder, x, y):
+    """FOLDER/test_data_set_0/input_0.pb (x) and output_0.pb (y), as ONNX's own test data."""
+    os.makedirs(os.path.join(folder, "test_data_set_0"), exist_ok=True)
+    for file, tensor, tensor_name in (("input_0.pb", x, "x"), ("output_0.pb", y, "y")):
+        with open(os.path.join(folder, "test_data_set_0", file), "wb") as f:
+            f.write(numpy_helper.from_array(tensor, tensor_name).SerializeToString())
+
+
 def main():
     if len(sys.argv) < 2:
         sys.exit(__doc__)
@@ -444,11 +448,9 @@ def main():
             sys.exit(f"unknown model '{name}'; known: {', '.join(known)}")
         model, x, y = next(builder(name, *table[name]) for table, builder in TABLES if name in table)
         folder = os.path.join(out, name)
-        os.makedirs(os.path.join(folder, "test_data_set_0"), exist_ok=True)
+        os.makedirs(folder, exist_ok=True)
         onnx.save(model, os.path.join(folder, "model.onnx"))
-        for file, tensor, tensor_name in (("input_0.pb", x, "x"), ("output_0.pb", y, "y")):
-            with open(os.path.join(folder, "test_data_set_0", file), "wb") as f:
-                f.write(numpy_helper.from_array(tensor, tensor_name).SerializeToString())
+        write_test_data(folder, x, y)
         print(f"model={os.path.join(folder, 'model.onnx')} input={list(x.shape)} output={list(y.shape)}")
 
 

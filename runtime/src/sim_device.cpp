@@ -106,7 +106,8 @@ void store_product(float* memory, const LoadedCall& call, Product&& product) {
   const std::uint32_t m = call.param[0], n = call.param[2];
   float* c = memory + call.operand[2];
   if (!matmul_leaves_transpose(call.param)) return product(c);
-  std::vector<float> rows(static_cast<std::size_t>(m) * n);
+  thread_local std::vector<float> rows;  // reused across calls and runs: no allocation per call
+  rows.resize(static_cast<std::size_t>(m) * n);
   product(rows.data());
   for (std::uint32_t i = 0; i < m; ++i)
     for (std::uint32_t j = 0; j < n; ++j)
