@@ -1,5 +1,5 @@
 #!/usr/bin/python3
-"""Generates MLP and encoder ONNX models with weights, an input and the expected output (python3-onnx, numpy; no torch).
+"""Generates MLP, encoder and CNN ONNX models with weights, an input and the expected output (python3-onnx, numpy; no torch).
 
 Each model goes to OUT/<name>/model.onnx with test_data_set_0/input_0.pb and output_0.pb, laid
 out as ONNX's own test data, so `tessera run PACKAGE --input x=.../input_0.pb --expect y=.../output_0.pb`
@@ -425,9 +425,209 @@ def build_bert(name, batch, tokens, width, heads, ffn, layers):
     return g.model(name, x), x, reference.astype(np.float32)
 
 
+# name: (batch, input channels, height, width, architecture): convolutional networks written
+# node by node as torch.onnx.export writes them for inference (Conv with BatchNormalization,
+# Relu, MaxPool, residual Add, GlobalAveragePool, Flatten, Gemm), random weights from a fixed
+# seed. "resnet18" is torchvision's resnet18 (BasicBlocks [2, 2, 2, 2], 1000 classes), "resnet50"
+# its resnet50 (Bottlenecks [3, 4, 6, 3], the stride on the 3x3 conv as torchvision's v1.5);
+# "tiny" a small network that also has a depthwise conv, a dilated one, an AveragePool with
+# ceil_mode and a 1-D view of nothing (all on 16 tiles in a second).
+CNNS = {
+    "cnn-tiny-b2": (2, 3, 12, 12, "tiny"),
+    "resnet18-b1-64": (1, 3, 64, 64, "resnet18"),
+    "resnet18-b1-224": (1, 3, 224, 224, "resnet18"),
+    "resnet50-b1-224": (1, 3, 224, 224, "resnet50"),
+}
+
+
+def reference_conv(x, w, b, stride, pads, dilation, group):
+    """ONNX Conv in float64: x [N, C, H, W], w [M, C/group, kH, kW], pads (top, left, bottom, right)."""
+    n, c, h, width = x.shape
+    m, cg, kh, kw = w.shape
+    xp = np.pad(x, ((0, 0), (0, 0), (pads[0], pads[2]), (pads[1], pads[3])))
+    oh = (h + pads[0] + pads[2] - (kh - 1) * dilation - 1) // stride + 1
+    ow = (width + pads[1] + pads[3] - (kw - 1) * dilation - 1) // stride + 1
+    out = np.zeros((n, m, oh, ow))
+    mg = m // group
+    for i in range(kh):
+        for j in range(kw):
+            taps = xp[:, :, i * dilation:i * dilation + (oh - 1) * stride + 1:stride,
+                      j * dilation:j * dilation + (ow - 1) * stride + 1:stride]
+            for g in range(group):
+                out[:, g * mg:(g + 1) * mg] += np.einsum("nchw,mc->nmhw", taps[:, g * cg:(g + 1) * cg],
+                                                         w[g * mg:(g + 1) * mg, :, i, j])
+    return out + (0 if b is None else b[None, :, None, None])
+
+
+def reference_pool(x, kind, kernel, stride, pads, ceil_mode=False, count_include_pad=False):
+    """ONNX MaxPool / AveragePool in float64 (pads top, left, bottom, right)."""
+    n, c, h, width = x.shape
+    extra = [0, 0]
+    for axis, size in enumerate((h, width)):
+        room = size + pads[axis] + pads[axis + 2] - kernel
+        out = (-(-room // stride) if ceil_mode else room // stride) + 1
+        if ceil_mode and (out - 1) * stride >= size + pads[axis]:
+            out -= 1
+        extra[axis] = max(0, (out - 1) * stride + kernel - (size + pads[axis] + pads[axis + 2]))
+    fill = -np.inf if kind == "max" else 0.0
+    widths = ((0, 0), (0, 0), (pads[0], pads[2] + extra[0]), (pads[1], pads[3] + extra[1]))
+    xp = np.pad(x, widths, constant_values=fill)
+    inside = np.pad(np.ones_like(x), ((0, 0), (0, 0), (pads[0], pads[2]), (pads[1], pads[3])), constant_values=1.0
+                    if count_include_pad else 0.0)
+    inside = np.pad(inside, ((0, 0), (0, 0), (0, extra[0]), (0, extra[1])))
+    oh = (xp.shape[2] - kernel) // stride + 1
+    ow = (xp.shape[3] - kernel) // stride + 1
+    result = np.full((n, c, oh, ow), fill)
+    counts = np.zeros((n, c, oh, ow))
+    for i in range(kernel):
+        for j in range(kernel):
+            taps = xp[:, :, i:i + (oh - 1) * stride + 1:stride, j:j + (ow - 1) * stride + 1:stride]
+            counts += inside[:, :, i:i + (oh - 1) * stride + 1:stride, j:j + (ow - 1) * stride + 1:stride]
+            result = np.maximum(result, taps) if kind == "max" else result + taps
+    return result if kind == "max" else result / counts
+
+
+class CnnGraph:
+    """Nodes, initializers and the float64 reference of a CNN, built layer by layer."""
+
+    def __init__(self, rng):
+        self.rng, self.nodes, self.initializers, self.count = rng, [], [], 0
+
+    def name(self, kind):
+        self.count += 1
+        return f"/{kind}_{self.count}"
+
+    def weight(self, name, array):
+        self.initializers.append(numpy_helper.from_array(array.astype(np.float32), name))
+        return name
+
+    def conv(self, value, reference, outs, kernel, stride=1, pad=0, dilation=1, group=1, bias=False, bn=True,
+             relu=True):
+        ins = reference.shape[1]
+        scope = self.name("conv")
+        bound = math.sqrt(6.0 / (ins // group * kernel * kernel))
+        w = self.rng.uniform(-bound, bound, size=(outs, ins // group, kernel, kernel)).astype(np.float32)
+        b = self.rng.uniform(-0.1, 0.1, size=outs).astype(np.float32) if bias else None
+        inputs = [value, self.weight(scope + ".weight", w)] + ([self.weight(scope + ".bias", b)] if bias else [])
+        out = scope + "/Conv_output_0"
+        self.nodes.append(helper.make_node("Conv", inputs, [out], name=scope + "/Conv", kernel_shape=[kernel, kernel],
+                                           strides=[stride, stride], pads=[pad] * 4, dilations=[dilation] * 2,
+                                           group=group))
+        reference = reference_conv(reference, w.astype(np.float64), None if b is None else b.astype(np.float64),
+                                   stride, [pad] * 4, dilation, group)
+        if bn:
+            scale = self.rng.uniform(0.5, 1.5, size=outs).astype(np.float32)
+            shift = self.rng.uniform(-0.1, 0.1, size=outs).astype(np.float32)
+            mean = self.rng.uniform(-0.1, 0.1, size=outs).astype(np.float32)
+            var = self.rng.uniform(0.5, 1.5, size=outs).astype(np.float32)
+            names = [self.weight(f"{scope}.bn.{part}", a) for part, a in
+                     (("weight", scale), ("bias", shift), ("running_mean", mean), ("running_var", var))]
+            self.nodes.append(helper.make_node("BatchNormalization", [out] + names, [scope + "/bn"],
+                                               name=scope + "/BatchNormalization", epsilon=1e-5))
+            out = scope + "/bn"
+            per = lambda a: a.astype(np.float64)[None, :, None, None]  # noqa: E731
+            reference = (reference - per(mean)) / np.sqrt(per(var) + 1e-5) * per(scale) + per(shift)
+        if relu:
+            out, reference = self.relu(out, reference)
+        return out, reference
+
+    def relu(self, value, reference):
+        out = self.name("relu") + "/Relu_output_0"
+        self.nodes.append(helper.make_node("Relu", [value], [out], name=out.rsplit("/", 1)[0] + "/Relu"))
+        return out, np.maximum(reference, 0.0)
+
+    def add(self, a, b, reference):
+        out = self.name("add") + "/Add_output_0"
+        self.nodes.append(helper.make_node("Add", [a, b], [out], name=out.rsplit("/", 1)[0] + "/Add"))
+        return out, reference
+
+    def pool(self, value, reference, kind, kernel, stride, pad, ceil_mode=0, count_include_pad=0):
+        out = self.name(kind + "pool") + "/output_0"
+        op = "MaxPool" if kind == "max" else "AveragePool"
+        attributes = dict(kernel_shape=[kernel, kernel], strides=[stride, stride], pads=[pad] * 4, ceil_mode=ceil_mode)
+        if kind != "max":
+            attributes["count_include_pad"] = count_include_pad
+        self.nodes.append(helper.make_node(op, [value], [out], name=out.rsplit("/", 1)[0] + "/" + op, **attributes))
+        return out, reference_pool(reference, kind, kernel, stride, [pad] * 4, bool(ceil_mode),
+                                   bool(count_include_pad))
+
+    def head(self, value, reference, classes):
+        """GlobalAveragePool, Flatten and a Gemm to `classes`: torchvision's classifier."""
+        pooled = self.name("avgpool") + "/GlobalAveragePool_output_0"
+        self.nodes.append(helper.make_node("GlobalAveragePool", [value], [pooled], name=pooled.rsplit("/", 1)[0]))
+        flat = self.name("flatten") + "/Flatten_output_0"
+        self.nodes.append(helper.make_node("Flatten", [pooled], [flat], name=flat.rsplit("/", 1)[0], axis=1))
+        features = reference.mean(axis=(2, 3))
+        bound = 1.0 / math.sqrt(features.shape[1])
+        w = self.rng.uniform(-bound, bound, size=(classes, features.shape[1])).astype(np.float32)
+        b = self.rng.uniform(-bound, bound, size=classes).astype(np.float32)
+        self.nodes.append(helper.make_node("Gemm", [flat, self.weight("fc.weight", w), self.weight("fc.bias", b)],
+                                           ["y"], name="/fc/Gemm", transB=1))
+        return features @ w.astype(np.float64).T + b.astype(np.float64)
+
+    def basic_block(self, value, reference, outs, stride):
+        """torchvision's BasicBlock: two 3x3 convs, a 1x1 strided projection when the shape changes."""
+        shortcut, ref_shortcut = value, reference
+        if stride != 1 or reference.shape[1] != outs:
+            shortcut, ref_shortcut = self.conv(value, reference, outs, 1, stride, relu=False)
+        out, ref = self.conv(value, reference, outs, 3, stride, 1)
+        out, ref = self.conv(out, ref, outs, 3, 1, 1, relu=False)
+        out, ref = self.add(out, shortcut, ref + ref_shortcut)
+        return self.relu(out, ref)
+
+    def bottleneck(self, value, reference, planes, stride):
+        """torchvision's Bottleneck: 1x1 to planes, 3x3 (strided), 1x1 to 4 * planes, projected shortcut."""
+        shortcut, ref_shortcut = value, reference
+        if stride != 1 or reference.shape[1] != 4 * planes:
+            shortcut, ref_shortcut = self.conv(value, reference, 4 * planes, 1, stride, relu=False)
+        out, ref = self.conv(value, reference, planes, 1)
+        out, ref = self.conv(out, ref, planes, 3, stride, 1)
+        out, ref = self.conv(out, ref, 4 * planes, 1, relu=False)
+        out, ref = self.add(out, shortcut, ref + ref_shortcut)
+        return self.relu(out, ref)
+
+
+def build_cnn(name, batch, channels, height, width, architecture):
+    rng = np.random.default_rng(sum(map(ord, name)))  # fixed per model: the files are reproducible
+    g = CnnGraph(rng)
+    x = rng.uniform(-1.0, 1.0, size=(batch, channels, height, width)).astype(np.float32)
+    value, reference = "x", x.astype(np.float64)
+    if architecture.startswith("resnet"):
+        value, reference = g.conv(value, reference, 64, 7, 2, 3)
+        value, reference = g.pool(value, reference, "max", 3, 2, 1)
+        blocks = [2, 2, 2, 2] if architecture == "resnet18" else [3, 4, 6, 3]
+        for (planes, stride), count in zip(((64, 1), (128, 2), (256, 2), (512, 2)), blocks):
+            for block in range(count):
+                block_stride = stride if block == 0 else 1
+                if architecture == "resnet18":
+                    value, reference = g.basic_block(value, reference, planes, block_stride)
+                else:
+                    value, reference = g.bottleneck(value, reference, planes, block_stride)
+        reference = g.head(value, reference, 1000)
+    else:
+        value, reference = g.conv(value, reference, 8, 3, 1, 1)
+        value, reference = g.pool(value, reference, "max", 2, 2, 0)
+        skip, ref_skip = value, reference
+        value, reference = g.conv(value, reference, 8, 3, 1, 1, group=8)              # depthwise
+        value, reference = g.conv(value, reference, 8, 3, 1, 2, dilation=2, bias=True, bn=False)
+        value, reference = g.add(value, skip, reference + ref_skip)
+        value, reference = g.conv(value, reference, 16, 1, bias=True, bn=False, relu=False)
+        value, reference = g.pool(value, reference, "avg", 3, 2, 1, ceil_mode=1)     # 6x6 -> 3x3, windows past the end
+        reference = g.head(value, reference, 10)
+    graph = helper.make_graph(g.nodes, name.replace("-", "_"),
+                              [helper.make_tensor_value_info("x", TensorProto.FLOAT, list(x.shape))],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, list(reference.shape))],
+                              g.initializers)
+    model = helper.make_model(graph, producer_name="tessera make_onnx_models.py",
+                              opset_imports=[helper.make_opsetid("", 13)])
+    model.ir_version = 8
+    onnx.checker.check_model(model)
+    return model, x, reference.astype(np.float32)
+
+
 # each table of models and the function that builds one of its models
 TABLES = ((MODELS, build), (ENCODERS, build_encoder), (TORCH_ENCODERS, build_torch_encoder),
-          (BERT_ENCODERS, build_bert))
+          (BERT_ENCODERS, build_bert), (CNNS, build_cnn))
 
 
 def write_test_data(folder, x, y):

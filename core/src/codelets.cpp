@@ -40,6 +40,8 @@ constexpr CodeletShape kShapes[kCodeletCount] = {
     {"reduce_rows", 2, 3},        // {in, out}; {rows, cols, mean}
     {"binary_column", 2, 3},      // {inout, column}; {rows, cols, function}
     {"transpose", 2, 2},          // {in, out}; {rows, cols}
+    {"conv", 4, kConvParams},     // {in, weights, bias, out}; ConvParam
+    {"pool", 2, kPoolParams},     // {in, out}; PoolParam
 };
 
 const CodeletShape& shape_of(Codelet codelet) {
@@ -329,7 +331,125 @@ CodeletCharge matmul_charge(Codelet codelet, std::span<const std::uint32_t> para
   return charge;
 }
 
+// Convolutions and pooling. A conv call runs on the AMP over kernel positions or on the
+// workers, whichever is faster, as poplibs' planner picks a vertex per tile:
+//
+// AMP (poplin PerformanceEstimation.hpp, getConvPartialnx1SupervisorCycleInnerLoopEstimate and
+// ...OuterLoopEstimate): per kernel position and pass (an input-channel group by an output-
+// channel group of the AMP's shape) the weights load (bytes / load_bytes_per_cycle + 15), then
+// each worker streams its share of the output field: ceil(pixels / workers) pixels in
+// ceil(rows / workers) worklist entries, 19 + 45 an entry + core a pixel past three an entry.
+//   inner = KH * (14 + KW * (12 + load + workers * worker))
+//   cycles = overhead + conv_groups * (16 + in_groups * (14 + out_groups * (14 + inner))) + zeroing
+// Workers (getConvPartialHorizontalMacSupervisor*Estimate): per conv group, 48 tile cycles and
+// each worker's pixels, for every kernel position, a dot product of the group's input channels
+// (two floats a cycle) per output channel, 20 a worklist entry.
+// The bias and ReLU are a bias_add step over the output after either.
+// Pooling (popnn PoolingDef.hpp getPoolingCycles: 3 cycles a vector, a row loop's overhead per
+// worklist row): per kernel position, each worker takes its share of output pixel x channel-pair
+// vectors, 3 cycles a vector, 30 a worklist row.
+constexpr std::uint64_t kConvAmpOverhead = 90, kConvWeightLoadFixed = 15;
+constexpr std::uint64_t kConvKernelRow = 14, kConvKernelPosition = 12, kConvGroupFixed = 16, kConvInGroupFixed = 14,
+                        kConvOutGroupFixed = 14;
+constexpr std::uint64_t kConvWorkerFixed = 19, kConvEntryFixed = 45, kConvEntryPixelsInFixed = 3;
+constexpr std::uint64_t kHmacOverhead = 60, kHmacGroupFixed = 48, kHmacWorkerFixed = 16, kHmacEntryFixed = 20,
+                        kHmacPerOutput = 2;
+constexpr std::uint64_t kPoolOverhead = 50, kPoolPerRow = 30, kPoolPerVector = 3;
+
+CodeletCharge conv_charge(std::span<const std::uint32_t> params, const Target& target) {
+  const std::uint64_t workers = workers_of(target);
+  const std::uint64_t out_rows = params[kConvOutRows], pixels = mul(out_rows, params[kConvOutWidth]);
+  const std::uint64_t out_channels = params[kConvOutChannels], group_in = params[kConvGroupInChannels];
+  const std::uint64_t group_out = std::max<std::uint64_t>(params[kConvGroupOutChannels], 1);
+  const std::uint64_t kernel_h = params[kConvKernelH], kernel_w = params[kConvKernelW];
+  const std::uint64_t positions = mul(kernel_h, kernel_w);
+  const std::uint64_t conv_groups =
+      out_channels == 0 ? 0 : (out_channels - 1 + params[kConvFirstOutChannel]) / group_out + 1;
+  const std::uint64_t outs_per_group = std::min(out_channels, group_out);
+  const std::uint64_t entries = std::max<std::uint64_t>(ceil_div(out_rows, workers), 1);
+  const std::uint64_t pixels_per_worker = ceil_div(pixels, workers);
+  const Amp amp = amp_of(Codelet::matmul, target);
+  const std::uint64_t in_groups = ceil_div(group_in, amp.input_channels);
+  const std::uint64_t out_groups = ceil_div(outs_per_group, amp.output_channels);
+  const std::uint64_t load = add(ceil_div(amp.input_channels * amp.output_channels * amp.weight_bytes,
+                                          std::max<std::uint32_t>(target.load_bytes_per_cycle, 1)),
+                                 kConvWeightLoadFixed);
+  const std::uint64_t beyond = pixels_per_worker > 3 * entries ? pixels_per_worker - 3 * entries : 0;
+  const std::uint64_t worker = add(add(kConvWorkerFixed, mul(entries, kConvEntryFixed)), mul(beyond, amp.core()));
+  const std::uint64_t inner =
+      mul(kernel_h, add(kConvKernelRow, mul(kernel_w, add(add(kConvKernelPosition, load), mul(workers, worker)))));
+  const std::uint64_t per_group =
+      add(kConvGroupFixed, mul(in_groups, add(kConvInGroupFixed, mul(out_groups, add(kConvOutGroupFixed, inner)))));
+  const std::uint64_t zeroing = mul(workers, ceil_div(ceil_div(mul(pixels, out_channels), workers), kFloatsPerVector));
+  const std::uint64_t on_amp = add(add(kConvAmpOverhead, mul(conv_groups, per_group)), zeroing);
+  const std::uint64_t dot = add(ceil_div(group_in, kFloatsPerVector), kHmacPerOutput);
+  const std::uint64_t hmac_worker =
+      add(kHmacWorkerFixed,
+          mul(positions, add(mul(kHmacEntryFixed, entries), mul(mul(pixels_per_worker, outs_per_group), dot))));
+  const std::uint64_t on_workers =
+      add(kHmacOverhead, mul(conv_groups, add(kHmacGroupFixed, mul(workers, hmac_worker))));
+  const std::uint32_t flags = params[kConvFlags];
+  const std::uint64_t epilogue = (flags & (kConvHasBias | kConvRelu)) != 0
+                                     ? bias_cycles(pixels, out_channels, false, (flags & kConvRelu) != 0, target)
+                                     : 0;
+  CodeletCharge charge;
+  if (on_workers < on_amp) {
+    charge.cycles = add(on_workers, epilogue);
+    charge.path = "worker-mac";
+  } else {
+    charge.cycles = add(on_amp, epilogue);
+    charge.path = "amp";
+    charge.amp_passes = mul(mul(conv_groups, positions), mul(in_groups, out_groups));
+  }
+  charge.mac_floor = ceil_div(mul(mul(pixels, out_channels), mul(positions, group_in)),
+                              std::max<std::uint64_t>(amp.macs_per_cycle, 1));
+  const std::uint64_t input_words = add(mul(mul(params[kConvInRows], params[kConvInWidth]), params[kConvInChannels]),
+                                        mul(mul(positions, group_in), out_channels));
+  charge.load_floor = ceil_div(mul(input_words, kFloatBytes), std::max<std::uint32_t>(target.load_bytes_per_cycle, 1));
+  return charge;
+}
+
+CodeletCharge pool_charge(std::span<const std::uint32_t> params, const Target& target) {
+  const std::uint64_t workers = workers_of(target);
+  const std::uint64_t pixels = mul(params[kPoolOutRows], params[kPoolOutWidth]);
+  const std::uint64_t positions = mul(params[kPoolKernelH], params[kPoolKernelW]);
+  const std::uint64_t vectors = mul(pixels, ceil_div(params[kPoolChannels], kFloatsPerVector));
+  const std::uint64_t rows = std::max<std::uint64_t>(ceil_div(params[kPoolOutRows], workers), 1);
+  // An average scales each output vector once more by 1 / count.
+  const bool average = params[kPoolMode] != static_cast<std::uint32_t>(PoolMode::max);
+  const std::uint64_t per_worker = ceil_div(vectors, workers);
+  const std::uint64_t worker =
+      add(mul(positions, add(mul(kPoolPerRow, rows), mul(kPoolPerVector, per_worker))), average ? per_worker : 0);
+  CodeletCharge charge;
+  charge.path = "workers";
+  charge.cycles = add(kPoolOverhead, mul(workers, worker));
+  charge.load_floor =
+      ceil_div(mul(mul(mul(params[kPoolInRows], params[kPoolInWidth]), params[kPoolChannels]), kFloatBytes),
+               std::max<std::uint32_t>(target.load_bytes_per_cycle, 1));
+  return charge;
+}
+
 }  // namespace
+
+std::string window_params_problem(Codelet codelet, std::span<const std::uint32_t> params) {
+  if (codelet != Codelet::conv && codelet != Codelet::pool) return "";
+  check_params(codelet, params);
+  const bool conv = codelet == Codelet::conv;
+  const std::uint32_t first_geometry = conv ? kConvKernelH : kPoolKernelH;
+  for (std::uint32_t i = first_geometry; i < first_geometry + 6; ++i)
+    if (params[i] == 0) return "its kernel, strides and dilations must be positive";
+  if (!conv) return params[kPoolMode] < kPoolModeCount ? "" : fmt::format("unknown pool mode {}", params[kPoolMode]);
+  const std::uint64_t group_out = params[kConvGroupOutChannels], group_in = params[kConvGroupInChannels];
+  if (group_out == 0 || group_in == 0) return "its groups' channel counts must be positive";
+  if (params[kConvFirstOutChannel] >= group_out) return "its first output channel must lie inside its first group";
+  if (params[kConvOutChannels] == 0) return "";
+  const std::uint64_t groups =
+      (params[kConvOutChannels] - 1 + std::uint64_t{params[kConvFirstOutChannel]}) / group_out + 1;
+  if (groups * group_in > params[kConvInChannels])
+    return fmt::format("its {} groups of {} input channels reach past the patch's {} channels", groups, group_in,
+                       params[kConvInChannels]);
+  return "";
+}
 
 std::uint32_t float_param(float value) { return std::bit_cast<std::uint32_t>(value); }
 float param_float(std::uint32_t bits) { return std::bit_cast<float>(bits); }
@@ -410,6 +530,24 @@ std::uint64_t codelet_operand_words(Codelet codelet, std::span<const std::uint32
     case Codelet::add:
     case Codelet::copy:
       return params[0];
+    case Codelet::conv: {
+      const std::uint64_t out_channels = params[kConvOutChannels];
+      if (operand == 0)
+        return saturate(static_cast<unsigned __int128>(product(params[kConvInRows], params[kConvInWidth])) *
+                        params[kConvInChannels]);
+      if (operand == 1)
+        return saturate(static_cast<unsigned __int128>(product(params[kConvKernelH], params[kConvKernelW])) *
+                        product(params[kConvGroupInChannels], out_channels));
+      if (operand == 2) return (params[kConvFlags] & kConvHasBias) != 0 ? out_channels : 0;
+      return saturate(static_cast<unsigned __int128>(product(params[kConvOutRows], params[kConvOutWidth])) *
+                      out_channels);
+    }
+    case Codelet::pool: {
+      const bool in = operand == 0;
+      return saturate(static_cast<unsigned __int128>(
+                          product(params[in ? kPoolInRows : kPoolOutRows], params[in ? kPoolInWidth : kPoolOutWidth])) *
+                      params[kPoolChannels]);
+    }
     case Codelet::reduce_bias: {
       const std::uint64_t parts = params[0], rows = params[1], cols = params[2], stride = params[3];
       // Three 32-bit factors can exceed 64 bits; (rows - 1) * stride + cols cannot.
@@ -449,8 +587,9 @@ std::uint64_t function_cycles_per_vector(Codelet codelet, std::span<const std::u
 std::uint32_t codelet_code_bytes(Codelet codelet) {
   // Indexed by the enum value: the AMP's supervisor and worker loops are the largest.
   // unary holds every function's loop (erf's polynomial, pow's log and exp), binary four.
-  constexpr std::uint32_t kCodeBytes[kCodeletCount] = {1536, 512, 384, 256,  256, 192, 640, 1792, 1792,
-                                                       448,  768, 896, 1024, 384, 384, 320, 384,  320};
+  // conv holds the AMP's nx1 loops and the horizontal MAC's; pool its max and average loops.
+  constexpr std::uint32_t kCodeBytes[kCodeletCount] = {1536, 512, 384,  256, 256, 192, 640, 1792, 1792, 448,
+                                                       768,  896, 1024, 384, 384, 320, 384, 320,  2560, 768};
   shape_of(codelet);  // an id outside the set is a caller bug
   return kCodeBytes[static_cast<std::uint32_t>(codelet)];
 }
@@ -466,6 +605,8 @@ bool is_matmul(Codelet codelet) {
 CodeletCharge codelet_charge(Codelet codelet, std::span<const std::uint32_t> params, const Target& target) {
   check_params(codelet, params);
   if (is_matmul(codelet)) return matmul_charge(codelet, params, target);
+  if (codelet == Codelet::conv) return conv_charge(params, target);
+  if (codelet == Codelet::pool) return pool_charge(params, target);
   CodeletCharge charge;
   const bool by_rows = codelet == Codelet::softmax || codelet == Codelet::layer_norm ||
                        codelet == Codelet::reduce_rows || codelet == Codelet::binary_column;

@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <tuple>
 #include <unordered_map>
 
 #include "tessera/diagnostic.hpp"
@@ -108,6 +109,12 @@ const char* op_kind_name(OpKind kind) {
       return "merge_heads";
     case OpKind::slice_columns:
       return "slice_columns";
+    case OpKind::conv:
+      return "conv";
+    case OpKind::max_pool:
+      return "max_pool";
+    case OpKind::avg_pool:
+      return "avg_pool";
   }
   return "?";
 }
@@ -134,6 +141,38 @@ bool is_row_reduction(OpKind kind) { return kind == OpKind::reduce_sum || kind =
 bool is_relayout(OpKind kind) {
   return kind == OpKind::transpose || kind == OpKind::split_heads || kind == OpKind::merge_heads ||
          kind == OpKind::slice_columns;
+}
+
+bool is_window(OpKind kind) { return kind == OpKind::conv || kind == OpKind::max_pool || kind == OpKind::avg_pool; }
+
+static std::int64_t window_out(std::int64_t in, std::int64_t pad, std::int64_t kernel, std::int64_t stride,
+                               std::int64_t dilation) {
+  const std::int64_t span = (kernel - 1) * dilation + 1;
+  if (stride <= 0 || kernel <= 0 || dilation <= 0 || in + pad < span) return 0;
+  return (in + pad - span) / stride + 1;
+}
+
+std::int64_t Window::out_height() const {
+  return window_out(height, std::int64_t{pad_top} + pad_bottom, kernel_h, stride_h, dilation_h);
+}
+
+std::int64_t Window::out_width() const {
+  return window_out(width, std::int64_t{pad_left} + pad_right, kernel_w, stride_w, dilation_w);
+}
+
+std::array<std::uint32_t, kWindowFields> window_fields(const Window& w) {
+  return {w.height,     w.width,   w.kernel_h, w.kernel_w,   w.stride_h,  w.stride_w, w.dilation_h,
+          w.dilation_w, w.pad_top, w.pad_left, w.pad_bottom, w.pad_right, w.groups,   w.count_include_pad ? 1u : 0u};
+}
+
+Window window_from_fields(std::span<const std::uint32_t, kWindowFields> f) {
+  Window w;
+  std::tie(w.height, w.width, w.kernel_h, w.kernel_w, w.stride_h, w.stride_w, w.dilation_h) =
+      std::tuple{f[0], f[1], f[2], f[3], f[4], f[5], f[6]};
+  std::tie(w.dilation_w, w.pad_top, w.pad_left, w.pad_bottom, w.pad_right, w.groups) =
+      std::tuple{f[7], f[8], f[9], f[10], f[11], f[12]};
+  w.count_include_pad = f[13] != 0;
+  return w;
 }
 
 std::int64_t Tensor::elements() const {
@@ -177,6 +216,59 @@ std::string check_graph(const Graph& graph) {
   return "";
 }
 
+/// conv, max_pool, avg_pool: the feature maps, the window, and (conv) the weights and bias.
+static std::string infer_window_shape(const Graph& graph, const Op& op, std::vector<std::int64_t>& shape) {
+  const bool conv = op.kind == OpKind::conv;
+  const std::size_t low = conv ? 2 : 1, high = conv ? 3 : 1;
+  if (op.inputs.size() < low || op.inputs.size() > high)
+    return fmt::format("{} takes {} inputs, got {}", op_kind_name(op.kind),
+                       low == high ? fmt::format("{}", low) : fmt::format("{} to {}", low, high), op.inputs.size());
+  const Window& w = op.window;
+  const auto values = {w.height,   w.width,      w.kernel_h,   w.kernel_w, w.stride_h,
+                       w.stride_w, w.dilation_h, w.dilation_w, w.groups};
+  for (std::uint32_t v : values)
+    if (v == 0 || v > (1u << 24))
+      return fmt::format("{}: the field, kernel, strides, dilations and groups must be in 1..{}", op_kind_name(op.kind),
+                         1u << 24);
+  if (w.pad_top > (1u << 24) || w.pad_left > (1u << 24) || w.pad_bottom > (1u << 24) || w.pad_right > (1u << 24))
+    return fmt::format("{}: padding must be at most {}", op_kind_name(op.kind), 1u << 24);
+  if (!conv && w.groups != 1) return fmt::format("{} does not take groups", op_kind_name(op.kind));
+  if (op.kind != OpKind::avg_pool && w.count_include_pad)
+    return fmt::format("{} does not take count_include_pad", op_kind_name(op.kind));
+  const std::int64_t out_h = w.out_height(), out_w = w.out_width();
+  if (out_h <= 0 || out_w <= 0)
+    return fmt::format("{}: a {}x{} kernel (dilation {}x{}) does not fit the {}x{} field padded by {} {} {} {}",
+                       op_kind_name(op.kind), w.kernel_h, w.kernel_w, w.dilation_h, w.dilation_w, w.height, w.width,
+                       w.pad_top, w.pad_left, w.pad_bottom, w.pad_right);
+  const Tensor& x = graph.tensors.at(op.inputs[0]);
+  const std::int64_t pixels = std::int64_t{op.batch} * w.height * w.width;
+  if (x.shape.size() != 2 || x.shape[0] != pixels)
+    return fmt::format("{} of {} images of {}x{} needs feature maps [{}, channels] (a row per pixel), got '{}' {}",
+                       op_kind_name(op.kind), op.batch, w.height, w.width, pixels, x.name, shape_text(x.shape));
+  const std::int64_t channels = x.shape[1], out_pixels = std::int64_t{op.batch} * out_h * out_w;
+  if (!conv) {
+    shape = {out_pixels, channels};
+    return "";
+  }
+  const Tensor& weights = graph.tensors.at(op.inputs[1]);
+  if (channels % w.groups != 0)
+    return fmt::format("conv of {} groups needs channels in as many equal groups, got '{}' {}", w.groups, x.name,
+                       shape_text(x.shape));
+  const std::int64_t depth = w.kernel_positions() * (channels / w.groups);
+  if (weights.shape.size() != 2 || weights.shape[0] != depth || weights.shape[1] % w.groups != 0)
+    return fmt::format(
+        "conv weights '{}' {} must be [{}, M] ({}x{} kernel x {} channels a group) with M a multiple of "
+        "{} groups",
+        weights.name, shape_text(weights.shape), depth, w.kernel_h, w.kernel_w, channels / w.groups, w.groups);
+  if (op.inputs.size() == 3) {
+    const Tensor& bias = graph.tensors.at(op.inputs[2]);
+    if (bias.shape.size() != 1 || bias.shape[0] != weights.shape[1])
+      return fmt::format("conv bias '{}' {} must be [{}]", bias.name, shape_text(bias.shape), weights.shape[1]);
+  }
+  shape = {out_pixels, weights.shape[1]};
+  return "";
+}
+
 std::string infer_shape(const Graph& graph, const Op& op, std::vector<std::int64_t>& shape) {
   auto input = [&](std::size_t i) -> const Tensor& { return graph.tensors.at(op.inputs.at(i)); };
   auto expect_inputs = [&](std::size_t low, std::size_t high) -> std::string {
@@ -186,7 +278,7 @@ std::string infer_shape(const Graph& graph, const Op& op, std::vector<std::int64
     return "";
   };
   const bool batched = op.kind == OpKind::matmul || op.kind == OpKind::dense || op.kind == OpKind::transpose ||
-                       op.kind == OpKind::split_heads || op.kind == OpKind::merge_heads;
+                       op.kind == OpKind::split_heads || op.kind == OpKind::merge_heads || is_window(op.kind);
   const bool by_heads = op.kind == OpKind::split_heads || op.kind == OpKind::merge_heads;
   if (op.batch == 0 || (op.batch != 1 && !batched))
     return std::string(op_kind_name(op.kind)) + " does not take a batch of " + std::to_string(op.batch);
@@ -194,6 +286,10 @@ std::string infer_shape(const Graph& graph, const Op& op, std::vector<std::int64
     return std::string(op_kind_name(op.kind)) + " does not take " + std::to_string(op.heads) + " heads";
   if ((op.column_begin != 0 || op.column_count != 0) && op.kind != OpKind::slice_columns)
     return std::string(op_kind_name(op.kind)) + " does not take a column range";
+  if (!is_window(op.kind) && op.window != Window{})
+    return std::string(op_kind_name(op.kind)) + " does not take a window";
+  if (op.relu && op.kind != OpKind::dense && op.kind != OpKind::conv)
+    return std::string(op_kind_name(op.kind)) + " does not take a fused relu";
   switch (op.kind) {
     case OpKind::matmul:
     case OpKind::dense: {
@@ -305,6 +401,10 @@ std::string infer_shape(const Graph& graph, const Op& op, std::vector<std::int64
       shape = {x.shape[0], op.column_count};
       return "";
     }
+    case OpKind::conv:
+    case OpKind::max_pool:
+    case OpKind::avg_pool:
+      return infer_window_shape(graph, op, shape);
   }
   return "unknown operation";
 }
@@ -354,6 +454,47 @@ static SourcePlace place_of(const YAML::Node& node) {
 // Sizes beyond which a model is refused as unreasonable rather than attempted.
 constexpr std::int64_t kMaxDimension = 1ll << 24;
 constexpr std::int64_t kMaxTensorElements = 1ll << 31;
+
+/// A list of `count` integers in `low`..kMaxDimension under `key`, or `fallback` when absent.
+static std::vector<std::uint32_t> get_sizes(const std::string& path, const YAML::Node& node, const char* key,
+                                            std::size_t count, std::uint32_t low, std::vector<std::uint32_t> fallback,
+                                            const char* example) {
+  const YAML::Node list = node[key];
+  if (!list.IsDefined()) {
+    if (fallback.empty()) yaml::fail(path, node, fmt::format("missing required key '{}', e.g. {}", key, example));
+    return fallback;
+  }
+  if (!list.IsSequence() || list.size() != count)
+    yaml::fail(path, list, fmt::format("'{}' must be a list of {} integers, e.g. {}", key, count, example));
+  std::vector<std::uint32_t> sizes;
+  for (const auto& item : list) {
+    std::int64_t value = 0;
+    if (!item.IsScalar() || !yaml::parse_int(item.Scalar(), value) || value < low || value > kMaxDimension)
+      yaml::fail(path, item, fmt::format("'{}' takes integers in {}..{}, e.g. {}", key, low, kMaxDimension, example));
+    sizes.push_back(static_cast<std::uint32_t>(value));
+  }
+  return sizes;
+}
+
+/// A window op's field, kernel, strides, dilations, pads (top, left, bottom, right) and groups.
+static Window parse_window(const std::string& path, const YAML::Node& node) {
+  Window w;
+  const auto field = get_sizes(path, node, "field", 2, 1, {}, "[32, 32] (height, width of the input)");
+  const auto kernel = get_sizes(path, node, "kernel", 2, 1, {}, "[3, 3]");
+  const auto strides = get_sizes(path, node, "strides", 2, 1, {1, 1}, "[2, 2]");
+  const auto dilations = get_sizes(path, node, "dilations", 2, 1, {1, 1}, "[1, 1]");
+  const auto pads = get_sizes(path, node, "pads", 4, 0, {0, 0, 0, 0}, "[1, 1, 1, 1] (top, left, bottom, right)");
+  std::tie(w.height, w.width) = std::tuple{field[0], field[1]};
+  std::tie(w.kernel_h, w.kernel_w) = std::tuple{kernel[0], kernel[1]};
+  std::tie(w.stride_h, w.stride_w) = std::tuple{strides[0], strides[1]};
+  std::tie(w.dilation_h, w.dilation_w) = std::tuple{dilations[0], dilations[1]};
+  std::tie(w.pad_top, w.pad_left, w.pad_bottom, w.pad_right) = std::tuple{pads[0], pads[1], pads[2], pads[3]};
+  const std::uint64_t groups = yaml::get_uint_or(path, node, "groups", 1, kMaxDimension);
+  if (groups == 0) yaml::fail(path, node["groups"], "'groups' must be a positive count, e.g. 1 (32 for depthwise)");
+  w.groups = static_cast<std::uint32_t>(groups);
+  w.count_include_pad = yaml::get_bool_or(path, node, "count_include_pad", false);
+  return w;
+}
 
 Graph load_model(const std::string& path) {
   using namespace yaml;
@@ -422,13 +563,14 @@ Graph load_model(const std::string& path) {
     require_map(path, node, "an op");
     check_keys(path, node,
                {"op", "inputs", "output", "relu", "transpose_b", "batch", "heads", "column_begin", "columns", "scale",
-                "eps", "exponent"});
+                "eps", "exponent", "field", "kernel", "strides", "dilations", "pads", "groups", "count_include_pad"});
     if (!node["op"].IsDefined()) fail(path, node, "missing required key 'op'");
     Op op;
     op.kind = parse_op_kind(path, node["op"]);
     op.place = place_of(node);
     op.relu = get_bool_or(path, node, "relu", false);
-    if (op.relu && op.kind != OpKind::dense) fail(path, node["relu"], "'relu' applies to dense ops only");
+    if (op.relu && op.kind != OpKind::dense && op.kind != OpKind::conv)
+      fail(path, node["relu"], "'relu' applies to dense and conv ops only");
     // Attributes belong to one op kind each; elsewhere they would be silently ignored.
     auto only_for = [&](const char* key, std::initializer_list<OpKind> kinds) {
       if (!node[key].IsDefined() || std::find(kinds.begin(), kinds.end(), op.kind) != kinds.end()) return;
@@ -437,7 +579,12 @@ Graph load_model(const std::string& path) {
       fail(path, node[key], fmt::format("'{}' applies to {} ops only", key, fmt::join(names, ", ")));
     };
     only_for("transpose_b", {OpKind::matmul});
-    only_for("batch", {OpKind::matmul, OpKind::transpose, OpKind::split_heads, OpKind::merge_heads});
+    only_for("batch", {OpKind::matmul, OpKind::transpose, OpKind::split_heads, OpKind::merge_heads, OpKind::conv,
+                       OpKind::max_pool, OpKind::avg_pool});
+    for (const char* key : {"field", "kernel", "strides", "dilations", "pads"})
+      only_for(key, {OpKind::conv, OpKind::max_pool, OpKind::avg_pool});
+    only_for("groups", {OpKind::conv});
+    only_for("count_include_pad", {OpKind::avg_pool});
     only_for("heads", {OpKind::split_heads, OpKind::merge_heads});
     only_for("column_begin", {OpKind::slice_columns});
     only_for("columns", {OpKind::slice_columns});
@@ -464,6 +611,7 @@ Graph load_model(const std::string& path) {
       fail(path, node["eps"], "'eps' must be a finite positive number, e.g. 1e-5");
     op.exponent = get_number_or(path, node, "exponent", 1.0);
     if (!std::isfinite(op.exponent)) fail(path, node["exponent"], "'exponent' must be a finite number, e.g. 2");
+    if (is_window(op.kind)) op.window = parse_window(path, node);
     YAML::Node inputs = node["inputs"];
     if (!inputs.IsDefined() || !inputs.IsSequence())
       fail(path, inputs.IsDefined() ? inputs : YAML::Node(node), "'inputs' must be a list of tensor names");

@@ -308,6 +308,8 @@ std::string encode_graph(const Graph& g) {
     w.f64(op.scale);
     w.f64(op.epsilon);
     w.f64(op.exponent);
+    const auto window = window_fields(op.window);
+    w.u32s(std::vector<std::uint32_t>(window.begin(), window.end()));
   }
   w.u32s(g.outputs);
   // An imported model's sha256 trails the graph; YAML graphs end here, as before.
@@ -345,7 +347,7 @@ void decode_graph(Reader& r, Graph& g, const Target& target) {
       r.fail(fmt::format("the inputs and weights up to tensor '{}' exceed the {} bytes of target '{}'", t.name,
                          std::uint64_t(device_bytes), target.name));
   }
-  g.ops.resize(r.count(54));  // the fixed fields of an op
+  g.ops.resize(r.count(58));  // the fixed fields of an op
   for (auto& op : g.ops) {
     op.kind = r.enumeration<OpKind>(kOpKindCount);
     op.inputs = r.u32s();
@@ -359,6 +361,9 @@ void decode_graph(Reader& r, Graph& g, const Target& target) {
     op.scale = r.f64();
     op.epsilon = r.f64();
     op.exponent = r.f64();
+    const std::vector<std::uint32_t> window = r.u32s();
+    if (window.size() != kWindowFields) r.fail(fmt::format("an op's window must hold {} numbers", kWindowFields));
+    op.window = window_from_fields(std::span<const std::uint32_t, kWindowFields>(window.data(), kWindowFields));
   }
   g.outputs = r.u32s();
   if (const std::string problem = check_graph(g); !problem.empty()) r.fail("the graph is inconsistent: " + problem);

@@ -214,6 +214,7 @@ void write_graph(std::string& out, const std::string& indent, const Graph& g) {
     if (op.batch != 1) record.u("batch", op.batch);  // states of unbatched graphs read as before
     if (op.heads != 1) record.u("heads", op.heads);
     if (op.kind == OpKind::slice_columns) record.u("column_begin", op.column_begin).u("column_count", op.column_count);
+    if (is_window(op.kind)) record.list("window", window_fields(op.window));
     record.f("scale", op.scale)
         .f("epsilon", op.epsilon)
         .f("exponent", op.exponent)
@@ -603,7 +604,7 @@ Graph read_graph(const Node& n) {
   });
   n["ops"].each([&](const Node& o) {
     o.keys({"kind", "inputs", "output", "relu", "transpose_b", "batch", "heads", "column_begin", "column_count",
-            "scale", "epsilon", "exponent", "place"});
+            "window", "scale", "epsilon", "exponent", "place"});
     Op op;
     op.kind = o["kind"].enumeration<OpKind>(kOpKindCount, op_kind_name);
     op.inputs = o["inputs"].u32s();
@@ -614,6 +615,11 @@ Graph read_graph(const Node& n) {
     if (o.has("heads")) op.heads = o["heads"].u32();
     if (o.has("column_begin")) op.column_begin = o["column_begin"].u32();
     if (o.has("column_count")) op.column_count = o["column_count"].u32();
+    if (o.has("window")) {
+      const std::vector<std::uint32_t> window = o["window"].u32s();
+      if (window.size() != kWindowFields) o["window"].fail(fmt::format("a window holds {} numbers", kWindowFields));
+      op.window = window_from_fields(std::span<const std::uint32_t, kWindowFields>(window.data(), kWindowFields));
+    }
     op.scale = o["scale"].f64();
     op.epsilon = o["epsilon"].f64();
     op.exponent = o["exponent"].f64();

@@ -26,6 +26,8 @@ struct Layout {
 };
 
 constexpr std::uint32_t kMinBlockColumns = 16;
+/// Fitting splits of a window op built and costed by the cost model (in screening order).
+constexpr std::size_t kWindowCostedSplits = 4;
 
 BinaryFunction binary_function(OpKind kind) {
   return kind == OpKind::sub   ? BinaryFunction::subtract
@@ -53,6 +55,7 @@ UnaryFunction unary_function(OpKind kind) {
 struct Split {
   std::uint32_t row_groups = 1;
   std::uint32_t column_groups = 1;
+  std::uint32_t depth_groups = 1;  ///< window ops only: input channels in groups, partials reduced
 };
 
 /// Group counts worth trying for `total` things on at most `limit` groups: the most, then
@@ -137,6 +140,251 @@ Fragment build_rows(const BlockPlanContext& plan, Split split, FragmentBuilder& 
   std::vector<TensorDistribution> made;
   made.push_back({op.output, std::move(output)});
   return builder.finish(std::move(made));
+}
+
+/// A window op's tile share: output image-rows [q_begin, q_end) (q = image * OH + output row)
+/// and output channels [col_begin, col_begin + cols), with the patch channels it reads.
+struct WindowShare {
+  std::uint32_t q_begin = 0, q_end = 0, col_begin = 0, cols = 0;
+  std::uint32_t channel_begin = 0, channels = 0, first_out_channel = 0;
+};
+
+/// The input rows that output rows [a, b) of an image read, clipped to the image (at least one row).
+std::pair<std::uint32_t, std::uint32_t> window_input_rows(const Window& w, std::uint32_t a, std::uint32_t b) {
+  const std::int64_t top = std::int64_t{a} * w.stride_h - w.pad_top;
+  const std::int64_t bottom =
+      std::int64_t{b - 1} * w.stride_h - w.pad_top + std::int64_t{w.kernel_h - 1} * w.dilation_h + 1;
+  const std::int64_t low = std::clamp<std::int64_t>(top, 0, std::int64_t{w.height} - 1);
+  const std::int64_t high = std::clamp<std::int64_t>(bottom, low + 1, w.height);
+  return {static_cast<std::uint32_t>(low), static_cast<std::uint32_t>(high)};
+}
+
+/// The params of a conv or pool call of output rows [a, b) of one image over `share`'s channels.
+std::vector<std::uint32_t> window_params(const Op& op, std::uint32_t group_in, std::uint32_t group_out,
+                                         const WindowShare& share, std::uint32_t a, std::uint32_t b) {
+  const Window& w = op.window;
+  const auto [low, high] = window_input_rows(w, a, b);
+  // The patch row of output row 0's first tap (negative when it lies in padding above the patch).
+  const auto top = static_cast<std::uint32_t>(
+      static_cast<std::int32_t>(std::int64_t{low} - (std::int64_t{a} * w.stride_h - w.pad_top)));
+  const auto out_width = static_cast<std::uint32_t>(w.out_width());
+  if (op.kind != OpKind::conv) {
+    const PoolMode mode = op.kind == OpKind::max_pool   ? PoolMode::max
+                          : op.window.count_include_pad ? PoolMode::average_with_padding
+                                                        : PoolMode::average;
+    return {b - a,          out_width,
+            high - low,     w.width,
+            share.channels, w.kernel_h,
+            w.kernel_w,     w.stride_h,
+            w.stride_w,     w.dilation_h,
+            w.dilation_w,   top,
+            w.pad_left,     static_cast<std::uint32_t>(mode)};
+  }
+  const std::uint32_t flags = (op.relu ? kConvRelu : 0u) | (op.inputs.size() == 3 ? kConvHasBias : 0u);
+  return {b - a,
+          out_width,
+          high - low,
+          w.width,
+          share.channels,
+          share.cols,
+          w.kernel_h,
+          w.kernel_w,
+          w.stride_h,
+          w.stride_w,
+          w.dilation_h,
+          w.dilation_w,
+          top,
+          w.pad_left,
+          group_in,
+          group_out,
+          share.first_out_channel,
+          flags};
+}
+
+/// A window op's shape as its plans read it.
+struct WindowShape {
+  bool conv = false;
+  std::uint32_t in_channels = 0, outs = 0, group_in = 1, group_out = 1, out_h = 0, out_w = 0, taps = 1;
+  WindowShape(const Graph& graph, const Op& op)
+      : conv(op.kind == OpKind::conv),
+        in_channels(cols_of(graph.tensors[op.inputs[0]])),
+        outs(cols_of(graph.tensors[op.output])),
+        group_in(conv ? in_channels / op.window.groups : 1),
+        group_out(conv ? outs / op.window.groups : 1),
+        out_h(static_cast<std::uint32_t>(op.window.out_height())),
+        out_w(static_cast<std::uint32_t>(op.window.out_width())),
+        taps(static_cast<std::uint32_t>(op.window.kernel_positions())) {}
+  /// The patch channels output channels `columns` read (a pool's are its own; with depth
+  /// groups, `depth` of a conv's single group).
+  WindowShare share(Range rows, Range columns, Range depth, bool by_depth) const {
+    WindowShare share{rows.begin, rows.end(), columns.begin, columns.size, columns.begin, columns.size, 0};
+    if (!conv) return share;
+    if (by_depth) {
+      share.channel_begin = depth.begin;
+      share.channels = depth.size;
+      return share;
+    }
+    const std::uint32_t first_group = columns.begin / group_out, last_group = (columns.end() - 1) / group_out;
+    share.channel_begin = first_group * group_in;
+    share.channels = (last_group - first_group + 1) * group_in;
+    share.first_out_channel = columns.begin - first_group * group_out;
+    return share;
+  }
+};
+
+/// conv, max_pool, avg_pool: row group r holds output image-rows split[r] (q = image * OH +
+/// row), column group c output channels split[c], depth group d (convs of one group) input
+/// channels split[d]; share (r, c, d) runs on tile cursor + (r * C + c) * D + d. It gathers the
+/// input rows its windows read (the halo included, once) over its channels, the host writes
+/// it the weights of its channels, and it makes one call per image it touches. With depth
+/// groups each share leaves partial sums; share d then owns rows split[d] of the block and
+/// reduces the others' partials of them with its own, the bias and the ReLU (reduce_bias).
+Fragment build_window(const BlockPlanContext& plan, Split split, FragmentBuilder& builder) {
+  const Op& op = plan.op;
+  const Graph& graph = plan.graph;
+  const Window& w = op.window;
+  const WindowShape shape(graph, op);
+  const bool conv = shape.conv, by_depth = split.depth_groups > 1;
+  const Layout layout(plan.target);
+  const std::string name = fmt::format("{}{}", op_kind_name(op.kind), plan.op_index);
+  builder.label(0, name + ".gather");
+  builder.label(1, name);
+  if (by_depth) builder.label(2, name + ".reduce");
+  Distribution output{rows_of(graph.tensors[op.output]), {}};
+  const std::vector<Range> row_groups = balanced_split(op.batch * shape.out_h, split.row_groups);
+  const std::vector<Range> column_groups = balanced_split(shape.outs, split.column_groups);
+  const std::vector<Range> depth_groups = balanced_split(shape.in_channels, split.depth_groups);
+  const bool has_bias = conv && op.inputs.size() == 3;
+  for (std::uint32_t r = 0; r < row_groups.size(); ++r)
+    for (std::uint32_t c = 0; c < column_groups.size(); ++c) {
+      const Range rows = row_groups[r], columns = column_groups[c];
+      if (rows.size == 0 || columns.size == 0) continue;
+      const std::uint64_t block_words = std::uint64_t{rows.size} * shape.out_w * columns.size;
+      std::vector<std::uint32_t> partial(depth_groups.size()), tile_of(depth_groups.size());
+      for (std::uint32_t d = 0; d < depth_groups.size(); ++d) {
+        const Range depth = depth_groups[d];
+        const std::uint32_t tile =
+            (plan.window_tile_cursor + (r * split.column_groups + c) * split.depth_groups + d) % plan.target.tiles;
+        tile_of[d] = tile;
+        const WindowShare share = shape.share(rows, columns, depth, by_depth);
+        partial[d] = builder.create(name + (by_depth ? ".partial" : ".out"), tile, block_words, layout.standard,
+                                    layout.alignment, Lifetime::transient);
+        std::uint32_t weights = 0, bias = 0;
+        if (conv) {
+          if (!by_depth) {
+            weights = gather_block(builder, 0, graph, plan.distributions, op.inputs[1],
+                                   {0, shape.taps * shape.group_in, columns.begin, columns.size}, tile, layout.fast,
+                                   layout.matmul_alignment);
+          } else {  // each tap's rows of this depth group, packed tap by tap
+            const Tensor& tensor = graph.tensors[op.inputs[1]];
+            weights = builder.create(tensor.name + ".block", tile,
+                                     packed_words(std::uint64_t{shape.taps} * depth.size * columns.size, tensor.dtype),
+                                     layout.fast, layout.matmul_alignment, Lifetime::whole_program);
+            for (std::uint32_t tap = 0; tap < shape.taps; ++tap)
+              builder.host_slice(tensor, StreamKind::weight, weights, tap * shape.group_in + depth.begin, depth.size,
+                                 columns.begin, columns.size, false, tap * depth.size * columns.size);
+          }
+          if (has_bias && !by_depth)
+            bias = gather_block(builder, 0, graph, plan.distributions, op.inputs[2],
+                                {0, 1, columns.begin, columns.size}, tile, layout.standard, layout.alignment);
+        }
+        // One call per image: its output rows [a, b) read input rows [low, high) of that image.
+        for (std::uint32_t q = rows.begin; q < rows.end();) {
+          const std::uint32_t image = q / shape.out_h, a = q % shape.out_h;
+          const std::uint32_t b = std::min(shape.out_h, a + (rows.end() - q));
+          const auto [low, high] = window_input_rows(w, a, b);
+          const std::uint32_t patch = gather_block(
+              builder, 0, graph, plan.distributions, op.inputs[0],
+              {(image * w.height + low) * w.width, (high - low) * w.width, share.channel_begin, share.channels}, tile,
+              layout.standard, conv ? layout.matmul_alignment : layout.alignment);
+          const BufferRef out_ref{partial[d], (q - rows.begin) * shape.out_w * columns.size};
+          std::vector<std::uint32_t> params =
+              window_params(op, by_depth ? depth.size : shape.group_in, shape.group_out, share, a, b);
+          if (by_depth) params[kConvFlags] = 0;  // the bias and ReLU come after the reduction
+          if (conv)
+            builder.call(1, tile, Codelet::conv,
+                         {{patch, 0}, {weights, 0}, {has_bias && !by_depth ? bias : patch, 0}, out_ref},
+                         std::move(params));
+          else builder.call(1, tile, Codelet::pool, {{patch, 0}, out_ref}, std::move(params));
+          q += b - a;
+        }
+      }
+      const std::uint32_t first_row = rows.begin * shape.out_w, pixels = rows.size * shape.out_w;
+      if (!by_depth) {
+        output.pieces.push_back({tile_of[0], columns.begin, columns.size, partial[0], first_row, pixels});
+        continue;
+      }
+      // The reduce-scatter: depth group d owns pixels slices[d] of the block.
+      const std::vector<Range> slices = balanced_split(pixels, split.depth_groups);
+      for (std::uint32_t d = 0; d < depth_groups.size(); ++d) {
+        const Range slice = slices[d];
+        if (slice.size == 0) continue;
+        const std::uint32_t tile = tile_of[d], parts = split.depth_groups - 1;
+        const std::uint32_t received =
+            builder.create(name + ".reduce", tile, std::uint64_t{parts} * slice.size * columns.size, layout.standard,
+                           layout.alignment, Lifetime::transient);
+        std::uint32_t part = 0;
+        for (std::uint32_t e = 0; e < depth_groups.size(); ++e) {
+          if (e == d) continue;
+          builder.move_rows(1, {partial[e], slice.begin * columns.size}, columns.size,
+                            {received, part * slice.size * columns.size}, columns.size, slice.size, columns.size);
+          ++part;
+        }
+        const std::uint32_t bias =
+            gather_block(builder, 1, graph, plan.distributions, op.inputs[2], {0, 1, columns.begin, columns.size}, tile,
+                         layout.standard, layout.alignment);
+        const std::uint32_t out = builder.create(name + ".out", tile, std::uint64_t{slice.size} * columns.size,
+                                                 layout.standard, layout.alignment, Lifetime::transient);
+        builder.call(2, tile, Codelet::reduce_bias,
+                     {{received, 0}, {partial[d], slice.begin * columns.size}, {bias, 0}, {out, 0}},
+                     {parts, slice.size, columns.size, columns.size, op.relu ? 1u : 0u});
+        output.pieces.push_back({tile, columns.begin, columns.size, out, first_row + slice.begin, slice.size});
+      }
+    }
+  std::vector<TensorDistribution> made;
+  made.push_back({op.output, std::move(output)});
+  return builder.finish(std::move(made));
+}
+
+/// Screening weight of a copy (descriptors to set up and hold), in cycles.
+constexpr std::uint64_t kScreeningCyclesPerCopy = 64;
+
+/// A cheap figure to order a window op's splits before building any: the busiest share's
+/// codelet cycles, the words and copies it gathers (a word a cycle over the exchange), and
+/// with depth groups its partials' exchange and reduction.
+std::uint64_t window_screening_cycles(const BlockPlanContext& plan, Split split) {
+  const Op& op = plan.op;
+  const Window& w = op.window;
+  const WindowShape shape(plan.graph, op);
+  const bool by_depth = split.depth_groups > 1;
+  const std::uint32_t rows = (op.batch * shape.out_h + split.row_groups - 1) / split.row_groups;
+  const std::uint32_t cols = (shape.outs + split.column_groups - 1) / split.column_groups;
+  const std::uint32_t depth = (shape.in_channels + split.depth_groups - 1) / split.depth_groups;
+  WindowShare share = shape.share({0, rows}, {0, cols}, {0, depth}, by_depth);
+  if (!by_depth && shape.conv)
+    share.channels = std::min(shape.in_channels, ((cols + shape.group_out - 1) / shape.group_out + 1) * shape.group_in);
+  const std::optional<Distribution>& input = plan.distributions.at(op.inputs[0]);
+  std::uint64_t cycles = 0, words = 0, copies = 0;
+  for (std::uint32_t done = 0; done < rows;) {  // whole images, then the rest of one
+    const std::uint32_t b = std::min(shape.out_h, rows - done);
+    const std::vector<std::uint32_t> params =
+        window_params(op, by_depth ? depth : shape.group_in, shape.group_out, share, 0, b);
+    cycles += codelet_cycles(shape.conv ? Codelet::conv : Codelet::pool, params, plan.target);
+    const std::uint32_t patch_rows = shape.conv ? params[kConvInRows] : params[kPoolInRows];
+    words += std::uint64_t{patch_rows} * w.width * share.channels;
+    if (input) copies += gather_copies(*input, {0, patch_rows * w.width, 0, share.channels}, false);
+    done += b;
+  }
+  if (by_depth) {
+    const std::uint64_t slice = (std::uint64_t{rows} * shape.out_w + split.depth_groups - 1) / split.depth_groups;
+    words += (split.depth_groups - 1) * slice * cols;
+    copies += split.depth_groups - 1;
+    cycles += codelet_cycles(Codelet::reduce_bias,
+                             std::vector<std::uint32_t>{split.depth_groups - 1, static_cast<std::uint32_t>(slice), cols,
+                                                        cols, op.relu ? 1u : 0u},
+                             plan.target);
+  }
+  return cycles + words + copies * kScreeningCyclesPerCopy;
 }
 
 /// One output piece of a re-layout: the block `from` of the input gathered (column-major when
@@ -332,7 +580,8 @@ void call_unary(FragmentBuilder& builder, std::uint32_t superstep, std::uint32_t
 }
 
 bool is_block_op(const Graph& graph, const Op& op) {
-  if (op.kind == OpKind::softmax || op.kind == OpKind::layer_norm || is_relayout(op.kind) || is_row_reduction(op.kind))
+  if (op.kind == OpKind::softmax || op.kind == OpKind::layer_norm || is_relayout(op.kind) ||
+      is_row_reduction(op.kind) || is_window(op.kind))
     return true;
   return op.kind == OpKind::matmul && op.inputs.size() == 2 &&
          (op.transpose_b || op.batch > 1 || graph.tensors.at(op.inputs[1]).kind == TensorKind::intermediate);
@@ -406,7 +655,7 @@ std::uint32_t gather_block(FragmentBuilder& builder, std::uint32_t superstep, co
   return buffer;
 }
 
-Status plan_block_op(const BlockPlanContext& plan, std::optional<Fragment>& fragment) {
+Status plan_block_op(BlockPlanContext& plan, std::optional<Fragment>& fragment) {
   const Op& op = plan.op;
   const Graph& graph = plan.graph;
   const std::uint32_t tiles = plan.target.tiles;
@@ -440,6 +689,24 @@ Status plan_block_op(const BlockPlanContext& plan, std::optional<Fragment>& frag
     for (std::uint32_t rows :
          group_counts(tokens, static_cast<std::uint32_t>(std::max<std::uint64_t>(1, tiles / units))))
       splits.push_back({rows, 1});
+  } else if (is_window(op.kind)) {
+    // Output image-rows by output channels, the most promising few by their screening figure.
+    // Channel blocks at least kMinBlockColumns wide, as products' (a next window op gathers
+    // whole pixels: narrower blocks would cut every pixel into a copy of its own); a conv of
+    // one group (with a bias to fuse after the reduction) may also split its input channels.
+    const auto image_rows = static_cast<std::uint32_t>(op.batch * op.window.out_height());
+    const std::uint32_t outs = cols_of(graph.tensors[op.output]), ins = cols_of(graph.tensors[op.inputs[0]]);
+    const bool depth = op.kind == OpKind::conv && op.window.groups == 1 && op.inputs.size() == 3;
+    for (std::uint32_t rows : group_counts(image_rows, tiles))
+      for (std::uint32_t cols : group_counts(std::max(1u, outs / kMinBlockColumns), tiles / rows))
+        for (std::uint32_t depths :
+             depth ? group_counts(std::max(1u, ins / kMinBlockColumns), tiles / (rows * cols)) : std::vector{1u})
+          splits.push_back({rows, cols, depths});
+    std::vector<std::pair<std::uint64_t, Split>> ranked;
+    for (Split split : splits) ranked.push_back({window_screening_cycles(plan, split), split});
+    std::stable_sort(ranked.begin(), ranked.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
+    splits.clear();
+    for (const auto& [figure, split] : ranked) splits.push_back(split);
   } else {
     for (std::uint32_t rows : group_counts(rows_of(graph.tensors[op.inputs[0]]), tiles)) splits.push_back({rows, 1});
   }
@@ -452,10 +719,14 @@ Status plan_block_op(const BlockPlanContext& plan, std::optional<Fragment>& frag
     if (is_binary(op.kind) && !on_rows) return build_binary(plan, builder);
     if (op.kind == OpKind::matmul) return build_product(plan, split, builder);
     if (is_relayout(op.kind)) return build_relayout(plan, split, builder);
+    if (is_window(op.kind)) return build_window(plan, split, builder);
     return build_rows(plan, split, builder);
   };
+  // Window ops build only their best-screened splits that fit.
+  const std::size_t most_costed = is_window(op.kind) ? kWindowCostedSplits : splits.size();
   for (Split split : splits) {
-    FragmentBuilder builder(plan.program, 1);
+    if (costed >= most_costed) break;
+    FragmentBuilder builder(plan.program, split.depth_groups > 1 ? 2 : 1);
     Fragment candidate = build(split, builder);
     const std::vector<TileBytes> added = new_bytes(candidate, tiles);
     std::uint64_t peak = 0;
@@ -482,7 +753,7 @@ Status plan_block_op(const BlockPlanContext& plan, std::optional<Fragment>& frag
     // Nothing fits: carry on with the smallest so place-storage reports every tile over.
     plan.context.logger.warn("{}: no block plan fits in tile memory op={} row_groups={} column_groups={}",
                              plan.context.span, plan.op_index, smallest.row_groups, smallest.column_groups);
-    FragmentBuilder builder(plan.program, 1);
+    FragmentBuilder builder(plan.program, smallest.depth_groups > 1 ? 2 : 1);
     fragment = build(smallest, builder);
     best = smallest;
   }
@@ -493,12 +764,16 @@ Status plan_block_op(const BlockPlanContext& plan, std::optional<Fragment>& frag
   }
   for (const Buffer& buffer : fragment->program.buffers) transposed_gathers += buffer.name.ends_with(".block_t");
   plan.context.info(
-      "selected block plan op={} kind={} row_groups={} column_groups={} candidates={} costed={} "
+      "selected block plan op={} kind={} row_groups={} column_groups={}{} candidates={} costed={} "
       "copies={} transposed_gathers={} estimated_cycles={}",
-      plan.op_index, op_kind_name(op.kind), best.row_groups, best.column_groups, splits.size(), costed, copies,
+      plan.op_index, op_kind_name(op.kind), best.row_groups, best.column_groups,
+      is_window(op.kind) ? fmt::format(" depth_groups={}", best.depth_groups) : "", splits.size(), costed, copies,
       transposed_gathers, best_cycles == kNone ? 0 : best_cycles);
   plan.context.remark({plan.op_index, op_kind_name(op.kind), "block", best.column_groups, 0, best.row_groups,
                        splits.size(), best_cycles == kNone ? 0 : best_cycles});
+  if (is_window(op.kind))
+    plan.window_tile_cursor =
+        (plan.window_tile_cursor + best.row_groups * best.column_groups * best.depth_groups) % tiles;
   return Status::success();
 }
 

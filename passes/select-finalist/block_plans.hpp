@@ -24,6 +24,9 @@ struct BlockPlanContext {
   /// Whether a candidate's new buffers fit beside what is already resident.
   std::function<bool(const std::vector<TileBytes>&)> fits;
   OrientationChoice orientation = OrientationChoice::automatic;
+  /// The tile a window op's first share goes to; advanced past the tiles it used, so that
+  /// consecutive layers' weights (held for the whole program) land on different tiles.
+  std::uint32_t window_tile_cursor = 0;
 };
 
 /// softmax, layer_norm, row reductions, and matmul by an activation or with transpose_b: the
@@ -63,6 +66,6 @@ std::uint64_t gather_copies(const Distribution& distribution, Block block, bool 
 
 /// Plans one op into `fragment`: enumerates its splits over the tiles, costs each fitting
 /// one with the cost model, keeps the cheapest and logs the choice.
-Status plan_block_op(const BlockPlanContext& plan, std::optional<Fragment>& fragment);
+Status plan_block_op(BlockPlanContext& plan, std::optional<Fragment>& fragment);
 
 }  // namespace tessera::select_finalist

@@ -141,7 +141,8 @@ void FragmentBuilder::move_rows(std::uint32_t superstep, BufferRef from, std::ui
 }
 
 void FragmentBuilder::host_slice(const Tensor& tensor, StreamKind kind, std::uint32_t buffer, std::uint32_t row_begin,
-                                 std::uint32_t rows, std::uint32_t col_begin, std::uint32_t cols, bool transposed) {
+                                 std::uint32_t rows, std::uint32_t col_begin, std::uint32_t cols, bool transposed,
+                                 std::uint32_t word_offset) {
   auto& streams = fragment_.program.streams;
   auto stream = std::find_if(streams.begin(), streams.end(),
                              [&](const HostStream& s) { return s.tensor == tensor.name && s.kind == kind; });
@@ -155,7 +156,7 @@ void FragmentBuilder::host_slice(const Tensor& tensor, StreamKind kind, std::uin
     streams.push_back(std::move(created));
     stream = streams.end() - 1;
   }
-  stream->slices.push_back({{buffer, 0}, row_begin, rows, col_begin, cols, transposed});
+  stream->slices.push_back({{buffer, word_offset}, row_begin, rows, col_begin, cols, transposed});
 }
 
 std::vector<TileBytes> new_bytes(const Fragment& fragment, std::uint32_t tiles) {

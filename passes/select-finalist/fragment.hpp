@@ -101,10 +101,11 @@ public:
   /// superstep's compute. Rows contiguous on both sides move as one block.
   void move_rows(std::uint32_t superstep, BufferRef from, std::uint32_t from_stride, BufferRef to,
                  std::uint32_t to_stride, std::uint32_t rows, std::uint32_t width);
-  /// Adds a host slice filling `buffer` from word 0 with the block of `tensor` ([cols, rows]
+  /// Adds a host slice filling `buffer` from `word_offset` with the block of `tensor` ([cols, rows]
   /// when `transposed`).
   void host_slice(const Tensor& tensor, StreamKind kind, std::uint32_t buffer, std::uint32_t row_begin,
-                  std::uint32_t rows, std::uint32_t col_begin, std::uint32_t cols, bool transposed = false);
+                  std::uint32_t rows, std::uint32_t col_begin, std::uint32_t cols, bool transposed = false,
+                  std::uint32_t word_offset = 0);
 
   const Buffer& buffer(std::uint32_t index) const { return fragment_.program.buffers[index]; }
   bool oversized() const { return oversized_; }

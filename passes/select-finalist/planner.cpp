@@ -754,9 +754,11 @@ private:
         context_,
         distributions_,
         [&](const std::vector<TileBytes>& added) { return peak_if_fits(resident, added) != kDoesNotFit; },
-        options_.orientation};
+        options_.orientation,
+        window_tile_cursor_};
     std::optional<Fragment> fragment;
     if (Status status = plan_block_op(plan, fragment); !status.ok) return status;
+    window_tile_cursor_ = plan.window_tile_cursor;
     record(commit_fragment(std::move(*fragment), program_, whole_program_buffers_));
     return Status::success();
   }
@@ -796,8 +798,9 @@ private:
   std::vector<std::uint32_t> readers_;                      ///< per tensor: ops reading it
   std::vector<bool> is_output_;
   std::vector<std::uint32_t> whole_program_buffers_;
-  TileBytes reserve_;                  ///< per tile, for the weights of the ops not planned yet (later_weights)
-  std::uint32_t most_row_groups_ = 1;  ///< of the selected dense plans: above 1, weights are held more than once
+  TileBytes reserve_;                     ///< per tile, for the weights of the ops not planned yet (later_weights)
+  std::uint32_t most_row_groups_ = 1;     ///< of the selected dense plans: above 1, weights are held more than once
+  std::uint32_t window_tile_cursor_ = 0;  ///< the tile the next window op starts on (BlockPlanContext)
   std::optional<std::uint32_t> starved_op_;
   std::map<std::uint32_t, std::pair<std::string, OpPin>> pins_;  ///< op index -> (name used, pin)
   struct KnownCost {

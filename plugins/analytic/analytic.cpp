@@ -107,6 +107,28 @@ double matmul_cycles(Codelet codelet, double m, double k, double n, bool swapped
   return std::min(amp, workers);
 }
 
+// A convolution: per conv group the call spans and kernel position, a product of the output
+// field by the group's input channels (matmul_cycles); a pool reads every tap of every output
+// element once, as add reads its pairs.
+double conv_cycles(const std::vector<std::uint32_t>& p, const Target& target) {
+  using namespace tessera;
+  const double pixels = double(p[kConvOutRows]) * p[kConvOutWidth], outs = p[kConvOutChannels];
+  const double group_out = std::max<std::uint32_t>(p[kConvGroupOutChannels], 1);
+  const double groups = outs == 0 ? 0 : std::floor((outs - 1 + p[kConvFirstOutChannel]) / group_out) + 1;
+  const double positions = double(p[kConvKernelH]) * p[kConvKernelW];
+  const double product =
+      matmul_cycles(Codelet::matmul, pixels, p[kConvGroupInChannels], std::min(outs, group_out), false, target);
+  const double epilogue =
+      (p[kConvFlags] & (kConvHasBias | kConvRelu)) != 0 ? pixels * outs * kBiasAddCyclesPerElement : 0;
+  return groups * positions * product + epilogue;
+}
+
+double pool_cycles(const std::vector<std::uint32_t>& p) {
+  using namespace tessera;
+  return double(p[kPoolOutRows]) * p[kPoolOutWidth] * p[kPoolChannels] * p[kPoolKernelH] * p[kPoolKernelW] *
+         kAddCyclesPerElement;
+}
+
 std::uint64_t estimate_call(const CodeletCall& call, const Target& target) {
   const std::vector<std::uint32_t>& p = call.params;
   if (p.size() != tessera::codelet_param_count(call.codelet))
@@ -180,6 +202,12 @@ std::uint64_t estimate_call(const CodeletCall& call, const Target& target) {
       cycles += double(p[1]) * p[2] * (kReduceCyclesPerPartElement * (double(p[0]) + 1) + kReduceCyclesPerElement) +
                 kCallOverheadCycles + double(p[1]) * p[2] * kBiasAddCyclesPerElement +
                 relu(p[4] != 0, double(p[1]) * p[2]);
+      break;
+    case Codelet::conv:
+      cycles += conv_cycles(p, target);
+      break;
+    case Codelet::pool:
+      cycles += pool_cycles(p);
       break;
   }
   return ceil_cycles(cycles);

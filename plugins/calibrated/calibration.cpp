@@ -114,6 +114,41 @@ double worker_loops(double count, const Target& target) {
   return std::ceil(std::ceil(count / 4) / workers);
 }
 
+// A conv call runs on the AMP or on the workers, whichever the machine model finds faster: the
+// features of its path, zeros for the other (docs/targets.md, the conv codelet). AMP: a call, the
+// supervisor's group loops, its kernel rows and passes (conv groups x input groups x output groups
+// x kernel positions), the workers' cycles over the passes, the partials' zeroing vectors.
+// Workers: a call, the conv groups and their busiest worker's cycles. Then the bias and relu
+// steps, as bias_add's.
+Features conv_features(Params p, const Target& t) {
+  using namespace tessera;
+  const double workers = std::max<std::uint32_t>(t.worker_threads, 1);
+  const double out_rows = p[kConvOutRows], pixels = out_rows * p[kConvOutWidth], outs = p[kConvOutChannels];
+  const double group_out = std::max<std::uint32_t>(p[kConvGroupOutChannels], 1);
+  const double groups = outs == 0 ? 0 : std::floor((outs - 1 + p[kConvFirstOutChannel]) / group_out) + 1;
+  const double per_group = std::min(outs, group_out), positions = double(p[kConvKernelH]) * p[kConvKernelW];
+  const double in_groups = std::ceil(p[kConvGroupInChannels] / double(t.amp_fp32_input_channels));
+  const double out_groups = std::ceil(per_group / t.amp_fp32_output_channels);
+  const double group_loops = groups * (16 + in_groups * (14 + out_groups * 14));
+  const double kernel_rows = groups * in_groups * out_groups * p[kConvKernelH];
+  const double passes = kernel_rows * p[kConvKernelW];
+  const double entries = std::max(1.0, std::ceil(out_rows / workers)), share = std::ceil(pixels / workers);
+  const double core = double(t.amp_fp32_input_channels) * t.amp_fp32_output_channels /
+                      std::max<std::uint32_t>(t.fp32_macs_per_cycle, 1);
+  const double pass_worker = passes * (19 + 45 * entries + std::max(0.0, share - 3 * entries) * core);
+  const double zero_vectors = std::ceil(std::ceil(pixels * outs / workers) / 2);
+  const double hmac =
+      groups * (16 + positions * (20 * entries + share * per_group * (std::ceil(p[kConvGroupInChannels] / 2.0) + 2)));
+  const bool epilogue = (p[kConvFlags] & (kConvHasBias | kConvRelu)) != 0, relu = (p[kConvFlags] & kConvRelu) != 0;
+  const double vectors = worker_vectors(pixels * outs, t);
+  const bool on_workers = std::string_view(tessera::codelet_charge(Codelet::conv, p, t).path) == "worker-mac";
+  Features features = on_workers ? Features{0, 0, 0, 0, 0, 0, 1, groups, hmac}
+                                 : Features{1, group_loops, kernel_rows, passes, pass_worker, zero_vectors, 0, 0, 0};
+  for (double f : {epilogue ? 1.0 : 0.0, epilogue ? vectors : 0.0, relu ? 1.0 : 0.0, relu ? vectors : 0.0})
+    features.push_back(f);
+  return features;
+}
+
 // The feature table: one line per codelet. A new codelet needs its line here (calibrate
 // refuses to run without one); keep each microbenchmark call under ~200 KB of operands.
 const CodeletLine kCodeletLines[] = {
@@ -270,6 +305,56 @@ const CodeletLine kCodeletLines[] = {
       {40, 300, 2},
       {300, 12, 3},
       {90, 90, 0}}},
+    {Codelet::conv,
+     "amp_call,amp_group_loops,amp_kernel_rows,amp_passes,amp_pass_worker_cycles,amp_zero_vectors,worker_call,"
+     "worker_groups,worker_cycles,epilogue_call,epilogue_vectors,relu_call,relu_vectors",
+     conv_features,
+     {{4, 8, 6, 8, 16, 16, 3, 3, 1, 1, 1, 1, 1, 1, 16, 16, 0, 3},
+      {2, 14, 2, 14, 64, 64, 1, 1, 1, 1, 1, 1, 0, 0, 64, 64, 0, 2},
+      {7, 7, 7, 7, 32, 32, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 0, 3},
+      {3, 16, 7, 32, 3, 16, 3, 3, 2, 2, 1, 1, 1, 1, 3, 16, 0, 3},
+      {1, 4, 1, 4, 128, 256, 1, 1, 1, 1, 1, 1, 0, 0, 128, 256, 0, 0},
+      {8, 8, 10, 10, 8, 24, 3, 3, 1, 1, 1, 1, 0, 0, 8, 24, 0, 1},
+      {5, 5, 11, 11, 3, 8, 7, 7, 2, 2, 1, 1, 3, 3, 3, 8, 0, 3},
+      {6, 6, 10, 10, 16, 16, 3, 3, 1, 1, 2, 2, 0, 0, 16, 16, 0, 2},
+      {4, 10, 4, 10, 32, 8, 1, 1, 1, 1, 1, 1, 0, 0, 4, 2, 1, 0},
+      {2, 56, 4, 56, 64, 64, 3, 3, 1, 1, 1, 1, 1, 1, 64, 64, 0, 3},
+      {14, 14, 14, 14, 16, 16, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 0, 2},
+      {1, 7, 3, 7, 96, 24, 3, 3, 1, 1, 1, 1, 1, 1, 96, 24, 0, 1},
+      {2, 3, 4, 7, 24, 8, 3, 3, 2, 2, 1, 1, 0, 0, 3, 1, 0, 3},
+      {12, 12, 12, 12, 40, 40, 1, 1, 1, 1, 1, 1, 0, 0, 40, 40, 0, 3},
+      {1, 1, 3, 3, 128, 32, 3, 3, 1, 1, 1, 1, 1, 1, 128, 32, 0, 2},
+      {2, 2, 2, 2, 256, 128, 1, 1, 1, 1, 1, 1, 0, 0, 256, 128, 0, 1},
+      {16, 16, 18, 18, 3, 4, 3, 3, 1, 1, 1, 1, 1, 1, 3, 4, 0, 0},
+      {5, 9, 5, 9, 24, 24, 5, 5, 1, 1, 1, 1, 2, 2, 1, 1, 0, 3},
+      {3, 3, 7, 7, 12, 48, 3, 3, 2, 2, 1, 1, 0, 0, 12, 48, 0, 2},
+      {1, 28, 3, 28, 32, 16, 3, 3, 1, 1, 1, 1, 1, 1, 32, 16, 0, 0},
+      {6, 1, 6, 1, 64, 32, 1, 1, 1, 1, 1, 1, 0, 0, 64, 32, 0, 3},
+      {7, 7, 7, 7, 64, 64, 1, 1, 1, 1, 1, 1, 0, 0, 8, 8, 0, 1},
+      {4, 4, 8, 8, 8, 6, 2, 2, 2, 2, 1, 1, 0, 0, 2, 2, 1, 2},
+      {10, 10, 12, 12, 20, 10, 3, 3, 1, 1, 1, 1, 1, 1, 20, 10, 0, 3}}},
+    // Pooling: per kernel position, the busiest worker's worklist rows and its share of the
+    // output vectors (an average scales each once more).
+    {Codelet::pool,
+     "call,row_loops,vectors,average_vectors",
+     [](Params p, const Target& t) -> Features {
+       using namespace tessera;
+       const double workers = std::max<std::uint32_t>(t.worker_threads, 1);
+       const double positions = double(p[kPoolKernelH]) * p[kPoolKernelW];
+       const double rows = std::max(1.0, std::ceil(p[kPoolOutRows] / workers));
+       const double share = std::ceil(double(p[kPoolOutRows]) * p[kPoolOutWidth] * std::ceil(p[kPoolChannels] / 2.0) / workers);
+       return {1, positions * rows, positions * share, p[kPoolMode] != 0 ? share : 0.0};
+     },
+     {{2, 4, 5, 8, 16, 3, 3, 2, 2, 1, 1, 1, 1, 0},
+      {1, 1, 7, 7, 64, 7, 7, 1, 1, 1, 1, 0, 0, 1},
+      {4, 4, 8, 8, 32, 2, 2, 2, 2, 1, 1, 0, 0, 0},
+      {3, 7, 9, 14, 8, 3, 3, 2, 2, 1, 1, 1, 1, 2},
+      {1, 1, 1, 1, 512, 1, 1, 1, 1, 1, 1, 0, 0, 1},
+      {8, 8, 8, 8, 3, 3, 3, 1, 1, 1, 1, 1, 1, 0},
+      {2, 28, 5, 56, 24, 3, 3, 2, 2, 1, 1, 1, 1, 0},
+      {1, 1, 2, 2, 256, 2, 2, 1, 1, 1, 1, 0, 0, 1},
+      {6, 6, 13, 13, 12, 3, 3, 2, 2, 1, 1, 1, 1, 2},
+      {14, 14, 14, 14, 2, 1, 1, 1, 1, 1, 1, 0, 0, 1}}},
 };
 
 [[noreturn]] void fail(const std::string& file, const YAML::Node& node, const std::string& message) {

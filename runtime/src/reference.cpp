@@ -145,6 +145,61 @@ std::vector<double> matmul(const Matrix& a, const Matrix& b, const Matrix* bias,
 
 }  // namespace
 
+/// conv, max_pool, avg_pool over feature maps [batch*H*W, C] straight from the ONNX definitions
+/// (input pixel = output pixel * stride + tap * dilation - leading pad; taps in padding are zero
+/// for conv and skipped by pools), in double.
+std::vector<double> window_op(const Op& op, const Matrix& x, const Matrix* weights, const Matrix* bias) {
+  const Window& w = op.window;
+  const std::int64_t out_h = w.out_height(), out_w = w.out_width(), channels = x.cols;
+  const std::int64_t outs = weights != nullptr ? weights->cols : channels;
+  const std::int64_t group_in = channels / w.groups, group_out = outs / w.groups;
+  std::vector<double> out(static_cast<std::size_t>(std::int64_t{op.batch} * out_h * out_w * outs));
+  std::vector<double> sum(static_cast<std::size_t>(outs));
+  std::vector<std::int64_t> counted(static_cast<std::size_t>(outs));
+  for (std::int64_t n = 0; n < op.batch; ++n)
+    for (std::int64_t oh = 0; oh < out_h; ++oh)
+      for (std::int64_t ow = 0; ow < out_w; ++ow) {
+        const bool max = op.kind == OpKind::max_pool;
+        std::fill(sum.begin(), sum.end(), max ? -std::numeric_limits<double>::infinity() : 0.0);
+        std::fill(counted.begin(), counted.end(), 0);
+        for (std::int64_t kh = 0; kh < w.kernel_h; ++kh) {
+          const std::int64_t ih = oh * w.stride_h + kh * w.dilation_h - w.pad_top;
+          if (ih < 0 || ih >= w.height) continue;
+          for (std::int64_t kw = 0; kw < w.kernel_w; ++kw) {
+            const std::int64_t iw = ow * w.stride_w + kw * w.dilation_w - w.pad_left;
+            if (iw < 0 || iw >= w.width) continue;
+            const std::int64_t pixel = (n * w.height + ih) * w.width + iw;
+            for (std::int64_t m = 0; m < outs; ++m) {
+              if (weights == nullptr) {
+                const double v = x.at(pixel, m);
+                sum[static_cast<std::size_t>(m)] =
+                    max ? std::max(sum[static_cast<std::size_t>(m)], v) : sum[static_cast<std::size_t>(m)] + v;
+                ++counted[static_cast<std::size_t>(m)];
+                continue;
+              }
+              const std::int64_t group = m / group_out;
+              for (std::int64_t c = 0; c < group_in; ++c)
+                sum[static_cast<std::size_t>(m)] +=
+                    x.at(pixel, group * group_in + c) * weights->at((kh * w.kernel_w + kw) * group_in + c, m);
+            }
+          }
+        }
+        double* pixel_out = out.data() + ((n * out_h + oh) * out_w + ow) * outs;
+        for (std::int64_t m = 0; m < outs; ++m) {
+          double v = sum[static_cast<std::size_t>(m)];
+          if (op.kind == OpKind::avg_pool) {
+            const double divisor = w.count_include_pad ? static_cast<double>(w.kernel_h * w.kernel_w)
+                                                       : static_cast<double>(counted[static_cast<std::size_t>(m)]);
+            v = divisor > 0 ? v / divisor : 0.0;
+          }
+          if (bias != nullptr) v += bias->at(0, m);
+          if (op.relu) v = std::max(v, 0.0);
+          pixel_out[m] = v;
+        }
+      }
+  return out;
+}
+
 ReferenceValues execute_reference(const Graph& graph, const HostTensors& values) {
   ReferenceValues computed;
   auto lookup = [&](const Op& op, std::uint32_t index) -> Matrix {
@@ -308,6 +363,22 @@ ReferenceValues execute_reference(const Graph& graph, const HostTensors& values)
         if (gamma.rows * gamma.cols != x.cols || beta.rows * beta.cols != x.cols)
           fail(graph, op, fmt::format("gamma and beta must hold {} values each", x.cols));
         out = layer_norm(x, gamma, beta, op.epsilon);
+        break;
+      }
+      case OpKind::conv:
+      case OpKind::max_pool:
+      case OpKind::avg_pool: {
+        std::vector<std::int64_t> shape;
+        if (const std::string problem = infer_shape(graph, op, shape); !problem.empty()) fail(graph, op, problem);
+        const Matrix x = lookup(op, op.inputs[0]);
+        if (op.kind != OpKind::conv) {
+          out = window_op(op, x, nullptr, nullptr);
+          break;
+        }
+        const Matrix weights = lookup(op, op.inputs[1]);
+        Matrix bias;
+        if (op.inputs.size() == 3) bias = lookup(op, op.inputs[2]);
+        out = window_op(op, x, &weights, op.inputs.size() == 3 ? &bias : nullptr);
         break;
       }
       default:

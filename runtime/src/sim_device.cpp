@@ -354,6 +354,87 @@ void run_reduce_rows(float* memory, const LoadedCall& call) {
   }
 }
 
+/// The patch position a kernel tap reads, or -1 where it falls in the padding.
+/// `before` is a signed count (a patch may start below output row 0's first tap).
+inline std::int64_t patch_index(std::uint32_t out, std::uint32_t stride, std::uint32_t tap, std::uint32_t dilation,
+                                std::uint32_t before, std::uint32_t size) {
+  const std::int64_t at = std::int64_t{out} * stride + std::int64_t{tap} * dilation - static_cast<std::int32_t>(before);
+  return at >= 0 && at < size ? at : -1;
+}
+
+// Sums in float32 in kernel row, kernel column, input channel order (the reference's order).
+void run_conv(float* memory, const LoadedCall& call) {
+  const auto& p = call.param;
+  const float* __restrict in = memory + call.operand[0];
+  const float* __restrict weights = memory + call.operand[1];
+  const float* __restrict bias = memory + call.operand[2];
+  float* __restrict out = memory + call.operand[3];
+  const std::uint32_t channels = p[kConvInChannels], outs = p[kConvOutChannels];
+  const std::uint32_t group_in = p[kConvGroupInChannels], group_out = p[kConvGroupOutChannels];
+  const bool relu = (p[kConvFlags] & kConvRelu) != 0, has_bias = (p[kConvFlags] & kConvHasBias) != 0;
+  for (std::uint32_t r = 0; r < p[kConvOutRows]; ++r)
+    for (std::uint32_t c = 0; c < p[kConvOutWidth]; ++c) {
+      float* pixel = out + (static_cast<std::size_t>(r) * p[kConvOutWidth] + c) * outs;
+      std::fill(pixel, pixel + outs, 0.0f);
+      for (std::uint32_t i = 0; i < p[kConvKernelH]; ++i) {
+        const std::int64_t row = patch_index(r, p[kConvStrideH], i, p[kConvDilationH], p[kConvTop], p[kConvInRows]);
+        if (row < 0) continue;
+        for (std::uint32_t j = 0; j < p[kConvKernelW]; ++j) {
+          const std::int64_t col = patch_index(c, p[kConvStrideW], j, p[kConvDilationW], p[kConvLeft], p[kConvInWidth]);
+          if (col < 0) continue;
+          const float* taps = in + (static_cast<std::size_t>(row) * p[kConvInWidth] + col) * channels;
+          const float* tap_weights = weights + (static_cast<std::size_t>(i) * p[kConvKernelW] + j) * group_in * outs;
+          for (std::uint32_t o = 0; o < outs; ++o) {
+            const float* group_taps =
+                taps + static_cast<std::size_t>((o + p[kConvFirstOutChannel]) / group_out) * group_in;
+            float sum = pixel[o];
+            for (std::uint32_t k = 0; k < group_in; ++k)
+              sum += group_taps[k] * tap_weights[static_cast<std::size_t>(k) * outs + o];
+            pixel[o] = sum;
+          }
+        }
+      }
+      for (std::uint32_t o = 0; o < outs; ++o) {
+        float value = has_bias ? pixel[o] + bias[o] : pixel[o];
+        pixel[o] = relu ? std::max(value, 0.0f) : value;
+      }
+    }
+}
+
+void run_pool(float* memory, const LoadedCall& call) {
+  const auto& p = call.param;
+  const float* __restrict in = memory + call.operand[0];
+  float* __restrict out = memory + call.operand[1];
+  const std::uint32_t channels = p[kPoolChannels];
+  const auto mode = static_cast<PoolMode>(p[kPoolMode]);
+  thread_local std::vector<float> accumulator;
+  accumulator.resize(channels);
+  for (std::uint32_t r = 0; r < p[kPoolOutRows]; ++r)
+    for (std::uint32_t c = 0; c < p[kPoolOutWidth]; ++c) {
+      std::fill(accumulator.begin(), accumulator.end(),
+                mode == PoolMode::max ? -std::numeric_limits<float>::infinity() : 0.0f);
+      std::uint32_t count = 0;
+      for (std::uint32_t i = 0; i < p[kPoolKernelH]; ++i) {
+        const std::int64_t row = patch_index(r, p[kPoolStrideH], i, p[kPoolDilationH], p[kPoolTop], p[kPoolInRows]);
+        if (row < 0) continue;
+        for (std::uint32_t j = 0; j < p[kPoolKernelW]; ++j) {
+          const std::int64_t col = patch_index(c, p[kPoolStrideW], j, p[kPoolDilationW], p[kPoolLeft], p[kPoolInWidth]);
+          if (col < 0) continue;
+          ++count;
+          const float* taps = in + (static_cast<std::size_t>(row) * p[kPoolInWidth] + col) * channels;
+          for (std::uint32_t k = 0; k < channels; ++k)
+            accumulator[k] = mode == PoolMode::max ? std::max(accumulator[k], taps[k]) : accumulator[k] + taps[k];
+        }
+      }
+      float* pixel = out + (static_cast<std::size_t>(r) * p[kPoolOutWidth] + c) * channels;
+      const float divisor = mode == PoolMode::average_with_padding
+                                ? static_cast<float>(p[kPoolKernelH] * p[kPoolKernelW])
+                                : static_cast<float>(count);
+      for (std::uint32_t k = 0; k < channels; ++k)
+        pixel[k] = mode == PoolMode::max ? accumulator[k] : (count == 0 ? 0.0f : accumulator[k] / divisor);
+    }
+}
+
 void run_call(float* memory, const LoadedCall& call) {
   switch (call.codelet) {
     case Codelet::matmul:
@@ -391,6 +472,10 @@ void run_call(float* memory, const LoadedCall& call) {
       return run_reduce_rows(memory, call);
     case Codelet::transpose:
       return run_transpose(memory, call);
+    case Codelet::conv:
+      return run_conv(memory, call);
+    case Codelet::pool:
+      return run_pool(memory, call);
   }
   assert(false && "codelet checked at load");
 }
@@ -455,8 +540,12 @@ std::string aliasing_problem(const LoadedCall& call, std::span<const std::uint64
       if (overlaps(o[1], words[1], o[0], words[0]) && !same(1, 0)) return "its output partly overlaps its input";
       return "";
     case Codelet::reduce_bias:
+    case Codelet::conv:
       for (int input = 0; input < 3; ++input)
         if (overlaps(o[3], words[3], o[input], words[input])) return "its output overlaps an input";
+      return "";
+    case Codelet::pool:
+      if (overlaps(o[1], words[1], o[0], words[0])) return "its output overlaps its input";
       return "";
   }
   return "";
@@ -728,6 +817,8 @@ void SimDevice::Impl::load_compute(const Package& package, std::uint32_t step, L
             fmt::format("{}: reduce_bias needs a relu flag of 0 or 1 and own_stride >= cols, "
                         "got relu={} own_stride={} cols={}",
                         where(), call.params[4], call.params[3], call.params[2]));
+      if (std::string problem = window_params_problem(call.codelet, call.params); !problem.empty())
+        throw Error(fmt::format("{}: {}'s params are unusable: {}", where(), name, problem));
       LoadedCall result;
       result.codelet = call.codelet;
       std::array<std::uint64_t, kMaxCodeletOperands> words{};

@@ -145,3 +145,44 @@ TEST_CASE("float16 conversion rounds to nearest even and round-trips halves", "[
     REQUIRE(float_to_half(half_to_float(static_cast<std::uint16_t>(bits))) == bits);
   CHECK(std::fabs(round_to_half(0.1f) - 0.1f) <= 0.1f * std::ldexp(1.0f, -11));
 }
+
+TEST_CASE("model conv and pooling windows give the output field and refuse what does not fit", "[model]") {
+  Graph g = load_model(source_path("configs/models/cnn-small.yaml"));
+  const Op& conv = g.ops[0];
+  CHECK(conv.kind == OpKind::conv);
+  CHECK(conv.window.out_height() == 16);
+  CHECK(g.tensors[conv.output].shape == std::vector<std::int64_t>{2 * 16 * 16, 16});
+  const Op& pool = g.ops[1];
+  CHECK(pool.kind == OpKind::max_pool);
+  CHECK(g.tensors[pool.output].shape == std::vector<std::int64_t>{2 * 8 * 8, 16});  // (16 + 2 - 3) / 2 + 1
+  CHECK(window_from_fields(window_fields(g.ops[2].window)) == g.ops[2].window);
+  CHECK(g.ops[2].window.groups == 16);
+
+  TempDir dir;
+  auto conv_model = [](const std::string& op) {
+    return "model: m\nseed: 1\ntensors:\n"
+           "  - {name: x, shape: [32, 3], kind: input}\n"
+           "  - {name: w, shape: [27, 4], kind: weight}\n"
+           "ops:\n" +
+           op + "outputs: [y]\n";
+  };
+  // A 3x3 kernel on a 4x8 field, no padding: 2x6 outputs.
+  auto file =
+      dir.write("ok.yaml", conv_model("  - {op: conv, inputs: [x, w], output: y, field: [4, 8], kernel: [3, 3]}\n"));
+  CHECK(load_model(file).tensors.back().shape == std::vector<std::int64_t>{12, 4});
+  file =
+      dir.write("big.yaml", conv_model("  - {op: conv, inputs: [x, w], output: y, field: [4, 8], kernel: [5, 3]}\n"));
+  CHECK_THROWS_WITH(load_model(file), Catch::Contains("big.yaml") && Catch::Contains("does not fit"));
+  file =
+      dir.write("rows.yaml", conv_model("  - {op: conv, inputs: [x, w], output: y, field: [4, 4], kernel: [3, 3]}\n"));
+  CHECK_THROWS_WITH(load_model(file), Catch::Contains("needs feature maps [16, channels]"));
+  file = dir.write("weights.yaml",
+                   conv_model("  - {op: conv, inputs: [x, w], output: y, field: [4, 8], kernel: [1, 1]}\n"));
+  CHECK_THROWS_WITH(load_model(file), Catch::Contains("must be [3, M]"));
+  file = dir.write("key.yaml", conv_model("  - {op: conv, inputs: [x, w], output: y, kernel: [3, 3]}\n"));
+  CHECK_THROWS_WITH(load_model(file), Catch::Contains("missing required key 'field'"));
+  file =
+      dir.write("groups.yaml",
+                conv_model("  - {op: max_pool, inputs: [x], output: y, field: [4, 8], kernel: [2, 2], groups: 3}\n"));
+  CHECK_THROWS_WITH(load_model(file), Catch::Contains("'groups' applies to conv ops only"));
+}

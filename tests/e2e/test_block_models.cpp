@@ -305,3 +305,25 @@ TEST_CASE("a batch of products of activations, each a row block, runs as one mat
   CHECK_THAT(refused.err, Catch::Contains("a batch of 4 needs both operands' rows in as many equal blocks: 'x' [6, 4] "
                                           "and 'w' [8, 3]"));
 }
+
+TEST_CASE("cnn-small's convolutions and pooling run on t16 and match the float64 reference", "[e2e][cnn]") {
+  TempDir dir;
+  std::string log;
+  const Package package = compile_file(dir, source_path("configs/models/cnn-small.yaml"), &log);
+  // Every conv of the model runs as conv calls (the depthwise one too), the pools as pool calls.
+  std::size_t conv_calls = 0, pool_calls = 0;
+  for (const auto& tile : package.tiles)
+    for (const auto& step : tile.supersteps)
+      for (const auto& call : step.compute) {
+        conv_calls += call.codelet == Codelet::conv;
+        pool_calls += call.codelet == Codelet::pool;
+      }
+  CHECK(conv_calls >= 3);
+  CHECK(pool_calls >= 2);
+  CHECK(log.find("kind=conv") != std::string::npos);
+  const runtime::RunResult result = run_on_simulator(dir, package);
+  CHECK(result.passed());
+  CHECK(result.numerics.elements == 2 * 10);
+  CHECK(result.numerics.max_abs_error < 1e-4);
+  CHECK(result.numerics.max_abs_reference > 0.1);
+}

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# ONNX Runtime as a differential reference: generated MLPs and encoders (scripts/make_onnx_models.py) compiled
+# ONNX Runtime as a differential reference: generated MLPs, encoders and a small CNN (scripts/make_onnx_models.py) compiled
 # for t16, run with their input, checked against their float64 expected outputs (--expect) and
 # against ONNX Runtime (--differential). Also checks the comparison can fail (zero tolerances).
 # Skips (77) only when node or tools/onnxruntime's onnxruntime-node is absent.
@@ -11,7 +11,7 @@ tessera=$1 source=$2 pipeline=$3
 source "$(dirname "$0")/onnxruntime_test_setup.sh"
 
 models=(mlp-b2-w64-n3 mlp-b4-w96-gelu-ln mlp-b8-w64-tanh mlp-b4-w96-gelu-ln-spelled encoder-s16-e32-h2
-        encoder-torch-s16-e32-h2 bert-s16-e64-h4-l2)
+        encoder-torch-s16-e32-h2 bert-s16-e64-h4-l2 cnn-tiny-b2)
 /usr/bin/python3 "$source/scripts/make_onnx_models.py" "$work/models" "${models[@]}"
 for model in "${models[@]}"; do
   folder=$work/models/$model

@@ -160,6 +160,9 @@ TEST_CASE("no codelet call is charged below its MACs at peak or its input bytes 
     std::uniform_real_distribution<double> exponent(std::log(double(low)), std::log(double(high) + 1));
     return std::clamp(static_cast<std::uint32_t>(std::exp(exponent(random))), low, high);
   };
+  auto pick = [&](std::uint32_t low, std::uint32_t high) {
+    return std::uniform_int_distribution<std::uint32_t>(low, high)(random);
+  };
   std::uint64_t checked = 0;
   for (std::uint32_t id = 0; id < kCodeletCount; ++id) {
     const auto codelet = static_cast<Codelet>(id);
@@ -238,6 +241,34 @@ TEST_CASE("no codelet call is charged below its MACs at peak or its input bytes 
           params = {rows, cols};
           input_words = std::uint64_t{rows} * cols;
           break;
+        case Codelet::conv:
+        case Codelet::pool: {
+          // A patch of one image: any kernel, stride, dilation and padding, groups spanning the patch.
+          const std::uint32_t out_rows = draw(1, 16), out_width = draw(1, 64), kernel_h = draw(1, 7),
+                              kernel_w = draw(1, 7), stride = draw(1, 2), dilation = draw(1, 2);
+          const std::uint32_t in_rows = (out_rows - 1) * stride + (kernel_h - 1) * dilation + 1 - pick(0, 1);
+          const std::uint32_t in_width = (out_width - 1) * stride + (kernel_w - 1) * dilation + 1;
+          const std::uint32_t top = pick(0, 1), left = pick(0, kernel_w - 1);
+          if (codelet == Codelet::pool) {
+            const std::uint32_t channels = draw(1, 256);
+            params = {
+                out_rows, out_width, in_rows,  in_width, channels, kernel_h, kernel_w,
+                stride,   stride,    dilation, dilation, top,      left,     static_cast<std::uint32_t>(trial % 3)};
+            input_words = std::uint64_t{in_rows} * in_width * channels;
+            break;
+          }
+          const std::uint32_t group_in = draw(1, 64), group_out = draw(1, 64), outs = draw(1, 128);
+          const std::uint32_t first = pick(0, group_out - 1), groups = (outs - 1 + first) / group_out + 1;
+          const std::uint32_t channels = groups * group_in;
+          params = {out_rows, out_width, in_rows,  in_width,  channels, outs,
+                    kernel_h, kernel_w,  stride,   stride,    dilation, dilation,
+                    top,      left,      group_in, group_out, first,    static_cast<std::uint32_t>(trial % 4)};
+          macs = std::uint64_t{out_rows} * out_width * outs * kernel_h * kernel_w * group_in;
+          input_words =
+              std::uint64_t{in_rows} * in_width * channels + std::uint64_t{kernel_h} * kernel_w * group_in * outs;
+          REQUIRE(window_params_problem(codelet, params).empty());
+          break;
+        }
       }
       const std::uint64_t cycles = codelet_cycles(codelet, params, target);
       const std::uint64_t mac_floor = (macs + peak - 1) / peak;

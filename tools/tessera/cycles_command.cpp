@@ -9,6 +9,7 @@
 
 #include "tessera/codelets.hpp"
 #include "tessera/diagnostic.hpp"
+#include "tessera/graph.hpp"
 #include "tessera/target.hpp"
 
 namespace tessera::cli {
@@ -20,7 +21,9 @@ CLI::App* add_cycles_command(CLI::App& app, CyclesRequest& request) {
           "codelet", request.codelet,
           "matmul, matmul_transposed, relu, add, copy, bias_add, softmax, layer_norm, reduce_add, reduce_bias; "
           "unary: sigmoid, tanh, erf, sqrt, square, pow; binary: subtract, multiply, divide (--count), "
-          "their _row and _column forms (--rows --cols); reduce_sum, reduce_mean; transpose")
+          "their _row and _column forms (--rows --cols); reduce_sum, reduce_mean; transpose; conv, max_pool, "
+          "avg_pool (--batch --in-channels --height --width --kernel [--out-channels --stride --dilation --groups "
+          "--pad])")
       ->required();
   cycles->add_option("--target,-t", request.target, "target YAML")->required()->check(CLI::ExistingFile);
   cycles->add_option("--dtype", request.dtype, "f32, or f16 for half weights (matmul, bias_add)")
@@ -35,7 +38,18 @@ CLI::App* add_cycles_command(CLI::App& app, CyclesRequest& request) {
                                    {"--cols", &request.cols, "columns"},
                                    {"--parts", &request.parts, "partial sums added"}})
     cycles->add_option(flag, *field, what)->check(CLI::Range(1u, 1u << 30));
-  cycles->add_flag("--relu", request.relu, "bias_add, reduce_bias: fuse a relu");
+  cycles->add_flag("--relu", request.relu, "bias_add, reduce_bias, conv: fuse a relu");
+  for (auto [flag, field, what] : {std::tuple{"--batch", &request.batch, "conv, pools: images"},
+                                   {"--in-channels", &request.in_channels, "conv, pools: input channels"},
+                                   {"--height", &request.height, "conv, pools: input field height"},
+                                   {"--width", &request.width, "conv, pools: input field width"},
+                                   {"--out-channels", &request.out_channels, "conv: output channels"},
+                                   {"--stride", &request.stride, "conv, pools: stride (both axes)"},
+                                   {"--dilation", &request.dilation, "conv, pools: dilation (both axes)"},
+                                   {"--groups", &request.groups, "conv: channel groups (depthwise: the channels)"}})
+    cycles->add_option(flag, *field, what)->check(CLI::Range(1u, 1u << 24));
+  cycles->add_option("--pad", request.pad, "conv, pools: zero padding on every side")->check(CLI::Range(0u, 1u << 24));
+  cycles->add_option("--kernel", request.kernel, "conv, pools: KHxKW, e.g. 3x3 (or 3)");
   return cycles;
 }
 
@@ -67,8 +81,98 @@ std::uint32_t needed(std::uint32_t value, const char* option, const std::string&
 
 }  // namespace
 
+/// conv, max_pool, avg_pool: a whole layer as the calls one tile would make for it, a call per
+/// image (each image's field in one patch), with the charge of one call and of all of them.
+int window_cycles(const CyclesRequest& request, const Target& target) {
+  const std::string& name = request.codelet;
+  if (request.m || request.k || request.n || request.count || request.rows || request.cols || request.parts)
+    throw Error(
+        fmt::format("tessera cycles {}: give the layer's --batch, --in-channels, --height, --width and "
+                    "--kernel (not --m, --k, --n, --count, --rows, --cols or --parts)",
+                    name));
+  const bool conv = name == "conv";
+  if (!conv && (request.out_channels || request.groups != 1 || request.relu))
+    throw Error(fmt::format("tessera cycles {}: --out-channels, --groups and --relu apply to conv only", name));
+  if (request.dtype != "f32")
+    throw Error(fmt::format("tessera cycles {}: --dtype f16 does not apply yet (float32 convolutions)", name));
+  Window w;
+  w.height = needed(request.height, "--height", name);
+  w.width = needed(request.width, "--width", name);
+  const std::string& kernel = request.kernel;
+  const std::size_t x = kernel.find('x');
+  try {
+    std::size_t used = 0;
+    w.kernel_h = static_cast<std::uint32_t>(std::stoul(kernel.substr(0, x), &used));
+    w.kernel_w = x == std::string::npos ? w.kernel_h : static_cast<std::uint32_t>(std::stoul(kernel.substr(x + 1)));
+  } catch (const std::exception&) {
+    throw Error(fmt::format("tessera cycles {}: --kernel '{}' must be KHxKW (e.g. 3x3) or K", name, kernel));
+  }
+  w.stride_h = w.stride_w = request.stride;
+  w.dilation_h = w.dilation_w = request.dilation;
+  w.pad_top = w.pad_left = w.pad_bottom = w.pad_right = request.pad;
+  w.groups = request.groups;
+  const std::uint32_t channels = needed(request.in_channels, "--in-channels", name);
+  const std::uint32_t outs = conv ? needed(request.out_channels, "--out-channels", name) : channels;
+  const std::uint32_t batch = needed(request.batch, "--batch", name);
+  if (w.kernel_h == 0 || w.kernel_w == 0 || w.out_height() <= 0 || w.out_width() <= 0)
+    throw Error(fmt::format("tessera cycles {}: a {}x{} kernel does not fit the {}x{} field padded by {}", name,
+                            w.kernel_h, w.kernel_w, w.height, w.width, w.pad_top));
+  if (conv && (channels % w.groups != 0 || outs % w.groups != 0))
+    throw Error(fmt::format("tessera cycles conv: {} groups must divide {} input and {} output channels", w.groups,
+                            channels, outs));
+  const auto out_h = static_cast<std::uint32_t>(w.out_height()), out_w = static_cast<std::uint32_t>(w.out_width());
+  // The patch holds the rows the windows read, inside the image.
+  const std::uint32_t top = w.pad_top, in_rows = w.height;
+  std::vector<std::uint32_t> params;
+  if (conv)
+    params = {out_h,
+              out_w,
+              in_rows,
+              w.width,
+              channels,
+              outs,
+              w.kernel_h,
+              w.kernel_w,
+              w.stride_h,
+              w.stride_w,
+              w.dilation_h,
+              w.dilation_w,
+              top,
+              w.pad_left,
+              channels / w.groups,
+              outs / w.groups,
+              0,
+              request.relu ? kConvRelu : 0u};
+  else
+    params = {out_h,        out_w,
+              in_rows,      w.width,
+              channels,     w.kernel_h,
+              w.kernel_w,   w.stride_h,
+              w.stride_w,   w.dilation_h,
+              w.dilation_w, top,
+              w.pad_left,   static_cast<std::uint32_t>(name == "max_pool" ? PoolMode::max : PoolMode::average)};
+  const Codelet codelet = conv ? Codelet::conv : Codelet::pool;
+  const CodeletCharge charge = codelet_charge(codelet, params, target);
+  fmt::print(
+      "codelet={} target={} batch={} in_channels={} field={}x{} out_channels={} kernel={}x{} stride={} dilation={} "
+      "groups={} pad={} out_field={}x{} path={}{} cycles_per_image={} cycles={} mac_floor={} load_floor={}\n",
+      codelet_name(codelet), target.name, batch, channels, w.height, w.width, outs, w.kernel_h, w.kernel_w, w.stride_h,
+      w.dilation_h, w.groups, w.pad_top, out_h, out_w, charge.path,
+      charge.amp_passes ? fmt::format(" amp_passes={}", charge.amp_passes) : "", charge.cycles, charge.cycles * batch,
+      charge.mac_floor * batch, charge.load_floor * batch);
+  return 0;
+}
+
 int cycles_command(const CyclesRequest& request) {
   const Target target = load_target(request.target);
+  if (request.codelet == "conv" || request.codelet == "max_pool" || request.codelet == "avg_pool")
+    return window_cycles(request, target);
+  if (request.batch || request.in_channels || request.height || request.width || request.out_channels ||
+      !request.kernel.empty() || request.pad || request.stride != 1 || request.dilation != 1 || request.groups != 1)
+    throw Error(
+        fmt::format("tessera cycles {}: the layer options (--batch, --kernel, ...) apply to conv, max_pool "
+                    "and avg_pool only",
+                    request.codelet));
   const std::string& name = request.codelet;
   const bool half = request.dtype == "f16";
   Codelet codelet{};

@@ -16,6 +16,10 @@ struct CyclesRequest {
   std::string orientation = "auto";
   std::uint32_t m = 0, k = 0, n = 0, count = 0, rows = 0, cols = 0, parts = 0;
   bool relu = false;
+  /// conv, max_pool, avg_pool: a whole layer on one tile, a call per image.
+  std::uint32_t batch = 0, in_channels = 0, height = 0, width = 0, out_channels = 0, stride = 1, dilation = 1,
+                groups = 1, pad = 0;
+  std::string kernel;  ///< KHxKW, or K for a square kernel
 };
 
 /// Adds the subcommand and its options, bound to `request`.

@@ -11,7 +11,8 @@ struct Target;
 /// Version of the codelet set (semantics and cycle formulas); written into packages.
 // 5: unary, binary, binary_row, reduce_rows; 6: binary_column and add as a binary function,
 // fused codelets charged as their steps, matmul_half's half worker MAC.
-inline constexpr std::uint32_t kCodeletSetVersion = 7;
+// 8: conv and pool (window ops over feature maps).
+inline constexpr std::uint32_t kCodeletSetVersion = 8;
 
 /// Operands are word offsets into buffers (program) or byte addresses (tile image);
 /// params are the shape numbers listed per codelet. Data is float32 unless marked half
@@ -45,8 +46,69 @@ enum class Codelet : std::uint16_t {
   /// operands {inout, column}; params {rows, cols, function}: inout[r,c] = inout[r,c] op column[r]
   binary_column = 16,
   transpose = 17,  ///< operands {in, out}; params {rows, cols}: out[c,r] = in[r,c] (out is [cols, rows])
+  /// operands {in, weights, bias, out}; params ConvParam: a convolution of a patch of one image
+  /// (in [in_rows, in_width, in_channels], a pixel's channels contiguous) by weights [kernel_h,
+  /// kernel_w, group_in_channels, out_channels] into out [out_rows, out_width, out_channels], plus
+  /// the bias [out_channels] (flag has_bias), then ReLU (flag relu). Output channel j reads the
+  /// patch channels of its group: ((j + first_out_channel) / group_out_channels) * group_in_channels
+  /// onwards. Kernel positions outside the patch read zeros (padding).
+  conv = 18,
+  /// operands {in, out}; params PoolParam: max or average (mode) of a patch as conv reads it,
+  /// each channel on its own: out [out_rows, out_width, channels].
+  pool = 19,
 };
-inline constexpr std::uint32_t kCodeletCount = 18;
+inline constexpr std::uint32_t kCodeletCount = 20;
+
+/// Param indices of a conv call. Patch row of output row r and kernel row i: r * stride_h +
+/// i * dilation_h - top (top and left are signed: int32 bit patterns); patch column of output column c and kernel
+/// column j: c * stride_w + j * dilation_w - left.
+enum ConvParam : std::uint32_t {
+  kConvOutRows,
+  kConvOutWidth,
+  kConvInRows,
+  kConvInWidth,
+  kConvInChannels,
+  kConvOutChannels,
+  kConvKernelH,
+  kConvKernelW,
+  kConvStrideH,
+  kConvStrideW,
+  kConvDilationH,
+  kConvDilationW,
+  kConvTop,
+  kConvLeft,
+  kConvGroupInChannels,
+  kConvGroupOutChannels,
+  kConvFirstOutChannel,
+  kConvFlags,
+  kConvParams
+};
+/// Param indices of a pool call: the first fourteen of conv's meanings, without the groups.
+enum PoolParam : std::uint32_t {
+  kPoolOutRows,
+  kPoolOutWidth,
+  kPoolInRows,
+  kPoolInWidth,
+  kPoolChannels,
+  kPoolKernelH,
+  kPoolKernelW,
+  kPoolStrideH,
+  kPoolStrideW,
+  kPoolDilationH,
+  kPoolDilationW,
+  kPoolTop,
+  kPoolLeft,
+  kPoolMode,
+  kPoolParams
+};
+/// Bits of a conv call's flags param.
+inline constexpr std::uint32_t kConvRelu = 1, kConvHasBias = 2;
+/// A pool call's mode param.
+enum class PoolMode : std::uint32_t { max = 0, average = 1, average_with_padding = 2 };
+inline constexpr std::uint32_t kPoolModeCount = 3;
+/// What makes a conv or pool call's params unusable (zero strides, a group that reaches past the
+/// patch's channels, an unknown mode): "" when they are sound; other codelets always are.
+std::string window_params_problem(Codelet, std::span<const std::uint32_t> params);
 
 /// The `function` param of a unary call; pow raises to the float `exponent` param.
 enum class UnaryFunction : std::uint32_t { sigmoid = 0, tanh = 1, erf = 2, sqrt = 3, pow = 4 };
@@ -62,7 +124,7 @@ const char* unary_function_name(UnaryFunction);
 const char* binary_function_name(BinaryFunction);
 /// Most operands and params any codelet takes.
 inline constexpr std::uint32_t kMaxCodeletOperands = 4;
-inline constexpr std::uint32_t kMaxCodeletParams = 5;
+inline constexpr std::uint32_t kMaxCodeletParams = 18;
 /// Index of a matmul's orientation param.
 inline constexpr std::uint32_t kMatmulOrientationParam = 3;
 

@@ -1,6 +1,8 @@
 // The Graph IR: tensors and operations, loaded from a model YAML (configs/models/) or imported (frontends/).
 #pragma once
+#include <array>
 #include <cstdint>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -70,8 +72,14 @@ enum class OpKind : std::uint8_t {
   split_heads = 17,    ///< [batch*S, heads*D] to [batch*heads*S, D]: out[(b*heads+h)*S+s, d] = in0[b*S+s, h*D+d]
   merge_heads = 18,    ///< the inverse: [batch*heads*S, D] to [batch*S, heads*D]
   slice_columns = 19,  ///< out[r, c] = in0[r, column_begin + c]: shape [rows, column_count]
+  /// out = act(conv(in0, in1) + in2) over `window`: in0 [batch*H*W, C] (a row per pixel, NHWC), in1
+  /// [KH*KW*C/groups, M] (rows in kernel row, kernel column, channel order), in2 [M] (optional),
+  /// out [batch*OH*OW, M]; output channel m reads the channels of its group m / (M/groups).
+  conv = 20,
+  max_pool = 21,  ///< out[pixel, c] = max of in0 over the window (in0 and out laid out as conv's)
+  avg_pool = 22,  ///< out[pixel, c] = mean of in0 over the window (padding counted if count_include_pad)
 };
-inline constexpr std::uint32_t kOpKindCount = 20;
+inline constexpr std::uint32_t kOpKindCount = 23;
 const char* op_kind_name(OpKind);
 /// add, sub, mul, div: two operands, the second equal-shaped, a row vector or a column.
 bool is_binary(OpKind);
@@ -81,6 +89,29 @@ bool is_unary(OpKind);
 bool is_row_reduction(OpKind);
 /// transpose, split_heads, merge_heads, slice_columns: data moved, nothing computed.
 bool is_relayout(OpKind);
+/// conv, max_pool, avg_pool: a window slid over feature maps.
+bool is_window(OpKind);
+
+/// Where a window op's kernel goes over the feature maps of its `batch` images: the input
+/// field, the kernel, strides, dilations and zero padding on each side.
+struct Window {
+  std::uint32_t height = 1, width = 1;  ///< the input field
+  std::uint32_t kernel_h = 1, kernel_w = 1;
+  std::uint32_t stride_h = 1, stride_w = 1;
+  std::uint32_t dilation_h = 1, dilation_w = 1;
+  std::uint32_t pad_top = 0, pad_left = 0, pad_bottom = 0, pad_right = 0;
+  std::uint32_t groups = 1;        ///< conv only: channel groups (depthwise: one per channel)
+  bool count_include_pad = false;  ///< avg_pool only: divide by the whole kernel, padding included
+  /// The output field; 0 when the kernel does not fit the padded input.
+  std::int64_t out_height() const;
+  std::int64_t out_width() const;
+  std::int64_t kernel_positions() const { return std::int64_t{kernel_h} * kernel_w; }
+  bool operator==(const Window&) const = default;
+};
+/// A window as the flat list of numbers files store, in the order of its fields, and back.
+inline constexpr std::size_t kWindowFields = 14;
+std::array<std::uint32_t, kWindowFields> window_fields(const Window&);
+Window window_from_fields(std::span<const std::uint32_t, kWindowFields>);
 
 struct Op {
   OpKind kind = OpKind::matmul;
@@ -98,6 +129,7 @@ struct Op {
   double scale = 1.0;                                ///< softmax only: multiplies the row before the softmax
   double epsilon = 1e-5;                             ///< layer_norm only: added to the variance
   double exponent = 1.0;                             ///< pow only: the constant exponent
+  Window window;                                     ///< conv, max_pool, avg_pool only (batch: the images)
 };
 
 struct Graph {

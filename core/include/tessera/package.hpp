@@ -13,7 +13,7 @@ namespace tessera {
 
 /// Format version of the package file; a reader refuses any other (5: pow's exponent; 6: a
 /// matmul's batch; 7: heads and column slices).
-inline constexpr std::uint32_t kPackageFormatVersion = 7;
+inline constexpr std::uint32_t kPackageFormatVersion = 8;
 
 /// Exchange cycles at or past this are refused by the reader and the simulator, so a cycle
 /// plus a word count, or a difference of two cycles, never wraps around.

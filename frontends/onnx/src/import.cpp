@@ -9,6 +9,7 @@
 
 #include <algorithm>
 #include <array>
+#include <cmath>
 #include <filesystem>
 #include <fstream>
 #include <map>
@@ -24,11 +25,35 @@ namespace fs = std::filesystem;
 namespace tessera::onnx_import {
 
 const std::vector<std::string>& supported_operators() {
-  static const std::vector<std::string> names = {
-      "MatMul",     "Gemm",      "Add",      "Sub",     "Mul",     "Div",     "Relu",
-      "Sigmoid",    "Tanh",      "Erf",      "Sqrt",    "Pow",     "Softmax", "LayerNormalization",
-      "ReduceMean", "ReduceSum", "Identity", "Flatten", "Reshape", "Squeeze", "Unsqueeze",
-      "Transpose",  "Slice"};
+  static const std::vector<std::string> names = {"MatMul",
+                                                 "Gemm",
+                                                 "Add",
+                                                 "Sub",
+                                                 "Mul",
+                                                 "Div",
+                                                 "Relu",
+                                                 "Sigmoid",
+                                                 "Tanh",
+                                                 "Erf",
+                                                 "Sqrt",
+                                                 "Pow",
+                                                 "Softmax",
+                                                 "LayerNormalization",
+                                                 "ReduceMean",
+                                                 "ReduceSum",
+                                                 "Identity",
+                                                 "Flatten",
+                                                 "Reshape",
+                                                 "Squeeze",
+                                                 "Unsqueeze",
+                                                 "Transpose",
+                                                 "Slice",
+                                                 "Conv",
+                                                 "MaxPool",
+                                                 "AveragePool",
+                                                 "GlobalAveragePool",
+                                                 "GlobalMaxPool",
+                                                 "BatchNormalization"};
   return names;
 }
 
@@ -76,7 +101,17 @@ struct Computed {
   std::int64_t tensor = -1;  ///< IR tensor index; -1 while `input` is not declared
   std::string input;         ///< the graph input it is, possibly reshaped
   Dims dims;
+  /// A feature map [N, C, spatial...] laid out [N * spatial, C] (a row per pixel, as conv
+  /// and pooling read and write it) instead of row-major.
+  bool channels_last = false;
 };
+
+/// The product of a feature map's spatial dims (those after N and C).
+std::int64_t spatial_size(const Dims& dims) {
+  std::int64_t size = 1;
+  for (std::size_t i = 2; i < dims.size(); ++i) size *= dims[i];
+  return size;
+}
 
 std::vector<std::int64_t> ir_shape(const Dims& dims) {
   if (dims.empty()) return {1};
@@ -114,6 +149,9 @@ public:
       result_.inputs.push_back({input.name(), dims});
       computed_[input.name()] = Computed{-1, input.name(), dims};
     }
+    for (const onnx::NodeProto& node : graph.node())
+      for (const std::string& input : node.input()) ++readers_[input];
+    for (const onnx::ValueInfoProto& output : graph.output()) ++readers_[output.name()];
     for (int i = 0; i < graph.node_size(); ++i) import_node(graph.node(i), i);
     // Inputs no op reads stay part of the interface, in their own layout.
     for (const OnnxValue& input : result_.inputs)
@@ -202,7 +240,11 @@ private:
     return static_cast<std::uint32_t>(index);
   }
 
+  /// The IR tensor of `value` in its own layout (row-major, or channels last for a feature map:
+  /// elementwise ops read either).
   std::uint32_t tensor_of(const Computed& value, const std::string& where) {
+    if (value.channels_last)
+      return tensor_as(value, {value.dims.at(0) * spatial_size(value.dims), value.dims.at(1)}, where);
     return tensor_as(value, ir_shape(value.dims), where);
   }
 
@@ -311,10 +353,15 @@ private:
       // split into heads is read by the Transpose that follows it).
       Computed value = computed(0);
       value.dims = fold_node(node, inputs, result_.opset, where).at(0).dims;
+      if (value.channels_last) value = feature_map_view(computed(0), value.dims, where);
       computed_[output] = value;
       return;
     }
     if (op == "Slice") return import_slice(node, constant_inputs, index, where);
+    if (op == "Conv") return import_conv(node, index, where);
+    if (op == "MaxPool" || op == "AveragePool" || op == "GlobalAveragePool" || op == "GlobalMaxPool")
+      return import_pool(node, index, where);
+    if (op == "BatchNormalization") return import_batch_norm(node, index, where);
     if (auto kind = unary_kind(op)) return import_unary(node, *kind, index, where);
     if (op == "Softmax") return import_softmax(node, index, where);
     if (op == "MatMul") return import_matmul(node, index, where);
@@ -496,7 +543,7 @@ private:
       op.exponent = e.values[0];
     }
     op.inputs = {tensor_of(x, where)};
-    computed_[node.output(0)] = Computed{add_op(op, node.output(0), index, where), "", x.dims};
+    computed_[node.output(0)] = Computed{add_op(op, node.output(0), index, where), "", x.dims, x.channels_last};
   }
 
   /// The IR layout in which a value of `dims` is [product of dims before `axis`, product from
@@ -789,6 +836,11 @@ private:
     }
     const Computed& x = computed_.at(node.input(first));
     const std::string& other = node.input(second);
+    if (x.channels_last) return import_feature_map_binary(node, kind, first, index, where);
+    if (auto y = computed_.find(node.input(1 - first)); y != computed_.end() && y->second.channels_last)
+      unsupported(where, fmt::format("{} of the computed {} and the feature map {} (two feature maps of the same "
+                                     "dims, or a feature map and a constant per channel, are supported)",
+                                     type, dims_text(x.dims), dims_text(y->second.dims)));
     Op op;
     op.kind = negate_first ? OpKind::add : kind;
     std::uint32_t x_tensor = tensor_of(x, where);
@@ -834,6 +886,325 @@ private:
     computed_[node.output(0)] = Computed{add_op(op, node.output(0), index, where), "", dims};
   }
 
+  // --- Convolutional networks -------------------------------------------------------------
+  // A feature map [N, C, H, W] (or [N, C, L]) lives channels last, [N*H*W, C]: conv and pooling
+  // read it so, per-channel constants (biases, batch norms) are row vectors of it, and
+  // elementwise ops do not care. A graph input arrives row-major ([N*C, H*W]) and is re-laid out
+  // once by a transpose (written transposed by the host); an output goes back the same way.
+
+  /// The channels-last IR tensor of a feature map value of rank 3 or 4.
+  std::uint32_t feature_map(const Computed& value, const std::string& where) {
+    if (value.dims.size() < 3 || value.dims.size() > 4)
+      unsupported(where, fmt::format("a feature map of rank {} {} (rank 3 [N, C, L] or 4 [N, C, H, W] is supported)",
+                                     value.dims.size(), dims_text(value.dims)));
+    if (value.channels_last) return tensor_of(value, where);
+    const std::int64_t n = value.dims[0], c = value.dims[1], spatial = spatial_size(value.dims);
+    if (value.tensor < 0) {
+      if (auto done = channels_last_inputs_.find(value.input); done != channels_last_inputs_.end()) return done->second;
+    } else if (value.dims.size() == 4 && value.dims[2] != 1) {
+      unsupported(where, fmt::format("a computed {} read as a feature map (feature maps computed by other operators "
+                                     "than Conv and pooling are supported in rank 3, or with height 1)",
+                                     dims_text(value.dims)));
+    }
+    Op transpose;
+    transpose.kind = OpKind::transpose;
+    transpose.batch = static_cast<std::uint32_t>(n);
+    transpose.inputs = {tensor_as(value, {n * c, spatial}, where)};
+    const std::string name = (value.tensor < 0 ? value.input : graph_.tensors[value.tensor].name) + ".channels_last";
+    const std::uint32_t tensor = add_op(transpose, name, 0, where);
+    if (value.tensor < 0) channels_last_inputs_[value.input] = tensor;
+    return tensor;
+  }
+
+  /// A feature map back in row-major order ([N*C, spatial], ONNX's own), for a graph output.
+  Computed to_row_major(const Computed& value, const std::string& name, const std::string& where) {
+    // The output's name goes to the row-major tensor; the channels-last one gives it up.
+    std::string& own = graph_.tensors[static_cast<std::size_t>(value.tensor)].name;
+    if (own == name) {
+      names_.erase(own);
+      own = unique_name(name + ".channels_last");
+    }
+    Op transpose;
+    transpose.kind = OpKind::transpose;
+    transpose.batch = static_cast<std::uint32_t>(value.dims.at(0));
+    transpose.inputs = {tensor_of(value, where)};
+    return Computed{add_op(transpose, name + ".row_major", 0, where), "", value.dims, false};
+  }
+
+  /// A feature map seen with new `dims` (Flatten, Reshape, Squeeze): where its spatial size is 1
+  /// the channels-last layout [N, C] is also the row-major one.
+  Computed feature_map_view(const Computed& value, const Dims& dims, const std::string& where) {
+    const std::int64_t n = value.dims.at(0), c = value.dims.at(1);
+    Computed view = value;
+    view.dims = dims;
+    bool ones = dims.size() >= 3 && dims[0] == n && dims[1] == c;
+    for (std::size_t i = 2; ones && i < dims.size(); ++i) ones = dims[i] == 1;
+    if (spatial_size(value.dims) == 1 && ones) return view;  // still [N, C, 1, 1]
+    view.channels_last = false;
+    if (spatial_size(value.dims) == 1 && ir_shape(dims) == std::vector<std::int64_t>{n, c}) return view;
+    unsupported(where, fmt::format("reshaping the feature map {} to {} (only a map of one pixel, as global pooling "
+                                   "leaves it, can be flattened yet)",
+                                   dims_text(value.dims), dims_text(dims)));
+  }
+
+  /// Kernel, strides, dilations and pads of a Conv or pooling node over `field` (1 or 2 dims),
+  /// auto_pad resolved as ONNX defines it, ceil_mode by extra padding at the end.
+  Window window_of(const onnx::NodeProto& node, const Dims& field, const Dims& kernel, const std::string& where) {
+    const std::size_t rank = field.size();
+    auto list = [&](const char* name, std::int64_t fallback, std::size_t size) {
+      std::vector<std::int64_t> values = ints_attribute(node, name);
+      if (values.empty()) values.assign(size, fallback);
+      if (values.size() != size)
+        unsupported(where, fmt::format("'{}' of {} values for a {}-D field", name, values.size(), rank));
+      for (std::int64_t v : values)
+        if (v < (fallback == 0 ? 0 : 1) || v > (1 << 24)) unsupported(where, fmt::format("'{}' of {}", name, v));
+      return values;
+    };
+    const std::vector<std::int64_t> strides = list("strides", 1, rank), dilations = list("dilations", 1, rank);
+    std::vector<std::int64_t> pads = list("pads", 0, 2 * rank);
+    const onnx::AttributeProto* auto_pad = find_attribute(node, "auto_pad");
+    const std::string mode = auto_pad ? auto_pad->s() : "NOTSET";
+    const bool ceil = int_attribute(node, "ceil_mode", 0) != 0;
+    for (std::size_t i = 0; i < rank; ++i) {
+      const std::int64_t span = (kernel[i] - 1) * dilations[i] + 1;
+      if (mode == "VALID") {
+        pads[i] = pads[i + rank] = 0;
+      } else if (mode == "SAME_UPPER" || mode == "SAME_LOWER") {
+        const std::int64_t out = (field[i] + strides[i] - 1) / strides[i];
+        const std::int64_t total = std::max<std::int64_t>(0, (out - 1) * strides[i] + span - field[i]);
+        pads[i] = mode == "SAME_UPPER" ? total / 2 : total - total / 2;
+        pads[i + rank] = total - pads[i];
+      } else if (mode != "NOTSET") {
+        unsupported(where, fmt::format("auto_pad '{}'", mode));
+      }
+      if (ceil) {  // the last window may start past the end, within the padding before it
+        const std::int64_t room = field[i] + pads[i] + pads[i + rank] - span;
+        if (room >= 0) {
+          std::int64_t out = (room + strides[i] - 1) / strides[i] + 1;
+          if ((out - 1) * strides[i] >= field[i] + pads[i]) --out;
+          pads[i + rank] +=
+              std::max<std::int64_t>(0, (out - 1) * strides[i] + span - (field[i] + pads[i] + pads[i + rank]));
+        }
+      }
+    }
+    Window w;
+    const bool two = rank == 2;
+    w.height = static_cast<std::uint32_t>(two ? field[0] : 1);
+    w.width = static_cast<std::uint32_t>(field[rank - 1]);
+    w.kernel_h = static_cast<std::uint32_t>(two ? kernel[0] : 1);
+    w.kernel_w = static_cast<std::uint32_t>(kernel[rank - 1]);
+    w.stride_h = static_cast<std::uint32_t>(two ? strides[0] : 1);
+    w.stride_w = static_cast<std::uint32_t>(strides[rank - 1]);
+    w.dilation_h = static_cast<std::uint32_t>(two ? dilations[0] : 1);
+    w.dilation_w = static_cast<std::uint32_t>(dilations[rank - 1]);
+    w.pad_top = static_cast<std::uint32_t>(two ? pads[0] : 0);
+    w.pad_left = static_cast<std::uint32_t>(pads[rank - 1]);
+    w.pad_bottom = static_cast<std::uint32_t>(two ? pads[rank] : 0);
+    w.pad_right = static_cast<std::uint32_t>(pads[2 * rank - 1]);
+    if (w.out_height() <= 0 || w.out_width() <= 0)
+      unsupported(
+          where, fmt::format("a kernel {} that does not fit the padded field {}", dims_text(kernel), dims_text(field)));
+    return w;
+  }
+
+  /// The output dims [N, M, out field...] of a window op on `x`.
+  static Dims window_dims(const Dims& x, const Window& w, std::int64_t channels) {
+    if (x.size() == 3) return {x[0], channels, w.out_width()};
+    return {x[0], channels, w.out_height(), w.out_width()};
+  }
+
+  /// Conv: constant weights [M, C/group, kH, kW] laid out [kH*kW*C/group, M] (a tap's channels
+  /// contiguous, as the AMP streams them), a constant bias [M].
+  void import_conv(const onnx::NodeProto& node, int index, const std::string& where) {
+    if (!computed_.count(node.input(0))) unsupported(where, "Conv of a constant input");
+    const Computed& x = computed_.at(node.input(0));
+    auto weights = constants_.find(node.input(1));
+    if (weights == constants_.end())
+      unsupported(where, fmt::format("Conv with computed weights '{}' (weights must be constant)", node.input(1)));
+    const Constant& w = weights->second;
+    check_float(w, node.input(1), where);
+    if (x.dims.size() < 3 || x.dims.size() > 4 || w.dims.size() != x.dims.size())
+      unsupported(where, fmt::format("Conv of {} by weights {} (1-D and 2-D convolutions are supported)",
+                                     dims_text(x.dims), dims_text(w.dims)));
+    const std::int64_t group = int_attribute(node, "group", 1);
+    const std::int64_t channels = x.dims[1], outs = w.dims[0];
+    if (group < 1 || channels % group != 0 || outs % group != 0 || w.dims[1] != channels / group)
+      unsupported(where,
+                  fmt::format("Conv of {} channels in {} groups by weights {}", channels, group, dims_text(w.dims)));
+    const Dims field(x.dims.begin() + 2, x.dims.end()), kernel(w.dims.begin() + 2, w.dims.end());
+    if (const std::vector<std::int64_t> shape = ints_attribute(node, "kernel_shape"); !shape.empty() && shape != kernel)
+      unsupported(where, fmt::format("kernel_shape {} unlike the weights' {}", dims_text(shape), dims_text(kernel)));
+    Op op;
+    op.kind = OpKind::conv;
+    op.batch = static_cast<std::uint32_t>(x.dims[0]);
+    op.window = window_of(node, field, kernel, where);
+    op.window.groups = static_cast<std::uint32_t>(group);
+    const std::int64_t group_in = channels / group, taps = element_count(kernel, where);
+    std::vector<double> laid_out(static_cast<std::size_t>(taps * group_in * outs));
+    for (std::int64_t m = 0; m < outs; ++m)
+      for (std::int64_t c = 0; c < group_in; ++c)
+        for (std::int64_t t = 0; t < taps; ++t)
+          laid_out[static_cast<std::size_t>((t * group_in + c) * outs + m)] =
+              w.values[static_cast<std::size_t>((m * group_in + c) * taps + t)];
+    op.inputs = {feature_map(x, where), add_weight(node.input(1) + ".taps", {taps * group_in, outs}, laid_out, false)};
+    if (node.input_size() > 2 && !node.input(2).empty()) {
+      auto bias = constants_.find(node.input(2));
+      if (bias == constants_.end()) unsupported(where, fmt::format("Conv with a computed bias '{}'", node.input(2)));
+      check_float(bias->second, node.input(2), where);
+      if (bias->second.values.size() != static_cast<std::size_t>(outs))
+        unsupported(where, fmt::format("a bias of dims {} for {} output channels", dims_text(bias->second.dims), outs));
+      op.inputs.push_back(add_weight(node.input(2), {outs}, bias->second.values, false));
+    }
+    computed_[node.output(0)] =
+        Computed{add_op(op, node.output(0), index, where), "", window_dims(x.dims, op.window, outs), true};
+  }
+
+  void import_pool(const onnx::NodeProto& node, int index, const std::string& where) {
+    const std::string& type = node.op_type();
+    if (!computed_.count(node.input(0))) unsupported(where, fmt::format("{} of a constant", type));
+    const Computed& x = computed_.at(node.input(0));
+    if (x.dims.size() < 3 || x.dims.size() > 4)
+      unsupported(where, fmt::format("{} of {} (1-D and 2-D pooling is supported)", type, dims_text(x.dims)));
+    const Dims field(x.dims.begin() + 2, x.dims.end());
+    const bool global = type.starts_with("Global");
+    Op op;
+    op.kind = type == "MaxPool" || type == "GlobalMaxPool" ? OpKind::max_pool : OpKind::avg_pool;
+    op.batch = static_cast<std::uint32_t>(x.dims[0]);
+    if (global) {
+      op.window.height = static_cast<std::uint32_t>(field.size() == 2 ? field[0] : 1);
+      op.window.width = static_cast<std::uint32_t>(field.back());
+      op.window.kernel_h = op.window.height;
+      op.window.kernel_w = op.window.width;
+    } else {
+      const Dims kernel = ints_attribute(node, "kernel_shape");
+      if (kernel.size() != field.size())
+        unsupported(where, fmt::format("kernel_shape {} for the field {}", dims_text(kernel), dims_text(field)));
+      for (std::int64_t k : kernel)
+        if (k < 1 || k > (1 << 24)) unsupported(where, fmt::format("kernel_shape {}", dims_text(kernel)));
+      op.window = window_of(node, field, kernel, where);
+      if (op.kind == OpKind::avg_pool && int_attribute(node, "count_include_pad", 0) != 0) {
+        op.window.count_include_pad = true;
+        const Window plain = window_of_without_ceil(node, field, kernel, where);
+        if (plain.pad_bottom != op.window.pad_bottom || plain.pad_right != op.window.pad_right)
+          unsupported(where, "AveragePool with count_include_pad and ceil_mode windows past the padding");
+      }
+    }
+    op.inputs = {feature_map(x, where)};
+    computed_[node.output(0)] =
+        Computed{add_op(op, node.output(0), index, where), "", window_dims(x.dims, op.window, x.dims[1]), true};
+  }
+
+  Window window_of_without_ceil(const onnx::NodeProto& node, const Dims& field, const Dims& kernel,
+                                const std::string& where) {
+    onnx::NodeProto plain = node;
+    for (auto& attribute : *plain.mutable_attribute())
+      if (attribute.name() == "ceil_mode") attribute.set_i(0);
+    return window_of(plain, field, kernel, where);
+  }
+
+  /// BatchNormalization (inference): y = (x - mean) / sqrt(var + eps) * scale + B per channel.
+  /// Folded into the Conv that alone produced x (its weights and bias rescaled), else a
+  /// per-channel multiply and add.
+  void import_batch_norm(const onnx::NodeProto& node, int index, const std::string& where) {
+    if (!computed_.count(node.input(0))) unsupported(where, "BatchNormalization of a constant");
+    int outputs = node.output_size();
+    while (outputs > 1 && node.output(outputs - 1).empty()) --outputs;
+    if (outputs != 1 || int_attribute(node, "training_mode", 0) != 0)
+      unsupported(where, "BatchNormalization in training mode (inference only: one output)");
+    const Computed& x = computed_.at(node.input(0));
+    if (x.dims.size() < 2) unsupported(where, fmt::format("BatchNormalization of {}", dims_text(x.dims)));
+    const std::int64_t channels = x.dims[1];
+    std::array<const Constant*, 4> parameters{};
+    for (int i = 1; i <= 4; ++i) {
+      auto found = i < node.input_size() ? constants_.find(node.input(i)) : constants_.end();
+      if (found == constants_.end())
+        unsupported(where, "BatchNormalization with computed scale, bias, mean or variance (they must be constants)");
+      check_float(found->second, node.input(i), where);
+      if (found->second.values.size() != static_cast<std::size_t>(channels))
+        unsupported(where, fmt::format("'{}' of dims {} for {} channels", node.input(i), dims_text(found->second.dims),
+                                       channels));
+      parameters[static_cast<std::size_t>(i - 1)] = &found->second;
+    }
+    const double epsilon = float_attribute(node, "epsilon", 1e-5f);
+    std::vector<double> scale(static_cast<std::size_t>(channels)), shift(static_cast<std::size_t>(channels));
+    for (std::size_t c = 0; c < scale.size(); ++c) {
+      scale[c] = parameters[0]->values[c] / std::sqrt(parameters[3]->values[c] + epsilon);
+      shift[c] = parameters[1]->values[c] - parameters[2]->values[c] * scale[c];
+    }
+    // Fold into the conv whose output nothing else reads.
+    Op* conv = x.tensor >= 0 && !graph_.ops.empty() ? &graph_.ops.back() : nullptr;
+    if (conv && conv->kind == OpKind::conv && conv->output == static_cast<std::uint32_t>(x.tensor) &&
+        readers_[node.input(0)] == 1) {
+      Tensor& weights = graph_.tensors[conv->inputs[1]];
+      std::vector<float>& w = result_.weights.at(weights.name);
+      const std::size_t outs = static_cast<std::size_t>(weights.shape[1]);
+      for (std::size_t i = 0; i < w.size(); ++i) w[i] = static_cast<float>(double(w[i]) * scale[i % outs]);
+      std::vector<double> bias(outs, 0.0);
+      if (conv->inputs.size() == 3) {
+        const std::vector<float>& old = result_.weights.at(graph_.tensors[conv->inputs[2]].name);
+        for (std::size_t m = 0; m < outs; ++m) bias[m] = old[m];
+        conv->inputs.pop_back();
+      }
+      for (std::size_t m = 0; m < outs; ++m) bias[m] = bias[m] * scale[m] + shift[m];
+      conv->inputs.push_back(
+          add_weight(node.output(0) + ".folded_bias", {static_cast<std::int64_t>(outs)}, bias, false));
+      computed_[node.output(0)] = x;
+      return;
+    }
+    // A per-channel scale and shift: row vectors of a channels-last map (or of [N, C]).
+    if (!x.channels_last && x.dims.size() > 2)
+      unsupported(where, fmt::format("BatchNormalization of a computed {} that is not a feature map of a Conv",
+                                     dims_text(x.dims)));
+    Op multiply;
+    multiply.kind = OpKind::mul;
+    multiply.inputs = {tensor_of(x, where), add_weight(node.output(0) + ".scale", {channels}, scale, false)};
+    Op add;
+    add.kind = OpKind::add;
+    add.inputs = {add_op(multiply, node.output(0) + ".scaled", index, where),
+                  add_weight(node.output(0) + ".shift", {channels}, shift, false)};
+    computed_[node.output(0)] = Computed{add_op(add, node.output(0), index, where), "", x.dims, x.channels_last};
+  }
+
+  /// Add, Sub, Mul, Div of a feature map: by another feature map of the same dims, or by a
+  /// constant varying along channels only (a row of the channels-last map) or not at all.
+  void import_feature_map_binary(const onnx::NodeProto& node, OpKind kind, int first, int index,
+                                 const std::string& where) {
+    const Computed& x = computed_.at(node.input(first));
+    const std::string& other = node.input(1 - first);
+    if (first != 0 && (kind == OpKind::sub || kind == OpKind::div))
+      unsupported(where, fmt::format("{} of a constant by a feature map", node.op_type()));
+    Op op;
+    op.kind = kind;
+    op.inputs = {tensor_of(x, where), 0};
+    if (auto c = constants_.find(other); c != constants_.end()) {
+      check_float(c->second, other, where);
+      if (broadcast_dims(x.dims, c->second.dims, where) != x.dims)
+        unsupported(where, fmt::format("broadcasting the feature map {} to {}", dims_text(x.dims),
+                                       dims_text(broadcast_dims(x.dims, c->second.dims, where))));
+      // Per channel: the constant expanded to [C, 1, ...] must hold it all.
+      Dims per_channel(x.dims.size(), 1);
+      per_channel[1] = x.dims[1];
+      if (broadcast_dims(per_channel, c->second.dims, where) != per_channel)
+        unsupported(where, fmt::format("a constant {} that varies over the pixels of the feature map {}",
+                                       dims_text(c->second.dims), dims_text(x.dims)));
+      Constant row = c->second;
+      std::vector<double> values = expand_to(row, per_channel);
+      if (kind == OpKind::sub) {
+        for (double& v : values) v = -v;
+        op.kind = OpKind::add;
+      }
+      op.inputs[1] = add_weight(other + ".channels", {x.dims[1]}, values, false);
+    } else {
+      const Computed& y = computed_.at(other);
+      if (y.dims != x.dims || !y.channels_last)
+        unsupported(where, fmt::format("{} of the feature map {} and the computed {} (two feature maps of the same "
+                                       "dims, or a constant per channel, are supported)",
+                                       node.op_type(), dims_text(x.dims), dims_text(y.dims)));
+      op.inputs[1] = tensor_of(y, where);
+    }
+    computed_[node.output(0)] = Computed{add_op(op, node.output(0), index, where), "", x.dims, true};
+  }
+
   void import_output(const onnx::ValueInfoProto& output) {
     const std::string where = fmt::format("{}: graph output '{}'", path_, output.name());
     const Dims declared = value_dims(output, "output");
@@ -842,7 +1213,8 @@ private:
     const auto found = computed_.find(output.name());
     if (found == computed_.end())
       throw Error(where + ": no node, initializer or graph input produces it; name an output a node computes");
-    const Computed& value = found->second;
+    Computed value = found->second;
+    if (value.channels_last && spatial_size(value.dims) > 1) value = to_row_major(value, output.name(), where);
     if (value.tensor < 0)
       unsupported(where, fmt::format("an output that is the graph input '{}' itself (nothing is computed for it)",
                                      value.input));
@@ -902,7 +1274,9 @@ private:
   std::map<std::string, Constant> constants_;
   std::map<std::string, Computed> computed_;
   std::map<std::string, std::uint32_t> declared_;  ///< graph input name -> IR tensor
-  std::set<std::string> names_;                    ///< IR tensor names in use
+  std::map<std::string, std::uint32_t> readers_;   ///< ONNX value name -> nodes and graph outputs reading it
+  std::map<std::string, std::uint32_t> channels_last_inputs_;  ///< graph input -> its channels-last transpose
+  std::set<std::string> names_;                                ///< IR tensor names in use
 };
 
 }  // namespace
