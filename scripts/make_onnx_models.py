@@ -430,6 +430,7 @@ def build_bert(name, batch, tokens, width, heads, ffn, layers):
 # Relu, MaxPool, residual Add, GlobalAveragePool, Flatten, Gemm), random weights from a fixed
 # seed. "resnet18" is torchvision's resnet18 (BasicBlocks [2, 2, 2, 2], 1000 classes), "resnet50"
 # its resnet50 (Bottlenecks [3, 4, 6, 3], the stride on the 3x3 conv as torchvision's v1.5);
+# "mobilenetv2" its mobilenet_v2 (inverted residuals with depthwise convs and ReLU6 as Clip 0..6);
 # "tiny" a small network that also has a depthwise conv, a dilated one, an AveragePool with
 # ceil_mode and a 1-D view of nothing (all on 16 tiles in a second).
 CNNS = {
@@ -437,6 +438,8 @@ CNNS = {
     "resnet18-b1-64": (1, 3, 64, 64, "resnet18"),
     "resnet18-b1-224": (1, 3, 224, 224, "resnet18"),
     "resnet50-b1-224": (1, 3, 224, 224, "resnet50"),
+    "mobilenetv2-b1-64": (1, 3, 64, 64, "mobilenetv2"),
+    "mobilenetv2-b1-224": (1, 3, 224, 224, "mobilenetv2"),
 }
 
 
@@ -498,7 +501,7 @@ class CnnGraph:
         return f"/{kind}_{self.count}"
 
     def weight(self, name, array):
-        self.initializers.append(numpy_helper.from_array(array.astype(np.float32), name))
+        self.initializers.append(numpy_helper.from_array(np.asarray(array).astype(np.float32), name))
         return name
 
     def conv(self, value, reference, outs, kernel, stride=1, pad=0, dilation=1, group=1, bias=False, bn=True,
@@ -527,9 +530,31 @@ class CnnGraph:
             out = scope + "/bn"
             per = lambda a: a.astype(np.float64)[None, :, None, None]  # noqa: E731
             reference = (reference - per(mean)) / np.sqrt(per(var) + 1e-5) * per(scale) + per(shift)
-        if relu:
+        if relu == "relu6":
+            out, reference = self.relu6(out, reference)
+        elif relu:
             out, reference = self.relu(out, reference)
         return out, reference
+
+    def relu6(self, value, reference):
+        """nn.ReLU6 as torch exports it (opset 11+): Clip with constant min 0 and max 6."""
+        scope = self.name("relu6")
+        low, high = self.weight(scope + ".min", np.array(0.0)), self.weight(scope + ".max", np.array(6.0))
+        out = scope + "/Clip_output_0"
+        self.nodes.append(helper.make_node("Clip", [value, low, high], [out], name=scope + "/Clip"))
+        return out, np.clip(reference, 0.0, 6.0)
+
+    def inverted_residual(self, value, reference, outs, stride, expand):
+        """torchvision's InvertedResidual: 1x1 expansion, 3x3 depthwise (strided), 1x1 projection."""
+        ins = reference.shape[1]
+        out, ref = value, reference
+        if expand != 1:
+            out, ref = self.conv(out, ref, ins * expand, 1, relu="relu6")
+        out, ref = self.conv(out, ref, ins * expand, 3, stride, 1, group=ins * expand, relu="relu6")
+        out, ref = self.conv(out, ref, outs, 1, relu=False)
+        if stride == 1 and ins == outs:
+            out, ref = self.add(out, value, ref + reference)
+        return out, ref
 
     def relu(self, value, reference):
         out = self.name("relu") + "/Relu_output_0"
@@ -603,6 +628,14 @@ def build_cnn(name, batch, channels, height, width, architecture):
                     value, reference = g.basic_block(value, reference, planes, block_stride)
                 else:
                     value, reference = g.bottleneck(value, reference, planes, block_stride)
+        reference = g.head(value, reference, 1000)
+    elif architecture == "mobilenetv2":
+        value, reference = g.conv(value, reference, 32, 3, 2, 1, relu="relu6")
+        for expand, outs, count, stride in ((1, 16, 1, 1), (6, 24, 2, 2), (6, 32, 3, 2), (6, 64, 4, 2), (6, 96, 3, 1),
+                                            (6, 160, 3, 2), (6, 320, 1, 1)):
+            for block in range(count):
+                value, reference = g.inverted_residual(value, reference, outs, stride if block == 0 else 1, expand)
+        value, reference = g.conv(value, reference, 1280, 1, relu="relu6")
         reference = g.head(value, reference, 1000)
     else:
         value, reference = g.conv(value, reference, 8, 3, 1, 1)

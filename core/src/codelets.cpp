@@ -42,6 +42,7 @@ constexpr CodeletShape kShapes[kCodeletCount] = {
     {"transpose", 2, 2},          // {in, out}; {rows, cols}
     {"conv", 4, kConvParams},     // {in, weights, bias, out}; ConvParam
     {"pool", 2, kPoolParams},     // {in, out}; PoolParam
+    {"clip", 2, 3},               // {in, out}; {count, low, high}
 };
 
 const CodeletShape& shape_of(Codelet codelet) {
@@ -529,6 +530,7 @@ std::uint64_t codelet_operand_words(Codelet codelet, std::span<const std::uint32
     case Codelet::relu:
     case Codelet::add:
     case Codelet::copy:
+    case Codelet::clip:
       return params[0];
     case Codelet::conv: {
       const std::uint64_t out_channels = params[kConvOutChannels];
@@ -588,8 +590,8 @@ std::uint32_t codelet_code_bytes(Codelet codelet) {
   // Indexed by the enum value: the AMP's supervisor and worker loops are the largest.
   // unary holds every function's loop (erf's polynomial, pow's log and exp), binary four.
   // conv holds the AMP's nx1 loops and the horizontal MAC's; pool its max and average loops.
-  constexpr std::uint32_t kCodeBytes[kCodeletCount] = {1536, 512, 384,  256, 256, 192, 640, 1792, 1792, 448,
-                                                       768,  896, 1024, 384, 384, 320, 384, 320,  2560, 768};
+  constexpr std::uint32_t kCodeBytes[kCodeletCount] = {1536, 512,  384, 256, 256, 192, 640, 1792, 1792, 448, 768,
+                                                       896,  1024, 384, 384, 320, 384, 320, 2560, 768,  256};
   shape_of(codelet);  // an id outside the set is a caller bug
   return kCodeBytes[static_cast<std::uint32_t>(codelet)];
 }
@@ -656,6 +658,10 @@ CodeletCharge codelet_charge(Codelet codelet, std::span<const std::uint32_t> par
       break;
     case Codelet::copy:
       charge.cycles = elementwise_cycles(params[0], kCopyWorkerFixed, kCopyPerVector, target);
+      break;
+    case Codelet::clip:
+      // popops' Clamp: a max and a min a vector beside the load and store, as add's loop.
+      charge.cycles = elementwise_cycles(params[0], kAddWorkerFixed, kAddPerVector, target);
       break;
     case Codelet::unary:
       charge.cycles =

@@ -115,6 +115,8 @@ const char* op_kind_name(OpKind kind) {
       return "max_pool";
     case OpKind::avg_pool:
       return "avg_pool";
+    case OpKind::clip:
+      return "clip";
   }
   return "?";
 }
@@ -133,7 +135,7 @@ bool is_binary(OpKind kind) {
 
 bool is_unary(OpKind kind) {
   return kind == OpKind::relu || kind == OpKind::sigmoid || kind == OpKind::tanh || kind == OpKind::erf ||
-         kind == OpKind::sqrt || kind == OpKind::pow;
+         kind == OpKind::sqrt || kind == OpKind::pow || kind == OpKind::clip;
 }
 
 bool is_row_reduction(OpKind kind) { return kind == OpKind::reduce_sum || kind == OpKind::reduce_mean; }
@@ -288,6 +290,10 @@ std::string infer_shape(const Graph& graph, const Op& op, std::vector<std::int64
     return std::string(op_kind_name(op.kind)) + " does not take a column range";
   if (!is_window(op.kind) && op.window != Window{})
     return std::string(op_kind_name(op.kind)) + " does not take a window";
+  if (op.kind != OpKind::clip && (op.clip_low != Op{}.clip_low || op.clip_high != Op{}.clip_high))
+    return std::string(op_kind_name(op.kind)) + " does not take clip bounds";
+  if (op.kind == OpKind::clip && (std::isnan(op.clip_low) || std::isnan(op.clip_high) || op.clip_low > op.clip_high))
+    return fmt::format("clip needs bounds low <= high, got {} and {}", op.clip_low, op.clip_high);
   if (op.relu && op.kind != OpKind::dense && op.kind != OpKind::conv)
     return std::string(op_kind_name(op.kind)) + " does not take a fused relu";
   switch (op.kind) {
@@ -354,7 +360,8 @@ std::string infer_shape(const Graph& graph, const Op& op, std::vector<std::int64
     case OpKind::tanh:
     case OpKind::erf:
     case OpKind::sqrt:
-    case OpKind::pow: {
+    case OpKind::pow:
+    case OpKind::clip: {
       if (auto e = expect_inputs(1, 1); !e.empty()) return e;
       if (op.kind == OpKind::pow && !std::isfinite(op.exponent)) return "pow needs a finite exponent";
       shape = input(0).shape;
@@ -561,9 +568,9 @@ Graph load_model(const std::string& path) {
     fail(path, ops.IsDefined() ? ops : root, "'ops' must be a non-empty list of operations");
   for (const auto& node : ops) {
     require_map(path, node, "an op");
-    check_keys(path, node,
-               {"op", "inputs", "output", "relu", "transpose_b", "batch", "heads", "column_begin", "columns", "scale",
-                "eps", "exponent", "field", "kernel", "strides", "dilations", "pads", "groups", "count_include_pad"});
+    check_keys(path, node, {"op",           "inputs",    "output", "relu",   "transpose_b",       "batch", "heads",
+                            "column_begin", "columns",   "scale",  "eps",    "exponent",          "field", "kernel",
+                            "strides",      "dilations", "pads",   "groups", "count_include_pad", "low",   "high"});
     if (!node["op"].IsDefined()) fail(path, node, "missing required key 'op'");
     Op op;
     op.kind = parse_op_kind(path, node["op"]);
@@ -585,6 +592,8 @@ Graph load_model(const std::string& path) {
       only_for(key, {OpKind::conv, OpKind::max_pool, OpKind::avg_pool});
     only_for("groups", {OpKind::conv});
     only_for("count_include_pad", {OpKind::avg_pool});
+    only_for("low", {OpKind::clip});
+    only_for("high", {OpKind::clip});
     only_for("heads", {OpKind::split_heads, OpKind::merge_heads});
     only_for("column_begin", {OpKind::slice_columns});
     only_for("columns", {OpKind::slice_columns});
@@ -612,6 +621,8 @@ Graph load_model(const std::string& path) {
     op.exponent = get_number_or(path, node, "exponent", 1.0);
     if (!std::isfinite(op.exponent)) fail(path, node["exponent"], "'exponent' must be a finite number, e.g. 2");
     if (is_window(op.kind)) op.window = parse_window(path, node);
+    op.clip_low = get_number_or(path, node, "low", op.clip_low);
+    op.clip_high = get_number_or(path, node, "high", op.clip_high);
     YAML::Node inputs = node["inputs"];
     if (!inputs.IsDefined() || !inputs.IsSequence())
       fail(path, inputs.IsDefined() ? inputs : YAML::Node(node), "'inputs' must be a list of tensor names");

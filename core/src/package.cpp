@@ -310,6 +310,8 @@ std::string encode_graph(const Graph& g) {
     w.f64(op.exponent);
     const auto window = window_fields(op.window);
     w.u32s(std::vector<std::uint32_t>(window.begin(), window.end()));
+    w.f64(op.clip_low);
+    w.f64(op.clip_high);
   }
   w.u32s(g.outputs);
   // An imported model's sha256 trails the graph; YAML graphs end here, as before.
@@ -347,7 +349,7 @@ void decode_graph(Reader& r, Graph& g, const Target& target) {
       r.fail(fmt::format("the inputs and weights up to tensor '{}' exceed the {} bytes of target '{}'", t.name,
                          std::uint64_t(device_bytes), target.name));
   }
-  g.ops.resize(r.count(58));  // the fixed fields of an op
+  g.ops.resize(r.count(74));  // the fixed fields of an op
   for (auto& op : g.ops) {
     op.kind = r.enumeration<OpKind>(kOpKindCount);
     op.inputs = r.u32s();
@@ -364,6 +366,8 @@ void decode_graph(Reader& r, Graph& g, const Target& target) {
     const std::vector<std::uint32_t> window = r.u32s();
     if (window.size() != kWindowFields) r.fail(fmt::format("an op's window must hold {} numbers", kWindowFields));
     op.window = window_from_fields(std::span<const std::uint32_t, kWindowFields>(window.data(), kWindowFields));
+    op.clip_low = r.f64();
+    op.clip_high = r.f64();
   }
   g.outputs = r.u32s();
   if (const std::string problem = check_graph(g); !problem.empty()) r.fail("the graph is inconsistent: " + problem);

@@ -574,6 +574,10 @@ void call_binary_column(FragmentBuilder& builder, std::uint32_t superstep, std::
 
 void call_unary(FragmentBuilder& builder, std::uint32_t superstep, std::uint32_t tile, const Op& op, std::uint32_t in,
                 std::uint32_t out, std::uint32_t count) {
+  if (op.kind == OpKind::clip)
+    return builder.call(
+        superstep, tile, Codelet::clip, {{in, 0}, {out, 0}},
+        {count, float_param(static_cast<float>(op.clip_low)), float_param(static_cast<float>(op.clip_high))});
   builder.call(
       superstep, tile, Codelet::unary, {{in, 0}, {out, 0}},
       {count, static_cast<std::uint32_t>(unary_function(op.kind)), float_param(static_cast<float>(op.exponent))});

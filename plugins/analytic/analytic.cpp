@@ -209,6 +209,9 @@ std::uint64_t estimate_call(const CodeletCall& call, const Target& target) {
     case Codelet::pool:
       cycles += pool_cycles(p);
       break;
+    case Codelet::clip:
+      cycles += p[0] * kAddCyclesPerElement;
+      break;
   }
   return ceil_cycles(cycles);
 }

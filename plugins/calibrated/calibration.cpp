@@ -333,6 +333,13 @@ const CodeletLine kCodeletLines[] = {
       {7, 7, 7, 7, 64, 64, 1, 1, 1, 1, 1, 1, 0, 0, 8, 8, 0, 1},
       {4, 4, 8, 8, 8, 6, 2, 2, 2, 2, 1, 1, 0, 0, 2, 2, 1, 2},
       {10, 10, 12, 12, 20, 10, 3, 3, 1, 1, 1, 1, 1, 1, 20, 10, 0, 3}}},
+    {Codelet::clip,
+     "call,vectors",
+     [](Params p, const Target& t) -> Features {
+       return {1, worker_vectors(p[0], t)};
+     },
+     {{1, 0, 0x40c00000}, {7, 0, 0x40c00000}, {64, 0xbf800000, 0x3f800000}, {333, 0, 0x40c00000}, {1000, 0, 0x40c00000},
+      {4096, 0xff800000, 0}, {12000, 0, 0x40c00000}, {16000, 0, 0x7f800000}}},
     // Pooling: per kernel position, the busiest worker's worklist rows and its share of the
     // output vectors (an average scales each once more).
     {Codelet::pool,

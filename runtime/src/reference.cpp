@@ -115,6 +115,8 @@ double unary(const Op& op, double x) {
       return std::sqrt(x);
     case OpKind::pow:
       return std::pow(x, op.exponent);
+    case OpKind::clip:
+      return std::min(std::max(x, op.clip_low), op.clip_high);
     default:
       return std::max(x, 0.0);
   }
@@ -290,7 +292,8 @@ ReferenceValues execute_reference(const Graph& graph, const HostTensors& values)
       case OpKind::tanh:
       case OpKind::erf:
       case OpKind::sqrt:
-      case OpKind::pow: {
+      case OpKind::pow:
+      case OpKind::clip: {
         if (op.inputs.size() != 1) fail(graph, op, fmt::format("has {} inputs", op.inputs.size()));
         const Matrix a = lookup(op, op.inputs[0]);
         out.resize(static_cast<std::size_t>(a.rows * a.cols));

@@ -435,6 +435,14 @@ void run_pool(float* memory, const LoadedCall& call) {
     }
 }
 
+// Exact in place is allowed: each element is read before it is written.
+void run_clip(float* memory, const LoadedCall& call) {
+  const float* in = memory + call.operand[0];
+  float* out = memory + call.operand[1];
+  const float low = param_float(call.param[1]), high = param_float(call.param[2]);
+  for (std::uint32_t i = 0; i < call.param[0]; ++i) out[i] = std::min(std::max(in[i], low), high);
+}
+
 void run_call(float* memory, const LoadedCall& call) {
   switch (call.codelet) {
     case Codelet::matmul:
@@ -476,6 +484,8 @@ void run_call(float* memory, const LoadedCall& call) {
       return run_conv(memory, call);
     case Codelet::pool:
       return run_pool(memory, call);
+    case Codelet::clip:
+      return run_clip(memory, call);
   }
   assert(false && "codelet checked at load");
 }
@@ -517,6 +527,7 @@ std::string aliasing_problem(const LoadedCall& call, std::span<const std::uint64
     case Codelet::relu:
       return "";
     case Codelet::unary:
+    case Codelet::clip:
       if (overlaps(o[1], words[1], o[0], words[0]) && !same(1, 0))
         return "its output partly overlaps its input (only exact in-place is allowed)";
       return "";

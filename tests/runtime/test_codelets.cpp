@@ -212,6 +212,10 @@ TEST_CASE("no codelet call is charged below its MACs at peak or its input bytes 
           params = {draw(1, 100000)};
           input_words = params[0];
           break;
+        case Codelet::clip:
+          params = {draw(1, 100000), float_param(0.0f), float_param(6.0f)};
+          input_words = params[0];
+          break;
         case Codelet::add:
           params = {draw(1, 100000)};
           input_words = 2 * std::uint64_t{params[0]};

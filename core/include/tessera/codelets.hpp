@@ -11,7 +11,7 @@ struct Target;
 /// Version of the codelet set (semantics and cycle formulas); written into packages.
 // 5: unary, binary, binary_row, reduce_rows; 6: binary_column and add as a binary function,
 // fused codelets charged as their steps, matmul_half's half worker MAC.
-// 8: conv and pool (window ops over feature maps).
+// 8: conv, pool (window ops over feature maps) and clip.
 inline constexpr std::uint32_t kCodeletSetVersion = 8;
 
 /// Operands are word offsets into buffers (program) or byte addresses (tile image);
@@ -56,8 +56,9 @@ enum class Codelet : std::uint16_t {
   /// operands {in, out}; params PoolParam: max or average (mode) of a patch as conv reads it,
   /// each channel on its own: out [out_rows, out_width, channels].
   pool = 19,
+  clip = 20,  ///< operands {in, out}; params {count, low, high} (floats): out = min(max(in, low), high)
 };
-inline constexpr std::uint32_t kCodeletCount = 20;
+inline constexpr std::uint32_t kCodeletCount = 21;
 
 /// Param indices of a conv call. Patch row of output row r and kernel row i: r * stride_h +
 /// i * dilation_h - top (top and left are signed: int32 bit patterns); patch column of output column c and kernel

@@ -2,6 +2,7 @@
 #pragma once
 #include <array>
 #include <cstdint>
+#include <limits>
 #include <span>
 #include <string>
 #include <vector>
@@ -78,12 +79,13 @@ enum class OpKind : std::uint8_t {
   conv = 20,
   max_pool = 21,  ///< out[pixel, c] = max of in0 over the window (in0 and out laid out as conv's)
   avg_pool = 22,  ///< out[pixel, c] = mean of in0 over the window (padding counted if count_include_pad)
+  clip = 23,      ///< out = min(max(in0, clip_low), clip_high) (ReLU6: 0, 6)
 };
-inline constexpr std::uint32_t kOpKindCount = 23;
+inline constexpr std::uint32_t kOpKindCount = 24;
 const char* op_kind_name(OpKind);
 /// add, sub, mul, div: two operands, the second equal-shaped, a row vector or a column.
 bool is_binary(OpKind);
-/// relu, sigmoid, tanh, erf, sqrt, pow: one operand, elementwise.
+/// relu, sigmoid, tanh, erf, sqrt, pow, clip: one operand, elementwise.
 bool is_unary(OpKind);
 /// reduce_sum, reduce_mean: each row to one value.
 bool is_row_reduction(OpKind);
@@ -130,6 +132,8 @@ struct Op {
   double epsilon = 1e-5;                             ///< layer_norm only: added to the variance
   double exponent = 1.0;                             ///< pow only: the constant exponent
   Window window;                                     ///< conv, max_pool, avg_pool only (batch: the images)
+  /// clip only: the bounds (infinite where ONNX's Clip leaves one out).
+  double clip_low = -std::numeric_limits<double>::infinity(), clip_high = std::numeric_limits<double>::infinity();
 };
 
 struct Graph {

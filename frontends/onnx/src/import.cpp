@@ -53,7 +53,8 @@ const std::vector<std::string>& supported_operators() {
                                                  "AveragePool",
                                                  "GlobalAveragePool",
                                                  "GlobalMaxPool",
-                                                 "BatchNormalization"};
+                                                 "BatchNormalization",
+                                                 "Clip"};
   return names;
 }
 
@@ -362,6 +363,7 @@ private:
     if (op == "MaxPool" || op == "AveragePool" || op == "GlobalAveragePool" || op == "GlobalMaxPool")
       return import_pool(node, index, where);
     if (op == "BatchNormalization") return import_batch_norm(node, index, where);
+    if (op == "Clip") return import_clip(node, index, where);
     if (auto kind = unary_kind(op)) return import_unary(node, *kind, index, where);
     if (op == "Softmax") return import_softmax(node, index, where);
     if (op == "MatMul") return import_matmul(node, index, where);
@@ -1100,6 +1102,30 @@ private:
     for (auto& attribute : *plain.mutable_attribute())
       if (attribute.name() == "ceil_mode") attribute.set_i(0);
     return window_of(plain, field, kernel, where);
+  }
+
+  /// Clip (ReLU6 as torch exports it): constant bounds, inputs from opset 11, attributes before.
+  void import_clip(const onnx::NodeProto& node, int index, const std::string& where) {
+    if (!computed_.count(node.input(0))) unsupported(where, "Clip of a constant (it is not folded)");
+    const Computed& x = computed_.at(node.input(0));
+    Op op;
+    op.kind = OpKind::clip;
+    if (result_.opset < 11) {
+      op.clip_low = float_attribute(node, "min", -std::numeric_limits<float>::infinity());
+      op.clip_high = float_attribute(node, "max", std::numeric_limits<float>::infinity());
+    }
+    for (int i = 1; i <= 2 && i < node.input_size(); ++i) {
+      if (node.input(i).empty()) continue;
+      auto bound = constants_.find(node.input(i));
+      if (bound == constants_.end() || bound->second.values.size() != 1)
+        unsupported(where, fmt::format("Clip with a {} bound '{}' (bounds must be constants of one value)",
+                                       bound == constants_.end() ? "computed" : "non-scalar", node.input(i)));
+      (i == 1 ? op.clip_low : op.clip_high) = bound->second.values[0];
+    }
+    if (!(op.clip_low <= op.clip_high))
+      unsupported(where, fmt::format("Clip with min {} above max {}", op.clip_low, op.clip_high));
+    op.inputs = {tensor_of(x, where)};
+    computed_[node.output(0)] = Computed{add_op(op, node.output(0), index, where), "", x.dims, x.channels_last};
   }
 
   /// BatchNormalization (inference): y = (x - mean) / sqrt(var + eps) * scale + B per channel.
