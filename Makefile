@@ -2,7 +2,7 @@
 BUILD ?= build
 TESSERA := $(BUILD)/tools/tessera
 
-.PHONY: all bootstrap build demo test lint test-onnx test-faults test-sanitize fuzz bench bench-exchange bench-ab bench-simulator bench-planning bench-regret bench-fidelity bench-onnx calibrate tune clean
+.PHONY: all bootstrap build demo test lint test-onnx test-faults test-sanitize fuzz bench bench-exchange bench-ab bench-simulator bench-planning bench-regret bench-fidelity bench-onnx bench-cnn calibrate tune clean
 
 all: build
 
@@ -116,6 +116,11 @@ bench-regret: build
 # the float64 outputs and ONNX Runtime.
 bench-onnx: build
 	bench/onnx/bench_onnx.sh $(TESSERA) $(CURDIR) $(BUILD)/bench-onnx
+
+# CNNs (resnet18, resnet50, mobilenetv2 at 224x224) on t1472: compile and run wall and RSS, device
+# cycles against the chip floor, and per conv layer its cycles against its floor.
+bench-cnn: build
+	/usr/bin/python3 bench/cnn/bench_cnn.py $(TESSERA) $(CURDIR) $(BUILD)/bench-cnn
 
 clean:
 	rm -rf $(BUILD)

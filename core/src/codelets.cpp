@@ -345,7 +345,11 @@ CodeletCharge matmul_charge(Codelet codelet, std::span<const std::uint32_t> para
 // Workers (getConvPartialHorizontalMacSupervisor*Estimate): per conv group, 48 tile cycles and
 // each worker's pixels, for every kernel position, a dot product of the group's input channels
 // (two floats a cycle) per output channel, 20 a worklist entry.
-// The bias and ReLU are a bias_add step over the output after either.
+// Depthwise (one input channel a group: poplin's ConvPartialVerticalMac shape,
+// getConvPartialVerticalMacSupervisor*Estimate): the conv groups side by side in the channels of
+// a pixel, two a cycle; the workers share out output rows x kernel positions, 15 cycles an item,
+// and their partials are summed after (10 + (9 + 2 (workers - 1)) a four outputs).
+// The bias and ReLU are a bias_add step over the output after any of them.
 // Pooling (popnn PoolingDef.hpp getPoolingCycles: 3 cycles a vector, a row loop's overhead per
 // worklist row): per kernel position, each worker takes its share of output pixel x channel-pair
 // vectors, 3 cycles a vector, 30 a worklist row.
@@ -356,6 +360,8 @@ constexpr std::uint64_t kConvWorkerFixed = 19, kConvEntryFixed = 45, kConvEntryP
 constexpr std::uint64_t kHmacOverhead = 60, kHmacGroupFixed = 48, kHmacWorkerFixed = 16, kHmacEntryFixed = 20,
                         kHmacPerOutput = 2;
 constexpr std::uint64_t kPoolOverhead = 50, kPoolPerRow = 30, kPoolPerVector = 3;
+constexpr std::uint64_t kVmacOverhead = 50, kVmacItemFixed = 15, kVmacReduceFixed = 10, kVmacReducePerFour = 9,
+                        kVmacReducePerWorker = 2;
 
 CodeletCharge conv_charge(std::span<const std::uint32_t> params, const Target& target) {
   const std::uint64_t workers = workers_of(target);
@@ -389,12 +395,26 @@ CodeletCharge conv_charge(std::span<const std::uint32_t> params, const Target& t
           mul(positions, add(mul(kHmacEntryFixed, entries), mul(mul(pixels_per_worker, outs_per_group), dot))));
   const std::uint64_t on_workers =
       add(kHmacOverhead, mul(conv_groups, add(kHmacGroupFixed, mul(workers, hmac_worker))));
+  // Depthwise: only where every group has one input channel.
+  std::uint64_t vertical = std::numeric_limits<std::uint64_t>::max();
+  if (group_in == 1) {
+    const std::uint64_t items = ceil_div(mul(out_rows, positions), workers);
+    const std::uint64_t per_item =
+        add(kVmacItemFixed, mul(params[kConvOutWidth], ceil_div(mul(conv_groups, outs_per_group), kFloatsPerVector)));
+    const std::uint64_t reduction =
+        add(kVmacReduceFixed, mul(add(kVmacReducePerFour, mul(kVmacReducePerWorker, workers - 1)),
+                                  ceil_div(mul(pixels, out_channels), 4)));
+    vertical = add(add(kVmacOverhead, mul(workers, mul(items, per_item))), reduction);
+  }
   const std::uint32_t flags = params[kConvFlags];
   const std::uint64_t epilogue = (flags & (kConvHasBias | kConvRelu)) != 0
                                      ? bias_cycles(pixels, out_channels, false, (flags & kConvRelu) != 0, target)
                                      : 0;
   CodeletCharge charge;
-  if (on_workers < on_amp) {
+  if (vertical < std::min(on_workers, on_amp)) {
+    charge.cycles = add(vertical, epilogue);
+    charge.path = "vertical-mac";
+  } else if (on_workers < on_amp) {
     charge.cycles = add(on_workers, epilogue);
     charge.path = "worker-mac";
   } else {

@@ -141,9 +141,17 @@ Features conv_features(Params p, const Target& t) {
       groups * (16 + positions * (20 * entries + share * per_group * (std::ceil(p[kConvGroupInChannels] / 2.0) + 2)));
   const bool epilogue = (p[kConvFlags] & (kConvHasBias | kConvRelu)) != 0, relu = (p[kConvFlags] & kConvRelu) != 0;
   const double vectors = worker_vectors(pixels * outs, t);
-  const bool on_workers = std::string_view(tessera::codelet_charge(Codelet::conv, p, t).path) == "worker-mac";
-  Features features = on_workers ? Features{0, 0, 0, 0, 0, 0, 1, groups, hmac}
-                                 : Features{1, group_loops, kernel_rows, passes, pass_worker, zero_vectors, 0, 0, 0};
+  const std::string_view path = tessera::codelet_charge(Codelet::conv, p, t).path;
+  Features features = path == "worker-mac" ? Features{0, 0, 0, 0, 0, 0, 1, groups, hmac, 0, 0, 0, 0}
+                      : path == "amp" ? Features{1, group_loops, kernel_rows, passes, pass_worker, zero_vectors, 0, 0, 0,
+                                                 0, 0, 0, 0}
+                                      : Features{0, 0, 0, 0, 0, 0, 0, 0, 0, 1, 0, 0, 0};
+  if (path == "vertical-mac") {  // depthwise: items of output rows x kernel positions, then the workers' sums
+    const double items = std::ceil(out_rows * positions / workers);
+    features[10] = items;
+    features[11] = items * p[kConvOutWidth] * std::ceil(groups * per_group / 2);
+    features[12] = std::ceil(pixels * outs / 4);
+  }
   for (double f : {epilogue ? 1.0 : 0.0, epilogue ? vectors : 0.0, relu ? 1.0 : 0.0, relu ? vectors : 0.0})
     features.push_back(f);
   return features;
@@ -307,7 +315,8 @@ const CodeletLine kCodeletLines[] = {
       {90, 90, 0}}},
     {Codelet::conv,
      "amp_call,amp_group_loops,amp_kernel_rows,amp_passes,amp_pass_worker_cycles,amp_zero_vectors,worker_call,"
-     "worker_groups,worker_cycles,epilogue_call,epilogue_vectors,relu_call,relu_vectors",
+     "worker_groups,worker_cycles,vertical_call,vertical_items,vertical_item_vectors,vertical_reduce_fours,"
+     "epilogue_call,epilogue_vectors,relu_call,relu_vectors",
      conv_features,
      {{4, 8, 6, 8, 16, 16, 3, 3, 1, 1, 1, 1, 1, 1, 16, 16, 0, 3},
       {2, 14, 2, 14, 64, 64, 1, 1, 1, 1, 1, 1, 0, 0, 64, 64, 0, 2},
@@ -332,7 +341,12 @@ const CodeletLine kCodeletLines[] = {
       {6, 1, 6, 1, 64, 32, 1, 1, 1, 1, 1, 1, 0, 0, 64, 32, 0, 3},
       {7, 7, 7, 7, 64, 64, 1, 1, 1, 1, 1, 1, 0, 0, 8, 8, 0, 1},
       {4, 4, 8, 8, 8, 6, 2, 2, 2, 2, 1, 1, 0, 0, 2, 2, 1, 2},
-      {10, 10, 12, 12, 20, 10, 3, 3, 1, 1, 1, 1, 1, 1, 20, 10, 0, 3}}},
+      {10, 10, 12, 12, 20, 10, 3, 3, 1, 1, 1, 1, 1, 1, 20, 10, 0, 3},
+      {2, 28, 4, 28, 48, 48, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 0, 1},
+      {7, 7, 15, 15, 96, 96, 3, 3, 2, 2, 1, 1, 1, 1, 1, 1, 0, 3},
+      {1, 56, 3, 56, 16, 16, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 0, 2},
+      {4, 14, 8, 28, 144, 144, 3, 3, 2, 2, 1, 1, 0, 0, 1, 1, 0, 0},
+      {3, 3, 7, 7, 64, 64, 5, 5, 1, 1, 1, 1, 2, 2, 1, 1, 0, 3}}},
     {Codelet::clip,
      "call,vectors",
      [](Params p, const Target& t) -> Features {
