@@ -401,9 +401,9 @@ CodeletCharge conv_charge(std::span<const std::uint32_t> params, const Target& t
     const std::uint64_t items = ceil_div(mul(out_rows, positions), workers);
     const std::uint64_t per_item =
         add(kVmacItemFixed, mul(params[kConvOutWidth], ceil_div(mul(conv_groups, outs_per_group), kFloatsPerVector)));
-    const std::uint64_t reduction =
-        add(kVmacReduceFixed, mul(add(kVmacReducePerFour, mul(kVmacReducePerWorker, workers - 1)),
-                                  ceil_div(mul(pixels, out_channels), 4)));
+    const std::uint64_t reduction = add(
+        kVmacReduceFixed,
+        mul(add(kVmacReducePerFour, mul(kVmacReducePerWorker, workers - 1)), ceil_div(mul(pixels, out_channels), 4)));
     vertical = add(add(kVmacOverhead, mul(workers, mul(items, per_item))), reduction);
   }
   const std::uint32_t flags = params[kConvFlags];

@@ -142,10 +142,10 @@ Features conv_features(Params p, const Target& t) {
   const bool epilogue = (p[kConvFlags] & (kConvHasBias | kConvRelu)) != 0, relu = (p[kConvFlags] & kConvRelu) != 0;
   const double vectors = worker_vectors(pixels * outs, t);
   const std::string_view path = tessera::codelet_charge(Codelet::conv, p, t).path;
-  Features features = path == "worker-mac" ? Features{0, 0, 0, 0, 0, 0, 1, groups, hmac, 0, 0, 0, 0}
-                      : path == "amp" ? Features{1, group_loops, kernel_rows, passes, pass_worker, zero_vectors, 0, 0, 0,
-                                                 0, 0, 0, 0}
-                                      : Features{0, 0, 0, 0, 0, 0, 0, 0, 0, 1, 0, 0, 0};
+  Features features =
+      path == "worker-mac" ? Features{0, 0, 0, 0, 0, 0, 1, groups, hmac, 0, 0, 0, 0}
+      : path == "amp" ? Features{1, group_loops, kernel_rows, passes, pass_worker, zero_vectors, 0, 0, 0, 0, 0, 0, 0}
+                      : Features{0, 0, 0, 0, 0, 0, 0, 0, 0, 1, 0, 0, 0};
   if (path == "vertical-mac") {  // depthwise: items of output rows x kernel positions, then the workers' sums
     const double items = std::ceil(out_rows * positions / workers);
     features[10] = items;
