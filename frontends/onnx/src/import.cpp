@@ -1140,11 +1140,13 @@ private:
     const Computed& x = computed_.at(node.input(0));
     if (x.dims.size() < 2) unsupported(where, fmt::format("BatchNormalization of {}", dims_text(x.dims)));
     const std::int64_t channels = x.dims[1];
+    if (node.input_size() < 5) unsupported(where, "BatchNormalization without its four parameters");
+    bool computed_parameters = false;
+    for (int i = 1; i <= 4; ++i) computed_parameters = computed_parameters || !constants_.count(node.input(i));
+    if (computed_parameters) return import_batch_norm_of_inputs(node, index, where);
     std::array<const Constant*, 4> parameters{};
     for (int i = 1; i <= 4; ++i) {
-      auto found = i < node.input_size() ? constants_.find(node.input(i)) : constants_.end();
-      if (found == constants_.end())
-        unsupported(where, "BatchNormalization with computed scale, bias, mean or variance (they must be constants)");
+      auto found = constants_.find(node.input(i));
       check_float(found->second, node.input(i), where);
       if (found->second.values.size() != static_cast<std::size_t>(channels))
         unsupported(where, fmt::format("'{}' of dims {} for {} channels", node.input(i), dims_text(found->second.dims),
@@ -1178,17 +1180,64 @@ private:
       return;
     }
     // A per-channel scale and shift: row vectors of a channels-last map (or of [N, C]).
-    if (!x.channels_last && x.dims.size() > 2)
-      unsupported(where, fmt::format("BatchNormalization of a computed {} that is not a feature map of a Conv",
-                                     dims_text(x.dims)));
     Op multiply;
     multiply.kind = OpKind::mul;
-    multiply.inputs = {tensor_of(x, where), add_weight(node.output(0) + ".scale", {channels}, scale, false)};
+    multiply.inputs = {batch_norm_input(x, where), add_weight(node.output(0) + ".scale", {channels}, scale, false)};
     Op add;
     add.kind = OpKind::add;
     add.inputs = {add_op(multiply, node.output(0) + ".scaled", index, where),
                   add_weight(node.output(0) + ".shift", {channels}, shift, false)};
-    computed_[node.output(0)] = Computed{add_op(add, node.output(0), index, where), "", x.dims, x.channels_last};
+    computed_[node.output(0)] = Computed{add_op(add, node.output(0), index, where), "", x.dims, x.dims.size() > 2};
+  }
+
+  /// The tensor a per-channel batch norm reads: [N, C] as it is, a feature map channels last.
+  std::uint32_t batch_norm_input(const Computed& x, const std::string& where) {
+    return x.dims.size() > 2 ? feature_map(x, where) : tensor_of(x, where);
+  }
+
+  /// BatchNormalization whose parameters are computed (graph inputs of [C]): per channel on the
+  /// device, ((x - mean) / sqrt(var + eps)) * scale + B, each a row of the channels-last map.
+  void import_batch_norm_of_inputs(const onnx::NodeProto& node, int index, const std::string& where) {
+    const Computed& x = computed_.at(node.input(0));
+    const std::int64_t channels = x.dims[1];
+    std::array<std::uint32_t, 4> rows{};  // scale, B, mean, var
+    for (int i = 1; i <= 4; ++i) {
+      if (constants_.count(node.input(i))) {
+        const Constant& c = constants_.at(node.input(i));
+        check_float(c, node.input(i), where);
+        if (c.values.size() != static_cast<std::size_t>(channels))
+          unsupported(where,
+                      fmt::format("'{}' of dims {} for {} channels", node.input(i), dims_text(c.dims), channels));
+        rows[static_cast<std::size_t>(i - 1)] = add_weight(node.input(i), {channels}, c.values, false);
+        continue;
+      }
+      const Computed& value = computed_.at(node.input(i));
+      if (element_count(value.dims, where) != channels)
+        unsupported(where,
+                    fmt::format("'{}' of dims {} for {} channels", node.input(i), dims_text(value.dims), channels));
+      rows[static_cast<std::size_t>(i - 1)] = tensor_as(value, {channels}, where);
+    }
+    const double epsilon = float_attribute(node, "epsilon", 1e-5f);
+    auto binary = [&](OpKind kind, std::uint32_t a, std::uint32_t b, const std::string& name) {
+      Op op;
+      op.kind = kind;
+      op.inputs = {a, b};
+      return add_op(op, name, index, where);
+    };
+    const std::string& out = node.output(0);
+    const std::uint32_t variance =
+        binary(OpKind::add, rows[3],
+               add_weight(out + ".epsilon", {channels},
+                          std::vector<double>(static_cast<std::size_t>(channels), epsilon), false),
+               out + ".variance");
+    Op root;
+    root.kind = OpKind::sqrt;
+    root.inputs = {variance};
+    const std::uint32_t deviation = add_op(root, out + ".deviation", index, where);
+    std::uint32_t y = binary(OpKind::sub, batch_norm_input(x, where), rows[2], out + ".centred");
+    y = binary(OpKind::div, y, deviation, out + ".normalized");
+    y = binary(OpKind::mul, y, rows[0], out + ".scaled");
+    computed_[out] = Computed{binary(OpKind::add, y, rows[1], out), "", x.dims, x.dims.size() > 2};
   }
 
   /// Add, Sub, Mul, Div of a feature map: by another feature map of the same dims, or by a
