@@ -25,36 +25,13 @@ namespace fs = std::filesystem;
 namespace tessera::onnx_import {
 
 const std::vector<std::string>& supported_operators() {
-  static const std::vector<std::string> names = {"MatMul",
-                                                 "Gemm",
-                                                 "Add",
-                                                 "Sub",
-                                                 "Mul",
-                                                 "Div",
-                                                 "Relu",
-                                                 "Sigmoid",
-                                                 "Tanh",
-                                                 "Erf",
-                                                 "Sqrt",
-                                                 "Pow",
-                                                 "Softmax",
-                                                 "LayerNormalization",
-                                                 "ReduceMean",
-                                                 "ReduceSum",
-                                                 "Identity",
-                                                 "Flatten",
-                                                 "Reshape",
-                                                 "Squeeze",
-                                                 "Unsqueeze",
-                                                 "Transpose",
-                                                 "Slice",
-                                                 "Conv",
-                                                 "MaxPool",
-                                                 "AveragePool",
-                                                 "GlobalAveragePool",
-                                                 "GlobalMaxPool",
-                                                 "BatchNormalization",
-                                                 "Clip"};
+  // clang-format off
+  static const std::vector<std::string> names = {
+      "MatMul", "Gemm", "Add", "Sub", "Mul", "Div", "Relu", "Sigmoid", "Tanh", "Erf", "Sqrt", "Pow", "Softmax",
+      "LayerNormalization", "ReduceMean", "ReduceSum", "Identity", "Flatten", "Reshape", "Squeeze", "Unsqueeze",
+      "Transpose", "Slice", "Conv", "MaxPool", "AveragePool", "GlobalAveragePool", "GlobalMaxPool",
+      "BatchNormalization", "Clip", "LeakyRelu", "HardSigmoid", "HardSwish"};
+  // clang-format on
   return names;
 }
 
@@ -364,6 +341,7 @@ private:
       return import_pool(node, index, where);
     if (op == "BatchNormalization") return import_batch_norm(node, index, where);
     if (op == "Clip") return import_clip(node, index, where);
+    if (op == "LeakyRelu" || op == "HardSigmoid" || op == "HardSwish") return import_activation(node, index, where);
     if (auto kind = unary_kind(op)) return import_unary(node, *kind, index, where);
     if (op == "Softmax") return import_softmax(node, index, where);
     if (op == "MatMul") return import_matmul(node, index, where);
@@ -1126,6 +1104,46 @@ private:
       unsupported(where, fmt::format("Clip with min {} above max {}", op.clip_low, op.clip_high));
     op.inputs = {tensor_of(x, where)};
     computed_[node.output(0)] = Computed{add_op(op, node.output(0), index, where), "", x.dims, x.channels_last};
+  }
+
+  /// LeakyRelu, HardSigmoid and HardSwish as the elementwise ops they are made of (not fused):
+  /// LeakyRelu x + (alpha - 1) * min(x, 0); HardSigmoid clip(alpha * x + beta, 0, 1); HardSwish
+  /// x * HardSigmoid(x) with alpha 1/6 and beta 1/2.
+  void import_activation(const onnx::NodeProto& node, int index, const std::string& where) {
+    const std::string& type = node.op_type();
+    if (!computed_.count(node.input(0))) unsupported(where, fmt::format("{} of a constant (it is not folded)", type));
+    const Computed& x = computed_.at(node.input(0));
+    const std::string& out = node.output(0);
+    const std::uint32_t input = tensor_of(x, where);
+    const std::int64_t cols = graph_.tensors[input].shape.back();
+    auto row = [&](const std::string& name, double value) {
+      return add_weight(out + "." + name, {cols}, std::vector<double>(static_cast<std::size_t>(cols), value), false);
+    };
+    auto make = [&](OpKind kind, std::vector<std::uint32_t> inputs, const std::string& name, double low = 0,
+                    double high = 0) {
+      Op op;
+      op.kind = kind;
+      op.inputs = std::move(inputs);
+      if (kind == OpKind::clip) op.clip_low = low, op.clip_high = high;
+      return add_op(op, name, index, where);
+    };
+    std::uint32_t y = 0;
+    if (type == "LeakyRelu") {
+      const double alpha = float_attribute(node, "alpha", 0.01f);
+      const std::uint32_t negative =
+          make(OpKind::clip, {input}, out + ".negative", -std::numeric_limits<double>::infinity(), 0.0);
+      const std::uint32_t scaled = make(OpKind::mul, {negative, row("slope", alpha - 1.0)}, out + ".scaled");
+      y = make(OpKind::add, {input, scaled}, out);
+    } else {
+      const bool swish = type == "HardSwish";
+      const double alpha = swish ? 1.0 / 6.0 : float_attribute(node, "alpha", 0.2f);
+      const double beta = swish ? 0.5 : float_attribute(node, "beta", 0.5f);
+      const std::uint32_t scaled = make(OpKind::mul, {input, row("alpha", alpha)}, out + ".scaled");
+      const std::uint32_t shifted = make(OpKind::add, {scaled, row("beta", beta)}, out + ".shifted");
+      y = make(OpKind::clip, {shifted}, swish ? out + ".gate" : out, 0.0, 1.0);
+      if (swish) y = make(OpKind::mul, {input, y}, out);
+    }
+    computed_[out] = Computed{y, "", x.dims, x.channels_last};
   }
 
   /// BatchNormalization (inference): y = (x - mean) / sqrt(var + eps) * scale + B per channel.
