@@ -1,6 +1,6 @@
 // bench-fidelity's poplibs yardstick must be its own transcription: no Tessera header, and no
 // function shared (by name) with the simulator's charges or the cost models it is held against.
-#include <catch2/catch_test_macros.hpp>
+#include <catch2/catch.hpp>
 
 #include <cctype>
 #include <filesystem>
