@@ -493,6 +493,13 @@ WorkerMacShape worker_mac_shape(Codelet codelet, std::span<const std::uint32_t> 
   // k in groups of equal size (halves in pairs), the last zero-padded: for each number of groups
   // the smallest size that makes it, the fastest kept (a group of even size keeps 64-bit loads).
   const std::uint64_t grain = half ? 2 : 1, rounded = ceil_div(k, grain) * grain;
+  const std::uint64_t per_load = half ? kHalvesPerLoad : kFloatsPerVector;
+  // One group that loads whole 64-bit words (or cannot load them at all) is already the fastest.
+  if (!contiguous || rounded % per_load == 0) {
+    shape.input_groups = rounded == 0 ? 0 : 1;
+    shape.group_dot_cycles = group_dot_cycles(rounded, half, contiguous);
+    return shape;
+  }
   std::uint64_t best = std::numeric_limits<std::uint64_t>::max();
   for (std::uint64_t size = grain; size <= rounded;) {
     const std::uint64_t groups = ceil_div(rounded, size);
@@ -505,7 +512,6 @@ WorkerMacShape worker_mac_shape(Codelet codelet, std::span<const std::uint32_t> 
     if (groups == 1) break;
     size = ceil_div(ceil_div(rounded, groups - 1), grain) * grain;
   }
-  if (rounded == 0) shape.input_groups = 0;
   return shape;
 }
 
