@@ -34,8 +34,8 @@ struct Row {
 };
 
 const std::vector<std::pair<const char*, ref::Unary>> kUnaries = {
-    {"sigmoid", ref::Unary::sigmoid}, {"tanh", ref::Unary::tanh},     {"erf", ref::Unary::erf},
-    {"sqrt", ref::Unary::sqrt},       {"pow", ref::Unary::power},     {"square", ref::Unary::square}};
+    {"sigmoid", ref::Unary::sigmoid}, {"tanh", ref::Unary::tanh}, {"erf", ref::Unary::erf},
+    {"sqrt", ref::Unary::sqrt},       {"pow", ref::Unary::power}, {"square", ref::Unary::square}};
 const std::vector<std::pair<const char*, ref::Binary>> kBinaries = {{"subtract", ref::Binary::subtract},
                                                                     {"multiply", ref::Binary::multiply},
                                                                     {"divide", ref::Binary::divide},
@@ -71,12 +71,14 @@ tessera::BinaryFunction binary_function(ref::Binary op) {
 
 // Every kind of row: the matmul products, each codelet, each function of unary and binary codelets.
 std::vector<std::string> row_kinds() {
-  std::vector<std::string> kinds = {"matmul",  "matmul_half", "relu",          "add",        "copy",
-                                    "bias_add", "bias_add+relu", "bias_add_half", "softmax", "layer_norm",
-                                    "transpose", "reduce_add",  "reduce_bias",   "reduce_rows:sum", "reduce_rows:mean"};
+  std::vector<std::string> kinds = {
+      "matmul",          "matmul_half", "relu",       "add",       "copy",       "bias_add",    "bias_add+relu",
+      "bias_add_half",   "softmax",     "layer_norm", "transpose", "reduce_add", "reduce_bias", "reduce_rows:sum",
+      "reduce_rows:mean"};
   for (const auto& [name, op] : kUnaries) kinds.push_back(std::string("unary:") + name);
   for (const auto& [name, op] : kBinaries)
-    for (const char* codelet : {"binary:", "binary_row:", "binary_column:"}) kinds.push_back(codelet + std::string(name));
+    for (const char* codelet : {"binary:", "binary_row:", "binary_column:"})
+      kinds.push_back(codelet + std::string(name));
   return kinds;
 }
 
@@ -158,9 +160,11 @@ Row evaluate(const std::string& kind, const Shape& s, const tessera::Target& tar
   for (const auto& [name, op] : kBinaries) {
     if (after_colon(kind) != name) continue;
     const auto f = static_cast<std::uint32_t>(binary_function(op));
-    if (kind.rfind("binary:", 0) == 0) return {kind, count, charge(Codelet::binary, {s.count, f}), ref::binaryOp(op, s.count)};
+    if (kind.rfind("binary:", 0) == 0)
+      return {kind, count, charge(Codelet::binary, {s.count, f}), ref::binaryOp(op, s.count)};
     if (kind.rfind("binary_row:", 0) == 0)
-      return {kind, rows_cols, charge(Codelet::binary_row, {s.rows, s.cols, f}), ref::rowVectorInPlace(op, s.rows, s.cols)};
+      return {kind, rows_cols, charge(Codelet::binary_row, {s.rows, s.cols, f}),
+              ref::rowVectorInPlace(op, s.rows, s.cols)};
     return {kind, rows_cols, charge(Codelet::binary_column, {s.rows, s.cols, f}),
             ref::columnScalarInPlace(op, s.rows, s.cols)};
   }
@@ -286,8 +290,9 @@ std::size_t report(const char* set, const std::vector<Row>& rows, bool quiet) {
         *std::min_element(values.begin(), values.end()), percentile(values, 0.05), percentile(values, 0.5),
         percentile(values, 0.95), *std::max_element(values.begin(), values.end()), below[kind]);
   }
-  std::printf("summary set=%s shapes=%zu within_25pct=%zu weakest_codelet=%s weakest_within_pct=%.1f below_a_floor=%zu\n",
-              set, total, within, weakest.c_str(), 100.0 * double(weakest_in) / double(weakest_n), below_total);
+  std::printf(
+      "summary set=%s shapes=%zu within_25pct=%zu weakest_codelet=%s weakest_within_pct=%.1f below_a_floor=%zu\n", set,
+      total, within, weakest.c_str(), 100.0 * double(weakest_in) / double(weakest_n), below_total);
   return below_total;
 }
 

@@ -42,7 +42,10 @@ u64 ampWorker(u64 elems, bool zeroing, bool floatActs, u64 convUnits) {
   }
   // Half activations, float partials: the common code path; 7 cycles of state retention saved.
   const u64 tail = zeroing ? 1 : 2;
-  u64 cycles = elems == 0 ? 20 + tail : elems == 1 ? 31 + tail : elems == 2 ? 40 + tail : (zeroing ? 37 : 38) + (elems - 3) * 4;
+  u64 cycles = elems == 0   ? 20 + tail
+               : elems == 1 ? 31 + tail
+               : elems == 2 ? 40 + tail
+                            : (zeroing ? 37 : 38) + (elems - 3) * 4;
   return cycles - 7;
 }
 
@@ -196,16 +199,13 @@ u64 vectorInnerInPlace(Binary op, u64 rows, u64 cols) {
   if (op == Binary::divide) {
     const u64 f32div = 3;
     u64 core = 1;
-    if (cols % 2 == 1)
-      core += 5 + 2 + cols * (3 + (blocks - 1) * (f32div + 1) + f32div + 3);
-    else
-      core += 5 + 3 + cols / 2 * (2 + f32div + (blocks - 1) * (2 * f32div) + f32div + 3);
+    if (cols % 2 == 1) core += 5 + 2 + cols * (3 + (blocks - 1) * (f32div + 1) + f32div + 3);
+    else core += 5 + 3 + cols / 2 * (2 + f32div + (blocks - 1) * (2 * f32div) + f32div + 3);
     core += 1;
     return 1 + 6 + 6 + kContexts * 19 + kContexts * core + 1 + 2;
   }
   const u64 loopBody = 5 + cols * (3 + 2 * blocks + 5);  // vectorInnerAdd/MulCoreCycles_float
-  if (op == Binary::multiply)
-    return supervisor + kContexts * 17 + kContexts * (17 + 2 + loopBody) + 6 + 3 * kContexts;
+  if (op == Binary::multiply) return supervisor + kContexts * 17 + kContexts * (17 + 2 + loopBody) + 6 + 3 * kContexts;
   const u64 add = supervisor + kContexts * (17 + 1 + loopBody + 1);
   return op == Binary::add ? add + 2 * kContexts : add + 6 + 3 * kContexts;
 }
@@ -260,12 +260,9 @@ u64 rowReduction(u64 rows, u64 cols) {
 u64 transposeVertex(u64 transposes, u64 rows, u64 cols) {
   const u64 rowGrains = divUp(rows, 2), colGrains = divUp(cols, 2), perWorker = divUp(transposes, kContexts);
   u64 worker = 0;
-  if (rowGrains == 1 && colGrains == 1)
-    worker = perWorker == 1 ? 17 + 12 : 17 + 20 + (perWorker - 2) * 3;
-  else if (colGrains == 1)
-    worker = 27 + perWorker * (15 + (20 + 3 * (rowGrains - 2)));
-  else
-    worker = 29 + perWorker * (18 + rowGrains * (12 + 3 * (colGrains - 2)));
+  if (rowGrains == 1 && colGrains == 1) worker = perWorker == 1 ? 17 + 12 : 17 + 20 + (perWorker - 2) * 3;
+  else if (colGrains == 1) worker = 27 + perWorker * (15 + (20 + 3 * (rowGrains - 2)));
+  else worker = 29 + perWorker * (18 + rowGrains * (12 + 3 * (colGrains - 2)));
   return 7 + kContexts * worker;
 }
 
@@ -276,10 +273,8 @@ u64 reduceAdd(u64 parts, u64 count) {
   u64 loops = count / 4 + (count & 1 ? 1 : 0) + (count & 2 ? 1 : 0);
   u64 cycles = 32, perWorker = loops / kContexts;
   if (loops % kContexts != 0) {
-    if (count & 3)
-      cycles += 2 * parts + 13;
-    else
-      ++perWorker;
+    if (count & 3) cycles += 2 * parts + 13;
+    else ++perWorker;
   }
   cycles += (3 * parts + 7) * perWorker;
   return cycles * kContexts;
@@ -356,8 +351,10 @@ Estimate softmaxRows(std::uint64_t rows, std::uint64_t cols) {
   const u64 exp = unary1D(rows * cols, {6, 2}, true, true);
   const u64 inverse = unary1D(rows, {6, 2}, true, false);
   return {double(max + sum + exp + inverse) + subtract.cycles + multiply.cycles,
-          "ContinuousReduce MAX, " + subtract.vertex + " SUBTRACT, UnaryOp1DInPlace EXPONENT, ContinuousReduce ADD, "
-          "UnaryOp1DInPlace INVERSE, " + multiply.vertex + "InPlace MULTIPLY"};
+          "ContinuousReduce MAX, " + subtract.vertex +
+              " SUBTRACT, UnaryOp1DInPlace EXPONENT, ContinuousReduce ADD, "
+              "UnaryOp1DInPlace INVERSE, " +
+              multiply.vertex + "InPlace MULTIPLY"};
 }
 
 Estimate layerNormRows(std::uint64_t rows, std::uint64_t cols) {
@@ -412,7 +409,8 @@ Estimate reduceRows(std::uint64_t rows, std::uint64_t cols, bool mean) {
   // (broadcastArithmetic1DCycleEstimate: 20 a worker, 1 + 1 a pair).
   const u64 sums = rowReduction(rows, cols);
   const u64 scale = mean ? kSupervisorBasic + kContexts * (20 + divUp(divUp(rows, kContexts), 2) * 2) : 0;
-  return {double(sums + scale), mean ? "ContinuousReduce ADD, BroadcastScalar1DInPlace MULTIPLY" : "ContinuousReduce ADD"};
+  return {double(sums + scale),
+          mean ? "ContinuousReduce ADD, BroadcastScalar1DInPlace MULTIPLY" : "ContinuousReduce ADD"};
 }
 
 Estimate transposeBlock(std::uint64_t rows, std::uint64_t cols) {

@@ -183,9 +183,9 @@ constexpr std::uint64_t kSigmoidPerVector = 12, kTanhPerVector = 12, kSqrtPerVec
 constexpr std::uint64_t kSquarePerVector = 2, kPowerPerVector = 2 * 312;
 constexpr std::uint64_t kDividePerVector = 10, kDivideRowPerVector = 6;
 // The AMP (poplibs getConvPartial1x1SupervisorCycleEstimate), tile cycles unless named worker.
-constexpr std::uint64_t kAmpCallOverhead = 74;            // vertex state, worklists, the first input group
-constexpr std::uint64_t kAmpInputGroupOverhead = 15;      // each further input group
-constexpr std::uint64_t kAmpPassOverhead = 25;            // per pass: pointers, worker start and sync
+constexpr std::uint64_t kAmpCallOverhead = 74;        // vertex state, worklists, the first input group
+constexpr std::uint64_t kAmpInputGroupOverhead = 15;  // each further input group
+constexpr std::uint64_t kAmpPassOverhead = 25;        // per pass: pointers, worker start and sync
 constexpr std::uint64_t kAmpHalfRetentionFirst = 7, kAmpHalfRetentionPerGroup = 3;  // worker cycles, half
 constexpr std::uint64_t kAmpWorkerOneRowFloat = 47, kAmpWorkerTwoRowsFloat = 46, kAmpWorkerBaseFloat = 22;
 constexpr std::uint64_t kAmpWorkerOneRowHalf = 26, kAmpWorkerTwoRowsHalf = 35, kAmpWorkerBaseHalf = 19;
@@ -292,19 +292,17 @@ std::uint64_t row_scalar_cycles(std::uint64_t rows, std::uint64_t cols, std::uin
 
 /// A row vector applied in place to every row by `function`: the rows as one flat tensor, or
 /// column by column over each worker's rows, whichever is faster.
-std::uint64_t row_vector_cycles(std::uint64_t rows, std::uint64_t cols, BinaryFunction function,
-                                const Target& target) {
+std::uint64_t row_vector_cycles(std::uint64_t rows, std::uint64_t cols, BinaryFunction function, const Target& target) {
   const std::uint64_t workers = workers_of(target);
   const bool divide = function == BinaryFunction::divide;
-  const std::uint64_t flat =
-      elementwise_cycles(mul(rows, cols), kInPlaceBinaryWorkerFixed, divide ? kDividePerVector : kBiasAddPerVector, target);
+  const std::uint64_t flat = elementwise_cycles(mul(rows, cols), kInPlaceBinaryWorkerFixed,
+                                                divide ? kDividePerVector : kBiasAddPerVector, target);
   const std::uint64_t blocks = ceil_div(rows, workers), further = blocks > 0 ? blocks - 1 : 0;
   const std::uint64_t fixed = function == BinaryFunction::multiply   ? kVectorInnerMultiplyWorkerFixed
                               : function == BinaryFunction::subtract ? kVectorInnerSubtractWorkerFixed
                                                                      : kVectorInnerWorkerFixed;
   std::uint64_t worker = 0;
-  if (!divide)
-    worker = add(fixed, mul(cols, add(kVectorInnerPerColumn, mul(kVectorInnerPerRow, blocks))));
+  if (!divide) worker = add(fixed, mul(cols, add(kVectorInnerPerColumn, mul(kVectorInnerPerRow, blocks))));
   else if (cols % 2 == 0)
     worker = add(kVectorInnerDivideWorkerFixed,
                  mul(cols / 2, add(kVectorInnerDividePerPair, mul(further, kVectorInnerDividePerPairRow))));
@@ -433,7 +431,8 @@ std::uint64_t group_dot_cycles(std::uint64_t size, bool half, bool contiguous) {
 std::uint64_t worker_mac_cycles(const WorkerMacShape& shape, bool half, const Target& target) {
   const std::uint64_t workers = workers_of(target);
   const std::uint64_t run = add(kMacWorkerFixed, mul(shape.rows_per_worker, add(kMacPerRow, shape.group_dot_cycles)));
-  const std::uint64_t group = add(kMacInputGroupOverhead, mul(shape.outputs, add(kMacOutputOverhead, mul(workers, run))));
+  const std::uint64_t group =
+      add(kMacInputGroupOverhead, mul(shape.outputs, add(kMacOutputOverhead, mul(workers, run))));
   return add(half ? kMacCallOverheadHalf : kMacCallOverhead, mul(shape.input_groups, group));
 }
 
@@ -449,10 +448,10 @@ CodeletCharge matmul_charge(Codelet codelet, std::span<const std::uint32_t> para
   if (matmul_transposes_b(codelet, params[kMatmulOrientationParam]))
     prepare = add(prepare, transpose_cycles(k, n, target));
   std::uint64_t passes = 0;
-  const std::uint64_t on_amp =
-      add(prepare, swapped ? best_amp_cycles(codelet, n, k, m, target, passes)
-                           : best_amp_cycles(codelet, m, k, n, target, passes));
-  const std::uint64_t on_workers = add(cast, worker_mac_cycles(worker_mac_shape(codelet, params, target), half, target));
+  const std::uint64_t on_amp = add(prepare, swapped ? best_amp_cycles(codelet, n, k, m, target, passes)
+                                                    : best_amp_cycles(codelet, m, k, n, target, passes));
+  const std::uint64_t on_workers =
+      add(cast, worker_mac_cycles(worker_mac_shape(codelet, params, target), half, target));
   if (on_workers < on_amp) {
     charge.cycles = on_workers;
     charge.path = "worker-mac";
@@ -503,7 +502,8 @@ WorkerMacShape worker_mac_shape(Codelet codelet, std::span<const std::uint32_t> 
   std::uint64_t best = std::numeric_limits<std::uint64_t>::max();
   for (std::uint64_t size = grain; size <= rounded;) {
     const std::uint64_t groups = ceil_div(rounded, size);
-    const WorkerMacShape candidate{shape.rows_per_worker, shape.outputs, groups, group_dot_cycles(size, half, contiguous)};
+    const WorkerMacShape candidate{shape.rows_per_worker, shape.outputs, groups,
+                                   group_dot_cycles(size, half, contiguous)};
     const std::uint64_t cycles = worker_mac_cycles(candidate, half, target);
     if (cycles < best) {
       best = cycles;
@@ -688,8 +688,7 @@ CodeletCharge codelet_charge(Codelet codelet, std::span<const std::uint32_t> par
       else if (per_vector == kErfPerVector)  // erf loops an element at a time
         charge.cycles =
             elementwise_cycles(params[0], kUnaryWorkerFixed, per_vector / 2, target, kUnarySupervisorCycles, 1);
-      else
-        charge.cycles = elementwise_cycles(params[0], kUnaryWorkerFixed, per_vector, target, kUnarySupervisorCycles);
+      else charge.cycles = elementwise_cycles(params[0], kUnaryWorkerFixed, per_vector, target, kUnarySupervisorCycles);
       break;
     }
     case Codelet::binary:
@@ -708,8 +707,9 @@ CodeletCharge codelet_charge(Codelet codelet, std::span<const std::uint32_t> par
       break;
     case Codelet::reduce_rows:
       // One fold per row, then a multiply by 1/cols for a mean.
-      charge.cycles = add(fold_cycles(params[0], params[1], target),
-                          params[2] != 0 ? elementwise_cycles(params[0], kScaleWorkerFixed, kScalePerVector, target) : 0);
+      charge.cycles =
+          add(fold_cycles(params[0], params[1], target),
+              params[2] != 0 ? elementwise_cycles(params[0], kScaleWorkerFixed, kScalePerVector, target) : 0);
       break;
     default:
       throw std::logic_error("unreachable codelet");

@@ -54,8 +54,11 @@ Features matmul_features(Params p, const Target& t, Codelet codelet) {
   }
   const double output_groups = std::ceil(outputs / out), passes = std::ceil(k / in) * output_groups;
   const double rows = std::ceil((swapped ? n : m) / workers);
-  const double worker = rows <= 1 ? (half ? 26 : 47) : rows == 2 ? (half ? 35 : 46) : (half ? 19 : 22) + in * out / macs * rows;
-  const double weight_load = std::ceil(in * out * (half ? 2 : 4) / std::max<std::uint32_t>(t.load_bytes_per_cycle / 2, 1));
+  const double worker = rows <= 1   ? (half ? 26 : 47)
+                        : rows == 2 ? (half ? 35 : 46)
+                                    : (half ? 19 : 22) + in * out / macs * rows;
+  const double weight_load =
+      std::ceil(in * out * (half ? 2 : 4) / std::max<std::uint32_t>(t.load_bytes_per_cycle / 2, 1));
   const double pass_cycles = passes * (weight_load + workers * worker);
   const double zero_rows = half ? 0 : output_groups * rows * out / 2;
   // b's transpose is the transpose codelet's charge for [k, n].
@@ -70,11 +73,10 @@ Features matmul_features(Params p, const Target& t, Codelet codelet) {
   // Half inputs zero no rows; float inputs cast nothing.
   const double zero_or_cast = half ? cast_fours : zero_rows;
   const bool on_workers = std::string_view(charge.path) == "worker-mac";
-  Features features = on_workers
-                          ? Features{0, 0, 0, 0, 0, half ? cast_fours : 0, 0, 1, double(mac.input_groups),
-                                     group_outputs, dots}
-                          : Features{1, input_groups, passes, pass_cycles, output_groups, zero_or_cast,
-                                     transpose_cycles, 0, 0, 0, 0};
+  Features features =
+      on_workers
+          ? Features{0, 0, 0, 0, 0, half ? cast_fours : 0, 0, 1, double(mac.input_groups), group_outputs, dots}
+          : Features{1, input_groups, passes, pass_cycles, output_groups, zero_or_cast, transpose_cycles, 0, 0, 0, 0};
   // matmul_half's b is stored as its orientation streams it: never transposed, no such feature.
   if (half) features.erase(features.begin() + 6);
   return features;
@@ -90,8 +92,8 @@ constexpr const char* kHalfMatmulFeatureNames =
 // A row vector over rows (bias_add's bias, layer_norm's gamma and beta, binary_row): the flat
 // walk or the column-by-column one, whichever the charge takes: binary_row's charge.
 double row_vector_charge(std::uint32_t rows, std::uint32_t cols, tessera::BinaryFunction function, const Target& t) {
-  return double(tessera::codelet_cycles(Codelet::binary_row,
-                                        std::vector<std::uint32_t>{rows, cols, static_cast<std::uint32_t>(function)}, t));
+  return double(tessera::codelet_cycles(
+      Codelet::binary_row, std::vector<std::uint32_t>{rows, cols, static_cast<std::uint32_t>(function)}, t));
 }
 
 // A per-row scalar over its row, rows or columns split (softmax, layer_norm): binary_column's charge.
@@ -171,13 +173,32 @@ std::vector<std::vector<std::uint32_t>> row_shapes(std::uint32_t float_bits) {
 }
 
 const std::vector<std::vector<std::uint32_t>> kMatmulShapes = {
-    {1, 16, 16, 0},   {2, 64, 32, 0},    {4, 128, 64, 0},  {8, 256, 16, 1}, {16, 64, 128, 0}, {2, 512, 64, 0},
-    {1, 1024, 32, 0}, {16, 128, 128, 0}, {32, 256, 32, 1}, {4, 32, 512, 1}, {3, 100, 7, 1},   {2, 2048, 8, 1},
-    {64, 64, 64, 0},  {2, 179, 128, 1},  {128, 64, 96, 0}, {1, 8, 1, 0},    {6, 256, 90, 1},  {2, 256, 90, 0},
+    {1, 16, 16, 0},
+    {2, 64, 32, 0},
+    {4, 128, 64, 0},
+    {8, 256, 16, 1},
+    {16, 64, 128, 0},
+    {2, 512, 64, 0},
+    {1, 1024, 32, 0},
+    {16, 128, 128, 0},
+    {32, 256, 32, 1},
+    {4, 32, 512, 1},
+    {3, 100, 7, 1},
+    {2, 2048, 8, 1},
+    {64, 64, 64, 0},
+    {2, 179, 128, 1},
+    {128, 64, 96, 0},
+    {1, 8, 1, 0},
+    {6, 256, 90, 1},
+    {2, 256, 90, 0},
     // the worker MAC over one column: odd k in several input-channel groups
-    {3, 77, 1, 0},    {2, 4095, 1, 0},   {5, 999, 1, 0},   {1, 63, 1, 0},   {7, 1500, 1, 0},  {3, 1002, 2, 1},
+    {3, 77, 1, 0},
+    {2, 4095, 1, 0},
+    {5, 999, 1, 0},
+    {1, 63, 1, 0},
+    {7, 1500, 1, 0},
+    {3, 1002, 2, 1},
     {2, 998, 3, 1}};
-
 
 // The feature table: one line per codelet. A new codelet needs its line here (calibrate
 // refuses to run without one); keep each microbenchmark call under ~200 KB of operands.
@@ -225,7 +246,8 @@ const CodeletLine kCodeletLines[] = {
     {Codelet::copy,
      "call,pairs,odd",
      [](Params p, const Target& t) -> Features {
-       const double share = std::min<double>(p[0], 4 * std::ceil(std::ceil(p[0] / 4.0) / std::max<std::uint32_t>(t.worker_threads, 1)));
+       const double share =
+           std::min<double>(p[0], 4 * std::ceil(std::ceil(p[0] / 4.0) / std::max<std::uint32_t>(t.worker_threads, 1)));
        return {1, std::floor(share / 2), std::fmod(share, 2)};
      },
      {{1}, {7}, {64}, {333}, {1000}, {4096}, {12000}, {24000}}},
@@ -300,7 +322,8 @@ const CodeletLine kCodeletLines[] = {
        const bool power = p[1] == static_cast<std::uint32_t>(tessera::UnaryFunction::pow) && per_vector > 2;
        const bool per_element = power || p[1] == static_cast<std::uint32_t>(tessera::UnaryFunction::erf);
        const double workers = std::max<std::uint32_t>(t.worker_threads, 1);
-       const double cycles = per_element ? std::ceil(p[0] / workers) * per_vector / 2 : worker_vectors(p[0], t) * per_vector;
+       const double cycles =
+           per_element ? std::ceil(p[0] / workers) * per_vector / 2 : worker_vectors(p[0], t) * per_vector;
        return {1, power ? 1.0 : 0.0, cycles};
      },
      {{1, 0, 0},
@@ -361,11 +384,13 @@ const CodeletLine kCodeletLines[] = {
        const double workers = std::max<std::uint32_t>(t.worker_threads, 1), rows = p[0], cols = p[1];
        const double per_vector = double(tessera::function_cycles_per_vector(Codelet::binary_column, p));
        const double per_row = cols == std::floor(cols / 2) * 2 ? 7 : 25;
-       const double by_rows_rows = std::ceil(rows / workers), by_rows_cycles = by_rows_rows * std::ceil(cols / 2) * per_vector;
+       const double by_rows_rows = std::ceil(rows / workers),
+                    by_rows_cycles = by_rows_rows * std::ceil(cols / 2) * per_vector;
        const double by_cols_rows = rows, by_cols_cycles = rows * std::ceil(std::ceil(cols / workers) / 2) * per_vector;
        const bool by_rows = by_rows_rows * per_row + by_rows_cycles <= by_cols_rows * per_row + by_cols_cycles;
        const double worker_rows = by_rows ? by_rows_rows : by_cols_rows;
-       return {1, per_row == 7 ? worker_rows : 0.0, per_row == 7 ? 0.0 : worker_rows, by_rows ? by_rows_cycles : by_cols_cycles};
+       return {1, per_row == 7 ? worker_rows : 0.0, per_row == 7 ? 0.0 : worker_rows,
+               by_rows ? by_rows_cycles : by_cols_cycles};
      },
      {{1, 16, 0},
       {64, 64, 1},

@@ -70,8 +70,7 @@ TEST_CASE("codelet cycle formulas charge the documented machine model", "[codele
   // adds a transpose call of c^T [128, 2] into c (one column grain: 11 + 6 * (56 + 3 * row
   // grains)), as poplibs rearranges a swapped output.
   const std::uint64_t transpose = 11 + 6 * (47 + 15 * (6 + 3 * 64));
-  const std::uint64_t thin_swapped =
-      transpose + 74 + 22 * 15 + 6 * (2 + 4 * 22) + 23 * (25 + 32 + 6 * (22 + 8 * 22));
+  const std::uint64_t thin_swapped = transpose + 74 + 22 * 15 + 6 * (2 + 4 * 22) + 23 * (25 + 32 + 6 * (22 + 8 * 22));
   CHECK(codelet_cycles(Codelet::matmul, V{2, 179, 128, swapped}, target) == thin_swapped);
   CHECK(codelet_charge(Codelet::matmul, V{2, 179, 128, swapped}, target).amp_passes == 23);
   const std::uint64_t output_transpose = 11 + 6 * (56 + 3 * 11);

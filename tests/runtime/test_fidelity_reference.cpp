@@ -24,7 +24,8 @@ std::string read_source(const fs::path& relative) {
 // Names of the functions a C++ source defines or declares: `TYPE name(PARAMS)` followed by a body,
 // `;` or a qualifier. A call follows an operator, `::`, `.` or a keyword, never a type, so it is left out.
 std::set<std::string> function_names(const std::string& text) {
-  static const std::set<std::string> kNotTypes = {"return", "else", "throw", "case", "new", "delete", "sizeof", "operator"};
+  static const std::set<std::string> kNotTypes = {"return", "else",   "throw",  "case",
+                                                  "new",    "delete", "sizeof", "operator"};
   auto is_word = [](char c) { return std::isalnum(static_cast<unsigned char>(c)) || c == '_'; };
   auto is_space = [](char c) { return std::isspace(static_cast<unsigned char>(c)) != 0; };
   std::set<std::string> names;
