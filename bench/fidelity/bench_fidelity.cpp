@@ -1,293 +1,327 @@
-// Benchmark: the simulator's charge for each codelet beside the estimate Graphcore's own cycle
-// estimators (graphcore/poplibs, read and transcribed here) give for the same operation, and
-// beside the two floors, over a grid of shapes (docs/targets.md explains every row off by
-// more than 25%).
+// Benchmark: the simulator's charge for each codelet beside Graphcore's poplibs estimate for the
+// same operation (bench/fidelity/poplibs_reference.cpp, transcribed on its own) and beside the two
+// floors, over a grid of shapes and a fixed-seed random draw of odd, tiny and huge shapes.
+// Usage: bench-fidelity [TARGET] [--seed N] [--draw N] [--quiet]  (--quiet: summaries only)
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
-#include <functional>
+#include <cstdlib>
 #include <map>
+#include <random>
 #include <string>
-#include <tuple>
 #include <utility>
 #include <vector>
 
+#include "poplibs_reference.hpp"
 #include "tessera/codelets.hpp"
 #include "tessera/target.hpp"
 
 namespace {
 
 using tessera::Codelet;
-using U = std::uint64_t;
+namespace ref = poplibs_reference;
 
-U ceil_div(U a, U b) { return (a + b - 1) / b; }
-
-// --- Our transcription of the poplibs estimators (GC200, 6 workers). --------------------------
-
-/// poplibs ConvPartial1x1Out worker cycles for `rows` field elements (Z: the zeroing group).
-double amp_worker(U rows, bool zeroing, bool half) {
-  if (half) {
-    const double z = zeroing ? 1 : 2;
-    const double cycles = rows == 0   ? 20 + z
-                          : rows == 1 ? 31 + z
-                          : rows == 2 ? 40 + z
-                                      : (zeroing ? 37 : 38) + 4.0 * (rows - 3);
-    return cycles - 7;  // state retention
-  }
-  const double z = zeroing ? 8 : 0, zero_fixed = zeroing ? 2 : 0;
-  if (rows == 0) return 24;
-  if (rows == 1) return 47 + zero_fixed + z;
-  if (rows == 2) return 46 + zero_fixed + 2 * z;
-  return 46 + zero_fixed + z * rows + 8.0 * (rows - 3);
-}
-
-/// Inner loop: the field split into contiguous runs over the workers.
-double amp_inner(U field, bool zeroing, bool half) {
-  double most = 0, least = 1e300;
-  for (U w = 0; w < 6; ++w) {
-    const U rows = (w + 1) * field / 6 - w * field / 6;
-    const double cycles = rows == 0 ? 0 : amp_worker(rows, zeroing, half);
-    most = std::max(most, cycles);
-    least = std::min(least, cycles);
-  }
-  return std::max(6 * most, 6 * least + 14);
-}
-
-/// poplibs' AMP supervisor estimate for a field of `field` rows, k deep, `outputs` wide.
-double poplibs_amp(U field, U k, U outputs, bool half) {
-  const U in = half ? 16 : 8, out = half ? 8 : 16, load = half ? 16 : 32;
-  const double input_groups = ceil_div(k, in), output_groups = ceil_div(outputs, out);
-  const double r1 = half ? 7 : 0, r2 = half ? 3 : 0, c = 1;
-  const double inner_zero = amp_inner(field, true, half), inner = amp_inner(field, false, half);
-  return 50 + 6 * (r1 + r2 * (input_groups - 1)) + 12 + c +
-         (input_groups - 1) * (16 - c + output_groups * (19 + (6 + load + inner))) +
-         (11 + output_groups * (19 - c + (7 + load + inner_zero)));
-}
-
-/// poplibs dense dot product of k inputs (one output channel, float partials): 64-bit loads of two
-/// floats or four halves a cycle when k divides into them, else two cycles a narrower load.
-double poplibs_dot(U k, bool half) {
-  const U per_load = half ? 4 : 2;
-  for (U width = per_load; width >= 1; width /= 2)
-    if (k % width == 0) return 7 + (width >= per_load ? k / width : 2 * (k / width) + 1);
-  return 0;  // unreachable: width 1 divides every k
-}
-
-/// poplibs ConvPartialHorizontalMac, float partials: the field split over the workers in one
-/// worklist entry each, one output channel a group.
-double poplibs_hmac(U field, U k, U outputs, bool half) {
-  const double worker = 16 + 19 + ceil_div(field, 6) * (7 + poplibs_dot(k, half)) + 16;
-  return (half ? 63 : 58) + 6 * 9 + 23 + 15 + outputs * (10 + 6 * worker);
-}
-
-/// popops castWorkerCycles, float to half, as a MultiVertex.
-double poplibs_cast_to_half(U count) {
-  const U per = ceil_div(count, 6);
-  return 19 + 6 * (19 + 2.0 * (per / 4) + (per % 4 != 0 ? 3 : 0) + 23);
-}
-
-/// poplibs' supervisor transpose of float (popsparse getTransposeCycleEstimate): 2x2 grains at
-/// 3 cycles, the source rows split over the six workers, a transpose each.
-double poplibs_transpose(U rows, U cols) {
-  const double row_grains = ceil_div(ceil_div(rows, 6), 2), col_grains = ceil_div(cols, 2);
-  double worker = 0;
-  if (row_grains == 1 && col_grains == 1) worker = 17 + 12;
-  else if (col_grains == 1) worker = 27 + 15 + 20 + 3 * (row_grains - 2);
-  else worker = 29 + 18 + row_grains * (12 + 3 * (col_grains - 2));
-  return 7 + 6 * worker;
-}
-
-double poplibs_matmul(U m, U k, U n, bool half) {
-  // swapOperands is a plan transform chosen before the vertex kind (poplin ConvPlan.cpp), so
-  // every vertex is costed in both orientations. A swapped vertex writes c^T, which poplibs'
-  // planner rearranges (addTransformCycleEstimate's rearrangeOutput): here at its transpose
-  // vertex's estimate; a c of one row or one column is laid out the same either way.
-  const double regroup = m > 1 && n > 1 ? poplibs_transpose(n, m) : 0;
-  const double swapped = std::min(poplibs_amp(n, k, m, half), poplibs_hmac(n, k, m, half)) + regroup;
-  const double best = std::min({poplibs_amp(m, k, n, half), poplibs_hmac(m, k, n, half), swapped});
-  return best + (half ? poplibs_cast_to_half(m * k) : 0);  // our matmul_half takes float a
-}
-
-/// popops BinaryOp1D (add, float): 11 + 6 * (29 + vectors a worker * 3).
-double poplibs_add(U count) { return 11 + 6 * (29 + 3.0 * ceil_div(ceil_div(count, 6), 2)); }
-
-/// popnn NonLinearity1D relu (the formula the source intends): 9 + 6 * (20 + 3 + 1 + vpw + 3).
-double poplibs_relu(U count) { return 9 + 6 * (27 + double(ceil_div(ceil_div(count, 2), 6))); }
-
-/// popops UnaryOp1D with a one-cycle vector loop (no poplibs copy vertex; Poplar's own copy).
-double poplibs_copy(U count) { return 20 + 6 * (17 + double(ceil_div(ceil_div(count, 6), 2))); }
-
-/// poplin ReduceAdd (multi-input): 6 * (32 + loops a worker * (3 parts + 7)), loops of 4 floats.
-double poplibs_reduce(U parts, U count) { return 6 * (32 + double(ceil_div(ceil_div(count, 4), 6)) * (3 * parts + 7)); }
-
-/// The best of BroadcastVectorInner and a BinaryOp1D on the broadcast rows, then a relu vertex.
-double poplibs_bias_add(U rows, U cols, bool relu) {
-  const double blocks = ceil_div(rows, 6);
-  const double vector_inner = 1 + 12 + 6 * (17 + 1 + 5 + cols * (3 + 2 * blocks + 5) + 1) + 4;
-  return std::min(vector_inner, poplibs_add(rows * cols)) + (relu ? poplibs_relu(rows * cols) : 0);
-}
-
-/// popops continuous reduce over whole rows (max or sum) a worker: rows * (C / 2 + 12) + 17.
-double poplibs_row_reduce(U rows, U cols) { return 6 * (double(ceil_div(rows, 6)) * (cols / 2.0 + 12) + 17); }
-/// BroadcastScalar2D: a per-row scalar applied at `per_vector` worker cycles a pair.
-double poplibs_row_scalar(U rows, U cols, double per_vector) {
-  return 6 * (20 + double(ceil_div(rows, 6)) * (28 + ceil_div(cols, 2) * per_vector));
-}
-
-/// popops UnaryOp1D (float) with an inner loop of `per_vector` worker cycles a pair
-/// (unaryOpPerfInfo: SIGMOID and TANH 12, SQRT 10, ERF 18 and POWER 312 an element, SQUARE 2).
-double poplibs_unary(U count, double per_vector) {
-  return 20 + 6 * (17 + per_vector * double(ceil_div(ceil_div(count, 6), 2)));
-}
-
-/// popops BinaryOp1D (float) with `per_vector` worker cycles a pair (binaryOpPerfInfo: SUBTRACT
-/// and MULTIPLY as ADD, 3; DIVIDE 10).
-double poplibs_binary(U count, double per_vector) {
-  return 11 + 6 * (29 + per_vector * double(ceil_div(ceil_div(count, 6), 2)));
-}
-
-/// popnn softmax (stable): max, subtract, exp, sum, divide.
-double poplibs_softmax(U rows, U cols) {
-  const double exp = 20 + 6 * (33 + 6.0 * ceil_div(ceil_div(rows * cols, 6), 2));
-  return 2 * poplibs_row_reduce(rows, cols) + poplibs_row_scalar(rows, cols, 3) + exp +
-         poplibs_row_scalar(rows, cols, 10);
-}
-
-/// poplin layer norm: mean and mean square reductions, inverse std deviation, whiten
-/// (subtract, multiply by the row's scalar), then gamma and beta as broadcast vectors.
-double poplibs_layer_norm(U rows, U cols) {
-  const double inverse_std = 6 + 4 + 5.0 * ceil_div(rows, 2);
-  return 2 * poplibs_row_reduce(rows, cols) + inverse_std + 2 * poplibs_row_scalar(rows, cols, 3) +
-         2 * poplibs_bias_add(rows, cols, false);
-}
-
-// --- The table. ---------------------------------------------------------------------------------
+// One row kind's operands: the params each kind reads (the others stay 0).
+struct Shape {
+  std::uint32_t m = 0, k = 0, n = 0, rows = 0, cols = 0, count = 0, parts = 0;
+};
 
 struct Row {
-  std::string codelet, shape;
+  std::string kind, shape;
   tessera::CodeletCharge ours;
-  double poplibs = 0;
+  ref::Estimate poplibs;
 };
+
+const std::vector<std::pair<const char*, ref::Unary>> kUnaries = {
+    {"sigmoid", ref::Unary::sigmoid}, {"tanh", ref::Unary::tanh}, {"erf", ref::Unary::erf},
+    {"sqrt", ref::Unary::sqrt},       {"pow", ref::Unary::power}, {"square", ref::Unary::square}};
+const std::vector<std::pair<const char*, ref::Binary>> kBinaries = {{"subtract", ref::Binary::subtract},
+                                                                    {"multiply", ref::Binary::multiply},
+                                                                    {"divide", ref::Binary::divide},
+                                                                    {"add", ref::Binary::add}};
+
+tessera::UnaryFunction unary_function(ref::Unary op) {
+  switch (op) {
+    case ref::Unary::sigmoid:
+      return tessera::UnaryFunction::sigmoid;
+    case ref::Unary::tanh:
+      return tessera::UnaryFunction::tanh;
+    case ref::Unary::erf:
+      return tessera::UnaryFunction::erf;
+    case ref::Unary::sqrt:
+      return tessera::UnaryFunction::sqrt;
+    default:
+      return tessera::UnaryFunction::pow;
+  }
+}
+
+tessera::BinaryFunction binary_function(ref::Binary op) {
+  switch (op) {
+    case ref::Binary::subtract:
+      return tessera::BinaryFunction::subtract;
+    case ref::Binary::multiply:
+      return tessera::BinaryFunction::multiply;
+    case ref::Binary::divide:
+      return tessera::BinaryFunction::divide;
+    default:
+      return tessera::BinaryFunction::add;
+  }
+}
+
+// Every kind of row: the matmul products, each codelet, each function of unary and binary codelets.
+std::vector<std::string> row_kinds() {
+  std::vector<std::string> kinds = {
+      "matmul",          "matmul_half", "relu",       "add",       "copy",       "bias_add",    "bias_add+relu",
+      "bias_add_half",   "softmax",     "layer_norm", "transpose", "reduce_add", "reduce_bias", "reduce_rows:sum",
+      "reduce_rows:mean"};
+  for (const auto& [name, op] : kUnaries) kinds.push_back(std::string("unary:") + name);
+  for (const auto& [name, op] : kBinaries)
+    for (const char* codelet : {"binary:", "binary_row:", "binary_column:"})
+      kinds.push_back(codelet + std::string(name));
+  return kinds;
+}
+
+bool is_product(const std::string& kind) { return kind == "matmul" || kind == "matmul_half"; }
+bool is_counted(const std::string& kind) {
+  return kind == "relu" || kind == "add" || kind == "copy" || kind.rfind("unary:", 0) == 0 ||
+         kind.rfind("binary:", 0) == 0;
+}
+
+std::string after_colon(const std::string& kind) { return kind.substr(kind.find(':') + 1); }
+
+Row evaluate(const std::string& kind, const Shape& s, const tessera::Target& target) {
+  auto charge = [&](Codelet codelet, std::vector<std::uint32_t> params) {
+    return tessera::codelet_charge(codelet, params, target);
+  };
+  const std::string rows_cols = "rows=" + std::to_string(s.rows) + " cols=" + std::to_string(s.cols);
+  const std::string count = "count=" + std::to_string(s.count);
+  if (is_product(kind)) {
+    // Constant weights laid out as each orientation streams them (as the planner lays them out),
+    // the faster orientation; a swapped product is its matmul call and the transpose of c^T.
+    const bool half = kind == "matmul_half";
+    tessera::CodeletCharge best;
+    const char* best_orientation = "as-is";
+    for (auto orientation : {tessera::MatmulOrientation::as_is, tessera::MatmulOrientation::swapped}) {
+      const Codelet codelet = tessera::constant_weight_matmul(half, orientation);
+      const std::vector<std::uint32_t> params = {s.m, s.k, s.n, static_cast<std::uint32_t>(orientation)};
+      tessera::CodeletCharge c = charge(codelet, params);
+      c.cycles = tessera::matmul_product_cycles(codelet, params, target);
+      if (best.cycles == 0 || c.cycles < best.cycles) {
+        best = c;
+        best_orientation = orientation == tessera::MatmulOrientation::as_is ? "as-is" : "swapped";
+      }
+    }
+    return {kind,
+            "m=" + std::to_string(s.m) + " k=" + std::to_string(s.k) + " n=" + std::to_string(s.n) +
+                " orientation=" + best_orientation,
+            best, ref::matMul(s.m, s.k, s.n, half)};
+  }
+  if (kind == "relu") return {kind, count, charge(Codelet::relu, {s.count}), ref::reluInPlace(s.count)};
+  if (kind == "add") return {kind, count, charge(Codelet::add, {s.count}), ref::addTensors(s.count)};
+  if (kind == "copy") return {kind, count, charge(Codelet::copy, {s.count}), ref::copyTensor(s.count)};
+  if (kind.rfind("bias_add", 0) == 0) {
+    const bool half = kind == "bias_add_half", relu = kind == "bias_add+relu";
+    return {kind, rows_cols,
+            charge(half ? Codelet::bias_add_half : Codelet::bias_add, {s.rows, s.cols, relu ? 1u : 0u}),
+            ref::biasRowsInPlace(s.rows, s.cols, half, relu)};
+  }
+  if (kind == "softmax")
+    return {kind, rows_cols, charge(Codelet::softmax, {s.rows, s.cols, tessera::float_param(1.0f)}),
+            ref::softmaxRows(s.rows, s.cols)};
+  if (kind == "layer_norm")
+    return {kind, rows_cols, charge(Codelet::layer_norm, {s.rows, s.cols, tessera::float_param(1e-5f)}),
+            ref::layerNormRows(s.rows, s.cols)};
+  if (kind == "transpose")
+    return {kind, rows_cols, charge(Codelet::transpose, {s.rows, s.cols}), ref::transposeBlock(s.rows, s.cols)};
+  if (kind == "reduce_add")
+    return {kind, "parts=" + std::to_string(s.parts) + " " + count, charge(Codelet::reduce_add, {s.parts, s.count}),
+            ref::reduceParts(s.parts, s.count)};
+  if (kind == "reduce_bias") {
+    const std::uint32_t relu = s.parts % 2;  // half the rows fuse a relu
+    return {kind, "parts=" + std::to_string(s.parts) + " " + rows_cols + " relu=" + std::to_string(relu),
+            charge(Codelet::reduce_bias, {s.parts, s.rows, s.cols, s.cols, relu}),
+            ref::reducePartsThenBias(s.parts, s.rows, s.cols, relu != 0)};
+  }
+  if (kind.rfind("reduce_rows:", 0) == 0) {
+    const bool mean = kind == "reduce_rows:mean";
+    return {kind, rows_cols, charge(Codelet::reduce_rows, {s.rows, s.cols, mean ? 1u : 0u}),
+            ref::reduceRows(s.rows, s.cols, mean)};
+  }
+  if (kind.rfind("unary:", 0) == 0) {
+    for (const auto& [name, op] : kUnaries)
+      if (after_colon(kind) == name) {
+        const float exponent = op == ref::Unary::square ? 2.0f : 3.0f;
+        const auto f = static_cast<std::uint32_t>(unary_function(op));
+        return {kind, count, charge(Codelet::unary, {s.count, f, tessera::float_param(exponent)}),
+                ref::unaryOp(op, s.count)};
+      }
+  }
+  for (const auto& [name, op] : kBinaries) {
+    if (after_colon(kind) != name) continue;
+    const auto f = static_cast<std::uint32_t>(binary_function(op));
+    if (kind.rfind("binary:", 0) == 0)
+      return {kind, count, charge(Codelet::binary, {s.count, f}), ref::binaryOp(op, s.count)};
+    if (kind.rfind("binary_row:", 0) == 0)
+      return {kind, rows_cols, charge(Codelet::binary_row, {s.rows, s.cols, f}),
+              ref::rowVectorInPlace(op, s.rows, s.cols)};
+    return {kind, rows_cols, charge(Codelet::binary_column, {s.rows, s.cols, f}),
+            ref::columnScalarInPlace(op, s.rows, s.cols)};
+  }
+  std::fprintf(stderr, "bench-fidelity: no row kind %s\n", kind.c_str());
+  std::exit(2);
+}
+
+// The grid: batches and widths as the planner meets them in dense layers.
+std::vector<std::pair<std::string, Shape>> grid() {
+  std::vector<std::pair<std::string, Shape>> cases;
+  const std::vector<std::uint32_t> batches = {1, 2, 4, 16, 64, 256};
+  const std::vector<std::uint32_t> widths = {16, 64, 256, 1024, 4096};
+  for (const char* kind : {"matmul", "matmul_half"})
+    for (std::uint32_t m : batches)
+      for (std::uint32_t k : widths)
+        for (std::uint32_t n : widths)
+          if (std::uint64_t{m} * k * n <= (1ull << 26)) cases.push_back({kind, Shape{.m = m, .k = k, .n = n}});
+  for (const std::string& kind : row_kinds()) {
+    if (is_product(kind)) continue;
+    for (std::uint32_t m : batches)
+      for (std::uint32_t width : widths) {
+        Shape s{.rows = m, .cols = width, .count = m * width, .parts = 0};
+        if (kind == "transpose") std::swap(s.rows, s.cols);  // a swapped product's c^T [width, m]
+        if (kind == "reduce_add" || kind == "reduce_bias") {
+          for (std::uint32_t parts : {2u, 4u, 16u}) {
+            s.parts = parts;
+            cases.push_back({kind, s});
+          }
+          continue;
+        }
+        cases.push_back({kind, s});
+      }
+  }
+  return cases;
+}
+
+// Sizes from lo to hi: log-uniform, with 1, 2 and 3 often, and sometimes a multiple of 16.
+std::uint32_t draw_size(std::mt19937_64& rng, std::uint32_t lo, std::uint32_t hi) {
+  std::uniform_real_distribution<double> unit(0.0, 1.0);
+  const double pick = unit(rng);
+  if (pick < 0.12) return std::clamp<std::uint32_t>(1 + static_cast<std::uint32_t>(pick / 0.04), lo, hi);
+  const double log_value = std::log(double(lo)) + unit(rng) * (std::log(double(hi) + 1) - std::log(double(lo)));
+  auto value = std::clamp<std::uint32_t>(static_cast<std::uint32_t>(std::exp(log_value)), lo, hi);
+  if (pick > 0.9 && value >= 16) value = value / 16 * 16;
+  return value;
+}
+
+// The fixed-seed draw: `per_kind` shapes of every row kind (four times as many matmul products).
+std::vector<std::pair<std::string, Shape>> draw(std::uint64_t seed, std::size_t per_kind) {
+  std::mt19937_64 rng(seed);
+  std::vector<std::pair<std::string, Shape>> cases;
+  for (const std::string& kind : row_kinds()) {
+    const std::size_t wanted = is_product(kind) ? 4 * per_kind : per_kind;
+    for (std::size_t i = 0; i < wanted; ++i) {
+      Shape s;
+      if (is_product(kind)) {
+        do {  // at most 2^26 MACs: what a tile's memory holds
+          s.m = draw_size(rng, 1, 512);
+          s.k = draw_size(rng, 1, 4096);
+          s.n = draw_size(rng, 1, 4096);
+        } while (std::uint64_t{s.m} * s.k * s.n > (1ull << 26));
+      } else if (is_counted(kind)) {
+        s.count = draw_size(rng, 1, 1000000);
+      } else if (kind == "reduce_add") {
+        s.parts = draw_size(rng, 2, 64);
+        s.count = draw_size(rng, 1, 1000000 / s.parts);
+      } else {
+        do {
+          s.rows = draw_size(rng, 1, 512);
+          s.cols = draw_size(rng, 1, 4096);
+        } while (std::uint64_t{s.rows} * s.cols > 1000000);
+        if (kind == "reduce_bias") s.parts = draw_size(rng, 2, 64);
+      }
+      cases.push_back({kind, s});
+    }
+  }
+  return cases;
+}
+
+double percentile(std::vector<double> sorted, double p) {
+  std::sort(sorted.begin(), sorted.end());
+  const std::size_t index = static_cast<std::size_t>(std::floor(p * double(sorted.size() - 1) + 0.5));
+  return sorted[std::min(index, sorted.size() - 1)];
+}
+
+bool within_band(double ratio) { return ratio >= 0.75 && ratio <= 1.25; }
+
+// Prints the rows of one set and its per-kind summary; returns the rows below a floor.
+std::size_t report(const char* set, const std::vector<Row>& rows, bool quiet) {
+  std::map<std::string, std::vector<double>> ratios;
+  std::map<std::string, std::size_t> below;
+  std::size_t below_total = 0;
+  for (const Row& row : rows) {
+    const double ratio = double(row.ours.cycles) / row.poplibs.cycles;
+    ratios[row.kind].push_back(ratio);
+    const bool floor_ok = row.ours.cycles >= row.ours.mac_floor && row.ours.cycles >= row.ours.load_floor;
+    below[row.kind] += floor_ok ? 0 : 1;
+    below_total += floor_ok ? 0 : 1;
+    if (quiet && within_band(ratio) && floor_ok) continue;
+    std::printf(
+        "set=%s codelet=%s %s path=%s ours=%llu poplibs=%.0f ratio=%.3f mac_floor=%llu load_floor=%llu "
+        "within_25pct=%s poplibs_vertex=\"%s\"%s\n",
+        set, row.kind.c_str(), row.shape.c_str(), row.ours.path, static_cast<unsigned long long>(row.ours.cycles),
+        row.poplibs.cycles, ratio, static_cast<unsigned long long>(row.ours.mac_floor),
+        static_cast<unsigned long long>(row.ours.load_floor), within_band(ratio) ? "yes" : "no",
+        row.poplibs.vertex.c_str(), floor_ok ? "" : " BELOW_FLOOR");
+  }
+  std::size_t within = 0, total = 0, weakest_in = 0, weakest_n = 1;
+  std::string weakest = "-";
+  for (const auto& [kind, values] : ratios) {
+    const auto in = static_cast<std::size_t>(std::count_if(values.begin(), values.end(), within_band));
+    within += in;
+    total += values.size();
+    if (in * weakest_n < weakest_in * values.size() || weakest == "-") {
+      weakest = kind;
+      weakest_in = in;
+      weakest_n = values.size();
+    }
+    std::printf(
+        "summary set=%s codelet=%s shapes=%zu within_25pct=%zu within_pct=%.1f min_ratio=%.3f p5_ratio=%.3f "
+        "median_ratio=%.3f p95_ratio=%.3f max_ratio=%.3f below_a_floor=%zu\n",
+        set, kind.c_str(), values.size(), in, 100.0 * double(in) / double(values.size()),
+        *std::min_element(values.begin(), values.end()), percentile(values, 0.05), percentile(values, 0.5),
+        percentile(values, 0.95), *std::max_element(values.begin(), values.end()), below[kind]);
+  }
+  std::printf(
+      "summary set=%s shapes=%zu within_25pct=%zu weakest_codelet=%s weakest_within_pct=%.1f below_a_floor=%zu\n", set,
+      total, within, weakest.c_str(), 100.0 * double(weakest_in) / double(weakest_n), below_total);
+  return below_total;
+}
 
 }  // namespace
 
 int main(int argc, char** argv) {
-  const std::string target_path = argc > 1 ? argv[1] : std::string(TESSERA_SOURCE_DIR) + "/configs/targets/t1472.yaml";
+  std::string target_path = std::string(TESSERA_SOURCE_DIR) + "/configs/targets/t1472.yaml";
+  std::uint64_t seed = 32;
+  std::size_t per_kind = 60;
+  bool quiet = false;
+  for (int i = 1; i < argc; ++i) {
+    const std::string arg = argv[i];
+    if (arg == "--seed" && i + 1 < argc) seed = std::strtoull(argv[++i], nullptr, 10);
+    else if (arg == "--draw" && i + 1 < argc) per_kind = std::strtoull(argv[++i], nullptr, 10);
+    else if (arg == "--quiet") quiet = true;
+    else target_path = arg;
+  }
   const tessera::Target target = tessera::load_target(target_path);
-  std::vector<Row> rows;
-  auto charge = [&](Codelet codelet, std::vector<std::uint32_t> params) {
-    return tessera::codelet_charge(codelet, params, target);
-  };
-  const std::vector<std::uint32_t> batches = {1, 2, 4, 16, 64, 256};
-  const std::vector<std::uint32_t> widths = {16, 64, 256, 1024, 4096};
-  for (bool half : {false, true})
-    for (std::uint32_t m : batches)
-      for (std::uint32_t k : widths)
-        for (std::uint32_t n : widths) {
-          if (std::uint64_t{m} * k * n > (1ull << 26)) continue;  // more than a tile's memory holds
-          // Constant weights, stored as each orientation streams them (as the planner lays them out):
-          // the faster of the two, as poplibs picks the better of swapOperands.
-          // A swapped product is its matmul call and the transpose of c^T after it.
-          tessera::CodeletCharge best;
-          const char* best_orientation = "as-is";
-          for (auto orientation : {tessera::MatmulOrientation::as_is, tessera::MatmulOrientation::swapped}) {
-            const Codelet codelet = tessera::constant_weight_matmul(half, orientation);
-            const std::vector<std::uint32_t> params = {m, k, n, static_cast<std::uint32_t>(orientation)};
-            tessera::CodeletCharge c = charge(codelet, params);
-            c.cycles = tessera::matmul_product_cycles(codelet, params, target);
-            if (best.cycles == 0 || c.cycles < best.cycles) {
-              best = c;
-              best_orientation = orientation == tessera::MatmulOrientation::as_is ? "as-is" : "swapped";
-            }
-          }
-          rows.push_back({half ? "matmul_half" : "matmul",
-                          "m=" + std::to_string(m) + " k=" + std::to_string(k) + " n=" + std::to_string(n) +
-                              " orientation=" + best_orientation,
-                          best, poplibs_matmul(m, k, n, half)});
-        }
-  for (std::uint32_t m : batches)
-    for (std::uint32_t width : widths) {
-      const std::uint32_t count = m * width;
-      const std::string shape = "rows=" + std::to_string(m) + " cols=" + std::to_string(width);
-      rows.push_back({"relu", "count=" + std::to_string(count), charge(Codelet::relu, {count}), poplibs_relu(count)});
-      rows.push_back({"add", "count=" + std::to_string(count), charge(Codelet::add, {count}), poplibs_add(count)});
-      rows.push_back({"copy", "count=" + std::to_string(count), charge(Codelet::copy, {count}), poplibs_copy(count)});
-      for (std::uint32_t relu : {0u, 1u})
-        rows.push_back({relu ? "bias_add+relu" : "bias_add", shape, charge(Codelet::bias_add, {m, width, relu}),
-                        poplibs_bias_add(m, width, relu != 0)});
-      rows.push_back({"softmax", shape, charge(Codelet::softmax, {m, width, tessera::float_param(1.0f)}),
-                      poplibs_softmax(m, width)});
-      rows.push_back({"layer_norm", shape, charge(Codelet::layer_norm, {m, width, tessera::float_param(1e-5f)}),
-                      poplibs_layer_norm(m, width)});
-      // Functions: per vector of two, as poplibs' float inner loops (the bench's own transcription).
-      const std::vector<std::pair<tessera::UnaryFunction, double>> unaries = {{tessera::UnaryFunction::sigmoid, 12},
-                                                                              {tessera::UnaryFunction::tanh, 12},
-                                                                              {tessera::UnaryFunction::erf, 36},
-                                                                              {tessera::UnaryFunction::sqrt, 10},
-                                                                              {tessera::UnaryFunction::pow, 624}};
-      for (const auto& [function, per_vector] : unaries)
-        rows.push_back(
-            {std::string("unary:") + tessera::unary_function_name(function), "count=" + std::to_string(count),
-             charge(Codelet::unary, {count, static_cast<std::uint32_t>(function), tessera::float_param(3.0f)}),
-             poplibs_unary(count, per_vector)});
-      for (const auto& [function, per_vector, per_row_scalar] :
-           std::vector<std::tuple<tessera::BinaryFunction, double, double>>{
-               {tessera::BinaryFunction::subtract, 3, 3}, {tessera::BinaryFunction::divide, 10, 10}}) {
-        const auto f = static_cast<std::uint32_t>(function);
-        const std::string name = tessera::binary_function_name(function);
-        rows.push_back({"binary:" + name, "count=" + std::to_string(count), charge(Codelet::binary, {count, f}),
-                        poplibs_binary(count, per_vector)});
-        // A row vector: the best of BroadcastVectorInner and BinaryOp1D (DIVIDE broadcast: 6 a pair).
-        rows.push_back({"binary_row:" + name, shape, charge(Codelet::binary_row, {m, width, f}),
-                        function == tessera::BinaryFunction::divide ? poplibs_binary(count, 6)
-                                                                    : poplibs_bias_add(m, width, false)});
-        // A column: a scalar per row, BroadcastScalar2D.
-        rows.push_back({"binary_column:" + name, shape, charge(Codelet::binary_column, {m, width, f}),
-                        poplibs_row_scalar(m, width, per_row_scalar)});
-      }
-      rows.push_back({"reduce_rows", shape, charge(Codelet::reduce_rows, {m, width, 0}), poplibs_row_reduce(m, width)});
-      // A swapped product's c^T [width, m] laid out as c.
-      rows.push_back({"transpose", "rows=" + std::to_string(width) + " cols=" + std::to_string(m),
-                      charge(Codelet::transpose, {width, m}), poplibs_transpose(width, m)});
-      for (std::uint32_t parts : {2u, 4u, 16u}) {
-        rows.push_back({"reduce_add", "parts=" + std::to_string(parts) + " count=" + std::to_string(count),
-                        charge(Codelet::reduce_add, {parts, count}), poplibs_reduce(parts, count)});
-        rows.push_back({"reduce_bias", "parts=" + std::to_string(parts) + " " + shape,
-                        charge(Codelet::reduce_bias, {parts, m, width, width, 0}),
-                        poplibs_reduce(parts + 1, count) + poplibs_add(count)});
-      }
-    }
-
   std::printf(
-      "# codelet fidelity: target=%s; ours = the simulator's charge, poplibs = our transcription of "
-      "Graphcore's estimators for the same operation (the best vertex they have), floors = MACs at peak "
+      "# codelet fidelity: target=%s seed=%llu; ours = the simulator's charge, poplibs = Graphcore's estimators "
+      "transcribed in bench/fidelity/poplibs_reference.cpp for the vertex poplibs would run, floors = MACs at peak "
       "and input bytes at load_bytes_per_cycle\n",
-      target.name.c_str());
-  std::map<std::string, std::vector<double>> ratios;
-  std::size_t below_floor = 0;
-  for (const Row& row : rows) {
-    const double ratio = row.ours.cycles / row.poplibs;
-    ratios[row.codelet].push_back(ratio);
-    const bool floor_ok = row.ours.cycles >= row.ours.mac_floor && row.ours.cycles >= row.ours.load_floor;
-    below_floor += floor_ok ? 0 : 1;
-    std::printf(
-        "codelet=%s %s path=%s ours=%llu poplibs=%.0f ratio=%.3f mac_floor=%llu load_floor=%llu within_25pct=%s%s\n",
-        row.codelet.c_str(), row.shape.c_str(), row.ours.path, static_cast<unsigned long long>(row.ours.cycles),
-        row.poplibs, ratio, static_cast<unsigned long long>(row.ours.mac_floor),
-        static_cast<unsigned long long>(row.ours.load_floor), std::fabs(ratio - 1) <= 0.25 ? "yes" : "no",
-        floor_ok ? "" : " BELOW_FLOOR");
+      target.name.c_str(), static_cast<unsigned long long>(seed));
+  std::size_t below = 0;
+  for (const auto& [set, cases] : {std::pair{"grid", grid()}, std::pair{"draw", draw(seed, per_kind)}}) {
+    std::vector<Row> rows;
+    rows.reserve(cases.size());
+    for (const auto& [kind, shape] : cases) rows.push_back(evaluate(kind, shape, target));
+    below += report(set, rows, quiet);
   }
-  std::size_t within = 0, total = 0;
-  for (const auto& [codelet, values] : ratios) {
-    const auto [low, high] = std::minmax_element(values.begin(), values.end());
-    const std::size_t in =
-        std::count_if(values.begin(), values.end(), [](double r) { return std::fabs(r - 1) <= 0.25; });
-    within += in;
-    total += values.size();
-    std::printf("summary codelet=%s shapes=%zu within_25pct=%zu min_ratio=%.3f max_ratio=%.3f\n", codelet.c_str(),
-                values.size(), in, *low, *high);
-  }
-  std::printf("summary shapes=%zu within_25pct=%zu below_a_floor=%zu\n", total, within, below_floor);
-  return below_floor == 0 ? 0 : 1;
+  return below == 0 ? 0 : 1;
 }

@@ -78,35 +78,48 @@ std::uint64_t saturate(unsigned __int128 value) {
 // every `worker_threads` tile cycles, so a codelet whose slowest worker needs w worker cycles
 // takes worker_threads * w tile cycles, plus what the supervisor does before and after.
 //
-// Elementwise codelets (add, relu, copy, bias_add) split their elements evenly over the
-// workers, each walking its share in 64-bit vectors of two floats:
+// Elementwise codelets split their elements evenly over the workers, each walking its share
+// in loops of two floats (one element for functions poplibs loops per element):
 //
-//   cycles = supervisor + workers * (worker_fixed + vectors_per_worker * cycles_per_vector)
+//   cycles = supervisor + workers * (worker_fixed + loops_per_worker * cycles_per_loop)
+//
+// with poplibs' vertex for the codelet: BinaryOp1D (add, binary), BinaryOp1DInPlace (bias_add's
+// flat form, binary_row), UnaryOp1D (unary), UnaryOp1DInPlace (relu, softmax's exp and
+// reciprocal), Cast1D (copy; matmul_half's cast of a).
 //
 // Reductions (reduce_add, reduce_bias) walk loops of four floats (two 64-bit loads), each
 // loop loading that float of every part: (3 * parts + 7) worker cycles a loop, loops split
-// over the workers, 32 worker cycles fixed (the shape of poplibs' ReduceAdd).
+// over the workers, 32 worker cycles fixed; a count that is not a multiple of four adds a loop
+// for its odd float and one for its pair, and a last round that leaves workers idle runs the
+// shorter remainder loop (2 * parts + 13) once (the shape of poplibs' ReduceAdd).
 //
-// Row steps (a row's max or sum, a per-row scalar applied to the row) give whole rows to the
-// workers: ceil(rows / workers) rows for the slowest, each row a fixed cost plus cycles per
-// vector.
+// A row's fold (max or sum) gives whole rows to the workers; with fewer rows than workers each
+// row is cut into pieces of at least two floats, one a worker, and a second fold adds the
+// pieces (poplibs' two-stage reductions). A per-row scalar applied to its row splits the rows
+// over the workers, or the columns when that is faster (poplibs' BroadcastVectorOuter by row
+// or by column); a row vector applied to every row walks the rows as one flat tensor, or
+// column by column over the rows when that is faster (BroadcastVectorInner).
 //
 // A fused codelet (bias_add with relu, reduce_bias, softmax, layer_norm) is charged as its
 // steps run one after another, each as that step alone is charged: fusion saves buffers and
 // calls in the package, not cycles (poplibs runs a vertex per step, loops no faster than ours).
 //
 // Matmuls run on the AMP in passes. One pass loads input_channels x output_channels weights
-// into the unit (at load_bytes_per_cycle: weight bytes / 16 cycles for the GC200), then the
-// workers stream their share of the field through it, one field row every
+// into the unit (with 64-bit loads: load_bytes_per_cycle / 2, 8 bytes for the GC200, as poplibs
+// loads them unless use128BitConvUnitLoad is set), then the workers stream their share of the
+// field through it, one field row every
 //   core = input_channels * output_channels / macs_per_cycle   worker cycles,
 // after an accumulator-pipeline fill:
 //
-//   pass   = pass_overhead + weight_load + workers * max(worker_fill, worker_base + core * r)
-//   cycles = call_overhead + output_groups * (group_overhead + zeroing)
-//            + input_groups * output_groups * pass
+//   pass   = pass_overhead + weight_load + workers * worker(r)
+//   cycles = call_overhead + (input_groups - 1) * input_group_overhead
+//            + output_groups * workers * zeroing(r) + input_groups * output_groups * pass
 //
-// with r = ceil(field / workers), input_groups = ceil(k / input_channels) and
-// output_groups = ceil(outputs / output_channels). The orientation says what the field is:
+// with r = ceil(field / workers), worker(r) the fill for one or two rows and
+// worker_base + core * r from three, input_groups = ceil(k / input_channels) and
+// output_groups = ceil(outputs / output_channels). Float inputs may use all the AMP's units
+// or half of them (half the output channels, half the weight load, the same core a row): the
+// call takes the faster. The orientation says what the field is:
 // as_is streams a's m rows against b's n columns as weights; swapped streams b's n columns
 // against a's m rows, leaving c^T [n, m] (a transpose call lays it out as c, as poplibs'
 // planner charges a swapped product its output's rearrangement). A field whose
@@ -114,58 +127,78 @@ std::uint64_t saturate(unsigned __int128 value) {
 // transposed by the workers; matmul_half's b is stored as its orientation streams it, so it
 // never is. Half weights (matmul_half) first cast a to half.
 //
-// A matmul may instead run on the workers (worker MAC): outputs split evenly over them,
-// each a dot product of k at one worker cycle per two floats (two per float when k is odd:
-// no 64-bit pairs), plus a fixed cost per output; matmul_half casts a, then takes four
-// halves a cycle. The codelet takes whichever path is faster; for tiny products that is the
-// workers.
+// A matmul may instead run on the workers (worker MAC, poplibs' horizontal MAC): the field
+// rows split over the workers, each worker looping over the output columns, each a dot product
+// of k in input-channel groups: k is cut into groups of equal size (zero-padded), a group of
+// even size walks pairs of floats (fours of halves) a cycle, an odd one a value every two
+// cycles, and the call takes the number of groups that is fastest. The codelet takes whichever
+// path is faster; for tiny products that is the workers.
 
-// Supervisor and worker fixed costs, in worker cycles unless named tile cycles.
-constexpr std::uint64_t kSupervisorCycles = 11;  // tile cycles: start and join the workers
+// Supervisor and worker fixed costs, in worker cycles unless named tile cycles (docs/targets.md
+// names the poplibs estimator of each).
+constexpr std::uint64_t kSupervisorCycles = 11;       // tile cycles: start and join the workers
+constexpr std::uint64_t kUnarySupervisorCycles = 20;  // UnaryOp1D's supervisor: 9 more
 constexpr std::uint64_t kAddWorkerFixed = 29, kAddPerVector = 3;
-constexpr std::uint64_t kReluWorkerFixed = 26, kReluPerVector = 1;
-constexpr std::uint64_t kCopyWorkerFixed = 17, kCopyPerVector = 1;
-constexpr std::uint64_t kBiasAddWorkerFixed = 29, kBiasAddPerVector = 3;  // like add, bias re-read
-constexpr std::uint64_t kHalfBiasPerVector = 1;                           // f16v2tof32 of the bias pair
+constexpr std::uint64_t kInPlaceBinaryWorkerFixed = 58;  // BinaryOp1DInPlace (bias_add, binary_row)
+constexpr std::uint64_t kInPlaceUnaryWorkerFixed = 55;   // UnaryOp1DInPlace (relu, exp, reciprocal)
+constexpr std::uint64_t kReluPerVector = 2;
+constexpr std::uint64_t kBiasAddPerVector = 3;  // like add, the bias re-read
+// Cast1D: 19 tile cycles to start, 23 + 19 a worker, the workers' shares in fours; float to half
+// two cycles a four, float to float (copy) and half to float one a pair; each remainder bit a
+// cycle to test and two to convert.
+constexpr std::uint64_t kCastSupervisorCycles = 19, kCastWorkerFixed = 42;
+constexpr std::uint64_t kCastToHalfPerFour = 2, kCopyPerPair = 1;
 constexpr std::uint64_t kReduceWorkerFixed = 32, kReduceLoopFixed = 7, kReducePerPart = 3;
+constexpr std::uint64_t kReduceRemainderFixed = 13, kReduceRemainderPerPart = 2;
 constexpr std::uint64_t kReduceFloatsPerLoop = 4;
-constexpr std::uint64_t kCastWorkerFixed = 42;  // f32 -> f16: two cycles per four floats
-constexpr std::uint64_t kCastCyclesPerFour = 2;
 // Transposes walk 2x2 grains of floats, the source rows split over the workers (poplibs'
 // supervisor transpose): 3 cycles a grain, 6 more a pair of rows when the block is wider than
 // one grain, 47 a worker (56 for a single column grain, 29 for a single grain).
 constexpr std::uint64_t kTransposeWorkerFixed = 47, kTransposeNarrowFixed = 56, kTransposeSingleGrain = 29;
 constexpr std::uint64_t kTransposePerGrain = 3, kTransposePerRowPair = 6;
-// Row steps: a row's fold (max or sum), a per-row scalar's set-up, a square root and a divide (5 each).
-struct RowStep {
-  std::uint64_t worker_fixed, per_row;
-};
-constexpr RowStep kFoldStep{17, 12};    // popops continuous reduce: 17 a worker, 12 a row
-constexpr RowStep kScalarStep{20, 28};  // popops BroadcastScalar2D: 20 a worker, 28 a row
-constexpr std::uint64_t kInverseSqrtCycles = 10;
-constexpr std::uint64_t kReduceRowPerVector = 1;         // a row sum walks 64-bit pairs
-constexpr std::uint64_t kSquaredDeviationPerVector = 2;  // subtract the mean, then multiply-accumulate
-constexpr std::uint64_t kScalarPerVector = 3;            // subtract or multiply by the row's scalar, as add
-constexpr std::uint64_t kExpPerVector = 6;
+// A row fold (popops ContinuousReduce): 17 a worker's run, 12 a row, a pair a cycle, 2 for an odd row.
+constexpr std::uint64_t kFoldWorkerFixed = 17, kFoldPerRow = 12, kFoldOddRow = 2;
+constexpr std::uint64_t kFoldMinPieceFloats = 2;
+// A per-row scalar (popops BroadcastVectorOuter): 15 a worker's run, 7 a row (25 when its floats
+// are not 64-bit aligned), 2 a pair (1 + 1 of loop overhead), divide 7 an element.
+constexpr std::uint64_t kRowScalarWorkerFixed = 15, kRowScalarPerRow = 7, kRowScalarPerMisalignedRow = 25;
+constexpr std::uint64_t kScalarPerVector = 2, kScalarDividePerVector = 14;
+// A row vector walked column by column (popops BroadcastVectorInner, float): 13 tile cycles to
+// start, 17 + 9 a worker, 3 + 5 a column and 2 a row a column; divide 19 + 10 a worker and 11 a
+// pair of columns plus 6 a further row (an odd count of columns: 9 a column plus 4 a further row).
+constexpr std::uint64_t kVectorInnerSupervisor = 13, kVectorInnerWorkerFixed = 26;  // add; subtract 27, multiply 44
+constexpr std::uint64_t kVectorInnerSubtractWorkerFixed = 27, kVectorInnerMultiplyWorkerFixed = 44;
+constexpr std::uint64_t kVectorInnerPerColumn = 8, kVectorInnerPerRow = 2;
+constexpr std::uint64_t kVectorInnerDivideWorkerFixed = 29, kVectorInnerDividePerPair = 11;
+constexpr std::uint64_t kVectorInnerDividePerPairRow = 6;
+constexpr std::uint64_t kVectorInnerDividePerOddColumn = 9, kVectorInnerDividePerOddColumnRow = 4;
+// layer_norm's inverse standard deviation (poplin InverseStdDeviation): 10 a worker, 5 a pair of rows.
+constexpr std::uint64_t kInverseStdWorkerFixed = 10, kInverseStdPerPair = 5;
+// reduce_rows' mean (popops BroadcastScalar1DInPlace MULTIPLY): 20 a worker, 2 a pair.
+constexpr std::uint64_t kScaleWorkerFixed = 20, kScalePerVector = 2;
+constexpr std::uint64_t kExpPerVector = 6, kReciprocalPerVector = 6;
 // Unary and binary functions, worker cycles per vector of two floats: poplibs' float inner
 // loops (popopsCycleEstimators: SIGMOID and TANH 12, SQRT 10 per two; ERF 18 and POWER 312 per
 // element; SQUARE 2 per two; DIVIDE 10 per two, 6 when broadcast). Multiply and subtract walk
-// like add and bias_add.
-constexpr std::uint64_t kUnaryWorkerFixed = 26;  // relu's loop set-up
+// like add and bias_add. UnaryOp1D has 17 fixed a worker; pow other than a square is BinaryOp1D.
+constexpr std::uint64_t kUnaryWorkerFixed = 17;
 constexpr std::uint64_t kSigmoidPerVector = 12, kTanhPerVector = 12, kSqrtPerVector = 10, kErfPerVector = 2 * 18;
 constexpr std::uint64_t kSquarePerVector = 2, kPowerPerVector = 2 * 312;
 constexpr std::uint64_t kDividePerVector = 10, kDivideRowPerVector = 6;
-// The AMP.
-constexpr std::uint64_t kAmpCallOverhead = 63;       // tile cycles: vertex state, worklists
-constexpr std::uint64_t kAmpGroupOverhead = 30;      // tile cycles per output group
-constexpr std::uint64_t kAmpPassOverheadFloat = 25;  // tile cycles per pass, float inputs
-constexpr std::uint64_t kAmpPassOverheadHalf = 43;   // half inputs also re-point half pointers
-constexpr std::uint64_t kAmpWorkerFillFloat = 46, kAmpWorkerBaseFloat = 22;
-constexpr std::uint64_t kAmpWorkerFillHalf = 25, kAmpWorkerBaseHalf = 18;
+// The AMP (poplibs getConvPartial1x1SupervisorCycleEstimate), tile cycles unless named worker.
+constexpr std::uint64_t kAmpCallOverhead = 74;        // vertex state, worklists, the first input group
+constexpr std::uint64_t kAmpInputGroupOverhead = 15;  // each further input group
+constexpr std::uint64_t kAmpPassOverhead = 25;        // per pass: pointers, worker start and sync
+constexpr std::uint64_t kAmpHalfRetentionFirst = 7, kAmpHalfRetentionPerGroup = 3;  // worker cycles, half
+constexpr std::uint64_t kAmpWorkerOneRowFloat = 47, kAmpWorkerTwoRowsFloat = 46, kAmpWorkerBaseFloat = 22;
+constexpr std::uint64_t kAmpWorkerOneRowHalf = 26, kAmpWorkerTwoRowsHalf = 35, kAmpWorkerBaseHalf = 19;
 constexpr std::uint64_t kAmpZeroingFixed = 2;  // worker cycles; float zeroes per row too
-// The worker MAC path.
-// poplibs HorizontalMac: 16 + 19 + 16 a worker's run, 7 a row plus the dot product's own 7.
-constexpr std::uint64_t kMacCallOverhead = 58, kMacCallOverheadHalf = 63, kMacWorkerFixed = 51, kMacPerOutput = 14;
+// The worker MAC path (poplibs HorizontalMac): 58 (half 63) + 6 x 9 + 23 a call, 15 an input
+// group, 10 an output column a group, 16 + 19 + 16 a worker's run, 7 a row plus the dot
+// product's own 7 (8 when it loads values one at a time).
+constexpr std::uint64_t kMacCallOverhead = 58 + 6 * 9 + 23, kMacCallOverheadHalf = 63 + 6 * 9 + 23;
+constexpr std::uint64_t kMacInputGroupOverhead = 15, kMacOutputOverhead = 10;
+constexpr std::uint64_t kMacWorkerFixed = 51, kMacPerRow = 7, kMacDotFixed = 7;
 constexpr std::uint64_t kHalvesPerLoad = 4;
 
 constexpr std::uint64_t kFloatsPerVector = 2;
@@ -176,12 +209,30 @@ std::uint64_t workers_of(const Target& target) { return target.worker_threads ==
 std::uint64_t mul(std::uint64_t a, std::uint64_t b) { return saturate(static_cast<unsigned __int128>(a) * b); }
 std::uint64_t add(std::uint64_t a, std::uint64_t b) { return saturate(static_cast<unsigned __int128>(a) + b); }
 
-/// A multi-worker codelet over `count` elements split evenly.
-std::uint64_t elementwise_cycles(std::uint64_t count, std::uint64_t worker_fixed, std::uint64_t per_vector,
-                                 const Target& target) {
+/// A multi-worker codelet over `count` elements split evenly, each worker `per_loop` cycles a
+/// loop of `loop_elements` (two floats; one for functions poplibs loops an element at a time).
+std::uint64_t elementwise_cycles(std::uint64_t count, std::uint64_t worker_fixed, std::uint64_t per_loop,
+                                 const Target& target, std::uint64_t supervisor = kSupervisorCycles,
+                                 std::uint64_t loop_elements = kFloatsPerVector) {
   const std::uint64_t workers = workers_of(target);
-  const std::uint64_t vectors = ceil_div(ceil_div(count, workers), kFloatsPerVector);
-  return add(kSupervisorCycles, mul(workers, add(worker_fixed, mul(vectors, per_vector))));
+  const std::uint64_t loops = ceil_div(ceil_div(count, workers), loop_elements);
+  return add(supervisor, mul(workers, add(worker_fixed, mul(loops, per_loop))));
+}
+
+/// An in-place unary step (relu, exp, a reciprocal): UnaryOp1DInPlace.
+std::uint64_t in_place_unary_cycles(std::uint64_t count, std::uint64_t per_vector, const Target& target) {
+  return elementwise_cycles(count, kInPlaceUnaryWorkerFixed, per_vector, target, kUnarySupervisorCycles);
+}
+
+/// Cast1D over `count` values, the workers' shares in fours: to half two cycles a four, else
+/// (float to float, half to float) a pair a cycle; each remainder bit a test, two to convert.
+std::uint64_t cast_cycles(std::uint64_t count, bool to_half, const Target& target) {
+  const std::uint64_t workers = workers_of(target);
+  const std::uint64_t share = std::min(count, mul(4, ceil_div(ceil_div(count, 4), workers)));
+  const std::uint64_t width = to_half ? 4 : 2;
+  std::uint64_t worker = add(kCastWorkerFixed, mul(share / width, to_half ? kCastToHalfPerFour : kCopyPerPair));
+  for (std::uint64_t bit = 1; bit < width; bit *= 2) worker += 1 + ((share % width) & bit ? 2 : 0);
+  return add(kCastSupervisorCycles, mul(workers, worker));
 }
 
 /// Transposing a [rows, cols] block of floats into [cols, rows].
@@ -196,126 +247,214 @@ std::uint64_t transpose_cycles(std::uint64_t rows, std::uint64_t cols, const Tar
   return add(kSupervisorCycles, mul(workers, worker));
 }
 
-/// A reduction of `parts` over `loops` four-float loops.
-std::uint64_t reduce_cycles(std::uint64_t loops, std::uint64_t parts, const Target& target) {
-  const std::uint64_t workers = workers_of(target);
-  const std::uint64_t per_loop = add(kReduceLoopFixed, mul(kReducePerPart, parts));
-  return add(kSupervisorCycles, mul(workers, add(kReduceWorkerFixed, mul(ceil_div(loops, workers), per_loop))));
+/// The four-float loops of a run of `count` floats: fours, one for an odd float, one for a pair.
+std::uint64_t reduce_loops(std::uint64_t count) {
+  return count / kReduceFloatsPerLoop + (count & 1) + ((count & 2) != 0 ? 1 : 0);
 }
 
-/// A row step: `rows` split whole over the workers, each a fixed cost plus `per_vector` a vector.
-std::uint64_t row_cycles(std::uint64_t rows, std::uint64_t cols, RowStep step, std::uint64_t extra_per_row,
-                         std::uint64_t per_vector, const Target& target) {
+/// A reduction of `parts` over `loops` loops split over the workers. When the run is `ragged`
+/// (not a multiple of four floats) a last round that leaves workers idle is the remainder loop.
+std::uint64_t reduce_cycles(std::uint64_t loops, std::uint64_t parts, bool ragged, const Target& target) {
   const std::uint64_t workers = workers_of(target);
-  const std::uint64_t row = add(step.per_row + extra_per_row, mul(ceil_div(cols, kFloatsPerVector), per_vector));
-  return add(kSupervisorCycles, mul(workers, add(step.worker_fixed, mul(ceil_div(rows, workers), row))));
+  std::uint64_t rounds = loops / workers, worker = kReduceWorkerFixed;
+  const std::uint64_t loop = add(kReduceLoopFixed, mul(kReducePerPart, parts));
+  if (loops % workers != 0) {
+    // The remainder loop walks fewer floats: never charged above a whole loop.
+    if (ragged) worker = add(worker, std::min(loop, add(kReduceRemainderFixed, mul(kReduceRemainderPerPart, parts))));
+    else ++rounds;
+  }
+  return mul(workers, add(worker, mul(rounds, loop)));
 }
 
-/// bias_add's steps: the bias (a float or half vector) added to every row, then relu if fused.
+/// Folding each of `rows` rows (max or sum): whole rows to the workers, or with fewer rows than
+/// workers each row cut into pieces of at least two floats, then a second fold of the pieces.
+std::uint64_t fold_cycles(std::uint64_t rows, std::uint64_t cols, const Target& target) {
+  const std::uint64_t workers = workers_of(target);
+  auto run = [&](std::uint64_t run_rows, std::uint64_t run_cols) {
+    const std::uint64_t fixed = kFoldWorkerFixed + (run_cols % 2 == 1 ? kFoldOddRow : 0);
+    return mul(workers, add(fixed, mul(run_rows, add(kFoldPerRow, run_cols / 2))));
+  };
+  if (rows == 0 || rows >= workers) return run(ceil_div(rows, workers), cols);
+  const std::uint64_t pieces = std::max<std::uint64_t>(1, std::min(workers / rows, cols / kFoldMinPieceFloats));
+  const std::uint64_t first = run(1, ceil_div(cols, pieces));
+  return pieces == 1 ? first : add(first, run(1, pieces));
+}
+
+/// A per-row scalar applied to its row at `per_vector` cycles a pair: the rows split over the
+/// workers, or each row's columns, whichever is faster.
+std::uint64_t row_scalar_cycles(std::uint64_t rows, std::uint64_t cols, std::uint64_t per_vector,
+                                const Target& target) {
+  const std::uint64_t workers = workers_of(target);
+  const std::uint64_t per_row = cols % kFloatsPerVector == 0 ? kRowScalarPerRow : kRowScalarPerMisalignedRow;
+  auto split = [&](std::uint64_t worker_rows, std::uint64_t row_floats) {
+    const std::uint64_t row = add(per_row, mul(ceil_div(row_floats, kFloatsPerVector), per_vector));
+    return add(kSupervisorCycles, mul(workers, add(kRowScalarWorkerFixed, mul(worker_rows, row))));
+  };
+  return std::min(split(ceil_div(rows, workers), cols), split(rows, ceil_div(cols, workers)));
+}
+
+/// A row vector applied in place to every row by `function`: the rows as one flat tensor, or
+/// column by column over each worker's rows, whichever is faster.
+std::uint64_t row_vector_cycles(std::uint64_t rows, std::uint64_t cols, BinaryFunction function, const Target& target) {
+  const std::uint64_t workers = workers_of(target);
+  const bool divide = function == BinaryFunction::divide;
+  const std::uint64_t flat = elementwise_cycles(mul(rows, cols), kInPlaceBinaryWorkerFixed,
+                                                divide ? kDividePerVector : kBiasAddPerVector, target);
+  const std::uint64_t blocks = ceil_div(rows, workers), further = blocks > 0 ? blocks - 1 : 0;
+  const std::uint64_t fixed = function == BinaryFunction::multiply   ? kVectorInnerMultiplyWorkerFixed
+                              : function == BinaryFunction::subtract ? kVectorInnerSubtractWorkerFixed
+                                                                     : kVectorInnerWorkerFixed;
+  std::uint64_t worker = 0;
+  if (!divide) worker = add(fixed, mul(cols, add(kVectorInnerPerColumn, mul(kVectorInnerPerRow, blocks))));
+  else if (cols % 2 == 0)
+    worker = add(kVectorInnerDivideWorkerFixed,
+                 mul(cols / 2, add(kVectorInnerDividePerPair, mul(further, kVectorInnerDividePerPairRow))));
+  else
+    worker = add(kVectorInnerDivideWorkerFixed,
+                 mul(cols, add(kVectorInnerDividePerOddColumn, mul(further, kVectorInnerDividePerOddColumnRow))));
+  return std::min(flat, add(kVectorInnerSupervisor, mul(workers, worker)));
+}
+
+/// bias_add's steps: the bias (cast from half first) added to every row, then relu if fused.
 std::uint64_t bias_cycles(std::uint64_t rows, std::uint64_t cols, bool half, bool relu, const Target& target) {
-  const std::uint64_t count = mul(rows, cols);
-  const std::uint64_t bias =
-      elementwise_cycles(count, kBiasAddWorkerFixed, kBiasAddPerVector + (half ? kHalfBiasPerVector : 0), target);
-  return relu ? add(bias, elementwise_cycles(count, kReluWorkerFixed, kReluPerVector, target)) : bias;
+  std::uint64_t bias = row_vector_cycles(rows, cols, BinaryFunction::add, target);
+  if (half) bias = add(bias, cast_cycles(cols, false, target));
+  return relu ? add(bias, in_place_unary_cycles(mul(rows, cols), kReluPerVector, target)) : bias;
 }
 
-/// softmax's steps: the row's max, scale and subtract it, exp, the row's sum, divide by it.
+/// softmax's steps: the row's max, subtract it (scaled), exp in place, the row's sum, its
+/// reciprocal (one a row), then multiply by it.
 std::uint64_t softmax_cycles(std::uint64_t rows, std::uint64_t cols, const Target& target) {
-  const std::uint64_t fold = row_cycles(rows, cols, kFoldStep, 0, kReduceRowPerVector, target);
-  const std::uint64_t subtract = row_cycles(rows, cols, kScalarStep, 0, kScalarPerVector, target);
-  const std::uint64_t exp = elementwise_cycles(mul(rows, cols), kUnaryWorkerFixed, kExpPerVector, target);
-  const std::uint64_t divide = row_cycles(rows, cols, kScalarStep, 0, kDividePerVector, target);
-  return add(add(mul(2, fold), subtract), add(exp, divide));
+  const std::uint64_t fold = fold_cycles(rows, cols, target);
+  const std::uint64_t scale_rows = row_scalar_cycles(rows, cols, kScalarPerVector, target);
+  const std::uint64_t exp = in_place_unary_cycles(mul(rows, cols), kExpPerVector, target);
+  const std::uint64_t reciprocal = in_place_unary_cycles(rows, kReciprocalPerVector, target);
+  return add(add(mul(2, fold), mul(2, scale_rows)), add(exp, reciprocal));
 }
 
-/// layer_norm's steps: the row's mean, its squared deviation, subtract the mean, multiply by
-/// the inverse standard deviation (found per row), then gamma and beta as bias vectors.
+/// layer_norm's steps: the rows' sums of values and of squares, the inverse standard deviation
+/// (one a row), subtract the mean and multiply by it, then gamma and beta as row vectors.
 std::uint64_t layer_norm_cycles(std::uint64_t rows, std::uint64_t cols, const Target& target) {
-  const std::uint64_t mean = row_cycles(rows, cols, kFoldStep, 0, kReduceRowPerVector, target);
-  const std::uint64_t deviation = row_cycles(rows, cols, kFoldStep, 0, kSquaredDeviationPerVector, target);
-  const std::uint64_t subtract = row_cycles(rows, cols, kScalarStep, 0, kScalarPerVector, target);
-  const std::uint64_t scale = row_cycles(rows, cols, kScalarStep, kInverseSqrtCycles, kScalarPerVector, target);
-  const std::uint64_t gamma_beta = mul(2, bias_cycles(rows, cols, false, false, target));
-  return add(add(mean, deviation), add(add(subtract, scale), gamma_beta));
+  const std::uint64_t workers = workers_of(target);
+  const std::uint64_t statistics = mul(2, fold_cycles(rows, cols, target));
+  const std::uint64_t inverse_std =
+      mul(workers, add(kInverseStdWorkerFixed, mul(ceil_div(ceil_div(rows, workers), 2), kInverseStdPerPair)));
+  const std::uint64_t whiten = mul(2, row_scalar_cycles(rows, cols, kScalarPerVector, target));
+  const std::uint64_t gamma_beta = add(row_vector_cycles(rows, cols, BinaryFunction::multiply, target),
+                                       row_vector_cycles(rows, cols, BinaryFunction::add, target));
+  return add(add(statistics, inverse_std), add(whiten, gamma_beta));
 }
 
 struct Amp {
   std::uint64_t input_channels, output_channels, macs_per_cycle, weight_bytes;
-  std::uint64_t pass_overhead, worker_fill, worker_base;
-  bool zeroes_rows;  ///< float partials are zeroed row by row on the first input group
+  std::uint64_t worker_one_row, worker_two_rows, worker_base;
+  std::uint64_t zero_per_row;  ///< worker cycles a row to zero float partials on the first input group
+  bool half;
   /// Worker cycles a field row takes in one pass: the pass's MACs at the peak rate.
   std::uint64_t core() const { return input_channels * output_channels / std::max<std::uint64_t>(macs_per_cycle, 1); }
+  /// A worker's cycles in one pass over `rows` field rows: the pipeline fill, then `core` a row.
+  std::uint64_t worker(std::uint64_t rows) const {
+    return rows <= 1 ? worker_one_row : rows == 2 ? worker_two_rows : worker_base + core() * rows;
+  }
 };
 
-Amp amp_of(Codelet codelet, const Target& target) {
+/// The AMP for a codelet; `half_units` takes half of the float units (half the output channels).
+Amp amp_of(Codelet codelet, const Target& target, bool half_units) {
   if (codelet == Codelet::matmul_half)
     return {target.amp_fp16_input_channels,
             target.amp_fp16_output_channels,
             target.fp16_macs_per_cycle,
             kHalfBytes,
-            kAmpPassOverheadHalf,
-            kAmpWorkerFillHalf,
+            kAmpWorkerOneRowHalf,
+            kAmpWorkerTwoRowsHalf,
             kAmpWorkerBaseHalf,
-            false};
+            0,
+            true};
+  const std::uint64_t units = half_units ? 2 : 1;
+  const std::uint64_t output_channels = target.amp_fp32_output_channels / units;
+  // Zeroing a row's partials stores two floats a cycle.
   return {target.amp_fp32_input_channels,
-          target.amp_fp32_output_channels,
-          target.fp32_macs_per_cycle,
+          output_channels,
+          target.fp32_macs_per_cycle / units,
           kFloatBytes,
-          kAmpPassOverheadFloat,
-          kAmpWorkerFillFloat,
+          kAmpWorkerOneRowFloat,
+          kAmpWorkerTwoRowsFloat,
           kAmpWorkerBaseFloat,
-          true};
+          output_channels / kFloatsPerVector,
+          false};
 }
 
 /// The AMP path: `field` rows streamed against `outputs` columns of weights, `k` deep.
 std::uint64_t amp_cycles(const Amp& amp, std::uint64_t field, std::uint64_t k, std::uint64_t outputs,
                          const Target& target, std::uint64_t& passes) {
   const std::uint64_t workers = workers_of(target);
-  const std::uint64_t input_groups = ceil_div(k, amp.input_channels);
-  const std::uint64_t output_groups = ceil_div(outputs, amp.output_channels);
+  const std::uint64_t input_groups = std::max<std::uint64_t>(ceil_div(k, amp.input_channels), 1);
+  const std::uint64_t output_groups = ceil_div(outputs, std::max<std::uint64_t>(amp.output_channels, 1));
   passes = mul(input_groups, output_groups);
   const std::uint64_t rows = ceil_div(field, workers);
-  const std::uint64_t core = amp.core();
+  // Weights load with 64-bit loads: half the target's widest load.
   const std::uint64_t weight_load = ceil_div(amp.input_channels * amp.output_channels * amp.weight_bytes,
-                                             std::max<std::uint32_t>(target.load_bytes_per_cycle, 1));
-  const std::uint64_t worker = std::max(amp.worker_fill, add(amp.worker_base, mul(core, rows)));
-  const std::uint64_t pass = add(add(amp.pass_overhead, weight_load), mul(workers, worker));
-  const std::uint64_t zeroing = mul(workers, add(kAmpZeroingFixed, amp.zeroes_rows ? mul(core, rows) : 0));
-  return add(add(kAmpCallOverhead, mul(output_groups, add(kAmpGroupOverhead, zeroing))), mul(passes, pass));
+                                             std::max<std::uint32_t>(target.load_bytes_per_cycle / 2, 1));
+  const std::uint64_t pass = add(add(kAmpPassOverhead, weight_load), mul(workers, amp.worker(rows)));
+  const std::uint64_t zeroing = amp.zero_per_row ? mul(workers, add(kAmpZeroingFixed, mul(amp.zero_per_row, rows))) : 0;
+  std::uint64_t cycles = add(kAmpCallOverhead, mul(input_groups - 1, kAmpInputGroupOverhead));
+  if (amp.half)
+    cycles = add(cycles, mul(workers, add(kAmpHalfRetentionFirst, mul(kAmpHalfRetentionPerGroup, input_groups - 1))));
+  return add(add(cycles, mul(output_groups, zeroing)), mul(passes, pass));
 }
 
-/// Casting `count` floats to half, split evenly over the workers in fours.
-std::uint64_t cast_to_half_cycles(std::uint64_t count, const Target& target) {
-  const std::uint64_t workers = workers_of(target);
-  const std::uint64_t fours = ceil_div(ceil_div(count, workers), 4);
-  return add(kSupervisorCycles, mul(workers, add(kCastWorkerFixed, mul(fours, kCastCyclesPerFour))));
+/// The best AMP configuration: all units, or for float inputs half of them.
+std::uint64_t best_amp_cycles(Codelet codelet, std::uint64_t field, std::uint64_t k, std::uint64_t outputs,
+                              const Target& target, std::uint64_t& passes) {
+  std::uint64_t best = amp_cycles(amp_of(codelet, target, false), field, k, outputs, target, passes);
+  const bool halves = codelet != Codelet::matmul_half && target.amp_fp32_output_channels % 2 == 0 &&
+                      target.fp32_macs_per_cycle % 2 == 0 && target.amp_fp32_output_channels > 1;
+  if (!halves) return best;
+  std::uint64_t half_passes = 0;
+  const std::uint64_t half_units = amp_cycles(amp_of(codelet, target, true), field, k, outputs, target, half_passes);
+  if (half_units < best) {
+    best = half_units;
+    passes = half_passes;
+  }
+  return best;
 }
 
-/// The worker MAC path: m x n dot products of `dot` worker cycles split over the workers (half:
-/// both operands half, a cast first).
-std::uint64_t worker_mac_cycles(std::uint64_t m, std::uint64_t dot, std::uint64_t n, bool half, const Target& target) {
+/// Worker cycles of one output's dot product over a group of `size` values of k: 64-bit loads
+/// (two floats, four halves) a cycle where the group divides into them, else narrower loads at
+/// two cycles; values loaded one at a time when b's k values are not contiguous.
+std::uint64_t group_dot_cycles(std::uint64_t size, bool half, bool contiguous) {
+  if (!contiguous) return kMacDotFixed + 1 + 2 * size;
+  const std::uint64_t per_load = half ? kHalvesPerLoad : kFloatsPerVector;
+  for (std::uint64_t width = per_load; width > 1; width /= 2)
+    if (size % width == 0) return kMacDotFixed + (width == per_load ? size / width : 1 + 2 * (size / width));
+  return kMacDotFixed + 1 + 2 * size;
+}
+
+/// The worker MAC path's cycles for a shape.
+std::uint64_t worker_mac_cycles(const WorkerMacShape& shape, bool half, const Target& target) {
   const std::uint64_t workers = workers_of(target);
-  return add(half ? kMacCallOverheadHalf : kMacCallOverhead,
-             mul(workers, add(kMacWorkerFixed, mul(ceil_div(mul(m, n), workers), add(kMacPerOutput, dot)))));
+  const std::uint64_t run = add(kMacWorkerFixed, mul(shape.rows_per_worker, add(kMacPerRow, shape.group_dot_cycles)));
+  const std::uint64_t group =
+      add(kMacInputGroupOverhead, mul(shape.outputs, add(kMacOutputOverhead, mul(workers, run))));
+  return add(half ? kMacCallOverheadHalf : kMacCallOverhead, mul(shape.input_groups, group));
 }
 
 CodeletCharge matmul_charge(Codelet codelet, std::span<const std::uint32_t> params, const Target& target) {
   const std::uint64_t m = params[0], k = params[1], n = params[2];
   const bool swapped = params[kMatmulOrientationParam] == static_cast<std::uint32_t>(MatmulOrientation::swapped);
-  const Amp amp = amp_of(codelet, target);
   CodeletCharge charge;
   // Work the AMP's operands need first: a cast of a to half, or a transpose of b when its
   // k values are not contiguous for the field (matmul_transposes_b).
   const bool half = codelet == Codelet::matmul_half;
-  const std::uint64_t cast = half ? cast_to_half_cycles(mul(m, k), target) : 0;
+  const std::uint64_t cast = half ? cast_cycles(mul(m, k), true, target) : 0;
   std::uint64_t prepare = cast;
   if (matmul_transposes_b(codelet, params[kMatmulOrientationParam]))
     prepare = add(prepare, transpose_cycles(k, n, target));
   std::uint64_t passes = 0;
-  const std::uint64_t on_amp =
-      add(prepare, swapped ? amp_cycles(amp, n, k, m, target, passes) : amp_cycles(amp, m, k, n, target, passes));
+  const std::uint64_t on_amp = add(prepare, swapped ? best_amp_cycles(codelet, n, k, m, target, passes)
+                                                    : best_amp_cycles(codelet, m, k, n, target, passes));
   const std::uint64_t on_workers =
-      add(cast, worker_mac_cycles(m, matmul_worker_dot_cycles(codelet, params), n, half, target));
+      add(cast, worker_mac_cycles(worker_mac_shape(codelet, params, target), half, target));
   if (on_workers < on_amp) {
     charge.cycles = on_workers;
     charge.path = "worker-mac";
@@ -324,6 +463,7 @@ CodeletCharge matmul_charge(Codelet codelet, std::span<const std::uint32_t> para
     charge.path = "amp";
     charge.amp_passes = passes;
   }
+  const Amp amp = amp_of(codelet, target, false);
   charge.mac_floor = ceil_div(mul(mul(m, k), n), std::max<std::uint64_t>(amp.macs_per_cycle, 1));
   const std::uint64_t b_bytes =
       codelet == Codelet::matmul_half ? mul(ceil_div(mul(k, n), 2), kFloatBytes) : mul(mul(k, n), kFloatBytes);
@@ -375,11 +515,12 @@ CodeletCharge conv_charge(std::span<const std::uint32_t> params, const Target& t
   const std::uint64_t outs_per_group = std::min(out_channels, group_out);
   const std::uint64_t entries = std::max<std::uint64_t>(ceil_div(out_rows, workers), 1);
   const std::uint64_t pixels_per_worker = ceil_div(pixels, workers);
-  const Amp amp = amp_of(Codelet::matmul, target);
+  const Amp amp = amp_of(Codelet::matmul, target, false);
   const std::uint64_t in_groups = ceil_div(group_in, amp.input_channels);
   const std::uint64_t out_groups = ceil_div(outs_per_group, amp.output_channels);
+  // Weights load 64 bits a cycle, poplibs' default (use128BitConvUnitLoad off), as matmul's.
   const std::uint64_t load = add(ceil_div(amp.input_channels * amp.output_channels * amp.weight_bytes,
-                                          std::max<std::uint32_t>(target.load_bytes_per_cycle, 1)),
+                                          std::max<std::uint32_t>(target.load_bytes_per_cycle / 2, 1)),
                                  kConvWeightLoadFixed);
   const std::uint64_t beyond = pixels_per_worker > 3 * entries ? pixels_per_worker - 3 * entries : 0;
   const std::uint64_t worker = add(add(kConvWorkerFixed, mul(entries, kConvEntryFixed)), mul(beyond, amp.core()));
@@ -481,18 +622,39 @@ std::uint32_t function_param(Codelet codelet) {
   return codelet == Codelet::binary_row || codelet == Codelet::binary_column ? 2 : 1;
 }
 
-std::uint64_t worker_dot_cycles(std::uint64_t k, bool half) {
-  const std::uint64_t per_load = half ? kHalvesPerLoad : kFloatsPerVector;
-  for (std::uint64_t width = per_load; width > 1; width /= 2)
-    if (k % width == 0) return width == per_load ? k / width : 2 * (k / width) + 1;
-  return 2 * k + 1;
-}
-
-std::uint64_t matmul_worker_dot_cycles(Codelet codelet, std::span<const std::uint32_t> params) {
-  const std::uint64_t k = params[1];
+WorkerMacShape worker_mac_shape(Codelet codelet, std::span<const std::uint32_t> params, const Target& target) {
+  const std::uint64_t m = params[0], k = params[1], n = params[2];
+  const bool swapped = params[kMatmulOrientationParam] == static_cast<std::uint32_t>(MatmulOrientation::swapped);
+  const bool half = codelet == Codelet::matmul_half;
   // b [k, n]: a column's values are n apart, so no 64-bit pair is contiguous.
-  const bool contiguous = matmul_b_is_n_by_k(codelet, params[kMatmulOrientationParam]) || params[2] == 1;
-  return contiguous ? worker_dot_cycles(k, codelet == Codelet::matmul_half) : 2 * k + 1;
+  const bool contiguous = matmul_b_is_n_by_k(codelet, params[kMatmulOrientationParam]) || n == 1;
+  WorkerMacShape shape;
+  shape.rows_per_worker = ceil_div(swapped ? n : m, workers_of(target));
+  shape.outputs = swapped ? m : n;
+  // k in groups of equal size (halves in pairs), the last zero-padded: for each number of groups
+  // the smallest size that makes it, the fastest kept (a group of even size keeps 64-bit loads).
+  const std::uint64_t grain = half ? 2 : 1, rounded = ceil_div(k, grain) * grain;
+  const std::uint64_t per_load = half ? kHalvesPerLoad : kFloatsPerVector;
+  // One group that loads whole 64-bit words (or cannot load them at all) is already the fastest.
+  if (!contiguous || rounded % per_load == 0) {
+    shape.input_groups = rounded == 0 ? 0 : 1;
+    shape.group_dot_cycles = group_dot_cycles(rounded, half, contiguous);
+    return shape;
+  }
+  std::uint64_t best = std::numeric_limits<std::uint64_t>::max();
+  for (std::uint64_t size = grain; size <= rounded;) {
+    const std::uint64_t groups = ceil_div(rounded, size);
+    const WorkerMacShape candidate{shape.rows_per_worker, shape.outputs, groups,
+                                   group_dot_cycles(size, half, contiguous)};
+    const std::uint64_t cycles = worker_mac_cycles(candidate, half, target);
+    if (cycles < best) {
+      best = cycles;
+      shape = candidate;
+    }
+    if (groups == 1) break;
+    size = ceil_div(ceil_div(rounded, groups - 1), grain) * grain;
+  }
+  return shape;
 }
 
 const char* unary_function_name(UnaryFunction function) {
@@ -602,7 +764,7 @@ std::uint64_t function_cycles_per_vector(Codelet codelet, std::span<const std::u
   const bool divide = params[function_param(codelet)] == static_cast<std::uint32_t>(BinaryFunction::divide);
   if (codelet == Codelet::binary) return divide ? kDividePerVector : kAddPerVector;
   if (codelet == Codelet::binary_row) return divide ? kDivideRowPerVector : kBiasAddPerVector;
-  if (codelet == Codelet::binary_column) return divide ? kDividePerVector : kScalarPerVector;
+  if (codelet == Codelet::binary_column) return divide ? kScalarDividePerVector : kScalarPerVector;
   throw std::logic_error(fmt::format("codelet {} has no function", codelet_name(codelet)));
 }
 
@@ -661,51 +823,61 @@ CodeletCharge codelet_charge(Codelet codelet, std::span<const std::uint32_t> par
       charge.cycles = layer_norm_cycles(params[0], params[1], target);
       break;
     case Codelet::reduce_add:
-      charge.cycles = reduce_cycles(ceil_div(params[1], kReduceFloatsPerLoop), params[0], target);
+      charge.cycles = reduce_cycles(reduce_loops(params[1]), params[0], params[1] % kReduceFloatsPerLoop != 0, target);
       break;
     case Codelet::reduce_bias: {
-      // Rows are walked separately (the own partial is strided); the own partial is one more part.
-      const std::uint64_t loops = mul(params[1], ceil_div(params[2], kReduceFloatsPerLoop));
-      charge.cycles = add(reduce_cycles(loops, std::uint64_t{params[0]} + 1, target),
-                          bias_cycles(params[1], params[2], false, params[4] != 0, target));
+      // The own partial is one more part; its rows are one run when they are contiguous
+      // (own_stride = cols), else each row is walked on its own.
+      const std::uint64_t rows = params[1], cols = params[2];
+      const bool one_run = params[3] == params[2] || rows == 1;
+      const std::uint64_t loops = one_run ? reduce_loops(mul(rows, cols)) : mul(rows, reduce_loops(cols));
+      const bool ragged = (one_run ? mul(rows, cols) : cols) % kReduceFloatsPerLoop != 0;
+      charge.cycles = add(reduce_cycles(loops, std::uint64_t{params[0]} + 1, ragged, target),
+                          bias_cycles(rows, cols, false, params[4] != 0, target));
       break;
     }
     case Codelet::relu:
-      charge.cycles = elementwise_cycles(params[0], kReluWorkerFixed, kReluPerVector, target);
+      charge.cycles = in_place_unary_cycles(params[0], kReluPerVector, target);
       break;
     case Codelet::add:
       charge.cycles = elementwise_cycles(params[0], kAddWorkerFixed, kAddPerVector, target);
       break;
     case Codelet::copy:
-      charge.cycles = elementwise_cycles(params[0], kCopyWorkerFixed, kCopyPerVector, target);
+      charge.cycles = cast_cycles(params[0], false, target);
       break;
     case Codelet::clip:
       // popops' Clamp: a max and a min a vector beside the load and store, as add's loop.
       charge.cycles = elementwise_cycles(params[0], kAddWorkerFixed, kAddPerVector, target);
       break;
-    case Codelet::unary:
-      charge.cycles =
-          elementwise_cycles(params[0], kUnaryWorkerFixed, function_cycles_per_vector(codelet, params), target);
+    case Codelet::unary: {
+      const std::uint64_t per_vector = function_cycles_per_vector(codelet, params);
+      if (per_vector == kPowerPerVector)  // pow by a scalar other than 2: BinaryOp1D, an element a loop
+        charge.cycles = elementwise_cycles(params[0], kAddWorkerFixed, per_vector / 2, target, kSupervisorCycles, 1);
+      else if (per_vector == kErfPerVector)  // erf loops an element at a time
+        charge.cycles =
+            elementwise_cycles(params[0], kUnaryWorkerFixed, per_vector / 2, target, kUnarySupervisorCycles, 1);
+      else charge.cycles = elementwise_cycles(params[0], kUnaryWorkerFixed, per_vector, target, kUnarySupervisorCycles);
       break;
+    }
     case Codelet::binary:
       charge.cycles =
           elementwise_cycles(params[0], kAddWorkerFixed, function_cycles_per_vector(codelet, params), target);
       break;
     case Codelet::binary_row:
-      charge.cycles = elementwise_cycles(mul(params[0], params[1]), kBiasAddWorkerFixed,
-                                         function_cycles_per_vector(codelet, params), target);
+      charge.cycles = row_vector_cycles(params[0], params[1], static_cast<BinaryFunction>(params[2]), target);
       break;
     case Codelet::binary_column:
-      // A row step: each row's scalar applied to the row (poplibs BroadcastScalar2D).
-      charge.cycles =
-          row_cycles(params[0], params[1], kScalarStep, 0, function_cycles_per_vector(codelet, params), target);
+      // Each row's scalar applied to the row (poplibs BroadcastVectorOuter).
+      charge.cycles = row_scalar_cycles(params[0], params[1], function_cycles_per_vector(codelet, params), target);
       break;
     case Codelet::transpose:
       charge.cycles = transpose_cycles(params[0], params[1], target);
       break;
     case Codelet::reduce_rows:
       // One fold per row, then a multiply by 1/cols for a mean.
-      charge.cycles = row_cycles(params[0], params[1], kFoldStep, params[2] != 0 ? 1 : 0, kReduceRowPerVector, target);
+      charge.cycles =
+          add(fold_cycles(params[0], params[1], target),
+              params[2] != 0 ? elementwise_cycles(params[0], kScaleWorkerFixed, kScalePerVector, target) : 0);
       break;
     default:
       throw std::logic_error("unreachable codelet");

@@ -31,69 +31,138 @@ double worker_vectors(double count, const Target& target) {
 
 // A matmul runs on the AMP or on the workers, whichever is faster (docs/targets.md): the
 // features of the path the machine model takes, zeros for the other, so one fit prices both.
-// AMP: a call, its passes, the workers' cycles over all passes (a pipeline fill at least),
-// output groups times field rows (zeroing), and the workers' operand preparation (b's
-// transpose at the transpose codelet's charge, a's cast to half in fours). Workers: a call and the busiest worker's
-// dot-product cycles.
+// AMP (all its units, or for float inputs half of them, as the charge chose): a call, its
+// passes, the passes' weight loads and workers' cycles (a pipeline fill, then the core a row),
+// zeroing (output groups times field rows times the outputs a row), and the workers' operand
+// preparation (b's transpose at the transpose codelet's charge, a's cast to half in fours).
+// Workers: a call, the outputs of every input-channel group, and their dot-product cycles.
 Features matmul_features(Params p, const Target& t, Codelet codelet) {
   const bool half = codelet == Codelet::matmul_half;
   const bool swapped = p[3] == static_cast<std::uint32_t>(tessera::MatmulOrientation::swapped);
   const double m = p[0], k = p[1], n = p[2];
   const double workers = std::max<std::uint32_t>(t.worker_threads, 1);
+  const tessera::CodeletCharge charge = tessera::codelet_charge(codelet, p, t);
   const double in = half ? t.amp_fp16_input_channels : t.amp_fp32_input_channels;
-  const double out = half ? t.amp_fp16_output_channels : t.amp_fp32_output_channels;
-  const double macs = std::max<std::uint32_t>(half ? t.fp16_macs_per_cycle : t.fp32_macs_per_cycle, 1);
   const double outputs = swapped ? m : n;
+  double out = half ? t.amp_fp16_output_channels : t.amp_fp32_output_channels;
+  double macs = std::max<std::uint32_t>(half ? t.fp16_macs_per_cycle : t.fp32_macs_per_cycle, 1);
+  // The charge took half of the AMP's units when its passes are theirs (with as many passes
+  // either way, half the units load half the weights and always win).
+  if (!half && double(charge.amp_passes) == std::ceil(k / in) * std::ceil(outputs / (out / 2))) {
+    out /= 2;
+    macs /= 2;
+  }
   const double output_groups = std::ceil(outputs / out), passes = std::ceil(k / in) * output_groups;
   const double rows = std::ceil((swapped ? n : m) / workers);
-  const double pass_worker = passes * std::max(half ? 25.0 : 46.0, (half ? 18 : 22) + in * out / macs * rows);
-  const double zero_rows = half ? 0 : output_groups * rows;
+  const double worker = rows <= 1   ? (half ? 26 : 47)
+                        : rows == 2 ? (half ? 35 : 46)
+                                    : (half ? 19 : 22) + in * out / macs * rows;
+  const double weight_load =
+      std::ceil(in * out * (half ? 2 : 4) / std::max<std::uint32_t>(t.load_bytes_per_cycle / 2, 1));
+  const double pass_cycles = passes * (weight_load + workers * worker);
+  const double zero_rows = half ? 0 : output_groups * rows * out / 2;
   // b's transpose is the transpose codelet's charge for [k, n].
   const bool transpose = tessera::matmul_transposes_b(codelet, p[3]);
   const double transpose_cycles =
       transpose ? double(tessera::codelet_cycles(Codelet::transpose, std::vector<std::uint32_t>{p[1], p[2]}, t)) : 0;
   const double cast_fours = half ? std::ceil(std::ceil(m * k / workers) / 4) : 0;
-  const double dot = double(tessera::matmul_worker_dot_cycles(codelet, p));
-  const double worker_dots = std::ceil(m * n / workers) * (14 + dot);
+  const tessera::WorkerMacShape mac = tessera::worker_mac_shape(codelet, p, t);
+  const double group_outputs = double(mac.input_groups) * double(mac.outputs);
+  const double dots = group_outputs * double(mac.rows_per_worker) * (7 + double(mac.group_dot_cycles));
+  const double input_groups = std::ceil(k / in);
   // Half inputs zero no rows; float inputs cast nothing.
   const double zero_or_cast = half ? cast_fours : zero_rows;
-  const bool on_workers = std::string_view(tessera::codelet_charge(codelet, p, t).path) == "worker-mac";
-  Features features = on_workers
-                          ? Features{0, 0, 0, 0, half ? cast_fours : 0, 0, 1, worker_dots}
-                          : Features{1, passes, pass_worker, output_groups, zero_or_cast, transpose_cycles, 0, 0};
+  const bool on_workers = std::string_view(charge.path) == "worker-mac";
+  Features features =
+      on_workers
+          ? Features{0, 0, 0, 0, 0, half ? cast_fours : 0, 0, 1, double(mac.input_groups), group_outputs, dots}
+          : Features{1, input_groups, passes, pass_cycles, output_groups, zero_or_cast, transpose_cycles, 0, 0, 0, 0};
   // matmul_half's b is stored as its orientation streams it: never transposed, no such feature.
-  if (half) features.erase(features.begin() + 5);
+  if (half) features.erase(features.begin() + 6);
   return features;
 }
 
 constexpr const char* kMatmulFeatureNames =
-    "amp_call,amp_passes,amp_pass_worker_cycles,amp_output_groups,amp_zero_rows,transpose_cycles,worker_call,"
-    "worker_dot_cycles";
+    "amp_call,amp_input_groups,amp_passes,amp_pass_cycles,amp_output_groups,amp_zero_rows,transpose_cycles,"
+    "worker_call,worker_input_groups,worker_group_outputs,worker_dot_cycles";
 constexpr const char* kHalfMatmulFeatureNames =
-    "amp_call,amp_passes,amp_pass_worker_cycles,amp_output_groups,cast_fours,worker_call,worker_dot_cycles";
+    "amp_call,amp_input_groups,amp_passes,amp_pass_cycles,amp_output_groups,cast_fours,worker_call,"
+    "worker_input_groups,worker_group_outputs,worker_dot_cycles";
+
+// A row vector over rows (bias_add's bias, layer_norm's gamma and beta, binary_row): the flat
+// walk or the column-by-column one, whichever the charge takes: binary_row's charge.
+double row_vector_charge(std::uint32_t rows, std::uint32_t cols, tessera::BinaryFunction function, const Target& t) {
+  return double(tessera::codelet_cycles(
+      Codelet::binary_row, std::vector<std::uint32_t>{rows, cols, static_cast<std::uint32_t>(function)}, t));
+}
+
+// A per-row scalar over its row, rows or columns split (softmax, layer_norm): binary_column's charge.
+double row_scalar_charge(std::uint32_t rows, std::uint32_t cols, const Target& t) {
+  return double(tessera::codelet_cycles(
+      Codelet::binary_column,
+      std::vector<std::uint32_t>{rows, cols, static_cast<std::uint32_t>(tessera::BinaryFunction::multiply)}, t));
+}
+
+// Each row folded, whole rows or pieces of rows a worker: reduce_rows' charge for a sum.
+double fold_charge(std::uint32_t rows, std::uint32_t cols, const Target& t) {
+  return double(tessera::codelet_cycles(Codelet::reduce_rows, std::vector<std::uint32_t>{rows, cols, 0}, t));
+}
+
+// A reduction's loops of four floats (one more for an odd float, one for a pair) in rounds over
+// the workers; a ragged last round runs the shorter remainder loop once.
+Features reduce_features(double loops, double parts, bool ragged, const Target& t) {
+  const double workers = std::max<std::uint32_t>(t.worker_threads, 1);
+  double rounds = std::floor(loops / workers), remainder = 0;
+  // The remainder loop (2 a part + 13) is charged at most a whole loop (3 a part + 7).
+  if (std::fmod(loops, workers) != 0) (ragged && parts > 6 ? remainder : rounds) += 1;
+  return {rounds, parts * rounds, remainder, parts * remainder};
+}
+
+double four_float_loops(double count) {
+  const auto whole = static_cast<std::uint64_t>(count);
+  return double(whole / 4 + (whole & 1) + ((whole & 2) != 0 ? 1 : 0));
+}
 
 // Both orientations and both paths, all within ~200 KB of operands.
-// Bias codelets (bias_add, bias_add_half): rows x columns of vectors, then a relu step (its
-// own call and vectors) when fused.
-constexpr const char* kBiasFeatureNames = "call,vectors,relu_call,relu_vectors";
+// Bias codelets (bias_add, bias_add_half): the bias row over the rows (as binary_row's add),
+// the half bias's cast to float first (as a copy of cols), then a relu step (its own call and
+// vectors) when fused.
+constexpr const char* kBiasFeatureNames = "call,bias_cycles,relu_call,relu_vectors";
+constexpr const char* kHalfBiasFeatureNames = "call,bias_cycles,cast_cycles,relu_call,relu_vectors";
 
 Features bias_features(Params p, const Target& t) {
   const double vectors = worker_vectors(double(p[0]) * p[1], t);
-  return {1, vectors, p[2] != 0 ? 1.0 : 0.0, p[2] != 0 ? vectors : 0.0};
+  return {1, row_vector_charge(p[0], p[1], tessera::BinaryFunction::add, t), p[2] != 0 ? 1.0 : 0.0,
+          p[2] != 0 ? vectors : 0.0};
+}
+
+Features half_bias_features(Params p, const Target& t) {
+  Features features = bias_features(p, t);
+  const double cast = double(tessera::codelet_cycles(Codelet::copy, std::vector<std::uint32_t>{p[1]}, t));
+  features.insert(features.begin() + 2, cast);
+  return features;
 }
 
 const std::vector<std::vector<std::uint32_t>> kBiasShapes = {{1, 64, 0},  {2, 4096, 1}, {16, 256, 0},  {4, 1024, 1},
                                                              {8, 512, 1}, {2, 3000, 0}, {16, 1024, 0}, {1, 7, 1},
                                                              {1, 13, 0},  {3, 5000, 1}};
 
-// Row codelets (softmax, layer_norm): steps over whole rows (a worker takes whole rows; a row
-// costs a fixed fold or set-up plus per-vector work) and steps over the elements split evenly
-// (softmax's exp, layer_norm's gamma and beta). Their third param is a float's bits.
-constexpr const char* kRowFeatureNames = "call,row_steps,row_vector_steps,element_vectors";
+// Row codelets: softmax folds twice (max, sum), applies a per-row scalar twice (subtract,
+// multiply), exps every element and takes a reciprocal a row; layer_norm folds twice, finds an
+// inverse standard deviation a pair of rows, applies two per-row scalars and two row vectors.
+constexpr const char* kSoftmaxFeatureNames = "call,fold_cycles,row_scalar_cycles,element_vectors,row_vectors";
+constexpr const char* kLayerNormFeatureNames = "call,fold_cycles,row_scalar_cycles,row_vector_cycles,row_pairs";
 
-Features row_features(Params p, const Target& t) {
-  const double steps = std::ceil(double(p[0]) / std::max<std::uint32_t>(t.worker_threads, 1));
-  return {1, steps, steps * std::ceil(p[1] / 2.0), worker_vectors(double(p[0]) * p[1], t)};
+Features softmax_features(Params p, const Target& t) {
+  return {1, fold_charge(p[0], p[1], t), row_scalar_charge(p[0], p[1], t), worker_vectors(double(p[0]) * p[1], t),
+          worker_vectors(p[0], t)};
+}
+
+Features layer_norm_features(Params p, const Target& t) {
+  return {1, fold_charge(p[0], p[1], t), row_scalar_charge(p[0], p[1], t),
+          row_vector_charge(p[0], p[1], tessera::BinaryFunction::multiply, t) +
+              row_vector_charge(p[0], p[1], tessera::BinaryFunction::add, t),
+          worker_vectors(p[0], t)};
 }
 
 std::vector<std::vector<std::uint32_t>> row_shapes(std::uint32_t float_bits) {
@@ -104,15 +173,32 @@ std::vector<std::vector<std::uint32_t>> row_shapes(std::uint32_t float_bits) {
 }
 
 const std::vector<std::vector<std::uint32_t>> kMatmulShapes = {
-    {1, 16, 16, 0},   {2, 64, 32, 0},    {4, 128, 64, 0},  {8, 256, 16, 1}, {16, 64, 128, 0}, {2, 512, 64, 0},
-    {1, 1024, 32, 0}, {16, 128, 128, 0}, {32, 256, 32, 1}, {4, 32, 512, 1}, {3, 100, 7, 1},   {2, 2048, 8, 1},
-    {64, 64, 64, 0},  {2, 179, 128, 1},  {128, 64, 96, 0}, {1, 8, 1, 0},    {6, 256, 90, 1},  {2, 256, 90, 0}};
-
-// A reduction's loops of four floats, split evenly over the workers: the slowest worker's count.
-double worker_loops(double count, const Target& target) {
-  const double workers = std::max<std::uint32_t>(target.worker_threads, 1);
-  return std::ceil(std::ceil(count / 4) / workers);
-}
+    {1, 16, 16, 0},
+    {2, 64, 32, 0},
+    {4, 128, 64, 0},
+    {8, 256, 16, 1},
+    {16, 64, 128, 0},
+    {2, 512, 64, 0},
+    {1, 1024, 32, 0},
+    {16, 128, 128, 0},
+    {32, 256, 32, 1},
+    {4, 32, 512, 1},
+    {3, 100, 7, 1},
+    {2, 2048, 8, 1},
+    {64, 64, 64, 0},
+    {2, 179, 128, 1},
+    {128, 64, 96, 0},
+    {1, 8, 1, 0},
+    {6, 256, 90, 1},
+    {2, 256, 90, 0},
+    // the worker MAC over one column: odd k in several input-channel groups
+    {3, 77, 1, 0},
+    {2, 4095, 1, 0},
+    {5, 999, 1, 0},
+    {1, 63, 1, 0},
+    {7, 1500, 1, 0},
+    {3, 1002, 2, 1},
+    {2, 998, 3, 1}};
 
 // A conv call runs on the AMP or on the workers, whichever the machine model finds faster: the
 // features of its path, zeros for the other (docs/targets.md, the conv codelet). AMP: a call, the
@@ -164,12 +250,28 @@ const CodeletLine kCodeletLines[] = {
      [](Params p, const Target& t) -> Features { return matmul_features(p, t, Codelet::matmul); }, kMatmulShapes},
     // Reductions walk loops of four floats split over the workers, each loop a load of every part.
     {Codelet::reduce_add,
-     "call,loops,part_loops",
+     "call,rounds,part_rounds,remainder,part_remainder",
      [](Params p, const Target& t) -> Features {
-       const double loops = worker_loops(p[1], t);
-       return {1, loops, p[0] * loops};
+       Features features = reduce_features(four_float_loops(p[1]), p[0], p[1] % 4 != 0, t);
+       features.insert(features.begin(), 1);
+       return features;
      },
-     {{2, 64}, {4, 1000}, {8, 512}, {16, 300}, {3, 4096}, {2, 8000}, {12, 2048}, {23, 1024}, {1, 7}, {5, 9000}}},
+     {{2, 64},
+      {4, 1000},
+      {8, 512},
+      {16, 300},
+      {3, 4096},
+      {2, 8000},
+      {12, 2048},
+      {23, 1024},
+      {1, 7},
+      {5, 9000},
+      {3, 1001},
+      {6, 30},
+      {9, 4099},
+      {17, 262},
+      {23, 1001},
+      {12, 30}}},
     {Codelet::bias_add, kBiasFeatureNames, bias_features, kBiasShapes},
     {Codelet::relu,
      "call,vectors",
@@ -183,20 +285,30 @@ const CodeletLine kCodeletLines[] = {
        return {1, worker_vectors(p[0], t)};
      },
      {{1}, {7}, {64}, {333}, {1000}, {4096}, {12000}, {16000}}},
+    // A copy: the workers' shares in fours, a pair a cycle, an odd value's remainder.
     {Codelet::copy,
-     "call,vectors",
+     "call,pairs,odd",
      [](Params p, const Target& t) -> Features {
-       return {1, worker_vectors(p[0], t)};
+       const double share =
+           std::min<double>(p[0], 4 * std::ceil(std::ceil(p[0] / 4.0) / std::max<std::uint32_t>(t.worker_threads, 1)));
+       return {1, std::floor(share / 2), std::fmod(share, 2)};
      },
      {{1}, {7}, {64}, {333}, {1000}, {4096}, {12000}, {24000}}},
-    // Rows are walked separately (the own partial is strided), so each row rounds up to loops;
-    // then the bias step and the relu step, as bias_add's.
+    // Rows are one run when the own partial's rows are contiguous, else each row rounds up to
+    // loops; the own partial is one more part; then the bias step and the relu step, as bias_add's.
     {Codelet::reduce_bias,
-     "call,loops,part_loops,bias_vectors,relu_call,relu_vectors",
+     "call,rounds,part_rounds,remainder,part_remainder,bias_cycles,relu_call,relu_vectors",
      [](Params p, const Target& t) -> Features {
-       const double loops = worker_loops(double(p[1]) * std::ceil(p[2] / 4.0) * 4, t);
+       const bool one_run = p[3] == p[2] || p[1] == 1;
+       const double loops = one_run ? four_float_loops(double(p[1]) * p[2]) : p[1] * four_float_loops(p[2]);
+       const bool ragged = static_cast<std::uint64_t>(one_run ? double(p[1]) * p[2] : p[2]) % 4 != 0;
+       Features features = reduce_features(loops, p[0] + 1.0, ragged, t);
        const double vectors = worker_vectors(double(p[1]) * p[2], t);
-       return {1, loops, p[0] * loops, vectors, p[4] != 0 ? 1.0 : 0.0, p[4] != 0 ? vectors : 0.0};
+       features.insert(features.begin(), 1);
+       features.push_back(row_vector_charge(p[1], p[2], tessera::BinaryFunction::add, t));
+       features.push_back(p[4] != 0 ? 1.0 : 0.0);
+       features.push_back(p[4] != 0 ? vectors : 0.0);
+       return features;
      },
      {{2, 2, 3, 64, 1},
       {22, 2, 3, 64, 1},
@@ -207,13 +319,16 @@ const CodeletLine kCodeletLines[] = {
       {1, 1, 7, 7, 0},
       {23, 2, 178, 178, 1},
       {5, 16, 200, 200, 0},
-      {10, 3, 50, 64, 1}}},
+      {10, 3, 50, 64, 1},
+      {6, 9, 30, 30, 1},
+      {3, 5, 13, 13, 0},
+      {12, 1, 1001, 1001, 1}}},
     {Codelet::matmul_transposed, kMatmulFeatureNames,
      [](Params p, const Target& t) -> Features { return matmul_features(p, t, Codelet::matmul_transposed); },
      kMatmulShapes},
     {Codelet::matmul_half, kHalfMatmulFeatureNames,
      [](Params p, const Target& t) -> Features { return matmul_features(p, t, Codelet::matmul_half); }, kMatmulShapes},
-    {Codelet::bias_add_half, kBiasFeatureNames, bias_features, kBiasShapes},
+    {Codelet::bias_add_half, kHalfBiasFeatureNames, half_bias_features, kBiasShapes},
     // A transpose walks 2x2 grains, the rows split over the workers: a fixed cost by case (one
     // grain, one column of grains, wider), then per row of grains, and per grain when wider.
     {Codelet::transpose,
@@ -237,15 +352,22 @@ const CodeletLine kCodeletLines[] = {
       {256, 64},
       {90, 6},
       {1024, 16}}},
-    {Codelet::softmax, kRowFeatureNames, row_features, row_shapes(0x3e000000)},     // scale 0.125
-    {Codelet::layer_norm, kRowFeatureNames, row_features, row_shapes(0x3727c5ac)},  // eps 1e-5
-    // Functions (unary, binary, binary_row): the slowest worker's vectors times the function's
-    // cycles a vector (tessera::function_cycles_per_vector). Unary's third param is the
+    {Codelet::softmax, kSoftmaxFeatureNames, softmax_features, row_shapes(0x3e000000)},          // scale 0.125
+    {Codelet::layer_norm, kLayerNormFeatureNames, layer_norm_features, row_shapes(0x3727c5ac)},  // eps 1e-5
+    // Functions (unary, binary): the slowest worker's vectors times the function's cycles a
+    // vector (tessera::function_cycles_per_vector); erf and a general power loop an element at a
+    // time, and a general power is a binary vertex (its own call). Unary's third param is the
     // exponent's bits (2.0 squares, 1.5 takes the general power).
     {Codelet::unary,
-     "call,function_cycles",
+     "call,power_call,function_cycles",
      [](Params p, const Target& t) -> Features {
-       return {1, worker_vectors(p[0], t) * double(tessera::function_cycles_per_vector(Codelet::unary, p))};
+       const double per_vector = double(tessera::function_cycles_per_vector(Codelet::unary, p));
+       const bool power = p[1] == static_cast<std::uint32_t>(tessera::UnaryFunction::pow) && per_vector > 2;
+       const bool per_element = power || p[1] == static_cast<std::uint32_t>(tessera::UnaryFunction::erf);
+       const double workers = std::max<std::uint32_t>(t.worker_threads, 1);
+       const double cycles =
+           per_element ? std::ceil(p[0] / workers) * per_vector / 2 : worker_vectors(p[0], t) * per_vector;
+       return {1, power ? 1.0 : 0.0, cycles};
      },
      {{1, 0, 0},
       {64, 0, 0},
@@ -263,11 +385,11 @@ const CodeletLine kCodeletLines[] = {
        return {1, worker_vectors(p[0], t) * double(tessera::function_cycles_per_vector(Codelet::binary, p))};
      },
      {{1, 0}, {7, 1}, {64, 2}, {333, 0}, {1000, 1}, {4096, 2}, {12000, 0}, {16000, 1}, {9000, 2}}},
+    // A row vector: the flat walk or the column-by-column one, whichever the machine model takes.
     {Codelet::binary_row,
-     "call,function_cycles",
+     "call,row_vector_cycles",
      [](Params p, const Target& t) -> Features {
-       return {1, worker_vectors(double(p[0]) * p[1], t) *
-                      double(tessera::function_cycles_per_vector(Codelet::binary_row, p))};
+       return {1, row_vector_charge(p[0], p[1], static_cast<tessera::BinaryFunction>(p[2]), t)};
      },
      {{1, 64, 0},
       {2, 4096, 1},
@@ -279,11 +401,12 @@ const CodeletLine kCodeletLines[] = {
       {1, 7, 0},
       {1, 13, 2},
       {3, 5000, 1}}},
+    // Each row folded (whole rows a worker, or pieces of rows and a second fold: the fold's
+    // charge), then for a mean a multiply by 1 / cols over the rows.
     {Codelet::reduce_rows,
-     "call,row_steps,row_vector_steps,mean_steps",
+     "call,fold_cycles,mean_call,mean_vectors",
      [](Params p, const Target& t) -> Features {
-       const double steps = std::ceil(double(p[0]) / std::max<std::uint32_t>(t.worker_threads, 1));
-       return {1, steps, steps * std::ceil(p[1] / 2.0), p[2] != 0 ? steps : 0.0};
+       return {1, fold_charge(p[0], p[1], t), p[2] != 0 ? 1.0 : 0.0, p[2] != 0 ? worker_vectors(p[0], t) : 0.0};
      },
      {{1, 16, 0},
       {64, 64, 1},
@@ -295,13 +418,22 @@ const CodeletLine kCodeletLines[] = {
       {40, 300, 1},
       {300, 12, 0},
       {90, 90, 1}}},
-    // A row step: per row a scalar's set-up, per vector the function's cycles.
+    // A per-row scalar: the rows or the columns split over the workers, whichever is faster;
+    // per row a scalar's set-up (more when the row's floats are not 64-bit aligned), per vector
+    // the function's cycles.
     {Codelet::binary_column,
-     "call,row_steps,row_function_cycles",
+     "call,rows,misaligned_rows,function_cycles",
      [](Params p, const Target& t) -> Features {
-       const double steps = std::ceil(double(p[0]) / std::max<std::uint32_t>(t.worker_threads, 1));
-       return {1, steps,
-               steps * std::ceil(p[1] / 2.0) * double(tessera::function_cycles_per_vector(Codelet::binary_column, p))};
+       const double workers = std::max<std::uint32_t>(t.worker_threads, 1), rows = p[0], cols = p[1];
+       const double per_vector = double(tessera::function_cycles_per_vector(Codelet::binary_column, p));
+       const double per_row = cols == std::floor(cols / 2) * 2 ? 7 : 25;
+       const double by_rows_rows = std::ceil(rows / workers),
+                    by_rows_cycles = by_rows_rows * std::ceil(cols / 2) * per_vector;
+       const double by_cols_rows = rows, by_cols_cycles = rows * std::ceil(std::ceil(cols / workers) / 2) * per_vector;
+       const bool by_rows = by_rows_rows * per_row + by_rows_cycles <= by_cols_rows * per_row + by_cols_cycles;
+       const double worker_rows = by_rows ? by_rows_rows : by_cols_rows;
+       return {1, per_row == 7 ? worker_rows : 0.0, per_row == 7 ? 0.0 : worker_rows,
+               by_rows ? by_rows_cycles : by_cols_cycles};
      },
      {{1, 16, 0},
       {64, 64, 1},

@@ -146,7 +146,7 @@ TEST_CASE("cycles from the codelet formulas equal the simulator's profile", "[re
   CHECK(from_profile.from_profile);
   CHECK_FALSE(from_package.from_profile);
   CHECK(from_profile.per_superstep == from_package.per_superstep);
-  CHECK(from_profile.per_superstep[0] == std::vector<std::uint64_t>{486, 486, 0, 0});
+  CHECK(from_profile.per_superstep[0] == std::vector<std::uint64_t>{449, 449, 0, 0});
   REQUIRE(from_profile.simulated_total_cycles);
   CHECK(*from_profile.simulated_total_cycles == result.cycles.total());
   CHECK_THAT(from_profile.source, Contains(run.profile_path));

@@ -53,22 +53,26 @@ TEST_CASE("codelet cycle formulas charge the documented machine model", "[codele
   const Target target = testing::four_tile_target();  // 6 workers, the GC200's AMP defaults
   using V = std::vector<std::uint32_t>;
   constexpr std::uint32_t as_is = 0, swapped = 1;
-  // matmul on the AMP: 63 + output_groups * (30 + zeroing) + passes * (25 + weight load + 6 * worker),
-  // worker = max(46, 22 + 8 * ceil(field / 6)), weight load = 8 * 16 * 4 bytes / 16 = 32.
-  // 128^3: 16 x 8 passes, 22 rows a worker: poplibs' estimate for the same vertex is 168,203.
+  // matmul on the AMP: 74 + 15 a further input group + output_groups * 6 * (2 + zeroing a row
+  // * rows) + passes * (25 + weight load + 6 * worker), worker = 22 + 8 * rows (47 one row, 46
+  // two), weight load at 64-bit loads = 8 * 16 * 4 bytes / 8 = 64; all 16 units (zeroing 8 a
+  // row) or 8 of them (half the output channels and weight load, zeroing 4), the faster.
+  // 128^3: 16 x 8 passes, 22 rows a worker.
   CHECK(codelet_cycles(Codelet::matmul, V{128, 128, 128, as_is}, target) ==
-        63 + 8 * (30 + 6 * (2 + 8 * 22)) + 16 * 8 * (25 + 32 + 6 * (22 + 8 * 22)));
-  // 2 x 179 x 128: 23 x 8 passes of one row each, every worker at its pipeline fill.
-  const std::uint64_t thin_as_is = 63 + 8 * (30 + 6 * (2 + 8 * 1)) + 23 * 8 * (25 + 32 + 6 * 46);
+        74 + 15 * 15 + 8 * 6 * (2 + 8 * 22) + 16 * 8 * (25 + 64 + 6 * (22 + 8 * 22)));
+  // 2 x 179 x 128: 23 x 8 passes of one row each.
+  const std::uint64_t thin_as_is = 74 + 22 * 15 + 8 * 6 * (2 + 8 * 1) + 23 * 8 * (25 + 64 + 6 * 47);
   CHECK(codelet_charge(Codelet::matmul, V{2, 179, 128, as_is}, target).cycles == thin_as_is);
   CHECK(codelet_charge(Codelet::matmul, V{2, 179, 128, as_is}, target).amp_passes == 23 * 8);
   // Swapped: b [k, n] transposed by the workers first (2x2 grains, the rows split over the
   // workers: 11 + 6 * (47 + row grains * (6 + 3 * column grains))), then its 128 columns stream
-  // against a's 2 rows, leaving c^T; the product adds a transpose call of c^T [128, 2] into c
-  // (one column grain: 11 + 6 * (56 + 3 * row grains)), as poplibs rearranges a swapped output.
+  // against a's 2 rows on 8 units (2 outputs fill one group of either), leaving c^T; the product
+  // adds a transpose call of c^T [128, 2] into c (one column grain: 11 + 6 * (56 + 3 * row
+  // grains)), as poplibs rearranges a swapped output.
   const std::uint64_t transpose = 11 + 6 * (47 + 15 * (6 + 3 * 64));
-  const std::uint64_t thin_swapped = transpose + 63 + 1 * (30 + 6 * (2 + 8 * 22)) + 23 * (25 + 32 + 6 * (22 + 8 * 22));
+  const std::uint64_t thin_swapped = transpose + 74 + 22 * 15 + 6 * (2 + 4 * 22) + 23 * (25 + 32 + 6 * (22 + 8 * 22));
   CHECK(codelet_cycles(Codelet::matmul, V{2, 179, 128, swapped}, target) == thin_swapped);
+  CHECK(codelet_charge(Codelet::matmul, V{2, 179, 128, swapped}, target).amp_passes == 23);
   const std::uint64_t output_transpose = 11 + 6 * (56 + 3 * 11);
   CHECK(codelet_cycles(Codelet::transpose, V{128, 2}, target) == output_transpose);
   CHECK(matmul_product_cycles(Codelet::matmul, V{2, 179, 128, swapped}, target) == thin_swapped + output_transpose);
@@ -76,27 +80,40 @@ TEST_CASE("codelet cycle formulas charge the documented machine model", "[codele
   CHECK(thin_swapped + output_transpose < thin_as_is);
   CHECK(faster_matmul_orientation(Codelet::matmul, 2, 179, 128, target) == MatmulOrientation::swapped);
   CHECK(faster_matmul_orientation(Codelet::matmul, 128, 128, 128, target) == MatmulOrientation::as_is);
-  // Tiny products run on the workers: 51 a worker's run, a dot of k = 8 at a cycle per two floats plus 14.
-  const CodeletCharge tiny = codelet_charge(Codelet::matmul, V{1, 8, 1, as_is}, target);
-  CHECK(tiny.cycles == 58 + 6 * (51 + 1 * (14 + 4)));
-  CHECK(std::string(tiny.path) == "worker-mac");
-  // matmul_half on the workers: a cast of a (11 + 6 * (42 + 2 per four floats)), then four
-  // halves a cycle of b [n, k] (swapped): 63 + 6 * (51 + outputs a worker * (14 + k / 4)).
+  // The worker MAC (b [n, k]): 58 + 6 * 9 + 23 a call, then per input group 15 + per output
+  // column (10 + 6 * (51 + rows a worker * (7 + dot))), a dot of an even group 7 + one a pair.
+  const CodeletCharge thin = codelet_charge(Codelet::matmul_transposed, V{2, 64, 2, as_is}, target);
+  CHECK(thin.cycles == 135 + 15 + 2 * (10 + 6 * (51 + 1 * (7 + 7 + 32))));
+  CHECK(std::string(thin.path) == "worker-mac");
+  // An odd k is cut into two even groups (64, zero-padded) rather than loaded a value at a time.
+  CHECK(codelet_cycles(Codelet::matmul_transposed, V{2, 63, 2, as_is}, target) ==
+        135 + 2 * (15 + 2 * (10 + 6 * (51 + 1 * (7 + 7 + 16)))));
+  const WorkerMacShape odd = worker_mac_shape(Codelet::matmul_transposed, V{2, 63, 2, as_is}, target);
+  CHECK(odd.input_groups == 2);
+  CHECK(odd.group_dot_cycles == 7 + 16);
+  // The field (a's rows as_is, b's columns swapped) splits over the workers, not the outputs.
+  CHECK(worker_mac_shape(Codelet::matmul_transposed, V{2, 64, 3, as_is}, target).rows_per_worker == 1);
+  CHECK(worker_mac_shape(Codelet::matmul_transposed, V{2, 64, 3, as_is}, target).outputs == 3);
+  CHECK(worker_mac_shape(Codelet::matmul_transposed, V{2, 64, 30, swapped}, target).rows_per_worker == 5);
+  // matmul_half on the workers: a cast of a (Cast1D: 19 + 6 * (42 + 2 a four of the worker's
+  // share + 2 for the remainder tests)), then four halves a cycle of b [n, k] (swapped): 63 + 6
+  // * 9 + 23, then 15 + 1 output * (10 + 6 * (51 + 2 rows * (7 + 7 + 16))).
   const CodeletCharge thin_half = codelet_charge(Codelet::matmul_half, V{1, 64, 8, swapped}, target);
-  CHECK(thin_half.cycles == 11 + 6 * (42 + 3 * 2) + 63 + 6 * (51 + 2 * (14 + 16)));
+  CHECK(thin_half.cycles == 19 + 6 * (42 + 2 * 3 + 2) + 140 + 15 + 1 * (10 + 6 * (51 + 2 * (7 + 7 + 16))));
   CHECK(std::string(thin_half.path) == "worker-mac");
-  // b [k, n] (as_is) has no contiguous pair of a column's values: a narrow load each, 2 k + 1.
-  CHECK(matmul_worker_dot_cycles(Codelet::matmul_half, V{1, 64, 8, as_is}) == 129);
-  CHECK(matmul_worker_dot_cycles(Codelet::matmul, V{1, 64, 1, as_is}) == 32);  // one column is contiguous
+  // b [k, n] (as_is, n > 1) has no contiguous pair of a column's values: a value every two cycles.
+  CHECK(worker_mac_shape(Codelet::matmul_half, V{1, 64, 8, as_is}, target).group_dot_cycles == 8 + 2 * 64);
+  CHECK(worker_mac_shape(Codelet::matmul, V{1, 64, 1, as_is}, target).group_dot_cycles == 7 + 32);
   CHECK(codelet_charge(Codelet::matmul_half, V{1, 64, 8, as_is}, target).cycles > thin_half.cycles);
   // matmul_transposed (b [n, k]) needs the transpose as_is, not swapped; here the workers win both.
-  CHECK(codelet_cycles(Codelet::matmul_transposed, V{2, 4096, 3, as_is}, target) == 58 + 6 * (51 + 1 * (14 + 2048)));
+  CHECK(codelet_cycles(Codelet::matmul_transposed, V{2, 4096, 3, as_is}, target) ==
+        135 + 15 + 3 * (10 + 6 * (51 + 1 * (7 + 7 + 2048))));
   CHECK(codelet_cycles(Codelet::matmul_transposed, V{2, 64, 256, swapped}, target) <
         codelet_cycles(Codelet::matmul_transposed, V{2, 64, 256, as_is}, target));
-  // matmul_half: a cast to half (11 + 6 * (42 + 2 per four floats)), then 16 x 8 passes of
-  // weight load 16 * 8 * 2 / 16 = 16, worker max(25, 18 + 4 * rows), pass overhead 43.
+  // matmul_half: a cast to half, then 8 x 16 passes of weight load 16 * 8 * 2 / 8 = 32, worker
+  // 19 + 4 * rows, and 6 * (7 + 3 a further input group) of state the workers rebuild.
   CHECK(codelet_cycles(Codelet::matmul_half, V{128, 128, 128, as_is}, target) ==
-        11 + 6 * (42 + 2 * 683) + 63 + 16 * (30 + 6 * 2) + 8 * 16 * (43 + 16 + 6 * (18 + 4 * 22)));
+        19 + 6 * (42 + 2 * 683 + 2) + 74 + 7 * 15 + 6 * (7 + 3 * 7) + 8 * 16 * (25 + 32 + 6 * (19 + 4 * 22)));
   // Constant weights stored as the orientation streams them pay no transpose: swapped reads
   // b [n, k] (matmul_transposed; matmul_half's b follows its orientation).
   CHECK(constant_weight_matmul(false, MatmulOrientation::as_is) == Codelet::matmul);
@@ -108,48 +125,60 @@ TEST_CASE("codelet cycle formulas charge the documented machine model", "[codele
   CHECK(matmul_b_is_n_by_k(Codelet::matmul_half, swapped));
   CHECK_FALSE(matmul_b_is_n_by_k(Codelet::matmul_half, as_is));
   CHECK(codelet_cycles(Codelet::matmul_transposed, V{2, 179, 128, swapped}, target) == thin_swapped - transpose);
-  // Elementwise: 11 + 6 * (worker fixed + vectors of the busiest worker * cycles per vector).
-  CHECK(codelet_cycles(Codelet::copy, V{1200}, target) == 11 + 6 * (17 + 100 * 1));
-  CHECK(codelet_cycles(Codelet::relu, V{13}, target) == 11 + 6 * (26 + 2 * 1));
+  // Elementwise: supervisor + 6 * (worker fixed + loops of the busiest worker * cycles a loop).
+  // copy is Cast1D float to float: 19 + 6 * (42 + a pair a cycle of a share in fours + 1).
+  CHECK(codelet_cycles(Codelet::copy, V{1200}, target) == 19 + 6 * (42 + 100 + 1));
+  // relu is UnaryOp1DInPlace: 20 + 6 * (55 + 2 a pair).
+  CHECK(codelet_cycles(Codelet::relu, V{13}, target) == 20 + 6 * (55 + 2 * 2));
   CHECK(codelet_cycles(Codelet::add, V{1200}, target) == 11 + 6 * (29 + 100 * 3));
-  CHECK(codelet_cycles(Codelet::bias_add, V{2, 600, 0}, target) == 11 + 6 * (29 + 100 * 3));
-  // A fused codelet is charged as its steps one after another: the bias, then a relu.
-  const std::uint64_t relu_1200 = 11 + 6 * (26 + 100 * 1);
-  CHECK(codelet_cycles(Codelet::bias_add, V{2, 600, 1}, target) == 11 + 6 * (29 + 100 * 3) + relu_1200);
-  CHECK(codelet_cycles(Codelet::bias_add_half, V{2, 600, 1}, target) == 11 + 6 * (29 + 100 * 4) + relu_1200);
+  // bias_add is BinaryOp1DInPlace (58 fixed) over the rows as one tensor, here faster than
+  // BroadcastVectorInner's column-by-column walk.
+  CHECK(codelet_cycles(Codelet::bias_add, V{2, 600, 0}, target) == 11 + 6 * (58 + 100 * 3));
+  // A fused codelet is charged as its steps one after another: the bias, then a relu; a half
+  // bias is cast to float first (as a copy of its 600 values).
+  const std::uint64_t relu_1200 = 20 + 6 * (55 + 100 * 2);
+  CHECK(codelet_cycles(Codelet::bias_add, V{2, 600, 1}, target) == 11 + 6 * (58 + 100 * 3) + relu_1200);
+  CHECK(codelet_cycles(Codelet::bias_add_half, V{2, 600, 1}, target) ==
+        11 + 6 * (58 + 100 * 3) + 19 + 6 * (42 + 50 + 1) + relu_1200);
   // Reductions: loops of four floats, 3 cycles a part + 7, split over the workers, 32 fixed.
-  CHECK(codelet_cycles(Codelet::reduce_add, V{4, 1200}, target) == 11 + 6 * (32 + 50 * (3 * 4 + 7)));
-  // reduce_bias: the own partial is one more part (rows walked separately), then the bias.
+  CHECK(codelet_cycles(Codelet::reduce_add, V{4, 1200}, target) == 6 * (32 + 50 * (3 * 4 + 7)));
+  // A count not a multiple of four adds a loop for its pair; the ragged last round is the
+  // remainder loop, 2 a part + 13, never more than a whole loop.
+  CHECK(codelet_cycles(Codelet::reduce_add, V{9, 1202}, target) == 6 * (32 + (2 * 9 + 13) + 50 * (3 * 9 + 7)));
+  CHECK(codelet_cycles(Codelet::reduce_add, V{4, 1202}, target) == 6 * (32 + (3 * 4 + 7) + 50 * (3 * 4 + 7)));
+  // reduce_bias: the own partial is one more part (its contiguous rows one run), then the bias.
   CHECK(codelet_cycles(Codelet::reduce_bias, V{3, 2, 600, 600, 0}, target) ==
-        11 + 6 * (32 + 50 * (3 * 4 + 7)) + 11 + 6 * (29 + 100 * 3));
+        6 * (32 + 50 * (3 * 4 + 7)) + 11 + 6 * (58 + 100 * 3));
   CHECK(codelet_operand_words(Codelet::reduce_bias, V{3, 2, 5, 9, 0}, 0) == 30);
   CHECK(codelet_operand_words(Codelet::reduce_bias, V{3, 2, 5, 9, 0}, 1) == 14);
   CHECK(codelet_operand_words(Codelet::reduce_bias, V{3, 2, 5, 9, 0}, 2) == 5);
   CHECK(codelet_operand_words(Codelet::reduce_bias, V{3, 2, 5, 9, 0}, 3) == 10);
-  // Row steps: 11 + 6 * (worker fixed + rows of the busiest worker * (per row + vectors * per
-  // vector)); a fold (a row's max or sum) 17 fixed and 12 a row, a per-row scalar 20 and 28.
-  // softmax: max and sum (1 a vector), scale-subtract (3), exp over the elements split evenly
-  // (26 fixed, 6 a vector), divide (10).
-  const std::uint64_t fold_7x10 = 11 + 6 * (17 + 2 * (12 + 5 * 1));
-  CHECK(codelet_cycles(Codelet::softmax, V{7, 10, 0}, target) == 2 * fold_7x10 + (11 + 6 * (20 + 2 * (28 + 5 * 3))) +
-                                                                     (11 + 6 * (26 + 6 * 6)) +
-                                                                     (11 + 6 * (20 + 2 * (28 + 5 * 10))));
-  // layer_norm: the mean (a fold, 1 a vector), the squared deviation (a fold, 2), subtract the
-  // mean (a scalar, 3), multiply by the inverse deviation (a scalar and 10 a row, 3), then gamma
-  // and beta as biases.
+  // Folds: 6 * (17 + rows a worker * (12 + a pair a cycle)); a per-row scalar 11 + 6 * (15 +
+  // rows a worker * (7 + 2 a pair)), the rows or each row's columns split, the faster.
+  // softmax: max and sum, subtract and multiply by the reciprocal of the sum, exp in place over
+  // the elements (20 + 6 * (55 + 6 a pair)), the reciprocal of the 7 sums (6 a pair).
+  const std::uint64_t fold_7x10 = 6 * (17 + 2 * (12 + 5));
+  const std::uint64_t scalar_7x10 = 11 + 6 * (15 + 2 * (7 + 5 * 2));
+  CHECK(codelet_cycles(Codelet::softmax, V{7, 10, 0}, target) ==
+        2 * fold_7x10 + 2 * scalar_7x10 + (20 + 6 * (55 + 6 * 6)) + (20 + 6 * (55 + 6 * 1)));
+  // Fewer rows than workers: each row in pieces (here 3 of 1000 floats), then a fold of the pieces.
+  CHECK(codelet_cycles(Codelet::reduce_rows, V{2, 3000, 0}, target) == 6 * (17 + 12 + 500) + 6 * (17 + 2 + 12 + 1));
+  // ... and a per-row scalar splits each row's columns: 11 + 6 * (15 + 2 rows * (7 + 250 pairs * 2)).
+  CHECK(codelet_cycles(Codelet::binary_column, V{2, 3000, 1}, target) == 11 + 6 * (15 + 2 * (7 + 250 * 2)));
+  // layer_norm: sums of values and squares (folds), the inverse deviation (6 * (10 + 5 a pair of
+  // rows a worker)), subtract and multiply per row, then gamma and beta as row vectors.
   CHECK(codelet_cycles(Codelet::layer_norm, V{6, 10, 0}, target) ==
-        (11 + 6 * (17 + 12 + 5)) + (11 + 6 * (17 + 12 + 10)) + (11 + 6 * (20 + 28 + 15)) + (11 + 6 * (20 + 38 + 15)) +
-            2 * (11 + 6 * (29 + 5 * 3)));
+        2 * 6 * (17 + 12 + 5) + 6 * (10 + 5) + 2 * (11 + 6 * (15 + 7 + 10)) + 2 * (11 + 6 * (58 + 5 * 3)));
   // Fewer workers: a longer share each.
   Target three_workers = target;
   three_workers.worker_threads = 3;
-  CHECK(codelet_cycles(Codelet::copy, V{1200}, three_workers) == 11 + 3 * (17 + 200));
+  CHECK(codelet_cycles(Codelet::copy, V{1200}, three_workers) == 19 + 3 * (42 + 200 + 1));
   // A faster load path shortens the weight load only.
   Target wide = target;
   wide.load_bytes_per_cycle = 32;
   CHECK(codelet_cycles(Codelet::matmul, V{128, 128, 128, as_is}, target) -
             codelet_cycles(Codelet::matmul, V{128, 128, 128, as_is}, wide) ==
-        16 * 8 * 16);
+        16 * 8 * 32);
 }
 
 TEST_CASE("no codelet call is charged below its MACs at peak or its input bytes at the load bandwidth", "[codelets]") {
@@ -290,41 +319,51 @@ TEST_CASE("no codelet call is charged below its MACs at peak or its input bytes 
   CHECK(checked == 600 * kCodeletCount);
 }
 
-TEST_CASE("elementwise function codelets charge poplibs' float inner loops per vector of two", "[codelets]") {
+TEST_CASE("elementwise function codelets charge poplibs' float inner loops", "[codelets]") {
   const Target target = testing::four_tile_target();
   const std::uint64_t workers = target.worker_threads;
-  // count elements over the workers, in vectors of two: supervisor 11 + workers x (fixed + vectors x per vector).
-  auto expected = [&](std::uint64_t count, std::uint64_t fixed, std::uint64_t per_vector) {
-    return 11 + workers * (fixed + ((count + workers - 1) / workers + 1) / 2 * per_vector);
+  // count elements over the workers, in loops of `per_loop` values: supervisor + workers x (fixed
+  // + loops x cycles a loop). UnaryOp1D: supervisor 20, 17 fixed; BinaryOp1D: 11, 29.
+  auto expected = [&](std::uint64_t count, std::uint64_t supervisor, std::uint64_t fixed, std::uint64_t per_loop,
+                      std::uint64_t values = 2) {
+    return supervisor + workers * (fixed + ((count + workers - 1) / workers + values - 1) / values * per_loop);
   };
   using V = std::vector<std::uint32_t>;
   const auto sigmoid = static_cast<std::uint32_t>(UnaryFunction::sigmoid),
              erf = static_cast<std::uint32_t>(UnaryFunction::erf);
   const auto power = static_cast<std::uint32_t>(UnaryFunction::pow);
-  CHECK(codelet_cycles(Codelet::unary, V{1200, sigmoid, 0}, target) == expected(1200, 26, 12));
-  CHECK(codelet_cycles(Codelet::unary, V{1200, erf, 0}, target) == expected(1200, 26, 36));
-  CHECK(codelet_cycles(Codelet::unary, V{1200, power, float_param(2.0f)}, target) == expected(1200, 26, 2));
-  CHECK(codelet_cycles(Codelet::unary, V{1200, power, float_param(3.0f)}, target) == expected(1200, 26, 624));
+  CHECK(codelet_cycles(Codelet::unary, V{1200, sigmoid, 0}, target) == expected(1200, 20, 17, 12));
+  // erf loops an element at a time, 18 each; a power other than 2 is BinaryOp1D POWER, 312 an element.
+  CHECK(codelet_cycles(Codelet::unary, V{1200, erf, 0}, target) == expected(1200, 20, 17, 18, 1));
+  CHECK(codelet_cycles(Codelet::unary, V{1201, erf, 0}, target) == expected(1201, 20, 17, 18, 1));
+  CHECK(codelet_cycles(Codelet::unary, V{1200, power, float_param(2.0f)}, target) == expected(1200, 20, 17, 2));
+  CHECK(codelet_cycles(Codelet::unary, V{1200, power, float_param(3.0f)}, target) == expected(1200, 11, 29, 312, 1));
   const auto multiply = static_cast<std::uint32_t>(BinaryFunction::multiply),
              divide = static_cast<std::uint32_t>(BinaryFunction::divide);
   CHECK(codelet_cycles(Codelet::binary, V{1000, multiply}, target) == codelet_cycles(Codelet::add, V{1000}, target));
-  CHECK(codelet_cycles(Codelet::binary, V{1000, divide}, target) == expected(1000, 29, 10));
-  CHECK(codelet_cycles(Codelet::binary_row, V{10, 100, multiply}, target) ==
-        codelet_cycles(Codelet::bias_add, V{10, 100, 0}, target));
-  CHECK(codelet_cycles(Codelet::binary_row, V{10, 100, divide}, target) == expected(1000, 29, 6));
-  // A row reduction: whole rows per worker, 17 fixed, a fold of 12 and one cycle a vector; a mean one more a row.
+  CHECK(codelet_cycles(Codelet::binary, V{1000, divide}, target) == expected(1000, 11, 29, 10));
+  // A row vector: the rows as one tensor in place (BinaryOp1DInPlace, 58 fixed), or column by
+  // column (BroadcastVectorInner), the faster: tiny rows take the columns, 13 + 6 * (26 + 3
+  // columns * (8 + 2 a row)); a divide over 2 rows a worker 13 + 6 * (29 + 50 pairs * (11 + 6)).
+  CHECK(codelet_cycles(Codelet::binary_row, V{1, 3, static_cast<std::uint32_t>(BinaryFunction::add)}, target) ==
+        13 + 6 * (26 + 3 * (8 + 2 * 1)));
+  CHECK(codelet_cycles(Codelet::binary_row, V{10, 100, multiply}, target) == expected(1000, 11, 58, 3));
+  CHECK(codelet_cycles(Codelet::binary_row, V{10, 100, divide}, target) == 13 + 6 * (29 + 50 * (11 + 6)));
+  // A row reduction: whole rows per worker, 17 fixed, 12 a row and one cycle a pair (no supervisor:
+  // worker vertices); a mean multiplies the sums by 1 / cols (11 + 6 * (20 + 2 a pair)).
   const std::uint64_t rows_each = (12 + workers - 1) / workers;
-  CHECK(codelet_cycles(Codelet::reduce_rows, V{12, 64, 0}, target) == 11 + workers * (17 + rows_each * (12 + 32)));
-  CHECK(codelet_cycles(Codelet::reduce_rows, V{12, 64, 1}, target) == 11 + workers * (17 + rows_each * (13 + 32)));
+  CHECK(codelet_cycles(Codelet::reduce_rows, V{12, 64, 0}, target) == workers * (17 + rows_each * (12 + 32)));
+  CHECK(codelet_cycles(Codelet::reduce_rows, V{12, 64, 1}, target) ==
+        workers * (17 + rows_each * (12 + 32)) + 11 + workers * (20 + 2 * 1));
   CHECK(codelet_operand_words(Codelet::reduce_rows, V{12, 64, 1}, 1) == 12);
   CHECK(codelet_operand_words(Codelet::binary_row, V{12, 64, 1}, 1) == 64);
-  // A column broadcast: each row's scalar applied to the row (a row step: 20 fixed, 28 a row,
-  // 3 a vector, divide 10), the column one value a row.
+  // A column broadcast: each row's scalar applied to the row (BroadcastVectorOuter: 15 fixed, 7
+  // a row, 2 a pair, divide 7 a value), the column one value a row.
   const auto add = static_cast<std::uint32_t>(BinaryFunction::add);
   CHECK(codelet_cycles(Codelet::binary_column, V{12, 64, add}, target) ==
-        11 + workers * (20 + rows_each * (28 + 32 * 3)));
+        11 + workers * (15 + rows_each * (7 + 32 * 2)));
   CHECK(codelet_cycles(Codelet::binary_column, V{12, 64, divide}, target) ==
-        11 + workers * (20 + rows_each * (28 + 32 * 10)));
+        11 + workers * (15 + rows_each * (7 + 32 * 14)));
   CHECK(codelet_operand_words(Codelet::binary_column, V{12, 64, 1}, 1) == 12);
 }
 

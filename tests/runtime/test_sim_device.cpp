@@ -116,8 +116,8 @@ TEST_CASE("sim device charges the codelet formulas, barriers and exchange horizo
   CHECK(profile.cycles.compute == matmul + reduce_bias);
   CHECK(profile.cycles.sync == 2 * t.sync_cycles);
   CHECK(profile.cycles.exchange == horizon0 + horizon1 + 2 * t.exchange_phase_overhead);
-  // The same sum with the numbers of this target written out: 486 + 90 + 114 + 657 + 90 + 115.
-  CHECK(profile.cycles.total() == 1552);
+  // The same sum with the numbers of this target written out: 449 + 90 + 114 + 1009 + 90 + 115.
+  CHECK(profile.cycles.total() == 1867);
   CHECK(profile.samples() == 8);
 
   // Word accounting: 8 + 8 sent by tile 0 and 1 in total with 2 unreceived; multicast words

@@ -10,8 +10,8 @@ struct Target;
 
 /// Version of the codelet set (semantics and cycle formulas); written into packages.
 // 5: unary, binary, binary_row, reduce_rows; 6: binary_column and add as a binary function,
-// fused codelets charged as their steps, matmul_half's half worker MAC.
-// 8: conv, pool (window ops over feature maps) and clip.
+// fused codelets charged as their steps, matmul_half's half worker MAC; 8: charges follow
+// poplibs' vertices (docs/targets.md); conv, pool (window ops over feature maps) and clip.
 inline constexpr std::uint32_t kCodeletSetVersion = 8;
 
 /// Operands are word offsets into buffers (program) or byte addresses (tile image);
@@ -138,12 +138,16 @@ enum class MatmulOrientation : std::uint32_t {
 };
 inline constexpr std::uint32_t kMatmulOrientations = 2;
 bool is_matmul(Codelet);
-/// Worker cycles of one dot product of length k on the worker-MAC path: a 64-bit load of each
-/// operand a cycle (two floats, or four halves for matmul_half), narrower loads at two cycles.
-std::uint64_t worker_dot_cycles(std::uint64_t k, bool half);
-/// A matmul call's dot product on the worker-MAC path: worker_dot_cycles when b's k values are
-/// contiguous (b [n, k], or one column), else one narrow load a value: 2 k + 1.
-std::uint64_t matmul_worker_dot_cycles(Codelet, std::span<const std::uint32_t> params);
+/// A matmul call on the worker-MAC path (poplibs' horizontal MAC): the busiest worker's field
+/// rows, the output columns each row loops over, and k cut into `input_groups` groups of equal
+/// size (the last zero-padded), each output's dot product over a group taking
+/// `group_dot_cycles` worker cycles (a 64-bit load of two floats or four halves a cycle where the
+/// group divides into them; b's values one at a time when its k values are not contiguous: b
+/// [k, n] with n > 1). The group size is the fastest for the call.
+struct WorkerMacShape {
+  std::uint64_t rows_per_worker = 0, outputs = 0, input_groups = 0, group_dot_cycles = 0;
+};
+WorkerMacShape worker_mac_shape(Codelet, std::span<const std::uint32_t> params, const Target&);
 
 /// The simulator's exact charge for one call, how it was reached, and the two floors no
 /// charge may go below: the call's MACs at the target's peak rate and the bytes of its input
