@@ -229,7 +229,8 @@ int open_owned(const std::string& path, std::string_view role, mode_t mode, bool
   if (fd < 0) throw Error(fmt::format("/: cannot open {}: {}", role, std::strerror(errno)));
   fs::path current = "/";
   bool created = false;
-  const std::vector<fs::path> parts(canonical.relative_path().begin(), canonical.relative_path().end());
+  const fs::path relative = canonical.relative_path();
+  const std::vector<fs::path> parts(relative.begin(), relative.end());
   auto check = [&](int folder_fd, const fs::path& folder, bool last) {
     struct stat info {};
     if (::fstat(folder_fd, &info) != 0) return std::string(std::strerror(errno));
