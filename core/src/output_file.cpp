@@ -504,7 +504,7 @@ std::string read_bounded_file(const std::string& path, std::string_view role, st
   const bool from_stdin = allow_stdin && path == "-";
   const int fd = from_stdin ? ::fcntl(STDIN_FILENO, F_DUPFD_CLOEXEC, 0)
                             : ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
-  if (fd < 0) throw Error(fmt::format("{}: cannot read {}: {}", path, role, std::strerror(errno)));
+  if (fd < 0) throw Error(fmt::format("{}: cannot read {}: {}; check the path", path, role, std::strerror(errno)));
   struct Closer {
     int fd;
     ~Closer() { ::close(fd); }

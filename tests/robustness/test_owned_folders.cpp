@@ -66,7 +66,6 @@ TEST_CASE("owned folders a results folder another user made, or others can write
   fs::create_directories(results);
   give_away(results);
   const CommandResult r = run_command(ab(dir, results), ab_environment(dir));
-  count_bad_input_case();
   check_clean_error(r, {results.string(), "refusing to use it as the results folder", why_refused(), "fix:"});
   CHECK_FALSE(fs::exists(results / "manifest.json"));
 }
@@ -118,7 +117,6 @@ TEST_CASE("owned folders a symlink planted for a child's log is never followed, 
   fs::remove_all(logs);
   fs::create_symlink(fs::path(victim).parent_path(), logs);
   const CommandResult planted = run_command(ab(dir, results), ab_environment(dir));
-  count_bad_input_case();
   check_clean_error(planted, {logs.string(), "symlink"});
   CHECK(read_file(victim) == "precious\n");
 }
@@ -134,13 +132,11 @@ TEST_CASE("owned folders the history database is created 0600 and refused when a
 
   fs::permissions(history, fs::perms::all);  // 0666, as another user would leave it
   CommandResult r = run_command(ab(dir, results), ab_environment(dir));
-  count_bad_input_case();
   check_clean_error(r, {history.string(), "refusing the history database", "writable by others", "chmod 600"});
   if (other_user()) {
     fs::permissions(history, fs::perms::owner_read | fs::perms::owner_write);
     REQUIRE(::chown(history.c_str(), other_user()->uid, other_user()->gid) == 0);
     r = run_command(ab(dir, results), ab_environment(dir));
-    count_bad_input_case();
     check_clean_error(r, {history.string(), "refusing the history database", "is owned by uid"});
   }
 }
@@ -153,7 +149,6 @@ TEST_CASE("owned folders a suite name that would leave the results root is refus
       const std::string suite = small_suite(dir, name);
       command.erase(command.begin() + 10, command.begin() + 12);  // no --results: the default, in the cache
       const CommandResult r = run_command(command, ab_environment(dir));
-      count_bad_input_case();
       check_clean_error(r, {suite, "suite name", "must use letters"});
     }
   }
@@ -201,7 +196,6 @@ TEST_CASE("owned folders reproducer, dump and phase folders of another user are 
       if (option == "--dump-dir") extra.insert(extra.end(), {"--dump-after", "lower-mid"});
       const CommandResult r = compile(kSmallModel, pipeline_with(dir, "passes:", "passes:"),
                                       (dir.path() / "dumped.tpkg").string(), extra);
-      count_bad_input_case();
       check_clean_error(r, {taken.string(), why_refused()});
       CHECK(fs::is_empty(taken));
     }
@@ -229,11 +223,40 @@ TEST_CASE("owned folders the default device lock lives in a folder of the user's
   fs::create_directories(folder);
   give_away(folder);
   r = run_command({tessera_binary(), "run", package}, {"XDG_RUNTIME_DIR=", "TMPDIR=" + shared.string()});
-  count_bad_input_case();
   check_clean_error(r, {folder.string(), "the folder of the device lock", why_refused(), "XDG_RUNTIME_DIR"});
   fs::remove_all(folder);
   r = run_command({tessera_binary(), "run", package}, {"XDG_RUNTIME_DIR=", "TMPDIR=" + shared.string()});
   INFO(r.err);
   CHECK(r.exit_code == 0);
   CHECK((fs::status(folder).permissions() & fs::perms::mask) == fs::perms::owner_all);
+}
+
+TEST_CASE("no shell from data: a Slurm job script passes --lock and paths as quoted literals", "[robustness][owned]") {
+  TempDir dir;
+  // A stand-in sbatch that accepts every job, so the scripts are written and can be run here.
+  const std::string sbatch = dir.write("bin/sbatch", "#!/bin/sh\necho 4242\n");
+  fs::permissions(sbatch, fs::perms::owner_all);
+  const fs::path results = dir.path() / "results";
+  const fs::path witness = dir.path() / "witness";
+  const std::string lock = "$SLURM_TMPDIR/$(id > " + witness.string() + ")";
+  std::vector<std::string> environment = ab_environment(dir);
+  environment.push_back("PATH=" + (dir.path() / "bin").string() + ":/usr/bin:/bin");
+  CommandResult r = run_command(ab(dir, results, {"--executor", "slurm", "--lock", lock}), environment);
+  INFO(r.err);
+  REQUIRE(r.exit_code == 0);
+  const fs::path script = results / "slurm/submission-1/sweep.sh";
+  const std::string text = read_file(script.string());
+  CHECK_THAT(text, Catch::Contains("'--lock' '" + lock + "'") && Catch::Contains("\"$SLURM_ARRAY_TASK_ID\""));
+  // Run as Slurm would: the lock is a literal path (whose folder does not exist), never a command.
+  r = run_command({"/bin/sh", script.string()}, {"SLURM_ARRAY_TASK_ID=1", "TESSERA_PLUGIN_PATH=",
+                                                 "XDG_CONFIG_HOME=" + (dir.path() / "config").string()});
+  count_bad_input_case();
+  CHECK(r.exit_code != 0);
+  CHECK_THAT(r.err, Catch::Contains("$SLURM_TMPDIR/$(id > "));
+  CHECK_FALSE(fs::exists(witness));
+
+  // A value that would add an option or a line to the submission is refused.
+  r = run_command(ab(dir, dir.path() / "other", {"--executor", "slurm", "--partition", "debug --wrap=id"}),
+                  environment);
+  check_clean_error(r, {"sbatch --partition 'debug --wrap=id'", "letters, digits"});
 }

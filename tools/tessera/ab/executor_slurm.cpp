@@ -103,10 +103,7 @@ void check_sbatch_value(const std::string& name, const std::string& value) {
 }
 
 std::vector<std::string> sbatch_options(const SlurmOptions& o) {
-  check_sbatch_value("partition", o.partition);
-  check_sbatch_value("time", o.time);
-  check_sbatch_value("mem", o.mem);
-  check_sbatch_value("account", o.account);
+  check_sbatch_options(o);
   std::vector<std::string> args;
   if (!o.partition.empty()) args.push_back("--partition=" + o.partition);
   if (!o.time.empty()) args.push_back("--time=" + o.time);
@@ -137,6 +134,13 @@ void write_submissions(const ResultsDir& results, const std::vector<Submission>&
 }
 
 }  // namespace
+
+void check_sbatch_options(const SlurmOptions& o) {
+  check_sbatch_value("partition", o.partition);
+  check_sbatch_value("time", o.time);
+  check_sbatch_value("mem", o.mem);
+  check_sbatch_value("account", o.account);
+}
 
 std::vector<Submission> read_submissions(const ResultsDir& results) {
   const std::string path = submissions_path(results);

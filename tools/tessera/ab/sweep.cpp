@@ -144,6 +144,7 @@ void check_executor(const ExecutorOptions& options) {
   if (options.executor != "local" && options.executor != "slurm")
     throw Error("--executor " + options.executor + ": choose local (this machine, --jobs N) or slurm (a job array)");
   if (options.jobs < 1) throw Error("--jobs must be at least 1");
+  check_sbatch_options(options.slurm);
 }
 
 PreparedSweep prepare_sweep(const SweepRequest& request) {
