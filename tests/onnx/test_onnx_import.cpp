@@ -508,8 +508,8 @@ TEST_CASE("onnx import checks folded constants' values and axis lists before it 
                     Catch::Contains("node 'fold' (Squeeze)") && Catch::Contains("Squeeze of axis 0, whose dim is 0, not 1"));
   CHECK_THROWS_WITH(import_onnx(model_with("Unsqueeze", {3}, {0, 0}, 3)),
                     Catch::Contains("node 'fold' (Unsqueeze)") && Catch::Contains("axes [0, 0] name axis 0 twice"));
-  CHECK_THROWS_WITH(import_onnx(model_with("Unsqueeze", {3}, {0, -2}, 3)),
-                    Catch::Contains("axes [0, -2] name axis 0 twice"));
+  CHECK_THROWS_WITH(import_onnx(model_with("Unsqueeze", {3}, {1, -2}, 3)),
+                    Catch::Contains("axes [1, -2] name axis 1 twice"));
   CHECK_THROWS_WITH(import_onnx(model_with("Unsqueeze", {3}, {5}, 3)), Catch::Contains("fold"));
   // The well-formed fold still imports: Squeeze of a [1, 3] constant is a row.
   CHECK(import_onnx(model_with("Squeeze", {1, 3}, {0}, 3)).graph.ops.size() == 1);

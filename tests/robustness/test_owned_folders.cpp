@@ -251,8 +251,9 @@ TEST_CASE("no shell from data: a Slurm job script passes --lock and paths as quo
   r = run_command({"/bin/sh", script.string()}, {"SLURM_ARRAY_TASK_ID=1", "TESSERA_PLUGIN_PATH=",
                                                  "XDG_CONFIG_HOME=" + (dir.path() / "config").string()});
   count_bad_input_case();
-  CHECK(r.exit_code != 0);
-  CHECK_THAT(r.err, Catch::Contains("$SLURM_TMPDIR/$(id > "));
+  CHECK_THAT(r.err, Catch::Contains("run_exit=1"));
+  CHECK_THAT(read_file((results / "logs/mlp-small@t16/greedy/repeat-0.run.log").string()),
+             Catch::Contains("$SLURM_TMPDIR/$(id > " + witness.string() + ")"));
   CHECK_FALSE(fs::exists(witness));
 
   // A value that would add an option or a line to the submission is refused.

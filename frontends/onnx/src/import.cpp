@@ -52,6 +52,9 @@ std::string sha256_hex(const std::string& bytes) {
 
 bool is_onnx_model(const std::string& path) {
   if (fs::path(path).extension() == ".onnx") return true;
+  // Only a regular file is peeked at: a FIFO would block here (the reader then refuses it by name).
+  std::error_code ec;
+  if (!fs::is_regular_file(path, ec)) return false;
   std::ifstream in(path, std::ios::binary);
   char first = 0;
   return in.get(first) && first == 0x08;
