@@ -121,6 +121,15 @@ TEST_CASE("tessera run refuses an ONNX model changed since compile, and --weight
   CHECK(r.exit_code == 1);
   CHECK_THAT(r.err, Catch::Contains(model + ": the model changed since the package was compiled (sha256 "));
   CHECK(r.out.find("device_cycles=") == std::string::npos);
+  // A hostile file in its place is never parsed: its sha256 is checked on the bytes first.
+  const std::string original = (dir.path() / "original.onnx").string();
+  fs::rename(model, original);
+  std::ofstream(model, std::ios::binary) << std::string(4096, '\x08');
+  auto swapped = run_tessera(run);
+  CHECK(swapped.exit_code == 1);
+  CHECK(swapped.signal == 0);
+  CHECK_THAT(swapped.err, Catch::Contains(model + ": the model changed") && Catch::Contains("it is not parsed"));
+  fs::rename(original, model);
 
   // With the changed weights given explicitly the device computes with them: the reference agrees,
   // the expected output (of the original weights) does not.
