@@ -171,11 +171,10 @@ std::string who_may_write(mode_t mode) {
 std::string folder_problem(const struct stat& info, bool must_be_mine, const std::string& folder,
                            const std::string& path, std::string_view role) {
   const uid_t me = ::geteuid();
-  const std::string what = folder == path ? fmt::format("{}: refusing to use it as {}", path, role)
-                                          : fmt::format("{}: refusing to use {} as {}: the folder above it", folder,
-                                                        path, role);
-  if (!S_ISDIR(info.st_mode))
-    return fmt::format("{} is {}; give a folder", what, file_kind(info.st_mode));
+  const std::string what = folder == path
+                               ? fmt::format("{}: refusing to use it as {}", path, role)
+                               : fmt::format("{}: refusing to use {} as {}: the folder above it", folder, path, role);
+  if (!S_ISDIR(info.st_mode)) return fmt::format("{} is {}; give a folder", what, file_kind(info.st_mode));
   if (info.st_uid != me && (must_be_mine || info.st_uid != 0))
     return fmt::format(
         "{} is owned by {}, not by you ({}), so that user could change what tessera writes and reads back there; "
@@ -211,15 +210,15 @@ int open_owned(const std::string& path, std::string_view role, mode_t mode, bool
       continue;
     }
     if (S_ISLNK(link.st_mode) && link.st_uid != me && link.st_uid != 0)
-      throw Error(fmt::format("{}: refusing to use {} as {}: this symlink on the way is owned by {}, who chooses "
-                              "where it points; fix: give the path without it, or a folder of your own",
-                              prefix.string(), given.string(), role, describe_user(link.st_uid)));
+      throw Error(
+          fmt::format("{}: refusing to use {} as {}: this symlink on the way is owned by {}, who chooses "
+                      "where it points; fix: give the path without it, or a folder of your own",
+                      prefix.string(), given.string(), role, describe_user(link.st_uid)));
     existing = prefix;
   }
   std::error_code ec;
   fs::path canonical = fs::canonical(existing, ec);
-  if (ec)
-    throw Error(fmt::format("{}: cannot open {}: {}", existing.string(), role, ec.message()));
+  if (ec) throw Error(fmt::format("{}: cannot open {}: {}", existing.string(), role, ec.message()));
   if (!missing.empty()) {
     if (!create) throw Error(fmt::format("{}: cannot open {}: no such folder", given.string(), role));
     canonical /= missing;
@@ -458,9 +457,9 @@ OwnedFolder OwnedFolder::folder(const std::string& relative, mode_t mode) const 
                                   : std::string(std::strerror(error_number))));
     fd = next;
     struct stat info {};
-    const std::string problem = ::fstat(fd, &info) != 0 ? std::string(std::strerror(errno))
-                                                       : folder_problem(info, true, current.string(),
-                                                                        current.string(), role_);
+    const std::string problem = ::fstat(fd, &info) != 0
+                                    ? std::string(std::strerror(errno))
+                                    : folder_problem(info, true, current.string(), current.string(), role_);
     if (!problem.empty()) {
       ::close(fd);
       throw Error(problem);
@@ -512,8 +511,8 @@ std::string read_bounded_file(const std::string& path, std::string_view role, st
   struct stat info {};
   if (::fstat(fd, &info) != 0) throw Error(fmt::format("{}: cannot read {}: {}", path, role, std::strerror(errno)));
   if (!from_stdin && !S_ISREG(info.st_mode))
-    throw Error(fmt::format("{}: cannot read {}: it is {}, which could block or never end; give a regular file",
-                            path, role, file_kind(info.st_mode)));
+    throw Error(fmt::format("{}: cannot read {}: it is {}, which could block or never end; give a regular file", path,
+                            role, file_kind(info.st_mode)));
   if (S_ISREG(info.st_mode) && static_cast<std::uint64_t>(info.st_size) > max_bytes)
     throw Error(fmt::format("{}: {} bytes; {} may hold at most {}", path, info.st_size, role, size_text(max_bytes)));
   if (!from_stdin) ::fcntl(fd, F_SETFL, ::fcntl(fd, F_GETFL) & ~O_NONBLOCK);  // opened without blocking on a FIFO
@@ -526,8 +525,8 @@ std::string read_bounded_file(const std::string& path, std::string_view role, st
     if (n < 0) throw Error(fmt::format("{}: cannot read {}: {}", path, role, std::strerror(errno)));
     if (n == 0) break;
     if (bytes.size() + static_cast<std::size_t>(n) > max_bytes)
-      throw Error(fmt::format("{}: more than {} bytes; {} may hold at most {}", path, max_bytes, role,
-                              size_text(max_bytes)));
+      throw Error(
+          fmt::format("{}: more than {} bytes; {} may hold at most {}", path, max_bytes, role, size_text(max_bytes)));
     bytes.append(buffer, static_cast<std::size_t>(n));
   }
   return bytes;

@@ -531,7 +531,9 @@ struct SectionEntry {
 // refused before it is read.
 constexpr std::uint64_t kMaxPackageBytes = std::uint64_t{4} << 30;
 
-std::string read_whole_file(const std::string& path) { return read_bounded_file(path, "the package", kMaxPackageBytes); }
+std::string read_whole_file(const std::string& path) {
+  return read_bounded_file(path, "the package", kMaxPackageBytes);
+}
 
 }  // namespace
 

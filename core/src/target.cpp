@@ -116,7 +116,8 @@ Target load_target(const std::string& path) {
     t.load_bytes_per_cycle = small("load_bytes_per_cycle", t.load_bytes_per_cycle);
     if (t.worker_threads == 0 || t.fp32_macs_per_cycle == 0 || t.fp16_macs_per_cycle == 0 || !(t.clock_hz > 0))
       fail(path, compute, "compute figures must be positive");
-    if (!(t.clock_hz <= kMaxClockHz)) fail(path, compute["clock_hz"], fmt::format("'clock_hz' must be at most {:g}", kMaxClockHz));
+    if (!(t.clock_hz <= kMaxClockHz))
+      fail(path, compute["clock_hz"], fmt::format("'clock_hz' must be at most {:g}", kMaxClockHz));
     // A pass's MACs per row over the peak rate is the worker cycles per row: it must be whole.
     if ((t.amp_fp32_input_channels * t.amp_fp32_output_channels) % t.fp32_macs_per_cycle != 0 ||
         (t.amp_fp16_input_channels * t.amp_fp16_output_channels) % t.fp16_macs_per_cycle != 0)

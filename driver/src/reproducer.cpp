@@ -40,8 +40,8 @@ OwnedFolder create_bundle_folder(const fs::path& parent, const std::string& plug
     const std::string name = fmt::format("{}-{}", plugin, n);
     if (::mkdirat(folder.descriptor(), name.c_str(), 0755) == 0) return folder.folder(name);
     if (errno != EEXIST)
-      throw Error(fmt::format("{}: cannot create a reproducer bundle: {}", (parent / name).string(),
-                              std::strerror(errno)));
+      throw Error(
+          fmt::format("{}: cannot create a reproducer bundle: {}", (parent / name).string(), std::strerror(errno)));
   }
   throw Error(parent.string() + ": too many reproducer bundles; remove old ones");
 }

@@ -61,18 +61,20 @@ std::uint64_t host_memory_limit() {
 void check_runnable(const Package& package, const std::string& package_name, std::uint64_t limit) {
   const Graph& graph = package.graph;
   if (graph.outputs.empty())
-    throw Error(fmt::format("{}: the model has no outputs, so a run would compute and check nothing; recompile the "
-                            "package from a model with outputs",
-                            package_name));
+    throw Error(
+        fmt::format("{}: the model has no outputs, so a run would compute and check nothing; recompile the "
+                    "package from a model with outputs",
+                    package_name));
   for (std::uint32_t output : graph.outputs) {
     const std::string& name = graph.tensors[output].name;
     const bool streamed = std::any_of(package.streams.begin(), package.streams.end(), [&](const PackageStream& s) {
       return s.kind == StreamKind::output && s.tensor == name;
     });
     if (!streamed)
-      throw Error(fmt::format("{}: output '{}' has no stream back to the host, so the package does not define it; "
-                              "recompile the package",
-                              package_name, name));
+      throw Error(
+          fmt::format("{}: output '{}' has no stream back to the host, so the package does not define it; "
+                      "recompile the package",
+                      package_name, name));
   }
   // Both sums are bounded: the reader caps tiles, bytes per tile and tensor sizes.
   std::uint64_t device_bytes = 0, host_bytes = 0;
@@ -85,10 +87,11 @@ void check_runnable(const Package& package, const std::string& package_name, std
   for (const Tensor& tensor : graph.tensors)
     host_bytes += static_cast<std::uint64_t>(tensor.elements()) * (sizeof(float) + sizeof(double));
   if (device_bytes > limit || host_bytes > limit - device_bytes)
-    throw Error(fmt::format("{}: running it needs {} bytes of simulated tile memory ({} tiles of target '{}') and {} "
-                            "bytes of host tensors, more than the {} bytes this machine gives the run (its physical "
-                            "memory, ulimit -v and -d); run it on a larger machine, or recompile for a smaller target",
-                            package_name, device_bytes, package.tiles.size(), package.target.name, host_bytes, limit));
+    throw Error(
+        fmt::format("{}: running it needs {} bytes of simulated tile memory ({} tiles of target '{}') and {} "
+                    "bytes of host tensors, more than the {} bytes this machine gives the run (its physical "
+                    "memory, ulimit -v and -d); run it on a larger machine, or recompile for a smaller target",
+                    package_name, device_bytes, package.tiles.size(), package.target.name, host_bytes, limit));
 }
 
 /// Every weight and input of `graph`: given values (checked against the graph), else the

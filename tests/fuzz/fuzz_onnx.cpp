@@ -27,8 +27,8 @@ std::int64_t interesting(std::mt19937& random) {
 
 // The ops the importer folds or maps, so a changed op type is one it reads.
 const char* some_op(std::mt19937& random) {
-  static constexpr const char* kOps[] = {"Squeeze", "Unsqueeze", "Concat",   "Gather",  "Slice", "Reshape",
-                                         "Flatten", "Transpose", "Identity", "Add",     "Mul",   "MatMul",
+  static constexpr const char* kOps[] = {"Squeeze", "Unsqueeze", "Concat",    "Gather", "Slice", "Reshape",
+                                         "Flatten", "Transpose", "Identity",  "Add",    "Mul",   "MatMul",
                                          "Gemm",    "Softmax",   "ReduceSum", "Shape",  "Cast",  "ConstantOfShape"};
   return kOps[random() % std::size(kOps)];
 }
@@ -60,7 +60,8 @@ void mutate_node(onnx::NodeProto& node, const onnx::GraphProto& graph, std::mt19
       break;
     case 1:  // an axis list: repeated, out of range, negative
       for (onnx::AttributeProto& attribute : *node.mutable_attribute())
-        if (attribute.ints_size() > 0) attribute.set_ints(static_cast<int>(random() % attribute.ints_size()), interesting(random));
+        if (attribute.ints_size() > 0)
+          attribute.set_ints(static_cast<int>(random() % attribute.ints_size()), interesting(random));
         else if (attribute.type() == onnx::AttributeProto::INT) attribute.set_i(interesting(random));
       break;
     case 2:  // an input taken from elsewhere in the graph, or left out

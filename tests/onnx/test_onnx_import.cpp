@@ -504,8 +504,9 @@ TEST_CASE("onnx import checks folded constants' values and axis lists before it 
     m.output("y", {3});
     return m.save(dir, op + ".onnx");
   };
-  CHECK_THROWS_WITH(import_onnx(model_with("Squeeze", {0, 3}, {0}, 0)),
-                    Catch::Contains("node 'fold' (Squeeze)") && Catch::Contains("Squeeze of axis 0, whose dim is 0, not 1"));
+  CHECK_THROWS_WITH(
+      import_onnx(model_with("Squeeze", {0, 3}, {0}, 0)),
+      Catch::Contains("node 'fold' (Squeeze)") && Catch::Contains("Squeeze of axis 0, whose dim is 0, not 1"));
   CHECK_THROWS_WITH(import_onnx(model_with("Unsqueeze", {3}, {0, 0}, 3)),
                     Catch::Contains("node 'fold' (Unsqueeze)") && Catch::Contains("axes [0, 0] name axis 0 twice"));
   CHECK_THROWS_WITH(import_onnx(model_with("Unsqueeze", {3}, {1, -2}, 3)),
@@ -539,7 +540,7 @@ TEST_CASE("onnx import with an expected sha256 refuses other bytes before parsin
   CHECK(import_onnx(path, sha256).graph.source_sha256 == sha256);
   // Junk with the right name: were it parsed, the error would say it is no model.
   const std::string swapped = dir.write("relu.onnx", "not a model at all");
-  CHECK_THROWS_WITH(import_onnx(swapped, sha256),
-                    Catch::Contains("the model changed since the package was compiled") &&
-                        Catch::Contains("it is not parsed") && !Catch::Contains("not an ONNX model"));
+  CHECK_THROWS_WITH(import_onnx(swapped, sha256), Catch::Contains("the model changed since the package was compiled") &&
+                                                      Catch::Contains("it is not parsed") &&
+                                                      !Catch::Contains("not an ONNX model"));
 }

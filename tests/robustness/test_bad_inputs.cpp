@@ -455,7 +455,8 @@ TEST_CASE("bad inputs a package that computes nothing, or needs more memory than
   check_clean_error(run_package_file(dir, empty), {empty + ": the model has no outputs"});
 
   tessera::Package unstreamed = good;
-  std::erase_if(unstreamed.streams, [](const tessera::PackageStream& s) { return s.kind == tessera::StreamKind::output; });
+  std::erase_if(unstreamed.streams,
+                [](const tessera::PackageStream& s) { return s.kind == tessera::StreamKind::output; });
   const std::string undefined = (dir.path() / "undefined-output.tpkg").string();
   tessera::write_package(unstreamed, undefined);
   check_clean_error(run_package_file(dir, undefined), {undefined + ": output '", "has no stream back to the host"});

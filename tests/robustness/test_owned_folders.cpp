@@ -32,22 +32,14 @@ std::string small_suite(const TempDir& dir, const std::string& name = "small") {
 
 // `tessera ab` of the small suite with two arms, one repeat.
 std::vector<std::string> ab(const TempDir& dir, const fs::path& results, std::vector<std::string> extra = {}) {
-  std::vector<std::string> command{tessera_binary(),
-                                   "ab",
-                                   "--base",
-                                   pipeline_with(dir, "passes:", "passes:"),
-                                   "--arm",
-                                   "greedy=",
-                                   "--arm",
-                                   "in-order=" + source_path("configs/suites/arms/in-order.yaml"),
-                                   "--suite",
-                                   small_suite(dir),
-                                   "--results",
-                                   results.string(),
-                                   "--history",
-                                   (dir.path() / "history.sqlite").string(),
-                                   "--json",
-                                   results.string() + ".json",
+  std::vector<std::string> command{tessera_binary(), "ab",
+                                   "--base",         pipeline_with(dir, "passes:", "passes:"),
+                                   "--arm",          "greedy=",
+                                   "--arm",          "in-order=" + source_path("configs/suites/arms/in-order.yaml"),
+                                   "--suite",        small_suite(dir),
+                                   "--results",      results.string(),
+                                   "--history",      (dir.path() / "history.sqlite").string(),
+                                   "--json",         results.string() + ".json",
                                    "--quiet"};
   command.insert(command.end(), extra.begin(), extra.end());
   return command;
@@ -97,8 +89,8 @@ TEST_CASE("owned folders a symlink planted for a child's log is never followed, 
   REQUIRE(!record.empty());
   text.replace(at + 17, cycles.size(), cycles.substr(0, cycles.size() - 1));
   write_file(record.string(), text);
-  const CommandResult report = run_command({tessera_binary(), "ab", "report", results.string(), "--quiet"},
-                                           ab_environment(dir));
+  const CommandResult report =
+      run_command({tessera_binary(), "ab", "report", results.string(), "--quiet"}, ab_environment(dir));
   count_bad_input_case();
   CHECK_THAT(report.err, Catch::Contains("leaving out a record that does not carry your signature") &&
                              Catch::Contains(record.string()));
@@ -111,8 +103,8 @@ TEST_CASE("owned folders a symlink planted for a child's log is never followed, 
 
   // Then the item's logs: a symlink where its log folder goes, aimed at a file to destroy.
   fs::remove(record);
-  const fs::path logs = record.parent_path().string().replace(record.parent_path().string().find("/records/"), 9,
-                                                               "/logs/");
+  const fs::path logs =
+      record.parent_path().string().replace(record.parent_path().string().find("/records/"), 9, "/logs/");
   const std::string victim = dir.write("victim/repeat-0.compile.out", "precious\n");
   fs::remove_all(logs);
   fs::create_symlink(fs::path(victim).parent_path(), logs);
@@ -158,8 +150,8 @@ TEST_CASE("owned folders reproducer, dump and phase folders of another user are 
           "[robustness][owned]") {
   TempDir dir;
   const std::string victim = dir.write("victim/keep.txt", "precious\n");
-  const std::string pipeline =
-      pipeline_with(dir, "  - {plugin: lower-mid}", "  - {plugin: lower-mid}\n  - {plugin: throwing-pass}", "throwing.yaml");
+  const std::string pipeline = pipeline_with(dir, "  - {plugin: lower-mid}",
+                                             "  - {plugin: lower-mid}\n  - {plugin: throwing-pass}", "throwing.yaml");
   auto compile_throwing = [&](const fs::path& reproducers) {
     return run_command({tessera_binary(), "compile", kSmallModel, "-p", pipeline, "-o",
                         (dir.path() / "out.tpkg").string(), "--reproducer-dir", reproducers.string()},
@@ -194,8 +186,8 @@ TEST_CASE("owned folders reproducer, dump and phase folders of another user are 
       give_away(taken);
       std::vector<std::string> extra{option, taken.string()};
       if (option == "--dump-dir") extra.insert(extra.end(), {"--dump-after", "lower-mid"});
-      const CommandResult r = compile(kSmallModel, pipeline_with(dir, "passes:", "passes:"),
-                                      (dir.path() / "dumped.tpkg").string(), extra);
+      const CommandResult r =
+          compile(kSmallModel, pipeline_with(dir, "passes:", "passes:"), (dir.path() / "dumped.tpkg").string(), extra);
       check_clean_error(r, {taken.string(), why_refused()});
       CHECK(fs::is_empty(taken));
     }
@@ -248,8 +240,9 @@ TEST_CASE("no shell from data: a Slurm job script passes --lock and paths as quo
   const std::string text = read_file(script.string());
   CHECK_THAT(text, Catch::Contains("'--lock' '" + lock + "'") && Catch::Contains("\"$SLURM_ARRAY_TASK_ID\""));
   // Run as Slurm would: the lock is a literal path (whose folder does not exist), never a command.
-  r = run_command({"/bin/sh", script.string()}, {"SLURM_ARRAY_TASK_ID=1", "TESSERA_PLUGIN_PATH=",
-                                                 "XDG_CONFIG_HOME=" + (dir.path() / "config").string()});
+  r = run_command(
+      {"/bin/sh", script.string()},
+      {"SLURM_ARRAY_TASK_ID=1", "TESSERA_PLUGIN_PATH=", "XDG_CONFIG_HOME=" + (dir.path() / "config").string()});
   count_bad_input_case();
   CHECK_THAT(r.err, Catch::Contains("run_exit=1"));
   CHECK_THAT(read_file((results / "logs/mlp-small@t16/greedy/repeat-0.run.log").string()),

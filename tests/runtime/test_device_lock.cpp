@@ -105,7 +105,8 @@ TEST_CASE("device lock names the path when it cannot open the file", "[runtime][
 TEST_CASE("default lock path is in XDG_RUNTIME_DIR, else in a 0700 folder of the user's in TMPDIR", "[runtime][lock]") {
   const char* saved_tmpdir = std::getenv("TMPDIR");
   const char* saved_runtime = std::getenv("XDG_RUNTIME_DIR");
-  const std::string restore_tmpdir = saved_tmpdir ? saved_tmpdir : "", restore_runtime = saved_runtime ? saved_runtime : "";
+  const std::string restore_tmpdir = saved_tmpdir ? saved_tmpdir : "",
+                    restore_runtime = saved_runtime ? saved_runtime : "";
   tessera::testing::TempDir dir;
   ::setenv("XDG_RUNTIME_DIR", dir.path().c_str(), 1);
   CHECK(default_lock_path() == (dir.path() / "tessera/sim0.lock").string());

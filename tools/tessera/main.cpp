@@ -256,8 +256,9 @@ int main(int argc, char** argv) {
                         "exchange scheduler the exchange formula measures (default greedy)");
   calibrate->add_option("--plugin-path", calibrate_request.plugin_paths, "another folder of plugins")
       ->check(CLI::ExistingDirectory);
-  calibrate->add_option("--lock", calibrate_request.lock_path,
-                        "device lock file (default: $XDG_RUNTIME_DIR/tessera/sim0.lock, else $TMPDIR/tessera-UID/sim0.lock)");
+  calibrate->add_option(
+      "--lock", calibrate_request.lock_path,
+      "device lock file (default: $XDG_RUNTIME_DIR/tessera/sim0.lock, else $TMPDIR/tessera-UID/sim0.lock)");
 
   cli::CyclesRequest cycles_request;
   auto* cycles = cli::add_cycles_command(app, cycles_request);

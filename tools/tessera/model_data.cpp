@@ -52,9 +52,10 @@ PreparedRun prepare_run(const Package& package, const RunData& data, runtime::Ru
     const std::string source = data.weights.empty() ? graph.source_file : data.weights;
     // A signature covers the sha256 the package records, not a file named on the command line.
     if (!data.weights.empty() && !options.verify_key.empty())
-      throw Error(fmt::format("--weights {}: with --verify, weights come only from the model the signed package "
-                              "names, whose sha256 it records; drop --weights",
-                              data.weights));
+      throw Error(
+          fmt::format("--weights {}: with --verify, weights come only from the model the signed package "
+                      "names, whose sha256 it records; drop --weights",
+                      data.weights));
     prepared.model = source;
     // The model's bytes are checked against the package's sha256 before they are parsed.
     onnx_import::OnnxImport imported =

@@ -918,9 +918,10 @@ OnnxImport import_onnx(const std::string& path, const std::string& expected_sha2
   // The hash is of the very bytes parsed, so a run can tell it reads the same weights.
   const std::string sha256 = sha256_hex(bytes);
   if (!expected_sha256.empty() && sha256 != expected_sha256)
-    throw Error(fmt::format("{}: the model changed since the package was compiled (sha256 {}, the package records "
-                            "{}); it is not parsed; recompile it, or give the weights to use with --weights FILE",
-                            path, sha256, expected_sha256));
+    throw Error(
+        fmt::format("{}: the model changed since the package was compiled (sha256 {}, the package records "
+                    "{}); it is not parsed; recompile it, or give the weights to use with --weights FILE",
+                    path, sha256, expected_sha256));
   if (!model.ParseFromString(bytes))
     throw Error(
         path +

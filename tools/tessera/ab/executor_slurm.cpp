@@ -87,8 +87,7 @@ constexpr const char* kArrayTaskId = "$SLURM_ARRAY_TASK_ID";
 
 std::string script(const std::vector<std::string>& command) {
   std::string line = "exec";
-  for (const std::string& word : command)
-    line += " " + (word == kArrayTaskId ? "\"" + word + "\"" : shell_quote(word));
+  for (const std::string& word : command) line += " " + (word == kArrayTaskId ? "\"" + word + "\"" : shell_quote(word));
   return "#!/bin/sh\n# Written by tessera ab for Slurm; the paths are absolute because the job may start anywhere.\n" +
          line + "\n";
 }
@@ -97,7 +96,8 @@ std::string script(const std::vector<std::string>& command) {
 // so none can smuggle another option, a line or a shell word into the submission.
 void check_sbatch_value(const std::string& name, const std::string& value) {
   for (char c : value)
-    if (!(std::isalnum(static_cast<unsigned char>(c)) || std::string_view("-_.:,@+=").find(c) != std::string_view::npos))
+    if (!(std::isalnum(static_cast<unsigned char>(c)) ||
+          std::string_view("-_.:,@+=").find(c) != std::string_view::npos))
       throw Error("sbatch --" + name + " " + echoed_token(value) +
                   ": use letters, digits and - _ . : , @ + = only (as Slurm's own names and times do)");
 }
@@ -176,10 +176,8 @@ Submission submit_sweep(const ResultsDir& results, const Manifest& manifest, con
   const std::string folder_name = "slurm/submission-" + std::to_string(s.number);
   const OwnedFolder submission_folder = results.folder(folder_name);
   const fs::path folder = submission_folder.path();
-  std::vector<std::string> task = {tessera,        "ab",
-                                   "task",         results.root(),
-                                   "--submission", std::to_string(s.number),
-                                   "--task",       kArrayTaskId};
+  std::vector<std::string> task = {
+      tessera, "ab", "task", results.root(), "--submission", std::to_string(s.number), "--task", kArrayTaskId};
   if (retry_failed) task.push_back("--retry-failed");
   if (!lock.empty()) task.insert(task.end(), {"--lock", lock});
   const std::string sweep_script = (folder / "sweep.sh").string(), report_script = (folder / "report.sh").string();

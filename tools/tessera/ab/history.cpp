@@ -100,8 +100,8 @@ void create_private(const fs::path& path) {
     throw Error(path.string() + ": is a folder, not a history database; give a file, e.g. --history " +
                 (path / "ab-history.sqlite").string());
   const OwnedFolder folder(path.parent_path().string(), "the folder of the history database", 0700);
-  const int fd = ::openat(folder.descriptor(), path.filename().c_str(), O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC,
-                          0600);
+  const int fd =
+      ::openat(folder.descriptor(), path.filename().c_str(), O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0600);
   if (fd < 0)
     throw Error(path.string() + ": cannot open the history database: " + std::strerror(errno) +
                 "; give another --history FILE");

@@ -230,7 +230,9 @@ Manifest manifest_from(const json& j) {
 // Manifests list every suite entry and arm input; records are a few kilobytes.
 constexpr std::uint64_t kMaxResultsFileBytes = std::uint64_t{16} << 20;
 
-std::string read_text(const std::string& path) { return read_bounded_file(path, "the A/B results file", kMaxResultsFileBytes); }
+std::string read_text(const std::string& path) {
+  return read_bounded_file(path, "the A/B results file", kMaxResultsFileBytes);
+}
 
 constexpr const char* kRecordMacField = "hmac";
 constexpr std::size_t kRecordKeyBytes = 32;
@@ -257,13 +259,12 @@ PackageKey make_record_key(const std::string& folder_path) {
       throw Error(path + ": cannot make the key that signs A/B records: no random bytes from the kernel");
     const std::string temporary = ".ab-records.key.tmp-" + std::to_string(::getpid());
     const int fd = folder.create_file(temporary, "the key that signs A/B records", 0600);
-    const bool written = ::write(fd, secret, sizeof(secret)) == static_cast<ssize_t>(sizeof(secret)) &&
-                         ::fsync(fd) == 0;
+    const bool written =
+        ::write(fd, secret, sizeof(secret)) == static_cast<ssize_t>(sizeof(secret)) && ::fsync(fd) == 0;
     ::close(fd);
     OPENSSL_cleanse(secret, sizeof(secret));
-    const int linked = written ? ::linkat(folder.descriptor(), temporary.c_str(), folder.descriptor(),
-                                          "ab-records.key", 0)
-                               : -1;
+    const int linked =
+        written ? ::linkat(folder.descriptor(), temporary.c_str(), folder.descriptor(), "ab-records.key", 0) : -1;
     const int error_number = errno;
     ::unlinkat(folder.descriptor(), temporary.c_str(), 0);
     if (!written || (linked != 0 && error_number != EEXIST))
@@ -490,9 +491,10 @@ std::vector<Record> ResultsDir::read_all_records() const {
       const json document = json::parse(read_text(path));
       if (!record_signed_by_us(document)) {
         logger("tessera.ab")
-            ->warn("leaving out a record that does not carry your signature (edited, or written by another user) "
-                   "path={}; `tessera ab` with the same arguments redoes it",
-                   path);
+            ->warn(
+                "leaving out a record that does not carry your signature (edited, or written by another user) "
+                "path={}; `tessera ab` with the same arguments redoes it",
+                path);
         continue;
       }
       all.push_back(record_from(document));

@@ -126,9 +126,10 @@ RunnerStats run_work(const Manifest& manifest, const ResultsDir& results, const 
         continue;
       }
     } else if (unsigned_record) {
-      log->warn("redoing a stored record that does not carry your signature (edited, or written by another user) {} "
-                "path={}",
-                progress, results.record_path(entry.id, arm.name, item.repeat));
+      log->warn(
+          "redoing a stored record that does not carry your signature (edited, or written by another user) {} "
+          "path={}",
+          progress, results.record_path(entry.id, arm.name, item.repeat));
       ++stats.stale;
     }
 

@@ -189,10 +189,10 @@ int run_tune(TuneCommand& o) {
   const std::vector<Configuration> configurations = draw_configurations(space, o.configurations, o.seed);
   for (const Configuration& c : configurations)
     overlays.write_file(c.id + ".yaml",
-                          overlay_yaml(space, c,
-                                       fmt::format("# tessera tune configuration {} of {} (seed {}): {}\n", c.id,
-                                                   o.space, o.seed, describe(space, c))),
-                          "tune configuration overlay");
+                        overlay_yaml(space, c,
+                                     fmt::format("# tessera tune configuration {} of {} (seed {}): {}\n", c.id, o.space,
+                                                 o.seed, describe(space, c))),
+                        "tune configuration overlay");
   // Noisy metrics need repeats to rank; deterministic ones are the same every compile.
   const std::uint32_t rung_repeat = metric->determinism == Determinism::noisy ? o.repeat : 1;
   const std::vector<Rung> schedule = halving_schedule(configurations.size(), suite.entries.size(), o.eta, rung_repeat);

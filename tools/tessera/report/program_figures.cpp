@@ -183,8 +183,8 @@ ComputeCycles cycles_from_package(const Package& package) {
 constexpr std::uint64_t kMaxProfileBytes = std::uint64_t{1} << 30;
 
 ComputeCycles cycles_from_profile(const Package& package, const std::string& profile_path) {
-  const std::string text = read_bounded_file(profile_path, "the profile (written by `tessera run --profile`)",
-                                             kMaxProfileBytes);
+  const std::string text =
+      read_bounded_file(profile_path, "the profile (written by `tessera run --profile`)", kMaxProfileBytes);
   nlohmann::json profile;
   try {
     profile = nlohmann::json::parse(text);
