@@ -172,7 +172,7 @@ std::string folder_problem(const struct stat& info, bool must_be_mine, const std
                            const std::string& path, std::string_view role) {
   const uid_t me = ::geteuid();
   const std::string what = folder == path
-                               ? fmt::format("{}: refusing to use it as {}", path, role)
+                               ? fmt::format("{}: refusing to use it as {}: it", path, role)
                                : fmt::format("{}: refusing to use {} as {}: the folder above it", folder, path, role);
   if (!S_ISDIR(info.st_mode)) return fmt::format("{} is {}; give a folder", what, file_kind(info.st_mode));
   if (info.st_uid != me && (must_be_mine || info.st_uid != 0))
