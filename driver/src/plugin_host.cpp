@@ -114,6 +114,11 @@ std::string machine_name(std::uint16_t machine) {
 // (which makes the loader SIGBUS when it touches a mapped page past the end), is refused with
 // a message naming it. Throws UnloadableLibrary.
 void check_elf_library(const std::string& file) {
+  // A FIFO would block the read below (and dlopen) forever, a device would never end.
+  if (struct stat info{}; ::stat(file.c_str(), &info) == 0 && !S_ISREG(info.st_mode))
+    throw UnloadableLibrary(file +
+                            ": not a regular file (a named pipe or a device would block or never end); give "
+                            "a shared library");
   std::ifstream in(file, std::ios::binary);
   if (!in) throw Error(file + ": cannot read the plugin library: " + std::strerror(errno));
   in.seekg(0, std::ios::end);

@@ -167,6 +167,10 @@ TEST_CASE("bounded parsing refuses FIFOs and devices up front, and oversized pha
   check_clean_error(bounded({tessera_binary(), "run", fifo}), {fifo + ": cannot read the package", "a named pipe"});
   check_clean_error(bounded({tessera_binary(), "schedule", fifo, "-t", t16, "-s", "greedy"}),
                     {fifo + ": cannot read the phase file", "a named pipe"});
+  const CommandResult plugin = bounded({tessera_binary(), "check-plugin", fifo});
+  count_bad_input_case();
+  CHECK(plugin.exit_code == 1);
+  CHECK_THAT(plugin.out, Catch::Contains(fifo + ": not a regular file (a named pipe"));
 
   // Sparse files: their size is refused before a byte is read, so the test costs no disk.
   const std::string phase = (dir.path() / "big-phase.txt").string();
