@@ -7,6 +7,7 @@
 #include <fstream>
 #include <limits>
 #include <optional>
+#include <sstream>
 #include <string>
 #include <string_view>
 #include <unordered_set>
@@ -501,12 +502,15 @@ ScheduleReport validate_schedule(const ExchangePhase& phase, const Schedule& sch
 }
 
 ExchangePhase read_phase_file(const std::string& path) {
-  std::ifstream in(path);
-  if (!in) throw Error(path, 0, 0, "cannot open the phase file; check the path");
-  return PhaseFileParser(path).parse(in);
+  std::istringstream in(read_bounded_file(path, "the phase file", kMaxPhaseFileBytes));
+  try {
+    return PhaseFileParser(path).parse(in);
+  } catch (const std::bad_alloc&) {
+    throw Error(path, 0, 0, "not enough memory to hold this phase (about 30 times the file's size)");
+  }
 }
 
-void write_phase_file(const ExchangePhase& phase, const std::string& path) {
+std::string phase_file_text(const ExchangePhase& phase) {
   std::string text = fmt::format("# Tessera exchange phase: {} transfers; SRC DST[,DST...] WORDS\ntiles {}\n",
                                  phase.transfers.size(), phase.tiles);
   for (const Transfer& transfer : phase.transfers) {
@@ -515,7 +519,11 @@ void write_phase_file(const ExchangePhase& phase, const std::string& path) {
       fmt::format_to(std::back_inserter(text), "{}{}", i ? "," : "", transfer.destinations[i]);
     fmt::format_to(std::back_inserter(text), " {}\n", transfer.words);
   }
-  write_file_atomically(path, text, "phase file");
+  return text;
+}
+
+void write_phase_file(const ExchangePhase& phase, const std::string& path) {
+  write_file_atomically(path, phase_file_text(phase), "phase file");
 }
 
 void write_schedule_file(const Schedule& schedule, const std::string& path) {

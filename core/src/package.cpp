@@ -536,29 +536,12 @@ struct SectionEntry {
 };
 
 /// The file's bytes, read with as few read() calls as its size allows.
+// A package holds every tile's image; 4 GiB is far past any target's, and a FIFO or a device is
+// refused before it is read.
+constexpr std::uint64_t kMaxPackageBytes = std::uint64_t{4} << 30;
+
 std::string read_whole_file(const std::string& path) {
-  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) throw Error(path + ": cannot open package: " + std::strerror(errno));
-  struct Closer {
-    int fd;
-    ~Closer() { ::close(fd); }
-  } closer{fd};
-  struct stat status {};
-  std::string bytes(::fstat(fd, &status) == 0 && status.st_size > 0 ? std::size_t(status.st_size) : 0, '\0');
-  std::size_t done = 0;
-  char chunk[1 << 16];  // past the size fstat gave: a file that grew, or not a regular file
-  for (;;) {
-    const bool into_bytes = done < bytes.size();
-    const ssize_t n =
-        into_bytes ? ::read(fd, bytes.data() + done, bytes.size() - done) : ::read(fd, chunk, sizeof(chunk));
-    if (n < 0 && errno == EINTR) continue;
-    if (n < 0) throw Error(path + ": cannot read package: " + std::strerror(errno));
-    if (n == 0) break;
-    if (!into_bytes) bytes.append(chunk, std::size_t(n));
-    done += std::size_t(n);
-  }
-  bytes.resize(done);
-  return bytes;
+  return read_bounded_file(path, "the package", kMaxPackageBytes);
 }
 
 }  // namespace

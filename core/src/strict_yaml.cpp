@@ -13,6 +13,7 @@
 #include <yaml-cpp/eventhandler.h>
 
 #include "tessera/diagnostic.hpp"
+#include "tessera/output_file.hpp"
 #include "tessera/yaml_text.hpp"
 
 namespace tessera::yaml {
@@ -97,16 +98,8 @@ private:
 namespace tessera {
 
 std::string read_yaml_text(const std::string& path, const std::string& what) {
-  std::error_code ec;
-  if (const std::uintmax_t bytes = std::filesystem::file_size(path, ec); !ec && bytes > kMaxYamlFileBytes)
-    throw Error(fmt::format("{}: {} bytes; {} may hold at most {} (16 MiB)", path, bytes, what, kMaxYamlFileBytes));
-  std::ifstream in(path, std::ios::binary);
-  std::stringstream text;
-  text << in.rdbuf();  // sets failbit on `text` alone for an empty file, which the caller reports
-  if (!in || in.bad()) throw Error(path + ": cannot be read");
-  std::string content = std::move(text).str();
-  if (content.size() > kMaxYamlFileBytes)  // grew since it was measured, or not a regular file
-    throw Error(fmt::format("{}: more than {} bytes; {} may hold at most 16 MiB", path, kMaxYamlFileBytes, what));
+  // A FIFO or a device is refused before a byte is read; the limit holds while reading.
+  std::string content = read_bounded_file(path, what, kMaxYamlFileBytes);
   // A second pass over the events, only for files that may hold an alias at all.
   if (content.find('*') != std::string::npos) {
     try {

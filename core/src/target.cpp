@@ -12,6 +12,14 @@
 
 namespace tessera {
 
+namespace {
+// Bounds that keep every figure derived from a float inside the integers it is cast to.
+constexpr double kMaxLatencyPerColumn = 1000;  // 65536 columns x 1000 cycles < 2^32
+constexpr double kMaxClockHz = 1e12;
+constexpr double kMaxHostBytesPerCycle = 1e6;
+constexpr std::uint32_t kMaxBaseLatency = 1'000'000;
+}  // namespace
+
 std::uint32_t Target::latency(std::uint32_t source, std::uint32_t destination) const {
   const std::int64_t distance =
       std::llabs(static_cast<std::int64_t>(column_of(source)) - static_cast<std::int64_t>(column_of(destination)));
@@ -46,8 +54,13 @@ std::string check_target(const Target& t) {
       (t.amp_fp16_input_channels * t.amp_fp16_output_channels) % t.fp16_macs_per_cycle != 0)
     return "amp input_channels x output_channels must be a multiple of the MACs per cycle of the same type";
   if (t.exchange_word_bytes != 4) return "word_bytes must be 4 (32-bit words)";
-  if (!(t.exchange_latency_per_column >= 0)) return "latency_per_column must not be negative";
-  if (!(t.host_bytes_per_cycle > 0)) return "host bytes_per_cycle must be positive";
+  // Latencies are cast to 32 bits: the largest column distance times this must stay far below 2^32.
+  if (!(t.exchange_latency_per_column >= 0 && t.exchange_latency_per_column <= kMaxLatencyPerColumn))
+    return fmt::format("latency_per_column must be in 0..{}", kMaxLatencyPerColumn);
+  if (t.exchange_base_latency > kMaxBaseLatency) return fmt::format("base_latency must be at most {}", kMaxBaseLatency);
+  if (!(t.clock_hz <= kMaxClockHz)) return fmt::format("clock_hz must be at most {:g}", kMaxClockHz);
+  if (!(t.host_bytes_per_cycle > 0 && t.host_bytes_per_cycle <= kMaxHostBytesPerCycle))
+    return fmt::format("host bytes_per_cycle must be above 0 and at most {}", kMaxHostBytesPerCycle);
   if (t.host_call_latency_cycles > 100'000'000) return "call_latency_cycles must be at most 100000000";
   return "";
 }
@@ -101,8 +114,10 @@ Target load_target(const std::string& path) {
     t.amp_fp16_input_channels = small("amp_fp16_input_channels", t.amp_fp16_input_channels);
     t.amp_fp16_output_channels = small("amp_fp16_output_channels", t.amp_fp16_output_channels);
     t.load_bytes_per_cycle = small("load_bytes_per_cycle", t.load_bytes_per_cycle);
-    if (t.worker_threads == 0 || t.fp32_macs_per_cycle == 0 || t.fp16_macs_per_cycle == 0 || t.clock_hz <= 0)
+    if (t.worker_threads == 0 || t.fp32_macs_per_cycle == 0 || t.fp16_macs_per_cycle == 0 || !(t.clock_hz > 0))
       fail(path, compute, "compute figures must be positive");
+    if (!(t.clock_hz <= kMaxClockHz))
+      fail(path, compute["clock_hz"], fmt::format("'clock_hz' must be at most {:g}", kMaxClockHz));
     // A pass's MACs per row over the peak rate is the worker cycles per row: it must be whole.
     if ((t.amp_fp32_input_channels * t.amp_fp32_output_channels) % t.fp32_macs_per_cycle != 0 ||
         (t.amp_fp16_input_channels * t.amp_fp16_output_channels) % t.fp16_macs_per_cycle != 0)
@@ -120,8 +135,11 @@ Target load_target(const std::string& path) {
     t.multicast = get_bool_or(path, exchange, "multicast", false);
     t.exchange_phase_overhead = get_uint32_or(path, exchange, "phase_overhead", t.exchange_phase_overhead);
     if (t.exchange_word_bytes != 4) fail(path, exchange["word_bytes"], "'word_bytes' must be 4 (32-bit words)");
-    if (t.exchange_latency_per_column < 0)
-      fail(path, exchange["latency_per_column"], "'latency_per_column' must not be negative");
+    if (t.exchange_base_latency > kMaxBaseLatency)
+      fail(path, exchange["base_latency"], fmt::format("'base_latency' must be at most {}", kMaxBaseLatency));
+    if (!(t.exchange_latency_per_column >= 0 && t.exchange_latency_per_column <= kMaxLatencyPerColumn))
+      fail(path, exchange["latency_per_column"],
+           fmt::format("'latency_per_column' must be in 0..{} (cycles per column of distance)", kMaxLatencyPerColumn));
   }
   if (YAML::Node host = root["host"]; host.IsDefined()) {
     require_map(path, host, "'host'");
@@ -131,7 +149,9 @@ Target load_target(const std::string& path) {
     if (latency > 100'000'000)
       fail(path, host["call_latency_cycles"], "'call_latency_cycles' must be at most 100000000");
     t.host_call_latency_cycles = static_cast<std::uint32_t>(latency);
-    if (t.host_bytes_per_cycle <= 0) fail(path, host["bytes_per_cycle"], "'bytes_per_cycle' must be positive");
+    if (!(t.host_bytes_per_cycle > 0 && t.host_bytes_per_cycle <= kMaxHostBytesPerCycle))
+      fail(path, host["bytes_per_cycle"],
+           fmt::format("'bytes_per_cycle' must be above 0 and at most {}", kMaxHostBytesPerCycle));
   }
   return t;
 }

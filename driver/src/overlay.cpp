@@ -9,6 +9,7 @@
 #include <yaml-cpp/yaml.h>
 
 #include "tessera/diagnostic.hpp"
+#include "tessera/output_file.hpp"
 #include "tessera/pipeline.hpp"
 #include "tessera/plugin_host.hpp"
 #include "tessera/strict_yaml.hpp"
@@ -267,9 +268,7 @@ MergedPipeline merge_overlay_into_file(const std::string& base_path, const std::
                                        const std::string& merged_file, const std::string& header) {
   auto stage = [&](const PathOptionTest& is_path) {
     MergedPipeline merged = merge_pipeline_overlay(base_path, overlay_path, is_path);
-    std::ofstream out(merged_file);
-    out << header << merged.yaml;
-    if (!out.flush()) throw Error(merged_file + ": cannot write the merged pipeline");
+    write_file_atomically(merged_file, header + merged.yaml, "the merged pipeline");
     return merged;
   };
   stage({});

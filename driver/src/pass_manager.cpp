@@ -200,11 +200,12 @@ Status PassManager::run(CompilationState& state) {
     if (wants_dump(impl_->options.dump_after, info.name)) {
       const std::string stem = impl_->options.dump_directory + "/" + phase;
       try {
+        const OwnedFolder folder(impl_->options.dump_directory, "the dump folder (--dump-dir)");
         check_output_file(stem + ".tstate", "the state (--dump-after)", {});
         check_output_file(stem + ".dump", "the dump (--dump-after)", {});
-        write_state(state, stem + ".tstate", "the state requested by --dump-after");
-        write_file_atomically(stem + ".dump", dump_state(state, impl_->options.dump_filter),
-                              "the dump requested by --dump-after");
+        folder.write_file(phase + ".tstate", state_text(state), "the state requested by --dump-after");
+        folder.write_file(phase + ".dump", dump_state(state, impl_->options.dump_filter),
+                          "the dump requested by --dump-after");
       } catch (const Error& e) {
         return Status::failure(e.what());
       }

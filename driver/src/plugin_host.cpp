@@ -28,6 +28,7 @@
 #include "tessera/cost_model.hpp"
 #include "tessera/isolation.hpp"
 #include "tessera/log.hpp"
+#include "tessera/output_file.hpp"
 #include "tessera/pass.hpp"
 #include "tessera/scheduler.hpp"
 #include "tessera/strict_yaml.hpp"
@@ -113,6 +114,11 @@ std::string machine_name(std::uint16_t machine) {
 // (which makes the loader SIGBUS when it touches a mapped page past the end), is refused with
 // a message naming it. Throws UnloadableLibrary.
 void check_elf_library(const std::string& file) {
+  // A FIFO would block the read below (and dlopen) forever, a device would never end.
+  if (struct stat info{}; ::stat(file.c_str(), &info) == 0 && !S_ISREG(info.st_mode))
+    throw UnloadableLibrary(file +
+                            ": not a regular file (a named pipe or a device would block or never end); give "
+                            "a shared library");
   std::ifstream in(file, std::ios::binary);
   if (!in) throw Error(file + ": cannot read the plugin library: " + std::strerror(errno));
   in.seekg(0, std::ios::end);
@@ -295,12 +301,6 @@ std::string user_name(uid_t uid) {
   return entry ? entry->pw_name : std::to_string(uid);
 }
 
-// "uid 998 (tessera-robustness)": numbers alone do not tell the user whom to ask.
-std::string describe_user(uid_t uid) {
-  const std::string name = user_name(uid);
-  return name == std::to_string(uid) ? fmt::format("uid {}", uid) : fmt::format("uid {} ({})", uid, name);
-}
-
 // OpenSSH StrictModes for plugins, which are native code run with the compiler's rights: the
 // library or scanned folder at `path` (canonical) and every folder above it up to / must be
 // owned by us or root and not writable by group or others, or another user could swap in
@@ -370,20 +370,16 @@ public:
     if (cache && *cache && fs::path(cache).is_absolute()) folder_ = fs::path(cache) / "tessera/loaded-plugins";
     else if (home && *home && fs::path(home).is_absolute()) folder_ = fs::path(home) / ".cache/tessera/loaded-plugins";
     else return;
-    std::error_code ec;
-    if (fs::create_directories(folder_, ec)) fs::permissions(folder_, fs::perms::owner_all, ec);  // ours alone
-    if (ec) {  // a user without a writable home loses only the speed-up
-      logger("tessera.plugins")
-          ->debug("not remembering which plugin libraries load cleanly: {}: {}", folder_.string(), ec.message());
-      folder_.clear();
-      return;
-    }
+    const bool existed = fs::exists(folder_);
     try {
+      const OwnedFolder made(folder_.string(), "the plugin cache folder", 0700);  // a new one is ours alone
       // A folder another user could fill would vouch for their code.
       check_trusted_path(fs::canonical(folder_), "plugin cache folder",
                          "not remembering which plugin libraries load cleanly");
     } catch (const Error& e) {
-      logger("tessera.plugins")->warn("{}", e.what());
+      auto log = logger("tessera.plugins");
+      if (existed) log->warn("not remembering which plugin libraries load cleanly: {}", e.what());
+      else log->debug("not remembering which plugin libraries load cleanly: {}", e.what());  // no writable home
       folder_.clear();
       return;
     }

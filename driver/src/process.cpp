@@ -15,10 +15,12 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <filesystem>
 #include <sstream>
 #include <utility>
 
 #include "tessera/diagnostic.hpp"
+#include "tessera/output_file.hpp"
 
 extern char** environ;
 
@@ -72,9 +74,15 @@ Stream open_stream(const std::string& file, const char* role) {
       throw Error(std::string("cannot capture ") + role + ": pipe failed: " + std::strerror(errno));
     stream.parent_fd = fds[0];
     stream.child_fd = fds[1];
+  } else if (file == "/dev/null") {
+    stream.child_fd = ::open(file.c_str(), O_WRONLY | O_CLOEXEC);
+    if (stream.child_fd < 0) throw Error(file + ": cannot open the " + role + " file: " + std::strerror(errno));
   } else {
-    stream.child_fd = ::open(file.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-    if (stream.child_fd < 0) throw Error(file + ": cannot create the " + role + " file: " + std::strerror(errno));
+    // A log in a folder another user can write would let them plant a symlink to any file we may write.
+    const std::filesystem::path path(file);
+    const OwnedFolder folder = OwnedFolder::existing(path.has_parent_path() ? path.parent_path().string() : ".",
+                                                     std::string("the folder of the ") + role + " file");
+    stream.child_fd = folder.create_file(path.filename().string(), std::string("the ") + role + " file");
   }
   return stream;
 }

@@ -2,7 +2,12 @@
 // `tessera replay`, so one place owns the format.
 #include "tessera/reproducer.hpp"
 
+#include <fcntl.h>
+#include <sys/stat.h>
+
 #include <algorithm>
+#include <cerrno>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 
@@ -12,6 +17,7 @@
 #include "tessera/diagnostic.hpp"
 #include "tessera/exchange.hpp"
 #include "tessera/log.hpp"
+#include "tessera/output_file.hpp"
 #include "tessera/pass_manager.hpp"
 #include "tessera/pipeline.hpp"
 #include "tessera/state_file.hpp"
@@ -25,22 +31,19 @@ namespace {
 
 constexpr int kBundleFormat = 1;
 
-// A fresh folder `<parent>/<plugin>-<N>`; create_directory fails on an existing one, so two
-// compiles failing at once never share a bundle.
-fs::path create_bundle_folder(const fs::path& parent, const std::string& plugin) {
-  fs::create_directories(parent);
+// A fresh folder `<parent>/<plugin>-<N>` in a reproducer folder that is ours (another user may
+// create `reproducers/` beside a package first); mkdirat fails on an existing one, so two
+// compiles failing at once never share a bundle, and every file is made relative to it.
+OwnedFolder create_bundle_folder(const fs::path& parent, const std::string& plugin) {
+  const OwnedFolder folder(parent.string(), "the reproducer folder");
   for (unsigned n = 1; n < 100000; ++n) {
-    fs::path candidate = parent / fmt::format("{}-{}", plugin, n);
-    if (fs::create_directory(candidate)) return candidate;
+    const std::string name = fmt::format("{}-{}", plugin, n);
+    if (::mkdirat(folder.descriptor(), name.c_str(), 0755) == 0) return folder.folder(name);
+    if (errno != EEXIST)
+      throw Error(
+          fmt::format("{}: cannot create a reproducer bundle: {}", (parent / name).string(), std::strerror(errno)));
   }
   throw Error(parent.string() + ": too many reproducer bundles; remove old ones");
-}
-
-void write_text(const fs::path& file, const std::string& text) {
-  std::ofstream out(file, std::ios::binary);
-  out << text;
-  out.close();
-  if (!out) throw Error(file.string() + ": cannot write the reproducer file");
 }
 
 nlohmann::json plugin_entry(const PluginHost& host, const std::string& name) {
@@ -58,12 +61,13 @@ nlohmann::json plugin_entry(const PluginHost& host, const std::string& name) {
 std::string write_reproducer(const std::string& parent, const PipelineSpec& spec, const PluginHost& host,
                              const PluginFault& fault, const std::string& model_path, std::uint64_t schedule_budget_ms,
                              const CompilationState* pass_input) {
-  const fs::path bundle = create_bundle_folder(parent, fault.plugin);
+  const OwnedFolder folder = create_bundle_folder(parent, fault.plugin);
+  const fs::path bundle = folder.path();
   const bool scheduler_fault = fault.phase && fault.plugin == spec.exchange_scheduler.plugin;
 
   // The bundle's pipeline reads its own copy of the target (a relative path resolves against
   // the pipeline file), so the target cannot change under it.
-  fs::copy_file(spec.target, bundle / "target.yaml");
+  folder.copy_file(spec.target, "target.yaml", "the target of the reproducer");
   PipelineSpec bundled = spec;
   bundled.target = "target.yaml";
   // Plugins found through TESSERA_PLUGIN_PATH are not in the spec: name their folders too, so
@@ -78,12 +82,13 @@ std::string write_reproducer(const std::string& parent, const PipelineSpec& spec
   add_folder_of(spec.cost_model.plugin);
   add_folder_of(spec.exchange_scheduler.plugin);
   for (const auto& pass : spec.passes) add_folder_of(pass.plugin);
-  write_text(bundle / "pipeline.yaml",
-             "# resolved pipeline of the failed compile; written by tessera\n" + print_pipeline(bundled));
+  folder.write_file("pipeline.yaml",
+                    "# resolved pipeline of the failed compile; written by tessera\n" + print_pipeline(bundled),
+                    "the pipeline of the reproducer");
   const bool pass_fault = !scheduler_fault && pass_input;
-  if (scheduler_fault) write_phase_file(*fault.phase, (bundle / "phase.txt").string());
-  else if (pass_fault) write_state(*pass_input, (bundle / "state.tstate").string());
-  else fs::copy_file(model_path, bundle / "model.yaml");
+  if (scheduler_fault) folder.write_file("phase.txt", phase_file_text(*fault.phase), "the phase of the reproducer");
+  else if (pass_fault) folder.write_file("state.tstate", state_text(*pass_input), "the state of the reproducer");
+  else folder.copy_file(model_path, "model.yaml", "the model of the reproducer");
 
   nlohmann::json plugins = nlohmann::json::array();
   plugins.push_back(plugin_entry(host, spec.cost_model.plugin));
@@ -103,7 +108,7 @@ std::string write_reproducer(const std::string& parent, const PipelineSpec& spec
       {"schedule_budget_ms", schedule_budget_ms},
       {"plugins", plugins},
   };
-  write_text(bundle / "manifest.json", manifest.dump(2) + "\n");
+  folder.write_file("manifest.json", manifest.dump(2) + "\n", "the reproducer's manifest");
   logger("tessera.build")->warn("wrote reproducer bundle plugin={} folder={}", fault.plugin, bundle.string());
   return bundle.string();
 }

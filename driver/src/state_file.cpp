@@ -28,7 +28,8 @@ namespace {
 using json = nlohmann::ordered_json;
 
 constexpr const char* kFormat = "tessera-state";
-constexpr std::uintmax_t kMaxStateFileBytes = std::uintmax_t{1} << 30;
+// Parsed, a state takes 20 to 30 times its text in memory: 256 MiB is within a few GiB.
+constexpr std::uint64_t kMaxStateFileBytes = std::uint64_t{256} << 20;
 
 // ---------------------------------------------------------------------------------------------
 // Writing: straight to text, no JSON tree (a t1472 state is tens of megabytes). Records (a
@@ -878,14 +879,14 @@ CompilationState parse_state(const std::string& text, const std::string& origin)
 
 CompilationState read_state(const std::string& path) {
   std::error_code ec;
-  if (!std::filesystem::is_regular_file(path, ec)) throw Error(path + ": state file not found");
-  if (const std::uintmax_t bytes = std::filesystem::file_size(path, ec); !ec && bytes > kMaxStateFileBytes)
-    throw Error(fmt::format("{}: {} bytes; a state file may hold at most 1 GiB", path, bytes));
-  std::ifstream in(path, std::ios::binary);
-  std::stringstream text;
-  text << in.rdbuf();
-  if (!in && !in.eof()) throw Error(path + ": cannot be read");
-  return parse_state(std::move(text).str(), path);
+  if (!std::filesystem::exists(path, ec)) throw Error(path + ": state file not found");
+  std::string text = read_bounded_file(path, "the state file", kMaxStateFileBytes);
+  try {
+    return parse_state(text, path);
+  } catch (const std::bad_alloc&) {
+    throw Error(fmt::format("{}: not enough memory to read this state ({} bytes; reading takes 20 to 30 times that)",
+                            path, text.size()));
+  }
 }
 
 bool DumpFilter::shows_tile(std::uint32_t tile) const {

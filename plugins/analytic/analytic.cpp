@@ -6,6 +6,7 @@
 // ~100k copies estimate in milliseconds), because select-finalist calls it per candidate.
 #include <algorithm>
 #include <cmath>
+#include <limits>
 #include <cstdint>
 #include <span>
 #include <string>
@@ -73,7 +74,12 @@ constexpr double kAmpWorkerBaseCycles = 22;
 constexpr double kMacPerOutputCycles = 14;
 constexpr double kMacWorkerCycles = 51;
 
-std::uint64_t ceil_cycles(double cycles) { return cycles <= 0 ? 0 : static_cast<std::uint64_t>(std::ceil(cycles)); }
+// Saturates: a cast of a double past 2^64 (or NaN) to an integer is undefined.
+std::uint64_t ceil_cycles(double cycles) {
+  if (!(cycles > 0)) return 0;
+  if (cycles >= 1.8e19) return std::numeric_limits<std::uint64_t>::max();
+  return static_cast<std::uint64_t>(std::ceil(cycles));
+}
 
 double threads_of(const Target& target) { return std::max<std::uint32_t>(target.worker_threads, 1); }
 
@@ -228,7 +234,7 @@ public:
     static const tessera::OptionTable<AnalyticCostModel> table{
         tessera::option("exchange_efficiency", &AnalyticCostModel::exchange_efficiency_, 1.0,
                         "fraction of the fabric's peak a schedule reaches; exchange words are divided by it")
-            .above(0.0)
+            .at_least(0.001)  // smaller would make any phase cost more cycles than 64 bits count
             .at_most(1.0),
     };
     return table;

@@ -211,8 +211,9 @@ TEST_CASE("analytic peak memory follows buffer liveness and alignment", "[analyt
 
 TEST_CASE("analytic refuses bad options and malformed programs", "[analytic]") {
   CHECK_THROWS_WITH(make_model(0.0), Catch::Contains("option 'exchange_efficiency' of plugin 'analytic' must be in "
-                                                     "(0, 1], got 0"));
-  CHECK_THROWS_WITH(make_model(1.5), Catch::Contains("must be in (0, 1], got 1.5"));
+                                                     "[0.001, 1], got 0"));
+  CHECK_THROWS_WITH(make_model(1e-20), Catch::Contains("must be in [0.001, 1], got 1e-20"));
+  CHECK_THROWS_WITH(make_model(1.5), Catch::Contains("must be in [0.001, 1], got 1.5"));
   Program program;
   add_buffer(program, 1472, 64);
   CHECK_THROWS_WITH(make_model()->estimate(program, shipped_target("t1472")),

@@ -16,15 +16,28 @@
 
 #include "log.hpp"
 #include "tessera/diagnostic.hpp"
+#include "tessera/output_file.hpp"
 
 namespace tessera::runtime {
 
 std::string default_lock_path() {
-  const char* directory = std::getenv("TMPDIR");
-  std::string base = directory != nullptr && directory[0] != '\0' ? directory : "/tmp";
-  while (base.size() > 1 && base.back() == '/') base.pop_back();
-  // One file per user: a lock another user created first would otherwise lock everyone else out.
-  return base + "/tessera-sim0-" + std::to_string(::geteuid()) + ".lock";
+  // In a folder of the user's own: a lock file another user created first in a shared folder
+  // would lock this user out, and a name they could predict is one they could take.
+  const char* runtime = std::getenv("XDG_RUNTIME_DIR");
+  std::string folder;
+  if (runtime != nullptr && runtime[0] == '/') {
+    folder = std::string(runtime) + "/tessera";
+  } else {
+    const char* directory = std::getenv("TMPDIR");
+    std::string base = directory != nullptr && directory[0] == '/' ? directory : "/tmp";
+    while (base.size() > 1 && base.back() == '/') base.pop_back();
+    folder = base + "/tessera-" + std::to_string(::geteuid());
+  }
+  try {
+    return OwnedFolder(folder, "the folder of the device lock", 0700).path() + "/sim0.lock";
+  } catch (const Error& e) {
+    throw Error(std::string(e.what()) + "; or set XDG_RUNTIME_DIR, or give --lock FILE");
+  }
 }
 
 DeviceLock::DeviceLock(std::string path) : path_(std::move(path)) {}

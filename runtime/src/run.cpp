@@ -5,8 +5,12 @@
 #include <fmt/ranges.h>
 #include <spdlog/spdlog.h>
 
+#include <sys/resource.h>
+#include <unistd.h>
+
 #include <algorithm>
 #include <chrono>
+#include <cstdint>
 #include <optional>
 
 #include "log.hpp"
@@ -35,6 +39,59 @@ auto in_package(const std::string& package_name, Step&& step) {
   } catch (const Error& error) {
     throw Error(fmt::format("{}: {}", package_name, error.what()));
   }
+}
+
+/// The memory this host lets a run take: the least of its physical memory and the address-space
+/// and data limits (ulimit -v, -d) the process runs under.
+std::uint64_t host_memory_limit() {
+  const long pages = ::sysconf(_SC_PHYS_PAGES), page_bytes = ::sysconf(_SC_PAGESIZE);
+  std::uint64_t limit = pages > 0 && page_bytes > 0 ? static_cast<std::uint64_t>(pages) * page_bytes : UINT64_MAX;
+  for (int resource : {RLIMIT_AS, RLIMIT_DATA}) {
+    struct rlimit bound {};
+    if (::getrlimit(resource, &bound) == 0 && bound.rlim_cur != RLIM_INFINITY)
+      limit = std::min<std::uint64_t>(limit, bound.rlim_cur);
+  }
+  return limit;
+}
+
+/// Refuses, before anything is allocated, a package that would compute nothing (no outputs, or
+/// an output without its stream back to the host) or that needs more memory than this host
+/// gives: the simulated tiles' buffers plus the host's tensors (float32 values and the float64
+/// reference). A package's target is its own claim; the host is the machine it runs on.
+void check_runnable(const Package& package, const std::string& package_name, std::uint64_t limit) {
+  const Graph& graph = package.graph;
+  if (graph.outputs.empty())
+    throw Error(
+        fmt::format("{}: the model has no outputs, so a run would compute and check nothing; recompile the "
+                    "package from a model with outputs",
+                    package_name));
+  for (std::uint32_t output : graph.outputs) {
+    const std::string& name = graph.tensors[output].name;
+    const bool streamed = std::any_of(package.streams.begin(), package.streams.end(), [&](const PackageStream& s) {
+      return s.kind == StreamKind::output && s.tensor == name;
+    });
+    if (!streamed)
+      throw Error(
+          fmt::format("{}: output '{}' has no stream back to the host, so the package does not define it; "
+                      "recompile the package",
+                      package_name, name));
+  }
+  // Both sums are bounded: the reader caps tiles, bytes per tile and tensor sizes.
+  std::uint64_t device_bytes = 0, host_bytes = 0;
+  for (const TileImage& image : package.tiles) {
+    std::uint64_t extent = 0;
+    for (const TileBufferEntry& entry : image.buffers)
+      extent = std::max<std::uint64_t>(extent, std::uint64_t{entry.offset} + entry.bytes);
+    device_bytes += extent;
+  }
+  for (const Tensor& tensor : graph.tensors)
+    host_bytes += static_cast<std::uint64_t>(tensor.elements()) * (sizeof(float) + sizeof(double));
+  if (device_bytes > limit || host_bytes > limit - device_bytes)
+    throw Error(
+        fmt::format("{}: running it needs {} bytes of simulated tile memory ({} tiles of target '{}') and {} "
+                    "bytes of host tensors, more than the {} bytes this machine gives the run (its physical "
+                    "memory, ulimit -v and -d); run it on a larger machine, or recompile for a smaller target",
+                    package_name, device_bytes, package.tiles.size(), package.target.name, host_bytes, limit));
 }
 
 /// Every weight and input of `graph`: given values (checked against the graph), else the
@@ -113,6 +170,7 @@ RunResult run_package(const Package& package, const RunOptions& options, const s
   spdlog::logger& log = detail::logger();
   RunResult result;
 
+  check_runnable(package, package_name, options.host_memory_limit ? options.host_memory_limit : host_memory_limit());
   DeviceLock lock(options.lock_path.empty() ? default_lock_path() : options.lock_path);
   lock.acquire(std::chrono::milliseconds{options.lock_timeout_ms});
 

@@ -102,7 +102,7 @@ TEST_CASE("package reader reports truncation, bad magic and another version", "[
   other[8] = 9;
   std::ofstream(file, std::ios::binary | std::ios::trunc) << other;
   CHECK_THROWS_WITH(read_package(file), Catch::Contains("package format version 9"));
-  CHECK_THROWS_WITH(read_package((dir.path() / "none.tpkg").string()), Catch::Contains("cannot open package"));
+  CHECK_THROWS_WITH(read_package((dir.path() / "none.tpkg").string()), Catch::Contains("cannot read the package"));
 }
 
 TEST_CASE("package writer into a read-only directory fails and leaves nothing", "[package]") {

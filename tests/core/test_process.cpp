@@ -89,7 +89,7 @@ TEST_CASE("run_process: a missing program exits 127; an output file it cannot cr
   ProcessOptions bad;
   bad.stdout_file = (dir.path() / "no-such-folder" / "out").string();
   CHECK_THROWS_WITH(run_process({"/bin/true"}, bad),
-                    Catch::Contains("no-such-folder/out: cannot create the stdout file"));
+                    Catch::Contains("no-such-folder: cannot open the folder of the stdout file"));
   CHECK(find_in_path("sh") != "");
   CHECK(find_in_path("tessera-no-such-program") == "");
 }

@@ -513,7 +513,7 @@ TEST_CASE("phase file errors name the file, line and column", "[exchange][files]
   expect("tiles 4\ntiles 4\n", "2:1", "a second `tiles` header");
   expect("tiles four\n", "1:7", "expected a non-negative integer tile count");
   CHECK_THROWS_WITH(read_phase_file((dir.path() / "missing.phase").string()),
-                    Catch::Contains("missing.phase") && Catch::Contains("cannot open"));
+                    Catch::Contains("missing.phase") && Catch::Contains("cannot read the phase file"));
 }
 
 TEST_CASE("schedule files list transfer, start and words per line", "[exchange][files]") {

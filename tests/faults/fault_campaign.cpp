@@ -1,7 +1,8 @@
 // fault-campaign (`make test-faults`): a seeded random mix of compiles and runs of the real
 // `tessera` under injected faults: plugins that crash, hang, allocate, lie or fail while loading;
 // processes killed at random points (SIGKILL included); a full disk (RLIMIT_FSIZE); forged
-// packages (bit flips, truncations, section forgeries with recomputed checksums). After each run
+// packages (bit flips, truncations, section forgeries with recomputed checksums); hostile inputs
+// (a FIFO as the model, a device as the pipeline, a phase folder others can write). After each run
 // it checks for a host crash (a signal other than the injected one), a hang (deadline), partial
 // or corrupt output left behind, wrong numbers accepted and internal errors, and ends with a
 // table of those counts. Exit status 1 if any count is not zero.
@@ -256,6 +257,23 @@ public:
                         : std::vector<std::string>{"--dump-after", "all", "--dump-dir", (dir / "dumps").string()});
       spawn.options.file_size_limit = std::uint64_t(random_() % (package_bytes + package_bytes / 4));
       r = run(spawn);
+    } else if (pick < 80) {  // hostile files and folders: FIFOs, devices, folders others can write (issue 31)
+      kind = "hostile-input";
+      const int how = int(random_() % 3);
+      if (how == 0) {
+        const std::string fifo = (dir / "model.yaml").string();
+        ::mkfifo(fifo.c_str(), 0600);  // a reader that opened it would block until the deadline
+        r = run(command({kTessera, "compile", fifo, "-p", good_pipeline_, "-o", output}));
+      } else if (how == 1) {
+        r = run(command({kTessera, "compile", model_, "-p", "/dev/zero", "-o", output}));
+      } else {
+        const fs::path shared = dir / "phases";
+        fs::create_directories(shared);
+        fs::permissions(shared, fs::perms::all);  // another user could plant links in it
+        r = run(compile(good_pipeline_, {"--emit-phases", shared.string()}));
+        if (!fs::is_empty(shared)) problem(wrong_accepted, "wrote phase files into a folder others can write");
+      }
+      if (r.exit_code == 0) problem(wrong_accepted, "a compile of a hostile input succeeded");
     } else {  // a forged package, run with or without --verify
       kind = "forged-package";
       const bool from_signed = random_() % 2;

@@ -2,6 +2,8 @@
 #include <catch2/catch.hpp>
 #include <onnx/onnx_pb.h>
 
+#include <sys/stat.h>
+
 #include <fstream>
 
 #include "temp_dir.hpp"
@@ -483,4 +485,62 @@ TEST_CASE("onnx import refuses to fold a constant far larger than its inputs", "
   CHECK_THROWS_WITH(
       import_onnx(m.save(dir, "huge.onnx")),
       Catch::Contains("node 'fill' (ConstantOfShape): not supported: folding a constant of dims [1073741824]"));
+}
+
+// Found by the second hardening pass: axes hidden from shape inference behind an Identity let a
+// Squeeze of a dim that is not 1 give dims with no values, which an Add then read (SIGSEGV), and a
+// repeated Unsqueeze axis ended in vector::_M_range_check.
+TEST_CASE("onnx import checks folded constants' values and axis lists before it indexes them", "[onnx]") {
+  TempDir dir;
+  auto model_with = [&](const std::string& op, const std::vector<std::int64_t>& dims,
+                        const std::vector<std::int64_t>& axes, std::size_t values) {
+    ModelBuilder m;
+    m.input("x", {3});
+    m.initializer("c", dims, std::vector<float>(values, 1.0f));
+    m.int_initializer("axes", {static_cast<std::int64_t>(axes.size())}, axes);
+    m.node("Identity", {"axes"}, "hidden_axes");
+    m.node(op, {"c", "hidden_axes"}, "folded", "fold");
+    m.node("Add", {"x", "folded"}, "y", "add");
+    m.output("y", {3});
+    return m.save(dir, op + ".onnx");
+  };
+  CHECK_THROWS_WITH(
+      import_onnx(model_with("Squeeze", {0, 3}, {0}, 0)),
+      Catch::Contains("node 'fold' (Squeeze)") && Catch::Contains("Squeeze of axis 0, whose dim is 0, not 1"));
+  CHECK_THROWS_WITH(import_onnx(model_with("Unsqueeze", {3}, {0, 0}, 3)),
+                    Catch::Contains("node 'fold' (Unsqueeze)") && Catch::Contains("axes [0, 0] name axis 0 twice"));
+  CHECK_THROWS_WITH(import_onnx(model_with("Unsqueeze", {3}, {1, -2}, 3)),
+                    Catch::Contains("axes [1, -2] name axis 1 twice"));
+  CHECK_THROWS_WITH(import_onnx(model_with("Unsqueeze", {3}, {5}, 3)), Catch::Contains("fold"));
+  // The well-formed fold still imports: Squeeze of a [1, 3] constant is a row.
+  CHECK(import_onnx(model_with("Squeeze", {1, 3}, {0}, 3)).graph.ops.size() == 1);
+
+  // An initializer whose data disagrees with its dims never reaches a fold.
+  ModelBuilder short_data;
+  short_data.input("x", {3});
+  short_data.initializer("c", {3}, {1.0f, 2.0f});
+  short_data.node("Add", {"x", "c"}, "y");
+  short_data.output("y", {3});
+  CHECK_THROWS(import_onnx(short_data.save(dir, "short.onnx")));
+
+  // A FIFO is refused before it is read, rather than blocking the import forever.
+  const std::string fifo = (dir.path() / "model.onnx").string();
+  REQUIRE(::mkfifo(fifo.c_str(), 0600) == 0);
+  CHECK_THROWS_WITH(import_onnx(fifo), Catch::Contains(fifo + ": cannot read the ONNX model: it is a named pipe"));
+}
+
+TEST_CASE("onnx import with an expected sha256 refuses other bytes before parsing them", "[onnx]") {
+  TempDir dir;
+  ModelBuilder m;
+  m.input("x", {2});
+  m.node("Relu", {"x"}, "y");
+  m.output("y", {2});
+  const std::string path = m.save(dir, "relu.onnx");
+  const std::string sha256 = import_onnx(path).graph.source_sha256;
+  CHECK(import_onnx(path, sha256).graph.source_sha256 == sha256);
+  // Junk with the right name: were it parsed, the error would say it is no model.
+  const std::string swapped = dir.write("relu.onnx", "not a model at all");
+  CHECK_THROWS_WITH(import_onnx(swapped, sha256), Catch::Contains("the model changed since the package was compiled") &&
+                                                      Catch::Contains("it is not parsed") &&
+                                                      !Catch::Contains("not an ONNX model"));
 }

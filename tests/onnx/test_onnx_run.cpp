@@ -121,6 +121,28 @@ TEST_CASE("tessera run refuses an ONNX model changed since compile, and --weight
   CHECK(r.exit_code == 1);
   CHECK_THAT(r.err, Catch::Contains(model + ": the model changed since the package was compiled (sha256 "));
   CHECK(r.out.find("device_cycles=") == std::string::npos);
+  // A hostile file in its place is never parsed: its sha256 is checked on the bytes first.
+  const std::string original = (dir.path() / "original.onnx").string();
+  fs::rename(model, original);
+  std::ofstream(model, std::ios::binary) << std::string(4096, '\x08');
+  auto swapped = run_tessera(run);
+  CHECK(swapped.exit_code == 1);
+  CHECK(swapped.signal == 0);
+  CHECK_THAT(swapped.err, Catch::Contains(model + ": the model changed") && Catch::Contains("it is not parsed"));
+  fs::rename(original, model);
+
+  // A signed package: its weights come only from the model whose sha256 it records, never --weights.
+  const std::string key = (dir.path() / "key").string();
+  std::ofstream(key) << std::string(48, 'k');
+  fs::permissions(key, fs::perms::owner_read | fs::perms::owner_write);
+  const std::string signed_package = (dir.path() / "signed.tpkg").string();
+  REQUIRE(run_tessera({"compile", model, "-p", pipeline_copy(dir, source_path("configs/pipelines/small.yaml")), "-o",
+                       signed_package, "--sign", key})
+              .exit_code == 0);
+  auto verified = run_tessera(
+      {"run", signed_package, "--verify", key, "--weights", other, "--lock", (dir.path() / "device.lock").string()});
+  CHECK(verified.exit_code == 1);
+  CHECK_THAT(verified.err, Catch::Contains("--weights " + other + ": with --verify, weights come only from the model"));
 
   // With the changed weights given explicitly the device computes with them: the reference agrees,
   // the expected output (of the original weights) does not.

@@ -156,7 +156,7 @@ TEST_CASE("cycles_from_profile refuses a file that is not this package's profile
   testing::TempDir dir;
   const Package package = testing::small_mlp_package();
   const std::string missing = (dir.path() / "missing.json").string();
-  CHECK_THROWS_WITH(cycles_from_profile(package, missing), Contains(missing) && Contains("cannot open"));
+  CHECK_THROWS_WITH(cycles_from_profile(package, missing), Contains(missing) && Contains("cannot read the profile"));
   const std::string garbage = dir.write("garbage.json", "{ not json");
   CHECK_THROWS_WITH(cycles_from_profile(package, garbage), Contains(garbage) && Contains("not valid JSON"));
   const std::string other = dir.write("other.json", R"({"format": "tessera-profile", "tiles": 16, "target": "t16",

@@ -444,6 +444,41 @@ TEST_CASE("bad inputs a forged weight larger than the device is refused before i
                               "10223616 bytes of target 't16'"});
 }
 
+TEST_CASE("bad inputs a package that computes nothing, or needs more memory than the host gives, is not run",
+          "[robustness]") {
+  TempDir dir;
+  const tessera::Package good = small_package(dir);
+  tessera::Package no_outputs = good;
+  no_outputs.graph.outputs.clear();  // ran to "elements=0 ... numericalTest=PASS" before
+  const std::string empty = (dir.path() / "no-outputs.tpkg").string();
+  tessera::write_package(no_outputs, empty);
+  check_clean_error(run_package_file(dir, empty), {empty + ": the model has no outputs"});
+
+  tessera::Package unstreamed = good;
+  std::erase_if(unstreamed.streams,
+                [](const tessera::PackageStream& s) { return s.kind == tessera::StreamKind::output; });
+  const std::string undefined = (dir.path() / "undefined-output.tpkg").string();
+  tessera::write_package(unstreamed, undefined);
+  check_clean_error(run_package_file(dir, undefined), {undefined + ": output '", "has no stream back to the host"});
+
+  // The package's own target claims 4 GiB a tile, so the reader lets a 16 GiB weight through;
+  // the host (here held to 4 GB of address space) does not have it: refused, not bad_alloc.
+  tessera::Package huge = good;
+  huge.target.memory_bytes = std::uint64_t{1} << 32;
+  huge.target.interleaved_start = huge.target.memory_bytes;
+  huge.target_hash = huge.target.hash();
+  tessera::Tensor unused;
+  unused.name = "unused";
+  unused.shape = {65536, 65536};
+  unused.kind = tessera::TensorKind::weight;
+  huge.graph.tensors.push_back(unused);
+  const std::string forged = (dir.path() / "huge.tpkg").string();
+  tessera::write_package(huge, forged);
+  const CommandResult r = run_command({"/bin/sh", "-c", "ulimit -v 4000000 && exec \"$0\" run \"$1\" --lock \"$2\"",
+                                       tessera_binary(), forged, (dir.path() / "lock").string()});
+  check_clean_error(r, {forged + ": running it needs", "more than the 4096000000 bytes this machine gives the run"});
+}
+
 TEST_CASE("bad inputs a section table pointing many entries at one blob is refused before hashing it", "[robustness]") {
   TempDir dir;
   const std::string good_path = (dir.path() / "good.tpkg").string();

@@ -2,6 +2,8 @@
 // Each must end in a clean error or result; the ctest timeout, not a timer, catches a regression.
 #include <catch2/catch.hpp>
 
+#include <sys/stat.h>
+
 #include <filesystem>
 #include <string>
 
@@ -142,4 +144,68 @@ TEST_CASE("bounded parsing in the calibration table loader: an alias bomb is ref
                                              "cost_model: {plugin: calibrated, options: {table: " + table + "}}");
   const std::string package = (dir.path() / "p.tpkg").string();
   check_clean_failure(compile(kSmallModel, pipeline, package), {table + ":2:", "alias bomb"}, dir.path(), "p.tpkg");
+}
+
+TEST_CASE("bounded parsing refuses FIFOs and devices up front, and oversized phase and state files before reading",
+          "[robustness][bounded]") {
+  TempDir dir;
+  const std::string fifo = (dir.path() / "pipe").string();
+  REQUIRE(::mkfifo(fifo.c_str(), 0600) == 0);
+  const std::string package = (dir.path() / "p.tpkg").string();
+  const std::string t16 = source_path("configs/targets/t16.yaml");
+  // `timeout`: were a FIFO opened and read, the command would block forever; it must not.
+  auto bounded = [](std::vector<std::string> command) {
+    command.insert(command.begin(), {"/usr/bin/timeout", "60"});
+    return run_command(command, {"TESSERA_PLUGIN_PATH="});
+  };
+  check_clean_failure(bounded({tessera_binary(), "compile", fifo, "-p", kSmallPipeline, "-o", package}),
+                      {fifo + ": cannot read", "a named pipe"}, dir.path(), "p.tpkg");
+  check_clean_failure(bounded({tessera_binary(), "compile", kSmallModel, "-p", fifo, "-o", package}),
+                      {fifo + ": cannot read", "a named pipe"}, dir.path(), "p.tpkg");
+  check_clean_failure(bounded({tessera_binary(), "compile", kSmallModel, "-p", "/dev/zero", "-o", package}),
+                      {"/dev/zero: cannot read", "a character device"}, dir.path(), "p.tpkg");
+  check_clean_error(bounded({tessera_binary(), "run", fifo}), {fifo + ": cannot read the package", "a named pipe"});
+  check_clean_error(bounded({tessera_binary(), "schedule", fifo, "-t", t16, "-s", "greedy"}),
+                    {fifo + ": cannot read the phase file", "a named pipe"});
+  const CommandResult plugin = bounded({tessera_binary(), "check-plugin", fifo});
+  count_bad_input_case();
+  CHECK(plugin.exit_code == 1);
+  CHECK_THAT(plugin.out, Catch::Contains(fifo + ": not a regular file (a named pipe"));
+
+  // Sparse files: their size is refused before a byte is read, so the test costs no disk.
+  const std::string phase = (dir.path() / "big-phase.txt").string();
+  write_file(phase, "tiles 16\n");
+  std::filesystem::resize_file(phase, (std::uintmax_t{64} << 20) + 1);
+  check_clean_error(bounded({tessera_binary(), "schedule", phase, "-t", t16, "-s", "greedy"}),
+                    {phase + ": 67108865 bytes; the phase file may hold at most 67108864 (64 MiB)"});
+  const std::string state = (dir.path() / "big.tstate").string();
+  write_file(state, "{");
+  std::filesystem::resize_file(state, (std::uintmax_t{256} << 20) + 1);
+  check_clean_error(bounded({tessera_binary(), "opt", state, "-p", kSmallPipeline, "--pass", "lower-mid", "--print"}),
+                    {state + ": 268435457 bytes; the state file may hold at most 268435456 (256 MiB)"});
+}
+
+TEST_CASE("bounded parsing range-checks a target's floats before any cast", "[robustness][bounded]") {
+  TempDir dir;
+  const std::string package = (dir.path() / "p.tpkg").string();
+  const struct {
+    std::string from, to, complaint;
+  } cases[] = {
+      {"latency_per_column: 1.0", "latency_per_column: 1e19", "'latency_per_column' must be in 0..1000"},
+      {"clock_hz: 1.325e9", "clock_hz: 1e300", "'clock_hz' must be at most 1e+12"},
+      {"bytes_per_cycle: 23.8", "bytes_per_cycle: 1e30", "'bytes_per_cycle' must be above 0 and at most"},
+      {"base_latency: 6", "base_latency: 4000000000", "'base_latency' must be at most 1000000"},
+  };
+  for (const auto& c : cases) {
+    DYNAMIC_SECTION(c.to) {
+      const std::string target = target_with(dir, c.from, c.to);
+      check_clean_failure(compile(kSmallModel, kSmallPipeline, package, {"-t", target}), {target + ":", c.complaint},
+                          dir.path(), "p.tpkg");
+    }
+  }
+  // The analytic model's efficiency: 1e-20 made any phase cost more cycles than 64 bits hold.
+  const std::string pipeline = pipeline_with(dir, "cost_model: {plugin: analytic}",
+                                             "cost_model: {plugin: analytic, options: {exchange_efficiency: 1e-20}}");
+  check_clean_failure(compile(kSmallModel, pipeline, package), {"exchange_efficiency", "[0.001, 1], got 1e-20"},
+                      dir.path(), "p.tpkg");
 }

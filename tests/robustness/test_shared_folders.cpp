@@ -205,23 +205,28 @@ TEST_CASE("shared folders the default device lock is per user and refuses a plan
   const fs::path shared = shared_folder(dir);
   const std::string package = (dir.path() / "small.tpkg").string();
   REQUIRE(compile(kSmallModel, pipeline_with(dir, "passes:", "passes:"), package).exit_code == 0);
-  const std::string tmpdir = "TMPDIR=" + shared.string();
-  const std::string lock = (shared / ("tessera-sim0-" + std::to_string(::geteuid()) + ".lock")).string();
+  const std::vector<std::string> environment{"TMPDIR=" + shared.string(), "XDG_RUNTIME_DIR="};
+  const fs::path folder = shared / ("tessera-" + std::to_string(::geteuid()));
+  const std::string lock = (folder / "sim0.lock").string();
 
+  // The folder is ours (0700), so only we could plant a symlink in it; the lock still refuses one.
   const std::string victim = dir.write("victim.txt", "precious\n");
-  REQUIRE(run_command({"/bin/sh", "-c", as_planter() + "ln -s \"$0\" \"$1\"", victim, lock}).exit_code == 0);
-  check_clean_error(run_command({tessera_binary(), "run", package}, {tmpdir}), {lock, "symbolic link"});
+  fs::create_directories(folder);
+  fs::permissions(folder, fs::perms::owner_all);
+  fs::create_symlink(victim, lock);
+  check_clean_error(run_command({tessera_binary(), "run", package}, environment), {lock, "symbolic link"});
   CHECK(read_file(victim) == "precious\n");
 
   fs::remove(lock);
-  auto r = run_command({tessera_binary(), "run", package}, {tmpdir});
+  auto r = run_command({tessera_binary(), "run", package}, environment);
   INFO(r.err);
   CHECK(r.exit_code == 0);
   CHECK(fs::is_regular_file(lock));
-  // Another user's default lock is another file, so theirs cannot lock us out.
+  // Another user's default lock is in another folder, so theirs cannot lock us out.
   if (other_user()) {
-    const std::string theirs = (shared / ("tessera-sim0-" + std::to_string(other_user()->uid) + ".lock")).string();
-    REQUIRE(run_command({"/bin/sh", "-c", as_planter() + "touch \"$0\"", theirs}).exit_code == 0);
-    CHECK(run_command({tessera_binary(), "run", package}, {tmpdir}).exit_code == 0);
+    const std::string theirs = (shared / ("tessera-" + std::to_string(other_user()->uid))).string();
+    REQUIRE(run_command({"/bin/sh", "-c", as_planter() + "mkdir -m 700 \"$0\" && touch \"$0/sim0.lock\"", theirs})
+                .exit_code == 0);
+    CHECK(run_command({tessera_binary(), "run", package}, environment).exit_code == 0);
   }
 }

@@ -7,6 +7,7 @@
 
 #include <chrono>
 #include <cstdlib>
+#include <filesystem>
 #include <thread>
 
 #include "temp_dir.hpp"
@@ -101,13 +102,23 @@ TEST_CASE("device lock names the path when it cannot open the file", "[runtime][
   CHECK_THROWS_WITH(lock.try_acquire(), Contains("/nonexistent-directory-for-tessera/sim0.lock"));
 }
 
-TEST_CASE("default lock path follows TMPDIR and is one per user", "[runtime][lock]") {
-  const char* saved = std::getenv("TMPDIR");
-  const std::string restore = saved ? saved : "";
-  const std::string file = "tessera-sim0-" + std::to_string(::geteuid()) + ".lock";
-  ::setenv("TMPDIR", "/var/tmp/", 1);
-  CHECK(default_lock_path() == "/var/tmp/" + file);
-  ::unsetenv("TMPDIR");
-  CHECK(default_lock_path() == "/tmp/" + file);
-  if (saved) ::setenv("TMPDIR", restore.c_str(), 1);
+TEST_CASE("default lock path is in XDG_RUNTIME_DIR, else in a 0700 folder of the user's in TMPDIR", "[runtime][lock]") {
+  const char* saved_tmpdir = std::getenv("TMPDIR");
+  const char* saved_runtime = std::getenv("XDG_RUNTIME_DIR");
+  const std::string restore_tmpdir = saved_tmpdir ? saved_tmpdir : "",
+                    restore_runtime = saved_runtime ? saved_runtime : "";
+  tessera::testing::TempDir dir;
+  ::setenv("XDG_RUNTIME_DIR", dir.path().c_str(), 1);
+  CHECK(default_lock_path() == (dir.path() / "tessera/sim0.lock").string());
+  ::unsetenv("XDG_RUNTIME_DIR");
+  ::setenv("TMPDIR", (dir.path().string() + "/").c_str(), 1);
+  const std::filesystem::path folder = dir.path() / ("tessera-" + std::to_string(::geteuid()));
+  CHECK(default_lock_path() == (folder / "sim0.lock").string());
+  CHECK((std::filesystem::status(folder).permissions() & std::filesystem::perms::mask) ==
+        std::filesystem::perms::owner_all);
+  std::filesystem::permissions(folder, std::filesystem::perms::all);  // others could plant a lock in it
+  CHECK_THROWS_WITH(default_lock_path(), Contains(folder.string()) && Contains("writable by"));
+  if (saved_tmpdir) ::setenv("TMPDIR", restore_tmpdir.c_str(), 1);
+  else ::unsetenv("TMPDIR");
+  if (saved_runtime) ::setenv("XDG_RUNTIME_DIR", restore_runtime.c_str(), 1);
 }

@@ -36,6 +36,7 @@
 
 #include "tessera/cost_model.hpp"
 #include "tessera/diagnostic.hpp"
+#include "tessera/output_file.hpp"
 #include "tessera/pass.hpp"
 #include "tessera/plugin_host.hpp"
 #include "tessera/scheduler.hpp"
@@ -160,12 +161,13 @@ struct DynamicTables {
   std::vector<std::string> needed;    ///< DT_NEEDED entries
 };
 
+// Far past any plugin; a FIFO or a device is refused before it is read.
+constexpr std::uint64_t kMaxLibraryBytes = std::uint64_t{1} << 30;
+
 class ElfReader {
 public:
   explicit ElfReader(const std::string& file) : file_(file) {
-    std::ifstream in(file, std::ios::binary);
-    if (!in) throw Error(file + ": cannot open the library file");
-    bytes_.assign(std::istreambuf_iterator<char>(in), {});
+    bytes_ = read_bounded_file(file, "the library file", kMaxLibraryBytes);
   }
 
   DynamicTables read() const {

@@ -85,12 +85,12 @@ CompileResult compile(const CompileRequest& request) {
   Package& package = session.finish(state);
 
   if (!request.phase_directory.empty()) {
-    fs::create_directories(request.phase_directory);
+    const OwnedFolder folder(request.phase_directory, "the phase folder (--emit-phases)");
     for (std::size_t k = 0; k < state.program.supersteps.size(); ++k) {
       if (state.program.supersteps[k].exchange.transfers.empty()) continue;
-      const std::string file = (fs::path(request.phase_directory) / ("phase-" + std::to_string(k) + ".txt")).string();
-      check_output_file(file, "a phase file (--emit-phases)", inputs);
-      write_phase_file(state.program.supersteps[k].exchange, file);
+      const std::string name = "phase-" + std::to_string(k) + ".txt";
+      check_output_file((fs::path(request.phase_directory) / name).string(), "a phase file (--emit-phases)", inputs);
+      folder.write_file(name, phase_file_text(state.program.supersteps[k].exchange), "phase file");
     }
   }
 

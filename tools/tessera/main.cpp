@@ -157,7 +157,7 @@ int main(int argc, char** argv) {
   run->add_option("--profile", run_options.profile_path, "write the execution profile (JSON) here");
   run->add_option("--trace", run_options.trace_path, "write a Chrome trace (opens in Perfetto) here");
   run->add_option("--lock", run_options.lock_path,
-                  "device lock file (default: $TMPDIR/tessera-sim0-UID.lock, UID your user id)");
+                  "device lock file (default: $XDG_RUNTIME_DIR/tessera/sim0.lock, else $TMPDIR/tessera-UID/sim0.lock)");
   std::string run_json_path;
   run->add_option("--json", run_json_path, "write the run's cycles and numerics as JSON (docs/json-output.md)");
   run->add_option("--verify", run_options.verify_key,
@@ -256,8 +256,9 @@ int main(int argc, char** argv) {
                         "exchange scheduler the exchange formula measures (default greedy)");
   calibrate->add_option("--plugin-path", calibrate_request.plugin_paths, "another folder of plugins")
       ->check(CLI::ExistingDirectory);
-  calibrate->add_option("--lock", calibrate_request.lock_path,
-                        "device lock file (default: $TMPDIR/tessera-sim0-UID.lock, UID your user id)");
+  calibrate->add_option(
+      "--lock", calibrate_request.lock_path,
+      "device lock file (default: $XDG_RUNTIME_DIR/tessera/sim0.lock, else $TMPDIR/tessera-UID/sim0.lock)");
 
   cli::CyclesRequest cycles_request;
   auto* cycles = cli::add_cycles_command(app, cycles_request);

@@ -11,6 +11,7 @@
 #include "tessera/log.hpp"
 #include "tessera/onnx/import.hpp"
 #include "tessera/onnx/tensor_file.hpp"
+#include "tessera/output_file.hpp"
 #include "tessera/package.hpp"
 
 namespace fs = std::filesystem;
@@ -49,13 +50,16 @@ PreparedRun prepare_run(const Package& package, const RunData& data, runtime::Ru
   if (!graph.source_sha256.empty()) {
     // The weights are read again from the model, so the package never copies them.
     const std::string source = data.weights.empty() ? graph.source_file : data.weights;
-    prepared.model = source;
-    onnx_import::OnnxImport imported = onnx_import::import_onnx(source);
-    if (data.weights.empty() && imported.graph.source_sha256 != graph.source_sha256)
+    // A signature covers the sha256 the package records, not a file named on the command line.
+    if (!data.weights.empty() && !options.verify_key.empty())
       throw Error(
-          fmt::format("{}: the model changed since the package was compiled (sha256 {}, the package records {}); "
-                      "recompile it, or give the weights to use with --weights FILE",
-                      source, imported.graph.source_sha256, graph.source_sha256));
+          fmt::format("--weights {}: with --verify, weights come only from the model the signed package "
+                      "names, whose sha256 it records; drop --weights",
+                      data.weights));
+    prepared.model = source;
+    // The model's bytes are checked against the package's sha256 before they are parsed.
+    onnx_import::OnnxImport imported =
+        onnx_import::import_onnx(source, data.weights.empty() ? graph.source_sha256 : std::string());
     for (const Tensor& tensor : graph.tensors) {
       if (tensor.kind != TensorKind::weight) continue;
       auto found = imported.weights.find(tensor.name);
@@ -95,11 +99,8 @@ std::vector<std::string> write_outputs(const runtime::HostTensors& outputs, cons
                                        const RunData& data) {
   if (data.output_format != "pb" && data.output_format != "npy")
     throw Error(fmt::format("--output-format '{}': use pb or npy", data.output_format));
-  std::error_code ec;
-  fs::create_directories(data.output_directory, ec);
-  if (ec)
-    throw Error(
-        fmt::format("{}: cannot create the output folder (--output-dir): {}", data.output_directory, ec.message()));
+  // Output tensors are results a user reads back: a folder of theirs, so no one can plant links in it.
+  const OwnedFolder folder(data.output_directory, "the output folder (--output-dir)");
   std::vector<std::string> written;
   std::set<std::string> files;
   for (const auto& [name, shape] : dims) {

@@ -63,9 +63,14 @@ std::uint64_t lower_bound(const ExchangePhase& phase, const Target& target);
 /// cost. Reports the first conflict with tile, cycle and the transfers involved.
 ScheduleReport validate_schedule(const ExchangePhase& phase, const Schedule& schedule, const Target& target);
 
-/// Reads a phase file (`tiles N` then `SRC DST[,DST...] WORDS` lines, `#` comments).
-/// Throws Error naming the file and line.
+/// The most a phase file may hold: parsed, a phase takes about 30 times its text in memory.
+inline constexpr std::uint64_t kMaxPhaseFileBytes = std::uint64_t{64} << 20;
+
+/// Reads a phase file (`tiles N` then `SRC DST[,DST...] WORDS` lines, `#` comments): a regular
+/// file of at most kMaxPhaseFileBytes. Throws Error naming the file and line.
 ExchangePhase read_phase_file(const std::string& path);
+/// The text of a phase file.
+std::string phase_file_text(const ExchangePhase& phase);
 /// Writes the phase file atomically (write_file_atomically: missing folders are created, a
 /// failure leaves no partial file).
 void write_phase_file(const ExchangePhase& phase, const std::string& path);

@@ -247,8 +247,9 @@ Constant slice(const onnx::NodeProto& node, const std::vector<const Constant*>& 
   if (ends.size() != starts.size() || axes.size() != starts.size() || steps.size() != starts.size())
     throw Error(where + ": Slice's starts, ends, axes and steps differ in length");
   Dims begin(data.dims.size(), 0), step(data.dims.size(), 1), count = data.dims;
+  axes = normalize_axes(axes, rank, where);
   for (std::size_t i = 0; i < starts.size(); ++i) {
-    const std::int64_t axis = normalize_axis(axes[i], rank, where);
+    const std::int64_t axis = axes[i];
     const std::int64_t dim = data.dims[static_cast<std::size_t>(axis)];
     const std::int64_t s = steps[i];
     if (s == 0) throw Error(where + ": Slice step 0");
@@ -460,6 +461,7 @@ Dims broadcast_dims(const Dims& a, const Dims& b, const std::string& where) {
 }
 
 std::vector<double> expand_to(const Constant& c, const Dims& dims) {
+  check_values(c, "a constant operand");
   std::vector<double> out;
   for (std::int64_t index : broadcast_index(c.dims, dims)) out.push_back(c.values[static_cast<std::size_t>(index)]);
   return out;
@@ -508,8 +510,39 @@ static void check_folded_size(const Dims& dims, const std::string& where) {
                             fmt::join(dims, ", "), kMaxFoldedElements));
 }
 
+void check_values(const Constant& c, const std::string& where) {
+  const std::int64_t expected = element_count(c.dims, where);
+  if (static_cast<std::int64_t>(c.values.size()) != expected)
+    throw Error(fmt::format("{}: a constant of dims [{}] holds {} values, not the {} its dims need", where,
+                            fmt::join(c.dims, ", "), c.values.size(), expected));
+}
+
+std::vector<std::int64_t> normalize_axes(const std::vector<std::int64_t>& axes, std::int64_t rank,
+                                         const std::string& where) {
+  std::vector<std::int64_t> normalized;
+  std::set<std::int64_t> seen;
+  for (std::int64_t axis : axes) {
+    normalized.push_back(normalize_axis(axis, rank, where));
+    if (!seen.insert(normalized.back()).second)
+      throw Error(fmt::format("{}: axes [{}] name axis {} twice", where, fmt::join(axes, ", "), normalized.back()));
+  }
+  return normalized;
+}
+
+static std::vector<Constant> fold(const onnx::NodeProto& node, const std::vector<const Constant*>& in,
+                                  std::int64_t opset, const std::string& where);
+
 std::vector<Constant> fold_node(const onnx::NodeProto& node, const std::vector<const Constant*>& in, std::int64_t opset,
                                 const std::string& where) {
+  for (const Constant* c : in)
+    if (c) check_values(*c, where);
+  std::vector<Constant> outputs = fold(node, in, opset, where);
+  for (const Constant& c : outputs) check_values(c, where);
+  return outputs;
+}
+
+static std::vector<Constant> fold(const onnx::NodeProto& node, const std::vector<const Constant*>& in,
+                                  std::int64_t opset, const std::string& where) {
   const std::string& op = node.op_type();
   auto input = [&](std::size_t i) -> const Constant& {
     if (i >= in.size() || !in[i]) throw Error(fmt::format("{}: input {} is missing", where, i));
@@ -588,7 +621,12 @@ std::vector<Constant> fold_node(const onnx::NodeProto& node, const std::vector<c
     if (op == "Squeeze") {
       const auto rank = static_cast<std::int64_t>(c.dims.size());
       std::set<std::int64_t> drop;
-      for (std::int64_t axis : axes) drop.insert(normalize_axis(axis, rank, where));
+      for (std::int64_t axis : normalize_axes(axes, rank, where)) {
+        if (c.dims[static_cast<std::size_t>(axis)] != 1)
+          throw Error(fmt::format("{}: Squeeze of axis {}, whose dim is {}, not 1", where, axis,
+                                  c.dims[static_cast<std::size_t>(axis)]));
+        drop.insert(axis);
+      }
       Dims dims;
       for (std::int64_t d = 0; d < rank; ++d)
         if (axes.empty() ? c.dims[static_cast<std::size_t>(d)] != 1 : !drop.count(d))
@@ -596,8 +634,8 @@ std::vector<Constant> fold_node(const onnx::NodeProto& node, const std::vector<c
       c.dims = dims;
     } else {
       const auto rank = static_cast<std::int64_t>(c.dims.size() + axes.size());
-      std::set<std::int64_t> added;
-      for (std::int64_t axis : axes) added.insert(normalize_axis(axis, rank, where));
+      const std::vector<std::int64_t> normalized = normalize_axes(axes, rank, where);
+      const std::set<std::int64_t> added(normalized.begin(), normalized.end());
       Dims dims;
       std::size_t next = 0;
       for (std::int64_t d = 0; d < rank; ++d) dims.push_back(added.count(d) ? 1 : c.dims.at(next++));
@@ -605,9 +643,16 @@ std::vector<Constant> fold_node(const onnx::NodeProto& node, const std::vector<c
     }
     return {c};
   }
-  if (op == "Concat") return {concat(in, int_attribute(node, "axis", 0), where)};
+  if (op == "Concat") {
+    if (in.empty()) throw Error(where + ": Concat of no inputs");
+    for (std::size_t i = 0; i < in.size(); ++i) input(i);  // an absent input is an error, not a null read
+    return {concat(in, int_attribute(node, "axis", 0), where)};
+  }
   if (op == "Gather") return {gather(input(0), input(1), int_attribute(node, "axis", 0), where)};
-  if (op == "Slice") return {slice(node, in, opset, where)};
+  if (op == "Slice") {
+    input(0);
+    return {slice(node, in, opset, where)};
+  }
   if (op == "Transpose") return {transpose(input(0), ints_attribute(node, "perm"), where)};
   if (op == "Add" || op == "Sub" || op == "Mul" || op == "Div") return {binary(op, input(0), input(1), where)};
   throw Error(fmt::format("{}: {} cannot be folded", where, op));

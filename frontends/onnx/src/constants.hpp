@@ -54,6 +54,14 @@ std::vector<double> expand_to(const Constant& c, const Dims& dims);
 
 /// Normalises a possibly negative axis of a rank-`rank` tensor; throws Error when out of range.
 std::int64_t normalize_axis(std::int64_t axis, std::int64_t rank, const std::string& where);
+/// normalize_axis of every axis of a list; throws Error (with `where`) when one is out of range
+/// or two name the same axis.
+std::vector<std::int64_t> normalize_axes(const std::vector<std::int64_t>& axes, std::int64_t rank,
+                                         const std::string& where);
+
+/// Throws Error (with `where`) unless `c` holds exactly product(dims) values: every constant is
+/// checked before its values are indexed, so a hostile file cannot make a read past them.
+void check_values(const Constant& c, const std::string& where);
 
 /// Reshape's target dims: 0 copies the input's dim (unless allowzero), -1 is inferred.
 Dims reshape_dims(const Dims& input, const Constant& shape, bool allow_zero, const std::string& where);

@@ -18,6 +18,7 @@
 
 #include "constants.hpp"
 #include "tessera/diagnostic.hpp"
+#include "tessera/output_file.hpp"
 #include "tessera/log.hpp"
 
 namespace fs = std::filesystem;
@@ -54,6 +55,9 @@ std::string sha256_hex(const std::string& bytes) {
 
 bool is_onnx_model(const std::string& path) {
   if (fs::path(path).extension() == ".onnx") return true;
+  // Only a regular file is peeked at: a FIFO would block here (the reader then refuses it by name).
+  std::error_code ec;
+  if (!fs::is_regular_file(path, ec)) return false;
   std::ifstream in(path, std::ios::binary);
   char first = 0;
   return in.get(first) && first == 0x08;
@@ -562,7 +566,7 @@ private:
       return;
     }
     std::set<std::int64_t> reduced;
-    for (std::int64_t axis : axes) reduced.insert(normalize_axis(axis, rank, where));
+    for (std::int64_t axis : normalize_axes(axes, rank, where)) reduced.insert(axis);
     if (axes.empty())
       for (std::int64_t axis = 0; axis < rank; ++axis) reduced.insert(axis);
     const std::int64_t first = reduced.empty() ? rank : *reduced.begin();
@@ -1374,15 +1378,18 @@ private:
 
 }  // namespace
 
-OnnxImport import_onnx(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw Error(path + ": cannot read the ONNX model");
-  std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-  if (in.bad()) throw Error(path + ": read error");
+OnnxImport import_onnx(const std::string& path, const std::string& expected_sha256) {
+  // protobuf parses at most 2 GiB - 1; a FIFO or a device is refused before it is read.
+  const std::string bytes = read_bounded_file(path, "the ONNX model", (std::uint64_t{1} << 31) - 1);
   onnx::ModelProto model;
   // The hash is of the very bytes parsed, so a run can tell it reads the same weights.
   const std::string sha256 = sha256_hex(bytes);
-  if (bytes.size() > (std::size_t{1} << 31) - 1 || !model.ParseFromString(bytes))
+  if (!expected_sha256.empty() && sha256 != expected_sha256)
+    throw Error(
+        fmt::format("{}: the model changed since the package was compiled (sha256 {}, the package records "
+                    "{}); it is not parsed; recompile it, or give the weights to use with --weights FILE",
+                    path, sha256, expected_sha256));
+  if (!model.ParseFromString(bytes))
     throw Error(
         path +
         ": not an ONNX model (the protobuf ModelProto does not parse); export it with torch.onnx.export or onnx.save");

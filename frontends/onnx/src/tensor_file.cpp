@@ -11,8 +11,8 @@
 
 #include "constants.hpp"
 #include "tessera/diagnostic.hpp"
-#include "tessera/graph.hpp"
 #include "tessera/output_file.hpp"
+#include "tessera/graph.hpp"
 
 namespace fs = std::filesystem;
 
@@ -22,18 +22,7 @@ namespace {
 
 constexpr std::size_t kMaxFileBytes = (std::size_t{1} << 31) - 1;
 
-std::string read_bytes(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw Error(path + ": cannot read the tensor file");
-  std::string bytes;
-  char buffer[1 << 16];
-  while (in.read(buffer, sizeof buffer) || in.gcount() > 0) {
-    bytes.append(buffer, static_cast<std::size_t>(in.gcount()));
-    if (bytes.size() > kMaxFileBytes) throw Error(path + ": tensor file larger than 2 GiB");
-  }
-  if (in.bad()) throw Error(path + ": read error");
-  return bytes;
-}
+std::string read_bytes(const std::string& path) { return read_bounded_file(path, "the tensor file", kMaxFileBytes); }
 
 TensorFile read_pb(const std::string& path) {
   onnx::TensorProto proto;

@@ -88,7 +88,6 @@ std::vector<PreparedArm> prepare_arms(const std::string& base_pipeline, const st
     throw Error("tessera ab: no arms given; the first --arm is the baseline, e.g. --arm A= --arm B=b.yaml");
   std::set<std::string> names;
   std::vector<PreparedArm> arms;
-  fs::create_directories(staging_directory);
   for (const ArmRequest& request : requests) {
     if (!names.insert(request.name).second) throw Error("--arm " + request.name + ": two arms have this name");
     PreparedArm arm;

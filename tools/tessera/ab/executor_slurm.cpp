@@ -3,6 +3,8 @@
 #include "executor_slurm.hpp"
 
 #include <algorithm>
+#include <cctype>
+#include <string_view>
 #include <cstdlib>
 #include <ctime>
 #include <filesystem>
@@ -21,6 +23,7 @@
 #include "tessera/diagnostic.hpp"
 #include "tessera/log.hpp"
 #include "tessera/output_file.hpp"
+#include "tessera/yaml_text.hpp"
 
 namespace fs = std::filesystem;
 using nlohmann::json;
@@ -28,6 +31,8 @@ using nlohmann::json;
 namespace tessera::ab {
 
 namespace {
+
+constexpr std::uint64_t kMaxSubmissionsBytes = std::uint64_t{16} << 20;
 
 std::string submissions_path(const ResultsDir& results) { return results.absolute("slurm/submissions.json"); }
 
@@ -77,15 +82,28 @@ std::string shell_quote(const std::string& word) {
   return quoted + "'";
 }
 
+// The one word the shell expands: everything else, paths and --lock included, is a quoted literal.
+constexpr const char* kArrayTaskId = "$SLURM_ARRAY_TASK_ID";
+
 std::string script(const std::vector<std::string>& command) {
   std::string line = "exec";
-  for (const std::string& word : command)
-    line += " " + (word.rfind("$SLURM", 0) == 0 ? "\"" + word + "\"" : shell_quote(word));
+  for (const std::string& word : command) line += " " + (word == kArrayTaskId ? "\"" + word + "\"" : shell_quote(word));
   return "#!/bin/sh\n# Written by tessera ab for Slurm; the paths are absolute because the job may start anywhere.\n" +
          line + "\n";
 }
 
+// sbatch's values come from the command line, the suite or a results folder: a safe alphabet,
+// so none can smuggle another option, a line or a shell word into the submission.
+void check_sbatch_value(const std::string& name, const std::string& value) {
+  for (char c : value)
+    if (!(std::isalnum(static_cast<unsigned char>(c)) ||
+          std::string_view("-_.:,@+=").find(c) != std::string_view::npos))
+      throw Error("sbatch --" + name + " " + echoed_token(value) +
+                  ": use letters, digits and - _ . : , @ + = only (as Slurm's own names and times do)");
+}
+
 std::vector<std::string> sbatch_options(const SlurmOptions& o) {
+  check_sbatch_options(o);
   std::vector<std::string> args;
   if (!o.partition.empty()) args.push_back("--partition=" + o.partition);
   if (!o.time.empty()) args.push_back("--time=" + o.time);
@@ -111,18 +129,25 @@ std::string submit(std::vector<std::string> command, const std::string& what) {
 void write_submissions(const ResultsDir& results, const std::vector<Submission>& all) {
   json list = json::array();
   for (const Submission& each : all) list.push_back(to_json(each));
-  write_file_atomically(submissions_path(results), json{{"submissions", list}}.dump(2) + "\n", "Slurm submissions");
+  results.folder("slurm").write_file("submissions.json", json{{"submissions", list}}.dump(2) + "\n",
+                                     "Slurm submissions");
 }
 
 }  // namespace
+
+void check_sbatch_options(const SlurmOptions& o) {
+  check_sbatch_value("partition", o.partition);
+  check_sbatch_value("time", o.time);
+  check_sbatch_value("mem", o.mem);
+  check_sbatch_value("account", o.account);
+}
 
 std::vector<Submission> read_submissions(const ResultsDir& results) {
   const std::string path = submissions_path(results);
   std::vector<Submission> all;
   if (!fs::exists(path)) return all;
   try {
-    std::ifstream in(path);
-    const json list = json::parse(in);
+    const json list = json::parse(read_bounded_file(path, "the list of Slurm submissions", kMaxSubmissionsBytes));
     for (const json& j : list.at("submissions")) all.push_back(submission_from(j));
   } catch (const std::exception& e) {
     throw Error(path + ": corrupt list of Slurm submissions (" + e.what() +
@@ -148,18 +173,17 @@ Submission submit_sweep(const ResultsDir& results, const Manifest& manifest, con
     s.tasks.emplace_back(models.begin() + static_cast<std::ptrdiff_t>(task * models.size() / count),
                          models.begin() + static_cast<std::ptrdiff_t>((task + 1) * models.size() / count));
 
-  const fs::path folder = fs::path(results.absolute("slurm")) / ("submission-" + std::to_string(s.number));
-  fs::create_directories(folder);
-  std::vector<std::string> task = {tessera,        "ab",
-                                   "task",         results.root(),
-                                   "--submission", std::to_string(s.number),
-                                   "--task",       "$SLURM_ARRAY_TASK_ID"};
+  const std::string folder_name = "slurm/submission-" + std::to_string(s.number);
+  const OwnedFolder submission_folder = results.folder(folder_name);
+  const fs::path folder = submission_folder.path();
+  std::vector<std::string> task = {
+      tessera, "ab", "task", results.root(), "--submission", std::to_string(s.number), "--task", kArrayTaskId};
   if (retry_failed) task.push_back("--retry-failed");
   if (!lock.empty()) task.insert(task.end(), {"--lock", lock});
   const std::string sweep_script = (folder / "sweep.sh").string(), report_script = (folder / "report.sh").string();
-  write_file_atomically(sweep_script, script(task), "Slurm job script");
-  write_file_atomically(report_script, script({tessera, "ab", "report", results.root(), "--quiet"}),
-                        "Slurm job script");
+  submission_folder.write_file("sweep.sh", script(task), "Slurm job script");
+  submission_folder.write_file("report.sh", script({tessera, "ab", "report", results.root(), "--quiet"}),
+                               "Slurm job script");
   const std::string name = job_name(results, s.number);
 
   // Recorded before sbatch: a task may start, and look its models up, before sbatch returns.

@@ -53,6 +53,10 @@ std::vector<ItemState> item_states(const ResultsDir& results, const Manifest& ma
 std::string ended_tasks(const ResultsDir& results, const Submission& submission);
 
 /// The queued (pending or running) jobs of `submissions`, as "JOB STATE" lines.
+/// Refuses (Error naming the option) an sbatch value outside a safe alphabet (letters, digits,
+/// - _ . : , @ + =): none may add an option, a line or a shell word to a submission.
+void check_sbatch_options(const SlurmOptions& options);
+
 std::vector<std::string> queued_jobs(const std::vector<Submission>& submissions);
 
 }  // namespace tessera::ab

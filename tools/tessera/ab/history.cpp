@@ -21,6 +21,7 @@
 
 #include "report.hpp"
 #include "tessera/diagnostic.hpp"
+#include "tessera/output_file.hpp"
 
 namespace fs = std::filesystem;
 
@@ -93,23 +94,30 @@ private:
 std::string utc_now() { return fmt::format("{:%Y-%m-%dT%H:%M:%SZ}", fmt::gmtime(std::time(nullptr))); }
 
 // The folder and the file are the user's own: other users see neither their models nor their timings.
+// A database another user made, or can write, would feed them our results and us theirs.
 void create_private(const fs::path& path) {
-  if (!path.parent_path().empty() && !fs::exists(path.parent_path())) {
-    std::error_code ec;
-    fs::create_directories(path.parent_path(), ec);
-    if (ec)
-      throw Error(path.parent_path().string() + ": cannot create the folder of the history database: " + ec.message() +
-                  "; give another --history FILE");
-    fs::permissions(path.parent_path(), fs::perms::owner_all, ec);
-  }
   if (fs::is_directory(path))
     throw Error(path.string() + ": is a folder, not a history database; give a file, e.g. --history " +
                 (path / "ab-history.sqlite").string());
-  const int fd = ::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+  const OwnedFolder folder(path.parent_path().string(), "the folder of the history database", 0700);
+  const int fd =
+      ::openat(folder.descriptor(), path.filename().c_str(), O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0600);
   if (fd < 0)
     throw Error(path.string() + ": cannot open the history database: " + std::strerror(errno) +
                 "; give another --history FILE");
+  struct stat info {};
+  const int stat_result = ::fstat(fd, &info);
   ::close(fd);
+  if (stat_result != 0 || !S_ISREG(info.st_mode))
+    throw Error(path.string() + ": the history database is not a regular file; give another --history FILE");
+  if (info.st_uid != ::geteuid())
+    throw Error(path.string() + ": refusing the history database: it is owned by " + describe_user(info.st_uid) +
+                ", not by you (" + describe_user(::geteuid()) +
+                "), who could read and change your results; give another --history FILE");
+  if ((info.st_mode & (S_IWGRP | S_IWOTH)) != 0)
+    throw Error(path.string() + fmt::format(": refusing the history database: it is writable by others (mode {:04o}); "
+                                            "fix: chmod 600 {}",
+                                            info.st_mode & 07777, path.string()));
 }
 
 }  // namespace

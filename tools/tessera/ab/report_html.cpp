@@ -668,10 +668,10 @@ std::string html_report(const Analysis& analysis, const DriverStats& driver, con
       analysis.items_present, analysis.items.size(), analysis.items_failed, html_escape(driver.command),
       html_escape(driver.results));
 
-  // The JSON report, for scripts that read the page; "</" is escaped so it cannot end the script.
-  std::string data = json_report(analysis, driver);
-  for (std::size_t at = data.find("</"); at != std::string::npos; at = data.find("</", at + 3))
-    data.replace(at, 2, "<\\/");
+  // The JSON report, for scripts that read the page. JSON may write '<' as \u003c (it occurs only
+  // in strings), so no name can end the script or open a comment ("<!--") that swallows the page.
+  std::string data;
+  for (char c : json_report(analysis, driver)) data += c == '<' ? std::string("\\u003c") : std::string(1, c);
   html += "<script type=\"application/json\" id=\"ab-data\">\n" + data + "</script>\n";
   html += std::string("<script>") + kScript + "</script>\n</body>\n</html>\n";
   return html;

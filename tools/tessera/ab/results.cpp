@@ -1,16 +1,27 @@
 // Reading and writing A/B results directories (JSON via nlohmann-json), and the work plan.
 #include "results.hpp"
 
+#include <fcntl.h>
+#include <openssl/crypto.h>
+#include <openssl/evp.h>
+#include <openssl/hmac.h>
+#include <sys/random.h>
+#include <unistd.h>
+
 #include <algorithm>
+#include <cerrno>
+#include <cstdlib>
+#include <cstring>
 #include <filesystem>
-#include <fstream>
-#include <sstream>
+#include <mutex>
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
 #include "tessera/diagnostic.hpp"
+#include "tessera/log.hpp"
 #include "tessera/output_file.hpp"
+#include "tessera/package.hpp"
 
 namespace fs = std::filesystem;
 using nlohmann::json;
@@ -188,6 +199,7 @@ Manifest manifest_from(const json& j) {
   m.suite_name = suite.at("name").get<std::string>();
   m.suite_file = suite.at("file").get<std::string>();
   m.suite_fingerprint = suite.at("fingerprint").get<std::string>();
+  if (!is_safe_name(m.suite_name)) throw std::runtime_error("a suite name that is not a safe folder name");
   for (const json& e : suite.at("entries"))
     m.entries.push_back({e.at("id").get<std::string>(), e.at("model").get<std::string>(),
                          e.at("target").get<std::string>(), e.at("model_hash").get<std::string>(),
@@ -207,15 +219,90 @@ Manifest manifest_from(const json& j) {
   m.shard_index = j.at("shard").at("index").get<std::uint32_t>();
   m.shard_count = j.at("shard").at("count").get<std::uint32_t>();
   if (m.arms.empty() || m.entries.empty()) throw std::runtime_error("a manifest without arms or suite entries");
+  // Names become folders of the results directory and words of job scripts.
+  for (const SuiteEntry& entry : m.entries)
+    if (!is_safe_name(entry.id)) throw std::runtime_error("a suite entry name that is not a safe folder name");
+  for (const ArmInfo& arm : m.arms)
+    if (!is_safe_name(arm.name)) throw std::runtime_error("an arm name that is not a safe folder name");
   return m;
 }
 
+// Manifests list every suite entry and arm input; records are a few kilobytes.
+constexpr std::uint64_t kMaxResultsFileBytes = std::uint64_t{16} << 20;
+
 std::string read_text(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw Error(path + ": cannot read the file");
-  std::stringstream text;
-  text << in.rdbuf();
-  return text.str();
+  return read_bounded_file(path, "the A/B results file", kMaxResultsFileBytes);
+}
+
+constexpr const char* kRecordMacField = "hmac";
+constexpr std::size_t kRecordKeyBytes = 32;
+
+// The folder of the user's tessera settings, where the key that signs their records lives.
+std::string config_folder() {
+  const char* config = std::getenv("XDG_CONFIG_HOME");
+  const char* home = std::getenv("HOME");
+  if (config && *config && fs::path(config).is_absolute()) return (fs::path(config) / "tessera").string();
+  if (home && *home && fs::path(home).is_absolute()) return (fs::path(home) / ".config/tessera").string();
+  throw Error(
+      "cannot find the folder for the key that signs A/B records: neither XDG_CONFIG_HOME nor HOME is an absolute "
+      "path; set one of them");
+}
+
+// Made once, 0600 in a 0700 folder of the user's own, linked into place so two sweeps starting
+// at once agree on one key.
+PackageKey make_record_key(const std::string& folder_path) {
+  const OwnedFolder folder(folder_path, "the tessera config folder", 0700);
+  const std::string path = (fs::path(folder.path()) / "ab-records.key").string();
+  if (::faccessat(folder.descriptor(), "ab-records.key", F_OK, AT_SYMLINK_NOFOLLOW) != 0) {
+    unsigned char secret[kRecordKeyBytes];
+    if (::getrandom(secret, sizeof(secret), 0) != static_cast<ssize_t>(sizeof(secret)))
+      throw Error(path + ": cannot make the key that signs A/B records: no random bytes from the kernel");
+    const std::string temporary = ".ab-records.key.tmp-" + std::to_string(::getpid());
+    const int fd = folder.create_file(temporary, "the key that signs A/B records", 0600);
+    const bool written =
+        ::write(fd, secret, sizeof(secret)) == static_cast<ssize_t>(sizeof(secret)) && ::fsync(fd) == 0;
+    ::close(fd);
+    OPENSSL_cleanse(secret, sizeof(secret));
+    const int linked =
+        written ? ::linkat(folder.descriptor(), temporary.c_str(), folder.descriptor(), "ab-records.key", 0) : -1;
+    const int error_number = errno;
+    ::unlinkat(folder.descriptor(), temporary.c_str(), 0);
+    if (!written || (linked != 0 && error_number != EEXIST))
+      throw Error(path + ": cannot make the key that signs A/B records: " + std::strerror(error_number));
+    logger("tessera.ab")->info("made the key that signs A/B records key={}", path);
+  }
+  return read_package_key(path);
+}
+
+const PackageKey& record_key() {
+  static std::once_flag once;
+  static PackageKey key;
+  std::call_once(once, [] { key = make_record_key(config_folder()); });
+  return key;
+}
+
+// HMAC-SHA256 of the record's JSON without its own MAC field, in hex.
+std::string record_mac(const json& record_without_mac) {
+  const PackageKey& key = record_key();
+  const std::string text = record_without_mac.dump();
+  unsigned char mac[EVP_MAX_MD_SIZE];
+  unsigned int length = 0;
+  if (!HMAC(EVP_sha256(), key.secret.data(), static_cast<int>(key.secret.size()),
+            reinterpret_cast<const unsigned char*>(text.data()), text.size(), mac, &length))
+    throw Error(key.path + ": OpenSSL could not compute the HMAC of an A/B record");
+  std::string hex;
+  for (unsigned int i = 0; i < length; ++i) hex += fmt::format("{:02x}", mac[i]);
+  return hex;
+}
+
+// Whether `document` carries the MAC our key gives it (compared in constant time).
+bool record_signed_by_us(json document) {
+  const auto found = document.find(kRecordMacField);
+  if (found == document.end() || !found->is_string()) return false;
+  const std::string given = found->get<std::string>();
+  document.erase(kRecordMacField);
+  const std::string expected = record_mac(document);
+  return given.size() == expected.size() && CRYPTO_memcmp(given.data(), expected.data(), given.size()) == 0;
 }
 
 std::string arm_list(const Manifest& m) {
@@ -336,7 +423,13 @@ std::vector<WorkItem> shard_items(const std::vector<WorkItem>& items, std::uint3
   return shard;
 }
 
-ResultsDir::ResultsDir(std::string root) : root_(fs::absolute(root).lexically_normal().string()) {}
+ResultsDir::ResultsDir(std::string root) : root_(fs::absolute(root).lexically_normal().string()) {
+  check_owned_folder_if_present(root_, "the results folder");
+}
+
+OwnedFolder ResultsDir::folder(const std::string& relative) const {
+  return OwnedFolder(root_, "the results folder").folder(relative);
+}
 
 bool ResultsDir::has_manifest() const { return fs::exists(fs::path(root_) / "manifest.json"); }
 
@@ -352,20 +445,25 @@ Manifest ResultsDir::read_manifest() const {
 }
 
 void ResultsDir::write_manifest(const Manifest& manifest) const {
-  fs::create_directories(root_);
-  write_file_atomically((fs::path(root_) / "manifest.json").string(), to_json(manifest).dump(2) + "\n", "A/B manifest");
+  folder("").write_file("manifest.json", to_json(manifest).dump(2) + "\n", "A/B manifest");
 }
 
 std::string ResultsDir::record_path(const std::string& model, const std::string& arm, std::uint32_t repeat) const {
   return (fs::path(root_) / "records" / model / arm / ("repeat-" + std::to_string(repeat) + ".json")).string();
 }
 
-std::optional<Record> ResultsDir::read_record(const std::string& model, const std::string& arm,
-                                              std::uint32_t repeat) const {
+std::optional<Record> ResultsDir::read_record(const std::string& model, const std::string& arm, std::uint32_t repeat,
+                                              bool* unsigned_record) const {
   const std::string path = record_path(model, arm, repeat);
+  if (unsigned_record) *unsigned_record = false;
   if (!fs::exists(path)) return std::nullopt;
   try {
-    return record_from(json::parse(read_text(path)));
+    const json document = json::parse(read_text(path));
+    if (!record_signed_by_us(document)) {
+      if (unsigned_record) *unsigned_record = true;
+      return std::nullopt;
+    }
+    return record_from(document);
   } catch (const Error&) {
     throw;
   } catch (const std::exception& e) {
@@ -374,9 +472,10 @@ std::optional<Record> ResultsDir::read_record(const std::string& model, const st
 }
 
 void ResultsDir::write_record(const Record& record) const {
-  const std::string path = record_path(record.model, record.arm, record.repeat);
-  fs::create_directories(fs::path(path).parent_path());
-  write_file_atomically(path, to_json(record).dump(2) + "\n", "A/B record");
+  json document = to_json(record);
+  document[kRecordMacField] = record_mac(document);
+  folder("records/" + record.model + "/" + record.arm)
+      .write_file("repeat-" + std::to_string(record.repeat) + ".json", document.dump(2) + "\n", "A/B record");
 }
 
 std::vector<Record> ResultsDir::read_all_records() const {
@@ -389,7 +488,16 @@ std::vector<Record> ResultsDir::read_all_records() const {
   std::vector<Record> all;
   for (const std::string& path : paths) {
     try {
-      all.push_back(record_from(json::parse(read_text(path))));
+      const json document = json::parse(read_text(path));
+      if (!record_signed_by_us(document)) {
+        logger("tessera.ab")
+            ->warn(
+                "leaving out a record that does not carry your signature (edited, or written by another user) "
+                "path={}; `tessera ab` with the same arguments redoes it",
+                path);
+        continue;
+      }
+      all.push_back(record_from(document));
     } catch (const Error&) {
       throw;
     } catch (const std::exception& e) {

@@ -8,6 +8,7 @@
 
 #include "fingerprint.hpp"
 #include "suite.hpp"
+#include "tessera/output_file.hpp"
 
 namespace tessera::ab {
 
@@ -158,6 +159,7 @@ std::vector<WorkItem> shard_items(const std::vector<WorkItem>& items, std::uint3
 /// packages/, phases/. Records are written atomically as each item finishes.
 class ResultsDir {
 public:
+  /// Refuses (Error) an existing folder that is not the caller's own or that others can write.
   explicit ResultsDir(std::string root);
   const std::string& root() const { return root_; }
 
@@ -166,11 +168,17 @@ public:
   void write_manifest(const Manifest& manifest) const;
 
   std::string record_path(const std::string& model, const std::string& arm, std::uint32_t repeat) const;
-  /// The stored record, or nothing when absent. A corrupt file is an Error naming it.
-  std::optional<Record> read_record(const std::string& model, const std::string& arm, std::uint32_t repeat) const;
+  /// The stored record, or nothing when absent or not signed with the user's key (edited, or
+  /// written by someone else; `*unsigned_record` says so). A corrupt file is an Error naming it.
+  std::optional<Record> read_record(const std::string& model, const std::string& arm, std::uint32_t repeat,
+                                    bool* unsigned_record = nullptr) const;
+  /// Writes the record atomically with an HMAC-SHA256 under the user's key
+  /// (`$XDG_CONFIG_HOME/tessera/ab-records.key`, made 0600 on first use).
   void write_record(const Record& record) const;
-  /// Every record stored, in path order.
+  /// Every record stored and signed with the user's key, in path order; others are left out with a warning.
   std::vector<Record> read_all_records() const;
+  /// The folder `relative` inside the results folder, created or checked as the caller's own.
+  OwnedFolder folder(const std::string& relative) const;
 
   /// An absolute path for a path relative to the root, and the reverse.
   std::string absolute(const std::string& relative) const;

@@ -113,7 +113,8 @@ RunnerStats run_work(const Manifest& manifest, const ResultsDir& results, const 
     const ArmInfo& arm = manifest.arms[item.arm];
     const std::string progress =
         fmt::format("item={}/{} model={} arm={} repeat={}", index + 1, items.size(), entry.id, arm.name, item.repeat);
-    if (auto stored = results.read_record(entry.id, arm.name, item.repeat)) {
+    bool unsigned_record = false;
+    if (auto stored = results.read_record(entry.id, arm.name, item.repeat, &unsigned_record)) {
       if (!record_matches(*stored, manifest, entry.id, arm.name, item.repeat)) {
         log->warn("redoing a stored record made for another suite, arm or tessera build {} path={}", progress,
                   results.record_path(entry.id, arm.name, item.repeat));
@@ -124,6 +125,12 @@ RunnerStats run_work(const Manifest& manifest, const ResultsDir& results, const 
         if (options.progress) options.progress->item_finished(false, false);
         continue;
       }
+    } else if (unsigned_record) {
+      log->warn(
+          "redoing a stored record that does not carry your signature (edited, or written by another user) {} "
+          "path={}",
+          progress, results.record_path(entry.id, arm.name, item.repeat));
+      ++stats.stale;
     }
 
     const fs::path item_path = fs::path(entry.id) / arm.name;
@@ -131,8 +138,9 @@ RunnerStats run_work(const Manifest& manifest, const ResultsDir& results, const 
     const fs::path logs = fs::path(results.root()) / "logs" / item_path;
     const fs::path package = fs::path(results.root()) / "packages" / item_path / (stem + ".tpkg");
     const fs::path phases = fs::path(results.root()) / "phases" / item_path / stem;
-    fs::create_directories(logs);
-    fs::create_directories(package.parent_path());
+    // Made (or checked) as ours: a planted symlink among them would redirect what the children write.
+    const OwnedFolder log_folder = results.folder("logs/" + item_path.string());
+    results.folder("packages/" + item_path.string());
     remove_quietly(phases);  // an interrupted attempt may have left phases of another schedule
 
     Record record;
@@ -170,7 +178,7 @@ RunnerStats run_work(const Manifest& manifest, const ResultsDir& results, const 
     // Warm-up compiles (page cache, plugin libraries, CPU frequency) are made and thrown away.
     if (manifest.warmup > 0 && warmed.insert({item.entry, item.arm}).second) {
       const fs::path scratch = logs / "warmup";
-      fs::create_directories(scratch);
+      log_folder.folder("warmup");
       for (std::uint32_t k = 0; k < manifest.warmup; ++k) {
         const ProcessRecord warm =
             run_process(compile_command((scratch / "package.tpkg").string(), (scratch / "phases").string(),

@@ -14,6 +14,7 @@
 #include "tessera/onnx/import.hpp"
 #include "tessera/strict_yaml.hpp"
 #include "tessera/target.hpp"
+#include "tessera/yaml_text.hpp"
 
 namespace fs = std::filesystem;
 
@@ -45,15 +46,15 @@ std::string model_name(const std::string& path) {
   return file.stem().string();
 }
 
-// Ids become folder names in the results directory.
-bool valid_id(const std::string& id) {
-  if (id.empty() || id[0] == '.') return false;
-  for (char c : id)
+}  // namespace
+
+// Ids and names become folder names in the results directory.
+bool is_safe_name(const std::string& name) {
+  if (name.empty() || name[0] == '.' || name.size() > 200) return false;
+  for (char c : name)
     if (!(std::isalnum(static_cast<unsigned char>(c)) || c == '-' || c == '_' || c == '.' || c == '@')) return false;
   return true;
 }
-
-}  // namespace
 
 std::string suite_fingerprint(const std::string& name, const std::vector<SuiteEntry>& entries) {
   std::string text = "tessera-ab-suite/1\n" + name + "\n";
@@ -101,7 +102,7 @@ Suite load_suite(const std::string& path) {
     entry.target = entry_path(path, node, "target");
     entry.id = yaml::is_scalar(node["name"]) ? node["name"].Scalar()
                                              : model_name(entry.model) + "@" + fs::path(entry.target).stem().string();
-    if (!valid_id(entry.id))
+    if (!is_safe_name(entry.id))
       throw Error(yaml::place(path, node) + ": suite entry name '" + entry.id +
                   "' must use letters, digits, '-', '_', '.', '@' and not start with '.'; set `name:`");
     if (!ids.insert(entry.id).second)
@@ -113,6 +114,10 @@ Suite load_suite(const std::string& path) {
     entry.target_hash = hash_file(entry.target);
     suite.entries.push_back(std::move(entry));
   }
+  // The name of the default results folder: it may not climb out of the cache or break a page.
+  if (!is_safe_name(suite.name))
+    throw Error(path + ": suite name " + echoed_token(suite.name) +
+                " must use letters, digits, '-', '_', '.', '@' and not start with '.'; set `suite:`");
   suite.fingerprint = suite_fingerprint(suite.name, suite.entries);
   return suite;
 }

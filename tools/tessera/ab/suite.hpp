@@ -34,6 +34,10 @@ struct Suite {
 /// to check it. Throws Error with file:line:column.
 Suite load_suite(const std::string& path);
 
+/// A name that may become a folder or file name in a results directory and a word in a job
+/// script: letters, digits, '-', '_', '.', '@', not starting with '.'.
+bool is_safe_name(const std::string& name);
+
 /// The fingerprint of a suite's name and entries (as written into results manifests).
 std::string suite_fingerprint(const std::string& name, const std::vector<SuiteEntry>& entries);
 

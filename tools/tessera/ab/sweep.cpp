@@ -34,10 +34,7 @@ std::int64_t self_peak_rss_kib() {
 }
 
 void write_text(const std::string& path, const std::string& text) {
-  if (path.empty()) return;
-  const fs::path parent = fs::path(path).parent_path();
-  if (!parent.empty()) fs::create_directories(parent);
-  write_file_atomically(path, text, "A/B report");
+  if (!path.empty()) write_file_atomically(path, text, "A/B report");
 }
 
 void write_reports(const Analysis& analysis, const DriverStats& driver, const std::vector<HistoryPoint>& history,
@@ -147,6 +144,7 @@ void check_executor(const ExecutorOptions& options) {
   if (options.executor != "local" && options.executor != "slurm")
     throw Error("--executor " + options.executor + ": choose local (this machine, --jobs N) or slurm (a job array)");
   if (options.jobs < 1) throw Error("--jobs must be at least 1");
+  check_sbatch_options(options.slurm);
 }
 
 PreparedSweep prepare_sweep(const SweepRequest& request) {
@@ -203,12 +201,12 @@ PreparedSweep prepare_sweep(const SweepRequest& request) {
     if (const fs::path inside = fs::path(results.root()) / folder; fs::exists(inside) && !fs::is_directory(inside))
       throw Error(inside.string() + ": is not a folder, but a results directory keeps its " + folder +
                   " there; move it away, or give another --results directory");
-  fs::create_directories(fs::path(results.root()) / "arms");
+  const OwnedFolder arms = results.folder("arms");
   for (std::size_t i = 0; i < prepared.size(); ++i) {
     ArmInfo& arm = manifest.arms[i];
     const std::string& pipeline_arm = arm.twin_of.empty() ? arm.name : arm.twin_of;
     arm.pipeline = "arms/" + pipeline_arm + ".yaml";
-    if (arm.twin_of.empty()) write_file_atomically(results.absolute(arm.pipeline), prepared[i].yaml, "arm pipeline");
+    if (arm.twin_of.empty()) arms.write_file(pipeline_arm + ".yaml", prepared[i].yaml, "arm pipeline");
   }
   results.write_manifest(manifest);
 

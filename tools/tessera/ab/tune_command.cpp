@@ -179,19 +179,20 @@ int run_tune(TuneCommand& o) {
 
   const std::string directory = o.results.empty() ? default_tune_directory(o, suite) : o.results;
   const fs::path root = fs::absolute(directory).lexically_normal();
+  check_owned_folder_if_present(root.string(), "the tune results folder");
   if (fs::is_directory(root) && !fs::is_empty(root) && !fs::exists(root / "tune.json"))
     throw Error(root.string() +
                 ": not empty and not a tessera tune results directory (no tune.json); give a new or "
                 "empty --results directory");
-  fs::create_directories(root / "overlays");
+  const OwnedFolder overlays = OwnedFolder(root.string(), "the tune results folder").folder("overlays");
 
   const std::vector<Configuration> configurations = draw_configurations(space, o.configurations, o.seed);
   for (const Configuration& c : configurations)
-    write_file_atomically((root / "overlays" / (c.id + ".yaml")).string(),
-                          overlay_yaml(space, c,
-                                       fmt::format("# tessera tune configuration {} of {} (seed {}): {}\n", c.id,
-                                                   o.space, o.seed, describe(space, c))),
-                          "tune configuration overlay");
+    overlays.write_file(c.id + ".yaml",
+                        overlay_yaml(space, c,
+                                     fmt::format("# tessera tune configuration {} of {} (seed {}): {}\n", c.id, o.space,
+                                                 o.seed, describe(space, c))),
+                        "tune configuration overlay");
   // Noisy metrics need repeats to rank; deterministic ones are the same every compile.
   const std::uint32_t rung_repeat = metric->determinism == Determinism::noisy ? o.repeat : 1;
   const std::vector<Rung> schedule = halving_schedule(configurations.size(), suite.entries.size(), o.eta, rung_repeat);

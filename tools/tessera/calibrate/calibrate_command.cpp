@@ -203,9 +203,6 @@ int calibrate_command(const CalibrateRequest& request) {
   const runtime::SuperstepProfile& barrier = profile.supersteps.at(benchmarks.barrier_superstep);
   table.barrier_cycles = double(barrier.compute_cycles + barrier.exchange_cycles + barrier.sync_cycles);
 
-  std::error_code ec;
-  if (const fs::path parent = fs::path(request.output).parent_path(); !parent.empty())
-    fs::create_directories(parent, ec);
   write_file_atomically(request.output, calibration::table_yaml(table), "calibration table");
   for (const std::string& line : lines) fmt::print("{}\n", line);
   fmt::print(

@@ -13,6 +13,7 @@
 
 #include "tessera/codelets.hpp"
 #include "tessera/diagnostic.hpp"
+#include "tessera/output_file.hpp"
 
 namespace tessera::report {
 
@@ -178,13 +179,15 @@ ComputeCycles cycles_from_package(const Package& package) {
   return cycles;
 }
 
+// A profile has a few numbers per tile and superstep.
+constexpr std::uint64_t kMaxProfileBytes = std::uint64_t{1} << 30;
+
 ComputeCycles cycles_from_profile(const Package& package, const std::string& profile_path) {
-  std::ifstream in(profile_path);
-  if (!in)
-    throw Error(profile_path, 0, 0, "cannot open the profile; check the path (written by `tessera run --profile`)");
+  const std::string text =
+      read_bounded_file(profile_path, "the profile (written by `tessera run --profile`)", kMaxProfileBytes);
   nlohmann::json profile;
   try {
-    profile = nlohmann::json::parse(in);
+    profile = nlohmann::json::parse(text);
   } catch (const nlohmann::json::exception& error) {  // out_of_range too, for a number like 1e16384
     throw Error(profile_path, 0, 0,
                 fmt::format("not valid JSON ({}); give the profile written by "

@@ -5,8 +5,9 @@
 
 namespace tessera::runtime {
 
-/// "$TMPDIR/tessera-sim0-UID.lock" (UID: the effective user id), or the same in /tmp when
-/// TMPDIR is unset.
+/// "$XDG_RUNTIME_DIR/tessera/sim0.lock", or "$TMPDIR/tessera-UID/sim0.lock" (/tmp when TMPDIR
+/// is unset; UID the effective user id): a folder of the user's own, created 0700 when missing
+/// and refused (Error naming it) when another user owns it or can write it.
 std::string default_lock_path();
 
 /// Exclusive ownership of a device, held through flock() on a lock file. The kernel

@@ -17,8 +17,11 @@ struct RunOptions {
   std::string package_path;  ///< the .tpkg to run (run_package(options))
   std::string verify_key;    ///< key file: refuse a package not signed with it
   std::string backend = "sim";
-  std::string lock_path;                    ///< empty: default_lock_path()
-  std::uint64_t lock_timeout_ms = 0;        ///< 0: wait for the device as long as it takes
+  std::string lock_path;              ///< empty: default_lock_path()
+  std::uint64_t lock_timeout_ms = 0;  ///< 0: wait for the device as long as it takes
+  /// The most memory the run may take (tiles' buffers and host tensors), checked before any is
+  /// allocated; 0: the host's physical memory, or less under ulimit -v / -d.
+  std::uint64_t host_memory_limit = 0;
   std::string profile_path;                 ///< empty: no profile file
   std::string trace_path;                   ///< empty: no Chrome trace
   bool check_numerics = true;               ///< run the float64 reference and compare

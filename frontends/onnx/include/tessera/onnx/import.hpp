@@ -32,7 +32,9 @@ bool is_onnx_model(const std::string& path);
 /// Reads, checks (onnx::checker), infers shapes (onnx::shape_inference), folds constants and
 /// imports the model. Throws tessera::Error with the file, the node (name and op type) and
 /// what is supported when something is not.
-OnnxImport import_onnx(const std::string& path);
+/// With `expected_sha256`, the file's bytes must have that sha256, checked before anything is
+/// parsed (a run's weights come only from the file the package names).
+OnnxImport import_onnx(const std::string& path, const std::string& expected_sha256 = "");
 
 /// A model YAML, or an ONNX model (is_onnx_model) imported with its weights, as the IR graph;
 /// an import is logged (path, opset, sha256, sizes) on tessera.build.
