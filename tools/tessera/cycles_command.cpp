@@ -1,6 +1,8 @@
 // `tessera cycles`: one codelet call's charge, floors and path, exactly as the simulator charges it.
 #include "cycles_command.hpp"
 
+#include "command_line.hpp"
+
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
 
@@ -22,7 +24,10 @@ CLI::App* add_cycles_command(CLI::App& app, CyclesRequest& request) {
           "unary: sigmoid, tanh, erf, sqrt, square, pow; binary: subtract, multiply, divide (--count), "
           "their _row and _column forms (--rows --cols); reduce_sum, reduce_mean; transpose")
       ->required();
-  cycles->add_option("--target,-t", request.target, "target YAML")->required()->check(CLI::ExistingFile);
+  cycles->add_option("--target,-t", request.target, "target YAML or a shipped target's name")
+      ->required()
+      ->transform(shipped_config("targets"))
+      ->check(CLI::ExistingFile);
   cycles->add_option("--dtype", request.dtype, "f32, or f16 for half weights (matmul, bias_add)")
       ->check(CLI::IsMember({"f32", "f16"}));
   cycles->add_option("--orientation", request.orientation, "matmul orientation: auto (the faster), as-is or swapped")
