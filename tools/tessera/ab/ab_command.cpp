@@ -51,6 +51,7 @@ public:
   std::uint32_t warmup = 0;
   std::uint32_t threads = 0;
   bool retry_failed = false;
+  bool fresh = false;  ///< redo every item even if the results folder holds it
   ReportOptions report_options;
   std::vector<std::string> merge_directories;
   std::string history_metric, history_model, history_arm;  ///< of `tessera ab history`
@@ -127,10 +128,12 @@ int run_ab(AbCommand& o) {
           o.threads ? std::to_string(o.threads) : std::string("default"), request.shard_index, request.shard_count,
           sweep.items.size(), sweep.planned, results.root());
   if (o.exec.executor == "slurm") {
+    if (o.fresh)
+      throw Error("--fresh with --executor slurm: give a new --results folder instead (the tasks resume theirs)");
     submit_to_slurm(o.exec, request.suite.slurm, results, sweep.manifest, model_ids(sweep.manifest), o.retry_failed);
     return 0;
   }
-  const RunnerStats stats = run_locally(o.exec, sweep.manifest, results, sweep.items, o.retry_failed);
+  const RunnerStats stats = run_locally(o.exec, sweep.manifest, results, sweep.items, o.retry_failed, o.fresh);
   const Analysis analysis = analyse(sweep.manifest, results.read_all_records(), o.report_options.alpha);
   return finish_sweep(analysis, driver_stats("ab", results, stats), o.report_options.files, beside_results(results),
                       o.report_options.quiet, start, history);
@@ -376,6 +379,8 @@ std::shared_ptr<AbCommand> add_ab_command(CLI::App& app) {
   o.ab->add_option("--lock", o.exec.lock,
                    "device lock file for the simulator runs (default: in the results directory)");
   o.ab->add_flag("--retry-failed", o.retry_failed, "redo stored work items whose compile or run failed");
+  o.ab->add_flag("--fresh", o.fresh,
+                 "run every work item again, replacing what the results folder holds (a rerun otherwise reuses it)");
   add_executor_options(*o.ab, o.exec);
   add_report_options(*o.ab, o.report_options);
 
