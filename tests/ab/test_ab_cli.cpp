@@ -201,7 +201,15 @@ TEST_CASE("ab compares greedy with in-order on the quick suite and resumes", "[a
     CHECK(second["driver"]["executed"] == 0);
     CHECK(second["driver"]["skipped"] == 6);
     CHECK(second["comparisons"] == report["comparisons"]);
-    CHECK_THAT(resumed.err, Catch::Contains("skipping finished ab item"));
+    CHECK_THAT(resumed.out, Catch::Contains("ab: ran 0 work items now, reused 6 stored in " + results.string() +
+                                            " (--fresh runs them again)"));
+  }
+  SECTION("--fresh runs every item again") {
+    auto fresh = run_command(ab_command(base, suite, results, {"--fresh"}), kNoExtraPlugins);
+    INFO(fresh.err);
+    REQUIRE(fresh.exit_code == 0);
+    CHECK(read_json(results.string() + ".json")["driver"]["executed"] == 6);
+    CHECK_THAT(fresh.out, Catch::Contains("ab: ran 6 work items now, reused 0 stored in "));
   }
   SECTION("a missing record is redone, a record of another arm version is replaced") {
     fs::remove(results / "records/mlp-small@t16/in-order/repeat-1.json");

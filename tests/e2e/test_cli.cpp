@@ -42,10 +42,12 @@ TEST_CASE("cli compiles and runs the small model with a passing numerical test",
   TempDir dir;
   const std::string package = (dir.path() / "small.tpkg").string();
   auto pipeline = pipeline_variant(dir, "finalists: 2", "finalists: 2");
-  CommandResult compiled = run_command({tessera_binary(), "compile", kSmallModel, "-p", pipeline, "-o", package});
+  CommandResult compiled = run_command({tessera_binary(), "compile", kSmallModel, "-p", pipeline, "-o", package, "-v"});
   INFO(compiled.err);
   REQUIRE(compiled.exit_code == 0);
   CHECK_THAT(compiled.out, Catch::StartsWith("package=" + package + " tiles=16 "));
+  CHECK_THAT(compiled.err, Catch::Contains("prepared physical exchange phase phase="));
+  CHECK_THAT(compiled.err, Catch::Contains("optimized physical exchange schedule phase="));
   for (const char* phase : {"lower_mid", "select_finalist", "place_storage", "lower_exchanges", "emit_tile_code"})
     CHECK_THAT(compiled.err,
                Catch::Contains(std::string("package build phase finished phase=\"") + phase + "\" elapsed_ms="));
@@ -55,7 +57,7 @@ TEST_CASE("cli compiles and runs the small model with a passing numerical test",
 
   const std::string profile = (dir.path() / "profile.json").string();
   CommandResult ran = run_command(
-      {tessera_binary(), "run", package, "--profile", profile, "--lock", (dir.path() / "device.lock").string()});
+      {tessera_binary(), "run", package, "--profile", profile, "--lock", (dir.path() / "device.lock").string(), "-v"});
   INFO(ran.err);
   REQUIRE(ran.exit_code == 0);
   CHECK_THAT(ran.out, Catch::Contains("numericalTest=PASS"));
@@ -73,11 +75,11 @@ TEST_CASE("cli swaps the exchange scheduler through the YAML alone", "[e2e]") {
   TempDir dir;
   const std::string package = (dir.path() / "small.tpkg").string();
   auto greedy = run_command({tessera_binary(), "compile", kSmallModel, "-p",
-                             pipeline_variant(dir, "plugin: greedy", "plugin: greedy"), "-o", package});
+                             pipeline_variant(dir, "plugin: greedy", "plugin: greedy"), "-o", package, "-v"});
   REQUIRE(greedy.exit_code == 0);
   CHECK_THAT(greedy.err, Catch::Contains("selected_kind=\"greedy\""));
   auto in_order = run_command({tessera_binary(), "compile", kSmallModel, "-p",
-                               pipeline_variant(dir, "plugin: greedy", "plugin: in-order"), "-o", package});
+                               pipeline_variant(dir, "plugin: greedy", "plugin: in-order"), "-o", package, "-v"});
   INFO(in_order.err);
   REQUIRE(in_order.exit_code == 0);
   CHECK_THAT(in_order.err, Catch::Contains("selected_kind=\"in-order\""));
@@ -103,7 +105,7 @@ TEST_CASE("cli bad pipelines fail with one line naming the file and leave no pac
   check_clean_failure(r, bad_option + ":9:", package);
   CHECK_THAT(r.err, Catch::Contains("must be int"));
 
-  auto no_such_dir = pipeline_variant(dir, TESSERA_PLUGIN_DIR, "/no/such/plugins");
+  auto no_such_dir = pipeline_variant(dir, "plugin_paths: []", "plugin_paths: [/no/such/plugins]");
   r = run_command({tessera_binary(), "compile", kSmallModel, "-p", no_such_dir, "-o", package});
   check_clean_failure(r, no_such_dir + ":4:", package);
 }

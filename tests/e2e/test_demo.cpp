@@ -22,6 +22,6 @@ TEST_CASE("demo compiles mlp-b2-n3 for t1472 and passes the numerical test", "[e
   std::smatch error;
   REQUIRE(std::regex_search(r.out, error, std::regex("referenceMaximumAbsoluteError=([0-9.e+-]+)")));
   CHECK(std::stod(error[1]) < 1e-3);
-  CHECK_THAT(r.err, Catch::Contains("prepared physical exchange phase phase="));
-  CHECK_THAT(r.err, Catch::Contains("optimized physical exchange schedule phase="));
+  // Quiet by default: the result lines on stdout, nothing on stderr (the phases' lines are -v's).
+  CHECK(r.err.empty());
 }
