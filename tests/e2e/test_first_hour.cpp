@@ -4,6 +4,8 @@
 #include <algorithm>
 #include <filesystem>
 #include <fstream>
+#include <set>
+#include <sstream>
 
 #include "run_command.hpp"
 #include "temp_dir.hpp"
@@ -181,4 +183,34 @@ TEST_CASE("on a terminal, compile shows a progress line per pass and erases it",
   CHECK_THAT(r.out, Catch::Contains("\r\033[Kcompile mlp-small: 0/5 passes done, elapsed 0s, now lower-mid"));
   // Erased before the result line, which starts a clean line.
   CHECK_THAT(r.out, Catch::Contains("\r\033[Kpackage=" + package + " tiles=16 "));
+}
+
+TEST_CASE("docs/models.md lists exactly the shipped models, and the README every command", "[e2e][docs]") {
+  std::ifstream models_doc(source_path("docs/models.md"));
+  const std::string text((std::istreambuf_iterator<char>(models_doc)), {});
+  const std::size_t section = text.find("## Shipped models");
+  REQUIRE(section != std::string::npos);
+  std::set<std::string> documented, shipped;
+  std::istringstream rows(text.substr(section));
+  for (std::string row; std::getline(rows, row);)
+    if (row.rfind("| `", 0) == 0) documented.insert(row.substr(3, row.find('`', 3) - 3));
+  for (const auto& entry : fs::directory_iterator(source_path("configs/models")))
+    if (entry.path().extension() == ".yaml") shipped.insert(entry.path().stem().string());
+  CHECK(documented == shipped);
+
+  // Every command `tessera help` lists has a line in the README's command block.
+  std::ifstream readme_file(source_path("README.md"));
+  const std::string readme((std::istreambuf_iterator<char>(readme_file)), {});
+  const CommandResult help = tessera({"help"});
+  REQUIRE(help.exit_code == 0);
+  std::istringstream lines_of_help(help.out.substr(help.out.find("Subcommands:")));
+  std::size_t commands = 0;
+  for (std::string line; std::getline(lines_of_help, line);) {
+    std::istringstream words(line);
+    std::string command;
+    if (!(words >> command) || command == "Subcommands:") continue;
+    ++commands;
+    CHECK_THAT(readme, Catch::Contains("\ntessera " + command + " "));
+  }
+  CHECK(commands >= 14);
 }

@@ -141,17 +141,15 @@ void configure_command_logging(const LogFlags& flags) {
   if (const char* filter = std::getenv("TESSERA_LOG")) set_log_areas(filter, "TESSERA_LOG", !chosen);
 }
 
-CLI::App* add_help_command(CLI::App& app) {
+CLI::App* add_help_command(CLI::App& app, std::vector<std::string>& words) {
   CLI::App* help = app.add_subcommand("help", "show a command's usage: tessera help COMMAND [SUBCOMMAND]");
-  help->add_option("command", "the command (and subcommand) to explain");
+  help->add_option("command", words, "the command (and subcommand) to explain");
   return help;
 }
 
-int run_help_command(const CLI::App& app, const CLI::App& help) {
-  auto& root = const_cast<CLI::App&>(app);
-  std::vector<CLI::App*> chain{&root};
-  const CLI::Option* words = help.get_option("command");
-  for (const std::string& word : words->as<std::vector<std::string>>()) {
+int run_help_command(CLI::App& app, const std::vector<std::string>& words) {
+  std::vector<CLI::App*> chain{&app};
+  for (const std::string& word : words) {
     CLI::App* found = nullptr;
     for (CLI::App* sub : chain.back()->get_subcommands([](CLI::App*) { return true; }))
       if (sub->check_name(word)) found = sub;
@@ -163,7 +161,9 @@ int run_help_command(const CLI::App& app, const CLI::App& help) {
   }
   std::string prefix = "tessera";
   for (std::size_t i = 1; i + 1 < chain.size(); ++i) prefix += " " + chain[i]->get_name();
-  fmt::print("{}", chain.size() == 1 ? root.help("tessera") : chain.back()->help(prefix));
+  // The root's help() would describe the selected subcommand, `help` itself.
+  fmt::print("{}", chain.size() == 1 ? app.get_formatter()->make_help(&app, app.get_name(), CLI::AppFormatMode::Normal)
+                                     : chain.back()->help(prefix));
   return kExitSuccess;
 }
 

@@ -2,6 +2,7 @@
 #pragma once
 #include <optional>
 #include <string>
+#include <vector>
 
 #include <CLI/CLI.hpp>
 
@@ -25,10 +26,10 @@ void add_log_flags(CLI::App& app, LogFlags& flags);
 /// Throws Error on a bad TESSERA_LOG.
 void configure_command_logging(const LogFlags& flags);
 
-/// `tessera help [COMMAND [SUBCOMMAND]]`: that command's --help. Returns the subcommand.
-CLI::App* add_help_command(CLI::App& app);
-/// Prints the help `help` asked for; returns the exit status (1 and a suggestion for an unknown name).
-int run_help_command(const CLI::App& app, const CLI::App& help);
+/// `tessera help [COMMAND [SUBCOMMAND]]`: that command's --help; the names go to `words`.
+CLI::App* add_help_command(CLI::App& app, std::vector<std::string>& words);
+/// Prints the help `words` ask for; returns the exit status (1 and a suggestion for an unknown name).
+int run_help_command(CLI::App& app, const std::vector<std::string>& words);
 
 /// Unsigned options refuse negative numbers (CLI11 would wrap -5 to 2^64-5); every option of
 /// every subcommand, so call it after all are added.

@@ -89,7 +89,7 @@ void check_package_target(const std::string& package_path, const std::string& ta
 }  // namespace
 
 int main(int argc, char** argv) {
-  CLI::App app{"tessera: a plugin-based compiler for tile-based BSP accelerators"};
+  CLI::App app{"tessera: a plugin-based compiler for tile-based BSP accelerators", "tessera"};
   // The build hash is the one `tessera ab` records: this binary and the core it loaded.
   app.set_version_flag("--version", std::function<std::string()>([] {
                          return fmt::format("tessera {} (build {}, plugin API {}.{}, ABI {})", kCoreVersion,
@@ -101,7 +101,8 @@ int main(int argc, char** argv) {
   app.fallthrough();
   cli::LogFlags log_flags;
   cli::add_log_flags(app, log_flags);
-  auto* help = cli::add_help_command(app);
+  std::vector<std::string> help_words;
+  auto* help = cli::add_help_command(app, help_words);
 
   cli::CompileRequest compile_request;
   bool print_pipeline = false;
@@ -306,7 +307,7 @@ int main(int argc, char** argv) {
 
   cli::refuse_negative_unsigned(app);
   if (const std::optional<int> status = cli::parse_command_line(app, argc, argv)) return *status;
-  if (*help) return cli::run_help_command(app, *help);
+  if (*help) return cli::run_help_command(app, help_words);
   remove_temporary_files_on_signals();
   try {
     cli::configure_command_logging(log_flags);
