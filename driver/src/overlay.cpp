@@ -356,10 +356,15 @@ MergedPipeline merge_overlay_into_file(const std::string& base_path, const std::
     if (!out.flush()) throw Error(merged_file + ": cannot write the merged pipeline");
     return merged;
   };
-  stage({});
+  const MergedPipeline first = stage({});
   PluginHost probe;
-  PipelineSpec spec = load_pipeline(merged_file);
-  resolve_pipeline(spec, probe);
+  try {
+    PipelineSpec spec = load_pipeline(merged_file);
+    resolve_pipeline(spec, probe);
+  } catch (const Error& e) {
+    const int header_lines = static_cast<int>(std::count(header.begin(), header.end(), '\n'));
+    throw Error(place_in_sources(e.what(), merged_file, header_lines, first));
+  }
   return stage([&](const std::string& plugin, const std::string& option) {
     const PluginInfo* info = probe.find(plugin);
     if (!info) return false;

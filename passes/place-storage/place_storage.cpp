@@ -306,8 +306,9 @@ private:
           least = std::min(least, tiles[rest[k]].over()), most = std::max(most, tiles[rest[k]].over());
         i = j + 1;
       }
-      message += fmt::format("\n  and {} more tile{} over by {} to {} bytes: {}", rest.size(),
-                             rest.size() == 1 ? "" : "s", least, most, fmt::join(ranges, ", "));
+      message += fmt::format("\n  and {} more tile{} over by {} bytes: {}", rest.size(), rest.size() == 1 ? "" : "s",
+                             least == most ? std::to_string(least) : fmt::format("{} to {}", least, most),
+                             fmt::join(ranges, ", "));
     }
     message += fmt::format(
         "\n  fix: use a target with more tiles or more memory per tile than '{}', or a smaller model", target.name);

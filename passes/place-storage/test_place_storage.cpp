@@ -170,6 +170,7 @@ TEST_CASE("place-storage reports every tile over with its largest buffers", "[pl
   CHECK_THAT(status.message, Catch::StartsWith("pass 'place-storage' failed: model does not fit: "));
   CHECK_THAT(status.message, Catch::Contains("over " + std::to_string(target.memory_bytes) + " bytes"));
   const std::uint64_t capacity = target.memory_bytes - target.interleaved_start;
+  std::size_t detailed = 0;  // the worst three in full; the others in the ranges line
   for (std::uint32_t tile : expected_over) {
     // Each over tile: what it needs, by how much, and its largest tensor's buffers by name.
     std::uint64_t interleaved_bytes = 0, largest = 0;
@@ -184,7 +185,8 @@ TEST_CASE("place-storage reports every tile over with its largest buffers", "[pl
       if (bytes == largest && largest_name.empty()) largest_name = name;
     const std::string line_start = "\n  tile " + std::to_string(tile) + " needs ";
     const std::size_t at = status.message.find(line_start);
-    REQUIRE(at != std::string::npos);
+    if (at == std::string::npos) continue;
+    ++detailed;
     const std::string line = status.message.substr(at + 1, status.message.find('\n', at + 1) - at - 1);
     INFO(line);
     CHECK_THAT(line, Catch::Contains("interleaved region "));
@@ -197,6 +199,9 @@ TEST_CASE("place-storage reports every tile over with its largest buffers", "[pl
     CHECK(needs == target.memory_bytes + over);
     CHECK(interleaved_bytes > capacity);
   }
+  CHECK(detailed == std::min<std::size_t>(3, expected_over.size()));
+  if (expected_over.size() > 3)
+    CHECK_THAT(status.message, Catch::Contains("\n  and " + std::to_string(expected_over.size() - 3) + " more tile"));
   CHECK_THAT(status.message, Catch::Contains(".w "));
   CHECK_THAT(status.message, Catch::Contains("fix: "));
   // Nothing is half placed after a failure.

@@ -336,7 +336,7 @@ TEST_CASE("ab with --jobs 2 redoes only the model whose file changed, says so, a
     command.insert(command.end(), extra.begin(), extra.end());
     return run_command(command, kNoExtraPlugins);
   };
-  auto first = sweep(whole, {});
+  auto first = sweep(whole, {"-v"});
   INFO(first.err);
   REQUIRE(first.exit_code == 0);
   const json report = read_json(whole.string() + ".json");

@@ -17,13 +17,13 @@ namespace {
 
 std::size_t lines(const std::string& text) { return std::count(text.begin(), text.end(), '\n'); }
 
-CommandResult tessera(std::vector<std::string> arguments, const std::vector<std::string>& environment = {}) {
+CommandResult run_tessera(std::vector<std::string> arguments, const std::vector<std::string>& environment = {}) {
   arguments.insert(arguments.begin(), tessera_binary());
   return run_command(arguments, environment);
 }
 
 // `tessera ARGS` run from `folder`, as a user in another folder would.
-CommandResult tessera_in(const fs::path& folder, const std::vector<std::string>& arguments) {
+CommandResult run_tessera_in(const fs::path& folder, const std::vector<std::string>& arguments) {
   std::vector<std::string> command{"/bin/sh",       "-c", "cd \"$0\" && shift && exec \"$@\"",
                                    folder.string(), "sh", tessera_binary()};
   command.insert(command.end(), arguments.begin(), arguments.end());
@@ -45,7 +45,7 @@ TEST_CASE("compile prints its result line and nothing on stderr by default; -v a
           "[e2e][cli]") {
   TempDir dir;
   const std::string package = (dir.path() / "small.tpkg").string();
-  const CommandResult quiet = tessera({"compile", "mlp-small", "-p", "small", "-o", package});
+  const CommandResult quiet = run_tessera({"compile", "mlp-small", "-p", "small", "-o", package});
   INFO(quiet.err);
   REQUIRE(quiet.exit_code == 0);
   CHECK(lines(quiet.out) == 1);
@@ -53,64 +53,65 @@ TEST_CASE("compile prints its result line and nothing on stderr by default; -v a
   CHECK(quiet.err.empty());  // not a terminal: no progress line either
 
   // Global flags after the subcommand; -v shows the phases.
-  const CommandResult verbose = tessera({"compile", "mlp-small", "-p", "small", "-o", package, "-v"});
+  const CommandResult verbose = run_tessera({"compile", "mlp-small", "-p", "small", "-o", package, "-v"});
   REQUIRE(verbose.exit_code == 0);
   CHECK_THAT(verbose.err, Catch::Contains("package build phase finished phase=\"select_finalist\""));
-  const CommandResult level = tessera({"compile", "mlp-small", "-p", "small", "-o", package, "--log-level", "info"});
+  const CommandResult level =
+      run_tessera({"compile", "mlp-small", "-p", "small", "-o", package, "--log-level", "info"});
   REQUIRE(level.exit_code == 0);
   CHECK_THAT(level.err, Catch::Contains("package build phase finished"));
 
   // One area only: the build's lines, not the plugin host's debug lines.
   const CommandResult area =
-      tessera({"compile", "mlp-small", "-p", "small", "-o", package}, {"TESSERA_LOG=build=info"});
+      run_tessera({"compile", "mlp-small", "-p", "small", "-o", package}, {"TESSERA_LOG=build=info"});
   REQUIRE(area.exit_code == 0);
   CHECK_THAT(area.err, Catch::Contains("package build phase finished"));
   CHECK_THAT(area.err, !Catch::Contains("tessera.runtime") && !Catch::Contains("loaded libraries in children"));
   const CommandResult other_area =
-      tessera({"compile", "mlp-small", "-p", "small", "-o", package}, {"TESSERA_LOG=runtime=debug"});
+      run_tessera({"compile", "mlp-small", "-p", "small", "-o", package}, {"TESSERA_LOG=runtime=debug"});
   REQUIRE(other_area.exit_code == 0);
   CHECK(other_area.err.empty());
 
-  check_user_error(tessera({"compile", "mlp-small", "-p", "small", "-o", package}, {"TESSERA_LOG=build=loud"}),
+  check_user_error(run_tessera({"compile", "mlp-small", "-p", "small", "-o", package}, {"TESSERA_LOG=build=loud"}),
                    {"TESSERA_LOG", "unknown log level 'loud'"});
 }
 
 TEST_CASE("a mistyped command or option gets the nearest name and exit 1", "[e2e][cli]") {
-  check_user_error(tessera({"compil"}), {"unknown command 'compil'", "did you mean 'compile'?"});
-  check_user_error(tessera({"plugins", "lst"}), {"tessera plugins: unknown command 'lst'", "did you mean 'list'?"});
-  check_user_error(tessera({"compile", "mlp-small", "-p", "small", "--jsn", "x.json"}),
+  check_user_error(run_tessera({"compil"}), {"unknown command 'compil'", "did you mean 'compile'?"});
+  check_user_error(run_tessera({"plugins", "lst"}), {"tessera plugins: unknown command 'lst'", "did you mean 'list'?"});
+  check_user_error(run_tessera({"compile", "mlp-small", "-p", "small", "--jsn", "x.json"}),
                    {"tessera compile: unknown option '--jsn'", "did you mean '--json'?"});
-  check_user_error(tessera({}), {"no command given", "compile"});
-  check_user_error(tessera({"plugins"}), {"tessera plugins: no command given", "list, info"});
+  check_user_error(run_tessera({}), {"no command given", "compile"});
+  check_user_error(run_tessera({"plugins"}), {"tessera plugins: no command given", "list, info"});
   // Unsigned options refuse negative numbers instead of wrapping them.
-  check_user_error(tessera({"compile", "mlp-small", "-p", "small", "-o", "x.tpkg", "--schedule-budget-ms", "-5"}),
+  check_user_error(run_tessera({"compile", "mlp-small", "-p", "small", "-o", "x.tpkg", "--schedule-budget-ms", "-5"}),
                    {"--schedule-budget-ms"});
   // '-' is not a file.
-  check_user_error(tessera({"compile", "-", "-p", "small", "-o", "x.tpkg"}), {"'-'", "give a file name"});
-  check_user_error(tessera({"compile", "mlp-small", "-p", "small", "-o", "-"}), {"-o -", "give a file name"});
+  check_user_error(run_tessera({"compile", "-", "-p", "small", "-o", "x.tpkg"}), {"'-'", "give a file name"});
+  check_user_error(run_tessera({"compile", "mlp-small", "-p", "small", "-o", "-"}), {"-o -", "give a file name"});
 }
 
 TEST_CASE("tessera help COMMAND prints that command's usage", "[e2e][cli]") {
-  const CommandResult help = tessera({"help", "compile"});
+  const CommandResult help = run_tessera({"help", "compile"});
   REQUIRE(help.exit_code == 0);
   CHECK_THAT(help.out, Catch::Contains("--pipeline") && Catch::Contains("--mkdir"));
-  CHECK(help.out == tessera({"compile", "--help"}).out);
-  const CommandResult nested = tessera({"help", "plugins", "info"});
+  CHECK(help.out == run_tessera({"compile", "--help"}).out);
+  const CommandResult nested = run_tessera({"help", "plugins", "info"});
   REQUIRE(nested.exit_code == 0);
   CHECK_THAT(nested.out, Catch::Contains("--plugin-path"));
-  const CommandResult all = tessera({"help"});
+  const CommandResult all = run_tessera({"help"});
   REQUIRE(all.exit_code == 0);
   CHECK_THAT(all.out, Catch::Contains("compile") && Catch::Contains("replay") && Catch::Contains("calibrate"));
-  check_user_error(tessera({"help", "compil"}), {"did you mean 'compile'?"});
+  check_user_error(run_tessera({"help", "compil"}), {"did you mean 'compile'?"});
 }
 
 TEST_CASE("-o into a missing folder is an error unless --mkdir", "[e2e][cli]") {
   TempDir dir;
   const std::string package = (dir.path() / "missing/folder/small.tpkg").string();
-  check_user_error(tessera({"compile", "mlp-small", "-p", "small", "-o", package}),
+  check_user_error(run_tessera({"compile", "mlp-small", "-p", "small", "-o", package}),
                    {"folder " + (dir.path() / "missing/folder").string() + " does not exist", "--mkdir"});
   CHECK_FALSE(fs::exists(dir.path() / "missing"));
-  const CommandResult made = tessera({"compile", "mlp-small", "-p", "small", "-o", package, "--mkdir"});
+  const CommandResult made = run_tessera({"compile", "mlp-small", "-p", "small", "-o", package, "--mkdir"});
   INFO(made.err);
   CHECK(made.exit_code == 0);
   CHECK(fs::is_regular_file(package));
@@ -119,19 +120,19 @@ TEST_CASE("-o into a missing folder is an error unless --mkdir", "[e2e][cli]") {
 TEST_CASE("shipped configs are found by name, and a copied pipeline still works", "[e2e][cli]") {
   TempDir dir;
   const std::string package = (dir.path() / "p.tpkg").string();
-  check_user_error(tessera({"compile", "mlp-small", "-p", "smal", "-o", package}),
+  check_user_error(run_tessera({"compile", "mlp-small", "-p", "smal", "-o", package}),
                    {"'smal'", "did you mean 'small'?", "calibrated, default, optimized, small"});
-  check_user_error(tessera({"compile", "mlp-smal", "-p", "small", "-o", package}), {"did you mean 'mlp-small'?"});
-  check_user_error(tessera({"compile", "mlp-small", "-p", "small", "-t", "t61", "-o", package}), {"'t61'"});
+  check_user_error(run_tessera({"compile", "mlp-smal", "-p", "small", "-o", package}), {"did you mean 'mlp-small'?"});
+  check_user_error(run_tessera({"compile", "mlp-small", "-p", "small", "-t", "t61", "-o", package}), {"'t61'"});
 
   // The shipped pipeline copied into another folder, as the plugin guide says: same package.
   const std::string reference = (dir.path() / "reference.tpkg").string();
-  REQUIRE(tessera({"compile", "mlp-small", "-p", "small", "-o", reference}).exit_code == 0);
+  REQUIRE(run_tessera({"compile", "mlp-small", "-p", "small", "-o", reference}).exit_code == 0);
   fs::create_directories(dir.path() / "elsewhere");
   const fs::path copy = dir.path() / "elsewhere/mine.yaml";
   fs::copy_file(source_path("configs/pipelines/small.yaml"), copy);
   const CommandResult copied =
-      tessera_in(dir.path() / "elsewhere", {"compile", "mlp-small", "-p", "mine.yaml", "-o", "p.tpkg"});
+      run_tessera_in(dir.path() / "elsewhere", {"compile", "mlp-small", "-p", "mine.yaml", "-o", "p.tpkg"});
   INFO(copied.err);
   REQUIRE(copied.exit_code == 0);
   std::ifstream a(reference, std::ios::binary), b(dir.path() / "elsewhere/p.tpkg", std::ios::binary);
@@ -140,8 +141,8 @@ TEST_CASE("shipped configs are found by name, and a copied pipeline still works"
 
 TEST_CASE("demo works from any folder with names only", "[e2e][cli]") {
   TempDir dir;
-  const CommandResult demo = tessera_in(dir.path(), {"demo", "--model", "mlp-small", "--pipeline", "small", "--lock",
-                                                     (dir.path() / "device.lock").string()});
+  const CommandResult demo = run_tessera_in(dir.path(), {"demo", "--model", "mlp-small", "--pipeline", "small",
+                                                         "--lock", (dir.path() / "device.lock").string()});
   INFO(demo.err);
   REQUIRE(demo.exit_code == 0);
   CHECK(demo.err.empty());
@@ -156,12 +157,12 @@ TEST_CASE("an overlay's mistake is reported at the overlay's own line, and no te
   fs::create_directories(tmp);
   const std::string overlay = dir.write("arm.yaml", "# my arm\nexchange_scheduler: {plugin: in-ordr}\n");
   const CommandResult compiled =
-      tessera({"compile", "mlp-small", "-p", "small", "--overlay", overlay, "-o", (dir.path() / "x.tpkg").string()},
-              {"TMPDIR=" + tmp.string()});
+      run_tessera({"compile", "mlp-small", "-p", "small", "--overlay", overlay, "-o", (dir.path() / "x.tpkg").string()},
+                  {"TMPDIR=" + tmp.string()});
   check_user_error(compiled, {overlay + ":2:", "unknown exchange scheduler 'in-ordr'", "did you mean 'in-order'?"});
   CHECK_THAT(compiled.err, !Catch::Contains(tmp.string()));
 
-  const CommandResult ab = tessera(
+  const CommandResult ab = run_tessera(
       {"ab", "--base", source_path("configs/pipelines/small.yaml"), "--suite", source_path("configs/suites/quick.yaml"),
        "--arm", "base=", "--arm", "mine=" + overlay, "--results", (dir.path() / "results").string()},
       {"TMPDIR=" + tmp.string()});
@@ -201,7 +202,7 @@ TEST_CASE("docs/models.md lists exactly the shipped models, and the README every
   // Every command `tessera help` lists has a line in the README's command block.
   std::ifstream readme_file(source_path("README.md"));
   const std::string readme((std::istreambuf_iterator<char>(readme_file)), {});
-  const CommandResult help = tessera({"help"});
+  const CommandResult help = run_tessera({"help"});
   REQUIRE(help.exit_code == 0);
   std::istringstream lines_of_help(help.out.substr(help.out.find("Subcommands:")));
   std::size_t commands = 0;

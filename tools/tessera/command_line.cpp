@@ -75,21 +75,13 @@ bool looks_like_number(const std::string& token) {
 }
 
 // Walks the arguments as CLI11 will, and names the first mistake it can explain better than
-// CLI11 does: an unknown command or option (with the nearest name), '-' given as a file, a
-// missing command. "" when it finds none.
+// CLI11 does: an unknown command or option (with the nearest name), a missing command. "" when
+// it finds none.
 std::string explain(CLI::App& app, const std::vector<std::string>& args) {
   std::vector<CLI::App*> chain{&app};
   for (std::size_t i = 0; i < args.size(); ++i) {
     const std::string& token = args[i];
     if (token == "--") break;
-    if (token == "-") {
-      const std::string given = i > 0 && args[i - 1].rfind("-", 0) == 0 && args[i - 1] != "-"
-                                    ? args[i - 1] + " -"
-                                    : command_path(chain) + " -";
-      return given +
-             ": '-' (standard input or output) is not supported here; tessera reads and writes named files, so give a "
-             "file name";
-    }
     if (token.size() > 1 && token[0] == '-' && !looks_like_number(token)) {
       const std::size_t equals = token.find('=');
       std::string name = token.substr(0, equals);
@@ -168,20 +160,27 @@ int run_help_command(CLI::App& app, const std::vector<std::string>& words) {
 }
 
 void refuse_negative_unsigned(CLI::App& app) {
+  static const CLI::Validator not_negative(
+      [](std::string& value) {
+        return value.rfind('-', 0) == 0 ? "must not be negative, got " + value : std::string();
+      },
+      "", "not negative");
   for (CLI::Option* option : app.get_options([](const CLI::Option*) { return true; }))
-    if (option->get_type_name() == "UINT") option->check(CLI::NonNegativeNumber);
+    if (option->get_type_name() == "UINT") option->check(not_negative);
   for (CLI::App* sub : app.get_subcommands([](CLI::App*) { return true; })) refuse_negative_unsigned(*sub);
 }
 
 std::optional<int> parse_command_line(CLI::App& app, int argc, char** argv) {
   std::vector<std::string> args(argv + 1, argv + argc);
   // '-' would be taken as a file named '-': refused before CLI11 sees it.
-  for (const std::string& token : args) {
-    if (token == "--") break;
-    if (token == "-") {
-      fmt::print(stderr, "error: {}\n", explain(app, args));
-      return kExitUserError;
-    }
+  for (std::size_t i = 0; i < args.size() && args[i] != "--"; ++i) {
+    if (args[i] != "-") continue;
+    const bool after_option = i > 0 && args[i - 1].size() > 1 && args[i - 1][0] == '-';
+    fmt::print(stderr,
+               "error: {}'-' (standard input or output) is not supported here; tessera reads and writes named "
+               "files, so give a file name\n",
+               after_option ? args[i - 1] + " -: " : "");
+    return kExitUserError;
   }
   try {
     app.parse(argc, argv);

@@ -101,8 +101,6 @@ int main(int argc, char** argv) {
   app.fallthrough();
   cli::LogFlags log_flags;
   cli::add_log_flags(app, log_flags);
-  std::vector<std::string> help_words;
-  auto* help = cli::add_help_command(app, help_words);
 
   cli::CompileRequest compile_request;
   bool print_pipeline = false;
@@ -305,6 +303,8 @@ int main(int argc, char** argv) {
   auto ab_command = cli::add_ab_command(app);
   auto tune_command = cli::add_tune_command(app);
 
+  std::vector<std::string> help_words;
+  auto* help = cli::add_help_command(app, help_words);
   cli::refuse_negative_unsigned(app);
   if (const std::optional<int> status = cli::parse_command_line(app, argc, argv)) return *status;
   if (*help) return cli::run_help_command(app, help_words);
