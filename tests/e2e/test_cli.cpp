@@ -105,7 +105,7 @@ TEST_CASE("cli bad pipelines fail with one line naming the file and leave no pac
   check_clean_failure(r, bad_option + ":9:", package);
   CHECK_THAT(r.err, Catch::Contains("must be int"));
 
-  auto no_such_dir = pipeline_variant(dir, "plugin_paths: []", "plugin_paths: [/no/such/plugins]");
+  auto no_such_dir = pipeline_variant(dir, TESSERA_PLUGIN_DIR, "/no/such/plugins");
   r = run_command({tessera_binary(), "compile", kSmallModel, "-p", no_such_dir, "-o", package});
   check_clean_failure(r, no_such_dir + ":4:", package);
 }

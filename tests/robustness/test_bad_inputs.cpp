@@ -327,7 +327,7 @@ int interrupt_compile(const TempDir& dir, const std::string& package,
     dup2(null, 1);
     const std::string binary = tessera_binary();
     execl(binary.c_str(), binary.c_str(), "compile", model.c_str(), "-p", pipeline.c_str(), "-o", package.c_str(),
-          nullptr);
+          "--mkdir", "-v", nullptr);
     _exit(127);
   }
   int status = 0;

@@ -63,8 +63,8 @@ TEST_CASE("an invalid schedule during compile leaves a phase bundle that replay 
           "[trust][reproducer]") {
   TempDir dir;
   std::string pipeline = pipeline_copy(dir, kSmallPipeline, "{plugin: greedy}", "{plugin: all-at-once}");
-  write_text(pipeline, replace_once(read_text(pipeline), "plugin_paths: []",
-                                    "plugin_paths: [" + kTestPlugins + "/invalid-scheduler]"));
+  write_text(pipeline, replace_once(read_text(pipeline), std::string(TESSERA_PLUGIN_DIR) + "]",
+                                    std::string(TESSERA_PLUGIN_DIR) + ", " + kTestPlugins + "/invalid-scheduler]"));
   const std::string package = (dir.path() / "out" / "small.tpkg").string();
   fs::create_directories(dir.path() / "out");
   const CommandResult compiled = run_command({tessera_binary(), "compile", kSmallModel, "-p", pipeline, "-o", package});

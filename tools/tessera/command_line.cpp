@@ -211,7 +211,8 @@ void check_output_folder(const std::string& path, const std::string& option, boo
   if (path.empty()) return;
   const std::filesystem::path folder = std::filesystem::path(path).parent_path();
   std::error_code ec;
-  if (make_folders || folder.empty() || std::filesystem::is_directory(folder, ec)) return;
+  // Something else there (a file) is the writer's to report: it names what it could not write.
+  if (make_folders || folder.empty() || std::filesystem::exists(folder, ec)) return;
   throw Error(fmt::format("{} {}: folder {} does not exist; create it, or add --mkdir to have tessera create it",
                           option, path, folder.string()));
 }
