@@ -274,6 +274,11 @@ struct PlaceMap {
   // The overlay's nodes (the merge shares them, not copies) are the overlay file's, the others
   // the base's; a node the merge made (a replaced plugin entry) is where its first written
   // child is, else `inherited`.
+  bool from_overlay(const YAML::Node& merged) const {
+    return std::any_of(overlay_nodes.begin(), overlay_nodes.end(),
+                       [&](const YAML::Node& node) { return node.is(merged); });
+  }
+
   std::string place_of(const YAML::Node& merged, const std::string& inherited) const {
     if (merged.Mark().is_null()) {
       if (merged.IsMap())
@@ -284,9 +289,7 @@ struct PlaceMap {
           if (std::string place = place_of(entry, ""); !place.empty()) return place;
       return inherited;
     }
-    const bool from_overlay = std::any_of(overlay_nodes.begin(), overlay_nodes.end(),
-                                          [&](const YAML::Node& node) { return node.is(merged); });
-    return yaml::place(from_overlay ? overlay_file : base_file, merged);
+    return yaml::place(from_overlay(merged) ? overlay_file : base_file, merged);
   }
 
   void record(const YAML::Node& written, const std::string& place) const {
@@ -300,8 +303,9 @@ struct PlaceMap {
       auto m = merged.begin();
       for (auto w = written.begin(); w != written.end(); ++w, ++m) {
         const std::string value_place = place_of(m->second, place);
-        // A key the merge wrote (an option the overlay set) is where its value came from.
-        record(w->first, m->first.Mark().is_null() ? value_place : place_of(m->first, place));
+        // A key whose value the overlay set (an option, a plugin) is where that value came from.
+        const bool value_is_overlays = !m->second.Mark().is_null() && from_overlay(m->second);
+        record(w->first, m->first.Mark().is_null() || value_is_overlays ? value_place : place_of(m->first, place));
         walk(m->second, w->second, value_place);
       }
     } else if (merged.IsSequence() && written.IsSequence() && merged.size() == written.size()) {

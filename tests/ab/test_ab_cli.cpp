@@ -410,7 +410,7 @@ TEST_CASE("ab history records sweeps of two tessera builds and shows how a metri
   auto sweep = [&](const std::string& binary, const fs::path& results) {
     return run_command({binary, "ab", "--base", base, "--arm", "greedy=", "--arm",
                         "in-order=" + source_path("configs/suites/arms/in-order.yaml"), "--suite", suite, "--repeat",
-                        "1", "--results", results.string(), "--history", database.string(), "--quiet"},
+                        "1", "--results", results.string(), "--history", database.string(), "--quiet", "-v"},
                        kNoExtraPlugins);
   };
   auto first = sweep(tessera_binary(), dir.path() / "first");

@@ -28,6 +28,7 @@
 #include "tessera/pass_manager.hpp"
 #include "tessera/target.hpp"
 #include "tessera/runtime/run.hpp"
+#include "tessera/shipped_configs.hpp"
 #include "tessera/version.hpp"
 
 namespace fs = std::filesystem;
@@ -351,6 +352,9 @@ int main(int argc, char** argv) {
       return differential.passed ? status : 1;
     }
     if (*demo) {
+      // CLI11 transforms given values only: the defaults are names to find here.
+      demo_request.model = find_config(demo_request.model, "models", "--model");
+      demo_request.pipeline = find_config(demo_request.pipeline, "pipelines", "--pipeline");
       if (demo_request.output.empty())
         demo_request.output = "tessera-demo/" + fs::path(demo_request.model).stem().string() + ".tpkg";
       std::optional<cli::CompileResult> demo_compile;
