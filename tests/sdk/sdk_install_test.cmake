@@ -2,7 +2,9 @@
 # plugins/examples against that prefix as a third party would (find_package(Tessera)), check the
 # examples export only their entry point, then compile mlp-small for t16 with the INSTALLED
 # `tessera` and a pipeline naming both examples, run it on the simulator, and run the examples'
-# own tests (the installed `tessera check-plugin` on each, and one linking the installed kit).
+# own tests (the installed `tessera check-plugin` on each, and one linking the installed kit);
+# then docs/plugin-guide.md's recipe as written, in a folder under /tmp, and the installed
+# calibrated pipeline with and without its table.
 cmake_minimum_required(VERSION 3.25)
 
 foreach(required TESSERA_SOURCE_DIR TESSERA_BINARY_DIR WORK_DIR LIBDIR CXX_COMPILER MAKE_PROGRAM CTEST_COMMAND NM)
@@ -154,6 +156,19 @@ expect("${err}" "selected_kind=\"example-scheduler\"" "the guide's compile")
 execute_process(COMMAND ${prefix}/bin/tessera run small.tpkg --lock device.lock WORKING_DIRECTORY ${recipe}
                 RESULT_VARIABLE result OUTPUT_VARIABLE out ERROR_VARIABLE err)
 expect("${out}" "numericalTest=PASS" "the guide's run")
+# The installed calibrated pipeline: without a table, a clean error when it loads (no plugin
+# fault, no reproducer); with the table `tessera calibrate` writes where it looks, a compile.
+file(REMOVE ${prefix}/share/tessera/calibration/t16.yaml)  # installed when this build ran `make calibrate`
+execute_process(COMMAND ${prefix}/bin/tessera compile mlp-small -p calibrated -t t16 -o cal.tpkg
+                WORKING_DIRECTORY ${recipe} RESULT_VARIABLE result OUTPUT_VARIABLE out ERROR_VARIABLE err)
+if(NOT result STREQUAL "1" OR EXISTS ${recipe}/reproducers)
+  message(FATAL_ERROR "installed calibrated.yaml without a table: expected exit 1 and no reproducer, got ${result}:\n${err}")
+endif()
+expect("${err}" "calibration table ${prefix}/share/tessera/calibration/t16.yaml not found" "calibrated without a table")
+run_step(calibrate ${prefix}/bin/tessera calibrate -t t16 -o ${prefix}/share/tessera/calibration/t16.yaml)
+execute_process(COMMAND ${prefix}/bin/tessera compile mlp-small -p calibrated -t t16 -o cal.tpkg
+                WORKING_DIRECTORY ${recipe} RESULT_VARIABLE result OUTPUT_VARIABLE out ERROR_VARIABLE err)
+expect("${out}" "package=cal.tpkg tiles=16 " "installed calibrated.yaml with its table")
 file(REMOVE_RECURSE ${recipe})
 message(STATUS "step plugin-guide-recipe: ok")
 
