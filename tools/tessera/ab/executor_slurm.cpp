@@ -150,15 +150,21 @@ Submission submit_sweep(const ResultsDir& results, const Manifest& manifest, con
 
   const fs::path folder = fs::path(results.absolute("slurm")) / ("submission-" + std::to_string(s.number));
   fs::create_directories(folder);
-  std::vector<std::string> task = {tessera,        "ab",
-                                   "task",         results.root(),
-                                   "--submission", std::to_string(s.number),
-                                   "--task",       "$SLURM_ARRAY_TASK_ID"};
+  // -v: a job's output file is its log, read when something went wrong (sbatch --output).
+  std::vector<std::string> task = {tessera,
+                                   "-v",
+                                   "ab",
+                                   "task",
+                                   results.root(),
+                                   "--submission",
+                                   std::to_string(s.number),
+                                   "--task",
+                                   "$SLURM_ARRAY_TASK_ID"};
   if (retry_failed) task.push_back("--retry-failed");
   if (!lock.empty()) task.insert(task.end(), {"--lock", lock});
   const std::string sweep_script = (folder / "sweep.sh").string(), report_script = (folder / "report.sh").string();
   write_file_atomically(sweep_script, script(task), "Slurm job script");
-  write_file_atomically(report_script, script({tessera, "ab", "report", results.root(), "--quiet"}),
+  write_file_atomically(report_script, script({tessera, "-v", "ab", "report", results.root(), "--quiet"}),
                         "Slurm job script");
   const std::string name = job_name(results, s.number);
 
