@@ -256,7 +256,7 @@ TEST_CASE("cli cycles prints the simulator's charge for one codelet call with it
   r = run_command({tessera_binary(), "cycles", "-t", target, "matmul", "--m", "2", "--k", "179", "--n", "128",
                    "--orientation", "as-is"});
   REQUIRE(r.exit_code == 0);
-  CHECK_THAT(r.out, Catch::Contains("orientation=as-is path=amp amp_passes=184 cycles=62055 "));
+  CHECK_THAT(r.out, Catch::Contains("orientation=as_is path=amp amp_passes=184 cycles=62055 "));
   // Half weights with float32 partials: 32 MACs a cycle at peak.
   r = run_command(
       {tessera_binary(), "cycles", "-t", target, "matmul", "--dtype", "f16", "--m", "128", "--k", "128", "--n", "128"});
