@@ -12,7 +12,6 @@
 #include "tessera/diagnostic.hpp"
 #include "tessera/log.hpp"
 #include "tessera/log_filter.hpp"
-#include "tessera/shipped_configs.hpp"
 #include "tessera/yaml_text.hpp"
 
 namespace tessera::cli {
@@ -192,19 +191,6 @@ std::optional<int> parse_command_line(CLI::App& app, int argc, char** argv) {
     fmt::print(stderr, "error: {}\n", printable_error(message));
     return kExitUserError;
   }
-}
-
-CLI::Validator shipped_config(const std::string& kind) {
-  return CLI::Validator(
-      [kind](std::string& value) -> std::string {
-        try {
-          value = find_config(value, kind, "");
-          return "";
-        } catch (const Error& e) {
-          return std::string(e.what()).substr(1);  // find_config's message after the empty `what`
-        }
-      },
-      "", "shipped " + kind);
 }
 
 void check_output_folder(const std::string& path, const std::string& option, bool make_folders) {

@@ -6,6 +6,9 @@
 
 #include <CLI/CLI.hpp>
 
+#include "tessera/diagnostic.hpp"
+#include "tessera/shipped_configs.hpp"
+
 namespace tessera::cli {
 
 /// Every command's exit status (README "Exit codes").
@@ -40,8 +43,20 @@ void refuse_negative_unsigned(CLI::App& app);
 std::optional<int> parse_command_line(CLI::App& app, int argc, char** argv);
 
 /// A CLI11 transform: a shipped config's name becomes its file (`-p small`, `-t t16`); `kind`
-/// is its folder: "pipelines", "targets", "models" or "suites" (tessera::find_config).
-CLI::Validator shipped_config(const std::string& kind);
+/// is its folder: "pipelines", "targets", "models" or "suites" (tessera::find_config). Inline:
+/// `tessera ab` and `tune` (their own library) use it too.
+inline CLI::Validator shipped_config(const std::string& kind) {
+  return CLI::Validator(
+      [kind](std::string& value) -> std::string {
+        try {
+          value = find_config(value, kind, "");
+          return "";
+        } catch (const Error& e) {
+          return std::string(e.what()).substr(1);  // find_config's message after the empty `what`
+        }
+      },
+      "", "shipped " + kind);
+}
 
 /// `-o`'s folder must exist unless --mkdir was given (the writer then makes it): a typo would
 /// otherwise make folders. Throws Error naming the option and the folder.

@@ -14,6 +14,7 @@
 
 #include "analysis.hpp"
 #include "arms.hpp"
+#include "command_line.hpp"
 #include "executor_slurm.hpp"
 #include "fingerprint.hpp"
 #include "history.hpp"
@@ -357,11 +358,14 @@ std::shared_ptr<AbCommand> add_ab_command(CLI::App& app) {
   AbCommand& o = *command;
   o.ab = app.add_subcommand("ab", "A/B test pipeline arms over a suite of models: compile, run, compare, report");
   o.ab->require_subcommand(0, 1);
-  o.ab->add_option("--base", o.base, "base pipeline YAML every arm's overlay is merged onto")->check(CLI::ExistingFile);
+  o.ab->add_option("--base", o.base, "base pipeline YAML (or a shipped one's name) every arm's overlay is merged onto")
+      ->transform(shipped_config("pipelines"))
+      ->check(CLI::ExistingFile);
   o.ab->add_option("--arm", o.arms,
                    "NAME=OVERLAY.yaml, or NAME= for the base itself; the first arm is the baseline "
                    "(repeatable)");
-  o.ab->add_option("--suite", o.suite, "suite YAML: the models and targets (configs/suites/)")
+  o.ab->add_option("--suite", o.suite, "suite YAML: the models and targets, or a shipped suite's name (quick, default)")
+      ->transform(shipped_config("suites"))
       ->check(CLI::ExistingFile);
   o.ab->add_option("--repeat", o.repeat, "compiles per model and arm, interleaved, for compile time and memory")
       ->capture_default_str();
