@@ -162,10 +162,9 @@ TEST_CASE("an overlay's mistake is reported at the overlay's own line, and no te
   check_user_error(compiled, {overlay + ":2:", "unknown exchange scheduler 'in-ordr'", "did you mean 'in-order'?"});
   CHECK_THAT(compiled.err, !Catch::Contains(tmp.string()));
 
-  const CommandResult ab = run_tessera(
-      {"ab", "--base", source_path("configs/pipelines/small.yaml"), "--suite", source_path("configs/suites/quick.yaml"),
-       "--arm", "base=", "--arm", "mine=" + overlay, "--results", (dir.path() / "results").string()},
-      {"TMPDIR=" + tmp.string()});
+  const CommandResult ab = run_tessera({"ab", "--base", "small", "--suite", "quick", "--arm", "base=", "--arm",
+                                        "mine=" + overlay, "--results", (dir.path() / "results").string()},
+                                       {"TMPDIR=" + tmp.string()});
   check_user_error(ab, {overlay + ":2:", "did you mean 'in-order'?"});
   CHECK_THAT(ab.err, !Catch::Contains(tmp.string()));
   CHECK(fs::is_empty(tmp));
