@@ -21,10 +21,10 @@ CONFIGURE = cmake -S . -B $(BUILD) $$(command -v ninja >/dev/null && echo -G Nin
 
 build: bootstrap-demo
 	@[ -f $(BUILD)/CMakeCache.txt ] || $(CONFIGURE)
-	cmake --build $(BUILD) --parallel $$(nproc)
+	@cmake --build $(BUILD) --parallel $$(nproc)
 
 demo: build
-	$(TESSERA) demo --model mlp-b2-n3 --pipeline default --target t1472 --output $(BUILD)/artifacts/mlp-b2-n3/model.tpkg
+	@$(TESSERA) demo --model mlp-b2-n3 --pipeline default --target t1472 --output $(BUILD)/artifacts/mlp-b2-n3/model.tpkg
 
 build-tests: bootstrap
 	@$(CONFIGURE) -DTESSERA_TESTS=ON >/dev/null
