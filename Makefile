@@ -1,24 +1,36 @@
 # Quick start: `make demo` (build, compile mlp-b2-n3, run it on the simulator) and `make test`.
+# Each installs what it needs first (scripts/bootstrap.sh --demo / --test) and says what.
 BUILD ?= build
 TESSERA := $(BUILD)/tools/tessera
 
-.PHONY: all bootstrap build demo test lint test-onnx test-faults test-sanitize fuzz bench bench-exchange bench-ab bench-simulator bench-planning bench-regret bench-fidelity bench-onnx bench-cnn calibrate tune clean
+.PHONY: all bootstrap bootstrap-demo build build-tests demo test lint test-onnx test-faults test-sanitize fuzz bench bench-exchange bench-ab bench-simulator bench-planning bench-regret bench-fidelity bench-onnx bench-cnn calibrate tune clean
 
 all: build
 
-bootstrap:
-	@scripts/bootstrap.sh
+# The packages to build and run tessera (make demo), and those plus the tests' (make test, lint).
+bootstrap-demo:
+	@scripts/bootstrap.sh --demo
 
-build: bootstrap
-	@# Ninja is looked up here, after the bootstrap may have installed it.
-	@[ -f $(BUILD)/CMakeCache.txt ] || cmake -S . -B $(BUILD) $$(command -v ninja >/dev/null && echo -G Ninja) -DCMAKE_BUILD_TYPE=Release
-	cmake --build $(BUILD) --parallel $$(nproc)
+bootstrap:
+	@scripts/bootstrap.sh --test
+
+# Ninja is looked up when this runs, after the bootstrap may have installed it. The tests are
+# built when Catch2 is there (make test's packages); `make test` turns them on for a build
+# folder `make demo` configured first.
+CONFIGURE = cmake -S . -B $(BUILD) $$(command -v ninja >/dev/null && echo -G Ninja) -DCMAKE_BUILD_TYPE=Release
+
+build: bootstrap-demo
+	@[ -f $(BUILD)/CMakeCache.txt ] || $(CONFIGURE)
+	@cmake --build $(BUILD) --parallel $$(nproc)
 
 demo: build
-	$(TESSERA) demo --model configs/models/mlp-b2-n3.yaml --pipeline configs/pipelines/default.yaml \
-	  --target configs/targets/t1472.yaml --output $(BUILD)/artifacts/mlp-b2-n3/model.tpkg
+	@$(TESSERA) demo --model mlp-b2-n3 --pipeline default --target t1472 --output $(BUILD)/artifacts/mlp-b2-n3/model.tpkg
 
-test: build
+build-tests: bootstrap
+	@$(CONFIGURE) -DTESSERA_TESTS=ON >/dev/null
+	cmake --build $(BUILD) --parallel $$(nproc)
+
+test: build-tests
 	ctest --test-dir $(BUILD) --output-on-failure -j2
 
 # The house style: every C++ file as .clang-format lays it out (`clang-format -i FILE` fixes one).
@@ -27,7 +39,7 @@ lint: bootstrap
 
 # ONNX's backend conformance cases (libonnx-testdata, every node case) on the small target: per
 # operator cases, passed, failed, unsupported (docs/onnx.md). Fails if a case fails.
-test-onnx: build
+test-onnx: build-tests
 	/usr/bin/python3 scripts/onnx_conformance.py --tessera $(TESSERA) --pipeline configs/pipelines/small.yaml \
 	  --target configs/targets/t16.yaml --work $(BUILD)/onnx-conformance
 
@@ -35,7 +47,7 @@ test-onnx: build
 # random kills, a full disk and forged packages, ending with a table of problems (all zero, or exit 1).
 FAULT_RUNS ?= 1000
 FAULT_SEED ?= 1
-test-faults: build
+test-faults: build-tests
 	$(BUILD)/tests/faults/fault-campaign --runs $(FAULT_RUNS) --seed $(FAULT_SEED)
 
 # The whole suite under AddressSanitizer and UndefinedBehaviorSanitizer (plugins included: they

@@ -3,6 +3,8 @@
 
 #include <filesystem>
 #include <fstream>
+#include <algorithm>
+#include <cstdio>
 #include <iterator>
 #include <list>
 
@@ -12,6 +14,7 @@
 #include "tessera/output_file.hpp"
 #include "tessera/pipeline.hpp"
 #include "tessera/plugin_host.hpp"
+#include "tessera/shipped_configs.hpp"
 #include "tessera/strict_yaml.hpp"
 
 namespace fs = std::filesystem;
@@ -63,7 +66,13 @@ void rebase_uses(YAML::Node& pipeline, const YAML::Node& base, const std::string
 
 // Makes the base pipeline's own relative paths absolute, so the merged file can live anywhere.
 void rebase_paths(YAML::Node& pipeline, const std::string& file, const PathOptionTest& is_path) {
-  if (yaml::is_scalar(pipeline["target"])) pipeline["target"] = absolute_from(file, pipeline["target"].Scalar());
+  if (yaml::is_scalar(pipeline["target"])) {
+    const std::string target = pipeline["target"].Scalar();
+    std::error_code ec;
+    // A bare name (`target: t16`) with no such file beside the pipeline is a shipped target.
+    if (!is_config_name(target) || fs::exists(absolute_from(file, target), ec))
+      pipeline["target"] = absolute_from(file, target);
+  }
   if (YAML::Node paths = pipeline["plugin_paths"]; yaml::is_sequence(paths))
     for (std::size_t i = 0; i < paths.size(); ++i)
       if (paths[i].IsScalar()) paths[i] = absolute_from(file, paths[i].Scalar());
@@ -90,7 +99,7 @@ public:
       const std::string key = entry.first.as<std::string>();
       const YAML::Node& value = entry.second;
       if (key == "pipeline") {
-        pipeline["pipeline"] = scalar_text(value);
+        pipeline["pipeline"] = value;
         changes_.push_back("pipeline: " + scalar_text(value));
       } else if (key == "plugin_paths") {
         merge_plugin_paths(pipeline, value);
@@ -128,8 +137,8 @@ private:
     if (over["plugin"].IsDefined() && scalar_text(over["plugin"]) != base_plugin) {
       const std::string plugin = scalar_text(over["plugin"]);
       YAML::Node replaced(YAML::NodeType::Map);
-      replaced["plugin"] = plugin;
-      if (over["options"].IsDefined()) replaced["options"] = YAML::Clone(over["options"]);
+      replaced["plugin"] = over["plugin"];
+      if (over["options"].IsDefined()) replaced["options"] = over["options"];
       use = replaced;
       changes_.push_back(what + ": " + (base_plugin.empty() ? "(none)" : base_plugin) + " -> " + plugin +
                          describe_options(over["options"]));
@@ -146,7 +155,7 @@ private:
     YAML::Node merged = use["options"];
     for (const auto& option : options) {
       const std::string name = option.first.as<std::string>();
-      merged[name] = YAML::Clone(option.second);
+      merged[name] = option.second;
       changes_.push_back(what + ": " + name + "=" + scalar_text(option.second));
     }
   }
@@ -198,8 +207,8 @@ private:
           throw Error(yaml::place(file_, anchor_node) + ": no pass '" + anchor + "' to insert '" + name + "' " +
                       (after ? "after" : "before") + " (" + not_found(passes) + ")");
         YAML::Node added(YAML::NodeType::Map);
-        added["plugin"] = name;
-        if (entry["options"].IsDefined()) added["options"] = YAML::Clone(entry["options"]);
+        added["plugin"] = entry["plugin"];
+        if (entry["options"].IsDefined()) added["options"] = entry["options"];
         passes.insert(after ? std::next(anchor_at) : anchor_at, added);
         changes_.push_back("passes: + " + name + (after ? " after " : " before ") + anchor +
                            describe_options(entry["options"]));
@@ -245,7 +254,82 @@ private:
   std::vector<std::string>& changes_;
 };
 
+void collect_nodes(const YAML::Node& node, std::vector<YAML::Node>& nodes) {
+  nodes.push_back(node);
+  if (node.IsMap()) {
+    for (const auto& entry : node) {
+      collect_nodes(entry.first, nodes);
+      collect_nodes(entry.second, nodes);
+    }
+  } else if (node.IsSequence()) {
+    for (const auto& entry : node) collect_nodes(entry, nodes);
+  }
+}
+
+struct PlaceMap {
+  const std::string& base_file;
+  const std::string& overlay_file;
+  const std::vector<YAML::Node>& overlay_nodes;
+  std::map<std::pair<int, int>, std::string>& places;
+
+  // The overlay's nodes (the merge shares them, not copies) are the overlay file's, the others
+  // the base's; a node the merge made (a replaced plugin entry) is where its first written
+  // child is, else `inherited`.
+  bool from_overlay(const YAML::Node& merged) const {
+    return std::any_of(overlay_nodes.begin(), overlay_nodes.end(),
+                       [&](const YAML::Node& node) { return node.is(merged); });
+  }
+
+  std::string place_of(const YAML::Node& merged, const std::string& inherited) const {
+    if (merged.Mark().is_null()) {
+      if (merged.IsMap())
+        for (const auto& entry : merged)
+          if (std::string place = place_of(entry.second, ""); !place.empty()) return place;
+      if (merged.IsSequence())
+        for (const auto& entry : merged)
+          if (std::string place = place_of(entry, ""); !place.empty()) return place;
+      return inherited;
+    }
+    return yaml::place(from_overlay(merged) ? overlay_file : base_file, merged);
+  }
+
+  void record(const YAML::Node& written, const std::string& place) const {
+    if (!written.Mark().is_null()) places[{written.Mark().line, written.Mark().column}] = place;
+  }
+
+  // Walks the merged tree beside the same tree read back from its text.
+  void walk(const YAML::Node& merged, const YAML::Node& written, const std::string& place) const {
+    record(written, place);
+    if (merged.IsMap() && written.IsMap() && merged.size() == written.size()) {
+      auto m = merged.begin();
+      for (auto w = written.begin(); w != written.end(); ++w, ++m) {
+        const std::string value_place = place_of(m->second, place);
+        // A key whose value the overlay set (an option, a plugin) is where that value came from.
+        const bool value_is_overlays = !m->second.Mark().is_null() && from_overlay(m->second);
+        record(w->first, m->first.Mark().is_null() || value_is_overlays ? value_place : place_of(m->first, place));
+        walk(m->second, w->second, value_place);
+      }
+    } else if (merged.IsSequence() && written.IsSequence() && merged.size() == written.size()) {
+      for (std::size_t i = 0; i < merged.size(); ++i) walk(merged[i], written[i], place_of(merged[i], place));
+    }
+  }
+};
+
 }  // namespace
+
+std::string place_in_sources(const std::string& message, const std::string& merged_file, int header_lines,
+                             const MergedPipeline& merged) {
+  const std::size_t at = message.find(merged_file + ":");
+  if (at == std::string::npos || merged.places.empty()) return message;
+  int line = 0, column = 0, consumed = 0;
+  const std::string rest = message.substr(at + merged_file.size() + 1);
+  if (std::sscanf(rest.c_str(), "%d:%d%n", &line, &column, &consumed) != 2) return message;
+  // The node there, or the last one before it (a message may point inside a node).
+  auto found = merged.places.upper_bound({line - 1 - header_lines, column - 1});
+  if (found == merged.places.begin()) return message;
+  --found;
+  return message.substr(0, at) + found->second + rest.substr(consumed);
+}
 
 MergedPipeline merge_pipeline_overlay(const std::string& base_path, const std::string& overlay_path,
                                       const PathOptionTest& is_path) {
@@ -253,14 +337,18 @@ MergedPipeline merge_pipeline_overlay(const std::string& base_path, const std::s
   if (!pipeline.IsMap()) throw Error(base_path + ": a pipeline must be a mapping (see configs/pipelines/)");
   rebase_paths(pipeline, base_path, is_path);
   MergedPipeline merged;
+  std::vector<YAML::Node> overlay_nodes;
   if (!overlay_path.empty()) {
     YAML::Node overlay = yaml::load_file(overlay_path, "arm overlay", /*empty_allowed=*/true);
     rebase_uses(overlay, pipeline, overlay_path, is_path);  // an overlay's paths are relative to the overlay
     if (overlay.IsDefined() && !overlay.IsNull()) OverlayMerger(overlay_path, merged.changes).merge(pipeline, overlay);
+    collect_nodes(overlay, overlay_nodes);
   }
   YAML::Emitter out;
   out << pipeline;
   merged.yaml = std::string(out.c_str()) + "\n";
+  const PlaceMap map{base_path, overlay_path, overlay_nodes, merged.places};
+  map.walk(pipeline, YAML::Load(merged.yaml), map.place_of(pipeline, base_path));
   return merged;
 }
 
@@ -271,10 +359,15 @@ MergedPipeline merge_overlay_into_file(const std::string& base_path, const std::
     write_file_atomically(merged_file, header + merged.yaml, "the merged pipeline");
     return merged;
   };
-  stage({});
+  const MergedPipeline first = stage({});
   PluginHost probe;
-  PipelineSpec spec = load_pipeline(merged_file);
-  resolve_pipeline(spec, probe);
+  try {
+    PipelineSpec spec = load_pipeline(merged_file);
+    resolve_pipeline(spec, probe);
+  } catch (const Error& e) {
+    const int header_lines = static_cast<int>(std::count(header.begin(), header.end(), '\n'));
+    throw Error(place_in_sources(e.what(), merged_file, header_lines, first));
+  }
   return stage([&](const std::string& plugin, const std::string& option) {
     const PluginInfo* info = probe.find(plugin);
     if (!info) return false;

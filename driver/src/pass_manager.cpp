@@ -170,6 +170,7 @@ Status PassManager::run(CompilationState& state) {
                         impl_->new_cost_model,
                         &state.record,
                         info.name};
+    if (impl_->options.on_pass) impl_->options.on_pass(i, impl_->passes.size(), info.name);
     std::vector<std::pair<std::string, std::string>> sections_before;
     if (impl_->options.print_changed) sections_before = state_sections(state);
     const PluginCallTotals before = plugin_call_totals();
@@ -213,6 +214,7 @@ Status PassManager::run(CompilationState& state) {
     }
     if (!status.ok) return Status::failure("pass '" + info.name + "' failed: " + status.message);
   }
+  if (impl_->options.on_pass) impl_->options.on_pass(impl_->passes.size(), impl_->passes.size(), "");
   return Status::success();
 }
 

@@ -9,6 +9,8 @@
 #include "tessera/diagnostic.hpp"
 #include "tessera/isolation.hpp"
 #include "tessera/plugin_host.hpp"
+#include "tessera/session.hpp"
+#include "tessera/shipped_configs.hpp"
 #include "tessera/strict_yaml.hpp"
 
 namespace fs = std::filesystem;
@@ -89,9 +91,15 @@ PipelineSpec load_pipeline(const std::string& path) {
   PipelineSpec spec;
   spec.file = path;
   spec.name = root["pipeline"].IsDefined() ? yaml::get_name(path, root, "pipeline") : fs::path(path).stem().string();
-  spec.target = resolve_path(path, yaml::get_string(path, root, "target"));
+  const std::string target = yaml::get_string(path, root, "target");
+  spec.target = resolve_path(path, target);
   spec.target_place = yaml::place(path, root["target"]);
   std::error_code ec;
+  // A bare name (`target: t16`) is a shipped target, so a copied pipeline still finds it.
+  if (!fs::exists(spec.target, ec)) {
+    const std::string shipped = find_config(target, "targets", spec.target_place + ": target");
+    if (shipped != target) spec.target = resolve_path(path, shipped);
+  }
   if (!fs::is_regular_file(spec.target, ec))
     throw Error(
         spec.target_place +
@@ -172,6 +180,8 @@ void resolve_pipeline(PipelineSpec& spec, PluginHost& host) {
   pin(spec.cost_model);
   pin(spec.exchange_scheduler);
   for (const PluginUse& pass : spec.passes) pin(pass);
+  // The shipped plugins are always there; plugin_paths and TESSERA_PLUGIN_PATH add more.
+  if (const std::string bundled = bundled_plugin_directory(); !bundled.empty()) host.load_directory(bundled);
   for (const auto& directory : spec.plugin_paths) host.load_directory(directory);
   host.load_environment_paths();
   resolve_use(host, spec.file, spec.cost_model, PluginKind::cost_model);

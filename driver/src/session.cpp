@@ -41,8 +41,8 @@ public:
     folder_ = pattern;
     path_ = (fs::path(folder_) / "pipeline.yaml").string();
     try {
-      overlay::merge_overlay_into_file(pipeline, overlay, path_,
-                                       "# " + overlay + " merged onto " + pipeline + " by tessera compile --overlay\n");
+      merged_ = overlay::merge_overlay_into_file(
+          pipeline, overlay, path_, "# " + overlay + " merged onto " + pipeline + " by tessera compile --overlay\n");
     } catch (const Error& e) {
       remove();
       throw Error(std::string(e.what()) + origin());
@@ -59,7 +59,8 @@ public:
       return action();
     } catch (const Error& e) {
       if (overlay_.empty()) throw;
-      throw Error(std::string(e.what()) + origin());
+      // The merged file goes away with this object: name the base's or the overlay's place.
+      throw Error(overlay::place_in_sources(e.what(), path_, 1, merged_) + origin());
     }
   }
 
@@ -70,6 +71,7 @@ private:
     if (!folder_.empty()) fs::remove_all(folder_, ec);
   }
   std::string pipeline_, overlay_, folder_, path_;
+  overlay::MergedPipeline merged_;
 };
 
 }  // namespace

@@ -185,10 +185,10 @@ TEST_CASE("optimize-exchange-placement in a pipeline compiles and runs mlp-small
   using namespace tessera::testing;
   TempDir dir;
   const std::string pipeline =
-      pipeline_copy(dir, source_path("configs/pipelines/optimized.yaml"), "t1472.yaml", "t16.yaml");
+      pipeline_copy(dir, source_path("configs/pipelines/optimized.yaml"), "target: t1472", "target: t16");
   const std::string package = (dir.path() / "small.tpkg").string();
   const auto compiled = run_command(
-      {tessera_binary(), "compile", source_path("configs/models/mlp-small.yaml"), "-p", pipeline, "-o", package});
+      {tessera_binary(), "compile", source_path("configs/models/mlp-small.yaml"), "-p", pipeline, "-o", package, "-v"});
   INFO(compiled.err);
   REQUIRE(compiled.exit_code == 0);
   CHECK_THAT(compiled.err, Catch::Contains("optimized exchange placement units="));

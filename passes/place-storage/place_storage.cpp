@@ -273,8 +273,9 @@ private:
     for (const tessera::HostStream& stream : state.program.streams)
       for (const tessera::HostSlice& slice : stream.slices)
         if (slice.destination.buffer < tensor_of.size()) tensor_of[slice.destination.buffer] = stream.tensor;
-    // The worst tiles in full, the worst first; the rest as tile ranges with how much over.
-    constexpr std::size_t kTilesShown = 16;
+    // The worst tiles in full, the worst first; the rest as tile ranges with how much over (a
+    // screenful: the worst three say what takes the space, the ranges say where else).
+    constexpr std::size_t kTilesShown = 3;
     std::vector<std::uint32_t> shown = over;
     std::stable_sort(shown.begin(), shown.end(),
                      [&](std::uint32_t a, std::uint32_t b) { return tiles[a].over() > tiles[b].over(); });
@@ -305,8 +306,9 @@ private:
           least = std::min(least, tiles[rest[k]].over()), most = std::max(most, tiles[rest[k]].over());
         i = j + 1;
       }
-      message += fmt::format("\n  and {} more tile{} over by {} to {} bytes: {}", rest.size(),
-                             rest.size() == 1 ? "" : "s", least, most, fmt::join(ranges, ", "));
+      message += fmt::format("\n  and {} more tile{} over by {} bytes: {}", rest.size(), rest.size() == 1 ? "" : "s",
+                             least == most ? std::to_string(least) : fmt::format("{} to {}", least, most),
+                             fmt::join(ranges, ", "));
     }
     message += fmt::format(
         "\n  fix: use a target with more tiles or more memory per tile than '{}', or a smaller model", target.name);

@@ -170,6 +170,7 @@ TEST_CASE("place-storage reports every tile over with its largest buffers", "[pl
   CHECK_THAT(status.message, Catch::StartsWith("pass 'place-storage' failed: model does not fit: "));
   CHECK_THAT(status.message, Catch::Contains("over " + std::to_string(target.memory_bytes) + " bytes"));
   const std::uint64_t capacity = target.memory_bytes - target.interleaved_start;
+  std::size_t detailed = 0;  // the worst three in full; the others in the ranges line
   for (std::uint32_t tile : expected_over) {
     // Each over tile: what it needs, by how much, and its largest tensor's buffers by name.
     std::uint64_t interleaved_bytes = 0, largest = 0;
@@ -184,7 +185,8 @@ TEST_CASE("place-storage reports every tile over with its largest buffers", "[pl
       if (bytes == largest && largest_name.empty()) largest_name = name;
     const std::string line_start = "\n  tile " + std::to_string(tile) + " needs ";
     const std::size_t at = status.message.find(line_start);
-    REQUIRE(at != std::string::npos);
+    if (at == std::string::npos) continue;
+    ++detailed;
     const std::string line = status.message.substr(at + 1, status.message.find('\n', at + 1) - at - 1);
     INFO(line);
     CHECK_THAT(line, Catch::Contains("interleaved region "));
@@ -197,13 +199,16 @@ TEST_CASE("place-storage reports every tile over with its largest buffers", "[pl
     CHECK(needs == target.memory_bytes + over);
     CHECK(interleaved_bytes > capacity);
   }
+  CHECK(detailed == std::min<std::size_t>(3, expected_over.size()));
+  if (expected_over.size() > 3)
+    CHECK_THAT(status.message, Catch::Contains("\n  and " + std::to_string(expected_over.size() - 3) + " more tile"));
   CHECK_THAT(status.message, Catch::Contains(".w "));
   CHECK_THAT(status.message, Catch::Contains("fix: "));
   // Nothing is half placed after a failure.
   for (const Buffer& b : bench.state.program.buffers) CHECK(b.offset == kUnplaced);
 }
 
-TEST_CASE("place-storage shows the worst 16 tiles over in full and the rest as tile ranges", "[place-storage]") {
+TEST_CASE("place-storage shows the worst 3 tiles over in full and the rest as tile ranges", "[place-storage]") {
   PassBench bench(config_path("models/mlp-b2-n3.yaml"), config_path("targets/t1472.yaml"));
   REQUIRE(bench.run_through("select-finalist").ok);
   // The same plan with 4 KiB of interleaved memory per tile: every tile holding weights is over.
@@ -214,13 +219,13 @@ TEST_CASE("place-storage shows the worst 16 tiles over in full and the rest as t
   std::uint64_t over_tiles = 0;
   REQUIRE(std::sscanf(status.message.c_str(), "pass 'place-storage' failed: model does not fit: %lu tiles over",
                       &over_tiles) == 1);
-  REQUIRE(over_tiles > 16);
+  REQUIRE(over_tiles > 3);
   std::size_t detailed = 0;
   for (std::size_t at = status.message.find("\n  tile "); at != std::string::npos;
        at = status.message.find("\n  tile ", at + 1))
     ++detailed;
-  CHECK(detailed == 16);
-  const std::string summary = "\n  and " + std::to_string(over_tiles - 16) + " more tiles over by ";
+  CHECK(detailed == 3);
+  const std::string summary = "\n  and " + std::to_string(over_tiles - 3) + " more tiles over by ";
   const std::size_t at = status.message.find(summary);
   REQUIRE(at != std::string::npos);
   // The ranges name every other tile over once.
@@ -234,7 +239,7 @@ TEST_CASE("place-storage shows the worst 16 tiles over in full and the rest as t
     const std::size_t comma = line.find(", ", p);
     p = comma == std::string::npos ? line.size() : comma + 2;
   }
-  CHECK(named == over_tiles - 16);
+  CHECK(named == over_tiles - 3);
   CHECK(status.message.size() < 16384);  // readable, where 1,472 full lines would be ~700 KB
 }
 

@@ -201,7 +201,15 @@ TEST_CASE("ab compares greedy with in-order on the quick suite and resumes", "[a
     CHECK(second["driver"]["executed"] == 0);
     CHECK(second["driver"]["skipped"] == 6);
     CHECK(second["comparisons"] == report["comparisons"]);
-    CHECK_THAT(resumed.err, Catch::Contains("skipping finished ab item"));
+    CHECK_THAT(resumed.out, Catch::Contains("ab: ran 0 work items now, reused 6 stored in " + results.string() +
+                                            " (--fresh runs them again)"));
+  }
+  SECTION("--fresh runs every item again") {
+    auto fresh = run_command(ab_command(base, suite, results, {"--fresh"}), kNoExtraPlugins);
+    INFO(fresh.err);
+    REQUIRE(fresh.exit_code == 0);
+    CHECK(read_json(results.string() + ".json")["driver"]["executed"] == 6);
+    CHECK_THAT(fresh.out, Catch::Contains("ab: ran 6 work items now, reused 0 stored in "));
   }
   SECTION("a missing record is redone, a record of another arm version is replaced") {
     fs::remove(results / "records/mlp-small@t16/in-order/repeat-1.json");
@@ -328,7 +336,7 @@ TEST_CASE("ab with --jobs 2 redoes only the model whose file changed, says so, a
     command.insert(command.end(), extra.begin(), extra.end());
     return run_command(command, kNoExtraPlugins);
   };
-  auto first = sweep(whole, {});
+  auto first = sweep(whole, {"-v"});
   INFO(first.err);
   REQUIRE(first.exit_code == 0);
   const json report = read_json(whole.string() + ".json");
@@ -402,7 +410,7 @@ TEST_CASE("ab history records sweeps of two tessera builds and shows how a metri
   auto sweep = [&](const std::string& binary, const fs::path& results) {
     return run_command({binary, "ab", "--base", base, "--arm", "greedy=", "--arm",
                         "in-order=" + source_path("configs/suites/arms/in-order.yaml"), "--suite", suite, "--repeat",
-                        "1", "--results", results.string(), "--history", database.string(), "--quiet"},
+                        "1", "--results", results.string(), "--history", database.string(), "--quiet", "-v"},
                        kNoExtraPlugins);
   };
   auto first = sweep(tessera_binary(), dir.path() / "first");

@@ -174,19 +174,19 @@ TEST_CASE("arms are validated by the core and fingerprinted by what they run", "
   });
   CHECK_THAT(message, Catch::Contains("finalists") && Catch::Contains("arm 'W'") && Catch::Contains(wrong_type));
   // An option out of its declared range, and one the plugin's own configure() refuses, are
-  // caught before anything compiles, at their place in the merged pipeline.
+  // caught before anything compiles, at their place in the overlay that wrote them.
   const std::string zero = dir.write("zero.yaml", "passes:\n  - {plugin: select-finalist, options: {finalists: 0}}\n");
-  CHECK_THAT(error_of([&] {
-               prepare_arms(base, {{"A", ""}, {"Z", zero}}, (dir.path() / "s").string());
-             }),
-             Catch::Contains((dir.path() / "s" / "Z.yaml").string() + ":") &&
-                 Catch::Contains("must be in [1, 100000], got 0") && Catch::Contains("arm 'Z'"));
+  CHECK_THAT(
+      error_of([&] {
+        prepare_arms(base, {{"A", ""}, {"Z", zero}}, (dir.path() / "s").string());
+      }),
+      Catch::Contains(zero + ":2:") && Catch::Contains("must be in [1, 100000], got 0") && Catch::Contains("arm 'Z'"));
   const std::string no_table = dir.write("no-table.yaml", "cost_model: {plugin: calibrated}\n");
-  CHECK_THAT(error_of([&] {
-               prepare_arms(base, {{"A", ""}, {"C", no_table}}, (dir.path() / "s").string());
-             }),
-             Catch::Contains((dir.path() / "s" / "C.yaml").string() + ":") &&
-                 Catch::Contains("option 'table' is not set") && Catch::Contains("arm 'C'"));
+  CHECK_THAT(
+      error_of([&] {
+        prepare_arms(base, {{"A", ""}, {"C", no_table}}, (dir.path() / "s").string());
+      }),
+      Catch::Contains(no_table + ":1:") && Catch::Contains("option 'table' is not set") && Catch::Contains("arm 'C'"));
   CHECK_THAT(error_of([] { parse_arm_argument("B"); }), Catch::Contains("NAME=OVERLAY.yaml"));
   CHECK_THAT(error_of([] { parse_arm_argument("a/b="); }), Catch::Contains("letters, digits"));
   CHECK_THAT(error_of([&] {

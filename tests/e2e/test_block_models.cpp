@@ -29,11 +29,11 @@ Package compile_small(TempDir& dir, const std::string& model) {
   return read_package(package_file);
 }
 
-/// Compiles the model file `model` with the small pipeline; its log (stderr) goes to `log`.
+/// Compiles the model file `model` with the small pipeline; its log (stderr, -v) goes to `log`.
 Package compile_file(TempDir& dir, const std::string& model, std::string* log = nullptr) {
   const std::string package_file = (dir.path() / "model.tpkg").string();
-  auto compiled = run_command(
-      {tessera_binary(), "compile", model, "-p", source_path("configs/pipelines/small.yaml"), "-o", package_file});
+  auto compiled = run_command({tessera_binary(), "compile", model, "-p", source_path("configs/pipelines/small.yaml"),
+                               "-o", package_file, "-v"});
   INFO(compiled.err.substr(compiled.err.size() > 4000 ? compiled.err.size() - 4000 : 0));
   REQUIRE(compiled.exit_code == 0);
   if (log) *log = compiled.err;
@@ -123,7 +123,7 @@ TEST_CASE("products gather one-column pieces transposed, whole columns a copy, a
   auto compiled = run_command({tessera_binary(), "compile", model, "-p",
                                pipeline_copy(dir, source_path("configs/pipelines/small.yaml"), "{finalists: 2}",
                                              "{finalists: 2, row_groups: 1}"),
-                               "-o", package_file});
+                               "-o", package_file, "-v"});
   INFO(compiled.err.substr(compiled.err.size() > 4000 ? compiled.err.size() - 4000 : 0));
   REQUIRE(compiled.exit_code == 0);
   const std::string log = compiled.out + compiled.err;

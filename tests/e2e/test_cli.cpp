@@ -42,10 +42,12 @@ TEST_CASE("cli compiles and runs the small model with a passing numerical test",
   TempDir dir;
   const std::string package = (dir.path() / "small.tpkg").string();
   auto pipeline = pipeline_variant(dir, "finalists: 2", "finalists: 2");
-  CommandResult compiled = run_command({tessera_binary(), "compile", kSmallModel, "-p", pipeline, "-o", package});
+  CommandResult compiled = run_command({tessera_binary(), "compile", kSmallModel, "-p", pipeline, "-o", package, "-v"});
   INFO(compiled.err);
   REQUIRE(compiled.exit_code == 0);
   CHECK_THAT(compiled.out, Catch::StartsWith("package=" + package + " tiles=16 "));
+  CHECK_THAT(compiled.err, Catch::Contains("prepared physical exchange phase phase="));
+  CHECK_THAT(compiled.err, Catch::Contains("optimized physical exchange schedule phase="));
   for (const char* phase : {"lower_mid", "select_finalist", "place_storage", "lower_exchanges", "emit_tile_code"})
     CHECK_THAT(compiled.err,
                Catch::Contains(std::string("package build phase finished phase=\"") + phase + "\" elapsed_ms="));
@@ -55,7 +57,7 @@ TEST_CASE("cli compiles and runs the small model with a passing numerical test",
 
   const std::string profile = (dir.path() / "profile.json").string();
   CommandResult ran = run_command(
-      {tessera_binary(), "run", package, "--profile", profile, "--lock", (dir.path() / "device.lock").string()});
+      {tessera_binary(), "run", package, "--profile", profile, "--lock", (dir.path() / "device.lock").string(), "-v"});
   INFO(ran.err);
   REQUIRE(ran.exit_code == 0);
   CHECK_THAT(ran.out, Catch::Contains("numericalTest=PASS"));
@@ -73,11 +75,11 @@ TEST_CASE("cli swaps the exchange scheduler through the YAML alone", "[e2e]") {
   TempDir dir;
   const std::string package = (dir.path() / "small.tpkg").string();
   auto greedy = run_command({tessera_binary(), "compile", kSmallModel, "-p",
-                             pipeline_variant(dir, "plugin: greedy", "plugin: greedy"), "-o", package});
+                             pipeline_variant(dir, "plugin: greedy", "plugin: greedy"), "-o", package, "-v"});
   REQUIRE(greedy.exit_code == 0);
   CHECK_THAT(greedy.err, Catch::Contains("selected_kind=\"greedy\""));
   auto in_order = run_command({tessera_binary(), "compile", kSmallModel, "-p",
-                               pipeline_variant(dir, "plugin: greedy", "plugin: in-order"), "-o", package});
+                               pipeline_variant(dir, "plugin: greedy", "plugin: in-order"), "-o", package, "-v"});
   INFO(in_order.err);
   REQUIRE(in_order.exit_code == 0);
   CHECK_THAT(in_order.err, Catch::Contains("selected_kind=\"in-order\""));
@@ -164,7 +166,11 @@ TEST_CASE("cli a model that does not fit fails listing the tiles", "[e2e]") {
       {tessera_binary(), "compile", model, "-p", pipeline_variant(dir, "finalists: 2", "finalists: 2"), "-o", package});
   check_clean_failure(r, model, package, true);
   CHECK_THAT(r.err, Catch::Contains("model does not fit: 16 tiles over 638976 bytes"));
-  CHECK_THAT(r.err, Catch::Contains("tile 15 needs"));
+  // The worst three tiles in full, the other 13 as ranges: five lines, not one per tile.
+  CHECK_THAT(r.err, Catch::Contains("tile 0 needs"));
+  CHECK_THAT(r.err, Catch::Contains("\n  and 13 more tiles over by "));
+  // The planner's warning, then the error: its first line, three tiles, the ranges, the fix.
+  CHECK(std::count(r.err.begin(), r.err.end(), '\n') <= 7);
   // What takes the space: the weight block, named with its tensor, bytes and live range.
   CHECK_THAT(r.err, Catch::Contains(" over): interleaved region "));
   CHECK_THAT(r.err, Catch::Contains(".w 4194304 bytes (1 buffer, tensor w, live supersteps "));
@@ -250,7 +256,7 @@ TEST_CASE("cli cycles prints the simulator's charge for one codelet call with it
   r = run_command({tessera_binary(), "cycles", "-t", target, "matmul", "--m", "2", "--k", "179", "--n", "128",
                    "--orientation", "as-is"});
   REQUIRE(r.exit_code == 0);
-  CHECK_THAT(r.out, Catch::Contains("orientation=as-is path=amp amp_passes=184 cycles=69148 "));
+  CHECK_THAT(r.out, Catch::Contains("orientation=as_is path=amp amp_passes=184 cycles=69148 "));
   // Half weights with float32 partials: 32 MACs a cycle at peak.
   r = run_command(
       {tessera_binary(), "cycles", "-t", target, "matmul", "--dtype", "f16", "--m", "128", "--k", "128", "--n", "128"});

@@ -35,7 +35,7 @@ std::string pipeline_with_plans(const TempDir& dir, const std::string& plans) {
 
 CommandResult demo(const TempDir& dir, const std::string& pipeline, const std::string& model = kSmallModel) {
   return run_command({tessera_binary(), "demo", "--model", model, "--pipeline", pipeline, "--output",
-                      (dir.path() / "model.tpkg").string(), "--lock", (dir.path() / "device.lock").string()},
+                      (dir.path() / "model.tpkg").string(), "--lock", (dir.path() / "device.lock").string(), "-v"},
                      {std::string("TESSERA_PLUGIN_PATH=")});
 }
 
@@ -235,9 +235,9 @@ TEST_CASE("an op pinned to row groups that starve later ops ends re-planning wit
   const std::string pipeline =
       pipeline_with_plans(dir, "        y0: {column_groups: 1, depth_groups: 1, row_groups: 4}\n");
   const std::string package = (dir.path() / "model.tpkg").string();
-  const CommandResult r = run_command(
-      {tessera_binary(), "compile", source_path("configs/models/mlp-b4-n3-w512.yaml"), "-p", pipeline, "-o", package},
-      {std::string("TESSERA_PLUGIN_PATH=")});
+  const CommandResult r = run_command({tessera_binary(), "compile", source_path("configs/models/mlp-b4-n3-w512.yaml"),
+                                       "-p", pipeline, "-o", package, "-v"},
+                                      {std::string("TESSERA_PLUGIN_PATH=")});
   CHECK(r.exit_code == 1);
   std::size_t replans = 0;
   for (std::size_t at = r.err.find("re-planning with fewer row groups"); at != std::string::npos;

@@ -38,7 +38,8 @@ std::string pipeline_with(const TempDir& dir, const std::string& entry) {
 }
 
 CommandResult compile(const std::string& pipeline, const std::string& package) {
-  return run_command({tessera_binary(), "compile", kSmallModel, "-p", pipeline, "-o", package}, {kFaultyPluginPath});
+  return run_command({tessera_binary(), "compile", kSmallModel, "-p", pipeline, "-o", package, "-v"},
+                     {kFaultyPluginPath});
 }
 
 constexpr std::uint64_t kTestTimeLimitMs = 3000;

@@ -42,7 +42,7 @@ TEST_CASE("tessera compiles an ONNX MLP and runs it with a .pb input, matching t
   const std::string outputs = (dir.path() / "out").string();
   auto r = run_tessera({"run", package, "--lock", (dir.path() / "device.lock").string(), "--input",
                         "x=" + source_path(kModel + "/test_data_set_0/input_0.pb"), "--expect",
-                        "y=" + source_path(kModel + "/test_data_set_0/output_0.pb"), "--output-dir", outputs});
+                        "y=" + source_path(kModel + "/test_data_set_0/output_0.pb"), "--output-dir", outputs, "-v"});
   INFO(tail(r.err) << r.out);
   REQUIRE(r.exit_code == 0);
   CHECK_THAT(r.out, Catch::Contains("expectTest=PASS"));
@@ -76,7 +76,7 @@ TEST_CASE("a transformer encoder layer as torch exports it runs with its weights
   const std::string model = "tests/onnx/data/encoder-torch-s16-e32-h2";
   const std::string package = (dir.path() / "encoder.tpkg").string();
   auto compiled = run_tessera({"compile", source_path(model + "/model.onnx"), "-p",
-                               pipeline_copy(dir, source_path("configs/pipelines/small.yaml")), "-o", package});
+                               pipeline_copy(dir, source_path("configs/pipelines/small.yaml")), "-o", package, "-v"});
   INFO(tail(compiled.err));
   REQUIRE(compiled.exit_code == 0);
   for (const char* kind : {"kind=slice_columns", "kind=split_heads", "kind=merge_heads"})

@@ -29,7 +29,7 @@ inline SmallRun compile_and_run_small(const TempDir& dir) {
   const std::string pipeline =
       pipeline_copy(dir, source_path("configs/pipelines/small.yaml"), "finalists: 2", "finalists: 2");
   run.compiled = run_command({tessera_binary(), "compile", source_path("configs/models/mlp-small.yaml"), "-p", pipeline,
-                              "-o", run.package, "--emit-phases", run.phase_directory});
+                              "-o", run.package, "--emit-phases", run.phase_directory, "-v"});
   INFO(run.compiled.err);
   REQUIRE(run.compiled.exit_code == 0);
   run.ran = run_command(

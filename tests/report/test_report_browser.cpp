@@ -6,6 +6,7 @@
 #include <fstream>
 #include <map>
 #include <set>
+#include <sstream>
 
 #include <nlohmann/json.hpp>
 #include <sqlite3.h>
@@ -313,6 +314,22 @@ TEST_CASE("the A/B report page renders its tables and charts in headless Chromiu
   REQUIRE_FALSE(comparisons.empty());
   CHECK(std::stoul(comparisons) > 0);
   CHECK(table_body_rows(element_by_id(page.dom, "ab-summary")) > 0);
+
+  // At 1,400 px the summary table fits its column: no horizontal scrolling. The page, measured by
+  // Chromium itself: a script added at its end writes the widths into the body.
+  const std::string measured = (dir.path() / "ab-measured.html").string();
+  std::string text = read_text(html);
+  text.insert(text.rfind("</body>"),
+              "<script>const t = document.getElementById('ab-summary'); document.body.setAttribute('data-widths', "
+              "t.scrollWidth + ' ' + t.parentElement.clientWidth);</script>");
+  std::ofstream(measured) << text;
+  const RenderedPage wide = render_page(measured, std::chrono::seconds(30), 1400);
+  INFO(describe(wide));
+  const std::string body = wide.dom.substr(wide.dom.find("<body"));
+  std::istringstream widths(attribute(body.substr(0, body.find('>') + 1), "data-widths"));
+  int table_width = 0, column_width = 0;
+  REQUIRE(widths >> table_width >> column_width);
+  CHECK(table_width <= column_width);
   CHECK(table_body_rows(element_by_id(page.dom, "ab-models")) == std::stoul(comparisons));
   const std::vector<std::string> charts = elements_by_class(page.dom, "svg", "ab-chart");
   REQUIRE_FALSE(charts.empty());

@@ -160,7 +160,7 @@ TEST_CASE("tessera report draws a compiled and run package with the compiler's o
   const SmallRun run = compile_and_run_small(dir);
   const std::string page_path = (dir.path() / "out" / "report.html").string();
   const CommandResult reported =
-      run_command({tessera_binary(), "report", run.package, "--profile", run.profile, "--html", page_path});
+      run_command({tessera_binary(), "report", run.package, "--profile", run.profile, "--html", page_path, "-v"});
   INFO(reported.err);
   REQUIRE(reported.exit_code == 0);
   CHECK_THAT(reported.out, Contains("report=" + page_path + " tiles=16 supersteps="));

@@ -120,13 +120,17 @@ TEST_CASE("bad inputs missing and circular paths are named", "[robustness]") {
   check_clean_failure(compile(missing, pipeline, package), {missing}, dir.path(), package);
   check_clean_failure(compile(kSmallModel, missing, package), {missing}, dir.path(), package);
 
-  const auto no_target = pipeline_with(dir, "configs/targets/t16.yaml", "configs/targets/t99.yaml", "p2.yaml");
+  const auto no_target = pipeline_with(dir, "target: t16", "target: targets/t99.yaml", "p2.yaml");
   check_clean_failure(compile(kSmallModel, no_target, package), {no_target + ":3:", "t99.yaml"}, dir.path(), package);
+  // A target name that is not shipped gets the nearest shipped one.
+  const auto no_name = pipeline_with(dir, "target: t16", "target: t17", "p4.yaml");
+  check_clean_failure(compile(kSmallModel, no_name, package), {no_name + ":3:", "did you mean 't16'?"}, dir.path(),
+                      package);
 
   // A target path that is a directory.
   fs::create_directories(dir.path() / "targets.d");
   const auto target_dir =
-      pipeline_with(dir, source_path("configs/targets/t16.yaml"), (dir.path() / "targets.d").string(), "p3.yaml");
+      pipeline_with(dir, "target: t16", "target: " + (dir.path() / "targets.d").string(), "p3.yaml");
   check_clean_failure(compile(kSmallModel, target_dir, package), {target_dir + ":3:", "is a directory"}, dir.path(),
                       package);
 
@@ -323,7 +327,7 @@ int interrupt_compile(const TempDir& dir, const std::string& package,
     dup2(null, 1);
     const std::string binary = tessera_binary();
     execl(binary.c_str(), binary.c_str(), "compile", model.c_str(), "-p", pipeline.c_str(), "-o", package.c_str(),
-          nullptr);
+          "--mkdir", "-v", nullptr);
     _exit(127);
   }
   int status = 0;

@@ -2,7 +2,9 @@
 # plugins/examples against that prefix as a third party would (find_package(Tessera)), check the
 # examples export only their entry point, then compile mlp-small for t16 with the INSTALLED
 # `tessera` and a pipeline naming both examples, run it on the simulator, and run the examples'
-# own tests (the installed `tessera check-plugin` on each, and one linking the installed kit).
+# own tests (the installed `tessera check-plugin` on each, and one linking the installed kit);
+# then docs/plugin-guide.md's recipe as written, in a folder under /tmp, and the installed
+# calibrated pipeline with and without its table.
 cmake_minimum_required(VERSION 3.25)
 
 foreach(required TESSERA_SOURCE_DIR TESSERA_BINARY_DIR WORK_DIR LIBDIR CXX_COMPILER MAKE_PROGRAM CTEST_COMMAND NM)
@@ -67,9 +69,9 @@ endforeach()
 # The installed binary must use the installed core, not the build tree's.
 run_step(ldd ldd ${prefix}/bin/tessera)
 expect("${step_out}" "libtessera_core.so.0 => ${prefix}/" "installed tessera's core library")
-# The installed pipelines name the installed plugins.
-run_step(installed-pipeline ${prefix}/bin/tessera compile --print-pipeline -p ${prefix}/share/tessera/pipelines/small.yaml)
-expect("${step_out}" "plugin_paths: [${prefix}/lib/tessera/plugins]" "installed small.yaml")
+# The installed pipelines name their target by name: the installed one.
+run_step(installed-pipeline ${prefix}/bin/tessera compile --print-pipeline -p small)
+expect("${step_out}" "target: ${prefix}/share/tessera/targets/t16.yaml" "installed small.yaml")
 
 # 2. The examples, as an outside project: the installed copy (share/doc/tessera/examples), and
 # only the prefix tells CMake where Tessera is.
@@ -109,7 +111,7 @@ passes:
 ")
 run_step(compile ${prefix}/bin/tessera compile ${prefix}/share/tessera/models/mlp-small.yaml
          -p ${WORK_DIR}/examples-pipeline.yaml -t ${prefix}/share/tessera/targets/t16.yaml
-         -o ${WORK_DIR}/mlp-small.tpkg)
+         -o ${WORK_DIR}/mlp-small.tpkg -v)
 expect("${step_out}" "package=${WORK_DIR}/mlp-small.tpkg tiles=16 " "compile result")
 expect("${step_err}" "cost_model=example-cost-model exchange_scheduler=example-scheduler" "compile log")
 expect("${step_err}" "selected_kind=\"example-scheduler\"" "compile log")
@@ -124,6 +126,51 @@ expect("${step_out}" "backfill (bool, default true)" "plugins info")
 run_step(examples-ctest ${CTEST_COMMAND} --test-dir ${examples} --output-on-failure)
 expect("${step_out}" "100% tests passed" "examples' ctest")
 expect("${step_out}" "test-example-scheduler" "examples' ctest")
+
+# 5. The plugin guide's recipe (docs/plugin-guide.md, steps 6 and 7) as written, with the
+# example scheduler for "my-scheduler": in a fresh folder outside the source and build trees,
+# copy the installed small.yaml, swap one line, name the plugin folder, compile by names, run.
+string(RANDOM LENGTH 8 ALPHABET abcdefghijklmnopqrstuvwxyz0123456789 suffix)
+set(recipe /tmp/tessera-plugin-guide-${suffix})
+file(MAKE_DIRECTORY ${recipe})
+file(CREATE_LINK ${examples} ${recipe}/build SYMBOLIC)  # the guide's project: build/plugins/*.so
+file(READ ${TESSERA_SOURCE_DIR}/docs/plugin-guide.md guide)
+string(REGEX MATCH "\ncp [$]HOME/tessera/share/tessera/pipelines/small.yaml mine.yaml\n(sed [^\n]*)\n" found "${guide}")
+if(NOT found)
+  message(FATAL_ERROR "docs/plugin-guide.md no longer shows the cp + sed of step 6; update this test with it")
+endif()
+set(swap "${CMAKE_MATCH_1}")
+string(REPLACE "my-scheduler" "example-scheduler" swap "${swap}")
+file(COPY_FILE ${prefix}/share/tessera/pipelines/small.yaml ${recipe}/mine.yaml)
+execute_process(COMMAND /bin/sh -c "${swap}" WORKING_DIRECTORY ${recipe} RESULT_VARIABLE result)
+if(NOT result STREQUAL "0")
+  message(FATAL_ERROR "the guide's sed failed (exit ${result}): ${swap}")
+endif()
+execute_process(COMMAND ${prefix}/bin/tessera compile mlp-small -p mine.yaml -o small.tpkg -v WORKING_DIRECTORY ${recipe}
+                RESULT_VARIABLE result OUTPUT_VARIABLE out ERROR_VARIABLE err)
+if(NOT result STREQUAL "0")
+  message(FATAL_ERROR "the guide's compile failed (exit ${result}) in ${recipe}:\n${out}\n${err}")
+endif()
+expect("${out}" "package=small.tpkg tiles=16 " "the guide's compile")
+expect("${err}" "selected_kind=\"example-scheduler\"" "the guide's compile")
+execute_process(COMMAND ${prefix}/bin/tessera run small.tpkg --lock device.lock WORKING_DIRECTORY ${recipe}
+                RESULT_VARIABLE result OUTPUT_VARIABLE out ERROR_VARIABLE err)
+expect("${out}" "numericalTest=PASS" "the guide's run")
+# The installed calibrated pipeline: without a table, a clean error when it loads (no plugin
+# fault, no reproducer); with the table `tessera calibrate` writes where it looks, a compile.
+file(REMOVE ${prefix}/share/tessera/calibration/t16.yaml)  # installed when this build ran `make calibrate`
+execute_process(COMMAND ${prefix}/bin/tessera compile mlp-small -p calibrated -t t16 -o cal.tpkg
+                WORKING_DIRECTORY ${recipe} RESULT_VARIABLE result OUTPUT_VARIABLE out ERROR_VARIABLE err)
+if(NOT result STREQUAL "1" OR EXISTS ${recipe}/reproducers)
+  message(FATAL_ERROR "installed calibrated.yaml without a table: expected exit 1 and no reproducer, got ${result}:\n${err}")
+endif()
+expect("${err}" "calibration table ${prefix}/share/tessera/calibration/t16.yaml not found" "calibrated without a table")
+run_step(calibrate ${prefix}/bin/tessera calibrate -t t16 -o ${prefix}/share/tessera/calibration/t16.yaml)
+execute_process(COMMAND ${prefix}/bin/tessera compile mlp-small -p calibrated -t t16 -o cal.tpkg
+                WORKING_DIRECTORY ${recipe} RESULT_VARIABLE result OUTPUT_VARIABLE out ERROR_VARIABLE err)
+expect("${out}" "package=cal.tpkg tiles=16 " "installed calibrated.yaml with its table")
+file(REMOVE_RECURSE ${recipe})
+message(STATUS "step plugin-guide-recipe: ok")
 
 string(TIMESTAMP test_finished "%s")
 math(EXPR total "${test_finished} - ${test_started}")

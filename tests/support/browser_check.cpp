@@ -99,7 +99,7 @@ std::string chromium_binary() {
   return fs::exists("/usr/bin/chromium", ec) ? "/usr/bin/chromium" : "";
 }
 
-RenderedPage render_page(const std::string& html_file, std::chrono::milliseconds timeout) {
+RenderedPage render_page(const std::string& html_file, std::chrono::milliseconds timeout, int window_width) {
   RenderedPage page;
   if (chromium_binary().empty()) {
     page.log = "no Chromium: install Debian's chromium package (scripts/bootstrap.sh) or set TESSERA_CHROMIUM";
@@ -107,6 +107,7 @@ RenderedPage render_page(const std::string& html_file, std::chrono::milliseconds
   }
   TempDir dir;
   std::vector<std::string> arguments = headless_arguments((dir.path() / "profile").string());
+  if (window_width > 0) arguments.push_back("--window-size=" + std::to_string(window_width) + ",1000");
   arguments.push_back("--dump-dom");
   arguments.push_back(file_url(html_file));
   const ProcessResult ran = run_browser(arguments, timeout);

@@ -24,8 +24,10 @@ std::string chromium_binary();
 
 /// Loads `html_file` in headless Chromium with a new empty profile, every network name
 /// unresolvable (a standalone page needs none), and returns its DOM and console messages.
-/// Chromium is killed, with every process it started, after `timeout`.
-RenderedPage render_page(const std::string& html_file, std::chrono::milliseconds timeout = std::chrono::seconds(30));
+/// Chromium is killed, with every process it started, after `timeout`. A `window_width` lays
+/// the page out for a window that wide (Chromium's default otherwise).
+RenderedPage render_page(const std::string& html_file, std::chrono::milliseconds timeout = std::chrono::seconds(30),
+                         int window_width = 0);
 
 /// Writes a PNG of the page (to look at it; not used by assertions). Returns true on success.
 bool screenshot_page(const std::string& html_file, const std::string& png_file, int width = 1200, int height = 2400,

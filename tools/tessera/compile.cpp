@@ -60,6 +60,7 @@ CompileResult compile(const CompileRequest& request) {
   options.passes.print_changed = request.print_changed;
   options.passes.schedule_budget_ms = request.schedule_budget_ms;
   options.passes.threads = threads;
+  options.passes.on_pass = request.on_pass;
   Session session(options);
   const PipelineSpec& spec = session.spec();
   std::vector<InputFile> inputs = compile_inputs(request, spec, session.host());
@@ -68,6 +69,17 @@ CompileResult compile(const CompileRequest& request) {
   check_output_file(request.output, "the package (-o)", inputs);
   check_output_file(request.json_path, "the JSON record (--json)", inputs);
   CompilationState state = session.initial_state(onnx_import::load_any_model(request.model));
+  // An in-process cost model's table for this target (calibrated) is read now: a missing one is
+  // the pipeline's mistake, not a plugin fault mid-compile. An isolated one keeps its containment
+  // (a crash there is the plugin's fault, with a reproducer).
+  if (spec.cost_model.isolate != "process") {
+    try {
+      session.create_plugins();
+      session.cost_model().estimate_exchange(ExchangePhase{}, state.target);
+    } catch (const std::exception& e) {
+      throw Error(request.pipeline + ": " + e.what());
+    }
+  }
   log->info(
       "compiling model={} pipeline={} target={} tiles={} cost_model={} exchange_scheduler={} passes={} threads={}",
       state.model.name, spec.name, state.target.name, state.target.tiles, spec.cost_model.plugin,

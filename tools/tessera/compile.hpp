@@ -1,6 +1,7 @@
 // Compiling a model with a pipeline into a package: `tessera compile` over a Session.
 #pragma once
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -29,6 +30,8 @@ struct CompileRequest {
   bool write_reproducer = true;  ///< `tessera replay` turns it off: it reports, never re-bundles
   PluginQuarantine quarantine;   ///< `tessera replay`: no library from inside the bundle
   std::string json_path;         ///< when set, the result and the compile record as JSON (--json)
+  /// Called before each pass and after the last (PassManagerOptions::on_pass): the progress line.
+  std::function<void(std::size_t index, std::size_t count, const std::string& pass)> on_pass;
 };
 
 struct CompileResult {

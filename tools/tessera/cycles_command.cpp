@@ -1,9 +1,12 @@
 // `tessera cycles`: one codelet call's charge, floors and path, exactly as the simulator charges it.
 #include "cycles_command.hpp"
 
+#include "command_line.hpp"
+
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
 
+#include <map>
 #include <optional>
 #include <vector>
 
@@ -25,11 +28,16 @@ CLI::App* add_cycles_command(CLI::App& app, CyclesRequest& request) {
           "avg_pool (--batch --in-channels --height --width --kernel [--out-channels --stride --dilation --groups "
           "--pad])")
       ->required();
-  cycles->add_option("--target,-t", request.target, "target YAML")->required()->check(CLI::ExistingFile);
+  cycles->add_option("--target,-t", request.target, "target YAML or a shipped target's name")
+      ->required()
+      ->transform(shipped_config("targets"))
+      ->check(CLI::ExistingFile);
   cycles->add_option("--dtype", request.dtype, "f32, or f16 for half weights (matmul, bias_add)")
       ->check(CLI::IsMember({"f32", "f16"}));
-  cycles->add_option("--orientation", request.orientation, "matmul orientation: auto (the faster), as-is or swapped")
-      ->check(CLI::IsMember({"auto", "as-is", "swapped"}));
+  // as_is, as the pipeline option select-finalist's `orientation` spells it; as-is still accepted.
+  cycles->add_option("--orientation", request.orientation, "matmul orientation: auto (the faster), as_is or swapped")
+      ->transform(CLI::Transformer(std::map<std::string, std::string>{{"as-is", "as_is"}}))
+      ->check(CLI::IsMember({"auto", "as_is", "swapped"}));
   for (auto [flag, field, what] : {std::tuple{"--m", &request.m, "matmul rows of a"},
                                    {"--k", &request.k, "matmul depth"},
                                    {"--n", &request.n, "matmul columns of b"},
@@ -186,11 +194,11 @@ int cycles_command(const CyclesRequest& request) {
                         n = needed(request.n, "--n", name);
     const MatmulOrientation orientation = request.orientation == "auto"
                                               ? faster_matmul_orientation(codelet, m, k, n, target)
-                                          : request.orientation == "as-is" ? MatmulOrientation::as_is
+                                          : request.orientation == "as_is" ? MatmulOrientation::as_is
                                                                            : MatmulOrientation::swapped;
     params = {m, k, n, static_cast<std::uint32_t>(orientation)};
     shape = fmt::format("m={} k={} n={} orientation={}", m, k, n,
-                        orientation == MatmulOrientation::as_is ? "as-is" : "swapped");
+                        orientation == MatmulOrientation::as_is ? "as_is" : "swapped");
   } else if (name == "relu" || name == "add" || name == "copy") {
     codelet = name == "relu" ? Codelet::relu : name == "add" ? Codelet::add : Codelet::copy;
     params = {needed(request.count, "--count", name)};

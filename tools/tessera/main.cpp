@@ -8,8 +8,11 @@
 #include "tune_command.hpp"
 #include "calibrate_command.hpp"
 #include "check_plugin_command.hpp"
+#include "command_line.hpp"
 #include "compile.hpp"
+#include "compile_progress.hpp"
 #include "cycles_command.hpp"
+#include "fingerprint.hpp"
 #include "opt_command.hpp"
 #include "json_output.hpp"
 #include "differential.hpp"
@@ -25,6 +28,7 @@
 #include "tessera/pass_manager.hpp"
 #include "tessera/target.hpp"
 #include "tessera/runtime/run.hpp"
+#include "tessera/shipped_configs.hpp"
 #include "tessera/version.hpp"
 
 namespace fs = std::filesystem;
@@ -86,29 +90,46 @@ void check_package_target(const std::string& package_path, const std::string& ta
 }  // namespace
 
 int main(int argc, char** argv) {
-  CLI::App app{"tessera: a plugin-based compiler for tile-based BSP accelerators"};
-  app.set_version_flag("--version", std::string("tessera ") + kCoreVersion);
+  CLI::App app{"tessera: a plugin-based compiler for tile-based BSP accelerators", "tessera"};
+  // The build hash is the one `tessera ab` records: this binary and the core it loaded.
+  app.set_version_flag("--version", std::function<std::string()>([] {
+                         return fmt::format("tessera {} (build {}, plugin API {}.{}, ABI {})", kCoreVersion,
+                                            ab::current_build().build_hash, kPluginApiMajor, kPluginApiMinor,
+                                            abi_tag());
+                       }));
   app.require_subcommand(1);
-  std::string log_level = "info";
-  app.add_option("--log-level", log_level, "trace, debug, info, warn, error or off")
-      ->check(CLI::IsMember({"trace", "debug", "info", "warn", "error", "off"}));
+  // Global flags are accepted after the subcommand too (`tessera compile ... -v`).
+  app.fallthrough();
+  cli::LogFlags log_flags;
+  cli::add_log_flags(app, log_flags);
 
   cli::CompileRequest compile_request;
   bool print_pipeline = false;
   auto* compile = app.add_subcommand("compile", "compile a model (YAML or ONNX) into a package");
-  compile->add_option("model", compile_request.model, "model YAML (configs/models/) or ONNX model (.onnx)")
+  compile
+      ->add_option("model", compile_request.model,
+                   "model YAML or ONNX model (.onnx), or a shipped model's name (mlp-small)")
+      ->transform(cli::shipped_config("models"))
       ->check(CLI::ExistingFile);
-  compile->add_option("--pipeline,-p", compile_request.pipeline, "pipeline YAML (configs/pipelines/)")
+  compile
+      ->add_option("--pipeline,-p", compile_request.pipeline,
+                   "pipeline YAML, or a shipped pipeline's name (default, small, optimized, calibrated)")
       ->required()
+      ->transform(cli::shipped_config("pipelines"))
       ->check(CLI::ExistingFile);
   compile
       ->add_option("--overlay", compile_request.overlay,
                    "pipeline overlay merged onto -p first, as `tessera ab` does for "
                    "an arm (docs/ab-testing.md)")
       ->check(CLI::ExistingFile);
-  compile->add_option("--target,-t", compile_request.target, "target YAML; overrides the pipeline's")
+  compile
+      ->add_option("--target,-t", compile_request.target,
+                   "target YAML or a shipped target's name (t1472, t1472-ideal, t16); overrides the pipeline's")
+      ->transform(cli::shipped_config("targets"))
       ->check(CLI::ExistingFile);
   compile->add_option("--output,-o", compile_request.output, "package file to write (.tpkg)");
+  bool compile_mkdir = false;
+  compile->add_flag("--mkdir", compile_mkdir, "create the folders of -o and --json when missing");
   compile->add_option("--sign", compile_request.sign_key,
                       "sign the package: HMAC-SHA256 with this key file (docs/reliability.md)");
   compile->add_flag("--print-pipeline", print_pipeline, "print the resolved pipeline as YAML and stop");
@@ -163,7 +184,9 @@ int main(int argc, char** argv) {
   run->add_option("--verify", run_options.verify_key,
                   "refuse the package unless signed with this key file (compile --sign)");
   std::string run_target_path;
-  run->add_option("--target,-t", run_target_path, "refuse the package unless it was compiled for this target YAML")
+  run->add_option("--target,-t", run_target_path,
+                  "refuse the package unless it was compiled for this target (YAML, or a shipped target's name)")
+      ->transform(cli::shipped_config("targets"))
       ->check(CLI::ExistingFile);
   cli::RunData run_data;
   run->add_option("--weights", run_data.weights,
@@ -185,15 +208,23 @@ int main(int argc, char** argv) {
                 "relative error of each output; fails beyond --rtol/--atol");
 
   cli::CompileRequest demo_request;
-  demo_request.model = "configs/models/mlp-b2-n3.yaml";
-  demo_request.pipeline = "configs/pipelines/default.yaml";
-  demo_request.output = "build/artifacts/mlp-b2-n3/model.tpkg";
+  demo_request.model = "mlp-b2-n3";
+  demo_request.pipeline = "default";
   runtime::RunOptions demo_run;
   auto* demo = app.add_subcommand("demo", "compile mlp-b2-n3, run it on the simulator, check the numbers");
-  demo->add_option("--model", demo_request.model, "model YAML")->check(CLI::ExistingFile);
-  demo->add_option("--pipeline", demo_request.pipeline, "pipeline YAML")->check(CLI::ExistingFile);
-  demo->add_option("--target", demo_request.target, "target YAML; overrides the pipeline's")->check(CLI::ExistingFile);
-  demo->add_option("--output", demo_request.output, "package file to write");
+  demo->add_option("--model", demo_request.model, "model YAML or a shipped model's name")
+      ->capture_default_str()
+      ->transform(cli::shipped_config("models"))
+      ->check(CLI::ExistingFile);
+  demo->add_option("--pipeline", demo_request.pipeline, "pipeline YAML or a shipped pipeline's name")
+      ->capture_default_str()
+      ->transform(cli::shipped_config("pipelines"))
+      ->check(CLI::ExistingFile);
+  demo->add_option("--target", demo_request.target, "target YAML or a shipped target's name; overrides the pipeline's")
+      ->transform(cli::shipped_config("targets"))
+      ->check(CLI::ExistingFile);
+  demo->add_option("--output", demo_request.output,
+                   "package file to write, its folder created (default: tessera-demo/MODEL.tpkg here)");
   demo->add_option("--lock", demo_run.lock_path, "device lock file");
 
   cli::ScheduleRequest schedule_request;
@@ -201,7 +232,10 @@ int main(int argc, char** argv) {
   schedule->add_option("phase", schedule_request.phase, "phase file: `tiles N` then `SRC DST[,DST...] WORDS` lines")
       ->required()
       ->check(CLI::ExistingFile);
-  schedule->add_option("--target,-t", schedule_request.target, "target YAML")->required()->check(CLI::ExistingFile);
+  schedule->add_option("--target,-t", schedule_request.target, "target YAML or a shipped target's name")
+      ->required()
+      ->transform(cli::shipped_config("targets"))
+      ->check(CLI::ExistingFile);
   schedule->add_option("--scheduler,-s", schedule_request.scheduler, "exchange-scheduler plugin name")->required();
   schedule->add_option("--option", schedule_request.options, "plugin option KEY=VALUE (repeatable)");
   schedule->add_option("--emit", schedule_request.emit, "write the schedule file (TRANSFER START WORDS lines)");
@@ -224,7 +258,8 @@ int main(int argc, char** argv) {
   auto* check_plugin =
       app.add_subcommand("check-plugin", "run a conformance battery on one plugin library: PASS/FAIL per check");
   check_plugin->add_option("file", check_request.file, "plugin library (.so)")->required()->check(CLI::ExistingFile);
-  check_plugin->add_option("--target,-t", check_request.target, "also check against this target YAML")
+  check_plugin->add_option("--target,-t", check_request.target, "also check against this target (YAML or shipped name)")
+      ->transform(cli::shipped_config("targets"))
       ->check(CLI::ExistingFile);
   check_plugin->add_option("--budget-ms", check_request.budget_ms,
                            "time budget given to a scheduler per phase (default 500)");
@@ -239,7 +274,7 @@ int main(int argc, char** argv) {
       ->add_option("--profile", report_request.profile,
                    "profile from `tessera run --profile` (default: cycles from the codelet formulas)")
       ->check(CLI::ExistingFile);
-  report->add_option("--html", report_request.html, "the page to write")->required();
+  report->add_option("--html,-o", report_request.html, "the page to write")->required();
   report->add_option("--phase", report_request.phase,
                      "exchange phase (superstep) to draw (default: the largest horizon)");
   report->add_option("--tiles", report_request.timeline_tiles, "busiest tiles on the exchange timeline (default 16)")
@@ -248,8 +283,9 @@ int main(int argc, char** argv) {
   cli::CalibrateRequest calibrate_request;
   auto* calibrate =
       app.add_subcommand("calibrate", "fit the calibrated cost model's formulas on simulator microbenchmarks");
-  calibrate->add_option("--target,-t", calibrate_request.target, "target YAML to calibrate for")
+  calibrate->add_option("--target,-t", calibrate_request.target, "target to calibrate for (YAML or shipped name)")
       ->required()
+      ->transform(cli::shipped_config("targets"))
       ->check(CLI::ExistingFile);
   calibrate->add_option("--output,-o", calibrate_request.output, "table file to write (YAML)")->required();
   calibrate->add_option("--scheduler,-s", calibrate_request.scheduler,
@@ -269,13 +305,14 @@ int main(int argc, char** argv) {
   auto ab_command = cli::add_ab_command(app);
   auto tune_command = cli::add_tune_command(app);
 
-  // Command-line mistakes (a missing file, a bad flag) get the same `error:` prefix as the rest.
-  app.failure_message(
-      [](const CLI::App* failed, const CLI::Error& e) { return "error: " + CLI::FailureMessage::simple(failed, e); });
-  CLI11_PARSE(app, argc, argv);
-  configure_logging(log_level);
+  std::vector<std::string> help_words;
+  auto* help = cli::add_help_command(app, help_words);
+  cli::refuse_negative_unsigned(app);
+  if (const std::optional<int> status = cli::parse_command_line(app, argc, argv)) return *status;
+  if (*help) return cli::run_help_command(app, help_words);
   remove_temporary_files_on_signals();
   try {
+    cli::configure_command_logging(log_flags);
     if (*compile) {
       if (print_pipeline) {
         fmt::print("{}", cli::resolved_pipeline_yaml(compile_request.pipeline, compile_request.overlay,
@@ -284,9 +321,16 @@ int main(int argc, char** argv) {
       }
       if (compile_request.model.empty())
         throw Error("tessera compile: no model given (tessera compile MODEL -p PIPELINE -o PACKAGE)");
-      const cli::CompileResult result = cli::compile(compile_request);
-      print_compile_result(result);
-      if (time_report) fmt::print(stderr, "{}", tessera::time_report(result.record.timings));
+      cli::check_output_folder(compile_request.output, "-o", compile_mkdir);
+      cli::check_output_folder(compile_request.json_path, "--json", compile_mkdir);
+      std::optional<cli::CompileResult> result;
+      {
+        cli::CompileProgress progress("compile " + fs::path(compile_request.model).stem().string());
+        compile_request.on_pass = progress.on_pass();
+        result = cli::compile(compile_request);
+      }
+      print_compile_result(*result);
+      if (time_report) fmt::print(stderr, "{}", tessera::time_report(result->record.timings));
       return 0;
     }
     if (*run) {
@@ -309,7 +353,18 @@ int main(int argc, char** argv) {
       return differential.passed ? status : 1;
     }
     if (*demo) {
-      cli::CompileResult compiled = cli::compile(demo_request);
+      // CLI11 transforms given values only: the defaults are names to find here.
+      demo_request.model = find_config(demo_request.model, "models", "--model");
+      demo_request.pipeline = find_config(demo_request.pipeline, "pipelines", "--pipeline");
+      if (demo_request.output.empty())
+        demo_request.output = "tessera-demo/" + fs::path(demo_request.model).stem().string() + ".tpkg";
+      std::optional<cli::CompileResult> demo_compile;
+      {
+        cli::CompileProgress progress("compile " + fs::path(demo_request.model).stem().string());
+        demo_request.on_pass = progress.on_pass();
+        demo_compile = cli::compile(demo_request);
+      }
+      const cli::CompileResult& compiled = *demo_compile;
       print_compile_result(compiled);
       demo_run.package_path = compiled.package_path;
       demo_run.profile_path = (fs::path(compiled.package_path).parent_path() / "profile.json").string();
@@ -330,10 +385,10 @@ int main(int argc, char** argv) {
     return 1;
   } catch (const Error& e) {
     fmt::print(stderr, "error: {}\n", printable_error(e.what()));
-    return 1;
+    return cli::kExitUserError;
   } catch (const std::exception& e) {
     fmt::print(stderr, "internal error: {}\n", printable_error(e.what()));
-    return 2;
+    return cli::kExitInternal;
   }
-  return 0;
+  return cli::kExitSuccess;
 }

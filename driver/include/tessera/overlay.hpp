@@ -2,7 +2,9 @@
 // `tessera ab` and `tessera compile --overlay`.
 #pragma once
 #include <functional>
+#include <map>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace tessera::overlay {
@@ -10,7 +12,16 @@ namespace tessera::overlay {
 struct MergedPipeline {
   std::string yaml;                  ///< the merged pipeline; every path in it is absolute
   std::vector<std::string> changes;  ///< what the overlay changed, e.g. "exchange_scheduler: greedy -> in-order"
+  /// Where each node of `yaml` was written: its (line, column), 0-based, to "file:line:column"
+  /// in the base or the overlay.
+  std::map<std::pair<int, int>, std::string> places;
 };
+
+/// `message` with its place in `merged_file` ("FILE:LINE:COLUMN", `yaml` starting after
+/// `header_lines` lines there) replaced by the place in the base or overlay that wrote that
+/// node, so an error names the file the user edits; unchanged when it names no such place.
+std::string place_in_sources(const std::string& message, const std::string& merged_file, int header_lines,
+                             const MergedPipeline& merged);
 
 /// True when option `option` of plugin `plugin` is of type `path` (then a relative value is
 /// made absolute against the file that wrote it).
@@ -30,7 +41,7 @@ MergedPipeline merge_pipeline_overlay(const std::string& base_path, const std::s
 /// against the file that wrote them too: which options are paths is known once the plugins are
 /// loaded, so it merges, loads the result's plugins, and merges again. Writes `header` and the
 /// merged pipeline to `merged_file` (where load_pipeline reads it) and returns the merge.
-/// Throws Error: the overlay's file:line:column, or the core's message about the merged file.
+/// Throws Error with the base's or the overlay's file:line:column.
 MergedPipeline merge_overlay_into_file(const std::string& base_path, const std::string& overlay_path,
                                        const std::string& merged_file, const std::string& header);
 

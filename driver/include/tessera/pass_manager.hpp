@@ -1,5 +1,6 @@
 // Runs a resolved pipeline's passes in order, timing, logging and verifying each.
 #pragma once
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -21,6 +22,9 @@ struct PassManagerOptions {
   bool print_changed = false;  ///< print the text dump after each pass that changed the state
   std::uint64_t schedule_budget_ms = 2000;
   unsigned threads = 1;
+  /// Called before each pass with its position, the pass count and its plugin name, and after
+  /// the last one with index == count: `tessera compile` draws its progress line with it.
+  std::function<void(std::size_t index, std::size_t count, const std::string& pass)> on_pass;
 };
 
 /// A plugin fault that stopped PassManager::run: which plugin, and what it was given.

@@ -14,6 +14,7 @@
 
 #include "analysis.hpp"
 #include "arms.hpp"
+#include "command_line.hpp"
 #include "executor_slurm.hpp"
 #include "fingerprint.hpp"
 #include "history.hpp"
@@ -51,6 +52,7 @@ public:
   std::uint32_t warmup = 0;
   std::uint32_t threads = 0;
   bool retry_failed = false;
+  bool fresh = false;  ///< redo every item even if the results folder holds it
   ReportOptions report_options;
   std::vector<std::string> merge_directories;
   std::string history_metric, history_model, history_arm;  ///< of `tessera ab history`
@@ -127,10 +129,12 @@ int run_ab(AbCommand& o) {
           o.threads ? std::to_string(o.threads) : std::string("default"), request.shard_index, request.shard_count,
           sweep.items.size(), sweep.planned, results.root());
   if (o.exec.executor == "slurm") {
+    if (o.fresh)
+      throw Error("--fresh with --executor slurm: give a new --results folder instead (the tasks resume theirs)");
     submit_to_slurm(o.exec, request.suite.slurm, results, sweep.manifest, model_ids(sweep.manifest), o.retry_failed);
     return 0;
   }
-  const RunnerStats stats = run_locally(o.exec, sweep.manifest, results, sweep.items, o.retry_failed);
+  const RunnerStats stats = run_locally(o.exec, sweep.manifest, results, sweep.items, o.retry_failed, o.fresh);
   const Analysis analysis = analyse(sweep.manifest, results.read_all_records(), o.report_options.alpha);
   return finish_sweep(analysis, driver_stats("ab", results, stats), o.report_options.files, beside_results(results),
                       o.report_options.quiet, start, history);
@@ -354,11 +358,14 @@ std::shared_ptr<AbCommand> add_ab_command(CLI::App& app) {
   AbCommand& o = *command;
   o.ab = app.add_subcommand("ab", "A/B test pipeline arms over a suite of models: compile, run, compare, report");
   o.ab->require_subcommand(0, 1);
-  o.ab->add_option("--base", o.base, "base pipeline YAML every arm's overlay is merged onto")->check(CLI::ExistingFile);
+  o.ab->add_option("--base", o.base, "base pipeline YAML (or a shipped one's name) every arm's overlay is merged onto")
+      ->transform(shipped_config("pipelines"))
+      ->check(CLI::ExistingFile);
   o.ab->add_option("--arm", o.arms,
                    "NAME=OVERLAY.yaml, or NAME= for the base itself; the first arm is the baseline "
                    "(repeatable)");
-  o.ab->add_option("--suite", o.suite, "suite YAML: the models and targets (configs/suites/)")
+  o.ab->add_option("--suite", o.suite, "suite YAML: the models and targets, or a shipped suite's name (quick, default)")
+      ->transform(shipped_config("suites"))
       ->check(CLI::ExistingFile);
   o.ab->add_option("--repeat", o.repeat, "compiles per model and arm, interleaved, for compile time and memory")
       ->capture_default_str();
@@ -376,6 +383,8 @@ std::shared_ptr<AbCommand> add_ab_command(CLI::App& app) {
   o.ab->add_option("--lock", o.exec.lock,
                    "device lock file for the simulator runs (default: in the results directory)");
   o.ab->add_flag("--retry-failed", o.retry_failed, "redo stored work items whose compile or run failed");
+  o.ab->add_flag("--fresh", o.fresh,
+                 "run every work item again, replacing what the results folder holds (a rerun otherwise reuses it)");
   add_executor_options(*o.ab, o.exec);
   add_report_options(*o.ab, o.report_options);
 

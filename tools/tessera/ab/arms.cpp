@@ -2,6 +2,7 @@
 #include "arms.hpp"
 
 #include <cctype>
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 #include <set>
@@ -97,11 +98,12 @@ std::vector<PreparedArm> prepare_arms(const std::string& base_pipeline, const st
                                (request.overlay.empty() ? "the base pipeline" : "overlay " + request.overlay) + ")";
     const std::string staged = (fs::path(staging_directory) / (request.name + ".yaml")).string();
     std::unique_ptr<Session> session;  // one per arm: arms may load same-named plugins from other folders
+    const std::string header = "# tessera ab " + origin + " merged onto " +
+                               fs::absolute(base_pipeline).lexically_normal().string() +
+                               "\n# Reproduce this arm: tessera compile MODEL -p THIS_FILE -t TARGET -o PACKAGE\n";
+    MergedPipeline merged;
     try {
-      const std::string header = "# tessera ab " + origin + " merged onto " +
-                                 fs::absolute(base_pipeline).lexically_normal().string() +
-                                 "\n# Reproduce this arm: tessera compile MODEL -p THIS_FILE -t TARGET -o PACKAGE\n";
-      const MergedPipeline merged = merge_overlay_into_file(base_pipeline, request.overlay, staged, header);
+      merged = merge_overlay_into_file(base_pipeline, request.overlay, staged, header);
       arm.info.changes = merged.changes;
       arm.yaml = header + merged.yaml;
       SessionOptions options;
@@ -113,8 +115,10 @@ std::vector<PreparedArm> prepare_arms(const std::string& base_pipeline, const st
       session->create_plugins();
       for (const Target& target : targets) session->cost_model().estimate_exchange(ExchangePhase{}, target);
     } catch (const std::exception& e) {
-      throw Error(std::string(e.what()) + " [" + origin + " merged onto " + base_pipeline +
-                  "; the merged pipeline is " + staged + "]");
+      // The staged file is temporary: name the base's or the overlay's place instead.
+      const int header_lines = static_cast<int>(std::count(header.begin(), header.end(), '\n'));
+      throw Error(place_in_sources(e.what(), staged, header_lines, merged) + " [" + origin + " merged onto " +
+                  base_pipeline + "]");
     }
     const PipelineSpec& spec = session->spec();
     const PluginHost& host = session->host();

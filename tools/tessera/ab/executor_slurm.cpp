@@ -176,13 +176,14 @@ Submission submit_sweep(const ResultsDir& results, const Manifest& manifest, con
   const std::string folder_name = "slurm/submission-" + std::to_string(s.number);
   const OwnedFolder submission_folder = results.folder(folder_name);
   const fs::path folder = submission_folder.path();
+  // -v: a job's output file is its log, read when something went wrong (sbatch --output).
   std::vector<std::string> task = {
-      tessera, "ab", "task", results.root(), "--submission", std::to_string(s.number), "--task", kArrayTaskId};
+      tessera, "-v", "ab", "task", results.root(), "--submission", std::to_string(s.number), "--task", kArrayTaskId};
   if (retry_failed) task.push_back("--retry-failed");
   if (!lock.empty()) task.insert(task.end(), {"--lock", lock});
   const std::string sweep_script = (folder / "sweep.sh").string(), report_script = (folder / "report.sh").string();
   submission_folder.write_file("sweep.sh", script(task), "Slurm job script");
-  submission_folder.write_file("report.sh", script({tessera, "ab", "report", results.root(), "--quiet"}),
+  submission_folder.write_file("report.sh", script({tessera, "-v", "ab", "report", results.root(), "--quiet"}),
                                "Slurm job script");
   const std::string name = job_name(results, s.number);
 

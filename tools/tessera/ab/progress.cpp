@@ -77,7 +77,8 @@ Progress::Progress(std::size_t total, std::FILE* stream, Mode mode, double inter
 Progress::~Progress() {
   attached_.reset();  // the loggers get their own sinks back before the line is finished
   std::lock_guard lock(mutex_);
-  if (mode_ == Mode::live && drawn_) std::fputs("\n", stream_);  // leave the last state on screen
+  if (mode_ == Mode::live && drawn_)
+    std::fputs(erase_when_done_ ? kClearLine : "\n", stream_);  // or leave it on screen
   std::fflush(stream_);
 }
 
@@ -95,13 +96,15 @@ std::string Progress::line() const {
 }
 
 std::string Progress::line_locked() const {
-  std::string text = fmt::format("ab progress: {}/{} items done, {} failed, {} skipped, elapsed {}", done_, total_,
-                                 failed_, done_ - executed_, format_duration(now()));
+  std::string text = fmt::format("{}: {}/{} {} done", label_, done_, total_, unit_);
+  if (!erase_when_done_) text += fmt::format(", {} failed, {} skipped", failed_, done_ - executed_);
+  text += ", elapsed " + format_duration(now());
   if (executed_ > 0 && done_ < total_) {
     // Every remaining item is assumed to take what the executed ones took on average.
     const double per_item = executed_seconds_ / static_cast<double>(executed_);
     text += ", ETA " + format_duration(per_item * static_cast<double>(total_ - done_));
   }
+  if (!activity_.empty()) text += ", now " + activity_;
   return text;
 }
 
@@ -138,6 +141,24 @@ void Progress::around_output(const std::function<void()>& write) {
   std::fflush(stream_);
   write();
   if (drawn_) draw_locked();
+}
+
+void Progress::describe(std::string label, std::string unit) {
+  std::lock_guard lock(mutex_);
+  label_ = std::move(label);
+  unit_ = std::move(unit);
+  erase_when_done_ = true;
+}
+
+void Progress::set_activity(std::string activity) {
+  std::lock_guard lock(mutex_);
+  activity_ = std::move(activity);
+  if (mode_ == Mode::live) draw_locked();
+}
+
+void Progress::redraw() {
+  std::lock_guard lock(mutex_);
+  if (mode_ == Mode::live) draw_locked();
 }
 
 void Progress::attach_to_logs() {

@@ -40,6 +40,15 @@ public:
   /// Runs `write` (a log line's output) with the live line cleared before and drawn again after.
   void around_output(const std::function<void()>& write);
 
+  /// For other long work than a sweep (`tessera compile`'s passes): the line reads "LABEL: 2/5
+  /// UNIT done, elapsed 12s, ETA 20s, now ACTIVITY", without failed and skipped counts, and it is
+  /// erased when the progress ends instead of being left on screen.
+  void describe(std::string label, std::string unit);
+  /// What runs now (a pass's name), shown at the end of the line.
+  void set_activity(std::string activity);
+  /// Draws the live line again so its elapsed time moves during a long item (live mode only).
+  void redraw();
+
 private:
   void draw_locked();
   std::string line_locked() const;
@@ -54,6 +63,8 @@ private:
   double executed_seconds_ = 0;  ///< the clock when the last executed item finished
   double last_printed_ = -1;
   bool drawn_ = false;
+  std::string label_ = "ab progress", unit_ = "items", activity_;
+  bool erase_when_done_ = false;
   std::shared_ptr<void> attached_;  ///< the log sink wrapper while attached
 };
 

@@ -39,7 +39,11 @@ std::string text_table(const std::vector<std::vector<std::string>>& rows, std::s
 
 /// Where and under what load the timings were taken: hosts, load averages, warm-ups, build.
 std::string measurement_line(const Analysis& analysis);
-/// "+12.5%", "-3.0%", "0.0%", or "-" for NaN.
+/// "+12.5%", "-3.0%", "+0.0%", "+0.034%" (two significant digits below 0.1%), or "-" for NaN.
 std::string format_change(double ratio);
+
+/// One line per compared arm: "in-order: worse on device_cycles in 3 of 3 models, geomean +1.0%
+/// (against default)", over the judged metrics.
+std::string arm_verdict(const Analysis& analysis, const std::string& arm);
 
 }  // namespace tessera::ab

@@ -31,7 +31,7 @@ const char* arm_colour(const Analysis& analysis, const std::string& arm) {
 }
 
 const char* kStyle = R"CSS(
-body { font: 14px/1.45 system-ui, -apple-system, "Segoe UI", sans-serif; margin: 24px auto; max-width: 1180px; color: #1d232b; padding: 0 16px; }
+body { font: 14px/1.45 system-ui, -apple-system, "Segoe UI", sans-serif; margin: 24px auto; max-width: 1360px; color: #1d232b; padding: 0 16px; }
 h1 { font-size: 22px; margin-bottom: 4px; } h2 { font-size: 18px; margin-top: 32px; border-bottom: 1px solid #d8dde3; padding-bottom: 4px; }
 code { background: #f1f3f5; padding: 1px 4px; border-radius: 3px; }
 table.ab-table { border-collapse: collapse; margin: 8px 0; font-variant-numeric: tabular-nums; font-size: 13px; }
@@ -485,14 +485,14 @@ std::string html_report(const Analysis& analysis, const DriverStats& driver, con
       "<section id=\"ab-overview\">\n<h2>Summary</h2>\n<div class=\"ab-scroll\"><table id=\"ab-summary\" "
       "class=\"ab-table ab-sortable\">\n"
       "<thead><tr><th class=\"ab-text\">arm</th><th class=\"ab-text\">metric</th><th class=\"ab-text\">kind</th>"
-      "<th class=\"ab-text\">better when</th><th>geomean</th><th>change</th><th>interval low</th><th>interval high</th>"
+      "<th class=\"ab-text\">better when</th><th>geomean</th><th>change</th><th>interval</th>"
       "<th>models</th><th>better</th><th>worse</th><th>same</th><th>noise</th><th>info</th><th>missing</th></tr></"
       "thead>\n<tbody>\n";
   for (const ArmSummary& s : analysis.summaries) {
     const MetricDefinition& metric = metric_definition(s.metric);
     html += fmt::format(
         "<tr data-arm=\"{}\" data-metric=\"{}\"><td class=\"ab-text\">{}</td><td class=\"ab-text\">{}</td>"
-        "<td class=\"ab-text\">{}</td><td class=\"ab-text\">{}</td>{}{}{}{}<td>{}</td><td>{}</td><td>{}</td>"
+        "<td class=\"ab-text\">{}</td><td class=\"ab-text\">{}</td>{}{}{}<td>{}</td><td>{}</td><td>{}</td>"
         "<td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>\n",
         html_escape(s.arm), html_escape(s.metric), html_escape(s.arm), html_escape(s.metric),
         determinism_name(metric.determinism) + std::string(metric.judged ? "" : ", info only"),
@@ -500,8 +500,9 @@ std::string html_report(const Analysis& analysis, const DriverStats& driver, con
         number_cell(std::isfinite(s.interval.geomean) ? fmt::format("{:.4f}", s.interval.geomean) : "-",
                     s.interval.geomean),
         number_cell(format_change(s.interval.geomean), s.interval.geomean),
-        number_cell(std::isfinite(s.interval.low) ? fmt::format("{:.4f}", s.interval.low) : "-", s.interval.low),
-        number_cell(std::isfinite(s.interval.high) ? fmt::format("{:.4f}", s.interval.high) : "-", s.interval.high),
+        number_cell(
+            std::isfinite(s.interval.low) ? fmt::format("{:.4f} to {:.4f}", s.interval.low, s.interval.high) : "-",
+            s.interval.low),
         s.interval.count, s.better, s.worse, s.same, s.noise, s.information, s.missing);
   }
   html += "</tbody>\n</table></div>\n</section>\n";

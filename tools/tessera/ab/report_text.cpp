@@ -22,7 +22,12 @@ std::string format_probability(double p) {
   return p < 0.001 ? fmt::format("{:.1e}", p) : fmt::format("{:.3f}", p);
 }
 
-std::string format_ratio(double ratio) { return std::isfinite(ratio) ? fmt::format("{:.3f}", ratio) : "-"; }
+// Three decimals, or six when three would hide a change (2915/2914 is 1.000343, not 1.000).
+std::string format_ratio(double ratio) {
+  if (!std::isfinite(ratio)) return "-";
+  const std::string short_form = fmt::format("{:.3f}", ratio);
+  return short_form == "1.000" && ratio != 1.0 ? fmt::format("{:.6f}", ratio) : short_form;
+}
 
 std::string format_interval(const GeomeanInterval& interval) {
   if (!std::isfinite(interval.low)) return "-";
@@ -174,7 +179,24 @@ std::string format_metric_value(const std::string& metric, double value) {
 
 std::string format_change(double ratio) {
   if (!std::isfinite(ratio)) return "-";
-  return fmt::format("{:+.1f}%", 100 * (ratio - 1));
+  const double percent = 100 * (ratio - 1);
+  // One decimal, or two significant digits below 0.1%, so a one-cycle change is not "+0.0%".
+  if (percent == 0 || std::abs(percent) >= 0.1) return fmt::format("{:+.1f}%", percent);
+  return fmt::format("{:+.2g}%", percent);
+}
+
+std::string arm_verdict(const Analysis& analysis, const std::string& arm) {
+  std::string text;
+  std::size_t models = analysis.manifest.entries.size();
+  for (const ArmSummary& s : analysis.summaries) {
+    if (s.arm != arm || !metric_definition(s.metric).judged) continue;
+    for (const auto& [count, word] : {std::pair{s.worse, "worse"}, std::pair{s.better, "better"}})
+      if (count > 0)
+        text += fmt::format("{}{} on {} in {} of {} model{}, geomean {}", text.empty() ? "" : "; ", word, s.metric,
+                            count, models, models == 1 ? "" : "s", format_change(s.interval.geomean));
+  }
+  if (text.empty()) text = "no judged metric changed beyond its noise on any model";
+  return fmt::format("{}: {} (against {})", arm, text, analysis.manifest.baseline().name);
 }
 
 std::string terminal_report(const Analysis& analysis, const std::string& results) {
@@ -188,6 +210,7 @@ std::string terminal_report(const Analysis& analysis, const std::string& results
       text +=
           fmt::format("  arm {}{}: {}\n", arm.name, arm.name == baseline ? " (baseline)" : "", arm_description(arm));
   text += measurement_line(analysis) + "\n";
+  for (const std::string& arm : analysis.compared_arms) text += "verdict " + arm_verdict(analysis, arm) + "\n";
   for (const std::string& arm : analysis.compared_arms) {
     text += fmt::format(
         "\n{} vs {}: geometric mean of {}/{} over the models, {:.0f}% interval ({} of {} packages "

@@ -119,7 +119,7 @@ RunnerStats run_work(const Manifest& manifest, const ResultsDir& results, const 
         log->warn("redoing a stored record made for another suite, arm or tessera build {} path={}", progress,
                   results.record_path(entry.id, arm.name, item.repeat));
         ++stats.stale;
-      } else if (!(options.retry_failed && stored->failed())) {
+      } else if (!options.fresh && !(options.retry_failed && stored->failed())) {
         ++stats.skipped;
         log->info("skipping finished ab item {}", progress);
         if (options.progress) options.progress->item_finished(false, false);

@@ -15,6 +15,7 @@ struct RunnerOptions {
   std::string tessera;           ///< the tessera binary to run (normally this one)
   std::string lock_path;         ///< device lock file for `tessera run` ("" = its default)
   bool retry_failed = false;     ///< redo stored items whose compile or run failed
+  bool fresh = false;            ///< redo every stored item (`tessera ab --fresh`)
   MemoryGate* memory = nullptr;  ///< admits simulator runs by their expected peak (local --jobs)
   Progress* progress = nullptr;  ///< told of every finished or skipped item
 };

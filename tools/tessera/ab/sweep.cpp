@@ -65,10 +65,10 @@ std::vector<Target> suite_targets(const Suite& suite) {
   return list;
 }
 
-// A scratch folder for validating merged pipelines before the results directory is known.
+// A scratch folder for validating merged pipelines before the results directory is known;
+// removed whatever happens (errors name the base's and overlays' places, not its files).
 struct StagingDirectory {
   std::string path;
-  bool keep = false;  ///< set when an error message names a file in it
   StagingDirectory() {
     std::string pattern = (fs::temp_directory_path() / "tessera-ab-arms-XXXXXX").string();
     if (!mkdtemp(pattern.data()))
@@ -77,7 +77,7 @@ struct StagingDirectory {
   }
   ~StagingDirectory() {
     std::error_code ec;
-    if (!keep) fs::remove_all(path, ec);
+    fs::remove_all(path, ec);
   }
 };
 
@@ -150,13 +150,8 @@ void check_executor(const ExecutorOptions& options) {
 PreparedSweep prepare_sweep(const SweepRequest& request) {
   auto log = logger("tessera.ab");
   StagingDirectory staging;
-  std::vector<PreparedArm> prepared;
-  try {
-    prepared = prepare_arms(request.base, request.arms, staging.path, suite_targets(request.suite));
-  } catch (const Error&) {
-    staging.keep = true;  // the error names the merged pipeline: leave it for the user to read
-    throw;
-  }
+  const std::vector<PreparedArm> prepared =
+      prepare_arms(request.base, request.arms, staging.path, suite_targets(request.suite));
 
   Manifest manifest;
   manifest.build = current_build();
@@ -220,13 +215,14 @@ PreparedSweep prepare_sweep(const SweepRequest& request) {
 }
 
 RunnerStats run_locally(const ExecutorOptions& options, const Manifest& manifest, const ResultsDir& results,
-                        const std::vector<WorkItem>& items, bool retry_failed) {
+                        const std::vector<WorkItem>& items, bool retry_failed, bool fresh) {
   Progress progress(items.size(), stderr, Progress::mode_for_stderr());
   progress.attach_to_logs();
   RunnerOptions runner;
   runner.tessera = self_executable();
   runner.lock_path = options.lock.empty() ? results.absolute("device.lock") : options.lock;
   runner.retry_failed = retry_failed;
+  runner.fresh = fresh;
   runner.progress = &progress;
   return run_local(manifest, results, items, runner, options.jobs, !options.lock.empty());
 }
@@ -294,6 +290,12 @@ int finish_sweep(const Analysis& analysis, DriverStats driver, const ReportFiles
   const std::vector<HistoryPoint> points = history.report_points(analysis);
   write_reports(analysis, driver, points, beside);
   write_reports(analysis, driver, points, extra);
+  // Said on stdout, even with --quiet: a rerun that reused everything must not look like a
+  // fresh measurement.
+  if (driver.executed + driver.skipped > 0)
+    fmt::print("{}: ran {} work item{} now, reused {} stored in {}{}\n", driver.command, driver.executed,
+               driver.executed == 1 ? "" : "s", driver.skipped, driver.results,
+               driver.skipped > 0 && driver.command == "ab" ? " (--fresh runs them again)" : "");
   if (!quiet) fmt::print("{}", terminal_report(analysis, driver.results));
   logger("tessera.ab")
       ->info(

@@ -78,9 +78,9 @@ struct PreparedSweep {
 /// a non-empty foreign folder or one with a Slurm job still queued.
 PreparedSweep prepare_sweep(const SweepRequest& request);
 
-/// Runs `items` on this machine with a progress line on stderr.
+/// Runs `items` on this machine with a progress line on stderr; `fresh` redoes stored ones too.
 RunnerStats run_locally(const ExecutorOptions& options, const Manifest& manifest, const ResultsDir& results,
-                        const std::vector<WorkItem>& items, bool retry_failed);
+                        const std::vector<WorkItem>& items, bool retry_failed, bool fresh = false);
 
 /// Submits `models` of a prepared sweep as a job array and a report job; sbatch options from
 /// the command line first, then `suite_defaults`. Prints the job ids and how to follow them.

@@ -15,6 +15,7 @@
 #include <nlohmann/json.hpp>
 
 #include "analysis.hpp"
+#include "command_line.hpp"
 #include "fingerprint.hpp"
 #include "history.hpp"
 #include "sweep.hpp"
@@ -344,11 +345,16 @@ std::shared_ptr<TuneCommand> add_tune_command(CLI::App& app) {
   o.tune = app.add_subcommand("tune",
                               "search a space of plugin options by successive halving over a suite, then A/B "
                               "the best against the base");
-  o.tune->add_option("--base", o.base, "base pipeline YAML every configuration is an overlay of")
+  o.tune
+      ->add_option("--base", o.base,
+                   "base pipeline YAML (or a shipped one's name) every configuration is an overlay of")
+      ->transform(shipped_config("pipelines"))
       ->check(CLI::ExistingFile);
   o.tune->add_option("--space", o.space, "YAML with `space:`, the options to search (docs/ab-testing.md, \"Tuning\")")
       ->check(CLI::ExistingFile);
-  o.tune->add_option("--suite", o.suite, "suite YAML: the models and targets")->check(CLI::ExistingFile);
+  o.tune->add_option("--suite", o.suite, "suite YAML: the models and targets, or a shipped suite's name")
+      ->transform(shipped_config("suites"))
+      ->check(CLI::ExistingFile);
   o.tune->add_option("--metric", o.metric, "what to minimise (a judged metric of `tessera ab`)")->capture_default_str();
   o.tune
       ->add_option("--configurations", o.configurations,
