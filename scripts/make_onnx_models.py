@@ -38,6 +38,18 @@ def erf(values):
     return np.vectorize(math.erf)(values)
 
 
+def checked_model(name, nodes, x_dims, y_dims, initializers, opset):
+    """The ONNX model of `nodes` from input x to output y (IR version 8), checked by onnx's checker."""
+    graph = helper.make_graph(nodes, name.replace("-", "_"),
+                              [helper.make_tensor_value_info("x", TensorProto.FLOAT, list(x_dims))],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, list(y_dims))], initializers)
+    model = helper.make_model(graph, producer_name="tessera make_onnx_models.py",
+                              opset_imports=[helper.make_opsetid("", opset)])
+    model.ir_version = 8
+    onnx.checker.check_model(model)
+    return model
+
+
 def linear(rng, fan_in, fan_out):
     bound = 1.0 / np.sqrt(fan_in)  # nn.Linear's default initialisation
     weight = rng.uniform(-bound, bound, size=(fan_out, fan_in)).astype(np.float32)
@@ -164,13 +176,7 @@ def build(name, input_dims, hidden, out_width, style, head, activation="relu"):
         reference = 1.0 / (1.0 + np.exp(-reference))
     else:
         nodes.append(helper.make_node("Identity", [value], ["y"], name="/Identity"))
-    graph = helper.make_graph(nodes, name.replace("-", "_"),
-                              [helper.make_tensor_value_info("x", TensorProto.FLOAT, input_dims)],
-                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, output_dims)], initializers)
-    model = helper.make_model(graph, producer_name="tessera make_onnx_models.py",
-                              opset_imports=[helper.make_opsetid("", 17 if activation == "gelu-ln" else 13)])
-    model.ir_version = 8
-    onnx.checker.check_model(model)
+    model = checked_model(name, nodes, input_dims, output_dims, initializers, 17 if activation == "gelu-ln" else 13)
     return model, x, reference.astype(np.float32)
 
 
@@ -248,14 +254,7 @@ def build_encoder(name, tokens, width, heads, ffn):
               helper.make_node("Add", [norm1, "/ffn/out"], ["/residual2"], name="/Add_1")]
     out, reference = layer_norm("/residual2", reference + hidden @ w2.astype(np.float64).T + b2, "/norm2")
     nodes.append(helper.make_node("Identity", [out], ["y"], name="/Identity"))
-    graph = helper.make_graph(nodes, name.replace("-", "_"),
-                              [helper.make_tensor_value_info("x", TensorProto.FLOAT, [tokens, width])],
-                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, [tokens, width])], initializers)
-    model = helper.make_model(graph, producer_name="tessera make_onnx_models.py",
-                              opset_imports=[helper.make_opsetid("", 17)])
-    model.ir_version = 8
-    onnx.checker.check_model(model)
-    return model, x, reference.astype(np.float32)
+    return checked_model(name, nodes, [tokens, width], [tokens, width], initializers, 17), x, reference.astype(np.float32)
 
 
 class TorchGraph:
@@ -303,15 +302,7 @@ class TorchGraph:
 
     def model(self, name, x):
         self.initializers.sort(key=lambda t: t.name.startswith("onnx::"))  # torch lists the folded weights last
-        graph = helper.make_graph(self.nodes, name.replace("-", "_"),
-                                  [helper.make_tensor_value_info("x", TensorProto.FLOAT, list(x.shape))],
-                                  [helper.make_tensor_value_info("y", TensorProto.FLOAT, list(x.shape))],
-                                  self.initializers)
-        model = helper.make_model(graph, producer_name="tessera make_onnx_models.py",
-                                  opset_imports=[helper.make_opsetid("", 17)])
-        model.ir_version = 8
-        onnx.checker.check_model(model)
-        return model
+        return checked_model(name, self.nodes, x.shape, x.shape, self.initializers, 17)
 
 
 # name: (batch, tokens, embedding width, heads, feed-forward width): nn.TransformerEncoderLayer(width, heads, ffn,
@@ -647,15 +638,7 @@ def build_cnn(name, batch, channels, height, width, architecture):
         value, reference = g.conv(value, reference, 16, 1, bias=True, bn=False, relu=False)
         value, reference = g.pool(value, reference, "avg", 3, 2, 1, ceil_mode=1)     # 6x6 -> 3x3, windows past the end
         reference = g.head(value, reference, 10)
-    graph = helper.make_graph(g.nodes, name.replace("-", "_"),
-                              [helper.make_tensor_value_info("x", TensorProto.FLOAT, list(x.shape))],
-                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, list(reference.shape))],
-                              g.initializers)
-    model = helper.make_model(graph, producer_name="tessera make_onnx_models.py",
-                              opset_imports=[helper.make_opsetid("", 13)])
-    model.ir_version = 8
-    onnx.checker.check_model(model)
-    return model, x, reference.astype(np.float32)
+    return checked_model(name, g.nodes, x.shape, reference.shape, g.initializers, 13), x, reference.astype(np.float32)
 
 
 # each table of models and the function that builds one of its models

@@ -10,6 +10,8 @@
 
 #include <fmt/format.h>
 
+#include "tessera/window_calls.hpp"
+
 namespace tessera::select_finalist {
 
 namespace {
@@ -149,56 +151,17 @@ struct WindowShare {
   std::uint32_t channel_begin = 0, channels = 0, first_out_channel = 0;
 };
 
-/// The input rows that output rows [a, b) of an image read, clipped to the image (at least one row).
-std::pair<std::uint32_t, std::uint32_t> window_input_rows(const Window& w, std::uint32_t a, std::uint32_t b) {
-  const std::int64_t top = std::int64_t{a} * w.stride_h - w.pad_top;
-  const std::int64_t bottom =
-      std::int64_t{b - 1} * w.stride_h - w.pad_top + std::int64_t{w.kernel_h - 1} * w.dilation_h + 1;
-  const std::int64_t low = std::clamp<std::int64_t>(top, 0, std::int64_t{w.height} - 1);
-  const std::int64_t high = std::clamp<std::int64_t>(bottom, low + 1, w.height);
-  return {static_cast<std::uint32_t>(low), static_cast<std::uint32_t>(high)};
-}
-
 /// The params of a conv or pool call of output rows [a, b) of one image over `share`'s channels.
 std::vector<std::uint32_t> window_params(const Op& op, std::uint32_t group_in, std::uint32_t group_out,
                                          const WindowShare& share, std::uint32_t a, std::uint32_t b) {
-  const Window& w = op.window;
-  const auto [low, high] = window_input_rows(w, a, b);
-  // The patch row of output row 0's first tap (negative when it lies in padding above the patch).
-  const auto top = static_cast<std::uint32_t>(
-      static_cast<std::int32_t>(std::int64_t{low} - (std::int64_t{a} * w.stride_h - w.pad_top)));
-  const auto out_width = static_cast<std::uint32_t>(w.out_width());
-  if (op.kind != OpKind::conv) {
-    const PoolMode mode = op.kind == OpKind::max_pool   ? PoolMode::max
-                          : op.window.count_include_pad ? PoolMode::average_with_padding
-                                                        : PoolMode::average;
-    return {b - a,          out_width,
-            high - low,     w.width,
-            share.channels, w.kernel_h,
-            w.kernel_w,     w.stride_h,
-            w.stride_w,     w.dilation_h,
-            w.dilation_w,   top,
-            w.pad_left,     static_cast<std::uint32_t>(mode)};
-  }
+  if (op.kind != OpKind::conv)
+    return pool_call_params(op.window, a, b, share.channels,
+                            op.kind == OpKind::max_pool   ? PoolMode::max
+                            : op.window.count_include_pad ? PoolMode::average_with_padding
+                                                          : PoolMode::average);
   const std::uint32_t flags = (op.relu ? kConvRelu : 0u) | (op.inputs.size() == 3 ? kConvHasBias : 0u);
-  return {b - a,
-          out_width,
-          high - low,
-          w.width,
-          share.channels,
-          share.cols,
-          w.kernel_h,
-          w.kernel_w,
-          w.stride_h,
-          w.stride_w,
-          w.dilation_h,
-          w.dilation_w,
-          top,
-          w.pad_left,
-          group_in,
-          group_out,
-          share.first_out_channel,
-          flags};
+  return conv_call_params(op.window, a, b, {share.channels, share.cols, group_in, group_out, share.first_out_channel},
+                          flags);
 }
 
 /// A window op's shape as its plans read it.

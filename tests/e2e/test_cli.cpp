@@ -295,3 +295,58 @@ TEST_CASE("cli cycles prints the simulator's charge for one codelet call with it
   CHECK(r.exit_code == 1);
   CHECK_THAT(r.err, Catch::Contains("tessera cycles relu: --m does not apply to relu"));
 }
+
+TEST_CASE("cli cycles charges a whole conv or pooling layer on one tile, with its path and floors", "[e2e][cycles]") {
+  const std::string target = source_path("configs/targets/t1472.yaml");
+  // ResNet-50's 3x3 conv of 64 channels at 56x56: the AMP, within 10% of its MACs at the peak rate.
+  auto r = run_command({tessera_binary(), "cycles", "-t", target, "conv", "--batch", "1", "--in-channels", "64",
+                        "--height", "56", "--width", "56", "--out-channels", "64", "--kernel", "3x3", "--pad", "1"});
+  REQUIRE(r.exit_code == 0);
+  CHECK_THAT(r.out, Catch::Contains("out_field=56x56 path=amp"));
+  const auto number = [&](const std::string& key) {
+    const auto at = r.out.find(" " + key + "=");
+    REQUIRE(at != std::string::npos);
+    return std::stoull(r.out.substr(at + key.size() + 2));
+  };
+  const std::uint64_t cycles = number("cycles"), mac_floor = number("mac_floor");
+  CHECK(mac_floor == 56ull * 56 * 64 * 64 * 9 / 16);
+  CHECK(cycles >= mac_floor);
+  CHECK(cycles < mac_floor * 11 / 10);
+  // A depthwise conv takes the vertical MAC; two images cost twice one.
+  r = run_command({tessera_binary(),
+                   "cycles",
+                   "-t",
+                   target,
+                   "conv",
+                   "--batch",
+                   "2",
+                   "--in-channels",
+                   "32",
+                   "--height",
+                   "14",
+                   "--width",
+                   "14",
+                   "--out-channels",
+                   "32",
+                   "--kernel",
+                   "3",
+                   "--pad",
+                   "1",
+                   "--groups",
+                   "32"});
+  REQUIRE(r.exit_code == 0);
+  CHECK_THAT(r.out, Catch::Contains("path=vertical-mac"));
+  CHECK(number("cycles") == 2 * number("cycles_per_image"));
+  r = run_command({tessera_binary(), "cycles", "-t", target, "max_pool", "--batch", "1", "--in-channels", "64",
+                   "--height", "112", "--width", "112", "--kernel", "3", "--stride", "2", "--pad", "1"});
+  REQUIRE(r.exit_code == 0);
+  CHECK_THAT(r.out, Catch::Contains("codelet=pool") && Catch::Contains("out_field=56x56"));
+  // A missing layer option, or a layer option on another codelet, is an error naming it.
+  r = run_command({tessera_binary(), "cycles", "-t", target, "conv", "--batch", "1", "--in-channels", "64", "--height",
+                   "8", "--width", "8", "--kernel", "3"});
+  CHECK(r.exit_code == 1);
+  CHECK_THAT(r.err, Catch::Contains("--out-channels"));
+  r = run_command({tessera_binary(), "cycles", "-t", target, "relu", "--count", "5", "--kernel", "3"});
+  CHECK(r.exit_code == 1);
+  CHECK_THAT(r.err, Catch::Contains("apply to conv, max_pool and avg_pool only"));
+}

@@ -14,6 +14,7 @@
 #include "tessera/diagnostic.hpp"
 #include "tessera/graph.hpp"
 #include "tessera/target.hpp"
+#include "tessera/window_calls.hpp"
 
 namespace tessera::cli {
 
@@ -129,36 +130,11 @@ int window_cycles(const CyclesRequest& request, const Target& target) {
     throw Error(fmt::format("tessera cycles conv: {} groups must divide {} input and {} output channels", w.groups,
                             channels, outs));
   const auto out_h = static_cast<std::uint32_t>(w.out_height()), out_w = static_cast<std::uint32_t>(w.out_width());
-  // The patch holds the rows the windows read, inside the image.
-  const std::uint32_t top = w.pad_top, in_rows = w.height;
-  std::vector<std::uint32_t> params;
-  if (conv)
-    params = {out_h,
-              out_w,
-              in_rows,
-              w.width,
-              channels,
-              outs,
-              w.kernel_h,
-              w.kernel_w,
-              w.stride_h,
-              w.stride_w,
-              w.dilation_h,
-              w.dilation_w,
-              top,
-              w.pad_left,
-              channels / w.groups,
-              outs / w.groups,
-              0,
-              request.relu ? kConvRelu : 0u};
-  else
-    params = {out_h,        out_w,
-              in_rows,      w.width,
-              channels,     w.kernel_h,
-              w.kernel_w,   w.stride_h,
-              w.stride_w,   w.dilation_h,
-              w.dilation_w, top,
-              w.pad_left,   static_cast<std::uint32_t>(name == "max_pool" ? PoolMode::max : PoolMode::average)};
+  // One call an image: all its output rows, over the rows they read.
+  const std::vector<std::uint32_t> params =
+      conv ? conv_call_params(w, 0, out_h, {channels, outs, channels / w.groups, outs / w.groups, 0},
+                              request.relu ? kConvRelu : 0u)
+           : pool_call_params(w, 0, out_h, channels, name == "max_pool" ? PoolMode::max : PoolMode::average);
   const Codelet codelet = conv ? Codelet::conv : Codelet::pool;
   const CodeletCharge charge = codelet_charge(codelet, params, target);
   fmt::print(
