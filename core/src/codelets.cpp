@@ -597,6 +597,10 @@ std::string window_params_problem(Codelet codelet, std::span<const std::uint32_t
   if (codelet != Codelet::conv && codelet != Codelet::pool) return "";
   check_params(codelet, params);
   const bool conv = codelet == Codelet::conv;
+  // A patch of at least a pixel of a channel: its span then bounds every size a kernel walks.
+  for (std::uint32_t i :
+       {conv ? kConvInRows : kPoolInRows, conv ? kConvInWidth : kPoolInWidth, conv ? kConvInChannels : kPoolChannels})
+    if (params[i] == 0) return "its patch must hold at least one pixel of one channel";
   const std::uint32_t first_geometry = conv ? kConvKernelH : kPoolKernelH;
   for (std::uint32_t i = first_geometry; i < first_geometry + 6; ++i)
     if (params[i] == 0) return "its kernel, strides and dilations must be positive";

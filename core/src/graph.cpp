@@ -243,11 +243,18 @@ static std::string infer_window_shape(const Graph& graph, const Op& op, std::vec
                        op_kind_name(op.kind), w.kernel_h, w.kernel_w, w.dilation_h, w.dilation_w, w.height, w.width,
                        w.pad_top, w.pad_left, w.pad_bottom, w.pad_right);
   const Tensor& x = graph.tensors.at(op.inputs[0]);
-  const std::int64_t pixels = std::int64_t{op.batch} * w.height * w.width;
+  // Sizes from a file may be anything: products are formed wide and refused past int64.
+  constexpr unsigned __int128 kLargest = std::numeric_limits<std::int64_t>::max();
+  const unsigned __int128 wide_pixels = static_cast<unsigned __int128>(op.batch) * w.height * w.width;
+  const unsigned __int128 wide_out =
+      static_cast<unsigned __int128>(op.batch) * static_cast<std::uint64_t>(out_h) * static_cast<std::uint64_t>(out_w);
+  if (wide_pixels > kLargest || wide_out > kLargest)
+    return fmt::format("{} of {} images of {}x{}: too many pixels", op_kind_name(op.kind), op.batch, w.height, w.width);
+  const auto pixels = static_cast<std::int64_t>(wide_pixels);
   if (x.shape.size() != 2 || x.shape[0] != pixels)
     return fmt::format("{} of {} images of {}x{} needs feature maps [{}, channels] (a row per pixel), got '{}' {}",
                        op_kind_name(op.kind), op.batch, w.height, w.width, pixels, x.name, shape_text(x.shape));
-  const std::int64_t channels = x.shape[1], out_pixels = std::int64_t{op.batch} * out_h * out_w;
+  const std::int64_t channels = x.shape[1], out_pixels = static_cast<std::int64_t>(wide_out);
   if (!conv) {
     shape = {out_pixels, channels};
     return "";
@@ -256,7 +263,10 @@ static std::string infer_window_shape(const Graph& graph, const Op& op, std::vec
   if (channels % w.groups != 0)
     return fmt::format("conv of {} groups needs channels in as many equal groups, got '{}' {}", w.groups, x.name,
                        shape_text(x.shape));
-  const std::int64_t depth = w.kernel_positions() * (channels / w.groups);
+  const unsigned __int128 wide_depth =
+      static_cast<unsigned __int128>(w.kernel_positions()) * static_cast<std::uint64_t>(channels / w.groups);
+  if (wide_depth > kLargest) return fmt::format("conv of a {}x{} kernel: too many weights", w.kernel_h, w.kernel_w);
+  const auto depth = static_cast<std::int64_t>(wide_depth);
   if (weights.shape.size() != 2 || weights.shape[0] != depth || weights.shape[1] % w.groups != 0)
     return fmt::format(
         "conv weights '{}' {} must be [{}, M] ({}x{} kernel x {} channels a group) with M a multiple of "

@@ -186,3 +186,13 @@ TEST_CASE("model conv and pooling windows give the output field and refuse what 
                 conv_model("  - {op: max_pool, inputs: [x], output: y, field: [4, 8], kernel: [2, 2], groups: 3}\n"));
   CHECK_THROWS_WITH(load_model(file), Catch::Contains("'groups' applies to conv ops only"));
 }
+
+TEST_CASE("model window sizes from a file cannot overflow the shape check", "[model]") {
+  Graph g = load_model(source_path("configs/models/cnn-small.yaml"));
+  Op& conv = g.ops[0];
+  conv.batch = 0xffffffffu;  // as a forged package or state file may say
+  conv.window.height = conv.window.width = 1u << 24;
+  std::vector<std::int64_t> shape;
+  CHECK_THAT(infer_shape(g, conv, shape), Catch::Contains("too many pixels"));
+  CHECK_THAT(check_graph(g), Catch::Contains("too many pixels"));
+}

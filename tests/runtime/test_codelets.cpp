@@ -279,7 +279,8 @@ TEST_CASE("no codelet call is charged below its MACs at peak or its input bytes 
           // A patch of one image: any kernel, stride, dilation and padding, groups spanning the patch.
           const std::uint32_t out_rows = draw(1, 16), out_width = draw(1, 64), kernel_h = draw(1, 7),
                               kernel_w = draw(1, 7), stride = draw(1, 2), dilation = draw(1, 2);
-          const std::uint32_t in_rows = (out_rows - 1) * stride + (kernel_h - 1) * dilation + 1 - pick(0, 1);
+          const std::uint32_t in_rows =
+              std::max(1u, (out_rows - 1) * stride + (kernel_h - 1) * dilation + 1 - pick(0, 1));
           const std::uint32_t in_width = (out_width - 1) * stride + (kernel_w - 1) * dilation + 1;
           const std::uint32_t top = pick(0, 1), left = pick(0, kernel_w - 1);
           if (codelet == Codelet::pool) {
