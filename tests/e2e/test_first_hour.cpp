@@ -177,6 +177,11 @@ TEST_CASE("on a terminal, compile shows a progress line per pass and erases it",
   const std::string command = "TERM=xterm " + tessera_binary() + " compile mlp-small -p small -o " + package;
   const CommandResult r = run_command({"/usr/bin/script", "-qfec", command, "/dev/null"});
   INFO(r.out << r.err);
+  // A machine without /dev/pts (a bare chroot) has no terminal to show a progress line on.
+  if (r.exit_code != 0 && (r.out + r.err).find("failed to create pseudo-terminal") != std::string::npos) {
+    WARN("skipped: no pseudo-terminal here (/dev/pts is not mounted)");
+    return;
+  }
   REQUIRE(r.exit_code == 0);
   for (const char* pass : {"lower-mid", "select-finalist", "place-storage", "lower-exchanges", "emit-tile-code"})
     CHECK_THAT(r.out, Catch::Contains(std::string("passes done, elapsed ")) && Catch::Contains(pass));
