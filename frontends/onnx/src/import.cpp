@@ -877,7 +877,8 @@ private:
   // once by a transpose (written transposed by the host); an output goes back the same way.
 
   /// The channels-last IR tensor of a feature map value of rank 3 or 4.
-  std::uint32_t feature_map(const Computed& value, const std::string& where) {
+  /// The re-layout, when one is needed, takes the place of node `index`, the op that reads the map.
+  std::uint32_t feature_map(const Computed& value, int index, const std::string& where) {
     if (value.dims.size() < 3 || value.dims.size() > 4)
       unsupported(where, fmt::format("a feature map of rank {} {} (rank 3 [N, C, L] or 4 [N, C, H, W] is supported)",
                                      value.dims.size(), dims_text(value.dims)));
@@ -895,7 +896,7 @@ private:
     transpose.batch = static_cast<std::uint32_t>(n);
     transpose.inputs = {tensor_as(value, {n * c, spatial}, where)};
     const std::string name = (value.tensor < 0 ? value.input : graph_.tensors[value.tensor].name) + ".channels_last";
-    const std::uint32_t tensor = add_op(transpose, name, 0, where);
+    const std::uint32_t tensor = add_op(transpose, name, index, where);
     if (value.tensor < 0) channels_last_inputs_[value.input] = tensor;
     return tensor;
   }
@@ -912,7 +913,8 @@ private:
     transpose.kind = OpKind::transpose;
     transpose.batch = static_cast<std::uint32_t>(value.dims.at(0));
     transpose.inputs = {tensor_of(value, where)};
-    return Computed{add_op(transpose, name + ".row_major", 0, where), "", value.dims, false};
+    // A graph output's re-layout has no node of its own: its place is unknown (0).
+    return Computed{add_op(transpose, name + ".row_major", -1, where), "", value.dims, false};
   }
 
   /// A feature map seen with new `dims` (Flatten, Reshape, Squeeze): where its spatial size is 1
@@ -1030,7 +1032,8 @@ private:
         for (std::int64_t t = 0; t < taps; ++t)
           laid_out[static_cast<std::size_t>((t * group_in + c) * outs + m)] =
               w.values[static_cast<std::size_t>((m * group_in + c) * taps + t)];
-    op.inputs = {feature_map(x, where), add_weight(node.input(1) + ".taps", {taps * group_in, outs}, laid_out, false)};
+    op.inputs = {feature_map(x, index, where),
+                 add_weight(node.input(1) + ".taps", {taps * group_in, outs}, laid_out, false)};
     if (node.input_size() > 2 && !node.input(2).empty()) {
       auto bias = constants_.find(node.input(2));
       if (bias == constants_.end()) unsupported(where, fmt::format("Conv with a computed bias '{}'", node.input(2)));
@@ -1073,7 +1076,7 @@ private:
           unsupported(where, "AveragePool with count_include_pad and ceil_mode windows past the padding");
       }
     }
-    op.inputs = {feature_map(x, where)};
+    op.inputs = {feature_map(x, index, where)};
     computed_[node.output(0)] =
         Computed{add_op(op, node.output(0), index, where), "", window_dims(x.dims, op.window, x.dims[1]), true};
   }
@@ -1204,7 +1207,8 @@ private:
     // A per-channel scale and shift: row vectors of a channels-last map (or of [N, C]).
     Op multiply;
     multiply.kind = OpKind::mul;
-    multiply.inputs = {batch_norm_input(x, where), add_weight(node.output(0) + ".scale", {channels}, scale, false)};
+    multiply.inputs = {batch_norm_input(x, index, where),
+                       add_weight(node.output(0) + ".scale", {channels}, scale, false)};
     Op add;
     add.kind = OpKind::add;
     add.inputs = {add_op(multiply, node.output(0) + ".scaled", index, where),
@@ -1213,8 +1217,8 @@ private:
   }
 
   /// The tensor a per-channel batch norm reads: [N, C] as it is, a feature map channels last.
-  std::uint32_t batch_norm_input(const Computed& x, const std::string& where) {
-    return x.dims.size() > 2 ? feature_map(x, where) : tensor_of(x, where);
+  std::uint32_t batch_norm_input(const Computed& x, int index, const std::string& where) {
+    return x.dims.size() > 2 ? feature_map(x, index, where) : tensor_of(x, where);
   }
 
   /// BatchNormalization whose parameters are computed (graph inputs of [C]): per channel on the
@@ -1256,7 +1260,7 @@ private:
     root.kind = OpKind::sqrt;
     root.inputs = {variance};
     const std::uint32_t deviation = add_op(root, out + ".deviation", index, where);
-    std::uint32_t y = binary(OpKind::sub, batch_norm_input(x, where), rows[2], out + ".centred");
+    std::uint32_t y = binary(OpKind::sub, batch_norm_input(x, index, where), rows[2], out + ".centred");
     y = binary(OpKind::div, y, deviation, out + ".normalized");
     y = binary(OpKind::mul, y, rows[0], out + ".scaled");
     computed_[out] = Computed{binary(OpKind::add, y, rows[1], out), "", x.dims, x.dims.size() > 2};
