@@ -138,10 +138,11 @@ int window_cycles(const CyclesRequest& request, const Target& target) {
   const Codelet codelet = conv ? Codelet::conv : Codelet::pool;
   const CodeletCharge charge = codelet_charge(codelet, params, target);
   fmt::print(
-      "codelet={} target={} batch={} in_channels={} field={}x{} out_channels={} kernel={}x{} stride={} dilation={} "
-      "groups={} pad={} out_field={}x{} path={}{} cycles_per_image={} cycles={} mac_floor={} load_floor={}\n",
-      codelet_name(codelet), target.name, batch, channels, w.height, w.width, outs, w.kernel_h, w.kernel_w, w.stride_h,
-      w.dilation_h, w.groups, w.pad_top, out_h, out_w, charge.path,
+      "codelet={} target={} batch={} in_channels={} field={}x{}{} kernel={}x{} stride={} dilation={}{} pad={} "
+      "out_field={}x{} path={}{} cycles_per_image={} cycles={} mac_floor={} load_floor={}\n",
+      codelet_name(codelet), target.name, batch, channels, w.height, w.width,
+      conv ? fmt::format(" out_channels={}", outs) : "", w.kernel_h, w.kernel_w, w.stride_h, w.dilation_h,
+      conv ? fmt::format(" groups={}", w.groups) : "", w.pad_top, out_h, out_w, charge.path,
       charge.amp_passes ? fmt::format(" amp_passes={}", charge.amp_passes) : "", charge.cycles, charge.cycles * batch,
       charge.mac_floor * batch, charge.load_floor * batch);
   return 0;
