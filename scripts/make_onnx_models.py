@@ -379,6 +379,8 @@ def build_torch_encoder(name, batch, tokens, width, heads, ffn):
 BERT_ENCODERS = {
     "bert-s16-e64-h4-l2": (1, 16, 64, 4, 128, 2),
     "bert-s128-e256-h4-l2": (1, 128, 256, 4, 1024, 2),
+    "bert-s128-e256-h4-l8": (1, 128, 256, 4, 1024, 8),
+    "bert-base-s128": (1, 128, 768, 12, 3072, 12),
 }
 
 
