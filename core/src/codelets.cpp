@@ -185,6 +185,27 @@ constexpr std::uint64_t kUnaryWorkerFixed = 17;
 constexpr std::uint64_t kSigmoidPerVector = 12, kTanhPerVector = 12, kSqrtPerVector = 10, kErfPerVector = 2 * 18;
 constexpr std::uint64_t kSquarePerVector = 2, kPowerPerVector = 2 * 312;
 constexpr std::uint64_t kDividePerVector = 10, kDivideRowPerVector = 6;
+// Further unary functions (popopsCycleEstimators unaryOpPerfInfo, float): an entry {c, false, 2}
+// is c a pair; {c, true} (the natural vector) c + 4 a pair; {c, false} c + 4 an element.
+// LOGARITHM 12, NEGATE 2 (a pair); ABSOLUTE 1 (an element); FLOOR, CEIL and ROUND 2, SIGNUM 5
+// (natural vectors); SIN and COS 2300 (an element); EXPONENT_MINUS_ONE 4 (an element).
+constexpr std::uint64_t kLogPerVector = 12, kNegatePerVector = 2, kAbsPerVector = 2 * (1 + 4);
+constexpr std::uint64_t kRoundingPerVector = 2 + 4, kSignPerVector = 5 + 4, kSinePerVector = 2 * (2300 + 4);
+constexpr std::uint64_t kExpMinusOnePerVector = 2 * (4 + 4);
+// Binary MAXIMUM and MINIMUM {4, false, 2}; ADD and MULTIPLY {1, true} as a step of a composite: 5 a pair.
+constexpr std::uint64_t kMaxMinPerVector = 4, kArithmeticStepPerVector = 1 + 4;
+// Functions ONNX defines from others are charged as the popops steps that compute them.
+constexpr std::uint64_t kSoftplusPerVector = kExpPerVector + kArithmeticStepPerVector + kLogPerVector;
+constexpr std::uint64_t kSoftsignPerVector = kAbsPerVector + kArithmeticStepPerVector + kDividePerVector;
+// elu: a select of x and alpha * expm1(x) (charged as max(x, 0) + min(alpha * expm1(x), 0)); celu scales x by 1 / alpha
+// first.
+constexpr std::uint64_t kEluPerVector = kExpMinusOnePerVector + 2 * kArithmeticStepPerVector + 2 * kMaxMinPerVector;
+constexpr std::uint64_t kCeluPerVector = kEluPerVector + kArithmeticStepPerVector;
+// x * (x > alpha): GREATER_THAN {14, false, 4} (7 a pair), then a multiply.
+constexpr std::uint64_t kThresholdPerVector = 14 / 2 + kArithmeticStepPerVector;
+constexpr std::uint64_t kMishPerVector = kSoftplusPerVector + kTanhPerVector + kArithmeticStepPerVector;
+// prelu: max(a, 0) + b * min(a, 0).
+constexpr std::uint64_t kPreluPerVector = 2 * kMaxMinPerVector + 2 * kArithmeticStepPerVector;
 // The AMP (poplibs getConvPartial1x1SupervisorCycleEstimate), tile cycles unless named worker.
 constexpr std::uint64_t kAmpCallOverhead = 74;        // vertex state, worklists, the first input group
 constexpr std::uint64_t kAmpInputGroupOverhead = 15;  // each further input group
@@ -297,6 +318,11 @@ std::uint64_t row_scalar_cycles(std::uint64_t rows, std::uint64_t cols, std::uin
 /// column by column over each worker's rows, whichever is faster.
 std::uint64_t row_vector_cycles(std::uint64_t rows, std::uint64_t cols, BinaryFunction function, const Target& target) {
   const std::uint64_t workers = workers_of(target);
+  // BroadcastVectorInner has no max, min or prelu: the flat elementwise loop is the only way.
+  if (function == BinaryFunction::max || function == BinaryFunction::min)
+    return elementwise_cycles(mul(rows, cols), kInPlaceBinaryWorkerFixed, kMaxMinPerVector, target);
+  if (function == BinaryFunction::prelu)
+    return elementwise_cycles(mul(rows, cols), kInPlaceBinaryWorkerFixed, kPreluPerVector, target);
   const bool divide = function == BinaryFunction::divide;
   const std::uint64_t flat = elementwise_cycles(mul(rows, cols), kInPlaceBinaryWorkerFixed,
                                                 divide ? kDividePerVector : kBiasAddPerVector, target);
@@ -320,6 +346,33 @@ std::uint64_t bias_cycles(std::uint64_t rows, std::uint64_t cols, bool half, boo
   std::uint64_t bias = row_vector_cycles(rows, cols, BinaryFunction::add, target);
   if (half) bias = add(bias, cast_cycles(cols, false, target));
   return relu ? add(bias, in_place_unary_cycles(mul(rows, cols), kReluPerVector, target)) : bias;
+}
+
+/// reduce_rows' steps: a fold of each row (ADD, MAX, MIN, MUL and SQUARE_ADD fold alike), then
+/// a per-row step: a multiply by 1 / cols (mean), a square root (l2), a logarithm and the max
+/// added back (log_sum_exp, which folds the max, subtracts it and exponentiates first); l1
+/// takes magnitudes first.
+std::uint64_t reduce_rows_cycles(std::uint64_t rows, std::uint64_t cols, ReduceFunction function,
+                                 const Target& target) {
+  const std::uint64_t fold = fold_cycles(rows, cols, target);
+  auto per_row = [&](std::uint64_t per_vector) {
+    return elementwise_cycles(rows, kUnaryWorkerFixed, per_vector, target, kUnarySupervisorCycles);
+  };
+  switch (function) {
+    case ReduceFunction::mean:
+      return add(fold, elementwise_cycles(rows, kScaleWorkerFixed, kScalePerVector, target));
+    case ReduceFunction::l1:
+      return add(fold, elementwise_cycles(mul(rows, cols), kUnaryWorkerFixed, kAbsPerVector / 2, target,
+                                          kUnarySupervisorCycles, 1));
+    case ReduceFunction::l2:
+      return add(fold, per_row(kSqrtPerVector));
+    case ReduceFunction::log_sum_exp:
+      return add(add(mul(2, fold), row_scalar_cycles(rows, cols, kScalarPerVector, target)),
+                 add(in_place_unary_cycles(mul(rows, cols), kExpPerVector, target),
+                     add(per_row(kLogPerVector), per_row(kArithmeticStepPerVector))));
+    default:
+      return fold;
+  }
 }
 
 /// softmax's steps: the row's max, subtract it (scaled), exp in place, the row's sum, its
@@ -662,15 +715,29 @@ WorkerMacShape worker_mac_shape(Codelet codelet, std::span<const std::uint32_t> 
 }
 
 const char* unary_function_name(UnaryFunction function) {
-  constexpr const char* kNames[kUnaryFunctionCount] = {"sigmoid", "tanh", "erf", "sqrt", "pow"};
+  constexpr const char* kNames[kUnaryFunctionCount] = {
+      "sigmoid", "tanh",  "erf",  "sqrt", "pow", "exp",      "log",      "neg", "abs",  "reciprocal",       "floor",
+      "ceil",    "round", "sign", "sin",  "cos", "softplus", "softsign", "elu", "celu", "thresholded_relu", "mish"};
   const auto index = static_cast<std::uint32_t>(function);
   return index < kUnaryFunctionCount ? kNames[index] : "?";
 }
 
 const char* binary_function_name(BinaryFunction function) {
-  constexpr const char* kNames[kBinaryFunctionCount] = {"subtract", "multiply", "divide", "add"};
+  constexpr const char* kNames[kBinaryFunctionCount] = {"subtract", "multiply", "divide", "add", "max", "min", "prelu"};
   const auto index = static_cast<std::uint32_t>(function);
   return index < kBinaryFunctionCount ? kNames[index] : "?";
+}
+
+bool unary_loops_by_element(UnaryFunction function) {
+  return function == UnaryFunction::erf || function == UnaryFunction::abs || function == UnaryFunction::sin ||
+         function == UnaryFunction::cos;
+}
+
+const char* reduce_function_name(ReduceFunction function) {
+  constexpr const char* kNames[kReduceFunctionCount] = {"sum", "mean", "max",         "min",       "prod",
+                                                        "l1",  "l2",   "log_sum_exp", "sum_square"};
+  const auto index = static_cast<std::uint32_t>(function);
+  return index < kReduceFunctionCount ? kNames[index] : "?";
 }
 
 std::uint32_t codelet_operand_count(Codelet codelet) { return shape_of(codelet).operands; }
@@ -762,10 +829,44 @@ std::uint64_t function_cycles_per_vector(Codelet codelet, std::span<const std::u
         return kSqrtPerVector;
       case UnaryFunction::pow:
         return param_float(params[2]) == 2.0f ? kSquarePerVector : kPowerPerVector;  // by 2: a square
+      case UnaryFunction::exp:
+        return kExpPerVector;
+      case UnaryFunction::log:
+        return kLogPerVector;
+      case UnaryFunction::neg:
+        return kNegatePerVector;
+      case UnaryFunction::abs:
+        return kAbsPerVector;
+      case UnaryFunction::reciprocal:
+        return kReciprocalPerVector;
+      case UnaryFunction::floor:
+      case UnaryFunction::ceil:
+      case UnaryFunction::round:
+        return kRoundingPerVector;
+      case UnaryFunction::sign:
+        return kSignPerVector;
+      case UnaryFunction::sin:
+      case UnaryFunction::cos:
+        return kSinePerVector;
+      case UnaryFunction::softplus:
+        return kSoftplusPerVector;
+      case UnaryFunction::softsign:
+        return kSoftsignPerVector;
+      case UnaryFunction::elu:
+        return kEluPerVector;
+      case UnaryFunction::celu:
+        return kCeluPerVector;
+      case UnaryFunction::thresholded_relu:
+        return kThresholdPerVector;
+      case UnaryFunction::mish:
+        return kMishPerVector;
     }
     return kPowerPerVector;  // an unknown function is refused at load; the slowest is charged
   }
-  const bool divide = params[function_param(codelet)] == static_cast<std::uint32_t>(BinaryFunction::divide);
+  const auto function = static_cast<BinaryFunction>(params[function_param(codelet)]);
+  if (function == BinaryFunction::max || function == BinaryFunction::min) return kMaxMinPerVector;
+  if (function == BinaryFunction::prelu) return kPreluPerVector;
+  const bool divide = function == BinaryFunction::divide;
   if (codelet == Codelet::binary) return divide ? kDividePerVector : kAddPerVector;
   if (codelet == Codelet::binary_row) return divide ? kDivideRowPerVector : kBiasAddPerVector;
   if (codelet == Codelet::binary_column) return divide ? kScalarDividePerVector : kScalarPerVector;
@@ -857,7 +958,7 @@ CodeletCharge codelet_charge(Codelet codelet, std::span<const std::uint32_t> par
       const std::uint64_t per_vector = function_cycles_per_vector(codelet, params);
       if (per_vector == kPowerPerVector)  // pow by a scalar other than 2: BinaryOp1D, an element a loop
         charge.cycles = elementwise_cycles(params[0], kAddWorkerFixed, per_vector / 2, target, kSupervisorCycles, 1);
-      else if (per_vector == kErfPerVector)  // erf loops an element at a time
+      else if (unary_loops_by_element(static_cast<UnaryFunction>(params[1])))
         charge.cycles =
             elementwise_cycles(params[0], kUnaryWorkerFixed, per_vector / 2, target, kUnarySupervisorCycles, 1);
       else charge.cycles = elementwise_cycles(params[0], kUnaryWorkerFixed, per_vector, target, kUnarySupervisorCycles);
@@ -878,10 +979,7 @@ CodeletCharge codelet_charge(Codelet codelet, std::span<const std::uint32_t> par
       charge.cycles = transpose_cycles(params[0], params[1], target);
       break;
     case Codelet::reduce_rows:
-      // One fold per row, then a multiply by 1/cols for a mean.
-      charge.cycles =
-          add(fold_cycles(params[0], params[1], target),
-              params[2] != 0 ? elementwise_cycles(params[0], kScaleWorkerFixed, kScalePerVector, target) : 0);
+      charge.cycles = reduce_rows_cycles(params[0], params[1], static_cast<ReduceFunction>(params[2]), target);
       break;
     default:
       throw std::logic_error("unreachable codelet");

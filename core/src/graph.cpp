@@ -10,6 +10,7 @@
 #include <tuple>
 #include <unordered_map>
 
+#include "tessera/codelets.hpp"
 #include "tessera/diagnostic.hpp"
 #include "tessera/strict_yaml.hpp"
 
@@ -117,6 +118,16 @@ const char* op_kind_name(OpKind kind) {
       return "avg_pool";
     case OpKind::clip:
       return "clip";
+    case OpKind::unary:
+      return "unary";
+    case OpKind::max:
+      return "max";
+    case OpKind::min:
+      return "min";
+    case OpKind::prelu:
+      return "prelu";
+    case OpKind::reduce:
+      return "reduce";
   }
   return "?";
 }
@@ -130,15 +141,18 @@ Broadcast binary_broadcast(const Tensor& a, const Tensor& b) {
 }
 
 bool is_binary(OpKind kind) {
-  return kind == OpKind::add || kind == OpKind::sub || kind == OpKind::mul || kind == OpKind::div;
+  return kind == OpKind::add || kind == OpKind::sub || kind == OpKind::mul || kind == OpKind::div ||
+         kind == OpKind::max || kind == OpKind::min || kind == OpKind::prelu;
 }
 
 bool is_unary(OpKind kind) {
   return kind == OpKind::relu || kind == OpKind::sigmoid || kind == OpKind::tanh || kind == OpKind::erf ||
-         kind == OpKind::sqrt || kind == OpKind::pow || kind == OpKind::clip;
+         kind == OpKind::sqrt || kind == OpKind::pow || kind == OpKind::clip || kind == OpKind::unary;
 }
 
-bool is_row_reduction(OpKind kind) { return kind == OpKind::reduce_sum || kind == OpKind::reduce_mean; }
+bool is_row_reduction(OpKind kind) {
+  return kind == OpKind::reduce_sum || kind == OpKind::reduce_mean || kind == OpKind::reduce;
+}
 
 bool is_relayout(OpKind kind) {
   return kind == OpKind::transpose || kind == OpKind::split_heads || kind == OpKind::merge_heads ||
@@ -281,6 +295,30 @@ static std::string infer_window_shape(const Graph& graph, const Op& op, std::vec
   return "";
 }
 
+/// What is wrong with an op's function and alpha: a unary or reduce function outside the ones
+/// those kinds carry (the others have kinds of their own), a function or alpha on another kind.
+static std::string function_problem(const Op& op) {
+  const auto first_unary = static_cast<std::uint32_t>(UnaryFunction::exp);
+  const auto first_reduce = static_cast<std::uint32_t>(ReduceFunction::max);
+  if (op.kind == OpKind::unary && (op.function < first_unary || op.function >= kUnaryFunctionCount))
+    return fmt::format("unary needs a function from exp on (unary function {} to {}), got {}", first_unary,
+                       kUnaryFunctionCount - 1, op.function);
+  if (op.kind == OpKind::reduce && (op.function < first_reduce || op.function >= kReduceFunctionCount))
+    return fmt::format("reduce needs a function from max on (reduce function {} to {}), got {}", first_reduce,
+                       kReduceFunctionCount - 1, op.function);
+  if (op.function != 0 && op.kind != OpKind::unary && op.kind != OpKind::reduce)
+    return std::string(op_kind_name(op.kind)) + " does not take a function";
+  const bool takes_alpha =
+      op.kind == OpKind::unary && (op.function == static_cast<std::uint32_t>(UnaryFunction::elu) ||
+                                   op.function == static_cast<std::uint32_t>(UnaryFunction::celu) ||
+                                   op.function == static_cast<std::uint32_t>(UnaryFunction::thresholded_relu));
+  if (!std::isfinite(op.alpha) || (op.alpha != 0.0 && !takes_alpha))
+    return fmt::format("{} does not take an alpha of {}", op_kind_name(op.kind), op.alpha);
+  if (op.kind == OpKind::unary && op.function == static_cast<std::uint32_t>(UnaryFunction::celu) && op.alpha == 0.0)
+    return "celu needs a non-zero alpha";
+  return "";
+}
+
 std::string infer_shape(const Graph& graph, const Op& op, std::vector<std::int64_t>& shape) {
   auto input = [&](std::size_t i) -> const Tensor& { return graph.tensors.at(op.inputs.at(i)); };
   auto expect_inputs = [&](std::size_t low, std::size_t high) -> std::string {
@@ -306,6 +344,7 @@ std::string infer_shape(const Graph& graph, const Op& op, std::vector<std::int64
     return fmt::format("clip needs bounds low <= high, got {} and {}", op.clip_low, op.clip_high);
   if (op.relu && op.kind != OpKind::dense && op.kind != OpKind::conv)
     return std::string(op_kind_name(op.kind)) + " does not take a fused relu";
+  if (std::string problem = function_problem(op); !problem.empty()) return problem;
   switch (op.kind) {
     case OpKind::matmul:
     case OpKind::dense: {
@@ -354,7 +393,10 @@ std::string infer_shape(const Graph& graph, const Op& op, std::vector<std::int64
     case OpKind::add:
     case OpKind::sub:
     case OpKind::mul:
-    case OpKind::div: {
+    case OpKind::div:
+    case OpKind::max:
+    case OpKind::min:
+    case OpKind::prelu: {
       if (auto e = expect_inputs(2, 2); !e.empty()) return e;
       const Tensor& a = input(0);
       const Tensor& b = input(1);
@@ -371,14 +413,16 @@ std::string infer_shape(const Graph& graph, const Op& op, std::vector<std::int64
     case OpKind::erf:
     case OpKind::sqrt:
     case OpKind::pow:
-    case OpKind::clip: {
+    case OpKind::clip:
+    case OpKind::unary: {
       if (auto e = expect_inputs(1, 1); !e.empty()) return e;
       if (op.kind == OpKind::pow && !std::isfinite(op.exponent)) return "pow needs a finite exponent";
       shape = input(0).shape;
       return "";
     }
     case OpKind::reduce_sum:
-    case OpKind::reduce_mean: {
+    case OpKind::reduce_mean:
+    case OpKind::reduce: {
       if (auto e = expect_inputs(1, 1); !e.empty()) return e;
       shape = {input(0).rows(), 1};
       return "";
@@ -443,6 +487,29 @@ float initial_value(const Graph& graph, const Tensor& tensor, std::uint64_t inde
   const std::uint64_t bits = splitmix64(graph.seed ^ name_hash(tensor.name) ^ splitmix64(index));
   const double unit = static_cast<double>(bits >> 11) * 0x1.0p-53;  // [0, 1)
   return static_cast<float>((2.0 * unit - 1.0) * tensor.init_scale);
+}
+
+/// A unary or reduce op's `function` by name (exp, log, ... for unary; max, min, ... for reduce).
+static std::uint32_t parse_function(const std::string& file, const YAML::Node& op, OpKind kind) {
+  const bool unary = kind == OpKind::unary;
+  const YAML::Node node = op["function"];
+  if (!node.IsDefined())
+    yaml::fail(file, op, std::string(op_kind_name(kind)) + " needs 'function', e.g. " + (unary ? "exp" : "max"));
+  const std::string text = node.Scalar();
+  std::vector<std::string> known;
+  const std::uint32_t first =
+      unary ? static_cast<std::uint32_t>(UnaryFunction::exp) : static_cast<std::uint32_t>(ReduceFunction::max);
+  const std::uint32_t count = unary ? kUnaryFunctionCount : kReduceFunctionCount;
+  for (std::uint32_t f = first; f < count; ++f) {
+    known.push_back(unary ? unary_function_name(static_cast<UnaryFunction>(f))
+                          : reduce_function_name(static_cast<ReduceFunction>(f)));
+    if (text == known.back()) return f;
+  }
+  std::string near = yaml::nearest(text, known);
+  yaml::fail(file, node,
+             "unknown " + std::string(op_kind_name(kind)) + " function '" + text + "'" +
+                 (near.empty() ? "" : "; did you mean '" + near + "'?") +
+                 " (known: " + fmt::format("{}", fmt::join(known, ", ")) + ")");
 }
 
 static OpKind parse_op_kind(const std::string& file, const YAML::Node& node) {
@@ -580,7 +647,8 @@ Graph load_model(const std::string& path) {
     require_map(path, node, "an op");
     check_keys(path, node, {"op",           "inputs",    "output", "relu",   "transpose_b",       "batch", "heads",
                             "column_begin", "columns",   "scale",  "eps",    "exponent",          "field", "kernel",
-                            "strides",      "dilations", "pads",   "groups", "count_include_pad", "low",   "high"});
+                            "strides",      "dilations", "pads",   "groups", "count_include_pad", "low",   "high",
+                            "function",     "alpha"});
     if (!node["op"].IsDefined()) fail(path, node, "missing required key 'op'");
     Op op;
     op.kind = parse_op_kind(path, node["op"]);
@@ -610,6 +678,10 @@ Graph load_model(const std::string& path) {
     only_for("scale", {OpKind::softmax});
     only_for("eps", {OpKind::layer_norm});
     only_for("exponent", {OpKind::pow});
+    only_for("function", {OpKind::unary, OpKind::reduce});
+    only_for("alpha", {OpKind::unary});
+    if (op.kind == OpKind::unary || op.kind == OpKind::reduce) op.function = parse_function(path, node, op.kind);
+    op.alpha = get_number_or(path, node, "alpha", 0.0);
     op.transpose_b = get_bool_or(path, node, "transpose_b", false);
     const std::uint64_t batch = get_uint_or(path, node, "batch", 1, kMaxDimension);
     if (batch == 0) fail(path, node["batch"], "'batch' must be a positive count, e.g. 4");

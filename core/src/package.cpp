@@ -312,6 +312,8 @@ std::string encode_graph(const Graph& g) {
     w.u32s(std::vector<std::uint32_t>(window.begin(), window.end()));
     w.f64(op.clip_low);
     w.f64(op.clip_high);
+    w.u32(op.function);
+    w.f64(op.alpha);
   }
   w.u32s(g.outputs);
   // An imported model's sha256 trails the graph; YAML graphs end here, as before.
@@ -349,7 +351,7 @@ void decode_graph(Reader& r, Graph& g, const Target& target) {
       r.fail(fmt::format("the inputs and weights up to tensor '{}' exceed the {} bytes of target '{}'", t.name,
                          std::uint64_t(device_bytes), target.name));
   }
-  g.ops.resize(r.count(74));  // the fixed fields of an op
+  g.ops.resize(r.count(86));  // the fixed fields of an op
   for (auto& op : g.ops) {
     op.kind = r.enumeration<OpKind>(kOpKindCount);
     op.inputs = r.u32s();
@@ -368,6 +370,8 @@ void decode_graph(Reader& r, Graph& g, const Target& target) {
     op.window = window_from_fields(std::span<const std::uint32_t, kWindowFields>(window.data(), kWindowFields));
     op.clip_low = r.f64();
     op.clip_high = r.f64();
+    op.function = r.u32();
+    op.alpha = r.f64();
   }
   g.outputs = r.u32s();
   if (const std::string problem = check_graph(g); !problem.empty()) r.fail("the graph is inconsistent: " + problem);

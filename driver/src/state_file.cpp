@@ -217,6 +217,8 @@ void write_graph(std::string& out, const std::string& indent, const Graph& g) {
     if (op.kind == OpKind::slice_columns) record.u("column_begin", op.column_begin).u("column_count", op.column_count);
     if (is_window(op.kind)) record.list("window", window_fields(op.window));
     if (op.kind == OpKind::clip) record.f("clip_low", op.clip_low).f("clip_high", op.clip_high);
+    if (op.kind == OpKind::unary || op.kind == OpKind::reduce) record.u("function", op.function);
+    if (op.alpha != 0.0) record.f("alpha", op.alpha);
     record.f("scale", op.scale)
         .f("epsilon", op.epsilon)
         .f("exponent", op.exponent)
@@ -606,7 +608,7 @@ Graph read_graph(const Node& n) {
   });
   n["ops"].each([&](const Node& o) {
     o.keys({"kind", "inputs", "output", "relu", "transpose_b", "batch", "heads", "column_begin", "column_count",
-            "window", "clip_low", "clip_high", "scale", "epsilon", "exponent", "place"});
+            "window", "clip_low", "clip_high", "function", "alpha", "scale", "epsilon", "exponent", "place"});
     Op op;
     op.kind = o["kind"].enumeration<OpKind>(kOpKindCount, op_kind_name);
     op.inputs = o["inputs"].u32s();
@@ -624,6 +626,8 @@ Graph read_graph(const Node& n) {
     }
     if (o.has("clip_low")) op.clip_low = o["clip_low"].f64();
     if (o.has("clip_high")) op.clip_high = o["clip_high"].f64();
+    if (o.has("function")) op.function = o["function"].u32();
+    if (o.has("alpha")) op.alpha = o["alpha"].f64();
     op.scale = o["scale"].f64();
     op.epsilon = o["epsilon"].f64();
     op.exponent = o["exponent"].f64();

@@ -32,14 +32,28 @@ constexpr std::uint32_t kMinBlockColumns = 16;
 constexpr std::size_t kWindowCostedSplits = 4;
 
 BinaryFunction binary_function(OpKind kind) {
-  return kind == OpKind::sub   ? BinaryFunction::subtract
-         : kind == OpKind::mul ? BinaryFunction::multiply
-         : kind == OpKind::add ? BinaryFunction::add
-                               : BinaryFunction::divide;
+  switch (kind) {
+    case OpKind::sub:
+      return BinaryFunction::subtract;
+    case OpKind::mul:
+      return BinaryFunction::multiply;
+    case OpKind::add:
+      return BinaryFunction::add;
+    case OpKind::max:
+      return BinaryFunction::max;
+    case OpKind::min:
+      return BinaryFunction::min;
+    case OpKind::prelu:
+      return BinaryFunction::prelu;
+    default:
+      return BinaryFunction::divide;
+  }
 }
 
-UnaryFunction unary_function(OpKind kind) {
-  switch (kind) {
+UnaryFunction unary_function(const Op& op) {
+  switch (op.kind) {
+    case OpKind::unary:
+      return static_cast<UnaryFunction>(op.function);
     case OpKind::sigmoid:
       return UnaryFunction::sigmoid;
     case OpKind::tanh:
@@ -51,6 +65,11 @@ UnaryFunction unary_function(OpKind kind) {
     default:
       return UnaryFunction::pow;
   }
+}
+
+ReduceFunction reduce_function(const Op& op) {
+  if (op.kind == OpKind::reduce) return static_cast<ReduceFunction>(op.function);
+  return op.kind == OpKind::reduce_mean ? ReduceFunction::mean : ReduceFunction::sum;
 }
 
 /// One way to spread an op over the tiles: rows (and columns of the output) in groups.
@@ -120,7 +139,7 @@ Fragment build_rows(const BlockPlanContext& plan, Split split, FragmentBuilder& 
       const std::uint32_t sums =
           builder.create(name + ".out", tile, rows.size, layout.standard, layout.alignment, Lifetime::transient);
       builder.call(1, tile, Codelet::reduce_rows, {{in, 0}, {sums, 0}},
-                   {rows.size, cols, op.kind == OpKind::reduce_mean ? 1u : 0u});
+                   {rows.size, cols, static_cast<std::uint32_t>(reduce_function(op))});
       output.pieces.push_back({tile, 0, 1, sums, rows.begin, rows.size});
       continue;
     }
@@ -541,9 +560,9 @@ void call_unary(FragmentBuilder& builder, std::uint32_t superstep, std::uint32_t
     return builder.call(
         superstep, tile, Codelet::clip, {{in, 0}, {out, 0}},
         {count, float_param(static_cast<float>(op.clip_low)), float_param(static_cast<float>(op.clip_high))});
-  builder.call(
-      superstep, tile, Codelet::unary, {{in, 0}, {out, 0}},
-      {count, static_cast<std::uint32_t>(unary_function(op.kind)), float_param(static_cast<float>(op.exponent))});
+  builder.call(superstep, tile, Codelet::unary, {{in, 0}, {out, 0}},
+               {count, static_cast<std::uint32_t>(unary_function(op)),
+                float_param(static_cast<float>(op.kind == OpKind::unary ? op.alpha : op.exponent))});
 }
 
 bool is_block_op(const Graph& graph, const Op& op) {

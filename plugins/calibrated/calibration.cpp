@@ -104,8 +104,9 @@ double row_scalar_charge(std::uint32_t rows, std::uint32_t cols, const Target& t
 }
 
 // Each row folded, whole rows or pieces of rows a worker: reduce_rows' charge for a sum.
-double fold_charge(std::uint32_t rows, std::uint32_t cols, const Target& t) {
-  return double(tessera::codelet_cycles(Codelet::reduce_rows, std::vector<std::uint32_t>{rows, cols, 0}, t));
+double fold_charge(std::uint32_t rows, std::uint32_t cols, const Target& t,
+                   std::uint32_t function = static_cast<std::uint32_t>(tessera::ReduceFunction::sum)) {
+  return double(tessera::codelet_cycles(Codelet::reduce_rows, std::vector<std::uint32_t>{rows, cols, function}, t));
 }
 
 // A reduction's loops of four floats (one more for an odd float, one for a pair) in rounds over
@@ -363,7 +364,7 @@ const CodeletLine kCodeletLines[] = {
      [](Params p, const Target& t) -> Features {
        const double per_vector = double(tessera::function_cycles_per_vector(Codelet::unary, p));
        const bool power = p[1] == static_cast<std::uint32_t>(tessera::UnaryFunction::pow) && per_vector > 2;
-       const bool per_element = power || p[1] == static_cast<std::uint32_t>(tessera::UnaryFunction::erf);
+       const bool per_element = power || tessera::unary_loops_by_element(static_cast<tessera::UnaryFunction>(p[1]));
        const double workers = std::max<std::uint32_t>(t.worker_threads, 1);
        const double cycles =
            per_element ? std::ceil(p[0] / workers) * per_vector / 2 : worker_vectors(p[0], t) * per_vector;
@@ -406,7 +407,9 @@ const CodeletLine kCodeletLines[] = {
     {Codelet::reduce_rows,
      "call,fold_cycles,mean_call,mean_vectors",
      [](Params p, const Target& t) -> Features {
-       return {1, fold_charge(p[0], p[1], t), p[2] != 0 ? 1.0 : 0.0, p[2] != 0 ? worker_vectors(p[0], t) : 0.0};
+       // A mean is a sum's fold then a multiply; the other functions' steps are charged with their fold.
+       const bool mean = p[2] == static_cast<std::uint32_t>(tessera::ReduceFunction::mean);
+       return {1, fold_charge(p[0], p[1], t, mean ? 0 : p[2]), mean ? 1.0 : 0.0, mean ? worker_vectors(p[0], t) : 0.0};
      },
      {{1, 16, 0},
       {64, 64, 1},

@@ -7,6 +7,7 @@
 #include <cmath>
 #include <limits>
 
+#include "tessera/codelets.hpp"
 #include "tessera/diagnostic.hpp"
 
 namespace tessera::runtime {
@@ -97,9 +98,80 @@ double binary(OpKind kind, double a, double b) {
       return a * b;
     case OpKind::div:
       return a / b;
+    case OpKind::max:  // ONNX Max and Min propagate NaN
+      return std::isnan(a) || std::isnan(b) ? std::nan("") : std::max(a, b);
+    case OpKind::min:
+      return std::isnan(a) || std::isnan(b) ? std::nan("") : std::min(a, b);
+    case OpKind::prelu:
+      return a < 0.0 ? b * a : a;
     default:
       return a + b;
   }
+}
+
+/// The unary functions from exp on, as ONNX's operator definitions state them.
+double unary_function(const Op& op, double x) {
+  switch (static_cast<UnaryFunction>(op.function)) {
+    case UnaryFunction::exp:
+      return std::exp(x);
+    case UnaryFunction::log:
+      return std::log(x);
+    case UnaryFunction::neg:
+      return -x;
+    case UnaryFunction::abs:
+      return std::abs(x);
+    case UnaryFunction::reciprocal:
+      return 1.0 / x;
+    case UnaryFunction::floor:
+      return std::floor(x);
+    case UnaryFunction::ceil:
+      return std::ceil(x);
+    case UnaryFunction::round: {  // halves go to the even neighbour
+      const double below = std::floor(x), fraction = x - below;
+      if (fraction != 0.5) return std::round(x);
+      return std::fmod(below, 2.0) == 0.0 ? below : below + 1.0;
+    }
+    case UnaryFunction::sign:
+      return x > 0.0 ? 1.0 : x < 0.0 ? -1.0 : 0.0;
+    case UnaryFunction::sin:
+      return std::sin(x);
+    case UnaryFunction::cos:
+      return std::cos(x);
+    case UnaryFunction::softplus:
+      return std::log(std::exp(x) + 1.0);
+    case UnaryFunction::softsign:
+      return x / (1.0 + std::abs(x));
+    case UnaryFunction::elu:
+      return x >= 0.0 ? x : op.alpha * (std::exp(x) - 1.0);
+    case UnaryFunction::celu:
+      return std::max(0.0, x) + std::min(0.0, op.alpha * (std::exp(x / op.alpha) - 1.0));
+    case UnaryFunction::thresholded_relu:
+      return x > op.alpha ? x : 0.0;
+    case UnaryFunction::mish:
+      return x * std::tanh(std::log1p(std::exp(x)));
+    default:
+      throw Error(fmt::format("unary function {} has no reference", op.function));
+  }
+}
+
+/// A row folded by a ReduceFunction from max on (ONNX's ReduceMax ... ReduceSumSquare).
+double reduce_row(const Op& op, const double* row, std::int64_t cols) {
+  const auto function = static_cast<ReduceFunction>(op.function);
+  double result = function == ReduceFunction::prod ? 1.0 : 0.0;
+  if (function == ReduceFunction::max) result = -std::numeric_limits<double>::infinity();
+  if (function == ReduceFunction::min) result = std::numeric_limits<double>::infinity();
+  for (std::int64_t c = 0; c < cols; ++c) {
+    const double x = row[c];
+    if (function == ReduceFunction::max) result = std::isnan(x) ? x : std::max(result, x);
+    else if (function == ReduceFunction::min) result = std::isnan(x) ? x : std::min(result, x);
+    else if (function == ReduceFunction::prod) result *= x;
+    else if (function == ReduceFunction::l1) result += std::abs(x);
+    else if (function == ReduceFunction::log_sum_exp) result += std::exp(x);
+    else result += x * x;  // l2, sum_square
+  }
+  if (function == ReduceFunction::l2) return std::sqrt(result);
+  if (function == ReduceFunction::log_sum_exp) return std::log(result);
+  return result;
 }
 
 /// An elementwise unary op (relu, sigmoid, tanh, erf, sqrt, pow) in double.
@@ -117,6 +189,8 @@ double unary(const Op& op, double x) {
       return std::pow(x, op.exponent);
     case OpKind::clip:
       return std::min(std::max(x, op.clip_low), op.clip_high);
+    case OpKind::unary:
+      return unary_function(op, x);
     default:
       return std::max(x, 0.0);
   }
@@ -270,7 +344,10 @@ ReferenceValues execute_reference(const Graph& graph, const HostTensors& values)
       case OpKind::add:
       case OpKind::sub:
       case OpKind::mul:
-      case OpKind::div: {
+      case OpKind::div:
+      case OpKind::max:
+      case OpKind::min:
+      case OpKind::prelu: {
         if (op.inputs.size() != 2) fail(graph, op, fmt::format("has {} inputs", op.inputs.size()));
         const Matrix a = lookup(op, op.inputs[0]);
         const Matrix b = lookup(op, op.inputs[1]);
@@ -293,7 +370,8 @@ ReferenceValues execute_reference(const Graph& graph, const HostTensors& values)
       case OpKind::erf:
       case OpKind::sqrt:
       case OpKind::pow:
-      case OpKind::clip: {
+      case OpKind::clip:
+      case OpKind::unary: {
         if (op.inputs.size() != 1) fail(graph, op, fmt::format("has {} inputs", op.inputs.size()));
         const Matrix a = lookup(op, op.inputs[0]);
         out.resize(static_cast<std::size_t>(a.rows * a.cols));
@@ -310,6 +388,17 @@ ReferenceValues execute_reference(const Graph& graph, const HostTensors& values)
         for (std::int64_t r = 0; r < a.rows; ++r) {
           for (std::int64_t c = 0; c < a.cols; ++c) out[static_cast<std::size_t>(r)] += a.at(r, c);
           if (op.kind == OpKind::reduce_mean) out[static_cast<std::size_t>(r)] /= static_cast<double>(a.cols);
+        }
+        break;
+      }
+      case OpKind::reduce: {
+        if (op.inputs.size() != 1) fail(graph, op, fmt::format("has {} inputs", op.inputs.size()));
+        const Matrix a = lookup(op, op.inputs[0]);
+        out.resize(static_cast<std::size_t>(a.rows));
+        std::vector<double> row(static_cast<std::size_t>(a.cols));
+        for (std::int64_t r = 0; r < a.rows; ++r) {
+          for (std::int64_t c = 0; c < a.cols; ++c) row[static_cast<std::size_t>(c)] = a.at(r, c);
+          out[static_cast<std::size_t>(r)] = reduce_row(op, row.data(), a.cols);
         }
         break;
       }

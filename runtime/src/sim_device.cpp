@@ -304,6 +304,57 @@ void run_unary(float* memory, const LoadedCall& call) {
       case UnaryFunction::pow:
         out[i] = std::pow(x, exponent);
         break;
+      case UnaryFunction::exp:
+        out[i] = std::exp(x);
+        break;
+      case UnaryFunction::log:
+        out[i] = std::log(x);
+        break;
+      case UnaryFunction::neg:
+        out[i] = -x;
+        break;
+      case UnaryFunction::abs:
+        out[i] = std::fabs(x);
+        break;
+      case UnaryFunction::reciprocal:
+        out[i] = 1.0f / x;
+        break;
+      case UnaryFunction::floor:
+        out[i] = std::floor(x);
+        break;
+      case UnaryFunction::ceil:
+        out[i] = std::ceil(x);
+        break;
+      case UnaryFunction::round:
+        out[i] = std::nearbyint(x);  // the default rounding mode: to nearest, ties to even
+        break;
+      case UnaryFunction::sign:
+        out[i] = static_cast<float>((x > 0.0f) - (x < 0.0f));
+        break;
+      case UnaryFunction::sin:
+        out[i] = std::sin(x);
+        break;
+      case UnaryFunction::cos:
+        out[i] = std::cos(x);
+        break;
+      case UnaryFunction::softplus:
+        out[i] = std::log(1.0f + std::exp(x));
+        break;
+      case UnaryFunction::softsign:
+        out[i] = x / (1.0f + std::fabs(x));
+        break;
+      case UnaryFunction::elu:  // the parameter is alpha
+        out[i] = x < 0.0f ? exponent * std::expm1(x) : x;
+        break;
+      case UnaryFunction::celu:
+        out[i] = std::max(x, 0.0f) + std::min(exponent * std::expm1(x / exponent), 0.0f);
+        break;
+      case UnaryFunction::thresholded_relu:
+        out[i] = x > exponent ? x : 0.0f;
+        break;
+      case UnaryFunction::mish:
+        out[i] = x * std::tanh(std::log(1.0f + std::exp(x)));
+        break;
     }
   }
 }
@@ -318,6 +369,12 @@ float apply(BinaryFunction function, float a, float b) {
       return a / b;
     case BinaryFunction::add:
       return a + b;
+    case BinaryFunction::max:
+      return std::isnan(a) || std::isnan(b) ? std::numeric_limits<float>::quiet_NaN() : std::max(a, b);
+    case BinaryFunction::min:
+      return std::isnan(a) || std::isnan(b) ? std::numeric_limits<float>::quiet_NaN() : std::min(a, b);
+    case BinaryFunction::prelu:
+      return a < 0.0f ? a * b : a;
   }
   return a;  // unreachable: the function is checked at load
 }
@@ -347,10 +404,45 @@ void run_reduce_rows(float* memory, const LoadedCall& call) {
   const std::uint32_t rows = call.param[0], cols = call.param[1];
   const float* __restrict in = memory + call.operand[0];
   float* __restrict out = memory + call.operand[1];
+  const auto function = static_cast<ReduceFunction>(call.param[2]);
   for (std::uint32_t r = 0; r < rows; ++r) {
-    float sum = 0.0f;
-    for (std::uint32_t c = 0; c < cols; ++c) sum += in[static_cast<std::size_t>(r) * cols + c];
-    out[r] = call.param[2] != 0 ? sum / static_cast<float>(cols) : sum;
+    const float* row = in + static_cast<std::size_t>(r) * cols;
+    float folded = function == ReduceFunction::prod ? 1.0f : 0.0f;
+    if (function == ReduceFunction::max || function == ReduceFunction::min || function == ReduceFunction::log_sum_exp)
+      folded = cols > 0 ? row[0] : 0.0f;
+    // log_sum_exp folds the max first so that no exponential overflows.
+    for (std::uint32_t c = 0; c < cols; ++c) {
+      const float x = row[c];
+      switch (function) {
+        case ReduceFunction::max:
+        case ReduceFunction::log_sum_exp:
+          folded = std::isnan(x) || x > folded ? x : folded;
+          break;
+        case ReduceFunction::min:
+          folded = std::isnan(x) || x < folded ? x : folded;
+          break;
+        case ReduceFunction::prod:
+          folded *= x;
+          break;
+        case ReduceFunction::l1:
+          folded += std::fabs(x);
+          break;
+        case ReduceFunction::l2:
+        case ReduceFunction::sum_square:
+          folded += x * x;
+          break;
+        default:
+          folded += x;
+      }
+    }
+    if (function == ReduceFunction::log_sum_exp) {
+      float sum = 0.0f;
+      for (std::uint32_t c = 0; c < cols; ++c) sum += std::exp(row[c] - folded);
+      folded += std::log(sum);
+    }
+    if (function == ReduceFunction::mean) folded /= static_cast<float>(cols);
+    if (function == ReduceFunction::l2) folded = std::sqrt(folded);
+    out[r] = folded;
   }
 }
 
@@ -818,8 +910,9 @@ void SimDevice::Impl::load_compute(const Package& package, std::uint32_t step, L
           call.params[function_param(call.codelet)] >= kBinaryFunctionCount)
         throw Error(fmt::format("{}: {}'s function must be below {}, got {}", where(), name, kBinaryFunctionCount,
                                 call.params[function_param(call.codelet)]));
-      if (call.codelet == Codelet::reduce_rows && call.params[2] > 1)
-        throw Error(fmt::format("{}: reduce_rows' mean flag must be 0 or 1, got {}", where(), call.params[2]));
+      if (call.codelet == Codelet::reduce_rows && call.params[2] >= kReduceFunctionCount)
+        throw Error(fmt::format("{}: reduce_rows' function must be below {}, got {}", where(), kReduceFunctionCount,
+                                call.params[2]));
       if (is_matmul(call.codelet) && call.params[kMatmulOrientationParam] >= kMatmulOrientations)
         throw Error(fmt::format("{}: {}'s orientation must be 0 (as_is) or 1 (swapped), got {}", where(), name,
                                 call.params[kMatmulOrientationParam]));

@@ -2,6 +2,7 @@
 #include <catch2/catch.hpp>
 #include <cmath>
 
+#include "tessera/codelets.hpp"
 #include "tessera/diagnostic.hpp"
 #include "tessera/graph.hpp"
 #include "temp_dir.hpp"
@@ -129,6 +130,23 @@ TEST_CASE("model attribute, shape and dtype mistakes name their place", "[model]
   CHECK_THROWS_WITH(load_model(file),
                     Catch::Contains("unknown op 'mull'; did you mean 'mul'?") &&
                         Catch::Contains("known: matmul, add, relu, dense, softmax, layer_norm, sub, mul, div"));
+  // unary and reduce ops name their function; alpha belongs to unary's elu, celu and thresholded_relu.
+  file = dir.write("m.yaml", model_with_ops("  - {op: unary, function: elu, alpha: 0.5, inputs: [x], output: y}\n"
+                                            "  - {op: reduce, function: log_sum_exp, inputs: [y], output: z}\n",
+                                            "z"));
+  const Graph functions = load_model(file);
+  CHECK(functions.ops[0].function == static_cast<std::uint32_t>(UnaryFunction::elu));
+  CHECK(functions.ops[0].alpha == 0.5);
+  CHECK(functions.ops[1].function == static_cast<std::uint32_t>(ReduceFunction::log_sum_exp));
+  CHECK(functions.tensors.back().shape == std::vector<std::int64_t>{2, 1});
+  file = dir.write("n.yaml", model_with_ops("  - {op: unary, function: expp, inputs: [x], output: y}\n"));
+  CHECK_THROWS_WITH(load_model(file), Catch::Contains("unknown unary function 'expp'; did you mean 'exp'?"));
+  file = dir.write("o.yaml", model_with_ops("  - {op: unary, inputs: [x], output: y}\n"));
+  CHECK_THROWS_WITH(load_model(file), Catch::Contains("unary needs 'function', e.g. exp"));
+  file = dir.write("p.yaml", model_with_ops("  - {op: unary, function: exp, alpha: 2, inputs: [x], output: y}\n"));
+  CHECK_THROWS_WITH(load_model(file), Catch::Contains("unary does not take an alpha of 2"));
+  file = dir.write("q.yaml", model_with_ops("  - {op: relu, function: exp, inputs: [x], output: y}\n"));
+  CHECK_THROWS_WITH(load_model(file), Catch::Contains("'function' applies to unary, reduce ops only"));
 }
 
 TEST_CASE("float16 conversion rounds to nearest even and round-trips halves", "[model]") {

@@ -1,5 +1,6 @@
 // The package file: round trip, atomic writes, and a reader that names the first problem.
 #include <catch2/catch.hpp>
+#include <fmt/format.h>
 
 #include <sys/stat.h>
 #include <unistd.h>
@@ -99,9 +100,10 @@ TEST_CASE("package reader reports truncation, bad magic and another version", "[
   std::ofstream(file, std::ios::binary | std::ios::trunc) << good.substr(0, 10);
   CHECK_THROWS_WITH(read_package(file), Catch::Contains("not a Tessera package"));
   std::string other = good;
-  other[8] = 9;
+  other[8] = static_cast<char>(kPackageFormatVersion + 1);
   std::ofstream(file, std::ios::binary | std::ios::trunc) << other;
-  CHECK_THROWS_WITH(read_package(file), Catch::Contains("package format version 9"));
+  CHECK_THROWS_WITH(read_package(file),
+                    Catch::Contains(fmt::format("package format version {}", kPackageFormatVersion + 1)));
   CHECK_THROWS_WITH(read_package((dir.path() / "none.tpkg").string()), Catch::Contains("cannot read the package"));
 }
 

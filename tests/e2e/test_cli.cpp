@@ -278,7 +278,8 @@ TEST_CASE("cli cycles prints the simulator's charge for one codelet call with it
                         "codelet=binary_row target=t1472 rows=10 cols=100 function=divide path=workers cycles=5287 "));
   r = run_command({tessera_binary(), "cycles", "-t", target, "reduce_mean", "--rows", "12", "--cols", "64"});
   REQUIRE(r.exit_code == 0);
-  CHECK_THAT(r.out, Catch::Contains("codelet=reduce_rows target=t1472 rows=12 cols=64 mean=1 path=rows cycles=773 "));
+  CHECK_THAT(r.out,
+             Catch::Contains("codelet=reduce_rows target=t1472 rows=12 cols=64 function=mean path=rows cycles=773 "));
   // A column: each row's scalar (11 + 6 * (15 + 2 rows * (7 + 32 vectors * 14))).
   r = run_command({tessera_binary(), "cycles", "-t", target, "divide_column", "--rows", "12", "--cols", "64"});
   REQUIRE(r.exit_code == 0);

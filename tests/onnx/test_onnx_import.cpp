@@ -7,6 +7,7 @@
 #include <fstream>
 
 #include "temp_dir.hpp"
+#include "tessera/codelets.hpp"
 #include "tessera/diagnostic.hpp"
 #include "tessera/onnx/import.hpp"
 #include "tessera/onnx/tensor_file.hpp"
@@ -392,20 +393,48 @@ TEST_CASE("onnx import maps a product of two rank-4 activations onto a batched m
                                                                 "product of [2, 3, 4] x [1, 4, 5]"));
 }
 
+TEST_CASE("onnx import folds any axes by rows, transposing a run of axes that others follow, and chains LogSoftmax",
+          "[onnx]") {
+  TempDir dir;
+  ModelBuilder m;
+  m.input("x", {2, 3, 4});
+  auto* max = m.node("ReduceMax", {"x"}, "r", "max_over_1");
+  auto* axes = max->add_attribute();
+  axes->set_name("axes");
+  axes->set_type(onnx::AttributeProto::INTS);
+  axes->add_ints(1);
+  int_attribute(max, "keepdims", 0);
+  m.node("LogSoftmax", {"x"}, "y", "log_probs");
+  m.node("Elu", {"y"}, "z", "elu");
+  m.output("r", {2, 4});
+  m.output("z", {2, 3, 4});
+  const OnnxImport imported = import_onnx(m.save(dir, "reduce.onnx"));
+  std::vector<std::string> kinds;
+  for (const Op& op : imported.graph.ops) kinds.push_back(op_kind_name(op.kind));
+  // [2, 3, 4] over axis 1: [2*3, 4] transposed per image to [2*4, 3], each row folded.
+  CHECK(kinds == std::vector<std::string>{"transpose", "reduce", "reduce", "sub", "unary", "reduce_sum", "unary", "sub",
+                                          "unary"});
+  CHECK(imported.graph.ops[0].batch == 2);
+  CHECK(imported.graph.ops[1].function == static_cast<std::uint32_t>(ReduceFunction::max));
+  CHECK(imported.graph.tensors[imported.graph.ops[1].output].shape == std::vector<std::int64_t>{8, 1});
+  CHECK(imported.graph.ops.back().function == static_cast<std::uint32_t>(UnaryFunction::elu));
+  CHECK(imported.graph.ops.back().alpha == 1.0);
+}
+
 TEST_CASE("onnx import refuses an unsupported operator naming the file, the node, its op type and what is supported",
           "[onnx]") {
   TempDir dir;
   ModelBuilder m;
   m.input("x", {2, 3});
-  m.node("Exp", {"x"}, "y", "gate");
+  m.node("Hardmax", {"x"}, "y", "gate");
   m.output("y", {2, 3});
-  const std::string path = m.save(dir, "exp.onnx");
+  const std::string path = m.save(dir, "hardmax.onnx");
   try {
     (void)import_onnx(path);
-    FAIL("the import did not refuse Exp");
+    FAIL("the import did not refuse Hardmax");
   } catch (const Error& e) {
     const std::string message = e.what();
-    CHECK_THAT(message, Catch::StartsWith(path + ": node 'gate' (Exp): not supported:"));
+    CHECK_THAT(message, Catch::StartsWith(path + ": node 'gate' (Hardmax): not supported:"));
     CHECK_THAT(message, Catch::Contains("supported operators: MatMul, Gemm, Add"));
     CHECK(message.find('\n') == std::string::npos);
   }

@@ -368,6 +368,57 @@ TEST_CASE("elementwise function codelets charge poplibs' float inner loops", "[c
   CHECK(codelet_operand_words(Codelet::binary_column, V{12, 64, 1}, 1) == 12);
 }
 
+TEST_CASE("further unary functions, max, min, prelu and row folds charge poplibs' loops or their steps", "[codelets]") {
+  const Target target = testing::four_tile_target();
+  const std::uint64_t workers = target.worker_threads;
+  auto expected = [&](std::uint64_t count, std::uint64_t supervisor, std::uint64_t fixed, std::uint64_t per_loop,
+                      std::uint64_t values = 2) {
+    return supervisor + workers * (fixed + ((count + workers - 1) / workers + values - 1) / values * per_loop);
+  };
+  using V = std::vector<std::uint32_t>;
+  auto unary = [&](UnaryFunction f) {
+    return codelet_cycles(Codelet::unary, V{1200, static_cast<std::uint32_t>(f), float_param(1.0f)}, target);
+  };
+  // unaryOpPerfInfo, float: EXPONENT 6 and LOGARITHM 12 a pair; ABSOLUTE 1 + 4, SIN 2300 + 4 an
+  // element; FLOOR 2 + 4 and SIGNUM 5 + 4 a natural vector.
+  CHECK(unary(UnaryFunction::exp) == expected(1200, 20, 17, 6));
+  CHECK(unary(UnaryFunction::log) == expected(1200, 20, 17, 12));
+  CHECK(unary(UnaryFunction::neg) == expected(1200, 20, 17, 2));
+  CHECK(unary(UnaryFunction::abs) == expected(1200, 20, 17, 5, 1));
+  CHECK(unary(UnaryFunction::sin) == expected(1200, 20, 17, 2304, 1));
+  CHECK(unary(UnaryFunction::cos) == unary(UnaryFunction::sin));
+  CHECK(unary(UnaryFunction::floor) == expected(1200, 20, 17, 6));
+  CHECK(unary(UnaryFunction::round) == unary(UnaryFunction::ceil));
+  CHECK(unary(UnaryFunction::sign) == expected(1200, 20, 17, 9));
+  // Composites are their steps: softplus = exp (6) + add (5) + log (12) a pair; mish adds tanh and a multiply.
+  CHECK(unary(UnaryFunction::softplus) == expected(1200, 20, 17, 23));
+  CHECK(unary(UnaryFunction::mish) == expected(1200, 20, 17, 23 + 12 + 5));
+  CHECK(unary(UnaryFunction::elu) < unary(UnaryFunction::celu));
+  CHECK(unary(UnaryFunction::softsign) > unary(UnaryFunction::abs));
+  // MAXIMUM and MINIMUM 4 a pair on BinaryOp1D; prelu their steps (max, min, multiply, add).
+  const auto max = static_cast<std::uint32_t>(BinaryFunction::max),
+             prelu = static_cast<std::uint32_t>(BinaryFunction::prelu);
+  CHECK(codelet_cycles(Codelet::binary, V{1000, max}, target) == expected(1000, 11, 29, 4));
+  CHECK(codelet_cycles(Codelet::binary, V{1000, static_cast<std::uint32_t>(BinaryFunction::min)}, target) ==
+        expected(1000, 11, 29, 4));
+  CHECK(codelet_cycles(Codelet::binary, V{1000, prelu}, target) == expected(1000, 11, 29, 18));
+  // No BroadcastVectorInner for max: a row operand walks the flat in-place loop.
+  CHECK(codelet_cycles(Codelet::binary_row, V{1, 3, max}, target) == expected(3, 11, 58, 4));
+  // Folds by MAX, MIN, MUL and SQUARE_ADD walk as ADD's; l2 adds a square root a row, l1 the
+  // magnitudes first, log_sum_exp a second fold and the exponentials.
+  auto fold = [&](ReduceFunction f) {
+    return codelet_cycles(Codelet::reduce_rows, V{12, 64, static_cast<std::uint32_t>(f)}, target);
+  };
+  const std::uint64_t sum = fold(ReduceFunction::sum);
+  CHECK(fold(ReduceFunction::max) == sum);
+  CHECK(fold(ReduceFunction::min) == sum);
+  CHECK(fold(ReduceFunction::prod) == sum);
+  CHECK(fold(ReduceFunction::sum_square) == sum);
+  CHECK(fold(ReduceFunction::l2) == sum + expected(12, 20, 17, 10));
+  CHECK(fold(ReduceFunction::l1) == sum + expected(12 * 64, 20, 17, 5, 1));
+  CHECK(fold(ReduceFunction::log_sum_exp) > 2 * sum);
+}
+
 TEST_CASE("block and half-weight codelets declare their operands", "[codelets]") {
   const std::vector<std::uint32_t> mkn = {3, 5, 7, 0};
   CHECK(codelet_operand_words(Codelet::matmul_transposed, mkn, 1) == 35);

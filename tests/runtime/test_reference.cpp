@@ -5,6 +5,7 @@
 #include <limits>
 
 #include "sim_fixture.hpp"
+#include "tessera/codelets.hpp"
 #include "tessera/diagnostic.hpp"
 #include "tessera/package.hpp"
 #include "tessera/runtime/host_exchange.hpp"
@@ -85,6 +86,97 @@ TEST_CASE("reference executor computes the elementwise functions, row operands a
   CHECK(std::isnan(values.at("sqrt")[2]));  // sqrt(-1), as ONNX gives it
   CHECK(values.at("reduce_sum") == std::vector<double>{4.25, 1});
   CHECK(values.at("reduce_mean") == std::vector<double>{2.125, 0.5});
+}
+
+TEST_CASE("reference executor computes the unary functions, max, min, prelu and row folds as ONNX defines them",
+          "[runtime][reference]") {
+  using testing::make_tensor;
+  Graph g;
+  g.name = "functions";
+  g.source_file = "functions.yaml";
+  g.tensors = {make_tensor("x", {2, 3}, TensorKind::input), make_tensor("r", {3}, TensorKind::weight)};
+  auto add = [&](OpKind kind, std::uint32_t function, double alpha, const std::string& name) {
+    Op op;
+    op.kind = kind;
+    op.function = function;
+    op.alpha = alpha;
+    op.inputs = is_binary(kind) ? std::vector<std::uint32_t>{0, 1} : std::vector<std::uint32_t>{0};
+    op.output = static_cast<std::uint32_t>(g.tensors.size());
+    g.tensors.push_back(
+        make_tensor(name, is_row_reduction(kind) ? std::vector<std::int64_t>{2, 1} : std::vector<std::int64_t>{2, 3},
+                    TensorKind::intermediate));
+    g.ops.push_back(op);
+    g.outputs.push_back(op.output);
+  };
+  auto unary = [&](UnaryFunction f, double alpha = 0.0) {
+    add(OpKind::unary, static_cast<std::uint32_t>(f), alpha, unary_function_name(f));
+  };
+  for (UnaryFunction f : {UnaryFunction::exp, UnaryFunction::neg, UnaryFunction::abs, UnaryFunction::floor,
+                          UnaryFunction::ceil, UnaryFunction::round, UnaryFunction::sign, UnaryFunction::softsign})
+    unary(f);
+  unary(UnaryFunction::elu, 2.0);
+  unary(UnaryFunction::thresholded_relu, 0.5);
+  add(OpKind::max, 0, 0.0, "max");
+  add(OpKind::min, 0, 0.0, "min");
+  add(OpKind::prelu, 0, 0.0, "prelu");
+  for (ReduceFunction f : {ReduceFunction::max, ReduceFunction::min, ReduceFunction::prod, ReduceFunction::l1,
+                           ReduceFunction::l2, ReduceFunction::log_sum_exp, ReduceFunction::sum_square})
+    add(OpKind::reduce, static_cast<std::uint32_t>(f), 0.0, std::string("reduce_") + reduce_function_name(f));
+  REQUIRE(check_graph(g).empty());
+  const std::vector<double> x = {2.5, -0.5, 1.5, -2.5, 0, 3}, r = {1, 0.25, 2};
+  const ReferenceValues values = execute_reference(g, {{"x", {2.5f, -0.5f, 1.5f, -2.5f, 0, 3}}, {"r", {1, 0.25f, 2}}});
+  CHECK(values.at("neg") == std::vector<double>{-2.5, 0.5, -1.5, 2.5, 0, -3});
+  CHECK(values.at("abs") == std::vector<double>{2.5, 0.5, 1.5, 2.5, 0, 3});
+  CHECK(values.at("floor") == std::vector<double>{2, -1, 1, -3, 0, 3});
+  CHECK(values.at("ceil") == std::vector<double>{3, -0.0, 2, -2, 0, 3});
+  CHECK(values.at("round") == std::vector<double>{2, -0.0, 2, -2, 0, 3});  // halves to even
+  CHECK(values.at("sign") == std::vector<double>{1, -1, 1, -1, 0, 1});
+  CHECK(values.at("softsign")[0] == 2.5 / 3.5);
+  CHECK(values.at("exp")[1] == std::exp(-0.5));
+  CHECK(values.at("elu")[1] == 2.0 * (std::exp(-0.5) - 1.0));
+  CHECK(values.at("elu")[0] == 2.5);
+  CHECK(values.at("thresholded_relu") == std::vector<double>{2.5, 0, 1.5, 0, 0, 3});
+  CHECK(values.at("max") == std::vector<double>{2.5, 0.25, 2, 1, 0.25, 3});  // r broadcast over both rows
+  CHECK(values.at("min") == std::vector<double>{1, -0.5, 1.5, -2.5, 0, 2});
+  CHECK(values.at("prelu") == std::vector<double>{2.5, -0.125, 1.5, -2.5, 0, 3});
+  CHECK(values.at("reduce_max") == std::vector<double>{2.5, 3});
+  CHECK(values.at("reduce_min") == std::vector<double>{-0.5, -2.5});
+  CHECK(values.at("reduce_prod") == std::vector<double>{2.5 * -0.5 * 1.5, 0});
+  CHECK(values.at("reduce_l1") == std::vector<double>{4.5, 5.5});
+  CHECK(values.at("reduce_sum_square") == std::vector<double>{6.25 + 0.25 + 2.25, 6.25 + 9});
+  CHECK(values.at("reduce_l2")[1] == std::sqrt(15.25));
+  CHECK(values.at("reduce_log_sum_exp")[0] == std::log(std::exp(2.5) + std::exp(-0.5) + std::exp(1.5)));
+}
+
+TEST_CASE("graphs refuse a unary or reduce op without one of its functions, and an alpha where none is taken",
+          "[runtime][reference]") {
+  using testing::make_tensor;
+  Graph g;
+  g.name = "functions";
+  g.source_file = "functions.yaml";
+  g.tensors = {make_tensor("x", {2, 3}, TensorKind::input), make_tensor("y", {2, 3}, TensorKind::intermediate)};
+  Op op;
+  op.kind = OpKind::unary;
+  op.inputs = {0};
+  op.output = 1;
+  g.ops = {op};
+  g.outputs = {1};
+  op.function = static_cast<std::uint32_t>(UnaryFunction::sigmoid);  // has its own op kind
+  g.ops[0] = op;
+  CHECK_THAT(check_graph(g), Contains("unary needs a function from exp on"));
+  op.function = kUnaryFunctionCount;
+  g.ops[0] = op;
+  CHECK_THAT(check_graph(g), Contains("unary needs a function from exp on"));
+  op.function = static_cast<std::uint32_t>(UnaryFunction::exp);
+  op.alpha = 2.0;
+  g.ops[0] = op;
+  CHECK_THAT(check_graph(g), Contains("does not take an alpha"));
+  op.alpha = 0.0;
+  g.ops[0] = op;
+  CHECK(check_graph(g).empty());
+  op.kind = OpKind::relu;
+  g.ops[0] = op;
+  CHECK_THAT(check_graph(g), Contains("relu does not take a function"));
 }
 
 TEST_CASE("reference executor works in double, not float", "[runtime][reference]") {

@@ -5,6 +5,7 @@
 
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <map>
 #include <optional>
@@ -70,6 +71,28 @@ std::optional<UnaryFunction> unary_of(const std::string& name) {
     if (name == unary_function_name(static_cast<UnaryFunction>(f))) return static_cast<UnaryFunction>(f);
   if (name == "square") return UnaryFunction::pow;
   return std::nullopt;
+}
+
+/// The row reduction of `reduce_sum`, `reduce_max`, ...
+std::optional<ReduceFunction> reduce_of(const std::string& name) {
+  for (std::uint32_t f = 0; f < kReduceFunctionCount; ++f)
+    if (name == std::string("reduce_") + reduce_function_name(static_cast<ReduceFunction>(f)))
+      return static_cast<ReduceFunction>(f);
+  return std::nullopt;
+}
+
+std::vector<std::string> unary_names() {
+  std::vector<std::string> names;
+  for (std::uint32_t f = 0; f < kUnaryFunctionCount; ++f)
+    names.push_back(unary_function_name(static_cast<UnaryFunction>(f)));
+  return names;
+}
+
+std::vector<std::string> reduce_names() {
+  std::vector<std::string> names;
+  for (std::uint32_t f = 0; f < kReduceFunctionCount; ++f)
+    names.push_back(std::string("reduce_") + reduce_function_name(static_cast<ReduceFunction>(f)));
+  return names;
 }
 
 /// The binary function of `subtract`, `multiply_row`, `divide_column`, ...
@@ -220,19 +243,19 @@ int cycles_command(const CyclesRequest& request) {
     codelet = Codelet::transpose;
     params = {needed(request.rows, "--rows", name), needed(request.cols, "--cols", name)};
     shape = fmt::format("rows={} cols={}", params[0], params[1]);
-  } else if (name == "reduce_sum" || name == "reduce_mean") {
+  } else if (const auto reduce = reduce_of(name)) {
     codelet = Codelet::reduce_rows;
     params = {needed(request.rows, "--rows", name), needed(request.cols, "--cols", name),
-              name == "reduce_mean" ? 1u : 0u};
-    shape = fmt::format("rows={} cols={} mean={}", params[0], params[1], params[2]);
+              static_cast<std::uint32_t>(*reduce)};
+    shape = fmt::format("rows={} cols={} function={}", params[0], params[1], reduce_function_name(*reduce));
   } else {
     throw Error(
         fmt::format("tessera cycles: unknown codelet '{}'; the codelets are matmul, matmul_transposed, relu, add, "
                     "copy, bias_add, softmax, layer_norm, reduce_add and reduce_bias (half weights: --dtype f16), "
-                    "the unary functions sigmoid, tanh, erf, sqrt, square and pow, subtract, multiply and divide "
-                    "(and their _row and _column forms, add_row and add_column too), reduce_sum, reduce_mean and "
-                    "transpose",
-                    name));
+                    "the unary functions ({}, square), subtract, multiply, divide, max, min and prelu "
+                    "(and their _row and _column forms, add_row and add_column too), the row reductions ({}), "
+                    "transpose, conv, max_pool and avg_pool",
+                    name, fmt::join(unary_names(), ", "), fmt::join(reduce_names(), ", ")));
   }
   if (half && codelet != Codelet::matmul_half && codelet != Codelet::bias_add_half)
     throw Error(fmt::format("tessera cycles {}: --dtype f16 applies to matmul and bias_add only", name));

@@ -11,8 +11,9 @@ struct Target;
 /// Version of the codelet set (semantics and cycle formulas); written into packages.
 // 5: unary, binary, binary_row, reduce_rows; 6: binary_column and add as a binary function,
 // fused codelets charged as their steps, matmul_half's half worker MAC; 8: charges follow
-// poplibs' vertices (docs/targets.md); conv, pool (window ops over feature maps) and clip.
-inline constexpr std::uint32_t kCodeletSetVersion = 8;
+// poplibs' vertices (docs/targets.md); conv, pool (window ops over feature maps) and clip; 9: further
+// unary functions (exp, log, ...), max, min and prelu, reduce_rows' functions.
+inline constexpr std::uint32_t kCodeletSetVersion = 9;
 
 /// Operands are word offsets into buffers (program) or byte addresses (tile image);
 /// params are the shape numbers listed per codelet. Data is float32 unless marked half
@@ -42,7 +43,7 @@ enum class Codelet : std::uint16_t {
   unary = 12,         ///< operands {in, out}; params {count, function, exponent}: out = f(in) (UnaryFunction)
   binary = 13,        ///< operands {a, b, out}; params {count, function}: out = a op b (BinaryFunction)
   binary_row = 14,    ///< operands {inout, row}; params {rows, cols, function}: inout[r,c] = inout[r,c] op row[c]
-  reduce_rows = 15,   ///< operands {in, out}; params {rows, cols, mean}: out[r] = sum (mean if 1) of in[r,:]
+  reduce_rows = 15,   ///< operands {in, out}; params {rows, cols, function}: out[r] = in[r,:] folded (ReduceFunction)
   /// operands {inout, column}; params {rows, cols, function}: inout[r,c] = inout[r,c] op column[r]
   binary_column = 16,
   transpose = 17,  ///< operands {in, out}; params {rows, cols}: out[c,r] = in[r,c] (out is [cols, rows])
@@ -111,18 +112,68 @@ inline constexpr std::uint32_t kPoolModeCount = 3;
 /// patch's channels, an unknown mode): "" when they are sound; other codelets always are.
 std::string window_params_problem(Codelet, std::span<const std::uint32_t> params);
 
-/// The `function` param of a unary call; pow raises to the float `exponent` param.
-enum class UnaryFunction : std::uint32_t { sigmoid = 0, tanh = 1, erf = 2, sqrt = 3, pow = 4 };
-inline constexpr std::uint32_t kUnaryFunctionCount = 5;
+/// The `function` param of a unary call. Its float `parameter` param is pow's exponent and
+/// elu's, celu's and thresholded_relu's alpha (ONNX's definitions); the others ignore it.
+enum class UnaryFunction : std::uint32_t {
+  sigmoid = 0,
+  tanh = 1,
+  erf = 2,
+  sqrt = 3,
+  pow = 4,
+  exp = 5,
+  log = 6,
+  neg = 7,
+  abs = 8,
+  reciprocal = 9,
+  floor = 10,
+  ceil = 11,
+  round = 12,  ///< to nearest, ties to even (ONNX Round)
+  sign = 13,
+  sin = 14,
+  cos = 15,
+  softplus = 16,          ///< log(1 + exp(x))
+  softsign = 17,          ///< x / (1 + |x|)
+  elu = 18,               ///< x > 0 ? x : alpha * (exp(x) - 1)
+  celu = 19,              ///< max(0, x) + min(0, alpha * (exp(x / alpha) - 1))
+  thresholded_relu = 20,  ///< x > alpha ? x : 0
+  mish = 21,              ///< x * tanh(softplus(x))
+};
+inline constexpr std::uint32_t kUnaryFunctionCount = 22;
 /// The `function` param of binary, binary_row and binary_column calls (the planner adds with
 /// add and bias_add where it can: they are the same loops).
-enum class BinaryFunction : std::uint32_t { subtract = 0, multiply = 1, divide = 2, add = 3 };
-inline constexpr std::uint32_t kBinaryFunctionCount = 4;
+/// prelu: a < 0 ? a * b : a (b the slope).
+enum class BinaryFunction : std::uint32_t {
+  subtract = 0,
+  multiply = 1,
+  divide = 2,
+  add = 3,
+  max = 4,
+  min = 5,
+  prelu = 6
+};
+inline constexpr std::uint32_t kBinaryFunctionCount = 7;
+/// The `function` param of a reduce_rows call: what each row folds to (l1: the sum of
+/// magnitudes; l2: the root of the sum of squares; log_sum_exp: log of the sum of exponentials).
+enum class ReduceFunction : std::uint32_t {
+  sum = 0,
+  mean = 1,
+  max = 2,
+  min = 3,
+  prod = 4,
+  l1 = 5,
+  l2 = 6,
+  log_sum_exp = 7,
+  sum_square = 8,
+};
+inline constexpr std::uint32_t kReduceFunctionCount = 9;
 /// Index of the function param of unary, binary, binary_row and binary_column calls.
 std::uint32_t function_param(Codelet);
 /// Names for messages: "sigmoid", "multiply", ...
 const char* unary_function_name(UnaryFunction);
 const char* binary_function_name(BinaryFunction);
+const char* reduce_function_name(ReduceFunction);
+/// Unary functions poplibs' UnaryOp1D loops an element at a time (the others a pair at a time).
+bool unary_loops_by_element(UnaryFunction);
 /// Most operands and params any codelet takes.
 inline constexpr std::uint32_t kMaxCodeletOperands = 4;
 inline constexpr std::uint32_t kMaxCodeletParams = 18;

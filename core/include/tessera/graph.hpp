@@ -80,14 +80,23 @@ enum class OpKind : std::uint8_t {
   max_pool = 21,  ///< out[pixel, c] = max of in0 over the window (in0 and out laid out as conv's)
   avg_pool = 22,  ///< out[pixel, c] = mean of in0 over the window (padding counted if count_include_pad)
   clip = 23,      ///< out = min(max(in0, clip_low), clip_high) (ReLU6: 0, 6)
+  /// out = f(in0) for the UnaryFunction `function` (codelets.hpp) from exp on (the functions
+  /// before it have op kinds of their own), with `alpha` where ONNX's function takes one
+  unary = 24,
+  max = 25,    ///< out = max(in0, in1), broadcast as add
+  min = 26,    ///< out = min(in0, in1), likewise
+  prelu = 27,  ///< out = in0 < 0 ? in0 * in1 : in0 (in1 the slope), likewise
+  /// out[r] = in0[r,:] folded by the ReduceFunction `function` (codelets.hpp) from max on (sum
+  /// and mean are reduce_sum and reduce_mean): shape [rows, 1]
+  reduce = 28,
 };
-inline constexpr std::uint32_t kOpKindCount = 24;
+inline constexpr std::uint32_t kOpKindCount = 29;
 const char* op_kind_name(OpKind);
-/// add, sub, mul, div: two operands, the second equal-shaped, a row vector or a column.
+/// add, sub, mul, div, max, min, prelu: two operands, the second equal-shaped, a row vector or a column.
 bool is_binary(OpKind);
-/// relu, sigmoid, tanh, erf, sqrt, pow, clip: one operand, elementwise.
+/// relu, sigmoid, tanh, erf, sqrt, pow, clip, unary: one operand, elementwise.
 bool is_unary(OpKind);
-/// reduce_sum, reduce_mean: each row to one value.
+/// reduce_sum, reduce_mean, reduce: each row to one value.
 bool is_row_reduction(OpKind);
 /// transpose, split_heads, merge_heads, slice_columns: data moved, nothing computed.
 bool is_relayout(OpKind);
@@ -134,6 +143,8 @@ struct Op {
   Window window;                                     ///< conv, max_pool, avg_pool only (batch: the images)
   /// clip only: the bounds (infinite where ONNX's Clip leaves one out).
   double clip_low = -std::numeric_limits<double>::infinity(), clip_high = std::numeric_limits<double>::infinity();
+  std::uint32_t function = 0;  ///< unary: a UnaryFunction; reduce: a ReduceFunction
+  double alpha = 0.0;          ///< unary elu, celu, thresholded_relu only: ONNX's alpha
 };
 
 struct Graph {

@@ -17,6 +17,7 @@
 #include <set>
 
 #include "constants.hpp"
+#include "tessera/codelets.hpp"
 #include "tessera/diagnostic.hpp"
 #include "tessera/output_file.hpp"
 #include "tessera/log.hpp"
@@ -31,7 +32,10 @@ const std::vector<std::string>& supported_operators() {
       "MatMul", "Gemm", "Add", "Sub", "Mul", "Div", "Relu", "Sigmoid", "Tanh", "Erf", "Sqrt", "Pow", "Softmax",
       "LayerNormalization", "ReduceMean", "ReduceSum", "Identity", "Flatten", "Reshape", "Squeeze", "Unsqueeze",
       "Transpose", "Slice", "Conv", "MaxPool", "AveragePool", "GlobalAveragePool", "GlobalMaxPool",
-      "BatchNormalization", "Clip", "LeakyRelu", "HardSigmoid", "HardSwish"};
+      "BatchNormalization", "Clip", "LeakyRelu", "HardSigmoid", "HardSwish", "Exp", "Log", "Neg", "Abs",
+      "Reciprocal", "Floor", "Ceil", "Round", "Sign", "Sin", "Cos", "Softplus", "Softsign", "Elu", "Selu", "Celu",
+      "ThresholdedRelu", "Mish", "PRelu", "Max", "Min", "Sum", "Mean", "ReduceMax", "ReduceMin", "ReduceProd",
+      "ReduceL1", "ReduceL2", "ReduceLogSum", "ReduceLogSumExp", "ReduceSumSquare", "LogSoftmax"};
   // clang-format on
   return names;
 }
@@ -347,10 +351,16 @@ private:
     if (op == "Clip") return import_clip(node, index, where);
     if (op == "LeakyRelu" || op == "HardSigmoid" || op == "HardSwish") return import_activation(node, index, where);
     if (auto kind = unary_kind(op)) return import_unary(node, *kind, index, where);
-    if (op == "Softmax") return import_softmax(node, index, where);
+    if (auto function = unary_function_of(op)) return import_unary_function(node, *function, index, where);
+    if (op == "Max" || op == "Min" || op == "Sum" || op == "Mean") return import_variadic(node, index, where);
+    if (op == "ReduceMax" || op == "ReduceMin" || op == "ReduceProd" || op == "ReduceL1" || op == "ReduceL2" ||
+        op == "ReduceLogSumExp" || op == "ReduceSumSquare" || op == "ReduceLogSum")
+      return import_reduce(node, index, where);
+    if (op == "Softmax" || op == "LogSoftmax") return import_softmax(node, index, where);
     if (op == "MatMul") return import_matmul(node, index, where);
     if (op == "Gemm") return import_gemm(node, index, where);
-    if (op == "Add" || op == "Sub" || op == "Mul" || op == "Div") return import_binary(node, index, where);
+    if (op == "Add" || op == "Sub" || op == "Mul" || op == "Div" || op == "PRelu")
+      return import_binary(node, index, where);
     if (op == "ReduceMean" || op == "ReduceSum") return import_reduce(node, index, where);
     if (op == "LayerNormalization") return import_layer_norm(node, index, where);
     if (op == "Transpose") return import_transpose(node, index, where);
@@ -530,6 +540,103 @@ private:
     computed_[node.output(0)] = Computed{add_op(op, node.output(0), index, where), "", x.dims, x.channels_last};
   }
 
+  /// ONNX's elementwise operators that are a unary function of the IR's `unary` op.
+  static std::optional<UnaryFunction> unary_function_of(const std::string& op) {
+    static const std::map<std::string, UnaryFunction> kFunctions = {
+        {"Exp", UnaryFunction::exp},
+        {"Log", UnaryFunction::log},
+        {"Neg", UnaryFunction::neg},
+        {"Abs", UnaryFunction::abs},
+        {"Reciprocal", UnaryFunction::reciprocal},
+        {"Floor", UnaryFunction::floor},
+        {"Ceil", UnaryFunction::ceil},
+        {"Round", UnaryFunction::round},
+        {"Sign", UnaryFunction::sign},
+        {"Sin", UnaryFunction::sin},
+        {"Cos", UnaryFunction::cos},
+        {"Softplus", UnaryFunction::softplus},
+        {"Softsign", UnaryFunction::softsign},
+        {"Elu", UnaryFunction::elu},
+        {"Selu", UnaryFunction::elu},  // gamma * elu(x) with Selu's alpha
+        {"Celu", UnaryFunction::celu},
+        {"ThresholdedRelu", UnaryFunction::thresholded_relu},
+        {"Mish", UnaryFunction::mish}};
+    auto found = kFunctions.find(op);
+    if (found == kFunctions.end()) return std::nullopt;
+    return found->second;
+  }
+
+  /// A unary op of the computed input, by `function` (Selu: an elu, then a multiply by gamma).
+  std::uint32_t unary_op(const Computed& x, UnaryFunction function, double alpha, const std::string& output, int index,
+                         const std::string& where) {
+    Op op;
+    op.kind = OpKind::unary;
+    op.function = static_cast<std::uint32_t>(function);
+    op.alpha = alpha;
+    op.inputs = {tensor_of(x, where)};
+    return add_op(op, output, index, where);
+  }
+
+  void import_unary_function(const onnx::NodeProto& node, UnaryFunction function, int index, const std::string& where) {
+    if (!computed_.count(node.input(0)))
+      unsupported(where, fmt::format("{} of a constant (it is not folded)", node.op_type()));
+    const Computed& x = computed_.at(node.input(0));
+    const std::string& type = node.op_type();
+    double alpha = 0.0;
+    if (type == "Elu" || type == "Celu" || type == "ThresholdedRelu") alpha = float_attribute(node, "alpha", 1.0f);
+    if (type == "Selu") alpha = float_attribute(node, "alpha", 1.67326319217681884765625f);
+    if (type == "Celu" && alpha == 0.0) throw Error(fmt::format("{}: Celu's alpha must not be 0", where));
+    const std::string& output = node.output(0);
+    if (type != "Selu") {
+      computed_[output] = Computed{unary_op(x, function, alpha, output, index, where), "", x.dims, x.channels_last};
+      return;
+    }
+    const double gamma = float_attribute(node, "gamma", 1.05070102214813232421875f);
+    const std::uint32_t elu = unary_op(x, function, alpha, output + ".elu", index, where);
+    const std::int64_t cols = x.dims.empty() ? 1 : x.channels_last ? x.dims[1] : x.dims.back();
+    Op scale;
+    scale.kind = OpKind::mul;
+    scale.inputs = {
+        elu, add_weight(output + ".gamma", {cols}, std::vector<double>(static_cast<std::size_t>(cols), gamma), false)};
+    computed_[output] = Computed{add_op(scale, output, index, where), "", x.dims, x.channels_last};
+  }
+
+  /// Max, Min, Sum and Mean of one or more inputs: a chain of binary ops (Mean: the sum, then a
+  /// multiply by 1 / n), each broadcasting as Add does.
+  void import_variadic(const onnx::NodeProto& node, int index, const std::string& where) {
+    const std::string& type = node.op_type();
+    const std::string& output = node.output(0);
+    std::vector<std::string> inputs;
+    for (const std::string& name : node.input())
+      if (!name.empty()) inputs.push_back(name);
+    if (inputs.empty()) throw Error(fmt::format("{}: {} needs at least one input", where, type));
+    const std::string pair_type = type == "Max" ? "Max" : type == "Min" ? "Min" : "Add";
+    std::string value = inputs[0];
+    for (std::size_t i = 1; i < inputs.size(); ++i) {
+      onnx::NodeProto pair;
+      pair.set_op_type(pair_type);
+      pair.add_input(value);
+      pair.add_input(inputs[i]);
+      const bool last = i + 1 == inputs.size() && type != "Mean";
+      pair.add_output(last ? output : fmt::format("{}.{}", output, i));
+      import_binary(pair, index, where);
+      value = pair.output(0);
+    }
+    if (!computed_.count(value)) unsupported(where, fmt::format("{} of constants only (it is not folded)", type));
+    if (type == "Mean" && inputs.size() > 1) {
+      onnx::NodeProto scale;
+      scale.set_op_type("Mul");
+      scale.add_input(value);
+      const std::string factor = output + ".one_over_n";
+      constants_[factor] = Constant{TensorProto::FLOAT, {}, {1.0 / static_cast<double>(inputs.size())}};
+      scale.add_input(factor);
+      scale.add_output(output);
+      import_binary(scale, index, where);
+    } else if (value != output) {
+      computed_[output] = computed_.at(value);  // one input: itself
+    }
+  }
+
   /// The IR layout in which a value of `dims` is [product of dims before `axis`, product from
   /// `axis`]: its own when that is the last axis, else a view only a graph input can take.
   static std::vector<std::int64_t> split_view(const Dims& dims, std::int64_t axis) {
@@ -540,22 +647,42 @@ private:
     return {leading, trailing};
   }
 
-  /// ReduceMean and ReduceSum over trailing axes (the last, or all): a reduce_mean/reduce_sum of
-  /// the rows of the [leading, trailing] view, kept as [leading, 1].
+  /// The IR op that folds rows as ONNX's Reduce* operator `type` reduces (ReduceLogSum: a sum, then a log).
+  static Op row_fold(const std::string& type) {
+    static const std::map<std::string, ReduceFunction> kFunctions = {{"ReduceMax", ReduceFunction::max},
+                                                                     {"ReduceMin", ReduceFunction::min},
+                                                                     {"ReduceProd", ReduceFunction::prod},
+                                                                     {"ReduceL1", ReduceFunction::l1},
+                                                                     {"ReduceL2", ReduceFunction::l2},
+                                                                     {"ReduceLogSumExp", ReduceFunction::log_sum_exp},
+                                                                     {"ReduceSumSquare", ReduceFunction::sum_square}};
+    Op op;
+    op.kind = type == "ReduceMean" ? OpKind::reduce_mean : OpKind::reduce_sum;
+    if (auto found = kFunctions.find(type); found != kFunctions.end()) {
+      op.kind = OpKind::reduce;
+      op.function = static_cast<std::uint32_t>(found->second);
+    }
+    return op;
+  }
+
+  /// ONNX's Reduce* operators over any axes. Each run of adjacent reduced axes, from the last,
+  /// is a fold of rows: the value seen as [P, R, Q] (R the run's elements), transposed to
+  /// [P*Q, R] when Q > 1, and each row folded, leaving [P, Q]. Later runs fold what the earlier
+  /// left (a sum of squares or of magnitudes goes on as a sum).
   void import_reduce(const onnx::NodeProto& node, int index, const std::string& where) {
-    const bool mean = node.op_type() == "ReduceMean";
-    if (!computed_.count(node.input(0)))
-      unsupported(where, fmt::format("{} of a constant (it is not folded)", node.op_type()));
+    const std::string& type = node.op_type();
+    if (!computed_.count(node.input(0))) unsupported(where, fmt::format("{} of a constant (it is not folded)", type));
     const Computed& x = computed_.at(node.input(0));
+    if (x.channels_last) unsupported(where, fmt::format("{} of a feature map (a Conv's output)", type));
     const auto rank = static_cast<std::int64_t>(x.dims.size());
     std::vector<std::int64_t> axes;
-    // ReduceSum takes its axes as an input from opset 13 (ReduceMean from 18, beyond ONNX 1.12).
-    if (!mean && result_.opset >= 13) {
+    // ReduceSum takes its axes as an input from opset 13 (the others from 18, beyond ONNX 1.12).
+    if (type == "ReduceSum" && result_.opset >= 13) {
       if (node.input_size() > 1 && !node.input(1).empty()) {
         auto found = constants_.find(node.input(1));
         if (found == constants_.end())
-          unsupported(where, fmt::format("{} with computed axes '{}' (the axes must be a constant)", node.op_type(),
-                                         node.input(1)));
+          unsupported(where,
+                      fmt::format("{} with computed axes '{}' (the axes must be a constant)", type, node.input(1)));
         for (double v : found->second.values) axes.push_back(static_cast<std::int64_t>(v));
       }
     } else if (const onnx::AttributeProto* attribute = find_attribute(node, "axes")) {
@@ -569,20 +696,80 @@ private:
     for (std::int64_t axis : normalize_axes(axes, rank, where)) reduced.insert(axis);
     if (axes.empty())
       for (std::int64_t axis = 0; axis < rank; ++axis) reduced.insert(axis);
-    const std::int64_t first = reduced.empty() ? rank : *reduced.begin();
-    if (reduced.empty() || *reduced.rbegin() != rank - 1 || static_cast<std::int64_t>(reduced.size()) != rank - first)
-      unsupported(where,
-                  fmt::format("{} over axes [{}] of a rank-{} tensor (the last axis, or trailing axes, are supported)",
-                              node.op_type(), fmt::join(axes, ", "), rank));
-    Op op;
-    op.kind = mean ? OpKind::reduce_mean : OpKind::reduce_sum;
-    op.inputs = {tensor_as(x, split_view(x.dims, first), where)};
-    Dims dims;
     const bool keep = int_attribute(node, "keepdims", 1) != 0;
+    Dims dims;
     for (std::int64_t d = 0; d < rank; ++d)
-      if (d < first) dims.push_back(x.dims[static_cast<std::size_t>(d)]);
+      if (!reduced.count(d)) dims.push_back(x.dims[static_cast<std::size_t>(d)]);
       else if (keep) dims.push_back(1);
-    computed_[node.output(0)] = Computed{add_op(op, node.output(0), index, where), "", dims};
+    const std::string& output = node.output(0);
+    if (reduced.empty() || element_count(x.dims, where) == 0) {
+      computed_[output] = Computed{tensor_of(x, where), "", dims};
+      return;
+    }
+    // The dims still to fold, with each reduced axis marked; runs are folded from the last.
+    Dims current = x.dims;
+    std::vector<bool> marked(static_cast<std::size_t>(rank));
+    for (std::int64_t axis : reduced) marked[static_cast<std::size_t>(axis)] = true;
+    const bool log_after = type == "ReduceLogSum";
+    Op fold = row_fold(log_after ? "ReduceSum" : type);
+    std::optional<std::uint32_t> value;  // none: x itself, which a graph input can give in any view
+    auto as_shape = [&](std::vector<std::int64_t> shape) {
+      return value ? reshaped(*value, shape, where) : tensor_as(x, shape, where);
+    };
+    int run_index = 0;
+    while (true) {
+      auto last = std::find(marked.rbegin(), marked.rend(), true);
+      if (last == marked.rend()) break;
+      const auto end = static_cast<std::size_t>(marked.rend() - last);  // one past the run's last axis
+      std::size_t begin = end - 1;
+      while (begin > 0 && marked[begin - 1]) --begin;
+      std::int64_t p = 1, r = 1, q = 1;
+      for (std::size_t d = 0; d < current.size(); ++d) (d < begin ? p : d < end ? r : q) *= current[d];
+      const bool final_run = std::find(marked.begin(), marked.begin() + static_cast<std::ptrdiff_t>(begin), true) ==
+                             marked.begin() + static_cast<std::ptrdiff_t>(begin);
+      const std::string name = final_run && !log_after ? output : fmt::format("{}.fold{}", output, run_index);
+      if (q > 1) {  // the run's axes last: [P, R, Q] to [P*Q, R]
+        Op transpose;
+        transpose.kind = OpKind::transpose;
+        transpose.batch = static_cast<std::uint32_t>(p);
+        transpose.inputs = {as_shape({p * r, q})};
+        value = add_op(transpose, name + ".transposed", index, where);
+      } else {
+        value = as_shape({p, r});
+      }
+      Op op = fold;
+      op.inputs = {*value};
+      value = add_op(op, name, index, where);
+      current.erase(current.begin() + static_cast<std::ptrdiff_t>(begin),
+                    current.begin() + static_cast<std::ptrdiff_t>(end));
+      marked.erase(marked.begin() + static_cast<std::ptrdiff_t>(begin),
+                   marked.begin() + static_cast<std::ptrdiff_t>(end));
+      current.insert(current.begin() + static_cast<std::ptrdiff_t>(begin), 1);
+      marked.insert(marked.begin() + static_cast<std::ptrdiff_t>(begin), false);
+      ++run_index;
+      // Later runs fold partial results: squares and magnitudes are already taken.
+      if (fold.kind == OpKind::reduce && (fold.function == static_cast<std::uint32_t>(ReduceFunction::sum_square) ||
+                                          fold.function == static_cast<std::uint32_t>(ReduceFunction::l1)))
+        fold = row_fold("ReduceSum");
+    }
+    if (log_after) {
+      Op log;
+      log.kind = OpKind::unary;
+      log.function = static_cast<std::uint32_t>(UnaryFunction::log);
+      log.inputs = {*value};
+      value = add_op(log, output, index, where);
+    }
+    computed_[output] = Computed{*value, "", dims};
+  }
+
+  /// IR tensor `tensor` read as `shape` (the same elements in the same order): itself when it
+  /// has that shape.
+  std::uint32_t reshaped(std::uint32_t tensor, const std::vector<std::int64_t>& shape, const std::string& where) {
+    const Tensor& t = graph_.tensors[tensor];
+    if (t.shape == shape) return tensor;
+    unsupported(where, fmt::format("'{}' is needed as {} here but is laid out as {} (a computed tensor keeps the "
+                                   "layout it was computed in)",
+                                   t.name, dims_text(shape), dims_text(t.shape)));
   }
 
   /// LayerNormalization (opset 17) over the axes from `axis` on: layer_norm of the rows of the
@@ -628,24 +815,57 @@ private:
     computed_[node.output(0)] = Computed{add_op(op, node.output(0), index, where), "", x.dims};
   }
 
+  /// Softmax and LogSoftmax. Before opset 13 the input is coerced to [dims before axis, dims
+  /// from axis] and each row of that view normalized; from 13 along `axis` alone: when it is not
+  /// the last, the value seen as [P, R, Q] is transposed to [P*Q, R], normalized by rows, and
+  /// transposed back.
   void import_softmax(const onnx::NodeProto& node, int index, const std::string& where) {
+    const std::string& type = node.op_type();
+    if (!computed_.count(node.input(0))) unsupported(where, fmt::format("{} of a constant (it is not folded)", type));
     const Computed& x = computed_.at(node.input(0));
+    if (x.channels_last) unsupported(where, fmt::format("{} of a feature map (a Conv's output)", type));
+    const bool log = type == "LogSoftmax";
     const auto rank = static_cast<std::int64_t>(x.dims.size());
     const std::int64_t axis = normalize_axis(int_attribute(node, "axis", result_.opset < 13 ? 1 : -1), rank, where);
-    std::vector<std::int64_t> shape = ir_shape(x.dims);
-    if (axis != std::max<std::int64_t>(rank - 1, 0)) {
-      // Before opset 13 the input is coerced to [dims before axis, dims from axis]: rows of that view.
-      if (result_.opset >= 13)
-        unsupported(where, fmt::format("Softmax over axis {} of a rank-{} tensor (only the last axis is supported)",
-                                       axis, rank));
-      std::int64_t rows = 1;
-      for (std::int64_t d = 0; d < axis; ++d) rows *= x.dims[static_cast<std::size_t>(d)];
-      shape = {rows, element_count(x.dims, where) / rows};
+    const std::string& output = node.output(0);
+    std::int64_t p = 1, r = 1, q = 1;
+    for (std::int64_t d = 0; d < rank; ++d)
+      (d < axis ? p : d == axis || result_.opset < 13 ? r : q) *= x.dims[static_cast<std::size_t>(d)];
+    if (q == 1) {
+      computed_[output] = Computed{row_softmax(tensor_as(x, {p, r}, where), log, output, index, where), "", x.dims};
+      return;
     }
-    Op softmax;
-    softmax.kind = OpKind::softmax;
-    softmax.inputs = {tensor_as(x, shape, where)};
-    computed_[node.output(0)] = Computed{add_op(softmax, node.output(0), index, where), "", x.dims};
+    Op there;
+    there.kind = OpKind::transpose;
+    there.batch = static_cast<std::uint32_t>(p);
+    there.inputs = {tensor_as(x, {p * r, q}, where)};
+    const std::uint32_t rows = add_op(there, output + ".rows", index, where);
+    Op back = there;
+    back.inputs = {row_softmax(rows, log, output + ".normalized", index, where)};
+    computed_[output] = Computed{add_op(back, output, index, where), "", x.dims};
+  }
+
+  /// Each row of `in` normalized: softmax, or its logarithm computed stably as t - log(sum(exp(t)))
+  /// with t = x - max(x).
+  std::uint32_t row_softmax(std::uint32_t in, bool log, const std::string& output, int index,
+                            const std::string& where) {
+    auto op_of = [&](OpKind kind, std::vector<std::uint32_t> inputs, std::uint32_t function, const std::string& name) {
+      Op op;
+      op.kind = kind;
+      op.function = function;
+      op.inputs = std::move(inputs);
+      return add_op(op, name, index, where);
+    };
+    if (!log) return op_of(OpKind::softmax, {in}, 0, output);
+    const std::uint32_t max =
+        op_of(OpKind::reduce, {in}, static_cast<std::uint32_t>(ReduceFunction::max), output + ".max");
+    const std::uint32_t shifted = op_of(OpKind::sub, {in, max}, 0, output + ".shifted");
+    const std::uint32_t exp =
+        op_of(OpKind::unary, {shifted}, static_cast<std::uint32_t>(UnaryFunction::exp), output + ".exp");
+    const std::uint32_t sum = op_of(OpKind::reduce_sum, {exp}, 0, output + ".sum");
+    const std::uint32_t log_sum =
+        op_of(OpKind::unary, {sum}, static_cast<std::uint32_t>(UnaryFunction::log), output + ".log");
+    return op_of(OpKind::sub, {shifted, log_sum}, 0, output);
   }
 
   /// A constant operand of a matmul's right side: [k, n] float weights.
@@ -803,11 +1023,14 @@ private:
   /// vector or expanded (constant_operand). Add and Mul commute; c - x is (-1 * x) + c.
   void import_binary(const onnx::NodeProto& node, int index, const std::string& where) {
     const std::string& type = node.op_type();
-    const OpKind kind = type == "Add"   ? OpKind::add
-                        : type == "Sub" ? OpKind::sub
-                        : type == "Mul" ? OpKind::mul
-                                        : OpKind::div;
-    const bool commutes = kind == OpKind::add || kind == OpKind::mul;
+    const OpKind kind = type == "Add"     ? OpKind::add
+                        : type == "Sub"   ? OpKind::sub
+                        : type == "Mul"   ? OpKind::mul
+                        : type == "Max"   ? OpKind::max
+                        : type == "Min"   ? OpKind::min
+                        : type == "PRelu" ? OpKind::prelu
+                                          : OpKind::div;
+    const bool commutes = kind == OpKind::add || kind == OpKind::mul || kind == OpKind::max || kind == OpKind::min;
     int first = 0, second = 1;
     bool negate_first = false;
     if (!computed_.count(node.input(0))) {
@@ -815,6 +1038,7 @@ private:
         unsupported(
             where,
             "a constant divided by a computed tensor (the device divides by constants or computed tensors only)");
+      if (kind == OpKind::prelu) unsupported(where, "PRelu of a constant by a computed slope");
       negate_first = kind == OpKind::sub;
       std::swap(first, second);
     }
@@ -1272,7 +1496,7 @@ private:
                                  const std::string& where) {
     const Computed& x = computed_.at(node.input(first));
     const std::string& other = node.input(1 - first);
-    if (first != 0 && (kind == OpKind::sub || kind == OpKind::div))
+    if (first != 0 && (kind == OpKind::sub || kind == OpKind::div || kind == OpKind::prelu))
       unsupported(where, fmt::format("{} of a constant by a feature map", node.op_type()));
     Op op;
     op.kind = kind;
