@@ -522,6 +522,8 @@ std::string phase_file_text(const ExchangePhase& phase) {
   return text;
 }
 
+std::string phase_file_name(std::size_t superstep) { return fmt::format("phase-{:05}.txt", superstep); }
+
 void write_phase_file(const ExchangePhase& phase, const std::string& path) {
   write_file_atomically(path, phase_file_text(phase), "phase file");
 }

@@ -151,7 +151,7 @@ TEST_CASE("ab compares greedy with in-order on the quick suite and resumes", "[a
       CHECK(cell["horizon"].get<std::uint64_t>() >= cell["lower_bound"].get<std::uint64_t>());
       CHECK(cell["transfers"].get<std::uint64_t>() > 0);
     }
-  CHECK(fs::exists(results / "phases/mlp-small@t16/in-order/repeat-0/phase-0.txt"));
+  CHECK(fs::exists(results / "phases/mlp-small@t16/in-order/repeat-0/phase-00000.txt"));
 
   // The other formats, and the merged pipelines a user can compile again.
   const std::string page = read_file(html);

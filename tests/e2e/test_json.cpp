@@ -9,6 +9,7 @@
 
 #include "run_command.hpp"
 #include "temp_dir.hpp"
+#include "tessera/exchange.hpp"
 
 using namespace tessera::testing;
 using nlohmann::json;
@@ -90,8 +91,7 @@ TEST_CASE("compile, run and schedule write --json records equal to what they pri
   CHECK(r["numerics"]["passed"] == true);
 
   const std::string schedule_json = (dir.path() / "schedule.json").string();
-  const std::string phase =
-      (dir.path() / ("phase-" + std::to_string(c["schedules"][0]["phase"].get<int>()) + ".txt")).string();
+  const std::string phase = (dir.path() / phase_file_name(c["schedules"][0]["phase"].get<std::size_t>())).string();
   auto scheduled = run_command({tessera_binary(), "schedule", phase, "-t", source_path("configs/targets/t16.yaml"),
                                 "-s", "greedy", "--json", schedule_json});
   INFO(scheduled.err);

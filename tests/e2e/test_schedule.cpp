@@ -42,7 +42,7 @@ TEST_CASE("schedule runs every shipped scheduler on a real phase of mlp-b2-n3", 
                                pipeline_copy(dir, source_path("configs/pipelines/small.yaml"), "greedy", "greedy"),
                                "-o", package, "--emit-phases", dir.path().string()});
   REQUIRE(compiled.exit_code == 0);
-  auto phase = (dir.path() / "phase-0.txt").string();
+  auto phase = (dir.path() / "phase-00000.txt").string();
   for (const char* scheduler : {"greedy", "in-order"}) {
     auto r = run_command(
         {tessera_binary(), "schedule", phase, "-t", source_path("configs/targets/t16.yaml"), "-s", scheduler});

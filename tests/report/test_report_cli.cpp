@@ -183,7 +183,7 @@ TEST_CASE("tessera report draws a compiled and run package with the compiler's o
   for (const report::PhaseFigures& phase : figures.phases) {
     horizons += phase.horizon;
     bounds += phase.lower_bound;
-    const fs::path phase_file = fs::path(run.phase_directory) / ("phase-" + std::to_string(phase.index) + ".txt");
+    const fs::path phase_file = fs::path(run.phase_directory) / phase_file_name(phase.index);
     CHECK(fs::exists(phase_file) == !phase.empty());
     if (phase.empty()) continue;
     const ExchangePhase compiled = read_phase_file(phase_file.string());

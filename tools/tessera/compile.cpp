@@ -11,6 +11,7 @@
 #include "model_data.hpp"
 
 #include "tessera/diagnostic.hpp"
+#include "tessera/exchange.hpp"
 #include "tessera/log.hpp"
 #include "tessera/onnx/import.hpp"
 #include "tessera/output_file.hpp"
@@ -100,7 +101,7 @@ CompileResult compile(const CompileRequest& request) {
     const OwnedFolder folder(request.phase_directory, "the phase folder (--emit-phases)");
     for (std::size_t k = 0; k < state.program.supersteps.size(); ++k) {
       if (state.program.supersteps[k].exchange.transfers.empty()) continue;
-      const std::string name = "phase-" + std::to_string(k) + ".txt";
+      const std::string name = phase_file_name(k);
       check_output_file((fs::path(request.phase_directory) / name).string(), "a phase file (--emit-phases)", inputs);
       folder.write_file(name, phase_file_text(state.program.supersteps[k].exchange), "phase file");
     }

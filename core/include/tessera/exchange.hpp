@@ -74,6 +74,9 @@ std::string phase_file_text(const ExchangePhase& phase);
 /// Writes the phase file atomically (write_file_atomically: missing folders are created, a
 /// failure leaves no partial file).
 void write_phase_file(const ExchangePhase& phase, const std::string& path);
+/// The name of superstep `superstep`'s phase file in a --emit-phases folder: phase-00042.txt
+/// (five digits, so that a listing sorts in program order).
+std::string phase_file_name(std::size_t superstep);
 /// Writes `TRANSFER START WORDS` lines, atomically.
 void write_schedule_file(const Schedule& schedule, const std::string& path);
 

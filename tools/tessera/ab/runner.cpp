@@ -21,6 +21,7 @@
 #include "progress.hpp"
 #include "subprocess.hpp"
 #include "tessera/diagnostic.hpp"
+#include "tessera/exchange.hpp"
 #include "tessera/log.hpp"
 #include "tessera/target.hpp"
 
@@ -65,7 +66,7 @@ std::vector<PhaseRecord> collect_phases(const nlohmann::json& compiled, const fs
     record.horizon = uint_field(schedule, "horizon");
     record.endpoint_lower_bound = uint_field(schedule, "endpoint_lower_bound");
     record.lower_bound = uint_field(schedule, "lower_bound");
-    const fs::path file = folder / ("phase-" + std::to_string(record.phase) + ".txt");
+    const fs::path file = folder / phase_file_name(record.phase);
     if (fs::exists(file)) record.problem_hash = hash_file(file.string());
     phases.push_back(record);
   }
