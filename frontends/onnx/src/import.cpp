@@ -507,6 +507,8 @@ private:
   /// weight as long as the longest run of padding, which its runs read).
   void emit_movement(const Movement& movement, const std::vector<MovedInput>& inputs, double fill,
                      const std::string& output, int index, const std::string& where) {
+    if (element_count(movement.dims, where) == 0)
+      unsupported(where, fmt::format("an empty output {} (tensors have positive dims)", dims_text(movement.dims)));
     const bool folds = std::all_of(inputs.begin(), inputs.end(), [](const MovedInput& in) { return in.constant; });
     if (folds) {
       Constant c{inputs.at(0).constant->dtype, movement.dims, {}};
@@ -1612,16 +1614,21 @@ private:
       throw Error(where + ": no node, initializer or graph input produces it; name an output a node computes");
     Computed value = found->second;
     if (value.channels_last && spatial_size(value.dims) > 1) value = to_row_major(value, output.name(), where);
-    if (value.tensor < 0)
-      unsupported(where, fmt::format("an output that is the graph input '{}' itself (nothing is computed for it)",
-                                     value.input));
     if (element_count(declared, where) != element_count(value.dims, where))
       throw Error(fmt::format("{}: declared {} but computed {}", where, dims_text(declared), dims_text(value.dims)));
+    // A graph input itself (an Identity, Flatten or Unsqueeze of it), or a value another output
+    // already is: the output is a copy of it, a gather of one run.
+    const bool taken = value.tensor >= 0 && std::find(graph_.outputs.begin(), graph_.outputs.end(),
+                                                      static_cast<std::uint32_t>(value.tensor)) != graph_.outputs.end();
+    if (value.tensor < 0 || taken) {
+      Op copy;
+      copy.kind = OpKind::gather;
+      copy.inputs = {tensor_of(value, where)};
+      copy.gather_shape = graph_.tensors[copy.inputs[0]].shape;
+      copy.gather_runs = {GatherRun{0, 0, 0, static_cast<std::uint64_t>(element_count(value.dims, where)), 1, 1, 0, 0}};
+      value = Computed{add_op(copy, output.name() + ".copy", -1, where), "", value.dims};
+    }
     const auto tensor = static_cast<std::uint32_t>(value.tensor);
-    for (std::uint32_t existing : graph_.outputs)
-      if (existing == tensor)
-        unsupported(where, fmt::format("two outputs ('{}' and '{}') holding the same value",
-                                       graph_.tensors[tensor].name, output.name()));
     // The IR tensor takes the output's name (an Identity or Reshape may have renamed it).
     std::string& name = graph_.tensors[tensor].name;
     if (name != output.name()) {

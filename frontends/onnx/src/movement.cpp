@@ -210,8 +210,8 @@ Movement resize_nearest_movement(const Dims& in, const Dims& out, const std::vec
                                  const std::string& transformation, const std::string& nearest_mode,
                                  const std::string& where) {
   static const std::vector<std::string> transformations = {
-      "half_pixel",          "asymmetric", "align_corners", "pytorch_half_pixel", "tf_half_pixel_for_nearest",
-      "half_pixel_symmetric"};
+      "half_pixel",           "asymmetric",          "align_corners", "pytorch_half_pixel", "tf_half_pixel_for_nearest",
+      "tf_half_pixel_for_nn", "half_pixel_symmetric"};
   static const std::vector<std::string> modes = {"round_prefer_floor", "round_prefer_ceil", "floor", "ceil"};
   if (std::find(transformations.begin(), transformations.end(), transformation) == transformations.end())
     refuse(where, fmt::format("Resize with coordinate_transformation_mode '{}' (supported: {})", transformation,
@@ -229,8 +229,9 @@ Movement resize_nearest_movement(const Dims& in, const Dims& out, const std::vec
       else if (transformation == "pytorch_half_pixel") original = resized > 1 ? (at + 0.5) / scale - 0.5 : 0.0;
       else if (transformation == "align_corners") original = resized == 1 ? 0.0 : at * (length - 1) / (resized - 1);
       else if (transformation == "asymmetric") original = at / scale;
-      else if (transformation == "tf_half_pixel_for_nearest") original = (at + 0.5) / scale;
-      else {  // half_pixel_symmetric
+      else if (transformation == "tf_half_pixel_for_nearest" || transformation == "tf_half_pixel_for_nn")
+        original = (at + 0.5) / scale;  // tf_half_pixel_for_nn: its name in ONNX 1.12's own test data
+      else {                            // half_pixel_symmetric
         const double adjustment = resized / (scale * length), centre = length / 2;
         original = centre * (1 - adjustment) + (at + 0.5) / scale - 0.5;
       }
