@@ -647,11 +647,14 @@ def build_cnn(name, batch, channels, height, width, architecture):
 # "mlp-concat-branches": two Gemm branches (ReLU, Tanh) of one input joined by Concat, then a Gemm and Softmax;
 # "movement-pad-slice": reflect Pad, DepthToSpace, a Slice with steps, a Transpose moving the first axis, a
 #   constant Pad, a Reshape, a MatMul, then Split and Concat in the other order;
-# "movement-resize-gather": nearest Resize, SpaceToDepth, Gather on axis 1, Tile, Expand, Flatten and a Gemm.
+# "movement-resize-gather": nearest Resize, SpaceToDepth, Gather on axis 1, Tile, Expand, Flatten and a Gemm;
+# "movement-conv-concat": two Convs of one image joined by Concat on channels, a nearest Resize by 2, a strided
+#   Conv: feature maps laid out channels last read and written by gathers.
 MOVEMENT = {
     "mlp-concat-branches": ([4, 32],),
     "movement-pad-slice": ([2, 8, 6, 6],),
     "movement-resize-gather": ([1, 3, 4, 4],),
+    "movement-conv-concat": ([1, 3, 8, 8],),
 }
 
 
@@ -716,6 +719,24 @@ def build_movement(name, input_dims):
                   helper.make_node("Concat", ["right", "left"], ["y"], axis=-1)]
         ref = np.maximum(ref @ weight.astype(np.float64), 0)
         ref = np.concatenate([ref[:, 3:], ref[:, :3]], axis=1)
+        opset = 13
+    elif name == "movement-conv-concat":
+        def conv(inputs, out, outs, ins, kernel, stride, pad):
+            w = rng.uniform(-0.3, 0.3, size=(outs, ins, kernel, kernel)).astype(np.float32)
+            b = rng.uniform(-0.1, 0.1, size=(outs,)).astype(np.float32)
+            nodes.append(helper.make_node("Conv", [inputs, constant(w, out + ".weight"), constant(b, out + ".bias")],
+                                          [out], kernel_shape=[kernel, kernel], strides=[stride, stride],
+                                          pads=[pad] * 4))
+            return w.astype(np.float64), b.astype(np.float64)
+        wa, ba = conv("x", "a", 4, 3, 3, 1, 1)
+        wb, bb = conv("x", "b", 2, 3, 1, 1, 0)
+        nodes += [helper.make_node("Concat", ["a", "b"], ["joined"], axis=1),
+                  helper.make_node("Resize", ["joined", "", constant(np.array([1, 1, 2, 2], np.float32), "scales")],
+                                   ["resized"], mode="nearest")]
+        wy, by = conv("resized", "y", 4, 6, 3, 2, 1)
+        joined = np.concatenate([reference_conv(ref, wa, ba, 1, [1] * 4, 1, 1),
+                                 reference_conv(ref, wb, bb, 1, [0] * 4, 1, 1)], axis=1)
+        ref = reference_conv(joined.repeat(2, axis=2).repeat(2, axis=3), wy, by, 2, [1] * 4, 1, 1)
         opset = 13
     else:
         nodes += [helper.make_node("Resize", ["x", "", constant(np.array([1, 1, 2, 2], np.float32), "scales")],

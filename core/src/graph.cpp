@@ -232,6 +232,10 @@ static std::string infer_gather_shape(const Graph& graph, const Op& op, std::vec
       return fmt::format("gather run {} reads input {} of {}", i, run.input, op.inputs.size());
     if (run.length == 0 || run.repeat == 0)
       return fmt::format("gather run {} is empty (length and repeat must be positive)", i);
+    // Counted first: with repeat and length bounded by the output, the products below cannot overflow.
+    written += static_cast<unsigned __int128>(run.repeat) * run.length;
+    if (written > static_cast<unsigned __int128>(elements))
+      return "gather runs write more elements than the output has";
     if (run.repeat > 1 && run.output_step < run.length)
       return fmt::format("gather run {}: its repeats overlap (output_step {} below length {})", i, run.output_step,
                          run.length);
@@ -247,9 +251,6 @@ static std::string infer_gather_shape(const Graph& graph, const Op& op, std::vec
     if (low < 0 || high >= in_elements)
       return fmt::format("gather run {} reads outside input '{}' of {} elements", i,
                          graph.tensors.at(op.inputs[run.input]).name, static_cast<std::int64_t>(in_elements));
-    written += static_cast<unsigned __int128>(run.repeat) * run.length;
-    if (written > static_cast<unsigned __int128>(elements))
-      return "gather runs write more elements than the output has";
   }
   if (written != static_cast<unsigned __int128>(elements))
     return fmt::format("gather runs write {} of the {} output elements (they must write every one once)",
@@ -294,6 +295,11 @@ std::string check_graph(const Graph& graph) {
     for (std::uint32_t input : op.inputs)
       if (input >= graph.tensors.size()) return fmt::format("op {}: input {} is not a tensor", i, input);
     if (op.output >= graph.tensors.size()) return fmt::format("op {}: output {} is not a tensor", i, op.output);
+    // A gather's runs are walked element by element: its shape is held to its output tensor's
+    // (bounded by the tensor checks of whoever read the graph) before they are.
+    if (op.kind == OpKind::gather && op.gather_shape != graph.tensors[op.output].shape)
+      return fmt::format("op {}: gather shape {} differs from its output '{}' {}", i, shape_text(op.gather_shape),
+                         graph.tensors[op.output].name, shape_text(graph.tensors[op.output].shape));
     std::vector<std::int64_t> shape;
     if (std::string problem = infer_shape(graph, op, shape); !problem.empty())
       return fmt::format("op {}: {}", i, problem);

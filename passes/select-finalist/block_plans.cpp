@@ -425,12 +425,25 @@ struct GatherSource {
   std::int64_t index = 0;
 };
 
-/// Per output element of a gather (row-major), its source; the runs cover every element once.
-std::vector<GatherSource> gather_sources(const Op& op, std::int64_t elements) {
-  std::vector<GatherSource> sources(static_cast<std::size_t>(elements));
-  for_each_gathered(op.gather_runs, [&](std::uint64_t out, std::uint32_t input, std::int64_t index) {
-    sources[out] = {input, index};
-  });
+/// The sources of a gather's output elements [begin, end) (row-major), from the repeats of each
+/// run that meet them: memory for one piece, not the whole output.
+std::vector<GatherSource> range_sources(const Op& op, std::uint64_t begin, std::uint64_t end) {
+  std::vector<GatherSource> sources(end - begin);
+  for (const GatherRun& run : op.gather_runs) {
+    if (end <= run.output_begin) continue;
+    const std::uint64_t step = run.repeat > 1 ? run.output_step : 1;  // output_step >= length > 0 when repeated
+    // Repeat k covers [output_begin + k step, + length): it meets the range from k_low to k_high.
+    const std::uint64_t k_low =
+        begin >= run.output_begin + run.length ? (begin - run.output_begin - run.length) / step + 1 : 0;
+    const std::uint64_t k_high = std::min(run.repeat, (end - run.output_begin + step - 1) / step);
+    for (std::uint64_t k = k_low; k < k_high; ++k) {
+      const std::uint64_t first = run.output_begin + k * step;
+      const std::uint64_t i_low = begin > first ? begin - first : 0, i_high = std::min(run.length, end - first);
+      for (std::uint64_t i = i_low; i < i_high; ++i)
+        sources[first + i - begin] = {run.input, run.input_begin + static_cast<std::int64_t>(k) * run.input_step +
+                                                     static_cast<std::int64_t>(i) * run.input_stride};
+    }
+  }
   return sources;
 }
 
@@ -485,8 +498,7 @@ private:
 /// each element moved from where its source lies: the longest stretches contiguous on both
 /// sides as one exchange copy (one on-tile copy when the source is on the same tile), or, from
 /// a graph input or weight, as one host slice. Nothing is computed.
-Fragment build_gather(const BlockPlanContext& plan, Split split, const std::vector<GatherSource>& sources,
-                      FragmentBuilder& builder) {
+Fragment build_gather(const BlockPlanContext& plan, Split split, FragmentBuilder& builder) {
   const Op& op = plan.op;
   const Graph& graph = plan.graph;
   const Tensor& out_tensor = graph.tensors[op.output];
@@ -513,15 +525,17 @@ Fragment build_gather(const BlockPlanContext& plan, Split split, const std::vect
     for (const Range cols : balanced_split(out_cols, split.column_groups)) {
       if (rows.size == 0 || cols.size == 0) continue;
       const auto tile = static_cast<std::uint32_t>(tile_index++ % plan.target.tiles);
+      // Row groups hold whole rows and column groups split a single row: a piece is one range of the output.
+      const std::uint64_t first = std::uint64_t{rows.begin} * out_cols + cols.begin;
+      const std::vector<GatherSource> sources = range_sources(op, first, first + std::uint64_t{rows.size} * cols.size);
       // Host-written words must be in place before superstep 0 (inputs) or since initialize (weights).
       Lifetime lifetime = Lifetime::transient;
-      for (std::uint32_t r = rows.begin; r < rows.end(); ++r)
-        for (std::uint32_t c = cols.begin; c < cols.end(); ++c) {
-          const std::uint32_t input = op.inputs[sources[std::size_t{r} * out_cols + c].input];
-          if (plan.distributions[input]) continue;
-          if (graph.tensors[input].kind == TensorKind::weight) lifetime = Lifetime::whole_program;
-          else if (lifetime == Lifetime::transient) lifetime = Lifetime::from_start;
-        }
+      for (const GatherSource& source : sources) {
+        const std::uint32_t input = op.inputs[source.input];
+        if (plan.distributions[input]) continue;
+        if (graph.tensors[input].kind == TensorKind::weight) lifetime = Lifetime::whole_program;
+        else if (lifetime == Lifetime::transient) lifetime = Lifetime::from_start;
+      }
       const std::uint32_t buffer = builder.create(name + ".out", tile, std::uint64_t{rows.size} * cols.size,
                                                   layout.standard, layout.alignment, lifetime);
       Stretch stretch;
@@ -538,37 +552,35 @@ Fragment build_gather(const BlockPlanContext& plan, Split split, const std::vect
         builder.move_rows(0, {builder.existing(stretch.source_buffer), stretch.source_word}, 0,
                           {buffer, stretch.destination_word}, 0, 1, stretch.words);
       };
-      for (std::uint32_t r = rows.begin; r < rows.end(); ++r)
-        for (std::uint32_t c = cols.begin; c < cols.end(); ++c) {
-          const GatherSource source = sources[std::size_t{r} * out_cols + c];
-          const Tensor& tensor = graph.tensors[op.inputs[source.input]];
-          const auto source_row = static_cast<std::uint32_t>(source.index / tensor.cols());
-          const auto source_col = static_cast<std::uint32_t>(source.index % tensor.cols());
-          const std::uint32_t destination = (r - rows.begin) * cols.size + (c - cols.begin);
-          const std::optional<PieceFinder>& finder = finders[source.input];
-          if (!finder) {
-            const bool extends = stretch.open && stretch.from_host && stretch.input == source.input &&
-                                 stretch.host_row == source_row && stretch.host_col + stretch.words == source_col &&
-                                 stretch.destination_word + stretch.words == destination;
-            if (!extends) {
-              flush();
-              stretch = {true, true, source.input, 0, 0, source_row, source_col, destination, 0};
-            }
-            ++stretch.words;
-            continue;
-          }
-          const Piece* piece = finder->find(source_row, source_col);
-          assert(piece != nullptr && "a distribution covers its tensor");
-          const std::uint32_t word = (source_row - piece->row_begin) * piece->cols + (source_col - piece->col_begin);
-          const bool extends = stretch.open && !stretch.from_host && stretch.source_buffer == piece->buffer &&
-                               stretch.source_word + stretch.words == word &&
+      for (std::uint32_t destination = 0; destination < sources.size(); ++destination) {
+        const GatherSource source = sources[destination];
+        const Tensor& tensor = graph.tensors[op.inputs[source.input]];
+        const auto source_row = static_cast<std::uint32_t>(source.index / tensor.cols());
+        const auto source_col = static_cast<std::uint32_t>(source.index % tensor.cols());
+        const std::optional<PieceFinder>& finder = finders[source.input];
+        if (!finder) {
+          const bool extends = stretch.open && stretch.from_host && stretch.input == source.input &&
+                               stretch.host_row == source_row && stretch.host_col + stretch.words == source_col &&
                                stretch.destination_word + stretch.words == destination;
           if (!extends) {
             flush();
-            stretch = {true, false, source.input, piece->buffer, word, 0, 0, destination, 0};
+            stretch = {true, true, source.input, 0, 0, source_row, source_col, destination, 0};
           }
           ++stretch.words;
+          continue;
         }
+        const Piece* piece = finder->find(source_row, source_col);
+        assert(piece != nullptr && "a distribution covers its tensor");
+        const std::uint32_t word = (source_row - piece->row_begin) * piece->cols + (source_col - piece->col_begin);
+        const bool extends = stretch.open && !stretch.from_host && stretch.source_buffer == piece->buffer &&
+                             stretch.source_word + stretch.words == word &&
+                             stretch.destination_word + stretch.words == destination;
+        if (!extends) {
+          flush();
+          stretch = {true, false, source.input, piece->buffer, word, 0, 0, destination, 0};
+        }
+        ++stretch.words;
+      }
       flush();
       output.pieces.push_back({tile, cols.begin, cols.size, buffer, rows.begin, rows.size});
     }
@@ -848,10 +860,8 @@ Status plan_block_op(BlockPlanContext& plan, std::optional<Fragment>& fragment) 
   std::uint64_t best_cycles = kNone, smallest_bytes = kNone;
   Split best{}, smallest{};
   std::size_t costed = 0;
-  const std::vector<GatherSource> sources =
-      op.kind == OpKind::gather ? gather_sources(op, graph.tensors[op.output].elements()) : std::vector<GatherSource>{};
   auto build = [&](Split split, FragmentBuilder& builder) {
-    if (op.kind == OpKind::gather) return build_gather(plan, split, sources, builder);
+    if (op.kind == OpKind::gather) return build_gather(plan, split, builder);
     if (is_binary(op.kind) && !on_rows) return build_binary(plan, builder);
     if (op.kind == OpKind::matmul) return build_product(plan, split, builder);
     if (is_relayout(op.kind)) return build_relayout(plan, split, builder);

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Data movement on computed tensors (scripts/make_onnx_models.py: mlp-concat-branches, movement-pad-slice,
-# movement-resize-gather) compiled for t16 and run on the simulator: each output must match its float64
+# movement-resize-gather, movement-conv-concat) compiled for t16 and run on the simulator: each output must match its float64
 # reference and the numpy expected output (and ONNX Runtime where onnxruntime-node is installed), and each
 # data-movement node must be planned as a gather.
 #
@@ -10,9 +10,10 @@ tessera=$1 source=$2 pipeline=$3
 work=$(mktemp -d "${TMPDIR:-/tmp}/tessera-movement-test.XXXXXX")
 trap 'rm -rf "$work"' EXIT
 fail() { echo "FAIL: $*" >&2; exit 1; }
-models=(mlp-concat-branches movement-pad-slice movement-resize-gather)
-# The gathers each model's data-movement nodes become (a Split is one per output).
-declare -A gathers=([mlp-concat-branches]=1 [movement-pad-slice]=9 [movement-resize-gather]=6)
+models=(mlp-concat-branches movement-pad-slice movement-resize-gather movement-conv-concat)
+# The gathers each model's data-movement nodes become (a Split is one per output, a Reshape or a
+# feature map read in another layout one more).
+declare -A gathers=([mlp-concat-branches]=1 [movement-pad-slice]=9 [movement-resize-gather]=6 [movement-conv-concat]=3)
 /usr/bin/python3 "$source/scripts/make_onnx_models.py" "$work/models" "${models[@]}" >/dev/null
 differential=()
 if command -v node >/dev/null && [ -f "$source/tools/onnxruntime/node_modules/onnxruntime-node/package.json" ]; then

@@ -315,8 +315,9 @@ private:
       ++result_.folded_nodes;
       return;
     }
-    // Nodes with several outputs: each output is a value of its own.
-    if (op == "Split") return import_split(node, index, where);
+    // Operators of several outputs: their import functions compute every output they name.
+    if (auto several = several_outputs().find(op); several != several_outputs().end())
+      return (this->*several->second)(node, index, where);
     int outputs = node.output_size();
     while (outputs > 1 && node.output(outputs - 1).empty()) --outputs;  // absent optional outputs
     if (outputs != 1)
@@ -575,6 +576,14 @@ private:
       folding.push_back(i < data_inputs ? &stand_ins[static_cast<std::size_t>(i)] : &constants_.at(node.input(i)));
     const Constant folded = fold_node(node, folding, result_.opset, where).at(0);
     emit_movement(folded_movement(folded), inputs, 0.0, node.output(0), index, where);
+  }
+
+  using ImportFunction = void (Importer::*)(const onnx::NodeProto&, int, const std::string&);
+  /// Operators whose nodes may have several outputs, and the function that imports each of them as
+  /// a value of its own (computed_[node.output(i)]); any other node must have one output.
+  static const std::map<std::string, ImportFunction>& several_outputs() {
+    static const std::map<std::string, ImportFunction> functions = {{"Split", &Importer::import_split}};
+    return functions;
   }
 
   /// Split into its outputs along an axis: sizes from the `split` input (opset 13) or attribute,
@@ -1182,13 +1191,10 @@ private:
                                      value.dims.size(), dims_text(value.dims)));
     if (value.channels_last) return tensor_of(value, where);
     const std::int64_t n = value.dims[0], c = value.dims[1], spatial = spatial_size(value.dims);
-    if (value.tensor < 0) {
+    // A map computed row-major by another operator (a Concat, a Resize) is re-laid out [N*C, spatial]
+    // by tensor_as (a gather), then transposed.
+    if (value.tensor < 0)
       if (auto done = channels_last_inputs_.find(value.input); done != channels_last_inputs_.end()) return done->second;
-    } else if (value.dims.size() == 4 && value.dims[2] != 1) {
-      unsupported(where, fmt::format("a computed {} read as a feature map (feature maps computed by other operators "
-                                     "than Conv and pooling are supported in rank 3, or with height 1)",
-                                     dims_text(value.dims)));
-    }
     Op transpose;
     transpose.kind = OpKind::transpose;
     transpose.batch = static_cast<std::uint32_t>(n);
