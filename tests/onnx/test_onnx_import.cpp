@@ -623,7 +623,6 @@ TEST_CASE("onnx import splits a computed tensor into each of a node's outputs", 
   CHECK(tensor_named(graph, "first").shape == std::vector<std::int64_t>{2, 1});
   CHECK(tensor_named(graph, "third").shape == std::vector<std::int64_t>{2, 3});
   CHECK(gathered(graph, graph.ops[3], {iota(12)}) == std::vector<double>{3, 4, 5, 9, 10, 11});
-
 }
 
 TEST_CASE("onnx import pads by reflection, by the edge and by a constant that a weight holds", "[onnx]") {
