@@ -638,15 +638,21 @@ TEST_CASE("onnx import pads by reflection, by the edge and by a constant that a 
     REQUIRE(graph.ops.size() == 1);
     const Op& pad = graph.ops[0];
     CHECK(pad.kind == OpKind::gather);
-    std::vector<std::vector<double>> inputs{{0, 1, 2, 3, 4, 5}};
-    if (std::string(mode) == "constant") {
-      REQUIRE(pad.inputs.size() == 2);
-      const Tensor& fill = graph.tensors[pad.inputs[1]];
-      CHECK(fill.kind == TensorKind::weight);
+    // The inputs in the op's order: x, and for constant padding a weight of the fill value.
+    std::vector<std::vector<double>> inputs;
+    for (std::uint32_t input : pad.inputs) {
+      const Tensor& tensor = graph.tensors[input];
+      if (tensor.name == "x") {
+        inputs.push_back({0, 1, 2, 3, 4, 5});
+        continue;
+      }
+      CHECK(std::string(mode) == "constant");
+      CHECK(tensor.kind == TensorKind::weight);
       // The longest stretch of padding: the last column of row 1, then all of row 2 (7 elements).
-      CHECK(fill.shape == std::vector<std::int64_t>{7});
+      CHECK(tensor.shape == std::vector<std::int64_t>{7});
       inputs.push_back(std::vector<double>(7, 7.5));
     }
+    CHECK(pad.inputs.size() == (std::string(mode) == "constant" ? 2u : 1u));
     const std::vector<double> y = gathered(graph, pad, inputs);
     if (std::string(mode) == "reflect")
       CHECK(y == std::vector<double>{2, 1, 0, 1, 2, 1, 5, 4, 3, 4, 5, 4, 2, 1, 0, 1, 2, 1});
@@ -696,4 +702,28 @@ TEST_CASE("onnx import refuses movement it cannot do, naming the node and what i
   const std::string pad = computed.save(dir, "computed_value.onnx");
   CHECK_THROWS_WITH(import_onnx(pad), Catch::StartsWith(pad + ": node 'around' (Pad): not supported: Pad with a "
                                                               "computed constant_value 'v'"));
+}
+
+TEST_CASE("onnx import moves each element of a chain of data movement once, by one gather", "[onnx]") {
+  TempDir dir;
+  ModelBuilder m;
+  m.input("x", {2, 3});
+  m.int_initializer("pads", {4}, {0, 1, 0, 0});  // a column before
+  m.initializer("value", {}, {9.0f});
+  m.node("Pad", {"x", "pads", "value"}, "padded");
+  perm_attribute(m.node("Transpose", {"padded"}, "turned"), {1, 0});
+  m.int_initializer("starts", {1}, {1});
+  m.int_initializer("ends", {1}, {4});
+  m.int_initializer("axes", {1}, {0});
+  m.int_initializer("steps", {1}, {2});
+  m.node("Slice", {"turned", "starts", "ends", "axes", "steps"}, "y");
+  m.output("y", {2, 2});
+  const Graph graph = import_onnx(m.save(dir, "chain.onnx")).graph;
+  // Pad [2, 4], Transpose [4, 2], rows 1 and 3: x's columns 0 and 2, one gather reading x alone.
+  REQUIRE(graph.ops.size() == 1);
+  const Op& chain = graph.ops[0];
+  CHECK(chain.kind == OpKind::gather);
+  REQUIRE(chain.inputs.size() == 1);
+  CHECK(graph.tensors[chain.inputs[0]].name == "x");
+  CHECK(gathered(graph, chain, {{0, 1, 2, 3, 4, 5}}) == std::vector<double>{0, 3, 2, 5});
 }

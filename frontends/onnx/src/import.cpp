@@ -221,11 +221,17 @@ private:
     std::int64_t wanted = 1;
     for (std::int64_t d : shape) wanted *= d;
     if (tensor.shape != shape && !value.channels_last && tensor.elements() == wanted) {
+      if (wanted <= kMaxFoldedElements) {  // composed with a gather that wrote the tensor, if one did
+        std::vector<std::int64_t> identity(static_cast<std::size_t>(wanted));
+        for (std::int64_t i = 0; i < wanted; ++i) identity[static_cast<std::size_t>(i)] = source_of(0, i);
+        return add_gather({static_cast<std::uint32_t>(index)}, std::move(identity), shape, tensor.name + ".relayout",
+                          node_index_, where);
+      }
       Op relayout;
       relayout.kind = OpKind::gather;
       relayout.inputs = {static_cast<std::uint32_t>(index)};
       relayout.gather_shape = shape;
-      relayout.gather_runs = {GatherRun{0, 0, 0, static_cast<std::uint64_t>(tensor.elements()), 1, 1, 0, 0}};
+      relayout.gather_runs = {GatherRun{0, 0, 0, static_cast<std::uint64_t>(wanted), 1, 1, 0, 0}};
       return add_op(relayout, tensor.name + ".relayout", node_index_, where);
     }
     if (tensor.shape != shape)
@@ -400,6 +406,10 @@ private:
       dims.push_back(x.dims[static_cast<std::size_t>(axis)]);
       if (dims.back() != 1) kept.push_back(axis);
     }
+    // A transpose of a gather's result joins that gather (each element moved once).
+    if (x.tensor >= 0 && gather_producer(static_cast<std::uint32_t>(x.tensor)) &&
+        !std::is_sorted(kept.begin(), kept.end()))
+      return import_folded_movement(node, index, where);
     if (std::is_sorted(kept.begin(), kept.end())) {  // the elements keep their order
       Computed view = x;
       view.dims = dims;
@@ -551,9 +561,60 @@ private:
       const MovedInput& in = inputs[static_cast<std::size_t>(source >> kSourceShift)];
       if (in.value) source = source_of(source >> kSourceShift, ir_index(*in.value, source & kSourceIndexMask));
     }
-    op.gather_shape = ir_shape(movement.dims);
+    const std::uint32_t tensor =
+        add_gather(std::move(op.inputs), std::move(sources), ir_shape(movement.dims), output, index, where);
+    computed_[output] = Computed{tensor, "", movement.dims};
+  }
+
+  /// The gather op that wrote IR tensor `tensor`, or null when another kind of op (or none) did.
+  const Op* gather_producer(std::uint32_t tensor) const {
+    for (auto op = graph_.ops.rbegin(); op != graph_.ops.rend(); ++op)
+      if (op->output == tensor) return op->kind == OpKind::gather ? &*op : nullptr;
+    return nullptr;
+  }
+
+  /// A gather op of `shape` whose element i is element `sources[i] & kSourceIndexMask` of IR tensor
+  /// `inputs[sources[i] >> kSourceShift]`. An input another gather wrote is read through that
+  /// gather's runs, from its own inputs: a chain of data movement (Pad, DepthToSpace, Slice, a
+  /// re-layout) moves each element once, and the gathers it skips are pruned if nothing else reads them.
+  std::uint32_t add_gather(std::vector<std::uint32_t> inputs, std::vector<std::int64_t> sources,
+                           std::vector<std::int64_t> shape, const std::string& output, int index,
+                           const std::string& where) {
+    std::vector<std::vector<std::int64_t>> through(inputs.size());  // per slot: the producer's sources
+    std::vector<const Op*> producers(inputs.size(), nullptr);
+    for (std::size_t i = 0; i < inputs.size(); ++i) {
+      const Op* producer = gather_producer(inputs[i]);
+      if (!producer || graph_.tensors[inputs[i]].elements() > kMaxFoldedElements) continue;
+      producers[i] = producer;
+      through[i].resize(static_cast<std::size_t>(graph_.tensors[inputs[i]].elements()));
+      for_each_gathered(producer->gather_runs, [&](std::uint64_t at, std::uint32_t input, std::int64_t element) {
+        through[i][at] = source_of(input, element);
+      });
+    }
+    std::vector<std::uint32_t> read;  // the IR tensors the composed gather reads, each once
+    auto slot_of = [&](std::uint32_t tensor) {
+      const auto found = std::find(read.begin(), read.end(), tensor);
+      if (found != read.end()) return static_cast<std::int64_t>(found - read.begin());
+      read.push_back(tensor);
+      return static_cast<std::int64_t>(read.size() - 1);
+    };
+    for (std::int64_t& source : sources) {
+      const auto slot = static_cast<std::size_t>(source >> kSourceShift);
+      const std::int64_t element = source & kSourceIndexMask;
+      if (const Op* producer = producers[slot]) {
+        const std::int64_t inner = through[slot][static_cast<std::size_t>(element)];
+        source = source_of(slot_of(producer->inputs[static_cast<std::size_t>(inner >> kSourceShift)]),
+                           inner & kSourceIndexMask);
+      } else {
+        source = source_of(slot_of(inputs[slot]), element);
+      }
+    }
+    Op op;
+    op.kind = OpKind::gather;
+    op.inputs = std::move(read);
+    op.gather_shape = std::move(shape);
     op.gather_runs = compress_runs(sources);
-    computed_[output] = Computed{add_op(op, output, index, where), "", movement.dims};
+    return add_op(std::move(op), output, index, where);
   }
 
   /// Concat, Gather (constant indices) and Transpose: stand-ins folded through the node.
