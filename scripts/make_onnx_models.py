@@ -1,5 +1,5 @@
 #!/usr/bin/python3
-"""Generates MLP, encoder and CNN ONNX models with weights, an input and the expected output (python3-onnx, numpy; no torch).
+"""Generates MLP, encoder, CNN and data-movement ONNX models with weights, an input and the expected output (python3-onnx, numpy; no torch).
 
 Each model goes to OUT/<name>/model.onnx with test_data_set_0/input_0.pb and output_0.pb, laid
 out as ONNX's own test data, so `tessera run PACKAGE --input x=.../input_0.pb --expect y=.../output_0.pb`
@@ -643,9 +643,127 @@ def build_cnn(name, batch, channels, height, width, architecture):
     return checked_model(name, g.nodes, x.shape, reference.shape, g.initializers, 13), x, reference.astype(np.float32)
 
 
+# name: (input dims,). Data movement on computed tensors (each node a gather on the device):
+# "mlp-concat-branches": two Gemm branches (ReLU, Tanh) of one input joined by Concat, then a Gemm and Softmax;
+# "movement-pad-slice": reflect Pad, DepthToSpace, a Slice with steps, a Transpose moving the first axis, a
+#   constant Pad, a Reshape, a MatMul, then Split and Concat in the other order;
+# "movement-resize-gather": nearest Resize, SpaceToDepth, Gather on axis 1, Tile, Expand, Flatten and a Gemm;
+# "movement-conv-concat": two Convs of one image joined by Concat on channels, a nearest Resize by 2, a strided
+#   Conv: feature maps laid out channels last read and written by gathers.
+MOVEMENT = {
+    "mlp-concat-branches": ([4, 32],),
+    "movement-pad-slice": ([2, 8, 6, 6],),
+    "movement-resize-gather": ([1, 3, 4, 4],),
+    "movement-conv-concat": ([1, 3, 8, 8],),
+}
+
+
+def reference_depth_to_space(x, block):
+    n, c, h, w = x.shape
+    return x.reshape(n, block, block, c // (block * block), h, w).transpose(0, 3, 4, 1, 5, 2).reshape(
+        n, c // (block * block), h * block, w * block)
+
+
+def reference_space_to_depth(x, block):
+    n, c, h, w = x.shape
+    return x.reshape(n, c, h // block, block, w // block, block).transpose(0, 3, 5, 1, 2, 4).reshape(
+        n, c * block * block, h // block, w // block)
+
+
+def build_movement(name, input_dims):
+    rng = np.random.default_rng(sum(map(ord, name)))  # fixed per model: the files are reproducible
+    x = rng.uniform(-1.0, 1.0, size=input_dims).astype(np.float32)
+    ref = x.astype(np.float64)
+    nodes, initializers = [], []
+
+    def constant(array, const_name):
+        initializers.append(numpy_helper.from_array(np.asarray(array), const_name))
+        return const_name
+
+    if name == "mlp-concat-branches":
+        branches = []
+        for branch, (width, act) in enumerate(((48, "Relu"), (16, "Tanh"))):
+            weight, bias = linear(rng, input_dims[-1], width)
+            w, b = constant(weight, f"branch{branch}.weight"), constant(bias, f"branch{branch}.bias")
+            nodes += [helper.make_node("Gemm", ["x", w, b], [f"branch{branch}.linear"], transB=1),
+                      helper.make_node(act, [f"branch{branch}.linear"], [f"branch{branch}.out"])]
+            value = ref @ weight.astype(np.float64).T + bias.astype(np.float64)
+            branches.append(np.maximum(value, 0) if act == "Relu" else np.tanh(value))
+        nodes.append(helper.make_node("Concat", ["branch0.out", "branch1.out"], ["joined"], axis=1))
+        weight, bias = linear(rng, 64, 10)
+        nodes += [helper.make_node("Gemm", ["joined", constant(weight, "head.weight"), constant(bias, "head.bias")],
+                                   ["logits"], transB=1),
+                  helper.make_node("Softmax", ["logits"], ["y"], axis=-1)]
+        ref = reference_softmax(np.concatenate(branches, axis=1) @ weight.astype(np.float64).T + bias)
+        opset = 13
+    elif name == "movement-pad-slice":
+        nodes += [helper.make_node("Pad", ["x", constant(np.array([0, 0, 1, 1, 0, 0, 1, 1], np.int64), "pads")],
+                                   ["padded"], mode="reflect"),
+                  helper.make_node("DepthToSpace", ["padded"], ["space"], blocksize=2, mode="DCR"),
+                  helper.make_node("Slice", ["space", constant(np.array([1, 0], np.int64), "starts"),
+                                             constant(np.array([16, 16], np.int64), "ends"),
+                                             constant(np.array([2, -1], np.int64), "axes"),
+                                             constant(np.array([2, 3], np.int64), "steps")], ["sliced"]),
+                  helper.make_node("Transpose", ["sliced"], ["moved"], perm=[3, 0, 2, 1]),
+                  helper.make_node("Pad", ["moved", constant(np.array([0, 1, 0, 0, 0, 0, 0, 0], np.int64), "pads1"),
+                                           constant(np.array(0.5, np.float32), "half")], ["filled"]),
+                  helper.make_node("Reshape", ["filled", constant(np.array([18, 16], np.int64), "rows")], ["flat"])]
+        ref = np.pad(ref, ((0, 0), (0, 0), (1, 1), (1, 1)), mode="reflect")
+        ref = reference_depth_to_space(ref, 2)[:, :, 1:16:2, 0:16:3].transpose(3, 0, 2, 1)
+        ref = np.pad(ref, ((0, 0), (1, 0), (0, 0), (0, 0)), constant_values=0.5).reshape(18, 16)
+        weight = rng.uniform(-0.5, 0.5, size=(16, 8)).astype(np.float32)
+        nodes += [helper.make_node("MatMul", ["flat", constant(weight, "weight")], ["product"]),
+                  helper.make_node("Relu", ["product"], ["activated"]),
+                  helper.make_node("Split", ["activated", constant(np.array([3, 5], np.int64), "split")],
+                                   ["left", "right"], axis=1),
+                  helper.make_node("Concat", ["right", "left"], ["y"], axis=-1)]
+        ref = np.maximum(ref @ weight.astype(np.float64), 0)
+        ref = np.concatenate([ref[:, 3:], ref[:, :3]], axis=1)
+        opset = 13
+    elif name == "movement-conv-concat":
+        def conv(inputs, out, outs, ins, kernel, stride, pad):
+            w = rng.uniform(-0.3, 0.3, size=(outs, ins, kernel, kernel)).astype(np.float32)
+            b = rng.uniform(-0.1, 0.1, size=(outs,)).astype(np.float32)
+            nodes.append(helper.make_node("Conv", [inputs, constant(w, out + ".weight"), constant(b, out + ".bias")],
+                                          [out], kernel_shape=[kernel, kernel], strides=[stride, stride],
+                                          pads=[pad] * 4))
+            return w.astype(np.float64), b.astype(np.float64)
+        wa, ba = conv("x", "a", 4, 3, 3, 1, 1)
+        wb, bb = conv("x", "b", 2, 3, 1, 1, 0)
+        nodes += [helper.make_node("Concat", ["a", "b"], ["joined"], axis=1),
+                  helper.make_node("Resize", ["joined", "", constant(np.array([1, 1, 2, 2], np.float32), "scales")],
+                                   ["resized"], mode="nearest")]
+        wy, by = conv("resized", "y", 4, 6, 3, 2, 1)
+        joined = np.concatenate([reference_conv(ref, wa, ba, 1, [1] * 4, 1, 1),
+                                 reference_conv(ref, wb, bb, 1, [0] * 4, 1, 1)], axis=1)
+        ref = reference_conv(joined.repeat(2, axis=2).repeat(2, axis=3), wy, by, 2, [1] * 4, 1, 1)
+        opset = 13
+    else:
+        nodes += [helper.make_node("Resize", ["x", "", constant(np.array([1, 1, 2, 2], np.float32), "scales")],
+                                   ["resized"], mode="nearest"),
+                  helper.make_node("SpaceToDepth", ["resized"], ["depth"], blocksize=2),
+                  helper.make_node("Gather", ["depth", constant(np.array([0, 5, 11, -2], np.int64), "picked")],
+                                   ["gathered"], axis=1),
+                  helper.make_node("Tile", ["gathered", constant(np.array([1, 2, 1, 1], np.int64), "repeats")],
+                                   ["tiled"]),
+                  helper.make_node("Expand", ["tiled", constant(np.array([2, 1, 1, 1], np.int64), "shape")],
+                                   ["expanded"]),
+                  helper.make_node("Flatten", ["expanded"], ["flat"], axis=1)]
+        # half_pixel, round_prefer_floor at scale 2: output i reads input i // 2.
+        ref = ref.repeat(2, axis=2).repeat(2, axis=3)
+        ref = reference_space_to_depth(ref, 2)[:, [0, 5, 11, 10]]
+        ref = np.broadcast_to(np.tile(ref, (1, 2, 1, 1)), (2, 8, 4, 4)).reshape(2, 128)
+        weight, bias = linear(rng, 128, 10)
+        nodes.append(helper.make_node("Gemm", ["flat", constant(weight, "head.weight"), constant(bias, "head.bias")],
+                                      ["y"], transB=1))
+        ref = ref @ weight.astype(np.float64).T + bias.astype(np.float64)
+        opset = 13
+    return checked_model(name, nodes, x.shape, ref.shape, initializers, opset), x, ref.astype(np.float32)
+
+
 # each table of models and the function that builds one of its models
 TABLES = ((MODELS, build), (ENCODERS, build_encoder), (TORCH_ENCODERS, build_torch_encoder),
-          (BERT_ENCODERS, build_bert), (CNNS, build_cnn))
+          (BERT_ENCODERS, build_bert), (CNNS, build_cnn), (MOVEMENT, build_movement))
 
 
 def write_test_data(folder, x, y):

@@ -128,6 +128,8 @@ const char* op_kind_name(OpKind kind) {
       return "prelu";
     case OpKind::reduce:
       return "reduce";
+    case OpKind::gather:
+      return "gather";
   }
   return "?";
 }
@@ -191,6 +193,93 @@ Window window_from_fields(std::span<const std::uint32_t, kWindowFields> f) {
   return w;
 }
 
+std::array<std::uint64_t, kGatherRunFields> gather_run_fields(const GatherRun& run) {
+  return {run.output_begin,
+          run.input,
+          static_cast<std::uint64_t>(run.input_begin),
+          run.length,
+          static_cast<std::uint64_t>(run.input_stride),
+          run.repeat,
+          run.output_step,
+          static_cast<std::uint64_t>(run.input_step)};
+}
+
+GatherRun gather_run_from_fields(std::span<const std::uint64_t, kGatherRunFields> f) {
+  GatherRun run;
+  run.output_begin = f[0];
+  // An input slot past 32 bits is out of range either way; saturating keeps it so for the check.
+  run.input = f[1] > std::numeric_limits<std::uint32_t>::max() ? std::numeric_limits<std::uint32_t>::max()
+                                                               : static_cast<std::uint32_t>(f[1]);
+  run.input_begin = static_cast<std::int64_t>(f[2]);
+  run.length = f[3];
+  run.input_stride = static_cast<std::int64_t>(f[4]);
+  run.repeat = f[5];
+  run.output_step = f[6];
+  run.input_step = static_cast<std::int64_t>(f[7]);
+  return run;
+}
+
+static std::string shape_text(const std::vector<std::int64_t>& shape);
+
+/// gather: the shape, then every run inside the output and its input, no output element twice.
+/// Runs come from files: sizes are checked before anything is allocated or walked.
+static std::string infer_gather_shape(const Graph& graph, const Op& op, std::vector<std::int64_t>& shape) {
+  if (op.inputs.empty()) return "gather takes at least 1 input, got 0";
+  for (std::uint32_t input : op.inputs)
+    if (graph.tensors.at(input).dtype != DType::float32)
+      return fmt::format("gather reads float32 tensors; '{}' is {}", graph.tensors.at(input).name,
+                         dtype_name(graph.tensors.at(input).dtype));
+  if (op.gather_shape.empty() || op.gather_shape.size() > 2)
+    return fmt::format("gather's output shape {} must have rank 1 or 2", shape_text(op.gather_shape));
+  __int128 elements = 1;
+  for (std::int64_t d : op.gather_shape) {
+    if (d <= 0 || d > (std::int64_t{1} << 31))
+      return fmt::format("gather's output shape {} must have sizes in 1..2^31", shape_text(op.gather_shape));
+    elements *= d;
+  }
+  if (elements > (std::int64_t{1} << 31))
+    return fmt::format("gather's output {} has more than 2^31 elements", shape_text(op.gather_shape));
+  unsigned __int128 written = 0;
+  for (std::size_t i = 0; i < op.gather_runs.size(); ++i) {
+    const GatherRun& run = op.gather_runs[i];
+    if (run.input >= op.inputs.size())
+      return fmt::format("gather run {} reads input {} of {}", i, run.input, op.inputs.size());
+    if (run.length == 0 || run.repeat == 0)
+      return fmt::format("gather run {} is empty (length and repeat must be positive)", i);
+    // Counted first: with repeat and length bounded by the output, the products below cannot overflow.
+    written += static_cast<unsigned __int128>(run.repeat) * run.length;
+    if (written > static_cast<unsigned __int128>(elements))
+      return "gather runs write more elements than the output has";
+    if (run.repeat > 1 && run.output_step < run.length)
+      return fmt::format("gather run {}: its repeats overlap (output_step {} below length {})", i, run.output_step,
+                         run.length);
+    const unsigned __int128 last_out = static_cast<unsigned __int128>(run.output_begin) +
+                                       static_cast<unsigned __int128>(run.repeat - 1) * run.output_step + run.length;
+    if (last_out > static_cast<unsigned __int128>(elements))
+      return fmt::format("gather run {} writes past the {} output elements", i, static_cast<std::int64_t>(elements));
+    const __int128 in_elements = graph.tensors.at(op.inputs[run.input]).elements();
+    __int128 low = run.input_begin, high = run.input_begin;
+    for (const __int128 move : {static_cast<__int128>(run.repeat - 1) * run.input_step,
+                                static_cast<__int128>(run.length - 1) * run.input_stride})
+      (move < 0 ? low : high) += move;
+    if (low < 0 || high >= in_elements)
+      return fmt::format("gather run {} reads outside input '{}' of {} elements", i,
+                         graph.tensors.at(op.inputs[run.input]).name, static_cast<std::int64_t>(in_elements));
+  }
+  if (written != static_cast<unsigned __int128>(elements))
+    return fmt::format("gather runs write {} of the {} output elements (they must write every one once)",
+                       static_cast<std::uint64_t>(written), static_cast<std::int64_t>(elements));
+  std::vector<bool> seen(static_cast<std::size_t>(elements), false);
+  std::string overlap;
+  for_each_gathered(op.gather_runs, [&](std::uint64_t out, std::uint32_t, std::int64_t) {
+    if (seen[out] && overlap.empty()) overlap = fmt::format("gather runs write output element {} twice", out);
+    seen[out] = true;
+  });
+  if (!overlap.empty()) return overlap;
+  shape = op.gather_shape;
+  return "";
+}
+
 std::int64_t Tensor::elements() const {
   std::int64_t count = 1;
   for (auto d : shape) count *= d;
@@ -220,6 +309,11 @@ std::string check_graph(const Graph& graph) {
     for (std::uint32_t input : op.inputs)
       if (input >= graph.tensors.size()) return fmt::format("op {}: input {} is not a tensor", i, input);
     if (op.output >= graph.tensors.size()) return fmt::format("op {}: output {} is not a tensor", i, op.output);
+    // A gather's runs are walked element by element: its shape is held to its output tensor's
+    // (bounded by the tensor checks of whoever read the graph) before they are.
+    if (op.kind == OpKind::gather && op.gather_shape != graph.tensors[op.output].shape)
+      return fmt::format("op {}: gather shape {} differs from its output '{}' {}", i, shape_text(op.gather_shape),
+                         graph.tensors[op.output].name, shape_text(graph.tensors[op.output].shape));
     std::vector<std::int64_t> shape;
     if (std::string problem = infer_shape(graph, op, shape); !problem.empty())
       return fmt::format("op {}: {}", i, problem);
@@ -345,6 +439,8 @@ std::string infer_shape(const Graph& graph, const Op& op, std::vector<std::int64
   if (op.relu && op.kind != OpKind::dense && op.kind != OpKind::conv)
     return std::string(op_kind_name(op.kind)) + " does not take a fused relu";
   if (std::string problem = function_problem(op); !problem.empty()) return problem;
+  if (op.kind != OpKind::gather && (!op.gather_shape.empty() || !op.gather_runs.empty()))
+    return std::string(op_kind_name(op.kind)) + " does not take gather runs";
   switch (op.kind) {
     case OpKind::matmul:
     case OpKind::dense: {
@@ -466,6 +562,8 @@ std::string infer_shape(const Graph& graph, const Op& op, std::vector<std::int64
     case OpKind::max_pool:
     case OpKind::avg_pool:
       return infer_window_shape(graph, op, shape);
+    case OpKind::gather:
+      return infer_gather_shape(graph, op, shape);
   }
   return "unknown operation";
 }
@@ -580,6 +678,43 @@ static Window parse_window(const std::string& path, const YAML::Node& node) {
   return w;
 }
 
+/// A gather op's `shape` and `runs`, each run [output_begin, input, input_begin, length, input_stride,
+/// repeat, output_step, input_step]; infer_shape then checks that they write every element once.
+static void parse_gather(const std::string& path, const YAML::Node& node, Op& op) {
+  constexpr const char* kRunExample =
+      "[0, 0, 0, 8, 4, 4, 8, 1] (output_begin, input, input_begin, length, "
+      "input_stride, repeat, output_step, input_step)";
+  const YAML::Node shape = node["shape"];
+  if (!shape.IsDefined() || !shape.IsSequence() || shape.size() < 1 || shape.size() > 2)
+    yaml::fail(path, shape.IsDefined() ? shape : node, "a gather needs 'shape', 1 or 2 positive sizes, e.g. [4, 8]");
+  for (const auto& d : shape) {
+    std::int64_t size = 0;
+    if (!d.IsScalar() || !yaml::parse_int(d.Scalar(), size) || size <= 0 || size > kMaxDimension)
+      yaml::fail(path, d, "a shape size must be an integer in 1.." + std::to_string(kMaxDimension));
+    op.gather_shape.push_back(size);
+  }
+  const YAML::Node runs = node["runs"];
+  if (!runs.IsDefined() || !runs.IsSequence() || runs.size() == 0)
+    yaml::fail(path, runs.IsDefined() ? runs : node,
+               fmt::format("a gather needs 'runs', a list of runs like {}", kRunExample));
+  for (const auto& run : runs) {
+    if (!run.IsSequence() || run.size() != kGatherRunFields)
+      yaml::fail(path, run, fmt::format("a run is a list of {} integers, e.g. {}", kGatherRunFields, kRunExample));
+    std::array<std::int64_t, kGatherRunFields> values{};
+    for (std::size_t i = 0; i < kGatherRunFields; ++i) {
+      const bool may_be_negative = i == 2 || i == 4 || i == 7;  // input_begin, input_stride, input_step
+      if (!run[i].IsScalar() || !yaml::parse_int(run[i].Scalar(), values[i]) || (!may_be_negative && values[i] < 0))
+        yaml::fail(path, run[i],
+                   fmt::format("run fields are integers (only input_stride and input_step may be "
+                               "negative), e.g. {}",
+                               kRunExample));
+    }
+    std::array<std::uint64_t, kGatherRunFields> fields{};
+    for (std::size_t i = 0; i < kGatherRunFields; ++i) fields[i] = static_cast<std::uint64_t>(values[i]);
+    op.gather_runs.push_back(gather_run_from_fields(fields));
+  }
+}
+
 Graph load_model(const std::string& path) {
   using namespace yaml;
   YAML::Node root = load_file(path);
@@ -648,7 +783,7 @@ Graph load_model(const std::string& path) {
     check_keys(path, node, {"op",           "inputs",    "output", "relu",   "transpose_b",       "batch", "heads",
                             "column_begin", "columns",   "scale",  "eps",    "exponent",          "field", "kernel",
                             "strides",      "dilations", "pads",   "groups", "count_include_pad", "low",   "high",
-                            "function",     "alpha"});
+                            "function",     "alpha",     "shape",  "runs"});
     if (!node["op"].IsDefined()) fail(path, node, "missing required key 'op'");
     Op op;
     op.kind = parse_op_kind(path, node["op"]);
@@ -682,6 +817,9 @@ Graph load_model(const std::string& path) {
     only_for("alpha", {OpKind::unary});
     if (op.kind == OpKind::unary || op.kind == OpKind::reduce) op.function = parse_function(path, node, op.kind);
     op.alpha = get_number_or(path, node, "alpha", 0.0);
+    only_for("shape", {OpKind::gather});
+    only_for("runs", {OpKind::gather});
+    if (op.kind == OpKind::gather) parse_gather(path, node, op);
     op.transpose_b = get_bool_or(path, node, "transpose_b", false);
     const std::uint64_t batch = get_uint_or(path, node, "batch", 1, kMaxDimension);
     if (batch == 0) fail(path, node["batch"], "'batch' must be a positive count, e.g. 4");

@@ -314,6 +314,12 @@ std::string encode_graph(const Graph& g) {
     w.f64(op.clip_high);
     w.u32(op.function);
     w.f64(op.alpha);
+    // gather: shape and runs (empty for other ops).
+    w.u32(static_cast<std::uint32_t>(op.gather_shape.size()));
+    for (std::int64_t d : op.gather_shape) w.i64(d);
+    w.u32(static_cast<std::uint32_t>(op.gather_runs.size()));
+    for (const GatherRun& run : op.gather_runs)
+      for (std::uint64_t field : gather_run_fields(run)) w.u64(field);
   }
   w.u32s(g.outputs);
   // An imported model's sha256 trails the graph; YAML graphs end here, as before.
@@ -351,7 +357,7 @@ void decode_graph(Reader& r, Graph& g, const Target& target) {
       r.fail(fmt::format("the inputs and weights up to tensor '{}' exceed the {} bytes of target '{}'", t.name,
                          std::uint64_t(device_bytes), target.name));
   }
-  g.ops.resize(r.count(86));  // the fixed fields of an op
+  g.ops.resize(r.count(94));  // the fixed fields of an op
   for (auto& op : g.ops) {
     op.kind = r.enumeration<OpKind>(kOpKindCount);
     op.inputs = r.u32s();
@@ -372,6 +378,15 @@ void decode_graph(Reader& r, Graph& g, const Target& target) {
     op.clip_high = r.f64();
     op.function = r.u32();
     op.alpha = r.f64();
+    // Counts are bounded by the section's bytes; check_graph below bounds every run.
+    op.gather_shape.resize(r.count(8));
+    for (std::int64_t& d : op.gather_shape) d = r.i64();
+    op.gather_runs.resize(r.count(8 * kGatherRunFields));
+    for (GatherRun& run : op.gather_runs) {
+      std::array<std::uint64_t, kGatherRunFields> fields{};
+      for (std::uint64_t& field : fields) field = r.u64();
+      run = gather_run_from_fields(fields);
+    }
   }
   g.outputs = r.u32s();
   if (const std::string problem = check_graph(g); !problem.empty()) r.fail("the graph is inconsistent: " + problem);

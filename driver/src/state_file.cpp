@@ -219,6 +219,14 @@ void write_graph(std::string& out, const std::string& indent, const Graph& g) {
     if (op.kind == OpKind::clip) record.f("clip_low", op.clip_low).f("clip_high", op.clip_high);
     if (op.kind == OpKind::unary || op.kind == OpKind::reduce) record.u("function", op.function);
     if (op.alpha != 0.0) record.f("alpha", op.alpha);
+    if (op.kind == OpKind::gather) {
+      // A run: [output_begin, input, input_begin, length, input_stride, repeat, output_step, input_step].
+      std::vector<std::string> runs;
+      for (const GatherRun& r : op.gather_runs)
+        runs.push_back(fmt::format("[{}, {}, {}, {}, {}, {}, {}, {}]", r.output_begin, r.input, r.input_begin, r.length,
+                                   r.input_stride, r.repeat, r.output_step, r.input_step));
+      record.list("gather_shape", op.gather_shape).list("gather_runs", runs);
+    }
     record.f("scale", op.scale)
         .f("epsilon", op.epsilon)
         .f("exponent", op.exponent)
@@ -608,7 +616,8 @@ Graph read_graph(const Node& n) {
   });
   n["ops"].each([&](const Node& o) {
     o.keys({"kind", "inputs", "output", "relu", "transpose_b", "batch", "heads", "column_begin", "column_count",
-            "window", "clip_low", "clip_high", "function", "alpha", "scale", "epsilon", "exponent", "place"});
+            "window", "clip_low", "clip_high", "function", "alpha", "gather_shape", "gather_runs", "scale", "epsilon",
+            "exponent", "place"});
     Op op;
     op.kind = o["kind"].enumeration<OpKind>(kOpKindCount, op_kind_name);
     op.inputs = o["inputs"].u32s();
@@ -628,6 +637,21 @@ Graph read_graph(const Node& n) {
     if (o.has("clip_high")) op.clip_high = o["clip_high"].f64();
     if (o.has("function")) op.function = o["function"].u32();
     if (o.has("alpha")) op.alpha = o["alpha"].f64();
+    if (o.has("gather_shape")) o["gather_shape"].each([&](const Node& d) { op.gather_shape.push_back(d.i64()); });
+    if (o.has("gather_runs"))
+      o["gather_runs"].each([&](const Node& n) {
+        n.size(kGatherRunFields);
+        GatherRun run;
+        run.output_begin = n.at(0).u64();
+        run.input = n.at(1).u32();
+        run.input_begin = n.at(2).i64();
+        run.length = n.at(3).u64();
+        run.input_stride = n.at(4).i64();
+        run.repeat = n.at(5).u64();
+        run.output_step = n.at(6).u64();
+        run.input_step = n.at(7).i64();
+        op.gather_runs.push_back(run);
+      });
     op.scale = o["scale"].f64();
     op.epsilon = o["epsilon"].f64();
     op.exponent = o["exponent"].f64();

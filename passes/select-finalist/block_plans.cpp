@@ -438,6 +438,176 @@ Fragment build_relayout(const BlockPlanContext& plan, Split split, FragmentBuild
   return builder.finish(std::move(made));
 }
 
+/// Where element `index` (row-major) of gather input `input` (an op input slot) comes from.
+struct GatherSource {
+  std::uint32_t input = 0;
+  std::int64_t index = 0;
+};
+
+/// The sources of a gather's output elements [begin, end) (row-major), from the repeats of each
+/// run that meet them: memory for one piece, not the whole output.
+std::vector<GatherSource> range_sources(const Op& op, std::uint64_t begin, std::uint64_t end) {
+  std::vector<GatherSource> sources(end - begin);
+  for (const GatherRun& run : op.gather_runs) {
+    if (end <= run.output_begin) continue;
+    const std::uint64_t step = run.repeat > 1 ? run.output_step : 1;  // output_step >= length > 0 when repeated
+    // Repeat k covers [output_begin + k step, + length): it meets the range from k_low to k_high.
+    const std::uint64_t k_low =
+        begin >= run.output_begin + run.length ? (begin - run.output_begin - run.length) / step + 1 : 0;
+    const std::uint64_t k_high = std::min(run.repeat, (end - run.output_begin + step - 1) / step);
+    for (std::uint64_t k = k_low; k < k_high; ++k) {
+      const std::uint64_t first = run.output_begin + k * step;
+      const std::uint64_t i_low = begin > first ? begin - first : 0, i_high = std::min(run.length, end - first);
+      for (std::uint64_t i = i_low; i < i_high; ++i)
+        sources[first + i - begin] = {run.input, run.input_begin + static_cast<std::int64_t>(k) * run.input_step +
+                                                     static_cast<std::int64_t>(i) * run.input_stride};
+    }
+  }
+  return sources;
+}
+
+/// The piece of a distribution holding an element, through a grid of the pieces' row and column
+/// cuts (pieces are blocks: each grid cell lies in one).
+class PieceFinder {
+public:
+  explicit PieceFinder(const Distribution& distribution) {
+    for (const Piece& piece : distribution.pieces) {
+      row_cuts_.push_back(piece.row_begin);
+      row_cuts_.push_back(piece.row_begin + piece.row_count(distribution.rows));
+      col_cuts_.push_back(piece.col_begin);
+      col_cuts_.push_back(piece.col_begin + piece.cols);
+    }
+    for (auto* cuts : {&row_cuts_, &col_cuts_}) {
+      std::sort(cuts->begin(), cuts->end());
+      cuts->erase(std::unique(cuts->begin(), cuts->end()), cuts->end());
+    }
+    const std::size_t columns = col_cuts_.empty() ? 0 : col_cuts_.size() - 1;
+    cells_.assign((row_cuts_.empty() ? 0 : row_cuts_.size() - 1) * columns, nullptr);
+    for (const Piece& piece : distribution.pieces) {
+      const std::size_t r0 = cut_of(row_cuts_, piece.row_begin),
+                        r1 = cut_of(row_cuts_, piece.row_begin + piece.row_count(distribution.rows));
+      const std::size_t c0 = cut_of(col_cuts_, piece.col_begin), c1 = cut_of(col_cuts_, piece.col_begin + piece.cols);
+      for (std::size_t r = r0; r < r1; ++r)
+        for (std::size_t c = c0; c < c1; ++c) cells_[r * columns + c] = &piece;
+    }
+  }
+  /// The piece holding (row, col); null when none does (a distribution always covers its tensor).
+  const Piece* find(std::uint32_t row, std::uint32_t col) const {
+    if (row_cuts_.empty() || row < row_cuts_.front() || row >= row_cuts_.back() || col < col_cuts_.front() ||
+        col >= col_cuts_.back())
+      return nullptr;
+    const std::size_t r = cell_of(row_cuts_, row), c = cell_of(col_cuts_, col);
+    return cells_[r * (col_cuts_.size() - 1) + c];
+  }
+
+private:
+  /// The position of `cut` among the cuts (it is one of them).
+  static std::size_t cut_of(const std::vector<std::uint32_t>& cuts, std::uint32_t cut) {
+    return static_cast<std::size_t>(std::lower_bound(cuts.begin(), cuts.end(), cut) - cuts.begin());
+  }
+  /// The cell holding `value`: i with cuts[i] <= value < cuts[i + 1].
+  static std::size_t cell_of(const std::vector<std::uint32_t>& cuts, std::uint32_t value) {
+    return static_cast<std::size_t>(std::upper_bound(cuts.begin(), cuts.end(), value) - cuts.begin()) - 1;
+  }
+  std::vector<std::uint32_t> row_cuts_, col_cuts_;
+  std::vector<const Piece*> cells_;
+};
+
+/// gather: output pieces (row groups, or column groups of a single row) on consecutive tiles,
+/// each element moved from where its source lies: the longest stretches contiguous on both
+/// sides as one exchange copy (one on-tile copy when the source is on the same tile), or, from
+/// a graph input or weight, as one host slice. Nothing is computed.
+Fragment build_gather(const BlockPlanContext& plan, Split split, FragmentBuilder& builder) {
+  const Op& op = plan.op;
+  const Graph& graph = plan.graph;
+  const Tensor& out_tensor = graph.tensors[op.output];
+  const std::uint32_t out_rows = rows_of(out_tensor), out_cols = cols_of(out_tensor);
+  const Layout layout(plan.target);
+  const std::string name = fmt::format("gather{}", plan.op_index);
+  builder.label(0, name + ".gather");
+  builder.label(1, name);
+  std::vector<std::optional<PieceFinder>> finders;
+  for (std::uint32_t input : op.inputs) {
+    const std::optional<Distribution>& spread = plan.distributions[input];
+    finders.push_back(spread ? std::optional<PieceFinder>(std::in_place, *spread) : std::nullopt);
+  }
+  // A stretch of the output being gathered: from a piece's buffer (exchange or on-tile copy) or
+  // from the host (a graph input or weight, one row of it).
+  struct Stretch {
+    bool open = false, from_host = false;
+    std::uint32_t input = 0, source_buffer = 0, source_word = 0, host_row = 0, host_col = 0;
+    std::uint32_t destination_word = 0, words = 0;
+  };
+  Distribution output{out_rows, {}};
+  std::uint32_t tile_index = 0;
+  for (const Range rows : balanced_split(out_rows, split.row_groups))
+    for (const Range cols : balanced_split(out_cols, split.column_groups)) {
+      if (rows.size == 0 || cols.size == 0) continue;
+      const auto tile = static_cast<std::uint32_t>(tile_index++ % plan.target.tiles);
+      // Row groups hold whole rows and column groups split a single row: a piece is one range of the output.
+      const std::uint64_t first = std::uint64_t{rows.begin} * out_cols + cols.begin;
+      const std::vector<GatherSource> sources = range_sources(op, first, first + std::uint64_t{rows.size} * cols.size);
+      // Host-written words must be in place before superstep 0 (inputs) or since initialize (weights).
+      Lifetime lifetime = Lifetime::transient;
+      for (const GatherSource& source : sources) {
+        const std::uint32_t input = op.inputs[source.input];
+        if (plan.distributions[input]) continue;
+        if (graph.tensors[input].kind == TensorKind::weight) lifetime = Lifetime::whole_program;
+        else if (lifetime == Lifetime::transient) lifetime = Lifetime::from_start;
+      }
+      const std::uint32_t buffer = builder.create(name + ".out", tile, std::uint64_t{rows.size} * cols.size,
+                                                  layout.standard, layout.alignment, lifetime);
+      Stretch stretch;
+      auto flush = [&] {
+        if (!stretch.open) return;
+        stretch.open = false;
+        const std::uint32_t input = op.inputs[stretch.input];
+        if (stretch.from_host) {
+          const Tensor& tensor = graph.tensors[input];
+          builder.host_slice(tensor, tensor.kind == TensorKind::weight ? StreamKind::weight : StreamKind::input, buffer,
+                             stretch.host_row, 1, stretch.host_col, stretch.words, false, stretch.destination_word);
+          return;
+        }
+        builder.move_rows(0, {builder.existing(stretch.source_buffer), stretch.source_word}, 0,
+                          {buffer, stretch.destination_word}, 0, 1, stretch.words);
+      };
+      for (std::uint32_t destination = 0; destination < sources.size(); ++destination) {
+        const GatherSource source = sources[destination];
+        const Tensor& tensor = graph.tensors[op.inputs[source.input]];
+        const auto source_row = static_cast<std::uint32_t>(source.index / tensor.cols());
+        const auto source_col = static_cast<std::uint32_t>(source.index % tensor.cols());
+        const std::optional<PieceFinder>& finder = finders[source.input];
+        if (!finder) {
+          const bool extends = stretch.open && stretch.from_host && stretch.input == source.input &&
+                               stretch.host_row == source_row && stretch.host_col + stretch.words == source_col &&
+                               stretch.destination_word + stretch.words == destination;
+          if (!extends) {
+            flush();
+            stretch = {true, true, source.input, 0, 0, source_row, source_col, destination, 0};
+          }
+          ++stretch.words;
+          continue;
+        }
+        const Piece* piece = finder->find(source_row, source_col);
+        assert(piece != nullptr && "a distribution covers its tensor");
+        const std::uint32_t word = (source_row - piece->row_begin) * piece->cols + (source_col - piece->col_begin);
+        const bool extends = stretch.open && !stretch.from_host && stretch.source_buffer == piece->buffer &&
+                             stretch.source_word + stretch.words == word &&
+                             stretch.destination_word + stretch.words == destination;
+        if (!extends) {
+          flush();
+          stretch = {true, false, source.input, piece->buffer, word, 0, 0, destination, 0};
+        }
+        ++stretch.words;
+      }
+      flush();
+      output.pieces.push_back({tile, cols.begin, cols.size, buffer, rows.begin, rows.size});
+    }
+  std::vector<TensorDistribution> made;
+  made.push_back({op.output, std::move(output)});
+  return builder.finish(std::move(made));
+}
+
 /// c = a * b (or a * b^T): output block (i, j) on tile i * column_groups + j, from rows i
 /// of a and the columns j of the product (rows j of b when transposed). A batch of products
 /// (stacked by rows) takes the next tiles product by product, around again past the last.
@@ -567,7 +737,7 @@ void call_unary(FragmentBuilder& builder, std::uint32_t superstep, std::uint32_t
 
 bool is_block_op(const Graph& graph, const Op& op) {
   if (op.kind == OpKind::softmax || op.kind == OpKind::layer_norm || is_relayout(op.kind) ||
-      is_row_reduction(op.kind) || is_window(op.kind))
+      is_row_reduction(op.kind) || is_window(op.kind) || op.kind == OpKind::gather)
     return true;
   return op.kind == OpKind::matmul && op.inputs.size() == 2 &&
          (op.transpose_b || op.batch > 1 || graph.tensors.at(op.inputs[1]).kind == TensorKind::intermediate);
@@ -675,6 +845,14 @@ Status plan_block_op(BlockPlanContext& plan, std::optional<Fragment>& fragment) 
     for (std::uint32_t rows :
          group_counts(tokens, static_cast<std::uint32_t>(std::max<std::uint64_t>(1, tiles / units))))
       splits.push_back({rows, 1});
+  } else if (op.kind == OpKind::gather) {
+    // Row groups of the output; a single row (or a 1-D output) in column groups.
+    const Tensor& out = graph.tensors[op.output];
+    if (out.rows() > 1)
+      for (std::uint32_t rows : group_counts(rows_of(out), tiles)) splits.push_back({rows, 1});
+    else
+      for (std::uint32_t cols : group_counts(std::max(1u, cols_of(out) / kMinBlockColumns), tiles))
+        splits.push_back({1, cols});
   } else if (is_window(op.kind)) {
     // Output image-rows by output channels, the most promising few by their screening figure.
     // Channel blocks at least kMinBlockColumns wide, as products' (a next window op gathers
@@ -702,6 +880,7 @@ Status plan_block_op(BlockPlanContext& plan, std::optional<Fragment>& fragment) 
   Split best{}, smallest{};
   std::size_t costed = 0;
   auto build = [&](Split split, FragmentBuilder& builder) {
+    if (op.kind == OpKind::gather) return build_gather(plan, split, builder);
     if (is_binary(op.kind) && !on_rows) return build_binary(plan, builder);
     if (op.kind == OpKind::matmul) return build_product(plan, split, builder);
     if (is_relayout(op.kind)) return build_relayout(plan, split, builder);

@@ -534,3 +534,54 @@ TEST_CASE("select-finalist lays constant weights out as the chosen orientation s
     CHECK(matmuls > 0);
   }
 }
+
+// A gather moves each stretch contiguous in both its source piece and its output piece as one
+// copy: a whole row of a row-group piece is one copy, a transposed or strided element one each;
+// parts of a graph weight are host slices, not copies.
+TEST_CASE("select-finalist plans gathers with one copy per contiguous stretch", "[select-finalist]") {
+  TempDir dir;
+  // r = relu(x) lies in 3 row pieces of [1, 40]. t = r^T [40, 3]; y = [r | c] [3, 64]; s = r[:, ::2].
+  const std::string model = model_file(dir,
+                                       "  - {op: relu, inputs: [x], output: r}\n"
+                                       "  - {op: gather, inputs: [r], output: t, shape: [40, 3],\n"
+                                       "     runs: [[0, 0, 0, 3, 40, 40, 3, 1]]}\n"
+                                       "  - {op: gather, inputs: [r, c], output: y, shape: [3, 64],\n"
+                                       "     runs: [[0, 0, 0, 40, 1, 3, 64, 40], [40, 1, 0, 24, 1, 3, 64, 24]]}\n"
+                                       "  - {op: gather, inputs: [r], output: s, shape: [3, 20],\n"
+                                       "     runs: [[0, 0, 0, 20, 2, 3, 20, 40]]}\n",
+                                       "[t, y, s]");
+  PassBench bench(model, config_path("targets/t16.yaml"));
+  REQUIRE(bench.run_through("select-finalist").ok);
+  CHECK(bench.log_lines("selected block plan op=0 kind=relu row_groups=3").size() == 1);
+  const std::vector<std::string> gathers = bench.log_lines("kind=gather");
+  REQUIRE(gathers.size() == 3);
+  CHECK(log_field(gathers[0], "copies") == 120);  // every element of the transpose on its own
+  CHECK(log_field(gathers[1], "copies") == 3);    // a row of r each; c comes from the host
+  CHECK(log_field(gathers[2], "copies") == 60);   // a strided slice: an element each
+  std::size_t c_slices = 0;
+  for (const HostStream& stream : bench.state.program.streams)
+    if (stream.tensor == "c") c_slices += stream.slices.size();
+  CHECK(c_slices == 3);  // one row of c for each output row
+  CHECK(verify_program(bench.state.program, bench.state.target) == "");
+  CHECK(bench.simulate().passed);
+}
+
+TEST_CASE("a gather whose runs miss or repeat an output element is refused at load, naming the place",
+          "[select-finalist]") {
+  TempDir dir;
+  const std::string missing = model_file(dir,
+                                         "  - {op: gather, inputs: [x], output: t, shape: [3, 40],\n"
+                                         "     runs: [[0, 0, 0, 119, 1, 1, 0, 0]]}\n",
+                                         "[t]");
+  CHECK_THROWS_WITH(load_model(missing), Catch::Contains("m.yaml:9:5") && Catch::Contains("write 119 of the 120"));
+  const std::string outside = model_file(dir,
+                                         "  - {op: gather, inputs: [x], output: t, shape: [3, 40],\n"
+                                         "     runs: [[0, 0, 1, 120, 1, 1, 0, 0]]}\n",
+                                         "[t]");
+  CHECK_THROWS_WITH(load_model(outside), Catch::Contains("reads outside input 'x' of 120 elements"));
+  const std::string twice = model_file(dir,
+                                       "  - {op: gather, inputs: [x], output: t, shape: [3, 40],\n"
+                                       "     runs: [[0, 0, 0, 60, 1, 1, 0, 0], [59, 0, 0, 60, 1, 1, 0, 0]]}\n",
+                                       "[t]");
+  CHECK_THROWS_WITH(load_model(twice), Catch::Contains("write output element 59 twice"));
+}

@@ -473,6 +473,24 @@ ReferenceValues execute_reference(const Graph& graph, const HostTensors& values)
         out = window_op(op, x, &weights, op.inputs.size() == 3 ? &bias : nullptr);
         break;
       }
+      case OpKind::gather: {
+        // Element by element from the runs: output index, input, input index, each checked.
+        std::vector<std::int64_t> shape;
+        if (const std::string problem = infer_shape(graph, op, shape); !problem.empty()) fail(graph, op, problem);
+        std::vector<Matrix> inputs;
+        for (std::uint32_t input : op.inputs) inputs.push_back(lookup(op, input));
+        out.assign(static_cast<std::size_t>(out_tensor.elements()), std::numeric_limits<double>::quiet_NaN());
+        for (const GatherRun& run : op.gather_runs) {
+          const Matrix& from = inputs.at(run.input);
+          for (std::uint64_t k = 0; k < run.repeat; ++k)
+            for (std::uint64_t i = 0; i < run.length; ++i) {
+              const std::int64_t at = run.input_begin + static_cast<std::int64_t>(k) * run.input_step +
+                                      static_cast<std::int64_t>(i) * run.input_stride;
+              out.at(run.output_begin + k * run.output_step + i) = from.at(at / from.cols, at % from.cols);
+            }
+        }
+        break;
+      }
       default:
         fail(graph, op, "unsupported op kind");
     }

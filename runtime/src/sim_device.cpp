@@ -1113,8 +1113,8 @@ void SimDevice::Impl::load_streams(const Package& package) {
     if (stream.dtype != tensor.dtype || (stream.dtype == DType::float16 && stream.kind != StreamKind::weight))
       throw Error(fmt::format("{}: stream is {} but tensor '{}' is {} (only weights are streamed as float16)", name,
                               dtype_name(stream.dtype), tensor.name, dtype_name(tensor.dtype)));
-    // Every element must come from (or go to) some slice, or the device would compute
-    // with zeros and the host would read nothing.
+    // Every element of a weight or an output must come from (or go to) some slice, or the device
+    // would compute with zeros and the host would read nothing.
     std::vector<bool> covered(static_cast<std::size_t>(stream.rows) * stream.cols, false);
     LoadedStream& loaded = streams.emplace_back(LoadedStream{stream, {}});
     for (std::size_t s = 0; s < stream.slices.size(); ++s) {
@@ -1138,7 +1138,10 @@ void SimDevice::Impl::load_streams(const Package& package) {
                         static_cast<std::ptrdiff_t>(std::uint64_t{slice.row_begin + r} * stream.cols + slice.col_begin),
                     slice.cols, true);
     }
-    if (auto gap = std::find(covered.begin(), covered.end(), false); gap != covered.end()) {
+    // An input's elements no op reads (a Slice or a downsampling Resize of a graph input) may be
+    // in no slice; a weight or an output must be whole.
+    auto gap = std::find(covered.begin(), covered.end(), false);
+    if (stream.kind != StreamKind::input && gap != covered.end()) {
       const auto element = static_cast<std::uint64_t>(gap - covered.begin());
       throw Error(
           fmt::format("{}: element [{}, {}] is in no slice; the slices must cover the "

@@ -122,3 +122,29 @@ TEST_CASE("package writer into a read-only directory fails and leaves nothing", 
   std::filesystem::permissions(dir.path(), std::filesystem::perms::owner_all);
   CHECK(std::filesystem::is_empty(dir.path()));
 }
+
+TEST_CASE("package round trip keeps gather runs and refuses a run outside its input", "[package]") {
+  TempDir dir;
+  const std::string file = (dir.path() / "gather.tpkg").string();
+  Package written = small_package();
+  written.graph = load_model(source_path("configs/models/mlp-concat-small.yaml"));
+  write_package(written, file);
+  const Package read = read_package(file);
+  REQUIRE(read.graph.ops.size() == written.graph.ops.size());
+  for (std::size_t i = 0; i < read.graph.ops.size(); ++i) {
+    CHECK(read.graph.ops[i].gather_shape == written.graph.ops[i].gather_shape);
+    CHECK(read.graph.ops[i].gather_runs == written.graph.ops[i].gather_runs);
+  }
+  CHECK(read.graph.ops[6].kind == OpKind::gather);
+  REQUIRE(read.graph.ops[6].gather_runs.size() == 2);
+  CHECK(read.graph.ops[6].gather_runs[1].input == 1);
+
+  // An index map from a file is checked before anything reads through it.
+  written.graph.ops[8].gather_runs[0].input_step = 2;  // the transpose's last column would read past 'joined'
+  write_package(written, file);
+  CHECK_THROWS_WITH(read_package(file), Catch::Contains("the graph is inconsistent: op 8: gather run 0 reads outside "
+                                                        "input 'joined' of 128 elements"));
+  written.graph.ops[8].gather_runs[0] = GatherRun{0, 3, 0, 2, 64, 64, 2, 1};  // input slot 3 of 1
+  write_package(written, file);
+  CHECK_THROWS_WITH(read_package(file), Catch::Contains("gather run 0 reads input 3 of 1"));
+}

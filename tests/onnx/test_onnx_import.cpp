@@ -102,6 +102,29 @@ const Tensor& tensor_named(const Graph& graph, const std::string& name) {
   return graph.tensors[static_cast<std::size_t>(index)];
 }
 
+/// Values 0, 1, ..., count - 1.
+std::vector<double> iota(std::size_t count) {
+  std::vector<double> values(count);
+  for (std::size_t i = 0; i < count; ++i) values[i] = static_cast<double>(i);
+  return values;
+}
+
+/// A gather op applied to its inputs' values (row-major), element by element from its runs.
+std::vector<double> gathered(const Graph& graph, const Op& op, const std::vector<std::vector<double>>& inputs) {
+  std::vector<double> out(static_cast<std::size_t>(graph.tensors[op.output].elements()), -1.0);
+  for_each_gathered(op.gather_runs, [&](std::uint64_t at, std::uint32_t input, std::int64_t index) {
+    out.at(at) = inputs.at(input).at(static_cast<std::size_t>(index));
+  });
+  return out;
+}
+
+void string_attribute(onnx::NodeProto* node, const std::string& name, const std::string& value) {
+  auto* attribute = node->add_attribute();
+  attribute->set_name(name);
+  attribute->set_type(onnx::AttributeProto::STRING);
+  attribute->set_s(value);
+}
+
 }  // namespace
 
 TEST_CASE("onnx import maps a Gemm with transB and a Relu onto matmul, add and relu with the initializers' values",
@@ -275,7 +298,7 @@ TEST_CASE("onnx import broadcasts a computed column [..., 1] over each row and r
                                            Catch::Contains("or a column [..., 1] of the other dims are"));
 }
 
-TEST_CASE("onnx import transposes a computed matrix on the device and refuses other permutations", "[onnx]") {
+TEST_CASE("onnx import transposes a computed matrix on the device and moves the first axis by a gather", "[onnx]") {
   TempDir dir;
   ModelBuilder m;
   m.input("x", {1, 4, 6});
@@ -294,14 +317,19 @@ TEST_CASE("onnx import transposes a computed matrix on the device and refuses ot
   CHECK(graph.tensors[graph.ops[1].inputs[0]].shape == std::vector<std::int64_t>{4, 5});
   CHECK(graph.tensors[graph.ops[1].output].shape == std::vector<std::int64_t>{5, 4});
 
-  // Moving the first axis (above 1) is none of the re-layouts: refused, naming the permutation.
+  // Moving the first axis (above 1) is none of the re-layouts: a gather, whose runs move every element.
   ModelBuilder batch;
   batch.input("x", {2, 3, 4, 5});
   perm_attribute(batch.node("Transpose", {"x"}, "y", "swap"), {1, 0, 2, 3});
   batch.output("y", {3, 2, 4, 5});
-  const std::string path = batch.save(dir, "batch.onnx");
-  CHECK_THROWS_WITH(import_onnx(path), Catch::StartsWith(path + ": node 'swap' (Transpose): not supported: Transpose "
-                                                                "of the computed [2, 3, 4, 5] by perm [1, 0, 2, 3]"));
+  const Graph swapped = import_onnx(batch.save(dir, "batch.onnx")).graph;
+  REQUIRE(swapped.ops.size() == 1);
+  CHECK(swapped.ops[0].kind == OpKind::gather);
+  CHECK(swapped.tensors[swapped.ops[0].output].shape == std::vector<std::int64_t>{24, 5});
+  const std::vector<double> moved = gathered(swapped, swapped.ops[0], {iota(120)});
+  for (int c = 0; c < 3; ++c)
+    for (int n = 0; n < 2; ++n)
+      for (int e = 0; e < 20; ++e) CHECK(moved[static_cast<std::size_t>((c * 2 + n) * 20 + e)] == (n * 3 + c) * 20 + e);
 }
 
 TEST_CASE("onnx import maps attention's re-layouts as torch exports them onto slices, heads and transpose_b",
@@ -352,7 +380,7 @@ TEST_CASE("onnx import maps attention's re-layouts as torch exports them onto sl
   CHECK(graph.tensors[graph.ops[8].output].shape == std::vector<std::int64_t>{6, 8});
   CHECK(graph.tensors[graph.ops[8].output].name == "y");
 
-  // A Reshape into heads read by anything but the Transpose into heads: a clear refusal.
+  // A Reshape into heads read by anything but the Transpose into heads: a gather lays it out as read.
   ModelBuilder wrong;
   wrong.opset(17);
   wrong.input("x", {1, 6, 8});
@@ -363,8 +391,11 @@ TEST_CASE("onnx import maps attention's re-layouts as torch exports them onto sl
   wrong.node("Relu", {"h4"}, "y", "act");
   wrong.output("y", {1, 6, 2, 4});
   const std::string path = wrong.save(dir, "wrong.onnx");
-  CHECK_THROWS_WITH(import_onnx(path), Catch::StartsWith(path + ": node 'act' (Relu): not supported: 'h' is needed as "
-                                                                "[12, 4] here but is laid out as [6, 8]"));
+  const Graph relaid = import_onnx(path).graph;
+  REQUIRE(relaid.ops.size() == 3);
+  CHECK(relaid.ops[1].kind == OpKind::gather);
+  CHECK(relaid.tensors[relaid.ops[1].output].shape == std::vector<std::int64_t>{12, 4});
+  CHECK(relaid.ops[2].inputs[0] == relaid.ops[1].output);
 }
 
 TEST_CASE("onnx import maps a product of two rank-4 activations onto a batched matmul", "[onnx]") {
@@ -572,4 +603,156 @@ TEST_CASE("onnx import with an expected sha256 refuses other bytes before parsin
   CHECK_THROWS_WITH(import_onnx(swapped, sha256), Catch::Contains("the model changed since the package was compiled") &&
                                                       Catch::Contains("it is not parsed") &&
                                                       !Catch::Contains("not an ONNX model"));
+}
+
+TEST_CASE("onnx import joins computed branches by a Concat gather of a run per input", "[onnx]") {
+  TempDir dir;
+  ModelBuilder m;
+  m.input("x", {3, 4});
+  m.initializer("wa", {4, 2}, std::vector<float>(8, 0.5f));
+  m.initializer("wb", {4, 5}, std::vector<float>(20, 0.25f));
+  m.node("MatMul", {"x", "wa"}, "a");
+  m.node("MatMul", {"x", "wb"}, "b");
+  int_attribute(m.node("Concat", {"a", "b"}, "y"), "axis", -1);
+  m.output("y", {3, 7});
+  const Graph graph = import_onnx(m.save(dir, "concat.onnx")).graph;
+  REQUIRE(graph.ops.size() == 3);
+  const Op& concat = graph.ops[2];
+  CHECK(concat.kind == OpKind::gather);
+  CHECK(concat.inputs == std::vector<std::uint32_t>{graph.ops[0].output, graph.ops[1].output});
+  // Each input's rows, at a constant distance: one run repeated per row for each.
+  REQUIRE(concat.gather_runs.size() == 2);
+  CHECK(concat.gather_runs[0].repeat == 3);
+  CHECK(concat.gather_runs[1].repeat == 3);
+  std::vector<double> a = iota(6), b = iota(15);
+  for (double& v : b) v += 100;
+  const std::vector<double> y = gathered(graph, concat, {a, b});
+  CHECK(y == std::vector<double>{0,   1,   100, 101, 102, 103, 104, 2,   3,   105, 106,
+                                 107, 108, 109, 4,   5,   110, 111, 112, 113, 114});
+}
+
+TEST_CASE("onnx import splits a computed tensor into each of a node's outputs", "[onnx]") {
+  TempDir dir;
+  ModelBuilder m;
+  m.input("x", {2, 6});
+  m.initializer("w", {6, 6}, std::vector<float>(36, 0.5f));
+  m.int_initializer("sizes", {3}, {1, 2, 3});
+  m.node("MatMul", {"x", "w"}, "h");
+  auto* split = m.node("Split", {"h", "sizes"}, "first", "three");
+  split->add_output("second");
+  split->add_output("third");
+  int_attribute(split, "axis", 1);
+  m.node("Relu", {"second"}, "y");
+  m.output("first", {2, 1});
+  m.output("y", {2, 2});
+  m.output("third", {2, 3});
+  const Graph graph = import_onnx(m.save(dir, "split.onnx")).graph;
+  REQUIRE(graph.ops.size() == 5);
+  for (std::size_t i = 1; i <= 3; ++i) CHECK(graph.ops[i].kind == OpKind::gather);
+  CHECK(tensor_named(graph, "first").shape == std::vector<std::int64_t>{2, 1});
+  CHECK(tensor_named(graph, "third").shape == std::vector<std::int64_t>{2, 3});
+  CHECK(gathered(graph, graph.ops[3], {iota(12)}) == std::vector<double>{3, 4, 5, 9, 10, 11});
+}
+
+TEST_CASE("onnx import pads by reflection, by the edge and by a constant that a weight holds", "[onnx]") {
+  TempDir dir;
+  for (const char* mode : {"reflect", "edge", "constant"}) {
+    ModelBuilder m;
+    m.input("x", {2, 3});
+    m.int_initializer("pads", {4}, {0, 2, 1, 1});  // columns: two before, one after; one row after
+    m.initializer("value", {}, {7.5f});
+    string_attribute(m.node("Pad", {"x", "pads", "value"}, "y"), "mode", mode);
+    m.output("y", {3, 6});
+    const Graph graph = import_onnx(m.save(dir, std::string(mode) + ".onnx")).graph;
+    REQUIRE(graph.ops.size() == 1);
+    const Op& pad = graph.ops[0];
+    CHECK(pad.kind == OpKind::gather);
+    // The inputs in the op's order: x, and for constant padding a weight of the fill value.
+    std::vector<std::vector<double>> inputs;
+    for (std::uint32_t input : pad.inputs) {
+      const Tensor& tensor = graph.tensors[input];
+      if (tensor.name == "x") {
+        inputs.push_back({0, 1, 2, 3, 4, 5});
+        continue;
+      }
+      CHECK(std::string(mode) == "constant");
+      CHECK(tensor.kind == TensorKind::weight);
+      // The longest stretch of padding: the last column of row 1, then all of row 2 (7 elements).
+      CHECK(tensor.shape == std::vector<std::int64_t>{7});
+      inputs.push_back(std::vector<double>(7, 7.5));
+    }
+    CHECK(pad.inputs.size() == (std::string(mode) == "constant" ? 2u : 1u));
+    const std::vector<double> y = gathered(graph, pad, inputs);
+    if (std::string(mode) == "reflect")
+      CHECK(y == std::vector<double>{2, 1, 0, 1, 2, 1, 5, 4, 3, 4, 5, 4, 2, 1, 0, 1, 2, 1});
+    else if (std::string(mode) == "edge")
+      CHECK(y == std::vector<double>{0, 0, 0, 1, 2, 2, 3, 3, 3, 4, 5, 5, 3, 3, 3, 4, 5, 5});
+    else CHECK(y == std::vector<double>{7.5, 7.5, 0, 1, 2, 7.5, 7.5, 7.5, 3, 4, 5, 7.5, 7.5, 7.5, 7.5, 7.5, 7.5, 7.5});
+  }
+}
+
+TEST_CASE("onnx import re-lays out a computed tensor that a Reshape views in another layout", "[onnx]") {
+  TempDir dir;
+  ModelBuilder m;
+  m.input("x", {2, 6});
+  m.initializer("w", {6, 6}, std::vector<float>(36, 0.5f));
+  m.int_initializer("shape", {2}, {4, 3});
+  m.initializer("v", {3, 2}, std::vector<float>(6, 1.0f));
+  m.node("MatMul", {"x", "w"}, "h");
+  m.node("Reshape", {"h", "shape"}, "r");
+  m.node("MatMul", {"r", "v"}, "y");
+  m.output("y", {4, 2});
+  const Graph graph = import_onnx(m.save(dir, "reshape.onnx")).graph;
+  REQUIRE(graph.ops.size() == 3);
+  const Op& relayout = graph.ops[1];
+  CHECK(relayout.kind == OpKind::gather);
+  CHECK(graph.tensors[relayout.output].shape == std::vector<std::int64_t>{4, 3});
+  REQUIRE(relayout.gather_runs.size() == 1);
+  CHECK(relayout.gather_runs[0].length == 12);
+}
+
+TEST_CASE("onnx import refuses movement it cannot do, naming the node and what is supported", "[onnx]") {
+  TempDir dir;
+  ModelBuilder linear;
+  linear.input("x", {1, 1, 2, 2});
+  linear.initializer("scales", {4}, {1, 1, 2, 2});
+  string_attribute(linear.node("Resize", {"x", "", "scales"}, "y", "up"), "mode", "linear");
+  linear.output("y", {1, 1, 4, 4});
+  const std::string resize = linear.save(dir, "linear.onnx");
+  CHECK_THROWS_WITH(import_onnx(resize),
+                    Catch::StartsWith(resize + ": node 'up' (Resize): not supported: Resize mode 'linear'"));
+
+  ModelBuilder computed;
+  computed.input("x", {2, 3});
+  computed.input("v", {});
+  computed.int_initializer("pads", {4}, {0, 1, 0, 1});
+  computed.node("Pad", {"x", "pads", "v"}, "y", "around");
+  computed.output("y", {2, 5});
+  const std::string pad = computed.save(dir, "computed_value.onnx");
+  CHECK_THROWS_WITH(import_onnx(pad), Catch::StartsWith(pad + ": node 'around' (Pad): not supported: Pad with a "
+                                                              "computed constant_value 'v'"));
+}
+
+TEST_CASE("onnx import moves each element of a chain of data movement once, by one gather", "[onnx]") {
+  TempDir dir;
+  ModelBuilder m;
+  m.input("x", {2, 3});
+  m.int_initializer("pads", {4}, {0, 1, 0, 0});  // a column before
+  m.initializer("value", {}, {9.0f});
+  m.node("Pad", {"x", "pads", "value"}, "padded");
+  perm_attribute(m.node("Transpose", {"padded"}, "turned"), {1, 0});
+  m.int_initializer("starts", {1}, {1});
+  m.int_initializer("ends", {1}, {4});
+  m.int_initializer("axes", {1}, {0});
+  m.int_initializer("steps", {1}, {2});
+  m.node("Slice", {"turned", "starts", "ends", "axes", "steps"}, "y");
+  m.output("y", {2, 2});
+  const Graph graph = import_onnx(m.save(dir, "chain.onnx")).graph;
+  // Pad [2, 4], Transpose [4, 2], rows 1 and 3: x's columns 0 and 2, one gather reading x alone.
+  REQUIRE(graph.ops.size() == 1);
+  const Op& chain = graph.ops[0];
+  CHECK(chain.kind == OpKind::gather);
+  REQUIRE(chain.inputs.size() == 1);
+  CHECK(graph.tensors[chain.inputs[0]].name == "x");
+  CHECK(gathered(graph, chain, {{0, 1, 2, 3, 4, 5}}) == std::vector<double>{0, 3, 2, 5});
 }

@@ -195,3 +195,24 @@ TEST_CASE("--print-changed prints the state after each pass that changed it", "[
   CHECK_THAT(r.out, Catch::Contains("// ----- state after pass 'place-storage' (changed: facts, program, estimates)"));
   CHECK_THAT(r.out, Catch::Contains("name=dense1.w") && !Catch::Contains("name=dense0.w"));
 }
+
+TEST_CASE("a state with gather ops reads back to the same runs and bytes", "[state]") {
+  TempDir dir;
+  const std::string package = (dir.path() / "concat.tpkg").string();
+  const CommandResult r = run_command({tessera_binary(), "compile", source_path("configs/models/mlp-concat-small.yaml"),
+                                       "-p", pipeline_copy(dir, kSmallPipeline), "-o", package, "--dump-after",
+                                       "select-finalist", "--dump-dir", (dir.path() / "dumps").string()});
+  INFO(r.err);
+  REQUIRE(r.exit_code == 0);
+  const fs::path file = dir.path() / "dumps/select_finalist.tstate";
+  const CompilationState state = read_state(file.string());
+  CHECK(state_text(state) == read_text(file));
+  const Graph model = load_model(source_path("configs/models/mlp-concat-small.yaml"));
+  REQUIRE(state.model.ops.size() == model.ops.size());
+  for (std::size_t i = 0; i < model.ops.size(); ++i) CHECK(state.model.ops[i].gather_runs == model.ops[i].gather_runs);
+  // A run reading past its input is refused with the state's place.
+  const std::string text = read_text(file);
+  const std::string damaged = replace_once(text, "[0, 0, 0, 2, 64, 64, 2, 1]", "[0, 0, 0, 2, 64, 64, 2, 9]");
+  const std::string damaged_file = dir.write("damaged.tstate", damaged);
+  CHECK_THROWS_WITH(read_state(damaged_file), Catch::Contains("gather run 0 reads outside input 'joined'"));
+}

@@ -89,8 +89,11 @@ enum class OpKind : std::uint8_t {
   /// out[r] = in0[r,:] folded by the ReduceFunction `function` (codelets.hpp) from max on (sum
   /// and mean are reduce_sum and reduce_mean): shape [rows, 1]
   reduce = 28,
+  /// out (shape gather_shape) = elements of the inputs picked by gather_runs, each output element
+  /// by exactly one run: Concat, Split, Slice, Pad, Transpose, Tile, DepthToSpace... as one op.
+  gather = 29,
 };
-inline constexpr std::uint32_t kOpKindCount = 29;
+inline constexpr std::uint32_t kOpKindCount = 30;
 const char* op_kind_name(OpKind);
 /// add, sub, mul, div, max, min, prelu: two operands, the second equal-shaped, a row vector or a column.
 bool is_binary(OpKind);
@@ -102,6 +105,35 @@ bool is_row_reduction(OpKind);
 bool is_relayout(OpKind);
 /// conv, max_pool, avg_pool: a window slid over feature maps.
 bool is_window(OpKind);
+
+/// A gather op's affine run: for k < repeat and i < length, output element (row-major)
+/// output_begin + k * output_step + i takes element input_begin + k * input_step + i * input_stride
+/// of op input `input` (row-major). Strides may be negative (a reversed slice) or 0 (a broadcast).
+struct GatherRun {
+  std::uint64_t output_begin = 0;
+  std::uint32_t input = 0;  ///< an index into the op's inputs
+  std::int64_t input_begin = 0;
+  std::uint64_t length = 0;
+  std::int64_t input_stride = 1;
+  std::uint64_t repeat = 1;
+  std::uint64_t output_step = 0;
+  std::int64_t input_step = 0;
+  bool operator==(const GatherRun&) const = default;
+};
+/// A run as the flat list of numbers files store (signed fields as two's complement), and back.
+inline constexpr std::size_t kGatherRunFields = 8;
+std::array<std::uint64_t, kGatherRunFields> gather_run_fields(const GatherRun&);
+GatherRun gather_run_from_fields(std::span<const std::uint64_t, kGatherRunFields>);
+/// Calls `visit(output_index, input, input_index)` for every element of `op`'s runs, run by run.
+template <typename Visit>
+void for_each_gathered(const std::vector<GatherRun>& runs, Visit&& visit) {
+  for (const GatherRun& run : runs)
+    for (std::uint64_t k = 0; k < run.repeat; ++k)
+      for (std::uint64_t i = 0; i < run.length; ++i)
+        visit(run.output_begin + k * run.output_step + i, run.input,
+              run.input_begin + static_cast<std::int64_t>(k) * run.input_step +
+                  static_cast<std::int64_t>(i) * run.input_stride);
+}
 
 /// Where a window op's kernel goes over the feature maps of its `batch` images: the input
 /// field, the kernel, strides, dilations and zero padding on each side.
@@ -145,6 +177,9 @@ struct Op {
   double clip_low = -std::numeric_limits<double>::infinity(), clip_high = std::numeric_limits<double>::infinity();
   std::uint32_t function = 0;  ///< unary: a UnaryFunction; reduce: a ReduceFunction
   double alpha = 0.0;          ///< unary elu, celu, thresholded_relu only: ONNX's alpha
+  /// gather only: the output's shape and its runs, which together write every output element once.
+  std::vector<std::int64_t> gather_shape;
+  std::vector<GatherRun> gather_runs;
 };
 
 struct Graph {

@@ -17,6 +17,7 @@
 #include <set>
 
 #include "constants.hpp"
+#include "movement.hpp"
 #include "tessera/codelets.hpp"
 #include "tessera/diagnostic.hpp"
 #include "tessera/output_file.hpp"
@@ -35,7 +36,9 @@ const std::vector<std::string>& supported_operators() {
       "BatchNormalization", "Clip", "LeakyRelu", "HardSigmoid", "HardSwish", "Exp", "Log", "Neg", "Abs",
       "Reciprocal", "Floor", "Ceil", "Round", "Sign", "Sin", "Cos", "Softplus", "Softsign", "Elu", "Selu", "Celu",
       "ThresholdedRelu", "Mish", "PRelu", "Max", "Min", "Sum", "Mean", "ReduceMax", "ReduceMin", "ReduceProd",
-      "ReduceL1", "ReduceL2", "ReduceLogSum", "ReduceLogSumExp", "ReduceSumSquare", "LogSoftmax"};
+      "ReduceL1", "ReduceL2", "ReduceLogSum", "ReduceLogSumExp", "ReduceSumSquare", "LogSoftmax",
+      "Concat", "Split", "Pad", "Gather",
+      "Expand", "Tile", "Resize", "DepthToSpace", "SpaceToDepth"};
   // clang-format on
   return names;
 }
@@ -218,6 +221,24 @@ private:
       index = declared->second;
     }
     const Tensor& tensor = graph_.tensors[static_cast<std::size_t>(index)];
+    // A row-major tensor read in another layout of the same elements (a Reshape that is not a
+    // view): a gather of one run copies it into that layout.
+    std::int64_t wanted = 1;
+    for (std::int64_t d : shape) wanted *= d;
+    if (tensor.shape != shape && !value.channels_last && tensor.elements() == wanted) {
+      if (wanted <= kMaxFoldedElements) {  // composed with a gather that wrote the tensor, if one did
+        std::vector<std::int64_t> identity(static_cast<std::size_t>(wanted));
+        for (std::int64_t i = 0; i < wanted; ++i) identity[static_cast<std::size_t>(i)] = source_of(0, i);
+        return add_gather({static_cast<std::uint32_t>(index)}, std::move(identity), shape, tensor.name + ".relayout",
+                          node_index_, where);
+      }
+      Op relayout;
+      relayout.kind = OpKind::gather;
+      relayout.inputs = {static_cast<std::uint32_t>(index)};
+      relayout.gather_shape = shape;
+      relayout.gather_runs = {GatherRun{0, 0, 0, static_cast<std::uint64_t>(wanted), 1, 1, 0, 0}};
+      return add_op(relayout, tensor.name + ".relayout", node_index_, where);
+    }
     if (tensor.shape != shape)
       unsupported(where, fmt::format("'{}' is needed as {} here but is laid out as {} (a tensor keeps the layout "
                                      "it was computed in: a view of it in another, as a Reshape into heads leaves, is "
@@ -278,6 +299,7 @@ private:
   }
 
   void import_node(const onnx::NodeProto& node, int index) {
+    node_index_ = index;
     const std::string where = node_label(node, index);
     if (!node.domain().empty() && node.domain() != "ai.onnx")
       unsupported(where, fmt::format("operators of domain '{}'", node.domain()));
@@ -304,6 +326,9 @@ private:
       ++result_.folded_nodes;
       return;
     }
+    // Operators of several outputs: their import functions compute every output they name.
+    if (auto several = several_outputs().find(op); several != several_outputs().end())
+      return (this->*several->second)(node, index, where);
     int outputs = node.output_size();
     while (outputs > 1 && node.output(outputs - 1).empty()) --outputs;  // absent optional outputs
     if (outputs != 1)
@@ -344,6 +369,11 @@ private:
       return;
     }
     if (op == "Slice") return import_slice(node, constant_inputs, index, where);
+    if (op == "Concat" || op == "Gather") return import_folded_movement(node, index, where);
+    if (op == "Pad") return import_pad(node, index, where);
+    if (op == "Tile" || op == "Expand") return import_tile_or_expand(node, index, where);
+    if (op == "DepthToSpace" || op == "SpaceToDepth") return import_depth_space(node, index, where);
+    if (op == "Resize") return import_resize(node, index, where);
     if (op == "Conv") return import_conv(node, index, where);
     if (op == "MaxPool" || op == "AveragePool" || op == "GlobalAveragePool" || op == "GlobalMaxPool")
       return import_pool(node, index, where);
@@ -387,10 +417,10 @@ private:
       dims.push_back(x.dims[static_cast<std::size_t>(axis)]);
       if (dims.back() != 1) kept.push_back(axis);
     }
-    const std::string refused = fmt::format(
-        "Transpose of the computed {} by perm [{}] (with the axes of size 1 left out, the first axis must stay and "
-        "at most three others move: a split into heads, a merge of heads, or the last two axes swapped)",
-        dims_text(x.dims), fmt::join(perm, ", "));
+    // A transpose of a gather's result joins that gather (each element moved once).
+    if (x.tensor >= 0 && gather_producer(static_cast<std::uint32_t>(x.tensor)) &&
+        !std::is_sorted(kept.begin(), kept.end()))
+      return import_folded_movement(node, index, where);
     if (std::is_sorted(kept.begin(), kept.end())) {  // the elements keep their order
       Computed view = x;
       view.dims = dims;
@@ -400,7 +430,8 @@ private:
     // [A, B, C, D]: the axes above 1 in their old order, ones in front; `order` their new order.
     std::vector<std::int64_t> old_axes = kept;
     std::sort(old_axes.begin(), old_axes.end());
-    if (old_axes.size() > 4) unsupported(where, refused);
+    // Beyond heads and batched transposes (the first axis moves, or more than four axes): a gather.
+    if (old_axes.size() > 4) return import_folded_movement(node, index, where);
     const std::size_t pad = 4 - old_axes.size();
     std::array<std::int64_t, 4> shape{1, 1, 1, 1}, order{0, 1, 2, 3};
     for (std::size_t i = 0; i < old_axes.size(); ++i) {
@@ -409,7 +440,7 @@ private:
           pad + static_cast<std::size_t>(std::find(old_axes.begin(), old_axes.end(), kept[i]) - old_axes.begin()));
     }
     const std::vector<char> steps = relayout_steps(order);
-    if (steps.empty()) unsupported(where, refused);
+    if (steps.empty()) return import_folded_movement(node, index, where);
     Computed value = x;
     value.dims = {shape[0], shape[1], shape[2], shape[3]};
     for (std::size_t i = 0; i < steps.size(); ++i) {
@@ -435,6 +466,344 @@ private:
     }
     value.dims = dims;
     computed_[node.output(0)] = value;
+  }
+
+  // ---- Data movement: Concat, Split, Slice, Pad, Gather, Expand, Tile, Resize, DepthToSpace, SpaceToDepth and
+  // Transpose of computed tensors, each one gather op (folded when every data input is a constant).
+
+  /// A data input of a data-movement node: a computed value or a constant.
+  struct MovedInput {
+    std::string name;
+    const Computed* value = nullptr;
+    const Constant* constant = nullptr;
+    const Dims& dims() const { return value ? value->dims : constant->dims; }
+  };
+
+  MovedInput moved_input(const onnx::NodeProto& node, int i) const {
+    const std::string& name = node.input(i);
+    if (auto c = constants_.find(name); c != constants_.end()) return {name, nullptr, &c->second};
+    return {name, &computed_.at(name), nullptr};
+  }
+
+  /// A constant input (`role` names it in errors) as integers.
+  std::vector<std::int64_t> constant_ints(const onnx::NodeProto& node, int i, const char* role,
+                                          const std::string& where) const {
+    auto found = constants_.find(node.input(i));
+    if (found == constants_.end())
+      unsupported(where, fmt::format("{} with {} '{}' computed at run time (it must be a constant)", node.op_type(),
+                                     role, node.input(i)));
+    check_values(found->second, where);
+    std::vector<std::int64_t> ints;
+    for (double v : found->second.values) ints.push_back(static_cast<std::int64_t>(v));
+    return ints;
+  }
+
+  static std::string string_attribute(const onnx::NodeProto& node, const char* name, const std::string& fallback) {
+    const onnx::AttributeProto* attribute = find_attribute(node, name);
+    return attribute ? attribute->s() : fallback;
+  }
+
+  /// A stand-in of `dims` whose elements hold their own source (data input `slot`, own index),
+  /// for folding a node through constants.cpp to learn where its outputs come from.
+  static Constant stand_in(const Dims& dims, std::int64_t slot, const std::string& where) {
+    Constant c{TensorProto::FLOAT, dims, {}};
+    const std::int64_t count = element_count(dims, where);
+    if (count > kMaxFoldedElements)
+      throw Error(fmt::format("{}: not supported: moving the {} elements of {} in one node (at most {})", where, count,
+                              dims_text(dims), kMaxFoldedElements));
+    c.values.resize(static_cast<std::size_t>(count));
+    for (std::int64_t i = 0; i < count; ++i) c.values[static_cast<std::size_t>(i)] = double(source_of(slot, i));
+    return c;
+  }
+
+  /// The element of `value`'s IR tensor holding its element `index` (row-major over its dims).
+  static std::int64_t ir_index(const Computed& value, std::int64_t index) {
+    if (!value.channels_last) return index;
+    const std::int64_t channels = value.dims.at(1), spatial = spatial_size(value.dims);
+    const std::int64_t image = index / (channels * spatial), rest = index % (channels * spatial);
+    return (image * spatial + rest % spatial) * channels + rest / spatial;
+  }
+
+  /// Output `output` of node `index` computed by `movement` from `inputs`: folded when they are all
+  /// constants, else one gather op (constant inputs become weights; a constant Pad's `fill` a
+  /// weight as long as the longest run of padding, which its runs read).
+  void emit_movement(const Movement& movement, const std::vector<MovedInput>& inputs, double fill,
+                     const std::string& output, int index, const std::string& where) {
+    if (element_count(movement.dims, where) == 0)
+      unsupported(where, fmt::format("an empty output {} (tensors have positive dims)", dims_text(movement.dims)));
+    const bool folds = std::all_of(inputs.begin(), inputs.end(), [](const MovedInput& in) { return in.constant; });
+    if (folds) {
+      Constant c{inputs.at(0).constant->dtype, movement.dims, {}};
+      for (const MovedInput& in : inputs) check_values(*in.constant, where);
+      c.values.reserve(movement.sources.size());
+      for (std::int64_t source : movement.sources)
+        c.values.push_back(source == kPadded
+                               ? round_to(c.dtype, fill)
+                               : inputs[static_cast<std::size_t>(source >> kSourceShift)]
+                                     .constant->values[static_cast<std::size_t>(source & kSourceIndexMask)]);
+      constants_[output] = std::move(c);
+      ++result_.folded_nodes;
+      return;
+    }
+    Op op;
+    op.kind = OpKind::gather;
+    for (const MovedInput& in : inputs) {
+      if (in.value) {
+        op.inputs.push_back(tensor_of(*in.value, where));
+        continue;
+      }
+      check_float(*in.constant, in.name, where);
+      op.inputs.push_back(add_weight(in.name, ir_shape(in.constant->dims), in.constant->values, false));
+    }
+    std::vector<std::int64_t> sources = movement.sources;
+    std::int64_t longest = 0, stretch = 0;
+    for (std::int64_t source : sources) longest = std::max(longest, stretch = source == kPadded ? stretch + 1 : 0);
+    const auto fill_slot = static_cast<std::int64_t>(op.inputs.size());
+    if (longest > 0)
+      op.inputs.push_back(add_weight(output + ".pad_value", {longest},
+                                     std::vector<double>(static_cast<std::size_t>(longest), fill), false));
+    stretch = 0;
+    for (std::int64_t& source : sources) {
+      if (source == kPadded) {
+        source = source_of(fill_slot, stretch++);
+        continue;
+      }
+      stretch = 0;
+      const MovedInput& in = inputs[static_cast<std::size_t>(source >> kSourceShift)];
+      if (in.value) source = source_of(source >> kSourceShift, ir_index(*in.value, source & kSourceIndexMask));
+    }
+    const std::uint32_t tensor =
+        add_gather(std::move(op.inputs), std::move(sources), ir_shape(movement.dims), output, index, where);
+    computed_[output] = Computed{tensor, "", movement.dims};
+  }
+
+  /// The gather op that wrote IR tensor `tensor`, or null when another kind of op (or none) did.
+  const Op* gather_producer(std::uint32_t tensor) const {
+    for (auto op = graph_.ops.rbegin(); op != graph_.ops.rend(); ++op)
+      if (op->output == tensor) return op->kind == OpKind::gather ? &*op : nullptr;
+    return nullptr;
+  }
+
+  /// A gather op of `shape` whose element i is element `sources[i] & kSourceIndexMask` of IR tensor
+  /// `inputs[sources[i] >> kSourceShift]`. An input another gather wrote is read through that
+  /// gather's runs, from its own inputs: a chain of data movement (Pad, DepthToSpace, Slice, a
+  /// re-layout) moves each element once, and the gathers it skips are pruned if nothing else reads them.
+  std::uint32_t add_gather(std::vector<std::uint32_t> inputs, std::vector<std::int64_t> sources,
+                           std::vector<std::int64_t> shape, const std::string& output, int index,
+                           const std::string& where) {
+    std::vector<std::vector<std::int64_t>> through(inputs.size());  // per slot: the producer's sources
+    std::vector<const Op*> producers(inputs.size(), nullptr);
+    for (std::size_t i = 0; i < inputs.size(); ++i) {
+      const Op* producer = gather_producer(inputs[i]);
+      if (!producer || graph_.tensors[inputs[i]].elements() > kMaxFoldedElements) continue;
+      producers[i] = producer;
+      through[i].resize(static_cast<std::size_t>(graph_.tensors[inputs[i]].elements()));
+      for_each_gathered(producer->gather_runs, [&](std::uint64_t at, std::uint32_t input, std::int64_t element) {
+        through[i][at] = source_of(input, element);
+      });
+    }
+    std::vector<std::uint32_t> read;  // the IR tensors the composed gather reads, each once
+    auto slot_of = [&](std::uint32_t tensor) {
+      const auto found = std::find(read.begin(), read.end(), tensor);
+      if (found != read.end()) return static_cast<std::int64_t>(found - read.begin());
+      read.push_back(tensor);
+      return static_cast<std::int64_t>(read.size() - 1);
+    };
+    for (std::int64_t& source : sources) {
+      const auto slot = static_cast<std::size_t>(source >> kSourceShift);
+      const std::int64_t element = source & kSourceIndexMask;
+      if (const Op* producer = producers[slot]) {
+        const std::int64_t inner = through[slot][static_cast<std::size_t>(element)];
+        source = source_of(slot_of(producer->inputs[static_cast<std::size_t>(inner >> kSourceShift)]),
+                           inner & kSourceIndexMask);
+      } else {
+        source = source_of(slot_of(inputs[slot]), element);
+      }
+    }
+    Op op;
+    op.kind = OpKind::gather;
+    op.inputs = std::move(read);
+    op.gather_shape = std::move(shape);
+    op.gather_runs = compress_runs(sources);
+    return add_op(std::move(op), output, index, where);
+  }
+
+  /// Concat, Gather (constant indices) and Transpose: stand-ins folded through the node.
+  void import_folded_movement(const onnx::NodeProto& node, int index, const std::string& where) {
+    const std::string& op = node.op_type();
+    const int data_inputs = op == "Concat" ? node.input_size() : 1;
+    if (op == "Gather" && !constants_.count(node.input(1)))
+      unsupported(where,
+                  fmt::format("Gather with computed indices '{}' (the indices must be a constant)", node.input(1)));
+    if (op == "Gather" && !computed_.count(node.input(0)))
+      unsupported(where, "Gather of a constant at computed indices");
+    std::vector<MovedInput> inputs;
+    std::vector<Constant> stand_ins;
+    for (int i = 0; i < data_inputs; ++i) {
+      inputs.push_back(moved_input(node, i));
+      stand_ins.push_back(stand_in(inputs.back().dims(), i, where));
+    }
+    std::vector<const Constant*> folding;
+    for (int i = 0; i < node.input_size(); ++i)
+      folding.push_back(i < data_inputs ? &stand_ins[static_cast<std::size_t>(i)] : &constants_.at(node.input(i)));
+    const Constant folded = fold_node(node, folding, result_.opset, where).at(0);
+    emit_movement(folded_movement(folded), inputs, 0.0, node.output(0), index, where);
+  }
+
+  using ImportFunction = void (Importer::*)(const onnx::NodeProto&, int, const std::string&);
+  /// Operators whose nodes may have several outputs, and the function that imports each of them as
+  /// a value of its own (computed_[node.output(i)]); any other node must have one output.
+  static const std::map<std::string, ImportFunction>& several_outputs() {
+    static const std::map<std::string, ImportFunction> functions = {{"Split", &Importer::import_split}};
+    return functions;
+  }
+
+  /// Split into its outputs along an axis: sizes from the `split` input (opset 13) or attribute,
+  /// else equal parts (the last smaller when num_outputs does not divide the axis).
+  void import_split(const onnx::NodeProto& node, int index, const std::string& where) {
+    const MovedInput x = moved_input(node, 0);
+    const auto rank = static_cast<std::int64_t>(x.dims().size());
+    const std::int64_t axis = normalize_axis(int_attribute(node, "axis", 0), rank, where);
+    const std::int64_t size = x.dims()[static_cast<std::size_t>(axis)];
+    const int outputs = node.output_size();
+    std::vector<std::int64_t> sizes;
+    if (result_.opset >= 13 && node.input_size() > 1 && !node.input(1).empty())
+      sizes = constant_ints(node, 1, "split sizes", where);
+    else if (result_.opset < 13) sizes = ints_attribute(node, "split");
+    if (sizes.empty()) {
+      const std::int64_t parts = int_attribute(node, "num_outputs", outputs);
+      const std::int64_t each = (size + parts - 1) / parts;
+      for (std::int64_t begin = 0; begin < size; begin += each) sizes.push_back(std::min(each, size - begin));
+    }
+    std::int64_t total = 0;
+    for (std::int64_t part : sizes) total += part;
+    if (static_cast<int>(sizes.size()) != outputs || total != size)
+      throw Error(fmt::format("{}: Split of axis {} (size {}) into [{}] for {} outputs", where, axis, size,
+                              fmt::join(sizes, ", "), outputs));
+    std::int64_t begin = 0;
+    for (int i = 0; i < outputs; ++i) {
+      const std::int64_t part = sizes[static_cast<std::size_t>(i)];
+      if (!node.output(i).empty())
+        emit_movement(axis_range_movement(x.dims(), axis, begin, part, where), {x}, 0.0, node.output(i), index, where);
+      begin += part;
+    }
+  }
+
+  /// Pad (constant, reflect, edge): pads and the constant from attributes before opset 11, else
+  /// constant inputs (with axes from opset 18).
+  void import_pad(const onnx::NodeProto& node, int index, const std::string& where) {
+    const MovedInput x = moved_input(node, 0);
+    const auto rank = static_cast<std::int64_t>(x.dims().size());
+    const std::string mode = string_attribute(node, "mode", "constant");
+    std::vector<std::int64_t> pads, axes;
+    double value = 0.0;
+    if (result_.opset < 11) {
+      pads = ints_attribute(node, "pads");
+      value = float_attribute(node, "value", 0.0f);
+    } else {
+      pads = constant_ints(node, 1, "pads", where);
+      if (node.input_size() > 2 && !node.input(2).empty()) {
+        auto found = constants_.find(node.input(2));
+        if (found == constants_.end())
+          unsupported(where, fmt::format("Pad with a computed constant_value '{}'", node.input(2)));
+        check_values(found->second, where);
+        if (found->second.values.size() != 1)
+          throw Error(fmt::format("{}: Pad's constant_value must be one value", where));
+        value = found->second.values[0];
+      }
+      if (node.input_size() > 3 && !node.input(3).empty()) axes = constant_ints(node, 3, "axes", where);
+    }
+    if (axes.empty())
+      for (std::int64_t d = 0; d < rank; ++d) axes.push_back(d);
+    axes = normalize_axes(axes, rank, where);
+    if (pads.size() != 2 * axes.size())
+      throw Error(fmt::format("{}: Pad has {} pads for {} axes (it needs a begin and an end for each)", where,
+                              pads.size(), axes.size()));
+    std::vector<std::int64_t> begin(static_cast<std::size_t>(rank), 0), end(static_cast<std::size_t>(rank), 0);
+    for (std::size_t i = 0; i < axes.size(); ++i) {
+      begin[static_cast<std::size_t>(axes[i])] = pads[i];
+      end[static_cast<std::size_t>(axes[i])] = pads[axes.size() + i];
+    }
+    PadMode pad_mode = PadMode::constant;
+    if (mode == "reflect") pad_mode = PadMode::reflect;
+    else if (mode == "edge") pad_mode = PadMode::edge;
+    else if (mode != "constant")
+      unsupported(where, fmt::format("Pad mode '{}' (constant, reflect and edge are supported)", mode));
+    emit_movement(pad_movement(x.dims(), begin, end, pad_mode, where), {x}, value, node.output(0), index, where);
+  }
+
+  void import_tile_or_expand(const onnx::NodeProto& node, int index, const std::string& where) {
+    const MovedInput x = moved_input(node, 0);
+    const bool tile = node.op_type() == "Tile";
+    const std::vector<std::int64_t> numbers = constant_ints(node, 1, tile ? "repeats" : "shape", where);
+    emit_movement(tile ? tile_movement(x.dims(), numbers, where) : expand_movement(x.dims(), numbers, where), {x}, 0.0,
+                  node.output(0), index, where);
+  }
+
+  void import_depth_space(const onnx::NodeProto& node, int index, const std::string& where) {
+    const MovedInput x = moved_input(node, 0);
+    const std::int64_t block = int_attribute(node, "blocksize", 0);
+    if (node.op_type() == "SpaceToDepth")
+      return emit_movement(space_to_depth_movement(x.dims(), block, where), {x}, 0.0, node.output(0), index, where);
+    const std::string mode = string_attribute(node, "mode", "DCR");
+    if (mode != "DCR" && mode != "CRD")
+      throw Error(fmt::format("{}: DepthToSpace mode '{}' (DCR or CRD)", where, mode));
+    emit_movement(depth_to_space_movement(x.dims(), block, mode == "CRD", where), {x}, 0.0, node.output(0), index,
+                  where);
+  }
+
+  /// Resize by nearest neighbour: scales or sizes (constants), axes (opset 18), every coordinate
+  /// transformation but tf_crop_and_resize. Linear and cubic modes are refused.
+  void import_resize(const onnx::NodeProto& node, int index, const std::string& where) {
+    const MovedInput x = moved_input(node, 0);
+    const Dims& in = x.dims();
+    const auto rank = static_cast<std::int64_t>(in.size());
+    const std::string mode = string_attribute(node, "mode", "nearest");
+    if (mode != "nearest") unsupported(where, fmt::format("Resize mode '{}' (nearest is supported)", mode));
+    if (string_attribute(node, "keep_aspect_ratio_policy", "stretch") != "stretch")
+      unsupported(where, "Resize with a keep_aspect_ratio_policy other than stretch");
+    const int scales_input = result_.opset < 11 ? 1 : 2, sizes_input = 3;
+    auto present = [&](int i) { return i < node.input_size() && !node.input(i).empty(); };
+    std::vector<std::int64_t> axes = ints_attribute(node, "axes");
+    if (axes.empty())
+      for (std::int64_t d = 0; d < rank; ++d) axes.push_back(d);
+    axes = normalize_axes(axes, rank, where);
+    std::vector<double> scales(in.size(), 1.0);
+    Dims out = in;
+    std::vector<double> given;
+    if (present(scales_input)) {
+      auto found = constants_.find(node.input(scales_input));
+      if (found == constants_.end()) unsupported(where, "Resize with computed scales");
+      check_values(found->second, where);
+      given = found->second.values;
+    }
+    if (!given.empty()) {
+      if (given.size() != axes.size())
+        throw Error(fmt::format("{}: Resize has {} scales for {} axes", where, given.size(), axes.size()));
+      for (std::size_t i = 0; i < axes.size(); ++i) {
+        const auto d = static_cast<std::size_t>(axes[i]);
+        if (!(given[i] > 0)) throw Error(fmt::format("{}: Resize scale {} is not positive", where, given[i]));
+        scales[d] = given[i];
+        out[d] = static_cast<std::int64_t>(std::floor(static_cast<double>(in[d]) * given[i]));
+      }
+    } else if (present(sizes_input)) {
+      const std::vector<std::int64_t> sizes = constant_ints(node, sizes_input, "sizes", where);
+      if (sizes.size() != axes.size())
+        throw Error(fmt::format("{}: Resize has {} sizes for {} axes", where, sizes.size(), axes.size()));
+      for (std::size_t i = 0; i < axes.size(); ++i) {
+        const auto d = static_cast<std::size_t>(axes[i]);
+        out[d] = sizes[i];
+        scales[d] = static_cast<double>(sizes[i]) / static_cast<double>(in[d]);
+      }
+    } else {
+      throw Error(fmt::format("{}: Resize needs scales or sizes", where));
+    }
+    const std::string transformation =
+        result_.opset < 11 ? "asymmetric" : string_attribute(node, "coordinate_transformation_mode", "half_pixel");
+    const std::string nearest_mode =
+        result_.opset < 11 ? "floor" : string_attribute(node, "nearest_mode", "round_prefer_floor");
+    emit_movement(resize_nearest_movement(in, out, scales, transformation, nearest_mode, where), {x}, 0.0,
+                  node.output(0), index, where);
   }
 
   static std::vector<std::int64_t> identity_order(std::size_t rank) {
@@ -493,10 +862,10 @@ private:
     for (std::int64_t r = 0; columns && r < to[0]; ++r)
       for (std::int64_t c = 0; columns && c < to[1]; ++c)
         columns = kept.values[static_cast<std::size_t>(r * to[1] + c)] == static_cast<double>(r * from[1] + begin + c);
-    if (!columns)
-      unsupported(where, fmt::format("Slice of the computed {} to {} (a range of the last axis with step 1 is "
-                                     "supported)",
-                                     dims_text(x.dims), dims_text(kept.dims)));
+    if (!columns) {  // any other axes and steps: the folded stand-in says where each element comes from
+      emit_movement(folded_movement(kept), {moved_input(node, 0)}, 0.0, node.output(0), index, where);
+      return;
+    }
     Op op;
     op.kind = OpKind::slice_columns;
     op.column_begin = static_cast<std::uint32_t>(begin);
@@ -763,13 +1132,9 @@ private:
   }
 
   /// IR tensor `tensor` read as `shape` (the same elements in the same order): itself when it
-  /// has that shape.
+  /// has that shape, else a re-layout (tensor_as).
   std::uint32_t reshaped(std::uint32_t tensor, const std::vector<std::int64_t>& shape, const std::string& where) {
-    const Tensor& t = graph_.tensors[tensor];
-    if (t.shape == shape) return tensor;
-    unsupported(where, fmt::format("'{}' is needed as {} here but is laid out as {} (a computed tensor keeps the "
-                                   "layout it was computed in)",
-                                   t.name, dims_text(shape), dims_text(t.shape)));
+    return tensor_as(Computed{tensor, "", {}}, shape, where);
   }
 
   /// LayerNormalization (opset 17) over the axes from `axis` on: layer_norm of the rows of the
@@ -1108,13 +1473,10 @@ private:
                                      value.dims.size(), dims_text(value.dims)));
     if (value.channels_last) return tensor_of(value, where);
     const std::int64_t n = value.dims[0], c = value.dims[1], spatial = spatial_size(value.dims);
-    if (value.tensor < 0) {
+    // A map computed row-major by another operator (a Concat, a Resize) is re-laid out [N*C, spatial]
+    // by tensor_as (a gather), then transposed.
+    if (value.tensor < 0)
       if (auto done = channels_last_inputs_.find(value.input); done != channels_last_inputs_.end()) return done->second;
-    } else if (value.dims.size() == 4 && value.dims[2] != 1) {
-      unsupported(where, fmt::format("a computed {} read as a feature map (feature maps computed by other operators "
-                                     "than Conv and pooling are supported in rank 3, or with height 1)",
-                                     dims_text(value.dims)));
-    }
     Op transpose;
     transpose.kind = OpKind::transpose;
     transpose.batch = static_cast<std::uint32_t>(n);
@@ -1540,16 +1902,21 @@ private:
       throw Error(where + ": no node, initializer or graph input produces it; name an output a node computes");
     Computed value = found->second;
     if (value.channels_last && spatial_size(value.dims) > 1) value = to_row_major(value, output.name(), where);
-    if (value.tensor < 0)
-      unsupported(where, fmt::format("an output that is the graph input '{}' itself (nothing is computed for it)",
-                                     value.input));
     if (element_count(declared, where) != element_count(value.dims, where))
       throw Error(fmt::format("{}: declared {} but computed {}", where, dims_text(declared), dims_text(value.dims)));
+    // A graph input itself (an Identity, Flatten or Unsqueeze of it), or a value another output
+    // already is: the output is a copy of it, a gather of one run.
+    const bool taken = value.tensor >= 0 && std::find(graph_.outputs.begin(), graph_.outputs.end(),
+                                                      static_cast<std::uint32_t>(value.tensor)) != graph_.outputs.end();
+    if (value.tensor < 0 || taken) {
+      Op copy;
+      copy.kind = OpKind::gather;
+      copy.inputs = {tensor_of(value, where)};
+      copy.gather_shape = graph_.tensors[copy.inputs[0]].shape;
+      copy.gather_runs = {GatherRun{0, 0, 0, static_cast<std::uint64_t>(element_count(value.dims, where)), 1, 1, 0, 0}};
+      value = Computed{add_op(copy, output.name() + ".copy", -1, where), "", value.dims};
+    }
     const auto tensor = static_cast<std::uint32_t>(value.tensor);
-    for (std::uint32_t existing : graph_.outputs)
-      if (existing == tensor)
-        unsupported(where, fmt::format("two outputs ('{}' and '{}') holding the same value",
-                                       graph_.tensors[tensor].name, output.name()));
     // The IR tensor takes the output's name (an Identity or Reshape may have renamed it).
     std::string& name = graph_.tensors[tensor].name;
     if (name != output.name()) {
@@ -1602,6 +1969,7 @@ private:
   std::map<std::string, std::uint32_t> readers_;   ///< ONNX value name -> nodes and graph outputs reading it
   std::map<std::string, std::uint32_t> channels_last_inputs_;  ///< graph input -> its channels-last transpose
   std::set<std::string> names_;                                ///< IR tensor names in use
+  int node_index_ = -1;                                        ///< the node being imported
 };
 
 }  // namespace

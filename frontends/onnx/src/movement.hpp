@@ -1,0 +1,56 @@
+// Data movement in ONNX's index arithmetic: where each output element of Pad, Expand, Tile, Resize (nearest),
+// DepthToSpace and SpaceToDepth comes from (Concat, Slice, Gather and Transpose fold stand-ins in constants.cpp).
+#pragma once
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "constants.hpp"
+#include "tessera/graph.hpp"
+
+namespace tessera::onnx_import {
+
+/// A source: data input `source >> kSourceShift`, its element `source & kSourceIndexMask`
+/// (row-major over its ONNX dims); kPadded for an element a constant Pad fills.
+inline constexpr int kSourceShift = 40;
+inline constexpr std::int64_t kSourceIndexMask = (std::int64_t{1} << kSourceShift) - 1;
+inline constexpr std::int64_t kPadded = -1;
+inline constexpr std::int64_t source_of(std::int64_t input, std::int64_t index) {
+  return (input << kSourceShift) | index;
+}
+
+/// A node's output dims and, per output element (row-major), its source.
+struct Movement {
+  Dims dims;
+  std::vector<std::int64_t> sources;
+};
+
+/// A range [begin, begin + count) of `axis` of `in` (a Split output).
+Movement axis_range_movement(const Dims& in, std::int64_t axis, std::int64_t begin, std::int64_t count,
+                             const std::string& where);
+/// The movement a stand-in folded through a node gives: its values are the sources.
+Movement folded_movement(const Constant& folded);
+/// A gather op's runs for `sources` (no kPadded): runs of elements in arithmetic progression,
+/// those of equal length and stride at a constant distance gathered into one repeated run.
+std::vector<GatherRun> compress_runs(const std::vector<std::int64_t>& sources);
+
+enum class PadMode { constant, reflect, edge };
+/// Pad of `in` by `begin` and `end` (per axis; negative crops), in `mode`.
+Movement pad_movement(const Dims& in, const std::vector<std::int64_t>& begin, const std::vector<std::int64_t>& end,
+                      PadMode mode, const std::string& where);
+/// Tile of `in`, `repeats` times along each axis.
+Movement tile_movement(const Dims& in, const std::vector<std::int64_t>& repeats, const std::string& where);
+/// Expand of `in` to `shape` (numpy broadcasting both ways).
+Movement expand_movement(const Dims& in, const Dims& shape, const std::string& where);
+/// DepthToSpace of [N, C, H, W] by `block` (mode DCR, or CRD when `column_row_depth`).
+Movement depth_to_space_movement(const Dims& in, std::int64_t block, bool column_row_depth, const std::string& where);
+/// SpaceToDepth of [N, C, H, W] by `block`.
+Movement space_to_depth_movement(const Dims& in, std::int64_t block, const std::string& where);
+/// Resize by nearest neighbour to `out` dims with `scales` per axis, ONNX's coordinate
+/// transformation (`half_pixel`, `asymmetric`, `align_corners`, `pytorch_half_pixel`,
+/// `tf_half_pixel_for_nearest`) and nearest mode (`round_prefer_floor`, `round_prefer_ceil`, `floor`, `ceil`).
+Movement resize_nearest_movement(const Dims& in, const Dims& out, const std::vector<double>& scales,
+                                 const std::string& transformation, const std::string& nearest_mode,
+                                 const std::string& where);
+
+}  // namespace tessera::onnx_import
