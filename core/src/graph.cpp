@@ -5,6 +5,7 @@
 #include <fmt/ranges.h>
 
 #include <algorithm>
+#include <bit>
 #include <cmath>
 #include <cstring>
 #include <tuple>
@@ -15,8 +16,22 @@
 
 namespace tessera {
 
-const char* dtype_name(DType type) { return type == DType::float16 ? "float16" : "float32"; }
+const char* dtype_name(DType type) {
+  switch (type) {
+    case DType::float32:
+      return "float32";
+    case DType::float16:
+      return "float16";
+    case DType::int32:
+      return "int32";
+    case DType::boolean:
+      return "bool";
+  }
+  return "?";
+}
 std::uint32_t dtype_bytes(DType type) { return type == DType::float16 ? 2 : 4; }
+bool is_integer_word(DType type) { return type == DType::int32 || type == DType::boolean; }
+
 std::uint64_t packed_words(std::uint64_t elements, DType type) {
   return type == DType::float16 ? (elements + 1) / 2 : elements;
 }
@@ -117,6 +132,28 @@ const char* op_kind_name(OpKind kind) {
       return "avg_pool";
     case OpKind::clip:
       return "clip";
+    case OpKind::equal:
+      return "equal";
+    case OpKind::less:
+      return "less";
+    case OpKind::less_or_equal:
+      return "less_or_equal";
+    case OpKind::greater:
+      return "greater";
+    case OpKind::greater_or_equal:
+      return "greater_or_equal";
+    case OpKind::logical_and:
+      return "logical_and";
+    case OpKind::logical_or:
+      return "logical_or";
+    case OpKind::logical_xor:
+      return "logical_xor";
+    case OpKind::logical_not:
+      return "logical_not";
+    case OpKind::cast:
+      return "cast";
+    case OpKind::where:
+      return "where";
   }
   return "?";
 }
@@ -130,12 +167,20 @@ Broadcast binary_broadcast(const Tensor& a, const Tensor& b) {
 }
 
 bool is_binary(OpKind kind) {
-  return kind == OpKind::add || kind == OpKind::sub || kind == OpKind::mul || kind == OpKind::div;
+  return kind == OpKind::add || kind == OpKind::sub || kind == OpKind::mul || kind == OpKind::div ||
+         is_comparison(kind) || kind == OpKind::logical_and || kind == OpKind::logical_or ||
+         kind == OpKind::logical_xor;
+}
+
+bool is_comparison(OpKind kind) {
+  return kind == OpKind::equal || kind == OpKind::less || kind == OpKind::less_or_equal || kind == OpKind::greater ||
+         kind == OpKind::greater_or_equal;
 }
 
 bool is_unary(OpKind kind) {
   return kind == OpKind::relu || kind == OpKind::sigmoid || kind == OpKind::tanh || kind == OpKind::erf ||
-         kind == OpKind::sqrt || kind == OpKind::pow || kind == OpKind::clip;
+         kind == OpKind::sqrt || kind == OpKind::pow || kind == OpKind::clip || kind == OpKind::logical_not ||
+         kind == OpKind::cast;
 }
 
 bool is_row_reduction(OpKind kind) { return kind == OpKind::reduce_sum || kind == OpKind::reduce_mean; }
@@ -212,6 +257,12 @@ std::string check_graph(const Graph& graph) {
     if (shape != graph.tensors[op.output].shape)
       return fmt::format("op {}: output '{}' does not have the shape its inputs give", i,
                          graph.tensors[op.output].name);
+    DType dtype = graph.tensors[op.output].dtype;
+    if (std::string problem = infer_dtype(graph, op, dtype); !problem.empty())
+      return fmt::format("op {}: {}", i, problem);
+    if (dtype != graph.tensors[op.output].dtype)
+      return fmt::format("op {}: output '{}' is {}, but its inputs give {}", i, graph.tensors[op.output].name,
+                         dtype_name(graph.tensors[op.output].dtype), dtype_name(dtype));
   }
   for (std::uint32_t output : graph.outputs)
     if (output >= graph.tensors.size()) return fmt::format("graph output {} is not a tensor", output);
@@ -354,7 +405,15 @@ std::string infer_shape(const Graph& graph, const Op& op, std::vector<std::int64
     case OpKind::add:
     case OpKind::sub:
     case OpKind::mul:
-    case OpKind::div: {
+    case OpKind::div:
+    case OpKind::equal:
+    case OpKind::less:
+    case OpKind::less_or_equal:
+    case OpKind::greater:
+    case OpKind::greater_or_equal:
+    case OpKind::logical_and:
+    case OpKind::logical_or:
+    case OpKind::logical_xor: {
       if (auto e = expect_inputs(2, 2); !e.empty()) return e;
       const Tensor& a = input(0);
       const Tensor& b = input(1);
@@ -371,7 +430,9 @@ std::string infer_shape(const Graph& graph, const Op& op, std::vector<std::int64
     case OpKind::erf:
     case OpKind::sqrt:
     case OpKind::pow:
-    case OpKind::clip: {
+    case OpKind::clip:
+    case OpKind::logical_not:
+    case OpKind::cast: {
       if (auto e = expect_inputs(1, 1); !e.empty()) return e;
       if (op.kind == OpKind::pow && !std::isfinite(op.exponent)) return "pow needs a finite exponent";
       shape = input(0).shape;
@@ -422,8 +483,62 @@ std::string infer_shape(const Graph& graph, const Op& op, std::vector<std::int64
     case OpKind::max_pool:
     case OpKind::avg_pool:
       return infer_window_shape(graph, op, shape);
+    case OpKind::where: {
+      if (auto e = expect_inputs(3, 3); !e.empty()) return e;
+      if (input(0).shape != input(1).shape || input(0).shape != input(2).shape)
+        return fmt::format("where needs a condition and two values of one shape, got '{}' {}, '{}' {} and '{}' {}",
+                           input(0).name, shape_text(input(0).shape), input(1).name, shape_text(input(1).shape),
+                           input(2).name, shape_text(input(2).shape));
+      shape = input(0).shape;
+      return "";
+    }
   }
   return "unknown operation";
+}
+
+std::string infer_dtype(const Graph& graph, const Op& op, DType& dtype) {
+  auto type = [&](std::size_t i) { return graph.tensors.at(op.inputs.at(i)).dtype; };
+  auto refuse = [&](std::size_t i, const char* takes) {
+    const Tensor& t = graph.tensors.at(op.inputs.at(i));
+    return fmt::format("{} takes {}, but operand {} '{}' is {}", op_kind_name(op.kind), takes, i, t.name,
+                       dtype_name(t.dtype));
+  };
+  auto is_float = [](DType t) { return t == DType::float32 || t == DType::float16; };
+  if (op.kind == OpKind::cast) {
+    if (op.inputs.empty()) return "cast takes 1 input, got 0";
+    if (type(0) == DType::float16) return refuse(0, "float32, int32 or bool");
+    if (dtype == DType::float16) return "cast gives float32, int32 or bool, not float16";
+    return "";
+  }
+  if (is_relayout(op.kind)) {  // data moved, whatever it is
+    dtype = op.inputs.empty() ? DType::float32 : type(0);
+    return "";
+  }
+  if (op.kind == OpKind::where) {
+    if (op.inputs.size() != 3) return fmt::format("where takes 3 inputs, got {}", op.inputs.size());
+    if (type(0) != DType::boolean) return refuse(0, "a bool condition");
+    if (type(1) == DType::float16) return refuse(1, "float32, int32 or bool values");
+    if (type(2) != type(1)) return refuse(2, "two values of one type");
+    dtype = type(1);
+    return "";
+  }
+  const bool logic = op.kind == OpKind::logical_and || op.kind == OpKind::logical_or ||
+                     op.kind == OpKind::logical_xor || op.kind == OpKind::logical_not;
+  const bool arithmetic =
+      op.kind == OpKind::add || op.kind == OpKind::sub || op.kind == OpKind::mul || op.kind == OpKind::div;
+  for (std::size_t i = 0; i < op.inputs.size(); ++i) {
+    const DType t = type(i);
+    if (logic && t != DType::boolean) return refuse(i, "bool operands");
+    if (is_comparison(op.kind) && (t == DType::float16 || (i > 0 && t != type(0))))
+      return refuse(i, "two operands of one type (float32, int32 or bool)");
+    if (arithmetic && is_float(type(0)) != is_float(t)) return refuse(i, "two float or two int32 operands");
+    if (arithmetic && t == DType::boolean) return refuse(i, "float or int32 operands");
+    if (!logic && !is_comparison(op.kind) && !arithmetic && !is_float(t)) return refuse(i, "float operands");
+  }
+  dtype = logic || is_comparison(op.kind)               ? DType::boolean
+          : arithmetic && type(0) == DType::int32 ? DType::int32
+                                                  : DType::float32;
+  return "";
 }
 
 static std::uint64_t splitmix64(std::uint64_t x) {

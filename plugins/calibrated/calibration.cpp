@@ -486,6 +486,22 @@ const CodeletLine kCodeletLines[] = {
      },
      {{1, 0, 0x40c00000}, {7, 0, 0x40c00000}, {64, 0xbf800000, 0x3f800000}, {333, 0, 0x40c00000}, {1000, 0, 0x40c00000},
       {4096, 0xff800000, 0}, {12000, 0, 0x40c00000}, {16000, 0, 0x7f800000}}},
+    // A cast walks its share as copy does (Cast1D), whatever the types.
+    {Codelet::cast,
+     "call,pairs,odd",
+     [](Params p, const Target& t) -> Features {
+       const double share =
+           std::min<double>(p[0], 4 * std::ceil(std::ceil(p[0] / 4.0) / std::max<std::uint32_t>(t.worker_threads, 1)));
+       return {1, std::floor(share / 2), std::fmod(share, 2)};
+     },
+     {{1, 0, 2}, {7, 2, 0}, {64, 0, 3}, {333, 3, 0}, {1000, 2, 3}, {4096, 0, 2}, {12000, 3, 2}, {24000, 2, 0}}},
+    // A select walks its share an element at a time.
+    {Codelet::select,
+     "call,elements",
+     [](Params p, const Target& t) -> Features {
+       return {1, std::ceil(p[0] / double(std::max<std::uint32_t>(t.worker_threads, 1)))};
+     },
+     {{1}, {7}, {64}, {333}, {1000}, {4096}, {12000}, {24000}}},
     // Pooling: per kernel position, the busiest worker's worklist rows and its share of the
     // output vectors (an average scales each once more).
     {Codelet::pool,

@@ -11,12 +11,15 @@ struct Target;
 /// Version of the codelet set (semantics and cycle formulas); written into packages.
 // 5: unary, binary, binary_row, reduce_rows; 6: binary_column and add as a binary function,
 // fused codelets charged as their steps, matmul_half's half worker MAC; 8: charges follow
-// poplibs' vertices (docs/targets.md); conv, pool (window ops over feature maps) and clip.
-inline constexpr std::uint32_t kCodeletSetVersion = 8;
+// poplibs' vertices (docs/targets.md); conv, pool (window ops over feature maps) and clip;
+// 9: tensor types: comparisons, logic and int32 arithmetic as binary functions, logical_not,
+// cast and select.
+inline constexpr std::uint32_t kCodeletSetVersion = 9;
 
 /// Operands are word offsets into buffers (program) or byte addresses (tile image);
 /// params are the shape numbers listed per codelet. Data is float32 unless marked half
-/// (IEEE binary16, two per word, packed row-major, the last word padded). Float params
+/// (IEEE binary16, two per word, packed row-major, the last word padded), int32 (a word's
+/// bits) or bool (a word holding 0 or 1), as the function or the params say. Float params
 /// (scale, eps) are passed as their float32 bit patterns.
 enum class Codelet : std::uint16_t {
   /// operands {a, b, c}; params {m, k, n, orientation}: c[m,n] = a[m,k] * b[k,n] (swapped: c
@@ -57,8 +60,13 @@ enum class Codelet : std::uint16_t {
   /// each channel on its own: out [out_rows, out_width, channels].
   pool = 19,
   clip = 20,  ///< operands {in, out}; params {count, low, high} (floats): out = min(max(in, low), high)
+  /// operands {in, out}; params {count, from, to} (DType values: float32, int32 or bool): out = in
+  /// converted (float to int32 truncates toward zero, saturating; NaN gives 0; anything nonzero is true).
+  cast = 21,
+  /// operands {condition (bool), a, b, out}; params {count}: out = condition ? a : b, word for word.
+  select = 22,
 };
-inline constexpr std::uint32_t kCodeletCount = 21;
+inline constexpr std::uint32_t kCodeletCount = 23;
 
 /// Param indices of a conv call. Patch row of output row r and kernel row i: r * stride_h +
 /// i * dilation_h - top (top and left are signed: int32 bit patterns); patch column of output column c and kernel
@@ -112,12 +120,36 @@ inline constexpr std::uint32_t kPoolModeCount = 3;
 std::string window_params_problem(Codelet, std::span<const std::uint32_t> params);
 
 /// The `function` param of a unary call; pow raises to the float `exponent` param.
-enum class UnaryFunction : std::uint32_t { sigmoid = 0, tanh = 1, erf = 2, sqrt = 3, pow = 4 };
-inline constexpr std::uint32_t kUnaryFunctionCount = 5;
+enum class UnaryFunction : std::uint32_t { sigmoid = 0, tanh = 1, erf = 2, sqrt = 3, pow = 4, logical_not = 5 };
+inline constexpr std::uint32_t kUnaryFunctionCount = 6;
 /// The `function` param of binary, binary_row and binary_column calls (the planner adds with
 /// add and bias_add where it can: they are the same loops).
-enum class BinaryFunction : std::uint32_t { subtract = 0, multiply = 1, divide = 2, add = 3 };
-inline constexpr std::uint32_t kBinaryFunctionCount = 4;
+/// Comparisons write bools; the int_ functions read int32 words (int_divide truncates toward zero,
+/// by zero gives 0; int_add, int_subtract and int_multiply wrap); the logical ones read bools.
+enum class BinaryFunction : std::uint32_t {
+  subtract = 0,
+  multiply = 1,
+  divide = 2,
+  add = 3,
+  equal = 4,
+  less = 5,
+  less_or_equal = 6,
+  greater = 7,
+  greater_or_equal = 8,
+  int_add = 9,
+  int_subtract = 10,
+  int_multiply = 11,
+  int_divide = 12,
+  int_equal = 13,
+  int_less = 14,
+  int_less_or_equal = 15,
+  int_greater = 16,
+  int_greater_or_equal = 17,
+  logical_and = 18,
+  logical_or = 19,
+  logical_xor = 20,
+};
+inline constexpr std::uint32_t kBinaryFunctionCount = 21;
 /// Index of the function param of unary, binary, binary_row and binary_column calls.
 std::uint32_t function_param(Codelet);
 /// Names for messages: "sigmoid", "multiply", ...
