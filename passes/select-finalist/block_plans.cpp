@@ -121,7 +121,17 @@ Fragment build_rows(const BlockPlanContext& plan, Split split, FragmentBuilder& 
       const Tensor& other = is_binary(op.kind) ? plan.graph.tensors[op.inputs[1]] : x;
       const Broadcast broadcast = is_binary(op.kind) ? binary_broadcast(x, other) : Broadcast::same;
       std::uint32_t result = in;
-      if (op.kind == OpKind::relu) {
+      if (x.kind == TensorKind::weight && is_unary(op.kind)) {
+        // A weight's block lives for every run: the result goes beside it, never over it.
+        result = builder.create(name + ".out", tile, std::uint64_t{rows.size} * cols, layout.standard,
+                                layout.alignment, Lifetime::transient);
+        if (op.kind == OpKind::relu) {
+          builder.call(1, tile, Codelet::copy, {{in, 0}, {result, 0}}, {rows.size * cols});
+          builder.call(1, tile, Codelet::relu, {{result, 0}}, {rows.size * cols});
+        } else {
+          call_unary(builder, 1, tile, plan.graph, op, in, result, rows.size * cols);
+        }
+      } else if (op.kind == OpKind::relu) {
         builder.call(1, tile, Codelet::relu, {{in, 0}}, {rows.size * cols});
       } else if (is_unary(op.kind)) {
         call_unary(builder, 1, tile, plan.graph, op, in, in, rows.size * cols);

@@ -639,8 +639,9 @@ private:
     if (op.inputs.size() != (binary ? 2u : 1u))
       return Status::failure(fmt::format("{}: {} has {} inputs", where(op), op_kind_name(op.kind), op.inputs.size()));
     const std::uint32_t first = op.inputs[0];
-    // A graph input no earlier op spread: the host writes it in row groups (a block plan).
-    if (!distributions_[first] && tensor(first).kind == TensorKind::input) return plan_block(op_index);
+    // A graph input (or a weight: a constant output's copy) no earlier op spread: the host writes
+    // it in row groups (a block plan).
+    if (!distributions_[first] && tensor(first).kind != TensorKind::intermediate) return plan_block(op_index);
     if (!distributions_[first] || program_.supersteps.empty())
       return unsupported(op, fmt::format("its first operand '{}' is a graph input or weight no earlier op "
                                          "spread over the tiles; elementwise ops run where their first operand "

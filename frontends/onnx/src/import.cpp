@@ -218,6 +218,10 @@ private:
           dims.push_back(-1);
           continue;
         }
+        if (input && dim.has_dim_value() && dim.dim_value() == 0)
+          throw Error(fmt::format("{}: graph input '{}': not supported: an empty dim (no values to stream; if an op "
+                                  "takes it as a constant, freeze it with --input-value {}=VALUES)",
+                                  path_, value.name(), value.name()));
         throw Error(fmt::format(
             "{}: graph {} '{}': not supported: a dynamic or empty dim{} (static positive dims are supported; fix "
             "them with --input-shape {}=DIMS, or export with fixed sizes)",
@@ -631,6 +635,12 @@ private:
       if (!node.input(i).empty() && !constants_.count(node.input(i)))
         unsupported(where, fmt::format("a Slice bound that is not a constant: {}", not_constant(node.input(i))));
     const Computed& x = computed_.at(node.input(0));
+    // The host streams what the device reads of an input, and must stream all of it: a slice of
+    // the input itself would leave its other columns unstreamed.
+    if (x.tensor < 0)
+      unsupported(where, fmt::format("Slice of the graph input '{}' itself (the host streams whole inputs; a slice "
+                                     "of a computed tensor is supported)",
+                                     x.input));
     Constant stand_in{TensorProto::FLOAT, x.dims, {}};
     stand_in.values.resize(static_cast<std::size_t>(element_count(x.dims, where)));
     for (std::size_t i = 0; i < stand_in.values.size(); ++i) stand_in.values[i] = static_cast<double>(i);
@@ -1631,16 +1641,25 @@ private:
     int element_type = 0;
     DType dtype = DType::float32;
     Dims declared = value_dims(output, "output", element_type, dtype);
-    if (constants_.count(output.name()))
-      unsupported(where, "an output that is a constant (nothing is computed for it)");
-    const auto found = computed_.find(output.name());
-    if (found == computed_.end())
-      throw Error(where + ": no node, initializer or graph input produces it; name an output a node computes");
-    Computed value = found->second;
-    if (value.channels_last && spatial_size(value.dims) > 1) value = to_row_major(value, output.name(), where);
-    if (value.tensor < 0)
-      unsupported(where, fmt::format("an output that is the graph input '{}' itself (nothing is computed for it)",
-                                     value.input));
+    const int place = model_.graph().node_size();  // after the last node
+    Computed value;
+    if (auto c = constants_.find(output.name()); c != constants_.end()) {
+      // A constant output (a folded shape, a frozen switch): a weight the device copies out.
+      const Constant& constant = c->second;
+      if (constant.values.empty()) unsupported(where, "an output that is an empty constant");
+      check_like(constant, output.name(), dtype, where);
+      const std::uint32_t weight =
+          add_weight(output.name() + ".constant", ir_shape(constant.dims), constant.values, false, dtype);
+      value = Computed{copy_of(weight, output.name(), place, where), "", constant.dims};
+    } else {
+      const auto found = computed_.find(output.name());
+      if (found == computed_.end())
+        throw Error(where + ": no node, initializer or graph input produces it; name an output a node computes");
+      value = found->second;
+      if (value.channels_last && spatial_size(value.dims) > 1) value = to_row_major(value, output.name(), where);
+      // A graph input (or a view of one) as an output: the device copies it out.
+      if (value.tensor < 0) value = Computed{copy_of(tensor_of(value, where), output.name(), place, where), "", value.dims};
+    }
     // A dynamic dim (or a missing shape) is what the graph computes.
     if (declared.empty() && !output.type().tensor_type().has_shape()) declared = value.dims;
     if (std::find(declared.begin(), declared.end(), -1) != declared.end()) {
@@ -1671,6 +1690,15 @@ private:
     }
     graph_.outputs.push_back(tensor);
     result_.outputs.push_back({output.name(), declared, element_type});
+  }
+
+  /// A copy of `tensor` on the device (a cast to its own type), for an output that would
+  /// otherwise be an input or a constant, which no op computes.
+  std::uint32_t copy_of(std::uint32_t tensor, const std::string& output, int place, const std::string& where) {
+    Op copy;
+    copy.kind = OpKind::cast;
+    copy.inputs = {tensor};
+    return add_op(copy, output + ".copy", place, where, graph_.tensors[tensor].dtype);
   }
 
   /// Drops the ops whose results no op and no output reads (a transpose a product reads as
@@ -1764,9 +1792,10 @@ void fix_input_shapes(onnx::ModelProto& model, const ImportOptions& options) {
 }
 
 /// "NAME=REST" split; the error names the option and shows an example.
-std::pair<std::string, std::string> option_parts(const std::string& text, const char* option, const char* example) {
+std::pair<std::string, std::string> option_parts(const std::string& text, const char* option, const char* example,
+                                                 bool allow_empty = false) {
   const auto equals = text.find('=');
-  if (equals == std::string::npos || equals == 0 || equals + 1 == text.size())
+  if (equals == std::string::npos || equals == 0 || (equals + 1 == text.size() && !allow_empty))
     throw Error(fmt::format("{} '{}': give NAME={}, e.g. {} {}", option, text, example, option,
                             std::string("x=") + example));
   return {text.substr(0, equals), text.substr(equals + 1)};
@@ -1800,10 +1829,13 @@ void add_input_shape(ImportOptions& options, const std::string& text) {
 }
 
 void add_input_value(ImportOptions& options, const std::string& text) {
-  const auto [name, rest] = option_parts(text, "--input-value", "16000");
+  // NAME= freezes an empty input (a .pb of no values is recorded so).
+  const auto [name, rest] = option_parts(text, "--input-value", "16000", true);
   std::vector<double> values;
   const std::string extension = fs::path(rest).extension().string();
-  if (extension == ".pb" || extension == ".npy") {
+  if (rest.empty()) {
+    // no values: an input of an empty dim
+  } else if (extension == ".pb" || extension == ".npy") {
     values = read_tensor_file(rest).values;  // the file's values; the model's dims decide their shape
   } else {
     std::size_t start = 0;

@@ -36,7 +36,7 @@ constexpr NumpyType kNumpyTypes[] = {
     {onnx::TensorProto::FLOAT, "<f4"},  {onnx::TensorProto::DOUBLE, "<f8"}, {onnx::TensorProto::FLOAT16, "<f2"},
     {onnx::TensorProto::INT64, "<i8"},  {onnx::TensorProto::INT32, "<i4"},  {onnx::TensorProto::INT16, "<i2"},
     {onnx::TensorProto::INT8, "|i1"},   {onnx::TensorProto::UINT8, "|u1"},  {onnx::TensorProto::UINT16, "<u2"},
-    {onnx::TensorProto::UINT32, "<u4"}, {onnx::TensorProto::BOOL, "|b1"}};
+    {onnx::TensorProto::UINT32, "<u4"}, {onnx::TensorProto::UINT64, "<u8"}, {onnx::TensorProto::BOOL, "|b1"}};
 
 TensorFile read_pb(const std::string& path) {
   onnx::TensorProto proto;
@@ -48,7 +48,7 @@ TensorFile read_pb(const std::string& path) {
                                  [&](const NumpyType& t) { return t.element_type == dtype; });
   if (!known)
     throw Error(fmt::format("{}: tensor '{}' is {}; tensor files hold float, double, float16, int8 to int64, uint8 "
-                            "to uint32 or bool values",
+                            "to uint64 or bool values",
                             path, proto.name(), dtype_text(dtype)));
   Constant c = read_tensor(proto, path);
   TensorFile tensor;
@@ -94,7 +94,7 @@ TensorFile read_npy(const std::string& path) {
                                   [&](const NumpyType& t) { return type == t.descr; });
   if (found == std::end(kNumpyTypes))
     return fail("dtype '" + type +
-                "'; use little-endian float32 ('<f4'), float16, float64, int8 to int64, uint8 to uint32 or bool");
+                "'; use little-endian float32 ('<f4'), float16, float64, int8 to int64, uint8 to uint64 or bool");
   const std::size_t width = raw_bytes(found->element_type);
   TensorFile tensor;
   tensor.element_type = found->element_type;
@@ -175,6 +175,9 @@ std::string raw_data(int element_type, const std::vector<double>& values) {
       break;
     case onnx::TensorProto::UINT32:
       append_values<std::uint32_t>(raw, values);
+      break;
+    case onnx::TensorProto::UINT64:
+      append_values<std::uint64_t>(raw, values);
       break;
     default:
       append_values<float>(raw, values);

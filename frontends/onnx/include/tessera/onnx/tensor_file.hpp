@@ -20,7 +20,7 @@ struct TensorFile {
 };
 
 /// Reads a .pb (TensorProto) or .npy (little-endian, C order: float32/16/64, int8/16/32/64,
-/// uint8/16/32, bool) file, chosen by extension. Throws Error naming the file and what is wrong.
+/// uint8/16/32/64, bool) file, chosen by extension. Throws Error naming the file and what is wrong.
 TensorFile read_tensor_file(const std::string& path);
 
 /// Writes `tensor` as .pb or .npy (by extension) of its element type, atomically.
