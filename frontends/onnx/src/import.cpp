@@ -152,10 +152,11 @@ public:
       for (const std::string& input : node.input()) ++readers_[input];
     for (const onnx::ValueInfoProto& output : graph.output()) ++readers_[output.name()];
     for (int i = 0; i < graph.node_size(); ++i) import_node(graph.node(i), i);
+    // Outputs first: an output that is a view of an input copies it out in the view's layout.
+    for (const onnx::ValueInfoProto& output : graph.output()) import_output(output);
     // Inputs no op reads stay part of the interface, in their own layout.
     for (const OnnxValue& input : result_.inputs)
       if (!declared_.count(input.name)) declare_input(input.name, ir_shape(input.dims));
-    for (const onnx::ValueInfoProto& output : graph.output()) import_output(output);
     prune_unread_ops();
     if (graph_.ops.empty()) throw Error(path_ + ": the model computes nothing on the device (no supported operator)");
     return std::move(result_);
@@ -518,8 +519,14 @@ private:
     if (op == "ReduceMean" || op == "ReduceSum") return import_reduce(node, index, where);
     if (op == "LayerNormalization") return import_layer_norm(node, index, where);
     if (op == "Transpose") return import_transpose(node, index, where);
-    if (is_foldable(op))
+    if (is_foldable(op)) {
+      // Folded once its inputs are known: name a graph input that could be frozen.
+      for (const std::string& name : node.input())
+        if (!name.empty() && computed_.count(name) && computed_.at(name).tensor < 0)
+          unsupported(where, fmt::format("{} of a computed tensor (it is folded only on constants): {}", op,
+                                         not_constant(name)));
       unsupported(where, fmt::format("{} of a computed tensor (it is folded only on constants)", op));
+    }
     unsupported(where, fmt::format("operator {}", op));
   }
 
@@ -634,13 +641,12 @@ private:
     for (int i = 1; i < node.input_size(); ++i)
       if (!node.input(i).empty() && !constants_.count(node.input(i)))
         unsupported(where, fmt::format("a Slice bound that is not a constant: {}", not_constant(node.input(i))));
-    const Computed& x = computed_.at(node.input(0));
-    // The host streams what the device reads of an input, and must stream all of it: a slice of
-    // the input itself would leave its other columns unstreamed.
-    if (x.tensor < 0)
-      unsupported(where, fmt::format("Slice of the graph input '{}' itself (the host streams whole inputs; a slice "
-                                     "of a computed tensor is supported)",
-                                     x.input));
+    // The host streams every element of an input: a slice of the input itself slices its copy on
+    // the device (a slice alone would leave the other columns unstreamed).
+    const Computed x = computed_.at(node.input(0)).tensor >= 0
+                           ? computed_.at(node.input(0))
+                           : Computed{copy_of(tensor_of(computed_.at(node.input(0)), where), node.input(0), index, where),
+                                      "", computed_.at(node.input(0)).dims};
     Constant stand_in{TensorProto::FLOAT, x.dims, {}};
     stand_in.values.resize(static_cast<std::size_t>(element_count(x.dims, where)));
     for (std::size_t i = 0; i < stand_in.values.size(); ++i) stand_in.values[i] = static_cast<double>(i);
