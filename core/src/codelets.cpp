@@ -723,11 +723,27 @@ const char* unary_function_name(UnaryFunction function) {
 }
 
 const char* binary_function_name(BinaryFunction function) {
-  constexpr const char* kNames[kBinaryFunctionCount] = {
-      "subtract",    "multiply",     "divide",        "add",          "equal",           "less",
-      "less_or_equal", "greater",    "greater_or_equal", "int_add",   "int_subtract",    "int_multiply",
-      "int_divide",  "int_equal",    "int_less",      "int_less_or_equal", "int_greater", "int_greater_or_equal",
-      "logical_and", "logical_or",   "logical_xor"};
+  constexpr const char* kNames[kBinaryFunctionCount] = {"subtract",
+                                                        "multiply",
+                                                        "divide",
+                                                        "add",
+                                                        "equal",
+                                                        "less",
+                                                        "less_or_equal",
+                                                        "greater",
+                                                        "greater_or_equal",
+                                                        "int_add",
+                                                        "int_subtract",
+                                                        "int_multiply",
+                                                        "int_divide",
+                                                        "int_equal",
+                                                        "int_less",
+                                                        "int_less_or_equal",
+                                                        "int_greater",
+                                                        "int_greater_or_equal",
+                                                        "logical_and",
+                                                        "logical_or",
+                                                        "logical_xor"};
   const auto index = static_cast<std::uint32_t>(function);
   return index < kBinaryFunctionCount ? kNames[index] : "?";
 }
@@ -937,11 +953,10 @@ CodeletCharge codelet_charge(Codelet codelet, std::span<const std::uint32_t> par
     case Codelet::binary: {
       const auto function = static_cast<BinaryFunction>(params[1]);
       const FunctionLoop loop = binary_loop(function);
-      charge.cycles = is_float_function(function)
-                          ? elementwise_cycles(params[0], kAddWorkerFixed, function_cycles_per_vector(codelet, params),
-                                               target)
-                          : elementwise_cycles(params[0], kAddWorkerFixed, loop.cycles, target, kSupervisorCycles,
-                                               loop.elements);
+      charge.cycles =
+          is_float_function(function)
+              ? elementwise_cycles(params[0], kAddWorkerFixed, function_cycles_per_vector(codelet, params), target)
+              : elementwise_cycles(params[0], kAddWorkerFixed, loop.cycles, target, kSupervisorCycles, loop.elements);
       break;
     }
     case Codelet::binary_row: {

@@ -535,7 +535,7 @@ std::string infer_dtype(const Graph& graph, const Op& op, DType& dtype) {
     if (arithmetic && t == DType::boolean) return refuse(i, "float or int32 operands");
     if (!logic && !is_comparison(op.kind) && !arithmetic && !is_float(t)) return refuse(i, "float operands");
   }
-  dtype = logic || is_comparison(op.kind)               ? DType::boolean
+  dtype = logic || is_comparison(op.kind)         ? DType::boolean
           : arithmetic && type(0) == DType::int32 ? DType::int32
                                                   : DType::float32;
   return "";

@@ -123,8 +123,8 @@ Fragment build_rows(const BlockPlanContext& plan, Split split, FragmentBuilder& 
       std::uint32_t result = in;
       if (x.kind == TensorKind::weight && is_unary(op.kind)) {
         // A weight's block lives for every run: the result goes beside it, never over it.
-        result = builder.create(name + ".out", tile, std::uint64_t{rows.size} * cols, layout.standard,
-                                layout.alignment, Lifetime::transient);
+        result = builder.create(name + ".out", tile, std::uint64_t{rows.size} * cols, layout.standard, layout.alignment,
+                                Lifetime::transient);
         if (op.kind == OpKind::relu) {
           builder.call(1, tile, Codelet::copy, {{in, 0}, {result, 0}}, {rows.size * cols});
           builder.call(1, tile, Codelet::relu, {{result, 0}}, {rows.size * cols});

@@ -11,6 +11,7 @@
 #include <yaml-cpp/yaml.h>
 
 #include "tessera/codelets.hpp"
+#include "tessera/graph.hpp"
 #include "tessera/diagnostic.hpp"
 #include "tessera/program.hpp"
 #include "tessera/target.hpp"
@@ -142,6 +143,11 @@ Features half_bias_features(Params p, const Target& t) {
   features.insert(features.begin() + 2, cast);
   return features;
 }
+
+// A cast's type params (DType values).
+constexpr auto kFloat32 = static_cast<std::uint32_t>(tessera::DType::float32);
+constexpr auto kInt32 = static_cast<std::uint32_t>(tessera::DType::int32);
+constexpr auto kBool = static_cast<std::uint32_t>(tessera::DType::boolean);
 
 const std::vector<std::vector<std::uint32_t>> kBiasShapes = {{1, 64, 0},  {2, 4096, 1}, {16, 256, 0},  {4, 1024, 1},
                                                              {8, 512, 1}, {2, 3000, 0}, {16, 1024, 0}, {1, 7, 1},
@@ -494,7 +500,14 @@ const CodeletLine kCodeletLines[] = {
            std::min<double>(p[0], 4 * std::ceil(std::ceil(p[0] / 4.0) / std::max<std::uint32_t>(t.worker_threads, 1)));
        return {1, std::floor(share / 2), std::fmod(share, 2)};
      },
-     {{1, 0, 2}, {7, 2, 0}, {64, 0, 3}, {333, 3, 0}, {1000, 2, 3}, {4096, 0, 2}, {12000, 3, 2}, {24000, 2, 0}}},
+     {{1, kFloat32, kInt32},
+      {7, kInt32, kFloat32},
+      {64, kFloat32, kBool},
+      {333, kBool, kFloat32},
+      {1000, kInt32, kBool},
+      {4096, kFloat32, kInt32},
+      {12000, kBool, kInt32},
+      {24000, kInt32, kFloat32}}},
     // A select walks its share an element at a time.
     {Codelet::select,
      "call,elements",

@@ -239,8 +239,8 @@ RunResult run_package(const Package& package, const RunOptions& options, const s
   }
 
   if (!options.expected.empty()) {
-    result.expectation =
-        compare_with_expected(package.graph, result.outputs, options.expected, options.expect_atol, options.expect_rtol);
+    result.expectation = compare_with_expected(package.graph, result.outputs, options.expected, options.expect_atol,
+                                               options.expect_rtol);
     result.expectation_checked = true;
     log.info(
         "compared outputs with the expected values outputs={} elements={} max_abs_error={} max_rel_error={} "

@@ -908,8 +908,8 @@ void SimDevice::Impl::load_compute(const Package& package, std::uint32_t step, L
           if (call.params[i] >= kDTypeCount || static_cast<DType>(call.params[i]) == DType::float16)
             throw Error(fmt::format("{}: cast's {} type must be float32 ({}), int32 ({}) or bool ({}), got {}", where(),
                                     i == 1 ? "source" : "target", static_cast<std::uint32_t>(DType::float32),
-                                    static_cast<std::uint32_t>(DType::int32), static_cast<std::uint32_t>(DType::boolean),
-                                    call.params[i]));
+                                    static_cast<std::uint32_t>(DType::int32),
+                                    static_cast<std::uint32_t>(DType::boolean), call.params[i]));
       if (call.codelet == Codelet::reduce_rows && call.params[2] > 1)
         throw Error(fmt::format("{}: reduce_rows' mean flag must be 0 or 1, got {}", where(), call.params[2]));
       if (is_matmul(call.codelet) && call.params[kMatmulOrientationParam] >= kMatmulOrientations)

@@ -65,9 +65,9 @@ DifferentialReport differential_check(const Package& package, const PreparedRun&
     const std::int64_t index = package.graph.find_tensor(name);
     const DType dtype = index < 0 ? DType::float32 : package.graph.tensors[static_cast<std::size_t>(index)].dtype;
     const auto type = prepared.element_types.find(name);
-    onnx_import::write_tensor_file(
-        file, {name, dims, onnx_import::host_values(values->second, dtype),
-               type == prepared.element_types.end() ? onnx_import::kFloatElements : type->second});
+    onnx_import::write_tensor_file(file,
+                                   {name, dims, onnx_import::host_values(values->second, dtype),
+                                    type == prepared.element_types.end() ? onnx_import::kFloatElements : type->second});
     command.push_back(name + "=" + file);
   }
   if (find_in_path("node").empty())
@@ -97,8 +97,8 @@ DifferentialReport differential_check(const Package& package, const PreparedRun&
     runtime::HostTensors expected{
         {name, onnx_import::device_words(reference, dtype, fmt::format("--differential: ONNX Runtime's '{}'", name))}};
     runtime::HostTensors got{{name, device.at(name)}};
-    DifferentialOutput output{name, runtime::compare_with_expected(package.graph, got, expected, options.expect_atol,
-                                                                   options.expect_rtol)};
+    DifferentialOutput output{
+        name, runtime::compare_with_expected(package.graph, got, expected, options.expect_atol, options.expect_rtol)};
     report.passed = report.passed && output.report.passed;
     report.outputs.push_back(std::move(output));
   }

@@ -38,8 +38,8 @@ runtime::HostTensors read_named(const Graph& graph, const std::vector<std::strin
     if (tensors.count(name)) throw Error(fmt::format("{} {}: '{}' is given twice", option, item, name));
     const std::int64_t index = graph.find_tensor(name);
     const DType dtype = index < 0 ? DType::float32 : graph.tensors[static_cast<std::size_t>(index)].dtype;
-    tensors[name] = onnx_import::device_words(onnx_import::read_tensor_file(file), dtype,
-                                              fmt::format("{} {}", option, item));
+    tensors[name] =
+        onnx_import::device_words(onnx_import::read_tensor_file(file), dtype, fmt::format("{} {}", option, item));
   }
   return tensors;
 }

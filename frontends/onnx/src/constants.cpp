@@ -253,8 +253,8 @@ Constant select(const Constant& condition, const Constant& x, const Constant& y,
   out.dtype = x.dtype;
   out.dims = broadcast_dims(broadcast_dims(condition.dims, x.dims, where), y.dims, where);
   check_folded_size(out.dims, where);
-  const std::vector<std::int64_t> ic = broadcast_index(condition.dims, out.dims), ix = broadcast_index(x.dims, out.dims),
-                                  iy = broadcast_index(y.dims, out.dims);
+  const std::vector<std::int64_t> ic = broadcast_index(condition.dims, out.dims),
+                                  ix = broadcast_index(x.dims, out.dims), iy = broadcast_index(y.dims, out.dims);
   out.values.resize(ic.size());
   for (std::size_t i = 0; i < ic.size(); ++i)
     out.values[i] = condition.values[static_cast<std::size_t>(ic[i])] != 0 ? x.values[static_cast<std::size_t>(ix[i])]
@@ -562,9 +562,8 @@ Dims reshape_dims(const Dims& input, const Constant& shape, bool allow_zero, con
 
 bool is_foldable(const std::string& op) {
   static const std::set<std::string> folded = {
-      "Constant", "Identity", "Cast",      "Reshape", "Flatten", "Squeeze", "Unsqueeze", "Concat", "Gather",
-      "Slice",    "Transpose", "Add",      "Sub",     "Mul",     "Div",     "Neg",       "Shape",  "Size",
-      "ConstantOfShape",
+      "Constant", "Identity", "Cast", "Reshape", "Flatten", "Squeeze", "Unsqueeze", "Concat", "Gather", "Slice",
+      "Transpose", "Add", "Sub", "Mul", "Div", "Neg", "Shape", "Size", "ConstantOfShape",
       // Tensor types: comparisons, logic, Where and Range on constants (frozen inputs, shapes).
       "Equal", "Greater", "GreaterOrEqual", "Less", "LessOrEqual", "And", "Or", "Xor", "Not", "Where", "Range"};
   return folded.count(op) != 0;

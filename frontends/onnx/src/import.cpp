@@ -32,15 +32,45 @@ const std::vector<std::string>& supported_operators() {
       "MatMul", "Gemm", "Add", "Sub", "Mul", "Div", "Relu", "Sigmoid", "Tanh", "Erf", "Sqrt", "Pow", "Softmax",
       "LayerNormalization", "ReduceMean", "ReduceSum", "Identity", "Flatten", "Reshape", "Squeeze", "Unsqueeze",
       "Transpose", "Slice", "Conv", "MaxPool", "AveragePool", "GlobalAveragePool", "GlobalMaxPool",
-      "BatchNormalization", "Clip", "LeakyRelu", "HardSigmoid", "HardSwish"};
+      "BatchNormalization", "Clip", "LeakyRelu", "HardSigmoid", "HardSwish",
+      // Tensor types (docs/onnx.md): comparisons, logic, Where, casts, and If on a constant condition.
+      "Equal", "Greater", "GreaterOrEqual", "Less", "LessOrEqual", "And", "Or", "Xor", "Not", "Where", "Cast",
+      "CastLike", "If"};
   // clang-format on
   return names;
 }
 
 const std::vector<std::string>& folded_operators() {
-  static const std::vector<std::string> names = {
-      "Constant", "Identity", "Shape",     "Size", "Gather", "Unsqueeze", "Squeeze", "Concat", "Slice",          "Cast",
-      "Reshape",  "Flatten",  "Transpose", "Add",  "Sub",    "Mul",       "Div",     "Neg",    "ConstantOfShape"};
+  static const std::vector<std::string> names = {"Constant",
+                                                 "Identity",
+                                                 "Shape",
+                                                 "Size",
+                                                 "Gather",
+                                                 "Unsqueeze",
+                                                 "Squeeze",
+                                                 "Concat",
+                                                 "Slice",
+                                                 "Cast",
+                                                 "Reshape",
+                                                 "Flatten",
+                                                 "Transpose",
+                                                 "Add",
+                                                 "Sub",
+                                                 "Mul",
+                                                 "Div",
+                                                 "Neg",
+                                                 "ConstantOfShape",
+                                                 "Equal",
+                                                 "Greater",
+                                                 "GreaterOrEqual",
+                                                 "Less",
+                                                 "LessOrEqual",
+                                                 "And",
+                                                 "Or",
+                                                 "Xor",
+                                                 "Not",
+                                                 "Where",
+                                                 "Range"};
   return names;
 }
 
@@ -67,8 +97,9 @@ bool is_onnx_model(const std::string& path) {
 Graph load_any_model(const std::string& path, const ImportOptions& options) {
   if (!is_onnx_model(path)) {
     if (!options.texts.empty())
-      throw Error(fmt::format("{}: {} applies to ONNX models; a YAML model's inputs have fixed shapes and seeded values",
-                              path, options.texts.front()));
+      throw Error(
+          fmt::format("{}: {} applies to ONNX models; a YAML model's inputs have fixed shapes and seeded values", path,
+                      options.texts.front()));
     return load_model(path);
   }
   OnnxImport imported = import_onnx(path, "", options);
@@ -193,24 +224,27 @@ private:
   Dims value_dims(const onnx::ValueInfoProto& value, const char* role, int& element_type, DType& dtype) {
     const auto& type = value.type();
     if (!type.has_tensor_type())
-      throw Error(fmt::format("{}: graph {} '{}': not supported: a value that is not a tensor (tensors of float, "
-                              "double, float16, integer and bool elements are supported)",
-                              path_, role, value.name()));
+      throw Error(
+          fmt::format("{}: graph {} '{}': not supported: a value that is not a tensor (tensors of float, "
+                      "double, float16, integer and bool elements are supported)",
+                      path_, role, value.name()));
     element_type = type.tensor_type().elem_type();
     const std::optional<DType> device = device_dtype(element_type);
     if (!device)
-      throw Error(fmt::format("{}: graph {} '{}': not supported: element type {} (float, double, float16, int8 to "
-                              "int64, uint8 to uint64 and bool inputs and outputs are supported)",
-                              path_, role, value.name(), dtype_text(element_type)));
+      throw Error(
+          fmt::format("{}: graph {} '{}': not supported: element type {} (float, double, float16, int8 to "
+                      "int64, uint8 to uint64 and bool inputs and outputs are supported)",
+                      path_, role, value.name(), dtype_text(element_type)));
     dtype = *device;
     const bool input = std::string(role) == "input";
     if (auto fixed = options_.input_shapes.find(value.name()); input && fixed != options_.input_shapes.end())
       return fixed_dims(value, fixed->second);
     if (!type.tensor_type().has_shape()) {
       if (!input) return {};  // the graph's computation gives it
-      throw Error(fmt::format("{}: graph {} '{}': not supported: a tensor without a shape (give its dims with "
-                              "--input-shape {}=DIMS)",
-                              path_, role, value.name(), value.name()));
+      throw Error(
+          fmt::format("{}: graph {} '{}': not supported: a tensor without a shape (give its dims with "
+                      "--input-shape {}=DIMS)",
+                      path_, role, value.name(), value.name()));
     }
     Dims dims;
     for (const auto& dim : type.tensor_type().shape().dim()) {
@@ -220,9 +254,10 @@ private:
           continue;
         }
         if (input && dim.has_dim_value() && dim.dim_value() == 0)
-          throw Error(fmt::format("{}: graph input '{}': not supported: an empty dim (no values to stream; if an op "
-                                  "takes it as a constant, freeze it with --input-value {}=VALUES)",
-                                  path_, value.name(), value.name()));
+          throw Error(
+              fmt::format("{}: graph input '{}': not supported: an empty dim (no values to stream; if an op "
+                          "takes it as a constant, freeze it with --input-value {}=VALUES)",
+                          path_, value.name(), value.name()));
         throw Error(fmt::format(
             "{}: graph {} '{}': not supported: a dynamic or empty dim{} (static positive dims are supported; fix "
             "them with --input-shape {}=DIMS, or export with fixed sizes)",
@@ -244,7 +279,8 @@ private:
         throw Error(fmt::format("{}: {}: the model declares '{}' of rank {}; give {} dims", path_, option, value.name(),
                                 type.shape().dim_size(), type.shape().dim_size()));
       for (int i = 0; i < type.shape().dim_size(); ++i)
-        if (type.shape().dim(i).has_dim_value() && type.shape().dim(i).dim_value() != given[static_cast<std::size_t>(i)])
+        if (type.shape().dim(i).has_dim_value() &&
+            type.shape().dim(i).dim_value() != given[static_cast<std::size_t>(i)])
           throw Error(fmt::format("{}: {}: dim {} of '{}' is {} in the model", path_, option, i, value.name(),
                                   type.shape().dim(i).dim_value()));
     }
@@ -520,11 +556,14 @@ private:
     if (op == "LayerNormalization") return import_layer_norm(node, index, where);
     if (op == "Transpose") return import_transpose(node, index, where);
     if (is_foldable(op)) {
-      // Folded once its inputs are known: name a graph input that could be frozen.
-      for (const std::string& name : node.input())
-        if (!name.empty() && computed_.count(name) && computed_.at(name).tensor < 0)
-          unsupported(where, fmt::format("{} of a computed tensor (it is folded only on constants): {}", op,
-                                         not_constant(name)));
+      // The sizes ConstantOfShape and Range take are what a user fixes at compile time: name the
+      // graph input to freeze. Data (a Concat's, a Gather's) is not frozen: the device would then
+      // compute nothing of it.
+      if (op == "ConstantOfShape" || op == "Range")
+        for (const std::string& name : node.input())
+          if (!name.empty() && computed_.count(name) && computed_.at(name).tensor < 0)
+            unsupported(where, fmt::format("{} of a computed tensor (it is folded only on constants): {}", op,
+                                           not_constant(name)));
       unsupported(where, fmt::format("{} of a computed tensor (it is folded only on constants)", op));
     }
     unsupported(where, fmt::format("operator {}", op));
@@ -643,10 +682,11 @@ private:
         unsupported(where, fmt::format("a Slice bound that is not a constant: {}", not_constant(node.input(i))));
     // The host streams every element of an input: a slice of the input itself slices its copy on
     // the device (a slice alone would leave the other columns unstreamed).
-    const Computed x = computed_.at(node.input(0)).tensor >= 0
-                           ? computed_.at(node.input(0))
-                           : Computed{copy_of(tensor_of(computed_.at(node.input(0)), where), node.input(0), index, where),
-                                      "", computed_.at(node.input(0)).dims};
+    const Computed x =
+        computed_.at(node.input(0)).tensor >= 0
+            ? computed_.at(node.input(0))
+            : Computed{copy_of(tensor_of(computed_.at(node.input(0)), where), node.input(0), index, where), "",
+                       computed_.at(node.input(0)).dims};
     Constant stand_in{TensorProto::FLOAT, x.dims, {}};
     stand_in.values.resize(static_cast<std::size_t>(element_count(x.dims, where)));
     for (std::size_t i = 0; i < stand_in.values.size(); ++i) stand_in.values[i] = static_cast<double>(i);
@@ -950,8 +990,8 @@ private:
       return add_weight(as_is ? name : name + ".row", {dims.back()}, expand_to(row_dims, {dims.back()}),
                         keeps_half(c, as_is && half_row), dtype);
     }
-    return add_weight(c.dims == dims && !derived ? name : name + ".expanded", ir_shape(dims), expand_to(c, dims),
-                      false, dtype);
+    return add_weight(c.dims == dims && !derived ? name : name + ".expanded", ir_shape(dims), expand_to(c, dims), false,
+                      dtype);
   }
 
   /// A computed value meeting a tensor of `dims`: the same dims, a row vector [n] / [1, n] (a
@@ -1009,10 +1049,9 @@ private:
       Op negate;
       negate.kind = OpKind::mul;
       negate.inputs = {
-          x_tensor,
-          add_weight(node.output(0) + ".minus_one", {x.dims.empty() ? 1 : x.dims.back()},
-                     std::vector<double>(static_cast<std::size_t>(x.dims.empty() ? 1 : x.dims.back()), -1.0), false,
-                     x_dtype)};
+          x_tensor, add_weight(node.output(0) + ".minus_one", {x.dims.empty() ? 1 : x.dims.back()},
+                               std::vector<double>(static_cast<std::size_t>(x.dims.empty() ? 1 : x.dims.back()), -1.0),
+                               false, x_dtype)};
       x_tensor = add_op(negate, node.output(0) + ".negated", index, where);
     }
     op.inputs = {x_tensor, 0};
@@ -1026,9 +1065,8 @@ private:
         op.kind = OpKind::add;
       }
       const bool derived = kind == OpKind::sub && !negate_first;
-      op.inputs[1] =
-          constant_operand(other, operand, dims, derived, op.kind == OpKind::add && x_dtype == DType::float32, where,
-                           x_dtype);
+      op.inputs[1] = constant_operand(other, operand, dims, derived,
+                                      op.kind == OpKind::add && x_dtype == DType::float32, where, x_dtype);
     } else {
       const Computed& y = computed_.at(other);
       const Dims out = broadcast_dims(x.dims, y.dims, where);
@@ -1093,8 +1131,8 @@ private:
                                      dtype_name(dtype)));
     for (double v : c.values)
       if (v < -2147483648.0 || v > 2147483647.0)
-        unsupported(where, fmt::format("constant '{}' holds {}, outside int32 (the device holds integers as int32)",
-                                       name, v));
+        unsupported(where,
+                    fmt::format("constant '{}' holds {}, outside int32 (the device holds integers as int32)", name, v));
   }
 
   /// Where(condition, x, y): the three of one shape on the device (constants expanded to it).
@@ -1189,8 +1227,8 @@ private:
       throw Error(fmt::format("{}: the {} has {} outputs, the If {}", where, taken ? "then_branch" : "else_branch",
                               body.output_size(), node.output_size()));
     for (const TensorProto& initializer : body.initializer())
-      constants_[initializer.name()] = read_tensor(initializer, fmt::format("{}: initializer '{}'", where,
-                                                                            initializer.name()));
+      constants_[initializer.name()] =
+          read_tensor(initializer, fmt::format("{}: initializer '{}'", where, initializer.name()));
     for (const onnx::NodeProto& inner : body.node()) {
       for (const std::string& input : inner.input()) ++readers_[input];
       import_node(inner, index);
@@ -1664,13 +1702,15 @@ private:
       value = found->second;
       if (value.channels_last && spatial_size(value.dims) > 1) value = to_row_major(value, output.name(), where);
       // A graph input (or a view of one) as an output: the device copies it out.
-      if (value.tensor < 0) value = Computed{copy_of(tensor_of(value, where), output.name(), place, where), "", value.dims};
+      if (value.tensor < 0)
+        value = Computed{copy_of(tensor_of(value, where), output.name(), place, where), "", value.dims};
     }
     // A dynamic dim (or a missing shape) is what the graph computes.
     if (declared.empty() && !output.type().tensor_type().has_shape()) declared = value.dims;
     if (std::find(declared.begin(), declared.end(), -1) != declared.end()) {
       if (declared.size() != value.dims.size())
-        throw Error(fmt::format("{}: declared of rank {} but computed {}", where, declared.size(), dims_text(value.dims)));
+        throw Error(
+            fmt::format("{}: declared of rank {} but computed {}", where, declared.size(), dims_text(value.dims)));
       for (std::size_t i = 0; i < declared.size(); ++i)
         if (declared[i] == -1) declared[i] = value.dims[i];
     }
@@ -1678,9 +1718,9 @@ private:
       throw Error(fmt::format("{}: declared {} but computed {}", where, dims_text(declared), dims_text(value.dims)));
     const auto tensor = static_cast<std::uint32_t>(value.tensor);
     if (graph_.tensors[tensor].dtype != dtype)
-      unsupported(where, fmt::format("an output declared {} ({} on the device) computed as {}",
-                                     dtype_text(element_type), dtype_name(dtype),
-                                     dtype_name(graph_.tensors[tensor].dtype)));
+      unsupported(where,
+                  fmt::format("an output declared {} ({} on the device) computed as {}", dtype_text(element_type),
+                              dtype_name(dtype), dtype_name(graph_.tensors[tensor].dtype)));
     for (std::uint32_t existing : graph_.outputs)
       if (existing == tensor)
         unsupported(where, fmt::format("two outputs ('{}' and '{}') holding the same value",
@@ -1756,18 +1796,19 @@ private:
 /// IR version. Otherwise the refusal names the opset or the node.
 void check_newer_ir_version(const std::string& path, onnx::ModelProto& model) {
   if (model.ir_version() <= onnx::IR_VERSION) return;
-  const std::string newer =
-      fmt::format("{}: IR version {} is newer than the ONNX checker's ({})", path, model.ir_version(), onnx::IR_VERSION);
+  const std::string newer = fmt::format("{}: IR version {} is newer than the ONNX checker's ({})", path,
+                                        model.ir_version(), onnx::IR_VERSION);
   const auto& ranges = onnx::OpSchemaRegistry::DomainToVersionRange::Instance().Map();
   std::map<std::string, int> opsets;
   for (const auto& opset : model.opset_import()) {
     const std::string domain = opset.domain() == "ai.onnx" ? "" : opset.domain();
     const auto range = ranges.find(domain);
     if (range == ranges.end() || opset.version() > range->second.second)
-      throw Error(fmt::format("{}, and so is its opset {} of domain '{}' (this build implements {}); export with an "
-                              "older opset",
-                              newer, opset.version(), domain.empty() ? "ai.onnx" : domain,
-                              range == ranges.end() ? std::string("none of it") : fmt::format("up to {}", range->second.second)));
+      throw Error(fmt::format(
+          "{}, and so is its opset {} of domain '{}' (this build implements {}); export with an "
+          "older opset",
+          newer, opset.version(), domain.empty() ? "ai.onnx" : domain,
+          range == ranges.end() ? std::string("none of it") : fmt::format("up to {}", range->second.second)));
     opsets[domain] = static_cast<int>(opset.version());
   }
   for (int i = 0; i < model.graph().node_size(); ++i) {
@@ -1775,10 +1816,11 @@ void check_newer_ir_version(const std::string& path, onnx::ModelProto& model) {
     const std::string domain = node.domain() == "ai.onnx" ? "" : node.domain();
     const auto opset = opsets.find(domain);
     if (opset == opsets.end() || !onnx::OpSchemaRegistry::Schema(node.op_type(), opset->second, domain))
-      throw Error(fmt::format("{}, and node '{}' ({}) has no operator of that name at opset {} of domain '{}' in this "
-                              "build; export with an older opset",
-                              newer, node.name().empty() ? fmt::format("#{}", i) : node.name(), node.op_type(),
-                              opset == opsets.end() ? 0 : opset->second, domain.empty() ? "ai.onnx" : domain));
+      throw Error(
+          fmt::format("{}, and node '{}' ({}) has no operator of that name at opset {} of domain '{}' in this "
+                      "build; export with an older opset",
+                      newer, node.name().empty() ? fmt::format("#{}", i) : node.name(), node.op_type(),
+                      opset == opsets.end() ? 0 : opset->second, domain.empty() ? "ai.onnx" : domain));
   }
   logger("tessera.build")
       ->info("model of IR version {} accepted as IR version {}: every opset and operator is known path={}",
@@ -1802,8 +1844,8 @@ std::pair<std::string, std::string> option_parts(const std::string& text, const 
                                                  bool allow_empty = false) {
   const auto equals = text.find('=');
   if (equals == std::string::npos || equals == 0 || (equals + 1 == text.size() && !allow_empty))
-    throw Error(fmt::format("{} '{}': give NAME={}, e.g. {} {}", option, text, example, option,
-                            std::string("x=") + example));
+    throw Error(
+        fmt::format("{} '{}': give NAME={}, e.g. {} {}", option, text, example, option, std::string("x=") + example));
   return {text.substr(0, equals), text.substr(equals + 1)};
 }
 
@@ -1824,8 +1866,9 @@ void add_input_shape(ImportOptions& options, const std::string& text) {
       used = 0;
     }
     if (part.empty() || used != part.size() || value <= 0 || value > kMaxElements)
-      throw Error(fmt::format("--input-shape {}: '{}' is not a positive dim; give dims joined by 'x', e.g. {}=1x3x640x640",
-                              text, part, name));
+      throw Error(
+          fmt::format("--input-shape {}: '{}' is not a positive dim; give dims joined by 'x', e.g. {}=1x3x640x640",
+                      text, part, name));
     dims.push_back(value);
     start = end + 1;
   }
@@ -1856,15 +1899,15 @@ void add_input_value(ImportOptions& options, const std::string& text) {
         used = 0;
       }
       if (part.empty() || used != part.size() || !std::isfinite(value))
-        throw Error(fmt::format("--input-value {}: '{}' is not a number; give numbers joined by ',' (e.g. {}=1,0,2) "
-                                "or a .pb or .npy file",
-                                text, part, name));
+        throw Error(
+            fmt::format("--input-value {}: '{}' is not a number; give numbers joined by ',' (e.g. {}=1,0,2) "
+                        "or a .pb or .npy file",
+                        text, part, name));
       values.push_back(value);
       start = end + 1;
     }
   }
-  if (options.input_values.count(name))
-    throw Error(fmt::format("--input-value {}: '{}' is given twice", text, name));
+  if (options.input_values.count(name)) throw Error(fmt::format("--input-value {}: '{}' is given twice", text, name));
   // Recorded as the numbers themselves (exact: %.17g), so a run needs no file.
   std::string written;
   for (double v : values) written += fmt::format("{}{:.17g}", written.empty() ? "" : ",", v);

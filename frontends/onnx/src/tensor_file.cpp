@@ -47,9 +47,10 @@ TensorFile read_pb(const std::string& path) {
   const bool known = std::any_of(std::begin(kNumpyTypes), std::end(kNumpyTypes),
                                  [&](const NumpyType& t) { return t.element_type == dtype; });
   if (!known)
-    throw Error(fmt::format("{}: tensor '{}' is {}; tensor files hold float, double, float16, int8 to int64, uint8 "
-                            "to uint64 or bool values",
-                            path, proto.name(), dtype_text(dtype)));
+    throw Error(
+        fmt::format("{}: tensor '{}' is {}; tensor files hold float, double, float16, int8 to int64, uint8 "
+                    "to uint64 or bool values",
+                    path, proto.name(), dtype_text(dtype)));
   Constant c = read_tensor(proto, path);
   TensorFile tensor;
   tensor.name = proto.name();
@@ -90,8 +91,8 @@ TensorFile read_npy(const std::string& path) {
   if (type == "<b1" || type == "?") type = "|b1";  // spellings numpy accepts for one byte
   if (type == "<u1") type = "|u1";
   if (type == "<i1") type = "|i1";
-  const auto found = std::find_if(std::begin(kNumpyTypes), std::end(kNumpyTypes),
-                                  [&](const NumpyType& t) { return type == t.descr; });
+  const auto found =
+      std::find_if(std::begin(kNumpyTypes), std::end(kNumpyTypes), [&](const NumpyType& t) { return type == t.descr; });
   if (found == std::end(kNumpyTypes))
     return fail("dtype '" + type +
                 "'; use little-endian float32 ('<f4'), float16, float64, int8 to int64, uint8 to uint64 or bool");
@@ -208,8 +209,7 @@ void write_tensor_file(const std::string& path, const TensorFile& tensor) {
     for (std::int64_t d : tensor.dims) shape += fmt::format("{}, ", d);
     if (tensor.dims.size() > 1) shape.erase(shape.size() - 2);
     if (tensor.dims.size() == 1) shape.pop_back();
-    std::string header =
-        fmt::format("{{'descr': '{}', 'fortran_order': False, 'shape': ({}), }}", type->descr, shape);
+    std::string header = fmt::format("{{'descr': '{}', 'fortran_order': False, 'shape': ({}), }}", type->descr, shape);
     // Magic, version 1.0, a 2-byte length, then the header padded with spaces to a multiple of 64 ending in '\n'.
     const std::size_t total = (10 + header.size() + 1 + 63) / 64 * 64;
     header.append(total - 10 - header.size() - 1, ' ');
@@ -252,7 +252,9 @@ std::vector<float> device_words(const TensorFile& file, DType dtype, const std::
                             wants_integers ? "the model's integer type"
                             : wants_bools  ? "bool"
                                            : "float, double or float16",
-                            wants_integers ? "integer" : wants_bools ? "bool" : "float"));
+                            wants_integers ? "integer"
+                            : wants_bools  ? "bool"
+                                           : "float"));
   std::vector<float> words;
   words.reserve(file.values.size());
   for (std::size_t i = 0; i < file.values.size(); ++i) {
@@ -262,9 +264,10 @@ std::vector<float> device_words(const TensorFile& file, DType dtype, const std::
       continue;
     }
     if (!(v >= -2147483648.0 && v <= 2147483647.0))
-      throw Error(fmt::format("{}: element {} is {}, outside int32 ([-2147483648, 2147483647]), the type the device "
-                              "holds integers in; give values in that range",
-                              what, i, v));
+      throw Error(
+          fmt::format("{}: element {} is {}, outside int32 ([-2147483648, 2147483647]), the type the device "
+                      "holds integers in; give values in that range",
+                      what, i, v));
     words.push_back(int_word(static_cast<std::int32_t>(v)));
   }
   return words;

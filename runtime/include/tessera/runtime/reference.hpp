@@ -56,7 +56,7 @@ struct NumericalReport {
   bool passed = false;           ///< max_abs_error <= tolerance (and no NaN)
   std::string worst_tensor;      ///< where max_abs_error is reached
   std::uint64_t worst_index = 0;
-  std::uint64_t elements = 0;  ///< elements compared
+  std::uint64_t elements = 0;          ///< elements compared
   std::uint64_t inexact_integers = 0;  ///< int32 and bool elements that differ at all (they must be exact)
 };
 

@@ -40,10 +40,10 @@ struct OnnxImport {
   Graph graph;  ///< source_file: the absolute path; source_sha256: the file's sha256
   /// Values of every IR weight tensor, row-major float32 (float16 weights already rounded).
   std::map<std::string, std::vector<float>> weights;
-  std::vector<OnnxValue> inputs;   ///< the runtime inputs, in the model's order
-  std::vector<OnnxValue> outputs;  ///< in the model's order
-  std::int64_t opset = 0;          ///< of the default domain
-  std::uint64_t folded_nodes = 0;  ///< nodes computed at import (constants, shapes)
+  std::vector<OnnxValue> inputs;    ///< the runtime inputs, in the model's order
+  std::vector<OnnxValue> outputs;   ///< in the model's order
+  std::int64_t opset = 0;           ///< of the default domain
+  std::uint64_t folded_nodes = 0;   ///< nodes computed at import (constants, shapes)
   std::uint64_t frozen_inputs = 0;  ///< graph inputs --input-value made constants
 };
 
