@@ -726,3 +726,28 @@ TEST_CASE("tensor files carry integer and bool elements, and the host refuses in
   CHECK_THROWS_WITH(device_words(mask, DType::float32, "--input x=mask.pb"),
                     Catch::Contains("the file holds bool values but the tensor is float32 on the device"));
 }
+
+TEST_CASE("onnx import accepts a newer IR version whose opsets and operators it knows, and names what it does not",
+          "[onnx][types]") {
+  TempDir dir;
+  ModelBuilder newer;
+  newer.model.set_ir_version(onnx::IR_VERSION + 1);
+  newer.input("x", {2, 3});
+  newer.node("Relu", {"x"}, "y");
+  newer.output("y", {2, 3});
+  CHECK(import_onnx(newer.save(dir, "newer.onnx")).graph.ops.size() == 1);
+
+  ModelBuilder unknown_op = newer;
+  unknown_op.graph = unknown_op.model.mutable_graph();
+  unknown_op.graph->mutable_node(0)->set_op_type("Relux");
+  unknown_op.graph->mutable_node(0)->set_name("act");
+  CHECK_THROWS_WITH(import_onnx(unknown_op.save(dir, "unknown.onnx")),
+                    Catch::Contains("IR version " + std::to_string(onnx::IR_VERSION + 1) +
+                                    " is newer than the ONNX checker's (" + std::to_string(onnx::IR_VERSION) +
+                                    "), and node 'act' (Relux) has no operator of that name at opset 13"));
+  ModelBuilder unknown_opset = newer;
+  unknown_opset.graph = unknown_opset.model.mutable_graph();
+  unknown_opset.opset(99);
+  CHECK_THROWS_WITH(import_onnx(unknown_opset.save(dir, "opset.onnx")),
+                    Catch::Contains("and so is its opset 99 of domain 'ai.onnx'"));
+}
