@@ -299,7 +299,7 @@ const CodeletLine kCodeletLines[] = {
            std::min<double>(p[0], 4 * std::ceil(std::ceil(p[0] / 4.0) / std::max<std::uint32_t>(t.worker_threads, 1)));
        return {1, std::floor(share / 2), std::fmod(share, 2)};
      },
-     {{1}, {7}, {64}, {333}, {1000}, {4096}, {12000}, {24000}}},
+     {{1}, {7}, {64}, {333}, {1000}, {2048}, {4096}, {6000}}},  // four operands: kept small enough to fit a tile
     // Rows are one run when the own partial's rows are contiguous, else each row rounds up to
     // loops; the own partial is one more part; then the bias step and the relu step, as bias_add's.
     {Codelet::reduce_bias,
@@ -507,14 +507,14 @@ const CodeletLine kCodeletLines[] = {
       {1000, kInt32, kBool},
       {4096, kFloat32, kInt32},
       {12000, kBool, kInt32},
-      {24000, kInt32, kFloat32}}},
+      {9000, kInt32, kFloat32}}},
     // A select walks its share an element at a time.
     {Codelet::select,
      "call,elements",
      [](Params p, const Target& t) -> Features {
        return {1, std::ceil(p[0] / double(std::max<std::uint32_t>(t.worker_threads, 1)))};
      },
-     {{1}, {7}, {64}, {333}, {1000}, {4096}, {12000}, {24000}}},
+     {{1}, {7}, {64}, {333}, {1000}, {2048}, {4096}, {6000}}},  // four operands: kept small enough to fit a tile
     // Pooling: per kernel position, the busiest worker's worklist rows and its share of the
     // output vectors (an average scales each once more).
     {Codelet::pool,

@@ -1,6 +1,7 @@
 // Tests of the simulator: exact results and cycles on a hand-built package, and every
 // exchange and memory rule it enforces.
 #include <catch2/catch.hpp>
+#include <fmt/format.h>
 
 #include <algorithm>
 #include <string>
@@ -138,14 +139,16 @@ TEST_CASE("sim device refuses two sends from one tile in one cycle", "[runtime][
 
 TEST_CASE("sim device refuses an unknown function of the unary, binary and binary_row codelets", "[runtime][sim]") {
   Package package = testing::small_mlp_package();
-  // Tile 0's bias add becomes a binary_row with function 7 (there are three: subtract, multiply, divide).
+  // Tile 0's bias add becomes a binary_row with the first function past the set.
   package.tiles[0].supersteps[1].compute[1] =
-      testing::call(Codelet::binary_row, {testing::layout::y, testing::layout::b}, {2, 4, 7});
+      testing::call(Codelet::binary_row, {testing::layout::y, testing::layout::b}, {2, 4, kBinaryFunctionCount});
   CHECK_THAT(load_error(package), Contains("superstep 1 ('reduce-bias-relu'), tile 0, call 1") &&
-                                      Contains("binary_row's function must be below 4, got 7"));
+                                      Contains(fmt::format("binary_row's function must be below {}, got {}",
+                                                           kBinaryFunctionCount, kBinaryFunctionCount)));
   package.tiles[0].supersteps[1].compute[1] =
-      testing::call(Codelet::unary, {testing::layout::y, testing::layout::y}, {8, 5, 0});
-  CHECK_THAT(load_error(package), Contains("unary's function must be below 5, got 5"));
+      testing::call(Codelet::unary, {testing::layout::y, testing::layout::y}, {8, kUnaryFunctionCount, 0});
+  CHECK_THAT(load_error(package), Contains(fmt::format("unary's function must be below {}, got {}", kUnaryFunctionCount,
+                                                       kUnaryFunctionCount)));
   // The same with a valid function loads.
   package.tiles[0].supersteps[1].compute[1] =
       testing::call(Codelet::unary, {testing::layout::y, testing::layout::y}, {8, 0, 0});

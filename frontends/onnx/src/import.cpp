@@ -1828,11 +1828,24 @@ void check_newer_ir_version(const std::string& path, onnx::ModelProto& model) {
   model.set_ir_version(onnx::IR_VERSION);
 }
 
-/// Writes --input-shape dims into the model's graph inputs, so shape inference sees static dims.
-void fix_input_shapes(onnx::ModelProto& model, const ImportOptions& options) {
+/// Writes --input-shape dims into the model's graph inputs, so shape inference sees static dims;
+/// a rank or a static dim other than the model's is refused first.
+void fix_input_shapes(const std::string& path, onnx::ModelProto& model, const ImportOptions& options) {
   for (auto& input : *model.mutable_graph()->mutable_input()) {
     const auto fixed = options.input_shapes.find(input.name());
     if (fixed == options.input_shapes.end() || !input.type().has_tensor_type()) continue;
+    const std::string option = fmt::format("--input-shape {}={}", input.name(), fmt::join(fixed->second, "x"));
+    if (input.type().tensor_type().has_shape()) {
+      const auto& declared = input.type().tensor_type().shape();
+      if (declared.dim_size() != static_cast<int>(fixed->second.size()))
+        throw Error(fmt::format("{}: {}: the model declares '{}' of rank {}; give {} dims", path, option, input.name(),
+                                declared.dim_size(), declared.dim_size()));
+      for (int i = 0; i < declared.dim_size(); ++i)
+        if (declared.dim(i).has_dim_value() &&
+            declared.dim(i).dim_value() != fixed->second[static_cast<std::size_t>(i)])
+          throw Error(fmt::format("{}: {}: dim {} of '{}' is {} in the model", path, option, i, input.name(),
+                                  declared.dim(i).dim_value()));
+    }
     auto* shape = input.mutable_type()->mutable_tensor_type()->mutable_shape();
     shape->clear_dim();
     for (std::int64_t d : fixed->second) shape->add_dim()->set_dim_value(d);
@@ -1946,7 +1959,7 @@ OnnxImport import_onnx(const std::string& path, const std::string& expected_sha2
   } catch (const std::exception& e) {
     throw Error(fmt::format("{}: the ONNX checker refuses the model: {}", path, one_line(e.what())));
   }
-  fix_input_shapes(model, options);
+  fix_input_shapes(path, model, options);
   try {
     onnx::ShapeInferenceOptions options{true, 1, false};
     onnx::shape_inference::InferShapes(model, onnx::OpSchemaRegistry::Instance(), options);
