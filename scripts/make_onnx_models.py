@@ -761,17 +761,66 @@ def build_movement(name, input_dims):
     return checked_model(name, nodes, x.shape, ref.shape, initializers, opset), x, ref.astype(np.float32)
 
 
+# Tensor types: name: (rows, width)
+TYPED = {
+    "typed-mask-b4-w16": (4, 16),
+}
+
+
+def build_typed(name, rows, width):
+    """A float input x and an int64 input ids: a compare and logic path (low <= ids < high, high varying by
+    column, and its negation) selects x or x * 0.5 (Where); the mask is a bool output, and ids plus the
+    negated mask cast to int64 an int64 output. Expected outputs from numpy, as ONNX defines the ops."""
+    rng = np.random.default_rng(sum(map(ord, name)))
+    x = rng.uniform(-1.0, 1.0, size=(rows, width)).astype(np.float32)
+    ids = rng.integers(-5, 20, size=(rows, width)).astype(np.int64)
+    low = np.array(3, dtype=np.int64)
+    high = (8 + np.arange(width) % 5).astype(np.int64)
+    half = np.array(0.5, dtype=np.float32)
+    nodes = [
+        helper.make_node("GreaterOrEqual", ["ids", "low"], ["at_least"]),
+        helper.make_node("Less", ["ids", "high"], ["below"]),
+        helper.make_node("And", ["at_least", "below"], ["band"]),
+        helper.make_node("Not", ["band"], ["outside"]),
+        helper.make_node("Mul", ["x", "half"], ["halved"]),
+        helper.make_node("Where", ["band", "x", "halved"], ["y"]),
+        helper.make_node("Cast", ["outside"], ["outside_count"], to=TensorProto.INT64),
+        helper.make_node("Add", ["ids", "outside_count"], ["shifted"]),
+    ]
+    initializers = [numpy_helper.from_array(low, "low"), numpy_helper.from_array(high, "high"),
+                    numpy_helper.from_array(half, "half")]
+    graph = helper.make_graph(
+        nodes, name.replace("-", "_"),
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [rows, width]),
+         helper.make_tensor_value_info("ids", TensorProto.INT64, [rows, width])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [rows, width]),
+         helper.make_tensor_value_info("band", TensorProto.BOOL, [rows, width]),
+         helper.make_tensor_value_info("shifted", TensorProto.INT64, [rows, width])], initializers)
+    model = helper.make_model(graph, producer_name="tessera make_onnx_models.py",
+                              opset_imports=[helper.make_opsetid("", 13)])
+    model.ir_version = 8
+    onnx.checker.check_model(model)
+    band = (ids >= low) & (ids < high)
+    y = np.where(band, x, x * half)
+    shifted = ids + (~band).astype(np.int64)
+    return model, [("x", x), ("ids", ids)], [("y", y), ("band", band), ("shifted", shifted)]
+
+
 # each table of models and the function that builds one of its models
 TABLES = ((MODELS, build), (ENCODERS, build_encoder), (TORCH_ENCODERS, build_torch_encoder),
-          (BERT_ENCODERS, build_bert), (CNNS, build_cnn), (MOVEMENT, build_movement))
+          (BERT_ENCODERS, build_bert), (CNNS, build_cnn), (MOVEMENT, build_movement), (TYPED, build_typed))
 
 
 def write_test_data(folder, x, y):
-    """FOLDER/test_data_set_0/input_0.pb (x) and output_0.pb (y), as ONNX's own test data."""
+    """FOLDER/test_data_set_0/input_N.pb and output_N.pb, as ONNX's own test data: x and y, or lists of
+    (name, array) for models of several inputs or outputs."""
     os.makedirs(os.path.join(folder, "test_data_set_0"), exist_ok=True)
-    for file, tensor, tensor_name in (("input_0.pb", x, "x"), ("output_0.pb", y, "y")):
-        with open(os.path.join(folder, "test_data_set_0", file), "wb") as f:
-            f.write(numpy_helper.from_array(tensor, tensor_name).SerializeToString())
+    inputs = x if isinstance(x, list) else [("x", x)]
+    outputs = y if isinstance(y, list) else [("y", y)]
+    for kind, tensors in (("input", inputs), ("output", outputs)):
+        for i, (tensor_name, tensor) in enumerate(tensors):
+            with open(os.path.join(folder, "test_data_set_0", f"{kind}_{i}.pb"), "wb") as f:
+                f.write(numpy_helper.from_array(tensor, tensor_name).SerializeToString())
 
 
 def main():
@@ -787,7 +836,8 @@ def main():
         os.makedirs(folder, exist_ok=True)
         onnx.save(model, os.path.join(folder, "model.onnx"))
         write_test_data(folder, x, y)
-        print(f"model={os.path.join(folder, 'model.onnx')} input={list(x.shape)} output={list(y.shape)}")
+        shape = lambda t: [list(a.shape) for _, a in t] if isinstance(t, list) else list(t.shape)
+        print(f"model={os.path.join(folder, 'model.onnx')} input={shape(x)} output={shape(y)}")
 
 
 if __name__ == "__main__":

@@ -43,6 +43,8 @@ constexpr CodeletShape kShapes[kCodeletCount] = {
     {"conv", 4, kConvParams},     // {in, weights, bias, out}; ConvParam
     {"pool", 2, kPoolParams},     // {in, out}; PoolParam
     {"clip", 2, 3},               // {in, out}; {count, low, high}
+    {"cast", 2, 3},               // {in, out}; {count, from, to}
+    {"select", 4, 1},             // {condition, a, b, out}; {count}
 };
 
 const CodeletShape& shape_of(Codelet codelet) {
@@ -206,6 +208,17 @@ constexpr std::uint64_t kThresholdPerVector = 14 / 2 + kArithmeticStepPerVector;
 constexpr std::uint64_t kMishPerVector = kSoftplusPerVector + kTanhPerVector + kArithmeticStepPerVector;
 // prelu: max(a, 0) + b * min(a, 0).
 constexpr std::uint64_t kPreluPerVector = 2 * kMaxMinPerVector + 2 * kArithmeticStepPerVector;
+// Typed functions (popopsCycleEstimators.hpp binaryOpPerfInfo, GC200): comparisons of floats 14
+// cycles a loop of four (EQUAL, LESS_THAN, ... FLOAT), of int32 22 (EQUAL, LESS_THAN, GREATER_THAN
+// INT) or 26 (LESS_THAN_EQUAL, GREATER_THAN_EQUAL INT) a four; int32 ADD, SUBTRACT, MULTIPLY 7 an
+// element, DIVIDE 277 an element; LOGICAL_AND, LOGICAL_OR and NOT_EQUAL of bools (our xor) 5 a
+// four. LOGICAL_NOT (unaryOpInPlacePerfInfo, BOOL) 17 a vector.
+constexpr std::uint64_t kFloatComparePerFour = 14, kIntComparePerFour = 22, kIntCompareOrEqualPerFour = 26;
+constexpr std::uint64_t kIntArithmeticPerElement = 7, kIntDividePerElement = 277, kLogicalPerFour = 5;
+constexpr std::uint64_t kLogicalNotPerVector = 17;
+// Select (popopsCycleEstimators.cpp selectCycles): 5 + 6 a run, 5 an element (three loads, a
+// movz, a store); our codelet splits its elements over the workers like every elementwise one.
+constexpr std::uint64_t kSelectWorkerFixed = 11, kSelectPerElement = 5;
 // The AMP (poplibs getConvPartial1x1SupervisorCycleEstimate), tile cycles unless named worker.
 constexpr std::uint64_t kAmpCallOverhead = 74;        // vertex state, worklists, the first input group
 constexpr std::uint64_t kAmpInputGroupOverhead = 15;  // each further input group
@@ -239,6 +252,53 @@ std::uint64_t elementwise_cycles(std::uint64_t count, std::uint64_t worker_fixed
   const std::uint64_t loops = ceil_div(ceil_div(count, workers), loop_elements);
   return add(supervisor, mul(workers, add(worker_fixed, mul(loops, per_loop))));
 }
+
+/// A binary function's inner loop: cycles a loop and the elements it walks (typed functions
+/// loop over fours or single elements, the float ones over pairs).
+struct FunctionLoop {
+  std::uint64_t cycles, elements;
+};
+FunctionLoop binary_loop(BinaryFunction function) {
+  switch (function) {
+    case BinaryFunction::equal:
+    case BinaryFunction::less:
+    case BinaryFunction::less_or_equal:
+    case BinaryFunction::greater:
+    case BinaryFunction::greater_or_equal:
+      return {kFloatComparePerFour, 4};
+    case BinaryFunction::int_add:
+    case BinaryFunction::int_subtract:
+    case BinaryFunction::int_multiply:
+      return {kIntArithmeticPerElement, 1};
+    case BinaryFunction::int_divide:
+      return {kIntDividePerElement, 1};
+    case BinaryFunction::int_equal:
+    case BinaryFunction::int_less:
+    case BinaryFunction::int_greater:
+      return {kIntComparePerFour, 4};
+    case BinaryFunction::int_less_or_equal:
+    case BinaryFunction::int_greater_or_equal:
+      return {kIntCompareOrEqualPerFour, 4};
+    case BinaryFunction::logical_and:
+    case BinaryFunction::logical_or:
+    case BinaryFunction::logical_xor:
+      return {kLogicalPerFour, 4};
+    case BinaryFunction::divide:
+      return {kDividePerVector, kFloatsPerVector};
+    case BinaryFunction::max:
+    case BinaryFunction::min:
+      return {kMaxMinPerVector, kFloatsPerVector};
+    case BinaryFunction::prelu:
+      return {kPreluPerVector, kFloatsPerVector};
+    case BinaryFunction::subtract:
+    case BinaryFunction::multiply:
+    case BinaryFunction::add:
+      break;
+  }
+  return {kAddPerVector, kFloatsPerVector};
+}
+/// The float functions (subtract, multiply, divide, add, max, min, prelu).
+bool is_float_function(BinaryFunction function) { return function <= BinaryFunction::prelu; }
 
 /// An in-place unary step (relu, exp, a reciprocal): UnaryOp1DInPlace.
 std::uint64_t in_place_unary_cycles(std::uint64_t count, std::uint64_t per_vector, const Target& target) {
@@ -717,13 +777,13 @@ WorkerMacShape worker_mac_shape(Codelet codelet, std::span<const std::uint32_t> 
 const char* unary_function_name(UnaryFunction function) {
   constexpr const char* kNames[kUnaryFunctionCount] = {
       "sigmoid", "tanh",  "erf",  "sqrt", "pow", "exp",      "log",      "neg", "abs",  "reciprocal",       "floor",
-      "ceil",    "round", "sign", "sin",  "cos", "softplus", "softsign", "elu", "celu", "thresholded_relu", "mish"};
+      "ceil",    "round", "sign", "sin",  "cos", "softplus", "softsign", "elu", "celu", "thresholded_relu", "mish", "logical_not"};
   const auto index = static_cast<std::uint32_t>(function);
   return index < kUnaryFunctionCount ? kNames[index] : "?";
 }
 
 const char* binary_function_name(BinaryFunction function) {
-  constexpr const char* kNames[kBinaryFunctionCount] = {"subtract", "multiply", "divide", "add", "max", "min", "prelu"};
+  constexpr const char* kNames[kBinaryFunctionCount] = {"subtract", "multiply", "divide", "add", "max", "min", "prelu", "equal", "less", "less_or_equal", "greater", "greater_or_equal", "int_add", "int_subtract", "int_multiply", "int_divide", "int_equal", "int_less", "int_less_or_equal", "int_greater", "int_greater_or_equal", "logical_and", "logical_or", "logical_xor"};
   const auto index = static_cast<std::uint32_t>(function);
   return index < kBinaryFunctionCount ? kNames[index] : "?";
 }
@@ -784,6 +844,8 @@ std::uint64_t codelet_operand_words(Codelet codelet, std::span<const std::uint32
     case Codelet::add:
     case Codelet::copy:
     case Codelet::clip:
+    case Codelet::cast:
+    case Codelet::select:
       return params[0];
     case Codelet::conv: {
       const std::uint64_t out_channels = params[kConvOutChannels];
@@ -860,10 +922,18 @@ std::uint64_t function_cycles_per_vector(Codelet codelet, std::span<const std::u
         return kThresholdPerVector;
       case UnaryFunction::mish:
         return kMishPerVector;
+      case UnaryFunction::logical_not:
+        return kLogicalNotPerVector;
     }
     return kPowerPerVector;  // an unknown function is refused at load; the slowest is charged
   }
+  if (codelet != Codelet::binary && codelet != Codelet::binary_row && codelet != Codelet::binary_column)
+    throw std::logic_error(fmt::format("codelet {} has no function", codelet_name(codelet)));
   const auto function = static_cast<BinaryFunction>(params[function_param(codelet)]);
+  if (!is_float_function(function)) {  // a pair's share of the typed loop, rounded up
+    const FunctionLoop loop = binary_loop(function);
+    return ceil_div(mul(loop.cycles, kFloatsPerVector), loop.elements);
+  }
   if (function == BinaryFunction::max || function == BinaryFunction::min) return kMaxMinPerVector;
   if (function == BinaryFunction::prelu) return kPreluPerVector;
   const bool divide = function == BinaryFunction::divide;
@@ -877,8 +947,9 @@ std::uint32_t codelet_code_bytes(Codelet codelet) {
   // Indexed by the enum value: the AMP's supervisor and worker loops are the largest.
   // unary holds every function's loop (erf's polynomial, pow's log and exp), binary four.
   // conv holds the AMP's nx1 loops and the horizontal MAC's; pool its max and average loops.
-  constexpr std::uint32_t kCodeBytes[kCodeletCount] = {1536, 512,  384, 256, 256, 192, 640, 1792, 1792, 448, 768,
-                                                       896,  1024, 384, 384, 320, 384, 320, 2560, 768,  256};
+  // binary holds the typed functions' loops too (v9); cast its three types' conversions.
+  constexpr std::uint32_t kCodeBytes[kCodeletCount] = {1536, 512, 384, 256, 256, 192, 640,  1792, 1792, 448, 768, 896,
+                                                       1024, 768, 384, 320, 384, 320, 2560, 768,  256,  384, 192};
   shape_of(codelet);  // an id outside the set is a caller bug
   return kCodeBytes[static_cast<std::uint32_t>(codelet)];
 }
@@ -964,12 +1035,32 @@ CodeletCharge codelet_charge(Codelet codelet, std::span<const std::uint32_t> par
       else charge.cycles = elementwise_cycles(params[0], kUnaryWorkerFixed, per_vector, target, kUnarySupervisorCycles);
       break;
     }
-    case Codelet::binary:
+    case Codelet::binary: {
+      const auto function = static_cast<BinaryFunction>(params[1]);
+      const FunctionLoop loop = binary_loop(function);
       charge.cycles =
-          elementwise_cycles(params[0], kAddWorkerFixed, function_cycles_per_vector(codelet, params), target);
+          is_float_function(function)
+              ? elementwise_cycles(params[0], kAddWorkerFixed, function_cycles_per_vector(codelet, params), target)
+              : elementwise_cycles(params[0], kAddWorkerFixed, loop.cycles, target, kSupervisorCycles, loop.elements);
       break;
-    case Codelet::binary_row:
-      charge.cycles = row_vector_cycles(params[0], params[1], static_cast<BinaryFunction>(params[2]), target);
+    }
+    case Codelet::binary_row: {
+      const auto function = static_cast<BinaryFunction>(params[2]);
+      const FunctionLoop loop = binary_loop(function);
+      // Typed functions have no broadcast vertex: the flat in-place loop, the row re-read.
+      charge.cycles = is_float_function(function)
+                          ? row_vector_cycles(params[0], params[1], function, target)
+                          : elementwise_cycles(mul(params[0], params[1]), kInPlaceBinaryWorkerFixed, loop.cycles,
+                                               target, kSupervisorCycles, loop.elements);
+      break;
+    }
+    case Codelet::cast:
+      // Cast1D between float32 and int32 (and bool words): a pair a cycle, as a float copy.
+      charge.cycles = cast_cycles(params[0], false, target);
+      break;
+    case Codelet::select:
+      charge.cycles =
+          elementwise_cycles(params[0], kSelectWorkerFixed, kSelectPerElement, target, kSupervisorCycles, 1);
       break;
     case Codelet::binary_column:
       // Each row's scalar applied to the row (poplibs BroadcastVectorOuter).

@@ -5,6 +5,7 @@
 #include <fmt/ranges.h>
 
 #include <algorithm>
+#include <bit>
 #include <cmath>
 #include <cstring>
 #include <tuple>
@@ -16,8 +17,22 @@
 
 namespace tessera {
 
-const char* dtype_name(DType type) { return type == DType::float16 ? "float16" : "float32"; }
+const char* dtype_name(DType type) {
+  switch (type) {
+    case DType::float32:
+      return "float32";
+    case DType::float16:
+      return "float16";
+    case DType::int32:
+      return "int32";
+    case DType::boolean:
+      return "bool";
+  }
+  return "?";
+}
 std::uint32_t dtype_bytes(DType type) { return type == DType::float16 ? 2 : 4; }
+bool is_integer_word(DType type) { return type == DType::int32 || type == DType::boolean; }
+
 std::uint64_t packed_words(std::uint64_t elements, DType type) {
   return type == DType::float16 ? (elements + 1) / 2 : elements;
 }
@@ -130,6 +145,28 @@ const char* op_kind_name(OpKind kind) {
       return "reduce";
     case OpKind::gather:
       return "gather";
+    case OpKind::equal:
+      return "equal";
+    case OpKind::less:
+      return "less";
+    case OpKind::less_or_equal:
+      return "less_or_equal";
+    case OpKind::greater:
+      return "greater";
+    case OpKind::greater_or_equal:
+      return "greater_or_equal";
+    case OpKind::logical_and:
+      return "logical_and";
+    case OpKind::logical_or:
+      return "logical_or";
+    case OpKind::logical_xor:
+      return "logical_xor";
+    case OpKind::logical_not:
+      return "logical_not";
+    case OpKind::cast:
+      return "cast";
+    case OpKind::where:
+      return "where";
   }
   return "?";
 }
@@ -144,12 +181,21 @@ Broadcast binary_broadcast(const Tensor& a, const Tensor& b) {
 
 bool is_binary(OpKind kind) {
   return kind == OpKind::add || kind == OpKind::sub || kind == OpKind::mul || kind == OpKind::div ||
-         kind == OpKind::max || kind == OpKind::min || kind == OpKind::prelu;
+         kind == OpKind::max || kind == OpKind::min || kind == OpKind::prelu ||
+         is_comparison(kind) || kind == OpKind::logical_and || kind == OpKind::logical_or ||
+         kind == OpKind::logical_xor;
+}
+
+bool is_comparison(OpKind kind) {
+  return kind == OpKind::equal || kind == OpKind::less || kind == OpKind::less_or_equal || kind == OpKind::greater ||
+         kind == OpKind::greater_or_equal;
 }
 
 bool is_unary(OpKind kind) {
   return kind == OpKind::relu || kind == OpKind::sigmoid || kind == OpKind::tanh || kind == OpKind::erf ||
-         kind == OpKind::sqrt || kind == OpKind::pow || kind == OpKind::clip || kind == OpKind::unary;
+         kind == OpKind::sqrt || kind == OpKind::pow || kind == OpKind::clip || kind == OpKind::unary ||
+         kind == OpKind::sqrt || kind == OpKind::pow || kind == OpKind::clip || kind == OpKind::logical_not ||
+         kind == OpKind::cast;
 }
 
 bool is_row_reduction(OpKind kind) {
@@ -320,6 +366,12 @@ std::string check_graph(const Graph& graph) {
     if (shape != graph.tensors[op.output].shape)
       return fmt::format("op {}: output '{}' does not have the shape its inputs give", i,
                          graph.tensors[op.output].name);
+    DType dtype = graph.tensors[op.output].dtype;
+    if (std::string problem = infer_dtype(graph, op, dtype); !problem.empty())
+      return fmt::format("op {}: {}", i, problem);
+    if (dtype != graph.tensors[op.output].dtype)
+      return fmt::format("op {}: output '{}' is {}, but its inputs give {}", i, graph.tensors[op.output].name,
+                         dtype_name(graph.tensors[op.output].dtype), dtype_name(dtype));
   }
   for (std::uint32_t output : graph.outputs)
     if (output >= graph.tensors.size()) return fmt::format("graph output {} is not a tensor", output);
@@ -394,9 +446,10 @@ static std::string infer_window_shape(const Graph& graph, const Op& op, std::vec
 static std::string function_problem(const Op& op) {
   const auto first_unary = static_cast<std::uint32_t>(UnaryFunction::exp);
   const auto first_reduce = static_cast<std::uint32_t>(ReduceFunction::max);
-  if (op.kind == OpKind::unary && (op.function < first_unary || op.function >= kUnaryFunctionCount))
+  const auto last_unary = static_cast<std::uint32_t>(UnaryFunction::mish);  // logical_not has its own kind too
+  if (op.kind == OpKind::unary && (op.function < first_unary || op.function > last_unary))
     return fmt::format("unary needs a function from exp on (unary function {} to {}), got {}", first_unary,
-                       kUnaryFunctionCount - 1, op.function);
+                       last_unary, op.function);
   if (op.kind == OpKind::reduce && (op.function < first_reduce || op.function >= kReduceFunctionCount))
     return fmt::format("reduce needs a function from max on (reduce function {} to {}), got {}", first_reduce,
                        kReduceFunctionCount - 1, op.function);
@@ -493,6 +546,14 @@ std::string infer_shape(const Graph& graph, const Op& op, std::vector<std::int64
     case OpKind::max:
     case OpKind::min:
     case OpKind::prelu: {
+    case OpKind::equal:
+    case OpKind::less:
+    case OpKind::less_or_equal:
+    case OpKind::greater:
+    case OpKind::greater_or_equal:
+    case OpKind::logical_and:
+    case OpKind::logical_or:
+    case OpKind::logical_xor: {
       if (auto e = expect_inputs(2, 2); !e.empty()) return e;
       const Tensor& a = input(0);
       const Tensor& b = input(1);
@@ -510,7 +571,9 @@ std::string infer_shape(const Graph& graph, const Op& op, std::vector<std::int64
     case OpKind::sqrt:
     case OpKind::pow:
     case OpKind::clip:
-    case OpKind::unary: {
+    case OpKind::unary:
+    case OpKind::logical_not:
+    case OpKind::cast: {
       if (auto e = expect_inputs(1, 1); !e.empty()) return e;
       if (op.kind == OpKind::pow && !std::isfinite(op.exponent)) return "pow needs a finite exponent";
       shape = input(0).shape;
@@ -564,8 +627,68 @@ std::string infer_shape(const Graph& graph, const Op& op, std::vector<std::int64
       return infer_window_shape(graph, op, shape);
     case OpKind::gather:
       return infer_gather_shape(graph, op, shape);
+    case OpKind::where: {
+      if (auto e = expect_inputs(3, 3); !e.empty()) return e;
+      if (input(0).shape != input(1).shape || input(0).shape != input(2).shape)
+        return fmt::format("where needs a condition and two values of one shape, got '{}' {}, '{}' {} and '{}' {}",
+                           input(0).name, shape_text(input(0).shape), input(1).name, shape_text(input(1).shape),
+                           input(2).name, shape_text(input(2).shape));
+      shape = input(0).shape;
+      return "";
+    }
   }
   return "unknown operation";
+}
+
+std::string infer_dtype(const Graph& graph, const Op& op, DType& dtype) {
+  auto type = [&](std::size_t i) { return graph.tensors.at(op.inputs.at(i)).dtype; };
+  auto refuse = [&](std::size_t i, const char* takes) {
+    const Tensor& t = graph.tensors.at(op.inputs.at(i));
+    return fmt::format("{} takes {}, but operand {} '{}' is {}", op_kind_name(op.kind), takes, i, t.name,
+                       dtype_name(t.dtype));
+  };
+  auto is_float = [](DType t) { return t == DType::float32 || t == DType::float16; };
+  if (op.kind == OpKind::cast) {
+    if (op.inputs.empty()) return "cast takes 1 input, got 0";
+    if (type(0) == DType::float16) return refuse(0, "float32, int32 or bool");
+    if (dtype == DType::float16) return "cast gives float32, int32 or bool, not float16";
+    return "";
+  }
+  if (is_relayout(op.kind)) {  // data moved, whatever it is
+    dtype = op.inputs.empty() ? DType::float32 : type(0);
+    return "";
+  }
+  if (op.kind == OpKind::gather) {  // words moved: inputs of one 32-bit type
+    for (std::size_t i = 0; i < op.inputs.size(); ++i)
+      if (type(i) == DType::float16 || type(i) != type(0)) return refuse(i, "inputs of one 32-bit type");
+    dtype = op.inputs.empty() ? DType::float32 : type(0);
+    return "";
+  }
+  if (op.kind == OpKind::where) {
+    if (op.inputs.size() != 3) return fmt::format("where takes 3 inputs, got {}", op.inputs.size());
+    if (type(0) != DType::boolean) return refuse(0, "a bool condition");
+    if (type(1) == DType::float16) return refuse(1, "float32, int32 or bool values");
+    if (type(2) != type(1)) return refuse(2, "two values of one type");
+    dtype = type(1);
+    return "";
+  }
+  const bool logic = op.kind == OpKind::logical_and || op.kind == OpKind::logical_or ||
+                     op.kind == OpKind::logical_xor || op.kind == OpKind::logical_not;
+  const bool arithmetic =
+      op.kind == OpKind::add || op.kind == OpKind::sub || op.kind == OpKind::mul || op.kind == OpKind::div;
+  for (std::size_t i = 0; i < op.inputs.size(); ++i) {
+    const DType t = type(i);
+    if (logic && t != DType::boolean) return refuse(i, "bool operands");
+    if (is_comparison(op.kind) && (t == DType::float16 || (i > 0 && t != type(0))))
+      return refuse(i, "two operands of one type (float32, int32 or bool)");
+    if (arithmetic && is_float(type(0)) != is_float(t)) return refuse(i, "two float or two int32 operands");
+    if (arithmetic && t == DType::boolean) return refuse(i, "float or int32 operands");
+    if (!logic && !is_comparison(op.kind) && !arithmetic && !is_float(t)) return refuse(i, "float operands");
+  }
+  dtype = logic || is_comparison(op.kind)         ? DType::boolean
+          : arithmetic && type(0) == DType::int32 ? DType::int32
+                                                  : DType::float32;
+  return "";
 }
 
 static std::uint64_t splitmix64(std::uint64_t x) {
@@ -597,7 +720,7 @@ static std::uint32_t parse_function(const std::string& file, const YAML::Node& o
   std::vector<std::string> known;
   const std::uint32_t first =
       unary ? static_cast<std::uint32_t>(UnaryFunction::exp) : static_cast<std::uint32_t>(ReduceFunction::max);
-  const std::uint32_t count = unary ? kUnaryFunctionCount : kReduceFunctionCount;
+  const std::uint32_t count = unary ? static_cast<std::uint32_t>(UnaryFunction::mish) + 1 : kReduceFunctionCount;
   for (std::uint32_t f = first; f < count; ++f) {
     known.push_back(unary ? unary_function_name(static_cast<UnaryFunction>(f))
                           : reduce_function_name(static_cast<ReduceFunction>(f)));

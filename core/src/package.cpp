@@ -322,8 +322,12 @@ std::string encode_graph(const Graph& g) {
       for (std::uint64_t field : gather_run_fields(run)) w.u64(field);
   }
   w.u32s(g.outputs);
-  // An imported model's sha256 trails the graph; YAML graphs end here, as before.
-  if (!g.source_sha256.empty()) w.str(g.source_sha256);
+  // An imported model's sha256 and import options trail the graph; YAML graphs end here, as before.
+  if (!g.source_sha256.empty()) {
+    w.str(g.source_sha256);
+    w.u32(static_cast<std::uint32_t>(g.import_options.size()));
+    for (const std::string& option : g.import_options) w.str(option);
+  }
   return w.bytes;
 }
 
@@ -343,12 +347,14 @@ void decode_graph(Reader& r, Graph& g, const Target& target) {
     for (auto& d : t.shape)
       if ((d = r.i64()) <= 0) r.fail("tensor size must be positive");
     if (t.shape.empty() || t.shape.size() > 2) r.fail("tensor rank must be 1 or 2");
-    t.dtype = r.enumeration<DType>(2);
+    t.dtype = r.enumeration<DType>(kDTypeCount);
     t.kind = r.enumeration<TensorKind>(3);
     t.init_scale = r.f64();
     unsigned __int128 elements = 1;
     for (auto d : t.shape) elements *= static_cast<std::uint64_t>(d);  // two factors below 2^63: no wrap
     const unsigned __int128 bytes = t.dtype == DType::float16 ? (elements + 1) / 2 * 4 : elements * 4;
+    if (t.dtype == DType::float16 && t.kind != TensorKind::weight)
+      r.fail(fmt::format("tensor '{}' is float16, which only weights may be", t.name));
     if (bytes > device_bytes)
       r.fail(fmt::format("tensor '{}' of {} elements is larger than the {} bytes of target '{}' ({} tiles x {} bytes)",
                          t.name, fmt::join(t.shape, " x "), std::uint64_t(device_bytes), target.name, target.tiles,
@@ -394,6 +400,10 @@ void decode_graph(Reader& r, Graph& g, const Target& target) {
     g.source_sha256 = r.str();
     if (g.source_sha256.size() != 64 || g.source_sha256.find_first_not_of("0123456789abcdef") != std::string::npos)
       r.fail("the model's sha256 must be 64 lower-case hex digits");
+    g.import_options.resize(r.count(4));
+    for (std::string& option : g.import_options)
+      if ((option = r.str()).rfind("--input-shape ", 0) != 0 && option.rfind("--input-value ", 0) != 0)
+        r.fail("an import option must be --input-shape or --input-value");
   }
   r.expect_end();
 }
@@ -426,7 +436,7 @@ void decode_streams(Reader& r, std::vector<PackageStream>& streams, const Target
   for (auto& s : streams) {
     s.tensor = r.str();
     s.kind = r.enumeration<StreamKind>(3);
-    s.dtype = r.enumeration<DType>(2);
+    s.dtype = r.enumeration<DType>(kDTypeCount);
     s.rows = r.u32();
     s.cols = r.u32();
     s.slices.resize(r.count(28));

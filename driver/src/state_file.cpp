@@ -198,6 +198,9 @@ void write_graph(std::string& out, const std::string& indent, const Graph& g) {
   o.s("name", g.name);
   o.s("source_file", g.source_file);
   o.s("source_sha256", g.source_sha256);
+  if (!g.import_options.empty())  // states of models compiled as they are read as before
+    o.lines("import_options", g.import_options,
+            [](std::string& line, const std::string& option) { Record(line).s("option", option); });
   o.u("seed", g.seed);
   o.lines("tensors", g.tensors, [](std::string& line, const Tensor& t) {
     Record(line)
@@ -597,18 +600,23 @@ Target read_target(const Node& n) {
 }
 
 Graph read_graph(const Node& n) {
-  n.keys({"name", "source_file", "source_sha256", "seed", "tensors", "ops", "outputs"});
+  n.keys({"name", "source_file", "source_sha256", "import_options", "seed", "tensors", "ops", "outputs"});
   Graph g;
   g.name = n["name"].str();
   g.source_file = n["source_file"].str();
   g.source_sha256 = n["source_sha256"].str();
+  if (n.has("import_options"))
+    n["import_options"].each([&](const Node& o) {
+      o.keys({"option"});
+      g.import_options.push_back(o["option"].str());
+    });
   g.seed = n["seed"].u64();
   n["tensors"].each([&](const Node& t) {
     t.keys({"name", "shape", "dtype", "kind", "init_scale", "place"});
     Tensor tensor;
     tensor.name = t["name"].str();
     t["shape"].each([&](const Node& d) { tensor.shape.push_back(d.i64()); });
-    tensor.dtype = t["dtype"].enumeration<DType>(2, dtype_name);
+    tensor.dtype = t["dtype"].enumeration<DType>(kDTypeCount, dtype_name);
     tensor.kind = t["kind"].enumeration<TensorKind>(3, tensor_kind_name);
     tensor.init_scale = t["init_scale"].f64();
     tensor.place = read_place(t["place"]);
@@ -751,7 +759,7 @@ Program read_program(const Node& n, const Target& target) {
     stream.kind = h["kind"].enumeration<StreamKind>(3, stream_kind_name);
     stream.rows = h["rows"].u32();
     stream.cols = h["cols"].u32();
-    stream.dtype = h["dtype"].enumeration<DType>(2, dtype_name);
+    stream.dtype = h["dtype"].enumeration<DType>(kDTypeCount, dtype_name);
     h["slices"].each([&](const Node& l) {
       l.keys({"destination", "row_begin", "rows", "col_begin", "cols", "transposed"});
       stream.slices.push_back({ref(l["destination"]), l["row_begin"].u32(), l["rows"].u32(), l["col_begin"].u32(),
@@ -773,7 +781,7 @@ Package read_package_part(const Node& n, const Target& target) {
     stream.kind = s["kind"].enumeration<StreamKind>(3, stream_kind_name);
     stream.rows = s["rows"].u32();
     stream.cols = s["cols"].u32();
-    stream.dtype = s["dtype"].enumeration<DType>(2, dtype_name);
+    stream.dtype = s["dtype"].enumeration<DType>(kDTypeCount, dtype_name);
     s["slices"].each([&](const Node& l) {
       l.keys({"tile", "address", "row_begin", "rows", "col_begin", "cols", "transposed"});
       stream.slices.push_back({l["tile"].u32(target.tiles - 1), l["address"].u32(last_address), l["row_begin"].u32(),

@@ -3,6 +3,7 @@
 #include "block_plans.hpp"
 
 #include <algorithm>
+#include <array>
 #include <cassert>
 #include <limits>
 #include <set>
@@ -31,14 +32,33 @@ constexpr std::uint32_t kMinBlockColumns = 16;
 /// Fitting splits of a window op built and costed by the cost model (in screening order).
 constexpr std::size_t kWindowCostedSplits = 4;
 
-BinaryFunction binary_function(OpKind kind) {
+/// The binary function of `kind` on operands of type `operands` (int32 and bool words take the
+/// integer functions).
+BinaryFunction binary_function(OpKind kind, DType operands) {
+  const bool words = is_integer_word(operands);
   switch (kind) {
     case OpKind::sub:
-      return BinaryFunction::subtract;
+      return words ? BinaryFunction::int_subtract : BinaryFunction::subtract;
     case OpKind::mul:
-      return BinaryFunction::multiply;
+      return words ? BinaryFunction::int_multiply : BinaryFunction::multiply;
     case OpKind::add:
-      return BinaryFunction::add;
+      return words ? BinaryFunction::int_add : BinaryFunction::add;
+    case OpKind::equal:
+      return words ? BinaryFunction::int_equal : BinaryFunction::equal;
+    case OpKind::less:
+      return words ? BinaryFunction::int_less : BinaryFunction::less;
+    case OpKind::less_or_equal:
+      return words ? BinaryFunction::int_less_or_equal : BinaryFunction::less_or_equal;
+    case OpKind::greater:
+      return words ? BinaryFunction::int_greater : BinaryFunction::greater;
+    case OpKind::greater_or_equal:
+      return words ? BinaryFunction::int_greater_or_equal : BinaryFunction::greater_or_equal;
+    case OpKind::logical_and:
+      return BinaryFunction::logical_and;
+    case OpKind::logical_or:
+      return BinaryFunction::logical_or;
+    case OpKind::logical_xor:
+      return BinaryFunction::logical_xor;
     case OpKind::max:
       return BinaryFunction::max;
     case OpKind::min:
@@ -46,7 +66,7 @@ BinaryFunction binary_function(OpKind kind) {
     case OpKind::prelu:
       return BinaryFunction::prelu;
     default:
-      return BinaryFunction::divide;
+      return words ? BinaryFunction::int_divide : BinaryFunction::divide;
   }
 }
 
@@ -62,6 +82,8 @@ UnaryFunction unary_function(const Op& op) {
       return UnaryFunction::erf;
     case OpKind::sqrt:
       return UnaryFunction::sqrt;
+    case OpKind::logical_not:
+      return UnaryFunction::logical_not;
     default:
       return UnaryFunction::pow;
   }
@@ -112,10 +134,20 @@ Fragment build_rows(const BlockPlanContext& plan, Split split, FragmentBuilder& 
       const Tensor& other = is_binary(op.kind) ? plan.graph.tensors[op.inputs[1]] : x;
       const Broadcast broadcast = is_binary(op.kind) ? binary_broadcast(x, other) : Broadcast::same;
       std::uint32_t result = in;
-      if (op.kind == OpKind::relu) {
+      if (x.kind == TensorKind::weight && is_unary(op.kind)) {
+        // A weight's block lives for every run: the result goes beside it, never over it.
+        result = builder.create(name + ".out", tile, std::uint64_t{rows.size} * cols, layout.standard, layout.alignment,
+                                Lifetime::transient);
+        if (op.kind == OpKind::relu) {
+          builder.call(1, tile, Codelet::copy, {{in, 0}, {result, 0}}, {rows.size * cols});
+          builder.call(1, tile, Codelet::relu, {{result, 0}}, {rows.size * cols});
+        } else {
+          call_unary(builder, 1, tile, plan.graph, op, in, result, rows.size * cols);
+        }
+      } else if (op.kind == OpKind::relu) {
         builder.call(1, tile, Codelet::relu, {{in, 0}}, {rows.size * cols});
       } else if (is_unary(op.kind)) {
-        call_unary(builder, 1, tile, op, in, in, rows.size * cols);
+        call_unary(builder, 1, tile, plan.graph, op, in, in, rows.size * cols);
       } else if (broadcast == Broadcast::row) {
         const std::uint32_t row = gather_block(builder, 0, plan.graph, plan.distributions, op.inputs[1],
                                                {0, 1, 0, cols}, tile, layout.standard, layout.alignment);
@@ -124,15 +156,27 @@ Fragment build_rows(const BlockPlanContext& plan, Split split, FragmentBuilder& 
         const std::uint32_t column =
             gather_block(builder, 0, plan.graph, plan.distributions, op.inputs[1], {rows.begin, rows.size, 0, 1}, tile,
                          layout.standard, layout.alignment);
-        call_binary_column(builder, 1, tile, op.kind, in, column, rows.size, cols);
+        call_binary_column(builder, 1, tile, op.kind, x.dtype, in, column, rows.size, cols);
       } else {
         const std::uint32_t b = gather_block(builder, 0, plan.graph, plan.distributions, op.inputs[1],
                                              {rows.begin, rows.size, 0, cols}, tile, layout.standard, layout.alignment);
         result = builder.create(name + ".out", tile, std::uint64_t{rows.size} * cols, layout.standard, layout.alignment,
                                 Lifetime::transient);
-        call_binary(builder, 1, tile, op.kind, in, b, result, rows.size * cols);
+        call_binary(builder, 1, tile, op.kind, x.dtype, in, b, result, rows.size * cols);
       }
       output.pieces.push_back({tile, 0, cols, result, rows.begin, rows.size});
+      continue;
+    }
+    if (op.kind == OpKind::where) {
+      // The two values' rows meet the condition's on its tile; the select writes a new buffer.
+      std::array<std::uint32_t, 2> values{};
+      for (std::size_t v = 0; v < 2; ++v)
+        values[v] = gather_block(builder, 0, plan.graph, plan.distributions, op.inputs[v + 1],
+                                 {rows.begin, rows.size, 0, cols}, tile, layout.standard, layout.alignment);
+      const std::uint32_t out = builder.create(name + ".out", tile, std::uint64_t{rows.size} * cols, layout.standard,
+                                               layout.alignment, Lifetime::transient);
+      builder.call(1, tile, Codelet::select, {{in, 0}, {values[0], 0}, {values[1], 0}, {out, 0}}, {rows.size * cols});
+      output.pieces.push_back({tile, 0, cols, out, rows.begin, rows.size});
       continue;
     }
     if (is_row_reduction(op.kind)) {
@@ -684,9 +728,10 @@ Fragment build_binary(const BlockPlanContext& plan, FragmentBuilder& builder) {
       builder.call(1, piece.tile, Codelet::copy, {{builder.existing(piece.buffer), 0}, {out, 0}}, {rows * piece.cols});
       if (broadcast == Broadcast::row)
         call_binary_row(builder, 1, piece.tile, op.kind, second.dtype, out, other, rows, piece.cols);
-      else call_binary_column(builder, 1, piece.tile, op.kind, out, other, rows, piece.cols);
+      else call_binary_column(builder, 1, piece.tile, op.kind, second.dtype, out, other, rows, piece.cols);
     } else {
-      call_binary(builder, 1, piece.tile, op.kind, builder.existing(piece.buffer), other, out, rows * piece.cols);
+      call_binary(builder, 1, piece.tile, op.kind, second.dtype, builder.existing(piece.buffer), other, out,
+                  rows * piece.cols);
     }
     output.pieces.push_back({piece.tile, piece.col_begin, piece.cols, out, piece.row_begin, piece.rows});
   }
@@ -701,31 +746,37 @@ std::string where(const BlockPlanContext& plan) {
 
 }  // namespace
 
-void call_binary(FragmentBuilder& builder, std::uint32_t superstep, std::uint32_t tile, OpKind kind, std::uint32_t a,
-                 std::uint32_t b, std::uint32_t out, std::uint32_t count) {
-  if (kind == OpKind::add) return builder.call(superstep, tile, Codelet::add, {{a, 0}, {b, 0}, {out, 0}}, {count});
+void call_binary(FragmentBuilder& builder, std::uint32_t superstep, std::uint32_t tile, OpKind kind, DType operands,
+                 std::uint32_t a, std::uint32_t b, std::uint32_t out, std::uint32_t count) {
+  if (kind == OpKind::add && !is_integer_word(operands))
+    return builder.call(superstep, tile, Codelet::add, {{a, 0}, {b, 0}, {out, 0}}, {count});
   builder.call(superstep, tile, Codelet::binary, {{a, 0}, {b, 0}, {out, 0}},
-               {count, static_cast<std::uint32_t>(binary_function(kind))});
+               {count, static_cast<std::uint32_t>(binary_function(kind, operands))});
 }
 
 void call_binary_row(FragmentBuilder& builder, std::uint32_t superstep, std::uint32_t tile, OpKind kind,
                      DType row_dtype, std::uint32_t values, std::uint32_t row, std::uint32_t rows, std::uint32_t cols) {
-  if (kind == OpKind::add)
+  if (kind == OpKind::add && !is_integer_word(row_dtype))
     return builder.call(superstep, tile, row_dtype == DType::float16 ? Codelet::bias_add_half : Codelet::bias_add,
                         {{values, 0}, {row, 0}}, {rows, cols, 0});
-  assert(row_dtype == DType::float32 && "the loaders allow float16 rows for add only");
+  assert(row_dtype != DType::float16 && "the loaders allow float16 rows for add only");
   builder.call(superstep, tile, Codelet::binary_row, {{values, 0}, {row, 0}},
-               {rows, cols, static_cast<std::uint32_t>(binary_function(kind))});
+               {rows, cols, static_cast<std::uint32_t>(binary_function(kind, row_dtype))});
 }
 
 void call_binary_column(FragmentBuilder& builder, std::uint32_t superstep, std::uint32_t tile, OpKind kind,
-                        std::uint32_t values, std::uint32_t column, std::uint32_t rows, std::uint32_t cols) {
+                        DType operands, std::uint32_t values, std::uint32_t column, std::uint32_t rows,
+                        std::uint32_t cols) {
   builder.call(superstep, tile, Codelet::binary_column, {{values, 0}, {column, 0}},
-               {rows, cols, static_cast<std::uint32_t>(binary_function(kind))});
+               {rows, cols, static_cast<std::uint32_t>(binary_function(kind, operands))});
 }
 
-void call_unary(FragmentBuilder& builder, std::uint32_t superstep, std::uint32_t tile, const Op& op, std::uint32_t in,
-                std::uint32_t out, std::uint32_t count) {
+void call_unary(FragmentBuilder& builder, std::uint32_t superstep, std::uint32_t tile, const Graph& graph, const Op& op,
+                std::uint32_t in, std::uint32_t out, std::uint32_t count) {
+  if (op.kind == OpKind::cast)
+    return builder.call(superstep, tile, Codelet::cast, {{in, 0}, {out, 0}},
+                        {count, static_cast<std::uint32_t>(graph.tensors.at(op.inputs.at(0)).dtype),
+                         static_cast<std::uint32_t>(graph.tensors.at(op.output).dtype)});
   if (op.kind == OpKind::clip)
     return builder.call(
         superstep, tile, Codelet::clip, {{in, 0}, {out, 0}},
@@ -736,7 +787,7 @@ void call_unary(FragmentBuilder& builder, std::uint32_t superstep, std::uint32_t
 }
 
 bool is_block_op(const Graph& graph, const Op& op) {
-  if (op.kind == OpKind::softmax || op.kind == OpKind::layer_norm || is_relayout(op.kind) ||
+  if (op.kind == OpKind::softmax || op.kind == OpKind::layer_norm || is_relayout(op.kind) || op.kind == OpKind::where ||
       is_row_reduction(op.kind) || is_window(op.kind) || op.kind == OpKind::gather)
     return true;
   return op.kind == OpKind::matmul && op.inputs.size() == 2 &&

@@ -48,18 +48,21 @@ std::uint32_t gather_block(FragmentBuilder& builder, std::uint32_t superstep, co
                            Block block, std::uint32_t tile, Region region, std::uint32_t alignment,
                            bool column_major = false);
 
-/// out = a op b over `count` elements for a binary op (add, sub, mul, div): add's codelet or binary's.
-void call_binary(FragmentBuilder& builder, std::uint32_t superstep, std::uint32_t tile, OpKind kind, std::uint32_t a,
-                 std::uint32_t b, std::uint32_t out, std::uint32_t count);
+/// out = a op b over `count` elements for a binary op (add, sub, mul, div, a comparison or logic)
+/// whose operands are of type `operands`: add's codelet or binary's with the function for that type.
+void call_binary(FragmentBuilder& builder, std::uint32_t superstep, std::uint32_t tile, OpKind kind, DType operands,
+                 std::uint32_t a, std::uint32_t b, std::uint32_t out, std::uint32_t count);
 /// values[r, c] op= row[c] for a binary op: bias_add (float16 rows too) or binary_row.
 void call_binary_row(FragmentBuilder& builder, std::uint32_t superstep, std::uint32_t tile, OpKind kind,
                      DType row_dtype, std::uint32_t values, std::uint32_t row, std::uint32_t rows, std::uint32_t cols);
-/// values[r, c] op= column[r] for a binary op (binary_column).
+/// values[r, c] op= column[r] for a binary op of `operands` (binary_column).
 void call_binary_column(FragmentBuilder& builder, std::uint32_t superstep, std::uint32_t tile, OpKind kind,
-                        std::uint32_t values, std::uint32_t column, std::uint32_t rows, std::uint32_t cols);
-/// out = f(in) over `count` elements for a unary op other than relu (exact in place allowed).
-void call_unary(FragmentBuilder& builder, std::uint32_t superstep, std::uint32_t tile, const Op& op, std::uint32_t in,
-                std::uint32_t out, std::uint32_t count);
+                        DType operands, std::uint32_t values, std::uint32_t column, std::uint32_t rows,
+                        std::uint32_t cols);
+/// out = f(in) over `count` elements for a unary op other than relu (exact in place allowed); a
+/// cast reads its types from the graph.
+void call_unary(FragmentBuilder& builder, std::uint32_t superstep, std::uint32_t tile, const Graph& graph, const Op& op,
+                std::uint32_t in, std::uint32_t out, std::uint32_t count);
 
 /// How many copies gather_block makes for `block` from `distribution` in either layout.
 std::uint64_t gather_copies(const Distribution& distribution, Block block, bool column_major);

@@ -639,8 +639,9 @@ private:
     if (op.inputs.size() != (binary ? 2u : 1u))
       return Status::failure(fmt::format("{}: {} has {} inputs", where(op), op_kind_name(op.kind), op.inputs.size()));
     const std::uint32_t first = op.inputs[0];
-    // A graph input no earlier op spread: the host writes it in row groups (a block plan).
-    if (!distributions_[first] && tensor(first).kind == TensorKind::input) return plan_block(op_index);
+    // A graph input (or a weight: a constant output's copy) no earlier op spread: the host writes
+    // it in row groups (a block plan).
+    if (!distributions_[first] && tensor(first).kind != TensorKind::intermediate) return plan_block(op_index);
     if (!distributions_[first] || program_.supersteps.empty())
       return unsupported(op, fmt::format("its first operand '{}' is a graph input or weight no earlier op "
                                          "spread over the tiles; elementwise ops run where their first operand "
@@ -674,7 +675,7 @@ private:
         const bool relu = op.kind == OpKind::relu;
         const std::uint32_t out = result_buffer(piece, source, relu);
         if (relu) builder.call(0, piece.tile, Codelet::relu, {{out, 0}}, {count});
-        else call_unary(builder, 0, piece.tile, op, source, out, count);
+        else call_unary(builder, 0, piece.tile, graph_, op, source, out, count);
         output.pieces.push_back({piece.tile, piece.col_begin, piece.cols, out, piece.row_begin, piece.rows});
       }
     } else {
@@ -695,8 +696,8 @@ private:
           const std::uint32_t words = a[i].row_count(rows) * a[i].cols;
           const std::uint32_t out =
               builder.create(name + ".out", a[i].tile, words, region, alignment, Lifetime::transient);
-          call_binary(builder, 0, a[i].tile, op.kind, builder.existing(a[i].buffer), builder.existing(b[i].buffer), out,
-                      words);
+          call_binary(builder, 0, a[i].tile, op.kind, tensor(first).dtype, builder.existing(a[i].buffer),
+                      builder.existing(b[i].buffer), out, words);
           output.pieces.push_back({a[i].tile, a[i].col_begin, a[i].cols, out, a[i].row_begin, a[i].rows});
         }
       } else {
@@ -721,10 +722,10 @@ private:
             call_binary_row(builder, 0, piece.tile, op.kind, other.dtype, out, operand, piece_rows, piece.cols);
           } else if (column) {
             out = result_buffer(piece, source, true);
-            call_binary_column(builder, 0, piece.tile, op.kind, out, operand, piece_rows, piece.cols);
+            call_binary_column(builder, 0, piece.tile, op.kind, other.dtype, out, operand, piece_rows, piece.cols);
           } else {
             out = result_buffer(piece, source, false);
-            call_binary(builder, 0, piece.tile, op.kind, source, operand, out, piece_rows * piece.cols);
+            call_binary(builder, 0, piece.tile, op.kind, other.dtype, source, operand, out, piece_rows * piece.cols);
           }
           output.pieces.push_back({piece.tile, piece.col_begin, piece.cols, out, piece.row_begin, piece.rows});
         }
@@ -777,6 +778,7 @@ private:
       HostStream stream;
       stream.tensor = output.name;
       stream.kind = StreamKind::output;
+      stream.dtype = output.dtype;  // int32 and bool outputs stream their words
       stream.rows = static_cast<std::uint32_t>(output.rows());
       stream.cols = static_cast<std::uint32_t>(output.cols());
       for (const Piece& piece : distribution->pieces) {

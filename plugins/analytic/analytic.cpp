@@ -218,6 +218,12 @@ std::uint64_t estimate_call(const CodeletCall& call, const Target& target) {
     case Codelet::clip:
       cycles += p[0] * kAddCyclesPerElement;
       break;
+    case Codelet::cast:  // a conversion a value, as a copy walks it
+      cycles += p[0] * kCopyCyclesPerElement;
+      break;
+    case Codelet::select:  // three loads and a store a value, about two adds' worth
+      cycles += 2 * p[0] * kAddCyclesPerElement;
+      break;
   }
   return ceil_cycles(cycles);
 }

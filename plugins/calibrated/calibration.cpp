@@ -11,6 +11,7 @@
 #include <yaml-cpp/yaml.h>
 
 #include "tessera/codelets.hpp"
+#include "tessera/graph.hpp"
 #include "tessera/diagnostic.hpp"
 #include "tessera/program.hpp"
 #include "tessera/target.hpp"
@@ -143,6 +144,11 @@ Features half_bias_features(Params p, const Target& t) {
   features.insert(features.begin() + 2, cast);
   return features;
 }
+
+// A cast's type params (DType values).
+constexpr auto kFloat32 = static_cast<std::uint32_t>(tessera::DType::float32);
+constexpr auto kInt32 = static_cast<std::uint32_t>(tessera::DType::int32);
+constexpr auto kBool = static_cast<std::uint32_t>(tessera::DType::boolean);
 
 const std::vector<std::vector<std::uint32_t>> kBiasShapes = {{1, 64, 0},  {2, 4096, 1}, {16, 256, 0},  {4, 1024, 1},
                                                              {8, 512, 1}, {2, 3000, 0}, {16, 1024, 0}, {1, 7, 1},
@@ -294,7 +300,7 @@ const CodeletLine kCodeletLines[] = {
            std::min<double>(p[0], 4 * std::ceil(std::ceil(p[0] / 4.0) / std::max<std::uint32_t>(t.worker_threads, 1)));
        return {1, std::floor(share / 2), std::fmod(share, 2)};
      },
-     {{1}, {7}, {64}, {333}, {1000}, {4096}, {12000}, {24000}}},
+     {{1}, {7}, {64}, {333}, {1000}, {2048}, {4096}, {6000}}},  // four operands: kept small enough to fit a tile
     // Rows are one run when the own partial's rows are contiguous, else each row rounds up to
     // loops; the own partial is one more part; then the bias step and the relu step, as bias_add's.
     {Codelet::reduce_bias,
@@ -489,6 +495,29 @@ const CodeletLine kCodeletLines[] = {
      },
      {{1, 0, 0x40c00000}, {7, 0, 0x40c00000}, {64, 0xbf800000, 0x3f800000}, {333, 0, 0x40c00000}, {1000, 0, 0x40c00000},
       {4096, 0xff800000, 0}, {12000, 0, 0x40c00000}, {16000, 0, 0x7f800000}}},
+    // A cast walks its share as copy does (Cast1D), whatever the types.
+    {Codelet::cast,
+     "call,pairs,odd",
+     [](Params p, const Target& t) -> Features {
+       const double share =
+           std::min<double>(p[0], 4 * std::ceil(std::ceil(p[0] / 4.0) / std::max<std::uint32_t>(t.worker_threads, 1)));
+       return {1, std::floor(share / 2), std::fmod(share, 2)};
+     },
+     {{1, kFloat32, kInt32},
+      {7, kInt32, kFloat32},
+      {64, kFloat32, kBool},
+      {333, kBool, kFloat32},
+      {1000, kInt32, kBool},
+      {4096, kFloat32, kInt32},
+      {12000, kBool, kInt32},
+      {9000, kInt32, kFloat32}}},
+    // A select walks its share an element at a time.
+    {Codelet::select,
+     "call,elements",
+     [](Params p, const Target& t) -> Features {
+       return {1, std::ceil(p[0] / double(std::max<std::uint32_t>(t.worker_threads, 1)))};
+     },
+     {{1}, {7}, {64}, {333}, {1000}, {2048}, {4096}, {6000}}},  // four operands: kept small enough to fit a tile
     // Pooling: per kernel position, the busiest worker's worklist rows and its share of the
     // output vectors (an average scales each once more).
     {Codelet::pool,

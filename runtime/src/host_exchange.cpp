@@ -23,6 +23,12 @@ HostTensors initial_host_tensors(const Graph& graph, TensorKind kind) {
     // A float16 tensor's values are the ones it can hold: the device stores exactly these.
     if (tensor.dtype == DType::float16)
       for (float& value : values) value = round_to_half(value);
+    // int32 tensors get small integers (the nearest to 16 times the value: -16..16 at scale 1),
+    // bool ones true where the value is positive, both as the words the device holds.
+    if (tensor.dtype == DType::int32)
+      for (float& value : values) value = int_word(static_cast<std::int32_t>(std::lround(16.0f * value)));
+    if (tensor.dtype == DType::boolean)
+      for (float& value : values) value = int_word(value > 0 ? 1 : 0);
   }
   return tensors;
 }

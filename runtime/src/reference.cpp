@@ -19,10 +19,12 @@ namespace {
 struct Matrix {
   const double* wide = nullptr;
   const float* narrow = nullptr;
+  bool words = false;  ///< narrow holds int32 or bool words (int_word), not float values
   std::int64_t rows = 0, cols = 0;
   double at(std::int64_t r, std::int64_t c) const {
     const auto i = static_cast<std::size_t>(r * cols + c);
-    return wide != nullptr ? wide[i] : static_cast<double>(narrow[i]);
+    if (wide != nullptr) return wide[i];
+    return words ? static_cast<double>(word_int(narrow[i])) : static_cast<double>(narrow[i]);
   }
 };
 
@@ -89,15 +91,32 @@ std::vector<double> layer_norm(const Matrix& x, const Matrix& gamma, const Matri
   return out;
 }
 
-/// An elementwise binary op (add, sub, mul, div) in double.
-double binary(OpKind kind, double a, double b) {
+/// An elementwise binary op in double: arithmetic (exact for int32 operands, whose division
+/// truncates toward zero), comparisons and logic (1 for true, 0 for false), as ONNX defines them.
+double binary(OpKind kind, double a, double b, bool integers) {
   switch (kind) {
     case OpKind::sub:
       return a - b;
     case OpKind::mul:
       return a * b;
     case OpKind::div:
-      return a / b;
+      return integers ? std::trunc(a / b) : a / b;
+    case OpKind::equal:
+      return a == b ? 1.0 : 0.0;
+    case OpKind::less:
+      return a < b ? 1.0 : 0.0;
+    case OpKind::less_or_equal:
+      return a <= b ? 1.0 : 0.0;
+    case OpKind::greater:
+      return a > b ? 1.0 : 0.0;
+    case OpKind::greater_or_equal:
+      return a >= b ? 1.0 : 0.0;
+    case OpKind::logical_and:
+      return a != 0 && b != 0 ? 1.0 : 0.0;
+    case OpKind::logical_or:
+      return a != 0 || b != 0 ? 1.0 : 0.0;
+    case OpKind::logical_xor:
+      return (a != 0) != (b != 0) ? 1.0 : 0.0;
     case OpKind::max:  // ONNX Max and Min propagate NaN
       return std::isnan(a) || std::isnan(b) ? std::nan("") : std::max(a, b);
     case OpKind::min:
@@ -172,6 +191,15 @@ double reduce_row(const Op& op, const double* row, std::int64_t cols) {
   if (function == ReduceFunction::l2) return std::sqrt(result);
   if (function == ReduceFunction::log_sum_exp) return std::log(result);
   return result;
+}
+
+/// ONNX Cast of `x` to `to`: toward zero into integers (a NaN or a value outside int32 stays as
+/// it is, so the comparison shows the device's result for it as the undefined case it is);
+/// anything nonzero is true; integers become their float value.
+double cast(double x, DType to) {
+  if (to == DType::boolean) return x != 0 ? 1.0 : 0.0;
+  if (to == DType::int32 && std::isfinite(x)) return std::trunc(x);
+  return x;
 }
 
 /// An elementwise unary op (relu, sigmoid, tanh, erf, sqrt, pow) in double.
@@ -297,6 +325,7 @@ ReferenceValues execute_reference(const Graph& graph, const HostTensors& values)
              fmt::format("no values given for {} '{}'", tensor.kind == TensorKind::weight ? "weight" : "input",
                          tensor.name));
       matrix.narrow = given->second.data();
+      matrix.words = is_integer_word(tensor.dtype);
       size = given->second.size();
     }
     if (size != static_cast<std::size_t>(matrix.rows * matrix.cols))
@@ -347,7 +376,15 @@ ReferenceValues execute_reference(const Graph& graph, const HostTensors& values)
       case OpKind::div:
       case OpKind::max:
       case OpKind::min:
-      case OpKind::prelu: {
+      case OpKind::prelu:
+      case OpKind::equal:
+      case OpKind::less:
+      case OpKind::less_or_equal:
+      case OpKind::greater:
+      case OpKind::greater_or_equal:
+      case OpKind::logical_and:
+      case OpKind::logical_or:
+      case OpKind::logical_xor: {
         if (op.inputs.size() != 2) fail(graph, op, fmt::format("has {} inputs", op.inputs.size()));
         const Matrix a = lookup(op, op.inputs[0]);
         const Matrix b = lookup(op, op.inputs[1]);
@@ -357,11 +394,40 @@ ReferenceValues execute_reference(const Graph& graph, const HostTensors& values)
         if (!same && !row && !column)
           fail(graph, op,
                fmt::format("cannot {} {}x{} and {}x{}", op_kind_name(op.kind), a.rows, a.cols, b.rows, b.cols));
+        const bool integers = is_integer_word(graph.tensors[op.inputs[0]].dtype);
+        out.resize(static_cast<std::size_t>(a.rows * a.cols));
+        for (std::int64_t r = 0; r < a.rows; ++r)
+          for (std::int64_t c = 0; c < a.cols; ++c) {
+            const double divisor = b.at(row ? 0 : r, column ? 0 : c);
+            if (integers && op.kind == OpKind::div && divisor == 0)
+              fail(graph, op,
+                   fmt::format("integer division by zero at element {} (undefined in ONNX); give divisors that are "
+                               "not zero",
+                               r * a.cols + c));
+            out[static_cast<std::size_t>(r * a.cols + c)] = binary(op.kind, a.at(r, c), divisor, integers);
+          }
+        break;
+      }
+      case OpKind::logical_not:
+      case OpKind::cast: {
+        if (op.inputs.size() != 1) fail(graph, op, fmt::format("has {} inputs", op.inputs.size()));
+        const Matrix a = lookup(op, op.inputs[0]);
         out.resize(static_cast<std::size_t>(a.rows * a.cols));
         for (std::int64_t r = 0; r < a.rows; ++r)
           for (std::int64_t c = 0; c < a.cols; ++c)
             out[static_cast<std::size_t>(r * a.cols + c)] =
-                binary(op.kind, a.at(r, c), b.at(row ? 0 : r, column ? 0 : c));
+                op.kind == OpKind::cast ? cast(a.at(r, c), out_tensor.dtype) : (a.at(r, c) == 0 ? 1.0 : 0.0);
+        break;
+      }
+      case OpKind::where: {
+        if (op.inputs.size() != 3) fail(graph, op, fmt::format("has {} inputs", op.inputs.size()));
+        const Matrix condition = lookup(op, op.inputs[0]), a = lookup(op, op.inputs[1]), b = lookup(op, op.inputs[2]);
+        if (a.rows != condition.rows || a.cols != condition.cols || b.rows != a.rows || b.cols != a.cols)
+          fail(graph, op, "the condition and both values must be of one shape");
+        out.resize(static_cast<std::size_t>(a.rows * a.cols));
+        for (std::int64_t r = 0; r < a.rows; ++r)
+          for (std::int64_t c = 0; c < a.cols; ++c)
+            out[static_cast<std::size_t>(r * a.cols + c)] = condition.at(r, c) != 0 ? a.at(r, c) : b.at(r, c);
         break;
       }
       case OpKind::relu:
@@ -525,9 +591,13 @@ NumericalReport compare_with_reference(const Graph& graph, const HostTensors& ou
     if (device->second.size() != expected->second.size())
       throw Error(fmt::format("numerical test: output '{}' has {} values, the reference {}", name,
                               device->second.size(), expected->second.size()));
+    const bool integers = is_integer_word(graph.tensors.at(index).dtype);
     for (std::size_t i = 0; i < device->second.size(); ++i) {
       const double want = expected->second[i];
-      const double error = std::fabs(static_cast<double>(device->second[i]) - want);
+      const float word = device->second[i];
+      const double got = integers ? static_cast<double>(word_int(word)) : static_cast<double>(word);
+      const double error = std::fabs(got - want);
+      if (integers && got != want) ++report.inexact_integers;  // int32 and bool results must be exact
       report.max_abs_reference = std::max(report.max_abs_reference, std::fabs(want));
       // A NaN compares false with everything: record it as the worst element explicitly.
       if (std::isnan(error)) {
@@ -543,12 +613,12 @@ NumericalReport compare_with_reference(const Graph& graph, const HostTensors& ou
   }
   if (saw_nan) report.max_abs_error = std::numeric_limits<double>::quiet_NaN();
   report.tolerance = atol + (rtol + float16_relative_tolerance(graph)) * report.max_abs_reference;
-  report.passed = !saw_nan && report.max_abs_error <= report.tolerance;
+  report.passed = !saw_nan && report.max_abs_error <= report.tolerance && report.inexact_integers == 0;
   return report;
 }
 
-ExpectationReport compare_with_expected(const HostTensors& outputs, const HostTensors& expected, double atol,
-                                        double rtol) {
+ExpectationReport compare_with_expected(const Graph& graph, const HostTensors& outputs, const HostTensors& expected,
+                                        double atol, double rtol) {
   ExpectationReport report;
   bool mismatched = false;
   for (const auto& [name, want] : expected) {
@@ -557,11 +627,15 @@ ExpectationReport compare_with_expected(const HostTensors& outputs, const HostTe
     if (device->second.size() != want.size())
       throw Error(
           fmt::format("expected output '{}' has {} values, the device's {}", name, want.size(), device->second.size()));
+    // int32 and bool outputs hold words, compared exactly (no tolerance makes sense for them).
+    const std::int64_t index = graph.find_tensor(name);
+    const bool integers = index >= 0 && is_integer_word(graph.tensors[static_cast<std::size_t>(index)].dtype);
     for (std::size_t i = 0; i < want.size(); ++i) {
-      const double got = device->second[i], expect = want[i];
+      const double got = integers ? word_int(device->second[i]) : device->second[i];
+      const double expect = integers ? word_int(want[i]) : want[i];
       const double error = std::fabs(got - expect);
       const bool both_nan = std::isnan(got) && std::isnan(expect);  // assert_allclose's equal_nan
-      const bool ok = both_nan || (got == expect) || error <= atol + rtol * std::fabs(expect);
+      const bool ok = both_nan || (got == expect) || (!integers && error <= atol + rtol * std::fabs(expect));
       if (!both_nan && !(got == expect)) {
         if (std::isnan(error) || error > report.max_abs_error) {
           report.max_abs_error = std::isnan(error) ? std::numeric_limits<double>::infinity() : error;

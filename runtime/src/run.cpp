@@ -231,16 +231,16 @@ RunResult run_package(const Package& package, const RunOptions& options, const s
     result.numerics_checked = true;
     log.info(
         "compared outputs with the float64 reference elements={} max_abs_error={} "
-        "max_abs_reference={} tolerance={} worst_tensor={} worst_index={} passed={} "
+        "max_abs_reference={} tolerance={} inexact_integers={} worst_tensor={} worst_index={} passed={} "
         "elapsed_ms={}",
         result.numerics.elements, result.numerics.max_abs_error, result.numerics.max_abs_reference,
-        result.numerics.tolerance, result.numerics.worst_tensor, result.numerics.worst_index, result.numerics.passed,
-        elapsed_ms(step_started));
+        result.numerics.tolerance, result.numerics.inexact_integers, result.numerics.worst_tensor,
+        result.numerics.worst_index, result.numerics.passed, elapsed_ms(step_started));
   }
 
   if (!options.expected.empty()) {
-    result.expectation =
-        compare_with_expected(result.outputs, options.expected, options.expect_atol, options.expect_rtol);
+    result.expectation = compare_with_expected(package.graph, result.outputs, options.expected, options.expect_atol,
+                                               options.expect_rtol);
     result.expectation_checked = true;
     log.info(
         "compared outputs with the expected values outputs={} elements={} max_abs_error={} max_rel_error={} "

@@ -355,11 +355,19 @@ void run_unary(float* memory, const LoadedCall& call) {
       case UnaryFunction::mish:
         out[i] = x * std::tanh(std::log(1.0f + std::exp(x)));
         break;
+      case UnaryFunction::logical_not:
+        out[i] = int_word(word_int(x) == 0 ? 1 : 0);
+        break;
     }
   }
 }
 
+/// int32 arithmetic as the machine does it: two's complement wrap-around (in 64 bits, then cut).
+float wrapped(std::int64_t value) { return int_word(static_cast<std::int32_t>(static_cast<std::uint32_t>(value))); }
+
 float apply(BinaryFunction function, float a, float b) {
+  const std::int64_t i = word_int(a), j = word_int(b);
+  auto flag = [](bool value) { return int_word(value ? 1 : 0); };
   switch (function) {
     case BinaryFunction::subtract:
       return a - b;
@@ -375,6 +383,40 @@ float apply(BinaryFunction function, float a, float b) {
       return std::isnan(a) || std::isnan(b) ? std::numeric_limits<float>::quiet_NaN() : std::min(a, b);
     case BinaryFunction::prelu:
       return a < 0.0f ? a * b : a;
+    case BinaryFunction::equal:
+      return flag(a == b);
+    case BinaryFunction::less:
+      return flag(a < b);
+    case BinaryFunction::less_or_equal:
+      return flag(a <= b);
+    case BinaryFunction::greater:
+      return flag(a > b);
+    case BinaryFunction::greater_or_equal:
+      return flag(a >= b);
+    case BinaryFunction::int_add:
+      return wrapped(i + j);
+    case BinaryFunction::int_subtract:
+      return wrapped(i - j);
+    case BinaryFunction::int_multiply:
+      return wrapped(i * j);
+    case BinaryFunction::int_divide:  // truncates toward zero; by zero gives 0 (the reference refuses it)
+      return wrapped(j == 0 ? 0 : i / j);
+    case BinaryFunction::int_equal:
+      return flag(i == j);
+    case BinaryFunction::int_less:
+      return flag(i < j);
+    case BinaryFunction::int_less_or_equal:
+      return flag(i <= j);
+    case BinaryFunction::int_greater:
+      return flag(i > j);
+    case BinaryFunction::int_greater_or_equal:
+      return flag(i >= j);
+    case BinaryFunction::logical_and:
+      return flag(i != 0 && j != 0);
+    case BinaryFunction::logical_or:
+      return flag(i != 0 || j != 0);
+    case BinaryFunction::logical_xor:
+      return flag((i != 0) != (j != 0));
   }
   return a;  // unreachable: the function is checked at load
 }
@@ -535,6 +577,39 @@ void run_clip(float* memory, const LoadedCall& call) {
   for (std::uint32_t i = 0; i < call.param[0]; ++i) out[i] = std::min(std::max(in[i], low), high);
 }
 
+/// A float32 to int32 conversion as ONNX's Cast (truncation), saturating where the value is out
+/// of range and giving 0 for NaN, so every input has a defined result.
+std::int32_t float_to_int32(float value) {
+  if (std::isnan(value)) return 0;
+  if (value >= 2147483648.0f) return std::numeric_limits<std::int32_t>::max();
+  if (value <= -2147483648.0f) return std::numeric_limits<std::int32_t>::min();
+  return static_cast<std::int32_t>(value);
+}
+
+// Exact in place is allowed: each element is read before it is written.
+void run_cast(float* memory, const LoadedCall& call) {
+  const float* in = memory + call.operand[0];
+  float* out = memory + call.operand[1];
+  const auto from = static_cast<DType>(call.param[1]), to = static_cast<DType>(call.param[2]);
+  for (std::uint32_t i = 0; i < call.param[0]; ++i) {
+    const float x = in[i];
+    const std::int32_t whole = from == DType::float32 ? float_to_int32(x) : word_int(x);
+    const bool truth = from == DType::float32 ? x != 0.0f : word_int(x) != 0;  // NaN is true, as numpy's bool()
+    if (to == DType::float32) out[i] = from == DType::float32 ? x : static_cast<float>(word_int(x));
+    else if (to == DType::int32) out[i] = int_word(whole);
+    else out[i] = int_word(truth ? 1 : 0);
+  }
+}
+
+// Exact in place (out equal to a or b) is allowed.
+void run_select(float* memory, const LoadedCall& call) {
+  const float* condition = memory + call.operand[0];
+  const float* a = memory + call.operand[1];
+  const float* b = memory + call.operand[2];
+  float* out = memory + call.operand[3];
+  for (std::uint32_t i = 0; i < call.param[0]; ++i) out[i] = word_int(condition[i]) != 0 ? a[i] : b[i];
+}
+
 void run_call(float* memory, const LoadedCall& call) {
   switch (call.codelet) {
     case Codelet::matmul:
@@ -578,6 +653,10 @@ void run_call(float* memory, const LoadedCall& call) {
       return run_pool(memory, call);
     case Codelet::clip:
       return run_clip(memory, call);
+    case Codelet::cast:
+      return run_cast(memory, call);
+    case Codelet::select:
+      return run_select(memory, call);
   }
   assert(false && "codelet checked at load");
 }
@@ -620,6 +699,7 @@ std::string aliasing_problem(const LoadedCall& call, std::span<const std::uint64
       return "";
     case Codelet::unary:
     case Codelet::clip:
+    case Codelet::cast:
       if (overlaps(o[1], words[1], o[0], words[0]) && !same(1, 0))
         return "its output partly overlaps its input (only exact in-place is allowed)";
       return "";
@@ -649,6 +729,11 @@ std::string aliasing_problem(const LoadedCall& call, std::span<const std::uint64
       return "";
     case Codelet::pool:
       if (overlaps(o[1], words[1], o[0], words[0])) return "its output overlaps its input";
+      return "";
+    case Codelet::select:
+      for (int input = 0; input < 3; ++input)
+        if (overlaps(o[3], words[3], o[input], words[input]) && !same(3, input))
+          return "its output partly overlaps an input (only exact in-place is allowed)";
       return "";
   }
   return "";
@@ -913,6 +998,13 @@ void SimDevice::Impl::load_compute(const Package& package, std::uint32_t step, L
       if (call.codelet == Codelet::reduce_rows && call.params[2] >= kReduceFunctionCount)
         throw Error(fmt::format("{}: reduce_rows' function must be below {}, got {}", where(), kReduceFunctionCount,
                                 call.params[2]));
+      if (call.codelet == Codelet::cast)
+        for (std::uint32_t i : {1u, 2u})
+          if (call.params[i] >= kDTypeCount || static_cast<DType>(call.params[i]) == DType::float16)
+            throw Error(fmt::format("{}: cast's {} type must be float32 ({}), int32 ({}) or bool ({}), got {}", where(),
+                                    i == 1 ? "source" : "target", static_cast<std::uint32_t>(DType::float32),
+                                    static_cast<std::uint32_t>(DType::int32),
+                                    static_cast<std::uint32_t>(DType::boolean), call.params[i]));
       if (is_matmul(call.codelet) && call.params[kMatmulOrientationParam] >= kMatmulOrientations)
         throw Error(fmt::format("{}: {}'s orientation must be 0 (as_is) or 1 (swapped), got {}", where(), name,
                                 call.params[kMatmulOrientationParam]));
@@ -1172,7 +1264,7 @@ void SimDevice::Impl::write_streams(StreamKind kind, const HostTensors& values) 
       const PackageSlice& slice = stream.slices[s];
       float* destination = tile_memory(slice.tile) + slice_words[s];
       const std::size_t count = static_cast<std::size_t>(slice.rows) * slice.cols;
-      if (stream.dtype == DType::float32) {
+      if (stream.dtype != DType::float16) {  // float32 values, int32 and bool words: a word each
         pack_slice(tensor, stream.cols, slice, std::span<float>(destination, count));
         continue;
       }

@@ -262,8 +262,9 @@ TEST_CASE(
   computed.output("y", {3, 2});
   const std::string path = computed.save(dir, "pow-computed.onnx");
   CHECK_THROWS_WITH(import_onnx(path),
-                    Catch::StartsWith(path + ": node 'power' (Pow): not supported: Pow with a computed "
-                                             "exponent 'e' (the exponent must be a constant)"));
+                    Catch::StartsWith(path + ": node 'power' (Pow): not supported: Pow with an exponent that is "
+                                             "not a constant: 'e' is the graph input 'e', known only at run time; "
+                                             "freeze it with --input-value e=VALUES"));
 }
 
 TEST_CASE("onnx import broadcasts a computed column [..., 1] over each row and refuses other broadcasts", "[onnx]") {
@@ -480,13 +481,13 @@ TEST_CASE("onnx import refuses a dynamic dim, a non-float input and a file that 
   CHECK_THROWS_WITH(import_onnx(dynamic.save(dir, "dynamic.onnx")),
                     Catch::Contains("graph input 'x': not supported: a dynamic or empty dim 'batch'"));
 
-  ModelBuilder integer;
-  integer.input("x", {2});
-  integer.graph->mutable_input(0)->mutable_type()->mutable_tensor_type()->set_elem_type(onnx::TensorProto::INT32);
-  integer.node("Add", {"x", "x"}, "y");
-  integer.output("y", {2});
-  integer.graph->mutable_output(0)->mutable_type()->mutable_tensor_type()->set_elem_type(onnx::TensorProto::INT32);
-  CHECK_THROWS_WITH(import_onnx(integer.save(dir, "int.onnx")), Catch::Contains("not supported: element type int32"));
+  ModelBuilder text;
+  text.input("x", {2});
+  text.graph->mutable_input(0)->mutable_type()->mutable_tensor_type()->set_elem_type(onnx::TensorProto::STRING);
+  text.node("Identity", {"x"}, "y");
+  text.output("y", {2});
+  text.graph->mutable_output(0)->mutable_type()->mutable_tensor_type()->set_elem_type(onnx::TensorProto::STRING);
+  CHECK_THROWS_WITH(import_onnx(text.save(dir, "text.onnx")), Catch::Contains("not supported: element type string"));
 
   // Found by fuzz_onnx: the checker lets through an output no node computes.
   ModelBuilder dangling;
@@ -755,4 +756,211 @@ TEST_CASE("onnx import moves each element of a chain of data movement once, by o
   REQUIRE(chain.inputs.size() == 1);
   CHECK(graph.tensors[chain.inputs[0]].name == "x");
   CHECK(gathered(graph, chain, {{0, 1, 2, 3, 4, 5}}) == std::vector<double>{0, 3, 2, 5});
+
+// --- Tensor types; shapes and values fixed at compile time --------------------------------
+
+namespace {
+
+void set_type(onnx::ValueInfoProto* value, int element_type) {
+  value->mutable_type()->mutable_tensor_type()->set_elem_type(element_type);
+}
+
+}  // namespace
+
+TEST_CASE("onnx import holds int64 and bool graph values as int32 and bool tensors with comparisons and logic",
+          "[onnx][types]") {
+  TempDir dir;
+  ModelBuilder model;
+  model.input("ids", {2, 3});
+  set_type(model.graph->mutable_input(0), onnx::TensorProto::INT64);
+  model.input("x", {2, 3});
+  model.int_initializer("k", {}, {4});
+  model.node("Greater", {"ids", "k"}, "big");
+  model.node("Not", {"big"}, "small");
+  model.node("Add", {"ids", "k"}, "shifted");
+  model.node("Where", {"big", "x", "x"}, "kept");
+  model.output("small", {2, 3});
+  set_type(model.graph->mutable_output(0), onnx::TensorProto::BOOL);
+  model.output("shifted", {2, 3});
+  set_type(model.graph->mutable_output(1), onnx::TensorProto::INT64);
+  model.output("kept", {2, 3});
+  const OnnxImport imported = import_onnx(model.save(dir, "typed.onnx"));
+  const Graph& g = imported.graph;
+  auto tensor = [&](const std::string& name) -> const Tensor& {
+    REQUIRE(g.find_tensor(name) >= 0);
+    return g.tensors[static_cast<std::size_t>(g.find_tensor(name))];
+  };
+  CHECK(tensor("ids").dtype == DType::int32);
+  CHECK(tensor("x").dtype == DType::float32);
+  CHECK(tensor("big").dtype == DType::boolean);
+  CHECK(tensor("small").dtype == DType::boolean);
+  CHECK(tensor("shifted").dtype == DType::int32);
+  CHECK(tensor("kept").dtype == DType::float32);
+  std::vector<OpKind> kinds;
+  for (const Op& op : g.ops) kinds.push_back(op.kind);
+  CHECK(kinds == std::vector<OpKind>{OpKind::greater, OpKind::logical_not, OpKind::add, OpKind::where});
+  // The scalar 4 meets int32 rows as an int32 row vector of words.
+  REQUIRE(imported.weights.count("k.row"));
+  CHECK(tensor("k.row").dtype == DType::int32);
+  CHECK(word_int(imported.weights.at("k.row").at(2)) == 4);
+  REQUIRE(imported.outputs.size() == 3);
+  CHECK(imported.outputs[0].element_type == onnx::TensorProto::BOOL);
+  CHECK(imported.outputs[1].element_type == onnx::TensorProto::INT64);
+  CHECK(imported.inputs[0].element_type == onnx::TensorProto::INT64);
+  CHECK(check_graph(g).empty());
+}
+
+TEST_CASE("onnx import refuses an op on a tensor type it does not take and a narrowing Cast", "[onnx][types]") {
+  TempDir dir;
+  ModelBuilder relu;  // Relu takes integers from opset 14; the device's relu does not
+  relu.opset(14);
+  relu.input("ids", {4});
+  set_type(relu.graph->mutable_input(0), onnx::TensorProto::INT64);
+  relu.node("Relu", {"ids"}, "y");
+  relu.output("y", {4});
+  set_type(relu.graph->mutable_output(0), onnx::TensorProto::INT64);
+  CHECK_THROWS_WITH(import_onnx(relu.save(dir, "relu.onnx")),
+                    Catch::Contains("not supported: relu takes float operands, but operand 0 'ids' is int32"));
+
+  ModelBuilder narrow;
+  narrow.input("x", {4});
+  auto* cast = narrow.node("Cast", {"x"}, "y");
+  auto* to = cast->add_attribute();
+  to->set_name("to");
+  to->set_type(onnx::AttributeProto::INT);
+  to->set_i(onnx::TensorProto::UINT8);
+  narrow.output("y", {4});
+  set_type(narrow.graph->mutable_output(0), onnx::TensorProto::UINT8);
+  CHECK_THROWS_WITH(import_onnx(narrow.save(dir, "narrow.onnx")),
+                    Catch::Contains("not supported: Cast of a computed tensor to uint8"));
+}
+
+TEST_CASE("onnx import names a graph input an op needs as a constant and takes it frozen by --input-value",
+          "[onnx][types]") {
+  TempDir dir;
+  ModelBuilder model;
+  model.input("x", {2, 3});
+  model.input("shape", {2});
+  set_type(model.graph->mutable_input(1), onnx::TensorProto::INT64);
+  model.node("Reshape", {"x", "shape"}, "r");
+  model.node("Relu", {"r"}, "y");
+  model.output("y", {3, 2});
+  const std::string path = model.save(dir, "reshape.onnx");
+  CHECK_THROWS_WITH(import_onnx(path), Catch::Contains("'shape' is the graph input 'shape', known only at run time; "
+                                                       "freeze it with --input-value shape=VALUES"));
+  ImportOptions options;
+  add_input_value(options, "shape=3,2");
+  const OnnxImport imported = import_onnx(path, "", options);
+  CHECK(imported.frozen_inputs == 1);
+  REQUIRE(imported.inputs.size() == 1);
+  CHECK(imported.inputs[0].name == "x");
+  CHECK(imported.graph.import_options == std::vector<std::string>{"--input-value shape=3,2"});
+  // A run imports it again from what the package records.
+  CHECK(import_onnx(path, "", import_options_of(imported.graph.import_options)).graph.ops.size() == 1);
+
+  ImportOptions wrong_count;
+  add_input_value(wrong_count, "shape=6");
+  CHECK_THROWS_WITH(import_onnx(path, "", wrong_count), Catch::Contains("'shape' is [2] (2 values), 1 given"));
+  ImportOptions unknown;
+  add_input_value(unknown, "shap=3,2");
+  CHECK_THROWS_WITH(import_onnx(path, "", unknown),
+                    Catch::Contains("--input-value shap: the model has no graph input 'shap'; its inputs: shape, x"));
+  ImportOptions bad;
+  CHECK_THROWS_WITH(add_input_value(bad, "shape=3,two"), Catch::Contains("'two' is not a number"));
+  CHECK_THROWS_WITH(add_input_shape(bad, "x=2x0"), Catch::Contains("'0' is not a positive dim"));
+}
+
+TEST_CASE("onnx import fixes a dynamic dim with --input-shape and inlines the branch an If on a frozen input takes",
+          "[onnx][types]") {
+  TempDir dir;
+  ModelBuilder model;
+  model.input("x", {1, 3}, "batch");
+  model.input("flag", {});
+  set_type(model.graph->mutable_input(1), onnx::TensorProto::BOOL);
+  auto* node = model.node("If", {"flag"}, "y");
+  for (const auto& [branch, op] : {std::pair{"then_branch", "Relu"}, std::pair{"else_branch", "Sigmoid"}}) {
+    auto* attribute = node->add_attribute();
+    attribute->set_name(branch);
+    attribute->set_type(onnx::AttributeProto::GRAPH);
+    onnx::GraphProto* body = attribute->mutable_g();
+    body->set_name(branch);
+    auto* inner = body->add_node();
+    inner->set_op_type(op);
+    inner->add_input("x");
+    inner->add_output(std::string(branch) + ".out");
+    auto* out = body->add_output();
+    out->set_name(std::string(branch) + ".out");
+    out->mutable_type()->mutable_tensor_type()->set_elem_type(onnx::TensorProto::FLOAT);
+  }
+  model.output("y", {2, 3});
+  model.graph->mutable_output(0)->mutable_type()->mutable_tensor_type()->mutable_shape()->mutable_dim(0)->set_dim_param(
+      "batch");
+  const std::string path = model.save(dir, "switch.onnx");
+  CHECK_THROWS_WITH(import_onnx(path), Catch::Contains("fix them with --input-shape x=DIMS"));
+  ImportOptions options;
+  add_input_shape(options, "x=2x3");
+  CHECK_THROWS_WITH(import_onnx(path, "", options),
+                    Catch::Contains("If on a condition that is not a constant: 'flag' is the graph input 'flag'"));
+  for (const auto& [value, kind] : {std::pair{"1", OpKind::relu}, std::pair{"0", OpKind::sigmoid}}) {
+    ImportOptions frozen = options;
+    add_input_value(frozen, std::string("flag=") + value);
+    const OnnxImport imported = import_onnx(path, "", frozen);
+    REQUIRE(imported.graph.ops.size() == 1);
+    CHECK(imported.graph.ops[0].kind == kind);
+    CHECK(imported.graph.tensors[imported.graph.outputs[0]].shape == std::vector<std::int64_t>{2, 3});
+  }
+  ImportOptions wrong_rank;
+  add_input_shape(wrong_rank, "x=6");
+  CHECK_THROWS_WITH(import_onnx(path, "", wrong_rank), Catch::Contains("declares 'x' of rank 2; give 2 dims"));
+}
+
+TEST_CASE("tensor files carry integer and bool elements, and the host refuses integers outside int32",
+          "[onnx][types]") {
+  TempDir dir;
+  const TensorFile ids{"ids", {2, 2}, {1, -2, 2147483647, -2147483648.0}, onnx::TensorProto::INT64};
+  const TensorFile mask{"mask", {3}, {1, 0, 1}, onnx::TensorProto::BOOL};
+  for (const std::string extension : {".pb", ".npy"}) {
+    for (const TensorFile& tensor : {ids, mask}) {
+      const std::string path = (dir.path() / (tensor.name + extension)).string();
+      write_tensor_file(path, tensor);
+      const TensorFile back = read_tensor_file(path);
+      CHECK(back.dims == tensor.dims);
+      CHECK(back.values == tensor.values);
+      CHECK(back.element_type == tensor.element_type);
+    }
+  }
+  const std::vector<float> words = device_words(ids, DType::int32, "--input ids=ids.pb");
+  CHECK(word_int(words[2]) == 2147483647);
+  CHECK(word_int(words[3]) == -2147483647 - 1);
+  CHECK(host_values(words, DType::int32) == ids.values);
+  const TensorFile huge{"ids", {2}, {5, 3000000000.0}, onnx::TensorProto::INT64};
+  CHECK_THROWS_WITH(device_words(huge, DType::int32, "--input ids=big.pb"),
+                    Catch::Contains("--input ids=big.pb: element 1 is 3000000000, outside int32"));
+  CHECK_THROWS_WITH(device_words(mask, DType::float32, "--input x=mask.pb"),
+                    Catch::Contains("the file holds bool values but the tensor is float32 on the device"));
+}
+
+TEST_CASE("onnx import accepts a newer IR version whose opsets and operators it knows, and names what it does not",
+          "[onnx][types]") {
+  TempDir dir;
+  ModelBuilder newer;
+  newer.model.set_ir_version(onnx::IR_VERSION + 1);
+  newer.input("x", {2, 3});
+  newer.node("Relu", {"x"}, "y");
+  newer.output("y", {2, 3});
+  CHECK(import_onnx(newer.save(dir, "newer.onnx")).graph.ops.size() == 1);
+
+  ModelBuilder unknown_op = newer;
+  unknown_op.graph = unknown_op.model.mutable_graph();
+  unknown_op.graph->mutable_node(0)->set_op_type("Relux");
+  unknown_op.graph->mutable_node(0)->set_name("act");
+  CHECK_THROWS_WITH(import_onnx(unknown_op.save(dir, "unknown.onnx")),
+                    Catch::Contains("IR version " + std::to_string(onnx::IR_VERSION + 1) +
+                                    " is newer than the ONNX checker's (" + std::to_string(onnx::IR_VERSION) +
+                                    "), and node 'act' (Relux) has no operator of that name at opset 13"));
+  ModelBuilder unknown_opset = newer;
+  unknown_opset.graph = unknown_opset.model.mutable_graph();
+  unknown_opset.opset(99);
+  CHECK_THROWS_WITH(import_onnx(unknown_opset.save(dir, "opset.onnx")),
+                    Catch::Contains("and so is its opset 99 of domain 'ai.onnx'"));
 }

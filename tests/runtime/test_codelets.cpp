@@ -2,6 +2,7 @@
 #include <catch2/catch.hpp>
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <random>
 #include <stdexcept>
@@ -244,6 +245,17 @@ TEST_CASE("no codelet call is charged below its MACs at peak or its input bytes 
         case Codelet::clip:
           params = {draw(1, 100000), float_param(0.0f), float_param(6.0f)};
           input_words = params[0];
+          break;
+        case Codelet::cast: {  // float32, int32 and bool each way
+          const std::array types{static_cast<std::uint32_t>(DType::float32), static_cast<std::uint32_t>(DType::int32),
+                                 static_cast<std::uint32_t>(DType::boolean)};
+          params = {draw(1, 100000), types[trial % 3], types[(trial + 1) % 3]};
+          input_words = params[0];
+          break;
+        }
+        case Codelet::select:
+          params = {draw(1, 100000)};
+          input_words = 3 * std::uint64_t{params[0]};
           break;
         case Codelet::add:
           params = {draw(1, 100000)};

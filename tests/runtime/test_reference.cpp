@@ -264,3 +264,56 @@ TEST_CASE("host slices pack a block row-major and unpack it back", "[runtime][ho
   unpack_slice(packed, 4, slice, back);
   CHECK(back == std::vector<float>{-1, -1, -1, -1, -1, 5, 6, -1, -1, 9, 10, -1});
 }
+
+TEST_CASE("reference executor computes int32 and bool ops exactly and the numerical test wants them exact",
+          "[runtime][reference][types]") {
+  using testing::make_tensor;
+  Graph g;
+  g.name = "typed";
+  g.source_file = "typed.onnx";
+  g.tensors = {make_tensor("i", {2, 2}, TensorKind::input), make_tensor("j", {2, 2}, TensorKind::input),
+               make_tensor("x", {2, 2}, TensorKind::input)};
+  g.tensors[0].dtype = g.tensors[1].dtype = DType::int32;
+  auto add = [&](OpKind kind, std::vector<std::uint32_t> inputs, const char* name, DType dtype) {
+    g.tensors.push_back(make_tensor(name, {2, 2}, TensorKind::intermediate));
+    g.tensors.back().dtype = dtype;
+    g.ops.push_back(Op{kind, std::move(inputs), static_cast<std::uint32_t>(g.tensors.size() - 1)});
+    return static_cast<std::uint32_t>(g.tensors.size() - 1);
+  };
+  const std::uint32_t quotient = add(OpKind::div, {0, 1}, "quotient", DType::int32);
+  const std::uint32_t less = add(OpKind::less, {0, 1}, "less", DType::boolean);
+  const std::uint32_t negated = add(OpKind::logical_not, {less}, "negated", DType::boolean);
+  const std::uint32_t chosen = add(OpKind::where, {less, 2, 2}, "chosen", DType::float32);
+  const std::uint32_t cast = add(OpKind::cast, {2}, "cast", DType::int32);
+  g.outputs = {quotient, negated, chosen, cast};
+  REQUIRE(check_graph(g).empty());
+  const HostTensors values = {{"i", {int_word(7), int_word(-7), int_word(2147483647), int_word(3)}},
+                              {"j", {int_word(2), int_word(2), int_word(-1), int_word(5)}},
+                              {"x", {1.9f, -1.9f, 0.5f, -0.5f}}};
+  const ReferenceValues reference = execute_reference(g, values);
+  CHECK(reference.at("quotient") == std::vector<double>{3, -3, -2147483647, 0});  // toward zero
+  CHECK(reference.at("less") == std::vector<double>{0, 1, 0, 1});
+  CHECK(reference.at("negated") == std::vector<double>{1, 0, 1, 0});
+  CHECK(reference.at("cast") == std::vector<double>{1, -1, 0, 0});
+
+  // The device's words, decoded by type; one int32 element off by one fails however small.
+  HostTensors device = {{"quotient", {int_word(3), int_word(-3), int_word(-2147483647), int_word(0)}},
+                        {"negated", {int_word(1), int_word(0), int_word(1), int_word(0)}},
+                        {"chosen", {1.9f, -1.9f, 0.5f, -0.5f}},
+                        {"cast", {int_word(1), int_word(-1), int_word(0), int_word(0)}}};
+  const NumericalReport exact = compare_with_reference(g, device, reference);
+  CHECK(exact.passed);
+  CHECK(exact.inexact_integers == 0);
+  device["cast"][0] = int_word(2);
+  const NumericalReport off = compare_with_reference(g, device, reference, 1e9, 1e9);
+  CHECK_FALSE(off.passed);
+  CHECK(off.inexact_integers == 1);
+  CHECK_FALSE(
+      compare_with_expected(g, device, {{"cast", {int_word(1), int_word(-1), int_word(0), int_word(0)}}}, 1e9, 1e9)
+          .passed);
+
+  // Integer division by zero is undefined in ONNX: the reference refuses it, naming the element.
+  HostTensors by_zero = values;
+  by_zero["j"][3] = int_word(0);
+  CHECK_THROWS_WITH(execute_reference(g, by_zero), Contains("integer division by zero at element 3"));
+}

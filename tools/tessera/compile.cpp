@@ -69,7 +69,10 @@ CompileResult compile(const CompileRequest& request) {
   inputs.push_back({request.sign_key, "the signing key (--sign)"});
   check_output_file(request.output, "the package (-o)", inputs);
   check_output_file(request.json_path, "the JSON record (--json)", inputs);
-  CompilationState state = session.initial_state(onnx_import::load_any_model(request.model));
+  onnx_import::ImportOptions import_options;
+  for (const std::string& text : request.input_shapes) onnx_import::add_input_shape(import_options, text);
+  for (const std::string& text : request.input_values) onnx_import::add_input_value(import_options, text);
+  CompilationState state = session.initial_state(onnx_import::load_any_model(request.model, import_options));
   // An in-process cost model's table for this target (calibrated) is read now: a missing one is
   // the pipeline's mistake, not a plugin fault mid-compile. An isolated one keeps its containment
   // (a crash there is the plugin's fault, with a reproducer).

@@ -27,9 +27,11 @@ struct CompileRequest {
   unsigned threads = 0;  ///< 0: the machine's cores
   /// On a plugin fault, the bundle goes to <this>/<plugin>-<N>/ (default: <output dir>/reproducers).
   std::string reproducer_directory;
-  bool write_reproducer = true;  ///< `tessera replay` turns it off: it reports, never re-bundles
-  PluginQuarantine quarantine;   ///< `tessera replay`: no library from inside the bundle
-  std::string json_path;         ///< when set, the result and the compile record as JSON (--json)
+  bool write_reproducer = true;           ///< `tessera replay` turns it off: it reports, never re-bundles
+  PluginQuarantine quarantine;            ///< `tessera replay`: no library from inside the bundle
+  std::string json_path;                  ///< when set, the result and the compile record as JSON (--json)
+  std::vector<std::string> input_shapes;  ///< --input-shape NAME=DIMS (ONNX models)
+  std::vector<std::string> input_values;  ///< --input-value NAME=VALUES (ONNX models)
   /// Called before each pass and after the last (PassManagerOptions::on_pass): the progress line.
   std::function<void(std::size_t index, std::size_t count, const std::string& pass)> on_pass;
 };

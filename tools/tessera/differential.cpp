@@ -62,7 +62,12 @@ DifferentialReport differential_check(const Package& package, const PreparedRun&
     if (values == inputs.end())
       throw Error(fmt::format("--differential: the package has no input '{}' of the model", name));
     const std::string file = (scratch.path / fmt::format("input_{}.npy", i)).string();
-    onnx_import::write_tensor_file(file, {name, dims, values->second});
+    const std::int64_t index = package.graph.find_tensor(name);
+    const DType dtype = index < 0 ? DType::float32 : package.graph.tensors[static_cast<std::size_t>(index)].dtype;
+    const auto type = prepared.element_types.find(name);
+    onnx_import::write_tensor_file(file,
+                                   {name, dims, onnx_import::host_values(values->second, dtype),
+                                    type == prepared.element_types.end() ? onnx_import::kFloatElements : type->second});
     command.push_back(name + "=" + file);
   }
   if (find_in_path("node").empty())
@@ -87,10 +92,13 @@ DifferentialReport differential_check(const Package& package, const PreparedRun&
       if (!std::isalnum(static_cast<unsigned char>(c)) && c != '_' && c != '-' && c != '.') c = '_';
     const onnx_import::TensorFile reference =
         onnx_import::read_tensor_file((scratch.path / "outputs" / (file + ".npy")).string());
-    runtime::HostTensors expected{{name, reference.values}};
+    const std::int64_t index = package.graph.find_tensor(name);
+    const DType dtype = index < 0 ? DType::float32 : package.graph.tensors[static_cast<std::size_t>(index)].dtype;
+    runtime::HostTensors expected{
+        {name, onnx_import::device_words(reference, dtype, fmt::format("--differential: ONNX Runtime's '{}'", name))}};
     runtime::HostTensors got{{name, device.at(name)}};
-    DifferentialOutput output{name,
-                              runtime::compare_with_expected(got, expected, options.expect_atol, options.expect_rtol)};
+    DifferentialOutput output{
+        name, runtime::compare_with_expected(package.graph, got, expected, options.expect_atol, options.expect_rtol)};
     report.passed = report.passed && output.report.passed;
     report.outputs.push_back(std::move(output));
   }

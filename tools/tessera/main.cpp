@@ -128,6 +128,11 @@ int main(int argc, char** argv) {
       ->transform(cli::shipped_config("targets"))
       ->check(CLI::ExistingFile);
   compile->add_option("--output,-o", compile_request.output, "package file to write (.tpkg)");
+  compile->add_option("--input-shape", compile_request.input_shapes,
+                      "NAME=DIMS: fix an ONNX graph input's dims, e.g. x=1x3x640x640 (repeatable; docs/onnx.md)");
+  compile->add_option("--input-value", compile_request.input_values,
+                      "NAME=VALUES: freeze an ONNX graph input to a constant: numbers joined by ',' (16000, 1,0,2) "
+                      "or a .pb/.npy file; folding then runs through it (repeatable; docs/onnx.md)");
   bool compile_mkdir = false;
   compile->add_flag("--mkdir", compile_mkdir, "create the folders of -o and --json when missing");
   compile->add_option("--sign", compile_request.sign_key,
@@ -343,7 +348,7 @@ int main(int argc, char** argv) {
       if (!run_json_path.empty()) cli::write_json(run_json_path, cli::run_json(result, run_package_path));
       if (!run_options.trace_path.empty()) fmt::print("trace={}\n", run_options.trace_path);
       if (!run_data.output_directory.empty())
-        for (const std::string& file : cli::write_outputs(result.outputs, prepared.output_dims, run_data))
+        for (const std::string& file : cli::write_outputs(package.graph, result.outputs, prepared, run_data))
           fmt::print("output={}\n", file);
       const int status = print_run_result(result, run_package_path);
       if (!run_data.differential) return status;

@@ -28,13 +28,18 @@ std::pair<std::string, std::string> name_and_file(const std::string& text, const
   return {text.substr(0, equals), text.substr(equals + 1)};
 }
 
-/// Reads NAME=FILE tensors; their dims must hold as many values as the model's tensor NAME.
-runtime::HostTensors read_named(const std::vector<std::string>& items, const char* option) {
+/// Reads NAME=FILE tensors as the device holds the model's tensor NAME (float32 values, int32 and
+/// bool words: integers outside int32 are refused, naming the element); the run checks their
+/// number against the tensor's.
+runtime::HostTensors read_named(const Graph& graph, const std::vector<std::string>& items, const char* option) {
   runtime::HostTensors tensors;
   for (const std::string& item : items) {
     auto [name, file] = name_and_file(item, option);
     if (tensors.count(name)) throw Error(fmt::format("{} {}: '{}' is given twice", option, item, name));
-    tensors[name] = onnx_import::read_tensor_file(file).values;
+    const std::int64_t index = graph.find_tensor(name);
+    const DType dtype = index < 0 ? DType::float32 : graph.tensors[static_cast<std::size_t>(index)].dtype;
+    tensors[name] =
+        onnx_import::device_words(onnx_import::read_tensor_file(file), dtype, fmt::format("{} {}", option, item));
   }
   return tensors;
 }
@@ -58,8 +63,10 @@ PreparedRun prepare_run(const Package& package, const RunData& data, runtime::Ru
                       data.weights));
     prepared.model = source;
     // The model's bytes are checked against the package's sha256 before they are parsed.
+    // The model is imported as the compile fixed it (its frozen inputs and shapes).
     onnx_import::OnnxImport imported =
-        onnx_import::import_onnx(source, data.weights.empty() ? graph.source_sha256 : std::string());
+        onnx_import::import_onnx(source, data.weights.empty() ? graph.source_sha256 : std::string(),
+                                 onnx_import::import_options_of(graph.import_options));
     for (const Tensor& tensor : graph.tensors) {
       if (tensor.kind != TensorKind::weight) continue;
       auto found = imported.weights.find(tensor.name);
@@ -79,14 +86,16 @@ PreparedRun prepare_run(const Package& package, const RunData& data, runtime::Ru
         if (output.name == name) dims = output.dims;
     for (const onnx_import::OnnxValue& input : imported.inputs)
       prepared.input_dims.emplace_back(input.name, input.dims);
+    for (const auto& values : {imported.inputs, imported.outputs})
+      for (const onnx_import::OnnxValue& value : values) prepared.element_types[value.name] = value.element_type;
   } else if (!data.weights.empty()) {
     throw Error(
         fmt::format("--weights {}: the package was compiled from the YAML model {}, whose weights come from its "
                     "seed; --weights applies to packages compiled from ONNX models",
                     data.weights, graph.source_file));
   }
-  options.inputs = read_named(data.inputs, "--input");
-  options.expected = read_named(data.expected, "--expect");
+  options.inputs = read_named(graph, data.inputs, "--input");
+  options.expected = read_named(graph, data.expected, "--expect");
   if (data.differential && prepared.model.empty())
     throw Error(
         fmt::format("--differential: the package was compiled from the YAML model {}; ONNX Runtime runs ONNX "
@@ -95,8 +104,9 @@ PreparedRun prepare_run(const Package& package, const RunData& data, runtime::Ru
   return prepared;
 }
 
-std::vector<std::string> write_outputs(const runtime::HostTensors& outputs, const NamedDims& dims,
-                                       const RunData& data) {
+std::vector<std::string> write_outputs(const Graph& graph, const runtime::HostTensors& outputs,
+                                       const PreparedRun& prepared, const RunData& data) {
+  const NamedDims& dims = prepared.output_dims;
   if (data.output_format != "pb" && data.output_format != "npy")
     throw Error(fmt::format("--output-format '{}': use pb or npy", data.output_format));
   // Output tensors are results a user reads back: a folder of theirs, so no one can plant links in it.
@@ -113,7 +123,12 @@ std::vector<std::string> write_outputs(const runtime::HostTensors& outputs, cons
       throw Error(
           fmt::format("outputs '{}' and another map to the same file name {}; rename one in the model", name, file));
     const std::string path = (fs::path(data.output_directory) / (file + "." + data.output_format)).string();
-    onnx_import::TensorFile tensor{name, shape, outputs.at(name)};
+    // The device's words as values of the type the model declares (a YAML model's are float).
+    const std::int64_t index = graph.find_tensor(name);
+    const DType dtype = index < 0 ? DType::float32 : graph.tensors[static_cast<std::size_t>(index)].dtype;
+    const auto type = prepared.element_types.find(name);
+    onnx_import::TensorFile tensor{name, shape, onnx_import::host_values(outputs.at(name), dtype),
+                                   type == prepared.element_types.end() ? onnx_import::kFloatElements : type->second};
     onnx_import::write_tensor_file(path, tensor);
     written.push_back(path);
   }

@@ -1,5 +1,6 @@
 // Models and their data for the driver: YAML or ONNX models in, weights, inputs, expected and written outputs.
 #pragma once
+#include <map>
 #include <string>
 #include <vector>
 
@@ -24,18 +25,22 @@ struct RunData {
 
 using NamedDims = std::vector<std::pair<std::string, std::vector<std::int64_t>>>;
 
-/// What prepare_run learnt of the model: its file and its inputs' and outputs' dims as it declares them.
+/// What prepare_run learnt of the model: its file and its inputs' and outputs' dims and element
+/// types (onnx::TensorProto::DataType; float for YAML models) as it declares them.
 struct PreparedRun {
   std::string model;     ///< the ONNX model the weights come from ("" for YAML models)
   NamedDims input_dims;  ///< ONNX models only
   NamedDims output_dims;
+  std::map<std::string, int> element_types;  ///< of the inputs and outputs an ONNX model declares
 };
 
 /// Fills options.weights (an imported model's, from the file it was compiled from, checked
 /// against the package's sha256, or from data.weights), options.inputs and options.expected.
 PreparedRun prepare_run(const Package& package, const RunData& data, runtime::RunOptions& options);
 
-/// Writes each output as DIR/NAME.pb or .npy, atomically; returns the files written.
-std::vector<std::string> write_outputs(const runtime::HostTensors& outputs, const NamedDims& dims, const RunData& data);
+/// Writes each output as DIR/NAME.pb or .npy in its declared element type, atomically; returns
+/// the files written.
+std::vector<std::string> write_outputs(const Graph& graph, const runtime::HostTensors& outputs,
+                                       const PreparedRun& prepared, const RunData& data);
 
 }  // namespace tessera::cli

@@ -11,13 +11,15 @@ struct Target;
 /// Version of the codelet set (semantics and cycle formulas); written into packages.
 // 5: unary, binary, binary_row, reduce_rows; 6: binary_column and add as a binary function,
 // fused codelets charged as their steps, matmul_half's half worker MAC; 8: charges follow
-// poplibs' vertices (docs/targets.md); conv, pool (window ops over feature maps) and clip; 9: further
-// unary functions (exp, log, ...), max, min and prelu, reduce_rows' functions.
+// poplibs' vertices (docs/targets.md); conv, pool (window ops over feature maps) and clip;
+// 9: further unary functions (exp, log, ...), max, min and prelu, reduce_rows' functions; tensor
+// types: comparisons, logic and int32 arithmetic as binary functions, logical_not, cast and select.
 inline constexpr std::uint32_t kCodeletSetVersion = 9;
 
 /// Operands are word offsets into buffers (program) or byte addresses (tile image);
 /// params are the shape numbers listed per codelet. Data is float32 unless marked half
-/// (IEEE binary16, two per word, packed row-major, the last word padded). Float params
+/// (IEEE binary16, two per word, packed row-major, the last word padded), int32 (a word's
+/// bits) or bool (a word holding 0 or 1), as the function or the params say. Float params
 /// (scale, eps) are passed as their float32 bit patterns.
 enum class Codelet : std::uint16_t {
   /// operands {a, b, c}; params {m, k, n, orientation}: c[m,n] = a[m,k] * b[k,n] (swapped: c
@@ -58,8 +60,13 @@ enum class Codelet : std::uint16_t {
   /// each channel on its own: out [out_rows, out_width, channels].
   pool = 19,
   clip = 20,  ///< operands {in, out}; params {count, low, high} (floats): out = min(max(in, low), high)
+  /// operands {in, out}; params {count, from, to} (DType values: float32, int32 or bool): out = in
+  /// converted (float to int32 truncates toward zero, saturating; NaN gives 0; anything nonzero is true).
+  cast = 21,
+  /// operands {condition (bool), a, b, out}; params {count}: out = condition ? a : b, word for word.
+  select = 22,
 };
-inline constexpr std::uint32_t kCodeletCount = 21;
+inline constexpr std::uint32_t kCodeletCount = 23;
 
 /// Param indices of a conv call. Patch row of output row r and kernel row i: r * stride_h +
 /// i * dilation_h - top (top and left are signed: int32 bit patterns); patch column of output column c and kernel
@@ -137,11 +144,14 @@ enum class UnaryFunction : std::uint32_t {
   celu = 19,              ///< max(0, x) + min(0, alpha * (exp(x / alpha) - 1))
   thresholded_relu = 20,  ///< x > alpha ? x : 0
   mish = 21,              ///< x * tanh(softplus(x))
+  logical_not = 22,       ///< bools: !x
 };
-inline constexpr std::uint32_t kUnaryFunctionCount = 22;
+inline constexpr std::uint32_t kUnaryFunctionCount = 23;
 /// The `function` param of binary, binary_row and binary_column calls (the planner adds with
 /// add and bias_add where it can: they are the same loops).
 /// prelu: a < 0 ? a * b : a (b the slope).
+/// Comparisons write bools; the int_ functions read int32 words (int_divide truncates toward zero,
+/// by zero gives 0; int_add, int_subtract and int_multiply wrap); the logical ones read bools.
 enum class BinaryFunction : std::uint32_t {
   subtract = 0,
   multiply = 1,
@@ -149,9 +159,26 @@ enum class BinaryFunction : std::uint32_t {
   add = 3,
   max = 4,
   min = 5,
-  prelu = 6
+  prelu = 6,
+  equal = 7,
+  less = 8,
+  less_or_equal = 9,
+  greater = 10,
+  greater_or_equal = 11,
+  int_add = 12,
+  int_subtract = 13,
+  int_multiply = 14,
+  int_divide = 15,
+  int_equal = 16,
+  int_less = 17,
+  int_less_or_equal = 18,
+  int_greater = 19,
+  int_greater_or_equal = 20,
+  logical_and = 21,
+  logical_or = 22,
+  logical_xor = 23,
 };
-inline constexpr std::uint32_t kBinaryFunctionCount = 7;
+inline constexpr std::uint32_t kBinaryFunctionCount = 24;
 /// The `function` param of a reduce_rows call: what each row folds to (l1: the sum of
 /// magnitudes; l2: the root of the sum of squares; log_sum_exp: log of the sum of exponentials).
 enum class ReduceFunction : std::uint32_t {

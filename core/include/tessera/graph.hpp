@@ -1,6 +1,7 @@
 // The Graph IR: tensors and operations, loaded from a model YAML (configs/models/) or imported (frontends/).
 #pragma once
 #include <array>
+#include <bit>
 #include <cstdint>
 #include <limits>
 #include <span>
@@ -9,8 +10,18 @@
 
 namespace tessera {
 
-enum class DType : std::uint8_t { float32 = 0, float16 = 1 };
+/// Element types on the device. int32 holds every ONNX integer type (the host range-checks
+/// values on the way in); boolean is one 32-bit word per element, 0 or 1 (the exchange and the
+/// host streams move whole words, so a block of bools cut anywhere stays whole: docs/targets.md).
+enum class DType : std::uint8_t { float32 = 0, float16 = 1, int32 = 2, boolean = 3 };
+inline constexpr std::uint32_t kDTypeCount = 4;
 const char* dtype_name(DType);
+/// int32 and boolean: values held as the bits of a 32-bit word, not as a float's value.
+bool is_integer_word(DType);
+/// The float whose bits are `value` (how host tensors and tile memory hold int32 and boolean
+/// elements), and back.
+inline float int_word(std::int32_t value) { return std::bit_cast<float>(value); }
+inline std::int32_t word_int(float word) { return std::bit_cast<std::int32_t>(word); }
 std::uint32_t dtype_bytes(DType);
 /// 32-bit words `elements` values of `type` take packed in tile memory (float16: two a
 /// word, the last word padded).
@@ -92,12 +103,27 @@ enum class OpKind : std::uint8_t {
   /// out (shape gather_shape) = elements of the inputs picked by gather_runs, each output element
   /// by exactly one run: Concat, Split, Slice, Pad, Transpose, Tile, DepthToSpace... as one op.
   gather = 29,
+  // Typed ops (tensor types): comparisons give booleans; operands as add's (same, row, column).
+  equal = 30,             ///< out = in0 == in1 (float32, int32 or boolean operands of one type)
+  less = 31,              ///< out = in0 < in1
+  less_or_equal = 32,     ///< out = in0 <= in1
+  greater = 33,           ///< out = in0 > in1
+  greater_or_equal = 34,  ///< out = in0 >= in1
+  logical_and = 35,       ///< out = in0 && in1 (booleans)
+  logical_or = 36,        ///< out = in0 || in1
+  logical_xor = 37,       ///< out = in0 != in1
+  logical_not = 38,       ///< out = !in0 (boolean)
+  cast = 39,              ///< out = in0 converted to the output tensor's type (ONNX Cast: float to int truncates)
+  where = 40,             ///< out = in0 ? in1 : in2 (in0 boolean; in1, in2 and out of one type and shape)
 };
-inline constexpr std::uint32_t kOpKindCount = 30;
+inline constexpr std::uint32_t kOpKindCount = 41;
 const char* op_kind_name(OpKind);
-/// add, sub, mul, div, max, min, prelu: two operands, the second equal-shaped, a row vector or a column.
+/// add, sub, mul, div, max, min, prelu and the comparisons and logic (equal ... logical_xor): two
+/// operands, the second equal-shaped, a row vector or a column.
 bool is_binary(OpKind);
-/// relu, sigmoid, tanh, erf, sqrt, pow, clip, unary: one operand, elementwise.
+/// equal, less, less_or_equal, greater, greater_or_equal: booleans from two operands of one type.
+bool is_comparison(OpKind);
+/// relu, sigmoid, tanh, erf, sqrt, pow, clip, unary, logical_not, cast: one operand, elementwise.
 bool is_unary(OpKind);
 /// reduce_sum, reduce_mean, reduce: each row to one value.
 bool is_row_reduction(OpKind);
@@ -188,6 +214,9 @@ struct Graph {
   /// sha256 of an imported model file (ONNX), whose weights a run reads back from it; empty
   /// for YAML models, whose weights come from `seed`.
   std::string source_sha256;
+  /// How an imported model was fixed at compile time, as the options said it
+  /// ("--input-shape NAME=DIMS", "--input-value NAME=VALUES"): a run imports it again the same way.
+  std::vector<std::string> import_options;
   std::uint64_t seed = 0;
   std::vector<Tensor> tensors;
   std::vector<Op> ops;                 ///< in execution order
@@ -205,10 +234,13 @@ float initial_value(const Graph& graph, const Tensor& tensor, std::uint64_t inde
 
 /// Infers the output shape of `op` from its inputs; returns an error message or "".
 std::string infer_shape(const Graph& graph, const Op& op, std::vector<std::int64_t>& shape);
+/// Infers the element type of `op`'s output from its inputs' (cast: `dtype` holds the target on
+/// entry); returns a message naming the operand whose type the op does not take, or "".
+std::string infer_dtype(const Graph& graph, const Op& op, DType& dtype);
 
 /// The first inconsistency of a graph read back from a file: a tensor of rank other than 1 or
 /// 2 or a size not positive, an op or output naming a tensor that does not exist, an op whose
-/// output shape is not what its inputs give. "" when the graph is consistent.
+/// output shape or type is not what its inputs give. "" when the graph is consistent.
 std::string check_graph(const Graph& graph);
 
 }  // namespace tessera

@@ -13,7 +13,8 @@ namespace tessera {
 
 /// Format version of the package file; a reader refuses any other (5: pow's exponent; 6: a
 /// matmul's batch; 7: heads and column slices; 8: windows and clip bounds; 9: an op's function and
-/// alpha, gather ops' shape and runs).
+/// alpha, gather ops' shape and runs, int32 and bool tensors, typed ops, and an imported model's import
+/// options after its sha256).
 inline constexpr std::uint32_t kPackageFormatVersion = 9;
 
 /// Exchange cycles at or past this are refused by the reader and the simulator, so a cycle

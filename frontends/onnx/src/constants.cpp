@@ -88,9 +88,6 @@ double round_to(int dtype, double value) {
   return value;
 }
 
-namespace {
-
-/// Bytes per element of the types read from raw_data.
 std::size_t raw_bytes(int dtype) {
   switch (dtype) {
     case TensorProto::FLOAT:
@@ -113,6 +110,8 @@ std::size_t raw_bytes(int dtype) {
       return 0;
   }
 }
+
+namespace {
 
 template <typename T>
 double load(const char* bytes) {
@@ -215,6 +214,72 @@ Constant binary(const std::string& op, const Constant& a, const Constant& b, con
     else v = x / y;
     out.values[i] = round_to(out.dtype, v);
   }
+  return out;
+}
+
+// --- Tensor types: comparisons, logic, Where and Range folded (ONNX's definitions) ---------
+
+/// A comparison or a logical op of two constants, broadcast: bools (1 or 0).
+Constant compare(const std::string& op, const Constant& a, const Constant& b, const std::string& where) {
+  if (a.dtype != b.dtype)
+    throw Error(fmt::format("{}: operands are {} and {}", where, dtype_text(a.dtype), dtype_text(b.dtype)));
+  Constant out;
+  out.dtype = TensorProto::BOOL;
+  out.dims = broadcast_dims(a.dims, b.dims, where);
+  check_folded_size(out.dims, where);
+  const std::vector<std::int64_t> ia = broadcast_index(a.dims, out.dims), ib = broadcast_index(b.dims, out.dims);
+  out.values.resize(ia.size());
+  for (std::size_t i = 0; i < ia.size(); ++i) {
+    const double x = a.values[static_cast<std::size_t>(ia[i])], y = b.values[static_cast<std::size_t>(ib[i])];
+    bool v = false;
+    if (op == "Equal") v = x == y;
+    else if (op == "Greater") v = x > y;
+    else if (op == "GreaterOrEqual") v = x >= y;
+    else if (op == "Less") v = x < y;
+    else if (op == "LessOrEqual") v = x <= y;
+    else if (op == "And") v = x != 0 && y != 0;
+    else if (op == "Or") v = x != 0 || y != 0;
+    else v = (x != 0) != (y != 0);  // Xor
+    out.values[i] = v ? 1.0 : 0.0;
+  }
+  return out;
+}
+
+/// Where(condition, x, y) of constants, the three broadcast together.
+Constant select(const Constant& condition, const Constant& x, const Constant& y, const std::string& where) {
+  if (x.dtype != y.dtype)
+    throw Error(fmt::format("{}: Where's values are {} and {}", where, dtype_text(x.dtype), dtype_text(y.dtype)));
+  Constant out;
+  out.dtype = x.dtype;
+  out.dims = broadcast_dims(broadcast_dims(condition.dims, x.dims, where), y.dims, where);
+  check_folded_size(out.dims, where);
+  const std::vector<std::int64_t> ic = broadcast_index(condition.dims, out.dims),
+                                  ix = broadcast_index(x.dims, out.dims), iy = broadcast_index(y.dims, out.dims);
+  out.values.resize(ic.size());
+  for (std::size_t i = 0; i < ic.size(); ++i)
+    out.values[i] = condition.values[static_cast<std::size_t>(ic[i])] != 0 ? x.values[static_cast<std::size_t>(ix[i])]
+                                                                           : y.values[static_cast<std::size_t>(iy[i])];
+  return out;
+}
+
+/// Range(start, limit, delta) of scalars: max(ceil((limit - start) / delta), 0) values.
+Constant range(const Constant& start, const Constant& limit, const Constant& delta, const std::string& where) {
+  for (const Constant* c : {&start, &limit, &delta})
+    if (c->values.size() != 1) throw Error(where + ": Range takes scalars start, limit and delta");
+  if (start.dtype != limit.dtype || start.dtype != delta.dtype)
+    throw Error(fmt::format("{}: Range's inputs are {}, {} and {}", where, dtype_text(start.dtype),
+                            dtype_text(limit.dtype), dtype_text(delta.dtype)));
+  const double first = start.values[0], step = delta.values[0];
+  if (step == 0 || !std::isfinite(step) || !std::isfinite(first) || !std::isfinite(limit.values[0]))
+    throw Error(where + ": Range needs a finite start and limit and a finite delta other than 0");
+  const double count = std::max(std::ceil((limit.values[0] - first) / step), 0.0);
+  if (count > static_cast<double>(kMaxFoldedElements))
+    throw Error(fmt::format("{}: not supported: folding a Range of {} elements, more than {}", where, count,
+                            kMaxFoldedElements));
+  Constant out;
+  out.dtype = start.dtype;
+  out.dims = {static_cast<std::int64_t>(count)};
+  for (std::int64_t i = 0; i < out.dims[0]; ++i) out.values.push_back(round_to(out.dtype, first + step * i));
   return out;
 }
 
@@ -497,9 +562,10 @@ Dims reshape_dims(const Dims& input, const Constant& shape, bool allow_zero, con
 
 bool is_foldable(const std::string& op) {
   static const std::set<std::string> folded = {
-      "Constant", "Identity", "Cast",           "Reshape", "Flatten", "Squeeze", "Unsqueeze", "Concat",
-      "Gather",   "Slice",    "Transpose",      "Add",     "Sub",     "Mul",     "Div",       "Neg",
-      "Shape",    "Size",     "ConstantOfShape"};
+      "Constant", "Identity", "Cast", "Reshape", "Flatten", "Squeeze", "Unsqueeze", "Concat", "Gather", "Slice",
+      "Transpose", "Add", "Sub", "Mul", "Div", "Neg", "Shape", "Size", "ConstantOfShape",
+      // Tensor types: comparisons, logic, Where and Range on constants (frozen inputs, shapes).
+      "Equal", "Greater", "GreaterOrEqual", "Less", "LessOrEqual", "And", "Or", "Xor", "Not", "Where", "Range"};
   return folded.count(op) != 0;
 }
 
@@ -655,6 +721,17 @@ static std::vector<Constant> fold(const onnx::NodeProto& node, const std::vector
   }
   if (op == "Transpose") return {transpose(input(0), ints_attribute(node, "perm"), where)};
   if (op == "Add" || op == "Sub" || op == "Mul" || op == "Div") return {binary(op, input(0), input(1), where)};
+  if (op == "Equal" || op == "Greater" || op == "GreaterOrEqual" || op == "Less" || op == "LessOrEqual" ||
+      op == "And" || op == "Or" || op == "Xor")
+    return {compare(op, input(0), input(1), where)};
+  if (op == "Not") {
+    Constant c = input(0);
+    for (double& v : c.values) v = v == 0 ? 1.0 : 0.0;
+    c.dtype = TensorProto::BOOL;
+    return {c};
+  }
+  if (op == "Where") return {select(input(0), input(1), input(2), where)};
+  if (op == "Range") return {range(input(0), input(1), input(2), where)};
   throw Error(fmt::format("{}: {} cannot be folded", where, op));
 }
 

@@ -31,6 +31,9 @@ std::int64_t element_count(const Dims& dims, const std::string& where);
 /// The name of an ONNX element type ("float", "int64", ...).
 std::string dtype_text(int dtype);
 
+/// Bytes per element of `dtype` in raw_data (0 for the types the importer does not read).
+std::size_t raw_bytes(int dtype);
+
 /// `value` rounded to what `dtype` holds (float, half, integer truncation, bool).
 double round_to(int dtype, double value);
 

@@ -19,6 +19,7 @@
 #include "constants.hpp"
 #include "movement.hpp"
 #include "tessera/codelets.hpp"
+#include "tessera/onnx/tensor_file.hpp"
 #include "tessera/diagnostic.hpp"
 #include "tessera/output_file.hpp"
 #include "tessera/log.hpp"
@@ -38,15 +39,45 @@ const std::vector<std::string>& supported_operators() {
       "ThresholdedRelu", "Mish", "PRelu", "Max", "Min", "Sum", "Mean", "ReduceMax", "ReduceMin", "ReduceProd",
       "ReduceL1", "ReduceL2", "ReduceLogSum", "ReduceLogSumExp", "ReduceSumSquare", "LogSoftmax",
       "Concat", "Split", "Pad", "Gather",
-      "Expand", "Tile", "Resize", "DepthToSpace", "SpaceToDepth"};
+      "Expand", "Tile", "Resize", "DepthToSpace", "SpaceToDepth",
+      // Tensor types (docs/onnx.md): comparisons, logic, Where, casts, and If on a constant condition.
+      "Equal", "Greater", "GreaterOrEqual", "Less", "LessOrEqual", "And", "Or", "Xor", "Not", "Where", "Cast",
+      "CastLike", "If"};
   // clang-format on
   return names;
 }
 
 const std::vector<std::string>& folded_operators() {
-  static const std::vector<std::string> names = {
-      "Constant", "Identity", "Shape",     "Size", "Gather", "Unsqueeze", "Squeeze", "Concat", "Slice",          "Cast",
-      "Reshape",  "Flatten",  "Transpose", "Add",  "Sub",    "Mul",       "Div",     "Neg",    "ConstantOfShape"};
+  static const std::vector<std::string> names = {"Constant",
+                                                 "Identity",
+                                                 "Shape",
+                                                 "Size",
+                                                 "Gather",
+                                                 "Unsqueeze",
+                                                 "Squeeze",
+                                                 "Concat",
+                                                 "Slice",
+                                                 "Cast",
+                                                 "Reshape",
+                                                 "Flatten",
+                                                 "Transpose",
+                                                 "Add",
+                                                 "Sub",
+                                                 "Mul",
+                                                 "Div",
+                                                 "Neg",
+                                                 "ConstantOfShape",
+                                                 "Equal",
+                                                 "Greater",
+                                                 "GreaterOrEqual",
+                                                 "Less",
+                                                 "LessOrEqual",
+                                                 "And",
+                                                 "Or",
+                                                 "Xor",
+                                                 "Not",
+                                                 "Where",
+                                                 "Range"};
   return names;
 }
 
@@ -70,13 +101,21 @@ bool is_onnx_model(const std::string& path) {
   return in.get(first) && first == 0x08;
 }
 
-Graph load_any_model(const std::string& path) {
-  if (!is_onnx_model(path)) return load_model(path);
-  OnnxImport imported = import_onnx(path);
+Graph load_any_model(const std::string& path, const ImportOptions& options) {
+  if (!is_onnx_model(path)) {
+    if (!options.texts.empty())
+      throw Error(
+          fmt::format("{}: {} applies to ONNX models; a YAML model's inputs have fixed shapes and seeded values", path,
+                      options.texts.front()));
+    return load_model(path);
+  }
+  OnnxImport imported = import_onnx(path, "", options);
   logger("tessera.build")
-      ->info("imported onnx model path={} opset={} sha256={} tensors={} operations={} weights={} folded_nodes={}", path,
-             imported.opset, imported.graph.source_sha256, imported.graph.tensors.size(), imported.graph.ops.size(),
-             imported.weights.size(), imported.folded_nodes);
+      ->info(
+          "imported onnx model path={} opset={} sha256={} tensors={} operations={} weights={} folded_nodes={} "
+          "frozen_inputs={}",
+          path, imported.opset, imported.graph.source_sha256, imported.graph.tensors.size(), imported.graph.ops.size(),
+          imported.weights.size(), imported.folded_nodes, imported.frozen_inputs);
   return std::move(imported.graph);
 }
 
@@ -122,7 +161,8 @@ std::string dims_text(const Dims& dims) { return fmt::format("[{}]", fmt::join(d
 
 class Importer {
 public:
-  Importer(std::string path, onnx::ModelProto& model) : path_(std::move(path)), model_(model) {}
+  Importer(std::string path, onnx::ModelProto& model, const ImportOptions& options)
+      : path_(std::move(path)), model_(model), options_(options) {}
 
   OnnxImport run() {
     const onnx::GraphProto& graph = model_.graph();
@@ -132,52 +172,196 @@ public:
     for (const TensorProto& initializer : graph.initializer())
       constants_[initializer.name()] =
           read_tensor(initializer, fmt::format("{}: initializer '{}'", path_, initializer.name()));
+    check_option_names(graph);
     for (const onnx::ValueInfoProto& input : graph.input()) {
       if (constants_.count(input.name())) continue;  // an initializer listed as an input: a weight
-      Dims dims = value_dims(input, "input");
-      result_.inputs.push_back({input.name(), dims});
+      if (auto frozen = options_.input_values.find(input.name()); frozen != options_.input_values.end()) {
+        constants_[input.name()] = frozen_input(input, frozen->second);
+        continue;
+      }
+      int element_type = 0;
+      DType dtype = DType::float32;
+      Dims dims = value_dims(input, "input", element_type, dtype);
+      result_.inputs.push_back({input.name(), dims, element_type});
+      input_dtypes_[input.name()] = dtype;
       computed_[input.name()] = Computed{-1, input.name(), dims};
     }
     for (const onnx::NodeProto& node : graph.node())
       for (const std::string& input : node.input()) ++readers_[input];
     for (const onnx::ValueInfoProto& output : graph.output()) ++readers_[output.name()];
     for (int i = 0; i < graph.node_size(); ++i) import_node(graph.node(i), i);
+    // Outputs first: an output that is a view of an input copies it out in the view's layout.
+    for (const onnx::ValueInfoProto& output : graph.output()) import_output(output);
     // Inputs no op reads stay part of the interface, in their own layout.
     for (const OnnxValue& input : result_.inputs)
       if (!declared_.count(input.name)) declare_input(input.name, ir_shape(input.dims));
-    for (const onnx::ValueInfoProto& output : graph.output()) import_output(output);
     prune_unread_ops();
     if (graph_.ops.empty()) throw Error(path_ + ": the model computes nothing on the device (no supported operator)");
     return std::move(result_);
   }
 
 private:
-  /// Static dims of a graph input or output; a symbolic or missing dim is a dynamic shape.
-  Dims value_dims(const onnx::ValueInfoProto& value, const char* role) {
+  /// The device type of a graph input's or output's ONNX element type: float32 for the float
+  /// types (the host converts double and float16), int32 for the integer types (the host
+  /// range-checks values), bool; nullopt for the others.
+  static std::optional<DType> device_dtype(int element_type) {
+    switch (element_type) {
+      case TensorProto::FLOAT:
+      case TensorProto::DOUBLE:
+      case TensorProto::FLOAT16:
+        return DType::float32;
+      case TensorProto::INT64:
+      case TensorProto::INT32:
+      case TensorProto::INT16:
+      case TensorProto::INT8:
+      case TensorProto::UINT64:
+      case TensorProto::UINT32:
+      case TensorProto::UINT16:
+      case TensorProto::UINT8:
+        return DType::int32;
+      case TensorProto::BOOL:
+        return DType::boolean;
+      default:
+        return std::nullopt;
+    }
+  }
+
+  /// Dims and types of a graph input or output. A symbolic or missing dim is a dynamic shape: an
+  /// input's is fixed by --input-shape, an output's is what the graph computes (-1 here).
+  Dims value_dims(const onnx::ValueInfoProto& value, const char* role, int& element_type, DType& dtype) {
     const auto& type = value.type();
     if (!type.has_tensor_type())
       throw Error(
-          fmt::format("{}: graph {} '{}': not supported: a value that is not a tensor (float32 tensors are supported)",
+          fmt::format("{}: graph {} '{}': not supported: a value that is not a tensor (tensors of float, "
+                      "double, float16, integer and bool elements are supported)",
                       path_, role, value.name()));
-    const int dtype = type.tensor_type().elem_type();
-    if (dtype != TensorProto::FLOAT)
+    element_type = type.tensor_type().elem_type();
+    const std::optional<DType> device = device_dtype(element_type);
+    if (!device)
       throw Error(
-          fmt::format("{}: graph {} '{}': not supported: element type {} (float32 inputs and outputs are supported)",
-                      path_, role, value.name(), dtype_text(dtype)));
-    if (!type.tensor_type().has_shape())
-      throw Error(fmt::format("{}: graph {} '{}': not supported: a tensor without a shape (give it static dims)", path_,
-                              role, value.name()));
+          fmt::format("{}: graph {} '{}': not supported: element type {} (float, double, float16, int8 to "
+                      "int64, uint8 to uint64 and bool inputs and outputs are supported)",
+                      path_, role, value.name(), dtype_text(element_type)));
+    dtype = *device;
+    const bool input = std::string(role) == "input";
+    if (auto fixed = options_.input_shapes.find(value.name()); input && fixed != options_.input_shapes.end())
+      return fixed_dims(value, fixed->second);
+    if (!type.tensor_type().has_shape()) {
+      if (!input) return {};  // the graph's computation gives it
+      throw Error(
+          fmt::format("{}: graph {} '{}': not supported: a tensor without a shape (give its dims with "
+                      "--input-shape {}=DIMS)",
+                      path_, role, value.name(), value.name()));
+    }
     Dims dims;
     for (const auto& dim : type.tensor_type().shape().dim()) {
-      if (!dim.has_dim_value() || dim.dim_value() <= 0)
+      if (!dim.has_dim_value() || dim.dim_value() <= 0) {
+        if (!input && !dim.has_dim_value()) {
+          dims.push_back(-1);
+          continue;
+        }
+        if (input && dim.has_dim_value() && dim.dim_value() == 0)
+          throw Error(
+              fmt::format("{}: graph input '{}': not supported: an empty dim (no values to stream; if an op "
+                          "takes it as a constant, freeze it with --input-value {}=VALUES)",
+                          path_, value.name(), value.name()));
         throw Error(fmt::format(
-            "{}: graph {} '{}': not supported: a dynamic or empty dim{} (static positive dims are supported; "
-            "export with fixed sizes, or fix them with onnx.tools.update_model_dims)",
-            path_, role, value.name(), dim.has_dim_param() ? " '" + dim.dim_param() + "'" : ""));
+            "{}: graph {} '{}': not supported: a dynamic or empty dim{} (static positive dims are supported; fix "
+            "them with --input-shape {}=DIMS, or export with fixed sizes)",
+            path_, role, value.name(), dim.has_dim_param() ? " '" + dim.dim_param() + "'" : "", value.name()));
+      }
       dims.push_back(dim.dim_value());
     }
-    element_count(dims, fmt::format("{}: graph {} '{}'", path_, role, value.name()));
+    if (std::find(dims.begin(), dims.end(), -1) == dims.end())
+      element_count(dims, fmt::format("{}: graph {} '{}'", path_, role, value.name()));
     return dims;
+  }
+
+  /// The dims --input-shape gives an input: the declared rank, each static dim kept.
+  Dims fixed_dims(const onnx::ValueInfoProto& value, const Dims& given) {
+    const auto& type = value.type().tensor_type();
+    const std::string option = fmt::format("--input-shape {}={}", value.name(), fmt::join(given, "x"));
+    if (type.has_shape()) {
+      if (type.shape().dim_size() != static_cast<int>(given.size()))
+        throw Error(fmt::format("{}: {}: the model declares '{}' of rank {}; give {} dims", path_, option, value.name(),
+                                type.shape().dim_size(), type.shape().dim_size()));
+      for (int i = 0; i < type.shape().dim_size(); ++i)
+        if (type.shape().dim(i).has_dim_value() &&
+            type.shape().dim(i).dim_value() != given[static_cast<std::size_t>(i)])
+          throw Error(fmt::format("{}: {}: dim {} of '{}' is {} in the model", path_, option, i, value.name(),
+                                  type.shape().dim(i).dim_value()));
+    }
+    for (std::int64_t d : given)
+      if (d <= 0) throw Error(fmt::format("{}: {}: dims must be positive", path_, option));
+    element_count(given, path_ + ": " + option);
+    return given;
+  }
+
+  /// A graph input frozen by --input-value: a constant of its declared type and dims (dynamic
+  /// dims from --input-shape; a dynamic rank-1 input takes the number of values given).
+  Constant frozen_input(const onnx::ValueInfoProto& value, const std::vector<double>& values) {
+    const std::string option = fmt::format("--input-value {}", value.name());
+    if (!value.type().has_tensor_type())
+      throw Error(fmt::format("{}: {}: '{}' is not a tensor", path_, option, value.name()));
+    const auto& type = value.type().tensor_type();
+    Constant c;
+    c.dtype = type.elem_type();
+    if (raw_bytes(c.dtype) == 0)
+      throw Error(fmt::format("{}: {}: '{}' holds {} elements, which cannot be frozen", path_, option, value.name(),
+                              dtype_text(c.dtype)));
+    if (auto fixed = options_.input_shapes.find(value.name()); fixed != options_.input_shapes.end()) {
+      c.dims = fixed_dims(value, fixed->second);
+    } else if (!type.has_shape()) {
+      c.dims = {static_cast<std::int64_t>(values.size())};
+    } else {
+      for (const auto& dim : type.shape().dim()) {
+        if (dim.has_dim_value() && dim.dim_value() >= 0) {
+          c.dims.push_back(dim.dim_value());
+        } else if (type.shape().dim_size() == 1) {
+          c.dims.push_back(static_cast<std::int64_t>(values.size()));
+        } else {
+          throw Error(fmt::format("{}: {}: '{}' has a dynamic dim; give its dims with --input-shape {}=DIMS", path_,
+                                  option, value.name(), value.name()));
+        }
+      }
+    }
+    if (element_count(c.dims, path_ + ": " + option) != static_cast<std::int64_t>(values.size()))
+      throw Error(fmt::format("{}: {}: '{}' is {} ({} values), {} given", path_, option, value.name(),
+                              dims_text(c.dims), element_count(c.dims, path_), values.size()));
+    for (double v : values) c.values.push_back(round_to(c.dtype, v));
+    ++result_.frozen_inputs;
+    return c;
+  }
+
+  /// An --input-shape or --input-value naming no graph input is a mistake in the command line.
+  void check_option_names(const onnx::GraphProto& graph) {
+    std::set<std::string> inputs;
+    for (const onnx::ValueInfoProto& input : graph.input())
+      if (!constants_.count(input.name())) inputs.insert(input.name());
+    auto check = [&](const std::string& name, const char* option) {
+      if (!inputs.count(name))
+        throw Error(fmt::format("{}: {} {}: the model has no graph input '{}'; its inputs: {}", path_, option, name,
+                                name, fmt::join(inputs, ", ")));
+    };
+    for (const auto& [name, dims] : options_.input_shapes) check(name, "--input-shape");
+    for (const auto& [name, values] : options_.input_values) check(name, "--input-value");
+  }
+
+  /// The element type the device holds `value` in.
+  DType dtype_of(const Computed& value) const {
+    if (value.tensor >= 0) return graph_.tensors[static_cast<std::size_t>(value.tensor)].dtype;
+    auto found = input_dtypes_.find(value.input);
+    return found == input_dtypes_.end() ? DType::float32 : found->second;
+  }
+
+  /// Why `name`, which must be a constant, is not: a graph input (or a view of one) can be frozen
+  /// with --input-value; anything else is computed.
+  std::string not_constant(const std::string& name) const {
+    auto found = computed_.find(name);
+    if (found != computed_.end() && found->second.tensor < 0)
+      return fmt::format("'{}' is the graph input '{}', known only at run time; freeze it with --input-value {}=VALUES",
+                         name, found->second.input, found->second.input);
+    return fmt::format("'{}' is computed at run time", name);
   }
 
   std::string node_label(const onnx::NodeProto& node, int index) const {
@@ -205,6 +389,7 @@ private:
     names_.insert(name);
     tensor.shape = std::move(shape);
     tensor.kind = TensorKind::input;
+    if (auto found = input_dtypes_.find(name); found != input_dtypes_.end()) tensor.dtype = found->second;
     const auto index = static_cast<std::uint32_t>(graph_.tensors.size());
     graph_.tensors.push_back(std::move(tensor));
     declared_[name] = index;
@@ -255,32 +440,42 @@ private:
     return tensor_as(value, ir_shape(value.dims), where);
   }
 
-  /// A weight tensor holding `values` in IR layout `shape`, stored as float16 when `half`.
+  /// A weight tensor holding `values` in IR layout `shape`, stored as float16 when `half`; an
+  /// int32 or bool weight holds words (int_word), as the device does.
   std::uint32_t add_weight(const std::string& wanted, std::vector<std::int64_t> shape,
-                           const std::vector<double>& values, bool half) {
+                           const std::vector<double>& values, bool half, DType dtype = DType::float32) {
     Tensor tensor;
     tensor.name = unique_name(wanted);
     tensor.shape = std::move(shape);
     tensor.kind = TensorKind::weight;
-    tensor.dtype = half ? DType::float16 : DType::float32;
+    tensor.dtype = half ? DType::float16 : dtype;
     std::vector<float>& data = result_.weights[tensor.name];
     data.reserve(values.size());
-    for (double v : values) data.push_back(half ? round_to_half(static_cast<float>(v)) : static_cast<float>(v));
+    for (double v : values)
+      data.push_back(is_integer_word(dtype) ? int_word(static_cast<std::int32_t>(v))
+                     : half                 ? round_to_half(static_cast<float>(v))
+                                            : static_cast<float>(v));
     const auto index = static_cast<std::uint32_t>(graph_.tensors.size());
     graph_.tensors.push_back(std::move(tensor));
     return index;
   }
 
-  /// An IR op writing a new intermediate tensor named `output`; its shape is inferred.
-  std::uint32_t add_op(Op op, const std::string& output, int node_index, const std::string& where) {
+  /// An IR op writing a new intermediate tensor named `output`; its shape and type are inferred
+  /// (a cast's type is `cast_to`). An operand of a type the op does not take is refused.
+  std::uint32_t add_op(Op op, const std::string& output, int node_index, const std::string& where,
+                       DType cast_to = DType::float32) {
     op.place = {static_cast<std::uint32_t>(node_index + 1), 0};
     std::vector<std::int64_t> shape;
     if (std::string problem = infer_shape(graph_, op, shape); !problem.empty())
       throw Error(fmt::format("{}: internal error: the imported {} op does not type-check: {}", where,
                               op_kind_name(op.kind), problem));
+    DType dtype = cast_to;
+    if (std::string problem = infer_dtype(graph_, op, dtype); !problem.empty())
+      unsupported(where, fmt::format("{} (tensor types: docs/onnx.md)", problem));
     Tensor tensor;
     tensor.name = unique_name(output);
     tensor.shape = shape;
+    tensor.dtype = dtype;
     op.output = static_cast<std::uint32_t>(graph_.tensors.size());
     graph_.tensors.push_back(std::move(tensor));
     graph_.ops.push_back(std::move(op));
@@ -319,6 +514,7 @@ private:
       }
     }
     const std::string& op = node.op_type();
+    if (op == "If") return import_if(node, index, where);
     if (all_constant && is_foldable(op)) {
       std::vector<Constant> outputs = fold_node(node, constant_inputs, result_.opset, where);
       for (std::size_t i = 0; i < outputs.size() && i < static_cast<std::size_t>(node.output_size()); ++i)
@@ -354,7 +550,7 @@ private:
       if (!is_computed(0)) unsupported(where, "a computed shape (the shape input must be a constant)");
       for (int i = 1; i < node.input_size(); ++i)
         if (!node.input(i).empty() && !constants_.count(node.input(i)))
-          unsupported(where, fmt::format("a dynamic shape: '{}' is computed at run time", node.input(i)));
+          unsupported(where, fmt::format("a dynamic shape: {}", not_constant(node.input(i))));
       // The same folding on a stand-in of the right dims gives the new dims.
       Constant stand_in{TensorProto::FLOAT, computed(0).dims, {}};
       stand_in.values.assign(static_cast<std::size_t>(element_count(stand_in.dims, where)), 0.0);
@@ -391,11 +587,25 @@ private:
     if (op == "Gemm") return import_gemm(node, index, where);
     if (op == "Add" || op == "Sub" || op == "Mul" || op == "Div" || op == "PRelu")
       return import_binary(node, index, where);
+    if (op == "Equal" || op == "Greater" || op == "GreaterOrEqual" || op == "Less" || op == "LessOrEqual" ||
+        op == "And" || op == "Or" || op == "Xor")
+      return import_binary(node, index, where);
+    if (op == "Where") return import_where(node, index, where);
+    if (op == "Cast" || op == "CastLike") return import_cast(node, index, where);
     if (op == "ReduceMean" || op == "ReduceSum") return import_reduce(node, index, where);
     if (op == "LayerNormalization") return import_layer_norm(node, index, where);
     if (op == "Transpose") return import_transpose(node, index, where);
-    if (is_foldable(op))
+    if (is_foldable(op)) {
+      // The sizes ConstantOfShape and Range take are what a user fixes at compile time: name the
+      // graph input to freeze. Data (a Concat's, a Gather's) is not frozen: the device would then
+      // compute nothing of it.
+      if (op == "ConstantOfShape" || op == "Range")
+        for (const std::string& name : node.input())
+          if (!name.empty() && computed_.count(name) && computed_.at(name).tensor < 0)
+            unsupported(where, fmt::format("{} of a computed tensor (it is folded only on constants): {}", op,
+                                           not_constant(name)));
       unsupported(where, fmt::format("{} of a computed tensor (it is folded only on constants)", op));
+    }
     unsupported(where, fmt::format("operator {}", op));
   }
 
@@ -848,8 +1058,14 @@ private:
     if (!computed_.count(node.input(0))) unsupported(where, "Slice of a constant with computed bounds");
     for (int i = 1; i < node.input_size(); ++i)
       if (!node.input(i).empty() && !constants_.count(node.input(i)))
-        unsupported(where, fmt::format("a Slice bound '{}' computed at run time", node.input(i)));
-    const Computed& x = computed_.at(node.input(0));
+        unsupported(where, fmt::format("a Slice bound that is not a constant: {}", not_constant(node.input(i))));
+    // The host streams every element of an input: a slice of the input itself slices its copy on
+    // the device (a slice alone would leave the other columns unstreamed).
+    const Computed x =
+        computed_.at(node.input(0)).tensor >= 0
+            ? computed_.at(node.input(0))
+            : Computed{copy_of(tensor_of(computed_.at(node.input(0)), where), node.input(0), index, where), "",
+                       computed_.at(node.input(0)).dims};
     Constant stand_in{TensorProto::FLOAT, x.dims, {}};
     stand_in.values.resize(static_cast<std::size_t>(element_count(x.dims, where)));
     for (std::size_t i = 0; i < stand_in.values.size(); ++i) stand_in.values[i] = static_cast<double>(i);
@@ -876,6 +1092,7 @@ private:
 
   static std::optional<OpKind> unary_kind(const std::string& op) {
     if (op == "Relu") return OpKind::relu;
+    if (op == "Not") return OpKind::logical_not;
     if (op == "Sigmoid") return OpKind::sigmoid;
     if (op == "Tanh") return OpKind::tanh;
     if (op == "Erf") return OpKind::erf;
@@ -894,8 +1111,7 @@ private:
       // Pow's exponent must be one constant value (a scalar, or a tensor of one element).
       auto exponent = constants_.find(node.input(1));
       if (exponent == constants_.end())
-        unsupported(where,
-                    fmt::format("Pow with a computed exponent '{}' (the exponent must be a constant)", node.input(1)));
+        unsupported(where, fmt::format("Pow with an exponent that is not a constant: {}", not_constant(node.input(1))));
       const Constant& e = exponent->second;
       if (e.values.size() != 1)
         unsupported(
@@ -1050,8 +1266,8 @@ private:
       if (node.input_size() > 1 && !node.input(1).empty()) {
         auto found = constants_.find(node.input(1));
         if (found == constants_.end())
-          unsupported(where,
-                      fmt::format("{} with computed axes '{}' (the axes must be a constant)", type, node.input(1)));
+          unsupported(where, fmt::format("{} with axes that are not a constant: {}", node.op_type(),
+                                         not_constant(node.input(1))));
         for (double v : found->second.values) axes.push_back(static_cast<std::int64_t>(v));
       }
     } else if (const onnx::AttributeProto* attribute = find_attribute(node, "axes")) {
@@ -1346,7 +1562,7 @@ private:
   /// A constant operand of a tensor of `dims`: a row vector when it varies along the last axis
   /// only (a bias), else expanded to the whole tensor. Only add's rows may stay float16 (`half_row`).
   std::uint32_t constant_operand(const std::string& name, const Constant& c, const Dims& dims, bool derived,
-                                 bool half_row, const std::string& where) {
+                                 bool half_row, const std::string& where, DType dtype = DType::float32) {
     const Dims out = broadcast_dims(dims, c.dims, where);
     if (out != dims)
       unsupported(where, fmt::format("broadcasting the computed operand {} to {}", dims_text(dims), dims_text(out)));
@@ -1357,10 +1573,10 @@ private:
       row_dims.dims = {c.dims.empty() ? 1 : c.dims.back()};
       const bool as_is = !derived && c.dims.size() == 1 && c.dims[0] == dims.back();
       return add_weight(as_is ? name : name + ".row", {dims.back()}, expand_to(row_dims, {dims.back()}),
-                        keeps_half(c, as_is && half_row));
+                        keeps_half(c, as_is && half_row), dtype);
     }
-    return add_weight(c.dims == dims && !derived ? name : name + ".expanded", ir_shape(dims), expand_to(c, dims),
-                      false);
+    return add_weight(c.dims == dims && !derived ? name : name + ".expanded", ir_shape(dims), expand_to(c, dims), false,
+                      dtype);
   }
 
   /// A computed value meeting a tensor of `dims`: the same dims, a row vector [n] / [1, n] (a
@@ -1388,14 +1604,10 @@ private:
   /// vector or expanded (constant_operand). Add and Mul commute; c - x is (-1 * x) + c.
   void import_binary(const onnx::NodeProto& node, int index, const std::string& where) {
     const std::string& type = node.op_type();
-    const OpKind kind = type == "Add"     ? OpKind::add
-                        : type == "Sub"   ? OpKind::sub
-                        : type == "Mul"   ? OpKind::mul
-                        : type == "Max"   ? OpKind::max
-                        : type == "Min"   ? OpKind::min
-                        : type == "PRelu" ? OpKind::prelu
-                                          : OpKind::div;
-    const bool commutes = kind == OpKind::add || kind == OpKind::mul || kind == OpKind::max || kind == OpKind::min;
+    OpKind kind = binary_kind(type);
+    const bool commutes = kind == OpKind::add || kind == OpKind::mul || kind == OpKind::max || kind == OpKind::min ||
+                          kind == OpKind::equal ||
+                          kind == OpKind::logical_and || kind == OpKind::logical_or || kind == OpKind::logical_xor;
     int first = 0, second = 1;
     bool negate_first = false;
     if (!computed_.count(node.input(0))) {
@@ -1405,6 +1617,7 @@ private:
             "a constant divided by a computed tensor (the device divides by constants or computed tensors only)");
       if (kind == OpKind::prelu) unsupported(where, "PRelu of a constant by a computed slope");
       negate_first = kind == OpKind::sub;
+      kind = mirrored(kind);  // c < x is x > c
       std::swap(first, second);
     }
     const Computed& x = computed_.at(node.input(first));
@@ -1416,29 +1629,31 @@ private:
                                      type, dims_text(x.dims), dims_text(y->second.dims)));
     Op op;
     op.kind = negate_first ? OpKind::add : kind;
+    const DType x_dtype = dtype_of(x);
     std::uint32_t x_tensor = tensor_of(x, where);
     if (negate_first) {
       // c - x = (-1 * x) + c: the negation is exact, so one rounding as in c - x.
       Op negate;
       negate.kind = OpKind::mul;
       negate.inputs = {
-          x_tensor,
-          add_weight(node.output(0) + ".minus_one", {x.dims.empty() ? 1 : x.dims.back()},
-                     std::vector<double>(static_cast<std::size_t>(x.dims.empty() ? 1 : x.dims.back()), -1.0), false)};
+          x_tensor, add_weight(node.output(0) + ".minus_one", {x.dims.empty() ? 1 : x.dims.back()},
+                               std::vector<double>(static_cast<std::size_t>(x.dims.empty() ? 1 : x.dims.back()), -1.0),
+                               false, x_dtype)};
       x_tensor = add_op(negate, node.output(0) + ".negated", index, where);
     }
     op.inputs = {x_tensor, 0};
     Dims dims = x.dims;
     if (auto c = constants_.find(other); c != constants_.end()) {
       Constant operand = c->second;
-      check_float(operand, other, where);
+      check_like(operand, other, x_dtype, where);
       // x - c = x + (-c), exactly: the bias add the device fuses.
       if (kind == OpKind::sub && !negate_first) {
         for (double& v : operand.values) v = -v;
         op.kind = OpKind::add;
       }
       const bool derived = kind == OpKind::sub && !negate_first;
-      op.inputs[1] = constant_operand(other, operand, dims, derived, op.kind == OpKind::add, where);
+      op.inputs[1] = constant_operand(other, operand, dims, derived,
+                                      op.kind == OpKind::add && x_dtype == DType::float32, where, x_dtype);
     } else {
       const Computed& y = computed_.at(other);
       const Dims out = broadcast_dims(x.dims, y.dims, where);
@@ -1457,6 +1672,164 @@ private:
       }
     }
     computed_[node.output(0)] = Computed{add_op(op, node.output(0), index, where), "", dims};
+  }
+
+  // --- Tensor types: comparisons, logic, Where, Cast, If -----------------------------------
+
+  static OpKind binary_kind(const std::string& type) {
+    if (type == "Add") return OpKind::add;
+    if (type == "Sub") return OpKind::sub;
+    if (type == "Mul") return OpKind::mul;
+    if (type == "Equal") return OpKind::equal;
+    if (type == "Greater") return OpKind::greater;
+    if (type == "GreaterOrEqual") return OpKind::greater_or_equal;
+    if (type == "Less") return OpKind::less;
+    if (type == "LessOrEqual") return OpKind::less_or_equal;
+    if (type == "And") return OpKind::logical_and;
+    if (type == "Or") return OpKind::logical_or;
+    if (type == "Xor") return OpKind::logical_xor;
+    if (type == "Max") return OpKind::max;
+    if (type == "Min") return OpKind::min;
+    if (type == "PRelu") return OpKind::prelu;
+    return OpKind::div;
+  }
+
+  /// The comparison with its operands swapped (a < b is b > a); other kinds are their own.
+  static OpKind mirrored(OpKind kind) {
+    switch (kind) {
+      case OpKind::less:
+        return OpKind::greater;
+      case OpKind::greater:
+        return OpKind::less;
+      case OpKind::less_or_equal:
+        return OpKind::greater_or_equal;
+      case OpKind::greater_or_equal:
+        return OpKind::less_or_equal;
+      default:
+        return kind;
+    }
+  }
+
+  /// A constant that meets a computed tensor of `dtype` must be of its kind: float constants
+  /// for float tensors, integer ones for int32, bool for bool.
+  void check_like(const Constant& c, const std::string& name, DType dtype, const std::string& where) const {
+    if (dtype == DType::float32 || dtype == DType::float16) return check_float(c, name, where);
+    const bool integer = c.dtype != TensorProto::FLOAT && c.dtype != TensorProto::FLOAT16 &&
+                         c.dtype != TensorProto::DOUBLE && c.dtype != TensorProto::BOOL;
+    if (dtype == DType::int32 ? !integer : c.dtype != TensorProto::BOOL)
+      unsupported(where, fmt::format("constant '{}' is {} beside a computed {} tensor", name, dtype_text(c.dtype),
+                                     dtype_name(dtype)));
+    for (double v : c.values)
+      if (v < -2147483648.0 || v > 2147483647.0)
+        unsupported(where,
+                    fmt::format("constant '{}' holds {}, outside int32 (the device holds integers as int32)", name, v));
+  }
+
+  /// Where(condition, x, y): the three of one shape on the device (constants expanded to it).
+  void import_where(const onnx::NodeProto& node, int index, const std::string& where) {
+    Dims dims;
+    for (int i = 0; i < 3; ++i) {
+      const std::string& name = node.input(i);
+      const Dims& d = constants_.count(name) ? constants_.at(name).dims : computed_.at(name).dims;
+      dims = i == 0 ? d : broadcast_dims(dims, d, where);
+    }
+    // The values' type: a computed one's, else the constants' kind.
+    std::optional<DType> values;
+    for (int i = 1; i < 3; ++i)
+      if (computed_.count(node.input(i))) values = dtype_of(computed_.at(node.input(i)));
+    if (!values) {
+      const int type = constants_.at(node.input(1)).dtype;
+      values = type == TensorProto::BOOL ? DType::boolean
+               : type == TensorProto::FLOAT || type == TensorProto::DOUBLE || type == TensorProto::FLOAT16
+                   ? DType::float32
+                   : DType::int32;
+    }
+    Op op;
+    op.kind = OpKind::where;
+    for (int i = 0; i < 3; ++i) {
+      const std::string& name = node.input(i);
+      const DType dtype = i == 0 ? DType::boolean : *values;
+      if (auto c = constants_.find(name); c != constants_.end()) {
+        check_like(c->second, name, dtype, where);
+        op.inputs.push_back(add_weight(name + ".expanded", ir_shape(dims), expand_to(c->second, dims), false, dtype));
+        continue;
+      }
+      const Computed& value = computed_.at(name);
+      if (value.dims != dims || value.channels_last)
+        unsupported(where, fmt::format("Where of the computed {} broadcast to {} (computed operands of the output's "
+                                       "dims are supported; constants broadcast)",
+                                       dims_text(value.dims), dims_text(dims)));
+      op.inputs.push_back(tensor_of(value, where));
+    }
+    computed_[node.output(0)] = Computed{add_op(op, node.output(0), index, where), "", dims};
+  }
+
+  /// Cast (and CastLike) of a computed tensor: between float, int32 and bool on the device. A
+  /// cast between float types is a view (the device computes in float32; the host writes an
+  /// output of another float type), as is one between int32 and int64 (int64 lives as int32).
+  void import_cast(const onnx::NodeProto& node, int index, const std::string& where) {
+    if (!computed_.count(node.input(0))) unsupported(where, "CastLike of a constant");
+    const Computed& x = computed_.at(node.input(0));
+    int to = static_cast<int>(int_attribute(node, "to", TensorProto::FLOAT));
+    if (node.op_type() == "CastLike") {
+      const std::string& like = node.input(1);
+      to = constants_.count(like) ? constants_.at(like).dtype : -1;
+      if (to < 0) {
+        for (const auto& value : model_.graph().input())
+          if (value.name() == like && value.type().has_tensor_type()) to = value.type().tensor_type().elem_type();
+        for (const auto& value : model_.graph().value_info())
+          if (value.name() == like && value.type().has_tensor_type()) to = value.type().tensor_type().elem_type();
+      }
+    }
+    const bool narrow = to == TensorProto::INT8 || to == TensorProto::UINT8 || to == TensorProto::INT16 ||
+                        to == TensorProto::UINT16 || to == TensorProto::UINT32 || to == TensorProto::UINT64;
+    const std::optional<DType> target = narrow ? std::nullopt : device_dtype(to);
+    if (!target)
+      unsupported(where, fmt::format("Cast of a computed tensor to {} (the device casts between float, int32/int64 "
+                                     "and bool)",
+                                     to < 0 ? std::string("an unknown type") : dtype_text(to)));
+    const DType from = dtype_of(x);
+    if (from == *target || (from == DType::float16 && *target == DType::float32)) {
+      computed_[node.output(0)] = x;  // float to float, int to int: the same values on the device
+      return;
+    }
+    Op op;
+    op.kind = OpKind::cast;
+    op.inputs = {tensor_of(x, where)};
+    computed_[node.output(0)] =
+        Computed{add_op(op, node.output(0), index, where, *target), "", x.dims, x.channels_last};
+  }
+
+  /// If on a constant condition (a frozen input, folded shapes): the taken branch's nodes are
+  /// imported in its place, its outputs become the If's. A computed condition is refused.
+  void import_if(const onnx::NodeProto& node, int index, const std::string& where) {
+    auto condition = constants_.find(node.input(0));
+    if (condition == constants_.end())
+      unsupported(where, fmt::format("If on a condition that is not a constant: {}", not_constant(node.input(0))));
+    if (condition->second.values.size() != 1)
+      unsupported(where, fmt::format("If on a condition of {} values", condition->second.values.size()));
+    const bool taken = condition->second.values[0] != 0;
+    const onnx::AttributeProto* branch = find_attribute(node, taken ? "then_branch" : "else_branch");
+    if (!branch || !branch->has_g())
+      throw Error(fmt::format("{}: If has no {} graph", where, taken ? "then_branch" : "else_branch"));
+    const onnx::GraphProto& body = branch->g();
+    if (body.output_size() != node.output_size())
+      throw Error(fmt::format("{}: the {} has {} outputs, the If {}", where, taken ? "then_branch" : "else_branch",
+                              body.output_size(), node.output_size()));
+    for (const TensorProto& initializer : body.initializer())
+      constants_[initializer.name()] =
+          read_tensor(initializer, fmt::format("{}: initializer '{}'", where, initializer.name()));
+    for (const onnx::NodeProto& inner : body.node()) {
+      for (const std::string& input : inner.input()) ++readers_[input];
+      import_node(inner, index);
+    }
+    ++result_.folded_nodes;
+    for (int i = 0; i < node.output_size(); ++i) {
+      const std::string& from = body.output(i).name();
+      if (auto c = constants_.find(from); c != constants_.end()) constants_[node.output(i)] = c->second;
+      else if (auto v = computed_.find(from); v != computed_.end()) computed_[node.output(i)] = v->second;
+      else throw Error(fmt::format("{}: the taken branch computes no '{}'", where, from));
+    }
   }
 
   // --- Convolutional networks -------------------------------------------------------------
@@ -1592,7 +1965,7 @@ private:
     const Computed& x = computed_.at(node.input(0));
     auto weights = constants_.find(node.input(1));
     if (weights == constants_.end())
-      unsupported(where, fmt::format("Conv with computed weights '{}' (weights must be constant)", node.input(1)));
+      unsupported(where, fmt::format("Conv with weights that are not a constant: {}", not_constant(node.input(1))));
     const Constant& w = weights->second;
     check_float(w, node.input(1), where);
     if (x.dims.size() < 3 || x.dims.size() > 4 || w.dims.size() != x.dims.size())
@@ -1688,9 +2061,11 @@ private:
     for (int i = 1; i <= 2 && i < node.input_size(); ++i) {
       if (node.input(i).empty()) continue;
       auto bound = constants_.find(node.input(i));
-      if (bound == constants_.end() || bound->second.values.size() != 1)
-        unsupported(where, fmt::format("Clip with a {} bound '{}' (bounds must be constants of one value)",
-                                       bound == constants_.end() ? "computed" : "non-scalar", node.input(i)));
+      if (bound == constants_.end())
+        unsupported(where, fmt::format("Clip with a bound that is not a constant: {}", not_constant(node.input(i))));
+      if (bound->second.values.size() != 1)
+        unsupported(where, fmt::format("Clip with a non-scalar bound '{}' (bounds must be constants of one value)",
+                                       node.input(i)));
       (i == 1 ? op.clip_low : op.clip_high) = bound->second.values[0];
     }
     if (!(op.clip_low <= op.clip_high))
@@ -1894,21 +2269,44 @@ private:
 
   void import_output(const onnx::ValueInfoProto& output) {
     const std::string where = fmt::format("{}: graph output '{}'", path_, output.name());
-    const Dims declared = value_dims(output, "output");
-    if (constants_.count(output.name()))
-      unsupported(where, "an output that is a constant (nothing is computed for it)");
-    const auto found = computed_.find(output.name());
-    if (found == computed_.end())
-      throw Error(where + ": no node, initializer or graph input produces it; name an output a node computes");
-    Computed value = found->second;
-    if (value.channels_last && spatial_size(value.dims) > 1) value = to_row_major(value, output.name(), where);
+    int element_type = 0;
+    DType dtype = DType::float32;
+    Dims declared = value_dims(output, "output", element_type, dtype);
+    const int place = model_.graph().node_size();  // after the last node
+    Computed value;
+    if (auto c = constants_.find(output.name()); c != constants_.end()) {
+      // A constant output (a folded shape, a frozen switch): a weight the device copies out.
+      const Constant& constant = c->second;
+      if (constant.values.empty()) unsupported(where, "an output that is an empty constant");
+      check_like(constant, output.name(), dtype, where);
+      const std::uint32_t weight =
+          add_weight(output.name() + ".constant", ir_shape(constant.dims), constant.values, false, dtype);
+      value = Computed{copy_of(weight, output.name(), place, where), "", constant.dims};
+    } else {
+      const auto found = computed_.find(output.name());
+      if (found == computed_.end())
+        throw Error(where + ": no node, initializer or graph input produces it; name an output a node computes");
+      value = found->second;
+      if (value.channels_last && spatial_size(value.dims) > 1) value = to_row_major(value, output.name(), where);
+      // A graph input (or a view of one) as an output: the device copies it out.
+      if (value.tensor < 0)
+        value = Computed{copy_of(tensor_of(value, where), output.name(), place, where), "", value.dims};
+    }
+    // A dynamic dim (or a missing shape) is what the graph computes.
+    if (declared.empty() && !output.type().tensor_type().has_shape()) declared = value.dims;
+    if (std::find(declared.begin(), declared.end(), -1) != declared.end()) {
+      if (declared.size() != value.dims.size())
+        throw Error(
+            fmt::format("{}: declared of rank {} but computed {}", where, declared.size(), dims_text(value.dims)));
+      for (std::size_t i = 0; i < declared.size(); ++i)
+        if (declared[i] == -1) declared[i] = value.dims[i];
+    }
     if (element_count(declared, where) != element_count(value.dims, where))
       throw Error(fmt::format("{}: declared {} but computed {}", where, dims_text(declared), dims_text(value.dims)));
-    // A graph input itself (an Identity, Flatten or Unsqueeze of it), or a value another output
-    // already is: the output is a copy of it, a gather of one run.
-    const bool taken = value.tensor >= 0 && std::find(graph_.outputs.begin(), graph_.outputs.end(),
-                                                      static_cast<std::uint32_t>(value.tensor)) != graph_.outputs.end();
-    if (value.tensor < 0 || taken) {
+    // A value another output already is: the output is a copy of it, a gather of one run.
+    const bool taken = std::find(graph_.outputs.begin(), graph_.outputs.end(),
+                                 static_cast<std::uint32_t>(value.tensor)) != graph_.outputs.end();
+    if (taken) {
       Op copy;
       copy.kind = OpKind::gather;
       copy.inputs = {tensor_of(value, where)};
@@ -1917,6 +2315,10 @@ private:
       value = Computed{add_op(copy, output.name() + ".copy", -1, where), "", value.dims};
     }
     const auto tensor = static_cast<std::uint32_t>(value.tensor);
+    if (graph_.tensors[tensor].dtype != dtype)
+      unsupported(where,
+                  fmt::format("an output declared {} ({} on the device) computed as {}", dtype_text(element_type),
+                              dtype_name(dtype), dtype_name(graph_.tensors[tensor].dtype)));
     // The IR tensor takes the output's name (an Identity or Reshape may have renamed it).
     std::string& name = graph_.tensors[tensor].name;
     if (name != output.name()) {
@@ -1927,7 +2329,16 @@ private:
       name = output.name();
     }
     graph_.outputs.push_back(tensor);
-    result_.outputs.push_back({output.name(), declared});
+    result_.outputs.push_back({output.name(), declared, element_type});
+  }
+
+  /// A copy of `tensor` on the device (a cast to its own type), for an output that would
+  /// otherwise be an input or a constant, which no op computes.
+  std::uint32_t copy_of(std::uint32_t tensor, const std::string& output, int place, const std::string& where) {
+    Op copy;
+    copy.kind = OpKind::cast;
+    copy.inputs = {tensor};
+    return add_op(copy, output + ".copy", place, where, graph_.tensors[tensor].dtype);
   }
 
   /// Drops the ops whose results no op and no output reads (a transpose a product reads as
@@ -1961,6 +2372,8 @@ private:
 
   std::string path_;
   onnx::ModelProto& model_;
+  const ImportOptions& options_;
+  std::map<std::string, DType> input_dtypes_;  ///< graph input name -> the device type it is held in
   OnnxImport result_;
   Graph& graph_ = result_.graph;
   std::map<std::string, Constant> constants_;
@@ -1972,9 +2385,155 @@ private:
   int node_index_ = -1;                                        ///< the node being imported
 };
 
+/// A model of an IR version newer than the checker's is accepted when every opset it imports and
+/// every node's operator at that opset is one this build's ONNX registry knows (our own checks in
+/// place of the checker's for what it does not know); the checker then checks it as of its own
+/// IR version. Otherwise the refusal names the opset or the node.
+void check_newer_ir_version(const std::string& path, onnx::ModelProto& model) {
+  if (model.ir_version() <= onnx::IR_VERSION) return;
+  const std::string newer = fmt::format("{}: IR version {} is newer than the ONNX checker's ({})", path,
+                                        model.ir_version(), onnx::IR_VERSION);
+  const auto& ranges = onnx::OpSchemaRegistry::DomainToVersionRange::Instance().Map();
+  std::map<std::string, int> opsets;
+  for (const auto& opset : model.opset_import()) {
+    const std::string domain = opset.domain() == "ai.onnx" ? "" : opset.domain();
+    const auto range = ranges.find(domain);
+    if (range == ranges.end() || opset.version() > range->second.second)
+      throw Error(fmt::format(
+          "{}, and so is its opset {} of domain '{}' (this build implements {}); export with an "
+          "older opset",
+          newer, opset.version(), domain.empty() ? "ai.onnx" : domain,
+          range == ranges.end() ? std::string("none of it") : fmt::format("up to {}", range->second.second)));
+    opsets[domain] = static_cast<int>(opset.version());
+  }
+  for (int i = 0; i < model.graph().node_size(); ++i) {
+    const onnx::NodeProto& node = model.graph().node(i);
+    const std::string domain = node.domain() == "ai.onnx" ? "" : node.domain();
+    const auto opset = opsets.find(domain);
+    if (opset == opsets.end() || !onnx::OpSchemaRegistry::Schema(node.op_type(), opset->second, domain))
+      throw Error(
+          fmt::format("{}, and node '{}' ({}) has no operator of that name at opset {} of domain '{}' in this "
+                      "build; export with an older opset",
+                      newer, node.name().empty() ? fmt::format("#{}", i) : node.name(), node.op_type(),
+                      opset == opsets.end() ? 0 : opset->second, domain.empty() ? "ai.onnx" : domain));
+  }
+  logger("tessera.build")
+      ->info("model of IR version {} accepted as IR version {}: every opset and operator is known path={}",
+             model.ir_version(), onnx::IR_VERSION, path);
+  model.set_ir_version(onnx::IR_VERSION);
+}
+
+/// Writes --input-shape dims into the model's graph inputs, so shape inference sees static dims;
+/// a rank or a static dim other than the model's is refused first.
+void fix_input_shapes(const std::string& path, onnx::ModelProto& model, const ImportOptions& options) {
+  for (auto& input : *model.mutable_graph()->mutable_input()) {
+    const auto fixed = options.input_shapes.find(input.name());
+    if (fixed == options.input_shapes.end() || !input.type().has_tensor_type()) continue;
+    const std::string option = fmt::format("--input-shape {}={}", input.name(), fmt::join(fixed->second, "x"));
+    if (input.type().tensor_type().has_shape()) {
+      const auto& declared = input.type().tensor_type().shape();
+      if (declared.dim_size() != static_cast<int>(fixed->second.size()))
+        throw Error(fmt::format("{}: {}: the model declares '{}' of rank {}; give {} dims", path, option, input.name(),
+                                declared.dim_size(), declared.dim_size()));
+      for (int i = 0; i < declared.dim_size(); ++i)
+        if (declared.dim(i).has_dim_value() &&
+            declared.dim(i).dim_value() != fixed->second[static_cast<std::size_t>(i)])
+          throw Error(fmt::format("{}: {}: dim {} of '{}' is {} in the model", path, option, i, input.name(),
+                                  declared.dim(i).dim_value()));
+    }
+    auto* shape = input.mutable_type()->mutable_tensor_type()->mutable_shape();
+    shape->clear_dim();
+    for (std::int64_t d : fixed->second) shape->add_dim()->set_dim_value(d);
+  }
+}
+
+/// "NAME=REST" split; the error names the option and shows an example.
+std::pair<std::string, std::string> option_parts(const std::string& text, const char* option, const char* example,
+                                                 bool allow_empty = false) {
+  const auto equals = text.find('=');
+  if (equals == std::string::npos || equals == 0 || (equals + 1 == text.size() && !allow_empty))
+    throw Error(
+        fmt::format("{} '{}': give NAME={}, e.g. {} {}", option, text, example, option, std::string("x=") + example));
+  return {text.substr(0, equals), text.substr(equals + 1)};
+}
+
 }  // namespace
 
-OnnxImport import_onnx(const std::string& path, const std::string& expected_sha256) {
+void add_input_shape(ImportOptions& options, const std::string& text) {
+  const auto [name, rest] = option_parts(text, "--input-shape", "1x3x640x640");
+  std::vector<std::int64_t> dims;
+  std::size_t start = 0;
+  while (start <= rest.size()) {
+    const std::size_t end = std::min(rest.find('x', start), rest.size());
+    const std::string part = rest.substr(start, end - start);
+    std::size_t used = 0;
+    long long value = 0;
+    try {
+      value = std::stoll(part, &used);
+    } catch (const std::exception&) {
+      used = 0;
+    }
+    if (part.empty() || used != part.size() || value <= 0 || value > kMaxElements)
+      throw Error(
+          fmt::format("--input-shape {}: '{}' is not a positive dim; give dims joined by 'x', e.g. {}=1x3x640x640",
+                      text, part, name));
+    dims.push_back(value);
+    start = end + 1;
+  }
+  if (!options.input_shapes.emplace(name, dims).second)
+    throw Error(fmt::format("--input-shape {}: '{}' is given twice", text, name));
+  options.texts.push_back("--input-shape " + text);
+}
+
+void add_input_value(ImportOptions& options, const std::string& text) {
+  // NAME= freezes an empty input (a .pb of no values is recorded so).
+  const auto [name, rest] = option_parts(text, "--input-value", "16000", true);
+  std::vector<double> values;
+  const std::string extension = fs::path(rest).extension().string();
+  if (rest.empty()) {
+    // no values: an input of an empty dim
+  } else if (extension == ".pb" || extension == ".npy") {
+    values = read_tensor_file(rest).values;  // the file's values; the model's dims decide their shape
+  } else {
+    std::size_t start = 0;
+    while (start <= rest.size()) {
+      const std::size_t end = std::min(rest.find(',', start), rest.size());
+      const std::string part = rest.substr(start, end - start);
+      std::size_t used = 0;
+      double value = 0;
+      try {
+        value = std::stod(part, &used);
+      } catch (const std::exception&) {
+        used = 0;
+      }
+      if (part.empty() || used != part.size() || !std::isfinite(value))
+        throw Error(
+            fmt::format("--input-value {}: '{}' is not a number; give numbers joined by ',' (e.g. {}=1,0,2) "
+                        "or a .pb or .npy file",
+                        text, part, name));
+      values.push_back(value);
+      start = end + 1;
+    }
+  }
+  if (options.input_values.count(name)) throw Error(fmt::format("--input-value {}: '{}' is given twice", text, name));
+  // Recorded as the numbers themselves (exact: %.17g), so a run needs no file.
+  std::string written;
+  for (double v : values) written += fmt::format("{}{:.17g}", written.empty() ? "" : ",", v);
+  options.input_values.emplace(name, std::move(values));
+  options.texts.push_back(fmt::format("--input-value {}={}", name, written));
+}
+
+ImportOptions import_options_of(const std::vector<std::string>& texts) {
+  ImportOptions options;
+  for (const std::string& text : texts) {
+    if (text.rfind("--input-shape ", 0) == 0) add_input_shape(options, text.substr(14));
+    else if (text.rfind("--input-value ", 0) == 0) add_input_value(options, text.substr(14));
+    else throw Error(fmt::format("the package records an unknown import option '{}'; recompile it", text));
+  }
+  return options;
+}
+
+OnnxImport import_onnx(const std::string& path, const std::string& expected_sha256, const ImportOptions& options) {
   // protobuf parses at most 2 GiB - 1; a FIFO or a device is refused before it is read.
   const std::string bytes = read_bounded_file(path, "the ONNX model", (std::uint64_t{1} << 31) - 1);
   onnx::ModelProto model;
@@ -1989,11 +2548,13 @@ OnnxImport import_onnx(const std::string& path, const std::string& expected_sha2
     throw Error(
         path +
         ": not an ONNX model (the protobuf ModelProto does not parse); export it with torch.onnx.export or onnx.save");
+  check_newer_ir_version(path, model);
   try {
     onnx::checker::check_model(model);
   } catch (const std::exception& e) {
     throw Error(fmt::format("{}: the ONNX checker refuses the model: {}", path, one_line(e.what())));
   }
+  fix_input_shapes(path, model, options);
   try {
     onnx::ShapeInferenceOptions options{true, 1, false};
     onnx::shape_inference::InferShapes(model, onnx::OpSchemaRegistry::Instance(), options);
@@ -2002,9 +2563,10 @@ OnnxImport import_onnx(const std::string& path, const std::string& expected_sha2
   }
   std::error_code ec;
   const fs::path absolute = fs::absolute(path, ec);
-  OnnxImport result = Importer(path, model).run();
+  OnnxImport result = Importer(path, model, options).run();
   result.graph.source_file = ec ? path : absolute.lexically_normal().string();
   result.graph.source_sha256 = sha256;
+  result.graph.import_options = options.texts;
   return result;
 }
 

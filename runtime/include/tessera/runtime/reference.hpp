@@ -56,7 +56,8 @@ struct NumericalReport {
   bool passed = false;           ///< max_abs_error <= tolerance (and no NaN)
   std::string worst_tensor;      ///< where max_abs_error is reached
   std::uint64_t worst_index = 0;
-  std::uint64_t elements = 0;  ///< elements compared
+  std::uint64_t elements = 0;          ///< elements compared
+  std::uint64_t inexact_integers = 0;  ///< int32 and bool elements that differ at all (they must be exact)
 };
 
 /// Compares the device's outputs with the reference over every graph output. A missing
@@ -80,9 +81,10 @@ struct ExpectationReport {
   bool passed = false;
 };
 
-/// Compares each expected tensor with the device output of the same name. An expected
+/// Compares each expected tensor with the device output of the same name, both as the device
+/// holds them (int32 and bool tensors of `graph` as words, compared exactly). An expected
 /// tensor that is no output, or of another size, is an Error naming it.
-ExpectationReport compare_with_expected(const HostTensors& outputs, const HostTensors& expected, double atol,
-                                        double rtol);
+ExpectationReport compare_with_expected(const Graph& graph, const HostTensors& outputs, const HostTensors& expected,
+                                        double atol, double rtol);
 
 }  // namespace tessera::runtime
