@@ -32,14 +32,16 @@ struct LoadedCall {
   std::array<std::uint32_t, kMaxCodeletParams> param{};
 };
 
-/// `words` words from one tile's memory to another's, in one exchange phase.
+/// `words` words from one tile's memory to another's, in one exchange phase, as word indices
+/// into the device's one held mapping (12 bytes: a phase can have millions).
 struct WordCopy {
-  std::uint32_t source_tile = 0;
-  std::uint32_t source_word = 0;
-  std::uint32_t destination_tile = 0;
-  std::uint32_t destination_word = 0;
+  std::uint32_t source = 0;
+  std::uint32_t destination = 0;
   std::uint32_t words = 0;
 };
+
+/// The most words the device holds: WordCopy indexes them in 32 bits (16 GiB of tile memory).
+constexpr std::uint64_t kMaxHeldWords = std::numeric_limits<std::uint32_t>::max();
 
 struct LoadedSuperstep {
   std::vector<LoadedCall> calls;          ///< tile by tile, each in program order
@@ -785,6 +787,9 @@ void SimDevice::Impl::load_tiles(const Package& package) {
     first_run.push_back(static_cast<std::uint32_t>(runs.size()));
     first_word.push_back(first_word.back() + held);
   }
+  if (first_word.back() > kMaxHeldWords)
+    throw Error(fmt::format("the package's tiles hold {} bytes of buffers; the simulator holds at most {} bytes",
+                            first_word.back() * kWordBytes, kMaxHeldWords * kWordBytes));
   memory = detail::ZeroedFloats(first_word.back());
 }
 
@@ -945,11 +950,11 @@ void SimDevice::Impl::load_exchange(const Package& package, std::uint32_t step, 
         const auto offset = static_cast<std::uint32_t>(sent - send->cycle);
         const std::uint32_t run = std::min(send->words - offset, r.words - done);
         received.push_back({send->first_sent + offset, run, tile, arrival, r.sender, sent});
-        WordCopy copy{r.sender, send->word + offset, tile, r.word + done, run};
+        const WordCopy copy{static_cast<std::uint32_t>(first_word[r.sender] + send->word + offset),
+                            static_cast<std::uint32_t>(first_word[tile] + r.word + done), run};
         WordCopy* last = loaded.copies.empty() ? nullptr : &loaded.copies.back();
-        if (last != nullptr && last->source_tile == copy.source_tile &&
-            last->destination_tile == copy.destination_tile && last->source_word + last->words == copy.source_word &&
-            last->destination_word + last->words == copy.destination_word)
+        if (last != nullptr && last->source + last->words == copy.source &&
+            last->destination + last->words == copy.destination)
           last->words += run;
         else loaded.copies.push_back(copy);
         loaded.copied_words += run;
@@ -1113,13 +1118,12 @@ void SimDevice::Impl::exchange(const LoadedSuperstep& step, std::vector<float>& 
   staging.resize(step.copied_words);
   std::size_t at = 0;
   for (const WordCopy& copy : step.copies) {
-    std::memcpy(staging.data() + at, tile_memory(copy.source_tile) + copy.source_word, copy.words * sizeof(float));
+    std::memcpy(staging.data() + at, memory.data() + copy.source, copy.words * sizeof(float));
     at += copy.words;
   }
   at = 0;
   for (const WordCopy& copy : step.copies) {
-    std::memcpy(tile_memory(copy.destination_tile) + copy.destination_word, staging.data() + at,
-                copy.words * sizeof(float));
+    std::memcpy(memory.data() + copy.destination, staging.data() + at, copy.words * sizeof(float));
     at += copy.words;
   }
 }
