@@ -221,10 +221,13 @@ RunResult run_loaded(const Package& package, const RunOptions& options, const st
   const std::size_t tile_count = package.tiles.size();
   result.device_bytes = held_device_bytes(package);
   result.host_tensor_bytes = host_tensor_bytes(package.graph);
+  for (const TileImage& image : package.tiles) result.device_support_bytes += tile_support_bytes(image).total();
   after_load();
-  log.info("application loaded tile_count={} supersteps={} device_bytes={} host_tensor_bytes={} elapsed_ms={}",
-           tile_count, package.superstep_labels.size(), result.device_bytes, result.host_tensor_bytes,
-           elapsed_ms(step_started));
+  log.info(
+      "application loaded tile_count={} supersteps={} device_bytes={} device_support_bytes={} host_tensor_bytes={} "
+      "elapsed_ms={}",
+      tile_count, package.superstep_labels.size(), result.device_bytes, result.device_support_bytes,
+      result.host_tensor_bytes, elapsed_ms(step_started));
 
   // The host's tensors: the given weights and inputs, the rest from the model's deterministic
   // initial values. The reference uses exactly these float32 numbers.

@@ -146,6 +146,10 @@ TEST_CASE("run_package reports the device's and the host's bytes; the releasing 
   for (const Tensor& tensor : package.graph.tensors)
     if (tensor.kind != TensorKind::intermediate || tensor.name == "y") host += tensor.elements() * 4;
   CHECK(kept.host_tensor_bytes == host);
+  std::uint64_t support = 0;  // code, vertex states, exchange descriptors
+  for (const TileImage& image : package.tiles) support += tile_support_bytes(image).total();
+  CHECK(support > 0);
+  CHECK(kept.device_support_bytes == support);
 
   Package released = package;
   const RunResult result = run_package_releasing_tiles(released, options, "small");

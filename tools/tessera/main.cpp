@@ -63,7 +63,8 @@ int print_run_result(const runtime::RunResult& r, const std::string& package_pat
       "sync_cycles={} host_cycles={}\n",
       package_path, r.tiles, r.cycles.total(), r.end_to_end_cycles(), r.cycles.compute, r.cycles.exchange,
       r.cycles.sync, r.host_run_cycles);
-  fmt::print("device_bytes={} host_tensor_bytes={}\n", r.device_bytes, r.host_tensor_bytes);
+  fmt::print("device_bytes={} device_support_bytes={} host_tensor_bytes={}\n", r.device_bytes, r.device_support_bytes,
+             r.host_tensor_bytes);
   if (r.expectation_checked)
     fmt::print(
         "expectedMaximumAbsoluteError={:.9g} expectedMaximumRelativeError={:.9g} mismatches={} elements={} "

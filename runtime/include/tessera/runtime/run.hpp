@@ -57,6 +57,8 @@ struct RunResult {
   /// the float32 values of the weights, inputs and outputs the host holds (host_tensor_bytes).
   std::uint64_t device_bytes = 0;
   std::uint64_t host_tensor_bytes = 0;
+  /// The program's own tile memory: code, vertex states and exchange descriptors (tile_support_bytes).
+  std::uint64_t device_support_bytes = 0;
   HostTensors outputs;
 
   ExpectationReport expectation;  ///< against options.expected, when given
