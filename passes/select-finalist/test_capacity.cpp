@@ -41,7 +41,7 @@ TEST_CASE("select-finalist refuses weights far larger than the target before pla
   const Status status = plan_on_t16(bench);
   REQUIRE_FALSE(status.ok);
   const std::string& message = status.message;
-  CHECK_THAT(message, Catch::Contains("big.yaml: model 'big' does not fit on target 't16'"));
+  CHECK_THAT(message, Catch::Contains("big.yaml: model does not fit on target 't16' ('big')"));
   // w: 2048 x 2048 x 4 bytes, b: 2048 x 4.
   CHECK_THAT(message, Catch::Contains("weights: 16785408 bytes (16.0 MiB), of which 16777216 bytes (16.0 MiB) are "
                                       "matmul and conv weights, which only the interleaved region holds"));
