@@ -200,9 +200,10 @@ Package read_package_to_run(const RunOptions& options) {
 
 namespace {
 
-template <typename AfterLoad>
+/// Runs `package`; with `releasing` (the same package) the device consumes its tile images as it
+/// decodes them and the rest of them is freed after the load.
 RunResult run_loaded(const Package& package, const RunOptions& options, const std::string& package_name,
-                     AfterLoad&& after_load) {
+                     Package* releasing) {
   spdlog::logger& log = detail::logger();
   RunResult result;
 
@@ -217,12 +218,16 @@ RunResult run_loaded(const Package& package, const RunOptions& options, const st
 
   auto step_started = Clock::now();
   log.info("loading application tile_count={}", package.tiles.size());
-  in_package(package_name, [&] { device->load(package); });
+  // Measured before a releasing load consumes the images.
   const std::size_t tile_count = package.tiles.size();
   result.device_bytes = held_device_bytes(package);
   result.host_tensor_bytes = host_tensor_bytes(package.graph);
   for (const TileImage& image : package.tiles) result.device_support_bytes += tile_support_bytes(image).total();
-  after_load();
+  in_package(package_name, [&] { releasing ? device->load_releasing(*releasing) : device->load(package); });
+  if (releasing) {
+    std::vector<TileImage>().swap(releasing->tiles);
+    ::malloc_trim(0);  // millions of small entries freed: give their pages back, or the peak keeps them
+  }
   log.info(
       "application loaded tile_count={} supersteps={} device_bytes={} device_support_bytes={} host_tensor_bytes={} "
       "elapsed_ms={}",
@@ -309,15 +314,11 @@ RunResult run_loaded(const Package& package, const RunOptions& options, const st
 }  // namespace
 
 RunResult run_package(const Package& package, const RunOptions& options, const std::string& package_name) {
-  return run_loaded(package, options, package_name, [] {});
+  return run_loaded(package, options, package_name, nullptr);
 }
 
 RunResult run_package_releasing_tiles(Package& package, const RunOptions& options, const std::string& package_name) {
-  return run_loaded(package, options, package_name, [&] {
-    if (!options.trace_path.empty()) return;
-    std::vector<TileImage>().swap(package.tiles);
-    ::malloc_trim(0);  // millions of small entries freed: give their pages back, or the peak keeps them
-  });
+  return run_loaded(package, options, package_name, options.trace_path.empty() ? &package : nullptr);
 }
 
 }  // namespace tessera::runtime

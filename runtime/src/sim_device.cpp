@@ -8,6 +8,7 @@
 #include <cassert>
 #include <cmath>
 #include <cstring>
+#include <malloc.h>
 #include <limits>
 #include <span>
 #include <stdexcept>
@@ -1150,7 +1151,11 @@ std::vector<float> SimDevice::read_words(std::uint32_t tile, std::uint32_t addre
 
 void SimDevice::attach_impl() {}
 
-void SimDevice::load_impl(const Package& package) {
+void SimDevice::load_impl(const Package& package) { load_package(package, nullptr); }
+
+void SimDevice::load_releasing_impl(Package& package) { load_package(package, &package); }
+
+void SimDevice::load_package(const Package& package, Package* releasing) {
   Impl fresh;
   fresh.target = package.target;
   fresh.load_tiles(package);
@@ -1162,6 +1167,10 @@ void SimDevice::load_impl(const Package& package) {
         package.superstep_labels.empty() ? fmt::format("superstep {}", step) : package.superstep_labels[step];
     fresh.load_compute(package, step, loaded);
     fresh.load_exchange(package, step, loaded);
+    if (releasing != nullptr) {
+      for (TileImage& image : releasing->tiles) image.supersteps[step] = TileSuperstep{};
+      ::malloc_trim(0);  // millions of small entries freed: give their pages back before the next step grows
+    }
     loaded.profile.sync_cycles = package.target.sync_cycles;
     fresh.cycles.compute += loaded.profile.compute_cycles;
     fresh.cycles.exchange += loaded.profile.exchange_cycles;
