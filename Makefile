@@ -3,7 +3,7 @@
 BUILD ?= build
 TESSERA := $(BUILD)/tools/tessera
 
-.PHONY: all bootstrap bootstrap-demo build build-tests demo test lint test-onnx test-faults test-sanitize fuzz bench bench-exchange bench-ab bench-simulator bench-planning bench-regret bench-fidelity bench-onnx bench-cnn calibrate tune clean
+.PHONY: all bootstrap bootstrap-demo build build-tests demo test lint test-onnx test-faults test-sanitize fuzz bench bench-exchange bench-ab bench-simulator bench-planning bench-regret bench-fidelity bench-onnx bench-cnn bench-scale calibrate tune clean
 
 all: build
 
@@ -133,6 +133,12 @@ bench-onnx: build
 # cycles against the chip floor, and per conv layer its cycles against its floor.
 bench-cnn: build
 	/usr/bin/python3 bench/cnn/bench_cnn.py $(TESSERA) $(CURDIR) $(BUILD)/bench-cnn
+
+# Families of growing models (MLP width at batch 2 and 64, depth, batch; BERT-style layers, width,
+# tokens; CNN depth) on t1472: per step compile s and RSS, copies, run s and RSS against device +
+# host bytes, device cycles; per family the growth of compile time with copies and the edge.
+bench-scale: build
+	/usr/bin/python3 bench/scale/bench_scale.py $(TESSERA) $(CURDIR) $(BUILD)/bench-scale
 
 clean:
 	rm -rf $(BUILD)

@@ -16,6 +16,7 @@
 
 #include "tessera/lowering.hpp"
 #include "block_plans.hpp"
+#include "capacity.hpp"
 #include "dense_plan.hpp"
 
 namespace tessera::select_finalist {
@@ -835,6 +836,8 @@ std::uint32_t tiles_over_without_reuse(const Program& program, const Target& tar
 Status plan_program(const Graph& graph, const Graph& model, PassContext& context, const PlannerOptions& options,
                     Program& program, PackageEstimates& estimates) {
   program = Program{};
+  // A model no placement could hold is refused in milliseconds, not after planning it.
+  if (Status status = check_capacity(graph, context.target, context); !status.ok) return status;
   auto planner = std::make_unique<Planner>(graph, context, options, program);
   if (Status status = planner->plan(model); !status.ok) return status;
   // Weights held once per row group are worth it only with room to spare: when they left a

@@ -39,6 +39,18 @@ void Device::load(const Package& package) {
   profile_ = {};
 }
 
+void Device::load_releasing(Package& package) {
+  if (state_ == State::detached) throw std::logic_error("Device::load before attach");
+  load_releasing_impl(package);
+  state_ = State::loaded;
+  profile_ = {};
+}
+
+void Device::load_releasing_impl(Package& package) {
+  load_impl(package);
+  for (TileImage& image : package.tiles) std::vector<TileSuperstep>().swap(image.supersteps);
+}
+
 void Device::initialize(const HostTensors& weights) {
   if (state_ < State::loaded) throw std::logic_error("Device::initialize before load");
   initialize_impl(weights);

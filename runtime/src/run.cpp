@@ -5,6 +5,7 @@
 #include <fmt/ranges.h>
 #include <spdlog/spdlog.h>
 
+#include <malloc.h>
 #include <sys/resource.h>
 #include <unistd.h>
 
@@ -142,10 +143,41 @@ HostTensors host_values(const Graph& graph, const RunOptions& options, std::vect
   return values;
 }
 
+/// Per tile, the union of its buffer-table entries: the bytes the simulator holds for it.
+std::uint64_t held_device_bytes(const Package& package) {
+  std::uint64_t total = 0;
+  std::vector<std::pair<std::uint64_t, std::uint64_t>> ranges;
+  for (const TileImage& tile : package.tiles) {
+    ranges.clear();
+    for (const TileBufferEntry& buffer : tile.buffers)
+      ranges.emplace_back(buffer.offset, std::uint64_t{buffer.offset} + buffer.bytes);
+    std::sort(ranges.begin(), ranges.end());
+    std::uint64_t covered_to = 0;
+    for (const auto& [begin, end] : ranges) {
+      if (end > std::max(begin, covered_to)) total += end - std::max(begin, covered_to);
+      covered_to = std::max(covered_to, end);
+    }
+  }
+  return total;
+}
+
+/// The float32 values the host holds: every weight and input it streams in, every output it reads back.
+std::uint64_t host_tensor_bytes(const Graph& graph) {
+  std::uint64_t total = 0;
+  for (std::uint32_t index = 0; index < graph.tensors.size(); ++index) {
+    const Tensor& tensor = graph.tensors[index];
+    const bool is_output = std::find(graph.outputs.begin(), graph.outputs.end(), index) != graph.outputs.end();
+    if (tensor.kind != TensorKind::intermediate || is_output)
+      total += static_cast<std::uint64_t>(tensor.elements()) * sizeof(float);
+  }
+  return total;
+}
+
 }  // namespace
 
 RunResult run_package(const RunOptions& options) {
-  return run_package(read_package_to_run(options), options, options.package_path);
+  Package package = read_package_to_run(options);
+  return run_package_releasing_tiles(package, options, options.package_path);
 }
 
 Package read_package_to_run(const RunOptions& options) {
@@ -166,7 +198,12 @@ Package read_package_to_run(const RunOptions& options) {
   return package;
 }
 
-RunResult run_package(const Package& package, const RunOptions& options, const std::string& package_name) {
+namespace {
+
+/// Runs `package`; with `releasing` (the same package) the device consumes its tile images as it
+/// decodes them and the rest of them is freed after the load.
+RunResult run_loaded(const Package& package, const RunOptions& options, const std::string& package_name,
+                     Package* releasing) {
   spdlog::logger& log = detail::logger();
   RunResult result;
 
@@ -181,9 +218,21 @@ RunResult run_package(const Package& package, const RunOptions& options, const s
 
   auto step_started = Clock::now();
   log.info("loading application tile_count={}", package.tiles.size());
-  in_package(package_name, [&] { device->load(package); });
-  log.info("application loaded tile_count={} supersteps={} elapsed_ms={}", package.tiles.size(),
-           package.superstep_labels.size(), elapsed_ms(step_started));
+  // Measured before a releasing load consumes the images.
+  const std::size_t tile_count = package.tiles.size();
+  result.device_bytes = held_device_bytes(package);
+  result.host_tensor_bytes = host_tensor_bytes(package.graph);
+  for (const TileImage& image : package.tiles) result.device_support_bytes += tile_support_bytes(image).total();
+  in_package(package_name, [&] { releasing ? device->load_releasing(*releasing) : device->load(package); });
+  if (releasing) {
+    std::vector<TileImage>().swap(releasing->tiles);
+    ::malloc_trim(0);  // millions of small entries freed: give their pages back, or the peak keeps them
+  }
+  log.info(
+      "application loaded tile_count={} supersteps={} device_bytes={} device_support_bytes={} host_tensor_bytes={} "
+      "elapsed_ms={}",
+      tile_count, package.superstep_labels.size(), result.device_bytes, result.device_support_bytes,
+      result.host_tensor_bytes, elapsed_ms(step_started));
 
   // The host's tensors: the given weights and inputs, the rest from the model's deterministic
   // initial values. The reference uses exactly these float32 numbers.
@@ -260,6 +309,16 @@ RunResult run_package(const Package& package, const RunOptions& options, const s
     log.info("trace written path={} format=chrome-trace", options.trace_path);
   }
   return result;
+}
+
+}  // namespace
+
+RunResult run_package(const Package& package, const RunOptions& options, const std::string& package_name) {
+  return run_loaded(package, options, package_name, nullptr);
+}
+
+RunResult run_package_releasing_tiles(Package& package, const RunOptions& options, const std::string& package_name) {
+  return run_loaded(package, options, package_name, options.trace_path.empty() ? &package : nullptr);
 }
 
 }  // namespace tessera::runtime

@@ -8,6 +8,7 @@
 #include <cassert>
 #include <cmath>
 #include <cstring>
+#include <malloc.h>
 #include <limits>
 #include <span>
 #include <stdexcept>
@@ -32,14 +33,16 @@ struct LoadedCall {
   std::array<std::uint32_t, kMaxCodeletParams> param{};
 };
 
-/// `words` words from one tile's memory to another's, in one exchange phase.
+/// `words` words from one tile's memory to another's, in one exchange phase, as word indices
+/// into the device's one held mapping (12 bytes: a phase can have millions).
 struct WordCopy {
-  std::uint32_t source_tile = 0;
-  std::uint32_t source_word = 0;
-  std::uint32_t destination_tile = 0;
-  std::uint32_t destination_word = 0;
+  std::uint32_t source = 0;
+  std::uint32_t destination = 0;
   std::uint32_t words = 0;
 };
+
+/// The most words the device holds: WordCopy indexes them in 32 bits (16 GiB of tile memory).
+constexpr std::uint64_t kMaxHeldWords = std::numeric_limits<std::uint32_t>::max();
 
 struct LoadedSuperstep {
   std::vector<LoadedCall> calls;          ///< tile by tile, each in program order
@@ -962,6 +965,9 @@ void SimDevice::Impl::load_tiles(const Package& package) {
     first_run.push_back(static_cast<std::uint32_t>(runs.size()));
     first_word.push_back(first_word.back() + held);
   }
+  if (first_word.back() > kMaxHeldWords)
+    throw Error(fmt::format("the package's tiles hold {} bytes of buffers; the simulator holds at most {} bytes",
+                            first_word.back() * kWordBytes, kMaxHeldWords * kWordBytes));
   memory = detail::ZeroedFloats(first_word.back());
 }
 
@@ -1130,11 +1136,11 @@ void SimDevice::Impl::load_exchange(const Package& package, std::uint32_t step, 
         const auto offset = static_cast<std::uint32_t>(sent - send->cycle);
         const std::uint32_t run = std::min(send->words - offset, r.words - done);
         received.push_back({send->first_sent + offset, run, tile, arrival, r.sender, sent});
-        WordCopy copy{r.sender, send->word + offset, tile, r.word + done, run};
+        const WordCopy copy{static_cast<std::uint32_t>(first_word[r.sender] + send->word + offset),
+                            static_cast<std::uint32_t>(first_word[tile] + r.word + done), run};
         WordCopy* last = loaded.copies.empty() ? nullptr : &loaded.copies.back();
-        if (last != nullptr && last->source_tile == copy.source_tile &&
-            last->destination_tile == copy.destination_tile && last->source_word + last->words == copy.source_word &&
-            last->destination_word + last->words == copy.destination_word)
+        if (last != nullptr && last->source + last->words == copy.source &&
+            last->destination + last->words == copy.destination)
           last->words += run;
         else loaded.copies.push_back(copy);
         loaded.copied_words += run;
@@ -1301,13 +1307,12 @@ void SimDevice::Impl::exchange(const LoadedSuperstep& step, std::vector<float>& 
   staging.resize(step.copied_words);
   std::size_t at = 0;
   for (const WordCopy& copy : step.copies) {
-    std::memcpy(staging.data() + at, tile_memory(copy.source_tile) + copy.source_word, copy.words * sizeof(float));
+    std::memcpy(staging.data() + at, memory.data() + copy.source, copy.words * sizeof(float));
     at += copy.words;
   }
   at = 0;
   for (const WordCopy& copy : step.copies) {
-    std::memcpy(tile_memory(copy.destination_tile) + copy.destination_word, staging.data() + at,
-                copy.words * sizeof(float));
+    std::memcpy(memory.data() + copy.destination, staging.data() + at, copy.words * sizeof(float));
     at += copy.words;
   }
 }
@@ -1334,7 +1339,11 @@ std::vector<float> SimDevice::read_words(std::uint32_t tile, std::uint32_t addre
 
 void SimDevice::attach_impl() {}
 
-void SimDevice::load_impl(const Package& package) {
+void SimDevice::load_impl(const Package& package) { load_package(package, nullptr); }
+
+void SimDevice::load_releasing_impl(Package& package) { load_package(package, &package); }
+
+void SimDevice::load_package(const Package& package, Package* releasing) {
   Impl fresh;
   fresh.target = package.target;
   fresh.load_tiles(package);
@@ -1346,6 +1355,10 @@ void SimDevice::load_impl(const Package& package) {
         package.superstep_labels.empty() ? fmt::format("superstep {}", step) : package.superstep_labels[step];
     fresh.load_compute(package, step, loaded);
     fresh.load_exchange(package, step, loaded);
+    if (releasing != nullptr) {
+      for (TileImage& image : releasing->tiles) image.supersteps[step] = TileSuperstep{};
+      ::malloc_trim(0);  // millions of small entries freed: give their pages back before the next step grows
+    }
     loaded.profile.sync_cycles = package.target.sync_cycles;
     fresh.cycles.compute += loaded.profile.compute_cycles;
     fresh.cycles.exchange += loaded.profile.exchange_cycles;

@@ -11,6 +11,8 @@
 #include "tessera/runtime/device_lock.hpp"
 #include "tessera/runtime/reference.hpp"
 #include "tessera/runtime/run.hpp"
+#include "tessera/runtime/sim_device.hpp"
+#include "tessera/package.hpp"
 
 using namespace tessera;
 using namespace tessera::runtime;
@@ -126,4 +128,41 @@ TEST_CASE("run_package waits for the device lock and gives up after its timeout"
   CHECK_THROWS_WITH(run_package(testing::small_mlp_package(), options), Contains("sim0.lock") && Contains("busy"));
   other.release();
   CHECK(run_package(testing::small_mlp_package(), options).passed());
+}
+
+TEST_CASE("run_package reports the device's and the host's bytes; the releasing run frees the tile images",
+          "[runtime][run]") {
+  testing::TempDir dir;
+  RunOptions options = options_in(dir);
+  options.trace_path.clear();  // a trace reads the tile images: they would be kept
+  const Package package = testing::small_mlp_package();
+  const RunResult kept = run_package(package, options);
+
+  SimDevice device;
+  device.attach();
+  device.load(package);
+  CHECK(kept.device_bytes == device.allocated_bytes());  // the simulator holds exactly the buffers' union
+  std::uint64_t host = 0;                                // x, w, b and y as float32
+  for (const Tensor& tensor : package.graph.tensors)
+    if (tensor.kind != TensorKind::intermediate || tensor.name == "y") host += tensor.elements() * 4;
+  CHECK(kept.host_tensor_bytes == host);
+  std::uint64_t support = 0;  // code, vertex states, exchange descriptors
+  for (const TileImage& image : package.tiles) support += tile_support_bytes(image).total();
+  CHECK(support > 0);
+  CHECK(kept.device_support_bytes == support);
+
+  Package released = package;
+  const RunResult result = run_package_releasing_tiles(released, options, "small");
+  CHECK(released.tiles.empty());
+  CHECK(released.graph.tensors.size() == package.graph.tensors.size());
+  CHECK(result.passed());
+  CHECK(result.outputs == kept.outputs);
+  CHECK(result.cycles.total() == kept.cycles.total());
+  CHECK(result.device_bytes == kept.device_bytes);
+
+  // Asked for a trace, the run keeps them: the trace reads each tile's traffic.
+  options.trace_path = (dir.path() / "trace.json").string();
+  Package traced = package;
+  CHECK(run_package_releasing_tiles(traced, options, "small").passed());
+  CHECK(traced.tiles.size() == package.tiles.size());
 }

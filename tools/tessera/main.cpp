@@ -63,6 +63,8 @@ int print_run_result(const runtime::RunResult& r, const std::string& package_pat
       "sync_cycles={} host_cycles={}\n",
       package_path, r.tiles, r.cycles.total(), r.end_to_end_cycles(), r.cycles.compute, r.cycles.exchange,
       r.cycles.sync, r.host_run_cycles);
+  fmt::print("device_bytes={} device_support_bytes={} host_tensor_bytes={}\n", r.device_bytes, r.device_support_bytes,
+             r.host_tensor_bytes);
   if (r.expectation_checked)
     fmt::print(
         "expectedMaximumAbsoluteError={:.9g} expectedMaximumRelativeError={:.9g} mismatches={} elements={} "
@@ -342,9 +344,10 @@ int main(int argc, char** argv) {
       if (!run_target_path.empty()) check_package_target(run_package_path, run_target_path);
       check_output_file(run_json_path, "the JSON record (--json)", {{run_package_path, "the package"}});
       run_options.package_path = run_package_path;
-      const Package package = runtime::read_package_to_run(run_options);
+      Package package = runtime::read_package_to_run(run_options);
       const cli::PreparedRun prepared = cli::prepare_run(package, run_data, run_options);
-      const runtime::RunResult result = runtime::run_package(package, run_options, run_package_path);
+      // The device keeps the program once loaded; the graph stays for the differential check.
+      const runtime::RunResult result = runtime::run_package_releasing_tiles(package, run_options, run_package_path);
       if (!run_json_path.empty()) cli::write_json(run_json_path, cli::run_json(result, run_package_path));
       if (!run_options.trace_path.empty()) fmt::print("trace={}\n", run_options.trace_path);
       if (!run_data.output_directory.empty())

@@ -62,6 +62,11 @@ public:
   void attach();
   /// Checks and loads the package's tile images; the package need not outlive the call.
   void load(const Package& package);
+  /// The same, consuming the tile images' supersteps (their codelet calls and exchange lists,
+  /// the bulk of a large package) so the program is not held twice while it is decoded. Their
+  /// buffer tables, the graph, the streams and the target stay; on an error, some supersteps
+  /// may be gone.
+  void load_releasing(Package& package);
   /// Host-to-device streams of weight tensors (by tensor name).
   void initialize(const HostTensors& weights);
   /// Streams the inputs, executes every superstep, and streams the outputs back.
@@ -75,6 +80,8 @@ protected:
   Device() = default;
   virtual void attach_impl() = 0;
   virtual void load_impl(const Package& package) = 0;
+  /// Default: load_impl, then the supersteps are dropped.
+  virtual void load_releasing_impl(Package& package);
   virtual void initialize_impl(const HostTensors& weights) = 0;
   virtual HostTensors run_impl(const HostTensors& inputs, ExecutionProfile& profile) = 0;
 

@@ -53,6 +53,12 @@ struct RunResult {
   std::string profile_path;  ///< where the profile was written, or empty
   std::uint64_t words_exchanged = 0;
   std::uint64_t words_unreceived = 0;
+  /// What the device holds: per tile the union of its buffer-table entries (device_bytes), and
+  /// the float32 values of the weights, inputs and outputs the host holds (host_tensor_bytes).
+  std::uint64_t device_bytes = 0;
+  std::uint64_t host_tensor_bytes = 0;
+  /// The program's own tile memory: code, vertex states and exchange descriptors (tile_support_bytes).
+  std::uint64_t device_support_bytes = 0;
   HostTensors outputs;
 
   ExpectationReport expectation;  ///< against options.expected, when given
@@ -76,5 +82,10 @@ Package read_package_to_run(const RunOptions& options);
 /// through the "tessera.runtime" logger. Does not print the summary lines.
 RunResult run_package(const Package& package, const RunOptions& options,
                       const std::string& package_name = "<in-memory package>");
+
+/// The same, freeing `package`'s tile images once the device has loaded them (kept when
+/// options.trace_path asks for a trace, which reads them): the device then holds the only copy
+/// of the program. The graph, streams and target stay.
+RunResult run_package_releasing_tiles(Package& package, const RunOptions& options, const std::string& package_name);
 
 }  // namespace tessera::runtime

@@ -30,10 +30,14 @@ public:
 protected:
   void attach_impl() override;
   void load_impl(const Package& package) override;
+  /// Frees each superstep's calls and exchange lists once decoded, returning their pages.
+  void load_releasing_impl(Package& package) override;
   void initialize_impl(const HostTensors& weights) override;
   HostTensors run_impl(const HostTensors& inputs, ExecutionProfile& profile) override;
 
 private:
+  /// Loads `package`; when `releasing` (the same package) is given, frees each superstep once decoded.
+  void load_package(const Package& package, Package* releasing);
   struct Impl;
   std::unique_ptr<Impl> impl_;
 };
