@@ -704,7 +704,7 @@ Status plan_block_op(BlockPlanContext& plan, std::optional<Fragment>& fragment) 
     if (costed >= most_costed) break;
     FragmentBuilder builder(plan.program, split.depth_groups > 1 ? 2 : 1);
     Fragment candidate = build(split, builder);
-    const std::vector<TileBytes> added = new_bytes(candidate, tiles);
+    const std::vector<TileBytes> added = new_bytes(candidate, plan.target);
     std::uint64_t peak = 0;
     for (const TileBytes& bytes : added) peak = std::max(peak, bytes.total());
     if (!builder.oversized() && peak < smallest_bytes) smallest_bytes = peak, smallest = split;

@@ -116,6 +116,7 @@ public:
     for (std::uint32_t i = 0; i < graph_.ops.size(); ++i) {
       const Op& op = graph_.ops[i];
       reserve_ = later_weights(i);
+      weight_share_ = weight_share(i);
       Status status = is_block_op(graph_, op)                                 ? plan_block(i)
                       : op.kind == OpKind::dense || op.kind == OpKind::matmul ? plan_dense(i)
                                                                               : plan_elementwise(i);
@@ -215,7 +216,8 @@ private:
   /// The weights that ops after `op_index` read and no op up to it does, spread evenly over
   /// the tiles (the least any plan of theirs can put on a tile): a plan of this op must leave
   /// room for them, or a plan that holds its weights once per row group could starve the
-  /// later ops. Matmul right operands go to the interleaved region, the rest to standard.
+  /// later ops. Matmul right operands (`interleaved`) may go to either region (they go where
+  /// there is room, see weight_regions), the rest to standard.
   TileBytes later_weights(std::uint32_t op_index) const {
     std::vector<bool> read_before(graph_.tensors.size(), false), counted(graph_.tensors.size(), false);
     for (std::uint32_t i = 0; i <= op_index; ++i)
@@ -236,23 +238,79 @@ private:
     return reserve;
   }
 
+  /// Op `op_index`'s weights (those no earlier op read) as a share of them and every later
+  /// op's: the share of each tile's room a plan holding its weights more than once may take.
+  double weight_share(std::uint32_t op_index) const {
+    std::vector<bool> read_before(graph_.tensors.size(), false), counted(graph_.tensors.size(), false);
+    for (std::uint32_t i = 0; i < op_index; ++i)
+      for (std::uint32_t input : graph_.ops[i].inputs) read_before[input] = true;
+    double own = 0, all = 0;
+    for (std::uint32_t i = op_index; i < graph_.ops.size(); ++i)
+      for (std::uint32_t input : graph_.ops[i].inputs) {
+        const Tensor& t = tensor(input);
+        if (t.kind != TensorKind::weight || read_before[input] || counted[input]) continue;
+        counted[input] = true;
+        const auto bytes = static_cast<double>(packed_words(static_cast<std::uint64_t>(t.elements()), t.dtype) * 4);
+        all += bytes;
+        if (i == op_index) own += bytes;
+      }
+    return all > 0 ? own / all : 1.0;
+  }
+
+  /// Whether a plan that holds its weights once per row group (row_groups > 1) keeps to its
+  /// share of each tile's room (weight_share_): an early op taking all the room the later ops'
+  /// weights leave would starve the later ops' row groups, or the later ops outright.
+  bool within_weight_share(const std::vector<TileBytes>& resident, const Fragment& fragment) const {
+    const std::uint64_t capacity = target_.memory_bytes;
+    std::vector<std::uint64_t> held(target_.tiles, 0);
+    const auto& buffers = fragment.program.buffers;
+    for (std::size_t i = 0; i < buffers.size(); ++i)
+      if (fragment.program_buffer[i] == kNewBuffer && fragment.lifetime[i] == Lifetime::whole_program)
+        held[buffers[i].tile] += aligned_bytes(buffers[i]);
+    for (std::uint32_t tile = 0; tile < target_.tiles; ++tile) {
+      const std::uint64_t room = capacity - std::min(capacity, resident[tile].total());
+      if (static_cast<double>(held[tile]) > weight_share_ * static_cast<double>(room)) return false;
+    }
+    return true;
+  }
+
   /// The busiest tile's bytes with the candidate's buffers added, or kDoesNotFit when some
-  /// tile overflows a region (less the later ops' weights, reserve_). Conservative: it treats
-  /// all of them as live together.
+  /// tile overflows a region, or both together leave no room for the later ops' weights
+  /// (reserve_: the standard reserve in the standard region, the matmul weights in either).
+  /// Conservative: it treats all of them as live together.
   std::uint64_t peak_if_fits(const std::vector<TileBytes>& resident, const std::vector<TileBytes>& added) const {
     const std::uint64_t standard_capacity =
         target_.interleaved_start - std::min(reserve_.standard, target_.interleaved_start);
-    const std::uint64_t interleaved_capacity =
-        target_.memory_bytes - target_.interleaved_start -
-        std::min(reserve_.interleaved, target_.memory_bytes - target_.interleaved_start);
+    const std::uint64_t interleaved_capacity = target_.memory_bytes - target_.interleaved_start;
+    const std::uint64_t total_capacity = standard_capacity + interleaved_capacity -
+                                         std::min(reserve_.interleaved, standard_capacity + interleaved_capacity);
     std::uint64_t peak = 0;
     for (std::uint32_t tile = 0; tile < target_.tiles; ++tile) {
       const std::uint64_t standard = resident[tile].standard + added[tile].standard;
       const std::uint64_t interleaved = resident[tile].interleaved + added[tile].interleaved;
-      if (standard > standard_capacity || interleaved > interleaved_capacity) return kDoesNotFit;
+      if (standard > standard_capacity || interleaved > interleaved_capacity || standard + interleaved > total_capacity)
+        return kDoesNotFit;
       peak = std::max(peak, standard + interleaved);
     }
     return peak;
+  }
+
+  /// Per tile, the region a dense op's weight blocks go to: the one with more room left once
+  /// the resident bytes are counted (interleaved on a tie). poplibs' AMP vertex
+  /// (poplin ConvPartial1x1Out) declares its weights interleaved only with use128BitLoad,
+  /// which the charges do not assume (docs/targets.md, loads); its partials stay interleaved.
+  std::vector<Region> weight_regions(const std::vector<TileBytes>& resident) const {
+    const std::uint64_t standard_capacity =
+        target_.interleaved_start - std::min(reserve_.standard, target_.interleaved_start);
+    const std::uint64_t interleaved_capacity = target_.memory_bytes - target_.interleaved_start;
+    std::vector<Region> regions(target_.tiles);
+    for (std::uint32_t tile = 0; tile < target_.tiles; ++tile) {
+      const std::uint64_t standard_room = standard_capacity - std::min(standard_capacity, resident[tile].standard);
+      const std::uint64_t interleaved_room =
+          interleaved_capacity - std::min(interleaved_capacity, resident[tile].interleaved);
+      regions[tile] = region_for(standard_room > interleaved_room ? Region::standard : Region::interleaved, target_);
+    }
+    return regions;
   }
 
   /// The most bytes any tile holds in each region with the candidate's buffers added.
@@ -395,9 +453,9 @@ private:
         static_cast<std::uint64_t>(options_.available_memory_proportion * double(target_.memory_bytes));
     if (layout.oversized() || over_budget) return;
     Fragment built = std::move(layout).build();
-    const std::vector<TileBytes> added = new_bytes(built, target_.tiles);
+    const std::vector<TileBytes> added = new_bytes(built, target_);
     const std::uint64_t peak = peak_if_fits(resident, added);
-    if (peak == kDoesNotFit) return;
+    if (peak == kDoesNotFit || (best.row_groups > 1 && !within_weight_share(resident, built))) return;
     const TileBytes regions = region_peaks(resident, added);
     finalist = cost(worker, op, best, peak, std::move(built));
     finalist.peak_region_bytes = regions;
@@ -419,11 +477,9 @@ private:
         codelets_run_[call.tile] |= bit;
         support_bytes_[call.tile] += vertex_state_bytes(call.codelet);
       }
-      for (const Copy& copy : step.copies) {
-        support_bytes_[made.buffers[copy.source.buffer].tile] += kSendDescriptorBytes;
-        support_bytes_[made.buffers[copy.destination.buffer].tile] += kReceiveDescriptorBytes;
-      }
     }
+    const std::vector<std::uint64_t> descriptors = exchange_descriptor_bytes(made, target_.tiles, target_.multicast);
+    for (std::uint32_t tile = 0; tile < target_.tiles; ++tile) support_bytes_[tile] += descriptors[tile];
     record(commit_fragment(std::move(fragment), program_, whole_program_buffers_));
     buffer_op_.resize(program_.buffers.size(), op_index);
   }
@@ -515,18 +571,33 @@ private:
     if (row_group_cap != 0)
       std::erase_if(candidates, [&](const DenseCandidate& c) { return c.row_groups > row_group_cap; });
     if (pins.any()) candidates = pin_candidates(candidates, dense, target_.tiles, pins);
+    const std::vector<TileBytes> resident = resident_bytes();
+    dense.weight_region = weight_regions(resident);
+    // A candidate holding its weights per row group whose weight block alone exceeds its share
+    // of the roomiest tile can never pass within_weight_share: not worth a screening slot.
+    std::uint64_t most_room = 0;
+    for (const TileBytes& bytes : resident)
+      most_room =
+          std::max(most_room, target_.memory_bytes - std::min<std::uint64_t>(target_.memory_bytes, bytes.total()));
+    auto over_share = [&](const DenseCandidate& c) {
+      if (c.row_groups <= 1 || (pins.row_groups != 0 && c.row_groups == pins.row_groups)) return false;
+      const std::uint64_t block = packed_words(std::uint64_t{(dense.k + c.depth_groups - 1) / c.depth_groups} *
+                                                   ((dense.n + c.column_groups - 1) / c.column_groups),
+                                               dense.w->dtype) *
+                                  4;
+      return static_cast<double>(block) > weight_share_ * static_cast<double>(most_room);
+    };
     // Screens candidates cheaply, best first, keeping max_candidates; returns how many there were.
     auto screen = [&](const std::vector<DenseCandidate>& all) {
       screened.clear();
       for (const DenseCandidate& candidate : all)
-        screened.emplace_back(screening_cycles(dense, candidate, target_), candidate);
+        if (!over_share(candidate)) screened.emplace_back(screening_cycles(dense, candidate, target_), candidate);
       std::sort(screened.begin(), screened.end());
       if (screened.size() > options_.max_candidates) screened.resize(options_.max_candidates);
       return all.size();
     };
     std::size_t enumerated = screen(candidates);
 
-    const std::vector<TileBytes> resident = resident_bytes();
     std::vector<CostedCandidate> finalists;  // best first, at most options_.finalists
     std::size_t rejected = 0, costed = 0;
     const auto temporary_budget =
@@ -537,6 +608,8 @@ private:
     struct Trial {
       std::uint64_t needed = kDoesNotFit;  ///< busiest tile's bytes when it does not fit
       std::optional<CostedCandidate> costed;
+      TileBytes regions;          ///< the most bytes any tile holds in each region with it
+      const char* why = nullptr;  ///< what rejected it
     };
     // Lays out, checks and costs the screened candidates until costed_candidates fit.
     auto try_screened = [&] {
@@ -551,19 +624,29 @@ private:
           if (layout.oversized()) return;
           const bool over_budget = layout.peak_temporary_bytes() > temporary_budget;
           Fragment built = std::move(layout).build();
-          const std::vector<TileBytes> added = new_bytes(built, target_.tiles);
-          const std::uint64_t peak = over_budget ? kDoesNotFit : peak_if_fits(resident, added);
+          const std::vector<TileBytes> added = new_bytes(built, target_);
+          const bool over_share = candidate.row_groups > 1 && candidate.row_groups != pins.row_groups &&
+                                  !within_weight_share(resident, built);
+          const std::uint64_t peak = over_budget || over_share ? kDoesNotFit : peak_if_fits(resident, added);
           if (peak != kDoesNotFit) {
             trials[i].costed = cost(worker, dense, candidate, peak, std::move(built));
             trials[i].costed->peak_region_bytes = region_peaks(resident, added);
           } else {
             trials[i].needed = smallest_peak(resident, added);
+            trials[i].regions = region_peaks(resident, added);
+            trials[i].why = over_budget ? "temporaries" : over_share ? "weight_share" : "region";
           }
         });
         for (std::size_t i = 0; i < window; ++i) {
           const auto& [screening, candidate] = screened[next + i];
           if (!trials[i].costed) {
             ++rejected;
+            context_.logger.debug(
+                "{}: rejected operator plan op={} column_groups={} depth_groups={} row_groups={} serial_splits={} "
+                "reason={} peak_standard_bytes={} peak_interleaved_bytes={}",
+                context_.span, op_index, candidate.column_groups, candidate.depth_groups, candidate.row_groups,
+                candidate.serial_splits, trials[i].why ? trials[i].why : "oversized", trials[i].regions.standard,
+                trials[i].regions.interleaved);
             if (!smallest || trials[i].needed < smallest->first) smallest.emplace(trials[i].needed, candidate);
             continue;
           }
@@ -836,6 +919,7 @@ private:
   std::vector<bool> is_output_;
   std::vector<std::uint32_t> whole_program_buffers_;
   TileBytes reserve_;                  ///< per tile, for the weights of the ops not planned yet (later_weights)
+  double weight_share_ = 1.0;          ///< this op's share of the room for weights held per row group
   std::uint32_t most_row_groups_ = 1;  ///< of the selected dense plans: above 1, weights are held more than once
   std::map<std::uint32_t, std::uint32_t> selected_row_groups_;  ///< op index -> row groups of its dense plan
   std::uint32_t tile_cursor_ = 0;  ///< the tile the next block op starts on (BlockPlanContext)
