@@ -134,7 +134,7 @@ public:
   const std::vector<std::uint64_t>& support_bytes() const { return support_bytes_; }
   /// Per program buffer, the op that made it.
   const std::vector<std::uint32_t>& buffer_op() const { return buffer_op_; }
-  /// Per op, the row groups of its selected dense plan (0: not a dense op).
+  /// Per dense op (by index), the row groups of its selected plan.
   const std::map<std::uint32_t, std::uint32_t>& selected_row_groups() const { return selected_row_groups_; }
 
 private:
@@ -680,6 +680,25 @@ private:
       context_.info("screened serial splits op={} candidates={} screened={} rejected_for_memory={} costed={}", op_index,
                     enumerated, screened.size(), rejected, costed);
       if (finalists.empty()) smallest = smallest_plain;
+    }
+    // Still short: the splits that hold the weights once (one row group), which screening ranks
+    // below the faster ones that copy them, plain then in serial slices (unless pinned).
+    if (finalists.empty() && pins.row_groups == 0) {
+      std::vector<DenseCandidate> single = candidates;
+      std::erase_if(single, [](const DenseCandidate& c) { return c.row_groups > 1; });
+      if (!single.empty() && single.size() < candidates.size()) {
+        const auto smallest_before = smallest;
+        enumerated = screen(single);
+        rejected = 0;
+        try_screened();
+        if (finalists.empty() && pins.serial_splits == 0) {
+          screen(serial_candidates(single, dense, {2, 4, 8, 16}));
+          try_screened();
+        }
+        context_.info("screened one row group op={} candidates={} rejected_for_memory={} costed={}", op_index,
+                      enumerated, rejected, costed);
+        if (finalists.empty()) smallest = smallest_before;
+      }
     }
 
     if (finalists.empty()) {
