@@ -194,8 +194,7 @@ bool is_comparison(OpKind kind) {
 bool is_unary(OpKind kind) {
   return kind == OpKind::relu || kind == OpKind::sigmoid || kind == OpKind::tanh || kind == OpKind::erf ||
          kind == OpKind::sqrt || kind == OpKind::pow || kind == OpKind::clip || kind == OpKind::unary ||
-         kind == OpKind::sqrt || kind == OpKind::pow || kind == OpKind::clip || kind == OpKind::logical_not ||
-         kind == OpKind::cast;
+         kind == OpKind::logical_not || kind == OpKind::cast;
 }
 
 bool is_row_reduction(OpKind kind) {
@@ -545,7 +544,7 @@ std::string infer_shape(const Graph& graph, const Op& op, std::vector<std::int64
     case OpKind::div:
     case OpKind::max:
     case OpKind::min:
-    case OpKind::prelu: {
+    case OpKind::prelu:
     case OpKind::equal:
     case OpKind::less:
     case OpKind::less_or_equal:

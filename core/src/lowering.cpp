@@ -7,6 +7,7 @@
 
 #include <fmt/format.h>
 
+#include "tessera/codelets.hpp"
 #include "tessera/diagnostic.hpp"
 #include "tessera/target.hpp"
 
@@ -113,6 +114,45 @@ ExchangePhase physical_phase(const Program& program, const Superstep& step, cons
     phase.transfers.push_back(std::move(transfer));
   }
   return phase;
+}
+
+std::vector<std::uint64_t> exchange_descriptor_bytes(const Program& program, std::uint32_t tiles, bool multicast) {
+  if (!multicast) return copy_descriptor_bytes(program, tiles);
+  const std::vector<Buffer>& buffers = program.buffers;
+  std::vector<std::uint64_t> bytes(tiles, 0);
+  // Counted as group_copies groups them, without building the groups: a run of copies of the
+  // same words makes as many transfers (send entries) as the most copies it sends one tile.
+  struct Keyed {
+    std::uint64_t range;  ///< buffer, then word offset
+    std::uint32_t words, destination;
+    auto operator<=>(const Keyed&) const = default;
+  };
+  std::vector<Keyed> keyed;
+  for (const Superstep& step : program.supersteps) {
+    keyed.clear();
+    for (const Copy& copy : step.copies) {
+      if (copy.source.buffer >= buffers.size() || copy.destination.buffer >= buffers.size()) continue;
+      const std::uint32_t destination = buffers[copy.destination.buffer].tile;
+      if (!crosses_fabric(program, copy)) continue;
+      if (destination < tiles) bytes[destination] += kReceiveDescriptorBytes;
+      keyed.push_back({(std::uint64_t{copy.source.buffer} << 32) | copy.source.word_offset, copy.words, destination});
+    }
+    std::sort(keyed.begin(), keyed.end());
+    for (std::size_t begin = 0; begin < keyed.size();) {
+      std::size_t end = begin;
+      std::uint64_t transfers = 0;
+      while (end < keyed.size() && keyed[end].range == keyed[begin].range && keyed[end].words == keyed[begin].words) {
+        std::size_t same_tile = end;
+        while (same_tile < keyed.size() && keyed[same_tile] == keyed[end]) ++same_tile;
+        transfers = std::max<std::uint64_t>(transfers, same_tile - end);
+        end = same_tile;
+      }
+      if (const std::uint32_t source = buffers[keyed[begin].range >> 32].tile; source < tiles)
+        bytes[source] += transfers * kSendDescriptorBytes;
+      begin = end;
+    }
+  }
+  return bytes;
 }
 
 }  // namespace tessera

@@ -9,6 +9,7 @@
 #include <fmt/format.h>
 
 #include "tessera/codelets.hpp"
+#include "tessera/lowering.hpp"
 #include "tessera/pass.hpp"
 
 namespace {
@@ -142,7 +143,8 @@ protected:
     std::vector<TilePlacement> tiles(target.tiles);
     // Code, vertex states and exchange descriptors, reserved above the data (docs/targets.md).
     const std::vector<std::uint64_t> support = tessera::call_support_bytes(state.program, target.tiles);
-    const std::vector<std::uint64_t> descriptors = tessera::copy_descriptor_bytes(state.program, target.tiles);
+    const std::vector<std::uint64_t> descriptors =
+        tessera::exchange_descriptor_bytes(state.program, target.tiles, target.multicast);
     const std::vector<std::vector<std::uint32_t>> element_apart = element_apart_operands(state.program);
     TilePlacer placer(buffers, element_apart, target.memory_element_bytes, offsets);
     for (std::uint32_t tile = 0; tile < target.tiles; ++tile) {

@@ -7,6 +7,7 @@
 #include <fmt/format.h>
 
 #include "pass_bench.hpp"
+#include "tessera/lowering.hpp"
 
 using namespace tessera;
 using tessera::testing::config_path;
@@ -256,6 +257,12 @@ TEST_CASE("place-storage reserves code, vertex state and exchange descriptors ab
       descriptors.at(program.buffers.at(copy.destination.buffer).tile) += kReceiveDescriptorBytes;
     }
   CHECK(copy_descriptor_bytes(program, tiles) == descriptors);
+  // With multicast (t16 has it) copies of the same words to several tiles are one transfer,
+  // one send entry on the source: what place-storage reserves.
+  REQUIRE(bench.state.target.multicast);
+  const std::vector<std::uint64_t> per_transfer = exchange_descriptor_bytes(program, tiles, true);
+  for (std::uint32_t t = 0; t < tiles; ++t) CHECK(per_transfer[t] <= descriptors[t]);
+  descriptors = per_transfer;
   const std::vector<std::uint64_t> calls = call_support_bytes(program, tiles);
   std::uint64_t most_support = 0, most_descriptors = 0;
   for (std::uint32_t t = 0; t < tiles; ++t)

@@ -113,7 +113,7 @@ std::uint32_t rows_of(const Tensor& tensor) { return static_cast<std::uint32_t>(
 std::uint32_t cols_of(const Tensor& tensor) { return static_cast<std::uint32_t>(tensor.cols()); }
 
 /// softmax, layer_norm, row reductions, and unary / binary ops on a graph input: row group g
-/// holds rows split[g] of x whole, on tile g.
+/// holds rows split[g] of x whole, on tile cursor + g.
 Fragment build_rows(const BlockPlanContext& plan, Split split, FragmentBuilder& builder) {
   const Op& op = plan.op;
   const Tensor& x = plan.graph.tensors[op.inputs[0]];
@@ -124,8 +124,9 @@ Fragment build_rows(const BlockPlanContext& plan, Split split, FragmentBuilder& 
   builder.label(1, name);
   Distribution output{rows_of(x), {}};
   const std::vector<Range> groups = balanced_split(rows_of(x), split.row_groups);
-  for (std::uint32_t tile = 0; tile < groups.size(); ++tile) {
-    const Range rows = groups[tile];
+  for (std::uint32_t g = 0; g < groups.size(); ++g) {
+    const Range rows = groups[g];
+    const std::uint32_t tile = (plan.tile_cursor + g) % plan.target.tiles;
     const std::uint32_t in = gather_block(builder, 0, plan.graph, plan.distributions, op.inputs[0],
                                           {rows.begin, rows.size, 0, cols}, tile, layout.standard, layout.alignment);
     if (is_unary(op.kind) || is_binary(op.kind)) {
@@ -290,7 +291,7 @@ Fragment build_window(const BlockPlanContext& plan, Split split, FragmentBuilder
       for (std::uint32_t d = 0; d < depth_groups.size(); ++d) {
         const Range depth = depth_groups[d];
         const std::uint32_t tile =
-            (plan.window_tile_cursor + (r * split.column_groups + c) * split.depth_groups + d) % plan.target.tiles;
+            (plan.tile_cursor + (r * split.column_groups + c) * split.depth_groups + d) % plan.target.tiles;
         tile_of[d] = tile;
         const WindowShare share = shape.share(rows, columns, depth, by_depth);
         partial[d] = builder.create(name + (by_depth ? ".partial" : ".out"), tile, block_words, layout.standard,
@@ -461,7 +462,7 @@ std::vector<Move> relayout_moves(const BlockPlanContext& plan, Split split) {
 }
 
 /// transpose, split_heads, merge_heads, slice_columns: exchange re-layouts, each output piece
-/// gathered onto the next tile (the host writes it when the input is a graph input); no compute.
+/// gathered onto the next tile from the cursor (the host writes it when the input is a graph input); no compute.
 Fragment build_relayout(const BlockPlanContext& plan, Split split, FragmentBuilder& builder) {
   const Op& op = plan.op;
   const Layout layout(plan.target);
@@ -472,7 +473,7 @@ Fragment build_relayout(const BlockPlanContext& plan, Split split, FragmentBuild
   const std::vector<Move> moves = relayout_moves(plan, split);
   for (std::size_t i = 0; i < moves.size(); ++i) {
     const Move& move = moves[i];
-    const auto tile = static_cast<std::uint32_t>(i % plan.target.tiles);
+    const auto tile = static_cast<std::uint32_t>((plan.tile_cursor + i) % plan.target.tiles);
     const std::uint32_t block = gather_block(builder, 0, plan.graph, plan.distributions, op.inputs[0], move.from, tile,
                                              layout.standard, layout.alignment, move.transposed);
     output.pieces.push_back({tile, move.col_begin, move.cols, block, move.row_begin, move.rows});
@@ -583,7 +584,7 @@ Fragment build_gather(const BlockPlanContext& plan, Split split, FragmentBuilder
     std::uint32_t destination_word = 0, words = 0;
   };
   Distribution output{out_rows, {}};
-  std::uint32_t tile_index = 0;
+  std::uint64_t tile_index = plan.tile_cursor;  // block ops rotate over the tiles
   for (const Range rows : balanced_split(out_rows, split.row_groups))
     for (const Range cols : balanced_split(out_cols, split.column_groups)) {
       if (rows.size == 0 || cols.size == 0) continue;
@@ -652,7 +653,7 @@ Fragment build_gather(const BlockPlanContext& plan, Split split, FragmentBuilder
   return builder.finish(std::move(made));
 }
 
-/// c = a * b (or a * b^T): output block (i, j) on tile i * column_groups + j, from rows i
+/// c = a * b (or a * b^T): output block (i, j) on tile cursor + i * column_groups + j, from rows i
 /// of a and the columns j of the product (rows j of b when transposed). A batch of products
 /// (stacked by rows) takes the next tiles product by product, around again past the last.
 Fragment build_product(const BlockPlanContext& plan, Split split, FragmentBuilder& builder) {
@@ -672,7 +673,7 @@ Fragment build_product(const BlockPlanContext& plan, Split split, FragmentBuilde
     for (std::uint32_t i = 0; i < row_groups.size(); ++i) {
       for (std::uint32_t j = 0; j < column_groups.size(); ++j) {
         const std::uint32_t tile = static_cast<std::uint32_t>(
-            (std::uint64_t{p * split.row_groups + i} * split.column_groups + j) % plan.target.tiles);
+            (plan.tile_cursor + std::uint64_t{p * split.row_groups + i} * split.column_groups + j) % plan.target.tiles);
         const Range rows{p * m + row_groups[i].begin, row_groups[i].size}, cols = column_groups[j];
         const std::uint32_t a_block =
             gather_block(builder, 0, plan.graph, plan.distributions, op.inputs[0], {rows.begin, rows.size, 0, k}, tile,
@@ -738,6 +739,14 @@ Fragment build_binary(const BlockPlanContext& plan, FragmentBuilder& builder) {
   std::vector<TensorDistribution> made;
   made.push_back({op.output, std::move(output)});
   return builder.finish(std::move(made));
+}
+
+/// How many consecutive tiles from the cursor a block op's split takes (its pieces' tiles).
+std::uint64_t tiles_used(const BlockPlanContext& plan, Split split) {
+  const Op& op = plan.op;
+  if (op.kind == OpKind::matmul) return std::uint64_t{op.batch} * split.row_groups * split.column_groups;
+  if (is_relayout(op.kind)) return relayout_moves(plan, split).size();
+  return std::uint64_t{split.row_groups} * split.column_groups * split.depth_groups;
 }
 
 std::string where(const BlockPlanContext& plan) {
@@ -944,7 +953,7 @@ Status plan_block_op(BlockPlanContext& plan, std::optional<Fragment>& fragment) 
     if (costed >= most_costed) break;
     FragmentBuilder builder(plan.program, split.depth_groups > 1 ? 2 : 1);
     Fragment candidate = build(split, builder);
-    const std::vector<TileBytes> added = new_bytes(candidate, tiles);
+    const std::vector<TileBytes> added = new_bytes(candidate, plan.target);
     std::uint64_t peak = 0;
     for (const TileBytes& bytes : added) peak = std::max(peak, bytes.total());
     if (!builder.oversized() && peak < smallest_bytes) smallest_bytes = peak, smallest = split;
@@ -987,9 +996,9 @@ Status plan_block_op(BlockPlanContext& plan, std::optional<Fragment>& fragment) 
       transposed_gathers, best_cycles == kNone ? 0 : best_cycles);
   plan.context.remark({plan.op_index, op_kind_name(op.kind), "block", best.column_groups, 0, best.row_groups,
                        splits.size(), best_cycles == kNone ? 0 : best_cycles});
-  if (is_window(op.kind))
-    plan.window_tile_cursor =
-        (plan.window_tile_cursor + best.row_groups * best.column_groups * best.depth_groups) % tiles;
+  // The next block op starts past the tiles this one used (binary ops run on their first operand's).
+  if (!is_binary(op.kind) || on_rows)
+    plan.tile_cursor = static_cast<std::uint32_t>((plan.tile_cursor + tiles_used(plan, best)) % tiles);
   return Status::success();
 }
 

@@ -24,9 +24,10 @@ struct BlockPlanContext {
   /// Whether a candidate's new buffers fit beside what is already resident.
   std::function<bool(const std::vector<TileBytes>&)> fits;
   OrientationChoice orientation = OrientationChoice::automatic;
-  /// The tile a window op's first share goes to; advanced past the tiles it used, so that
-  /// consecutive layers' weights (held for the whole program) land on different tiles.
-  std::uint32_t window_tile_cursor = 0;
+  /// The tile a block op's first piece goes to; advanced past the tiles it used, so that
+  /// consecutive layers' weights, vertex states and exchange descriptors (held for the whole
+  /// program) land on different tiles instead of piling onto the first ones.
+  std::uint32_t tile_cursor = 0;
 };
 
 /// softmax, layer_norm, row reductions, and matmul by an activation or with transpose_b: the

@@ -18,10 +18,11 @@ std::uint64_t tensor_bytes(const Tensor& tensor) {
   return packed_words(static_cast<std::uint64_t>(tensor.elements()), tensor.dtype) * 4;
 }
 
-/// Dense and matmul right operands and conv weights: dense_plan.cpp and block_plans.cpp make
-/// their buffers in the interleaved region (the AMP's operands); every other read may be standard.
+/// Matmul right operands and conv weights: block_plans.cpp makes their buffers in the
+/// interleaved region (the AMP's operands). Dense weights go to whichever region has room
+/// (planner.cpp weight_regions), and every other read may be standard.
 bool interleaved_operand(const Op& op, std::size_t slot) {
-  return slot == 1 && (op.kind == OpKind::dense || op.kind == OpKind::matmul || op.kind == OpKind::conv);
+  return slot == 1 && (op.kind == OpKind::matmul || op.kind == OpKind::conv);
 }
 
 /// What the model loader lets be float16 (core/src/graph.cpp): a matmul's right operand without

@@ -6,6 +6,8 @@
 #include <cmath>
 #include <utility>
 
+#include "tessera/lowering.hpp"
+
 namespace tessera::select_finalist {
 
 namespace {
@@ -159,7 +161,8 @@ void FragmentBuilder::host_slice(const Tensor& tensor, StreamKind kind, std::uin
   stream->slices.push_back({{buffer, word_offset}, row_begin, rows, col_begin, cols, transposed});
 }
 
-std::vector<TileBytes> new_bytes(const Fragment& fragment, std::uint32_t tiles) {
+std::vector<TileBytes> new_bytes(const Fragment& fragment, const Target& target) {
+  const std::uint32_t tiles = target.tiles;
   std::vector<TileBytes> bytes(tiles);
   const auto& buffers = fragment.program.buffers;
   for (std::size_t i = 0; i < buffers.size(); ++i) {
@@ -168,7 +171,7 @@ std::vector<TileBytes> new_bytes(const Fragment& fragment, std::uint32_t tiles) 
     (buffers[i].region == Region::interleaved ? tile.interleaved : tile.standard) += aligned_bytes(buffers[i]);
   }
   const std::vector<std::uint64_t> support = call_support_bytes(fragment.program, tiles);
-  const std::vector<std::uint64_t> descriptors = copy_descriptor_bytes(fragment.program, tiles);
+  const std::vector<std::uint64_t> descriptors = exchange_descriptor_bytes(fragment.program, tiles, target.multicast);
   for (std::uint32_t tile = 0; tile < tiles; ++tile) bytes[tile].standard += support[tile] + descriptors[tile];
   return bytes;
 }

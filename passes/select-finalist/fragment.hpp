@@ -127,8 +127,9 @@ private:
 
 /// Bytes a built fragment adds on each tile, by region: its new buffers (aligned) and, in the
 /// standard region, the support memory place-storage reserves for its calls and copies (code
-/// is counted per fragment: a little more than once per tile).
-std::vector<TileBytes> new_bytes(const Fragment& fragment, std::uint32_t tiles);
+/// is counted per fragment: a little more than once per tile; a multicast copy group takes one
+/// send entry, as lower-exchanges sends it).
+std::vector<TileBytes> new_bytes(const Fragment& fragment, const Target& target);
 
 /// Per-run host input cycles of a fragment's streams: input slices cross the host link at
 /// every run (weights only once, at initialize).

@@ -9,10 +9,12 @@
 #include <memory>
 #include <mutex>
 #include <optional>
+#include <set>
 #include <thread>
 #include <tuple>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include "tessera/lowering.hpp"
 #include "block_plans.hpp"
@@ -96,7 +98,9 @@ public:
         program_(program),
         distributions_(graph.tensors.size()),
         readers_(graph.tensors.size(), 0),
-        is_output_(graph.tensors.size(), false) {
+        is_output_(graph.tensors.size(), false),
+        support_bytes_(context.target.tiles, 0),
+        codelets_run_(context.target.tiles, 0) {
     for (const Op& op : graph.ops)
       for (std::uint32_t input : op.inputs) ++readers_.at(input);
     for (std::uint32_t output : graph.outputs) is_output_.at(output) = true;
@@ -113,6 +117,7 @@ public:
     for (std::uint32_t i = 0; i < graph_.ops.size(); ++i) {
       const Op& op = graph_.ops[i];
       reserve_ = later_weights(i);
+      weight_share_ = weight_share(i);
       Status status = is_block_op(graph_, op)                                 ? plan_block(i)
                       : op.kind == OpKind::dense || op.kind == OpKind::matmul ? plan_dense(i)
                                                                               : plan_elementwise(i);
@@ -126,6 +131,12 @@ public:
   std::optional<std::uint32_t> starved_op() const { return starved_op_; }
   /// The most row groups a selected dense plan has.
   std::uint32_t most_row_groups() const { return most_row_groups_; }
+  /// Per tile, the support memory (code, vertex states, exchange descriptors) of the program.
+  const std::vector<std::uint64_t>& support_bytes() const { return support_bytes_; }
+  /// Per program buffer, the op that made it.
+  const std::vector<std::uint32_t>& buffer_op() const { return buffer_op_; }
+  /// Per dense op (by index), the row groups of its selected plan.
+  const std::map<std::uint32_t, std::uint32_t>& selected_row_groups() const { return selected_row_groups_; }
 
 private:
   /// Matches each `plans` entry to its dense op: the op's output, or a tensor of the model
@@ -185,7 +196,8 @@ private:
   const Tensor& tensor(std::uint32_t index) const { return graph_.tensors.at(index); }
 
   /// Bytes already committed on each tile while the next op runs: weights (kept for every
-  /// run) and every buffer still live at the current last superstep.
+  /// run), every buffer still live at the current last superstep, and the support memory of
+  /// the calls and copies planned so far (standard region).
   std::vector<TileBytes> resident_bytes() const {
     std::vector<TileBytes> bytes(target_.tiles);
     if (program_.supersteps.empty()) return bytes;
@@ -198,13 +210,15 @@ private:
       TileBytes& tile = bytes[buffer.tile];
       (buffer.region == Region::interleaved ? tile.interleaved : tile.standard) += aligned_bytes(buffer);
     }
+    for (std::uint32_t tile = 0; tile < target_.tiles; ++tile) bytes[tile].standard += support_bytes_[tile];
     return bytes;
   }
 
   /// The weights that ops after `op_index` read and no op up to it does, spread evenly over
   /// the tiles (the least any plan of theirs can put on a tile): a plan of this op must leave
   /// room for them, or a plan that holds its weights once per row group could starve the
-  /// later ops. Matmul right operands go to the interleaved region, the rest to standard.
+  /// later ops. Matmul right operands (`interleaved`) may go to either region (they go where
+  /// there is room, see weight_regions), the rest to standard.
   TileBytes later_weights(std::uint32_t op_index) const {
     std::vector<bool> read_before(graph_.tensors.size(), false), counted(graph_.tensors.size(), false);
     for (std::uint32_t i = 0; i <= op_index; ++i)
@@ -225,23 +239,79 @@ private:
     return reserve;
   }
 
+  /// Op `op_index`'s weights (those no earlier op read) as a share of them and every later
+  /// op's: the share of each tile's room a plan holding its weights more than once may take.
+  double weight_share(std::uint32_t op_index) const {
+    std::vector<bool> read_before(graph_.tensors.size(), false), counted(graph_.tensors.size(), false);
+    for (std::uint32_t i = 0; i < op_index; ++i)
+      for (std::uint32_t input : graph_.ops[i].inputs) read_before[input] = true;
+    double own = 0, all = 0;
+    for (std::uint32_t i = op_index; i < graph_.ops.size(); ++i)
+      for (std::uint32_t input : graph_.ops[i].inputs) {
+        const Tensor& t = tensor(input);
+        if (t.kind != TensorKind::weight || read_before[input] || counted[input]) continue;
+        counted[input] = true;
+        const auto bytes = static_cast<double>(packed_words(static_cast<std::uint64_t>(t.elements()), t.dtype) * 4);
+        all += bytes;
+        if (i == op_index) own += bytes;
+      }
+    return all > 0 ? own / all : 1.0;
+  }
+
+  /// Whether a plan that holds its weights once per row group (row_groups > 1) keeps to its
+  /// share of each tile's room (weight_share_): an early op taking all the room the later ops'
+  /// weights leave would starve the later ops' row groups, or the later ops outright.
+  bool within_weight_share(const std::vector<TileBytes>& resident, const Fragment& fragment) const {
+    const std::uint64_t capacity = target_.memory_bytes;
+    std::vector<std::uint64_t> held(target_.tiles, 0);
+    const auto& buffers = fragment.program.buffers;
+    for (std::size_t i = 0; i < buffers.size(); ++i)
+      if (fragment.program_buffer[i] == kNewBuffer && fragment.lifetime[i] == Lifetime::whole_program)
+        held[buffers[i].tile] += aligned_bytes(buffers[i]);
+    for (std::uint32_t tile = 0; tile < target_.tiles; ++tile) {
+      const std::uint64_t room = capacity - std::min(capacity, resident[tile].total());
+      if (static_cast<double>(held[tile]) > weight_share_ * static_cast<double>(room)) return false;
+    }
+    return true;
+  }
+
   /// The busiest tile's bytes with the candidate's buffers added, or kDoesNotFit when some
-  /// tile overflows a region (less the later ops' weights, reserve_). Conservative: it treats
-  /// all of them as live together.
+  /// tile overflows a region, or both together leave no room for the later ops' weights
+  /// (reserve_: the standard reserve in the standard region, the matmul weights in either).
+  /// Conservative: it treats all of them as live together.
   std::uint64_t peak_if_fits(const std::vector<TileBytes>& resident, const std::vector<TileBytes>& added) const {
     const std::uint64_t standard_capacity =
         target_.interleaved_start - std::min(reserve_.standard, target_.interleaved_start);
-    const std::uint64_t interleaved_capacity =
-        target_.memory_bytes - target_.interleaved_start -
-        std::min(reserve_.interleaved, target_.memory_bytes - target_.interleaved_start);
+    const std::uint64_t interleaved_capacity = target_.memory_bytes - target_.interleaved_start;
+    const std::uint64_t total_capacity = standard_capacity + interleaved_capacity -
+                                         std::min(reserve_.interleaved, standard_capacity + interleaved_capacity);
     std::uint64_t peak = 0;
     for (std::uint32_t tile = 0; tile < target_.tiles; ++tile) {
       const std::uint64_t standard = resident[tile].standard + added[tile].standard;
       const std::uint64_t interleaved = resident[tile].interleaved + added[tile].interleaved;
-      if (standard > standard_capacity || interleaved > interleaved_capacity) return kDoesNotFit;
+      if (standard > standard_capacity || interleaved > interleaved_capacity || standard + interleaved > total_capacity)
+        return kDoesNotFit;
       peak = std::max(peak, standard + interleaved);
     }
     return peak;
+  }
+
+  /// Per tile, the region a dense op's weight blocks go to: the one with more room left once
+  /// the resident bytes are counted (interleaved on a tie). poplibs' AMP vertex
+  /// (poplin ConvPartial1x1Out) declares its weights interleaved only with use128BitLoad,
+  /// which the charges do not assume (docs/targets.md, loads); its partials stay interleaved.
+  std::vector<Region> weight_regions(const std::vector<TileBytes>& resident) const {
+    const std::uint64_t standard_capacity =
+        target_.interleaved_start - std::min(reserve_.standard, target_.interleaved_start);
+    const std::uint64_t interleaved_capacity = target_.memory_bytes - target_.interleaved_start;
+    std::vector<Region> regions(target_.tiles);
+    for (std::uint32_t tile = 0; tile < target_.tiles; ++tile) {
+      const std::uint64_t standard_room = standard_capacity - std::min(standard_capacity, resident[tile].standard);
+      const std::uint64_t interleaved_room =
+          interleaved_capacity - std::min(interleaved_capacity, resident[tile].interleaved);
+      regions[tile] = region_for(standard_room > interleaved_room ? Region::standard : Region::interleaved, target_);
+    }
+    return regions;
   }
 
   /// The most bytes any tile holds in each region with the candidate's buffers added.
@@ -384,9 +454,9 @@ private:
         static_cast<std::uint64_t>(options_.available_memory_proportion * double(target_.memory_bytes));
     if (layout.oversized() || over_budget) return;
     Fragment built = std::move(layout).build();
-    const std::vector<TileBytes> added = new_bytes(built, target_.tiles);
+    const std::vector<TileBytes> added = new_bytes(built, target_);
     const std::uint64_t peak = peak_if_fits(resident, added);
-    if (peak == kDoesNotFit) return;
+    if (peak == kDoesNotFit || (best.row_groups > 1 && !within_weight_share(resident, built))) return;
     const TileBytes regions = region_peaks(resident, added);
     finalist = cost(worker, op, best, peak, std::move(built));
     finalist.peak_region_bytes = regions;
@@ -395,6 +465,24 @@ private:
 
   void record(std::vector<TensorDistribution> made) {
     for (TensorDistribution& entry : made) distributions_.at(entry.tensor) = std::move(entry.distribution);
+  }
+
+  /// Appends op `op_index`'s chosen fragment to the program, holding its support memory (code,
+  /// vertex states, exchange descriptors: kept for the whole program) on its tiles.
+  void commit(Fragment&& fragment, std::uint32_t op_index) {
+    const Program& made = fragment.program;
+    for (const Superstep& step : made.supersteps) {
+      for (const CodeletCall& call : step.compute) {
+        const std::uint32_t bit = 1u << static_cast<std::uint32_t>(call.codelet);
+        if (!(codelets_run_[call.tile] & bit)) support_bytes_[call.tile] += codelet_code_bytes(call.codelet);
+        codelets_run_[call.tile] |= bit;
+        support_bytes_[call.tile] += vertex_state_bytes(call.codelet);
+      }
+    }
+    const std::vector<std::uint64_t> descriptors = exchange_descriptor_bytes(made, target_.tiles, target_.multicast);
+    for (std::uint32_t tile = 0; tile < target_.tiles; ++tile) support_bytes_[tile] += descriptors[tile];
+    record(commit_fragment(std::move(fragment), program_, whole_program_buffers_));
+    buffer_op_.resize(program_.buffers.size(), op_index);
   }
 
   Status plan_dense(std::uint32_t op_index) {
@@ -477,21 +565,40 @@ private:
           used_columns != column_groups || used_depth != depth_groups || used_rows != row_groups, pins.serial_splits,
           pins.reduction_blocks);
     }
-    if (options_.max_row_groups != 0)  // planning again with fewer copies of the weights
-      std::erase_if(candidates, [&](const DenseCandidate& c) { return c.row_groups > options_.max_row_groups; });
+    // Planning again with fewer copies of the weights: everywhere, or for the ops live where memory overflowed.
+    std::uint32_t row_group_cap = options_.max_row_groups;
+    if (auto cap = options_.row_group_caps.find(op_index); cap != options_.row_group_caps.end())
+      row_group_cap = row_group_cap ? std::min(row_group_cap, cap->second) : cap->second;
+    if (row_group_cap != 0)
+      std::erase_if(candidates, [&](const DenseCandidate& c) { return c.row_groups > row_group_cap; });
     if (pins.any()) candidates = pin_candidates(candidates, dense, target_.tiles, pins);
+    const std::vector<TileBytes> resident = resident_bytes();
+    dense.weight_region = weight_regions(resident);
+    // A candidate holding its weights per row group whose weight block alone exceeds its share
+    // of the roomiest tile can never pass within_weight_share: not worth a screening slot.
+    std::uint64_t most_room = 0;
+    for (const TileBytes& bytes : resident)
+      most_room =
+          std::max(most_room, target_.memory_bytes - std::min<std::uint64_t>(target_.memory_bytes, bytes.total()));
+    auto over_share = [&](const DenseCandidate& c) {
+      if (c.row_groups <= 1 || (pins.row_groups != 0 && c.row_groups == pins.row_groups)) return false;
+      const std::uint64_t block = packed_words(std::uint64_t{(dense.k + c.depth_groups - 1) / c.depth_groups} *
+                                                   ((dense.n + c.column_groups - 1) / c.column_groups),
+                                               dense.w->dtype) *
+                                  4;
+      return static_cast<double>(block) > weight_share_ * static_cast<double>(most_room);
+    };
     // Screens candidates cheaply, best first, keeping max_candidates; returns how many there were.
     auto screen = [&](const std::vector<DenseCandidate>& all) {
       screened.clear();
       for (const DenseCandidate& candidate : all)
-        screened.emplace_back(screening_cycles(dense, candidate, target_), candidate);
+        if (!over_share(candidate)) screened.emplace_back(screening_cycles(dense, candidate, target_), candidate);
       std::sort(screened.begin(), screened.end());
       if (screened.size() > options_.max_candidates) screened.resize(options_.max_candidates);
       return all.size();
     };
     std::size_t enumerated = screen(candidates);
 
-    const std::vector<TileBytes> resident = resident_bytes();
     std::vector<CostedCandidate> finalists;  // best first, at most options_.finalists
     std::size_t rejected = 0, costed = 0;
     const auto temporary_budget =
@@ -502,6 +609,8 @@ private:
     struct Trial {
       std::uint64_t needed = kDoesNotFit;  ///< busiest tile's bytes when it does not fit
       std::optional<CostedCandidate> costed;
+      TileBytes regions;          ///< the most bytes any tile holds in each region with it
+      const char* why = nullptr;  ///< what rejected it
     };
     // Lays out, checks and costs the screened candidates until costed_candidates fit.
     auto try_screened = [&] {
@@ -516,19 +625,29 @@ private:
           if (layout.oversized()) return;
           const bool over_budget = layout.peak_temporary_bytes() > temporary_budget;
           Fragment built = std::move(layout).build();
-          const std::vector<TileBytes> added = new_bytes(built, target_.tiles);
-          const std::uint64_t peak = over_budget ? kDoesNotFit : peak_if_fits(resident, added);
+          const std::vector<TileBytes> added = new_bytes(built, target_);
+          const bool over_share = candidate.row_groups > 1 && candidate.row_groups != pins.row_groups &&
+                                  !within_weight_share(resident, built);
+          const std::uint64_t peak = over_budget || over_share ? kDoesNotFit : peak_if_fits(resident, added);
           if (peak != kDoesNotFit) {
             trials[i].costed = cost(worker, dense, candidate, peak, std::move(built));
             trials[i].costed->peak_region_bytes = region_peaks(resident, added);
           } else {
             trials[i].needed = smallest_peak(resident, added);
+            trials[i].regions = region_peaks(resident, added);
+            trials[i].why = over_budget ? "temporaries" : over_share ? "weight_share" : "region";
           }
         });
         for (std::size_t i = 0; i < window; ++i) {
           const auto& [screening, candidate] = screened[next + i];
           if (!trials[i].costed) {
             ++rejected;
+            context_.logger.debug(
+                "{}: rejected operator plan op={} column_groups={} depth_groups={} row_groups={} serial_splits={} "
+                "reason={} peak_standard_bytes={} peak_interleaved_bytes={}",
+                context_.span, op_index, candidate.column_groups, candidate.depth_groups, candidate.row_groups,
+                candidate.serial_splits, trials[i].why ? trials[i].why : "oversized", trials[i].regions.standard,
+                trials[i].regions.interleaved);
             if (!smallest || trials[i].needed < smallest->first) smallest.emplace(trials[i].needed, candidate);
             continue;
           }
@@ -562,6 +681,25 @@ private:
       context_.info("screened serial splits op={} candidates={} screened={} rejected_for_memory={} costed={}", op_index,
                     enumerated, screened.size(), rejected, costed);
       if (finalists.empty()) smallest = smallest_plain;
+    }
+    // Still short: the splits that hold the weights once (one row group), which screening ranks
+    // below the faster ones that copy them, plain then in serial slices (unless pinned).
+    if (finalists.empty() && pins.row_groups == 0) {
+      std::vector<DenseCandidate> single = candidates;
+      std::erase_if(single, [](const DenseCandidate& c) { return c.row_groups > 1; });
+      if (!single.empty() && single.size() < candidates.size()) {
+        const auto smallest_before = smallest;
+        enumerated = screen(single);
+        rejected = 0;
+        try_screened();
+        if (finalists.empty() && pins.serial_splits == 0) {
+          screen(serial_candidates(single, dense, {2, 4, 8, 16}));
+          try_screened();
+        }
+        context_.info("screened one row group op={} candidates={} rejected_for_memory={} costed={}", op_index,
+                      enumerated, rejected, costed);
+        if (finalists.empty()) smallest = smallest_before;
+      }
     }
 
     if (finalists.empty()) {
@@ -625,7 +763,8 @@ private:
     context_.remark({op_index, op_kind_name(op.kind), "operator", best->candidate.column_groups,
                      best->candidate.depth_groups, best->candidate.row_groups, finalists.size(), best->refined_cycles});
     most_row_groups_ = std::max(most_row_groups_, best->candidate.row_groups);
-    record(commit_fragment(std::move(*best->fragment), program_, whole_program_buffers_));
+    selected_row_groups_[op_index] = best->candidate.row_groups;
+    commit(std::move(*best->fragment), op_index);
     return Status::success();
   }
 
@@ -735,7 +874,7 @@ private:
     program_.supersteps.back().label += "+" + name;
     std::vector<TensorDistribution> made;
     made.push_back({op.output, std::move(output)});
-    record(commit_fragment(builder.finish(std::move(made)), program_, whole_program_buffers_));
+    commit(builder.finish(std::move(made)), op_index);
     context_.info("planned elementwise op op={} kind={} in_place={} pieces={}", op_index, op_kind_name(op.kind),
                   in_place, distributions_[op.output]->pieces.size());
     context_.remark({op_index, op_kind_name(op.kind), "elementwise", 0, 0, 0, 1, 0});
@@ -757,11 +896,11 @@ private:
         distributions_,
         [&](const std::vector<TileBytes>& added) { return peak_if_fits(resident, added) != kDoesNotFit; },
         options_.orientation,
-        window_tile_cursor_};
+        tile_cursor_};
     std::optional<Fragment> fragment;
     if (Status status = plan_block_op(plan, fragment); !status.ok) return status;
-    window_tile_cursor_ = plan.window_tile_cursor;
-    record(commit_fragment(std::move(*fragment), program_, whole_program_buffers_));
+    tile_cursor_ = plan.tile_cursor;
+    commit(std::move(*fragment), op_index);
     return Status::success();
   }
 
@@ -801,10 +940,15 @@ private:
   std::vector<std::uint32_t> readers_;                      ///< per tensor: ops reading it
   std::vector<bool> is_output_;
   std::vector<std::uint32_t> whole_program_buffers_;
-  TileBytes reserve_;                     ///< per tile, for the weights of the ops not planned yet (later_weights)
-  std::uint32_t most_row_groups_ = 1;     ///< of the selected dense plans: above 1, weights are held more than once
-  std::uint32_t window_tile_cursor_ = 0;  ///< the tile the next window op starts on (BlockPlanContext)
+  TileBytes reserve_;                  ///< per tile, for the weights of the ops not planned yet (later_weights)
+  double weight_share_ = 1.0;          ///< this op's share of the room for weights held per row group
+  std::uint32_t most_row_groups_ = 1;  ///< of the selected dense plans: above 1, weights are held more than once
+  std::map<std::uint32_t, std::uint32_t> selected_row_groups_;  ///< op index -> row groups of its dense plan
+  std::uint32_t tile_cursor_ = 0;  ///< the tile the next block op starts on (BlockPlanContext)
   std::optional<std::uint32_t> starved_op_;
+  std::vector<std::uint64_t> support_bytes_;  ///< per tile: code, vertex states, descriptors planned so far
+  std::vector<std::uint32_t> codelets_run_;   ///< per tile: a bit per codelet whose code it holds
+  std::vector<std::uint32_t> buffer_op_;      ///< per program buffer: the op whose fragment made it
   std::map<std::uint32_t, std::pair<std::string, OpPin>> pins_;  ///< op index -> (name used, pin)
   struct KnownCost {
     CostEstimate estimate;
@@ -816,19 +960,61 @@ private:
   unsigned cost_threads_ = 1;  ///< workers that cost candidates: each with a cost model of its own
 };
 
-/// Tiles whose buffers in some region overflow it when no two of them share bytes. A
-/// matmul's operands never share a memory element (place-storage), which can leave up to one
-/// element of the interleaved region partly empty: it is counted as used.
-std::uint32_t tiles_over_without_reuse(const Program& program, const Target& target) {
-  std::vector<TileBytes> bytes(target.tiles);
-  for (const Buffer& buffer : program.buffers)
-    (buffer.region == Region::interleaved ? bytes[buffer.tile].interleaved : bytes[buffer.tile].standard) +=
-        aligned_bytes(buffer);
-  const std::uint64_t standard = target.interleaved_start, interleaved = target.memory_bytes - target.interleaved_start;
-  return static_cast<std::uint32_t>(std::count_if(bytes.begin(), bytes.end(), [&](const TileBytes& tile) {
-    const std::uint64_t separation = tile.interleaved > 0 ? target.memory_element_bytes : 0;
-    return tile.standard > standard || tile.interleaved + separation > interleaved;
-  }));
+/// Where a planned program overflows tile memory even if place-storage packed it perfectly.
+struct Overflow {
+  std::uint32_t tiles = 0;      ///< tiles with a region whose live bytes at their peak exceed it
+  std::set<std::uint32_t> ops;  ///< the ops whose buffers are live at those peaks
+};
+
+/// Sweeps each tile's buffers per region over the program's supersteps: where the live bytes
+/// peak above the region (the standard region less the support memory place-storage reserves
+/// at its top; the interleaved one less one memory element, which a matmul's element-apart
+/// operands can leave partly empty), the tile is over and the ops live there are named.
+Overflow live_overflow(const Program& program, const Target& target, const std::vector<std::uint64_t>& support,
+                       const std::vector<std::uint32_t>& buffer_op) {
+  std::vector<std::vector<std::uint32_t>> members(std::size_t{target.tiles} * 2);
+  for (std::uint32_t i = 0; i < program.buffers.size(); ++i) {
+    const Buffer& buffer = program.buffers[i];
+    members[std::size_t{buffer.tile} * 2 + (buffer.region == Region::interleaved)].push_back(i);
+  }
+  Overflow overflow;
+  std::vector<std::pair<std::uint64_t, std::int64_t>> changes;  // (superstep, bytes), frees first
+  for (std::uint32_t tile = 0; tile < target.tiles; ++tile) {
+    bool over = false;
+    for (const bool interleaved : {false, true}) {
+      const std::vector<std::uint32_t>& group = members[std::size_t{tile} * 2 + interleaved];
+      if (group.empty()) continue;
+      const std::uint64_t capacity =
+          interleaved
+              ? target.memory_bytes - target.interleaved_start -
+                    std::min<std::uint64_t>(target.memory_element_bytes, target.memory_bytes - target.interleaved_start)
+              : target.interleaved_start - std::min(support[tile], std::uint64_t{target.interleaved_start});
+      changes.clear();
+      for (std::uint32_t index : group) {
+        const Buffer& buffer = program.buffers[index];
+        const auto bytes = static_cast<std::int64_t>(aligned_bytes(buffer));
+        changes.emplace_back(buffer.first_use, bytes);
+        changes.emplace_back(std::uint64_t{buffer.last_use} + 1, -bytes);
+      }
+      std::sort(changes.begin(), changes.end());
+      std::int64_t live = 0, peak = 0;
+      std::uint64_t peak_step = 0;
+      for (std::size_t i = 0; i < changes.size(); ++i) {
+        live += changes[i].second;
+        const bool step_ends = i + 1 == changes.size() || changes[i + 1].first != changes[i].first;
+        if (step_ends && live > peak) peak = live, peak_step = changes[i].first;
+      }
+      if (static_cast<std::uint64_t>(peak) <= capacity) continue;
+      over = true;
+      for (std::uint32_t index : group) {
+        const Buffer& buffer = program.buffers[index];
+        if (buffer.first_use <= peak_step && peak_step <= buffer.last_use && index < buffer_op.size())
+          overflow.ops.insert(buffer_op[index]);
+      }
+    }
+    overflow.tiles += over;
+  }
+  return overflow;
 }
 
 }  // namespace
@@ -840,25 +1026,45 @@ Status plan_program(const Graph& graph, const Graph& model, PassContext& context
   if (Status status = check_capacity(graph, context.target, context); !status.ok) return status;
   auto planner = std::make_unique<Planner>(graph, context, options, program);
   if (Status status = planner->plan(model); !status.ok) return status;
-  // Weights held once per row group are worth it only with room to spare: when they left a
-  // later op no plan, or the program fits only if place-storage reuses freed bytes
-  // perfectly, plan again with at most half the row groups (ops pinned otherwise keep their
-  // pins), down to one, as planning did before row groups.
+  // Weights held once per row group are worth it only with room to spare. When they left a
+  // later op no plan, plan again with at most half the row groups everywhere (ops pinned
+  // otherwise keep their pins), down to one. When some tile overflows at its peak of live
+  // bytes, plan again with half the row groups for the ops whose buffers are live there only.
   for (PlannerOptions capped = options; options.row_groups == 0;) {
     const auto starved = planner->starved_op();
     const std::uint32_t most = planner->most_row_groups();
-    const std::uint32_t crowded = most > 1 ? tiles_over_without_reuse(program, context.target) : 0;
-    if (!starved && crowded == 0) break;
-    // Halve the cap each time, not the most row groups seen: an op pinned to more keeps them,
-    // and would otherwise hold the cap where it is, planning again forever.
-    const std::uint32_t cap = capped.max_row_groups ? std::min(capped.max_row_groups, most) : most;
-    capped.max_row_groups = std::max(1u, cap / 2);
-    context.info("re-planning with fewer row groups max_row_groups={} starved_op={} tiles_over_without_reuse={}",
-                 capped.max_row_groups, starved ? fmt::format("{}", *starved) : "none", crowded);
+    const Overflow overflow =
+        most > 1 && !starved ? live_overflow(program, context.target, planner->support_bytes(), planner->buffer_op())
+                             : Overflow{};
+    std::vector<std::uint32_t> capped_ops;
+    if (starved) {
+      // Halve the cap each time, not the most row groups seen: an op pinned to more keeps them,
+      // and would otherwise hold the cap where it is, planning again forever.
+      const std::uint32_t cap = capped.max_row_groups ? std::min(capped.max_row_groups, most) : most;
+      capped.max_row_groups = std::max(1u, cap / 2);
+    } else if (overflow.tiles > 0) {
+      for (std::uint32_t op : overflow.ops) {
+        const auto selected = planner->selected_row_groups().find(op);
+        if (selected == planner->selected_row_groups().end() || selected->second <= 1) continue;
+        const auto known = capped.row_group_caps.find(op);
+        const std::uint32_t cap =
+            known == capped.row_group_caps.end() ? selected->second : std::min(known->second, selected->second);
+        if (cap <= 1) continue;  // pinned above its cap: nothing left to halve
+        capped.row_group_caps[op] = cap / 2;
+        capped_ops.push_back(op);
+      }
+      if (capped_ops.empty()) break;
+    } else {
+      break;
+    }
+    context.info(
+        "re-planning with fewer row groups max_row_groups={} starved_op={} tiles_over_at_peak={} capped_ops={}",
+        capped.max_row_groups, starved ? fmt::format("{}", *starved) : "none", overflow.tiles,
+        capped_ops.empty() ? "all" : fmt::format("{}", fmt::join(capped_ops, ",")));
     program = Program{};
     planner = std::make_unique<Planner>(graph, context, capped, program);
     if (Status status = planner->plan(model); !status.ok) return status;
-    if (capped.max_row_groups == 1) break;
+    if (starved && capped.max_row_groups == 1) break;
   }
   const CostEstimate total = context.cost_model.estimate(program, context.target);
   estimates.estimated_cycles = total.total();

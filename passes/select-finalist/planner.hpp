@@ -30,6 +30,9 @@ struct PlannerOptions {
   std::uint32_t row_groups = 0;        ///< pins every dense op's row groups (0: free)
   OrientationChoice orientation = OrientationChoice::automatic;  ///< matmul orientation: pinned or per call
   std::uint32_t max_row_groups = 0;  ///< candidates with more row groups are dropped (0: none); set when re-planning
+  /// Per op index, the most row groups its candidates may have; set when re-planning the ops
+  /// whose buffers are live where some tile's memory overflowed.
+  std::map<std::uint32_t, std::uint32_t> row_group_caps;
   /// Per-op pins by a tensor name the dense op produces in the model as written.
   std::map<std::string, OpPin> plans;
 };

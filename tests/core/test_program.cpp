@@ -1,6 +1,7 @@
 // The program verifier catches what a buggy pass could leave behind.
 #include <catch2/catch.hpp>
 
+#include "tessera/lowering.hpp"
 #include "tessera/program.hpp"
 #include "tessera/target.hpp"
 
@@ -58,4 +59,25 @@ TEST_CASE("program verifier finds overlapping live buffers and region violations
   CHECK(verify_program(p, target) == "");
   p.buffers[2].offset = 32768 - 32;
   CHECK_THAT(verify_program(p, target), Catch::Contains("outside its standard region"));
+}
+
+TEST_CASE("exchange descriptors count a send entry per transfer lower-exchanges makes", "[program][lowering]") {
+  // Tile 0's buffer sends words 0..15 to tiles 1 and 2 and twice to tile 1, and words 16..31 to
+  // tile 1: with multicast the first run is two transfers (a tile receives each word once),
+  // the second one; every copy is still a receive entry.
+  Program p;
+  p.buffers = {{"source", 0, 128, Region::standard, 8, 0, 0},
+               {"one", 1, 64, Region::standard, 8, 0, 0},
+               {"two", 2, 64, Region::standard, 8, 0, 0},
+               {"again", 1, 64, Region::standard, 8, 0, 0},
+               {"more", 1, 64, Region::standard, 8, 0, 0}};
+  p.supersteps.resize(1);
+  p.supersteps[0].copies = {{{0, 0}, {1, 0}, 16}, {{0, 0}, {2, 0}, 16}, {{0, 0}, {3, 0}, 16}, {{0, 16}, {4, 0}, 16}};
+  const std::vector<std::uint64_t> multicast = exchange_descriptor_bytes(p, 4, true);
+  CHECK(multicast ==
+        std::vector<std::uint64_t>{3 * kSendDescriptorBytes, 3 * kReceiveDescriptorBytes, kReceiveDescriptorBytes, 0});
+  CHECK(group_copies(p, p.supersteps[0], true).size() == 3);
+  // Without multicast every copy is a transfer of its own: copy_descriptor_bytes.
+  CHECK(exchange_descriptor_bytes(p, 4, false) == copy_descriptor_bytes(p, 4));
+  CHECK(copy_descriptor_bytes(p, 4)[0] == 4 * kSendDescriptorBytes);
 }

@@ -4,6 +4,10 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdint>
+#include <string>
+
+#include <fmt/format.h>
 
 #include "run_command.hpp"
 #include "temp_dir.hpp"
@@ -326,4 +330,74 @@ TEST_CASE("cnn-small's convolutions and pooling run on t16 and match the float64
   CHECK(result.numerics.elements == 2 * 10);
   CHECK(result.numerics.max_abs_error < 1e-4);
   CHECK(result.numerics.max_abs_reference > 0.1);
+}
+
+namespace {
+
+/// An encoder of `layers` attention layers (16 tokens, width 32, 2 heads of 16): layer norm,
+/// q/k/v projections, heads split, q k^T per head, softmax, times v, heads merged, output
+/// projection, residual add.
+std::string encoder_model(std::uint32_t layers) {
+  std::string tensors = "  - {name: x, shape: [16, 32], kind: input}\n", ops;
+  std::string h = "x";
+  for (std::uint32_t l = 0; l < layers; ++l) {
+    const std::string n = std::to_string(l);
+    for (const char* w : {"wq", "wk", "wv", "wo"})
+      tensors += fmt::format("  - {{name: {}{}, shape: [32, 32], kind: weight, scale: 0.2}}\n", w, n);
+    tensors += fmt::format(
+        "  - {{name: g{0}, shape: [32], kind: weight}}\n  - {{name: b{0}, shape: [32], kind: "
+        "weight, scale: 0.1}}\n",
+        n);
+    ops += fmt::format(
+        "  - {{op: layer_norm, inputs: [{1}, g{0}, b{0}], output: n{0}}}\n"
+        "  - {{op: matmul, inputs: [n{0}, wq{0}], output: q{0}}}\n"
+        "  - {{op: matmul, inputs: [n{0}, wk{0}], output: k{0}}}\n"
+        "  - {{op: matmul, inputs: [n{0}, wv{0}], output: v{0}}}\n"
+        "  - {{op: split_heads, inputs: [q{0}], output: qs{0}, batch: 1, heads: 2}}\n"
+        "  - {{op: split_heads, inputs: [k{0}], output: ks{0}, batch: 1, heads: 2}}\n"
+        "  - {{op: split_heads, inputs: [v{0}], output: vs{0}, batch: 1, heads: 2}}\n"
+        "  - {{op: matmul, inputs: [qs{0}, ks{0}], output: s{0}, transpose_b: true, batch: 2}}\n"
+        "  - {{op: softmax, inputs: [s{0}], output: p{0}, scale: 0.25}}\n"
+        "  - {{op: matmul, inputs: [p{0}, vs{0}], output: c{0}, batch: 2}}\n"
+        "  - {{op: merge_heads, inputs: [c{0}], output: m{0}, batch: 1, heads: 2}}\n"
+        "  - {{op: matmul, inputs: [m{0}, wo{0}], output: o{0}}}\n"
+        "  - {{op: add, inputs: [o{0}, {1}], output: h{0}}}\n",
+        n, h);
+    h = "h" + n;
+  }
+  return "model: encoder\nseed: 5\ntensors:\n" + tensors + "ops:\n" + ops + "outputs: [" + h + "]\n";
+}
+
+/// The most exchange-descriptor bytes any tile's image holds.
+std::uint64_t most_descriptor_bytes(const Package& package) {
+  std::uint64_t most = 0;
+  for (const TileImage& image : package.tiles) most = std::max(most, tile_support_bytes(image).exchange_descriptors);
+  return most;
+}
+
+}  // namespace
+
+TEST_CASE("a deep encoder's attention spreads its exchange descriptors over the tiles", "[e2e][heads][scale]") {
+  // Each layer's re-layouts and products of activations take the tiles after the previous
+  // layer's, so the busiest tile of six layers holds less than four times the descriptors of
+  // one layer's (measured: 816 against 296 bytes). When every layer started at tile 0 they
+  // piled up there (3,588 against 528): what refused an 8-layer encoder on t1472.
+  TempDir dir;
+  auto compile = [&](std::uint32_t layers) {
+    const std::string model = dir.write(fmt::format("encoder-{}.yaml", layers), encoder_model(layers));
+    const std::string package_file = (dir.path() / fmt::format("encoder-{}.tpkg", layers)).string();
+    auto compiled = run_command({tessera_binary(), "compile", model, "-p", source_path("configs/pipelines/small.yaml"),
+                                 "-t", "t1472", "-o", package_file});
+    INFO(compiled.err.substr(compiled.err.size() > 4000 ? compiled.err.size() - 4000 : 0));
+    REQUIRE(compiled.exit_code == 0);
+    return read_package(package_file);
+  };
+  const Package one = compile(1), six = compile(6);
+  const std::uint64_t one_layer = most_descriptor_bytes(one), six_layers = most_descriptor_bytes(six);
+  INFO("busiest tile's descriptor bytes: one layer " << one_layer << ", six layers " << six_layers);
+  CHECK(one_layer > 0);
+  CHECK(six_layers < 4 * one_layer);
+  const runtime::RunResult result = run_on_simulator(dir, six);
+  CHECK(result.passed());
+  CHECK(result.numerics.elements == 16 * 32);
 }

@@ -32,4 +32,9 @@ std::vector<CopyGroup> group_copies(const Program& program, const Superstep& ste
 /// address lies beyond 32 bits.
 ExchangePhase physical_phase(const Program& program, const Superstep& step, const Target& target);
 
+/// Per tile, its exchange descriptors as lower-exchanges sends the copies: copy_descriptor_bytes
+/// (program.hpp), except that with `multicast` a group of copies sent as one transfer
+/// (group_copies) takes one send entry on its source, as emit-tile-code writes it.
+std::vector<std::uint64_t> exchange_descriptor_bytes(const Program& program, std::uint32_t tiles, bool multicast);
+
 }  // namespace tessera
