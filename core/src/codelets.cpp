@@ -776,14 +776,38 @@ WorkerMacShape worker_mac_shape(Codelet codelet, std::span<const std::uint32_t> 
 
 const char* unary_function_name(UnaryFunction function) {
   constexpr const char* kNames[kUnaryFunctionCount] = {
-      "sigmoid", "tanh",  "erf",  "sqrt", "pow", "exp",      "log",      "neg", "abs",  "reciprocal",       "floor",
-      "ceil",    "round", "sign", "sin",  "cos", "softplus", "softsign", "elu", "celu", "thresholded_relu", "mish", "logical_not"};
+      "sigmoid",    "tanh",  "erf",  "sqrt", "pow", "exp",      "log",      "neg", "abs",  "reciprocal",       "floor",
+      "ceil",       "round", "sign", "sin",  "cos", "softplus", "softsign", "elu", "celu", "thresholded_relu", "mish",
+      "logical_not"};
   const auto index = static_cast<std::uint32_t>(function);
   return index < kUnaryFunctionCount ? kNames[index] : "?";
 }
 
 const char* binary_function_name(BinaryFunction function) {
-  constexpr const char* kNames[kBinaryFunctionCount] = {"subtract", "multiply", "divide", "add", "max", "min", "prelu", "equal", "less", "less_or_equal", "greater", "greater_or_equal", "int_add", "int_subtract", "int_multiply", "int_divide", "int_equal", "int_less", "int_less_or_equal", "int_greater", "int_greater_or_equal", "logical_and", "logical_or", "logical_xor"};
+  constexpr const char* kNames[kBinaryFunctionCount] = {"subtract",
+                                                        "multiply",
+                                                        "divide",
+                                                        "add",
+                                                        "max",
+                                                        "min",
+                                                        "prelu",
+                                                        "equal",
+                                                        "less",
+                                                        "less_or_equal",
+                                                        "greater",
+                                                        "greater_or_equal",
+                                                        "int_add",
+                                                        "int_subtract",
+                                                        "int_multiply",
+                                                        "int_divide",
+                                                        "int_equal",
+                                                        "int_less",
+                                                        "int_less_or_equal",
+                                                        "int_greater",
+                                                        "int_greater_or_equal",
+                                                        "logical_and",
+                                                        "logical_or",
+                                                        "logical_xor"};
   const auto index = static_cast<std::uint32_t>(function);
   return index < kBinaryFunctionCount ? kNames[index] : "?";
 }

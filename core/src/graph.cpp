@@ -181,9 +181,8 @@ Broadcast binary_broadcast(const Tensor& a, const Tensor& b) {
 
 bool is_binary(OpKind kind) {
   return kind == OpKind::add || kind == OpKind::sub || kind == OpKind::mul || kind == OpKind::div ||
-         kind == OpKind::max || kind == OpKind::min || kind == OpKind::prelu ||
-         is_comparison(kind) || kind == OpKind::logical_and || kind == OpKind::logical_or ||
-         kind == OpKind::logical_xor;
+         kind == OpKind::max || kind == OpKind::min || kind == OpKind::prelu || is_comparison(kind) ||
+         kind == OpKind::logical_and || kind == OpKind::logical_or || kind == OpKind::logical_xor;
 }
 
 bool is_comparison(OpKind kind) {
@@ -447,8 +446,8 @@ static std::string function_problem(const Op& op) {
   const auto first_reduce = static_cast<std::uint32_t>(ReduceFunction::max);
   const auto last_unary = static_cast<std::uint32_t>(UnaryFunction::mish);  // logical_not has its own kind too
   if (op.kind == OpKind::unary && (op.function < first_unary || op.function > last_unary))
-    return fmt::format("unary needs a function from exp on (unary function {} to {}), got {}", first_unary,
-                       last_unary, op.function);
+    return fmt::format("unary needs a function from exp on (unary function {} to {}), got {}", first_unary, last_unary,
+                       op.function);
   if (op.kind == OpKind::reduce && (op.function < first_reduce || op.function >= kReduceFunctionCount))
     return fmt::format("reduce needs a function from max on (reduce function {} to {}), got {}", first_reduce,
                        kReduceFunctionCount - 1, op.function);

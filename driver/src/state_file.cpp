@@ -623,9 +623,9 @@ Graph read_graph(const Node& n) {
     g.tensors.push_back(std::move(tensor));
   });
   n["ops"].each([&](const Node& o) {
-    o.keys({"kind", "inputs", "output", "relu", "transpose_b", "batch", "heads", "column_begin", "column_count",
-            "window", "clip_low", "clip_high", "function", "alpha", "gather_shape", "gather_runs", "scale", "epsilon",
-            "exponent", "place"});
+    o.keys({"kind",         "inputs",       "output", "relu",     "transpose_b", "batch",    "heads",
+            "column_begin", "column_count", "window", "clip_low", "clip_high",   "function", "alpha",
+            "gather_shape", "gather_runs",  "scale",  "epsilon",  "exponent",    "place"});
     Op op;
     op.kind = o["kind"].enumeration<OpKind>(kOpKindCount, op_kind_name);
     op.inputs = o["inputs"].u32s();

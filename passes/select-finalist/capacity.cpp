@@ -191,11 +191,15 @@ Status check_capacity(const Graph& graph, const Target& target, PassContext& con
   std::string message = fmt::format(
       "{}: model does not fit on target '{}' ('{}'), even with every weight held once and only the activations that "
       "must coexist live (checked before planning):\n"
-      "  weights: {}, of which {} are matmul and conv weights, which only the interleaved region holds\n"
+      "  weights: {}{}\n"
       "  activations: at least {} live at once, at op {} ({} '{}')\n"
       "  capacity across the {} tiles: interleaved region {} x {} = {}, standard region {} x {} = {}, {} in all\n"
       "  full: {}\n",
-      file, target.name, graph.name, bytes_text(need.weight_bytes), bytes_text(need.interleaved_weight_bytes),
+      file, target.name, graph.name, bytes_text(need.weight_bytes),
+      need.interleaved_weight_bytes == 0
+          ? ""
+          : fmt::format(", of which {} are matmul and conv weights, which only the interleaved region holds",
+                        bytes_text(need.interleaved_weight_bytes)),
       bytes_text(need.live_activation_bytes), need.peak_op, op_kind_name(peak.kind), graph.tensors[peak.output].name,
       tiles, tiles, interleaved_per_tile, bytes_text(need.interleaved_capacity), tiles, standard_per_tile,
       bytes_text(need.standard_capacity), bytes_text(need.capacity()), full);

@@ -37,21 +37,21 @@ Status plan_on_t16(PassBench& bench) {
 TEST_CASE("select-finalist refuses weights far larger than the target before planning, with the numbers",
           "[select-finalist][capacity]") {
   TempDir dir;
-  PassBench bench(layer_model(dir, 2, 2048), config_path("targets/t16.yaml"));
+  PassBench bench(layer_model(dir, 2, 4096), config_path("targets/t16.yaml"));
   const Status status = plan_on_t16(bench);
   REQUIRE_FALSE(status.ok);
   const std::string& message = status.message;
   CHECK_THAT(message, Catch::Contains("big.yaml: model does not fit on target 't16' ('big')"));
-  // w: 2048 x 2048 x 4 bytes, b: 2048 x 4.
-  CHECK_THAT(message, Catch::Contains("weights: 16785408 bytes (16.0 MiB), of which 16777216 bytes (16.0 MiB) are "
-                                      "matmul and conv weights, which only the interleaved region holds"));
+  // w: 4096 x 4096 x 4 bytes, b: 4096 x 4; dense weights may live in either region.
+  CHECK_THAT(message, Catch::Contains("weights: 67125248 bytes (64.0 MiB)\n"));
   CHECK_THAT(message, Catch::Contains("interleaved region 16 x 376832 = 6029312 bytes"));
   CHECK_THAT(message, Catch::Contains("standard region 16 x 262144 = 4194304 bytes"));
   CHECK_THAT(message, Catch::Contains("10223616 bytes (9.8 MiB) in all"));
-  CHECK_THAT(message, Catch::Contains("full: the interleaved region: the matmul and conv weights need 2.78x"));
-  // Halved they are 8392704 bytes, 8388608 of them interleaved: still 1.39x.
-  CHECK_THAT(message, Catch::Contains("would make the weights 8392704 bytes (8.0 MiB): still 1.39x what fits"));
-  CHECK_THAT(message, Catch::Contains("3 chips' worth of 't16'"));
+  CHECK_THAT(message, Catch::Contains("full: the whole memory (both regions): the weights and the live activations "
+                                      "need 67190784 bytes, 6.57x what it holds"));
+  // Halved they are 33562624 bytes: still 3.29x.
+  CHECK_THAT(message, Catch::Contains("would make the weights 33562624 bytes (32.0 MiB): still 3.29x what fits"));
+  CHECK_THAT(message, Catch::Contains("7 chips' worth of 't16'"));
   CHECK_THAT(message, Catch::Contains("a smaller batch would not: the weights alone do not fit"));
   // Refused before any op was planned.
   CHECK(bench.log_lines("selected operator plan").empty());
@@ -60,18 +60,18 @@ TEST_CASE("select-finalist refuses weights far larger than the target before pla
 
 TEST_CASE("select-finalist's refusal says when float16 weights would fit", "[select-finalist][capacity]") {
   TempDir dir;
-  // 1536 x 1536 float32 = 9437184 bytes > 6029312 interleaved; as float16, 4718592 fits.
-  PassBench bench(layer_model(dir, 2, 1536), config_path("targets/t16.yaml"));
+  // 2048 x 2048 float32 = 16777216 bytes > 10223616 in both regions; as float16, 8388608 fits.
+  PassBench bench(layer_model(dir, 2, 2048), config_path("targets/t16.yaml"));
   const Status status = plan_on_t16(bench);
   REQUIRE_FALSE(status.ok);
-  CHECK_THAT(status.message, Catch::Contains("would make the weights 4721664 bytes (4.5 MiB): that would fit"));
+  CHECK_THAT(status.message, Catch::Contains("would make the weights 8392704 bytes (8.0 MiB): that would fit"));
   CHECK_THAT(status.message, Catch::Contains("2 chips' worth of 't16'"));
 
   // Declared float16, the same layer is not refused by the capacity check.
   TempDir half_dir;
-  PassBench half(layer_model(half_dir, 2, 1536, "float16"), config_path("targets/t16.yaml"));
+  PassBench half(layer_model(half_dir, 2, 2048, "float16"), config_path("targets/t16.yaml"));
   (void)plan_on_t16(half);
-  CHECK(half.log_lines("capacity check passed weight_bytes=4721664 ").size() == 1);
+  CHECK(half.log_lines("capacity check passed weight_bytes=8392704 ").size() == 1);
 }
 
 TEST_CASE("select-finalist's refusal of activations too large for the target proposes a smaller batch",
@@ -98,12 +98,12 @@ TEST_CASE("select-finalist's capacity check passes models that fit and counts wh
   REQUIRE(plan_on_t16(small).ok);
   REQUIRE(small.log_lines("capacity check passed").size() == 1);
 
-  // A layer whose weights fill 70% of the interleaved region: not refused by the check (the
+  // A layer whose weights fill 41% of both regions: not refused by the check (the
   // planner decides), and x and y (8192 bytes each) live together at the dense op.
   TempDir dir;
   PassBench near(layer_model(dir, 2, 1024), config_path("targets/t16.yaml"));
   (void)plan_on_t16(near);
-  CHECK(near.log_lines("capacity check passed weight_bytes=4198400 interleaved_weight_bytes=4194304 "
+  CHECK(near.log_lines("capacity check passed weight_bytes=4198400 interleaved_weight_bytes=0 "
                        "live_activation_bytes=16384 ")
             .size() == 1);
 }

@@ -124,7 +124,7 @@ TEST_CASE("calibrate on t16 fits formulas that reproduce fresh simulator measure
   for (const auto& step : measured["supersteps"]) {
     const std::size_t index = step["index"].get<std::size_t>();
     CHECK(step["sync_cycles"].get<double>() == Approx(table.barrier_cycles));
-    const std::string phase_file = phases + "/phase-" + std::to_string(index) + ".txt";
+    const std::string phase_file = phases + "/" + phase_file_name(index);
     if (step["exchange_cycles"].get<std::uint64_t>() == 0) continue;
     const ExchangePhase phase = read_phase_file(phase_file);
     const double predicted = table.exchange.cycles(calibration::exchange_features(phase, target));

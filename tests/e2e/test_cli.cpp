@@ -169,8 +169,8 @@ TEST_CASE("cli a model far too large is refused before planning, with the number
   CHECK_THAT(r.err, Catch::Contains("checked before planning"));
   CHECK_THAT(r.err, Catch::Contains("weights: 67108864 bytes (64.0 MiB)"));
   CHECK_THAT(r.err, Catch::Contains("interleaved region 16 x 376832 = 6029312 bytes"));
-  CHECK_THAT(r.err, Catch::Contains("full: the interleaved region"));
-  CHECK_THAT(r.err, Catch::Contains("12 chips' worth of 't16'"));
+  CHECK_THAT(r.err, Catch::Contains("full: the whole memory (both regions)"));
+  CHECK_THAT(r.err, Catch::Contains("7 chips' worth of 't16'"));
 }
 
 TEST_CASE("cli a model that does not fit fails listing the tiles", "[e2e]") {

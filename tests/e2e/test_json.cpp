@@ -91,7 +91,8 @@ TEST_CASE("compile, run and schedule write --json records equal to what they pri
   CHECK(r["numerics"]["passed"] == true);
 
   const std::string schedule_json = (dir.path() / "schedule.json").string();
-  const std::string phase = (dir.path() / phase_file_name(c["schedules"][0]["phase"].get<std::size_t>())).string();
+  const std::string phase =
+      (dir.path() / tessera::phase_file_name(c["schedules"][0]["phase"].get<std::size_t>())).string();
   auto scheduled = run_command({tessera_binary(), "schedule", phase, "-t", source_path("configs/targets/t16.yaml"),
                                 "-s", "greedy", "--json", schedule_json});
   INFO(scheduled.err);

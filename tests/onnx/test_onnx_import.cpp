@@ -756,6 +756,7 @@ TEST_CASE("onnx import moves each element of a chain of data movement once, by o
   REQUIRE(chain.inputs.size() == 1);
   CHECK(graph.tensors[chain.inputs[0]].name == "x");
   CHECK(gathered(graph, chain, {{0, 1, 2, 3, 4, 5}}) == std::vector<double>{0, 3, 2, 5});
+}
 
 // --- Tensor types; shapes and values fixed at compile time --------------------------------
 

@@ -1606,8 +1606,8 @@ private:
     const std::string& type = node.op_type();
     OpKind kind = binary_kind(type);
     const bool commutes = kind == OpKind::add || kind == OpKind::mul || kind == OpKind::max || kind == OpKind::min ||
-                          kind == OpKind::equal ||
-                          kind == OpKind::logical_and || kind == OpKind::logical_or || kind == OpKind::logical_xor;
+                          kind == OpKind::equal || kind == OpKind::logical_and || kind == OpKind::logical_or ||
+                          kind == OpKind::logical_xor;
     int first = 0, second = 1;
     bool negate_first = false;
     if (!computed_.count(node.input(0))) {
