@@ -864,7 +864,8 @@ private:
   /// Operators whose nodes may have several outputs, and the function that imports each of them as
   /// a value of its own (computed_[node.output(i)]); any other node must have one output.
   static const std::map<std::string, ImportFunction>& several_outputs() {
-    static const std::map<std::string, ImportFunction> functions = {{"Split", &Importer::import_split}};
+    static const std::map<std::string, ImportFunction> functions = {
+        {"Split", &Importer::import_split}, {"LayerNormalization", &Importer::import_layer_norm}};
     return functions;
   }
 
@@ -1394,6 +1395,44 @@ private:
       }
     }
     computed_[node.output(0)] = Computed{add_op(op, node.output(0), index, where), "", x.dims};
+    if (node.output_size() > 1) layer_norm_statistics(node, op.inputs[0], op.epsilon, index, where);
+  }
+
+  /// LayerNormalization's optional Mean and InvStdDev outputs, of each row of the [leading,
+  /// trailing] view `rows`: the mean, and 1 / sqrt(mean((x - mean)^2) + epsilon), kept as
+  /// [dims before axis, 1, ...].
+  void layer_norm_statistics(const onnx::NodeProto& node, std::uint32_t rows, double epsilon, int index,
+                             const std::string& where) {
+    const Computed& x = computed_.at(node.input(0));
+    const std::int64_t axis =
+        normalize_axis(int_attribute(node, "axis", -1), static_cast<std::int64_t>(x.dims.size()), where);
+    Dims kept(x.dims.begin(), x.dims.begin() + axis);
+    kept.resize(x.dims.size(), 1);
+    const std::string& base = node.output(0);
+    auto op_of = [&](OpKind kind, std::vector<std::uint32_t> inputs, const std::string& name) {
+      Op op;
+      op.kind = kind;
+      op.inputs = std::move(inputs);
+      if (kind == OpKind::pow) op.exponent = 2.0;
+      return add_op(op, name, index, where);
+    };
+    const bool wants_mean = node.output_size() > 1 && !node.output(1).empty();
+    const bool wants_inverse = node.output_size() > 2 && !node.output(2).empty();
+    const std::string mean_name = wants_mean ? node.output(1) : base + ".mean";
+    const std::uint32_t mean = op_of(OpKind::reduce_mean, {rows}, mean_name);
+    if (wants_mean) computed_[mean_name] = Computed{mean, "", kept};
+    if (!wants_inverse) return;
+    const std::uint32_t centered = op_of(OpKind::sub, {rows, mean}, base + ".centered");
+    const std::uint32_t squares = op_of(OpKind::pow, {centered}, base + ".squares");
+    const std::uint32_t variance = op_of(OpKind::reduce_mean, {squares}, base + ".variance");
+    const std::uint32_t eps = add_weight(base + ".epsilon", {1}, {epsilon}, false);
+    const std::uint32_t shifted = op_of(OpKind::add, {variance, eps}, base + ".shifted");
+    const std::uint32_t deviation = op_of(OpKind::sqrt, {shifted}, base + ".deviation");
+    Op inverse;
+    inverse.kind = OpKind::unary;
+    inverse.function = static_cast<std::uint32_t>(UnaryFunction::reciprocal);
+    inverse.inputs = {deviation};
+    computed_[node.output(2)] = Computed{add_op(inverse, node.output(2), index, where), "", kept};
   }
 
   /// Softmax and LogSoftmax. Before opset 13 the input is coerced to [dims before axis, dims
