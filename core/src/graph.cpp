@@ -464,6 +464,13 @@ static std::string function_problem(const Op& op) {
   return "";
 }
 
+bool may_be_float16(const Graph& graph, const Op& op, std::size_t slot) {
+  const bool matmul_weight = (op.kind == OpKind::matmul || op.kind == OpKind::dense) && slot == 1 && !op.transpose_b;
+  const bool bias = (op.kind == OpKind::add && slot == 1 && graph.tensors[op.inputs[slot]].shape.size() == 1) ||
+                    (op.kind == OpKind::dense && slot == 2);
+  return matmul_weight || bias;
+}
+
 std::string infer_shape(const Graph& graph, const Op& op, std::vector<std::int64_t>& shape) {
   auto input = [&](std::size_t i) -> const Tensor& { return graph.tensors.at(op.inputs.at(i)); };
   auto expect_inputs = [&](std::size_t low, std::size_t high) -> std::string {
@@ -986,10 +993,7 @@ Graph load_model(const std::string& path) {
     for (std::size_t i = 0; i < op.inputs.size(); ++i) {
       const Tensor& in = graph.tensors[op.inputs[i]];
       if (in.dtype != DType::float16) continue;
-      const bool matmul_weight = (op.kind == OpKind::matmul || op.kind == OpKind::dense) && i == 1 && !op.transpose_b;
-      const bool bias =
-          (op.kind == OpKind::add && i == 1 && in.shape.size() == 1) || (op.kind == OpKind::dense && i == 2);
-      if (!matmul_weight && !bias)
+      if (!may_be_float16(graph, op, i))
         fail(path, inputs[i],
              "float16 tensor '" + in.name + "' cannot be input " + std::to_string(i) + " of " + op_kind_name(op.kind) +
                  ": float16 is supported yet only for the right operand "

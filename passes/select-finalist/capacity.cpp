@@ -25,15 +25,6 @@ bool interleaved_operand(const Op& op, std::size_t slot) {
   return slot == 1 && (op.kind == OpKind::matmul || op.kind == OpKind::conv);
 }
 
-/// What the model loader lets be float16 (core/src/graph.cpp): a matmul's right operand without
-/// transpose_b and a bias row vector.
-bool float16_operand(const Graph& graph, const Op& op, std::size_t slot) {
-  const bool matmul_weight = (op.kind == OpKind::matmul || op.kind == OpKind::dense) && slot == 1 && !op.transpose_b;
-  const bool bias = (op.kind == OpKind::add && slot == 1 && graph.tensors[op.inputs[slot]].shape.size() == 1) ||
-                    (op.kind == OpKind::dense && slot == 2);
-  return matmul_weight || bias;
-}
-
 std::string bytes_text(std::uint64_t bytes) {
   return fmt::format("{} bytes ({:.1f} MiB)", bytes, static_cast<double>(bytes) / kMiB);
 }
@@ -73,7 +64,7 @@ CapacityNeed capacity_need(const Graph& graph, const Target& target) {
       const std::uint32_t input = op.inputs[slot];
       any_slot[input] = true;
       only_interleaved[input] = only_interleaved[input] && interleaved_operand(op, slot);
-      only_float16[input] = only_float16[input] && float16_operand(graph, op, slot);
+      only_float16[input] = only_float16[input] && may_be_float16(graph, op, slot);
       last_reader[input] = i;
     }
   }

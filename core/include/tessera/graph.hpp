@@ -232,6 +232,10 @@ Graph load_model(const std::string& path);
 /// The deterministic initial value of element `index` of an input or weight tensor.
 float initial_value(const Graph& graph, const Tensor& tensor, std::uint64_t index);
 
+/// Whether input `slot` of `op` may be a float16 tensor: a matmul's right operand without
+/// transpose_b, or a bias row vector (nothing else reads halves).
+bool may_be_float16(const Graph& graph, const Op& op, std::size_t slot);
+
 /// Infers the output shape of `op` from its inputs; returns an error message or "".
 std::string infer_shape(const Graph& graph, const Op& op, std::vector<std::int64_t>& shape);
 /// Infers the element type of `op`'s output from its inputs' (cast: `dtype` holds the target on
