@@ -215,6 +215,10 @@ constexpr std::uint64_t kPreluPerVector = 2 * kMaxMinPerVector + 2 * kArithmetic
 // four. LOGICAL_NOT (unaryOpInPlacePerfInfo, BOOL) 17 a vector.
 constexpr std::uint64_t kFloatComparePerFour = 14, kIntComparePerFour = 22, kIntCompareOrEqualPerFour = 26;
 constexpr std::uint64_t kIntArithmeticPerElement = 7, kIntDividePerElement = 277, kLogicalPerFour = 5;
+// binaryOpPerfInfo: MAXIMUM and MINIMUM INT {7, false, 1}; REMAINDER FLOAT {133, false, 2} (a pair),
+// INT {292, false, 1}; POWER FLOAT {312, false, 1} (kPowerPerVector). Python's modulo (ONNX Mod of
+// integers) is the remainder, a sign test and an add of the divisor: two int steps more.
+constexpr std::uint64_t kIntMaxMinPerElement = 7, kRemainderPerVector = 133, kIntRemainderPerElement = 292;
 constexpr std::uint64_t kLogicalNotPerVector = 17;
 // Select (popopsCycleEstimators.cpp selectCycles): 5 + 6 a run, 5 an element (three loads, a
 // movz, a store); our codelet splits its elements over the workers like every elementwise one.
@@ -272,6 +276,17 @@ FunctionLoop binary_loop(BinaryFunction function) {
       return {kIntArithmeticPerElement, 1};
     case BinaryFunction::int_divide:
       return {kIntDividePerElement, 1};
+    case BinaryFunction::int_max:
+    case BinaryFunction::int_min:
+      return {kIntMaxMinPerElement, 1};
+    case BinaryFunction::power:
+      return {kPowerPerVector / 2, 1};
+    case BinaryFunction::remainder:
+      return {kRemainderPerVector, kFloatsPerVector};
+    case BinaryFunction::int_remainder:
+      return {kIntRemainderPerElement, 1};
+    case BinaryFunction::int_modulo:
+      return {kIntRemainderPerElement + 2 * kIntArithmeticPerElement, 1};
     case BinaryFunction::int_equal:
     case BinaryFunction::int_less:
     case BinaryFunction::int_greater:
@@ -807,7 +822,13 @@ const char* binary_function_name(BinaryFunction function) {
                                                         "int_greater_or_equal",
                                                         "logical_and",
                                                         "logical_or",
-                                                        "logical_xor"};
+                                                        "logical_xor",
+                                                        "int_max",
+                                                        "int_min",
+                                                        "power",
+                                                        "remainder",
+                                                        "int_remainder",
+                                                        "int_modulo"};
   const auto index = static_cast<std::uint32_t>(function);
   return index < kBinaryFunctionCount ? kNames[index] : "?";
 }

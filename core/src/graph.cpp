@@ -167,6 +167,12 @@ const char* op_kind_name(OpKind kind) {
       return "cast";
     case OpKind::where:
       return "where";
+    case OpKind::power:
+      return "power";
+    case OpKind::mod:
+      return "mod";
+    case OpKind::fmod:
+      return "fmod";
   }
   return "?";
 }
@@ -181,7 +187,8 @@ Broadcast binary_broadcast(const Tensor& a, const Tensor& b) {
 
 bool is_binary(OpKind kind) {
   return kind == OpKind::add || kind == OpKind::sub || kind == OpKind::mul || kind == OpKind::div ||
-         kind == OpKind::max || kind == OpKind::min || kind == OpKind::prelu || is_comparison(kind) ||
+         kind == OpKind::max || kind == OpKind::min || kind == OpKind::prelu || kind == OpKind::power ||
+         kind == OpKind::mod || kind == OpKind::fmod || is_comparison(kind) ||
          kind == OpKind::logical_and || kind == OpKind::logical_or || kind == OpKind::logical_xor;
 }
 
@@ -269,10 +276,11 @@ static std::string shape_text(const std::vector<std::int64_t>& shape);
 /// Runs come from files: sizes are checked before anything is allocated or walked.
 static std::string infer_gather_shape(const Graph& graph, const Op& op, std::vector<std::int64_t>& shape) {
   if (op.inputs.empty()) return "gather takes at least 1 input, got 0";
-  for (std::uint32_t input : op.inputs)
-    if (graph.tensors.at(input).dtype != DType::float32)
-      return fmt::format("gather reads float32 tensors; '{}' is {}", graph.tensors.at(input).name,
-                         dtype_name(graph.tensors.at(input).dtype));
+  for (std::uint32_t input : op.inputs)  // words moved: one 32-bit type
+    if (const DType dtype = graph.tensors.at(input).dtype;
+        dtype == DType::float16 || dtype != graph.tensors.at(op.inputs[0]).dtype)
+      return fmt::format("gather reads 32-bit tensors of one type; '{}' is {}", graph.tensors.at(input).name,
+                         dtype_name(dtype));
   if (op.gather_shape.empty() || op.gather_shape.size() > 2)
     return fmt::format("gather's output shape {} must have rank 1 or 2", shape_text(op.gather_shape));
   __int128 elements = 1;
@@ -551,6 +559,9 @@ std::string infer_shape(const Graph& graph, const Op& op, std::vector<std::int64
     case OpKind::max:
     case OpKind::min:
     case OpKind::prelu:
+    case OpKind::power:
+    case OpKind::mod:
+    case OpKind::fmod:
     case OpKind::equal:
     case OpKind::less:
     case OpKind::less_or_equal:
@@ -679,10 +690,13 @@ std::string infer_dtype(const Graph& graph, const Op& op, DType& dtype) {
   }
   const bool logic = op.kind == OpKind::logical_and || op.kind == OpKind::logical_or ||
                      op.kind == OpKind::logical_xor || op.kind == OpKind::logical_not;
-  const bool arithmetic =
-      op.kind == OpKind::add || op.kind == OpKind::sub || op.kind == OpKind::mul || op.kind == OpKind::div;
+  // Functions of two float or two int32 operands (mod: int32 only; prelu and power: floats only).
+  const bool arithmetic = op.kind == OpKind::add || op.kind == OpKind::sub || op.kind == OpKind::mul ||
+                          op.kind == OpKind::div || op.kind == OpKind::max || op.kind == OpKind::min ||
+                          op.kind == OpKind::mod || op.kind == OpKind::fmod;
   for (std::size_t i = 0; i < op.inputs.size(); ++i) {
     const DType t = type(i);
+    if (op.kind == OpKind::mod && t != DType::int32) return refuse(i, "int32 operands (floats take fmod)");
     if (logic && t != DType::boolean) return refuse(i, "bool operands");
     if (is_comparison(op.kind) && (t == DType::float16 || (i > 0 && t != type(0))))
       return refuse(i, "two operands of one type (float32, int32 or bool)");

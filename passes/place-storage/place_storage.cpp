@@ -122,6 +122,42 @@ std::vector<std::vector<std::uint32_t>> element_apart_operands(const tessera::Pr
   return apart;
 }
 
+/// A tile whose standard region overflows while its interleaved region has room: the fewest of
+/// its largest standard-region buffers (found by bisection) move to the interleaved region, where
+/// any buffer may live (only some operands need it). Left as it was when no count fits both.
+template <typename PlaceTile>
+void spill_to_interleaved(std::vector<std::uint32_t>& standard_members, std::vector<std::uint32_t>& interleaved_members,
+                          TilePlacement& placement, std::vector<Buffer>& buffers, PlaceTile&& place_tile) {
+  std::vector<std::uint32_t> by_size = standard_members;
+  std::stable_sort(by_size.begin(), by_size.end(),
+                   [&](std::uint32_t a, std::uint32_t b) { return buffers[a].bytes > buffers[b].bytes; });
+  const std::vector<std::uint32_t> standard_before = standard_members, interleaved_before = interleaved_members;
+  auto move_largest = [&](std::size_t count) {
+    standard_members.assign(by_size.begin() + static_cast<std::ptrdiff_t>(count), by_size.end());
+    interleaved_members = interleaved_before;
+    interleaved_members.insert(interleaved_members.end(), by_size.begin(),
+                               by_size.begin() + static_cast<std::ptrdiff_t>(count));
+    place_tile();
+  };
+  std::size_t low = 0, high = by_size.size();  // standard overflows with `low` moved; fits with `high`
+  move_largest(high);
+  if (placement.standard_over > 0 || placement.interleaved_over > 0) {
+    standard_members = standard_before;
+    interleaved_members = interleaved_before;
+    place_tile();
+    return;
+  }
+  while (high - low > 1) {
+    const std::size_t middle = (low + high) / 2;
+    move_largest(middle);
+    (placement.standard_over == 0 ? high : low) = middle;
+  }
+  std::size_t moved = high;
+  move_largest(moved);
+  if (placement.standard_over > 0 || placement.interleaved_over > 0) move_largest(moved = by_size.size());
+  for (std::size_t i = 0; i < moved; ++i) buffers[by_size[i]].region = Region::interleaved;
+}
+
 class PlaceStorage final : public tessera::Pass {
 protected:
   Status run_impl(tessera::CompilationState& state, tessera::PassContext& context) override {
@@ -151,14 +187,22 @@ protected:
       TilePlacement& placement = tiles[tile];
       placement.descriptors = descriptors[tile];
       placement.support = support[tile];
-      const std::uint64_t standard_end = placer.place(by_tile[std::size_t{tile} * 2], standard);
-      const std::uint64_t interleaved_end = placer.place(by_tile[std::size_t{tile} * 2 + 1], interleaved);
-      placement.standard_used = standard_end - standard.low;
-      placement.interleaved_used = interleaved_end - interleaved.low;
-      // The support memory sits above the data at the top of the standard region.
-      const std::uint64_t reserved = placement.reserved();
-      placement.standard_over = standard_end + reserved > standard.high ? standard_end + reserved - standard.high : 0;
-      placement.interleaved_over = interleaved_end > interleaved.high ? interleaved_end - interleaved.high : 0;
+      std::vector<std::uint32_t>&standard_members = by_tile[std::size_t{tile} * 2],
+      &interleaved_members = by_tile[std::size_t{tile} * 2 + 1];
+      auto place_tile = [&] {
+        const std::uint64_t standard_end = placer.place(standard_members, standard);
+        const std::uint64_t interleaved_end = placer.place(interleaved_members, interleaved);
+        placement.standard_used = standard_end - standard.low;
+        placement.interleaved_used = interleaved_end - interleaved.low;
+        // The support memory sits above the data at the top of the standard region.
+        const std::uint64_t reserved = placement.reserved();
+        placement.standard_over =
+            standard_end + reserved > standard.high ? standard_end + reserved - standard.high : 0;
+        placement.interleaved_over = interleaved_end > interleaved.high ? interleaved_end - interleaved.high : 0;
+      };
+      place_tile();
+      if (placement.standard_over > 0 && placement.interleaved_over == 0)
+        spill_to_interleaved(standard_members, interleaved_members, placement, buffers, place_tile);
     }
 
     std::vector<std::uint32_t> over;

@@ -60,9 +60,15 @@ BinaryFunction binary_function(OpKind kind, DType operands) {
     case OpKind::logical_xor:
       return BinaryFunction::logical_xor;
     case OpKind::max:
-      return BinaryFunction::max;
+      return words ? BinaryFunction::int_max : BinaryFunction::max;
     case OpKind::min:
-      return BinaryFunction::min;
+      return words ? BinaryFunction::int_min : BinaryFunction::min;
+    case OpKind::power:
+      return BinaryFunction::power;
+    case OpKind::mod:
+      return BinaryFunction::int_modulo;
+    case OpKind::fmod:
+      return words ? BinaryFunction::int_remainder : BinaryFunction::remainder;
     case OpKind::prelu:
       return BinaryFunction::prelu;
     default:

@@ -123,6 +123,14 @@ double binary(OpKind kind, double a, double b, bool integers) {
       return std::isnan(a) || std::isnan(b) ? std::nan("") : std::min(a, b);
     case OpKind::prelu:
       return a < 0.0 ? b * a : a;
+    case OpKind::power:
+      return std::pow(a, b);
+    case OpKind::fmod:  // the sign of the dividend's (C's fmod; exact for int32 values)
+      return std::fmod(a, b);
+    case OpKind::mod: {  // the sign of the divisor's (Python's %)
+      const double r = std::fmod(a, b);
+      return r != 0 && (r < 0) != (b < 0) ? r + b : r;
+    }
     default:
       return a + b;
   }
@@ -377,6 +385,9 @@ ReferenceValues execute_reference(const Graph& graph, const HostTensors& values)
       case OpKind::max:
       case OpKind::min:
       case OpKind::prelu:
+      case OpKind::power:
+      case OpKind::mod:
+      case OpKind::fmod:
       case OpKind::equal:
       case OpKind::less:
       case OpKind::less_or_equal:
@@ -399,7 +410,8 @@ ReferenceValues execute_reference(const Graph& graph, const HostTensors& values)
         for (std::int64_t r = 0; r < a.rows; ++r)
           for (std::int64_t c = 0; c < a.cols; ++c) {
             const double divisor = b.at(row ? 0 : r, column ? 0 : c);
-            if (integers && op.kind == OpKind::div && divisor == 0)
+            const bool divides = op.kind == OpKind::div || op.kind == OpKind::mod || op.kind == OpKind::fmod;
+            if (integers && divides && divisor == 0)
               fail(graph, op,
                    fmt::format("integer division by zero at element {} (undefined in ONNX); give divisors that are "
                                "not zero",

@@ -420,6 +420,20 @@ float apply(BinaryFunction function, float a, float b) {
       return flag(i != 0 || j != 0);
     case BinaryFunction::logical_xor:
       return flag((i != 0) != (j != 0));
+    case BinaryFunction::int_max:
+      return int_word(static_cast<std::int32_t>(std::max(i, j)));
+    case BinaryFunction::int_min:
+      return int_word(static_cast<std::int32_t>(std::min(i, j)));
+    case BinaryFunction::power:
+      return std::pow(a, b);
+    case BinaryFunction::remainder:
+      return std::fmod(a, b);
+    case BinaryFunction::int_remainder:  // by zero gives 0 (the reference refuses it)
+      return wrapped(j == 0 ? 0 : i % j);
+    case BinaryFunction::int_modulo: {
+      const std::int64_t r = j == 0 ? 0 : i % j;
+      return wrapped(r != 0 && (r < 0) != (j < 0) ? r + j : r);
+    }
   }
   return a;  // unreachable: the function is checked at load
 }

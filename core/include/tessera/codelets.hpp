@@ -14,7 +14,7 @@ struct Target;
 // poplibs' vertices (docs/targets.md); conv, pool (window ops over feature maps) and clip;
 // 9: further unary functions (exp, log, ...), max, min and prelu, reduce_rows' functions; tensor
 // types: comparisons, logic and int32 arithmetic as binary functions, logical_not, cast and select.
-inline constexpr std::uint32_t kCodeletSetVersion = 9;
+inline constexpr std::uint32_t kCodeletSetVersion = 10;
 
 /// Operands are word offsets into buffers (program) or byte addresses (tile image);
 /// params are the shape numbers listed per codelet. Data is float32 unless marked half
@@ -177,8 +177,14 @@ enum class BinaryFunction : std::uint32_t {
   logical_and = 21,
   logical_or = 22,
   logical_xor = 23,
+  int_max = 24,
+  int_min = 25,
+  power = 26,          ///< float pow(a, b)
+  remainder = 27,      ///< float fmod(a, b): the sign of a's
+  int_remainder = 28,  ///< a - trunc(a / b) * b: the sign of a's (0 when b is 0)
+  int_modulo = 29,     ///< the remainder with the sign of b's, as Python's % (0 when b is 0)
 };
-inline constexpr std::uint32_t kBinaryFunctionCount = 24;
+inline constexpr std::uint32_t kBinaryFunctionCount = 30;
 /// The `function` param of a reduce_rows call: what each row folds to (l1: the sum of
 /// magnitudes; l2: the root of the sum of squares; log_sum_exp: log of the sum of exponentials).
 enum class ReduceFunction : std::uint32_t {

@@ -115,11 +115,14 @@ enum class OpKind : std::uint8_t {
   logical_not = 38,       ///< out = !in0 (boolean)
   cast = 39,              ///< out = in0 converted to the output tensor's type (ONNX Cast: float to int truncates)
   where = 40,             ///< out = in0 ? in1 : in2 (in0 boolean; in1, in2 and out of one type and shape)
+  power = 41,             ///< out = in0 ^ in1 (float32), broadcast as add
+  mod = 42,               ///< out = in0 mod in1, the sign of in1's (int32; ONNX Mod), likewise
+  fmod = 43,              ///< out = in0 mod in1, the sign of in0's (float32 or int32; ONNX Mod fmod=1), likewise
 };
-inline constexpr std::uint32_t kOpKindCount = 41;
+inline constexpr std::uint32_t kOpKindCount = 44;
 const char* op_kind_name(OpKind);
-/// add, sub, mul, div, max, min, prelu and the comparisons and logic (equal ... logical_xor): two
-/// operands, the second equal-shaped, a row vector or a column.
+/// add, sub, mul, div, max, min, prelu, power, mod, fmod and the comparisons and logic (equal ...
+/// logical_xor): two operands, the second equal-shaped, a row vector or a column.
 bool is_binary(OpKind);
 /// equal, less, less_or_equal, greater, greater_or_equal: booleans from two operands of one type.
 bool is_comparison(OpKind);

@@ -398,6 +398,38 @@ Constant gather(const Constant& data, const Constant& indices, std::int64_t axis
   return out;
 }
 
+/// GatherElements: out[i] = data[i with its `axis` coordinate replaced by indices[i]].
+Constant gather_elements(const Constant& data, const Constant& indices, std::int64_t axis_attribute,
+                         const std::string& where) {
+  const auto rank = static_cast<std::int64_t>(data.dims.size());
+  const std::int64_t axis = normalize_axis(axis_attribute, rank, where);
+  if (indices.dims.size() != data.dims.size())
+    throw Error(fmt::format("{}: GatherElements' indices have rank {}, its data {}", where, indices.dims.size(), rank));
+  for (std::int64_t d = 0; d < rank; ++d)
+    if (d != axis && indices.dims[static_cast<std::size_t>(d)] > data.dims[static_cast<std::size_t>(d)])
+      throw Error(fmt::format("{}: GatherElements' indices [{}] exceed its data [{}] on axis {}", where,
+                              fmt::join(indices.dims, ", "), fmt::join(data.dims, ", "), d));
+  const std::int64_t dim = data.dims[static_cast<std::size_t>(axis)];
+  Constant out{data.dtype, indices.dims, {}};
+  const std::vector<std::int64_t> picks = ints_of(indices);
+  out.values.reserve(picks.size());
+  std::vector<std::int64_t> at(static_cast<std::size_t>(rank), 0);  // the output element's coordinates
+  for (std::int64_t pick : picks) {
+    if (pick < -dim || pick >= dim)
+      throw Error(fmt::format("{}: GatherElements index {} is out of range for a dim of {}", where, pick, dim));
+    std::int64_t flat = 0;
+    for (std::int64_t d = 0; d < rank; ++d)
+      flat = flat * data.dims[static_cast<std::size_t>(d)] +
+             (d == axis ? (pick < 0 ? pick + dim : pick) : at[static_cast<std::size_t>(d)]);
+    out.values.push_back(data.values[static_cast<std::size_t>(flat)]);
+    for (std::int64_t d = rank; d-- > 0;) {  // the next coordinates, row-major
+      if (++at[static_cast<std::size_t>(d)] < indices.dims[static_cast<std::size_t>(d)]) break;
+      at[static_cast<std::size_t>(d)] = 0;
+    }
+  }
+  return out;
+}
+
 }  // namespace
 
 std::vector<std::int64_t> ints_attribute(const onnx::NodeProto& node, const std::string& name) {
@@ -565,7 +597,8 @@ bool is_foldable(const std::string& op) {
       "Constant", "Identity", "Cast", "Reshape", "Flatten", "Squeeze", "Unsqueeze", "Concat", "Gather", "Slice",
       "Transpose", "Add", "Sub", "Mul", "Div", "Neg", "Shape", "Size", "ConstantOfShape",
       // Tensor types: comparisons, logic, Where and Range on constants (frozen inputs, shapes).
-      "Equal", "Greater", "GreaterOrEqual", "Less", "LessOrEqual", "And", "Or", "Xor", "Not", "Where", "Range"};
+      "Equal", "Greater", "GreaterOrEqual", "Less", "LessOrEqual", "And", "Or", "Xor", "Not", "Where", "Range",
+      "GatherElements"};
   return folded.count(op) != 0;
 }
 
@@ -715,6 +748,7 @@ static std::vector<Constant> fold(const onnx::NodeProto& node, const std::vector
     return {concat(in, int_attribute(node, "axis", 0), where)};
   }
   if (op == "Gather") return {gather(input(0), input(1), int_attribute(node, "axis", 0), where)};
+  if (op == "GatherElements") return {gather_elements(input(0), input(1), int_attribute(node, "axis", 0), where)};
   if (op == "Slice") {
     input(0);
     return {slice(node, in, opset, where)};

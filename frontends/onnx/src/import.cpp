@@ -3,6 +3,8 @@
 
 #include <fmt/format.h>
 #include <onnx/checker.h>
+#include <onnx/defs/function.h>
+#include <onnx/defs/schema.h>
 #include <onnx/onnx_pb.h>
 #include <onnx/shape_inference/implementation.h>
 #include <openssl/evp.h>
@@ -38,7 +40,7 @@ const std::vector<std::string>& supported_operators() {
       "Reciprocal", "Floor", "Ceil", "Round", "Sign", "Sin", "Cos", "Softplus", "Softsign", "Elu", "Selu", "Celu",
       "ThresholdedRelu", "Mish", "PRelu", "Max", "Min", "Sum", "Mean", "ReduceMax", "ReduceMin", "ReduceProd",
       "ReduceL1", "ReduceL2", "ReduceLogSum", "ReduceLogSumExp", "ReduceSumSquare", "LogSoftmax",
-      "Concat", "Split", "Pad", "Gather",
+      "Mod", "Concat", "Split", "Pad", "Gather", "GatherElements", "Trilu", "ArgMax", "ArgMin", "Dropout",
       "Expand", "Tile", "Resize", "DepthToSpace", "SpaceToDepth",
       // Tensor types (docs/onnx.md): comparisons, logic, Where, casts, and If on a constant condition.
       "Equal", "Greater", "GreaterOrEqual", "Less", "LessOrEqual", "And", "Or", "Xor", "Not", "Where", "Cast",
@@ -371,6 +373,12 @@ private:
         node.op_type());
   }
 
+  /// An operator the importer maps itself (or folds), rather than through an ONNX function body.
+  static bool is_native(const std::string& op) {
+    const std::vector<std::string>& names = supported_operators();
+    return is_foldable(op) || std::find(names.begin(), names.end(), op) != names.end();
+  }
+
   [[noreturn]] void unsupported(const std::string& where, const std::string& why) const {
     throw Error(fmt::format("{}: not supported: {}; supported operators: {} (and, on constant inputs, {})", where, why,
                             fmt::join(supported_operators(), ", "), fmt::join(folded_operators(), ", ")));
@@ -522,6 +530,8 @@ private:
       ++result_.folded_nodes;
       return;
     }
+    if (op == "Dropout") return import_dropout(node, where);
+    if (!is_native(op) && import_function(node, index)) return;
     // Operators of several outputs: their import functions compute every output they name.
     if (auto several = several_outputs().find(op); several != several_outputs().end())
       return (this->*several->second)(node, index, where);
@@ -565,7 +575,11 @@ private:
       return;
     }
     if (op == "Slice") return import_slice(node, constant_inputs, index, where);
-    if (op == "Concat" || op == "Gather") return import_folded_movement(node, index, where);
+    if ((op == "Gather" || op == "GatherElements") && !constants_.count(node.input(1)))
+      return import_one_hot_gather(node, index, where);
+    if (op == "Concat" || op == "Gather" || op == "GatherElements") return import_folded_movement(node, index, where);
+    if (op == "Trilu") return import_trilu(node, index, where);
+    if (op == "ArgMax" || op == "ArgMin") return import_arg_extreme(node, index, where);
     if (op == "Pad") return import_pad(node, index, where);
     if (op == "Tile" || op == "Expand") return import_tile_or_expand(node, index, where);
     if (op == "DepthToSpace" || op == "SpaceToDepth") return import_depth_space(node, index, where);
@@ -585,7 +599,7 @@ private:
     if (op == "Softmax" || op == "LogSoftmax") return import_softmax(node, index, where);
     if (op == "MatMul") return import_matmul(node, index, where);
     if (op == "Gemm") return import_gemm(node, index, where);
-    if (op == "Add" || op == "Sub" || op == "Mul" || op == "Div" || op == "PRelu")
+    if (op == "Add" || op == "Sub" || op == "Mul" || op == "Div" || op == "PRelu" || op == "Mod")
       return import_binary(node, index, where);
     if (op == "Equal" || op == "Greater" || op == "GreaterOrEqual" || op == "Less" || op == "LessOrEqual" ||
         op == "And" || op == "Or" || op == "Xor")
@@ -700,8 +714,8 @@ private:
                                           const std::string& where) const {
     auto found = constants_.find(node.input(i));
     if (found == constants_.end())
-      unsupported(where, fmt::format("{} with {} '{}' computed at run time (it must be a constant)", node.op_type(),
-                                     role, node.input(i)));
+      unsupported(where, fmt::format("{} with {} that is not a constant: {}", node.op_type(), role,
+                                     not_constant(node.input(i))));
     check_values(found->second, where);
     std::vector<std::int64_t> ints;
     for (double v : found->second.values) ints.push_back(static_cast<std::int64_t>(v));
@@ -842,11 +856,6 @@ private:
   void import_folded_movement(const onnx::NodeProto& node, int index, const std::string& where) {
     const std::string& op = node.op_type();
     const int data_inputs = op == "Concat" ? node.input_size() : 1;
-    if (op == "Gather" && !constants_.count(node.input(1)))
-      unsupported(where,
-                  fmt::format("Gather with computed indices '{}' (the indices must be a constant)", node.input(1)));
-    if (op == "Gather" && !computed_.count(node.input(0)))
-      unsupported(where, "Gather of a constant at computed indices");
     std::vector<MovedInput> inputs;
     std::vector<Constant> stand_ins;
     for (int i = 0; i < data_inputs; ++i) {
@@ -858,6 +867,305 @@ private:
       folding.push_back(i < data_inputs ? &stand_ins[static_cast<std::size_t>(i)] : &constants_.at(node.input(i)));
     const Constant folded = fold_node(node, folding, result_.opset, where).at(0);
     emit_movement(folded_movement(folded), inputs, 0.0, node.output(0), index, where);
+  }
+
+  // ---- Expansions: nodes the importer makes in place of another, imported as if the model had them.
+
+  /// A node of type `type` made to expand another; its outputs are named after that node's.
+  static onnx::NodeProto made_node(const std::string& type, const std::vector<std::string>& inputs,
+                                   const std::vector<std::string>& outputs) {
+    onnx::NodeProto node;
+    node.set_op_type(type);
+    node.set_name(outputs.at(0));
+    for (const std::string& name : inputs) node.add_input(name);
+    for (const std::string& name : outputs) node.add_output(name);
+    return node;
+  }
+
+  static void set_int(onnx::NodeProto& node, const std::string& name, std::int64_t value) {
+    onnx::AttributeProto* attribute = node.add_attribute();
+    attribute->set_name(name);
+    attribute->set_type(onnx::AttributeProto::INT);
+    attribute->set_i(value);
+  }
+
+  /// `wanted`, or `wanted` with a number, so that no value of the model has that name.
+  std::string fresh_name(const std::string& wanted) const {
+    std::string name = wanted;
+    for (int n = 2; constants_.count(name) || computed_.count(name); ++n) name = fmt::format("{}.{}", wanted, n);
+    return name;
+  }
+
+  /// A constant named after `wanted` (made unique among the model's values).
+  std::string add_constant(const std::string& wanted, Constant c) {
+    const std::string name = fresh_name(wanted);
+    constants_[name] = std::move(c);
+    return name;
+  }
+
+  /// Imports `nodes`, made in place of node `index`, in order.
+  void import_expansion(const std::vector<onnx::NodeProto>& nodes, int index) {
+    for (const onnx::NodeProto& node : nodes)
+      for (const std::string& input : node.input()) ++readers_[input];
+    for (const onnx::NodeProto& node : nodes) import_node(node, index);
+  }
+
+  /// The ONNX element type of value `name`: a constant's, else the model's declared or inferred one,
+  /// else what the device holds it as (int32 holds int64).
+  int onnx_type_of(const std::string& name) const {
+    if (auto c = constants_.find(name); c != constants_.end()) return c->second.dtype;
+    for (const auto* values : {&model_.graph().input(), &model_.graph().value_info(), &model_.graph().output()})
+      for (const auto& value : *values)
+        if (value.name() == name && value.type().has_tensor_type()) return value.type().tensor_type().elem_type();
+    switch (dtype_of(computed_.at(name))) {
+      case DType::int32:
+        return TensorProto::INT64;
+      case DType::boolean:
+        return TensorProto::BOOL;
+      default:
+        return TensorProto::FLOAT;
+    }
+  }
+
+  /// An operator ONNX defines as a function of others (NegativeLogLikelihoodLoss,
+  /// SoftmaxCrossEntropyLoss, MeanVarianceNormalization...): the body ONNX's own schema gives for
+  /// this node, imported in its place. False when the operator has no body.
+  bool import_function(const onnx::NodeProto& node, int index) {
+    const onnx::OpSchema* schema = onnx::OpSchemaRegistry::Schema(node.op_type(), result_.opset, "");
+    if (!schema) return false;
+    onnx::FunctionProto body;
+    if (schema->HasFunction()) {
+      body = *schema->GetFunction();
+    } else if (schema->HasContextDependentFunction()) {
+      std::vector<onnx::TypeProto> types;  // the body may depend on its inputs' types and dims
+      for (const std::string& name : node.input()) {
+        onnx::TypeProto& type = types.emplace_back();
+        if (name.empty()) continue;
+        auto* tensor = type.mutable_tensor_type();
+        tensor->set_elem_type(onnx_type_of(name));
+        const Dims& dims = constants_.count(name) ? constants_.at(name).dims : computed_.at(name).dims;
+        for (std::int64_t d : dims) tensor->mutable_shape()->add_dim()->set_dim_value(d);
+      }
+      if (!schema->BuildContextDependentFunction(onnx::FunctionBodyBuildContextImpl(node, types), body)) return false;
+    } else {
+      return false;
+    }
+    onnx::GraphProto expanded;
+    onnx::FunctionExpandHelper(node, body, expanded, node.name().empty() ? node.output(0) + "/" : node.name() + "/");
+    std::vector<onnx::NodeProto> nodes{expanded.node().begin(), expanded.node().end()};
+    // The helper gives an optional attribute the node leaves out (ignore_index) an empty value
+    // of type UNDEFINED, which would read as 0: it is left out, as the node left it.
+    for (onnx::NodeProto& inner : nodes) {
+      auto* attributes = inner.mutable_attribute();
+      attributes->erase(std::remove_if(attributes->begin(), attributes->end(),
+                                       [](const onnx::AttributeProto& a) {
+                                         return a.type() == onnx::AttributeProto::UNDEFINED;
+                                       }),
+                        attributes->end());
+    }
+    import_expansion(nodes, index);
+    return true;
+  }
+
+  /// Dropout at inference (no training_mode, or a constant false): its input, and a mask of trues.
+  void import_dropout(const onnx::NodeProto& node, const std::string& where) {
+    if (node.input_size() > 2 && !node.input(2).empty()) {
+      auto training = constants_.find(node.input(2));
+      if (training == constants_.end())
+        unsupported(where, fmt::format("Dropout with a training_mode that is not a constant: {}",
+                                       not_constant(node.input(2))));
+      if (training->second.values.size() != 1 || training->second.values[0] != 0)
+        unsupported(where, "Dropout in training mode (random masks are not computed; export for inference)");
+    }
+    const std::string& x = node.input(0);
+    const Dims& dims = constants_.count(x) ? constants_.at(x).dims : computed_.at(x).dims;
+    if (constants_.count(x)) constants_[node.output(0)] = constants_.at(x);
+    else computed_[node.output(0)] = computed_.at(x);
+    if (node.output_size() > 1 && !node.output(1).empty())
+      constants_[node.output(1)] =
+          Constant{TensorProto::BOOL, dims, std::vector<double>(static_cast<std::size_t>(element_count(dims, where)), 1.0)};
+  }
+
+  /// Trilu: the elements on and above (upper) or on and below diagonal k of the last two axes
+  /// kept, the rest zero: Where with a constant mask.
+  void import_trilu(const onnx::NodeProto& node, int index, const std::string& where) {
+    if (!computed_.count(node.input(0))) unsupported(where, "Trilu of a constant (it is not folded)");
+    const Computed& x = computed_.at(node.input(0));
+    if (x.dims.size() < 2) throw Error(fmt::format("{}: Trilu takes a tensor of rank 2 or more", where));
+    std::int64_t k = 0;
+    if (node.input_size() > 1 && !node.input(1).empty()) {
+      const std::vector<std::int64_t> ks = constant_ints(node, 1, "k", where);
+      if (ks.size() != 1) throw Error(fmt::format("{}: Trilu's k holds {} values, not 1", where, ks.size()));
+      k = ks[0];
+    }
+    const bool upper = int_attribute(node, "upper", 1) != 0;
+    const std::int64_t rows = x.dims[x.dims.size() - 2], cols = x.dims.back();
+    Constant mask{TensorProto::BOOL, {rows, cols}, {}};
+    for (std::int64_t r = 0; r < rows; ++r)
+      for (std::int64_t c = 0; c < cols; ++c) mask.values.push_back((upper ? c - r >= k : c - r <= k) ? 1.0 : 0.0);
+    const int type = onnx_type_of(node.input(0));
+    const std::string& output = node.output(0);
+    const std::string mask_name = add_constant(output + ".mask", std::move(mask));
+    const std::string zero = add_constant(output + ".zero", Constant{type, {}, {0.0}});
+    import_expansion({made_node("Where", {mask_name, node.input(0), zero}, {output})}, index);
+  }
+
+  /// ArgMax and ArgMin along an axis: the extreme (ReduceMax/ReduceMin), the positions equal to it
+  /// (Equal), their indices or a sentinel (Where), and the first (or last) of them (ReduceMin or
+  /// ReduceMax), cast to int64. The axis is moved last first, so the extreme broadcasts as a column.
+  void import_arg_extreme(const onnx::NodeProto& node, int index, const std::string& where) {
+    const Computed& x = computed_.at(node.input(0));
+    const auto rank = static_cast<std::int64_t>(x.dims.size());
+    if (rank == 0) throw Error(fmt::format("{}: {} of a scalar", where, node.op_type()));
+    const std::int64_t axis = normalize_axis(int_attribute(node, "axis", 0), rank, where);
+    const bool keep = int_attribute(node, "keepdims", 1) != 0, last = int_attribute(node, "select_last_index", 0) != 0;
+    const std::int64_t count = x.dims[static_cast<std::size_t>(axis)];
+    if (count > (std::int64_t{1} << 24))
+      unsupported(where, fmt::format("{} over {} elements (indices are found in float32, exact to 2^24)",
+                                     node.op_type(), count));
+    const std::string& output = node.output(0);
+    std::vector<onnx::NodeProto> nodes;
+    std::string value = node.input(0);
+    if (axis != rank - 1) {  // the axis last
+      onnx::NodeProto move = made_node("Transpose", {value}, {output + ".axis_last"});
+      onnx::AttributeProto* perm = move.add_attribute();
+      perm->set_name("perm");
+      perm->set_type(onnx::AttributeProto::INTS);
+      for (std::int64_t d = 0; d < rank; ++d)
+        if (d != axis) perm->add_ints(d);
+      perm->add_ints(axis);
+      nodes.push_back(move);
+      value = output + ".axis_last";
+    }
+    const bool max = node.op_type() == "ArgMax";
+    onnx::NodeProto extreme = made_node(max ? "ReduceMax" : "ReduceMin", {value}, {output + ".extreme"});
+    onnx::AttributeProto* axes = extreme.add_attribute();
+    axes->set_name("axes");
+    axes->set_type(onnx::AttributeProto::INTS);
+    axes->add_ints(-1);
+    nodes.push_back(extreme);
+    nodes.push_back(made_node("Equal", {value, output + ".extreme"}, {output + ".at_extreme"}));
+    Constant positions{TensorProto::FLOAT, {count}, {}};
+    for (std::int64_t i = 0; i < count; ++i) positions.values.push_back(static_cast<double>(i));
+    const std::string iota = add_constant(output + ".positions", std::move(positions));
+    // Not at the extreme: past the end for the first index, before the start for the last.
+    const std::string sentinel =
+        add_constant(output + ".sentinel", Constant{TensorProto::FLOAT, {}, {last ? -1.0 : static_cast<double>(count)}});
+    nodes.push_back(made_node("Where", {output + ".at_extreme", iota, sentinel}, {output + ".candidates"}));
+    onnx::NodeProto pick = made_node(last ? "ReduceMax" : "ReduceMin", {output + ".candidates"}, {output + ".index"});
+    pick.add_attribute()->CopyFrom(*axes);
+    set_int(pick, "keepdims", keep ? 1 : 0);
+    nodes.push_back(pick);
+    onnx::NodeProto cast = made_node("Cast", {output + ".index"}, {keep ? output + ".index_int" : output});
+    set_int(cast, "to", TensorProto::INT64);
+    nodes.push_back(cast);
+    import_expansion(nodes, index);
+    if (keep) {  // the kept axis of 1 back in its place: a view
+      Computed result = computed_.at(output + ".index_int");
+      result.dims = x.dims;
+      result.dims[static_cast<std::size_t>(axis)] = 1;
+      computed_[output] = result;
+    }
+  }
+
+  /// Gather and GatherElements at computed indices, as a one-hot pick. The data each output
+  /// element may take is spread along a new axis of the gathered dim's length C (placed after the
+  /// gathered axis, so runs stay contiguous: a loss's [N, C, ...] scores need no movement at all),
+  /// the index (negative ones counted from the end) likewise; where they match 0..C-1 the element
+  /// is kept (Where) and the new axis is summed away. An index out of range gives 0. The work is C
+  /// times the output's: meant for small C (classes, a loss's weights), not embedding tables.
+  void import_one_hot_gather(const onnx::NodeProto& node, int index, const std::string& where) {
+    const bool elements = node.op_type() == "GatherElements";
+    const MovedInput data = moved_input(node, 0);
+    const Computed& indices = computed_.at(node.input(1));
+    const Dims& in = data.dims();
+    const auto rank = static_cast<std::int64_t>(in.size());
+    if (rank == 0) throw Error(fmt::format("{}: {} of a scalar", where, node.op_type()));
+    const std::int64_t axis = normalize_axis(int_attribute(node, "axis", 0), rank, where);
+    if (data.constant && !elements && rank > 1)
+      unsupported(where, fmt::format("Gather of rows of the constant table '{}' at computed indices '{}' (an "
+                                     "embedding lookup)",
+                                     node.input(0), node.input(1)));
+    if (dtype_of(indices) != DType::int32)
+      throw Error(fmt::format("{}: {}'s indices '{}' are not integers", where, node.op_type(), node.input(1)));
+    if (elements) {
+      if (indices.dims.size() != in.size())
+        throw Error(fmt::format("{}: GatherElements' indices {} and data {} differ in rank", where,
+                                dims_text(indices.dims), dims_text(in)));
+      for (std::int64_t d = 0; d < rank; ++d)
+        if (d != axis && indices.dims[static_cast<std::size_t>(d)] > in[static_cast<std::size_t>(d)])
+          throw Error(fmt::format("{}: GatherElements' indices {} exceed its data {} on axis {}", where,
+                                  dims_text(indices.dims), dims_text(in), d));
+    }
+    const std::int64_t count = in[static_cast<std::size_t>(axis)];
+    const std::string& output = node.output(0);
+    // ONNX's negative indices count from the end: idx < 0 ? idx + C : idx, on the indices alone.
+    const std::string normalized = output + ".indices";
+    const std::string zero_index = add_constant(output + ".zero_index", Constant{TensorProto::INT64, {}, {0.0}});
+    const std::string length =
+        add_constant(output + ".length", Constant{TensorProto::INT64, {}, {static_cast<double>(count)}});
+    import_expansion({made_node("Less", {node.input(1), zero_index}, {output + ".negative"}),
+                      made_node("Add", {node.input(1), length}, {output + ".from_end"}),
+                      made_node("Where", {output + ".negative", output + ".from_end", node.input(1)}, {normalized})},
+                     index);
+    OneHotSpread spread = one_hot_spread(in, indices.dims, axis, elements, where);
+    const Dims& spread_dims = spread.data.dims;
+    bool identity = data.value != nullptr;  // the data already in the spread's order: a view of it
+    for (std::size_t i = 0; identity && i < spread.data.sources.size(); ++i)
+      identity = spread.data.sources[i] == source_of(0, static_cast<std::int64_t>(i));
+    if (identity && static_cast<std::int64_t>(spread.data.sources.size()) == element_count(in, where)) {
+      Computed view = *data.value;
+      view.dims = spread_dims;
+      if (view.channels_last) view = feature_map_view(*data.value, spread_dims, where);
+      computed_[output + ".candidates"] = view;
+    } else {
+      emit_movement(spread.data, {data}, 0.0, output + ".candidates", index, where);
+    }
+    emit_movement(spread.indices, {MovedInput{normalized, &computed_.at(normalized), nullptr}}, 0.0,
+                  output + ".index_spread", index, where);
+    // Position c along the new axis: a row when it is the last axis, else a column.
+    const std::size_t trailing = spread_dims.size() - 1 - static_cast<std::size_t>(spread.position);
+    Constant positions{TensorProto::INT64, {count}, {}};
+    positions.dims.insert(positions.dims.end(), trailing, 1);
+    for (std::int64_t c = 0; c < count; ++c) positions.values.push_back(static_cast<double>(c));
+    const std::string iota = add_constant(output + ".positions", std::move(positions));
+    const std::string zero = add_constant(output + ".zero", Constant{onnx_type_of(node.input(0)), {}, {0.0}});
+    import_expansion({made_node("Equal", {output + ".index_spread", iota}, {output + ".mask"}),
+                      made_node("Where", {output + ".mask", output + ".candidates", zero}, {output + ".picked"})},
+                     index);
+    // The one kept element of each line along the new axis, summed out of it (exactly: the rest are 0).
+    std::string sum = sum_axis(output + ".picked", spread.position, index, where);
+    Computed result = computed_.at(sum);
+    result.dims.erase(result.dims.begin() + spread.position);
+    computed_[output] = result;
+  }
+
+  /// The computed value `name` summed along `axis` (kept, of length 1). The last axis folds rows;
+  /// another is halved (two ranges added, each range a gather of contiguous runs) until one is left.
+  std::string sum_axis(const std::string& name, std::int64_t axis, int index, const std::string& where) {
+    const Dims dims = computed_.at(name).dims;
+    const std::int64_t n = dims[static_cast<std::size_t>(axis)];
+    if (n == 1) return name;
+    if (axis + 1 == static_cast<std::int64_t>(dims.size())) {
+      Op fold;
+      fold.kind = OpKind::reduce_sum;
+      fold.inputs = {tensor_as(computed_.at(name), {element_count(dims, where) / n, n}, where)};
+      Dims kept = dims;
+      kept.back() = 1;
+      computed_[name + ".sum"] = Computed{add_op(fold, name + ".sum", index, where), "", kept};
+      return name + ".sum";
+    }
+    const std::int64_t half = n / 2;
+    const MovedInput value{name, &computed_.at(name), nullptr};
+    emit_movement(axis_range_movement(dims, axis, 0, half, where), {value}, 0.0, name + ".low", index, where);
+    emit_movement(axis_range_movement(dims, axis, half, half, where), {value}, 0.0, name + ".high", index, where);
+    import_expansion({made_node("Add", {name + ".low", name + ".high"}, {name + ".halves"})}, index);
+    std::string sum = sum_axis(name + ".halves", axis, index, where);
+    if (n % 2 == 0) return sum;
+    emit_movement(axis_range_movement(dims, axis, n - 1, 1, where), {MovedInput{name, &computed_.at(name), nullptr}},
+                  0.0, name + ".odd", index, where);
+    import_expansion({made_node("Add", {sum, name + ".odd"}, {name + ".with_odd"})}, index);
+    return name + ".with_odd";
   }
 
   using ImportFunction = void (Importer::*)(const onnx::NodeProto&, int, const std::string&);
@@ -1109,18 +1417,12 @@ private:
     Op op;
     op.kind = kind;
     if (kind == OpKind::pow) {
-      // Pow's exponent must be one constant value (a scalar, or a tensor of one element).
+      // One constant exponent: a unary pow (a square is a multiply); any other, elementwise power.
       auto exponent = constants_.find(node.input(1));
-      if (exponent == constants_.end())
-        unsupported(where, fmt::format("Pow with an exponent that is not a constant: {}", not_constant(node.input(1))));
-      const Constant& e = exponent->second;
-      if (e.values.size() != 1)
-        unsupported(
-            where, fmt::format("Pow with an exponent of {} values (one constant value is supported)", e.values.size()));
-      if (broadcast_dims(x.dims, e.dims, where) != x.dims)
-        unsupported(where, fmt::format("Pow whose exponent {} broadcasts {} to a larger shape", dims_text(e.dims),
-                                       dims_text(x.dims)));
-      op.exponent = e.values[0];
+      if (exponent == constants_.end() || exponent->second.values.size() != 1 ||
+          broadcast_dims(x.dims, exponent->second.dims, where) != x.dims)
+        return import_binary(node, index, where);
+      op.exponent = exponent->second.values[0];
     }
     op.inputs = {tensor_of(x, where)};
     computed_[node.output(0)] = Computed{add_op(op, node.output(0), index, where), "", x.dims, x.channels_last};
@@ -1614,6 +1916,12 @@ private:
       return add_weight(as_is ? name : name + ".row", {dims.back()}, expand_to(row_dims, {dims.back()}),
                         keeps_half(c, as_is && half_row), dtype);
     }
+    // A value per row ([..., 1] of the other dims): a column, not the whole tensor.
+    if (dims.size() >= 2 && !c.dims.empty() && c.dims.back() == 1 && dims.back() != 1) {
+      Dims column = dims;
+      column.back() = 1;
+      return add_weight(name + ".column", {ir_shape(dims)[0], 1}, expand_to(c, column), false, dtype);
+    }
     return add_weight(c.dims == dims && !derived ? name : name + ".expanded", ir_shape(dims), expand_to(c, dims), false,
                       dtype);
   }
@@ -1632,11 +1940,18 @@ private:
     bool column = rank >= 1 && full >= 2 && rank <= full && value.dims.back() == 1 && dims.back() != 1;
     for (std::size_t j = 1; column && j < rank; ++j) column = value.dims[rank - 1 - j] == dims[full - 1 - j];
     for (std::size_t i = 0; column && i < full - rank; ++i) column = dims[i] == 1;
-    if (!column)
-      unsupported(where, fmt::format("broadcasting a computed {} over {} (only equal dims, a row of the last dim "
-                                     "or a column [..., 1] of the other dims are)",
-                                     dims_text(value.dims), dims_text(dims)));
+    if (!column) return broadcast_to(value, dims, where);
     return tensor_as(value, {ir_shape(dims)[0], 1}, where);
+  }
+
+  /// `value` broadcast to `dims` as numpy broadcasts: a gather copying each element where it
+  /// repeats (the IR's own broadcasts, a row or a column, need none).
+  std::uint32_t broadcast_to(const Computed& value, const Dims& dims, const std::string& where) {
+    const std::string key = fresh_name(
+        (value.tensor >= 0 ? graph_.tensors[static_cast<std::size_t>(value.tensor)].name : value.input) + ".broadcast");
+    emit_movement(broadcast_movement(value.dims, dims, where), {MovedInput{key, &value, nullptr}}, 0.0, key,
+                  node_index_, where);
+    return tensor_of(computed_.at(key), where);
   }
 
   /// Add, Sub, Mul, Div: the computed operand first; a constant second operand is a row
@@ -1644,17 +1959,27 @@ private:
   void import_binary(const onnx::NodeProto& node, int index, const std::string& where) {
     const std::string& type = node.op_type();
     OpKind kind = binary_kind(type);
+    if (type == "Mod" && int_attribute(node, "fmod", 0) != 0) kind = OpKind::fmod;
     const bool commutes = kind == OpKind::add || kind == OpKind::mul || kind == OpKind::max || kind == OpKind::min ||
                           kind == OpKind::equal || kind == OpKind::logical_and || kind == OpKind::logical_or ||
                           kind == OpKind::logical_xor;
     int first = 0, second = 1;
     bool negate_first = false;
     if (!computed_.count(node.input(0))) {
-      if (kind == OpKind::div)
-        unsupported(
-            where,
-            "a constant divided by a computed tensor (the device divides by constants or computed tensors only)");
-      if (kind == OpKind::prelu) unsupported(where, "PRelu of a constant by a computed slope");
+      if (kind == OpKind::div || kind == OpKind::prelu || kind == OpKind::power || kind == OpKind::mod ||
+          kind == OpKind::fmod) {
+        // A constant first operand of an op that does not commute: a weight of the output's dims.
+        const Constant& c = constants_.at(node.input(0));
+        const Computed& y = computed_.at(node.input(1));
+        check_like(c, node.input(0), dtype_of(y), where);
+        const Dims dims = broadcast_dims(c.dims, y.dims, where);
+        const std::string name = fresh_name(node.input(0) + ".expanded");
+        computed_[name] = Computed{
+            add_weight(name, ir_shape(dims), expand_to(c, dims), false, dtype_of(y)), "", dims};
+        onnx::NodeProto weighted = node;
+        weighted.set_input(0, name);
+        return import_binary(weighted, index, where);
+      }
       negate_first = kind == OpKind::sub;
       kind = mirrored(kind);  // c < x is x > c
       std::swap(first, second);
@@ -1685,6 +2010,11 @@ private:
     if (auto c = constants_.find(other); c != constants_.end()) {
       Constant operand = c->second;
       check_like(operand, other, x_dtype, where);
+      // A constant of more dims than the computed operand: that operand broadcast to them first.
+      if (const Dims out = broadcast_dims(dims, operand.dims, where); out != dims) {
+        op.inputs[0] = broadcast_to(Computed{x_tensor, "", dims}, out, where);
+        dims = out;
+      }
       // x - c = x + (-c), exactly: the bias add the device fuses.
       if (kind == OpKind::sub && !negate_first) {
         for (double& v : operand.values) v = -v;
@@ -1696,16 +2026,13 @@ private:
     } else {
       const Computed& y = computed_.at(other);
       const Dims out = broadcast_dims(x.dims, y.dims, where);
-      if (out != x.dims) {
-        if (out != y.dims)
-          unsupported(where, fmt::format("broadcasting both operands {} and {}", dims_text(x.dims), dims_text(y.dims)));
-        if (!commutes)
-          unsupported(where, fmt::format("{} whose first operand {} broadcasts to the second's {} (only the second "
-                                         "operand may broadcast, as a row)",
-                                         type, dims_text(x.dims), dims_text(y.dims)));
-        // The larger operand goes first: the IR broadcasts the second as a row.
+      if (out != x.dims && out == y.dims && commutes) {
+        // The larger operand goes first: the IR broadcasts the second as a row or a column.
         dims = y.dims;
         op.inputs = {tensor_of(y, where), computed_operand(x, dims, where)};
+      } else if (out != x.dims) {  // the first operand broadcast too (a gather)
+        dims = out;
+        op.inputs = {broadcast_to(x, out, where), computed_operand(y, dims, where)};
       } else {
         op.inputs[1] = computed_operand(y, dims, where);
       }
@@ -1730,6 +2057,8 @@ private:
     if (type == "Max") return OpKind::max;
     if (type == "Min") return OpKind::min;
     if (type == "PRelu") return OpKind::prelu;
+    if (type == "Pow") return OpKind::power;
+    if (type == "Mod") return OpKind::mod;
     return OpKind::div;
   }
 
@@ -1794,11 +2123,10 @@ private:
         continue;
       }
       const Computed& value = computed_.at(name);
-      if (value.dims != dims || value.channels_last)
-        unsupported(where, fmt::format("Where of the computed {} broadcast to {} (computed operands of the output's "
-                                       "dims are supported; constants broadcast)",
-                                       dims_text(value.dims), dims_text(dims)));
-      op.inputs.push_back(tensor_of(value, where));
+      if (value.channels_last && value.dims != dims)
+        unsupported(where, fmt::format("Where of the feature map {} broadcast to {}", dims_text(value.dims),
+                                       dims_text(dims)));
+      op.inputs.push_back(value.dims == dims ? tensor_of(value, where) : broadcast_to(value, dims, where));
     }
     computed_[node.output(0)] = Computed{add_op(op, node.output(0), index, where), "", dims};
   }

@@ -61,6 +61,55 @@ Movement axis_range_movement(const Dims& in, std::int64_t axis, std::int64_t beg
   });
 }
 
+Movement broadcast_movement(const Dims& in, const Dims& out, const std::string& where) {
+  if (in.size() > out.size()) refuse(where, fmt::format("broadcasting {} to {}", dims_text(in), dims_text(out)));
+  const std::size_t lead = out.size() - in.size();
+  for (std::size_t i = 0; i < in.size(); ++i)
+    if (in[i] != 1 && in[i] != out[lead + i])
+      refuse(where, fmt::format("broadcasting {} to {}", dims_text(in), dims_text(out)));
+  return map_elements(out, where, [&](const std::vector<std::int64_t>& at) {
+    std::int64_t index = 0;
+    for (std::size_t i = 0; i < in.size(); ++i) index = index * in[i] + (in[i] == 1 ? 0 : at[lead + i]);
+    return source_of(0, index);
+  });
+}
+
+OneHotSpread one_hot_spread(const Dims& data, const Dims& indices, std::int64_t axis, bool elements,
+                            const std::string& where) {
+  const auto a = static_cast<std::size_t>(axis), index_rank = indices.size();
+  Dims out;  // the output's dims: GatherElements' are the indices'; Gather's replace the axis by them
+  if (elements) {
+    out = indices;
+  } else {
+    out.assign(data.begin(), data.begin() + axis);
+    out.insert(out.end(), indices.begin(), indices.end());
+    out.insert(out.end(), data.begin() + axis + 1, data.end());
+  }
+  OneHotSpread spread;
+  spread.position = elements ? axis + 1 : axis + static_cast<std::int64_t>(index_rank);
+  const auto k = static_cast<std::size_t>(spread.position);
+  Dims spread_dims = out;
+  spread_dims.insert(spread_dims.begin() + spread.position, data[a]);
+  // `at` walks the spread dims; the output element is `at` without position k, c is at[k].
+  spread.data = map_elements(spread_dims, where, [&](const std::vector<std::int64_t>& at) {
+    std::vector<std::int64_t> from(data.size());
+    for (std::size_t d = 0; d < data.size(); ++d) {
+      std::size_t o = elements || d < a ? d : d + index_rank - 1;  // the output axis of data axis d
+      from[d] = d == a ? at[k] : at[o < k ? o : o + 1];
+    }
+    return source_of(0, flat(data, from));
+  });
+  spread.indices = map_elements(spread_dims, where, [&](const std::vector<std::int64_t>& at) {
+    std::vector<std::int64_t> from(index_rank);
+    for (std::size_t d = 0; d < index_rank; ++d) {
+      const std::size_t o = elements ? d : a + d;
+      from[d] = at[o < k ? o : o + 1];
+    }
+    return source_of(0, flat(indices, from));
+  });
+  return spread;
+}
+
 Movement folded_movement(const Constant& folded) {
   Movement movement{folded.dims, {}};
   movement.sources.reserve(folded.values.size());

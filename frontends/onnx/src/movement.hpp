@@ -28,6 +28,18 @@ struct Movement {
 /// A range [begin, begin + count) of `axis` of `in` (a Split output).
 Movement axis_range_movement(const Dims& in, std::int64_t axis, std::int64_t begin, std::int64_t count,
                              const std::string& where);
+/// `in` broadcast to `out` as numpy broadcasts (dims aligned from the right; 1 repeats).
+Movement broadcast_movement(const Dims& in, const Dims& out, const std::string& where);
+/// Gather (`elements` false) or GatherElements along `axis` of data `data` at indices `indices`
+/// made a one-hot pick: the output dims with an axis of the gathered dim's length C inserted at
+/// `position` (after the gathered axis, or after the indices' axes), so runs stay contiguous.
+struct OneHotSpread {
+  std::int64_t position = 0;
+  Movement data;     ///< element (.., c, ..): the data element at position c of the axis
+  Movement indices;  ///< element (.., c, ..): the index element the output element reads
+};
+OneHotSpread one_hot_spread(const Dims& data, const Dims& indices, std::int64_t axis, bool elements,
+                            const std::string& where);
 /// The movement a stand-in folded through a node gives: its values are the sources.
 Movement folded_movement(const Constant& folded);
 /// A gather op's runs for `sources` (no kPadded): runs of elements in arithmetic progression,
