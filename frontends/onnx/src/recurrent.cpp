@@ -138,7 +138,8 @@ private:
     // hidden_size: the attribute, else R's last dim.
     if (in_.r->dims.size() != 3) malformed(fmt::format("R is {}; it must be of rank 3", dims_text(in_.r->dims)));
     hidden_ = int_attribute(node_, "hidden_size", in_.r->dims[2]);
-    if (hidden_ <= 0) malformed(fmt::format("hidden_size {} is not positive", hidden_));
+    if (hidden_ <= 0 || hidden_ > kMaxElements)  // bounded before it multiplies
+      malformed(fmt::format("hidden_size {} is not a positive size", hidden_));
     element_count({steps_, batch_, directions_, gates_ * hidden_}, where_);
     check_weight(in_.w, "W", {directions_, gates_ * hidden_, input_size_});
     check_weight(in_.r, "R", {directions_, gates_ * hidden_, hidden_});
