@@ -456,11 +456,15 @@ private:
         f_pre = binary("Add", f_pre, binary("Mul", c, peephole(d, 2), s("pf_c")), s("f_peep"));
       }
       const std::string input = activate(i_pre, first_activation, s("i"));
-      const std::string forget = input_forget_ ? binary("Sub", scalar(s("one"), 1.0), input, s("f"))
-                                               : activate(f_pre, first_activation, s("f"));
       const std::string candidate = activate(c_pre, first_activation + 1, s("c_gate"));
       const std::string kept = binary("Mul", input, candidate, s("ic"));
-      c = c.empty() ? kept : binary("Add", binary("Mul", forget, c, s("fc")), kept, s("c"));
+      if (c.empty()) {  // the forget gate multiplies a zero state
+        c = kept;
+      } else {
+        const std::string forget = input_forget_ ? binary("Sub", scalar(s("one"), 1.0), input, s("f"))
+                                                 : activate(f_pre, first_activation, s("f"));
+        c = binary("Add", binary("Mul", forget, c, s("fc")), kept, s("c"));
+      }
       if (in_.p) o_pre = binary("Add", o_pre, binary("Mul", c, peephole(d, 1), s("po_c")), s("o_peep"));
       const std::string output = activate(o_pre, first_activation, s("o"));
       h = binary("Mul", output, activate(c, first_activation + 2, s("c_out"), false), s("h"));
@@ -474,12 +478,14 @@ private:
       const std::string both = plus(xw, hr, s("zr_pre"));
       z_pre = columns(both, 0, H, s("z_pre"));
       r_pre = columns(both, H, H, s("r_pre"));
-      const std::string reset = activate(r_pre, first_activation, s("r"));
-      // r (.) (h Rh^T + Rbh): the zero state leaves Rbh alone.
+      // r (.) (h Rh^T + Rbh): the zero state leaves Rbh alone (nothing without B).
       std::string linear = hr.empty() ? reset_bias_[d] : columns(hr, 2 * H, H, s("hr_h"));
       if (!hr.empty() && !reset_bias_[d].empty()) linear = binary("Add", linear, reset_bias_[d], s("hr_hb"));
       h_pre = columns(xw, 2 * H, H, s("xw_h"));
-      if (!linear.empty()) h_pre = binary("Add", h_pre, binary("Mul", reset, linear, s("r_hr")), s("h_pre"));
+      if (!linear.empty()) {
+        const std::string reset = activate(r_pre, first_activation, s("r"));
+        h_pre = binary("Add", h_pre, binary("Mul", reset, linear, s("r_hr")), s("h_pre"));
+      }
       h = gru_state(z_pre, h_pre, h, first_activation, s);
       return;
     }
