@@ -456,15 +456,13 @@ private:
         f_pre = binary("Add", f_pre, binary("Mul", c, peephole(d, 2), s("pf_c")), s("f_peep"));
       }
       const std::string input = activate(i_pre, first_activation, s("i"));
+      std::string forget;  // only where it multiplies a state (the first step's may be zeros)
+      if (!c.empty())
+        forget = input_forget_ ? binary("Sub", scalar(s("one"), 1.0), input, s("f"))
+                               : activate(f_pre, first_activation, s("f"));
       const std::string candidate = activate(c_pre, first_activation + 1, s("c_gate"));
       const std::string kept = binary("Mul", input, candidate, s("ic"));
-      if (c.empty()) {  // the forget gate multiplies a zero state
-        c = kept;
-      } else {
-        const std::string forget = input_forget_ ? binary("Sub", scalar(s("one"), 1.0), input, s("f"))
-                                                 : activate(f_pre, first_activation, s("f"));
-        c = binary("Add", binary("Mul", forget, c, s("fc")), kept, s("c"));
-      }
+      c = c.empty() ? kept : binary("Add", binary("Mul", forget, c, s("fc")), kept, s("c"));
       if (in_.p) o_pre = binary("Add", o_pre, binary("Mul", c, peephole(d, 1), s("po_c")), s("o_peep"));
       const std::string output = activate(o_pre, first_activation, s("o"));
       h = binary("Mul", output, activate(c, first_activation + 2, s("c_out"), false), s("h"));
