@@ -1,5 +1,5 @@
 #!/usr/bin/python3
-"""Generates MLP, encoder, CNN and data-movement ONNX models with weights, an input and the expected output (python3-onnx, numpy; no torch).
+"""Generates MLP, encoder, CNN, data-movement and recurrent (LSTM, GRU) ONNX models with weights, an input and the expected output (python3-onnx, numpy; no torch).
 
 Each model goes to OUT/<name>/model.onnx with test_data_set_0/input_0.pb and output_0.pb, laid
 out as ONNX's own test data, so `tessera run PACKAGE --input x=.../input_0.pb --expect y=.../output_0.pb`
@@ -806,9 +806,69 @@ def build_typed(name, rows, width):
     return model, [("x", x), ("ids", ids)], [("y", y), ("band", band), ("shifted", shifted)]
 
 
+# Recurrent layers: name: (operator, steps, batch, input size, hidden size, direction). One layer over a time-major
+# x [steps, batch, input]; y is its output Y [steps, directions, batch, hidden] (every step's hidden state). Weights
+# as torch initialises them (uniform within 1 / sqrt(hidden)); GRU with linear_before_reset=1, as torch exports it.
+RECURRENT = {
+    "lstm-s32-b2-i16-h32": ("LSTM", 32, 2, 16, 32, "forward"),
+    "gru-s32-b2-i16-h32": ("GRU", 32, 2, 16, 32, "forward"),
+    "lstm-bi-s8-b2-i16-h32": ("LSTM", 8, 2, 16, 32, "bidirectional"),
+}
+
+
+def sigmoid(values):
+    return 1.0 / (1.0 + np.exp(-values))
+
+
+def reference_recurrent(op, x, w, r, b, reverse):
+    """One direction of ONNX's LSTM (gates i, o, f, c) or GRU (z, r, h; linear_before_reset=1) from zero states,
+    in float64: every step's hidden state, [steps, batch, hidden]."""
+    hidden = r.shape[-1]
+    width = w.shape[0]
+    wb, rb = b[:width], b[width:]
+    h = np.zeros((x.shape[1], hidden))
+    c = np.zeros_like(h)
+    states = [None] * x.shape[0]
+    for t in (reversed(range(x.shape[0])) if reverse else range(x.shape[0])):
+        projected, recurrent = x[t] @ w.T + wb, h @ r.T + rb
+        if op == "LSTM":
+            gates = projected + recurrent
+            i, o, f = (sigmoid(gates[:, k * hidden:(k + 1) * hidden]) for k in range(3))
+            c = f * c + i * np.tanh(gates[:, 3 * hidden:])
+            h = o * np.tanh(c)
+        else:
+            z = sigmoid(projected[:, :hidden] + recurrent[:, :hidden])
+            reset = sigmoid(projected[:, hidden:2 * hidden] + recurrent[:, hidden:2 * hidden])
+            candidate = np.tanh(projected[:, 2 * hidden:] + reset * recurrent[:, 2 * hidden:])
+            h = (1 - z) * candidate + z * h
+        states[t] = h
+    return np.stack(states)
+
+
+def build_recurrent(name, op, steps, batch, input_size, hidden, direction):
+    rng = np.random.default_rng(sum(map(ord, name)))
+    directions = 2 if direction == "bidirectional" else 1
+    gates = 4 if op == "LSTM" else 3
+    bound = 1.0 / np.sqrt(hidden)
+    x = rng.uniform(-1.0, 1.0, size=(steps, batch, input_size)).astype(np.float32)
+    w = rng.uniform(-bound, bound, size=(directions, gates * hidden, input_size)).astype(np.float32)
+    r = rng.uniform(-bound, bound, size=(directions, gates * hidden, hidden)).astype(np.float32)
+    b = rng.uniform(-bound, bound, size=(directions, 2 * gates * hidden)).astype(np.float32)
+    initializers = [numpy_helper.from_array(w, "W"), numpy_helper.from_array(r, "R"), numpy_helper.from_array(b, "B")]
+    attributes = {"hidden_size": hidden, "direction": direction}
+    if op == "GRU":
+        attributes["linear_before_reset"] = 1
+    nodes = [helper.make_node(op, ["x", "W", "R", "B"], ["y"], **attributes)]
+    reference = np.stack([reference_recurrent(op, x.astype(np.float64), w[d].astype(np.float64),
+                                              r[d].astype(np.float64), b[d].astype(np.float64), d == 1)
+                          for d in range(directions)], axis=1)
+    return checked_model(name, nodes, x.shape, reference.shape, initializers, 14), x, reference.astype(np.float32)
+
+
 # each table of models and the function that builds one of its models
 TABLES = ((MODELS, build), (ENCODERS, build_encoder), (TORCH_ENCODERS, build_torch_encoder),
-          (BERT_ENCODERS, build_bert), (CNNS, build_cnn), (MOVEMENT, build_movement), (TYPED, build_typed))
+          (BERT_ENCODERS, build_bert), (CNNS, build_cnn), (MOVEMENT, build_movement), (TYPED, build_typed),
+          (RECURRENT, build_recurrent))
 
 
 def write_test_data(folder, x, y):

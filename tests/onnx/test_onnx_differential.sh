@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
-# ONNX Runtime as a differential reference: generated MLPs, encoders and a small CNN (scripts/make_onnx_models.py) compiled
-# for t16, run with their input, checked against their float64 expected outputs (--expect) and
-# against ONNX Runtime (--differential). Also checks the comparison can fail (zero tolerances).
+# ONNX Runtime as a differential reference: generated MLPs, encoders, a small CNN and unrolled LSTM and GRU layers
+# (scripts/make_onnx_models.py) compiled for t16, run with their input, checked against their float64 expected
+# outputs (--expect) and against ONNX Runtime (--differential). Also checks the comparison can fail (zero tolerances).
 # Skips (77) only when node or tools/onnxruntime's onnxruntime-node is absent.
 #
 #   test_onnx_differential.sh TESSERA_BINARY SOURCE_DIR PIPELINE
@@ -11,7 +11,8 @@ tessera=$1 source=$2 pipeline=$3
 source "$(dirname "$0")/onnxruntime_test_setup.sh"
 
 models=(mlp-b2-w64-n3 mlp-b4-w96-gelu-ln mlp-b8-w64-tanh mlp-b4-w96-gelu-ln-spelled encoder-s16-e32-h2
-        encoder-torch-s16-e32-h2 bert-s16-e64-h4-l2 cnn-tiny-b2)
+        encoder-torch-s16-e32-h2 bert-s16-e64-h4-l2 cnn-tiny-b2 lstm-s32-b2-i16-h32 gru-s32-b2-i16-h32
+        lstm-bi-s8-b2-i16-h32)
 /usr/bin/python3 "$source/scripts/make_onnx_models.py" "$work/models" "${models[@]}"
 for model in "${models[@]}"; do
   folder=$work/models/$model

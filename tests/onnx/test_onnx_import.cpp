@@ -5,6 +5,7 @@
 #include <sys/stat.h>
 
 #include <fstream>
+#include <functional>
 
 #include "temp_dir.hpp"
 #include "tessera/codelets.hpp"
@@ -964,4 +965,100 @@ TEST_CASE("onnx import accepts a newer IR version whose opsets and operators it 
   unknown_opset.opset(99);
   CHECK_THROWS_WITH(import_onnx(unknown_opset.save(dir, "opset.onnx")),
                     Catch::Contains("and so is its opset 99 of domain 'ai.onnx'"));
+}
+
+namespace {
+
+/// An LSTM (3 steps, batch 2, input 4, hidden 3) of x with constant W (values 0, 0.01, ...), R and B, writing
+/// Y, Y_h and Y_c; `adjust` changes the node or the model before it is saved.
+std::string lstm_model(const TempDir& dir, const std::string& file,
+                       const std::function<void(ModelBuilder&, onnx::NodeProto*)>& adjust = {}) {
+  ModelBuilder m;
+  m.opset(14);
+  m.input("x", {3, 2, 4});
+  std::vector<float> w(12 * 4), r(12 * 3, 0.05f), b(24, 0.1f);
+  for (std::size_t i = 0; i < w.size(); ++i) w[i] = 0.01f * static_cast<float>(i);
+  m.initializer("W", {1, 12, 4}, w);
+  m.initializer("R", {1, 12, 3}, r);
+  m.initializer("B", {1, 24}, b);
+  onnx::NodeProto* lstm = m.node("LSTM", {"x", "W", "R", "B"}, "Y", "lstm");
+  lstm->add_output("Y_h");
+  lstm->add_output("Y_c");
+  int_attribute(lstm, "hidden_size", 3);
+  m.output("Y", {3, 1, 2, 3});
+  m.output("Y_h", {1, 2, 3});
+  m.output("Y_c", {1, 2, 3});
+  if (adjust) adjust(m, lstm);
+  return m.save(dir, file);
+}
+
+}  // namespace
+
+TEST_CASE("onnx import unrolls an LSTM: one input projection for every step, then a product by R^T per step",
+          "[onnx][recurrent]") {
+  TempDir dir;
+  const OnnxImport imported = import_onnx(lstm_model(dir, "lstm.onnx"));
+  const Graph& graph = imported.graph;
+  std::vector<const Op*> products;
+  for (const Op& op : graph.ops)
+    if (op.kind == OpKind::matmul) products.push_back(&op);
+  // The first step starts from zero states: no product by R^T.
+  REQUIRE(products.size() == 3);
+  const Tensor& projection = graph.tensors[products[0]->inputs[1]];
+  CHECK(graph.tensors[products[0]->inputs[0]].shape == std::vector<std::int64_t>{6, 4});  // every step's rows
+  CHECK(projection.shape == std::vector<std::int64_t>{4, 12});                            // W^T
+  const std::vector<float>& wt = imported.weights.at(projection.name);
+  CHECK(wt[1 * 12 + 5] == 0.01f * static_cast<float>(5 * 4 + 1));  // W[0][5][1]
+  for (std::size_t i = 1; i < products.size(); ++i) {
+    CHECK(graph.tensors[products[i]->inputs[0]].shape == std::vector<std::int64_t>{2, 3});   // the state
+    CHECK(graph.tensors[products[i]->inputs[1]].shape == std::vector<std::int64_t>{3, 12});  // R^T
+  }
+  REQUIRE(imported.outputs.size() == 3);
+  CHECK(imported.outputs[0].dims == std::vector<std::int64_t>{3, 1, 2, 3});
+  CHECK(tensor_named(graph, "Y").elements() == 18);
+  CHECK(tensor_named(graph, "Y_h").elements() == 6);
+  CHECK(tensor_named(graph, "Y_c").elements() == 6);
+}
+
+TEST_CASE("onnx import refuses a recurrent layer it cannot unroll, naming the node, the input and the fix",
+          "[onnx][recurrent]") {
+  TempDir dir;
+  // W as a graph input: the conformance runner (and a user) freezes it by --input-value.
+  const std::string computed_w = lstm_model(dir, "computed-w.onnx", [](ModelBuilder& m, onnx::NodeProto*) {
+    m.graph->mutable_initializer()->DeleteSubrange(0, 1);
+    m.input("W", {1, 12, 4});
+  });
+  CHECK_THROWS_WITH(import_onnx(computed_w),
+                    Catch::Contains("node 'lstm' (LSTM): not supported: LSTM with W 'W' computed at run time") &&
+                        Catch::Contains("freeze it with --input-value W=VALUES"));
+  const std::string shorter = lstm_model(dir, "lengths.onnx", [](ModelBuilder& m, onnx::NodeProto* lstm) {
+    auto* lengths = m.graph->add_initializer();
+    lengths->set_name("lengths");
+    lengths->set_data_type(onnx::TensorProto::INT32);
+    lengths->add_dims(2);
+    lengths->add_int32_data(3);
+    lengths->add_int32_data(2);
+    lstm->add_input("lengths");
+  });
+  CHECK_THROWS_WITH(import_onnx(shorter), Catch::Contains("not supported: sequence_lens [3, 2] with a length other "
+                                                          "than seq_length 3"));
+  const std::string affine = lstm_model(dir, "affine.onnx", [](ModelBuilder&, onnx::NodeProto* lstm) {
+    auto* activations = lstm->add_attribute();
+    activations->set_name("activations");
+    activations->set_type(onnx::AttributeProto::STRINGS);
+    for (const char* name : {"Sigmoid", "Affine", "Tanh"}) activations->add_strings(name);
+  });
+  CHECK_THROWS_WITH(import_onnx(affine), Catch::Contains("not supported: the activation 'Affine' (supported: Elu, "
+                                                         "HardSigmoid, LeakyRelu"));
+  // hidden_size 4 with R of hidden size 3: malformed, refused before any value is read.
+  const std::string mismatch = lstm_model(dir, "hidden.onnx", [](ModelBuilder& m, onnx::NodeProto* lstm) {
+    lstm->mutable_attribute(0)->set_i(4);
+    for (int i = 0; i < 3; ++i) {
+      auto* shape = m.graph->mutable_output(i)->mutable_type()->mutable_tensor_type()->mutable_shape();
+      shape->mutable_dim(shape->dim_size() - 1)->set_dim_value(4);
+    }
+  });
+  CHECK_THROWS_WITH(import_onnx(mismatch), Catch::Contains("node 'lstm' (LSTM): W is [1, 12, 4]; with 1 "
+                                                           "direction(s), hidden_size 4 and input size 4 it must be "
+                                                           "[1, 16, 4]"));
 }

@@ -20,6 +20,7 @@
 
 #include "constants.hpp"
 #include "movement.hpp"
+#include "recurrent.hpp"
 #include "tessera/codelets.hpp"
 #include "tessera/onnx/tensor_file.hpp"
 #include "tessera/diagnostic.hpp"
@@ -44,7 +45,9 @@ const std::vector<std::string>& supported_operators() {
       "Expand", "Tile", "Resize", "DepthToSpace", "SpaceToDepth",
       // Tensor types (docs/onnx.md): comparisons, logic, Where, casts, and If on a constant condition.
       "Equal", "Greater", "GreaterOrEqual", "Less", "LessOrEqual", "And", "Or", "Xor", "Not", "Where", "Cast",
-      "CastLike", "If"};
+      "CastLike", "If",
+      // Recurrent layers, unrolled over their static sequence length (docs/onnx.md).
+      "LSTM", "GRU", "RNN"};
   // clang-format on
   return names;
 }
@@ -1173,8 +1176,75 @@ private:
   /// a value of its own (computed_[node.output(i)]); any other node must have one output.
   static const std::map<std::string, ImportFunction>& several_outputs() {
     static const std::map<std::string, ImportFunction> functions = {
-        {"Split", &Importer::import_split}, {"LayerNormalization", &Importer::import_layer_norm}};
+        {"Split", &Importer::import_split},
+        {"LayerNormalization", &Importer::import_layer_norm},
+        {"LSTM", &Importer::import_recurrent},
+        {"GRU", &Importer::import_recurrent},
+        {"RNN", &Importer::import_recurrent}};
     return functions;
+  }
+
+  /// LSTM, GRU and RNN: unrolled over their static sequence length (recurrent.cpp) into nodes imported
+  /// here as any others. The weights must be constants (they are the products' right operands).
+  void import_recurrent(const onnx::NodeProto& node, int index, const std::string& where) {
+    const std::string& type = node.op_type();
+    const int inputs = type == "LSTM" ? 8 : 6;
+    if (node.input_size() > inputs)
+      throw Error(fmt::format("{}: {} has {} inputs; it takes at most {}", where, type, node.input_size(), inputs));
+    auto input = [&](int i) { return i < node.input_size() ? node.input(i) : std::string(); };
+    if (input(0).empty() || input(1).empty() || input(2).empty())
+      throw Error(fmt::format("{}: {} needs the inputs X, W and R", where, type));
+    if (!computed_.count(input(0)))
+      unsupported(where, fmt::format("{} of a constant X '{}' (it is not folded)", type, input(0)));
+    auto weight = [&](int i, const char* role) -> const Constant* {
+      if (input(i).empty()) return nullptr;
+      const auto found = constants_.find(input(i));
+      if (found == constants_.end())
+        unsupported(where,
+                    fmt::format("{} with {} '{}' computed at run time (the unrolled layer needs it constant): {}", type,
+                                role, input(i), not_constant(input(i))));
+      return &found->second;
+    };
+    auto state = [&](int i) {
+      RecurrentOperand operand;
+      operand.name = input(i);
+      if (operand.name.empty()) return operand;
+      if (auto c = constants_.find(operand.name); c != constants_.end()) {
+        operand.constant = &c->second;
+        operand.dims = c->second.dims;
+      } else {
+        operand.dims = computed_.at(operand.name).dims;
+      }
+      return operand;
+    };
+    RecurrentInputs in;
+    in.x_dims = computed_.at(input(0)).dims;
+    in.w = weight(1, "W");
+    in.r = weight(2, "R");
+    in.b = weight(3, "B");
+    in.sequence_lens = weight(4, "sequence_lens");
+    in.initial_h = state(5);
+    if (type == "LSTM") {
+      in.initial_c = state(6);
+      in.p = weight(7, "P");
+    }
+    RecurrentExpansion expansion = expand_recurrent(node, in, result_.opset, where);
+    auto check_new = [&](const std::string& name) {
+      if (constants_.count(name) || computed_.count(name))
+        throw Error(
+            fmt::format("{}: the unrolled {} names a value '{}', which the model already has; rename that value", where,
+                        type, name));
+    };
+    for (auto& [name, constant] : expansion.constants) {
+      check_new(name);
+      constants_[name] = std::move(constant);
+    }
+    for (const onnx::NodeProto& inner : expansion.nodes) {
+      for (const std::string& output : inner.output())
+        if (std::find(node.output().begin(), node.output().end(), output) == node.output().end()) check_new(output);
+      for (const std::string& name : inner.input()) ++readers_[name];
+      import_node(inner, index);
+    }
   }
 
   /// Split into its outputs along an axis: sizes from the `split` input (opset 13) or attribute,
