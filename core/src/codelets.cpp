@@ -194,6 +194,10 @@ constexpr std::uint64_t kDividePerVector = 10, kDivideRowPerVector = 6;
 constexpr std::uint64_t kLogPerVector = 12, kNegatePerVector = 2, kAbsPerVector = 2 * (1 + 4);
 constexpr std::uint64_t kRoundingPerVector = 2 + 4, kSignPerVector = 5 + 4, kSinePerVector = 2 * (2300 + 4);
 constexpr std::uint64_t kExpMinusOnePerVector = 2 * (4 + 4);
+// TAN 3900 (a natural vector); ASIN 102 (an element); IS_INF and IS_NAN 3 (natural vectors);
+// binaryOpPerfInfo ATAN2 FLOAT {272, false, 2} (a pair), atan(x) being atan2(x, 1).
+constexpr std::uint64_t kTanPerVector = 3900 + 4, kAsinPerVector = 2 * (102 + 4), kAtanPerVector = 272;
+constexpr std::uint64_t kFloatClassPerVector = 3 + 4;
 // Binary MAXIMUM and MINIMUM {4, false, 2}; ADD and MULTIPLY {1, true} as a step of a composite: 5 a pair.
 constexpr std::uint64_t kMaxMinPerVector = 4, kArithmeticStepPerVector = 1 + 4;
 // Functions ONNX defines from others are charged as the popops steps that compute them.
@@ -206,6 +210,12 @@ constexpr std::uint64_t kCeluPerVector = kEluPerVector + kArithmeticStepPerVecto
 // x * (x > alpha): GREATER_THAN {14, false, 4} (7 a pair), then a multiply.
 constexpr std::uint64_t kThresholdPerVector = 14 / 2 + kArithmeticStepPerVector;
 constexpr std::uint64_t kMishPerVector = kSoftplusPerVector + kTanhPerVector + kArithmeticStepPerVector;
+// acos = pi/2 - asin; sinh and cosh = (e^x -+ 1/e^x) / 2; asinh and acosh = log(x + sqrt(x^2 +- 1));
+// atanh = log((1 + x) / (1 - x)) / 2.
+constexpr std::uint64_t kAcosPerVector = kAsinPerVector + kArithmeticStepPerVector;
+constexpr std::uint64_t kHyperbolicPerVector = kExpPerVector + kReciprocalPerVector + 2 * kArithmeticStepPerVector;
+constexpr std::uint64_t kInverseHyperbolicPerVector = 3 * kArithmeticStepPerVector + kSqrtPerVector + kLogPerVector;
+constexpr std::uint64_t kAtanhPerVector = 3 * kArithmeticStepPerVector + kDividePerVector + kLogPerVector;
 // prelu: max(a, 0) + b * min(a, 0).
 constexpr std::uint64_t kPreluPerVector = 2 * kMaxMinPerVector + 2 * kArithmeticStepPerVector;
 // Typed functions (popopsCycleEstimators.hpp binaryOpPerfInfo, GC200): comparisons of floats 14
@@ -791,9 +801,11 @@ WorkerMacShape worker_mac_shape(Codelet codelet, std::span<const std::uint32_t> 
 
 const char* unary_function_name(UnaryFunction function) {
   constexpr const char* kNames[kUnaryFunctionCount] = {
-      "sigmoid",    "tanh",  "erf",  "sqrt", "pow", "exp",      "log",      "neg", "abs",  "reciprocal",       "floor",
-      "ceil",       "round", "sign", "sin",  "cos", "softplus", "softsign", "elu", "celu", "thresholded_relu", "mish",
-      "logical_not"};
+      "sigmoid", "tanh",        "erf",        "sqrt",     "pow",    "exp",   "log",
+      "neg",     "abs",         "reciprocal", "floor",    "ceil",   "round", "sign",
+      "sin",     "cos",         "softplus",   "softsign", "elu",    "celu",  "thresholded_relu",
+      "mish",    "logical_not", "tan",        "asin",     "acos",   "atan",  "sinh",
+      "cosh",    "asinh",       "acosh",      "atanh",    "is_inf", "is_nan"};
   const auto index = static_cast<std::uint32_t>(function);
   return index < kUnaryFunctionCount ? kNames[index] : "?";
 }
@@ -835,7 +847,7 @@ const char* binary_function_name(BinaryFunction function) {
 
 bool unary_loops_by_element(UnaryFunction function) {
   return function == UnaryFunction::erf || function == UnaryFunction::abs || function == UnaryFunction::sin ||
-         function == UnaryFunction::cos;
+         function == UnaryFunction::cos || function == UnaryFunction::asin || function == UnaryFunction::acos;
 }
 
 const char* reduce_function_name(ReduceFunction function) {
@@ -969,6 +981,25 @@ std::uint64_t function_cycles_per_vector(Codelet codelet, std::span<const std::u
         return kMishPerVector;
       case UnaryFunction::logical_not:
         return kLogicalNotPerVector;
+      case UnaryFunction::tan:
+        return kTanPerVector;
+      case UnaryFunction::asin:
+        return kAsinPerVector;
+      case UnaryFunction::acos:
+        return kAcosPerVector;
+      case UnaryFunction::atan:
+        return kAtanPerVector;
+      case UnaryFunction::sinh:
+      case UnaryFunction::cosh:
+        return kHyperbolicPerVector;
+      case UnaryFunction::asinh:
+      case UnaryFunction::acosh:
+        return kInverseHyperbolicPerVector;
+      case UnaryFunction::atanh:
+        return kAtanhPerVector;
+      case UnaryFunction::is_inf:
+      case UnaryFunction::is_nan:
+        return kFloatClassPerVector;
     }
     return kPowerPerVector;  // an unknown function is refused at load; the slowest is charged
   }

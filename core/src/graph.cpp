@@ -188,8 +188,8 @@ Broadcast binary_broadcast(const Tensor& a, const Tensor& b) {
 bool is_binary(OpKind kind) {
   return kind == OpKind::add || kind == OpKind::sub || kind == OpKind::mul || kind == OpKind::div ||
          kind == OpKind::max || kind == OpKind::min || kind == OpKind::prelu || kind == OpKind::power ||
-         kind == OpKind::mod || kind == OpKind::fmod || is_comparison(kind) ||
-         kind == OpKind::logical_and || kind == OpKind::logical_or || kind == OpKind::logical_xor;
+         kind == OpKind::mod || kind == OpKind::fmod || is_comparison(kind) || kind == OpKind::logical_and ||
+         kind == OpKind::logical_or || kind == OpKind::logical_xor;
 }
 
 bool is_comparison(OpKind kind) {
@@ -447,15 +447,24 @@ static std::string infer_window_shape(const Graph& graph, const Op& op, std::vec
   return "";
 }
 
+/// The unary functions the `unary` op carries: exp to mish and tan on (the others, logical_not
+/// among them, have op kinds of their own).
+static bool is_unary_op_function(std::uint32_t function) {
+  return (function >= static_cast<std::uint32_t>(UnaryFunction::exp) &&
+          function <= static_cast<std::uint32_t>(UnaryFunction::mish)) ||
+         (function >= static_cast<std::uint32_t>(UnaryFunction::tan) && function < kUnaryFunctionCount);
+}
+
 /// What is wrong with an op's function and alpha: a unary or reduce function outside the ones
 /// those kinds carry (the others have kinds of their own), a function or alpha on another kind.
 static std::string function_problem(const Op& op) {
-  const auto first_unary = static_cast<std::uint32_t>(UnaryFunction::exp);
   const auto first_reduce = static_cast<std::uint32_t>(ReduceFunction::max);
-  const auto last_unary = static_cast<std::uint32_t>(UnaryFunction::mish);  // logical_not has its own kind too
-  if (op.kind == OpKind::unary && (op.function < first_unary || op.function > last_unary))
-    return fmt::format("unary needs a function from exp on (unary function {} to {}), got {}", first_unary, last_unary,
-                       op.function);
+  if (op.kind == OpKind::unary && !is_unary_op_function(op.function))
+    return fmt::format(
+        "unary needs a function from exp to mish or from tan on (unary function {} to {}, {} to {}), "
+        "got {}",
+        static_cast<std::uint32_t>(UnaryFunction::exp), static_cast<std::uint32_t>(UnaryFunction::mish),
+        static_cast<std::uint32_t>(UnaryFunction::tan), kUnaryFunctionCount - 1, op.function);
   if (op.kind == OpKind::reduce && (op.function < first_reduce || op.function >= kReduceFunctionCount))
     return fmt::format("reduce needs a function from max on (reduce function {} to {}), got {}", first_reduce,
                        kReduceFunctionCount - 1, op.function);
@@ -464,7 +473,8 @@ static std::string function_problem(const Op& op) {
   const bool takes_alpha =
       op.kind == OpKind::unary && (op.function == static_cast<std::uint32_t>(UnaryFunction::elu) ||
                                    op.function == static_cast<std::uint32_t>(UnaryFunction::celu) ||
-                                   op.function == static_cast<std::uint32_t>(UnaryFunction::thresholded_relu));
+                                   op.function == static_cast<std::uint32_t>(UnaryFunction::thresholded_relu) ||
+                                   op.function == static_cast<std::uint32_t>(UnaryFunction::is_inf));
   if (!std::isfinite(op.alpha) || (op.alpha != 0.0 && !takes_alpha))
     return fmt::format("{} does not take an alpha of {}", op_kind_name(op.kind), op.alpha);
   if (op.kind == OpKind::unary && op.function == static_cast<std::uint32_t>(UnaryFunction::celu) && op.alpha == 0.0)
@@ -691,6 +701,13 @@ std::string infer_dtype(const Graph& graph, const Op& op, DType& dtype) {
   const bool logic = op.kind == OpKind::logical_and || op.kind == OpKind::logical_or ||
                      op.kind == OpKind::logical_xor || op.kind == OpKind::logical_not;
   // Functions of two float or two int32 operands (mod: int32 only; prelu and power: floats only).
+  // IsInf and IsNaN: a bool of each float.
+  if (op.kind == OpKind::unary && (op.function == static_cast<std::uint32_t>(UnaryFunction::is_inf) ||
+                                   op.function == static_cast<std::uint32_t>(UnaryFunction::is_nan))) {
+    if (op.inputs.empty() || !is_float(type(0))) return refuse(0, "a float operand");
+    dtype = DType::boolean;
+    return "";
+  }
   const bool arithmetic = op.kind == OpKind::add || op.kind == OpKind::sub || op.kind == OpKind::mul ||
                           op.kind == OpKind::div || op.kind == OpKind::max || op.kind == OpKind::min ||
                           op.kind == OpKind::mod || op.kind == OpKind::fmod;
@@ -739,8 +756,9 @@ static std::uint32_t parse_function(const std::string& file, const YAML::Node& o
   std::vector<std::string> known;
   const std::uint32_t first =
       unary ? static_cast<std::uint32_t>(UnaryFunction::exp) : static_cast<std::uint32_t>(ReduceFunction::max);
-  const std::uint32_t count = unary ? static_cast<std::uint32_t>(UnaryFunction::mish) + 1 : kReduceFunctionCount;
+  const std::uint32_t count = unary ? kUnaryFunctionCount : kReduceFunctionCount;
   for (std::uint32_t f = first; f < count; ++f) {
+    if (unary && !is_unary_op_function(f)) continue;
     known.push_back(unary ? unary_function_name(static_cast<UnaryFunction>(f))
                           : reduce_function_name(static_cast<ReduceFunction>(f)));
     if (text == known.back()) return f;

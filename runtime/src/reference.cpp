@@ -176,6 +176,30 @@ double unary_function(const Op& op, double x) {
       return x > op.alpha ? x : 0.0;
     case UnaryFunction::mish:
       return x * std::tanh(std::log1p(std::exp(x)));
+    case UnaryFunction::tan:
+      return std::tan(x);
+    case UnaryFunction::asin:
+      return std::asin(x);
+    case UnaryFunction::acos:
+      return std::acos(x);
+    case UnaryFunction::atan:
+      return std::atan(x);
+    case UnaryFunction::sinh:
+      return std::sinh(x);
+    case UnaryFunction::cosh:
+      return std::cosh(x);
+    case UnaryFunction::asinh:
+      return std::asinh(x);
+    case UnaryFunction::acosh:
+      return std::acosh(x);
+    case UnaryFunction::atanh:
+      return std::atanh(x);
+    case UnaryFunction::is_inf: {  // alpha's bit 1 detects +inf, bit 2 -inf
+      const auto detect = static_cast<int>(op.alpha);
+      return std::isinf(x) && (x > 0 ? (detect & 1) != 0 : (detect & 2) != 0) ? 1.0 : 0.0;
+    }
+    case UnaryFunction::is_nan:
+      return std::isnan(x) ? 1.0 : 0.0;
     default:
       throw Error(fmt::format("unary function {} has no reference", op.function));
   }

@@ -361,6 +361,41 @@ void run_unary(float* memory, const LoadedCall& call) {
       case UnaryFunction::logical_not:
         out[i] = int_word(word_int(x) == 0 ? 1 : 0);
         break;
+      case UnaryFunction::tan:
+        out[i] = std::tan(x);
+        break;
+      case UnaryFunction::asin:
+        out[i] = std::asin(x);
+        break;
+      case UnaryFunction::acos:
+        out[i] = std::acos(x);
+        break;
+      case UnaryFunction::atan:
+        out[i] = std::atan(x);
+        break;
+      case UnaryFunction::sinh:
+        out[i] = std::sinh(x);
+        break;
+      case UnaryFunction::cosh:
+        out[i] = std::cosh(x);
+        break;
+      case UnaryFunction::asinh:
+        out[i] = std::asinh(x);
+        break;
+      case UnaryFunction::acosh:
+        out[i] = std::acosh(x);
+        break;
+      case UnaryFunction::atanh:
+        out[i] = std::atanh(x);
+        break;
+      case UnaryFunction::is_inf: {  // the parameter's bit 1 detects +inf, bit 2 -inf
+        const auto detect = static_cast<int>(exponent);
+        out[i] = int_word(std::isinf(x) && (x > 0 ? (detect & 1) != 0 : (detect & 2) != 0) ? 1 : 0);
+        break;
+      }
+      case UnaryFunction::is_nan:
+        out[i] = int_word(std::isnan(x) ? 1 : 0);
+        break;
     }
   }
 }

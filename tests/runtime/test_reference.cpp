@@ -163,10 +163,16 @@ TEST_CASE("graphs refuse a unary or reduce op without one of its functions, and 
   g.outputs = {1};
   op.function = static_cast<std::uint32_t>(UnaryFunction::sigmoid);  // has its own op kind
   g.ops[0] = op;
-  CHECK_THAT(check_graph(g), Contains("unary needs a function from exp on"));
+  CHECK_THAT(check_graph(g), Contains("unary needs a function from exp to mish or from tan on"));
   op.function = kUnaryFunctionCount;
   g.ops[0] = op;
-  CHECK_THAT(check_graph(g), Contains("unary needs a function from exp on"));
+  CHECK_THAT(check_graph(g), Contains("unary needs a function from exp to mish or from tan on"));
+  op.function = static_cast<std::uint32_t>(UnaryFunction::logical_not);  // an op kind of its own
+  g.ops[0] = op;
+  CHECK_THAT(check_graph(g), Contains("unary needs a function from exp to mish or from tan on"));
+  op.function = static_cast<std::uint32_t>(UnaryFunction::atanh);
+  g.ops[0] = op;
+  CHECK(check_graph(g).empty());
   op.function = static_cast<std::uint32_t>(UnaryFunction::exp);
   op.alpha = 2.0;
   g.ops[0] = op;

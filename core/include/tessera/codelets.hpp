@@ -145,8 +145,19 @@ enum class UnaryFunction : std::uint32_t {
   thresholded_relu = 20,  ///< x > alpha ? x : 0
   mish = 21,              ///< x * tanh(softplus(x))
   logical_not = 22,       ///< bools: !x
+  tan = 23,
+  asin = 24,
+  acos = 25,
+  atan = 26,
+  sinh = 27,
+  cosh = 28,
+  asinh = 29,
+  acosh = 30,
+  atanh = 31,
+  is_inf = 32,  ///< a bool: x is +inf (alpha's bit 1 set) or -inf (bit 2 set)
+  is_nan = 33,  ///< a bool: x is NaN
 };
-inline constexpr std::uint32_t kUnaryFunctionCount = 23;
+inline constexpr std::uint32_t kUnaryFunctionCount = 34;
 /// The `function` param of binary, binary_row and binary_column calls (the planner adds with
 /// add and bias_add where it can: they are the same loops).
 /// prelu: a < 0 ? a * b : a (b the slope).

@@ -39,7 +39,8 @@ const std::vector<std::string>& supported_operators() {
       "Transpose", "Slice", "Conv", "MaxPool", "AveragePool", "GlobalAveragePool", "GlobalMaxPool",
       "BatchNormalization", "Clip", "LeakyRelu", "HardSigmoid", "HardSwish", "Exp", "Log", "Neg", "Abs",
       "Reciprocal", "Floor", "Ceil", "Round", "Sign", "Sin", "Cos", "Softplus", "Softsign", "Elu", "Selu", "Celu",
-      "ThresholdedRelu", "Mish", "PRelu", "Max", "Min", "Sum", "Mean", "ReduceMax", "ReduceMin", "ReduceProd",
+      "ThresholdedRelu", "Mish", "Tan", "Asin", "Acos", "Atan", "Sinh", "Cosh", "Asinh", "Acosh", "Atanh", "IsInf",
+      "IsNaN", "PRelu", "Max", "Min", "Sum", "Mean", "ReduceMax", "ReduceMin", "ReduceProd",
       "ReduceL1", "ReduceL2", "ReduceLogSum", "ReduceLogSumExp", "ReduceSumSquare", "LogSoftmax",
       "Mod", "Concat", "Split", "Pad", "Gather", "GatherElements", "Trilu", "ArgMax", "ArgMin", "Dropout",
       "Expand", "Tile", "Resize", "DepthToSpace", "SpaceToDepth",
@@ -960,11 +961,10 @@ private:
     // of type UNDEFINED, which would read as 0: it is left out, as the node left it.
     for (onnx::NodeProto& inner : nodes) {
       auto* attributes = inner.mutable_attribute();
-      attributes->erase(std::remove_if(attributes->begin(), attributes->end(),
-                                       [](const onnx::AttributeProto& a) {
-                                         return a.type() == onnx::AttributeProto::UNDEFINED;
-                                       }),
-                        attributes->end());
+      attributes->erase(
+          std::remove_if(attributes->begin(), attributes->end(),
+                         [](const onnx::AttributeProto& a) { return a.type() == onnx::AttributeProto::UNDEFINED; }),
+          attributes->end());
     }
     import_expansion(nodes, index);
     return true;
@@ -975,8 +975,8 @@ private:
     if (node.input_size() > 2 && !node.input(2).empty()) {
       auto training = constants_.find(node.input(2));
       if (training == constants_.end())
-        unsupported(where, fmt::format("Dropout with a training_mode that is not a constant: {}",
-                                       not_constant(node.input(2))));
+        unsupported(
+            where, fmt::format("Dropout with a training_mode that is not a constant: {}", not_constant(node.input(2))));
       if (training->second.values.size() != 1 || training->second.values[0] != 0)
         unsupported(where, "Dropout in training mode (random masks are not computed; export for inference)");
     }
@@ -985,8 +985,8 @@ private:
     if (constants_.count(x)) constants_[node.output(0)] = constants_.at(x);
     else computed_[node.output(0)] = computed_.at(x);
     if (node.output_size() > 1 && !node.output(1).empty())
-      constants_[node.output(1)] =
-          Constant{TensorProto::BOOL, dims, std::vector<double>(static_cast<std::size_t>(element_count(dims, where)), 1.0)};
+      constants_[node.output(1)] = Constant{
+          TensorProto::BOOL, dims, std::vector<double>(static_cast<std::size_t>(element_count(dims, where)), 1.0)};
   }
 
   /// Trilu: the elements on and above (upper) or on and below diagonal k of the last two axes
@@ -1052,8 +1052,8 @@ private:
     for (std::int64_t i = 0; i < count; ++i) positions.values.push_back(static_cast<double>(i));
     const std::string iota = add_constant(output + ".positions", std::move(positions));
     // Not at the extreme: past the end for the first index, before the start for the last.
-    const std::string sentinel =
-        add_constant(output + ".sentinel", Constant{TensorProto::FLOAT, {}, {last ? -1.0 : static_cast<double>(count)}});
+    const std::string sentinel = add_constant(
+        output + ".sentinel", Constant{TensorProto::FLOAT, {}, {last ? -1.0 : static_cast<double>(count)}});
     nodes.push_back(made_node("Where", {output + ".at_extreme", iota, sentinel}, {output + ".candidates"}));
     onnx::NodeProto pick = made_node(last ? "ReduceMax" : "ReduceMin", {output + ".candidates"}, {output + ".index"});
     pick.add_attribute()->CopyFrom(*axes);
@@ -1518,7 +1518,18 @@ private:
         {"Selu", UnaryFunction::elu},  // gamma * elu(x) with Selu's alpha
         {"Celu", UnaryFunction::celu},
         {"ThresholdedRelu", UnaryFunction::thresholded_relu},
-        {"Mish", UnaryFunction::mish}};
+        {"Mish", UnaryFunction::mish},
+        {"Tan", UnaryFunction::tan},
+        {"Asin", UnaryFunction::asin},
+        {"Acos", UnaryFunction::acos},
+        {"Atan", UnaryFunction::atan},
+        {"Sinh", UnaryFunction::sinh},
+        {"Cosh", UnaryFunction::cosh},
+        {"Asinh", UnaryFunction::asinh},
+        {"Acosh", UnaryFunction::acosh},
+        {"Atanh", UnaryFunction::atanh},
+        {"IsInf", UnaryFunction::is_inf},
+        {"IsNaN", UnaryFunction::is_nan}};
     auto found = kFunctions.find(op);
     if (found == kFunctions.end()) return std::nullopt;
     return found->second;
@@ -1543,6 +1554,9 @@ private:
     double alpha = 0.0;
     if (type == "Elu" || type == "Celu" || type == "ThresholdedRelu") alpha = float_attribute(node, "alpha", 1.0f);
     if (type == "Selu") alpha = float_attribute(node, "alpha", 1.67326319217681884765625f);
+    if (type == "IsInf")  // which infinities: bit 1 positive, bit 2 negative
+      alpha = (int_attribute(node, "detect_positive", 1) != 0 ? 1 : 0) +
+              (int_attribute(node, "detect_negative", 1) != 0 ? 2 : 0);
     if (type == "Celu" && alpha == 0.0) throw Error(fmt::format("{}: Celu's alpha must not be 0", where));
     const std::string& output = node.output(0);
     if (type != "Selu") {
@@ -2044,8 +2058,7 @@ private:
         check_like(c, node.input(0), dtype_of(y), where);
         const Dims dims = broadcast_dims(c.dims, y.dims, where);
         const std::string name = fresh_name(node.input(0) + ".expanded");
-        computed_[name] = Computed{
-            add_weight(name, ir_shape(dims), expand_to(c, dims), false, dtype_of(y)), "", dims};
+        computed_[name] = Computed{add_weight(name, ir_shape(dims), expand_to(c, dims), false, dtype_of(y)), "", dims};
         onnx::NodeProto weighted = node;
         weighted.set_input(0, name);
         return import_binary(weighted, index, where);
@@ -2194,8 +2207,8 @@ private:
       }
       const Computed& value = computed_.at(name);
       if (value.channels_last && value.dims != dims)
-        unsupported(where, fmt::format("Where of the feature map {} broadcast to {}", dims_text(value.dims),
-                                       dims_text(dims)));
+        unsupported(where,
+                    fmt::format("Where of the feature map {} broadcast to {}", dims_text(value.dims), dims_text(dims)));
       op.inputs.push_back(value.dims == dims ? tensor_of(value, where) : broadcast_to(value, dims, where));
     }
     computed_[node.output(0)] = Computed{add_op(op, node.output(0), index, where), "", dims};
