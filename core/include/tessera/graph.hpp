@@ -115,8 +115,13 @@ enum class OpKind : std::uint8_t {
   logical_not = 38,       ///< out = !in0 (boolean)
   cast = 39,              ///< out = in0 converted to the output tensor's type (ONNX Cast: float to int truncates)
   where = 40,             ///< out = in0 ? in1 : in2 (in0 boolean; in1, in2 and out of one type and shape)
+  /// out[t, :] = in0[in1[t], :]: in0 a table [V, D] of 32-bit words (float32, int32 or bool; a weight,
+  /// an input or computed), in1 int32 indices of any shape read row-major (T of them), out [T, D]. An index i < 0 reads
+  /// row i + V (ONNX Gather); one outside [-V, V) reads a row of zeros (the host refuses such ids in a graph input,
+  /// docs/onnx.md).
+  embedding = 41,
 };
-inline constexpr std::uint32_t kOpKindCount = 41;
+inline constexpr std::uint32_t kOpKindCount = 42;
 const char* op_kind_name(OpKind);
 /// add, sub, mul, div, max, min, prelu and the comparisons and logic (equal ... logical_xor): two
 /// operands, the second equal-shaped, a row vector or a column.

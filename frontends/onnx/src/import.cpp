@@ -838,13 +838,54 @@ private:
     return add_op(std::move(op), output, index, where);
   }
 
+  /// Gather at computed indices along axis 0: a lookup of rows (docs/onnx.md), the data seen as a
+  /// table [rows, the product of its other dims]: a constant (a weight), a graph input or computed.
+  /// Its output is the indices' dims and the data's other dims.
+  void import_embedding(const onnx::NodeProto& node, int index, const std::string& where) {
+    const std::string& data = node.input(0);
+    const std::string& ids_name = node.input(1);
+    auto constant = constants_.find(data);
+    const Dims data_dims = constant != constants_.end() ? constant->second.dims : computed_.at(data).dims;
+    const auto rank = static_cast<std::int64_t>(data_dims.size());
+    if (rank == 0)
+      throw Error(fmt::format("{}: Gather of the scalar '{}' (data must have at least one axis)", where, data));
+    if (normalize_axis(int_attribute(node, "axis", 0), rank, where) != 0)
+      unsupported(where, fmt::format("Gather of '{}' along axis {} at computed indices '{}' (a lookup at run time "
+                                     "picks rows: axis 0; other axes need constant indices)",
+                                     data, int_attribute(node, "axis", 0), ids_name));
+    const Computed& ids = computed_.at(ids_name);
+    if (dtype_of(ids) != DType::int32)
+      unsupported(where,
+                  fmt::format("Gather indices '{}' of type {} (integer indices)", ids_name, dtype_name(dtype_of(ids))));
+    std::int64_t row_width = 1;
+    for (std::size_t d = 1; d < data_dims.size(); ++d) row_width *= data_dims[d];
+    const std::vector<std::int64_t> table_shape{data_dims[0], row_width};
+    std::uint32_t table = 0;
+    if (constant != constants_.end()) {
+      const Constant& c = constant->second;
+      const DType dtype =
+          c.dtype == TensorProto::BOOL ? DType::boolean
+          : c.dtype == TensorProto::FLOAT || c.dtype == TensorProto::FLOAT16 || c.dtype == TensorProto::DOUBLE
+              ? DType::float32
+              : DType::int32;
+      check_like(c, data, dtype, where);
+      table = add_weight(data, table_shape, c.values, false, dtype);
+    } else {
+      table = tensor_as(computed_.at(data), table_shape, where);
+    }
+    Op op;
+    op.kind = OpKind::embedding;
+    op.inputs = {table, tensor_as(ids, ir_shape(ids.dims), where)};
+    Dims dims = ids.dims;
+    dims.insert(dims.end(), data_dims.begin() + 1, data_dims.end());
+    computed_[node.output(0)] = Computed{add_op(op, node.output(0), index, where), "", dims};
+  }
+
   /// Concat, Gather (constant indices) and Transpose: stand-ins folded through the node.
   void import_folded_movement(const onnx::NodeProto& node, int index, const std::string& where) {
     const std::string& op = node.op_type();
     const int data_inputs = op == "Concat" ? node.input_size() : 1;
-    if (op == "Gather" && !constants_.count(node.input(1)))
-      unsupported(where,
-                  fmt::format("Gather with computed indices '{}' (the indices must be a constant)", node.input(1)));
+    if (op == "Gather" && !constants_.count(node.input(1))) return import_embedding(node, index, where);
     if (op == "Gather" && !computed_.count(node.input(0)))
       unsupported(where, "Gather of a constant at computed indices");
     std::vector<MovedInput> inputs;
