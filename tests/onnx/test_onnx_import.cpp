@@ -965,3 +965,51 @@ TEST_CASE("onnx import accepts a newer IR version whose opsets and operators it 
   CHECK_THROWS_WITH(import_onnx(unknown_opset.save(dir, "opset.onnx")),
                     Catch::Contains("and so is its opset 99 of domain 'ai.onnx'"));
 }
+
+TEST_CASE("onnx import makes a Gather at computed indices a lookup of rows, and refuses other axes by name",
+          "[onnx][embedding]") {
+  TempDir dir;
+  ModelBuilder model;
+  model.input("ids", {2, 3});
+  set_type(model.graph->mutable_input(0), onnx::TensorProto::INT64);
+  std::vector<float> table(5 * 4);
+  for (std::size_t i = 0; i < table.size(); ++i) table[i] = static_cast<float>(i);
+  model.initializer("table", {5, 4}, table);
+  model.node("Gather", {"table", "ids"}, "rows");
+  model.output("rows", {2, 3, 4});
+  const OnnxImport imported = import_onnx(model.save(dir, "embedding.onnx"));
+  const Graph& g = imported.graph;
+  REQUIRE(g.ops.size() == 1);
+  const Op& lookup = g.ops[0];
+  CHECK(lookup.kind == OpKind::embedding);
+  CHECK(g.tensors[lookup.inputs[0]].kind == TensorKind::weight);
+  CHECK(g.tensors[lookup.inputs[0]].shape == std::vector<std::int64_t>{5, 4});
+  CHECK(g.tensors[lookup.inputs[1]].dtype == DType::int32);
+  CHECK(g.tensors[lookup.output].shape == std::vector<std::int64_t>{6, 4});  // [2, 3, 4] as [2 * 3, 4]
+  CHECK(imported.weights.at("table").at(7) == 7.0f);
+  REQUIRE(imported.outputs.size() == 1);
+  CHECK(imported.outputs[0].dims == std::vector<std::int64_t>{2, 3, 4});
+  CHECK(check_graph(g).empty());
+
+  // A data input of any rank is a table of its rows: [5, 2, 2] looks up rows of 4.
+  ModelBuilder cube;
+  cube.input("data", {5, 2, 2});
+  cube.input("ids", {3});
+  set_type(cube.graph->mutable_input(1), onnx::TensorProto::INT64);
+  cube.node("Gather", {"data", "ids"}, "picked");
+  cube.output("picked", {3, 2, 2});
+  const Graph cubes = import_onnx(cube.save(dir, "cube.onnx")).graph;
+  REQUIRE_FALSE(cubes.ops.empty());
+  CHECK(cubes.ops[0].kind == OpKind::embedding);
+  CHECK(cubes.tensors[cubes.ops[0].inputs[0]].shape == std::vector<std::int64_t>{5, 4});
+
+  // Along another axis the indices must be constants: refused, naming the axis and the indices.
+  ModelBuilder columns;
+  columns.input("ids", {2});
+  set_type(columns.graph->mutable_input(0), onnx::TensorProto::INT64);
+  columns.initializer("table", {5, 4}, table);
+  int_attribute(columns.node("Gather", {"table", "ids"}, "cols"), "axis", 1);
+  columns.output("cols", {5, 2});
+  CHECK_THROWS_WITH(import_onnx(columns.save(dir, "columns.onnx")),
+                    Catch::Contains("Gather of 'table' along axis 1 at computed indices 'ids'"));
+}
