@@ -865,10 +865,50 @@ def build_recurrent(name, op, steps, batch, input_size, hidden, direction):
     return checked_model(name, nodes, x.shape, reference.shape, initializers, 14), x, reference.astype(np.float32)
 
 
+# Text classifiers: name: (batch, tokens, vocabulary, embedding width, classes)
+CLASSIFIERS = {
+    "text-classifier-b4-t16-v1000-e64": (4, 16, 1000, 64, 5),
+    "text-classifier-b2-t8-v20000-e32": (2, 8, 20000, 32, 3),  # a table a t16 tile splits by rows too
+    "text-classifier-b1-t128-v30522-e768": (1, 128, 30522, 768, 2),  # BERT-base's token table (94 MB) on t1472
+}
+
+
+def build_classifier(name, batch, tokens, vocabulary, width, classes):
+    """Token embeddings as torch.onnx.export writes nn.Embedding (Gather of the table by int64 ids
+    [batch, tokens]), mean pooling over the tokens (ReduceMean, axes 1) and a linear head (Gemm,
+    transB=1). Ids from a fixed seed span the whole vocabulary, a few negative (counting from the end,
+    as ONNX Gather does); the expected logits in float64."""
+    rng = np.random.default_rng(sum(map(ord, name)))
+    table = rng.normal(0.0, 1.0, size=(vocabulary, width)).astype(np.float32)
+    ids = rng.integers(0, vocabulary, size=(batch, tokens)).astype(np.int64)
+    ids[:, 0] = [vocabulary - 1, 0, -1, -vocabulary][:batch] + [0] * max(0, batch - 4)  # both ends, and negatives
+    weight, bias = linear(rng, width, classes)
+    nodes = [
+        helper.make_node("Gather", ["embedding.weight", "ids"], ["/embedding/Gather_output_0"], name="/embedding/Gather"),
+        helper.make_node("ReduceMean", ["/embedding/Gather_output_0"], ["/ReduceMean_output_0"], axes=[1], keepdims=0,
+                         name="/ReduceMean"),
+        helper.make_node("Gemm", ["/ReduceMean_output_0", "head.weight", "head.bias"], ["y"], transB=1,
+                         name="/head/Gemm"),
+    ]
+    initializers = [numpy_helper.from_array(table, "embedding.weight"), numpy_helper.from_array(weight, "head.weight"),
+                    numpy_helper.from_array(bias, "head.bias")]
+    graph = helper.make_graph(nodes, name.replace("-", "_"),
+                              [helper.make_tensor_value_info("ids", TensorProto.INT64, [batch, tokens])],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, [batch, classes])], initializers)
+    model = helper.make_model(graph, producer_name="tessera make_onnx_models.py",
+                              opset_imports=[helper.make_opsetid("", 13)])
+    model.ir_version = 8
+    onnx.checker.check_model(model)
+    rows = np.where(ids < 0, ids + vocabulary, ids)
+    pooled = table.astype(np.float64)[rows].mean(axis=1)
+    y = pooled @ weight.astype(np.float64).T + bias.astype(np.float64)
+    return model, [("ids", ids)], [("y", y.astype(np.float32))]
+
+
 # each table of models and the function that builds one of its models
 TABLES = ((MODELS, build), (ENCODERS, build_encoder), (TORCH_ENCODERS, build_torch_encoder),
           (BERT_ENCODERS, build_bert), (CNNS, build_cnn), (MOVEMENT, build_movement), (TYPED, build_typed),
-          (RECURRENT, build_recurrent))
+          (RECURRENT, build_recurrent), (CLASSIFIERS, build_classifier))
 
 
 def write_test_data(folder, x, y):

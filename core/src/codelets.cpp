@@ -45,6 +45,7 @@ constexpr CodeletShape kShapes[kCodeletCount] = {
     {"clip", 2, 3},               // {in, out}; {count, low, high}
     {"cast", 2, 3},               // {in, out}; {count, from, to}
     {"select", 4, 1},             // {condition, a, b, out}; {count}
+    {"multi_slice", 3, 5},        // {table, indices, out}; {rows, cols, count, row_begin, table_rows}
 };
 
 const CodeletShape& shape_of(Codelet codelet) {
@@ -233,6 +234,13 @@ constexpr std::uint64_t kLogicalNotPerVector = 17;
 // Select (popopsCycleEstimators.cpp selectCycles): 5 + 6 a run, 5 an element (three loads, a
 // movz, a store); our codelet splits its elements over the workers like every elementwise one.
 constexpr std::uint64_t kSelectWorkerFixed = 11, kSelectPerElement = 5;
+// MultiSlice (poplibs lib/popops/PerformanceEstimation.cpp getMultiSliceCycleEstimate, float: 64-bit
+// vectors of two floats, 2 cycles a vector): 30 worker cycles of prologue and epilogue, 19 an offset
+// plus its row's vectors, times the workers. The codelet (lib/popops/codelets/MultiSlice.cpp) gives
+// each worker ceil(count / workers) offsets, or with a single offset a share of its row's vectors
+// (splitSingleRegion). Every offset is charged as in range: ours writes zeros for a row it does not
+// hold (the sum over row-split tiles needs them), a store a vector where poplibs skips at 8 cycles.
+constexpr std::uint64_t kMultiSliceWorkerFixed = 30, kMultiSlicePerOffset = 19, kMultiSlicePerVector = 2;
 // The AMP (poplibs getConvPartial1x1SupervisorCycleEstimate), tile cycles unless named worker.
 constexpr std::uint64_t kAmpCallOverhead = 74;        // vertex state, worklists, the first input group
 constexpr std::uint64_t kAmpInputGroupOverhead = 15;  // each further input group
@@ -904,6 +912,9 @@ std::uint64_t codelet_operand_words(Codelet codelet, std::span<const std::uint32
     case Codelet::cast:
     case Codelet::select:
       return params[0];
+    case Codelet::multi_slice:
+      if (operand == 0) return product(params[0], params[1]);
+      return operand == 1 ? params[2] : product(params[2], params[1]);
     case Codelet::conv: {
       const std::uint64_t out_channels = params[kConvOutChannels];
       if (operand == 0)
@@ -1025,7 +1036,7 @@ std::uint32_t codelet_code_bytes(Codelet codelet) {
   // conv holds the AMP's nx1 loops and the horizontal MAC's; pool its max and average loops.
   // binary holds the typed functions' loops too (v9); cast its three types' conversions.
   constexpr std::uint32_t kCodeBytes[kCodeletCount] = {1536, 512, 384, 256, 256, 192, 640,  1792, 1792, 448, 768, 896,
-                                                       1024, 768, 384, 320, 384, 320, 2560, 768,  256,  384, 192};
+                                                       1024, 768, 384, 320, 384, 320, 2560, 768,  256,  384, 192, 320};
   shape_of(codelet);  // an id outside the set is a caller bug
   return kCodeBytes[static_cast<std::uint32_t>(codelet)];
 }
@@ -1049,7 +1060,10 @@ CodeletCharge codelet_charge(Codelet codelet, std::span<const std::uint32_t> par
   charge.path = by_rows ? "rows" : "workers";
   // Bytes of the input operands (in-place operands are inputs; outputs are only stored).
   std::uint64_t input_words = 0;
-  if (codelet == Codelet::reduce_bias) {
+  if (codelet == Codelet::multi_slice) {
+    // The indices and the rows they pick, not the whole table.
+    input_words = add(params[2], mul(params[2], params[1]));
+  } else if (codelet == Codelet::reduce_bias) {
     // The own partial is read at a stride: its span is not what is loaded.
     const std::uint64_t rows_cols = mul(params[1], params[2]);
     input_words = add(add(mul(params[0], rows_cols), rows_cols), params[2]);
@@ -1138,6 +1152,14 @@ CodeletCharge codelet_charge(Codelet codelet, std::span<const std::uint32_t> par
       charge.cycles =
           elementwise_cycles(params[0], kSelectWorkerFixed, kSelectPerElement, target, kSupervisorCycles, 1);
       break;
+    case Codelet::multi_slice: {
+      const std::uint64_t workers = workers_of(target), count = params[2];
+      std::uint64_t vectors = ceil_div(params[1], kFloatsPerVector), offsets = ceil_div(count, workers);
+      if (count == 1) vectors = ceil_div(vectors, workers);  // splitSingleRegion
+      charge.cycles = mul(workers, add(kMultiSliceWorkerFixed,
+                                       mul(offsets, add(kMultiSlicePerOffset, mul(vectors, kMultiSlicePerVector)))));
+      break;
+    }
     case Codelet::binary_column:
       // Each row's scalar applied to the row (poplibs BroadcastVectorOuter).
       charge.cycles = row_scalar_cycles(params[0], params[1], function_cycles_per_vector(codelet, params), target);

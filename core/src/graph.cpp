@@ -173,6 +173,8 @@ const char* op_kind_name(OpKind kind) {
       return "mod";
     case OpKind::fmod:
       return "fmod";
+    case OpKind::embedding:
+      return "embedding";
   }
   return "?";
 }
@@ -662,6 +664,17 @@ std::string infer_shape(const Graph& graph, const Op& op, std::vector<std::int64
       shape = input(0).shape;
       return "";
     }
+    case OpKind::embedding: {
+      if (auto e = expect_inputs(2, 2); !e.empty()) return e;
+      const Tensor& table = input(0);
+      if (table.shape.size() != 2)
+        return fmt::format("embedding needs a table [rows, cols], got '{}' {}", table.name, shape_text(table.shape));
+      if (table.shape[0] > std::numeric_limits<std::int32_t>::max())
+        return fmt::format("embedding table '{}' has {} rows, more than int32 indices reach", table.name,
+                           table.shape[0]);
+      shape = {input(1).elements(), table.shape[1]};
+      return "";
+    }
   }
   return "unknown operation";
 }
@@ -688,6 +701,13 @@ std::string infer_dtype(const Graph& graph, const Op& op, DType& dtype) {
     for (std::size_t i = 0; i < op.inputs.size(); ++i)
       if (type(i) == DType::float16 || type(i) != type(0)) return refuse(i, "inputs of one 32-bit type");
     dtype = op.inputs.empty() ? DType::float32 : type(0);
+    return "";
+  }
+  if (op.kind == OpKind::embedding) {
+    if (op.inputs.size() != 2) return fmt::format("embedding takes 2 inputs, got {}", op.inputs.size());
+    if (type(0) == DType::float16) return refuse(0, "a table of 32-bit words (float32, int32 or bool)");
+    if (type(1) != DType::int32) return refuse(1, "int32 indices");
+    dtype = type(0);
     return "";
   }
   if (op.kind == OpKind::where) {

@@ -747,6 +747,127 @@ Fragment build_binary(const BlockPlanContext& plan, FragmentBuilder& builder) {
   return builder.finish(std::move(made));
 }
 
+/// The tile of table part (row group r, column group c) of an embedding split, from the cursor.
+std::uint32_t embedding_tile(const BlockPlanContext& plan, Split split, std::uint32_t r, std::uint32_t c) {
+  return static_cast<std::uint32_t>((plan.tile_cursor + std::uint64_t{c} * split.row_groups + r) % plan.target.tiles);
+}
+
+/// embedding, as poplibs' multiSlice plans it: the table [V, D] in column groups (each tile holds
+/// every row of its columns, so any index is served where the columns are) and, when a column
+/// group's rows do not fit one tile, row groups too. The host writes each part once (a weight;
+/// a table that is a graph input at every run, a computed one is gathered over the exchange);
+/// the indices reach every part's tile (from a graph input: written by the host to the first
+/// tile and multicast from there); each tile looks every index up in its part (multi_slice),
+/// zeros for rows it does not hold. Without row groups its [T, cols] result is the output's
+/// column block; with them row group r owns token slice r of the block and adds the other row
+/// groups' partial slices to its own (reduce_add): exactly one of them holds an index's row.
+Fragment build_embedding(const BlockPlanContext& plan, Split split, FragmentBuilder& builder) {
+  const Op& op = plan.op;
+  const Graph& graph = plan.graph;
+  const Tensor& table = graph.tensors[op.inputs[0]];
+  const Tensor& indices = graph.tensors[op.inputs[1]];
+  const std::uint32_t table_rows = rows_of(table), table_cols = cols_of(table);
+  const auto count = static_cast<std::uint32_t>(indices.elements());
+  const Layout layout(plan.target);
+  // Table parts are read by this op only: the larger region holds them (t1472: interleaved).
+  const Region table_region = region_for(Region::interleaved, plan.target);
+  const std::string name = fmt::format("embedding{}", plan.op_index);
+  const bool by_rows = split.row_groups > 1;
+  builder.label(0, name + ".indices");
+  builder.label(1, name);
+  if (by_rows) builder.label(2, name + ".reduce");
+  const std::vector<Range> row_groups = balanced_split(table_rows, split.row_groups);
+  const std::vector<Range> column_groups = balanced_split(table_cols, split.column_groups);
+  const Block all_indices{0, rows_of(indices), 0, cols_of(indices)};
+  // Indices from the host land on the first part's tile once; the exchange multicasts them on.
+  std::optional<std::uint32_t> home;
+  if (!plan.distributions.at(op.inputs[1]))
+    home = gather_block(builder, 0, graph, plan.distributions, op.inputs[1], all_indices,
+                        embedding_tile(plan, split, 0, 0), layout.standard, layout.alignment);
+  Distribution output{count, {}};
+  const std::vector<Range> slices = balanced_split(count, split.row_groups);
+  for (std::uint32_t c = 0; c < column_groups.size(); ++c) {
+    const Range columns = column_groups[c];
+    std::vector<std::uint32_t> partial(row_groups.size()), tile_of(row_groups.size());
+    for (std::uint32_t r = 0; r < row_groups.size(); ++r) {
+      const Range rows = row_groups[r];
+      const std::uint32_t tile = embedding_tile(plan, split, r, c);
+      tile_of[r] = tile;
+      const std::uint32_t part =
+          gather_block(builder, 0, graph, plan.distributions, op.inputs[0],
+                       {rows.begin, rows.size, columns.begin, columns.size}, tile, table_region, layout.alignment);
+      std::uint32_t at = 0;
+      if (!home) {
+        at = gather_block(builder, 0, graph, plan.distributions, op.inputs[1], all_indices, tile, layout.standard,
+                          layout.alignment);
+      } else if (r == 0 && c == 0) {
+        at = *home;
+      } else {
+        at = builder.create(indices.name + ".block", tile, count, layout.standard, layout.alignment,
+                            Lifetime::transient);
+        builder.move_rows(0, {*home, 0}, count, {at, 0}, count, 1, count);
+      }
+      partial[r] = builder.create(name + (by_rows ? ".partial" : ".out"), tile, std::uint64_t{count} * columns.size,
+                                  layout.standard, layout.alignment, Lifetime::transient);
+      builder.call(1, tile, Codelet::multi_slice, {{part, 0}, {at, 0}, {partial[r], 0}},
+                   {rows.size, columns.size, count, rows.begin, table_rows});
+    }
+    if (!by_rows) {
+      output.pieces.push_back({tile_of[0], columns.begin, columns.size, partial[0], 0, count});
+      continue;
+    }
+    // The reduce-scatter: row group r owns token slice r; every partial of it, its own copied
+    // on its tile, sums to the lookup.
+    for (std::uint32_t r = 0; r < row_groups.size(); ++r) {
+      const Range slice = slices[r];
+      if (slice.size == 0) continue;
+      const std::uint64_t words = std::uint64_t{slice.size} * columns.size;
+      const std::uint32_t received = builder.create(name + ".reduce", tile_of[r], split.row_groups * words,
+                                                    layout.standard, layout.alignment, Lifetime::transient);
+      for (std::uint32_t e = 0; e < row_groups.size(); ++e)
+        builder.move_rows(1, {partial[e], slice.begin * columns.size}, columns.size,
+                          {received, static_cast<std::uint32_t>(e * words)}, columns.size, slice.size, columns.size);
+      const std::uint32_t out =
+          builder.create(name + ".out", tile_of[r], words, layout.standard, layout.alignment, Lifetime::transient);
+      builder.call(2, tile_of[r], Codelet::reduce_add, {{received, 0}, {out, 0}},
+                   {split.row_groups, static_cast<std::uint32_t>(words)});
+      output.pieces.push_back({tile_of[r], columns.begin, columns.size, out, slice.begin, slice.size});
+    }
+  }
+  std::vector<TensorDistribution> made;
+  made.push_back({op.output, std::move(output)});
+  return builder.finish(std::move(made));
+}
+
+/// The splits of an embedding worth building: column groups at least kMinBlockColumns wide (a
+/// later op gathers the output's column blocks: narrower ones cut every row into copies), and
+/// for each the two fewest row groups (powers of two) whose table part fits a tile's region.
+/// Row groups sum their partials as floats: a table of int32 or bool words takes none.
+std::vector<Split> embedding_splits(const BlockPlanContext& plan) {
+  const Tensor& table = plan.graph.tensors[plan.op.inputs[0]];
+  const bool float_table = table.dtype == DType::float32;
+  const std::uint32_t table_rows = rows_of(table), table_cols = cols_of(table), tiles = plan.target.tiles;
+  const Region region = region_for(Region::interleaved, plan.target);
+  const std::uint64_t room =
+      region == Region::interleaved
+          ? plan.target.memory_bytes - std::min(plan.target.interleaved_start, plan.target.memory_bytes)
+          : std::min(plan.target.interleaved_start, plan.target.memory_bytes);
+  constexpr std::uint32_t kRowGroupsPerColumnGroup = 2;
+  std::vector<Split> splits;
+  for (std::uint32_t columns : group_counts(std::max(1u, table_cols / kMinBlockColumns), tiles)) {
+    const std::uint64_t part_cols = (table_cols + columns - 1) / columns;
+    std::uint32_t kept = 0;
+    const std::uint64_t most_rows = float_table ? std::min<std::uint64_t>(table_rows, tiles / columns) : 1;
+    for (std::uint64_t rows = 1; rows <= most_rows && kept < kRowGroupsPerColumnGroup; rows *= 2) {
+      const std::uint64_t part_bytes = (table_rows + rows - 1) / rows * part_cols * 4;
+      if (part_bytes > room) continue;
+      splits.push_back({static_cast<std::uint32_t>(rows), columns});
+      ++kept;
+    }
+  }
+  return splits;
+}
+
 /// How many consecutive tiles from the cursor a block op's split takes (its pieces' tiles).
 std::uint64_t tiles_used(const BlockPlanContext& plan, Split split) {
   const Op& op = plan.op;
@@ -803,7 +924,7 @@ void call_unary(FragmentBuilder& builder, std::uint32_t superstep, std::uint32_t
 
 bool is_block_op(const Graph& graph, const Op& op) {
   if (op.kind == OpKind::softmax || op.kind == OpKind::layer_norm || is_relayout(op.kind) || op.kind == OpKind::where ||
-      is_row_reduction(op.kind) || is_window(op.kind) || op.kind == OpKind::gather)
+      is_row_reduction(op.kind) || is_window(op.kind) || op.kind == OpKind::gather || op.kind == OpKind::embedding)
     return true;
   return op.kind == OpKind::matmul && op.inputs.size() == 2 &&
          (op.transpose_b || op.batch > 1 || graph.tensors.at(op.inputs[1]).kind == TensorKind::intermediate);
@@ -911,6 +1032,15 @@ Status plan_block_op(BlockPlanContext& plan, std::optional<Fragment>& fragment) 
     for (std::uint32_t rows :
          group_counts(tokens, static_cast<std::uint32_t>(std::max<std::uint64_t>(1, tiles / units))))
       splits.push_back({rows, 1});
+  } else if (op.kind == OpKind::embedding) {
+    splits = embedding_splits(plan);
+    if (splits.empty()) {
+      const Tensor& table = graph.tensors[op.inputs[0]];
+      return Status::failure(fmt::format(
+          "{}: model does not fit: embedding table '{}' [{}, {}] ({} bytes) does not fit in one region of the {} "
+          "tiles of target '{}' even split over all of them; use a target with more tiles or a smaller table",
+          where(plan), table.name, table.shape[0], table.shape[1], table.elements() * 4, tiles, plan.target.name));
+    }
   } else if (op.kind == OpKind::gather) {
     // Row groups of the output; a single row (or a 1-D output) in column groups.
     const Tensor& out = graph.tensors[op.output];
@@ -945,8 +1075,13 @@ Status plan_block_op(BlockPlanContext& plan, std::optional<Fragment>& fragment) 
   std::uint64_t best_cycles = kNone, smallest_bytes = kNone;
   Split best{}, smallest{};
   std::size_t costed = 0;
+  // A reduction after the op's own compute (depth groups, an embedding's row groups) takes a superstep more.
+  auto own_supersteps = [&](Split split) -> std::uint32_t {
+    return split.depth_groups > 1 || (op.kind == OpKind::embedding && split.row_groups > 1) ? 2 : 1;
+  };
   auto build = [&](Split split, FragmentBuilder& builder) {
     if (op.kind == OpKind::gather) return build_gather(plan, split, builder);
+    if (op.kind == OpKind::embedding) return build_embedding(plan, split, builder);
     if (is_binary(op.kind) && !on_rows) return build_binary(plan, builder);
     if (op.kind == OpKind::matmul) return build_product(plan, split, builder);
     if (is_relayout(op.kind)) return build_relayout(plan, split, builder);
@@ -957,7 +1092,7 @@ Status plan_block_op(BlockPlanContext& plan, std::optional<Fragment>& fragment) 
   const std::size_t most_costed = is_window(op.kind) ? kWindowCostedSplits : splits.size();
   for (Split split : splits) {
     if (costed >= most_costed) break;
-    FragmentBuilder builder(plan.program, split.depth_groups > 1 ? 2 : 1);
+    FragmentBuilder builder(plan.program, own_supersteps(split));
     Fragment candidate = build(split, builder);
     const std::vector<TileBytes> added = new_bytes(candidate, plan.target);
     std::uint64_t peak = 0;
@@ -984,7 +1119,7 @@ Status plan_block_op(BlockPlanContext& plan, std::optional<Fragment>& fragment) 
     // Nothing fits: carry on with the smallest so place-storage reports every tile over.
     plan.context.logger.warn("{}: no block plan fits in tile memory op={} row_groups={} column_groups={}",
                              plan.context.span, plan.op_index, smallest.row_groups, smallest.column_groups);
-    FragmentBuilder builder(plan.program, smallest.depth_groups > 1 ? 2 : 1);
+    FragmentBuilder builder(plan.program, own_supersteps(smallest));
     fragment = build(smallest, builder);
     best = smallest;
   }

@@ -600,3 +600,66 @@ TEST_CASE("a gather whose runs miss or repeat an output element is refused at lo
                                        "[t]");
   CHECK_THROWS_WITH(load_model(twice), Catch::Contains("write output element 59 twice"));
 }
+
+namespace {
+
+/// out = table[ids]: a [rows, cols] weight table looked up by `count` int32 ids (a graph input).
+Graph embedding_graph(std::int64_t rows, std::int64_t cols, std::int64_t count) {
+  Graph g;
+  g.name = "lookup";
+  g.source_file = "lookup.onnx";
+  g.seed = 9;
+  auto tensor = [&](const char* name, std::vector<std::int64_t> shape, TensorKind kind, DType dtype) {
+    Tensor t;
+    t.name = name;
+    t.shape = std::move(shape);
+    t.kind = kind;
+    t.dtype = dtype;
+    g.tensors.push_back(std::move(t));
+  };
+  tensor("table", {rows, cols}, TensorKind::weight, DType::float32);
+  tensor("ids", {count}, TensorKind::input, DType::int32);
+  tensor("rows", {count, cols}, TensorKind::intermediate, DType::float32);
+  Op op;
+  op.kind = OpKind::embedding;
+  op.inputs = {0, 1};
+  op.output = 2;
+  g.ops.push_back(op);
+  g.outputs = {2};
+  REQUIRE(check_graph(g).empty());
+  return g;
+}
+
+}  // namespace
+
+TEST_CASE("select-finalist spreads an embedding table by columns, by rows too when a column block does not fit",
+          "[select-finalist][embedding]") {
+  // t16's interleaved region holds 376832 bytes: 400 x 32 floats fit whole, 20000 x 16 do not.
+  for (const auto& [rows, by_rows] : {std::pair{400, false}, std::pair{20000, true}}) {
+    PassBench bench(config_path("models/mlp-small.yaml"), config_path("targets/t16.yaml"));
+    bench.state.model = embedding_graph(rows, 32, 24);
+    REQUIRE(bench.run_through("select-finalist").ok);
+    const auto selected = bench.log_lines("selected block plan op=0 kind=embedding");
+    REQUIRE(selected.size() == 1);
+    INFO(selected[0]);
+    CHECK((log_field(selected[0], "row_groups") > 1) == by_rows);
+    CHECK(log_field(selected[0], "column_groups") <= 2);  // blocks of 16 columns at least
+    check_planned_program(bench);                         // every table element written once; the lookups right
+  }
+}
+
+TEST_CASE("select-finalist plans BERT-base's token table (30522 x 768, 94 MB) on t1472",
+          "[select-finalist][embedding]") {
+  PassBench bench(config_path("models/mlp-small.yaml"), config_path("targets/t1472.yaml"));
+  bench.state.model = embedding_graph(30522, 768, 128);
+  REQUIRE(bench.run_through("select-finalist").ok);
+  const auto selected = bench.log_lines("selected block plan op=0 kind=embedding");
+  REQUIRE(selected.size() == 1);
+  INFO(selected[0]);
+  const std::uint64_t rows = log_field(selected[0], "row_groups"), columns = log_field(selected[0], "column_groups");
+  CHECK(columns == 48);  // 768 columns in blocks of 16
+  CHECK(rows > 1);       // 30522 x 16 floats (1.95 MB) do not fit a tile
+  CHECK(rows * columns <= bench.state.target.tiles);
+  CHECK(bench.log_lines("capacity check passed weight_bytes=93763584 ").size() == 1);
+  check_planned_program(bench);
+}

@@ -72,6 +72,9 @@ constexpr double kAmpWorkerBaseCycles = 22;
 // Worker MAC: a dot product per output, one worker cycle per two floats (four halves after a
 // cast of a), 14 per output, 51 a worker.
 constexpr double kMacPerOutputCycles = 14;
+// An embedding lookup: per index, loading it, checking it against the tile's rows and pointing at
+// the row, about 19 worker cycles (3 tile cycles over the 6 workers); then the row as a copy.
+constexpr double kMultiSliceCyclesPerIndex = 3;
 constexpr double kMacWorkerCycles = 51;
 
 // Saturates: a cast of a double past 2^64 (or NaN) to an integer is undefined.
@@ -223,6 +226,9 @@ std::uint64_t estimate_call(const CodeletCall& call, const Target& target) {
       break;
     case Codelet::select:  // three loads and a store a value, about two adds' worth
       cycles += 2 * p[0] * kAddCyclesPerElement;
+      break;
+    case Codelet::multi_slice:  // per index a row's offset and bounds check, then its row copied
+      cycles += p[2] * (kMultiSliceCyclesPerIndex + p[1] * kCopyCyclesPerElement);
       break;
   }
   return ceil_cycles(cycles);

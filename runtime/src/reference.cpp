@@ -466,6 +466,22 @@ ReferenceValues execute_reference(const Graph& graph, const HostTensors& values)
             out[static_cast<std::size_t>(r * a.cols + c)] = condition.at(r, c) != 0 ? a.at(r, c) : b.at(r, c);
         break;
       }
+      case OpKind::embedding: {
+        // The device's rule: negative indices count from the end, any other out of range reads zeros.
+        std::vector<std::int64_t> shape;
+        if (const std::string problem = infer_shape(graph, op, shape); !problem.empty()) fail(graph, op, problem);
+        const Matrix table = lookup(op, op.inputs[0]), indices = lookup(op, op.inputs[1]);
+        const std::int64_t count = indices.rows * indices.cols;
+        out.assign(static_cast<std::size_t>(count * table.cols), 0.0);
+        for (std::int64_t t = 0; t < count; ++t) {
+          auto index = static_cast<std::int64_t>(indices.at(t / indices.cols, t % indices.cols));
+          if (index < 0) index += table.rows;
+          if (index < 0 || index >= table.rows) continue;
+          for (std::int64_t c = 0; c < table.cols; ++c)
+            out[static_cast<std::size_t>(t * table.cols + c)] = table.at(index, c);
+        }
+        break;
+      }
       case OpKind::relu:
       case OpKind::sigmoid:
       case OpKind::tanh:

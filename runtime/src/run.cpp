@@ -97,6 +97,31 @@ void check_runnable(const Package& package, const std::string& package_name, std
 
 /// Every weight and input of `graph`: given values (checked against the graph), else the
 /// model's generated ones. An imported model's weights must be given: its seed means nothing.
+/// Ids a graph input feeds straight into an embedding must name a row (ONNX Gather errs on any
+/// other; the device would read zeros): given ones are refused by element, generated ones (small
+/// integers around 0) are folded into [0, rows).
+void check_embedding_ids(const Graph& graph, HostTensors& inputs, const std::vector<std::string>& generated) {
+  for (const Op& op : graph.ops) {
+    if (op.kind != OpKind::embedding || op.inputs.size() != 2) continue;
+    const Tensor& ids = graph.tensors.at(op.inputs[1]);
+    if (ids.kind != TensorKind::input) continue;
+    const std::int64_t rows = graph.tensors.at(op.inputs[0]).rows();
+    std::vector<float>& words = inputs.at(ids.name);
+    const bool was_generated = std::find(generated.begin(), generated.end(), ids.name) != generated.end();
+    for (std::size_t i = 0; i < words.size(); ++i) {
+      const std::int64_t id = word_int(words[i]);
+      if (was_generated) {
+        words[i] = int_word(static_cast<std::int32_t>(((id % rows) + rows) % rows));
+      } else if (id < -rows || id >= rows) {
+        throw Error(
+            fmt::format("input '{}' element {} is {}, outside [{}, {}): it indexes the {} rows of embedding "
+                        "table '{}' (negative ids count from the end, as ONNX Gather's); give ids in range",
+                        ids.name, i, id, -rows, rows, rows, graph.tensors[op.inputs[0]].name));
+      }
+    }
+  }
+}
+
 HostTensors host_values(const Graph& graph, const RunOptions& options, std::vector<std::string>& generated_inputs) {
   auto check_given = [&](const HostTensors& given, TensorKind kind, const char* what) {
     for (const auto& [name, data] : given) {
@@ -139,6 +164,7 @@ HostTensors host_values(const Graph& graph, const RunOptions& options, std::vect
     if (auto given = options.inputs.find(name); given != options.inputs.end()) data = given->second;
     else generated_inputs.push_back(name);
   }
+  check_embedding_ids(graph, inputs, generated_inputs);
   values.merge(inputs);
   return values;
 }

@@ -662,6 +662,23 @@ void run_select(float* memory, const LoadedCall& call) {
   for (std::uint32_t i = 0; i < call.param[0]; ++i) out[i] = word_int(condition[i]) != 0 ? a[i] : b[i];
 }
 
+// Indices are int32 words; the arithmetic is 64-bit, so no index or offset wraps.
+void run_multi_slice(float* memory, const LoadedCall& call) {
+  const float* table = memory + call.operand[0];
+  const float* indices = memory + call.operand[1];
+  float* out = memory + call.operand[2];
+  const std::uint32_t rows = call.param[0], cols = call.param[1], count = call.param[2];
+  const std::int64_t row_begin = call.param[3], table_rows = call.param[4];
+  for (std::uint32_t t = 0; t < count; ++t) {
+    std::int64_t index = word_int(indices[t]);
+    if (index < 0) index += table_rows;
+    const std::int64_t row = index - row_begin;
+    float* out_row = out + std::uint64_t{t} * cols;
+    if (index < 0 || index >= table_rows || row < 0 || row >= rows) std::fill(out_row, out_row + cols, 0.0f);
+    else std::copy_n(table + static_cast<std::uint64_t>(row) * cols, cols, out_row);
+  }
+}
+
 void run_call(float* memory, const LoadedCall& call) {
   switch (call.codelet) {
     case Codelet::matmul:
@@ -709,6 +726,8 @@ void run_call(float* memory, const LoadedCall& call) {
       return run_cast(memory, call);
     case Codelet::select:
       return run_select(memory, call);
+    case Codelet::multi_slice:
+      return run_multi_slice(memory, call);
   }
   assert(false && "codelet checked at load");
 }
@@ -786,6 +805,10 @@ std::string aliasing_problem(const LoadedCall& call, std::span<const std::uint64
       for (int input = 0; input < 3; ++input)
         if (overlaps(o[3], words[3], o[input], words[input]) && !same(3, input))
           return "its output partly overlaps an input (only exact in-place is allowed)";
+      return "";
+    case Codelet::multi_slice:
+      for (int input = 0; input < 2; ++input)
+        if (overlaps(o[2], words[2], o[input], words[input])) return "its output overlaps an input";
       return "";
   }
   return "";
@@ -1068,6 +1091,9 @@ void SimDevice::Impl::load_compute(const Package& package, std::uint32_t step, L
             fmt::format("{}: reduce_bias needs a relu flag of 0 or 1 and own_stride >= cols, "
                         "got relu={} own_stride={} cols={}",
                         where(), call.params[4], call.params[3], call.params[2]));
+      if (call.codelet == Codelet::multi_slice && std::uint64_t{call.params[3]} + call.params[0] > call.params[4])
+        throw Error(fmt::format("{}: multi_slice's rows [{}, {}) reach past its table's {} rows", where(),
+                                call.params[3], std::uint64_t{call.params[3]} + call.params[0], call.params[4]));
       if (std::string problem = window_params_problem(call.codelet, call.params); !problem.empty())
         throw Error(fmt::format("{}: {}'s params are unusable: {}", where(), name, problem));
       LoadedCall result;

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
-# ONNX Runtime as a differential reference: generated MLPs, encoders, a small CNN and unrolled LSTM and GRU layers
-# (scripts/make_onnx_models.py) compiled for t16, run with their input, checked against their float64 expected
-# outputs (--expect) and against ONNX Runtime (--differential). Also checks the comparison can fail (zero tolerances).
+# ONNX Runtime as a differential reference: generated MLPs, encoders, a small CNN, unrolled LSTM and GRU layers and a
+# text classifier with token embeddings (scripts/make_onnx_models.py) compiled for t16, run with their input, checked
+# against their float64 expected outputs (--expect) and against ONNX Runtime (--differential). Also checks the
+# comparison can fail (zero tolerances).
 # Skips (77) only when node or tools/onnxruntime's onnxruntime-node is absent.
 #
 #   test_onnx_differential.sh TESSERA_BINARY SOURCE_DIR PIPELINE
@@ -12,13 +13,15 @@ source "$(dirname "$0")/onnxruntime_test_setup.sh"
 
 models=(mlp-b2-w64-n3 mlp-b4-w96-gelu-ln mlp-b8-w64-tanh mlp-b4-w96-gelu-ln-spelled encoder-s16-e32-h2
         encoder-torch-s16-e32-h2 bert-s16-e64-h4-l2 cnn-tiny-b2 lstm-s32-b2-i16-h32 gru-s32-b2-i16-h32
-        lstm-bi-s8-b2-i16-h32)
+        lstm-bi-s8-b2-i16-h32 text-classifier-b4-t16-v1000-e64)
+# The graph input of each model that is not called x: the classifier reads int64 token ids.
+declare -A input_name=([text-classifier-b4-t16-v1000-e64]=ids)
 /usr/bin/python3 "$source/scripts/make_onnx_models.py" "$work/models" "${models[@]}"
 for model in "${models[@]}"; do
   folder=$work/models/$model
   "$tessera" compile "$folder/model.onnx" -p "$pipeline" -o "$work/$model.tpkg" >"$work/$model.compile" 2>&1 ||
     { tail -5 "$work/$model.compile"; fail "$model does not compile"; }
-  run=("$tessera" run "$work/$model.tpkg" --lock "$work/device.lock" --input "x=$folder/test_data_set_0/input_0.pb"
+  run=("$tessera" run "$work/$model.tpkg" --lock "$work/device.lock" --input "${input_name[$model]:-x}=$folder/test_data_set_0/input_0.pb"
        --expect "y=$folder/test_data_set_0/output_0.pb" --differential)
   "${run[@]}" >"$work/$model.out" 2>"$work/$model.err" || { cat "$work/$model.out"; tail -5 "$work/$model.err"; fail "$model: run failed"; }
   grep -q "expectTest=PASS" "$work/$model.out" || fail "$model: the expected outputs do not match"

@@ -1068,3 +1068,57 @@ TEST_CASE("onnx import refuses a recurrent layer it cannot unroll, naming the no
                                                            "direction(s), hidden_size 4 and input size 4 it must be "
                                                            "[1, 16, 4]"));
 }
+
+TEST_CASE("onnx import makes a Gather at computed indices a lookup of rows, and refuses other axes by name",
+          "[onnx][embedding]") {
+  TempDir dir;
+  ModelBuilder model;
+  model.input("ids", {2, 3});
+  set_type(model.graph->mutable_input(0), onnx::TensorProto::INT64);
+  std::vector<float> table(5 * 4);
+  for (std::size_t i = 0; i < table.size(); ++i) table[i] = static_cast<float>(i);
+  model.initializer("table", {5, 4}, table);
+  model.node("Gather", {"table", "ids"}, "rows");
+  model.output("rows", {2, 3, 4});
+  const OnnxImport imported = import_onnx(model.save(dir, "embedding.onnx"));
+  const Graph& g = imported.graph;
+  REQUIRE(g.ops.size() == 1);
+  const Op& lookup = g.ops[0];
+  CHECK(lookup.kind == OpKind::embedding);
+  CHECK(g.tensors[lookup.inputs[0]].kind == TensorKind::weight);
+  CHECK(g.tensors[lookup.inputs[0]].shape == std::vector<std::int64_t>{5, 4});
+  CHECK(g.tensors[lookup.inputs[1]].dtype == DType::int32);
+  CHECK(g.tensors[lookup.output].shape == std::vector<std::int64_t>{6, 4});  // [2, 3, 4] as [2 * 3, 4]
+  CHECK(imported.weights.at("table").at(7) == 7.0f);
+  REQUIRE(imported.outputs.size() == 1);
+  CHECK(imported.outputs[0].dims == std::vector<std::int64_t>{2, 3, 4});
+  CHECK(check_graph(g).empty());
+
+  // A data input of any rank is a table of its rows: [5, 2, 2] looks up rows of 4.
+  ModelBuilder cube;
+  cube.input("data", {5, 2, 2});
+  cube.input("ids", {3});
+  set_type(cube.graph->mutable_input(1), onnx::TensorProto::INT64);
+  cube.node("Gather", {"data", "ids"}, "picked");
+  cube.output("picked", {3, 2, 2});
+  const Graph cubes = import_onnx(cube.save(dir, "cube.onnx")).graph;
+  REQUIRE_FALSE(cubes.ops.empty());
+  CHECK(cubes.ops[0].kind == OpKind::embedding);
+  CHECK(cubes.tensors[cubes.ops[0].inputs[0]].shape == std::vector<std::int64_t>{5, 4});
+
+  // Along another axis: a one-hot pick (an equal, a where and a sum over the axis' positions).
+  ModelBuilder columns;
+  columns.input("ids", {2});
+  set_type(columns.graph->mutable_input(0), onnx::TensorProto::INT64);
+  columns.initializer("table", {5, 4}, table);
+  int_attribute(columns.node("Gather", {"table", "ids"}, "cols"), "axis", 1);
+  columns.output("cols", {5, 2});
+  const Graph picked = import_onnx(columns.save(dir, "columns.onnx")).graph;
+  const auto has = [&](OpKind kind) {
+    return std::any_of(picked.ops.begin(), picked.ops.end(), [&](const Op& op) { return op.kind == kind; });
+  };
+  CHECK_FALSE(has(OpKind::embedding));
+  CHECK(has(OpKind::equal));
+  CHECK(has(OpKind::where));
+  CHECK(check_graph(picked).empty());
+}

@@ -257,6 +257,12 @@ TEST_CASE("no codelet call is charged below its MACs at peak or its input bytes 
           params = {draw(1, 100000)};
           input_words = 3 * std::uint64_t{params[0]};
           break;
+        case Codelet::multi_slice: {  // the indices and the rows they pick, not the whole table
+          const std::uint32_t table_rows = draw(1, 100000), count = draw(1, 4096), begin = pick(0, table_rows - 1);
+          params = {pick(1, table_rows - begin), cols, count, begin, table_rows};
+          input_words = std::uint64_t{count} + std::uint64_t{count} * cols;
+          break;
+        }
         case Codelet::add:
           params = {draw(1, 100000)};
           input_words = 2 * std::uint64_t{params[0]};
@@ -330,6 +336,27 @@ TEST_CASE("no codelet call is charged below its MACs at peak or its input bytes 
     }
   }
   CHECK(checked == 600 * kCodeletCount);
+}
+
+TEST_CASE("multi_slice charges poplibs' MultiSlice estimate with the codelet's worker split", "[codelets][embedding]") {
+  const Target target = testing::four_tile_target();  // 6 workers, 64-bit loads: two floats a vector
+  // poplibs getMultiSliceCycleEstimate (float): 6 x (30 + offsets a worker x (19 + 2 x ceil(cols / 2))).
+  auto charge = [&](std::uint32_t cols, std::uint32_t count) {
+    return codelet_cycles(Codelet::multi_slice, std::vector<std::uint32_t>{100, cols, count, 0, 100}, target);
+  };
+  CHECK(charge(16, 64) == 6 * (30 + 11 * (19 + 2 * 8)));  // 64 offsets: 11 on the busiest worker
+  CHECK(charge(16, 6) == 6 * (30 + 1 * (19 + 2 * 8)));    // one each
+  CHECK(charge(3, 7) == 6 * (30 + 2 * (19 + 2 * 2)));     // an odd row: its last float a vector of its own
+  CHECK(charge(64, 1) == 6 * (30 + 1 * (19 + 2 * 6)));    // one offset: its 32 vectors over the workers
+  CHECK(charge(768, 512) == 6 * (30 + 86 * (19 + 2 * 384)));
+  // The row's span is not loaded: only the indices and the rows picked.
+  const CodeletCharge big_table =
+      codelet_charge(Codelet::multi_slice, std::vector<std::uint32_t>{30522, 16, 128, 0, 30522}, target);
+  CHECK(big_table.load_floor == (128 + 128 * 16) * 4 / 16);
+  const std::vector<std::uint32_t> params{10, 3, 7, 20, 40};
+  CHECK(codelet_operand_words(Codelet::multi_slice, params, 0) == 30);
+  CHECK(codelet_operand_words(Codelet::multi_slice, params, 1) == 7);
+  CHECK(codelet_operand_words(Codelet::multi_slice, params, 2) == 21);
 }
 
 TEST_CASE("elementwise function codelets charge poplibs' float inner loops", "[codelets]") {

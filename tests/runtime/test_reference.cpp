@@ -323,3 +323,29 @@ TEST_CASE("reference executor computes int32 and bool ops exactly and the numeri
   by_zero["j"][3] = int_word(0);
   CHECK_THROWS_WITH(execute_reference(g, by_zero), Contains("integer division by zero at element 3"));
 }
+
+TEST_CASE("reference executor looks embedding rows up as the device does: negatives from the end, others zeros",
+          "[runtime][reference][embedding]") {
+  using testing::make_tensor;
+  Graph g;
+  g.name = "embedding";
+  g.source_file = "embedding.onnx";
+  g.tensors = {make_tensor("table", {4, 2}, TensorKind::weight), make_tensor("ids", {2, 3}, TensorKind::input),
+               make_tensor("rows", {6, 2}, TensorKind::intermediate)};
+  g.tensors[1].dtype = DType::int32;
+  g.ops.push_back(Op{OpKind::embedding, {0, 1}, 2});
+  g.outputs = {2};
+  REQUIRE(check_graph(g).empty());
+  const HostTensors values = {
+      {"table", {0.5f, 1.5f, 10, 11, 20, 21, 30, 31}},
+      {"ids", {int_word(2), int_word(0), int_word(-1), int_word(-4), int_word(4), int_word(-5)}}};
+  const ReferenceValues reference = execute_reference(g, values);
+  CHECK(reference.at("rows") == std::vector<double>{20, 21, 0.5, 1.5, 30, 31, 0.5, 1.5, 0, 0, 0, 0});
+  // The indices must be int32 and the table two-dimensional.
+  Graph floats = g;
+  floats.tensors[1].dtype = DType::float32;
+  CHECK_THAT(check_graph(floats), Contains("embedding takes int32 indices"));
+  Graph flat = g;
+  flat.tensors[0].shape = {8};
+  CHECK_THAT(check_graph(flat), Contains("embedding needs a table [rows, cols]"));
+}

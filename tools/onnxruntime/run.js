@@ -3,7 +3,7 @@
 //
 // usage: node tools/onnxruntime/run.js MODEL.onnx OUT_DIR NAME=FILE [NAME=FILE...]
 //
-// Inputs are float32 tensors as .npy or ONNX TensorProto .pb files; each output of the model is
+// Inputs are tensors as .npy (float32, int64, int32 or bool) or float ONNX TensorProto .pb files; each output of the model is
 // written to OUT_DIR/<output name>.npy (float32, C order). Prints one line per output with its dims.
 // Exit 1 with a message naming the file on bad input; 2 when onnxruntime-node is not installed.
 'use strict';
@@ -22,7 +22,13 @@ try {
   fail(`onnxruntime-node is not installed in ${__dirname} (${e.message.split('\n')[0]}); run scripts/bootstrap.sh`, 2);
 }
 
-// .npy version 1/2/3, '<f4', C order.
+// .npy version 1/2/3, C order: float32 ('<f4'), int64 ('<i8', token ids), int32 ('<i4') or bool ('|b1').
+const kNpyTypes = {
+  '<f4': { type: 'float32', bytes: 4, read: (b, at) => b.readFloatLE(at), make: (n) => new Float32Array(n) },
+  '<i8': { type: 'int64', bytes: 8, read: (b, at) => b.readBigInt64LE(at), make: (n) => new BigInt64Array(n) },
+  '<i4': { type: 'int32', bytes: 4, read: (b, at) => b.readInt32LE(at), make: (n) => new Int32Array(n) },
+  '|b1': { type: 'bool', bytes: 1, read: (b, at) => b[at], make: (n) => new Uint8Array(n) },
+};
 function readNpy(file) {
   const bytes = fs.readFileSync(file);
   if (bytes.length < 10 || bytes.toString('latin1', 0, 6) !== '\x93NUMPY') fail(`${file}: not a .npy file`);
@@ -30,16 +36,19 @@ function readNpy(file) {
   const headerLength = major === 1 ? bytes.readUInt16LE(8) : bytes.readUInt32LE(8);
   const start = (major === 1 ? 10 : 12) + headerLength;
   const header = bytes.toString('latin1', major === 1 ? 10 : 12, start);
-  if (!/'descr':\s*'<f4'/.test(header)) fail(`${file}: only float32 ('<f4') arrays are supported; header ${header.trim()}`);
+  const descr = header.match(/'descr':\s*'([^']*)'/);
+  const kind = descr && kNpyTypes[descr[1]];
+  if (!kind) fail(`${file}: only float32 ('<f4'), int64 ('<i8'), int32 ('<i4') and bool ('|b1') arrays are supported; header ${header.trim()}`);
   if (/'fortran_order':\s*True/.test(header)) fail(`${file}: Fortran-ordered arrays are not supported; save it in C order`);
   const shape = header.match(/'shape':\s*\(([^)]*)\)/);
   if (!shape) fail(`${file}: the header has no shape`);
   const dims = shape[1].split(',').map((d) => d.trim()).filter((d) => d.length).map(Number);
   const count = dims.reduce((a, b) => a * b, 1);
-  if (bytes.length - start !== count * 4) fail(`${file}: ${bytes.length - start} data bytes for dims [${dims}] (${count * 4} expected)`);
-  const data = new Float32Array(count);
-  for (let i = 0; i < count; ++i) data[i] = bytes.readFloatLE(start + 4 * i);
-  return { dims, data };
+  if (bytes.length - start !== count * kind.bytes)
+    fail(`${file}: ${bytes.length - start} data bytes for dims [${dims}] (${count * kind.bytes} expected)`);
+  const data = kind.make(count);
+  for (let i = 0; i < count; ++i) data[i] = kind.read(bytes, start + kind.bytes * i);
+  return { dims, data, type: kind.type };
 }
 
 // A float TensorProto: dims (1), data_type (2), float_data (4), raw_data (9); other fields skipped.
@@ -90,7 +99,7 @@ function readPb(file) {
     if (floats.length !== count) fail(`${file}: ${floats.length} values for dims [${dims}]`);
     data.set(floats);
   }
-  return { dims, data };
+  return { dims, data, type: 'float32' };
 }
 
 function writeNpy(file, dims, data) {
@@ -116,7 +125,7 @@ async function main() {
     const name = pair.slice(0, eq), file = pair.slice(eq + 1);
     if (!fs.existsSync(file)) fail(`${file}: no such file (input '${name}')`);
     const tensor = file.endsWith('.npy') ? readNpy(file) : readPb(file);
-    feeds[name] = new ort.Tensor('float32', tensor.data, tensor.dims);
+    feeds[name] = new ort.Tensor(tensor.type, tensor.data, tensor.dims);
   }
   let session;
   try {

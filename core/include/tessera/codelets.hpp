@@ -13,7 +13,9 @@ struct Target;
 // fused codelets charged as their steps, matmul_half's half worker MAC; 8: charges follow
 // poplibs' vertices (docs/targets.md); conv, pool (window ops over feature maps) and clip;
 // 9: further unary functions (exp, log, ...), max, min and prelu, reduce_rows' functions; tensor
-// types: comparisons, logic and int32 arithmetic as binary functions, logical_not, cast and select.
+// types: comparisons, logic and int32 arithmetic as binary functions, logical_not, cast and select;
+// 10: multi_slice (embedding lookups by runtime indices); power, remainder, int_max/min/remainder/modulo
+// binary functions; tan ... is_nan unary functions.
 inline constexpr std::uint32_t kCodeletSetVersion = 10;
 
 /// Operands are word offsets into buffers (program) or byte addresses (tile image);
@@ -65,8 +67,16 @@ enum class Codelet : std::uint16_t {
   cast = 21,
   /// operands {condition (bool), a, b, out}; params {count}: out = condition ? a : b, word for word.
   select = 22,
+  /// operands {table, indices (int32), out}; params {rows, cols, count, row_begin, table_rows}: the
+  /// tile holds rows [row_begin, row_begin + rows) of a table of table_rows rows, `cols` of its
+  /// columns (table [rows, cols], 32-bit words of any type, copied as they are); for t < count,
+  /// index i = indices[t] (i + table_rows when negative, as ONNX Gather counts from the end) gives
+  /// out[t, :] = table[i - row_begin, :] when the tile holds row i, else zero words (out [count,
+  /// cols]): a sum over the tiles that split the rows is the lookup, and an index outside
+  /// [-table_rows, table_rows) reads zeros (poplibs' MultiSlice, which skips it).
+  multi_slice = 23,
 };
-inline constexpr std::uint32_t kCodeletCount = 23;
+inline constexpr std::uint32_t kCodeletCount = 24;
 
 /// Param indices of a conv call. Patch row of output row r and kernel row i: r * stride_h +
 /// i * dilation_h - top (top and left are signed: int32 bit patterns); patch column of output column c and kernel

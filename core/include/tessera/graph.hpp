@@ -118,8 +118,13 @@ enum class OpKind : std::uint8_t {
   power = 41,             ///< out = in0 ^ in1 (float32), broadcast as add
   mod = 42,               ///< out = in0 mod in1, the sign of in1's (int32; ONNX Mod), likewise
   fmod = 43,              ///< out = in0 mod in1, the sign of in0's (float32 or int32; ONNX Mod fmod=1), likewise
+  /// out[t, :] = in0[in1[t], :]: in0 a table [V, D] of 32-bit words (float32, int32 or bool; a weight,
+  /// an input or computed), in1 int32 indices of any shape read row-major (T of them), out [T, D]. An index i < 0 reads
+  /// row i + V (ONNX Gather); one outside [-V, V) reads a row of zeros (the host refuses such ids in a graph input,
+  /// docs/onnx.md).
+  embedding = 44,
 };
-inline constexpr std::uint32_t kOpKindCount = 44;
+inline constexpr std::uint32_t kOpKindCount = 45;
 const char* op_kind_name(OpKind);
 /// add, sub, mul, div, max, min, prelu, power, mod, fmod and the comparisons and logic (equal ...
 /// logical_xor): two operands, the second equal-shaped, a row vector or a column.

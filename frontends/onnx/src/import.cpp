@@ -579,6 +579,9 @@ private:
       return;
     }
     if (op == "Slice") return import_slice(node, constant_inputs, index, where);
+    // At computed indices: rows of a table looked up (axis 0), else a one-hot pick.
+    if (op == "Gather" && !constants_.count(node.input(1)) && gather_axis(node, where) == 0)
+      return import_embedding(node, index, where);
     if ((op == "Gather" || op == "GatherElements") && !constants_.count(node.input(1)))
       return import_one_hot_gather(node, index, where);
     if (op == "Concat" || op == "Gather" || op == "GatherElements") return import_folded_movement(node, index, where);
@@ -856,6 +859,49 @@ private:
     return add_op(std::move(op), output, index, where);
   }
 
+  /// Gather at computed indices along axis 0: a lookup of rows (docs/onnx.md), the data seen as a
+  /// table [rows, the product of its other dims]: a constant (a weight), a graph input or computed.
+  /// Its output is the indices' dims and the data's other dims.
+  void import_embedding(const onnx::NodeProto& node, int index, const std::string& where) {
+    const std::string& data = node.input(0);
+    const std::string& ids_name = node.input(1);
+    auto constant = constants_.find(data);
+    const Dims data_dims = constant != constants_.end() ? constant->second.dims : computed_.at(data).dims;
+    const auto rank = static_cast<std::int64_t>(data_dims.size());
+    if (rank == 0)
+      throw Error(fmt::format("{}: Gather of the scalar '{}' (data must have at least one axis)", where, data));
+    if (normalize_axis(int_attribute(node, "axis", 0), rank, where) != 0)
+      unsupported(where, fmt::format("Gather of '{}' along axis {} at computed indices '{}' (a lookup at run time "
+                                     "picks rows: axis 0; other axes need constant indices)",
+                                     data, int_attribute(node, "axis", 0), ids_name));
+    const Computed& ids = computed_.at(ids_name);
+    if (dtype_of(ids) != DType::int32)
+      unsupported(where,
+                  fmt::format("Gather indices '{}' of type {} (integer indices)", ids_name, dtype_name(dtype_of(ids))));
+    std::int64_t row_width = 1;
+    for (std::size_t d = 1; d < data_dims.size(); ++d) row_width *= data_dims[d];
+    const std::vector<std::int64_t> table_shape{data_dims[0], row_width};
+    std::uint32_t table = 0;
+    if (constant != constants_.end()) {
+      const Constant& c = constant->second;
+      const DType dtype =
+          c.dtype == TensorProto::BOOL ? DType::boolean
+          : c.dtype == TensorProto::FLOAT || c.dtype == TensorProto::FLOAT16 || c.dtype == TensorProto::DOUBLE
+              ? DType::float32
+              : DType::int32;
+      check_like(c, data, dtype, where);
+      table = add_weight(data, table_shape, c.values, false, dtype);
+    } else {
+      table = tensor_as(computed_.at(data), table_shape, where);
+    }
+    Op op;
+    op.kind = OpKind::embedding;
+    op.inputs = {table, tensor_as(ids, ir_shape(ids.dims), where)};
+    Dims dims = ids.dims;
+    dims.insert(dims.end(), data_dims.begin() + 1, data_dims.end());
+    computed_[node.output(0)] = Computed{add_op(op, node.output(0), index, where), "", dims};
+  }
+
   /// Concat, Gather (constant indices) and Transpose: stand-ins folded through the node.
   void import_folded_movement(const onnx::NodeProto& node, int index, const std::string& where) {
     const std::string& op = node.op_type();
@@ -1071,6 +1117,14 @@ private:
     }
   }
 
+  /// A Gather's axis, normalized against its data's rank.
+  std::int64_t gather_axis(const onnx::NodeProto& node, const std::string& where) const {
+    const std::string& data = node.input(0);
+    const Dims& dims = constants_.count(data) ? constants_.at(data).dims : computed_.at(data).dims;
+    if (dims.empty()) throw Error(fmt::format("{}: Gather of the scalar '{}' (data must have an axis)", where, data));
+    return normalize_axis(int_attribute(node, "axis", 0), static_cast<std::int64_t>(dims.size()), where);
+  }
+
   /// Gather and GatherElements at computed indices, as a one-hot pick. The data each output
   /// element may take is spread along a new axis of the gathered dim's length C (placed after the
   /// gathered axis, so runs stay contiguous: a loss's [N, C, ...] scores need no movement at all),
@@ -1085,10 +1139,6 @@ private:
     const auto rank = static_cast<std::int64_t>(in.size());
     if (rank == 0) throw Error(fmt::format("{}: {} of a scalar", where, node.op_type()));
     const std::int64_t axis = normalize_axis(int_attribute(node, "axis", 0), rank, where);
-    if (data.constant && !elements && rank > 1)
-      unsupported(where, fmt::format("Gather of rows of the constant table '{}' at computed indices '{}' (an "
-                                     "embedding lookup)",
-                                     node.input(0), node.input(1)));
     if (dtype_of(indices) != DType::int32)
       throw Error(fmt::format("{}: {}'s indices '{}' are not integers", where, node.op_type(), node.input(1)));
     if (elements) {
