@@ -70,6 +70,13 @@ DifferentialReport differential_check(const Package& package, const PreparedRun&
                                     type == prepared.element_types.end() ? onnx_import::kFloatElements : type->second});
     command.push_back(name + "=" + file);
   }
+  // Inputs the compile froze are constants on the device; ONNX Runtime is given their values.
+  for (std::size_t i = 0; i < prepared.frozen_inputs.size(); ++i) {
+    const auto& [value, values] = prepared.frozen_inputs[i];
+    const std::string file = (scratch.path / fmt::format("frozen_{}.npy", i)).string();
+    onnx_import::write_tensor_file(file, {value.name, value.dims, values, value.element_type});
+    command.push_back(value.name + "=" + file);
+  }
   if (find_in_path("node").empty())
     throw Error(
         "--differential: node is not in PATH; install Node.js and npm (scripts/bootstrap.sh installs Debian's nodejs "

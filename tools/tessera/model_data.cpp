@@ -86,6 +86,7 @@ PreparedRun prepare_run(const Package& package, const RunData& data, runtime::Ru
         if (output.name == name) dims = output.dims;
     for (const onnx_import::OnnxValue& input : imported.inputs)
       prepared.input_dims.emplace_back(input.name, input.dims);
+    prepared.frozen_inputs = std::move(imported.frozen);
     for (const auto& values : {imported.inputs, imported.outputs})
       for (const onnx_import::OnnxValue& value : values) prepared.element_types[value.name] = value.element_type;
   } else if (!data.weights.empty()) {

@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "tessera/graph.hpp"
+#include "tessera/onnx/import.hpp"
 #include "tessera/runtime/run.hpp"
 
 namespace tessera {
@@ -32,6 +33,8 @@ struct PreparedRun {
   NamedDims input_dims;  ///< ONNX models only
   NamedDims output_dims;
   std::map<std::string, int> element_types;  ///< of the inputs and outputs an ONNX model declares
+  /// The inputs the compile froze (--input-value), with their values, for ONNX Runtime.
+  std::vector<std::pair<onnx_import::OnnxValue, std::vector<double>>> frozen_inputs;
 };
 
 /// Fills options.weights (an imported model's, from the file it was compiled from, checked

@@ -183,6 +183,8 @@ public:
       if (constants_.count(input.name())) continue;  // an initializer listed as an input: a weight
       if (auto frozen = options_.input_values.find(input.name()); frozen != options_.input_values.end()) {
         constants_[input.name()] = frozen_input(input, frozen->second);
+        const Constant& value = constants_.at(input.name());
+        result_.frozen.push_back({{input.name(), value.dims, value.dtype}, value.values});
         continue;
       }
       int element_type = 0;
@@ -1501,8 +1503,16 @@ private:
     std::vector<const Constant*> inputs = constant_inputs;
     inputs[0] = &stand_in;
     const Constant kept = fold_node(node, inputs, result_.opset, where).at(0);
+    bool in_place = kept.dims == x.dims;
+    for (std::size_t i = 0; in_place && i < kept.values.size(); ++i)
+      in_place = kept.values[i] == static_cast<double>(i);
+    if (in_place) {  // every element kept where it was: the input itself
+      computed_[node.output(0)] = computed_.at(node.input(0));
+      return;
+    }
     const std::vector<std::int64_t> from = ir_shape(x.dims), to = ir_shape(kept.dims);
-    bool columns = from.size() == 2 && to.size() == 2 && to[0] == from[0] && !kept.values.empty();
+    // Columns of a row-major tensor (a feature map's IR rows are pixels: a gather maps it).
+    bool columns = !x.channels_last && from.size() == 2 && to.size() == 2 && to[0] == from[0] && !kept.values.empty();
     const std::int64_t begin = columns ? static_cast<std::int64_t>(kept.values[0]) : 0;
     for (std::int64_t r = 0; columns && r < to[0]; ++r)
       for (std::int64_t c = 0; columns && c < to[1]; ++c)
@@ -2387,9 +2397,16 @@ private:
     if (spatial_size(value.dims) == 1 && ones) return view;  // still [N, C, 1, 1]
     view.channels_last = false;
     if (spatial_size(value.dims) == 1 && ir_shape(dims) == std::vector<std::int64_t>{n, c}) return view;
-    unsupported(where, fmt::format("reshaping the feature map {} to {} (only a map of one pixel, as global pooling "
-                                   "leaves it, can be flattened yet)",
-                                   dims_text(value.dims), dims_text(dims)));
+    // Any other reshape: the map copied into row-major order (a gather), which is then viewed.
+    const std::string key = fresh_name(
+        (value.tensor >= 0 ? graph_.tensors[static_cast<std::size_t>(value.tensor)].name : value.input) + ".row_major");
+    Movement in_order{value.dims, {}};
+    const std::int64_t count = element_count(value.dims, where);
+    for (std::int64_t i = 0; i < count; ++i) in_order.sources.push_back(source_of(0, i));
+    emit_movement(in_order, {MovedInput{key, &value, nullptr}}, 0.0, key, node_index_, where);
+    Computed row_major = computed_.at(key);
+    row_major.dims = dims;
+    return row_major;
   }
 
   /// Kernel, strides, dilations and pads of a Conv or pooling node over `field` (1 or 2 dims),
@@ -2729,6 +2746,31 @@ private:
 
   /// Add, Sub, Mul, Div of a feature map: by another feature map of the same dims, or by a
   /// constant varying along channels only (a row of the channels-last map) or not at all.
+  /// `value` broadcast to a feature map of `dims`, in its layout (a row per pixel): a gather.
+  std::uint32_t feature_map_broadcast(const Computed& value, const Dims& dims, int index, const std::string& where) {
+    const std::int64_t images = dims[0], channels = dims[1], pixels = spatial_size(dims);
+    const std::size_t lead = dims.size() - value.dims.size();
+    Movement movement{{images * pixels, channels}, {}};
+    std::vector<std::int64_t> at(dims.size());  // ONNX coordinates in the feature map
+    for (std::int64_t row = 0; row < images * pixels; ++row)
+      for (std::int64_t c = 0; c < channels; ++c) {
+        at[0] = row / pixels;
+        at[1] = c;
+        for (std::int64_t rest = row % pixels, d = static_cast<std::int64_t>(dims.size()) - 1; d >= 2; --d) {
+          at[static_cast<std::size_t>(d)] = rest % dims[static_cast<std::size_t>(d)];
+          rest /= dims[static_cast<std::size_t>(d)];
+        }
+        std::int64_t source = 0;  // numpy broadcasting: dims of 1 repeat
+        for (std::size_t d = 0; d < value.dims.size(); ++d)
+          source = source * value.dims[d] + (value.dims[d] == 1 ? 0 : at[lead + d]);
+        movement.sources.push_back(source_of(0, source));
+      }
+    const std::string key = fresh_name(
+        (value.tensor >= 0 ? graph_.tensors[static_cast<std::size_t>(value.tensor)].name : value.input) + ".broadcast");
+    emit_movement(movement, {MovedInput{key, &value, nullptr}}, 0.0, key, index, where);
+    return tensor_of(computed_.at(key), where);
+  }
+
   void import_feature_map_binary(const onnx::NodeProto& node, OpKind kind, int first, int index,
                                  const std::string& where) {
     const Computed& x = computed_.at(node.input(first));
@@ -2758,11 +2800,21 @@ private:
       op.inputs[1] = add_weight(other + ".channels", {x.dims[1]}, values, false);
     } else {
       const Computed& y = computed_.at(other);
-      if (y.dims != x.dims || !y.channels_last)
-        unsupported(where, fmt::format("{} of the feature map {} and the computed {} (two feature maps of the same "
-                                       "dims, or a constant per channel, are supported)",
-                                       node.op_type(), dims_text(x.dims), dims_text(y.dims)));
-      op.inputs[1] = tensor_of(y, where);
+      if (broadcast_dims(x.dims, y.dims, where) != x.dims)
+        unsupported(
+            where, fmt::format("{} of the feature map {} and the computed {}, which broadcast to {}", node.op_type(),
+                               dims_text(x.dims), dims_text(y.dims), dims_text(broadcast_dims(x.dims, y.dims, where))));
+      Dims per_channel(x.dims.size(), 1);
+      per_channel[1] = x.dims[1];
+      if (y.dims == x.dims && y.channels_last) op.inputs[1] = tensor_of(y, where);
+      // A value per channel (a squeeze-and-excitation gate of one image): a row over the pixels.
+      else if (broadcast_dims(per_channel, y.dims, where) == per_channel) {
+        Computed row = y;  // a feature map of one pixel is laid out as it is row-major
+        if (spatial_size(y.dims) == 1) row.channels_last = false;
+        op.inputs[1] = tensor_as(row, {x.dims[1]}, where);
+      } else {
+        op.inputs[1] = feature_map_broadcast(y, x.dims, index, where);
+      }
     }
     computed_[node.output(0)] = Computed{add_op(op, node.output(0), index, where), "", x.dims, true};
   }

@@ -40,7 +40,9 @@ struct OnnxImport {
   Graph graph;  ///< source_file: the absolute path; source_sha256: the file's sha256
   /// Values of every IR weight tensor, row-major float32 (float16 weights already rounded).
   std::map<std::string, std::vector<float>> weights;
-  std::vector<OnnxValue> inputs;    ///< the runtime inputs, in the model's order
+  std::vector<OnnxValue> inputs;  ///< the runtime inputs, in the model's order
+  /// The graph inputs --input-value froze, with their values (row-major): ONNX Runtime needs them.
+  std::vector<std::pair<OnnxValue, std::vector<double>>> frozen;
   std::vector<OnnxValue> outputs;   ///< in the model's order
   std::int64_t opset = 0;           ///< of the default domain
   std::uint64_t folded_nodes = 0;   ///< nodes computed at import (constants, shapes)
