@@ -42,7 +42,7 @@ const std::vector<std::string>& supported_operators() {
       "ThresholdedRelu", "Mish", "Tan", "Asin", "Acos", "Atan", "Sinh", "Cosh", "Asinh", "Acosh", "Atanh", "IsInf",
       "IsNaN", "PRelu", "Max", "Min", "Sum", "Mean", "ReduceMax", "ReduceMin", "ReduceProd",
       "ReduceL1", "ReduceL2", "ReduceLogSum", "ReduceLogSumExp", "ReduceSumSquare", "LogSoftmax",
-      "Mod", "Concat", "Split", "Pad", "Gather", "GatherElements", "Trilu", "ArgMax", "ArgMin", "Dropout",
+      "Mod", "InstanceNormalization", "Concat", "Split", "Pad", "Gather", "GatherElements", "Trilu", "ArgMax", "ArgMin", "Dropout",
       "Expand", "Tile", "Resize", "DepthToSpace", "SpaceToDepth",
       // Tensor types (docs/onnx.md): comparisons, logic, Where, casts, and If on a constant condition.
       "Equal", "Greater", "GreaterOrEqual", "Less", "LessOrEqual", "And", "Or", "Xor", "Not", "Where", "Cast",
@@ -588,6 +588,7 @@ private:
       return import_one_hot_gather(node, index, where);
     if (op == "Concat" || op == "Gather" || op == "GatherElements") return import_folded_movement(node, index, where);
     if (op == "Trilu") return import_trilu(node, index, where);
+    if (op == "InstanceNormalization") return import_instance_norm(node, index, where);
     if (op == "ArgMax" || op == "ArgMin") return import_arg_extreme(node, index, where);
     if (op == "Pad") return import_pad(node, index, where);
     if (op == "Tile" || op == "Expand") return import_tile_or_expand(node, index, where);
@@ -1017,6 +1018,52 @@ private:
     }
     import_expansion(nodes, index);
     return true;
+  }
+
+  /// InstanceNormalization: each image's channel normalized over its pixels, then scaled and
+  /// shifted per channel. The pixels are flattened to one axis (a view) so the statistics are
+  /// columns of the [N * C, pixels] rows: ReduceMean, Sub, Mul, ReduceMean, Add, Sqrt, Div, Mul, Add.
+  void import_instance_norm(const onnx::NodeProto& node, int index, const std::string& where) {
+    if (!computed_.count(node.input(0))) unsupported(where, "InstanceNormalization of a constant");
+    Computed x = computed_.at(node.input(0));
+    if (x.dims.size() < 3)
+      throw Error(fmt::format("{}: InstanceNormalization of {} (it needs [N, C, ...])", where, dims_text(x.dims)));
+    const std::int64_t images = x.dims[0], channels = x.dims[1], pixels = spatial_size(x.dims);
+    const std::string& output = node.output(0);
+    if (x.channels_last) x = feature_map_view(x, x.dims, where);  // row-major first
+    const std::string flat = fresh_name(output + ".pixels");
+    computed_[flat] = x;
+    computed_[flat].dims = {images, channels, pixels};
+    auto shape = [&](const std::string& name, Dims dims) {
+      Constant c{TensorProto::INT64, {static_cast<std::int64_t>(dims.size())}, {}};
+      for (std::int64_t d : dims) c.values.push_back(static_cast<double>(d));
+      return add_constant(name, std::move(c));
+    };
+    const std::string per_channel = shape(output + ".per_channel", {channels, 1});
+    const std::string epsilon =
+        add_constant(output + ".epsilon", Constant{TensorProto::FLOAT, {}, {float_attribute(node, "epsilon", 1e-5f)}});
+    auto mean = [&](const std::string& in, const std::string& out) {
+      onnx::NodeProto reduce = made_node("ReduceMean", {in}, {out});
+      onnx::AttributeProto* axes = reduce.add_attribute();
+      axes->set_name("axes");
+      axes->set_type(onnx::AttributeProto::INTS);
+      axes->add_ints(2);
+      return reduce;
+    };
+    import_expansion({mean(flat, output + ".mean"), made_node("Sub", {flat, output + ".mean"}, {output + ".centered"}),
+                      made_node("Mul", {output + ".centered", output + ".centered"}, {output + ".squares"}),
+                      mean(output + ".squares", output + ".variance"),
+                      made_node("Add", {output + ".variance", epsilon}, {output + ".variance_eps"}),
+                      made_node("Sqrt", {output + ".variance_eps"}, {output + ".deviation"}),
+                      made_node("Div", {output + ".centered", output + ".deviation"}, {output + ".normalized"}),
+                      made_node("Reshape", {node.input(1), per_channel}, {output + ".scale"}),
+                      made_node("Mul", {output + ".normalized", output + ".scale"}, {output + ".scaled"}),
+                      made_node("Reshape", {node.input(2), per_channel}, {output + ".bias"}),
+                      made_node("Add", {output + ".scaled", output + ".bias"}, {output + ".shifted"})},
+                     index);
+    Computed result = computed_.at(output + ".shifted");
+    result.dims = computed_.at(node.input(0)).dims;  // the pixels' own dims again: a view
+    computed_[output] = result;
   }
 
   /// Dropout at inference (no training_mode, or a constant false): its input, and a mask of trues.
