@@ -35,11 +35,18 @@ struct Row {
 
 const std::vector<std::pair<const char*, ref::Unary>> kUnaries = {
     {"sigmoid", ref::Unary::sigmoid}, {"tanh", ref::Unary::tanh}, {"erf", ref::Unary::erf},
-    {"sqrt", ref::Unary::sqrt},       {"pow", ref::Unary::power}, {"square", ref::Unary::square}};
+    {"sqrt", ref::Unary::sqrt},       {"pow", ref::Unary::power}, {"square", ref::Unary::square},
+    {"tan", ref::Unary::tan},         {"asin", ref::Unary::asin}, {"is_inf", ref::Unary::isInf},
+    {"is_nan", ref::Unary::isNan}};
 const std::vector<std::pair<const char*, ref::Binary>> kBinaries = {{"subtract", ref::Binary::subtract},
                                                                     {"multiply", ref::Binary::multiply},
                                                                     {"divide", ref::Binary::divide},
                                                                     {"add", ref::Binary::add}};
+// Functions with no broadcast vertex in poplibs: rows of the flat binary codelet only.
+const std::vector<std::pair<const char*, ref::Binary>> kFlatBinaries = {{"power", ref::Binary::power},
+                                                                        {"remainder", ref::Binary::remainder},
+                                                                        {"int_max", ref::Binary::intMaximum},
+                                                                        {"int_remainder", ref::Binary::intRemainder}};
 
 tessera::UnaryFunction unary_function(ref::Unary op) {
   switch (op) {
@@ -51,6 +58,14 @@ tessera::UnaryFunction unary_function(ref::Unary op) {
       return tessera::UnaryFunction::erf;
     case ref::Unary::sqrt:
       return tessera::UnaryFunction::sqrt;
+    case ref::Unary::tan:
+      return tessera::UnaryFunction::tan;
+    case ref::Unary::asin:
+      return tessera::UnaryFunction::asin;
+    case ref::Unary::isInf:
+      return tessera::UnaryFunction::is_inf;
+    case ref::Unary::isNan:
+      return tessera::UnaryFunction::is_nan;
     default:
       return tessera::UnaryFunction::pow;
   }
@@ -64,6 +79,14 @@ tessera::BinaryFunction binary_function(ref::Binary op) {
       return tessera::BinaryFunction::multiply;
     case ref::Binary::divide:
       return tessera::BinaryFunction::divide;
+    case ref::Binary::power:
+      return tessera::BinaryFunction::power;
+    case ref::Binary::remainder:
+      return tessera::BinaryFunction::remainder;
+    case ref::Binary::intMaximum:
+      return tessera::BinaryFunction::int_max;
+    case ref::Binary::intRemainder:
+      return tessera::BinaryFunction::int_remainder;
     default:
       return tessera::BinaryFunction::add;
   }
@@ -79,6 +102,7 @@ std::vector<std::string> row_kinds() {
   for (const auto& [name, op] : kBinaries)
     for (const char* codelet : {"binary:", "binary_row:", "binary_column:"})
       kinds.push_back(codelet + std::string(name));
+  for (const auto& [name, op] : kFlatBinaries) kinds.push_back(std::string("binary:") + name);
   return kinds;
 }
 
@@ -157,6 +181,11 @@ Row evaluate(const std::string& kind, const Shape& s, const tessera::Target& tar
                 ref::unaryOp(op, s.count)};
       }
   }
+  for (const auto& [name, op] : kFlatBinaries)
+    if (after_colon(kind) == name) {
+      const auto f = static_cast<std::uint32_t>(binary_function(op));
+      return {kind, count, charge(Codelet::binary, {s.count, f}), ref::binaryOp(op, s.count)};
+    }
   for (const auto& [name, op] : kBinaries) {
     if (after_colon(kind) != name) continue;
     const auto f = static_cast<std::uint32_t>(binary_function(op));

@@ -182,13 +182,30 @@ u64 unary1D(u64 count, Loop loop, bool inPlace, bool exponent) {
 // BinaryOp1D (29 fixed a worker) and getBinaryOp1DInPlaceEstimate (58): ADD, SUBTRACT and MULTIPLY
 // walk natural vectors at 1 + 2 cycles (binaryOpInnerLoopCycles, external codelet, no forced
 // interleaving); DIVIDE 10 a pair; POWER 312 an element (binaryOpPerfInfo).
+// The later entries of binaryOpPerfInfo, {cycles, false, unroll}: iceil(elements, unroll) * cycles
+// (binaryOpInnerLoopCycles): POWER FLOAT {312, 1}, REMAINDER FLOAT {133, 2}, MAXIMUM INT {7, 1},
+// REMAINDER INT {292, 1}.
 Loop binaryLoop(Binary op) {
-  if (op == Binary::divide) return {10, 2};
-  return {1 + 2, kFloatsPer64};
+  switch (op) {
+    case Binary::divide:
+      return {10, 2};
+    case Binary::power:
+      return {312, 1};
+    case Binary::remainder:
+      return {133, 2};
+    case Binary::intMaximum:
+      return {7, 1};
+    case Binary::intRemainder:
+      return {292, 1};
+    default:
+      return {1 + 2, kFloatsPer64};
+  }
 }
-u64 binary1D(u64 count, Loop loop, bool inPlace) {
+// BinaryOp1D's worker starts at 29 cycles for FLOAT operands, 26 for others.
+u64 binary1D(u64 count, Loop loop, bool inPlace, bool integer = false) {
   const u64 perWorker = divUp(count, kContexts);
-  return kSupervisorBasic + kContexts * ((inPlace ? 58 : 29) + divUp(perWorker, loop.elems) * loop.cycles);
+  const u64 fixed = inPlace ? 58 : (integer ? 26 : 29);
+  return kSupervisorBasic + kContexts * (fixed + divUp(perWorker, loop.elems) * loop.cycles);
 }
 
 // popops BroadcastVectorInner1DInPlace (a row vector of length cols over rows blocks): the
@@ -386,6 +403,16 @@ Estimate unaryOp(Unary op, std::uint64_t count) {
       return {double(unary1D(count, {10, 2}, false, false)), "UnaryOp1D SQRT"};
     case Unary::square:
       return {double(unary1D(count, {2, 2}, false, false)), "UnaryOp1D SQUARE"};
+    // The later unaryOpPerfInfo entries with unaryOpInnerLoopCycles' 4 cycles of loop overhead a
+    // vector: TAN {3900, natural vector}, ASIN {102, an element}, IS_INF and IS_NAN {3, natural vector}.
+    case Unary::tan:
+      return {double(unary1D(count, {3900 + 4, kFloatsPer64}, false, false)), "UnaryOp1D TAN"};
+    case Unary::asin:
+      return {double(unary1D(count, {102 + 4, 1}, false, false)), "UnaryOp1D ASIN"};
+    case Unary::isInf:
+      return {double(unary1D(count, {3 + 4, kFloatsPer64}, false, false)), "UnaryOp1D IS_INF"};
+    case Unary::isNan:
+      return {double(unary1D(count, {3 + 4, kFloatsPer64}, false, false)), "UnaryOp1D IS_NAN"};
     case Unary::power:
       break;
   }
@@ -393,7 +420,14 @@ Estimate unaryOp(Unary op, std::uint64_t count) {
 }
 
 Estimate binaryOp(Binary op, std::uint64_t count) {
-  return {double(binary1D(count, binaryLoop(op), false)), op == Binary::divide ? "BinaryOp1D DIVIDE" : "BinaryOp1D"};
+  const bool integer = op == Binary::intMaximum || op == Binary::intRemainder;
+  const char* name = op == Binary::divide       ? "BinaryOp1D DIVIDE"
+                     : op == Binary::power      ? "BinaryOp1D POWER"
+                     : op == Binary::remainder  ? "BinaryOp1D REMAINDER"
+                     : op == Binary::intMaximum ? "BinaryOp1D MAXIMUM INT"
+                     : integer                  ? "BinaryOp1D REMAINDER INT"
+                                                : "BinaryOp1D";
+  return {double(binary1D(count, binaryLoop(op), false, integer)), name};
 }
 
 Estimate rowVectorInPlace(Binary op, std::uint64_t rows, std::uint64_t cols) { return rowVectorBest(op, rows, cols); }

@@ -29,8 +29,8 @@ Estimate softmaxRows(std::uint64_t rows, std::uint64_t cols);
 /// poplin's layer norm over each row of [rows, cols], then gamma and beta.
 Estimate layerNormRows(std::uint64_t rows, std::uint64_t cols);
 
-enum class Unary { sigmoid, tanh, erf, sqrt, power, square };
-enum class Binary { subtract, multiply, divide, add };
+enum class Unary { sigmoid, tanh, erf, sqrt, power, square, tan, asin, isInf, isNan };
+enum class Binary { subtract, multiply, divide, add, power, remainder, intMaximum, intRemainder };
 /// out = f(in) over `count` floats (power: by a scalar exponent other than 2).
 Estimate unaryOp(Unary op, std::uint64_t count);
 /// out = a op b over `count` floats.
