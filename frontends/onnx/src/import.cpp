@@ -43,7 +43,7 @@ const std::vector<std::string>& supported_operators() {
       "IsNaN", "PRelu", "Max", "Min", "Sum", "Mean", "ReduceMax", "ReduceMin", "ReduceProd",
       "ReduceL1", "ReduceL2", "ReduceLogSum", "ReduceLogSumExp", "ReduceSumSquare", "LogSoftmax",
       "Mod", "InstanceNormalization", "Concat", "Split", "Pad", "Gather", "GatherElements", "Trilu", "ArgMax", "ArgMin", "Dropout",
-      "Expand", "Tile", "Resize", "DepthToSpace", "SpaceToDepth",
+      "Expand", "Tile", "Resize", "Upsample", "DepthToSpace", "SpaceToDepth",
       // Tensor types (docs/onnx.md): comparisons, logic, Where, casts, and If on a constant condition.
       "Equal", "Greater", "GreaterOrEqual", "Less", "LessOrEqual", "And", "Or", "Xor", "Not", "Where", "Cast",
       "CastLike", "If",
@@ -593,7 +593,7 @@ private:
     if (op == "Pad") return import_pad(node, index, where);
     if (op == "Tile" || op == "Expand") return import_tile_or_expand(node, index, where);
     if (op == "DepthToSpace" || op == "SpaceToDepth") return import_depth_space(node, index, where);
-    if (op == "Resize") return import_resize(node, index, where);
+    if (op == "Resize" || op == "Upsample") return import_resize(node, index, where);  // Upsample: opset 9's Resize
     if (op == "Conv") return import_conv(node, index, where);
     if (op == "ConvTranspose") return import_conv_transpose(node, index, where);
     if (op == "MaxPool" || op == "AveragePool" || op == "GlobalAveragePool" || op == "GlobalMaxPool")
@@ -1448,10 +1448,11 @@ private:
     const Dims& in = x.dims();
     const auto rank = static_cast<std::int64_t>(in.size());
     const std::string mode = string_attribute(node, "mode", "nearest");
-    if (mode != "nearest") unsupported(where, fmt::format("Resize mode '{}' (nearest is supported)", mode));
+    if (mode != "nearest" && mode != "linear" && mode != "cubic")
+      unsupported(where, fmt::format("Resize mode '{}' (nearest, linear and cubic are supported)", mode));
     if (string_attribute(node, "keep_aspect_ratio_policy", "stretch") != "stretch")
       unsupported(where, "Resize with a keep_aspect_ratio_policy other than stretch");
-    const int scales_input = result_.opset < 11 ? 1 : 2, sizes_input = 3;
+    const int scales_input = result_.opset < 11 || node.op_type() == "Upsample" ? 1 : 2, sizes_input = 3;
     auto present = [&](int i) { return i < node.input_size() && !node.input(i).empty(); };
     std::vector<std::int64_t> axes = ints_attribute(node, "axes");
     if (axes.empty())
@@ -1462,7 +1463,9 @@ private:
     std::vector<double> given;
     if (present(scales_input)) {
       auto found = constants_.find(node.input(scales_input));
-      if (found == constants_.end()) unsupported(where, "Resize with computed scales");
+      if (found == constants_.end())
+        unsupported(where, fmt::format("Resize with scales that are not a constant: {}",
+                                       not_constant(node.input(scales_input))));
       check_values(found->second, where);
       given = found->second.values;
     }
@@ -1489,10 +1492,78 @@ private:
     }
     const std::string transformation =
         result_.opset < 11 ? "asymmetric" : string_attribute(node, "coordinate_transformation_mode", "half_pixel");
+    if (mode != "nearest") return import_resize_interpolated(node, x, out, scales, transformation, index, where);
     const std::string nearest_mode =
         result_.opset < 11 ? "floor" : string_attribute(node, "nearest_mode", "round_prefer_floor");
     emit_movement(resize_nearest_movement(in, out, scales, transformation, nearest_mode, where), {x}, 0.0,
                   node.output(0), index, where);
+  }
+
+  /// Resize `linear` or `cubic`, separable as ONNX's reference computes it: each output element a
+  /// weighted sum of its taps' input elements (2 or 4 along each resized axis). One `gather` per
+  /// combination of taps, multiplied by its constant weights (a weight of the output's dims) and
+  /// added: 2^d products for d resized axes (4 bilinear, 16 bicubic).
+  void import_resize_interpolated(const onnx::NodeProto& node, const MovedInput& x, const Dims& out,
+                                  const std::vector<double>& scales, const std::string& transformation, int index,
+                                  const std::string& where) {
+    const std::string mode = string_attribute(node, "mode", "nearest");
+    if (!x.value) unsupported(where, fmt::format("Resize {} of a constant (it is not folded)", mode));
+    const Dims& in = x.dims();
+    std::vector<std::size_t> resized;
+    std::vector<AxisTaps> taps(in.size());
+    const double cubic_a = float_attribute(node, "cubic_coeff_a", -0.75f);
+    const bool exclude_outside = int_attribute(node, "exclude_outside", 0) != 0;
+    for (std::size_t d = 0; d < in.size(); ++d) {
+      if (out[d] == in[d] && scales[d] == 1.0) continue;
+      resized.push_back(d);
+      taps[d] = resize_axis_taps(in[d], out[d], scales[d], transformation, mode, cubic_a, exclude_outside, where);
+    }
+    const std::size_t per_axis = mode == "cubic" ? 4 : 2;
+    std::size_t combinations = 1;
+    for (std::size_t i = 0; i < resized.size(); ++i) combinations *= per_axis;
+    const std::int64_t count = element_count(out, where);
+    if (static_cast<std::int64_t>(combinations) * count > kMaxFoldedElements)
+      unsupported(where, fmt::format("Resize {} to {} ({} taps an element, at most {} in all)", mode, dims_text(out),
+                                     combinations, kMaxFoldedElements));
+    const std::string& output = node.output(0);
+    std::string sum;
+    for (std::size_t k = 0; k < combinations; ++k) {
+      // Combination k picks tap (k / per_axis^i) % per_axis along the i-th resized axis.
+      Movement pick{out, {}};
+      Constant weights{TensorProto::FLOAT, out, {}};
+      std::vector<std::int64_t> at(out.size(), 0), from(out.size());
+      for (std::int64_t e = 0; e < count; ++e) {
+        double weight = 1.0;
+        for (std::size_t d = 0; d < out.size(); ++d) from[d] = at[d];
+        std::size_t rest = k;
+        for (std::size_t d : resized) {
+          const std::size_t tap = rest % per_axis;
+          rest /= per_axis;
+          from[d] = taps[d].at[static_cast<std::size_t>(at[d])][tap];
+          weight *= taps[d].weight[static_cast<std::size_t>(at[d])][tap];
+        }
+        std::int64_t flat_index = 0;
+        for (std::size_t d = 0; d < in.size(); ++d) flat_index = flat_index * in[d] + from[d];
+        pick.sources.push_back(source_of(0, flat_index));
+        weights.values.push_back(weight);
+        for (std::size_t d = out.size(); d-- > 0;) {
+          if (++at[d] < out[d]) break;
+          at[d] = 0;
+        }
+      }
+      const std::string picked = fresh_name(fmt::format("{}.tap{}", output, k));
+      emit_movement(pick, {x}, 0.0, picked, index, where);
+      const std::string weight_name = add_constant(fmt::format("{}.weights{}", output, k), std::move(weights));
+      const std::string term = k + 1 == combinations && sum.empty() ? output : fresh_name(picked + ".weighted");
+      import_expansion({made_node("Mul", {picked, weight_name}, {term})}, index);
+      if (sum.empty()) {
+        sum = term;
+        continue;
+      }
+      const std::string total = k + 1 == combinations ? output : fresh_name(fmt::format("{}.sum{}", output, k));
+      import_expansion({made_node("Add", {sum, term}, {total})}, index);
+      sum = total;
+    }
   }
 
   static std::vector<std::int64_t> identity_order(std::size_t rank) {

@@ -300,4 +300,58 @@ Movement resize_nearest_movement(const Dims& in, const Dims& out, const std::vec
   });
 }
 
+AxisTaps resize_axis_taps(std::int64_t in, std::int64_t out, double scale, const std::string& transformation,
+                          const std::string& mode, double cubic_a, bool exclude_outside, const std::string& where) {
+  static const std::vector<std::string> transformations = {"half_pixel", "asymmetric", "align_corners",
+                                                           "pytorch_half_pixel", "half_pixel_symmetric"};
+  if (std::find(transformations.begin(), transformations.end(), transformation) == transformations.end())
+    refuse(where, fmt::format("Resize {} with coordinate_transformation_mode '{}' (supported: {})", mode,
+                              transformation, fmt::join(transformations, ", ")));
+  const std::size_t taps = mode == "cubic" ? 4 : 2;
+  const auto pad = static_cast<std::int64_t>((taps + 1) / 2);
+  // ONNX's reference scales by the float output width scale * in, not the rounded size.
+  const double length = static_cast<double>(in), width = scale * length;
+  AxisTaps result;
+  for (std::int64_t o = 0; o < out; ++o) {
+    const double x = static_cast<double>(o);
+    double original = 0.0;
+    if (transformation == "half_pixel") original = (x + 0.5) / scale - 0.5;
+    else if (transformation == "pytorch_half_pixel") original = width == 1 ? -0.5 : (x + 0.5) / scale - 0.5;
+    else if (transformation == "align_corners") original = width == 1 ? 0.0 : x * (length - 1) / (width - 1);
+    else if (transformation == "asymmetric") original = x / scale;
+    else original = length / 2 * (1 - width / (scale * length)) + (x + 0.5) / scale - 0.5;  // half_pixel_symmetric
+    const double below = std::floor(original);
+    const double ratio = original == below ? 1.0 : original - below;  // the left pixel preferred
+    std::vector<double> weight;
+    if (taps == 2) {
+      weight = {1 - ratio, ratio};
+    } else {
+      const double a = cubic_a, r = ratio, s = 1 - ratio;
+      weight = {((a * (r + 1) - 5 * a) * (r + 1) + 8 * a) * (r + 1) - 4 * a, ((a + 2) * r - (a + 3)) * r * r + 1,
+                ((a + 2) * s - (a + 3)) * s * s + 1, ((a * (s + 1) - 5 * a) * (s + 1) + 8 * a) * (s + 1) - 4 * a};
+    }
+    // The n coordinates nearest the original (ties to the lower), among the edge-padded ones.
+    std::vector<std::int64_t> candidates;
+    const auto near = static_cast<std::int64_t>(below);
+    for (std::int64_t i = std::max(-pad, near - pad - 1); i < std::min(in + pad, near + pad + 2); ++i)
+      candidates.push_back(i);
+    std::stable_sort(candidates.begin(), candidates.end(), [&](std::int64_t p, std::int64_t q) {
+      return std::abs(original - static_cast<double>(p)) < std::abs(original - static_cast<double>(q));
+    });
+    candidates.resize(std::min(taps, candidates.size()));
+    std::sort(candidates.begin(), candidates.end());
+    if (exclude_outside) {
+      double kept = 0.0;
+      for (std::size_t t = 0; t < candidates.size(); ++t)
+        if (candidates[t] < 0 || candidates[t] >= in) weight[t] = 0.0;
+        else kept += weight[t];
+      for (double& w : weight) w = kept == 0.0 ? 0.0 : w / kept;
+    }
+    for (std::int64_t& c : candidates) c = std::clamp<std::int64_t>(c, 0, in - 1);  // edge padding
+    result.at.push_back(std::move(candidates));
+    result.weight.push_back(std::move(weight));
+  }
+  return result;
+}
+
 }  // namespace tessera::onnx_import

@@ -40,6 +40,14 @@ struct OneHotSpread {
 };
 OneHotSpread one_hot_spread(const Dims& data, const Dims& indices, std::int64_t axis, bool elements,
                             const std::string& where);
+/// Resize `linear` or `cubic` along one axis, as ONNX's reference interpolates: for each output
+/// coordinate, the input coordinates of its taps (the n nearest, edge-clamped) and their weights.
+struct AxisTaps {
+  std::vector<std::vector<std::int64_t>> at;  ///< per output coordinate, n input coordinates
+  std::vector<std::vector<double>> weight;    ///< their weights (summing to 1)
+};
+AxisTaps resize_axis_taps(std::int64_t in, std::int64_t out, double scale, const std::string& transformation,
+                          const std::string& mode, double cubic_a, bool exclude_outside, const std::string& where);
 /// The movement a stand-in folded through a node gives: its values are the sources.
 Movement folded_movement(const Constant& folded);
 /// A gather op's runs for `sources` (no kPadded): runs of elements in arithmetic progression,
