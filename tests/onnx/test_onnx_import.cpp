@@ -724,11 +724,20 @@ TEST_CASE("onnx import refuses movement it cannot do, naming the node and what i
   ModelBuilder linear;
   linear.input("x", {1, 1, 2, 2});
   linear.initializer("scales", {4}, {1, 1, 2, 2});
-  string_attribute(linear.node("Resize", {"x", "", "scales"}, "y", "up"), "mode", "linear");
+  onnx::NodeProto* up = linear.node("Resize", {"x", "", "scales"}, "y", "up");
+  string_attribute(up, "mode", "linear");
   linear.output("y", {1, 1, 4, 4});
-  const std::string resize = linear.save(dir, "linear.onnx");
-  CHECK_THROWS_WITH(import_onnx(resize),
-                    Catch::StartsWith(resize + ": node 'up' (Resize): not supported: Resize mode 'linear'"));
+  // Bilinear: four taps, each a gather times its weights, added.
+  const Graph bilinear = import_onnx(linear.save(dir, "linear.onnx")).graph;
+  CHECK(std::count_if(bilinear.ops.begin(), bilinear.ops.end(),
+                      [](const Op& op) { return op.kind == OpKind::gather; }) == 4);
+  CHECK(std::count_if(bilinear.ops.begin(), bilinear.ops.end(), [](const Op& op) { return op.kind == OpKind::add; }) ==
+        3);
+  string_attribute(up, "coordinate_transformation_mode", "tf_crop_and_resize");
+  const std::string resize = linear.save(dir, "crop.onnx");
+  CHECK_THROWS_WITH(import_onnx(resize), Catch::StartsWith(resize + ": node 'up' (Resize): not supported: Resize "
+                                                                    "linear with coordinate_transformation_mode "
+                                                                    "'tf_crop_and_resize'"));
 
   ModelBuilder computed;
   computed.input("x", {2, 3});
