@@ -2516,6 +2516,7 @@ private:
     if (spatial_size(value.dims) == 1 && ones) return view;  // still [N, C, 1, 1]
     view.channels_last = false;
     if (spatial_size(value.dims) == 1 && ir_shape(dims) == std::vector<std::int64_t>{n, c}) return view;
+    if (c == 1) return view;  // one channel: the elements are in row-major order already
     // Any other reshape: the map copied into row-major order (a gather), which is then viewed.
     const std::string key = fresh_name(
         (value.tensor >= 0 ? graph_.tensors[static_cast<std::size_t>(value.tensor)].name : value.input) + ".row_major");
@@ -3073,7 +3074,9 @@ private:
       if (found == computed_.end())
         throw Error(where + ": no node, initializer or graph input produces it; name an output a node computes");
       value = found->second;
-      if (value.channels_last && spatial_size(value.dims) > 1) value = to_row_major(value, output.name(), where);
+      // One channel (or one pixel): the channels-last order is the row-major one already.
+      if (value.channels_last && (spatial_size(value.dims) == 1 || value.dims[1] == 1)) value.channels_last = false;
+      if (value.channels_last) value = to_row_major(value, output.name(), where);
       // A graph input (or a view of one) as an output: the device copies it out.
       if (value.tensor < 0)
         value = Computed{copy_of(tensor_of(value, where), output.name(), place, where), "", value.dims};
