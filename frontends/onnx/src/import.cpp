@@ -987,10 +987,25 @@ private:
   bool import_function(const onnx::NodeProto& node, int index) {
     const onnx::OpSchema* schema = onnx::OpSchemaRegistry::Schema(node.op_type(), result_.opset, "");
     if (!schema) return false;
+    std::vector<onnx::NodeProto> nodes;
+    try {  // ONNX's builders throw their own exceptions on a node they cannot expand
+      if (!function_body(*schema, node, nodes)) return false;
+    } catch (const Error&) {
+      throw;
+    } catch (const std::exception& e) {
+      throw Error(fmt::format("{}: ONNX cannot expand {}'s function body: {}", node_label(node, index), node.op_type(),
+                              one_line(e.what())));
+    }
+    import_expansion(nodes, index);
+    return true;
+  }
+
+  /// The nodes of `schema`'s function body for `node` (false when it has none).
+  bool function_body(const onnx::OpSchema& schema, const onnx::NodeProto& node, std::vector<onnx::NodeProto>& nodes) {
     onnx::FunctionProto body;
-    if (schema->HasFunction()) {
-      body = *schema->GetFunction();
-    } else if (schema->HasContextDependentFunction()) {
+    if (schema.HasFunction()) {
+      body = *schema.GetFunction();
+    } else if (schema.HasContextDependentFunction()) {
       std::vector<onnx::TypeProto> types;  // the body may depend on its inputs' types and dims
       for (const std::string& name : node.input()) {
         onnx::TypeProto& type = types.emplace_back();
@@ -1000,13 +1015,13 @@ private:
         const Dims& dims = constants_.count(name) ? constants_.at(name).dims : computed_.at(name).dims;
         for (std::int64_t d : dims) tensor->mutable_shape()->add_dim()->set_dim_value(d);
       }
-      if (!schema->BuildContextDependentFunction(onnx::FunctionBodyBuildContextImpl(node, types), body)) return false;
+      if (!schema.BuildContextDependentFunction(onnx::FunctionBodyBuildContextImpl(node, types), body)) return false;
     } else {
       return false;
     }
     onnx::GraphProto expanded;
     onnx::FunctionExpandHelper(node, body, expanded, node.name().empty() ? node.output(0) + "/" : node.name() + "/");
-    std::vector<onnx::NodeProto> nodes{expanded.node().begin(), expanded.node().end()};
+    nodes.assign(expanded.node().begin(), expanded.node().end());
     // The helper gives an optional attribute the node leaves out (ignore_index) an empty value
     // of type UNDEFINED, which would read as 0: it is left out, as the node left it.
     for (onnx::NodeProto& inner : nodes) {
@@ -1016,7 +1031,6 @@ private:
                          [](const onnx::AttributeProto& a) { return a.type() == onnx::AttributeProto::UNDEFINED; }),
           attributes->end());
     }
-    import_expansion(nodes, index);
     return true;
   }
 
