@@ -1533,9 +1533,11 @@ private:
       taps[d] = resize_axis_taps(in[d], out[d], scales[d], transformation, mode, cubic_a, exclude_outside, where);
     }
     const std::size_t per_axis = mode == "cubic" ? 4 : 2;
-    std::size_t combinations = 1;
-    for (std::size_t i = 0; i < resized.size(); ++i) combinations *= per_axis;
     const std::int64_t count = element_count(out, where);
+    std::size_t combinations = 1;
+    for (std::size_t i = 0; i < resized.size() && static_cast<std::int64_t>(combinations) * count <= kMaxFoldedElements;
+         ++i)
+      combinations *= per_axis;
     if (static_cast<std::int64_t>(combinations) * count > kMaxFoldedElements)
       unsupported(where, fmt::format("Resize {} to {} ({} taps an element, at most {} in all)", mode, dims_text(out),
                                      combinations, kMaxFoldedElements));
@@ -2717,6 +2719,9 @@ private:
     for (std::size_t i = 0; i < rank; ++i) {
       const std::int64_t reach = dilations[i] * (kernel[i] - 1);
       before[i] = reach - pads[i];
+      const auto far = [](std::int64_t pad) { return pad > (1 << 24) || pad < -(1 << 24); };
+      if (x.dims[2 + i] > (std::int64_t{1} << 31) || far(pads[i]) || far(pads[rank + i]))
+        unsupported(where, fmt::format("ConvTranspose of {} with pads {}", dims_text(x.dims), dims_text(pads)));
       const std::int64_t size = (x.dims[2 + i] - 1) * strides[i] + 1 + before[i] + reach - pads[rank + i] + extra[i];
       if (size < dilations[i] * (kernel[i] - 1) + 1)
         unsupported(where, fmt::format("ConvTranspose whose pads {} leave no output", dims_text(pads)));
@@ -2998,6 +3003,9 @@ private:
   /// `value` broadcast to a feature map of `dims`, in its layout (a row per pixel): a gather.
   std::uint32_t feature_map_broadcast(const Computed& value, const Dims& dims, int index, const std::string& where) {
     const std::int64_t images = dims[0], channels = dims[1], pixels = spatial_size(dims);
+    if (element_count(dims, where) > kMaxFoldedElements)
+      unsupported(where, fmt::format("broadcasting {} over the feature map {} (at most {} elements)",
+                                     dims_text(value.dims), dims_text(dims), kMaxFoldedElements));
     const std::size_t lead = dims.size() - value.dims.size();
     Movement movement{{images * pixels, channels}, {}};
     std::vector<std::int64_t> at(dims.size());  // ONNX coordinates in the feature map
