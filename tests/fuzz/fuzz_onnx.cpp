@@ -27,9 +27,36 @@ std::int64_t interesting(std::mt19937& random) {
 
 // The ops the importer folds or maps, so a changed op type is one it reads.
 const char* some_op(std::mt19937& random) {
-  static constexpr const char* kOps[] = {"Squeeze", "Unsqueeze", "Concat",    "Gather", "Slice", "Reshape",
-                                         "Flatten", "Transpose", "Identity",  "Add",    "Mul",   "MatMul",
-                                         "Gemm",    "Softmax",   "ReduceSum", "Shape",  "Cast",  "ConstantOfShape"};
+  static constexpr const char* kOps[] = {"Squeeze",
+                                         "Unsqueeze",
+                                         "Concat",
+                                         "Gather",
+                                         "Slice",
+                                         "Reshape",
+                                         "Flatten",
+                                         "Transpose",
+                                         "Identity",
+                                         "Add",
+                                         "Mul",
+                                         "MatMul",
+                                         "Gemm",
+                                         "Softmax",
+                                         "ReduceSum",
+                                         "Shape",
+                                         "Cast",
+                                         "ConstantOfShape",
+                                         "GatherElements",
+                                         "ArgMax",
+                                         "Trilu",
+                                         "Mod",
+                                         "Pow",
+                                         "Where",
+                                         "Resize",
+                                         "ConvTranspose",
+                                         "LSTM",
+                                         "InstanceNormalization",
+                                         "NegativeLogLikelihoodLoss",
+                                         "SoftmaxCrossEntropyLoss"};
   return kOps[random() % std::size(kOps)];
 }
 
