@@ -42,7 +42,7 @@ const std::vector<std::string>& supported_operators() {
       "ThresholdedRelu", "Mish", "Tan", "Asin", "Acos", "Atan", "Sinh", "Cosh", "Asinh", "Acosh", "Atanh", "IsInf",
       "IsNaN", "PRelu", "Max", "Min", "Sum", "Mean", "ReduceMax", "ReduceMin", "ReduceProd",
       "ReduceL1", "ReduceL2", "ReduceLogSum", "ReduceLogSumExp", "ReduceSumSquare", "LogSoftmax",
-      "Mod", "InstanceNormalization", "Concat", "Split", "Pad", "Gather", "GatherElements", "Trilu", "ArgMax", "ArgMin", "Dropout",
+      "Mod", "InstanceNormalization", "Hardmax", "OneHot", "EyeLike", "Concat", "Split", "Pad", "Gather", "GatherElements", "Trilu", "ArgMax", "ArgMin", "Dropout",
       "Expand", "Tile", "Resize", "Upsample", "DepthToSpace", "SpaceToDepth",
       // Tensor types (docs/onnx.md): comparisons, logic, Where, casts, and If on a constant condition.
       "Equal", "Greater", "GreaterOrEqual", "Less", "LessOrEqual", "And", "Or", "Xor", "Not", "Where", "Cast",
@@ -588,6 +588,21 @@ private:
       return import_one_hot_gather(node, index, where);
     if (op == "Concat" || op == "Gather" || op == "GatherElements") return import_folded_movement(node, index, where);
     if (op == "Trilu") return import_trilu(node, index, where);
+    if (op == "Hardmax") return import_hardmax(node, index, where);
+    if (op == "OneHot") return import_one_hot(node, index, where);
+    if (op == "EyeLike") {  // the input's dims alone decide it: a constant
+      const Dims& dims = is_computed(0) ? computed(0).dims : constants_.at(node.input(0)).dims;
+      if (dims.size() != 2)
+        throw Error(fmt::format("{}: EyeLike of {} (it takes 2-D tensors)", where, dims_text(dims)));
+      const int type = static_cast<int>(int_attribute(node, "dtype", onnx_type_of(node.input(0))));
+      const std::int64_t k = int_attribute(node, "k", 0);
+      Constant eye{type, dims, std::vector<double>(static_cast<std::size_t>(element_count(dims, where)), 0.0)};
+      for (std::int64_t r = 0; r < dims[0]; ++r)
+        if (r + k >= 0 && r + k < dims[1]) eye.values[static_cast<std::size_t>(r * dims[1] + r + k)] = 1.0;
+      constants_[output] = std::move(eye);
+      ++result_.folded_nodes;
+      return;
+    }
     if (op == "InstanceNormalization") return import_instance_norm(node, index, where);
     if (op == "ArgMax" || op == "ArgMin") return import_arg_extreme(node, index, where);
     if (op == "Pad") return import_pad(node, index, where);
@@ -1078,6 +1093,87 @@ private:
     Computed result = computed_.at(output + ".shifted");
     result.dims = computed_.at(node.input(0)).dims;  // the pixels' own dims again: a view
     computed_[output] = result;
+  }
+
+  /// Hardmax: 1 where ArgMax picks (the first maximum), else 0: Equal of the ArgMax (kept axis)
+  /// with the positions along the axis, cast to float. Before opset 13 over the input seen as
+  /// [dims before axis, dims from axis].
+  void import_hardmax(const onnx::NodeProto& node, int index, const std::string& where) {
+    if (!computed_.count(node.input(0))) unsupported(where, "Hardmax of a constant");
+    const Computed& x = computed_.at(node.input(0));
+    const auto rank = static_cast<std::int64_t>(x.dims.size());
+    std::int64_t axis = normalize_axis(int_attribute(node, "axis", result_.opset >= 13 ? -1 : 1), rank, where);
+    const std::string& output = node.output(0);
+    std::string value = node.input(0);
+    Dims dims = x.dims;
+    if (result_.opset < 13) {  // coerced to 2-D: the axes from `axis` on are one
+      std::int64_t leading = 1, trailing = 1;
+      for (std::int64_t d = 0; d < rank; ++d) (d < axis ? leading : trailing) *= x.dims[static_cast<std::size_t>(d)];
+      value = fresh_name(output + ".matrix");
+      computed_[value] = x;
+      computed_[value].dims = dims = {leading, trailing};
+      if (x.channels_last) computed_[value] = feature_map_view(x, dims, where);
+      axis = 1;
+    }
+    const std::int64_t count = dims[static_cast<std::size_t>(axis)];
+    onnx::NodeProto arg = made_node("ArgMax", {value}, {output + ".argmax"});
+    set_int(arg, "axis", axis);
+    Constant positions{TensorProto::INT64, {count}, {}};
+    positions.dims.insert(positions.dims.end(), dims.size() - 1 - static_cast<std::size_t>(axis), 1);
+    for (std::int64_t i = 0; i < count; ++i) positions.values.push_back(static_cast<double>(i));
+    const std::string iota = add_constant(output + ".positions", std::move(positions));
+    onnx::NodeProto cast = made_node("Cast", {output + ".hit"}, {output + ".hardmax"});
+    set_int(cast, "to", TensorProto::FLOAT);
+    import_expansion({arg, made_node("Equal", {output + ".argmax", iota}, {output + ".hit"}), cast}, index);
+    Computed result = computed_.at(output + ".hardmax");
+    result.dims = x.dims;  // the same elements in the same order
+    computed_[output] = result;
+  }
+
+  /// OneHot(indices, depth, values): along a new axis of `depth` positions, values[1] where the
+  /// position is the index (negative ones counted from the end), else values[0].
+  void import_one_hot(const onnx::NodeProto& node, int index, const std::string& where) {
+    if (!computed_.count(node.input(0))) unsupported(where, "OneHot of constant indices (it is not folded)");
+    const std::vector<std::int64_t> depths = constant_ints(node, 1, "depth", where);
+    auto values = constants_.find(node.input(2));
+    if (values == constants_.end())
+      unsupported(where, fmt::format("OneHot with values that are not a constant: {}", not_constant(node.input(2))));
+    if (depths.size() != 1 || depths[0] < 1 || depths[0] > (1 << 24) || values->second.values.size() != 2)
+      throw Error(fmt::format("{}: OneHot needs one positive depth and two values", where));
+    const std::int64_t depth = depths[0];
+    const Computed& indices = computed_.at(node.input(0));
+    const auto rank = static_cast<std::int64_t>(indices.dims.size()) + 1;
+    const std::int64_t axis = normalize_axis(int_attribute(node, "axis", -1), rank, where);
+    const std::string& output = node.output(0);
+    std::string ids = node.input(0);
+    if (dtype_of(indices) != DType::int32) {  // float indices truncate, as ONNX casts them
+      onnx::NodeProto cast = made_node("Cast", {ids}, {output + ".ids"});
+      set_int(cast, "to", TensorProto::INT64);
+      import_expansion({cast}, index);
+      ids = output + ".ids";
+    }
+    Dims kept = indices.dims;  // the new axis, of 1, in its place: a view
+    kept.insert(kept.begin() + axis, 1);
+    const std::string placed = fresh_name(output + ".placed");
+    computed_[placed] = computed_.at(ids);
+    computed_[placed].dims = kept;
+    Constant positions{TensorProto::INT64, {depth}, {}}, negative{TensorProto::INT64, {depth}, {}};
+    positions.dims.insert(positions.dims.end(), static_cast<std::size_t>(rank - 1 - axis), 1);
+    negative.dims = positions.dims;
+    for (std::int64_t i = 0; i < depth; ++i) {
+      positions.values.push_back(static_cast<double>(i));
+      negative.values.push_back(static_cast<double>(i - depth));
+    }
+    const int type = values->second.dtype;
+    const std::string off = add_constant(output + ".off", Constant{type, {}, {values->second.values[0]}});
+    const std::string on = add_constant(output + ".on", Constant{type, {}, {values->second.values[1]}});
+    const std::string iota = add_constant(output + ".positions", std::move(positions));
+    const std::string from_end = add_constant(output + ".negative_positions", std::move(negative));
+    import_expansion({made_node("Equal", {placed, iota}, {output + ".at"}),
+                      made_node("Equal", {placed, from_end}, {output + ".at_from_end"}),
+                      made_node("Or", {output + ".at", output + ".at_from_end"}, {output + ".hot"}),
+                      made_node("Where", {output + ".hot", on, off}, {output})},
+                     index);
   }
 
   /// Dropout at inference (no training_mode, or a constant false): its input, and a mask of trues.
