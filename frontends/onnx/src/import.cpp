@@ -42,7 +42,7 @@ const std::vector<std::string>& supported_operators() {
       "ThresholdedRelu", "Mish", "Tan", "Asin", "Acos", "Atan", "Sinh", "Cosh", "Asinh", "Acosh", "Atanh", "IsInf",
       "IsNaN", "PRelu", "Max", "Min", "Sum", "Mean", "ReduceMax", "ReduceMin", "ReduceProd",
       "ReduceL1", "ReduceL2", "ReduceLogSum", "ReduceLogSumExp", "ReduceSumSquare", "LogSoftmax",
-      "Mod", "InstanceNormalization", "Hardmax", "OneHot", "EyeLike", "Concat", "Split", "Pad", "Gather", "GatherElements", "Trilu", "ArgMax", "ArgMin", "Dropout",
+      "Mod", "InstanceNormalization", "Hardmax", "CumSum", "OneHot", "EyeLike", "Concat", "Split", "Pad", "Gather", "GatherElements", "Trilu", "ArgMax", "ArgMin", "Dropout",
       "Expand", "Tile", "Resize", "Upsample", "DepthToSpace", "SpaceToDepth",
       // Tensor types (docs/onnx.md): comparisons, logic, Where, casts, and If on a constant condition.
       "Equal", "Greater", "GreaterOrEqual", "Less", "LessOrEqual", "And", "Or", "Xor", "Not", "Where", "Cast",
@@ -589,6 +589,7 @@ private:
     if (op == "Concat" || op == "Gather" || op == "GatherElements") return import_folded_movement(node, index, where);
     if (op == "Trilu") return import_trilu(node, index, where);
     if (op == "Hardmax") return import_hardmax(node, index, where);
+    if (op == "CumSum") return import_cumsum(node, index, where);
     if (op == "OneHot") return import_one_hot(node, index, where);
     if (op == "EyeLike") {  // the input's dims alone decide it: a constant
       const Dims& dims = is_computed(0) ? computed(0).dims : constants_.at(node.input(0)).dims;
@@ -1174,6 +1175,61 @@ private:
                       made_node("Or", {output + ".at", output + ".at_from_end"}, {output + ".hot"}),
                       made_node("Where", {output + ".hot", on, off}, {output})},
                      index);
+  }
+
+  /// CumSum along a constant axis: the axis moved last (a transpose), the rows multiplied by a
+  /// constant triangle of ones (a matmul the AMP runs: out[j] sums x[i] for i <= j, i < j when
+  /// `exclusive`, i >= j or i > j when `reverse`), and the axis moved back. Float tensors only.
+  void import_cumsum(const onnx::NodeProto& node, int index, const std::string& where) {
+    if (!computed_.count(node.input(0))) unsupported(where, "CumSum of a constant (it is not folded)");
+    const Computed& x = computed_.at(node.input(0));
+    if (dtype_of(x) != DType::float32) unsupported(where, "CumSum of integers (the triangle is a float product)");
+    const std::vector<std::int64_t> axes = constant_ints(node, 1, "axis", where);
+    if (axes.size() != 1) throw Error(fmt::format("{}: CumSum's axis holds {} values, not 1", where, axes.size()));
+    const auto rank = static_cast<std::int64_t>(x.dims.size());
+    if (rank == 0) throw Error(fmt::format("{}: CumSum of a scalar", where));
+    const std::int64_t axis = normalize_axis(axes[0], rank, where);
+    const std::int64_t n = x.dims[static_cast<std::size_t>(axis)];
+    if (n > 4096) unsupported(where, fmt::format("CumSum along {} elements (a {}x{} triangle; at most 4096)", n, n, n));
+    const bool exclusive = int_attribute(node, "exclusive", 0) != 0, reverse = int_attribute(node, "reverse", 0) != 0;
+    Constant triangle{TensorProto::FLOAT, {n, n}, {}};
+    for (std::int64_t i = 0; i < n; ++i)
+      for (std::int64_t j = 0; j < n; ++j)
+        triangle.values.push_back((reverse ? (exclusive ? i > j : i >= j) : (exclusive ? i < j : i <= j)) ? 1.0 : 0.0);
+    const std::string& output = node.output(0);
+    const std::string ones = add_constant(output + ".triangle", std::move(triangle));
+    std::vector<onnx::NodeProto> nodes;
+    std::string value = node.input(0);
+    auto permute = [&](const std::vector<std::int64_t>& perm, const std::string& out) {
+      onnx::NodeProto move = made_node("Transpose", {value}, {out});
+      onnx::AttributeProto* attribute = move.add_attribute();
+      attribute->set_name("perm");
+      attribute->set_type(onnx::AttributeProto::INTS);
+      for (std::int64_t d : perm) attribute->add_ints(d);
+      nodes.push_back(move);
+      value = out;
+    };
+    std::vector<std::int64_t> to_last, back(static_cast<std::size_t>(rank));
+    for (std::int64_t d = 0; d < rank; ++d)
+      if (d != axis) to_last.push_back(d);
+    to_last.push_back(axis);
+    for (std::int64_t d = 0; d < rank; ++d) back[static_cast<std::size_t>(to_last[static_cast<std::size_t>(d)])] = d;
+    if (axis != rank - 1) permute(to_last, output + ".axis_last");
+    Dims moved;
+    for (std::int64_t d : to_last) moved.push_back(x.dims[static_cast<std::size_t>(d)]);
+    // As rows of the axis: [everything else, n] (a view), the product, then the moved dims again.
+    const std::string rows = fresh_name(output + ".rows");
+    nodes.push_back(made_node(
+        "Reshape", {value, add_constant(output + ".rows_shape", Constant{TensorProto::INT64, {2}, {-1.0, double(n)}})},
+        {rows}));
+    nodes.push_back(made_node("MatMul", {rows, ones}, {output + ".sums"}));
+    Constant shape{TensorProto::INT64, {static_cast<std::int64_t>(moved.size())}, {}};
+    for (std::int64_t d : moved) shape.values.push_back(static_cast<double>(d));
+    value = axis != rank - 1 ? output + ".sums_moved" : output;
+    nodes.push_back(
+        made_node("Reshape", {output + ".sums", add_constant(output + ".moved_shape", std::move(shape))}, {value}));
+    if (axis != rank - 1) permute(back, output);
+    import_expansion(nodes, index);
   }
 
   /// Dropout at inference (no training_mode, or a constant false): its input, and a mask of trues.
