@@ -301,24 +301,6 @@ const CodeletLine kCodeletLines[] = {
        return {1, std::floor(share / 2), std::fmod(share, 2)};
      },
      {{1}, {7}, {64}, {333}, {1000}, {2048}, {4096}, {6000}}},  // four operands: kept small enough to fit a tile
-    // An embedding lookup: the busiest worker's indices, each its fixed cost and its row's pairs
-    // (a single index splits its row over the workers).
-    {Codelet::multi_slice,
-     "call,indices,pairs",
-     [](Params p, const Target& t) -> Features {
-       const double workers = std::max<std::uint32_t>(t.worker_threads, 1);
-       const double indices = p[2] == 1 ? 1 : std::ceil(p[2] / workers);
-       const double pairs = p[2] == 1 ? std::ceil(std::ceil(p[1] / 2.0) / workers) : std::ceil(p[1] / 2.0);
-       return {1, indices, indices * pairs};
-     },
-     {{16, 16, 1, 0, 16},
-      {64, 7, 5, 0, 64},
-      {100, 32, 64, 50, 200},
-      {512, 4, 300, 0, 512},
-      {40, 96, 12, 0, 40},
-      {8, 250, 3, 8, 32},
-      {200, 16, 1000, 0, 200},
-      {1000, 2, 2048, 0, 1000}}},
     // Rows are one run when the own partial's rows are contiguous, else each row rounds up to
     // loops; the own partial is one more part; then the bias step and the relu step, as bias_add's.
     {Codelet::reduce_bias,
