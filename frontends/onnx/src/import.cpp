@@ -3496,6 +3496,33 @@ ImportOptions import_options_of(const std::vector<std::string>& texts) {
   return options;
 }
 
+namespace {
+
+/// Ranks ONNX 1.12's shape inference takes for granted without checking them (Gemm before opset 7
+/// reads dims 0 and 1 of A and B): a model that breaks them is refused before inference runs,
+/// where it would read past a dims list.
+void check_inference_ranks(const std::string& path, const onnx::ModelProto& model) {
+  const onnx::GraphProto& graph = model.graph();
+  auto rank_of = [&](const std::string& name) -> int {
+    for (const auto& value : graph.input())
+      if (value.name() == name && value.type().tensor_type().has_shape())
+        return value.type().tensor_type().shape().dim_size();
+    for (const TensorProto& initializer : graph.initializer())
+      if (initializer.name() == name) return initializer.dims_size();
+    return -1;  // computed: inference checks what it derives itself
+  };
+  for (const onnx::NodeProto& node : graph.node()) {
+    if (node.op_type() != "Gemm") continue;
+    for (int i = 0; i < std::min(node.input_size(), 2); ++i)
+      if (const int rank = rank_of(node.input(i)); rank >= 0 && rank != 2)
+        throw Error(fmt::format("{}: node '{}' (Gemm): input '{}' has rank {}; Gemm's A and B are 2-D", path,
+                                node.name().empty() ? node.output_size() ? node.output(0) : "" : node.name(),
+                                node.input(i), rank));
+  }
+}
+
+}  // namespace
+
 OnnxImport import_onnx(const std::string& path, const std::string& expected_sha256, const ImportOptions& options) {
   // protobuf parses at most 2 GiB - 1; a FIFO or a device is refused before it is read.
   const std::string bytes = read_bounded_file(path, "the ONNX model", (std::uint64_t{1} << 31) - 1);
@@ -3518,6 +3545,7 @@ OnnxImport import_onnx(const std::string& path, const std::string& expected_sha2
     throw Error(fmt::format("{}: the ONNX checker refuses the model: {}", path, one_line(e.what())));
   }
   fix_input_shapes(path, model, options);
+  check_inference_ranks(path, model);
   try {
     onnx::ShapeInferenceOptions options{true, 1, false};
     onnx::shape_inference::InferShapes(model, onnx::OpSchemaRegistry::Instance(), options);
