@@ -196,8 +196,7 @@ protected:
         placement.interleaved_used = interleaved_end - interleaved.low;
         // The support memory sits above the data at the top of the standard region.
         const std::uint64_t reserved = placement.reserved();
-        placement.standard_over =
-            standard_end + reserved > standard.high ? standard_end + reserved - standard.high : 0;
+        placement.standard_over = standard_end + reserved > standard.high ? standard_end + reserved - standard.high : 0;
         placement.interleaved_over = interleaved_end > interleaved.high ? interleaved_end - interleaved.high : 0;
       };
       place_tile();
