@@ -79,9 +79,17 @@ set(launcher "")
 if(CXX_COMPILER_LAUNCHER)
   set(launcher -DCMAKE_CXX_COMPILER_LAUNCHER=${CXX_COMPILER_LAUNCHER})
 endif()
+# The build's own flags (empty but for make test-sanitize): an SDK built with ASan and UBSan
+# links only into code built with them, as it would for a third party.
+set(flags "")
+foreach(kind CXX_FLAGS EXE_LINKER_FLAGS MODULE_LINKER_FLAGS)
+  if(${kind})
+    list(APPEND flags "-DCMAKE_${kind}=${${kind}}")
+  endif()
+endforeach()
 run_step(configure-examples ${CMAKE_COMMAND} -S ${prefix}/share/doc/tessera/examples -B ${examples} -G Ninja
          -DCMAKE_BUILD_TYPE=Release -DCMAKE_PREFIX_PATH=${prefix} -DCMAKE_CXX_COMPILER=${CXX_COMPILER}
-         -DCMAKE_MAKE_PROGRAM=${MAKE_PROGRAM} -DCMAKE_FIND_PACKAGE_NO_PACKAGE_REGISTRY=ON ${launcher})
+         -DCMAKE_MAKE_PROGRAM=${MAKE_PROGRAM} -DCMAKE_FIND_PACKAGE_NO_PACKAGE_REGISTRY=ON ${launcher} ${flags})
 file(STRINGS ${examples}/CMakeCache.txt tessera_dir REGEX "^Tessera_DIR:")
 expect("${tessera_dir}" "=${prefix}/${LIBDIR}/cmake/Tessera" "the examples' Tessera_DIR")
 run_step(build-examples ${CMAKE_COMMAND} --build ${examples})
