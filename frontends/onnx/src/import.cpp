@@ -962,6 +962,18 @@ private:
     attribute->set_i(value);
   }
 
+  static void set_ints(onnx::NodeProto& node, const std::string& name, const std::vector<std::int64_t>& values) {
+    onnx::AttributeProto* attribute = node.add_attribute();
+    attribute->set_name(name);
+    attribute->set_type(onnx::AttributeProto::INTS);
+    for (std::int64_t value : values) attribute->add_ints(value);
+  }
+
+  /// The name a computed value goes by: its IR tensor's, or the graph input's it is a view of.
+  std::string value_name(const Computed& value) const {
+    return value.tensor >= 0 ? graph_.tensors[static_cast<std::size_t>(value.tensor)].name : value.input;
+  }
+
   /// `wanted`, or `wanted` with a number, so that no value of the model has that name.
   std::string fresh_name(const std::string& wanted) const {
     std::string name = wanted;
@@ -1077,10 +1089,7 @@ private:
         add_constant(output + ".epsilon", Constant{TensorProto::FLOAT, {}, {float_attribute(node, "epsilon", 1e-5f)}});
     auto mean = [&](const std::string& in, const std::string& out) {
       onnx::NodeProto reduce = made_node("ReduceMean", {in}, {out});
-      onnx::AttributeProto* axes = reduce.add_attribute();
-      axes->set_name("axes");
-      axes->set_type(onnx::AttributeProto::INTS);
-      axes->add_ints(2);
+      set_ints(reduce, "axes", {2});
       return reduce;
     };
     import_expansion({mean(flat, output + ".mean"), made_node("Sub", {flat, output + ".mean"}, {output + ".centered"}),
@@ -1205,10 +1214,7 @@ private:
     std::string value = node.input(0);
     auto permute = [&](const std::vector<std::int64_t>& perm, const std::string& out) {
       onnx::NodeProto move = made_node("Transpose", {value}, {out});
-      onnx::AttributeProto* attribute = move.add_attribute();
-      attribute->set_name("perm");
-      attribute->set_type(onnx::AttributeProto::INTS);
-      for (std::int64_t d : perm) attribute->add_ints(d);
+      set_ints(move, "perm", perm);
       nodes.push_back(move);
       value = out;
     };
@@ -1296,21 +1302,17 @@ private:
     std::string value = node.input(0);
     if (axis != rank - 1) {  // the axis last
       onnx::NodeProto move = made_node("Transpose", {value}, {output + ".axis_last"});
-      onnx::AttributeProto* perm = move.add_attribute();
-      perm->set_name("perm");
-      perm->set_type(onnx::AttributeProto::INTS);
+      std::vector<std::int64_t> perm;
       for (std::int64_t d = 0; d < rank; ++d)
-        if (d != axis) perm->add_ints(d);
-      perm->add_ints(axis);
+        if (d != axis) perm.push_back(d);
+      perm.push_back(axis);
+      set_ints(move, "perm", perm);
       nodes.push_back(move);
       value = output + ".axis_last";
     }
     const bool max = node.op_type() == "ArgMax";
     onnx::NodeProto extreme = made_node(max ? "ReduceMax" : "ReduceMin", {value}, {output + ".extreme"});
-    onnx::AttributeProto* axes = extreme.add_attribute();
-    axes->set_name("axes");
-    axes->set_type(onnx::AttributeProto::INTS);
-    axes->add_ints(-1);
+    set_ints(extreme, "axes", {-1});
     nodes.push_back(extreme);
     nodes.push_back(made_node("Equal", {value, output + ".extreme"}, {output + ".at_extreme"}));
     Constant positions{TensorProto::FLOAT, {count}, {}};
@@ -1321,7 +1323,7 @@ private:
         output + ".sentinel", Constant{TensorProto::FLOAT, {}, {last ? -1.0 : static_cast<double>(count)}});
     nodes.push_back(made_node("Where", {output + ".at_extreme", iota, sentinel}, {output + ".candidates"}));
     onnx::NodeProto pick = made_node(last ? "ReduceMax" : "ReduceMin", {output + ".candidates"}, {output + ".index"});
-    pick.add_attribute()->CopyFrom(*axes);
+    set_ints(pick, "axes", {-1});
     set_int(pick, "keepdims", keep ? 1 : 0);
     nodes.push_back(pick);
     onnx::NodeProto cast = made_node("Cast", {output + ".index"}, {keep ? output + ".index_int" : output});
@@ -2381,8 +2383,7 @@ private:
   /// `value` broadcast to `dims` as numpy broadcasts: a gather copying each element where it
   /// repeats (the IR's own broadcasts, a row or a column, need none).
   std::uint32_t broadcast_to(const Computed& value, const Dims& dims, const std::string& where) {
-    const std::string key = fresh_name(
-        (value.tensor >= 0 ? graph_.tensors[static_cast<std::size_t>(value.tensor)].name : value.input) + ".broadcast");
+    const std::string key = fresh_name(value_name(value) + ".broadcast");
     emit_movement(broadcast_movement(value.dims, dims, where), {MovedInput{key, &value, nullptr}}, 0.0, key,
                   node_index_, where);
     return tensor_of(computed_.at(key), where);
@@ -2689,8 +2690,7 @@ private:
     if (spatial_size(value.dims) == 1 && ir_shape(dims) == std::vector<std::int64_t>{n, c}) return view;
     if (c == 1) return view;  // one channel: the elements are in row-major order already
     // Any other reshape: the map copied into row-major order (a gather), which is then viewed.
-    const std::string key = fresh_name(
-        (value.tensor >= 0 ? graph_.tensors[static_cast<std::size_t>(value.tensor)].name : value.input) + ".row_major");
+    const std::string key = fresh_name(value_name(value) + ".row_major");
     Movement in_order{value.dims, {}};
     const std::int64_t count = element_count(value.dims, where);
     for (std::int64_t i = 0; i < count; ++i) in_order.sources.push_back(source_of(0, i));
@@ -2924,10 +2924,7 @@ private:
     onnx::NodeProto conv = made_node("Conv", {spread_name, kernel_name}, {output});
     if (node.input_size() > 2 && !node.input(2).empty()) conv.add_input(node.input(2));
     set_int(conv, "group", group);
-    onnx::AttributeProto* dilation = conv.add_attribute();
-    dilation->set_name("dilations");
-    dilation->set_type(onnx::AttributeProto::INTS);
-    for (std::int64_t d : dilations) dilation->add_ints(d);
+    set_ints(conv, "dilations", dilations);
     import_expansion({conv}, index);
   }
 
@@ -3177,8 +3174,7 @@ private:
           source = source * value.dims[d] + (value.dims[d] == 1 ? 0 : at[lead + d]);
         movement.sources.push_back(source_of(0, source));
       }
-    const std::string key = fresh_name(
-        (value.tensor >= 0 ? graph_.tensors[static_cast<std::size_t>(value.tensor)].name : value.input) + ".broadcast");
+    const std::string key = fresh_name(value_name(value) + ".broadcast");
     emit_movement(movement, {MovedInput{key, &value, nullptr}}, 0.0, key, index, where);
     return tensor_of(computed_.at(key), where);
   }
