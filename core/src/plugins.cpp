@@ -65,6 +65,10 @@ void PassContext::statistic(std::string name, double value) {
   if (record) record->statistics.push_back({pass, std::move(name), value});
 }
 
+void PassContext::progress(std::uint64_t done, std::uint64_t total, std::string_view unit) const {
+  if (on_progress) on_progress(done, total, unit);
+}
+
 void PassContext::remark(PlanRemark plan) {
   if (record) record->plans.push_back(std::move(plan));
 }

@@ -169,7 +169,8 @@ Status PassManager::run(CompilationState& state) {
                         nullptr,
                         impl_->new_cost_model,
                         &state.record,
-                        info.name};
+                        info.name,
+                        impl_->options.on_pass_progress};
     if (impl_->options.on_pass) impl_->options.on_pass(i, impl_->passes.size(), info.name);
     std::vector<std::pair<std::string, std::string>> sections_before;
     if (impl_->options.print_changed) sections_before = state_sections(state);

@@ -26,6 +26,7 @@ protected:
     std::uint64_t scheduled_cycles = 0, lower_bounds = 0;
     std::size_t phases = 0, transfers = 0;
     for (std::size_t index = 0; index < program.supersteps.size(); ++index) {
+      context.progress(index, program.supersteps.size(), "supersteps");
       tessera::Superstep& step = program.supersteps[index];
       step.exchange = tessera::ExchangePhase{target.tiles, {}};
       step.schedule = {};

@@ -202,6 +202,7 @@ protected:
       place_tile();
       if (placement.standard_over > 0 && placement.interleaved_over == 0)
         spill_to_interleaved(standard_members, interleaved_members, placement, buffers, place_tile);
+      context.progress(tile + 1, target.tiles, "tiles");
     }
 
     std::vector<std::uint32_t> over;

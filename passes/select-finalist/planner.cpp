@@ -115,6 +115,7 @@ public:
   Status plan(const Graph& model) {
     if (Status status = resolve_pins(model); !status.ok) return status;
     for (std::uint32_t i = 0; i < graph_.ops.size(); ++i) {
+      context_.progress(i, graph_.ops.size(), "ops");
       const Op& op = graph_.ops[i];
       reserve_ = later_weights(i);
       weight_share_ = weight_share(i);

@@ -83,7 +83,7 @@ TEST_CASE("plugin host catches an exception thrown by plugin code and names the 
   auto model = host.create_cost_model(*host.find("analytic"), host.resolve_options(*host.find("analytic"), {}, "test"));
   auto scheduler = host.create_scheduler(*host.find("greedy"), host.resolve_options(*host.find("greedy"), {}, "test"));
   auto logger = spdlog::default_logger();
-  PassContext context{state.target, *model, *scheduler, *logger, "test", 2000, 1, nullptr, {}, nullptr, "test"};
+  PassContext context{state.target, *model, *scheduler, *logger, "test", 2000, 1, nullptr, {}, nullptr, "test", {}};
   Status status = pass->run(state, context);
   CHECK_FALSE(status.ok);
   CHECK_THAT(status.message,

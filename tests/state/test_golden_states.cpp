@@ -8,6 +8,11 @@
 #include <filesystem>
 #include <fstream>
 #include <iterator>
+#include <map>
+#include <mutex>
+#include <string_view>
+#include <utility>
+#include <vector>
 
 #include "temp_dir.hpp"
 #include "tessera/graph.hpp"
@@ -88,4 +93,35 @@ TEST_CASE("each pass turns its golden input state into its golden output: mlp-sm
 
 TEST_CASE("each pass turns its golden input state into its golden output: mlp-small-f16", "[state][golden]") {
   check_model("mlp-small-f16");
+}
+
+TEST_CASE("the long passes say how far they are, in order, to the progress line", "[state][progress]") {
+  TempDir dir;
+  SessionOptions options;
+  options.pipeline = pipeline_copy(dir, source_path("configs/pipelines/small.yaml"));
+  options.passes.threads = 2;  // progress may come from the planner's worker threads
+  std::mutex mutex;
+  std::map<std::string, std::vector<std::pair<std::uint64_t, std::uint64_t>>> said;  // unit -> (done, total)
+  options.passes.on_pass_progress = [&](std::uint64_t done, std::uint64_t total, std::string_view unit) {
+    std::lock_guard lock(mutex);
+    said[std::string(unit)].emplace_back(done, total);
+  };
+  Session session(options);
+  CompilationState state = session.initial_state(load_model(source_path("configs/models/mlp-small.yaml")));
+  REQUIRE(session.run(state).ok);
+  for (const char* unit : {"ops", "tiles", "supersteps"}) {
+    INFO(unit);
+    const auto& steps = said[unit];
+    REQUIRE(!steps.empty());
+    const std::uint64_t total = steps.front().second;
+    CHECK(total > 0);
+    for (std::size_t i = 0; i < steps.size(); ++i) {
+      CHECK(steps[i].second == total);
+      CHECK(steps[i].first <= total);
+      if (i > 0) CHECK(steps[i].first > steps[i - 1].first);
+    }
+  }
+  CHECK(said["ops"].size() == state.graph.ops.size());
+  CHECK(said["tiles"].back() == std::pair<std::uint64_t, std::uint64_t>{16, 16});
+  CHECK(said["supersteps"].front().second == state.program.supersteps.size());
 }

@@ -62,6 +62,7 @@ CompileResult compile(const CompileRequest& request) {
   options.passes.schedule_budget_ms = request.schedule_budget_ms;
   options.passes.threads = threads;
   options.passes.on_pass = request.on_pass;
+  options.passes.on_pass_progress = request.on_pass_progress;
   Session session(options);
   const PipelineSpec& spec = session.spec();
   std::vector<InputFile> inputs = compile_inputs(request, spec, session.host());

@@ -34,6 +34,8 @@ struct CompileRequest {
   std::vector<std::string> input_values;  ///< --input-value NAME=VALUES (ONNX models)
   /// Called before each pass and after the last (PassManagerOptions::on_pass): the progress line.
   std::function<void(std::size_t index, std::size_t count, const std::string& pass)> on_pass;
+  /// How far the running pass is (PassManagerOptions::on_pass_progress): the progress line.
+  std::function<void(std::uint64_t done, std::uint64_t total, std::string_view unit)> on_pass_progress;
 };
 
 struct CompileResult {

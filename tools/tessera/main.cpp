@@ -334,6 +334,7 @@ int main(int argc, char** argv) {
       {
         cli::CompileProgress progress("compile " + fs::path(compile_request.model).stem().string());
         compile_request.on_pass = progress.on_pass();
+        compile_request.on_pass_progress = progress.on_pass_progress();
         result = cli::compile(compile_request);
       }
       print_compile_result(*result);
@@ -370,6 +371,7 @@ int main(int argc, char** argv) {
       {
         cli::CompileProgress progress("compile " + fs::path(demo_request.model).stem().string());
         demo_request.on_pass = progress.on_pass();
+        demo_request.on_pass_progress = progress.on_pass_progress();
         demo_compile = cli::compile(demo_request);
       }
       const cli::CompileResult& compiled = *demo_compile;

@@ -5,6 +5,7 @@
 #include <memory>
 #include <set>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
@@ -111,6 +112,12 @@ struct PassContext {
   /// the pass's own thread: the record is not locked.
   CompileRecord* record = nullptr;
   std::string pass;  ///< the running pass's plugin name, for its statistics
+  /// Told how far a long pass is (API 2.2); empty when nothing listens. Call through progress().
+  std::function<void(std::uint64_t done, std::uint64_t total, std::string_view unit)> on_progress;
+
+  /// Says the pass has done `done` of `total` units ("ops", "phases"), so `tessera compile` can
+  /// show it on its progress line. Cheap and thread-safe when nothing listens; call it per unit.
+  void progress(std::uint64_t done, std::uint64_t total, std::string_view unit) const;
 
   /// Records a figure the pass measured (not logged: a pass logs its own summary line).
   void statistic(std::string name, double value);

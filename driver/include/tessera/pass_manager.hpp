@@ -25,6 +25,8 @@ struct PassManagerOptions {
   /// Called before each pass with its position, the pass count and its plugin name, and after
   /// the last one with index == count: `tessera compile` draws its progress line with it.
   std::function<void(std::size_t index, std::size_t count, const std::string& pass)> on_pass;
+  /// Given to each pass as PassContext::on_progress: how far the running pass is.
+  std::function<void(std::uint64_t done, std::uint64_t total, std::string_view unit)> on_pass_progress;
 };
 
 /// A plugin fault that stopped PassManager::run: which plugin, and what it was given.

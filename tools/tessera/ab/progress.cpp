@@ -99,7 +99,9 @@ std::string Progress::line_locked() const {
   std::string text = fmt::format("{}: {}/{} {} done", label_, done_, total_, unit_);
   if (!erase_when_done_) text += fmt::format(", {} failed, {} skipped", failed_, done_ - executed_);
   text += ", elapsed " + format_duration(now());
-  if (executed_ > 0 && done_ < total_) {
+  // Passes differ too much in length for an average to say anything: a described line's
+  // activity carries its own estimate instead.
+  if (executed_ > 0 && done_ < total_ && !erase_when_done_) {
     // Every remaining item is assumed to take what the executed ones took on average.
     const double per_item = executed_seconds_ / static_cast<double>(executed_);
     text += ", ETA " + format_duration(per_item * static_cast<double>(total_ - done_));

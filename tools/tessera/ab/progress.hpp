@@ -41,7 +41,7 @@ public:
   void around_output(const std::function<void()>& write);
 
   /// For other long work than a sweep (`tessera compile`'s passes): the line reads "LABEL: 2/5
-  /// UNIT done, elapsed 12s, ETA 20s, now ACTIVITY", without failed and skipped counts, and it is
+  /// UNIT done, elapsed 12s, now ACTIVITY", without failed and skipped counts or an ETA, and it is
   /// erased when the progress ends instead of being left on screen.
   void describe(std::string label, std::string unit);
   /// What runs now (a pass's name), shown at the end of the line.
