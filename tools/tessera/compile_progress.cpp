@@ -44,8 +44,8 @@ std::string CompileProgress::activity_locked() const {
   const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - pass_start_).count();
   // The units left are assumed to take what the done ones took on average.
   if (done_ > 0 && done_ < total_ && seconds >= 1)
-    text += ", about " + ab::format_duration(seconds / static_cast<double>(done_) * static_cast<double>(total_ - done_)) +
-            " left";
+    text += ", about " +
+            ab::format_duration(seconds / static_cast<double>(done_) * static_cast<double>(total_ - done_)) + " left";
   return text;
 }
 
