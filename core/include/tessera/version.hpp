@@ -14,7 +14,8 @@ inline constexpr const char* kCoreVersion = TESSERA_CORE_VERSION_STRING;
 /// that old plugins do not need. The host loads a plugin whose major equals its own and
 /// whose minor is not above its own.
 inline constexpr std::uint32_t kPluginApiMajor = 2;  // 2.0: option type "map" (OptionValue's layout changed)
-inline constexpr std::uint32_t kPluginApiMinor = 2;  // 2.2: PassContext::progress (2.1: option type "enum", option ranges)
+// 2.1: option type "enum", option ranges (TesseraOptionLimits); 2.2: PassContext::progress.
+inline constexpr std::uint32_t kPluginApiMinor = 2;
 
 /// The ABI tag compiled into this translation unit: compiler, standard library ABI,
 /// Boost version, core version. A plugin's tag must equal the host's.
