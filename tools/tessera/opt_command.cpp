@@ -7,6 +7,7 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
+#include "command_line.hpp"
 #include "tessera/diagnostic.hpp"
 #include "tessera/output_file.hpp"
 #include "tessera/session.hpp"
@@ -17,8 +18,10 @@ namespace tessera::cli {
 CLI::App* add_opt_command(CLI::App& app, OptRequest& request) {
   auto* opt = app.add_subcommand("opt", "run passes on a saved compilation state (from --dump-after or a reproducer)");
   opt->add_option("state", request.state, "state file (.tstate)")->required()->check(CLI::ExistingFile);
-  opt->add_option("--pipeline,-p", request.pipeline, "pipeline YAML: plugin paths, cost model, scheduler, pass options")
+  opt->add_option("--pipeline,-p", request.pipeline,
+                  "pipeline YAML or a shipped pipeline's name: plugin paths, cost model, scheduler, pass options")
       ->required()
+      ->transform(shipped_config("pipelines"))
       ->check(CLI::ExistingFile);
   opt->add_option("--pass", request.passes, "pass to run (repeat for several, in order)")->required();
   opt->add_option("--option", request.options, "KEY=VALUE for the pass, over the pipeline's (one --pass only)");
