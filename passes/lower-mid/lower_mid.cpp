@@ -6,6 +6,7 @@
 
 #include <fmt/format.h>
 
+#include "tessera/option_table.hpp"
 #include "tessera/pass.hpp"
 
 namespace {
@@ -175,7 +176,59 @@ std::size_t drop_unused_intermediates(Graph& graph) {
   return dropped;
 }
 
+/// A global pool (its kernel the whole unpadded field) over more than `min_pixels` pixels becomes
+/// two: one over each image row, then one over the column of row results. In one stage, a tile
+/// reads the whole field of its channels (409,600 bytes for 80x80x16 floats); in two, the rows
+/// spread over tiles as poplibs' pooling planner splits a kernel and reduces its parts. The mean
+/// of row means is the mean, since every row has the same width.
+std::size_t split_global_pools(Graph& graph, std::int64_t min_pixels) {
+  std::size_t split = 0;
+  for (std::size_t i = 0; i < graph.ops.size(); ++i) {
+    const Op op = graph.ops[i];
+    const tessera::Window& w = op.window;
+    if (op.kind != OpKind::avg_pool && op.kind != OpKind::max_pool) continue;
+    const bool global = w.kernel_h == w.height && w.kernel_w == w.width && w.dilation_h == 1 && w.dilation_w == 1 &&
+                        w.pad_top == 0 && w.pad_left == 0 && w.pad_bottom == 0 && w.pad_right == 0;
+    if (!global || w.height < 2 || w.width < 2 || std::int64_t{w.height} * w.width <= min_pixels) continue;
+    const Tensor& output = graph.tensors[op.output];
+    Tensor rows;
+    rows.name = output.name + ".row_pool";
+    rows.shape = {std::int64_t{op.batch} * w.height, output.cols()};
+    rows.dtype = output.dtype;
+    rows.place = output.place;
+    graph.tensors.push_back(std::move(rows));
+    Op by_row = op, by_column = op;
+    by_row.window = tessera::Window{.height = w.height, .width = w.width, .kernel_w = w.width, .stride_w = w.width};
+    by_row.output = static_cast<std::uint32_t>(graph.tensors.size() - 1);
+    by_column.window = tessera::Window{.height = w.height, .width = 1, .kernel_h = w.height};
+    by_column.inputs = {by_row.output};
+    graph.ops[i] = by_column;
+    graph.ops.insert(graph.ops.begin() + static_cast<std::ptrdiff_t>(i), by_row);
+    ++i;
+    ++split;
+  }
+  return split;
+}
+
+struct LowerMidOptions {
+  std::int64_t two_stage_pool_pixels = 1024;
+};
+
+const tessera::OptionTable<LowerMidOptions>& option_table() {
+  static const tessera::OptionTable<LowerMidOptions> table{
+      tessera::option("two_stage_pool_pixels", &LowerMidOptions::two_stage_pool_pixels, std::int64_t{1024},
+                      "a global pool over more pixels than this runs in two stages (each image row, then the "
+                      "column of row results), so its field spreads over tiles; 0: every global pool of a field "
+                      "at least 2x2")
+          .range(0, std::int64_t{1} << 40),
+  };
+  return table;
+}
+
 class LowerMid final : public tessera::Pass {
+public:
+  Status configure(const tessera::Options& options) override { return option_table().assign(options, options_); }
+
 protected:
   Status run_impl(tessera::CompilationState& state, tessera::PassContext& context) override {
     if (state.graph.ops.empty() && state.graph.tensors.empty()) state.graph = state.model;
@@ -185,16 +238,20 @@ protected:
     // Dead readers go first: they would otherwise keep an intermediate from being fused.
     const std::size_t removed = remove_dead_ops(graph);
     const FusionCounts fused = fuse_dense_chains(graph);
+    const std::size_t pools_split = split_global_pools(graph, options_.two_stage_pool_pixels);
     const std::size_t dropped = drop_unused_intermediates(graph);
     // The fused ops must still type-check; a failure here is a fusion bug, reported as such.
     if (Status status = infer_and_check_shapes(graph); !status.ok)
       return Status::failure("internal error after fusing dense ops: " + status.message);
     context.info(
         "lowered graph operations_before={} operations_after={} dense_ops={} "
-        "absorbed_ops={} dead_ops_removed={} tensors_dropped={}",
-        operations_before, graph.ops.size(), fused.dense, fused.absorbed, removed, dropped);
+        "absorbed_ops={} dead_ops_removed={} tensors_dropped={} global_pools_split={}",
+        operations_before, graph.ops.size(), fused.dense, fused.absorbed, removed, dropped, pools_split);
     return Status::success();
   }
+
+private:
+  LowerMidOptions options_;
 };
 
 }  // namespace
@@ -202,8 +259,9 @@ protected:
 extern "C" const TesseraPluginManifest* lower_mid_manifest() noexcept {
   static const auto manifest = tessera::make_manifest(
       TESSERA_PLUGIN_PASS, "lower-mid", "0.1.0",
-      "infers and checks shapes, fuses matmul+bias+relu into dense ops, removes dead ops", tessera::facts::graph,
-      tessera::facts::canonical, &tessera::create_plugin_object<LowerMid>);
+      "infers and checks shapes, fuses matmul+bias+relu into dense ops, runs large global pools in two stages, "
+      "removes dead ops",
+      option_table(), tessera::facts::graph, tessera::facts::canonical, &tessera::create_plugin_object<LowerMid>);
   return &manifest;
 }
 TESSERA_PLUGIN(lower_mid_manifest)

@@ -152,3 +152,45 @@ TEST_CASE("lower-mid does not fuse a value that has other readers or is an outpu
     CHECK(graph.ops[1].kind == OpKind::add);
   }
 }
+
+TEST_CASE("lower-mid runs a large global pool in two stages, rows then the column, and the numbers hold",
+          "[lower-mid][pool]") {
+  TempDir dir;
+  // 2 images of 6x7 pixels, 5 channels: an average and a max global pool.
+  const std::string model =
+      dir.write("pools.yaml",
+                "model: pools\nseed: 5\ntensors:\n"
+                "  - {name: x, shape: [84, 5], kind: input}\n"
+                "ops:\n"
+                "  - {op: avg_pool, inputs: [x], output: mean, batch: 2, field: [6, 7], kernel: [6, 7]}\n"
+                "  - {op: max_pool, inputs: [x], output: top, batch: 2, field: [6, 7], kernel: [6, 7]}\n"
+                "outputs: [mean, top]\n");
+  for (const std::int64_t threshold : {std::int64_t{0}, std::int64_t{42}}) {
+    INFO("two_stage_pool_pixels " << threshold);
+    PassBench bench(model, config_path("targets/t16.yaml"));
+    Options options;
+    options.values["two_stage_pool_pixels"] = threshold;
+    REQUIRE(bench.run_through("emit-tile-code", {{"lower-mid", options}}).ok);
+    const Graph& graph = bench.state.graph;
+    const bool split = threshold < 42;  // 42 pixels: split only when the field has more
+    REQUIRE(graph.ops.size() == (split ? 4u : 2u));
+    if (split) {
+      for (std::size_t i : {0u, 2u}) {
+        const Op &by_row = graph.ops[i], &by_column = graph.ops[i + 1];
+        CHECK(by_row.kind == by_column.kind);
+        CHECK(by_row.window.kernel_h == 1);
+        CHECK(by_row.window.kernel_w == 7);
+        CHECK(by_row.window.stride_w == 7);
+        CHECK(graph.tensors[by_row.output].shape == std::vector<std::int64_t>{12, 5});
+        CHECK(by_column.inputs == std::vector<std::uint32_t>{by_row.output});
+        CHECK(by_column.window.kernel_h == 6);
+        CHECK(by_column.window.width == 1);
+      }
+      CHECK(named(graph, "mean").shape == std::vector<std::int64_t>{2, 5});
+    }
+    CHECK(tessera::testing::log_field(bench.log_lines("lowered graph").at(0), "global_pools_split") == (split ? 2 : 0));
+    const runtime::NumericalReport report = bench.simulate();
+    INFO("max abs error " << report.max_abs_error << " tolerance " << report.tolerance);
+    CHECK(report.passed);
+  }
+}
