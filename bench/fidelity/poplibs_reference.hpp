@@ -48,4 +48,29 @@ Estimate reduceParts(std::uint64_t parts, std::uint64_t count);
 /// A reduction of `parts` partials plus the owner's own, then a bias row and relu (in place).
 Estimate reducePartsThenBias(std::uint64_t parts, std::uint64_t rows, std::uint64_t cols, bool relu);
 
+/// One tile's float32 convolution: `batch` images of an input patch [height, width, inChannels],
+/// padded as given, by a [kernelH, kernelW, inChannels / groups, outChannels] kernel (dilated and
+/// strided), then the bias and ReLU when flagged.
+struct ConvShape {
+  std::uint64_t batch = 1, inChannels = 1, height = 1, width = 1, outChannels = 1;
+  std::uint64_t kernelH = 1, kernelW = 1, strideH = 1, strideW = 1, dilationH = 1, dilationW = 1;
+  std::uint64_t padTop = 0, padLeft = 0, padBottom = 0, padRight = 0, groups = 1;
+  bool bias = false, relu = false;
+};
+/// The fewest cycles of the float vertices poplin's planner weighs for the tile's share (no
+/// transform but the free flattening of a pointwise field): ConvPartialnx1 or ConvPartial1x1Out
+/// with 16 or 8 conv units and 8, 4 or 2 input channels a group, ConvPartialHorizontalMac with its
+/// best input grouping, OuterProduct for one input channel; then BroadcastVectorInner bias and ReLU.
+Estimate convolution(const ConvShape& shape);
+
+/// One tile's float32 pooling: `batch` images of an input patch [height, width, channels].
+struct PoolShape {
+  std::uint64_t batch = 1, channels = 1, height = 1, width = 1;
+  std::uint64_t kernelH = 1, kernelW = 1, strideH = 1, strideW = 1, dilationH = 1, dilationW = 1;
+  std::uint64_t padTop = 0, padLeft = 0, padBottom = 0, padRight = 0;
+};
+/// popnn's MaxPooling or SumPooling vertex (average: divided by the kernel positions inside the
+/// input, SelectiveScaling when that differs between outputs) with its fastest channel grouping.
+Estimate pooling(const PoolShape& shape, bool max);
+
 }  // namespace poplibs_reference
