@@ -8,6 +8,8 @@
 #include <cstdio>
 #include <cstdlib>
 #include <map>
+#include <numeric>
+#include <optional>
 #include <random>
 #include <string>
 #include <utility>
@@ -16,15 +18,19 @@
 #include "poplibs_reference.hpp"
 #include "tessera/codelets.hpp"
 #include "tessera/target.hpp"
+#include "tessera/window_calls.hpp"
 
 namespace {
 
 using tessera::Codelet;
 namespace ref = poplibs_reference;
 
-// One row kind's operands: the params each kind reads (the others stay 0).
+// One row kind's operands: the params each kind reads (the others stay 0). Conv and pool rows:
+// `batch` images of a tile's input patch (the window's field) with their channels.
 struct Shape {
   std::uint32_t m = 0, k = 0, n = 0, rows = 0, cols = 0, count = 0, parts = 0;
+  std::uint32_t batch = 1, in_channels = 0, out_channels = 0;
+  tessera::Window window = {};
 };
 
 struct Row {
@@ -103,8 +109,13 @@ std::vector<std::string> row_kinds() {
     for (const char* codelet : {"binary:", "binary_row:", "binary_column:"})
       kinds.push_back(codelet + std::string(name));
   for (const auto& [name, op] : kFlatBinaries) kinds.push_back(std::string("binary:") + name);
+  // Last, so that the draw of the kinds above does not move.
+  for (const char* window : {"conv", "conv+bias+relu", "conv_depthwise", "max_pool", "avg_pool"})
+    kinds.push_back(window);
   return kinds;
 }
+
+bool is_window(const std::string& kind) { return kind.starts_with("conv") || kind.ends_with("_pool"); }
 
 bool is_product(const std::string& kind) { return kind == "matmul" || kind == "matmul_half"; }
 bool is_counted(const std::string& kind) {
@@ -114,7 +125,48 @@ bool is_counted(const std::string& kind) {
 
 std::string after_colon(const std::string& kind) { return kind.substr(kind.find(':') + 1); }
 
+// A conv or pool row: one call an image over the tile's patch (as `tessera cycles` charges a
+// layer), so the charge and its floors are the batch's.
+Row evaluate_window(const std::string& kind, const Shape& s, const tessera::Target& target) {
+  const tessera::Window& w = s.window;
+  const auto out_h = static_cast<std::uint32_t>(w.out_height());
+  const bool pool = kind.ends_with("_pool");
+  const bool bias_relu = kind == "conv+bias+relu";
+  std::vector<std::uint32_t> params;
+  ref::Estimate poplibs;
+  if (pool) {
+    const bool max = kind == "max_pool";
+    params = tessera::pool_call_params(w, 0, out_h, s.in_channels,
+                                       max ? tessera::PoolMode::max : tessera::PoolMode::average);
+    poplibs = ref::pooling({s.batch, s.in_channels, w.height, w.width, w.kernel_h, w.kernel_w, w.stride_h, w.stride_w,
+                            w.dilation_h, w.dilation_w, w.pad_top, w.pad_left, w.pad_bottom, w.pad_right},
+                           max);
+  } else {
+    params = tessera::conv_call_params(
+        w, 0, out_h, {s.in_channels, s.out_channels, s.in_channels / w.groups, s.out_channels / w.groups, 0},
+        bias_relu ? tessera::kConvRelu | tessera::kConvHasBias : 0u);
+    poplibs = ref::convolution({s.batch, s.in_channels, w.height, w.width, s.out_channels, w.kernel_h, w.kernel_w,
+                                w.stride_h, w.stride_w, w.dilation_h, w.dilation_w, w.pad_top, w.pad_left, w.pad_bottom,
+                                w.pad_right, w.groups, bias_relu, bias_relu});
+  }
+  tessera::CodeletCharge ours = tessera::codelet_charge(pool ? Codelet::pool : Codelet::conv, params, target);
+  ours.cycles *= s.batch;
+  ours.mac_floor *= s.batch;
+  ours.load_floor *= s.batch;
+  std::string shape = "batch=" + std::to_string(s.batch) + " in_channels=" + std::to_string(s.in_channels) +
+                      " field=" + std::to_string(w.height) + "x" + std::to_string(w.width);
+  if (!pool) shape += " out_channels=" + std::to_string(s.out_channels);
+  shape += " kernel=" + std::to_string(w.kernel_h) + "x" + std::to_string(w.kernel_w) +
+           " stride=" + std::to_string(w.stride_h) + "x" + std::to_string(w.stride_w) +
+           " dilation=" + std::to_string(w.dilation_h) + "x" + std::to_string(w.dilation_w) +
+           " pad=" + std::to_string(w.pad_top) + "," + std::to_string(w.pad_left) + "," + std::to_string(w.pad_bottom) +
+           "," + std::to_string(w.pad_right);
+  if (!pool) shape += " groups=" + std::to_string(w.groups);
+  return {kind, shape, ours, poplibs};
+}
+
 Row evaluate(const std::string& kind, const Shape& s, const tessera::Target& target) {
+  if (is_window(kind)) return evaluate_window(kind, s, target);
   auto charge = [&](Codelet codelet, std::vector<std::uint32_t> params) {
     return tessera::codelet_charge(codelet, params, target);
   };
@@ -201,6 +253,83 @@ Row evaluate(const std::string& kind, const Shape& s, const tessera::Target& tar
   std::exit(2);
 }
 
+// At most ~600 KB of input, weights and output floats: a patch one tile holds.
+constexpr std::uint64_t kTileFloats = 600 * 1024 / 4;
+
+// A conv or pool row's shape when its kernel fits the padded patch, its params are sound and its
+// floats fit a tile.
+std::optional<Shape> window_shape(const std::string& kind, std::uint32_t batch, std::uint32_t in_channels,
+                                  std::uint32_t out_channels, const tessera::Window& w) {
+  if (w.out_height() <= 0 || w.out_width() <= 0) return std::nullopt;
+  const bool pool = kind.ends_with("_pool");
+  const std::uint64_t outs = pool ? in_channels : out_channels;
+  const std::uint64_t floats =
+      std::uint64_t{batch} *
+          (std::uint64_t{w.height} * w.width * in_channels + std::uint64_t(w.out_height() * w.out_width()) * outs) +
+      (pool ? 0 : std::uint64_t(w.kernel_positions()) * (in_channels / w.groups) * out_channels);
+  if (floats > kTileFloats) return std::nullopt;
+  Shape s{.batch = batch, .in_channels = in_channels, .out_channels = static_cast<std::uint32_t>(outs), .window = w};
+  const auto out_h = static_cast<std::uint32_t>(w.out_height());
+  const std::vector<std::uint32_t> params =
+      pool ? tessera::pool_call_params(w, 0, out_h, in_channels, tessera::PoolMode::max)
+           : tessera::conv_call_params(
+                 w, 0, out_h, {in_channels, out_channels, in_channels / w.groups, out_channels / w.groups, 0}, 0);
+  if (!tessera::window_params_problem(pool ? Codelet::pool : Codelet::conv, params).empty()) return std::nullopt;
+  return s;
+}
+
+tessera::Window make_window(std::uint32_t height, std::uint32_t width, std::uint32_t kernel_h, std::uint32_t kernel_w,
+                            std::uint32_t stride, std::uint32_t dilation, std::uint32_t groups) {
+  tessera::Window w;
+  w.height = height, w.width = width, w.kernel_h = kernel_h, w.kernel_w = kernel_w;
+  w.stride_h = w.stride_w = stride;
+  w.dilation_h = w.dilation_w = dilation;
+  // "same" padding: half the dilated kernel each side
+  w.pad_top = w.pad_bottom = dilation * (kernel_h - 1) / 2;
+  w.pad_left = w.pad_right = dilation * (kernel_w - 1) / 2;
+  w.groups = groups;
+  return w;
+}
+
+// The grid of conv and pool rows: channel counts, tile-sized patches and kernels as CNN layers
+// give a tile, "same" padding.
+void window_grid(std::vector<std::pair<std::string, Shape>>& cases) {
+  auto add = [&](const std::string& kind, std::uint32_t in, std::uint32_t out, const tessera::Window& w) {
+    if (auto s = window_shape(kind, 1, in, out, w)) cases.push_back({kind, *s});
+  };
+  const std::vector<std::pair<std::uint32_t, std::uint32_t>> channels = {
+      {1, 8}, {3, 16}, {3, 64}, {8, 8}, {16, 16}, {16, 32}, {32, 32}, {32, 64}, {64, 64}, {64, 128}, {128, 128}};
+  const std::vector<std::uint32_t> fields = {1, 4, 7, 14, 28, 56};
+  const std::vector<std::pair<std::uint32_t, std::uint32_t>> kernels = {{1, 1}, {3, 3}, {5, 5}, {7, 7}, {1, 7}, {7, 1}};
+  for (const auto& [in, out] : channels)
+    for (std::uint32_t field : fields) {
+      for (const auto& [kh, kw] : kernels)
+        for (std::uint32_t stride : {1u, 2u}) add("conv", in, out, make_window(field, field, kh, kw, stride, 1, 1));
+      add("conv", in, out, make_window(field, field, 3, 3, 1, 2, 1));
+    }
+  for (const auto& [in, out] :
+       std::vector<std::pair<std::uint32_t, std::uint32_t>>{{3, 16}, {16, 16}, {32, 64}, {64, 64}, {128, 128}})
+    for (std::uint32_t field : {7u, 14u, 28u, 56u})
+      for (std::uint32_t k : {1u, 3u}) add("conv+bias+relu", in, out, make_window(field, field, k, k, 1, 1, 1));
+  for (std::uint32_t c : {8u, 16u, 32u, 64u, 128u})
+    for (std::uint32_t field : {4u, 7u, 14u, 28u, 56u}) {
+      for (std::uint32_t k : {3u, 5u, 7u})
+        for (std::uint32_t stride : {1u, 2u})
+          add("conv_depthwise", c, c, make_window(field, field, k, k, stride, 1, c));
+      add("conv_depthwise", c, c, make_window(field, field, 3, 3, 1, 2, c));
+    }
+  for (const char* kind : {"max_pool", "avg_pool"})
+    for (std::uint32_t c : {1u, 3u, 8u, 16u, 32u, 64u, 128u})
+      for (std::uint32_t field : {2u, 4u, 7u, 14u, 28u, 56u}) {
+        tessera::Window two = make_window(field, field, 2, 2, 2, 1, 1);
+        two.pad_bottom = two.pad_right = 0;
+        add(kind, c, c, two);
+        add(kind, c, c, make_window(field, field, 3, 3, 2, 1, 1));
+        add(kind, c, c, make_window(field, field, 3, 3, 1, 1, 1));
+        add(kind, c, c, make_window(field, field, field, field, 1, 1, 1));  // global: no padding
+      }
+}
+
 // The grid: batches and widths as the planner meets them in dense layers.
 std::vector<std::pair<std::string, Shape>> grid() {
   std::vector<std::pair<std::string, Shape>> cases;
@@ -212,7 +341,7 @@ std::vector<std::pair<std::string, Shape>> grid() {
         for (std::uint32_t n : widths)
           if (std::uint64_t{m} * k * n <= (1ull << 26)) cases.push_back({kind, Shape{.m = m, .k = k, .n = n}});
   for (const std::string& kind : row_kinds()) {
-    if (is_product(kind)) continue;
+    if (is_product(kind) || is_window(kind)) continue;
     for (std::uint32_t m : batches)
       for (std::uint32_t width : widths) {
         Shape s{.rows = m, .cols = width, .count = m * width, .parts = 0};
@@ -227,6 +356,7 @@ std::vector<std::pair<std::string, Shape>> grid() {
         cases.push_back({kind, s});
       }
   }
+  window_grid(cases);
   return cases;
 }
 
@@ -241,6 +371,39 @@ std::uint32_t draw_size(std::mt19937_64& rng, std::uint32_t lo, std::uint32_t hi
   return value;
 }
 
+// A drawn conv or pool row: odd channels and fields, kernels 1 to 7 a side, strides 1 and 2,
+// now and then a dilation of 2, padding up to half the kernel, a few images; depthwise convs have
+// a group a channel, other convs now and then a few groups.
+Shape draw_window(std::mt19937_64& rng, const std::string& kind) {
+  auto pick = [&](std::uint32_t lo, std::uint32_t hi) {
+    return std::uniform_int_distribution<std::uint32_t>(lo, hi)(rng);
+  };
+  for (;;) {
+    const std::uint32_t batch = pick(0, 3) == 0 ? pick(2, 4) : 1;
+    const std::uint32_t in = draw_size(rng, 1, 128);
+    const std::uint32_t out = kind == "conv" || kind == "conv+bias+relu" ? draw_size(rng, 1, 128) : in;
+    tessera::Window w;
+    w.height = draw_size(rng, 1, 56);
+    w.width = pick(0, 3) == 0 ? w.height : draw_size(rng, 1, 56);
+    w.kernel_h = pick(1, 7);
+    w.kernel_w = pick(0, 2) == 0 ? pick(1, 7) : w.kernel_h;
+    w.stride_h = pick(1, 2);
+    w.stride_w = pick(0, 3) == 0 ? pick(1, 2) : w.stride_h;
+    w.dilation_h = w.dilation_w = pick(0, 9) == 0 ? 2 : 1;
+    w.pad_top = pick(0, w.dilation_h * (w.kernel_h - 1) / 2);
+    w.pad_bottom = pick(0, w.dilation_h * (w.kernel_h - 1) / 2);
+    w.pad_left = pick(0, w.dilation_w * (w.kernel_w - 1) / 2);
+    w.pad_right = pick(0, w.dilation_w * (w.kernel_w - 1) / 2);
+    if (kind == "conv_depthwise") {
+      w.groups = in;
+    } else if (!kind.ends_with("_pool") && pick(0, 4) == 0) {
+      w.groups = std::gcd(in, out) >= 2 ? pick(1, std::min<std::uint32_t>(std::gcd(in, out), 4)) : 1;
+      while (in % w.groups != 0 || out % w.groups != 0) --w.groups;
+    }
+    if (auto s = window_shape(kind, batch, in, out, w)) return *s;
+  }
+}
+
 // The fixed-seed draw: `per_kind` shapes of every row kind (four times as many matmul products).
 std::vector<std::pair<std::string, Shape>> draw(std::uint64_t seed, std::size_t per_kind) {
   std::mt19937_64 rng(seed);
@@ -249,7 +412,9 @@ std::vector<std::pair<std::string, Shape>> draw(std::uint64_t seed, std::size_t 
     const std::size_t wanted = is_product(kind) ? 4 * per_kind : per_kind;
     for (std::size_t i = 0; i < wanted; ++i) {
       Shape s;
-      if (is_product(kind)) {
+      if (is_window(kind)) {
+        s = draw_window(rng, kind);
+      } else if (is_product(kind)) {
         do {  // at most 2^26 MACs: what a tile's memory holds
           s.m = draw_size(rng, 1, 512);
           s.k = draw_size(rng, 1, 4096);
