@@ -9,8 +9,11 @@ cycles of its supersteps (compute, with the elementwise ops the planner ran in t
 the exchange and barrier after it, which gather the next op's inputs) and their ratio. The k-th Conv node of the ONNX graph is the k-th conv op of the program
 (BatchNormalization folds into it, adding none).
 
-Not yet here: a poplibs-style estimate per layer (poplibs' partition candidates charged by an
-independent transcription of its conv vertex estimators), which the issue asks for beside these.
+Beside each conv layer: a poplibs-style estimate of the same convolution on all tiles (bench-cnn-poplibs,
+bench/cnn/poplibs_conv_plan.cpp: poplin's partitions charged with the transcribed vertex estimators of
+bench/fidelity/poplibs_reference.cpp and poplin's exchange model; no sync, no re-layout between layers) and
+ours / poplibs. Per network: the sum of those estimates and device_cycles / that sum, which must be at most
+1.25 (`within_1.25x`): a generous yardstick, since device cycles also hold every other op and every barrier.
 
 usage: bench/cnn/bench_cnn.py TESSERA SOURCE_DIR WORK_DIR [MODEL...]
 """
@@ -43,7 +46,7 @@ def field(name, path):
 
 
 def conv_layers(model_path):
-    """Per Conv node in graph order: name, MACs and weight bytes (float32)."""
+    """Per Conv node in graph order: name, MACs, weight bytes (float32) and its bench-cnn-poplibs line."""
     model = shape_inference.infer_shapes(onnx.load(model_path))
     dims = {v.name: [d.dim_value for d in v.type.tensor_type.shape.dim] for v in
             list(model.graph.value_info) + list(model.graph.output) + list(model.graph.input)}
@@ -58,14 +61,38 @@ def conv_layers(model_path):
         taps = 1
         for k in w[2:]:
             taps *= k
-        layers.append((node.name, pixels * w[0] * w[1] * taps, 4 * w[0] * w[1] * taps))
+        attrs = {a.name: list(a.ints) if a.ints else a.i for a in node.attribute}
+        x = dims[node.input[0]]
+        rank = len(w) - 2
+        kernel = (w[2:] + [1, 1])[:2]
+        strides = (attrs.get("strides", [1] * rank) + [1])[:2]
+        dilations = (attrs.get("dilations", [1] * rank) + [1])[:2]
+        pads = attrs.get("pads", [0] * (2 * rank))
+        top, left, bottom, right = (pads[0], pads[1], pads[2], pads[3]) if rank == 2 else (pads[0], 0, pads[1], 0)
+        field = (x[2:] + [1])[:2]
+        shape = [x[0], x[1], field[0], field[1], w[0], kernel[0], kernel[1], strides[0], strides[1], dilations[0],
+                 dilations[1], top, left, bottom, right, attrs.get("group", 1)]
+        layers.append((node.name, pixels * w[0] * w[1] * taps, 4 * w[0] * w[1] * taps,
+                       " ".join(str(v) for v in [node.name.replace(" ", "_")] + shape)))
     return layers
+
+
+def poplibs_estimates(tool, layers):
+    """bench-cnn-poplibs's estimate per layer: (cycles, its partition and vertex), in layer order."""
+    out = subprocess.run([tool], input="\n".join(l[3] for l in layers) + "\n", capture_output=True, text=True,
+                         check=True).stdout.splitlines()
+    estimates = []
+    for line in out:
+        cycles = int(re.search(r"cycles=(\d+)", line).group(1))
+        estimates.append((cycles, line.split(" ", 2)[2]))
+    return estimates
 
 
 def main():
     if len(sys.argv) < 4:
         sys.exit(__doc__)
     tessera, source, work = sys.argv[1:4]
+    poplibs_tool = os.path.join(os.path.dirname(os.path.abspath(tessera)), "..", "bench", "cnn", "bench-cnn-poplibs")
     models = sys.argv[4:] or DEFAULT_MODELS
     os.makedirs(work, exist_ok=True)
     subprocess.check_call(["/usr/bin/python3", os.path.join(source, "scripts/make_onnx_models.py"),
@@ -116,21 +143,27 @@ def main():
         weight_bytes = sum(l[2] for l in layers)
         floor = max(macs / mac_rate, weight_bytes / load_rate)
         print(f"\n{model}: per conv layer (floor: its MACs at the peak of all {int(target['tiles'])} tiles)")
-        print(f"{'layer':<28} {'macs':>12} {'floor':>8} {'cycles':>9} {'ratio':>7}")
+        estimates = poplibs_estimates(poplibs_tool, layers)
+        poplibs_sum = sum(e[0] for e in estimates)
+        print(f"{'layer':<28} {'macs':>12} {'floor':>8} {'cycles':>9} {'ratio':>7} {'poplibs':>8} {'ours/poplibs':>12}  "
+              f"poplibs partition and vertex")
         if len(ops) != len(layers):
             print(f"(the program has {len(ops)} conv ops, the model {len(layers)} Conv nodes: rows not matched)")
         else:
-            for (name, layer_macs, _), op in zip(layers, ops):
+            for (name, layer_macs, _, _), op, (estimate, how) in zip(layers, ops, estimates):
                 layer_floor = layer_macs / mac_rate
                 print(f"{name[:28]:<28} {layer_macs:>12} {layer_floor:>8.0f} {by_op[op]:>9} "
-                      f"{by_op[op] / layer_floor:>7.1f}")
+                      f"{by_op[op] / layer_floor:>7.1f} {estimate:>8} {by_op[op] / estimate:>12.2f}  {how}")
         summary.append((model, compile_s, compile_rss, run_s, run_rss, device, macs, floor, device / floor,
-                        sum(by_op.values()), field("expectTest", run_out), field("expectedMaximumAbsoluteError", run_out)))
+                        sum(by_op.values()), field("expectTest", run_out), field("expectedMaximumAbsoluteError", run_out),
+                        poplibs_sum, device / poplibs_sum))
     print(f"\n{'model':<22} {'compile_s':>9} {'compile_MiB':>11} {'run_s':>6} {'run_MiB':>8} {'device_cycles':>13} "
-          f"{'macs':>12} {'chip_floor':>10} {'floor_ratio':>11} {'conv_cycles':>11} {'expect':>6} {'max_abs_err':>11}")
+          f"{'macs':>12} {'chip_floor':>10} {'floor_ratio':>11} {'conv_cycles':>11} {'expect':>6} {'max_abs_err':>11} "
+          f"{'poplibs_conv':>12} {'vs_poplibs':>10} {'within_1.25x':>12}")
     for row in summary:
         print(f"{row[0]:<22} {row[1]:>9.1f} {row[2]:>11.0f} {row[3]:>6.1f} {row[4]:>8.0f} {row[5]:>13} {row[6]:>12} "
-              f"{row[7]:>10.0f} {row[8]:>11.1f} {row[9]:>11} {row[10]:>6} {row[11]:>11}")
+              f"{row[7]:>10.0f} {row[8]:>11.1f} {row[9]:>11} {row[10]:>6} {row[11]:>11} {row[12]:>12} {row[13]:>10.2f} "
+              f"{'yes' if row[13] <= 1.25 else 'no':>12}")
     sys.exit(status)
 
 
