@@ -105,6 +105,7 @@ struct Split {
   std::uint32_t row_groups = 1;
   std::uint32_t column_groups = 1;
   std::uint32_t depth_groups = 1;  ///< window ops only: input channels in groups, partials reduced
+  std::uint32_t field_groups = 1;  ///< window ops only: each output image-row's columns in groups
 };
 
 /// Group counts worth trying for `total` things on at most `limit` groups: the most, then
@@ -221,17 +222,38 @@ struct WindowShare {
   std::uint32_t channel_begin = 0, channels = 0, first_out_channel = 0;
 };
 
-/// The params of a conv or pool call of output rows [a, b) of one image over `share`'s channels.
-std::vector<std::uint32_t> window_params(const Op& op, std::uint32_t group_in, std::uint32_t group_out,
-                                         const WindowShare& share, std::uint32_t a, std::uint32_t b) {
+/// The params of a conv or pool call of output rows [a, b) of one image over `share`'s channels,
+/// over the op's window or the part of it a field group covers (column_window).
+std::vector<std::uint32_t> window_params(const Op& op, const Window& window, std::uint32_t group_in,
+                                         std::uint32_t group_out, const WindowShare& share, std::uint32_t a,
+                                         std::uint32_t b) {
   if (op.kind != OpKind::conv)
-    return pool_call_params(op.window, a, b, share.channels,
+    return pool_call_params(window, a, b, share.channels,
                             op.kind == OpKind::max_pool   ? PoolMode::max
                             : op.window.count_include_pad ? PoolMode::average_with_padding
                                                           : PoolMode::average);
   const std::uint32_t flags = (op.relu ? kConvRelu : 0u) | (op.inputs.size() == 3 ? kConvHasBias : 0u);
-  return conv_call_params(op.window, a, b, {share.channels, share.cols, group_in, group_out, share.first_out_channel},
+  return conv_call_params(window, a, b, {share.channels, share.cols, group_in, group_out, share.first_out_channel},
                           flags);
+}
+
+/// Output columns [begin, end) of a window as a window of their own: the input columns their taps
+/// read (first_column, the window's width), with padding only where the whole field has it. Null
+/// when some output column reads only padding (then the field is not split by columns).
+std::optional<Window> column_window(const Window& w, std::uint32_t begin, std::uint32_t end,
+                                    std::uint32_t& first_column) {
+  const std::int64_t span = std::int64_t{w.kernel_w - 1} * w.dilation_w + 1;
+  const std::int64_t low = std::int64_t{begin} * w.stride_w - w.pad_left;  // the first tap's column
+  const std::int64_t high = std::int64_t{end - 1} * w.stride_w - w.pad_left + span;
+  const std::int64_t from = std::max<std::int64_t>(low, 0), to = std::min<std::int64_t>(high, w.width);
+  const std::int64_t last_low = std::int64_t{end - 1} * w.stride_w - w.pad_left;
+  if (to <= from || low + span <= 0 || last_low >= std::int64_t{w.width}) return std::nullopt;
+  Window part = w;
+  part.width = static_cast<std::uint32_t>(to - from);
+  part.pad_left = static_cast<std::uint32_t>(from - low);
+  part.pad_right = static_cast<std::uint32_t>(high - to);
+  first_column = static_cast<std::uint32_t>(from);
+  return part;
 }
 
 /// A window op's shape as its plans read it.
@@ -266,18 +288,19 @@ struct WindowShape {
 };
 
 /// conv, max_pool, avg_pool: row group r holds output image-rows split[r] (q = image * OH +
-/// row), column group c output channels split[c], depth group d (convs of one group) input
-/// channels split[d]; share (r, c, d) runs on tile cursor + (r * C + c) * D + d. It gathers the
-/// input rows its windows read (the halo included, once) over its channels, the host writes
-/// it the weights of its channels, and it makes one call per image it touches. With depth
-/// groups each share leaves partial sums; share d then owns rows split[d] of the block and
-/// reduces the others' partials of them with its own, the bias and the ReLU (reduce_bias).
+/// row), field group f (with one image-row a row group) output columns split[f] of its row,
+/// column group c output channels split[c], depth group d (convs of one group) input channels
+/// split[d]; share (r, f, c, d) runs on tile cursor + ((r * F + f) * C + c) * D + d. It gathers
+/// the input rows and columns its windows read (the halo included, once) over its channels, the
+/// host writes it the weights of its channels, and it makes one call per image it touches. With
+/// depth groups each share leaves partial sums; share d then owns pixels split[d] of the block
+/// and reduces the others' partials of them with its own, the bias and the ReLU (reduce_bias).
 Fragment build_window(const BlockPlanContext& plan, Split split, FragmentBuilder& builder) {
   const Op& op = plan.op;
   const Graph& graph = plan.graph;
   const Window& w = op.window;
   const WindowShape shape(graph, op);
-  const bool conv = shape.conv, by_depth = split.depth_groups > 1;
+  const bool conv = shape.conv, by_depth = split.depth_groups > 1, by_field = split.field_groups > 1;
   const Layout layout(plan.target);
   const std::string name = fmt::format("{}{}", op_kind_name(op.kind), plan.op_index);
   builder.label(0, name + ".gather");
@@ -285,98 +308,131 @@ Fragment build_window(const BlockPlanContext& plan, Split split, FragmentBuilder
   if (by_depth) builder.label(2, name + ".reduce");
   Distribution output{rows_of(graph.tensors[op.output]), {}};
   const std::vector<Range> row_groups = balanced_split(op.batch * shape.out_h, split.row_groups);
+  const std::vector<Range> field_groups = balanced_split(shape.out_w, split.field_groups);
   const std::vector<Range> column_groups = balanced_split(shape.outs, split.column_groups);
   const std::vector<Range> depth_groups = balanced_split(shape.in_channels, split.depth_groups);
   const bool has_bias = conv && op.inputs.size() == 3;
+  const Tensor& input = graph.tensors[op.inputs[0]];
+  const std::optional<Distribution>& input_distribution = plan.distributions.at(op.inputs[0]);
   for (std::uint32_t r = 0; r < row_groups.size(); ++r)
-    for (std::uint32_t c = 0; c < column_groups.size(); ++c) {
-      const Range rows = row_groups[r], columns = column_groups[c];
-      if (rows.size == 0 || columns.size == 0) continue;
-      const std::uint64_t block_words = std::uint64_t{rows.size} * shape.out_w * columns.size;
-      std::vector<std::uint32_t> partial(depth_groups.size()), tile_of(depth_groups.size());
-      for (std::uint32_t d = 0; d < depth_groups.size(); ++d) {
-        const Range depth = depth_groups[d];
-        const std::uint32_t tile =
-            (plan.tile_cursor + (r * split.column_groups + c) * split.depth_groups + d) % plan.target.tiles;
-        tile_of[d] = tile;
-        const WindowShare share = shape.share(rows, columns, depth, by_depth);
-        partial[d] = builder.create(name + (by_depth ? ".partial" : ".out"), tile, block_words, layout.standard,
-                                    layout.alignment, Lifetime::transient);
-        std::uint32_t weights = 0, bias = 0;
-        if (conv) {
-          if (!by_depth) {
-            weights = gather_block(builder, 0, graph, plan.distributions, op.inputs[1],
-                                   {0, shape.taps * shape.group_in, columns.begin, columns.size}, tile, layout.fast,
-                                   layout.matmul_alignment);
-          } else {  // each tap's rows of this depth group, packed tap by tap
-            const Tensor& tensor = graph.tensors[op.inputs[1]];
-            weights = builder.create(tensor.name + ".block", tile,
-                                     packed_words(std::uint64_t{shape.taps} * depth.size * columns.size, tensor.dtype),
-                                     layout.fast, layout.matmul_alignment, Lifetime::whole_program);
-            for (std::uint32_t tap = 0; tap < shape.taps; ++tap)
-              builder.host_slice(tensor, StreamKind::weight, weights, tap * shape.group_in + depth.begin, depth.size,
-                                 columns.begin, columns.size, false, tap * depth.size * columns.size);
+    for (std::uint32_t f = 0; f < field_groups.size(); ++f)
+      for (std::uint32_t c = 0; c < column_groups.size(); ++c) {
+        const Range rows = row_groups[r], field = field_groups[f], columns = column_groups[c];
+        if (rows.size == 0 || field.size == 0 || columns.size == 0) continue;
+        // A field group's own window: its output columns and the input columns they read.
+        std::uint32_t first_column = 0;
+        const Window part = by_field ? *column_window(w, field.begin, field.end(), first_column) : w;
+        const std::uint64_t block_words = std::uint64_t{rows.size} * field.size * columns.size;
+        std::vector<std::uint32_t> partial(depth_groups.size()), tile_of(depth_groups.size());
+        for (std::uint32_t d = 0; d < depth_groups.size(); ++d) {
+          const Range depth = depth_groups[d];
+          const std::uint32_t share_index =
+              ((r * split.field_groups + f) * split.column_groups + c) * split.depth_groups + d;
+          const std::uint32_t tile = (plan.tile_cursor + share_index) % plan.target.tiles;
+          tile_of[d] = tile;
+          const WindowShare share = shape.share(rows, columns, depth, by_depth);
+          partial[d] = builder.create(name + (by_depth ? ".partial" : ".out"), tile, block_words, layout.standard,
+                                      layout.alignment, Lifetime::transient);
+          std::uint32_t weights = 0, bias = 0;
+          if (conv) {
+            if (!by_depth) {
+              weights = gather_block(builder, 0, graph, plan.distributions, op.inputs[1],
+                                     {0, shape.taps * shape.group_in, columns.begin, columns.size}, tile, layout.fast,
+                                     layout.matmul_alignment);
+            } else {  // each tap's rows of this depth group, packed tap by tap
+              const Tensor& tensor = graph.tensors[op.inputs[1]];
+              weights =
+                  builder.create(tensor.name + ".block", tile,
+                                 packed_words(std::uint64_t{shape.taps} * depth.size * columns.size, tensor.dtype),
+                                 layout.fast, layout.matmul_alignment, Lifetime::whole_program);
+              for (std::uint32_t tap = 0; tap < shape.taps; ++tap)
+                builder.host_slice(tensor, StreamKind::weight, weights, tap * shape.group_in + depth.begin, depth.size,
+                                   columns.begin, columns.size, false, tap * depth.size * columns.size);
+            }
+            if (has_bias && !by_depth)
+              bias = gather_block(builder, 0, graph, plan.distributions, op.inputs[2],
+                                  {0, 1, columns.begin, columns.size}, tile, layout.standard, layout.alignment);
           }
-          if (has_bias && !by_depth)
-            bias = gather_block(builder, 0, graph, plan.distributions, op.inputs[2],
-                                {0, 1, columns.begin, columns.size}, tile, layout.standard, layout.alignment);
+          const std::uint32_t alignment = conv ? layout.matmul_alignment : layout.alignment;
+          // One call per image: its output rows [a, b) read input rows [low, high) of that image.
+          for (std::uint32_t q = rows.begin; q < rows.end();) {
+            const std::uint32_t image = q / shape.out_h, a = q % shape.out_h;
+            const std::uint32_t b = std::min(shape.out_h, a + (rows.end() - q));
+            const auto [low, high] = window_input_rows(w, a, b);
+            std::uint32_t patch = 0;
+            if (!by_field) {
+              patch = gather_block(
+                  builder, 0, graph, plan.distributions, op.inputs[0],
+                  {(image * w.height + low) * w.width, (high - low) * w.width, share.channel_begin, share.channels},
+                  tile, layout.standard, alignment);
+            } else {  // input rows [low, high) of the part's columns: a run of pixels each
+              const std::uint64_t row_words = std::uint64_t{part.width} * share.channels;
+              patch = builder.create(input.name + ".block", tile, (high - low) * row_words, layout.standard, alignment,
+                                     input_distribution ? Lifetime::transient : Lifetime::from_start);
+              for (std::uint32_t row = low; row < high; ++row)
+                gather_block_into(builder, 0, graph, plan.distributions, op.inputs[0],
+                                  {(image * w.height + row) * w.width + first_column, part.width, share.channel_begin,
+                                   share.channels},
+                                  {patch, static_cast<std::uint32_t>((row - low) * row_words)});
+            }
+            const BufferRef out_ref{partial[d], (q - rows.begin) * field.size * columns.size};
+            std::vector<std::uint32_t> params =
+                window_params(op, part, by_depth ? depth.size : shape.group_in, shape.group_out, share, a, b);
+            if (by_depth) params[kConvFlags] = 0;  // the bias and ReLU come after the reduction
+            if (conv)
+              builder.call(1, tile, Codelet::conv,
+                           {{patch, 0}, {weights, 0}, {has_bias && !by_depth ? bias : patch, 0}, out_ref},
+                           std::move(params));
+            else builder.call(1, tile, Codelet::pool, {{patch, 0}, out_ref}, std::move(params));
+            q += b - a;
+          }
         }
-        // One call per image: its output rows [a, b) read input rows [low, high) of that image.
-        for (std::uint32_t q = rows.begin; q < rows.end();) {
-          const std::uint32_t image = q / shape.out_h, a = q % shape.out_h;
-          const std::uint32_t b = std::min(shape.out_h, a + (rows.end() - q));
-          const auto [low, high] = window_input_rows(w, a, b);
-          const std::uint32_t patch = gather_block(
-              builder, 0, graph, plan.distributions, op.inputs[0],
-              {(image * w.height + low) * w.width, (high - low) * w.width, share.channel_begin, share.channels}, tile,
-              layout.standard, conv ? layout.matmul_alignment : layout.alignment);
-          const BufferRef out_ref{partial[d], (q - rows.begin) * shape.out_w * columns.size};
-          std::vector<std::uint32_t> params =
-              window_params(op, by_depth ? depth.size : shape.group_in, shape.group_out, share, a, b);
-          if (by_depth) params[kConvFlags] = 0;  // the bias and ReLU come after the reduction
-          if (conv)
-            builder.call(1, tile, Codelet::conv,
-                         {{patch, 0}, {weights, 0}, {has_bias && !by_depth ? bias : patch, 0}, out_ref},
-                         std::move(params));
-          else builder.call(1, tile, Codelet::pool, {{patch, 0}, out_ref}, std::move(params));
-          q += b - a;
+        // With field groups a share holds one image-row's run of pixels; else whole image-rows.
+        const std::uint32_t first_row = rows.begin * shape.out_w + field.begin;
+        const std::uint32_t pixels = by_field ? field.size : rows.size * shape.out_w;
+        if (!by_depth) {
+          output.pieces.push_back({tile_of[0], columns.begin, columns.size, partial[0], first_row, pixels});
+          continue;
+        }
+        // The reduce-scatter: depth group d owns pixels slices[d] of the block.
+        const std::vector<Range> slices = balanced_split(pixels, split.depth_groups);
+        for (std::uint32_t d = 0; d < depth_groups.size(); ++d) {
+          const Range slice = slices[d];
+          if (slice.size == 0) continue;
+          const std::uint32_t tile = tile_of[d], parts = split.depth_groups - 1;
+          const std::uint32_t received =
+              builder.create(name + ".reduce", tile, std::uint64_t{parts} * slice.size * columns.size, layout.standard,
+                             layout.alignment, Lifetime::transient);
+          std::uint32_t part_index = 0;
+          for (std::uint32_t e = 0; e < depth_groups.size(); ++e) {
+            if (e == d) continue;
+            builder.move_rows(1, {partial[e], slice.begin * columns.size}, columns.size,
+                              {received, part_index * slice.size * columns.size}, columns.size, slice.size,
+                              columns.size);
+            ++part_index;
+          }
+          const std::uint32_t bias =
+              gather_block(builder, 1, graph, plan.distributions, op.inputs[2], {0, 1, columns.begin, columns.size},
+                           tile, layout.standard, layout.alignment);
+          const std::uint32_t out = builder.create(name + ".out", tile, std::uint64_t{slice.size} * columns.size,
+                                                   layout.standard, layout.alignment, Lifetime::transient);
+          builder.call(2, tile, Codelet::reduce_bias,
+                       {{received, 0}, {partial[d], slice.begin * columns.size}, {bias, 0}, {out, 0}},
+                       {parts, slice.size, columns.size, columns.size, op.relu ? 1u : 0u});
+          output.pieces.push_back({tile, columns.begin, columns.size, out, first_row + slice.begin, slice.size});
         }
       }
-      const std::uint32_t first_row = rows.begin * shape.out_w, pixels = rows.size * shape.out_w;
-      if (!by_depth) {
-        output.pieces.push_back({tile_of[0], columns.begin, columns.size, partial[0], first_row, pixels});
-        continue;
-      }
-      // The reduce-scatter: depth group d owns pixels slices[d] of the block.
-      const std::vector<Range> slices = balanced_split(pixels, split.depth_groups);
-      for (std::uint32_t d = 0; d < depth_groups.size(); ++d) {
-        const Range slice = slices[d];
-        if (slice.size == 0) continue;
-        const std::uint32_t tile = tile_of[d], parts = split.depth_groups - 1;
-        const std::uint32_t received =
-            builder.create(name + ".reduce", tile, std::uint64_t{parts} * slice.size * columns.size, layout.standard,
-                           layout.alignment, Lifetime::transient);
-        std::uint32_t part = 0;
-        for (std::uint32_t e = 0; e < depth_groups.size(); ++e) {
-          if (e == d) continue;
-          builder.move_rows(1, {partial[e], slice.begin * columns.size}, columns.size,
-                            {received, part * slice.size * columns.size}, columns.size, slice.size, columns.size);
-          ++part;
-        }
-        const std::uint32_t bias =
-            gather_block(builder, 1, graph, plan.distributions, op.inputs[2], {0, 1, columns.begin, columns.size}, tile,
-                         layout.standard, layout.alignment);
-        const std::uint32_t out = builder.create(name + ".out", tile, std::uint64_t{slice.size} * columns.size,
-                                                 layout.standard, layout.alignment, Lifetime::transient);
-        builder.call(2, tile, Codelet::reduce_bias,
-                     {{received, 0}, {partial[d], slice.begin * columns.size}, {bias, 0}, {out, 0}},
-                     {parts, slice.size, columns.size, columns.size, op.relu ? 1u : 0u});
-        output.pieces.push_back({tile, columns.begin, columns.size, out, first_row + slice.begin, slice.size});
-      }
-    }
   std::vector<TensorDistribution> made;
   made.push_back({op.output, std::move(output)});
   return builder.finish(std::move(made));
+}
+
+/// Whether every field group of `groups` reads some input column (column_window of each exists).
+bool field_groups_read_input(const Window& w, std::uint32_t groups) {
+  std::uint32_t first_column = 0;
+  for (const Range& field : balanced_split(static_cast<std::uint32_t>(w.out_width()), groups))
+    if (field.size > 0 && !column_window(w, field.begin, field.end(), first_column)) return false;
+  return true;
 }
 
 /// Screening weight of a copy (descriptors to set up and hold), in cycles.
@@ -393,6 +449,12 @@ std::uint64_t window_screening_cycles(const BlockPlanContext& plan, Split split)
   const std::uint32_t rows = (op.batch * shape.out_h + split.row_groups - 1) / split.row_groups;
   const std::uint32_t cols = (shape.outs + split.column_groups - 1) / split.column_groups;
   const std::uint32_t depth = (shape.in_channels + split.depth_groups - 1) / split.depth_groups;
+  // With field groups a share is one image-row's first (widest) run of output columns.
+  std::uint32_t first_column = 0;
+  const std::uint32_t field = (shape.out_w + split.field_groups - 1) / split.field_groups;
+  const std::optional<Window> part = split.field_groups > 1 ? column_window(w, 0, field, first_column) : w;
+  if (!part) return std::numeric_limits<std::uint64_t>::max();
+  const std::uint32_t pixels_a_row = split.field_groups > 1 ? field : shape.out_w;
   WindowShare share = shape.share({0, rows}, {0, cols}, {0, depth}, by_depth);
   if (!by_depth && shape.conv)
     share.channels = std::min(shape.in_channels, ((cols + shape.group_out - 1) / shape.group_out + 1) * shape.group_in);
@@ -401,15 +463,17 @@ std::uint64_t window_screening_cycles(const BlockPlanContext& plan, Split split)
   for (std::uint32_t done = 0; done < rows;) {  // whole images, then the rest of one
     const std::uint32_t b = std::min(shape.out_h, rows - done);
     const std::vector<std::uint32_t> params =
-        window_params(op, by_depth ? depth : shape.group_in, shape.group_out, share, 0, b);
+        window_params(op, *part, by_depth ? depth : shape.group_in, shape.group_out, share, 0, b);
     cycles += codelet_cycles(shape.conv ? Codelet::conv : Codelet::pool, params, plan.target);
     const std::uint32_t patch_rows = shape.conv ? params[kConvInRows] : params[kPoolInRows];
-    words += std::uint64_t{patch_rows} * w.width * share.channels;
-    if (input) copies += gather_copies(*input, {0, patch_rows * w.width, 0, share.channels}, false);
+    words += std::uint64_t{patch_rows} * part->width * share.channels;
+    if (input && split.field_groups > 1)
+      copies += std::uint64_t{patch_rows} * gather_copies(*input, {0, part->width, 0, share.channels}, false);
+    else if (input) copies += gather_copies(*input, {0, patch_rows * w.width, 0, share.channels}, false);
     done += b;
   }
   if (by_depth) {
-    const std::uint64_t slice = (std::uint64_t{rows} * shape.out_w + split.depth_groups - 1) / split.depth_groups;
+    const std::uint64_t slice = (std::uint64_t{rows} * pixels_a_row + split.depth_groups - 1) / split.depth_groups;
     words += (split.depth_groups - 1) * slice * cols;
     copies += split.depth_groups - 1;
     cycles += codelet_cycles(Codelet::reduce_bias,
@@ -873,7 +937,7 @@ std::uint64_t tiles_used(const BlockPlanContext& plan, Split split) {
   const Op& op = plan.op;
   if (op.kind == OpKind::matmul) return std::uint64_t{op.batch} * split.row_groups * split.column_groups;
   if (is_relayout(op.kind)) return relayout_moves(plan, split).size();
-  return std::uint64_t{split.row_groups} * split.column_groups * split.depth_groups;
+  return std::uint64_t{split.row_groups} * split.column_groups * split.depth_groups * split.field_groups;
 }
 
 std::string where(const BlockPlanContext& plan) {
@@ -966,8 +1030,7 @@ std::uint32_t gather_block(FragmentBuilder& builder, std::uint32_t superstep, co
   const Tensor& tensor = graph.tensors.at(index);
   const std::uint64_t words = std::uint64_t{block.rows} * block.cols;
   const std::string name = tensor.name + (column_major ? ".block_t" : ".block");
-  const std::optional<Distribution>& distribution = distributions.at(index);
-  if (!distribution) {
+  if (!distributions.at(index)) {
     // The host writes the block, in either layout.
     const bool weight = tensor.kind == TensorKind::weight;
     const std::uint32_t buffer = builder.create(name, tile, packed_words(words, tensor.dtype), region, alignment,
@@ -977,25 +1040,45 @@ std::uint32_t gather_block(FragmentBuilder& builder, std::uint32_t superstep, co
     return buffer;
   }
   const std::uint32_t buffer = builder.create(name, tile, words, region, alignment, Lifetime::transient);
-  // Every piece meeting the block sends the rows (columns, column-major) of their intersection.
-  for (const Piece& piece : distribution->pieces) {
-    const Overlap o = overlap(piece, distribution->rows, block);
+  if (!column_major) {
+    gather_block_into(builder, superstep, graph, distributions, index, block, {buffer, 0});
+    return buffer;
+  }
+  // Column c of each overlap: a strided column of the piece, a contiguous run of the block.
+  for (const Piece& piece : distributions.at(index)->pieces) {
+    const Overlap o = overlap(piece, distributions.at(index)->rows, block);
     if (o.empty()) continue;
     const BufferRef source{builder.existing(piece.buffer),
                            (o.row_low - piece.row_begin) * piece.cols + (o.col_low - piece.col_begin)};
-    if (!column_major) {
-      builder.move_rows(superstep, source, piece.cols,
-                        {buffer, (o.row_low - block.row_begin) * block.cols + (o.col_low - block.col_begin)},
-                        block.cols, o.row_high - o.row_low, o.col_high - o.col_low);
-      continue;
-    }
-    // Column c of the overlap: a strided column of the piece, a contiguous run of the block.
     for (std::uint32_t c = o.col_low; c < o.col_high; ++c)
       builder.move_rows(superstep, {source.buffer, source.word_offset + (c - o.col_low)}, piece.cols,
                         {buffer, (c - block.col_begin) * block.rows + (o.row_low - block.row_begin)}, 1,
                         o.row_high - o.row_low, 1);
   }
   return buffer;
+}
+
+void gather_block_into(FragmentBuilder& builder, std::uint32_t superstep, const Graph& graph,
+                       const std::vector<std::optional<Distribution>>& distributions, std::uint32_t index, Block block,
+                       BufferRef to) {
+  const Tensor& tensor = graph.tensors.at(index);
+  const std::optional<Distribution>& distribution = distributions.at(index);
+  if (!distribution) {  // the host writes it
+    builder.host_slice(tensor, tensor.kind == TensorKind::weight ? StreamKind::weight : StreamKind::input, to.buffer,
+                       block.row_begin, block.rows, block.col_begin, block.cols, false, to.word_offset);
+    return;
+  }
+  // Every piece meeting the block sends the rows of their intersection.
+  for (const Piece& piece : distribution->pieces) {
+    const Overlap o = overlap(piece, distribution->rows, block);
+    if (o.empty()) continue;
+    const BufferRef source{builder.existing(piece.buffer),
+                           (o.row_low - piece.row_begin) * piece.cols + (o.col_low - piece.col_begin)};
+    builder.move_rows(
+        superstep, source, piece.cols,
+        {to.buffer, to.word_offset + (o.row_low - block.row_begin) * block.cols + (o.col_low - block.col_begin)},
+        block.cols, o.row_high - o.row_low, o.col_high - o.col_low);
+  }
 }
 
 Status plan_block_op(BlockPlanContext& plan, std::optional<Fragment>& fragment) {
@@ -1057,11 +1140,18 @@ Status plan_block_op(BlockPlanContext& plan, std::optional<Fragment>& fragment) 
     const auto image_rows = static_cast<std::uint32_t>(op.batch * op.window.out_height());
     const std::uint32_t outs = cols_of(graph.tensors[op.output]), ins = cols_of(graph.tensors[op.inputs[0]]);
     const bool depth = op.kind == OpKind::conv && op.window.groups == 1 && op.inputs.size() == 3;
+    // With every image-row a group of its own, each row's output columns may split too (field
+    // groups), so a large field with few channels still spreads over the tiles.
+    const auto out_w = static_cast<std::uint32_t>(op.window.out_width());
     for (std::uint32_t rows : group_counts(image_rows, tiles))
-      for (std::uint32_t cols : group_counts(std::max(1u, outs / kMinBlockColumns), tiles / rows))
-        for (std::uint32_t depths :
-             depth ? group_counts(std::max(1u, ins / kMinBlockColumns), tiles / (rows * cols)) : std::vector{1u})
-          splits.push_back({rows, cols, depths});
+      for (std::uint32_t fields : rows == image_rows ? group_counts(out_w, tiles / rows) : std::vector{1u}) {
+        if (fields > 1 && !field_groups_read_input(op.window, fields)) continue;
+        for (std::uint32_t cols : group_counts(std::max(1u, outs / kMinBlockColumns), tiles / (rows * fields)))
+          for (std::uint32_t depths :
+               depth ? group_counts(std::max(1u, ins / kMinBlockColumns), tiles / (rows * fields * cols))
+                     : std::vector{1u})
+            splits.push_back({rows, cols, depths, fields});
+      }
     std::vector<std::pair<std::uint64_t, Split>> ranked;
     for (Split split : splits) ranked.push_back({window_screening_cycles(plan, split), split});
     std::stable_sort(ranked.begin(), ranked.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
@@ -1133,8 +1223,8 @@ Status plan_block_op(BlockPlanContext& plan, std::optional<Fragment>& fragment) 
       "selected block plan op={} kind={} row_groups={} column_groups={}{} candidates={} costed={} "
       "copies={} transposed_gathers={} estimated_cycles={}",
       plan.op_index, op_kind_name(op.kind), best.row_groups, best.column_groups,
-      is_window(op.kind) ? fmt::format(" depth_groups={}", best.depth_groups) : "", splits.size(), costed, copies,
-      transposed_gathers, best_cycles == kNone ? 0 : best_cycles);
+      is_window(op.kind) ? fmt::format(" depth_groups={} field_groups={}", best.depth_groups, best.field_groups) : "",
+      splits.size(), costed, copies, transposed_gathers, best_cycles == kNone ? 0 : best_cycles);
   plan.context.remark({plan.op_index, op_kind_name(op.kind), "block", best.column_groups, 0, best.row_groups,
                        splits.size(), best_cycles == kNone ? 0 : best_cycles});
   // The next block op starts past the tiles this one used (binary ops run on their first operand's).

@@ -49,6 +49,12 @@ std::uint32_t gather_block(FragmentBuilder& builder, std::uint32_t superstep, co
                            Block block, std::uint32_t tile, Region region, std::uint32_t alignment,
                            bool column_major = false);
 
+/// gather_block's copies of `block` (row-major) into a buffer the caller made, from word `to` on;
+/// the host writes it when the tensor has no distribution.
+void gather_block_into(FragmentBuilder& builder, std::uint32_t superstep, const Graph& graph,
+                       const std::vector<std::optional<Distribution>>& distributions, std::uint32_t index, Block block,
+                       BufferRef to);
+
 /// out = a op b over `count` elements for a binary op (add, sub, mul, div, a comparison or logic)
 /// whose operands are of type `operands`: add's codelet or binary's with the function for that type.
 void call_binary(FragmentBuilder& builder, std::uint32_t superstep, std::uint32_t tile, OpKind kind, DType operands,

@@ -663,3 +663,33 @@ TEST_CASE("select-finalist plans BERT-base's token table (30522 x 768, 94 MB) on
   CHECK(bench.log_lines("capacity check passed weight_bytes=93763584 ").size() == 1);
   check_planned_program(bench);
 }
+
+TEST_CASE("select-finalist splits a wide field's image-rows by output columns, halo and padding included",
+          "[select-finalist][window]") {
+  TempDir dir;
+  // One image of 3 x 41 pixels, 8 channels: 3 image-rows cannot fill 16 tiles, so each row's
+  // output columns split too. Padding on both edges, a stride, a dilation, both pool kinds.
+  const std::string model = dir.write("wide.yaml",
+                                      "model: wide\nseed: 13\ntensors:\n"
+                                      "  - {name: x, shape: [123, 8], kind: input}\n"
+                                      "  - {name: w, shape: [72, 8], kind: weight, scale: 0.3}\n"
+                                      "  - {name: b, shape: [8], kind: weight}\n"
+                                      "ops:\n"
+                                      "  - {op: conv, inputs: [x, w, b], output: c, batch: 1, field: [3, 41], "
+                                      "kernel: [3, 3], pads: [1, 2, 1, 1], dilations: [1, 2], relu: true}\n"
+                                      "  - {op: max_pool, inputs: [c], output: m, batch: 1, field: [3, 40], "
+                                      "kernel: [3, 3], strides: [1, 2], pads: [1, 1, 1, 1]}\n"
+                                      "  - {op: avg_pool, inputs: [c], output: a, batch: 1, field: [3, 40], "
+                                      "kernel: [2, 5], strides: [1, 3], pads: [0, 2, 1, 2]}\n"
+                                      "outputs: [m, a]\n");
+  PassBench bench(model, config_path("targets/t16.yaml"));
+  REQUIRE(bench.run_through("select-finalist").ok);
+  const std::vector<std::string> windows = bench.log_lines("selected block plan op=");
+  REQUIRE(windows.size() == 3);
+  for (const std::string& line : windows) {
+    INFO(line);
+    CHECK(log_field(line, "row_groups") == 3);
+    CHECK(log_field(line, "field_groups") > 1);
+  }
+  check_planned_program(bench);
+}
