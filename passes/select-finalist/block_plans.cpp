@@ -1141,10 +1141,17 @@ Status plan_block_op(BlockPlanContext& plan, std::optional<Fragment>& fragment) 
     const std::uint32_t outs = cols_of(graph.tensors[op.output]), ins = cols_of(graph.tensors[op.inputs[0]]);
     const bool depth = op.kind == OpKind::conv && op.window.groups == 1 && op.inputs.size() == 3;
     // With every image-row a group of its own, each row's output columns may split too (field
-    // groups), so a large field with few channels still spreads over the tiles.
+    // groups), so a large field with few channels still spreads over the tiles. Only where rows
+    // and channel groups would leave three quarters of the tiles idle: a field group gathers a
+    // run of pixels per input row, and the copies' descriptors stay on the tiles all program
+    // long (ResNet-50 no longer fits with them everywhere).
     const auto out_w = static_cast<std::uint32_t>(op.window.out_width());
+    const std::uint64_t without_fields = std::uint64_t{image_rows} * std::max(1u, outs / kMinBlockColumns) *
+                                         (depth ? std::max(1u, ins / kMinBlockColumns) : 1u);
+    const bool fields_worth_it = without_fields * 4 < tiles;
     for (std::uint32_t rows : group_counts(image_rows, tiles))
-      for (std::uint32_t fields : rows == image_rows ? group_counts(out_w, tiles / rows) : std::vector{1u}) {
+      for (std::uint32_t fields :
+           rows == image_rows && fields_worth_it ? group_counts(out_w, tiles / rows) : std::vector{1u}) {
         if (fields > 1 && !field_groups_read_input(op.window, fields)) continue;
         for (std::uint32_t cols : group_counts(std::max(1u, outs / kMinBlockColumns), tiles / (rows * fields)))
           for (std::uint32_t depths :
