@@ -620,7 +620,9 @@ CodeletCharge matmul_charge(Codelet codelet, std::span<const std::uint32_t> para
 }
 
 // Convolutions and pooling. A conv call runs on the AMP over kernel positions or on the
-// workers, whichever is faster, as poplibs' planner picks a vertex per tile:
+// workers, whichever is faster, as poplibs' planner picks a vertex per tile. First, as poplin's
+// ConvParams::canonicalize, the kernel rows and columns that read only padding for every output
+// of the call are dropped (they are no MACs the chip does, so the MAC floor drops them too).
 //
 // AMP (poplin PerformanceEstimation.hpp, getConvPartialnx1SupervisorCycleInnerLoopEstimate and
 // ...OuterLoopEstimate): per kernel position and pass (an input-channel group by an output-
@@ -629,17 +631,17 @@ CodeletCharge matmul_charge(Codelet codelet, std::span<const std::uint32_t> para
 // ceil(rows / workers) worklist entries, 19 + 45 an entry + core a pixel past three an entry.
 //   inner = KH * (14 + KW * (12 + load + workers * worker))
 //   cycles = overhead + conv_groups * (16 + in_groups * (14 + out_groups * (14 + inner))) + zeroing
+// Input channels that do not fill the AMP's are padded, the input and weights rearranged first
+// (poplin ConvModel addTransformCycleEstimate: a float over the exchange, then reordered at
+// 4 bytes a cycle scaled by getScaleFactorForTransform's 5/4).
+// Groups of few input channels (depthwise: one) run on the AMP with groups combined (poplin's
+// combineConvGroups transform: block-diagonal weights of AMP-input-channels / group_in groups),
+// the input, weights and output rearranged likewise. There is no float vertical MAC (poplin
+// ConvVertexType.cpp getConvVertexVMACCandidates: half activations only), and conv is float32.
 // Workers (getConvPartialHorizontalMacSupervisor*Estimate): per conv group, 48 tile cycles and
 // each worker's pixels, for every kernel position, a dot product of the group's input channels
 // (two floats a cycle) per output channel, 20 a worklist entry.
-// Depthwise (one input channel a group: poplin's ConvPartialVerticalMac shape,
-// getConvPartialVerticalMacSupervisor*Estimate): the conv groups side by side in the channels of
-// a pixel, two a cycle; the workers share out output rows x kernel positions, 15 cycles an item,
-// and their partials are summed after (10 + (9 + 2 (workers - 1)) a four outputs).
 // The bias and ReLU are a bias_add step over the output after any of them.
-// Pooling (popnn PoolingDef.hpp getPoolingCycles: 3 cycles a vector, a row loop's overhead per
-// worklist row): per kernel position, each worker takes its share of output pixel x channel-pair
-// vectors, 3 cycles a vector, 30 a worklist row.
 constexpr std::uint64_t kConvAmpOverhead = 90, kConvWeightLoadFixed = 15;
 constexpr std::uint64_t kConvKernelRow = 14, kConvKernelPosition = 12, kConvGroupFixed = 16, kConvInGroupFixed = 14,
                         kConvOutGroupFixed = 14;
@@ -778,10 +780,10 @@ CodeletCharge conv_charge(std::span<const std::uint32_t> params, const Target& t
   return charge;
 }
 
-// Pooling (popnn PerformanceEstimation.hpp getPoolingCycles, the worklists PoolVertices.cpp
-// builds): the output pixels are split evenly over the workers in runs of a row; each run of a
-// row has a worklist entry per kernel position that reads the patch for one of its outputs, and
-// each entry walks the channels in groups of up to 16 (two a vector), 3 cycles an output a vector.
+// Pooling (popnn PerformanceEstimation.hpp getPoolingCycles with the planner's unpack costs,
+// over the worklists PoolVertices.cpp generateVertices builds): the output pixels are split evenly over the workers in
+// runs of a row; each run of a row has a worklist entry per kernel position that reads the patch for one of its
+// outputs, and each entry walks the channels in groups of up to 16 (two a vector), 3 cycles an output a vector.
 constexpr std::uint64_t kPoolSupervisor = 7 + 6, kPoolWorkerFixed = 19, kPoolInitGroupFixed = 4, kPoolStartFixed = 8,
                         kPoolWorkerExit = 1, kPoolRowsFixedMax = 13, kPoolRowsFixedSum = 14;
 constexpr std::uint64_t kPoolRowFixed = 13 + 2, kPoolEntryFixed = 20 + 3, kPoolChanGroupFixed = 2,

@@ -239,11 +239,11 @@ Features conv_features(Params p, const Target& t) {
       path == "worker-mac" ? Features{0, 0, 0, 0, 0, 0, 1, groups, hmac, 0, 0, 0, 0}
       : path == "amp" ? Features{1, group_loops, kernel_rows, passes, pass_worker, zero_vectors, 0, 0, 0, 0, 0, 0, 0}
                       : Features{0, 0, 0, 0, 0, 0, 0, 0, 0, 1, 0, 0, 0};
-  if (path == "vertical-mac") {  // depthwise: items of output rows x kernel positions, then the workers' sums
-    const double items = std::ceil(out_rows * positions / workers);
-    features[10] = items;
-    features[11] = items * p[kConvOutWidth] * std::ceil(groups * per_group / 2);
-    features[12] = std::ceil(pixels * outs / 4);
+  if (path == "amp-groups-combined") {  // groups combined on the AMP: its passes, then the rearranged words
+    const tessera::CodeletCharge charge = tessera::codelet_charge(Codelet::conv, p, t);
+    features[10] = double(charge.amp_passes);
+    features[11] = double(charge.amp_passes) * (19 + 45 * entries + std::max(0.0, share - 3 * entries) * core);
+    features[12] = double(p[kConvInRows]) * p[kConvInWidth] * p[kConvInChannels] + pixels * outs;
   }
   for (double f : {epilogue ? 1.0 : 0.0, epilogue ? vectors : 0.0, relu ? 1.0 : 0.0, relu ? vectors : 0.0})
     features.push_back(f);
@@ -456,7 +456,7 @@ const CodeletLine kCodeletLines[] = {
       {90, 90, 0}}},
     {Codelet::conv,
      "amp_call,amp_group_loops,amp_kernel_rows,amp_passes,amp_pass_worker_cycles,amp_zero_vectors,worker_call,"
-     "worker_groups,worker_cycles,vertical_call,vertical_items,vertical_item_vectors,vertical_reduce_fours,"
+     "worker_groups,worker_cycles,combined_call,combined_passes,combined_pass_worker_cycles,combined_rearranged_words,"
      "epilogue_call,epilogue_vectors,relu_call,relu_vectors",
      conv_features,
      {{4, 8, 6, 8, 16, 16, 3, 3, 1, 1, 1, 1, 1, 1, 16, 16, 0, 3},
