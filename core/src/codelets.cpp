@@ -724,8 +724,8 @@ CodeletCharge conv_charge(std::span<const std::uint32_t> params, const Target& t
   const Amp amp = amp_of(Codelet::matmul, target, false);
   const std::uint64_t input_words =
       mul(mul(params[kConvInRows], params[kConvInWidth]), mul(shape.conv_groups, shape.group_in));
-  const std::uint64_t weight_words = mul(mul(positions, shape.group_in), mul(shape.conv_groups, shape.outs_per_group));
-  const std::uint64_t output_words = mul(shape.pixels, mul(shape.conv_groups, shape.outs_per_group));
+  const std::uint64_t weight_words = mul(mul(positions, shape.group_in), out_channels);
+  const std::uint64_t output_words = mul(shape.pixels, out_channels);
   // Input channels that do not fill the AMP's are padded: the input and weights rearranged first.
   std::uint64_t on_amp = conv_amp_cycles(shape, amp, target);
   if (shape.group_in % amp.input_channels != 0) on_amp = add(on_amp, rearrange_cycles(add(input_words, weight_words)));
@@ -777,6 +777,8 @@ CodeletCharge conv_charge(std::span<const std::uint32_t> params, const Target& t
   const std::uint64_t patch_words = mul(mul(params[kConvInRows], params[kConvInWidth]), params[kConvInChannels]);
   charge.load_floor = ceil_div(mul(add(patch_words, weight_words), kFloatBytes),
                                std::max<std::uint32_t>(target.load_bytes_per_cycle, 1));
+  // A call that drops most taps still loads its patch and weights.
+  charge.cycles = std::max(charge.cycles, charge.load_floor);
   return charge;
 }
 
