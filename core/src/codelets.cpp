@@ -7,6 +7,7 @@
 #include <bit>
 #include <limits>
 #include <stdexcept>
+#include <vector>
 
 #include "tessera/target.hpp"
 
@@ -619,7 +620,9 @@ CodeletCharge matmul_charge(Codelet codelet, std::span<const std::uint32_t> para
 }
 
 // Convolutions and pooling. A conv call runs on the AMP over kernel positions or on the
-// workers, whichever is faster, as poplibs' planner picks a vertex per tile:
+// workers, whichever is faster, as poplibs' planner picks a vertex per tile. First, as poplin's
+// ConvParams::canonicalize, the kernel rows and columns that read only padding for every output
+// of the call are dropped (they are no MACs the chip does, so the MAC floor drops them too).
 //
 // AMP (poplin PerformanceEstimation.hpp, getConvPartialnx1SupervisorCycleInnerLoopEstimate and
 // ...OuterLoopEstimate): per kernel position and pass (an input-channel group by an output-
@@ -628,109 +631,252 @@ CodeletCharge matmul_charge(Codelet codelet, std::span<const std::uint32_t> para
 // ceil(rows / workers) worklist entries, 19 + 45 an entry + core a pixel past three an entry.
 //   inner = KH * (14 + KW * (12 + load + workers * worker))
 //   cycles = overhead + conv_groups * (16 + in_groups * (14 + out_groups * (14 + inner))) + zeroing
+// Input channels that do not fill the AMP's are padded, the input and weights rearranged first
+// (poplin ConvModel addTransformCycleEstimate: a float over the exchange, then reordered at
+// 4 bytes a cycle scaled by getScaleFactorForTransform's 5/4).
+// Groups of few input channels (depthwise: one) run on the AMP with groups combined (poplin's
+// combineConvGroups transform: block-diagonal weights of AMP-input-channels / group_in groups),
+// the input, weights and output rearranged likewise. There is no float vertical MAC (poplin
+// ConvVertexType.cpp getConvVertexVMACCandidates: half activations only), and conv is float32.
 // Workers (getConvPartialHorizontalMacSupervisor*Estimate): per conv group, 48 tile cycles and
 // each worker's pixels, for every kernel position, a dot product of the group's input channels
 // (two floats a cycle) per output channel, 20 a worklist entry.
-// Depthwise (one input channel a group: poplin's ConvPartialVerticalMac shape,
-// getConvPartialVerticalMacSupervisor*Estimate): the conv groups side by side in the channels of
-// a pixel, two a cycle; the workers share out output rows x kernel positions, 15 cycles an item,
-// and their partials are summed after (10 + (9 + 2 (workers - 1)) a four outputs).
 // The bias and ReLU are a bias_add step over the output after any of them.
-// Pooling (popnn PoolingDef.hpp getPoolingCycles: 3 cycles a vector, a row loop's overhead per
-// worklist row): per kernel position, each worker takes its share of output pixel x channel-pair
-// vectors, 3 cycles a vector, 30 a worklist row.
 constexpr std::uint64_t kConvAmpOverhead = 90, kConvWeightLoadFixed = 15;
 constexpr std::uint64_t kConvKernelRow = 14, kConvKernelPosition = 12, kConvGroupFixed = 16, kConvInGroupFixed = 14,
                         kConvOutGroupFixed = 14;
 constexpr std::uint64_t kConvWorkerFixed = 19, kConvEntryFixed = 45, kConvEntryPixelsInFixed = 3;
 constexpr std::uint64_t kHmacOverhead = 60, kHmacGroupFixed = 48, kHmacWorkerFixed = 16, kHmacEntryFixed = 20,
                         kHmacPerOutput = 2;
-constexpr std::uint64_t kPoolOverhead = 50, kPoolPerRow = 30, kPoolPerVector = 3;
-constexpr std::uint64_t kVmacOverhead = 50, kVmacItemFixed = 15, kVmacReduceFixed = 10, kVmacReducePerFour = 9,
-                        kVmacReducePerWorker = 2;
+// A rearrangement moves each float over the exchange (4 bytes a cycle) and then reorders it at
+// 4 bytes a cycle scaled by 5/4 (getScaleFactorForTransform's factor for an even dimension).
+constexpr std::uint64_t kRearrangeBytesPerCycle = 4, kRearrangeScaleNum = 5, kRearrangeScaleDen = 4;
 
-CodeletCharge conv_charge(std::span<const std::uint32_t> params, const Target& target) {
+/// The kernel taps along one axis that read the patch for at least one of `outputs` outputs: tap
+/// i of output r reads r * stride + i * dilation - offset (poplin ConvParams::canonicalize drops
+/// the others, which read only padding).
+std::uint64_t live_taps(std::uint64_t outputs, std::uint64_t size, std::uint64_t kernel, std::uint64_t stride,
+                        std::uint64_t dilation, std::int64_t offset) {
+  std::uint64_t live = 0;
+  for (std::uint64_t i = 0; i < kernel; ++i) {
+    const std::int64_t low =
+        offset - static_cast<std::int64_t>(i * dilation);  // r * stride must reach [low, low + size)
+    const std::int64_t first =
+        low <= 0 ? 0 : (low + static_cast<std::int64_t>(stride) - 1) / static_cast<std::int64_t>(stride);
+    if (static_cast<std::uint64_t>(first) < outputs &&
+        first * static_cast<std::int64_t>(stride) < low + static_cast<std::int64_t>(size))
+      ++live;
+  }
+  return live;
+}
+
+/// Cycles of a rearrangement of `words` floats on the tile (poplin ConvModel addTransformCycleEstimate).
+std::uint64_t rearrange_cycles(std::uint64_t words) {
+  const std::uint64_t bytes = mul(words, kFloatBytes);
+  return add(ceil_div(bytes, kRearrangeBytesPerCycle),
+             ceil_div(mul(bytes, kRearrangeScaleNum), kRearrangeBytesPerCycle * kRearrangeScaleDen));
+}
+
+/// A conv call's shape after the taps that read only padding are dropped.
+struct ConvShape {
+  std::uint64_t out_rows, out_width, pixels, taps_h, taps_w, conv_groups, group_in, outs_per_group;
+};
+
+/// The AMP's cycles for a conv (poplin getConvPartialnx1Supervisor*Estimate).
+std::uint64_t conv_amp_cycles(const ConvShape& shape, const Amp& amp, const Target& target) {
   const std::uint64_t workers = workers_of(target);
-  const std::uint64_t out_rows = params[kConvOutRows], pixels = mul(out_rows, params[kConvOutWidth]);
-  const std::uint64_t out_channels = params[kConvOutChannels], group_in = params[kConvGroupInChannels];
-  const std::uint64_t group_out = std::max<std::uint64_t>(params[kConvGroupOutChannels], 1);
-  const std::uint64_t kernel_h = params[kConvKernelH], kernel_w = params[kConvKernelW];
-  const std::uint64_t positions = mul(kernel_h, kernel_w);
-  const std::uint64_t conv_groups =
-      out_channels == 0 ? 0 : (out_channels - 1 + params[kConvFirstOutChannel]) / group_out + 1;
-  const std::uint64_t outs_per_group = std::min(out_channels, group_out);
-  const std::uint64_t entries = std::max<std::uint64_t>(ceil_div(out_rows, workers), 1);
-  const std::uint64_t pixels_per_worker = ceil_div(pixels, workers);
-  const Amp amp = amp_of(Codelet::matmul, target, false);
-  const std::uint64_t in_groups = ceil_div(group_in, amp.input_channels);
-  const std::uint64_t out_groups = ceil_div(outs_per_group, amp.output_channels);
+  const std::uint64_t entries = std::max<std::uint64_t>(ceil_div(shape.out_rows, workers), 1);
+  const std::uint64_t pixels_per_worker = ceil_div(shape.pixels, workers);
+  const std::uint64_t in_groups = ceil_div(shape.group_in, amp.input_channels);
+  const std::uint64_t out_groups = ceil_div(shape.outs_per_group, amp.output_channels);
   // Weights load 64 bits a cycle, poplibs' default (use128BitConvUnitLoad off), as matmul's.
   const std::uint64_t load = add(ceil_div(amp.input_channels * amp.output_channels * amp.weight_bytes,
                                           std::max<std::uint32_t>(target.load_bytes_per_cycle / 2, 1)),
                                  kConvWeightLoadFixed);
-  const std::uint64_t beyond = pixels_per_worker > 3 * entries ? pixels_per_worker - 3 * entries : 0;
+  const std::uint64_t beyond =
+      pixels_per_worker > kConvEntryPixelsInFixed * entries ? pixels_per_worker - kConvEntryPixelsInFixed * entries : 0;
   const std::uint64_t worker = add(add(kConvWorkerFixed, mul(entries, kConvEntryFixed)), mul(beyond, amp.core()));
-  const std::uint64_t inner =
-      mul(kernel_h, add(kConvKernelRow, mul(kernel_w, add(add(kConvKernelPosition, load), mul(workers, worker)))));
+  const std::uint64_t inner = mul(
+      shape.taps_h, add(kConvKernelRow, mul(shape.taps_w, add(add(kConvKernelPosition, load), mul(workers, worker)))));
   const std::uint64_t per_group =
       add(kConvGroupFixed, mul(in_groups, add(kConvInGroupFixed, mul(out_groups, add(kConvOutGroupFixed, inner)))));
-  const std::uint64_t zeroing = mul(workers, ceil_div(ceil_div(mul(pixels, out_channels), workers), kFloatsPerVector));
-  const std::uint64_t on_amp = add(add(kConvAmpOverhead, mul(conv_groups, per_group)), zeroing);
-  const std::uint64_t dot = add(ceil_div(group_in, kFloatsPerVector), kHmacPerOutput);
+  const std::uint64_t outputs = mul(shape.pixels, mul(shape.conv_groups, shape.outs_per_group));
+  const std::uint64_t zeroing = mul(workers, ceil_div(ceil_div(outputs, workers), kFloatsPerVector));
+  return add(add(kConvAmpOverhead, mul(shape.conv_groups, per_group)), zeroing);
+}
+
+CodeletCharge conv_charge(std::span<const std::uint32_t> params, const Target& target) {
+  const std::uint64_t workers = workers_of(target);
+  ConvShape shape{};
+  shape.out_rows = params[kConvOutRows];
+  shape.out_width = params[kConvOutWidth];
+  shape.pixels = mul(shape.out_rows, shape.out_width);
+  const std::uint64_t out_channels = params[kConvOutChannels];
+  shape.group_in = params[kConvGroupInChannels];
+  const std::uint64_t group_out = std::max<std::uint64_t>(params[kConvGroupOutChannels], 1);
+  shape.taps_h = live_taps(shape.out_rows, params[kConvInRows], params[kConvKernelH], params[kConvStrideH],
+                           params[kConvDilationH], static_cast<std::int32_t>(params[kConvTop]));
+  shape.taps_w = live_taps(shape.out_width, params[kConvInWidth], params[kConvKernelW], params[kConvStrideW],
+                           params[kConvDilationW], static_cast<std::int32_t>(params[kConvLeft]));
+  const std::uint64_t positions = mul(shape.taps_h, shape.taps_w);
+  shape.conv_groups = out_channels == 0 ? 0 : (out_channels - 1 + params[kConvFirstOutChannel]) / group_out + 1;
+  shape.outs_per_group = std::min(out_channels, group_out);
+  const Amp amp = amp_of(Codelet::matmul, target, false);
+  const std::uint64_t input_words =
+      mul(mul(params[kConvInRows], params[kConvInWidth]), mul(shape.conv_groups, shape.group_in));
+  const std::uint64_t weight_words = mul(mul(positions, shape.group_in), out_channels);
+  const std::uint64_t output_words = mul(shape.pixels, out_channels);
+  // Input channels that do not fill the AMP's are padded: the input and weights rearranged first.
+  std::uint64_t on_amp = conv_amp_cycles(shape, amp, target);
+  if (shape.group_in % amp.input_channels != 0) on_amp = add(on_amp, rearrange_cycles(add(input_words, weight_words)));
+  // Groups of few input channels: the AMP over groups combined (block-diagonal weights, poplin's
+  // combineConvGroups transform), the input, weights and output rearranged on the tile.
+  std::uint64_t combined = std::numeric_limits<std::uint64_t>::max();
+  const std::uint64_t factor =
+      std::min(amp.input_channels / std::max<std::uint64_t>(shape.group_in, 1), shape.conv_groups);
+  if (factor > 1) {
+    ConvShape merged = shape;
+    merged.conv_groups = ceil_div(shape.conv_groups, factor);
+    merged.group_in = shape.group_in * factor;
+    merged.outs_per_group = shape.outs_per_group * factor;
+    const std::uint64_t merged_weights =
+        mul(mul(positions, merged.group_in), mul(merged.conv_groups, merged.outs_per_group));
+    combined = add(conv_amp_cycles(merged, amp, target),
+                   add(rearrange_cycles(add(input_words, merged_weights)), rearrange_cycles(output_words)));
+  }
+  const std::uint64_t entries = std::max<std::uint64_t>(ceil_div(shape.out_rows, workers), 1);
+  const std::uint64_t pixels_per_worker = ceil_div(shape.pixels, workers);
+  const std::uint64_t dot = add(ceil_div(shape.group_in, kFloatsPerVector), kHmacPerOutput);
   const std::uint64_t hmac_worker =
       add(kHmacWorkerFixed,
-          mul(positions, add(mul(kHmacEntryFixed, entries), mul(mul(pixels_per_worker, outs_per_group), dot))));
+          mul(positions, add(mul(kHmacEntryFixed, entries), mul(mul(pixels_per_worker, shape.outs_per_group), dot))));
   const std::uint64_t on_workers =
-      add(kHmacOverhead, mul(conv_groups, add(kHmacGroupFixed, mul(workers, hmac_worker))));
-  // Depthwise: only where every group has one input channel.
-  std::uint64_t vertical = std::numeric_limits<std::uint64_t>::max();
-  if (group_in == 1) {
-    const std::uint64_t items = ceil_div(mul(out_rows, positions), workers);
-    const std::uint64_t per_item =
-        add(kVmacItemFixed, mul(params[kConvOutWidth], ceil_div(mul(conv_groups, outs_per_group), kFloatsPerVector)));
-    const std::uint64_t reduction = add(
-        kVmacReduceFixed,
-        mul(add(kVmacReducePerFour, mul(kVmacReducePerWorker, workers - 1)), ceil_div(mul(pixels, out_channels), 4)));
-    vertical = add(add(kVmacOverhead, mul(workers, mul(items, per_item))), reduction);
-  }
+      add(kHmacOverhead, mul(shape.conv_groups, add(kHmacGroupFixed, mul(workers, hmac_worker))));
   const std::uint32_t flags = params[kConvFlags];
   const std::uint64_t epilogue = (flags & (kConvHasBias | kConvRelu)) != 0
-                                     ? bias_cycles(pixels, out_channels, false, (flags & kConvRelu) != 0, target)
+                                     ? bias_cycles(shape.pixels, out_channels, false, (flags & kConvRelu) != 0, target)
                                      : 0;
   CodeletCharge charge;
-  if (vertical < std::min(on_workers, on_amp)) {
-    charge.cycles = add(vertical, epilogue);
-    charge.path = "vertical-mac";
+  if (combined < std::min(on_workers, on_amp)) {
+    charge.cycles = add(combined, epilogue);
+    charge.path = "amp-groups-combined";
+    charge.amp_passes = mul(mul(ceil_div(shape.conv_groups, factor), positions),
+                            ceil_div(shape.outs_per_group * factor, amp.output_channels));
   } else if (on_workers < on_amp) {
     charge.cycles = add(on_workers, epilogue);
     charge.path = "worker-mac";
   } else {
     charge.cycles = add(on_amp, epilogue);
     charge.path = "amp";
-    charge.amp_passes = mul(mul(conv_groups, positions), mul(in_groups, out_groups));
+    charge.amp_passes =
+        mul(mul(shape.conv_groups, positions),
+            mul(ceil_div(shape.group_in, amp.input_channels), ceil_div(shape.outs_per_group, amp.output_channels)));
   }
-  charge.mac_floor = ceil_div(mul(mul(pixels, out_channels), mul(positions, group_in)),
-                              std::max<std::uint64_t>(amp.macs_per_cycle, 1));
-  const std::uint64_t input_words = add(mul(mul(params[kConvInRows], params[kConvInWidth]), params[kConvInChannels]),
-                                        mul(mul(positions, group_in), out_channels));
-  charge.load_floor = ceil_div(mul(input_words, kFloatBytes), std::max<std::uint32_t>(target.load_bytes_per_cycle, 1));
+  charge.mac_floor =
+      ceil_div(mul(output_words, mul(positions, shape.group_in)), std::max<std::uint64_t>(amp.macs_per_cycle, 1));
+  const std::uint64_t patch_words = mul(mul(params[kConvInRows], params[kConvInWidth]), params[kConvInChannels]);
+  charge.load_floor = ceil_div(mul(add(patch_words, weight_words), kFloatBytes),
+                               std::max<std::uint32_t>(target.load_bytes_per_cycle, 1));
+  // A call that drops most taps still loads its patch and weights.
+  charge.cycles = std::max(charge.cycles, charge.load_floor);
   return charge;
+}
+
+// Pooling (popnn PerformanceEstimation.hpp getPoolingCycles with the planner's unpack costs,
+// over the worklists PoolVertices.cpp generateVertices builds): the output pixels are split evenly over the workers in
+// runs of a row; each run of a row has a worklist entry per kernel position that reads the patch for one of its
+// outputs, and each entry walks the channels in groups of up to 16 (two a vector), 3 cycles an output a vector.
+constexpr std::uint64_t kPoolSupervisor = 7 + 6, kPoolWorkerFixed = 19, kPoolInitGroupFixed = 4, kPoolStartFixed = 8,
+                        kPoolWorkerExit = 1, kPoolRowsFixedMax = 13, kPoolRowsFixedSum = 14;
+constexpr std::uint64_t kPoolRowFixed = 13 + 2, kPoolEntryFixed = 20 + 3, kPoolChanGroupFixed = 2,
+                        kPoolChanGroupPointers = 4, kPoolVectorFixedMax = 2 + 4 + 1, kPoolVectorFixedSum = 2 + 5 + 1,
+                        kPoolPerOutputVector = 3;
+constexpr std::uint64_t kPoolMaxChansPerGroup = 16;
+// popnn's SelectiveScaling vertex (an average that leaves padding out of the count) is estimated at 10.
+constexpr std::uint64_t kPoolSelectiveScaling = 10;
+
+/// The outputs x in [begin, end) whose tap reads inside [0, size): 0 <= x * stride + tap - offset < size.
+std::uint64_t outputs_inside(std::int64_t begin, std::int64_t end, std::int64_t stride, std::int64_t tap,
+                             std::int64_t offset, std::int64_t size) {
+  const std::int64_t low = offset - tap, high = offset - tap + size;  // x * stride in [low, high)
+  const std::int64_t first = std::max(begin, low <= 0 ? 0 : (low + stride - 1) / stride);
+  const std::int64_t last = std::min(end, high <= 0 ? 0 : (high - 1) / stride + 1);
+  return last > first ? static_cast<std::uint64_t>(last - first) : 0;
 }
 
 CodeletCharge pool_charge(std::span<const std::uint32_t> params, const Target& target) {
   const std::uint64_t workers = workers_of(target);
-  const std::uint64_t pixels = mul(params[kPoolOutRows], params[kPoolOutWidth]);
-  const std::uint64_t positions = mul(params[kPoolKernelH], params[kPoolKernelW]);
-  const std::uint64_t vectors = mul(pixels, ceil_div(params[kPoolChannels], kFloatsPerVector));
-  const std::uint64_t rows = std::max<std::uint64_t>(ceil_div(params[kPoolOutRows], workers), 1);
-  // An average scales each output vector once more by 1 / count.
-  const bool average = params[kPoolMode] != static_cast<std::uint32_t>(PoolMode::max);
-  const std::uint64_t per_worker = ceil_div(vectors, workers);
-  const std::uint64_t worker =
-      add(mul(positions, add(mul(kPoolPerRow, rows), mul(kPoolPerVector, per_worker))), average ? per_worker : 0);
+  const std::int64_t out_rows = params[kPoolOutRows], out_width = params[kPoolOutWidth];
+  const std::int64_t in_rows = params[kPoolInRows], in_width = params[kPoolInWidth];
+  const std::int64_t kernel_h = params[kPoolKernelH], kernel_w = params[kPoolKernelW];
+  const std::int64_t stride_h = params[kPoolStrideH], stride_w = params[kPoolStrideW];
+  const std::int64_t dilation_h = params[kPoolDilationH], dilation_w = params[kPoolDilationW];
+  const std::int64_t top = static_cast<std::int32_t>(params[kPoolTop]);
+  const std::int64_t left = static_cast<std::int32_t>(params[kPoolLeft]);
+  const bool max = params[kPoolMode] == static_cast<std::uint32_t>(PoolMode::max);
+  // Each worker's runs, worklist entries and outputs past the first of each entry.
+  struct WorkerLoad {
+    std::uint64_t rows = 0, entries = 0, extra_outputs = 0;
+  };
+  std::vector<WorkerLoad> loads(workers);
+  bool reads_padding = false;
+  const std::int64_t pixels = out_rows * out_width;
+  for (std::uint64_t w = 0; w < workers; ++w) {
+    const std::int64_t begin = static_cast<std::int64_t>(w) * pixels / static_cast<std::int64_t>(workers);
+    const std::int64_t end = static_cast<std::int64_t>(w + 1) * pixels / static_cast<std::int64_t>(workers);
+    for (std::int64_t run = begin; run < end;) {
+      const std::int64_t row = run / out_width, x_begin = run % out_width;
+      const std::int64_t x_end = std::min(out_width, x_begin + (end - run));
+      ++loads[w].rows;
+      for (std::int64_t ky = 0; ky < kernel_h; ++ky) {
+        const std::int64_t in_row = row * stride_h + ky * dilation_h - top;
+        if (in_row < 0 || in_row >= in_rows) {
+          reads_padding = true;
+          continue;
+        }
+        for (std::int64_t kx = 0; kx < kernel_w; ++kx) {
+          const std::uint64_t inside = outputs_inside(x_begin, x_end, stride_w, kx * dilation_w, left, in_width);
+          if (inside < static_cast<std::uint64_t>(x_end - x_begin)) reads_padding = true;
+          if (inside == 0) continue;
+          ++loads[w].entries;
+          loads[w].extra_outputs += inside - 1;
+        }
+      }
+      run += x_end - x_begin;
+    }
+  }
+  // The channel grouping popnn's planner would pick: the cheapest of the even groupings up to 16.
+  const std::uint64_t channels = params[kPoolChannels];
+  std::uint64_t best = std::numeric_limits<std::uint64_t>::max();
+  for (std::uint64_t per_group = kFloatsPerVector; per_group <= kPoolMaxChansPerGroup; per_group += kFloatsPerVector) {
+    const std::uint64_t groups = ceil_div(channels, per_group), vectors = per_group / kFloatsPerVector;
+    const std::uint64_t entry = add(add(kPoolEntryFixed, mul(groups, kPoolChanGroupFixed)),
+                                    add(mul(groups == 0 ? 0 : groups - 1, kPoolChanGroupPointers),
+                                        mul(mul(groups, vectors), max ? kPoolVectorFixedMax : kPoolVectorFixedSum)));
+    std::uint64_t longest = 0;
+    for (std::uint64_t w = 0; w < workers; ++w) {
+      // The output's initialisation is shared out a vector at a time, the remainder to the first workers.
+      const std::uint64_t init_share = static_cast<std::uint64_t>(pixels) * vectors / workers;
+      const std::uint64_t init =
+          init_share + (w < static_cast<std::uint64_t>(pixels) -
+                                    std::min<std::uint64_t>(static_cast<std::uint64_t>(pixels), init_share * workers)
+                            ? 1
+                            : 0);
+      std::uint64_t cycles = add(add(kPoolWorkerFixed, mul(add(kPoolInitGroupFixed, init), groups)),
+                                 add(kPoolStartFixed, kPoolWorkerExit));
+      const WorkerLoad& load = loads[w];
+      if (load.rows != 0)
+        cycles = add(cycles, add(add(max ? kPoolRowsFixedMax : kPoolRowsFixedSum, mul(load.rows, kPoolRowFixed)),
+                                 add(mul(load.entries, entry),
+                                     mul(mul(load.extra_outputs, mul(groups, vectors)), kPoolPerOutputVector))));
+      longest = std::max(longest, cycles);
+    }
+    best = std::min(best, add(kPoolSupervisor, mul(workers, longest)));
+  }
   CodeletCharge charge;
   charge.path = "workers";
-  charge.cycles = add(kPoolOverhead, mul(workers, worker));
+  const bool scales = params[kPoolMode] == static_cast<std::uint32_t>(PoolMode::average) && reads_padding;
+  charge.cycles = add(best, scales ? kPoolSelectiveScaling : 0);
   charge.load_floor =
       ceil_div(mul(mul(mul(params[kPoolInRows], params[kPoolInWidth]), params[kPoolChannels]), kFloatBytes),
                std::max<std::uint32_t>(target.load_bytes_per_cycle, 1));

@@ -207,44 +207,26 @@ const std::vector<std::vector<std::uint32_t>> kMatmulShapes = {
     {3, 1002, 2, 1},
     {2, 998, 3, 1}};
 
-// A conv call runs on the AMP or on the workers, whichever the machine model finds faster: the
-// features of its path, zeros for the other (docs/targets.md, the conv codelet). AMP: a call, the
-// supervisor's group loops, its kernel rows and passes (conv groups x input groups x output groups
-// x kernel positions), the workers' cycles over the passes, the partials' zeroing vectors.
-// Workers: a call, the conv groups and their busiest worker's cycles. Then the bias and relu
-// steps, as bias_add's.
+// A conv call runs on the AMP, on the AMP over combined groups or on the workers, whichever the
+// machine model finds faster: a call and the path's cycles, zeros for the others (docs/targets.md,
+// the conv codelet). Then the bias and relu steps, as bias_add's.
 Features conv_features(Params p, const Target& t) {
   using namespace tessera;
-  const double workers = std::max<std::uint32_t>(t.worker_threads, 1);
-  const double out_rows = p[kConvOutRows], pixels = out_rows * p[kConvOutWidth], outs = p[kConvOutChannels];
-  const double group_out = std::max<std::uint32_t>(p[kConvGroupOutChannels], 1);
-  const double groups = outs == 0 ? 0 : std::floor((outs - 1 + p[kConvFirstOutChannel]) / group_out) + 1;
-  const double per_group = std::min(outs, group_out), positions = double(p[kConvKernelH]) * p[kConvKernelW];
-  const double in_groups = std::ceil(p[kConvGroupInChannels] / double(t.amp_fp32_input_channels));
-  const double out_groups = std::ceil(per_group / t.amp_fp32_output_channels);
-  const double group_loops = groups * (16 + in_groups * (14 + out_groups * 14));
-  const double kernel_rows = groups * in_groups * out_groups * p[kConvKernelH];
-  const double passes = kernel_rows * p[kConvKernelW];
-  const double entries = std::max(1.0, std::ceil(out_rows / workers)), share = std::ceil(pixels / workers);
-  const double core = double(t.amp_fp32_input_channels) * t.amp_fp32_output_channels /
-                      std::max<std::uint32_t>(t.fp32_macs_per_cycle, 1);
-  const double pass_worker = passes * (19 + 45 * entries + std::max(0.0, share - 3 * entries) * core);
-  const double zero_vectors = std::ceil(std::ceil(pixels * outs / workers) / 2);
-  const double hmac =
-      groups * (16 + positions * (20 * entries + share * per_group * (std::ceil(p[kConvGroupInChannels] / 2.0) + 2)));
+  const double pixels = double(p[kConvOutRows]) * p[kConvOutWidth], outs = p[kConvOutChannels];
   const bool epilogue = (p[kConvFlags] & (kConvHasBias | kConvRelu)) != 0, relu = (p[kConvFlags] & kConvRelu) != 0;
   const double vectors = worker_vectors(pixels * outs, t);
-  const std::string_view path = tessera::codelet_charge(Codelet::conv, p, t).path;
-  Features features =
-      path == "worker-mac" ? Features{0, 0, 0, 0, 0, 0, 1, groups, hmac, 0, 0, 0, 0}
-      : path == "amp" ? Features{1, group_loops, kernel_rows, passes, pass_worker, zero_vectors, 0, 0, 0, 0, 0, 0, 0}
-                      : Features{0, 0, 0, 0, 0, 0, 0, 0, 0, 1, 0, 0, 0};
-  if (path == "vertical-mac") {  // depthwise: items of output rows x kernel positions, then the workers' sums
-    const double items = std::ceil(out_rows * positions / workers);
-    features[10] = items;
-    features[11] = items * p[kConvOutWidth] * std::ceil(groups * per_group / 2);
-    features[12] = std::ceil(pixels * outs / 4);
-  }
+  // The path's own cycles, the charge less its bias_add step (the charge drops taps that read
+  // only padding and adds rearrangements, which no linear feature of the params follows).
+  const tessera::CodeletCharge charge = tessera::codelet_charge(Codelet::conv, p, t);
+  const std::vector<std::uint32_t> bias_params = {static_cast<std::uint32_t>(pixels), p[kConvOutChannels],
+                                                  relu ? 1u : 0u};
+  const double path_cycles =
+      double(charge.cycles) -
+      (epilogue ? double(tessera::codelet_charge(Codelet::bias_add, bias_params, t).cycles) : 0.0);
+  const std::string_view path = charge.path;
+  Features features = path == "worker-mac" ? Features{0, 0, 1, path_cycles, 0, 0}
+                      : path == "amp"      ? Features{1, path_cycles, 0, 0, 0, 0}
+                                           : Features{0, 0, 0, 0, 1, path_cycles};
   for (double f : {epilogue ? 1.0 : 0.0, epilogue ? vectors : 0.0, relu ? 1.0 : 0.0, relu ? vectors : 0.0})
     features.push_back(f);
   return features;
@@ -455,9 +437,8 @@ const CodeletLine kCodeletLines[] = {
       {300, 12, 3},
       {90, 90, 0}}},
     {Codelet::conv,
-     "amp_call,amp_group_loops,amp_kernel_rows,amp_passes,amp_pass_worker_cycles,amp_zero_vectors,worker_call,"
-     "worker_groups,worker_cycles,vertical_call,vertical_items,vertical_item_vectors,vertical_reduce_fours,"
-     "epilogue_call,epilogue_vectors,relu_call,relu_vectors",
+     "amp_call,amp_cycles,worker_call,worker_cycles,combined_call,combined_cycles,epilogue_call,epilogue_vectors,"
+     "relu_call,relu_vectors",
      conv_features,
      {{4, 8, 6, 8, 16, 16, 3, 3, 1, 1, 1, 1, 1, 1, 16, 16, 0, 3},
       {2, 14, 2, 14, 64, 64, 1, 1, 1, 1, 1, 1, 0, 0, 64, 64, 0, 2},
@@ -536,17 +517,13 @@ const CodeletLine kCodeletLines[] = {
       {8, 250, 3, 8, 32},
       {200, 16, 1000, 0, 200},
       {1000, 2, 2048, 0, 1000}}},
-    // Pooling: per kernel position, the busiest worker's worklist rows and its share of the
-    // output vectors (an average scales each once more).
+    // Pooling: the busiest worker's worklists (popnn getPoolingCycles), as the charge walks them.
     {Codelet::pool,
-     "call,row_loops,vectors,average_vectors",
+     "call,worklist_cycles",
      [](Params p, const Target& t) -> Features {
        using namespace tessera;
-       const double workers = std::max<std::uint32_t>(t.worker_threads, 1);
-       const double positions = double(p[kPoolKernelH]) * p[kPoolKernelW];
-       const double rows = std::max(1.0, std::ceil(p[kPoolOutRows] / workers));
-       const double share = std::ceil(double(p[kPoolOutRows]) * p[kPoolOutWidth] * std::ceil(p[kPoolChannels] / 2.0) / workers);
-       return {1, positions * rows, positions * share, p[kPoolMode] != 0 ? share : 0.0};
+       // popnn's getPoolingCycles over the busiest worker's worklists: the charge itself.
+       return {1, double(codelet_charge(Codelet::pool, p, t).cycles)};
      },
      {{2, 4, 5, 8, 16, 3, 3, 2, 2, 1, 1, 1, 1, 0},
       {1, 1, 7, 7, 64, 7, 7, 1, 1, 1, 1, 0, 0, 1},

@@ -356,7 +356,7 @@ TEST_CASE("cli cycles charges a whole conv or pooling layer on one tile, with it
                    "--groups",
                    "32"});
   REQUIRE(r.exit_code == 0);
-  CHECK_THAT(r.out, Catch::Contains("path=vertical-mac"));
+  CHECK_THAT(r.out, Catch::Contains("path=amp-groups-combined"));
   CHECK(number("cycles") == 2 * number("cycles_per_image"));
   r = run_command({tessera_binary(), "cycles", "-t", target, "max_pool", "--batch", "1", "--in-channels", "64",
                    "--height", "112", "--width", "112", "--kernel", "3", "--stride", "2", "--pad", "1"});

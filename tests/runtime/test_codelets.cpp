@@ -315,9 +315,24 @@ TEST_CASE("no codelet call is charged below its MACs at peak or its input bytes 
           params = {out_rows, out_width, in_rows,  in_width,  channels, outs,
                     kernel_h, kernel_w,  stride,   stride,    dilation, dilation,
                     top,      left,      group_in, group_out, first,    static_cast<std::uint32_t>(trial % 4)};
-          macs = std::uint64_t{out_rows} * out_width * outs * kernel_h * kernel_w * group_in;
-          input_words =
-              std::uint64_t{in_rows} * in_width * channels + std::uint64_t{kernel_h} * kernel_w * group_in * outs;
+          // Only the taps that read the patch for some output count (poplin's canonicalize).
+          const auto live = [](std::uint32_t outputs, std::uint32_t size, std::uint32_t kernel, std::uint32_t step,
+                               std::uint32_t dilation, std::uint32_t offset) {
+            std::uint64_t count = 0;
+            for (std::uint32_t i = 0; i < kernel; ++i) {
+              bool reads = false;
+              for (std::uint32_t r = 0; r < outputs && !reads; ++r) {
+                const std::int64_t at = std::int64_t{r} * step + std::int64_t{i} * dilation - offset;
+                reads = at >= 0 && at < size;
+              }
+              count += reads ? 1 : 0;
+            }
+            return count;
+          };
+          const std::uint64_t taps = live(out_rows, in_rows, kernel_h, stride, dilation, top) *
+                                     live(out_width, in_width, kernel_w, stride, dilation, left);
+          macs = std::uint64_t{out_rows} * out_width * outs * taps * group_in;
+          input_words = std::uint64_t{in_rows} * in_width * channels + taps * group_in * outs;
           REQUIRE(window_params_problem(codelet, params).empty());
           break;
         }

@@ -15,8 +15,10 @@ struct Target;
 // 9: further unary functions (exp, log, ...), max, min and prelu, reduce_rows' functions; tensor
 // types: comparisons, logic and int32 arithmetic as binary functions, logical_not, cast and select;
 // 10: multi_slice (embedding lookups by runtime indices); power, remainder, int_max/min/remainder/modulo
-// binary functions; tan ... is_nan unary functions.
-inline constexpr std::uint32_t kCodeletSetVersion = 10;
+// binary functions; tan ... is_nan unary functions; 11: conv and pool charges re-derived from poplibs (taps that
+// read only padding dropped, depthwise on the AMP over combined groups with no float vertical MAC, pool by
+// popnn's getPoolingCycles).
+inline constexpr std::uint32_t kCodeletSetVersion = 11;
 
 /// Operands are word offsets into buffers (program) or byte addresses (tile image);
 /// params are the shape numbers listed per codelet. Data is float32 unless marked half
