@@ -1142,13 +1142,13 @@ Status plan_block_op(BlockPlanContext& plan, std::optional<Fragment>& fragment) 
     const bool depth = op.kind == OpKind::conv && op.window.groups == 1 && op.inputs.size() == 3;
     // With every image-row a group of its own, each row's output columns may split too (field
     // groups), so a large field with few channels still spreads over the tiles. Only where rows
-    // and channel groups would leave three quarters of the tiles idle: a field group gathers a
-    // run of pixels per input row, and the copies' descriptors stay on the tiles all program
-    // long (ResNet-50 no longer fits with them everywhere).
+    // and channel groups would leave half the tiles idle: a field group gathers a run of pixels
+    // per input row, and the copies' descriptors stay on the tiles all program long (offered
+    // everywhere, ResNet-50 no longer fit; docs/planning.md has the thresholds measured).
     const auto out_w = static_cast<std::uint32_t>(op.window.out_width());
     const std::uint64_t without_fields = std::uint64_t{image_rows} * std::max(1u, outs / kMinBlockColumns) *
                                          (depth ? std::max(1u, ins / kMinBlockColumns) : 1u);
-    const bool fields_worth_it = without_fields * 4 < tiles;
+    const bool fields_worth_it = without_fields * 2 < tiles;
     for (std::uint32_t rows : group_counts(image_rows, tiles))
       for (std::uint32_t fields :
            rows == image_rows && fields_worth_it ? group_counts(out_w, tiles / rows) : std::vector{1u}) {
