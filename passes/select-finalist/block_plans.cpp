@@ -1199,8 +1199,12 @@ Status plan_block_op(BlockPlanContext& plan, std::optional<Fragment>& fragment) 
     const std::uint64_t cycles = plan.context.cost_model.estimate(candidate.program, plan.target).total() +
                                  host_input_cycles(candidate.program, plan.target);
     ++costed;
-    plan.context.logger.debug("{}: costed block plan op={} row_groups={} column_groups={} estimated_cycles={}",
-                              plan.context.span, plan.op_index, split.row_groups, split.column_groups, cycles);
+    plan.context.logger.debug(
+        "{}: costed block plan op={} row_groups={} column_groups={}{} estimated_cycles={}", plan.context.span,
+        plan.op_index, split.row_groups, split.column_groups,
+        is_window(op.kind) ? fmt::format(" depth_groups={} field_groups={}", split.depth_groups, split.field_groups)
+                           : "",
+        cycles);
     if (cycles < best_cycles) {
       best_cycles = cycles;
       best = split;
