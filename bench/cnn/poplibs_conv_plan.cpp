@@ -125,7 +125,8 @@ int main() {
     Layer l;
     if (!(in >> l.name >> l.batch >> l.c >> l.h >> l.w >> l.m >> l.kh >> l.kw >> l.sh >> l.sw >> l.dh >> l.dw >> l.pt >>
           l.pl >> l.pb >> l.pr >> l.groups) ||
-        l.groups == 0 || l.c % l.groups != 0 || l.m % l.groups != 0 || l.sh == 0 || l.sw == 0) {
+        l.groups == 0 || l.c % l.groups != 0 || l.m % l.groups != 0 || l.sh == 0 || l.sw == 0 || l.kh == 0 ||
+        l.kw == 0 || l.dh == 0 || l.dw == 0) {
       std::fprintf(stderr, "bench-cnn-poplibs: cannot read layer line '%s'\n", line.c_str());
       return 1;
     }

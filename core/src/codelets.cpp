@@ -854,14 +854,10 @@ CodeletCharge pool_charge(std::span<const std::uint32_t> params, const Target& t
                                     add(mul(groups == 0 ? 0 : groups - 1, kPoolChanGroupPointers),
                                         mul(mul(groups, vectors), max ? kPoolVectorFixedMax : kPoolVectorFixedSum)));
     std::uint64_t longest = 0;
+    // The output's initialisation is shared out a vector at a time, the remainder to the first workers.
+    const std::uint64_t init_vectors = mul(static_cast<std::uint64_t>(pixels), vectors);
     for (std::uint64_t w = 0; w < workers; ++w) {
-      // The output's initialisation is shared out a vector at a time, the remainder to the first workers.
-      const std::uint64_t init_share = static_cast<std::uint64_t>(pixels) * vectors / workers;
-      const std::uint64_t init =
-          init_share + (w < static_cast<std::uint64_t>(pixels) -
-                                    std::min<std::uint64_t>(static_cast<std::uint64_t>(pixels), init_share * workers)
-                            ? 1
-                            : 0);
+      const std::uint64_t init = init_vectors / workers + (w < init_vectors % workers ? 1 : 0);
       std::uint64_t cycles = add(add(kPoolWorkerFixed, mul(add(kPoolInitGroupFixed, init), groups)),
                                  add(kPoolStartFixed, kPoolWorkerExit));
       const WorkerLoad& load = loads[w];
