@@ -161,8 +161,7 @@ void FragmentBuilder::host_slice(const Tensor& tensor, StreamKind kind, std::uin
   stream->slices.push_back({{buffer, word_offset}, row_begin, rows, col_begin, cols, transposed});
 }
 
-std::vector<TileBytes> new_bytes(const Fragment& fragment, const Target& target) {
-  const std::uint32_t tiles = target.tiles;
+std::vector<TileBytes> new_buffer_bytes(const Fragment& fragment, std::uint32_t tiles) {
   std::vector<TileBytes> bytes(tiles);
   const auto& buffers = fragment.program.buffers;
   for (std::size_t i = 0; i < buffers.size(); ++i) {
@@ -170,6 +169,12 @@ std::vector<TileBytes> new_bytes(const Fragment& fragment, const Target& target)
     TileBytes& tile = bytes.at(buffers[i].tile);
     (buffers[i].region == Region::interleaved ? tile.interleaved : tile.standard) += aligned_bytes(buffers[i]);
   }
+  return bytes;
+}
+
+std::vector<TileBytes> new_bytes(const Fragment& fragment, const Target& target) {
+  const std::uint32_t tiles = target.tiles;
+  std::vector<TileBytes> bytes = new_buffer_bytes(fragment, tiles);
   const std::vector<std::uint64_t> support = call_support_bytes(fragment.program, tiles);
   const std::vector<std::uint64_t> descriptors = exchange_descriptor_bytes(fragment.program, tiles, target.multicast);
   for (std::uint32_t tile = 0; tile < tiles; ++tile) bytes[tile].standard += support[tile] + descriptors[tile];

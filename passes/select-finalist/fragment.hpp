@@ -108,6 +108,8 @@ public:
                   std::uint32_t word_offset = 0);
 
   const Buffer& buffer(std::uint32_t index) const { return fragment_.program.buffers[index]; }
+  /// The fragment so far: its buffers are final once laid out, its compute and copies may not be.
+  const Fragment& laid_out() const { return fragment_; }
   bool oversized() const { return oversized_; }
   /// The most bytes of new transient buffers (the op's temporaries) on any one tile.
   std::uint64_t peak_temporary_bytes(std::uint32_t tiles) const;
@@ -124,6 +126,9 @@ private:
   std::vector<std::uint32_t> existing_index_;       ///< program buffer -> fragment index + 1
   bool oversized_ = false;
 };
+
+/// Bytes a fragment's new buffers (aligned) take on each tile, by region: known once laid out.
+std::vector<TileBytes> new_buffer_bytes(const Fragment& fragment, std::uint32_t tiles);
 
 /// Bytes a built fragment adds on each tile, by region: its new buffers (aligned) and, in the
 /// standard region, the support memory place-storage reserves for its calls and copies (code

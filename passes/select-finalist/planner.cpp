@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <cmath>
 #include <exception>
 #include <limits>
 #include <map>
@@ -118,11 +119,13 @@ public:
       context_.progress(i, graph_.ops.size(), "ops");
       const Op& op = graph_.ops[i];
       reserve_ = later_weights(i);
+      later_support_ = later_support(i);
       weight_share_ = weight_share(i);
       Status status = is_block_op(graph_, op)                                 ? plan_block(i)
                       : op.kind == OpKind::dense || op.kind == OpKind::matmul ? plan_dense(i)
                                                                               : plan_elementwise(i);
       if (!status.ok) return status;
+      if (context_.logger.should_log(spdlog::level::debug)) log_resident(i);
     }
     return plan_outputs();
   }
@@ -215,6 +218,25 @@ private:
     return bytes;
   }
 
+  /// What the tiles hold after op `op_index`: the busiest tile and the mean, all told and in
+  /// support memory, with the reserve the next op's plans leave.
+  void log_resident(std::uint32_t op_index) const {
+    const std::vector<TileBytes> resident = resident_bytes();
+    std::uint64_t busiest = 0, total = 0, busiest_support = 0, support = 0;
+    std::uint32_t busiest_tile = 0;
+    for (std::uint32_t tile = 0; tile < target_.tiles; ++tile) {
+      if (resident[tile].total() > busiest) busiest = resident[tile].total(), busiest_tile = tile;
+      total += resident[tile].total();
+      busiest_support = std::max(busiest_support, support_bytes_[tile]);
+      support += support_bytes_[tile];
+    }
+    context_.logger.debug(
+        "{}: resident after op={} busiest_tile={} busiest_tile_bytes={} mean_tile_bytes={} "
+        "busiest_support_bytes={} mean_support_bytes={} later_support_bytes={}",
+        context_.span, op_index, busiest_tile, busiest, total / target_.tiles, busiest_support, support / target_.tiles,
+        later_support_);
+  }
+
   /// The weights that ops after `op_index` read and no op up to it does, spread evenly over
   /// the tiles (the least any plan of theirs can put on a tile): a plan of this op must leave
   /// room for them, or a plan that holds its weights once per row group could starve the
@@ -238,6 +260,16 @@ private:
       }
     }
     return reserve;
+  }
+
+  /// The support memory (vertex states, exchange descriptors) the ops after `op_index` will
+  /// need per tile, taken as the mean the ops planned so far needed per op: without it, early
+  /// ops holding their weights per row group fill the room a deep model's later descriptors
+  /// need. A guess, so it only bounds weight copies (within_weight_share), never what fits.
+  std::uint64_t later_support(std::uint32_t op_index) const {
+    if (op_index == 0) return 0;
+    const double per_op = static_cast<double>(repeated_support_) / target_.tiles / op_index;
+    return static_cast<std::uint64_t>(std::ceil(per_op * static_cast<double>(graph_.ops.size() - op_index)));
   }
 
   /// Op `op_index`'s weights (those no earlier op read) as a share of them and every later
@@ -270,7 +302,7 @@ private:
       if (fragment.program_buffer[i] == kNewBuffer && fragment.lifetime[i] == Lifetime::whole_program)
         held[buffers[i].tile] += aligned_bytes(buffers[i]);
     for (std::uint32_t tile = 0; tile < target_.tiles; ++tile) {
-      const std::uint64_t room = capacity - std::min(capacity, resident[tile].total());
+      const std::uint64_t room = capacity - std::min(capacity, resident[tile].total() + later_support_);
       if (static_cast<double>(held[tile]) > weight_share_ * static_cast<double>(room)) return false;
     }
     return true;
@@ -454,10 +486,11 @@ private:
         layout.peak_temporary_bytes() >
         static_cast<std::uint64_t>(options_.available_memory_proportion * double(target_.memory_bytes));
     if (layout.oversized() || over_budget) return;
+    if (best.row_groups > 1 && !within_weight_share(resident, layout.laid_out())) return;
     Fragment built = std::move(layout).build();
     const std::vector<TileBytes> added = new_bytes(built, target_);
     const std::uint64_t peak = peak_if_fits(resident, added);
-    if (peak == kDoesNotFit || (best.row_groups > 1 && !within_weight_share(resident, built))) return;
+    if (peak == kDoesNotFit) return;
     const TileBytes regions = region_peaks(resident, added);
     finalist = cost(worker, op, best, peak, std::move(built));
     finalist.peak_region_bytes = regions;
@@ -478,10 +511,14 @@ private:
         if (!(codelets_run_[call.tile] & bit)) support_bytes_[call.tile] += codelet_code_bytes(call.codelet);
         codelets_run_[call.tile] |= bit;
         support_bytes_[call.tile] += vertex_state_bytes(call.codelet);
+        repeated_support_ += vertex_state_bytes(call.codelet);
       }
     }
     const std::vector<std::uint64_t> descriptors = exchange_descriptor_bytes(made, target_.tiles, target_.multicast);
-    for (std::uint32_t tile = 0; tile < target_.tiles; ++tile) support_bytes_[tile] += descriptors[tile];
+    for (std::uint32_t tile = 0; tile < target_.tiles; ++tile) {
+      support_bytes_[tile] += descriptors[tile];
+      repeated_support_ += descriptors[tile];
+    }
     record(commit_fragment(std::move(fragment), program_, whole_program_buffers_));
     buffer_op_.resize(program_.buffers.size(), op_index);
   }
@@ -579,8 +616,8 @@ private:
     // of the roomiest tile can never pass within_weight_share: not worth a screening slot.
     std::uint64_t most_room = 0;
     for (const TileBytes& bytes : resident)
-      most_room =
-          std::max(most_room, target_.memory_bytes - std::min<std::uint64_t>(target_.memory_bytes, bytes.total()));
+      most_room = std::max(most_room, target_.memory_bytes - std::min<std::uint64_t>(target_.memory_bytes,
+                                                                                     bytes.total() + later_support_));
     auto over_share = [&](const DenseCandidate& c) {
       if (c.row_groups <= 1 || (pins.row_groups != 0 && c.row_groups == pins.row_groups)) return false;
       const std::uint64_t block = packed_words(std::uint64_t{(dense.k + c.depth_groups - 1) / c.depth_groups} *
@@ -620,24 +657,29 @@ private:
         std::vector<Trial> trials(window);
         parallel_for(window, cost_threads_, [&](unsigned worker, std::size_t i) {
           const DenseCandidate& candidate = screened[next + i].second;
-          // Laid out and built before the memory check: the calls and copies it makes need
-          // support memory (code, vertex states, exchange descriptors) beside the buffers.
+          // Its buffers are checked as soon as they are laid out; a candidate they fit is built
+          // and checked again with the support memory (code, vertex states, exchange
+          // descriptors) its calls and copies need. A candidate refused before it is built
+          // reports its buffers' bytes alone (the least it needs).
           DenseFragment layout(dense, candidate, program_, target_);
           if (layout.oversized()) return;
           const bool over_budget = layout.peak_temporary_bytes() > temporary_budget;
-          Fragment built = std::move(layout).build();
-          const std::vector<TileBytes> added = new_bytes(built, target_);
           const bool over_share = candidate.row_groups > 1 && candidate.row_groups != pins.row_groups &&
-                                  !within_weight_share(resident, built);
-          const std::uint64_t peak = over_budget || over_share ? kDoesNotFit : peak_if_fits(resident, added);
-          if (peak != kDoesNotFit) {
-            trials[i].costed = cost(worker, dense, candidate, peak, std::move(built));
-            trials[i].costed->peak_region_bytes = region_peaks(resident, added);
-          } else {
+                                  !within_weight_share(resident, layout.laid_out());
+          const std::vector<TileBytes> buffers = new_buffer_bytes(layout.laid_out(), target_.tiles);
+          auto refuse = [&](const std::vector<TileBytes>& added, const char* why) {
             trials[i].needed = smallest_peak(resident, added);
             trials[i].regions = region_peaks(resident, added);
-            trials[i].why = over_budget ? "temporaries" : over_share ? "weight_share" : "region";
-          }
+            trials[i].why = why;
+          };
+          if (over_budget || over_share || peak_if_fits(resident, buffers) == kDoesNotFit)
+            return refuse(buffers, over_budget ? "temporaries" : over_share ? "weight_share" : "region");
+          Fragment built = std::move(layout).build();
+          const std::vector<TileBytes> added = new_bytes(built, target_);
+          const std::uint64_t peak = peak_if_fits(resident, added);
+          if (peak == kDoesNotFit) return refuse(added, "region");
+          trials[i].costed = cost(worker, dense, candidate, peak, std::move(built));
+          trials[i].costed->peak_region_bytes = region_peaks(resident, added);
         });
         for (std::size_t i = 0; i < window; ++i) {
           const auto& [screening, candidate] = screened[next + i];
@@ -941,9 +983,11 @@ private:
   std::vector<std::uint32_t> readers_;                      ///< per tensor: ops reading it
   std::vector<bool> is_output_;
   std::vector<std::uint32_t> whole_program_buffers_;
-  TileBytes reserve_;                  ///< per tile, for the weights of the ops not planned yet (later_weights)
-  double weight_share_ = 1.0;          ///< this op's share of the room for weights held per row group
-  std::uint32_t most_row_groups_ = 1;  ///< of the selected dense plans: above 1, weights are held more than once
+  TileBytes reserve_;                   ///< per tile, for the weights of the ops not planned yet (later_weights)
+  std::uint64_t later_support_ = 0;     ///< per tile, for the support memory of the ops not planned yet
+  std::uint64_t repeated_support_ = 0;  ///< over all tiles: vertex states and descriptors planned so far
+  double weight_share_ = 1.0;           ///< this op's share of the room for weights held per row group
+  std::uint32_t most_row_groups_ = 1;   ///< of the selected dense plans: above 1, weights are held more than once
   std::map<std::uint32_t, std::uint32_t> selected_row_groups_;  ///< op index -> row groups of its dense plan
   std::uint32_t tile_cursor_ = 0;  ///< the tile the next block op starts on (BlockPlanContext)
   std::optional<std::uint32_t> starved_op_;
