@@ -9,7 +9,8 @@ compiled), and the edge: the largest step that fits, the first refused and how l
 A family stops at its first refusal, failure or time-out. Children run under a memory limit and a deadline
 (a step over either is reported as such, never as a figure).
 
-The models are YAML (docs/models.md), written here: weights come from the seed, so nothing is downloaded.
+The models are YAML (docs/models.md), written here, and for bert-base ONNX written by scripts/make_onnx_models.py:
+weights come from a seed, so nothing is downloaded.
 
 usage: bench/scale/bench_scale.py TESSERA SOURCE_DIR WORK_DIR [--family NAME]... [--steps N]
 """
@@ -26,6 +27,7 @@ MEMORY_LIMIT = 6 << 30  # per child: address space, so a runaway step fails inst
 COMPILE_SECONDS = 240
 RUN_SECONDS = 240
 RSS_TARGET = 1.25
+SOURCE = "."  # the source tree (main sets it): scripts/make_onnx_models.py writes the ONNX families
 
 
 def mlp(name, batch, width, depth):
@@ -81,6 +83,14 @@ def encoder(name, tokens, width, layers):
     return "\n".join(lines + ["ops:"] + ops + [f"outputs: [{x}]"]) + "\n"
 
 
+def bert_base(name, layers):
+    """`layers` BERT-base encoder layers as ONNX (scripts/make_onnx_models.py, which needs python3-onnx)."""
+    sys.path.insert(0, os.path.join(SOURCE, "scripts"))
+    import make_onnx_models  # pylint: disable=import-outside-toplevel
+    model, _, _ = make_onnx_models.build_bert(name, 1, 128, 768, 12, 3072, layers)
+    return model.SerializeToString()
+
+
 def cnn(name, images, side, channels, depth):
     """`depth` 3x3 convolutions (padding 1, fused ReLU) of `channels` channels on side x side images, then a head."""
     pixels = images * side * side
@@ -111,7 +121,11 @@ FAMILIES = {
     "bert-embedding": ("width, 128 tokens, 1 layer", [(e, lambda n, e=e: encoder(n, 128, e, 1)) for e in (128, 256, 512, 4096)]),
     "bert-sequence": ("tokens, width 256, 1 layer", [(s, lambda n, s=s: encoder(n, s, 256, 1)) for s in (64, 128, 256, 16384)]),
     "cnn-depth": ("conv layers, 2 images 32x32, 32 channels", [(d, lambda n, d=d: cnn(n, 2, 32, 32, d)) for d in (1, 2, 4, 8, 16384)]),
+    "bert-base": ("layers of BERT-base (ONNX as torch exports it: 768 wide, 12 heads, FFN 3072, 128 tokens)",
+                  [(l, lambda n, l=l: bert_base(n, l)) for l in (1, 2, 4, 8, 12)]),
 }
+# Families whose largest steps take longer than COMPILE_SECONDS to compile.
+COMPILE_SECONDS_OF = {"bert-base": 900}
 
 
 def limited():
@@ -160,6 +174,8 @@ def main():
     if len(args) < 3:
         sys.exit(__doc__)
     tessera, source, work = args[:3]
+    global SOURCE
+    SOURCE = source
     chosen, max_steps, rest = [], None, args[3:]
     while rest:
         flag = rest.pop(0)
@@ -175,7 +191,8 @@ def main():
     os.makedirs(work, exist_ok=True)
     pipeline = os.path.join(source, "configs/pipelines/default.yaml")
     print(f"# bench-scale on t1472 (default pipeline); each child limited to {MEMORY_LIMIT >> 30} GiB of address space, "
-          f"compile {COMPILE_SECONDS} s, run {RUN_SECONDS} s; run RSS target {RSS_TARGET}x (device buffers + host tensors)")
+          f"compile {COMPILE_SECONDS} s ({', '.join(f'{f} {t} s' for f, t in COMPILE_SECONDS_OF.items())}), "
+          f"run {RUN_SECONDS} s; run RSS target {RSS_TARGET}x (device buffers + host tensors)")
     # The process alone (libraries, start-up): most of a small model's RSS, beside each run's.
     _, _, floor_rss = measured([tessera, "--version"], os.path.join(work, "floor.out"), os.path.join(work, "floor.err"), 60)
     print(f"# process_floor_rss_mib={floor_rss:.1f} (tessera --version); rss/data = run RSS / (device buffers + host "
@@ -190,14 +207,15 @@ def main():
         fitted, edge_fits, refused = [], None, None
         for label, make in steps[:max_steps]:
             name = f"{family}-{label}"
-            model = os.path.join(work, name + ".yaml")
-            with open(model, "w") as f:
-                f.write(make(name))
+            text = make(name)
+            model = os.path.join(work, name + (".onnx" if isinstance(text, bytes) else ".yaml"))
+            with open(model, "wb" if isinstance(text, bytes) else "w") as f:
+                f.write(text)
             package = os.path.join(work, name + ".tpkg")
             base = os.path.join(work, name)
             code, compile_s, compile_rss = measured(
                 [tessera, "-v", "compile", model, "-p", pipeline, "-o", package], base + ".compile.out",
-                base + ".compile.err", COMPILE_SECONDS)
+                base + ".compile.err", COMPILE_SECONDS_OF.get(family, COMPILE_SECONDS))
             log = open(base + ".compile.err", errors="replace").read()
             copies = field("copies", "\n".join(l for l in log.splitlines() if "planned program" in l))
             row = f"{family:<15} {label:>7} "

@@ -177,7 +177,10 @@ std::vector<TileBytes> new_bytes(const Fragment& fragment, const Target& target)
   std::vector<TileBytes> bytes = new_buffer_bytes(fragment, tiles);
   const std::vector<std::uint64_t> support = call_support_bytes(fragment.program, tiles);
   const std::vector<std::uint64_t> descriptors = exchange_descriptor_bytes(fragment.program, tiles, target.multicast);
-  for (std::uint32_t tile = 0; tile < tiles; ++tile) bytes[tile].standard += support[tile] + descriptors[tile];
+  for (std::uint32_t tile = 0; tile < tiles; ++tile) {
+    bytes[tile].support = support[tile] + descriptors[tile];
+    bytes[tile].standard += bytes[tile].support;
+  }
   return bytes;
 }
 

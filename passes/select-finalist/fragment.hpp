@@ -62,6 +62,7 @@ struct Fragment {
 struct TileBytes {
   std::uint64_t standard = 0;
   std::uint64_t interleaved = 0;
+  std::uint64_t support = 0;  ///< of standard: code, vertex states, descriptors, which only it holds
   std::uint64_t total() const { return standard + interleaved; }
 };
 

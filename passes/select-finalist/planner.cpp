@@ -214,7 +214,10 @@ private:
       TileBytes& tile = bytes[buffer.tile];
       (buffer.region == Region::interleaved ? tile.interleaved : tile.standard) += aligned_bytes(buffer);
     }
-    for (std::uint32_t tile = 0; tile < target_.tiles; ++tile) bytes[tile].standard += support_bytes_[tile];
+    for (std::uint32_t tile = 0; tile < target_.tiles; ++tile) {
+      bytes[tile].standard += support_bytes_[tile];
+      bytes[tile].support = support_bytes_[tile];
+    }
     return bytes;
   }
 
@@ -232,9 +235,9 @@ private:
     }
     context_.logger.debug(
         "{}: resident after op={} busiest_tile={} busiest_tile_bytes={} mean_tile_bytes={} "
-        "busiest_support_bytes={} mean_support_bytes={} later_support_bytes={}",
+        "busiest_support_bytes={} mean_support_bytes={} later_support_bytes={} largest_temporaries_bytes={}",
         context_.span, op_index, busiest_tile, busiest, total / target_.tiles, busiest_support, support / target_.tiles,
-        later_support_);
+        later_support_, largest_temporaries_);
   }
 
   /// The weights that ops after `op_index` read and no op up to it does, spread evenly over
@@ -268,9 +271,15 @@ private:
   /// need. A guess, so it only bounds weight copies (within_weight_share), never what fits.
   std::uint64_t later_support(std::uint32_t op_index) const {
     if (op_index == 0) return 0;
-    const double per_op = static_cast<double>(repeated_support_) / target_.tiles / op_index;
-    return static_cast<std::uint64_t>(std::ceil(per_op * static_cast<double>(graph_.ops.size() - op_index)));
+    const double so_far = static_cast<double>(repeated_support_) / target_.tiles;
+    const double later = std::ceil(so_far / op_index * static_cast<double>(graph_.ops.size() - op_index));
+    // Support memory lives in the standard region only: more than it holds is no estimate.
+    return static_cast<std::uint64_t>(std::min(later, std::max(0.0, target_.interleaved_start - so_far)));
   }
+
+  /// Per tile, what weight copies must leave for the later ops besides their weights: their
+  /// support memory, and temporaries as large as the largest an op has held so far.
+  std::uint64_t held_back() const { return later_support_ + largest_temporaries_; }
 
   /// Op `op_index`'s weights (those no earlier op read) as a share of them and every later
   /// op's: the share of each tile's room a plan holding its weights more than once may take.
@@ -302,16 +311,18 @@ private:
       if (fragment.program_buffer[i] == kNewBuffer && fragment.lifetime[i] == Lifetime::whole_program)
         held[buffers[i].tile] += aligned_bytes(buffers[i]);
     for (std::uint32_t tile = 0; tile < target_.tiles; ++tile) {
-      const std::uint64_t room = capacity - std::min(capacity, resident[tile].total() + later_support_);
+      const std::uint64_t room = capacity - std::min(capacity, resident[tile].total() + held_back());
       if (static_cast<double>(held[tile]) > weight_share_ * static_cast<double>(room)) return false;
     }
     return true;
   }
 
   /// The busiest tile's bytes with the candidate's buffers added, or kDoesNotFit when some
-  /// tile overflows a region, or both together leave no room for the later ops' weights
-  /// (reserve_: the standard reserve in the standard region, the matmul weights in either).
-  /// Conservative: it treats all of them as live together.
+  /// tile overflows: its support memory beyond the standard region, its data beyond what the
+  /// interleaved region takes besides the standard region's overflow (place-storage moves
+  /// standard data there, support memory never), or both together beyond the room the later
+  /// ops' weights leave (reserve_: the standard reserve in the standard region, the matmul
+  /// weights in either). Conservative: it treats all of them as live together.
   std::uint64_t peak_if_fits(const std::vector<TileBytes>& resident, const std::vector<TileBytes>& added) const {
     const std::uint64_t standard_capacity =
         target_.interleaved_start - std::min(reserve_.standard, target_.interleaved_start);
@@ -320,9 +331,12 @@ private:
                                          std::min(reserve_.interleaved, standard_capacity + interleaved_capacity);
     std::uint64_t peak = 0;
     for (std::uint32_t tile = 0; tile < target_.tiles; ++tile) {
+      const std::uint64_t support = resident[tile].support + added[tile].support;
       const std::uint64_t standard = resident[tile].standard + added[tile].standard;
       const std::uint64_t interleaved = resident[tile].interleaved + added[tile].interleaved;
-      if (standard > standard_capacity || interleaved > interleaved_capacity || standard + interleaved > total_capacity)
+      const std::uint64_t spilled = standard - std::min(standard, standard_capacity);
+      if (support > standard_capacity || interleaved + spilled > interleaved_capacity ||
+          standard + interleaved > total_capacity)
         return kDoesNotFit;
       peak = std::max(peak, standard + interleaved);
     }
@@ -505,6 +519,11 @@ private:
   /// vertex states, exchange descriptors: kept for the whole program) on its tiles.
   void commit(Fragment&& fragment, std::uint32_t op_index) {
     const Program& made = fragment.program;
+    std::vector<std::uint64_t> temporaries(target_.tiles, 0);
+    for (std::size_t i = 0; i < made.buffers.size(); ++i)
+      if (fragment.program_buffer[i] == kNewBuffer && fragment.lifetime[i] == Lifetime::transient)
+        temporaries.at(made.buffers[i].tile) += aligned_bytes(made.buffers[i]);
+    for (std::uint64_t bytes : temporaries) largest_temporaries_ = std::max(largest_temporaries_, bytes);
     for (const Superstep& step : made.supersteps) {
       for (const CodeletCall& call : step.compute) {
         const std::uint32_t bit = 1u << static_cast<std::uint32_t>(call.codelet);
@@ -616,8 +635,8 @@ private:
     // of the roomiest tile can never pass within_weight_share: not worth a screening slot.
     std::uint64_t most_room = 0;
     for (const TileBytes& bytes : resident)
-      most_room = std::max(most_room, target_.memory_bytes - std::min<std::uint64_t>(target_.memory_bytes,
-                                                                                     bytes.total() + later_support_));
+      most_room = std::max(
+          most_room, target_.memory_bytes - std::min<std::uint64_t>(target_.memory_bytes, bytes.total() + held_back()));
     auto over_share = [&](const DenseCandidate& c) {
       if (c.row_groups <= 1 || (pins.row_groups != 0 && c.row_groups == pins.row_groups)) return false;
       const std::uint64_t block = packed_words(std::uint64_t{(dense.k + c.depth_groups - 1) / c.depth_groups} *
@@ -983,11 +1002,12 @@ private:
   std::vector<std::uint32_t> readers_;                      ///< per tensor: ops reading it
   std::vector<bool> is_output_;
   std::vector<std::uint32_t> whole_program_buffers_;
-  TileBytes reserve_;                   ///< per tile, for the weights of the ops not planned yet (later_weights)
-  std::uint64_t later_support_ = 0;     ///< per tile, for the support memory of the ops not planned yet
-  std::uint64_t repeated_support_ = 0;  ///< over all tiles: vertex states and descriptors planned so far
-  double weight_share_ = 1.0;           ///< this op's share of the room for weights held per row group
-  std::uint32_t most_row_groups_ = 1;   ///< of the selected dense plans: above 1, weights are held more than once
+  TileBytes reserve_;                      ///< per tile, for the weights of the ops not planned yet (later_weights)
+  std::uint64_t later_support_ = 0;        ///< per tile, for the support memory of the ops not planned yet
+  std::uint64_t largest_temporaries_ = 0;  ///< the most transient bytes an op planned so far put on a tile
+  std::uint64_t repeated_support_ = 0;     ///< over all tiles: vertex states and descriptors planned so far
+  double weight_share_ = 1.0;              ///< this op's share of the room for weights held per row group
+  std::uint32_t most_row_groups_ = 1;      ///< of the selected dense plans: above 1, weights are held more than once
   std::map<std::uint32_t, std::uint32_t> selected_row_groups_;  ///< op index -> row groups of its dense plan
   std::uint32_t tile_cursor_ = 0;  ///< the tile the next block op starts on (BlockPlanContext)
   std::optional<std::uint32_t> starved_op_;
@@ -1007,14 +1027,16 @@ private:
 
 /// Where a planned program overflows tile memory even if place-storage packed it perfectly.
 struct Overflow {
-  std::uint32_t tiles = 0;      ///< tiles with a region whose live bytes at their peak exceed it
-  std::set<std::uint32_t> ops;  ///< the ops whose buffers are live at those peaks
+  std::uint32_t tiles = 0;       ///< tiles whose live bytes at their peaks exceed the regions
+  std::set<std::uint32_t> ops;   ///< the ops whose buffers are live at those peaks
+  std::uint64_t most_bytes = 0;  ///< the most bytes a tile is over by
 };
 
-/// Sweeps each tile's buffers per region over the program's supersteps: where the live bytes
-/// peak above the region (the standard region less the support memory place-storage reserves
-/// at its top; the interleaved one less one memory element, which a matmul's element-apart
-/// operands can leave partly empty), the tile is over and the ops live there are named.
+/// Sweeps each tile's buffers over the program's supersteps: where the standard region's live
+/// bytes exceed it (less the support memory place-storage reserves at its top) by more than the
+/// interleaved region has free then (less one memory element, which a matmul's element-apart
+/// operands can leave partly empty), place-storage could not move the excess there, so the
+/// tile is over and the ops live at that superstep are named.
 Overflow live_overflow(const Program& program, const Target& target, const std::vector<std::uint64_t>& support,
                        const std::vector<std::uint32_t>& buffer_op) {
   std::vector<std::vector<std::uint32_t>> members(std::size_t{target.tiles} * 2);
@@ -1023,41 +1045,52 @@ Overflow live_overflow(const Program& program, const Target& target, const std::
     members[std::size_t{buffer.tile} * 2 + (buffer.region == Region::interleaved)].push_back(i);
   }
   Overflow overflow;
-  std::vector<std::pair<std::uint64_t, std::int64_t>> changes;  // (superstep, bytes), frees first
+  struct Change {
+    std::uint64_t superstep;
+    std::int64_t standard, interleaved;  ///< bytes coming live (negative: freed)
+    auto operator<=>(const Change&) const = default;
+  };
+  std::vector<Change> changes;  // frees first within a superstep
+  const std::uint64_t interleaved_region = target.memory_bytes - target.interleaved_start;
+  const std::uint64_t interleaved_capacity =
+      interleaved_region - std::min<std::uint64_t>(target.memory_element_bytes, interleaved_region);
   for (std::uint32_t tile = 0; tile < target.tiles; ++tile) {
-    bool over = false;
-    for (const bool interleaved : {false, true}) {
-      const std::vector<std::uint32_t>& group = members[std::size_t{tile} * 2 + interleaved];
-      if (group.empty()) continue;
-      const std::uint64_t capacity =
-          interleaved
-              ? target.memory_bytes - target.interleaved_start -
-                    std::min<std::uint64_t>(target.memory_element_bytes, target.memory_bytes - target.interleaved_start)
-              : target.interleaved_start - std::min(support[tile], std::uint64_t{target.interleaved_start});
-      changes.clear();
-      for (std::uint32_t index : group) {
+    const std::uint64_t standard_capacity =
+        target.interleaved_start - std::min(support[tile], std::uint64_t{target.interleaved_start});
+    changes.clear();
+    for (const bool interleaved : {false, true})
+      for (std::uint32_t index : members[std::size_t{tile} * 2 + interleaved]) {
         const Buffer& buffer = program.buffers[index];
         const auto bytes = static_cast<std::int64_t>(aligned_bytes(buffer));
-        changes.emplace_back(buffer.first_use, bytes);
-        changes.emplace_back(std::uint64_t{buffer.last_use} + 1, -bytes);
+        changes.push_back({buffer.first_use, interleaved ? 0 : bytes, interleaved ? bytes : 0});
+        changes.push_back({std::uint64_t{buffer.last_use} + 1, interleaved ? 0 : -bytes, interleaved ? -bytes : 0});
       }
-      std::sort(changes.begin(), changes.end());
-      std::int64_t live = 0, peak = 0;
-      std::uint64_t peak_step = 0;
-      for (std::size_t i = 0; i < changes.size(); ++i) {
-        live += changes[i].second;
-        const bool step_ends = i + 1 == changes.size() || changes[i + 1].first != changes[i].first;
-        if (step_ends && live > peak) peak = live, peak_step = changes[i].first;
-      }
-      if (static_cast<std::uint64_t>(peak) <= capacity) continue;
-      over = true;
-      for (std::uint32_t index : group) {
-        const Buffer& buffer = program.buffers[index];
-        if (buffer.first_use <= peak_step && peak_step <= buffer.last_use && index < buffer_op.size())
-          overflow.ops.insert(buffer_op[index]);
+    std::sort(changes.begin(), changes.end());
+    // Over where the interleaved region overflows, or the standard region's excess (which
+    // place-storage moves to the interleaved region) exceeds what that region has free.
+    std::int64_t standard = 0, interleaved = 0;
+    std::optional<std::uint64_t> over_at;
+    for (std::size_t i = 0; i < changes.size() && !over_at; ++i) {
+      standard += changes[i].standard;
+      interleaved += changes[i].interleaved;
+      if (i + 1 < changes.size() && changes[i + 1].superstep == changes[i].superstep) continue;
+      const auto live_standard = static_cast<std::uint64_t>(standard);
+      const auto live_interleaved = static_cast<std::uint64_t>(interleaved);
+      const std::uint64_t spilled = live_standard - std::min(live_standard, standard_capacity);
+      if (live_interleaved + spilled > interleaved_capacity) {
+        over_at = changes[i].superstep;
+        overflow.most_bytes = std::max(overflow.most_bytes, live_interleaved + spilled - interleaved_capacity);
       }
     }
-    overflow.tiles += over;
+    if (support[tile] > target.interleaved_start) over_at = 0;
+    if (!over_at) continue;
+    ++overflow.tiles;
+    for (const bool interleaved : {false, true})
+      for (std::uint32_t index : members[std::size_t{tile} * 2 + interleaved]) {
+        const Buffer& buffer = program.buffers[index];
+        if (buffer.first_use <= *over_at && *over_at <= buffer.last_use && index < buffer_op.size())
+          overflow.ops.insert(buffer_op[index]);
+      }
   }
   return overflow;
 }
@@ -1103,8 +1136,9 @@ Status plan_program(const Graph& graph, const Graph& model, PassContext& context
       break;
     }
     context.info(
-        "re-planning with fewer row groups max_row_groups={} starved_op={} tiles_over_at_peak={} capped_ops={}",
-        capped.max_row_groups, starved ? fmt::format("{}", *starved) : "none", overflow.tiles,
+        "re-planning with fewer row groups max_row_groups={} starved_op={} tiles_over_at_peak={} most_bytes_over={} "
+        "capped_ops={}",
+        capped.max_row_groups, starved ? fmt::format("{}", *starved) : "none", overflow.tiles, overflow.most_bytes,
         capped_ops.empty() ? "all" : fmt::format("{}", fmt::join(capped_ops, ",")));
     program = Program{};
     planner = std::make_unique<Planner>(graph, context, capped, program);
