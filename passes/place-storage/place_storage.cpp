@@ -66,17 +66,20 @@ public:
       const Buffer& buffer = buffers_[index];
       conflicts_.clear();
       const std::vector<std::uint32_t>& apart = element_apart_[index];
-      for (const Placed& other : placed_) {
-        if (std::find(apart.begin(), apart.end(), other.index) != apart.end()) {
+      bool widened = false;
+      for (const Placed& other : placed_) {  // by address, so the conflicts come sorted
+        if (!apart.empty() && std::find(apart.begin(), apart.end(), other.index) != apart.end()) {
           // The other buffer's whole memory elements are off limits.
           conflicts_.push_back({other.begin / element_bytes_ * element_bytes_, align_up(other.end, element_bytes_),
                                 other.first_use, other.last_use, other.index});
+          widened = true;
         } else if (other.first_use <= buffer.last_use && buffer.first_use <= other.last_use) {
           conflicts_.push_back(other);
         }
       }
-      std::sort(conflicts_.begin(), conflicts_.end(),
-                [](const Placed& a, const Placed& b) { return a.begin < b.begin; });
+      if (widened)  // a widened range may start before the conflicts placed below it
+        std::sort(conflicts_.begin(), conflicts_.end(),
+                  [](const Placed& a, const Placed& b) { return a.begin < b.begin; });
       const std::uint64_t alignment = std::max<std::uint32_t>(buffer.alignment, 1);
       std::uint64_t offset = align_up(bounds.low, alignment);
       for (const Placed& other : conflicts_) {
@@ -84,7 +87,10 @@ public:
         offset = std::max(offset, align_up(other.end, alignment));
       }
       offsets_[index] = static_cast<std::int64_t>(offset);
-      placed_.push_back({offset, offset + buffer.bytes, buffer.first_use, buffer.last_use, index});
+      const Placed placed{offset, offset + buffer.bytes, buffer.first_use, buffer.last_use, index};
+      placed_.insert(std::upper_bound(placed_.begin(), placed_.end(), placed,
+                                      [](const Placed& a, const Placed& b) { return a.begin < b.begin; }),
+                     placed);
       end = std::max(end, offset + buffer.bytes);
     }
     return end;

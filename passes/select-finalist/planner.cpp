@@ -1106,9 +1106,10 @@ Status plan_program(const Graph& graph, const Graph& model, PassContext& context
   if (Status status = planner->plan(model); !status.ok) return status;
   // Weights held once per row group are worth it only with room to spare. When they left a
   // later op no plan, plan again with at most half the row groups everywhere (ops pinned
-  // otherwise keep their pins), down to one. When some tile overflows at its peak of live
-  // bytes, plan again with half the row groups for the ops whose buffers are live there only.
-  for (PlannerOptions capped = options; options.row_groups == 0;) {
+  // otherwise keep their pins), or one if this was a re-plan already. When some tile
+  // overflows at a superstep, plan again with half the row groups for the ops live there.
+  bool replanned = false;
+  for (PlannerOptions capped = options; options.row_groups == 0; replanned = true) {
     const auto starved = planner->starved_op();
     const std::uint32_t most = planner->most_row_groups();
     const Overflow overflow =
@@ -1118,8 +1119,10 @@ Status plan_program(const Graph& graph, const Graph& model, PassContext& context
     if (starved) {
       // Halve the cap each time, not the most row groups seen: an op pinned to more keeps them,
       // and would otherwise hold the cap where it is, planning again forever.
+      // Starved again after planning again: memory is that short, so one row group at once
+      // (each pass plans the whole program).
       const std::uint32_t cap = capped.max_row_groups ? std::min(capped.max_row_groups, most) : most;
-      capped.max_row_groups = std::max(1u, cap / 2);
+      capped.max_row_groups = replanned ? 1 : std::max(1u, cap / 2);
     } else if (overflow.tiles > 0) {
       for (std::uint32_t op : overflow.ops) {
         const auto selected = planner->selected_row_groups().find(op);
