@@ -127,17 +127,21 @@ bench-regret: build
 # The generated ONNX encoders on t1472: compile time, cycles, peak tile bytes, errors against
 # the float64 outputs and ONNX Runtime.
 bench-onnx: build
+	@scripts/bootstrap.sh python3-onnx
 	bench/onnx/bench_onnx.sh $(TESSERA) $(CURDIR) $(BUILD)/bench-onnx
 
 # CNNs (resnet18, resnet50, mobilenetv2 at 224x224) on t1472: compile and run wall and RSS, device
 # cycles against the chip floor, and per conv layer its cycles against its floor.
 bench-cnn: build
+	@scripts/bootstrap.sh python3-onnx
 	/usr/bin/python3 bench/cnn/bench_cnn.py $(TESSERA) $(CURDIR) $(BUILD)/bench-cnn
 
 # Families of growing models (MLP width at batch 2 and 64, depth, batch; BERT-style layers, width,
-# tokens; CNN depth) on t1472: per step compile s and RSS, copies, run s and RSS against device +
-# host bytes, device cycles; per family the growth of compile time with copies and the edge.
+# tokens; BERT-base layers as ONNX, which python3-onnx writes; CNN depth) on t1472: per step
+# compile s and RSS, copies, run s and RSS against device + host bytes, device cycles; per family
+# the growth of compile time with copies and the edge.
 bench-scale: build
+	@scripts/bootstrap.sh python3-onnx
 	/usr/bin/python3 bench/scale/bench_scale.py $(TESSERA) $(CURDIR) $(BUILD)/bench-scale
 
 clean:

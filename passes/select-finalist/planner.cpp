@@ -222,7 +222,7 @@ private:
   }
 
   /// What the tiles hold after op `op_index`: the busiest tile and the mean, all told and in
-  /// support memory, with the reserve the next op's plans leave.
+  /// support memory, and what weight copies leave for the later ops (held_back).
   void log_resident(std::uint32_t op_index) const {
     const std::vector<TileBytes> resident = resident_bytes();
     std::uint64_t busiest = 0, total = 0, busiest_support = 0, support = 0;
@@ -1082,7 +1082,6 @@ Overflow live_overflow(const Program& program, const Target& target, const std::
         overflow.most_bytes = std::max(overflow.most_bytes, live_interleaved + spilled - interleaved_capacity);
       }
     }
-    if (support[tile] > target.interleaved_start) over_at = 0;
     if (!over_at) continue;
     ++overflow.tiles;
     for (const bool interleaved : {false, true})
@@ -1118,9 +1117,8 @@ Status plan_program(const Graph& graph, const Graph& model, PassContext& context
     std::vector<std::uint32_t> capped_ops;
     if (starved) {
       // Halve the cap each time, not the most row groups seen: an op pinned to more keeps them,
-      // and would otherwise hold the cap where it is, planning again forever.
-      // Starved again after planning again: memory is that short, so one row group at once
-      // (each pass plans the whole program).
+      // and would otherwise hold the cap where it is, planning again forever. Starved in a
+      // re-plan: memory is that short, so one row group at once (each pass plans everything).
       const std::uint32_t cap = capped.max_row_groups ? std::min(capped.max_row_groups, most) : most;
       capped.max_row_groups = replanned ? 1 : std::max(1u, cap / 2);
     } else if (overflow.tiles > 0) {

@@ -498,6 +498,27 @@ TEST_CASE("select-finalist rejects plans whose temporaries exceed the memory bud
   CHECK_THROWS_WITH(bench.run("select-finalist", options), Catch::Contains("available_memory_proportion"));
 }
 
+TEST_CASE(
+    "select-finalist counts standard data beyond the region against the interleaved room, as place-storage "
+    "moves it",
+    "[select-finalist]") {
+  // A 16 KiB standard region holds the support memory and little else: the plans stay those of
+  // the full 256 KiB region (they were slower ones before), and place-storage then fits them.
+  auto selected = [](std::uint32_t interleaved_start) {
+    PassBench bench(config_path("models/mlp-b16-n8-w256.yaml"), config_path("targets/t16.yaml"));
+    bench.state.target.interleaved_start = interleaved_start;
+    REQUIRE(bench.run_through("place-storage").ok);
+    REQUIRE(verify_program(bench.state.program, bench.state.target) == "");
+    CHECK(bench.log_lines("no operator plan fits").empty());
+    CHECK(bench.log_lines("re-planning").empty());
+    CHECK(bench.simulate().passed);
+    return bench.log_lines("selected operator plan");
+  };
+  const std::vector<std::string> small = selected(16384);
+  CHECK(small.size() == 8);
+  CHECK(small == selected(262144));
+}
+
 TEST_CASE("select-finalist screens tile mappings and moves groups off tiles holding their x", "[select-finalist]") {
   PassBench bench(config_path("models/mlp-small.yaml"), config_path("targets/t16.yaml"));
   REQUIRE(bench.run("lower-mid").ok);
