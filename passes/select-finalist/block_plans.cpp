@@ -1218,8 +1218,9 @@ Status plan_block_op(BlockPlanContext& plan, std::optional<Fragment>& fragment) 
                       "more on one tile",
                       where(plan), op_kind_name(op.kind), graph.tensors[op.output].name));
     // Nothing fits: carry on with the smallest so place-storage reports every tile over.
-    plan.context.logger.warn("{}: no block plan fits in tile memory op={} row_groups={} column_groups={}",
-                             plan.context.span, plan.op_index, smallest.row_groups, smallest.column_groups);
+    plan.context.info("no block plan fits in tile memory op={} row_groups={} column_groups={}", plan.op_index,
+                      smallest.row_groups, smallest.column_groups);
+    if (plan.unfit_ops) plan.unfit_ops->push_back(plan.op_index);
     FragmentBuilder builder(plan.program, own_supersteps(smallest));
     fragment = build(smallest, builder);
     best = smallest;

@@ -28,6 +28,9 @@ struct BlockPlanContext {
   /// consecutive layers' weights, vertex states and exchange descriptors (held for the whole
   /// program) land on different tiles instead of piling onto the first ones.
   std::uint32_t tile_cursor = 0;
+  /// Ops no plan fitted, each planned with its smallest: the planner warns of them once it
+  /// knows the pass is final (a re-plan may fit them).
+  std::vector<std::uint32_t>* unfit_ops = nullptr;
 };
 
 /// softmax, layer_norm, row reductions, and matmul by an activation or with transpose_b: the

@@ -133,6 +133,8 @@ public:
   /// The first op that fit no plan after an earlier op held its weights once per row group
   /// (those copies may be what crowded it out).
   std::optional<std::uint32_t> starved_op() const { return starved_op_; }
+  /// The ops no plan fitted, each planned with its smallest plan.
+  const std::vector<std::uint32_t>& unfit_ops() const { return unfit_ops_; }
   /// The most row groups a selected dense plan has.
   std::uint32_t most_row_groups() const { return most_row_groups_; }
   /// Per tile, the support memory (code, vertex states, exchange descriptors) of the program.
@@ -773,12 +775,12 @@ private:
                         where(op), op_kind_name(op.kind), tensor(op.output).name));
       // Nothing fits: carry on with the smallest plan so place-storage reports every tile
       // over, with its buffers, which says far more than a refusal here could.
-      context_.logger.warn(
-          "{}: no operator plan fits in tile memory op={} column_groups={} depth_groups={} "
+      context_.info(
+          "no operator plan fits in tile memory op={} column_groups={} depth_groups={} "
           "row_groups={} serial_splits={} reduction_blocks={} peak_tile_bytes={} memory_bytes={}",
-          context_.span, op_index, smallest->second.column_groups, smallest->second.depth_groups,
-          smallest->second.row_groups, smallest->second.serial_splits, smallest->second.reduction_blocks,
-          smallest->first, target_.memory_bytes);
+          op_index, smallest->second.column_groups, smallest->second.depth_groups, smallest->second.row_groups,
+          smallest->second.serial_splits, smallest->second.reduction_blocks, smallest->first, target_.memory_bytes);
+      unfit_ops_.push_back(op_index);
       finalists.push_back(cost(0, dense, smallest->second, smallest->first,
                                DenseFragment(dense, smallest->second, program_, target_).build()));
     }
@@ -958,7 +960,8 @@ private:
         distributions_,
         [&](const std::vector<TileBytes>& added) { return peak_if_fits(resident, added) != kDoesNotFit; },
         options_.orientation,
-        tile_cursor_};
+        tile_cursor_,
+        &unfit_ops_};
     std::optional<Fragment> fragment;
     if (Status status = plan_block_op(plan, fragment); !status.ok) return status;
     tile_cursor_ = plan.tile_cursor;
@@ -1011,6 +1014,7 @@ private:
   std::map<std::uint32_t, std::uint32_t> selected_row_groups_;  ///< op index -> row groups of its dense plan
   std::uint32_t tile_cursor_ = 0;  ///< the tile the next block op starts on (BlockPlanContext)
   std::optional<std::uint32_t> starved_op_;
+  std::vector<std::uint32_t> unfit_ops_;      ///< ops no plan fitted (unfit_ops())
   std::vector<std::uint64_t> support_bytes_;  ///< per tile: code, vertex states, descriptors planned so far
   std::vector<std::uint32_t> codelets_run_;   ///< per tile: a bit per codelet whose code it holds
   std::vector<std::uint32_t> buffer_op_;      ///< per program buffer: the op whose fragment made it
@@ -1146,6 +1150,12 @@ Status plan_program(const Graph& graph, const Graph& model, PassContext& context
     if (Status status = planner->plan(model); !status.ok) return status;
     if (starved && capped.max_row_groups == 1) break;
   }
+  // Only the final pass's: an earlier pass's unfit ops may have fitted when planned again.
+  if (const std::vector<std::uint32_t>& unfit = planner->unfit_ops(); !unfit.empty())
+    context.logger.warn(
+        "{}: no plan fits in tile memory for {} ops (op={}): each is planned with its smallest plan, and "
+        "place-storage says which tiles are over, if any",
+        context.span, unfit.size(), fmt::join(unfit, ","));
   const CostEstimate total = context.cost_model.estimate(program, context.target);
   estimates.estimated_cycles = total.total();
   estimates.estimated_exchange_cycles = total.exchange_cycles;
