@@ -28,8 +28,8 @@ struct BlockPlanContext {
   /// consecutive layers' weights, vertex states and exchange descriptors (held for the whole
   /// program) land on different tiles instead of piling onto the first ones.
   std::uint32_t tile_cursor = 0;
-  /// Ops no plan fitted, each planned with its smallest: the planner warns of them once it
-  /// knows the pass is final (a re-plan may fit them).
+  /// Ops no plan fitted, each planned with its smallest: the planner names them once it knows
+  /// the pass is final (a re-plan may fit them).
   std::vector<std::uint32_t>* unfit_ops = nullptr;
 };
 

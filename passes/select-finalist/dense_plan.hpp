@@ -169,7 +169,7 @@ public:
   DenseFragment(const DenseOp& op, DenseCandidate candidate, const Program& program, const Target& target);
   bool oversized() const { return builder_.oversized(); }
   std::uint64_t peak_temporary_bytes() const { return builder_.peak_temporary_bytes(target_.tiles); }
-  /// The fragment with its buffers laid out and nothing built yet.
+  /// The fragment with its buffers laid out and nothing built yet (see FragmentBuilder::laid_out).
   const Fragment& laid_out() const { return builder_.laid_out(); }
   Fragment build() &&;
 

@@ -109,7 +109,8 @@ public:
                   std::uint32_t word_offset = 0);
 
   const Buffer& buffer(std::uint32_t index) const { return fragment_.program.buffers[index]; }
-  /// The fragment so far: its buffers are final once laid out, its compute and copies may not be.
+  /// The fragment so far: once laid out, its weights and operand buffers are there; building
+  /// adds compute, copies and a swapped matmul's scratch buffers.
   const Fragment& laid_out() const { return fragment_; }
   bool oversized() const { return oversized_; }
   /// The most bytes of new transient buffers (the op's temporaries) on any one tile.
@@ -128,7 +129,7 @@ private:
   bool oversized_ = false;
 };
 
-/// Bytes a fragment's new buffers (aligned) take on each tile, by region: known once laid out.
+/// Bytes a fragment's new buffers (aligned) take on each tile, by region.
 std::vector<TileBytes> new_buffer_bytes(const Fragment& fragment, std::uint32_t tiles);
 
 /// Bytes a built fragment adds on each tile, by region: its new buffers (aligned) and, in the
