@@ -1032,7 +1032,7 @@ private:
 /// Where a planned program overflows tile memory even if place-storage packed it perfectly.
 struct Overflow {
   std::uint32_t tiles = 0;       ///< tiles whose live bytes at their peaks exceed the regions
-  std::set<std::uint32_t> ops;   ///< the ops whose buffers are live at those peaks
+  std::set<std::uint32_t> ops;   ///< the ops whose buffers are live where each tile is most over
   std::uint64_t most_bytes = 0;  ///< the most bytes a tile is over by
 };
 
@@ -1040,7 +1040,7 @@ struct Overflow {
 /// bytes exceed it (less the support memory place-storage reserves at its top) by more than the
 /// interleaved region has free then (less one memory element, which a matmul's element-apart
 /// operands can leave partly empty), place-storage could not move the excess there, so the
-/// tile is over and the ops live at that superstep are named.
+/// tile is over and the ops live where it is most over are named.
 Overflow live_overflow(const Program& program, const Target& target, const std::vector<std::uint64_t>& support,
                        const std::vector<std::uint32_t>& buffer_op) {
   std::vector<std::vector<std::uint32_t>> members(std::size_t{target.tiles} * 2);
@@ -1073,19 +1073,22 @@ Overflow live_overflow(const Program& program, const Target& target, const std::
     // Over where the interleaved region overflows, or the standard region's excess (which
     // place-storage moves to the interleaved region) exceeds what that region has free.
     std::int64_t standard = 0, interleaved = 0;
-    std::optional<std::uint64_t> over_at;
-    for (std::size_t i = 0; i < changes.size() && !over_at; ++i) {
+    std::optional<std::uint64_t> over_at;  // the superstep where the tile is most over
+    std::uint64_t most_over = 0;
+    for (std::size_t i = 0; i < changes.size(); ++i) {
       standard += changes[i].standard;
       interleaved += changes[i].interleaved;
       if (i + 1 < changes.size() && changes[i + 1].superstep == changes[i].superstep) continue;
       const auto live_standard = static_cast<std::uint64_t>(standard);
       const auto live_interleaved = static_cast<std::uint64_t>(interleaved);
       const std::uint64_t spilled = live_standard - std::min(live_standard, standard_capacity);
-      if (live_interleaved + spilled > interleaved_capacity) {
+      const std::uint64_t needed = live_interleaved + spilled;
+      if (needed > interleaved_capacity && needed - interleaved_capacity > most_over) {
+        most_over = needed - interleaved_capacity;
         over_at = changes[i].superstep;
-        overflow.most_bytes = std::max(overflow.most_bytes, live_interleaved + spilled - interleaved_capacity);
       }
     }
+    overflow.most_bytes = std::max(overflow.most_bytes, most_over);
     if (!over_at) continue;
     ++overflow.tiles;
     for (const bool interleaved : {false, true})
