@@ -145,23 +145,25 @@ void spill_to_interleaved(std::vector<std::uint32_t>& standard_members, std::vec
                                by_size.begin() + static_cast<std::ptrdiff_t>(count));
     place_tile();
   };
-  std::size_t low = 0, high = by_size.size();  // standard overflows with `low` moved; fits with `high`
+  // The fewest that leave the standard region fitting (moving more only fills the interleaved
+  // region): standard overflows with `low` moved and fits with `high`.
+  std::size_t low = 0, high = by_size.size();
   move_largest(high);
+  if (placement.standard_over == 0) {
+    while (high - low > 1) {
+      const std::size_t middle = (low + high) / 2;
+      move_largest(middle);
+      (placement.standard_over == 0 ? high : low) = middle;
+    }
+    move_largest(high);
+  }
   if (placement.standard_over > 0 || placement.interleaved_over > 0) {
     standard_members = standard_before;
     interleaved_members = interleaved_before;
     place_tile();
     return;
   }
-  while (high - low > 1) {
-    const std::size_t middle = (low + high) / 2;
-    move_largest(middle);
-    (placement.standard_over == 0 ? high : low) = middle;
-  }
-  std::size_t moved = high;
-  move_largest(moved);
-  if (placement.standard_over > 0 || placement.interleaved_over > 0) move_largest(moved = by_size.size());
-  for (std::size_t i = 0; i < moved; ++i) buffers[by_size[i]].region = Region::interleaved;
+  for (std::size_t i = 0; i < high; ++i) buffers[by_size[i]].region = Region::interleaved;
 }
 
 class PlaceStorage final : public tessera::Pass {

@@ -22,6 +22,13 @@ bool share_bytes(const Buffer& a, const Buffer& b) {
 }
 
 /// Every buffer placed inside its region, aligned, and apart from every buffer live with it.
+/// Makes the weights interleaved-only (the planner makes them standard data, which place-storage
+/// may move), so a shrunken interleaved region overflows with named weight buffers.
+void pin_weights_interleaved(Program& program) {
+  for (Buffer& buffer : program.buffers)
+    if (buffer.name.find(".w") != std::string::npos) buffer.region = Region::interleaved;
+}
+
 void check_placement(const Program& program, const Target& target) {
   for (const Buffer& buffer : program.buffers) {
     REQUIRE(buffer.offset != kUnplaced);
@@ -85,6 +92,26 @@ TEST_CASE("place-storage shares memory between buffers never live together", "[p
   CHECK(program.buffers[3].offset == 5056);  // first multiple of 64 after 4000 + 1000
   CHECK(program.buffers[4].offset == std::int64_t(bench.state.target.interleaved_start));
   CHECK(bench.state.estimates.peak_tile_bytes == 5156 + 256);
+}
+
+TEST_CASE("place-storage moves the fewest standard buffers the interleaved region can take", "[place-storage]") {
+  PassBench bench(config_path("models/mlp-small.yaml"), config_path("targets/t16.yaml"));
+  bench.state.facts.insert({facts::canonical, facts::plan});  // a plan made by hand
+  Target& target = bench.state.target;
+  target.interleaved_start = 8192;
+  target.memory_bytes = 16384;
+  Program& program = bench.state.program;
+  program.supersteps.resize(1);
+  // 12 KiB of standard data in an 8 KiB region: moving one buffer fits, moving all three
+  // would overflow the interleaved region instead.
+  program.buffers = {buffer("a", 4096, Region::standard, 0, 0), buffer("b", 4096, Region::standard, 0, 0),
+                     buffer("c", 4096, Region::standard, 0, 0), buffer("fast", 1024, Region::interleaved, 0, 0, 16)};
+  REQUIRE(bench.run("place-storage").ok);
+  check_placement(program, target);
+  int moved = 0;
+  for (const Buffer& b : program.buffers)
+    if (b.name != "fast") moved += b.region == Region::interleaved;
+  CHECK(moved == 1);
 }
 
 TEST_CASE("place-storage logs a memory summary of the tiles' extents", "[place-storage]") {
@@ -157,6 +184,7 @@ TEST_CASE("place-storage reports every tile over with its largest buffers", "[pl
   // The same plan on a machine with only 4 KiB of interleaved memory per tile.
   Target& target = bench.state.target;
   target.memory_bytes = target.interleaved_start + 4096;
+  pin_weights_interleaved(bench.state.program);
   std::vector<std::uint32_t> expected_over;
   for (std::uint32_t tile = 0; tile < target.tiles; ++tile) {
     std::uint64_t weights = 0;
@@ -215,6 +243,7 @@ TEST_CASE("place-storage shows the worst 3 tiles over in full and the rest as ti
   // The same plan with 4 KiB of interleaved memory per tile: every tile holding weights is over.
   Target& target = bench.state.target;
   target.memory_bytes = target.interleaved_start + 4096;
+  pin_weights_interleaved(bench.state.program);
   const Status status = bench.run("place-storage");
   REQUIRE_FALSE(status.ok);
   std::uint64_t over_tiles = 0;
@@ -287,6 +316,7 @@ TEST_CASE("place-storage reserves code, vertex state and exchange descriptors ab
   // The does-not-fit report shows each over tile's reserved support memory and descriptors.
   Target& target = bench.state.target;
   target.memory_bytes = target.interleaved_start + 4096;
+  pin_weights_interleaved(bench.state.program);
   const Status status = bench.run("place-storage");
   REQUIRE_FALSE(status.ok);
   bool shown = false;

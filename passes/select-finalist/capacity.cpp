@@ -19,8 +19,8 @@ std::uint64_t tensor_bytes(const Tensor& tensor) {
 }
 
 /// Matmul right operands and conv weights: block_plans.cpp makes their buffers in the
-/// interleaved region (the AMP's operands). Dense weights go to whichever region has room
-/// (planner.cpp weight_regions), and every other read may be standard.
+/// interleaved region (the AMP's operands). Dense weights are standard data place-storage
+/// moves to the interleaved region when need be, and every other read may be standard.
 bool interleaved_operand(const Op& op, std::size_t slot) {
   return slot == 1 && (op.kind == OpKind::matmul || op.kind == OpKind::conv);
 }

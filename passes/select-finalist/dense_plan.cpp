@@ -441,11 +441,13 @@ void DenseFragment::lay_out_buffers() {
         const std::uint32_t tile = mapping_.tile(r, c, g);
         const Range cols = columns_[c], depth = depths_[g];
         GroupBuffers group{r, tile, 0, kNoBuffer, {}, {0, 0}};
-        const Region weights = op_.weight_region.empty() ? fast : op_.weight_region[tile];
+        // The AMP reads its weights with 64-bit loads, which any region serves (poplin
+        // ConvPartial1x1Out wants them interleaved only for 128-bit loads): standard data,
+        // which place-storage moves to the interleaved region when the standard one is full.
         for (const Range& slice : slices_[c])
           group.weights.push_back(builder_.create(op_.name + ".w", tile,
                                                   packed_words(std::uint64_t{depth.size} * slice.size, op_.w->dtype),
-                                                  weights, matmul_alignment, lifetime_of(*op_.w)));
+                                                  standard, matmul_alignment, lifetime_of(*op_.w)));
         group.x_chunk =
             builder_.create(op_.name + ".x", tile, std::uint64_t{m} * depth.size, fast, matmul_alignment,
                             candidate_.input == InputSource::host_slices ? lifetime_of(*op_.x) : Lifetime::transient);

@@ -34,9 +34,6 @@ struct DenseOp {
   /// The program has no superstep yet, so a gather needs a superstep of its own.
   bool first_superstep = false;
   OrientationChoice orientation = OrientationChoice::automatic;
-  /// Per tile, the region its weight blocks go to (empty: interleaved). The AMP reads its
-  /// weights with 64-bit loads, which any region serves; only its partials must be interleaved.
-  std::vector<Region> weight_region;
 };
 
 /// n split into column_groups groups, k into depth_groups groups; group (c, g) runs on

@@ -245,8 +245,8 @@ private:
   /// The weights that ops after `op_index` read and no op up to it does, spread evenly over
   /// the tiles (the least any plan of theirs can put on a tile): a plan of this op must leave
   /// room for them, or a plan that holds its weights once per row group could starve the
-  /// later ops. Matmul right operands (`interleaved`) may go to either region (they go where
-  /// there is room, see weight_regions), the rest to standard.
+  /// later ops. Matmul right operands (`interleaved`) may go to either region (dense weights are
+  /// standard data place-storage moves to the interleaved region when need be), the rest to standard.
   TileBytes later_weights(std::uint32_t op_index) const {
     std::vector<bool> read_before(graph_.tensors.size(), false), counted(graph_.tensors.size(), false);
     for (std::uint32_t i = 0; i <= op_index; ++i)
@@ -343,24 +343,6 @@ private:
       peak = std::max(peak, standard + interleaved);
     }
     return peak;
-  }
-
-  /// Per tile, the region a dense op's weight blocks go to: the one with more room left once
-  /// the resident bytes are counted (interleaved on a tie). poplibs' AMP vertex
-  /// (poplin ConvPartial1x1Out) declares its weights interleaved only with use128BitLoad,
-  /// which the charges do not assume (docs/targets.md, loads); its partials stay interleaved.
-  std::vector<Region> weight_regions(const std::vector<TileBytes>& resident) const {
-    const std::uint64_t standard_capacity =
-        target_.interleaved_start - std::min(reserve_.standard, target_.interleaved_start);
-    const std::uint64_t interleaved_capacity = target_.memory_bytes - target_.interleaved_start;
-    std::vector<Region> regions(target_.tiles);
-    for (std::uint32_t tile = 0; tile < target_.tiles; ++tile) {
-      const std::uint64_t standard_room = standard_capacity - std::min(standard_capacity, resident[tile].standard);
-      const std::uint64_t interleaved_room =
-          interleaved_capacity - std::min(interleaved_capacity, resident[tile].interleaved);
-      regions[tile] = region_for(standard_room > interleaved_room ? Region::standard : Region::interleaved, target_);
-    }
-    return regions;
   }
 
   /// The most bytes any tile holds in each region with the candidate's buffers added.
@@ -632,7 +614,6 @@ private:
       std::erase_if(candidates, [&](const DenseCandidate& c) { return c.row_groups > row_group_cap; });
     if (pins.any()) candidates = pin_candidates(candidates, dense, target_.tiles, pins);
     const std::vector<TileBytes> resident = resident_bytes();
-    dense.weight_region = weight_regions(resident);
     // A candidate holding its weights per row group whose weight block alone exceeds its share
     // of the roomiest tile can never pass within_weight_share: not worth a screening slot.
     std::uint64_t most_room = 0;
@@ -1038,9 +1019,9 @@ struct Overflow {
 
 /// Sweeps each tile's buffers over the program's supersteps: where the standard region's live
 /// bytes exceed it (less the support memory place-storage reserves at its top) by more than the
-/// interleaved region has free then (less one memory element, which a matmul's element-apart
-/// operands can leave partly empty), place-storage could not move the excess there, so the
-/// tile is over and the ops live where it is most over are named.
+/// interleaved region has free then, place-storage could not move the excess there, so the
+/// tile is over and the ops live where it is most over are named. The same capacities as
+/// peak_if_fits: a stricter guard re-plans programs whose ops all fitted.
 Overflow live_overflow(const Program& program, const Target& target, const std::vector<std::uint64_t>& support,
                        const std::vector<std::uint32_t>& buffer_op) {
   std::vector<std::vector<std::uint32_t>> members(std::size_t{target.tiles} * 2);
@@ -1055,9 +1036,7 @@ Overflow live_overflow(const Program& program, const Target& target, const std::
     auto operator<=>(const Change&) const = default;
   };
   std::vector<Change> changes;  // frees first within a superstep
-  const std::uint64_t interleaved_region = target.memory_bytes - target.interleaved_start;
-  const std::uint64_t interleaved_capacity =
-      interleaved_region - std::min<std::uint64_t>(target.memory_element_bytes, interleaved_region);
+  const std::uint64_t interleaved_capacity = target.memory_bytes - target.interleaved_start;
   for (std::uint32_t tile = 0; tile < target.tiles; ++tile) {
     const std::uint64_t standard_capacity =
         target.interleaved_start - std::min(support[tile], std::uint64_t{target.interleaved_start});
