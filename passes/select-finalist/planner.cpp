@@ -115,6 +115,7 @@ public:
 
   Status plan(const Graph& model) {
     if (Status status = resolve_pins(model); !status.ok) return status;
+    group_by_shape();
     for (std::uint32_t i = 0; i < graph_.ops.size(); ++i) {
       context_.progress(i, graph_.ops.size(), "ops");
       const Op& op = graph_.ops[i];
@@ -126,9 +127,82 @@ public:
                                                                               : plan_elementwise(i);
       if (!status.ok) return status;
       if (context_.logger.should_log(spdlog::level::debug)) log_resident(i);
+      if (Status verdict = support_verdict(i); !verdict.ok) {
+        // A pass holding weights more than once stops here and plans again with one row
+        // group (row groups add gathers, so descriptors); otherwise the model is refused now.
+        if (most_row_groups_ > 1 && options_.max_row_groups != 1 && options_.row_groups == 0) {
+          support_over_op_ = i;
+          return Status::success();
+        }
+        return verdict;
+      }
     }
     return plan_outputs();
   }
+
+  /// Numbers the ops by shape (kind, flags, operand and result shapes): a deep model repeats a
+  /// few shapes, and an op plans much as the earlier ops of its shape did.
+  void group_by_shape() {
+    std::map<std::string, std::uint32_t> groups;
+    shape_group_.clear();
+    for (const Op& op : graph_.ops) {
+      std::string key =
+          fmt::format("{}:{}:{}:{}:{}", static_cast<int>(op.kind), op.relu, op.transpose_b, op.batch, op.heads);
+      for (std::uint32_t input : op.inputs) key += fmt::format("|{}", fmt::join(tensor(input).shape, "x"));
+      key += fmt::format(">{}", fmt::join(tensor(op.output).shape, "x"));
+      shape_group_.push_back(groups.emplace(key, static_cast<std::uint32_t>(groups.size())).first->second);
+    }
+    later_of_group_.assign(groups.size(), 0);
+    for (std::uint32_t group : shape_group_) ++later_of_group_[group];
+    least_support_of_group_.assign(groups.size(), std::nullopt);
+    repeated_before_ = 0;
+  }
+
+  /// After op `op_index`: support memory (code, vertex states, exchange descriptors) never
+  /// frees and never leaves the standard region, so once a tile's is past the region no later
+  /// op or placement can fit the program. Nor, in all likelihood, when the support memory a mean
+  /// tile would hold, if each later op needed the least an earlier op of its shape did (ops of
+  /// unseen shapes count nothing), comes to more than twice the region (a mean: the busiest tile
+  /// holds more). Either is refused here, in seconds, not after planning ops that cannot fit.
+  Status support_verdict(std::uint32_t op_index) {
+    const Op& op = graph_.ops[op_index];
+    const std::uint32_t group = shape_group_[op_index];
+    // Vertex states and descriptors only: a codelet's code is held once per tile, by its first op.
+    const std::uint64_t added = repeated_support_ - repeated_before_;
+    repeated_before_ = repeated_support_;
+    --later_of_group_[group];
+    auto& least = least_support_of_group_[group];
+    least = least ? std::min(*least, added) : added;
+
+    const auto busiest = std::max_element(support_bytes_.begin(), support_bytes_.end());
+    if (busiest != support_bytes_.end() && *busiest > target_.interleaved_start)
+      return Status::failure(fmt::format(
+          "{}: model does not fit: after {} '{}' (op {} of {}), tile {} needs {} bytes of support memory (code, "
+          "vertex states, exchange descriptors), more than the {} bytes of its standard region, where support "
+          "memory must stay; the later ops only add to it; fix: use a target with more tiles than '{}', or a "
+          "model with fewer layers",
+          where(op), op_kind_name(op.kind), tensor(op.output).name, op_index + 1, graph_.ops.size(),
+          busiest - support_bytes_.begin(), *busiest, target_.interleaved_start, target_.name));
+
+    std::uint64_t total = 0;
+    for (std::uint64_t bytes : support_bytes_) total += bytes;
+    double projected = static_cast<double>(total);
+    for (std::size_t g = 0; g < later_of_group_.size(); ++g)
+      if (least_support_of_group_[g]) projected += double(later_of_group_[g]) * double(*least_support_of_group_[g]);
+    projected /= target_.tiles;
+    if (projected <= 2.0 * static_cast<double>(target_.interleaved_start)) return Status::success();
+    return Status::failure(fmt::format(
+        "{}: model does not fit: the {} ops planned up to {} '{}' hold {} bytes of support memory (code, vertex "
+        "states, exchange descriptors) on a mean tile; the {} later ops, each needing the least an earlier op of its "
+        "shape did, bring it to {:.0f} bytes, more than twice the {} bytes of the standard region, where support "
+        "memory must stay; fix: use a target with more tiles than '{}', or a model with fewer layers",
+        where(op), op_index + 1, op_kind_name(op.kind), tensor(op.output).name, total / target_.tiles,
+        graph_.ops.size() - op_index - 1, projected, target_.interleaved_start, target_.name));
+  }
+
+  /// The op after which this pass stopped, with some tile's support memory past its standard
+  /// region while weights were held more than once.
+  std::optional<std::uint32_t> support_over_op() const { return support_over_op_; }
 
   /// The first op that fit no plan after an earlier op held its weights once per row group
   /// (those copies may be what crowded it out).
@@ -995,7 +1069,12 @@ private:
   std::map<std::uint32_t, std::uint32_t> selected_row_groups_;  ///< op index -> row groups of its dense plan
   std::uint32_t tile_cursor_ = 0;  ///< the tile the next block op starts on (BlockPlanContext)
   std::optional<std::uint32_t> starved_op_;
-  std::vector<std::uint32_t> unfit_ops_;      ///< ops no plan fitted (unfit_ops())
+  std::optional<std::uint32_t> support_over_op_;                      ///< support_over_op()
+  std::vector<std::uint32_t> shape_group_;                            ///< per op, its shape group (group_by_shape)
+  std::vector<std::uint32_t> later_of_group_;                         ///< per shape group, its ops not planned yet
+  std::vector<std::optional<std::uint64_t>> least_support_of_group_;  ///< the least support an op of it added
+  std::uint64_t repeated_before_ = 0;                                 ///< repeated_support_ before the op being planned
+  std::vector<std::uint32_t> unfit_ops_;                              ///< ops no plan fitted (unfit_ops())
   std::vector<std::uint64_t> support_bytes_;  ///< per tile: code, vertex states, descriptors planned so far
   std::vector<std::uint32_t> codelets_run_;   ///< per tile: a bit per codelet whose code it holds
   std::vector<std::uint32_t> buffer_op_;      ///< per program buffer: the op whose fragment made it
@@ -1095,7 +1174,8 @@ Status plan_program(const Graph& graph, const Graph& model, PassContext& context
   // overflows at a superstep, plan again with half the row groups for the ops live there.
   bool replanned = false;
   for (PlannerOptions capped = options; options.row_groups == 0; replanned = true) {
-    const auto starved = planner->starved_op();
+    // A pass stopped where support memory outgrew the standard region counts as starved there.
+    const auto starved = planner->support_over_op() ? planner->support_over_op() : planner->starved_op();
     const std::uint32_t most = planner->most_row_groups();
     const Overflow overflow =
         most > 1 && !starved ? live_overflow(program, context.target, planner->support_bytes(), planner->buffer_op())
@@ -1106,7 +1186,7 @@ Status plan_program(const Graph& graph, const Graph& model, PassContext& context
       // and would otherwise hold the cap where it is, planning again forever. Starved in a
       // re-plan: memory is that short, so one row group at once (each pass plans everything).
       const std::uint32_t cap = capped.max_row_groups ? std::min(capped.max_row_groups, most) : most;
-      capped.max_row_groups = replanned ? 1 : std::max(1u, cap / 2);
+      capped.max_row_groups = replanned || planner->support_over_op() ? 1 : std::max(1u, cap / 2);
     } else if (overflow.tiles > 0) {
       for (std::uint32_t op : overflow.ops) {
         const auto selected = planner->selected_row_groups().find(op);

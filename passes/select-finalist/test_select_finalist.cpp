@@ -7,6 +7,7 @@
 #include <set>
 
 #include "pass_bench.hpp"
+#include "tessera/lowering.hpp"
 #include "tessera/pass_manager.hpp"
 #include "temp_dir.hpp"
 
@@ -81,6 +82,25 @@ std::string deep_model(const TempDir& dir) {
                    "  - {op: relu, inputs: [a], output: y}\n"
                    "  - {op: matmul, inputs: [y, w1], output: z}\n"
                    "outputs: [z]\n");
+}
+
+/// `layers` dense layers of width 64 with a bias and ReLU, batch 4: one shape, repeated.
+std::string deep_mlp(const TempDir& dir, int layers) {
+  std::string tensors = "  - {name: x, shape: [4, 64], kind: input}\n", ops, previous = "x";
+  for (int i = 0; i < layers; ++i) {
+    tensors += fmt::format(
+        "  - {{name: w{0}, shape: [64, 64], kind: weight, scale: 0.125}}\n"
+        "  - {{name: b{0}, shape: [64], kind: weight}}\n",
+        i);
+    ops += fmt::format(
+        "  - {{op: matmul, inputs: [{1}, w{0}], output: h{0}}}\n"
+        "  - {{op: add, inputs: [h{0}, b{0}], output: a{0}}}\n"
+        "  - {{op: relu, inputs: [a{0}], output: y{0}}}\n",
+        i, previous);
+    previous = fmt::format("y{}", i);
+  }
+  return dir.write(fmt::format("mlp-{}.yaml", layers),
+                   "model: deep-mlp\nseed: 3\ntensors:\n" + tensors + "ops:\n" + ops + "outputs: [" + previous + "]\n");
 }
 
 std::string model_file(const TempDir& dir, const std::string& ops, const std::string& outputs) {
@@ -518,6 +538,59 @@ TEST_CASE(
   const std::vector<std::string> small = selected(16384);
   CHECK(small.size() == 8);
   CHECK(small == selected(262144));
+}
+
+TEST_CASE("select-finalist refuses, early, a model whose support memory outgrows the standard region",
+          "[select-finalist]") {
+  // Support memory: code, vertex states, exchange descriptors, per tile, of a planned program.
+  auto support = [](const PassBench& bench) {
+    const std::uint32_t tiles = bench.state.target.tiles;
+    std::vector<std::uint64_t> bytes = call_support_bytes(bench.state.program, tiles);
+    const std::vector<std::uint64_t> descriptors =
+        exchange_descriptor_bytes(bench.state.program, tiles, bench.state.target.multicast);
+    for (std::uint32_t t = 0; t < tiles; ++t) bytes[t] += descriptors[t];
+    return bytes;
+  };
+  TempDir dir;
+  PassBench shallow(deep_mlp(dir, 2), config_path("targets/t16.yaml"));
+  REQUIRE(shallow.run_through("select-finalist").ok);
+  const std::vector<std::uint64_t> two_layers = support(shallow);
+  const std::uint64_t busiest_two = *std::max_element(two_layers.begin(), two_layers.end());
+  PassBench deep(deep_mlp(dir, 48), config_path("targets/t16.yaml"));
+  REQUIRE(deep.run_through("select-finalist").ok);
+  const std::vector<std::uint64_t> all_layers = support(deep);
+  std::uint64_t total = 0;
+  for (std::uint64_t bytes : all_layers) total += bytes;
+  const std::uint64_t mean = total / all_layers.size();
+  const std::uint64_t busiest = *std::max_element(all_layers.begin(), all_layers.end());
+  INFO("busiest tile after 2 layers " << busiest_two << ", after 48: mean " << mean << ", busiest " << busiest);
+  REQUIRE(mean > 3 * busiest_two);
+
+  SECTION("48 layers of one shape, projected past twice the region after a few: refused then") {
+    PassBench bench(deep_mlp(dir, 48), config_path("targets/t16.yaml"));
+    bench.state.target.interleaved_start = static_cast<std::uint32_t>(busiest_two + 64);
+    const Status status = bench.run_through("select-finalist");
+    REQUIRE_FALSE(status.ok);
+    INFO(status.message);
+    CHECK_THAT(status.message, Catch::Contains("mlp-48.yaml:"));
+    CHECK_THAT(status.message, Catch::Contains("model does not fit: the "));
+    CHECK_THAT(status.message, Catch::Contains("bytes of support memory"));
+    CHECK_THAT(status.message, Catch::Contains("fix: "));
+    CHECK(bench.log_lines("selected operator plan").size() < 8);
+  }
+  SECTION("a tile's support past the region: refused where it happens, not after the last op") {
+    PassBench bench(deep_mlp(dir, 48), config_path("targets/t16.yaml"));
+    // Over half the mean (the projection comes to about the mean); below the busiest tile's.
+    const std::uint64_t region = std::max(3 * mean / 4, busiest_two + 64);
+    REQUIRE(region < busiest);
+    bench.state.target.interleaved_start = static_cast<std::uint32_t>(region);
+    const Status status = bench.run_through("select-finalist");
+    REQUIRE_FALSE(status.ok);
+    INFO(status.message);
+    CHECK_THAT(status.message,
+               Catch::Contains("more than the " + std::to_string(region) + " bytes of its standard region"));
+    CHECK(bench.log_lines("selected operator plan").size() < 48);
+  }
 }
 
 TEST_CASE("select-finalist screens tile mappings and moves groups off tiles holding their x", "[select-finalist]") {
