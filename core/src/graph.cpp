@@ -491,6 +491,26 @@ bool may_be_float16(const Graph& graph, const Op& op, std::size_t slot) {
   return matmul_weight || bias;
 }
 
+Float16Storage store_weights_in_float16(Graph& graph) {
+  std::vector<bool> read(graph.tensors.size(), false), halves_only(graph.tensors.size(), true);
+  for (const Op& op : graph.ops)
+    for (std::size_t slot = 0; slot < op.inputs.size(); ++slot) {
+      read.at(op.inputs[slot]) = true;
+      halves_only[op.inputs[slot]] = halves_only[op.inputs[slot]] && may_be_float16(graph, op, slot);
+    }
+  for (std::uint32_t output : graph.outputs) halves_only.at(output) = false;  // read back as float32
+  Float16Storage storage;
+  for (std::size_t t = 0; t < graph.tensors.size(); ++t) {
+    Tensor& tensor = graph.tensors[t];
+    if (tensor.kind != TensorKind::weight || tensor.dtype != DType::float32 || !read[t] || !halves_only[t]) continue;
+    tensor.dtype = DType::float16;
+    ++storage.weights;
+    const auto elements = static_cast<std::uint64_t>(tensor.elements());
+    storage.bytes_saved += (packed_words(elements, DType::float32) - packed_words(elements, DType::float16)) * 4;
+  }
+  return storage;
+}
+
 std::string infer_shape(const Graph& graph, const Op& op, std::vector<std::int64_t>& shape) {
   auto input = [&](std::size_t i) -> const Tensor& { return graph.tensors.at(op.inputs.at(i)); };
   auto expect_inputs = [&](std::size_t low, std::size_t high) -> std::string {

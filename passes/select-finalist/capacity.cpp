@@ -151,7 +151,8 @@ Status check_capacity(const Graph& graph, const Target& target, PassContext& con
     would.push_back(
         fmt::format("float16 storage of the float32 matmul weights and biases would make the weights {}: {}",
                     bytes_text(need.float16_weight_bytes),
-                    ratio16 <= 1.0 ? "that would fit" : fmt::format("still {:.2f}x what fits, not enough", ratio16)));
+                    ratio16 <= 1.0 ? "that would fit (tessera compile --float16-weights)"
+                                   : fmt::format("still {:.2f}x what fits, not enough", ratio16)));
   } else {
     would.push_back("float16 storage would not help: every weight that may be float16 is already");
   }

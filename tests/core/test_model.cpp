@@ -214,3 +214,41 @@ TEST_CASE("model window sizes from a file cannot overflow the shape check", "[mo
   CHECK_THAT(infer_shape(g, conv, shape), Catch::Contains("too many pixels"));
   CHECK_THAT(check_graph(g), Catch::Contains("too many pixels"));
 }
+
+TEST_CASE("--float16-weights stores the weights only half-reading ops read as float16", "[model]") {
+  TempDir dir;
+  const std::string file = dir.write("m.yaml",
+                                     "model: m\ntensors:\n"
+                                     "  - {name: x, shape: [2, 6], kind: input}\n"
+                                     "  - {name: w, shape: [6, 5], kind: weight}\n"
+                                     "  - {name: b, shape: [5], kind: weight}\n"
+                                     "  - {name: wt, shape: [4, 5], kind: weight}\n"
+                                     "  - {name: s, shape: [4], kind: weight}\n"
+                                     "  - {name: shared, shape: [4, 4], kind: weight}\n"
+                                     "  - {name: unread, shape: [3, 3], kind: weight}\n"
+                                     "ops:\n"
+                                     "  - {op: matmul, inputs: [x, w], output: h}\n"
+                                     "  - {op: add, inputs: [h, b], output: a}\n"
+                                     "  - {op: matmul, inputs: [a, wt], output: t, transpose_b: true}\n"
+                                     "  - {op: mul, inputs: [t, s], output: u}\n"
+                                     "  - {op: matmul, inputs: [u, shared], output: v}\n"
+                                     "  - {op: matmul, inputs: [shared, shared], output: q}\n"
+                                     "outputs: [v, q]\n");
+  Graph g = load_model(file);
+  const Float16Storage storage = store_weights_in_float16(g);
+  auto dtype = [&](const char* name) { return g.tensors[g.find_tensor(name)].dtype; };
+  // A matmul's right operand and a bias row: halves. transpose_b operands, a mul's row, a weight
+  // also read by an op that reads no halves, and one nothing reads: float32.
+  CHECK(dtype("w") == DType::float16);
+  CHECK(dtype("b") == DType::float16);
+  CHECK(dtype("wt") == DType::float32);
+  CHECK(dtype("s") == DType::float32);
+  CHECK(dtype("shared") == DType::float32);
+  CHECK(dtype("unread") == DType::float32);
+  CHECK(dtype("x") == DType::float32);
+  CHECK(storage.weights == 2);
+  CHECK(storage.bytes_saved == (30 - 15) * 4 + (5 - 3) * 4);
+  CHECK(check_graph(g).empty());
+  // Again: nothing left to store.
+  CHECK(store_weights_in_float16(g).weights == 0);
+}

@@ -44,6 +44,27 @@ if [ "$abs_error" != 0 ]; then
   grep -q "differentialTest=FAIL" "$work/strict.out" || fail "a differential run beyond tolerance does not print differentialTest=FAIL"
 fi
 
+# --float16-weights: the encoder's matmul weights and biases stored as float16. ONNX Runtime keeps
+# them float32, so the differential widens atol by the float16 share of the output's scale and
+# says so; the device must still match both references.
+model=bert-s16-e64-h4-l2
+folder=$work/models/$model
+"$tessera" -v compile "$folder/model.onnx" -p "$pipeline" -o "$work/f16.tpkg" --float16-weights >"$work/f16.compile" 2>&1 ||
+  { tail -5 "$work/f16.compile"; fail "$model does not compile with --float16-weights"; }
+stored=$(grep -o "stored weights as float16 weights=[0-9]*" "$work/f16.compile" | sed 's/.*=//')
+[ "${stored:-0}" -gt 0 ] || fail "$model: --float16-weights stored no weight as float16"
+"$tessera" run "$work/f16.tpkg" --lock "$work/device.lock" --input "x=$folder/test_data_set_0/input_0.pb" \
+  --differential >"$work/f16.out" 2>"$work/f16.err" || { cat "$work/f16.out"; tail -5 "$work/f16.err"; fail "$model: float16 run failed"; }
+grep -q "numericalTest=PASS" "$work/f16.out" || fail "$model: float16 weights miss the float64 reference"
+grep -q "differentialTest=PASS" "$work/f16.out" || fail "$model: float16 weights miss ONNX Runtime"
+atol=$(grep "^differential output=y " "$work/f16.out" | sed 's/.* atol=\([^ ]*\).*/\1/')
+f32_atol=$(grep "^differential output=y " "$work/$model.out" | sed 's/.* atol=\([^ ]*\).*/\1/')
+/usr/bin/python3 -c "import sys; sys.exit(0 if float('$atol') > float('$f32_atol') else 1)" ||
+  fail "$model: the float16 differential's atol ($atol) is not wider than float32's ($f32_atol)"
+cycles16=$(grep -o "device_cycles=[0-9]*" "$work/f16.out" | sed 's/.*=//')
+cycles32=$(grep -o "device_cycles=[0-9]*" "$work/$model.out" | sed 's/.*=//')
+echo "$model --float16-weights: weights=$stored device_cycles=$cycles16 (float32: $cycles32) $(grep '^differential output=y ' "$work/f16.out")"
+
 # A YAML package has no ONNX model to give ONNX Runtime: a clear error, exit 1.
 set +e
 "$tessera" compile "$source/configs/models/mlp-small.yaml" -p "$pipeline" -o "$work/yaml.tpkg" >/dev/null 2>&1

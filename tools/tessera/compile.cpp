@@ -73,7 +73,14 @@ CompileResult compile(const CompileRequest& request) {
   onnx_import::ImportOptions import_options;
   for (const std::string& text : request.input_shapes) onnx_import::add_input_shape(import_options, text);
   for (const std::string& text : request.input_values) onnx_import::add_input_value(import_options, text);
-  CompilationState state = session.initial_state(onnx_import::load_any_model(request.model, import_options));
+  Graph model = onnx_import::load_any_model(request.model, import_options);
+  if (request.float16_weights) {
+    const Float16Storage storage = store_weights_in_float16(model);
+    log->info("stored weights as float16 weights={} bytes_saved={}", storage.weights, storage.bytes_saved);
+    if (storage.weights == 0)
+      log->warn("--float16-weights: {} has no float32 matmul weight or bias to store as float16", request.model);
+  }
+  CompilationState state = session.initial_state(std::move(model));
   // An in-process cost model's table for this target (calibrated) is read now: a missing one is
   // the pipeline's mistake, not a plugin fault mid-compile. An isolated one keeps its containment
   // (a crash there is the plugin's fault, with a reproducer).

@@ -32,6 +32,7 @@ struct CompileRequest {
   std::string json_path;                  ///< when set, the result and the compile record as JSON (--json)
   std::vector<std::string> input_shapes;  ///< --input-shape NAME=DIMS (ONNX models)
   std::vector<std::string> input_values;  ///< --input-value NAME=VALUES (ONNX models)
+  bool float16_weights = false;           ///< --float16-weights
   /// Called before each pass and after the last (PassManagerOptions::on_pass): the progress line.
   std::function<void(std::size_t index, std::size_t count, const std::string& pass)> on_pass;
   /// How far the running pass is (PassManagerOptions::on_pass_progress): the progress line.

@@ -48,9 +48,11 @@ void print_compile_result(const cli::CompileResult& r) {
 // Prints the run's result lines; returns the exit code (1 when the numbers are wrong).
 void print_differential(const cli::DifferentialReport& report) {
   for (const cli::DifferentialOutput& output : report.outputs)
-    fmt::print("differential output={} elements={} maxAbsoluteError={:.9g} maxRelativeError={:.9g} mismatches={}\n",
-               output.name, output.report.elements, output.report.max_abs_error, output.report.max_rel_error,
-               output.report.mismatches);
+    fmt::print(
+        "differential output={} elements={} maxAbsoluteError={:.9g} maxRelativeError={:.9g} mismatches={} "
+        "atol={:.9g}\n",
+        output.name, output.report.elements, output.report.max_abs_error, output.report.max_rel_error,
+        output.report.mismatches, output.atol);
   fmt::print("differentialReference=onnxruntime-{} differentialTest={}\n", report.onnxruntime_version,
              report.passed ? "PASS" : "FAIL");
 }
@@ -135,6 +137,9 @@ int main(int argc, char** argv) {
   compile->add_option("--input-value", compile_request.input_values,
                       "NAME=VALUES: freeze an ONNX graph input to a constant: numbers joined by ',' (16000, 1,0,2) "
                       "or a .pb/.npy file; folding then runs through it (repeatable; docs/onnx.md)");
+  compile->add_flag("--float16-weights", compile_request.float16_weights,
+                    "store float32 matmul weights and biases as float16 (products accumulate in float32; a run "
+                    "widens its tolerances for it; docs/models.md)");
   bool compile_mkdir = false;
   compile->add_flag("--mkdir", compile_mkdir, "create the folders of -o and --json when missing");
   compile->add_option("--sign", compile_request.sign_key,

@@ -76,6 +76,10 @@ PreparedRun prepare_run(const Package& package, const RunData& data, runtime::Ru
                         "compiled from",
                         source, tensor.name, tensor.elements()));
       options.weights[tensor.name] = std::move(found->second);
+      const std::int64_t as_imported = imported.graph.find_tensor(tensor.name);
+      prepared.float16_stored_weights +=
+          tensor.dtype == DType::float16 && as_imported >= 0 &&
+          imported.graph.tensors[static_cast<std::size_t>(as_imported)].dtype == DType::float32;
     }
     logger("tessera.runtime")
         ->info("weights read from the model path={} sha256={} weights={} matches_package={}", source,

@@ -35,6 +35,8 @@ struct PreparedRun {
   std::map<std::string, int> element_types;  ///< of the inputs and outputs an ONNX model declares
   /// The inputs the compile froze (--input-value), with their values, for ONNX Runtime.
   std::vector<std::pair<onnx_import::OnnxValue, std::vector<double>>> frozen_inputs;
+  /// Weights the package stores as float16 that the model holds as float32 (--float16-weights).
+  std::size_t float16_stored_weights = 0;
 };
 
 /// Fills options.weights (an imported model's, from the file it was compiled from, checked

@@ -244,6 +244,15 @@ float initial_value(const Graph& graph, const Tensor& tensor, std::uint64_t inde
 /// transpose_b, or a bias row vector (nothing else reads halves).
 bool may_be_float16(const Graph& graph, const Op& op, std::size_t slot);
 
+/// Stores as float16 every float32 weight that only ops reading halves read (may_be_float16):
+/// matmul weights and biases, as IPU users run them; products still accumulate in float32.
+/// Returns how many weights it changed and the bytes that saves.
+struct Float16Storage {
+  std::size_t weights = 0;
+  std::uint64_t bytes_saved = 0;
+};
+Float16Storage store_weights_in_float16(Graph& graph);
+
 /// Infers the output shape of `op` from its inputs; returns an error message or "".
 std::string infer_shape(const Graph& graph, const Op& op, std::vector<std::int64_t>& shape);
 /// Infers the element type of `op`'s output from its inputs' (cast: `dtype` holds the target on
