@@ -336,8 +336,16 @@ std::vector<double> window_op(const Op& op, const Matrix& x, const Matrix* weigh
   return out;
 }
 
-ReferenceValues execute_reference(const Graph& graph, const HostTensors& values) {
+ReferenceValues execute_reference(const Graph& graph, const HostTensors& values, bool outputs_only) {
   ReferenceValues computed;
+  // Per tensor, the last op reading it (graph outputs: never freed).
+  std::vector<std::size_t> last_reader(graph.tensors.size(), 0);
+  std::vector<bool> kept(graph.tensors.size(), !outputs_only);
+  for (std::size_t i = 0; i < graph.ops.size(); ++i)
+    for (std::uint32_t input : graph.ops[i].inputs)
+      if (input < last_reader.size()) last_reader[input] = i;
+  for (std::uint32_t output : graph.outputs)
+    if (output < kept.size()) kept[output] = true;
   auto lookup = [&](const Op& op, std::uint32_t index) -> Matrix {
     if (index >= graph.tensors.size()) fail(graph, op, fmt::format("input tensor index {} is out of range", index));
     const Tensor& tensor = graph.tensors[index];
@@ -366,7 +374,8 @@ ReferenceValues execute_reference(const Graph& graph, const HostTensors& values)
     return matrix;
   };
 
-  for (const Op& op : graph.ops) {
+  for (std::size_t op_index = 0; op_index < graph.ops.size(); ++op_index) {
+    const Op& op = graph.ops[op_index];
     if (op.output >= graph.tensors.size())
       fail(graph, op, fmt::format("output tensor index {} is out of range", op.output));
     const Tensor& out_tensor = graph.tensors[op.output];
@@ -617,6 +626,9 @@ ReferenceValues execute_reference(const Graph& graph, const HostTensors& values)
            fmt::format("produces {} values but '{}' is {}x{}", out.size(), out_tensor.name, out_tensor.rows(),
                        out_tensor.cols()));
     computed[out_tensor.name] = std::move(out);
+    for (std::uint32_t input : op.inputs)
+      if (input < kept.size() && !kept[input] && last_reader[input] == op_index)
+        computed.erase(graph.tensors[input].name);
   }
   return computed;
 }

@@ -49,6 +49,18 @@ TEST_CASE("reference executor computes matmul, broadcast add, relu and dense in 
   CHECK(values.count("x") == 0);  // only what ops produce
 }
 
+TEST_CASE("reference executor keeps only the graph's outputs when asked, with the same values",
+          "[runtime][reference]") {
+  const ReferenceValues all = execute_reference(tiny_graph(), tiny_values());
+  const ReferenceValues outputs = execute_reference(tiny_graph(), tiny_values(), /*outputs_only=*/true);
+  const Graph graph = tiny_graph();
+  REQUIRE(outputs.size() == graph.outputs.size());
+  for (std::uint32_t output : graph.outputs) {
+    const std::string& name = graph.tensors[output].name;
+    CHECK(outputs.at(name) == all.at(name));
+  }
+}
+
 TEST_CASE("reference executor computes the elementwise functions, row operands and row reductions in double",
           "[runtime][reference]") {
   using testing::make_tensor;

@@ -179,9 +179,16 @@ public:
     for (const auto& opset : model_.opset_import())
       if (opset.domain().empty() || opset.domain() == "ai.onnx") result_.opset = opset.version();
     graph_.name = graph.name().empty() ? fs::path(path_).stem().string() : graph.name();
-    for (const TensorProto& initializer : graph.initializer())
+    // Each initializer's data goes once read: a 340 MB model would otherwise be held twice more.
+    for (TensorProto& initializer : *model_.mutable_graph()->mutable_initializer()) {
       constants_[initializer.name()] =
           read_tensor(initializer, fmt::format("{}: initializer '{}'", path_, initializer.name()));
+      initializer.clear_raw_data();
+      initializer.clear_float_data();
+      initializer.clear_double_data();
+      initializer.clear_int32_data();
+      initializer.clear_int64_data();
+    }
     check_option_names(graph);
     for (const onnx::ValueInfoProto& input : graph.input()) {
       if (constants_.count(input.name())) continue;  // an initializer listed as an input: a weight
@@ -3555,7 +3562,7 @@ void check_inference_survives(const std::string& path, const onnx::ModelProto& m
 
 OnnxImport import_onnx(const std::string& path, const std::string& expected_sha256, const ImportOptions& options) {
   // protobuf parses at most 2 GiB - 1; a FIFO or a device is refused before it is read.
-  const std::string bytes = read_bounded_file(path, "the ONNX model", (std::uint64_t{1} << 31) - 1);
+  std::string bytes = read_bounded_file(path, "the ONNX model", (std::uint64_t{1} << 31) - 1);
   onnx::ModelProto model;
   // The hash is of the very bytes parsed, so a run can tell it reads the same weights.
   const std::string sha256 = sha256_hex(bytes);
@@ -3568,6 +3575,7 @@ OnnxImport import_onnx(const std::string& path, const std::string& expected_sha2
     throw Error(
         path +
         ": not an ONNX model (the protobuf ModelProto does not parse); export it with torch.onnx.export or onnx.save");
+  std::string().swap(bytes);  // parsed: the model holds the weights now
   check_newer_ir_version(path, model);
   try {
     onnx::checker::check_model(model);

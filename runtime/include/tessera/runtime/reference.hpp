@@ -16,9 +16,10 @@ using ReferenceValues = std::map<std::string, std::vector<double>>;
 /// Executes `graph` (matmul with optional transpose_b, add with row-vector broadcast,
 /// relu, dense, softmax with scale, layer_norm) in float64.
 /// Inputs and weights come from `values` (float32, widened to double: the same numbers
-/// the device gets). Returns every tensor an op produces. Throws Error naming the op's
-/// place in the model file on a missing value or a shape mismatch.
-ReferenceValues execute_reference(const Graph& graph, const HostTensors& values);
+/// the device gets). Returns every tensor an op produces, or with `outputs_only` the graph's
+/// outputs (each intermediate freed after its last reader: a deep model's would add up).
+/// Throws Error naming the op's place in the model file on a missing value or a shape mismatch.
+ReferenceValues execute_reference(const Graph& graph, const HostTensors& values, bool outputs_only = false);
 
 /// Default tolerances of the numerical test. The simulator accumulates in float32
 /// (unit roundoff 2^-24, about 6e-8); a dot product of k terms has a rounding error that
