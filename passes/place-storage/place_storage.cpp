@@ -156,6 +156,8 @@ void spill_to_interleaved(std::vector<std::uint32_t>& standard_members, std::vec
       (placement.standard_over == 0 ? high : low) = middle;
     }
     move_largest(high);
+    // Element-apart operands can make more fit where fewer do not.
+    if (placement.interleaved_over > 0 && high < by_size.size()) move_largest(high = by_size.size());
   }
   if (placement.standard_over > 0 || placement.interleaved_over > 0) {
     standard_members = standard_before;
