@@ -196,10 +196,11 @@ def main():
     # The process alone (libraries, start-up): most of a small model's RSS, beside each run's.
     _, _, floor_rss = measured([tessera, "--version"], os.path.join(work, "floor.out"), os.path.join(work, "floor.err"), 60)
     print(f"# process_floor_rss_mib={floor_rss:.1f} (tessera --version); rss/data = run RSS / (device buffers + host "
-          f"tensors), less the floor in (rss-floor)/data")
+          f"tensors), less the floor in (rss-floor)/data; rss/device = run RSS / (device buffers + support memory "
+          f"+ host tensors): code, vertex states and exchange descriptors are tile memory too")
     header = (f"{'family':<15} {'step':>7} {'compile':>8} {'compile_s':>9} {'compile_MiB':>11} {'copies':>9} "
               f"{'run_s':>6} {'run_MiB':>8} {'device_cycles':>13} {'device_MiB':>10} {'support_MiB':>11} "
-              f"{'host_MiB':>8} {'rss/data':>8} {'(rss-floor)/data':>16} {'numerics':>8}")
+              f"{'host_MiB':>8} {'rss/data':>8} {'(rss-floor)/data':>16} {'rss/device':>10} {'numerics':>8}")
     summary, status = [], 0
     for family in chosen or list(FAMILIES):
         what, steps = FAMILIES[family]
@@ -242,9 +243,11 @@ def main():
                 status = 1
             ratio = run_rss * MIB / (device + host) if device + host else float("nan")
             above_floor = (run_rss - floor_rss) * MIB / (device + host) if device + host else float("nan")
+            with_support = run_rss * MIB / (device + support + host) if device + support + host else float("nan")
             print(row + f"{'ok':>8} {compile_s:>9.2f} {compile_rss:>11.0f} {copies or '-':>9} {run_s:>6.1f} "
                   f"{run_rss:>8.0f} {field('device_cycles', out) or '-':>13} {device / MIB:>10.1f} "
-                  f"{support / MIB:>11.1f} {host / MIB:>8.1f} {ratio:>8.2f} {above_floor:>16.2f} {numerics:>8}")
+                  f"{support / MIB:>11.1f} {host / MIB:>8.1f} {ratio:>8.2f} {above_floor:>16.2f} {with_support:>10.2f} "
+                  f"{numerics:>8}")
             edge_fits = label
             os.remove(package)  # packages of the large steps are hundreds of MiB
         exponent = growth_exponent(fitted)
