@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <limits>
+#include <ranges>
 #include <utility>
 
 #include <fmt/format.h>
@@ -22,22 +23,24 @@ bool crosses_fabric(const Program& program, const Copy& copy) {
 
 }  // namespace
 
-std::vector<CopyGroup> group_copies(const Program& program, const Superstep& step, bool multicast) {
+CopyGroups group_copies(const Program& program, const Superstep& step, bool multicast) {
   const std::vector<Buffer>& buffers = program.buffers;
   const std::vector<Copy>& copies = step.copies;
   for (std::size_t index = 0; index < copies.size(); ++index)
     if (copies[index].source.buffer >= buffers.size() || copies[index].destination.buffer >= buffers.size())
       throw Error(fmt::format("copy {} of superstep '{}' names buffer {} but the program has {}", index, step.label,
                               std::max(copies[index].source.buffer, copies[index].destination.buffer), buffers.size()));
-  std::vector<CopyGroup> groups;
+  CopyGroups groups;
   if (!multicast) {
-    groups.reserve(copies.size());
     for (std::uint32_t i = 0; i < copies.size(); ++i)
-      if (crosses_fabric(program, copies[i])) groups.push_back({{i}});
+      if (crosses_fabric(program, copies[i])) {
+        groups.copies.push_back(i);
+        groups.offsets.push_back(static_cast<std::uint32_t>(groups.copies.size()));
+      }
     return groups;
   }
   // Sorting by source range (then by copy index) puts copies of the same words side by
-  // side, in their original order; no per-key allocation, which matters at 10^5 copies.
+  // side, in their original order. Groups are flat (no vector each): phases reach 10^6 copies.
   struct Keyed {
     std::uint64_t range;  ///< buffer, then word offset
     std::uint32_t words, index;
@@ -54,10 +57,14 @@ std::vector<CopyGroup> group_copies(const Program& program, const Superstep& ste
 
   // Within a run of copies of the same words, a copy goes to the first group not yet
   // holding its destination tile: the j-th copy to a tile goes to the run's j-th group.
+  constexpr std::uint32_t kNone = std::numeric_limits<std::uint32_t>::max();
   std::uint32_t tiles = 0;
   for (const Keyed& key : keyed) tiles = std::max(tiles, buffers[copies[key.index].destination.buffer].tile + 1);
   std::vector<std::uint32_t> seen_in_run(tiles, 0), times_seen(tiles, 0);
-  std::vector<std::uint32_t> run_groups;  // groups of the current source range
+  std::vector<std::uint32_t> run_groups;                      // groups of the current source range
+  std::vector<std::uint32_t> group_of(keyed.size());          // per keyed copy
+  std::vector<std::uint32_t> first_of(copies.size(), kNone);  // per copy that starts a group: the group
+  std::vector<std::uint32_t> members;                         // per group
   std::uint32_t run = 0;
   for (std::size_t begin = 0; begin < keyed.size(); ++run) {
     std::size_t end = begin;
@@ -71,16 +78,27 @@ std::vector<CopyGroup> group_copies(const Program& program, const Superstep& ste
       }
       const std::uint32_t nth = times_seen[tile]++;
       if (nth == run_groups.size()) {
-        run_groups.push_back(static_cast<std::uint32_t>(groups.size()));
-        groups.emplace_back();
+        run_groups.push_back(static_cast<std::uint32_t>(members.size()));
+        first_of[keyed[end].index] = static_cast<std::uint32_t>(members.size());
+        members.push_back(0);
       }
-      groups[run_groups[nth]].copies.push_back(keyed[end].index);
+      group_of[end] = run_groups[nth];
+      ++members[run_groups[nth]];
     }
     begin = end;
   }
-  // Deterministic order: by each group's first copy.
-  std::sort(groups.begin(), groups.end(),
-            [](const CopyGroup& a, const CopyGroup& b) { return a.copies.front() < b.copies.front(); });
+  // Deterministic order: by each group's first copy (its lowest index).
+  std::vector<std::uint32_t> rank(members.size());
+  std::uint32_t next = 0;
+  for (std::uint32_t group : first_of)
+    if (group != kNone) rank[group] = next++;
+  std::vector<std::uint32_t> slot(members.size());  // per group, where its next copy goes
+  groups.offsets.resize(members.size() + 1);
+  for (std::size_t group = 0; group < members.size(); ++group) groups.offsets[rank[group] + 1] = members[group];
+  for (std::size_t g = 0; g < members.size(); ++g) groups.offsets[g + 1] += groups.offsets[g];
+  for (std::size_t group = 0; group < members.size(); ++group) slot[group] = groups.offsets[rank[group]];
+  groups.copies.resize(keyed.size());
+  for (std::size_t k = 0; k < keyed.size(); ++k) groups.copies[slot[group_of[k]]++] = keyed[k].index;
   return groups;
 }
 
@@ -97,17 +115,18 @@ ExchangePhase physical_phase(const Program& program, const Superstep& step, cons
   };
   ExchangePhase phase;
   phase.tiles = target.tiles;
-  const std::vector<CopyGroup> groups = group_copies(program, step, target.multicast);
+  const CopyGroups groups = group_copies(program, step, target.multicast);
   phase.transfers.reserve(groups.size());  // phases reach 10^6 transfers: no regrowth
-  for (const CopyGroup& group : groups) {
-    const Copy& first = step.copies[group.copies.front()];
+  for (std::size_t g = 0; g < groups.size(); ++g) {
+    const auto begin = groups.copies.begin() + groups.offsets[g], end = groups.copies.begin() + groups.offsets[g + 1];
+    const Copy& first = step.copies[*begin];
     Transfer transfer;
     transfer.source = buffers[first.source.buffer].tile;
     transfer.words = first.words;
     transfer.source_address = address(first.source, "source");
-    transfer.destinations.reserve(group.copies.size());
-    transfer.destination_addresses.reserve(group.copies.size());
-    for (std::uint32_t copy : group.copies) {
+    transfer.destinations.reserve(static_cast<std::size_t>(end - begin));
+    transfer.destination_addresses.reserve(static_cast<std::size_t>(end - begin));
+    for (std::uint32_t copy : std::ranges::subrange(begin, end)) {
       transfer.destinations.push_back(buffers[step.copies[copy].destination.buffer].tile);
       transfer.destination_addresses.push_back(address(step.copies[copy].destination, "destination"));
     }

@@ -10,10 +10,13 @@ namespace tessera {
 
 struct Target;
 
-/// The copies (indices into the superstep's copy list) that become one transfer: they all
-/// read the same words of the same buffer, and each writes a different destination tile.
-struct CopyGroup {
+/// Copies (indices into the superstep's copy list) grouped into transfers, flat: group g is
+/// copies[offsets[g]] to copies[offsets[g + 1] - 1]. A group's copies all read the same words
+/// of the same buffer, and each writes a different destination tile.
+struct CopyGroups {
+  std::vector<std::uint32_t> offsets{0};  ///< one more than there are groups
   std::vector<std::uint32_t> copies;
+  std::size_t size() const { return offsets.size() - 1; }
 };
 
 /// One transfer per copy without multicast. With multicast, copies reading the same
@@ -24,7 +27,7 @@ struct CopyGroup {
 /// A copy within one tile or of no words crosses no fabric and is in no group (verify_program
 /// refuses both in a finished plan; a cost model may see them in a candidate). Throws Error
 /// on a copy naming a buffer the program does not have.
-std::vector<CopyGroup> group_copies(const Program& program, const Superstep& step, bool multicast);
+CopyGroups group_copies(const Program& program, const Superstep& step, bool multicast);
 
 /// The exchange phase the superstep's copies become: one transfer per group, with byte
 /// addresses once every buffer is placed (0 while unplaced). What lower-exchanges schedules,
