@@ -3,7 +3,6 @@
 
 #include <algorithm>
 #include <limits>
-#include <ranges>
 #include <utility>
 
 #include <fmt/format.h>
@@ -118,15 +117,16 @@ ExchangePhase physical_phase(const Program& program, const Superstep& step, cons
   const CopyGroups groups = group_copies(program, step, target.multicast);
   phase.transfers.reserve(groups.size());  // phases reach 10^6 transfers: no regrowth
   for (std::size_t g = 0; g < groups.size(); ++g) {
-    const auto begin = groups.copies.begin() + groups.offsets[g], end = groups.copies.begin() + groups.offsets[g + 1];
-    const Copy& first = step.copies[*begin];
+    const std::uint32_t begin = groups.offsets[g], end = groups.offsets[g + 1];
+    const Copy& first = step.copies[groups.copies[begin]];
     Transfer transfer;
     transfer.source = buffers[first.source.buffer].tile;
     transfer.words = first.words;
     transfer.source_address = address(first.source, "source");
-    transfer.destinations.reserve(static_cast<std::size_t>(end - begin));
-    transfer.destination_addresses.reserve(static_cast<std::size_t>(end - begin));
-    for (std::uint32_t copy : std::ranges::subrange(begin, end)) {
+    transfer.destinations.reserve(end - begin);
+    transfer.destination_addresses.reserve(end - begin);
+    for (std::uint32_t member = begin; member < end; ++member) {
+      const std::uint32_t copy = groups.copies[member];
       transfer.destinations.push_back(buffers[step.copies[copy].destination.buffer].tile);
       transfer.destination_addresses.push_back(address(step.copies[copy].destination, "destination"));
     }
