@@ -1,8 +1,6 @@
 // `tessera compile`: a Session from the request, the model loaded, the package written atomically.
 #include "compile.hpp"
 
-#include <malloc.h>
-
 #include <algorithm>
 #include <chrono>
 #include <filesystem>
@@ -43,10 +41,6 @@ static std::vector<InputFile> compile_inputs(const CompileRequest& request, cons
 
 CompileResult compile(const CompileRequest& request) {
   const auto start = std::chrono::steady_clock::now();
-  // The planner makes and drops large vectors per candidate: kept in the heap rather than
-  // mapped and unmapped each time (page faults were a tenth of BERT-base's compile).
-  mallopt(M_MMAP_THRESHOLD, 1 << 30);
-  mallopt(M_TRIM_THRESHOLD, 1 << 30);
   auto log = logger("tessera.build");
   if (request.output.empty()) throw Error("no output package given (use -o PACKAGE)");
 
