@@ -20,6 +20,51 @@ bool crosses_fabric(const Program& program, const Copy& copy) {
   return copy.words > 0 && program.buffers[copy.source.buffer].tile != program.buffers[copy.destination.buffer].tile;
 }
 
+/// A superstep's fabric-crossing copies bucketed by the words they read (source buffer, word
+/// offset, words): runs in order of first appearance, each run's copies in index order.
+/// Hashing, not sorting: candidates' phases reach 10^5 copies and are bucketed several times.
+struct Runs {
+  std::vector<std::uint32_t> offsets{0};  ///< run r is copies[offsets[r]] to copies[offsets[r + 1] - 1]
+  std::vector<std::uint32_t> copies;      ///< indices into the superstep's copy list
+};
+
+Runs copy_runs(const Program& program, const std::vector<Copy>& copies) {
+  struct Slot {
+    std::uint64_t range = 0;           ///< buffer, then word offset
+    std::uint32_t words = 0, run = 0;  ///< run + 1; 0 marks an empty slot
+  };
+  std::size_t capacity = 16;
+  while (capacity < 2 * copies.size()) capacity *= 2;
+  std::vector<Slot> table(capacity);
+  std::vector<std::uint32_t> run_of(copies.size(), std::numeric_limits<std::uint32_t>::max());
+  Runs runs;
+  std::vector<std::uint32_t>& sizes = runs.offsets;  // counts first, prefix sums after
+  std::size_t crossing = 0;
+  for (std::uint32_t i = 0; i < copies.size(); ++i) {
+    const Copy& copy = copies[i];
+    const bool named = copy.source.buffer < program.buffers.size() && copy.destination.buffer < program.buffers.size();
+    if (!named || !crosses_fabric(program, copy)) continue;  // group_copies refuses unnamed buffers first
+    const std::uint64_t range = (std::uint64_t{copy.source.buffer} << 32) | copy.source.word_offset;
+    std::uint64_t hash = (range ^ (std::uint64_t{copy.words} << 40) ^ copy.words) * 0x9E3779B97F4A7C15ull;
+    std::size_t at = (hash ^ (hash >> 29)) & (capacity - 1);
+    while (table[at].run != 0 && (table[at].range != range || table[at].words != copy.words))
+      at = (at + 1) & (capacity - 1);
+    if (table[at].run == 0) {
+      table[at] = {range, copy.words, static_cast<std::uint32_t>(sizes.size())};
+      sizes.push_back(0);
+    }
+    run_of[i] = table[at].run - 1;
+    ++sizes[table[at].run];
+    ++crossing;
+  }
+  for (std::size_t r = 1; r < sizes.size(); ++r) sizes[r] += sizes[r - 1];
+  runs.copies.resize(crossing);
+  std::vector<std::uint32_t> next(sizes.begin(), sizes.end() - 1);
+  for (std::uint32_t i = 0; i < copies.size(); ++i)
+    if (run_of[i] != std::numeric_limits<std::uint32_t>::max()) runs.copies[next[run_of[i]]++] = i;
+  return runs;
+}
+
 }  // namespace
 
 CopyGroups group_copies(const Program& program, const Superstep& step, bool multicast) {
@@ -38,39 +83,23 @@ CopyGroups group_copies(const Program& program, const Superstep& step, bool mult
       }
     return groups;
   }
-  // Sorting by source range (then by copy index) puts copies of the same words side by
-  // side, in their original order. Groups are flat (no vector each): phases reach 10^6 copies.
-  struct Keyed {
-    std::uint64_t range;  ///< buffer, then word offset
-    std::uint32_t words, index;
-  };
-  std::vector<Keyed> keyed;
-  keyed.reserve(copies.size());
-  for (std::uint32_t i = 0; i < copies.size(); ++i)
-    if (crosses_fabric(program, copies[i]))
-      keyed.push_back(
-          {(std::uint64_t{copies[i].source.buffer} << 32) | copies[i].source.word_offset, copies[i].words, i});
-  std::sort(keyed.begin(), keyed.end(), [](const Keyed& a, const Keyed& b) {
-    return a.range != b.range ? a.range < b.range : a.words != b.words ? a.words < b.words : a.index < b.index;
-  });
+  const Runs runs = copy_runs(program, copies);
 
   // Within a run of copies of the same words, a copy goes to the first group not yet
   // holding its destination tile: the j-th copy to a tile goes to the run's j-th group.
   constexpr std::uint32_t kNone = std::numeric_limits<std::uint32_t>::max();
   std::uint32_t tiles = 0;
-  for (const Keyed& key : keyed) tiles = std::max(tiles, buffers[copies[key.index].destination.buffer].tile + 1);
+  for (std::uint32_t copy : runs.copies) tiles = std::max(tiles, buffers[copies[copy].destination.buffer].tile + 1);
   std::vector<std::uint32_t> seen_in_run(tiles, 0), times_seen(tiles, 0);
-  std::vector<std::uint32_t> run_groups;                      // groups of the current source range
-  std::vector<std::uint32_t> group_of(keyed.size());          // per keyed copy
+  std::vector<std::uint32_t> run_groups;                      // groups of the current run
+  std::vector<std::uint32_t> group_of(runs.copies.size());    // per bucketed copy
   std::vector<std::uint32_t> first_of(copies.size(), kNone);  // per copy that starts a group: the group
   std::vector<std::uint32_t> members;                         // per group
-  std::uint32_t run = 0;
-  for (std::size_t begin = 0; begin < keyed.size(); ++run) {
-    std::size_t end = begin;
+  for (std::uint32_t run = 0; run + 1 < runs.offsets.size(); ++run) {
     run_groups.clear();
-    for (; end < keyed.size() && keyed[end].range == keyed[begin].range && keyed[end].words == keyed[begin].words;
-         ++end) {
-      const std::uint32_t tile = buffers[copies[keyed[end].index].destination.buffer].tile;
+    for (std::uint32_t k = runs.offsets[run]; k < runs.offsets[run + 1]; ++k) {
+      const std::uint32_t copy = runs.copies[k];
+      const std::uint32_t tile = buffers[copies[copy].destination.buffer].tile;
       if (seen_in_run[tile] != run + 1) {
         seen_in_run[tile] = run + 1;
         times_seen[tile] = 0;
@@ -78,13 +107,12 @@ CopyGroups group_copies(const Program& program, const Superstep& step, bool mult
       const std::uint32_t nth = times_seen[tile]++;
       if (nth == run_groups.size()) {
         run_groups.push_back(static_cast<std::uint32_t>(members.size()));
-        first_of[keyed[end].index] = static_cast<std::uint32_t>(members.size());
+        first_of[copy] = static_cast<std::uint32_t>(members.size());
         members.push_back(0);
       }
-      group_of[end] = run_groups[nth];
+      group_of[k] = run_groups[nth];
       ++members[run_groups[nth]];
     }
-    begin = end;
   }
   // Deterministic order: by each group's first copy (its lowest index).
   std::vector<std::uint32_t> rank(members.size());
@@ -96,8 +124,8 @@ CopyGroups group_copies(const Program& program, const Superstep& step, bool mult
   for (std::size_t group = 0; group < members.size(); ++group) groups.offsets[rank[group] + 1] = members[group];
   for (std::size_t g = 0; g < members.size(); ++g) groups.offsets[g + 1] += groups.offsets[g];
   for (std::size_t group = 0; group < members.size(); ++group) slot[group] = groups.offsets[rank[group]];
-  groups.copies.resize(keyed.size());
-  for (std::size_t k = 0; k < keyed.size(); ++k) groups.copies[slot[group_of[k]]++] = keyed[k].index;
+  groups.copies.resize(runs.copies.size());
+  for (std::size_t k = 0; k < runs.copies.size(); ++k) groups.copies[slot[group_of[k]]++] = runs.copies[k];
   return groups;
 }
 
@@ -141,34 +169,29 @@ std::vector<std::uint64_t> exchange_descriptor_bytes(const Program& program, std
   std::vector<std::uint64_t> bytes(tiles, 0);
   // Counted as group_copies groups them, without building the groups: a run of copies of the
   // same words makes as many transfers (send entries) as the most copies it sends one tile.
-  struct Keyed {
-    std::uint64_t range;  ///< buffer, then word offset
-    std::uint32_t words, destination;
-    auto operator<=>(const Keyed&) const = default;
-  };
-  std::vector<Keyed> keyed;
+  std::vector<std::uint32_t> seen_in_run(tiles, 0), times_seen(tiles, 0);
+  std::uint32_t run_number = 0;
   for (const Superstep& step : program.supersteps) {
-    keyed.clear();
-    for (const Copy& copy : step.copies) {
-      if (copy.source.buffer >= buffers.size() || copy.destination.buffer >= buffers.size()) continue;
-      const std::uint32_t destination = buffers[copy.destination.buffer].tile;
-      if (!crosses_fabric(program, copy)) continue;
-      if (destination < tiles) bytes[destination] += kReceiveDescriptorBytes;
-      keyed.push_back({(std::uint64_t{copy.source.buffer} << 32) | copy.source.word_offset, copy.words, destination});
-    }
-    std::sort(keyed.begin(), keyed.end());
-    for (std::size_t begin = 0; begin < keyed.size();) {
-      std::size_t end = begin;
-      std::uint64_t transfers = 0;
-      while (end < keyed.size() && keyed[end].range == keyed[begin].range && keyed[end].words == keyed[begin].words) {
-        std::size_t same_tile = end;
-        while (same_tile < keyed.size() && keyed[same_tile] == keyed[end]) ++same_tile;
-        transfers = std::max<std::uint64_t>(transfers, same_tile - end);
-        end = same_tile;
+    const Runs runs = copy_runs(program, step.copies);
+    for (std::uint32_t run = 0; run + 1 < runs.offsets.size(); ++run) {
+      ++run_number;
+      std::uint32_t transfers = 0;
+      for (std::uint32_t k = runs.offsets[run]; k < runs.offsets[run + 1]; ++k) {
+        const std::uint32_t tile = buffers[step.copies[runs.copies[k]].destination.buffer].tile;
+        if (tile >= tiles) {  // verify_program refuses such a copy; it still makes a transfer
+          transfers = std::max(transfers, 1u);
+          continue;
+        }
+        bytes[tile] += kReceiveDescriptorBytes;
+        if (seen_in_run[tile] != run_number) {
+          seen_in_run[tile] = run_number;
+          times_seen[tile] = 0;
+        }
+        transfers = std::max(transfers, ++times_seen[tile]);
       }
-      if (const std::uint32_t source = buffers[keyed[begin].range >> 32].tile; source < tiles)
-        bytes[source] += transfers * kSendDescriptorBytes;
-      begin = end;
+      const Copy& first = step.copies[runs.copies[runs.offsets[run]]];
+      if (const std::uint32_t source = buffers[first.source.buffer].tile; source < tiles)
+        bytes[source] += std::uint64_t{transfers} * kSendDescriptorBytes;
     }
   }
   return bytes;
