@@ -64,27 +64,33 @@ public:
     std::uint64_t end = bounds.low;
     for (std::uint32_t index : members) {
       const Buffer& buffer = buffers_[index];
-      conflicts_.clear();
+      const std::uint64_t alignment = std::max<std::uint32_t>(buffer.alignment, 1);
       const std::vector<std::uint32_t>& apart = element_apart_[index];
-      bool widened = false;
-      for (const Placed& other : placed_) {  // by address, so the conflicts come sorted
-        if (!apart.empty() && std::find(apart.begin(), apart.end(), other.index) != apart.end()) {
-          // The other buffer's whole memory elements are off limits.
-          conflicts_.push_back({other.begin / element_bytes_ * element_bytes_, align_up(other.end, element_bytes_),
-                                other.first_use, other.last_use, other.index});
-          widened = true;
-        } else if (other.first_use <= buffer.last_use && buffer.first_use <= other.last_use) {
-          conflicts_.push_back(other);
+      std::uint64_t offset = align_up(bounds.low, alignment);
+      if (apart.empty()) {
+        // placed_ is by address: the first gap between live-range conflicts that fits ends the scan.
+        for (const Placed& other : placed_) {
+          if (other.first_use > buffer.last_use || buffer.first_use > other.last_use) continue;
+          if (offset + buffer.bytes <= other.begin) break;
+          offset = std::max(offset, align_up(other.end, alignment));
         }
-      }
-      if (widened)  // a widened range may start before the conflicts placed below it
+      } else {
+        conflicts_.clear();
+        for (const Placed& other : placed_) {
+          if (std::find(apart.begin(), apart.end(), other.index) != apart.end())
+            // The other buffer's whole memory elements are off limits.
+            conflicts_.push_back({other.begin / element_bytes_ * element_bytes_, align_up(other.end, element_bytes_),
+                                  other.first_use, other.last_use, other.index});
+          else if (other.first_use <= buffer.last_use && buffer.first_use <= other.last_use)
+            conflicts_.push_back(other);
+        }
+        // A widened range may start before the conflicts placed below it.
         std::sort(conflicts_.begin(), conflicts_.end(),
                   [](const Placed& a, const Placed& b) { return a.begin < b.begin; });
-      const std::uint64_t alignment = std::max<std::uint32_t>(buffer.alignment, 1);
-      std::uint64_t offset = align_up(bounds.low, alignment);
-      for (const Placed& other : conflicts_) {
-        if (offset + buffer.bytes <= other.begin) break;
-        offset = std::max(offset, align_up(other.end, alignment));
+        for (const Placed& other : conflicts_) {
+          if (offset + buffer.bytes <= other.begin) break;
+          offset = std::max(offset, align_up(other.end, alignment));
+        }
       }
       offsets_[index] = static_cast<std::int64_t>(offset);
       const Placed placed{offset, offset + buffer.bytes, buffer.first_use, buffer.last_use, index};
@@ -131,33 +137,35 @@ std::vector<std::vector<std::uint32_t>> element_apart_operands(const tessera::Pr
 /// A tile whose standard region overflows while its interleaved region has room: the fewest of
 /// its largest standard-region buffers (found by bisection) move to the interleaved region, where
 /// any buffer may live (only some operands need it). Left as it was when no count fits both.
-template <typename PlaceTile>
+/// `place_standard` places the standard region alone (all the bisection looks at); `place_tile`, both.
+template <typename PlaceStandard, typename PlaceTile>
 void spill_to_interleaved(std::vector<std::uint32_t>& standard_members, std::vector<std::uint32_t>& interleaved_members,
-                          TilePlacement& placement, std::vector<Buffer>& buffers, PlaceTile&& place_tile) {
+                          TilePlacement& placement, std::vector<Buffer>& buffers, PlaceStandard&& place_standard,
+                          PlaceTile&& place_tile) {
   std::vector<std::uint32_t> by_size = standard_members;
   std::stable_sort(by_size.begin(), by_size.end(),
                    [&](std::uint32_t a, std::uint32_t b) { return buffers[a].bytes > buffers[b].bytes; });
   const std::vector<std::uint32_t> standard_before = standard_members, interleaved_before = interleaved_members;
-  auto move_largest = [&](std::size_t count) {
+  auto move_largest = [&](std::size_t count, bool both_regions) {
     standard_members.assign(by_size.begin() + static_cast<std::ptrdiff_t>(count), by_size.end());
     interleaved_members = interleaved_before;
     interleaved_members.insert(interleaved_members.end(), by_size.begin(),
                                by_size.begin() + static_cast<std::ptrdiff_t>(count));
-    place_tile();
+    both_regions ? place_tile() : place_standard();
   };
   // The fewest that leave the standard region fitting (moving more only fills the interleaved
   // region): standard overflows with `low` moved and fits with `high`.
   std::size_t low = 0, high = by_size.size();
-  move_largest(high);
+  move_largest(high, false);
   if (placement.standard_over == 0) {
     while (high - low > 1) {
       const std::size_t middle = (low + high) / 2;
-      move_largest(middle);
+      move_largest(middle, false);
       (placement.standard_over == 0 ? high : low) = middle;
     }
-    move_largest(high);
+    move_largest(high, true);
     // Element-apart operands can make more fit where fewer do not.
-    if (placement.interleaved_over > 0 && high < by_size.size()) move_largest(high = by_size.size());
+    if (placement.interleaved_over > 0 && high < by_size.size()) move_largest(high = by_size.size(), true);
   }
   if (placement.standard_over > 0 || placement.interleaved_over > 0) {
     standard_members = standard_before;
@@ -199,19 +207,22 @@ protected:
       placement.support = support[tile];
       std::vector<std::uint32_t>&standard_members = by_tile[std::size_t{tile} * 2],
       &interleaved_members = by_tile[std::size_t{tile} * 2 + 1];
-      auto place_tile = [&] {
+      // The support memory sits above the data at the top of the standard region.
+      auto place_standard = [&] {
         const std::uint64_t standard_end = placer.place(standard_members, standard);
-        const std::uint64_t interleaved_end = placer.place(interleaved_members, interleaved);
         placement.standard_used = standard_end - standard.low;
-        placement.interleaved_used = interleaved_end - interleaved.low;
-        // The support memory sits above the data at the top of the standard region.
         const std::uint64_t reserved = placement.reserved();
         placement.standard_over = standard_end + reserved > standard.high ? standard_end + reserved - standard.high : 0;
+      };
+      auto place_tile = [&] {
+        place_standard();
+        const std::uint64_t interleaved_end = placer.place(interleaved_members, interleaved);
+        placement.interleaved_used = interleaved_end - interleaved.low;
         placement.interleaved_over = interleaved_end > interleaved.high ? interleaved_end - interleaved.high : 0;
       };
       place_tile();
       if (placement.standard_over > 0 && placement.interleaved_over == 0)
-        spill_to_interleaved(standard_members, interleaved_members, placement, buffers, place_tile);
+        spill_to_interleaved(standard_members, interleaved_members, placement, buffers, place_standard, place_tile);
       context.progress(tile + 1, target.tiles, "tiles");
     }
 
