@@ -21,47 +21,77 @@ bool crosses_fabric(const Program& program, const Copy& copy) {
 }
 
 /// A superstep's fabric-crossing copies bucketed by the words they read (source buffer, word
-/// offset, words): runs in order of first appearance, each run's copies in index order.
-/// Hashing, not sorting: candidates' phases reach 10^5 copies and are bucketed several times.
+/// offset, words), each run's copies in index order. By source buffer first (few per phase, so
+/// a small table), then by offset within each buffer: candidates' phases reach 10^5 copies and
+/// are bucketed several times each, so neither a sort of them all nor a table as large as they.
 struct Runs {
   std::vector<std::uint32_t> offsets{0};  ///< run r is copies[offsets[r]] to copies[offsets[r + 1] - 1]
   std::vector<std::uint32_t> copies;      ///< indices into the superstep's copy list
 };
 
 Runs copy_runs(const Program& program, const std::vector<Copy>& copies) {
+  constexpr std::uint32_t kNone = std::numeric_limits<std::uint32_t>::max();
+  // Source buffer -> bucket, open addressing; grows to stay at most half full.
   struct Slot {
-    std::uint64_t range = 0;           ///< buffer, then word offset
-    std::uint32_t words = 0, run = 0;  ///< run + 1; 0 marks an empty slot
+    std::uint32_t buffer = kNone, bucket = 0;
   };
-  std::size_t capacity = 16;
-  while (capacity < 2 * copies.size()) capacity *= 2;
-  std::vector<Slot> table(capacity);
-  std::vector<std::uint32_t> run_of(copies.size(), std::numeric_limits<std::uint32_t>::max());
-  Runs runs;
-  std::vector<std::uint32_t>& sizes = runs.offsets;  // counts first, prefix sums after
+  std::vector<Slot> table(64);
+  std::vector<std::uint32_t> bucket_size;  // counts, then where each bucket's next copy goes
+  std::vector<std::uint32_t> bucket_of(copies.size(), kNone);
+  auto slot_of = [&](std::uint32_t buffer) -> Slot& {
+    std::size_t at = (buffer * 0x9E3779B1u) & (table.size() - 1);
+    while (table[at].buffer != kNone && table[at].buffer != buffer) at = (at + 1) & (table.size() - 1);
+    return table[at];
+  };
   std::size_t crossing = 0;
   for (std::uint32_t i = 0; i < copies.size(); ++i) {
     const Copy& copy = copies[i];
     const bool named = copy.source.buffer < program.buffers.size() && copy.destination.buffer < program.buffers.size();
     if (!named || !crosses_fabric(program, copy)) continue;  // group_copies refuses unnamed buffers first
-    const std::uint64_t range = (std::uint64_t{copy.source.buffer} << 32) | copy.source.word_offset;
-    std::uint64_t hash = (range ^ (std::uint64_t{copy.words} << 40) ^ copy.words) * 0x9E3779B97F4A7C15ull;
-    std::size_t at = (hash ^ (hash >> 29)) & (capacity - 1);
-    while (table[at].run != 0 && (table[at].range != range || table[at].words != copy.words))
-      at = (at + 1) & (capacity - 1);
-    if (table[at].run == 0) {
-      table[at] = {range, copy.words, static_cast<std::uint32_t>(sizes.size())};
-      sizes.push_back(0);
+    Slot* slot = &slot_of(copy.source.buffer);
+    if (slot->buffer == kNone) {
+      if (2 * (bucket_size.size() + 1) > table.size()) {
+        std::vector<Slot> old(table.size() * 2);
+        old.swap(table);
+        for (const Slot& entry : old)
+          if (entry.buffer != kNone) slot_of(entry.buffer) = entry;
+        slot = &slot_of(copy.source.buffer);
+      }
+      *slot = {copy.source.buffer, static_cast<std::uint32_t>(bucket_size.size())};
+      bucket_size.push_back(0);
     }
-    run_of[i] = table[at].run - 1;
-    ++sizes[table[at].run];
+    bucket_of[i] = slot->bucket;
+    ++bucket_size[slot->bucket];
     ++crossing;
   }
-  for (std::size_t r = 1; r < sizes.size(); ++r) sizes[r] += sizes[r - 1];
+  std::vector<std::uint32_t> bucket_begin(bucket_size.size() + 1, 0);
+  for (std::size_t b = 0; b < bucket_size.size(); ++b) bucket_begin[b + 1] = bucket_begin[b] + bucket_size[b];
+  for (std::size_t b = 0; b < bucket_size.size(); ++b) bucket_size[b] = bucket_begin[b];
+  Runs runs;
   runs.copies.resize(crossing);
-  std::vector<std::uint32_t> next(sizes.begin(), sizes.end() - 1);
   for (std::uint32_t i = 0; i < copies.size(); ++i)
-    if (run_of[i] != std::numeric_limits<std::uint32_t>::max()) runs.copies[next[run_of[i]]++] = i;
+    if (bucket_of[i] != kNone) runs.copies[bucket_size[bucket_of[i]]++] = i;
+  // Within a buffer, by word offset then words, keeping index order: runs are then adjacent.
+  struct Keyed {
+    std::uint32_t word_offset, words, index;
+    auto operator<=>(const Keyed&) const = default;
+  };
+  std::vector<Keyed> keyed;
+  runs.offsets.clear();  // each run's start, then the end
+  for (std::size_t b = 0; b + 1 < bucket_begin.size(); ++b) {
+    keyed.clear();
+    for (std::uint32_t k = bucket_begin[b]; k < bucket_begin[b + 1]; ++k) {
+      const Copy& copy = copies[runs.copies[k]];
+      keyed.push_back({copy.source.word_offset, copy.words, runs.copies[k]});
+    }
+    if (!std::is_sorted(keyed.begin(), keyed.end())) std::sort(keyed.begin(), keyed.end());
+    for (std::size_t k = 0; k < keyed.size(); ++k) {
+      runs.copies[bucket_begin[b] + k] = keyed[k].index;
+      if (k == 0 || keyed[k].word_offset != keyed[k - 1].word_offset || keyed[k].words != keyed[k - 1].words)
+        runs.offsets.push_back(static_cast<std::uint32_t>(bucket_begin[b] + k));
+    }
+  }
+  runs.offsets.push_back(static_cast<std::uint32_t>(crossing));
   return runs;
 }
 
