@@ -117,6 +117,7 @@ FAMILIES = {
     "mlp-width-b64": ("width, batch 64, 2 layers", [(w, lambda n, w=w: mlp(n, 64, w, 2)) for w in (1024, 2048, 4096, 16384)]),
     "mlp-depth": ("layers, width 1024, batch 8", [(d, lambda n, d=d: mlp(n, 8, 1024, d)) for d in (2, 4, 8, 16, 256)]),
     "mlp-batch": ("batch, width 1024, 2 layers", [(b, lambda n, b=b: mlp(n, b, 1024, 2)) for b in (8, 64, 512, 262144)]),
+    "mlp-batch-w4096": ("batch, width 4096, 2 layers", [(b, lambda n, b=b: mlp(n, b, 4096, 2)) for b in (64, 256, 1024, 65536)]),
     "bert-layers": ("layers, 128 tokens, width 256", [(l, lambda n, l=l: encoder(n, 128, 256, l)) for l in (1, 2, 4, 8, 256)]),
     "bert-embedding": ("width, 128 tokens, 1 layer", [(e, lambda n, e=e: encoder(n, 128, e, 1)) for e in (128, 256, 512, 4096)]),
     "bert-sequence": ("tokens, width 256, 1 layer", [(s, lambda n, s=s: encoder(n, s, 256, 1)) for s in (64, 128, 256, 16384)]),

@@ -2,7 +2,9 @@
 #include "dense_plan.hpp"
 
 #include <algorithm>
+#include <array>
 #include <cmath>
+#include <map>
 #include <limits>
 #include <set>
 
@@ -26,10 +28,11 @@ std::uint32_t ceil_div(std::uint32_t a, std::uint32_t b) { return (a + b - 1) / 
 bool fused_reduction(const DenseOp& op) { return op.bias && op.bias->dtype == DType::float32; }
 
 /// A reduce-scatter gives each depth group whole rows when every one can have some in every
-/// row group (the smallest has op.m / row_groups rows): all row groups then split the same
-/// way, and the op's output pieces share their column ranges (gather_x relies on it).
+/// row group of every chunk (the smallest has op.m / serial_row_splits / row_groups rows): all
+/// row groups then split the same way, and the op's output pieces share their column ranges
+/// (gather_x relies on it).
 bool owns_rows(const DenseOp& op, DenseCandidate candidate) {
-  return op.m / candidate.row_groups >= candidate.depth_groups;
+  return op.m / candidate.serial_row_splits / candidate.row_groups >= candidate.depth_groups;
 }
 
 // float16 weights and biases are read by the half-weight codelets.
@@ -66,12 +69,28 @@ std::vector<Piece> scatter_layout(std::uint32_t columns, std::uint32_t tiles) {
 }
 
 std::vector<Piece> host_scatter_layout(const DenseOp& op, DenseCandidate candidate, std::uint32_t tiles) {
-  const std::uint32_t depth_groups = candidate.depth_groups;
-  if (depth_groups <= 1 || depth_groups > tiles) return op.scatter_layout;
+  const std::uint32_t depth_groups = candidate.depth_groups, chunks = candidate.serial_row_splits;
+  if (depth_groups <= 1 || std::uint64_t{depth_groups} * chunks > tiles) return op.scatter_layout;
   std::vector<Piece> pieces;
-  const std::vector<Range> depths = balanced_split(op.k, depth_groups);
-  for (std::uint32_t g = 0; g < depth_groups; ++g)
-    pieces.push_back({g * (tiles / depth_groups), depths[g].begin, depths[g].size, 0});
+  const std::vector<Range> depths = balanced_split(op.k, depth_groups), rows = balanced_split(op.m, chunks);
+  const std::uint32_t spacing = tiles / (depth_groups * chunks);
+  for (std::uint32_t chunk = 0; chunk < chunks; ++chunk)
+    for (std::uint32_t g = 0; g < depth_groups; ++g) {
+      const std::uint32_t tile = (chunk * depth_groups + g) * spacing;
+      if (chunks == 1) {
+        pieces.push_back({tile, depths[g].begin, depths[g].size, 0});
+        continue;
+      }
+      // Serial row chunks (a large batch): each chunk's rows of the depth group spread over the
+      // `spacing` tiles that follow, so that no tile holds much of x.
+      const std::vector<Range> parts = balanced_split(rows[chunk].size, std::min(spacing, rows[chunk].size));
+      for (std::uint32_t p = 0; p < parts.size(); ++p)
+        pieces.push_back(
+            {tile + p, depths[g].begin, depths[g].size, 0, rows[chunk].begin + parts[p].begin, parts[p].size});
+    }
+  // Sorted by column (then row), as gather_x expects.
+  std::stable_sort(pieces.begin(), pieces.end(),
+                   [](const Piece& a, const Piece& b) { return a.col_begin < b.col_begin; });
   return pieces;
 }
 
@@ -161,8 +180,12 @@ std::vector<DenseCandidate> pin_candidates(const std::vector<DenseCandidate>& ca
     candidate.depth_groups = std::min(candidate.depth_groups, deepest);
     candidate.serial_splits =
         clamp_serial_splits(op, candidate, pins.serial_splits != 0 ? pins.serial_splits : candidate.serial_splits);
+    // Pinned serial row splits take a one-stage reduction unless the reduction is pinned too.
+    if (pins.serial_row_splits > 1 && pins.reduction_blocks == 0) candidate.reduction_blocks = 1;
     candidate.reduction_blocks = clamp_reduction_blocks(
         candidate, pins.reduction_blocks != 0 ? pins.reduction_blocks : candidate.reduction_blocks);
+    candidate.serial_row_splits = clamp_serial_row_splits(
+        op, candidate, pins.serial_row_splits != 0 ? pins.serial_row_splits : candidate.serial_row_splits);
     pinned.insert(candidate);
   }
   return {pinned.begin(), pinned.end()};
@@ -175,8 +198,26 @@ std::uint32_t clamp_serial_splits(const DenseOp& op, DenseCandidate candidate, s
 }
 
 std::uint32_t clamp_reduction_blocks(DenseCandidate candidate, std::uint32_t reduction_blocks) {
-  if (candidate.serial_splits > 1 || candidate.depth_groups < 4) return 1;
+  if (candidate.serial_splits > 1 || candidate.serial_row_splits > 1 || candidate.depth_groups < 4) return 1;
   return std::max(1u, std::min(reduction_blocks, candidate.depth_groups / 2));
+}
+
+std::uint32_t clamp_serial_row_splits(const DenseOp& op, DenseCandidate candidate, std::uint32_t splits) {
+  if (candidate.depth_groups <= 1 || candidate.reduction_blocks > 1 || candidate.serial_splits > 1 ||
+      candidate.input == InputSource::host_slices)
+    return 1;
+  return std::max(1u, std::min(splits, op.m / std::max(1u, candidate.row_groups)));
+}
+
+std::vector<DenseCandidate> serial_row_candidates(const std::vector<DenseCandidate>& candidates, const DenseOp& op,
+                                                  const std::vector<std::uint32_t>& splits) {
+  std::set<DenseCandidate> serial;
+  for (DenseCandidate candidate : candidates)
+    for (std::uint32_t split : splits) {
+      candidate.serial_row_splits = clamp_serial_row_splits(op, candidate, split);
+      if (candidate.serial_row_splits > 1) serial.insert(candidate);
+    }
+  return {serial.begin(), serial.end()};
 }
 
 std::vector<DenseCandidate> serial_candidates(const std::vector<DenseCandidate>& candidates, const DenseOp& op,
@@ -195,7 +236,7 @@ std::vector<DenseCandidate> serial_candidates(const std::vector<DenseCandidate>&
 BusiestMatmul busiest_matmul(const DenseOp& op, DenseCandidate candidate, const Target& target) {
   BusiestMatmul busiest;
   busiest.half_weights = half_weights(op);
-  busiest.m = ceil_div(op.m, candidate.row_groups);
+  busiest.m = ceil_div(ceil_div(op.m, candidate.serial_row_splits), candidate.row_groups);
   busiest.k = ceil_div(op.k, candidate.depth_groups);
   busiest.n = ceil_div(ceil_div(op.n, candidate.column_groups), candidate.serial_splits);
   busiest.orientation =
@@ -214,6 +255,13 @@ const char* reduce_scatter_name(const DenseOp& op, DenseCandidate candidate) {
 }
 
 std::uint64_t screening_cycles(const DenseOp& op, DenseCandidate candidate, const Target& target) {
+  if (candidate.serial_row_splits > 1) {  // chunks one after another: the largest chunk's figure each time
+    DenseOp chunk = op;
+    chunk.m = ceil_div(op.m, candidate.serial_row_splits);
+    const std::uint32_t chunks = candidate.serial_row_splits;
+    candidate.serial_row_splits = 1;
+    return chunks * screening_cycles(chunk, candidate, target);
+  }
   const std::uint32_t column_groups = candidate.column_groups, depth_groups = candidate.depth_groups;
   const std::uint32_t widest = ceil_div(op.n, column_groups), deepest = ceil_div(op.k, depth_groups);
   const std::uint32_t m = ceil_div(op.m, candidate.row_groups);  // the busiest tile's rows
@@ -394,20 +442,23 @@ DenseFragment::DenseFragment(const DenseOp& op, DenseCandidate candidate, const 
       candidate_(candidate),
       target_(target),
       mapping_(op, candidate, target),
-      builder_(program, candidate.depth_groups <= 1      ? 1
-                        : candidate.reduction_blocks > 1 ? 3
-                                                         : 1 + candidate.serial_splits),
-      rows_(balanced_split(op.m, candidate.row_groups)),
+      builder_(program, candidate.depth_groups <= 1       ? 1
+                        : candidate.reduction_blocks > 1  ? 3
+                        : candidate.serial_row_splits > 1 ? 2 * candidate.serial_row_splits
+                                                          : 1 + candidate.serial_splits),
       columns_(balanced_split(op.n, candidate.column_groups)),
-      depths_(balanced_split(op.k, candidate.depth_groups)) {
+      depths_(balanced_split(op.k, candidate.depth_groups)),
+      chunks_(balanced_split(op.m, candidate.serial_row_splits)) {
+  for (const Range& chunk : chunks_) chunk_groups_.push_back(balanced_split(chunk.size, candidate.row_groups));
+  rows_ = chunk_groups_.front();  // balanced_split makes the first chunk the largest: buffers fit every chunk
   for (const Range& columns : columns_) slices_.push_back(balanced_split(columns.size, candidate.serial_splits));
   lay_out_buffers();
 }
 
-Piece DenseFragment::output_piece(std::uint32_t r, Range rows, std::uint32_t tile, std::uint32_t col_begin,
-                                  std::uint32_t cols, std::uint32_t buffer) const {
-  if (rows_.size() == 1 && rows.size == op_.m) return {tile, col_begin, cols, buffer};
-  return {tile, col_begin, cols, buffer, rows_[r].begin + rows.begin, rows.size};
+Piece DenseFragment::output_piece(Range rows, std::uint32_t tile, std::uint32_t col_begin, std::uint32_t cols,
+                                  std::uint32_t buffer) const {
+  if (rows.size == op_.m) return {tile, col_begin, cols, buffer};
+  return {tile, col_begin, cols, buffer, rows.begin, rows.size};
 }
 
 void DenseFragment::lay_out_buffers() {
@@ -424,12 +475,13 @@ void DenseFragment::lay_out_buffers() {
       x_pieces_.push_back(piece);
     }
   } else if (candidate_.input == InputSource::host_scatter) {
-    for (const Piece& piece : host_scatter_layout(op_, candidate_, target_.tiles)) {
-      const std::uint32_t buffer =
-          builder_.create(op_.x->name + ".scatter", piece.tile, std::uint64_t{op_.m} * piece.cols, standard, alignment,
-                          lifetime_of(*op_.x));
-      builder_.host_slice(*op_.x, stream_kind_of(*op_.x), buffer, 0, op_.m, piece.col_begin, piece.cols);
-      x_pieces_.push_back({piece.tile, piece.col_begin, piece.cols, buffer});
+    for (Piece piece : host_scatter_layout(op_, candidate_, target_.tiles)) {
+      const std::uint32_t rows = piece.row_count(op_.m);
+      piece.buffer = builder_.create(op_.x->name + ".scatter", piece.tile, std::uint64_t{rows} * piece.cols, standard,
+                                     alignment, lifetime_of(*op_.x));
+      builder_.host_slice(*op_.x, stream_kind_of(*op_.x), piece.buffer, piece.row_begin, rows, piece.col_begin,
+                          piece.cols);
+      x_pieces_.push_back(piece);
     }
   }
 
@@ -474,52 +526,61 @@ void DenseFragment::lay_out_buffers() {
   // owner's own partial in place.
   const std::uint32_t slots = fused_reduction(op_) ? depth_groups - 1 : depth_groups;
   const bool by_rows = owns_rows(op_, candidate_);
-  for (std::uint32_t r = 0; r < rows_.size(); ++r) {
-    const std::uint32_t m = rows_[r].size;
-    const std::vector<Range> owner_rows = balanced_split(m, depth_groups);
-    for (std::uint32_t c = 0; c < columns_.size(); ++c) {
-      std::vector<std::vector<Range>> pieces;  // per slice
-      for (const Range& slice : slices_[c])
-        pieces.push_back(by_rows ? std::vector<Range>(depth_groups, Range{0, slice.size})
-                                 : balanced_split(slice.size, depth_groups));
-      for (std::uint32_t owner = 0; owner < depth_groups; ++owner) {
-        const Range rows = by_rows ? owner_rows[owner] : Range{0, m};
-        // One reduce buffer serves every slice: slice s+1's partials arrive after slice s is reduced.
-        const std::uint32_t widest_piece = pieces.front()[owner].size;
-        if (widest_piece == 0) continue;  // fewer columns than depth groups
-        const GroupBuffers& own = group(r, c, owner);
-        const std::uint32_t reduce =
-            builder_.create(op_.name + ".reduce", own.tile, std::uint64_t{slots} * rows.size * widest_piece, standard,
-                            alignment, Lifetime::transient);
-        for (std::uint32_t s = 0; s < pieces.size(); ++s) {
-          const Range piece = pieces[s][owner];
-          if (piece.size == 0) continue;
-          OwnedPiece owned{r,
-                           c,
-                           owner,
-                           own.tile,
-                           s,
-                           piece,
-                           reduce,
-                           0,
-                           kNoBuffer,
-                           matmul_superstep(s) + 1,
-                           depth_groups,
-                           {own.partials[s % 2], rows.begin * slices_[c][s].size + piece.begin},
-                           slices_[c][s].size,
-                           0,
-                           0,
-                           rows};
-          owned.out = builder_.create(op_.name + ".out", own.tile, std::uint64_t{rows.size} * piece.size, standard,
-                                      alignment, Lifetime::transient);
-          if (op_.bias)
-            owned.bias = builder_.create(op_.name + ".bias", own.tile, packed_words(piece.size, op_.bias->dtype),
-                                         standard, alignment, lifetime_of(*op_.bias));
-          pieces_.push_back(owned);
+  // Later chunks reuse the first chunk's reduce and bias buffers (the first is the largest).
+  std::map<std::array<std::uint32_t, 4>, std::pair<std::uint32_t, std::uint32_t>> first_chunk;
+  for (std::uint32_t chunk = 0; chunk < chunks_.size(); ++chunk)
+    for (std::uint32_t r = 0; r < rows_.size(); ++r) {
+      const std::uint32_t m = chunk_groups_[chunk][r].size;
+      const std::vector<Range> owner_rows = balanced_split(m, depth_groups);
+      for (std::uint32_t c = 0; c < columns_.size(); ++c) {
+        std::vector<std::vector<Range>> pieces;  // per slice
+        for (const Range& slice : slices_[c])
+          pieces.push_back(by_rows ? std::vector<Range>(depth_groups, Range{0, slice.size})
+                                   : balanced_split(slice.size, depth_groups));
+        for (std::uint32_t owner = 0; owner < depth_groups; ++owner) {
+          const Range rows = by_rows ? owner_rows[owner] : Range{0, m};
+          // One reduce buffer serves every slice: slice s+1's partials arrive after slice s is reduced.
+          const std::uint32_t widest_piece = pieces.front()[owner].size;
+          if (widest_piece == 0) continue;  // fewer columns than depth groups
+          const GroupBuffers& own = group(r, c, owner);
+          const std::uint32_t reduce = chunk == 0 ? builder_.create(op_.name + ".reduce", own.tile,
+                                                                    std::uint64_t{slots} * rows.size * widest_piece,
+                                                                    standard, alignment, Lifetime::transient)
+                                                  : first_chunk.at({r, c, owner, 0}).first;
+          for (std::uint32_t s = 0; s < pieces.size(); ++s) {
+            const Range piece = pieces[s][owner];
+            if (piece.size == 0) continue;
+            OwnedPiece owned{chunk,
+                             r,
+                             c,
+                             owner,
+                             own.tile,
+                             s,
+                             piece,
+                             reduce,
+                             0,
+                             kNoBuffer,
+                             chunk_base(chunk) + matmul_superstep(s) + 1,
+                             depth_groups,
+                             {own.partials[s % 2], rows.begin * slices_[c][s].size + piece.begin},
+                             slices_[c][s].size,
+                             0,
+                             0,
+                             rows,
+                             chunk == 0};
+            owned.out = builder_.create(op_.name + ".out", own.tile, std::uint64_t{rows.size} * piece.size, standard,
+                                        alignment, Lifetime::transient);
+            if (op_.bias)
+              owned.bias =
+                  chunk == 0 ? builder_.create(op_.name + ".bias", own.tile, packed_words(piece.size, op_.bias->dtype),
+                                               standard, alignment, lifetime_of(*op_.bias))
+                             : first_chunk.at({r, c, owner, s}).second;
+            if (chunk == 0 && chunks_.size() > 1) first_chunk[{r, c, owner, s}] = {reduce, owned.bias};
+            pieces_.push_back(owned);
+          }
         }
       }
     }
-  }
 }
 
 // Two-stage reduction of a column group over blocks B_0..B_{R-1} of its depth groups. Its
@@ -558,7 +619,8 @@ void DenseFragment::lay_out_two_stage() {
           if (subs[b].size == 0) continue;  // a piece narrower than the blocks
           const StagePiece& holder = stage_piece(r, c, b, j);
           const std::uint32_t slots = fused ? blocks - 1 : blocks;
-          OwnedPiece owned{r,
+          OwnedPiece owned{0,
+                           r,
                            c,
                            blocks_[b].begin + j,
                            holder.tile,
@@ -588,8 +650,7 @@ void DenseFragment::lay_out_two_stage() {
   }
 }
 
-void DenseFragment::gather_x(const GroupBuffers& group, Range depth) {
-  const Range rows = rows_[group.row_group];
+void DenseFragment::gather_x(const GroupBuffers& group, Range depth, Range rows, std::uint32_t superstep) {
   if (candidate_.input == InputSource::host_slices) {
     builder_.host_slice(*op_.x, stream_kind_of(*op_.x), group.x_chunk, rows.begin, rows.size, depth.begin, depth.size);
     return;
@@ -604,16 +665,16 @@ void DenseFragment::gather_x(const GroupBuffers& group, Range depth) {
     const Range held = rows_of(*piece, op_.m);
     const std::uint32_t row_low = std::max(held.begin, rows.begin), row_high = std::min(held.end(), rows.end());
     if (low >= high || row_low >= row_high) continue;  // a block of other rows, or of a later column range
-    builder_.move_rows(0, {piece->buffer, (row_low - held.begin) * piece->cols + low - piece->col_begin}, piece->cols,
-                       {group.x_chunk, (row_low - rows.begin) * depth.size + low - depth.begin}, depth.size,
-                       row_high - row_low, high - low);
+    builder_.move_rows(superstep, {piece->buffer, (row_low - held.begin) * piece->cols + low - piece->col_begin},
+                       piece->cols, {group.x_chunk, (row_low - rows.begin) * depth.size + low - depth.begin},
+                       depth.size, row_high - row_low, high - low);
   }
 }
 
 void DenseFragment::epilogue(std::uint32_t superstep, std::uint32_t tile, std::uint32_t rows, std::uint32_t values,
-                             std::uint32_t bias_buffer, std::uint32_t col_begin, std::uint32_t cols) {
+                             std::uint32_t bias_buffer, std::uint32_t col_begin, std::uint32_t cols, bool stream_bias) {
   if (op_.bias) {
-    builder_.host_slice(*op_.bias, stream_kind_of(*op_.bias), bias_buffer, 0, 1, col_begin, cols);
+    if (stream_bias) builder_.host_slice(*op_.bias, stream_kind_of(*op_.bias), bias_buffer, 0, 1, col_begin, cols);
     builder_.call(superstep, tile, bias_codelet(op_), {{values, 0}, {bias_buffer, 0}},
                   {rows, cols, op_.relu ? 1u : 0u});
   } else if (op_.relu) {
@@ -624,11 +685,20 @@ void DenseFragment::epilogue(std::uint32_t superstep, std::uint32_t tile, std::u
 Fragment DenseFragment::build() && {
   const std::uint32_t depth_groups = candidate_.depth_groups;
   const std::uint32_t slices = candidate_.serial_splits;
-  builder_.label(0, op_.name + ".gather");
-  if (slices == 1) {
+  const auto chunks = static_cast<std::uint32_t>(chunks_.size());
+  if (chunks > 1) {
+    for (std::uint32_t chunk = 0; chunk < chunks; ++chunk) {
+      builder_.label(chunk_base(chunk), chunk == 0 ? op_.name + ".gather0"
+                                                   : fmt::format("{}.reduce{}+gather{}", op_.name, chunk - 1, chunk));
+      builder_.label(chunk_base(chunk) + 1, fmt::format("{}.matmul{}", op_.name, chunk));
+    }
+    builder_.label(chunk_base(chunks), fmt::format("{}.reduce{}", op_.name, chunks - 1));
+  } else if (slices == 1) {
+    builder_.label(0, op_.name + ".gather");
     builder_.label(1, op_.name + ".matmul");
     if (depth_groups > 1) builder_.label(2, op_.name + ".reduce");
   } else {
+    builder_.label(0, op_.name + ".gather");
     for (std::uint32_t s = 0; s < slices; ++s)
       builder_.label(matmul_superstep(s),
                      s == 0 ? op_.name + ".matmul0" : fmt::format("{}.reduce{}+matmul{}", op_.name, s - 1, s));
@@ -636,30 +706,34 @@ Fragment DenseFragment::build() && {
   }
   Distribution output{op_.m, {}};
 
-  for (std::uint32_t r = 0; r < rows_.size(); ++r)
-    for (std::uint32_t c = 0; c < columns_.size(); ++c)
-      for (std::uint32_t g = 0; g < depth_groups; ++g) {
-        const GroupBuffers& buffers = group(r, c, g);
-        const std::uint32_t m = rows_[r].size;
-        const Range cols = columns_[c], depth = depths_[g];
-        gather_x(buffers, depth);
-        for (std::uint32_t s = 0; s < slices_[c].size(); ++s) {
-          const Range slice = slices_[c][s];
-          // The weights are laid out as the chosen orientation streams them: no transpose on the tile.
-          const WeightMatmul matmul =
-              weight_matmul(half_weights(op_), m, depth.size, slice.size, target_, op_.orientation);
-          builder_.host_slice(*op_.w, stream_kind_of(*op_.w), buffers.weights[s], depth.begin, depth.size,
-                              cols.begin + slice.begin, slice.size,
-                              matmul_b_is_n_by_k(matmul.codelet, matmul.orientation));
-          builder_.call_matmul(matmul_superstep(s), buffers.tile, matmul.codelet, {buffers.x_chunk, 0},
-                               {buffers.weights[s], 0}, {buffers.partials[s % 2], 0},
-                               {m, depth.size, slice.size, matmul.orientation});
+  for (std::uint32_t chunk = 0; chunk < chunks; ++chunk)
+    for (std::uint32_t r = 0; r < rows_.size(); ++r)
+      for (std::uint32_t c = 0; c < columns_.size(); ++c)
+        for (std::uint32_t g = 0; g < depth_groups; ++g) {
+          const GroupBuffers& buffers = group(r, c, g);
+          const Range rows = chunk_rows(chunk, r);
+          const std::uint32_t m = rows.size, base = chunk_base(chunk);
+          const Range cols = columns_[c], depth = depths_[g];
+          gather_x(buffers, depth, rows, base);
+          for (std::uint32_t s = 0; s < slices_[c].size(); ++s) {
+            const Range slice = slices_[c][s];
+            // The weights are laid out as the chosen orientation streams them: no transpose on the
+            // tile. Every chunk reads them as the first (the largest) chose.
+            const WeightMatmul matmul =
+                weight_matmul(half_weights(op_), rows_[r].size, depth.size, slice.size, target_, op_.orientation);
+            if (chunk == 0)
+              builder_.host_slice(*op_.w, stream_kind_of(*op_.w), buffers.weights[s], depth.begin, depth.size,
+                                  cols.begin + slice.begin, slice.size,
+                                  matmul_b_is_n_by_k(matmul.codelet, matmul.orientation));
+            builder_.call_matmul(base + matmul_superstep(s), buffers.tile, matmul.codelet, {buffers.x_chunk, 0},
+                                 {buffers.weights[s], 0}, {buffers.partials[s % 2], 0},
+                                 {m, depth.size, slice.size, matmul.orientation});
+          }
+          if (depth_groups == 1) {  // no serial splits: the partials are the output
+            epilogue(1, buffers.tile, m, buffers.partials[0], buffers.bias, cols.begin, cols.size);
+            output.pieces.push_back(output_piece(rows, buffers.tile, cols.begin, cols.size, buffers.partials[0]));
+          }
         }
-        if (depth_groups == 1) {  // no serial splits: the partials are the output
-          epilogue(1, buffers.tile, m, buffers.partials[0], buffers.bias, cols.begin, cols.size);
-          output.pieces.push_back(output_piece(r, {0, m}, buffers.tile, cols.begin, cols.size, buffers.partials[0]));
-        }
-      }
 
   if (candidate_.reduction_blocks > 1) {
     build_two_stage();
@@ -673,7 +747,7 @@ Fragment DenseFragment::build() && {
         if (fused_reduction(op_) && g == owned.owner_depth_group) continue;
         const std::uint32_t slot = fused_reduction(op_) && g > owned.owner_depth_group ? g - 1 : g;
         const GroupBuffers& sender = group(owned.row_group, owned.column_group, g);
-        builder_.move_rows(matmul_superstep(owned.slice),
+        builder_.move_rows(chunk_base(owned.chunk) + matmul_superstep(owned.slice),
                            {sender.partials[owned.slice % 2], owned.rows.begin * width + owned.columns.begin}, width,
                            {owned.reduce, slot * m * owned.columns.size}, owned.columns.size, m, owned.columns.size);
       }
@@ -727,16 +801,19 @@ void DenseFragment::reduce_owned_pieces(Distribution& output) {
     const Range slice = slices_[owned.column_group][owned.slice];
     const std::uint32_t col_begin = columns_[owned.column_group].begin + slice.begin + owned.columns.begin;
     if (fused_reduction(op_)) {
-      builder_.host_slice(*op_.bias, stream_kind_of(*op_.bias), owned.bias, 0, 1, col_begin, piece);
+      if (owned.streams_bias)
+        builder_.host_slice(*op_.bias, stream_kind_of(*op_.bias), owned.bias, 0, 1, col_begin, piece);
       builder_.call(owned.superstep, owned.tile, Codelet::reduce_bias,
                     {{owned.reduce, 0}, owned.own, {owned.bias, 0}, {owned.out, 0}},
                     {owned.parts - 1, m, piece, owned.own_stride, op_.relu ? 1u : 0u});
     } else {
       builder_.call(owned.superstep, owned.tile, Codelet::reduce_add, {{owned.reduce, 0}, {owned.out, 0}},
                     {owned.parts, m * piece});
-      epilogue(owned.superstep, owned.tile, m, owned.out, owned.bias, col_begin, piece);
+      epilogue(owned.superstep, owned.tile, m, owned.out, owned.bias, col_begin, piece, owned.streams_bias);
     }
-    output.pieces.push_back(output_piece(owned.row_group, owned.rows, owned.tile, col_begin, piece, owned.out));
+    const Range group_rows = chunk_rows(owned.chunk, owned.row_group);
+    output.pieces.push_back(
+        output_piece({group_rows.begin + owned.rows.begin, owned.rows.size}, owned.tile, col_begin, piece, owned.out));
   }
 }
 

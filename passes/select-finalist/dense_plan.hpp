@@ -63,6 +63,11 @@ struct DenseCandidate {
   /// on its own tiles: x chunks, partials and outputs shrink by the factor, the weights are
   /// held once per row group. (Last, so that plans without it order as before.)
   std::uint32_t row_groups = 1;
+  /// m in this many chunks of rows, multiplied and reduced one after another on the same
+  /// tiles with the same weights, x chunk, partial and reduce buffers: the plan for a batch
+  /// whose x and partials do not fit at once. Only with a one-stage depth split and no
+  /// column serial splits.
+  std::uint32_t serial_row_splits = 1;
   auto operator<=>(const DenseCandidate&) const = default;
 };
 
@@ -116,8 +121,10 @@ std::vector<DenseCandidate> enumerate_dense_candidates(const DenseOp& op, std::u
 /// A dense op's pins (0: not pinned).
 struct DensePins {
   std::uint32_t column_groups = 0, depth_groups = 0, serial_splits = 0, reduction_blocks = 0, row_groups = 0;
+  std::uint32_t serial_row_splits = 0;
   bool any() const {
-    return column_groups != 0 || depth_groups != 0 || serial_splits != 0 || reduction_blocks != 0 || row_groups != 0;
+    return column_groups != 0 || depth_groups != 0 || serial_splits != 0 || reduction_blocks != 0 || row_groups != 0 ||
+           serial_row_splits != 0;
   }
 };
 
@@ -130,9 +137,19 @@ std::vector<DenseCandidate> pin_candidates(const std::vector<DenseCandidate>& ca
 /// output), else at most the narrowest column group's width.
 std::uint32_t clamp_serial_splits(const DenseOp& op, DenseCandidate candidate, std::uint32_t serial_splits);
 
-/// Reduction blocks a candidate can take: 1 (one stage) with serial splits or fewer than 4
+/// Reduction blocks a candidate can take: 1 (one stage) with serial (row) splits or fewer than 4
 /// depth groups, else at most depth_groups / 2 (every block has two depth groups or more).
 std::uint32_t clamp_reduction_blocks(DenseCandidate candidate, std::uint32_t reduction_blocks);
+
+/// Serial row splits a candidate can take: 1 without a one-stage depth split, with column
+/// serial splits or from host slices (whose x chunks the host writes at the start, all of
+/// them), else at most the rows that give every chunk's row groups a row each.
+std::uint32_t clamp_serial_row_splits(const DenseOp& op, DenseCandidate candidate, std::uint32_t splits);
+
+/// The candidates again with each of `splits` serial row splits (those that clamp to 1
+/// dropped): what the planner tries when nothing else fits. Sorted, without duplicates.
+std::vector<DenseCandidate> serial_row_candidates(const std::vector<DenseCandidate>& candidates, const DenseOp& op,
+                                                  const std::vector<std::uint32_t>& splits);
 
 /// The candidates again with each of `splits` serial splits (those that clamp to 1 dropped):
 /// what the planner tries when no plan without serial splits fits. Sorted, without duplicates.
@@ -181,7 +198,7 @@ private:
   /// A piece of the output: its owner receives the parts of it into `reduce` and reduces
   /// them (with the epilogue) into `out` in `superstep`.
   struct OwnedPiece {
-    std::uint32_t row_group, column_group, owner_depth_group, tile, slice;
+    std::uint32_t chunk, row_group, column_group, owner_depth_group, tile, slice;
     Range columns;  ///< relative to the slice
     std::uint32_t reduce, out, bias;
     std::uint32_t superstep, parts;  ///< parts: received ones plus the owner's own
@@ -189,6 +206,7 @@ private:
     std::uint32_t own_stride;
     std::uint32_t block, stage_piece;  ///< two-stage: the holder's block and stage piece
     Range rows;                        ///< relative to the row group
+    bool streams_bias = true;          ///< false: an earlier chunk's piece streamed its (shared) bias
   };
   /// Two-stage reductions: holder (block r, piece j) of a column group, the depth group
   /// blocks[r].begin + j, first sums block (r - 1) mod R's partials of stage piece j.
@@ -213,14 +231,20 @@ private:
   const GroupBuffers& group(std::uint32_t r, std::uint32_t c, std::uint32_t g) const {
     return groups_[(std::uint64_t{r} * columns_.size() + c) * depths_.size() + g];
   }
-  void gather_x(const GroupBuffers& group, Range depth);
-  /// An output piece of `rows` of row group r (no row range when it is every row of the op).
-  Piece output_piece(std::uint32_t r, Range rows, std::uint32_t tile, std::uint32_t col_begin, std::uint32_t cols,
+  /// Chunk `chunk`'s row group r: its rows of the op.
+  Range chunk_rows(std::uint32_t chunk, std::uint32_t r) const {
+    return {chunks_[chunk].begin + chunk_groups_[chunk][r].begin, chunk_groups_[chunk][r].size};
+  }
+  /// The superstep chunk `chunk` gathers x in (its matmul is the next; chunks overlap a superstep).
+  std::uint32_t chunk_base(std::uint32_t chunk) const { return 2 * chunk; }
+  void gather_x(const GroupBuffers& group, Range depth, Range rows, std::uint32_t superstep);
+  /// An output piece of the op's `rows` (no row range when it is every row of the op).
+  Piece output_piece(Range rows, std::uint32_t tile, std::uint32_t col_begin, std::uint32_t cols,
                      std::uint32_t buffer) const;
   /// x's pieces in fragment buffers (existing or made for host_scatter), sorted by column.
   std::vector<Piece> x_pieces_;
   void epilogue(std::uint32_t superstep, std::uint32_t tile, std::uint32_t rows, std::uint32_t values,
-                std::uint32_t bias_buffer, std::uint32_t col_begin, std::uint32_t cols);
+                std::uint32_t bias_buffer, std::uint32_t col_begin, std::uint32_t cols, bool stream_bias = true);
   static constexpr std::uint32_t kNoBuffer = 0xffffffffu;
 
   const DenseOp& op_;
@@ -228,12 +252,14 @@ private:
   const Target& target_;
   TileMapping mapping_;
   FragmentBuilder builder_;
-  std::vector<Range> rows_, columns_, depths_;
-  std::vector<std::vector<Range>> slices_;  ///< per column group: its serial slices, relative to it
-  std::vector<GroupBuffers> groups_;        ///< index (r * column_groups + c) * depth_groups + g
-  std::vector<OwnedPiece> pieces_;          ///< reduce-scatter owners (depth_groups > 1), final stage
-  std::vector<Range> blocks_;               ///< depth groups per reduction block (two-stage only)
-  std::vector<StagePiece> stage_pieces_;    ///< index ((r * C + c) * blocks + block) * stage pieces + j
+  std::vector<Range> rows_, columns_, depths_;    ///< rows_: the first (largest) chunk's row groups
+  std::vector<Range> chunks_;                     ///< serial row chunks (one without serial row splits)
+  std::vector<std::vector<Range>> chunk_groups_;  ///< per chunk: its row groups, relative to it
+  std::vector<std::vector<Range>> slices_;        ///< per column group: its serial slices, relative to it
+  std::vector<GroupBuffers> groups_;              ///< index (r * column_groups + c) * depth_groups + g
+  std::vector<OwnedPiece> pieces_;                ///< reduce-scatter owners (depth_groups > 1), final stage
+  std::vector<Range> blocks_;                     ///< depth groups per reduction block (two-stage only)
+  std::vector<StagePiece> stage_pieces_;          ///< index ((r * C + c) * blocks + block) * stage pieces + j
 };
 
 }  // namespace tessera::select_finalist

@@ -474,6 +474,7 @@ private:
                                       static_cast<std::uint64_t>(candidate.input),
                                       candidate.serial_splits,
                                       candidate.reduction_blocks,
+                                      candidate.serial_row_splits,
                                       candidate.row_groups,
                                       candidate.tile_offset,
                                       candidate.rotated,
@@ -651,14 +652,15 @@ private:
     // Screen every enumerated candidate cheaply, then build and cost the best that fit.
     std::vector<std::pair<std::uint64_t, DenseCandidate>> screened;
     std::vector<DenseCandidate> candidates = enumerate_dense_candidates(dense, target_.tiles);
-    DensePins pins{options_.column_groups, options_.depth_groups, options_.serial_splits, options_.reduction_blocks,
-                   options_.row_groups};
+    DensePins pins{options_.column_groups,    options_.depth_groups, options_.serial_splits,
+                   options_.reduction_blocks, options_.row_groups,   options_.serial_row_splits};
     if (auto pinned = pins_.find(op_index); pinned != pins_.end()) {
       const OpPin& pin = pinned->second.second;
       for (auto [field, value] : {std::pair{&pins.column_groups, pin.column_groups},
                                   {&pins.depth_groups, pin.depth_groups},
                                   {&pins.serial_splits, pin.serial_splits},
                                   {&pins.reduction_blocks, pin.reduction_blocks},
+                                  {&pins.serial_row_splits, pin.serial_row_splits},
                                   {&pins.row_groups, pin.row_groups}})
         if (value != 0) *field = value;
       // The same clamping as pin_candidates: rows to the op and tiles, columns and depth to
@@ -671,14 +673,14 @@ private:
       const std::uint32_t used_depth =
           depth_groups ? std::min(depth_groups, std::max(1u, std::min(dense.k, share / std::max(1u, used_columns))))
                        : 0;
-      // Serial splits and reduction blocks clamp per candidate: logged as asked.
+      // Serial splits, reduction blocks and serial row splits clamp per candidate: logged as asked.
       context_.info(
           "pinned operator plan op={} name={} column_groups={} depth_groups={} row_groups={} "
           "requested_column_groups={} requested_depth_groups={} requested_row_groups={} clamped={} "
-          "serial_splits={} reduction_blocks={}",
+          "serial_splits={} reduction_blocks={} serial_row_splits={}",
           op_index, pinned->second.first, used_columns, used_depth, used_rows, column_groups, depth_groups, row_groups,
           used_columns != column_groups || used_depth != depth_groups || used_rows != row_groups, pins.serial_splits,
-          pins.reduction_blocks);
+          pins.reduction_blocks, pins.serial_row_splits);
     }
     // Planning again with fewer copies of the weights: everywhere, or for the ops live where memory overflowed.
     std::uint32_t row_group_cap = options_.max_row_groups;
@@ -763,10 +765,10 @@ private:
             ++rejected;
             context_.logger.debug(
                 "{}: rejected operator plan op={} column_groups={} depth_groups={} row_groups={} serial_splits={} "
-                "reason={} peak_standard_bytes={} peak_interleaved_bytes={}",
+                "serial_row_splits={} reason={} peak_standard_bytes={} peak_interleaved_bytes={}",
                 context_.span, op_index, candidate.column_groups, candidate.depth_groups, candidate.row_groups,
-                candidate.serial_splits, trials[i].why ? trials[i].why : "oversized", trials[i].regions.standard,
-                trials[i].regions.interleaved);
+                candidate.serial_splits, candidate.serial_row_splits, trials[i].why ? trials[i].why : "oversized",
+                trials[i].regions.standard, trials[i].regions.interleaved);
             if (!smallest || trials[i].needed < smallest->first) smallest.emplace(trials[i].needed, candidate);
             continue;
           }
@@ -774,11 +776,11 @@ private:
           ++costed;
           context_.logger.debug(
               "{}: costed operator plan op={} column_groups={} depth_groups={} row_groups={} "
-              "serial_splits={} reduction_blocks={} input={} screening_cycles={} estimated_cycles={} "
-              "host_input_cycles={}",
+              "serial_splits={} reduction_blocks={} serial_row_splits={} input={} screening_cycles={} "
+              "estimated_cycles={} host_input_cycles={}",
               context_.span, op_index, candidate.column_groups, candidate.depth_groups, candidate.row_groups,
-              candidate.serial_splits, candidate.reduction_blocks, input_source_name(candidate.input), screening,
-              entry.estimate.total(), entry.host_input_cycles);
+              candidate.serial_splits, candidate.reduction_blocks, candidate.serial_row_splits,
+              input_source_name(candidate.input), screening, entry.estimate.total(), entry.host_input_cycles);
           auto position = std::find_if(finalists.begin(), finalists.end(), [&](const CostedCandidate& kept) {
             return std::tuple(entry.score(), entry.candidate) < std::tuple(kept.score(), kept.candidate);
           });
@@ -820,6 +822,16 @@ private:
         if (finalists.empty()) smallest = smallest_before;
       }
     }
+    // Still short (a large batch): the rows in serial chunks that share their buffers (unless pinned).
+    if (finalists.empty() && !pins.any()) {
+      const auto smallest_before = smallest;
+      enumerated = screen(serial_row_candidates(candidates, dense, {2, 4, 8, 16, 32}));
+      rejected = 0;
+      try_screened();
+      context_.info("screened serial row splits op={} candidates={} screened={} rejected_for_memory={} costed={}",
+                    op_index, enumerated, screened.size(), rejected, costed);
+      if (finalists.empty()) smallest = smallest_before;
+    }
 
     if (finalists.empty()) {
       if (most_row_groups_ > 1 && !starved_op_) starved_op_ = op_index;
@@ -832,9 +844,10 @@ private:
       // over, with its buffers, which says far more than a refusal here could.
       context_.info(
           "no operator plan fits in tile memory op={} column_groups={} depth_groups={} "
-          "row_groups={} serial_splits={} reduction_blocks={} peak_tile_bytes={} memory_bytes={}",
+          "row_groups={} serial_splits={} reduction_blocks={} serial_row_splits={} peak_tile_bytes={} memory_bytes={}",
           op_index, smallest->second.column_groups, smallest->second.depth_groups, smallest->second.row_groups,
-          smallest->second.serial_splits, smallest->second.reduction_blocks, smallest->first, target_.memory_bytes);
+          smallest->second.serial_splits, smallest->second.reduction_blocks, smallest->second.serial_row_splits,
+          smallest->first, target_.memory_bytes);
       unfit_ops_.push_back(op_index);
       finalists.push_back(cost(0, dense, smallest->second, smallest->first,
                                DenseFragment(dense, smallest->second, program_, target_).build()));
@@ -850,15 +863,16 @@ private:
           refine(worker, finalist);
           notes[i].info(
               "retained operator-plan finalist op={} finalist={} column_groups={} depth_groups={} "
-              "row_groups={} serial_splits={} reduction_blocks={} input={} estimated_cycles={} "
+              "row_groups={} serial_splits={} reduction_blocks={} serial_row_splits={} input={} estimated_cycles={} "
               "estimated_exchange_cycles={} "
               "host_input_cycles={} refined_cycles={} refined_exchange_cycles={} peak_tile_bytes={} "
               "peak_standard_bytes={} peak_interleaved_bytes={}",
               op_index, i, finalist.candidate.column_groups, finalist.candidate.depth_groups,
               finalist.candidate.row_groups, finalist.candidate.serial_splits, finalist.candidate.reduction_blocks,
-              input_source_name(finalist.candidate.input), finalist.estimate.total(), finalist.estimate.exchange_cycles,
-              finalist.host_input_cycles, finalist.refined_cycles, finalist.refined_exchange_cycles,
-              finalist.peak_tile_bytes, finalist.peak_region_bytes.standard, finalist.peak_region_bytes.interleaved);
+              finalist.candidate.serial_row_splits, input_source_name(finalist.candidate.input),
+              finalist.estimate.total(), finalist.estimate.exchange_cycles, finalist.host_input_cycles,
+              finalist.refined_cycles, finalist.refined_exchange_cycles, finalist.peak_tile_bytes,
+              finalist.peak_region_bytes.standard, finalist.peak_region_bytes.interleaved);
           if (options_.schedule_finalists)
             notes[i].info(
                 "scheduled operator-plan finalist op={} finalist={} mapped={} analytical_cycles={} "
@@ -872,13 +886,14 @@ private:
     const BusiestMatmul busiest = busiest_matmul(dense, best->candidate, target_);
     context_.info(
         "selected operator plan op={} finalist={} column_groups={} depth_groups={} row_groups={} "
-        "serial_splits={} reduction_blocks={} input={} estimated_cycles={} estimated_exchange_cycles={} "
-        "busiest_matmul={}x{}x{} orientation={} as_is_cycles={} swapped_cycles={} reduce_scatter={}",
+        "serial_splits={} reduction_blocks={} serial_row_splits={} input={} estimated_cycles={} "
+        "estimated_exchange_cycles={} busiest_matmul={}x{}x{} orientation={} as_is_cycles={} swapped_cycles={} "
+        "reduce_scatter={}",
         op_index, best - finalists.begin(), best->candidate.column_groups, best->candidate.depth_groups,
         best->candidate.row_groups, best->candidate.serial_splits, best->candidate.reduction_blocks,
-        input_source_name(best->candidate.input), best->refined_cycles, best->refined_exchange_cycles, busiest.m,
-        busiest.k, busiest.n, busiest.orientation == 0 ? "as_is" : "swapped", busiest.cycles(0, target_),
-        busiest.cycles(1, target_), reduce_scatter_name(dense, best->candidate));
+        best->candidate.serial_row_splits, input_source_name(best->candidate.input), best->refined_cycles,
+        best->refined_exchange_cycles, busiest.m, busiest.k, busiest.n, busiest.orientation == 0 ? "as_is" : "swapped",
+        busiest.cycles(0, target_), busiest.cycles(1, target_), reduce_scatter_name(dense, best->candidate));
     context_.remark({op_index, op_kind_name(op.kind), "operator", best->candidate.column_groups,
                      best->candidate.depth_groups, best->candidate.row_groups, finalists.size(), best->refined_cycles});
     most_row_groups_ = std::max(most_row_groups_, best->candidate.row_groups);

@@ -12,6 +12,7 @@ namespace tessera::select_finalist {
 /// One op's pinned split from the `plans` option (0: not pinned, the global pin or the planner decides).
 struct OpPin {
   std::uint32_t column_groups = 0, depth_groups = 0, serial_splits = 0, reduction_blocks = 0, row_groups = 0;
+  std::uint32_t serial_row_splits = 0;
   std::string place;  ///< pipeline file:line:column of the op's name
 };
 
@@ -23,11 +24,12 @@ struct PlannerOptions {
   bool schedule_finalists = false;       ///< re-cost finalists with the scheduler's horizons
   /// A candidate whose temporaries on any tile exceed this share of tile memory is rejected.
   double available_memory_proportion = 0.6;
-  std::uint32_t column_groups = 0;     ///< pins every dense op's column groups (0: free)
-  std::uint32_t depth_groups = 0;      ///< pins every dense op's depth groups (0: free)
-  std::uint32_t serial_splits = 0;     ///< pins every dense op's serial splits (0: free)
-  std::uint32_t reduction_blocks = 0;  ///< pins every dense op's reduction blocks (0: free, 1: one stage)
-  std::uint32_t row_groups = 0;        ///< pins every dense op's row groups (0: free)
+  std::uint32_t column_groups = 0;      ///< pins every dense op's column groups (0: free)
+  std::uint32_t depth_groups = 0;       ///< pins every dense op's depth groups (0: free)
+  std::uint32_t serial_splits = 0;      ///< pins every dense op's serial splits (0: free)
+  std::uint32_t reduction_blocks = 0;   ///< pins every dense op's reduction blocks (0: free, 1: one stage)
+  std::uint32_t row_groups = 0;         ///< pins every dense op's row groups (0: free)
+  std::uint32_t serial_row_splits = 0;  ///< pins every dense op's serial row chunks (0: free)
   OrientationChoice orientation = OrientationChoice::automatic;  ///< matmul orientation: pinned or per call
   std::uint32_t max_row_groups = 0;  ///< candidates with more row groups are dropped (0: none); set when re-planning
   /// Per op index, the most row groups its candidates may have; set when re-planning the ops

@@ -41,16 +41,17 @@ Status parse_plans(const tessera::MapOption& option, std::map<std::string, OpPin
     pin.place = place(entry.first);
     for (const auto& field : fields) {
       const std::string key = field.first.Scalar();
-      std::uint32_t* target = key == "column_groups"      ? &pin.column_groups
-                              : key == "depth_groups"     ? &pin.depth_groups
-                              : key == "serial_splits"    ? &pin.serial_splits
-                              : key == "reduction_blocks" ? &pin.reduction_blocks
-                              : key == "row_groups"       ? &pin.row_groups
-                                                          : nullptr;
+      std::uint32_t* target = key == "column_groups"       ? &pin.column_groups
+                              : key == "depth_groups"      ? &pin.depth_groups
+                              : key == "serial_splits"     ? &pin.serial_splits
+                              : key == "reduction_blocks"  ? &pin.reduction_blocks
+                              : key == "row_groups"        ? &pin.row_groups
+                              : key == "serial_row_splits" ? &pin.serial_row_splits
+                                                           : nullptr;
       if (!target)
         return Status::failure(
             fmt::format("{}: unknown field '{}' in the plan of op '{}' (fields: column_groups, "
-                        "depth_groups, row_groups, serial_splits, reduction_blocks)",
+                        "depth_groups, row_groups, serial_splits, reduction_blocks, serial_row_splits)",
                         place(field.first), key, name));
       const std::string text = field.second.IsScalar() ? field.second.Scalar() : "";
       std::uint64_t value = 0;
@@ -114,6 +115,12 @@ const tessera::OptionTable<PlannerOptions>& option_table() {
                       "summed in R blocks first, then across the blocks; 0: the planner chooses; clamped to "
                       "depth_groups / 2, and 1 with serial splits)")
           .range(0, 1000000),
+      tessera::option("serial_row_splits", &PlannerOptions::serial_row_splits, 0,
+                      "pin every depth-split dense op's serial row splits: its rows (the batch) in this many chunks "
+                      "multiplied and reduced one after another on the same tiles and buffers, for less memory (0: "
+                      "the planner chooses, 1 unless nothing else fits; 1 with serial splits, two-stage reductions or "
+                      "host slices; clamped to the rows)")
+          .range(0, 1000000),
       tessera::option("orientation", &PlannerOptions::orientation, OrientationChoice::automatic,
                       {{"auto", OrientationChoice::automatic},
                        {"as_is", OrientationChoice::as_is},
@@ -122,7 +129,8 @@ const tessera::OptionTable<PlannerOptions>& option_table() {
                       "through the AMP against b) or swapped (b's columns stream against a: poplibs' swapOperands)"),
       tessera::map_option("plans", &PlannerOptions::plans, parse_plans,
                           "pin ops' splits: {OP: {column_groups: C, depth_groups: D, row_groups: G, serial_splits: S, "
-                          "reduction_blocks: R}}, OP the op's output tensor in the model (or a tensor lower-mid fused "
+                          "reduction_blocks: R, serial_row_splits: B}}, OP the op's output tensor in the model (or a "
+                          "tensor lower-mid fused "
                           "into it); clamped to the op and tiles like the global pins"),
   };
   return table;

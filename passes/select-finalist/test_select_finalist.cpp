@@ -400,6 +400,103 @@ TEST_CASE("select-finalist row groups hold the weights once per row group and co
       }
 }
 
+/// 13 rows (uneven chunks), k = 64 into 10 columns with a float32 bias (reduce_bias) and relu,
+/// then 10 into 9 without a bias (reduce_add, x gathered from the first op's pieces).
+std::string batch_model(const TempDir& dir) {
+  return dir.write("batch.yaml",
+                   "model: batch\nseed: 5\ntensors:\n"
+                   "  - {name: x, shape: [13, 64], kind: input}\n"
+                   "  - {name: w0, shape: [64, 10], kind: weight, scale: 0.2}\n"
+                   "  - {name: b0, shape: [10], kind: weight}\n"
+                   "  - {name: w1, shape: [10, 9], kind: weight, scale: 0.3}\n"
+                   "ops:\n"
+                   "  - {op: matmul, inputs: [x, w0], output: h}\n"
+                   "  - {op: add, inputs: [h, b0], output: a}\n"
+                   "  - {op: relu, inputs: [a], output: r}\n"
+                   "  - {op: matmul, inputs: [r, w1], output: y}\n"
+                   "outputs: [y]\n");
+}
+
+TEST_CASE("select-finalist serial row splits multiply the batch in chunks on shared buffers and compute the outputs",
+          "[select-finalist][serial-rows]") {
+  TempDir dir;
+  const std::string model = batch_model(dir);
+  for (std::int64_t chunks : {2, 3, 5})
+    for (std::int64_t rows : {1, 2})
+      for (auto [columns, depth] : {std::pair<std::int64_t, std::int64_t>{1, 4}, {2, 2}, {2, 4}}) {
+        PassBench bench(model, config_path("targets/t16.yaml"));
+        INFO("serial_row_splits " << chunks << " row_groups " << rows << " column_groups " << columns
+                                  << " depth_groups " << depth);
+        REQUIRE(bench.run("lower-mid").ok);
+        Options options;
+        options.values["serial_row_splits"] = chunks;
+        options.values["row_groups"] = rows;
+        options.values["column_groups"] = columns;
+        options.values["depth_groups"] = depth;
+        REQUIRE(bench.run("select-finalist", options).ok);
+        // Valid, numerically right, and every weight and bias element written once per row group
+        // (per depth group too for an owner's bias): the chunks share them.
+        const std::map<std::string, int> copies = check_planned_program(bench);
+        CHECK(copies.at("w0") == rows);
+        CHECK(copies.at("w1") == rows);
+        const auto selected = bench.log_lines("selected operator plan");
+        REQUIRE(selected.size() == 2);
+        // The second op gathers its x from the first's pieces, so it can always chunk; the first
+        // may take its x from host slices, which cannot.
+        const std::uint64_t second = log_field(selected[1], "serial_row_splits");
+        CHECK(second == std::uint64_t(chunks));
+        CHECK((log_field(selected[0], "serial_row_splits") == 1 ||
+               log_field(selected[0], "serial_row_splits") == std::uint64_t(chunks)));
+        // Chunk after chunk, each gathering beside the last one's reduction (the first chunk's
+        // gather joins the first op's reduction).
+        std::string labels;
+        for (const Superstep& step : bench.state.program.supersteps) labels += step.label + " ";
+        std::string expected = "dense0.reduce dense1.matmul0 ";
+        for (std::int64_t c = 1; c < chunks; ++c)
+          expected += fmt::format("dense1.reduce{}+gather{} dense1.matmul{} ", c - 1, c, c);
+        CHECK_THAT(labels, Catch::Contains(expected + fmt::format("dense1.reduce{}", chunks - 1)));
+        // One x chunk and partial per group, sized for the largest chunk (13 rows in `chunks`).
+        const std::uint64_t largest_chunk = (13 + chunks - 1) / chunks;
+        const std::uint64_t group_rows = (largest_chunk + rows - 1) / rows, deepest = (10 + depth - 1) / depth;
+        std::uint64_t x_words = 0;
+        for (const Buffer& buffer : bench.state.program.buffers)
+          if (buffer.name == "dense1.x") x_words = std::max<std::uint64_t>(x_words, buffer.bytes / 4);
+        CHECK(x_words == group_rows * deepest);
+      }
+}
+
+TEST_CASE("select-finalist splits a batch whose activations fit no other plan into serial row chunks",
+          "[select-finalist][serial-rows]") {
+  TempDir dir;
+  // 512 rows of 128 into 128 and again: 256 KiB of x, 256 KiB of activations after the first
+  // op, on 16 tiles of 128 KiB each, where the second op fits no plan without serial row chunks
+  // (they are screened only when nothing else fits).
+  const std::string model = dir.write("big-batch.yaml",
+                                      "model: big_batch\nseed: 2\ntensors:\n"
+                                      "  - {name: x, shape: [512, 128], kind: input}\n"
+                                      "  - {name: w0, shape: [128, 128], kind: weight, scale: 0.1}\n"
+                                      "  - {name: b0, shape: [128], kind: weight}\n"
+                                      "  - {name: w1, shape: [128, 128], kind: weight, scale: 0.1}\n"
+                                      "ops:\n"
+                                      "  - {op: matmul, inputs: [x, w0], output: h}\n"
+                                      "  - {op: add, inputs: [h, b0], output: a}\n"
+                                      "  - {op: relu, inputs: [a], output: r}\n"
+                                      "  - {op: matmul, inputs: [r, w1], output: y}\n"
+                                      "outputs: [y]\n");
+  PassBench bench(model, config_path("targets/t16.yaml"));
+  bench.state.target.memory_bytes = 128 * 1024;
+  bench.state.target.interleaved_start = 64 * 1024;
+  const Status status = bench.run_through("select-finalist");
+  INFO(status.message);
+  REQUIRE(status.ok);
+  check_planned_program(bench);
+  std::uint64_t most = 0;
+  for (const std::string& line : bench.log_lines("selected operator plan"))
+    most = std::max(most, log_field(line, "serial_row_splits"));
+  CHECK(most > 1);
+  CHECK(bench.log_lines("no operator plan fits").empty());
+}
+
 TEST_CASE("select-finalist plans unfused add and relu on their input's distribution", "[select-finalist]") {
   TempDir dir;
   // h has three readers, so nothing fuses: add of a row vector, relu, an add of two
