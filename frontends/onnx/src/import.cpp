@@ -208,7 +208,20 @@ public:
     for (const onnx::NodeProto& node : graph.node())
       for (const std::string& input : node.input()) ++readers_[input];
     for (const onnx::ValueInfoProto& output : graph.output()) ++readers_[output.name()];
-    for (int i = 0; i < graph.node_size(); ++i) import_node(graph.node(i), i);
+    // A constant (float64 here) goes once its last reader is imported: a 340 MB model's weights
+    // would otherwise be held as doubles, twice their bytes, beside the float32 weights made of
+    // them. Not with subgraphs (If, Loop), whose nodes read outer values no input names.
+    std::map<std::string, std::uint32_t> unread = readers_;
+    const bool subgraphs = std::any_of(graph.node().begin(), graph.node().end(), [](const onnx::NodeProto& node) {
+      return std::any_of(node.attribute().begin(), node.attribute().end(),
+                         [](const onnx::AttributeProto& a) { return a.has_g() || a.graphs_size() > 0; });
+    });
+    for (int i = 0; i < graph.node_size(); ++i) {
+      import_node(graph.node(i), i);
+      if (subgraphs) continue;
+      for (const std::string& input : graph.node(i).input())
+        if (auto left = unread.find(input); left != unread.end() && --left->second == 0) constants_.erase(input);
+    }
     // Outputs first: an output that is a view of an input copies it out in the view's layout.
     for (const onnx::ValueInfoProto& output : graph.output()) import_output(output);
     // Inputs no op reads stay part of the interface, in their own layout.
