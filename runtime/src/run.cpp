@@ -122,7 +122,10 @@ void check_embedding_ids(const Graph& graph, HostTensors& inputs, const std::vec
   }
 }
 
-HostTensors host_values(const Graph& graph, const RunOptions& options, std::vector<std::string>& generated_inputs) {
+/// `weights` are the given ones (options.weights or what options.read_weights read), moved in:
+/// a model's weights can be most of the host's memory.
+HostTensors host_values(const Graph& graph, const RunOptions& options, HostTensors weights,
+                        std::vector<std::string>& generated_inputs) {
   auto check_given = [&](const HostTensors& given, TensorKind kind, const char* what) {
     for (const auto& [name, data] : given) {
       const std::int64_t index = graph.find_tensor(name);
@@ -138,10 +141,10 @@ HostTensors host_values(const Graph& graph, const RunOptions& options, std::vect
                                 fmt::join(tensor.shape, ", "), tensor.elements()));
     }
   };
-  check_given(options.weights, TensorKind::weight, "weight");
+  check_given(weights, TensorKind::weight, "weight");
   check_given(options.inputs, TensorKind::input, "input");
   HostTensors values;
-  if (options.weights.empty()) {
+  if (weights.empty()) {
     if (!graph.source_sha256.empty() && std::any_of(graph.tensors.begin(), graph.tensors.end(),
                                                     [](const Tensor& t) { return t.kind == TensorKind::weight; }))
       throw Error(
@@ -151,9 +154,9 @@ HostTensors host_values(const Graph& graph, const RunOptions& options, std::vect
     values = initial_host_tensors(graph, TensorKind::weight);
   } else {
     for (const Tensor& tensor : graph.tensors)
-      if (tensor.kind == TensorKind::weight && !options.weights.count(tensor.name))
+      if (tensor.kind == TensorKind::weight && !weights.count(tensor.name))
         throw Error(fmt::format("no value given for weight '{}'", tensor.name));
-    values = options.weights;
+    values = std::move(weights);
     // A float16 weight holds only halves: the device stores exactly these, and so does the reference.
     for (const Tensor& tensor : graph.tensors)
       if (tensor.kind == TensorKind::weight && tensor.dtype == DType::float16)
@@ -201,11 +204,6 @@ std::uint64_t host_tensor_bytes(const Graph& graph) {
 
 }  // namespace
 
-RunResult run_package(const RunOptions& options) {
-  Package package = read_package_to_run(options);
-  return run_package_releasing_tiles(package, options, options.package_path);
-}
-
 Package read_package_to_run(const RunOptions& options) {
   spdlog::logger& log = detail::logger();
   if (options.package_path.empty()) throw Error("no package to run: give the path of a .tpkg file");
@@ -229,7 +227,7 @@ namespace {
 /// Runs `package`; with `releasing` (the same package) the device consumes its tile images as it
 /// decodes them and the rest of them is freed after the load.
 RunResult run_loaded(const Package& package, const RunOptions& options, const std::string& package_name,
-                     Package* releasing) {
+                     Package* releasing, HostTensors* taken_weights) {
   spdlog::logger& log = detail::logger();
   RunResult result;
 
@@ -264,11 +262,16 @@ RunResult run_loaded(const Package& package, const RunOptions& options, const st
   // initial values. The reference uses exactly these float32 numbers.
   log.info("starting host exchange session streams={}", package.streams.size());
   step_started = Clock::now();
-  HostTensors values = host_values(package.graph, options, result.generated_inputs);
+  HostTensors given = options.read_weights ? options.read_weights()
+                      : taken_weights      ? std::move(*taken_weights)
+                                           : options.weights;
+  if (options.read_weights) ::malloc_trim(0);  // the model's parse is freed: its pages go back before the tensors grow
+  const std::size_t given_weights = given.size();
+  HostTensors values = host_values(package.graph, options, std::move(given), result.generated_inputs);
   const HostCallSummary initialize_call = summarize_host_call(package, {StreamKind::weight});
   const HostCallSummary run_call = summarize_host_call(package, {StreamKind::input, StreamKind::output});
   log.info("prepared host tensors tensors={} given_weights={} given_inputs={} generated_inputs={} elapsed_ms={}",
-           values.size(), options.weights.size(), options.inputs.size(), result.generated_inputs.size(),
+           values.size(), given_weights, options.inputs.size(), result.generated_inputs.size(),
            elapsed_ms(step_started));
 
   step_started = Clock::now();
@@ -340,11 +343,16 @@ RunResult run_loaded(const Package& package, const RunOptions& options, const st
 }  // namespace
 
 RunResult run_package(const Package& package, const RunOptions& options, const std::string& package_name) {
-  return run_loaded(package, options, package_name, nullptr);
+  return run_loaded(package, options, package_name, nullptr, nullptr);
 }
 
-RunResult run_package_releasing_tiles(Package& package, const RunOptions& options, const std::string& package_name) {
-  return run_loaded(package, options, package_name, options.trace_path.empty() ? &package : nullptr);
+RunResult run_package(const RunOptions& options) {
+  Package package = read_package_to_run(options);
+  return run_loaded(package, options, options.package_path, options.trace_path.empty() ? &package : nullptr, nullptr);
+}
+
+RunResult run_package_releasing_tiles(Package& package, RunOptions& options, const std::string& package_name) {
+  return run_loaded(package, options, package_name, options.trace_path.empty() ? &package : nullptr, &options.weights);
 }
 
 }  // namespace tessera::runtime

@@ -49,6 +49,12 @@ TEST_CASE("tessera compiles an ONNX MLP and runs it with a .pb input, matching t
   CHECK_THAT(r.out, Catch::Contains("numericalTest=PASS"));
   CHECK_THAT(r.out, Catch::Contains("mismatches=0 elements=32 "));
   CHECK_THAT(r.err, Catch::Contains("generated_inputs=0"));
+  // The weights are read once the device holds the program, not while the package holds it too.
+  const std::size_t loaded = r.err.find("application loaded"), read = r.err.find("weights read from the model");
+  REQUIRE(loaded != std::string::npos);
+  REQUIRE(read != std::string::npos);
+  CHECK(loaded < read);
+  CHECK_THAT(r.err, Catch::Contains("weights=6 ") && Catch::Contains("given_weights=6 "));
   // The written output has the model's dims and the device's values, which matched the expected ones.
   const auto written = tessera::onnx_import::read_tensor_file(outputs + "/y.pb");
   const auto expected = tessera::onnx_import::read_tensor_file(source_path(kModel + "/test_data_set_0/output_0.pb"));
@@ -129,6 +135,15 @@ TEST_CASE("tessera run refuses an ONNX model changed since compile, and --weight
   CHECK(swapped.exit_code == 1);
   CHECK(swapped.signal == 0);
   CHECK_THAT(swapped.err, Catch::Contains(model + ": the model changed") && Catch::Contains("it is not parsed"));
+  // A missing model is refused before the device loads the package (its weights are read after).
+  fs::remove(model);
+  std::vector<std::string> verbose = {"-v"};
+  verbose.insert(verbose.end(), run.begin(), run.end());
+  auto missing = run_tessera(verbose);
+  CHECK(missing.exit_code == 1);
+  CHECK_THAT(missing.err,
+             Catch::Contains(model + ": the model the package's weights come from is not a readable file"));
+  CHECK(missing.err.find("loading application") == std::string::npos);
   fs::rename(original, model);
 
   // A signed package: its weights come only from the model whose sha256 it records, never --weights.

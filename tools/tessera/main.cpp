@@ -353,11 +353,17 @@ int main(int argc, char** argv) {
       return 0;
     }
     if (*run) {
+      // Large blocks (tensors, the package's bytes) mapped and unmapped, always: glibc's sliding
+      // threshold would otherwise keep them in the heap after the first large free, holding the peak.
+      mallopt(M_MMAP_THRESHOLD, 256 << 10);
       if (!run_target_path.empty()) check_package_target(run_package_path, run_target_path);
       check_output_file(run_json_path, "the JSON record (--json)", {{run_package_path, "the package"}});
       run_options.package_path = run_package_path;
       Package package = runtime::read_package_to_run(run_options);
-      const cli::PreparedRun prepared = cli::prepare_run(package, run_data, run_options);
+      cli::PreparedRun prepared = cli::prepare_run(package, run_data, run_options);
+      // An imported model's weights are read once the device holds the program, not beside the package's copy.
+      if (!prepared.model.empty())
+        run_options.read_weights = [&] { return cli::read_model_weights(package, run_data, prepared); };
       // The device keeps the program once loaded; the graph stays for the differential check.
       const runtime::RunResult result = runtime::run_package_releasing_tiles(package, run_options, run_package_path);
       if (!run_json_path.empty()) cli::write_json(run_json_path, cli::run_json(result, run_package_path));

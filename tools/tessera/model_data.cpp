@@ -49,50 +49,24 @@ runtime::HostTensors read_named(const Graph& graph, const std::vector<std::strin
 PreparedRun prepare_run(const Package& package, const RunData& data, runtime::RunOptions& options) {
   const Graph& graph = package.graph;
   PreparedRun prepared;
-  NamedDims& output_dims = prepared.output_dims;
   for (std::uint32_t index : graph.outputs)
-    output_dims.emplace_back(graph.tensors[index].name, graph.tensors[index].shape);
+    prepared.output_dims.emplace_back(graph.tensors[index].name, graph.tensors[index].shape);
   if (!graph.source_sha256.empty()) {
     // The weights are read again from the model, so the package never copies them.
-    const std::string source = data.weights.empty() ? graph.source_file : data.weights;
+    prepared.model = data.weights.empty() ? graph.source_file : data.weights;
     // A signature covers the sha256 the package records, not a file named on the command line.
     if (!data.weights.empty() && !options.verify_key.empty())
       throw Error(
           fmt::format("--weights {}: with --verify, weights come only from the model the signed package "
                       "names, whose sha256 it records; drop --weights",
                       data.weights));
-    prepared.model = source;
-    // The model's bytes are checked against the package's sha256 before they are parsed.
-    // The model is imported as the compile fixed it (its frozen inputs and shapes).
-    onnx_import::OnnxImport imported =
-        onnx_import::import_onnx(source, data.weights.empty() ? graph.source_sha256 : std::string(),
-                                 onnx_import::import_options_of(graph.import_options));
-    for (const Tensor& tensor : graph.tensors) {
-      if (tensor.kind != TensorKind::weight) continue;
-      auto found = imported.weights.find(tensor.name);
-      if (found == imported.weights.end() || found->second.size() != static_cast<std::size_t>(tensor.elements()))
-        throw Error(
-            fmt::format("{}: has no weight '{}' of {} values, which the package needs; give the model it was "
-                        "compiled from",
-                        source, tensor.name, tensor.elements()));
-      options.weights[tensor.name] = std::move(found->second);
-      const std::int64_t as_imported = imported.graph.find_tensor(tensor.name);
-      prepared.float16_stored_weights +=
-          tensor.dtype == DType::float16 && as_imported >= 0 &&
-          imported.graph.tensors[static_cast<std::size_t>(as_imported)].dtype == DType::float32;
-    }
-    logger("tessera.runtime")
-        ->info("weights read from the model path={} sha256={} weights={} matches_package={}", source,
-               imported.graph.source_sha256, options.weights.size(),
-               imported.graph.source_sha256 == graph.source_sha256);
-    for (auto& [name, dims] : output_dims)
-      for (const onnx_import::OnnxValue& output : imported.outputs)
-        if (output.name == name) dims = output.dims;
-    for (const onnx_import::OnnxValue& input : imported.inputs)
-      prepared.input_dims.emplace_back(input.name, input.dims);
-    prepared.frozen_inputs = std::move(imported.frozen);
-    for (const auto& values : {imported.inputs, imported.outputs})
-      for (const onnx_import::OnnxValue& value : values) prepared.element_types[value.name] = value.element_type;
+    // Found now, read (read_model_weights) after the device load: a missing model should not wait for that.
+    std::error_code error;
+    if (!fs::is_regular_file(prepared.model, error))
+      throw Error(
+          fmt::format("{}: the model the package's weights come from is not a readable file; give it "
+                      "with --weights FILE",
+                      prepared.model));
   } else if (!data.weights.empty()) {
     throw Error(
         fmt::format("--weights {}: the package was compiled from the YAML model {}, whose weights come from its "
@@ -107,6 +81,42 @@ PreparedRun prepare_run(const Package& package, const RunData& data, runtime::Ru
                     "models only (compile an .onnx file)",
                     graph.source_file));
   return prepared;
+}
+
+runtime::HostTensors read_model_weights(const Package& package, const RunData& data, PreparedRun& prepared) {
+  const Graph& graph = package.graph;
+  const std::string& source = prepared.model;
+  runtime::HostTensors weights;
+  // The model's bytes are checked against the package's sha256 before they are parsed.
+  // The model is imported as the compile fixed it (its frozen inputs and shapes).
+  onnx_import::OnnxImport imported =
+      onnx_import::import_onnx(source, data.weights.empty() ? graph.source_sha256 : std::string(),
+                               onnx_import::import_options_of(graph.import_options));
+  for (const Tensor& tensor : graph.tensors) {
+    if (tensor.kind != TensorKind::weight) continue;
+    auto found = imported.weights.find(tensor.name);
+    if (found == imported.weights.end() || found->second.size() != static_cast<std::size_t>(tensor.elements()))
+      throw Error(
+          fmt::format("{}: has no weight '{}' of {} values, which the package needs; give the model it was "
+                      "compiled from",
+                      source, tensor.name, tensor.elements()));
+    weights[tensor.name] = std::move(found->second);
+    const std::int64_t as_imported = imported.graph.find_tensor(tensor.name);
+    prepared.float16_stored_weights +=
+        tensor.dtype == DType::float16 && as_imported >= 0 &&
+        imported.graph.tensors[static_cast<std::size_t>(as_imported)].dtype == DType::float32;
+  }
+  logger("tessera.runtime")
+      ->info("weights read from the model path={} sha256={} weights={} matches_package={}", source,
+             imported.graph.source_sha256, weights.size(), imported.graph.source_sha256 == graph.source_sha256);
+  for (auto& [name, dims] : prepared.output_dims)
+    for (const onnx_import::OnnxValue& output : imported.outputs)
+      if (output.name == name) dims = output.dims;
+  for (const onnx_import::OnnxValue& input : imported.inputs) prepared.input_dims.emplace_back(input.name, input.dims);
+  prepared.frozen_inputs = std::move(imported.frozen);
+  for (const auto& values : {imported.inputs, imported.outputs})
+    for (const onnx_import::OnnxValue& value : values) prepared.element_types[value.name] = value.element_type;
+  return weights;
 }
 
 std::vector<std::string> write_outputs(const Graph& graph, const runtime::HostTensors& outputs,

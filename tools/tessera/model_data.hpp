@@ -39,9 +39,15 @@ struct PreparedRun {
   std::size_t float16_stored_weights = 0;
 };
 
-/// Fills options.weights (an imported model's, from the file it was compiled from, checked
-/// against the package's sha256, or from data.weights), options.inputs and options.expected.
+/// Fills options.inputs and options.expected and, for a package compiled from an ONNX model,
+/// names the model its weights come from (the file it was compiled from, or data.weights),
+/// which must be a file; read_model_weights reads them.
 PreparedRun prepare_run(const Package& package, const RunData& data, runtime::RunOptions& options);
+
+/// An imported model's weights, from prepared.model (checked against the package's sha256 when
+/// it is the file the package was compiled from), and what the model declares of its inputs and
+/// outputs, into `prepared`.
+runtime::HostTensors read_model_weights(const Package& package, const RunData& data, PreparedRun& prepared);
 
 /// Writes each output as DIR/NAME.pb or .npy in its declared element type, atomically; returns
 /// the files written.

@@ -1,6 +1,7 @@
 // run_package: read a package, lock and load the device, stream, run, check numerics, profile.
 #pragma once
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -22,6 +23,10 @@ struct RunOptions {
   /// The most memory the run may take (tiles' buffers and host tensors), checked before any is
   /// allocated; 0: the host's physical memory, or less under ulimit -v / -d.
   std::uint64_t host_memory_limit = 0;
+  /// When set, the model's weights: called once the device has loaded the package (and a
+  /// releasing run has freed its tile images), instead of taking `weights`, so that a large
+  /// model's weights are not read while its program is held twice.
+  std::function<HostTensors()> read_weights;
   std::string profile_path;                 ///< empty: no profile file
   std::string trace_path;                   ///< empty: no Chrome trace
   bool check_numerics = true;               ///< run the float64 reference and compare
@@ -85,7 +90,8 @@ RunResult run_package(const Package& package, const RunOptions& options,
 
 /// The same, freeing `package`'s tile images once the device has loaded them (kept when
 /// options.trace_path asks for a trace, which reads them): the device then holds the only copy
-/// of the program. The graph, streams and target stay.
-RunResult run_package_releasing_tiles(Package& package, const RunOptions& options, const std::string& package_name);
+/// of the program. The graph, streams and target stay. options.weights are moved into the
+/// host's tensors (left empty), not copied.
+RunResult run_package_releasing_tiles(Package& package, RunOptions& options, const std::string& package_name);
 
 }  // namespace tessera::runtime
