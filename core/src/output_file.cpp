@@ -498,6 +498,25 @@ void check_owned_folder_if_present(const std::string& path, std::string_view rol
   (void)OwnedFolder::existing(path, std::string(role));
 }
 
+int open_bounded_file(const std::string& path, std::string_view role, std::uint64_t max_bytes, std::uint64_t& size) {
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
+  if (fd < 0) throw Error(fmt::format("{}: cannot read {}: {}; check the path", path, role, std::strerror(errno)));
+  struct stat info {};
+  if (::fstat(fd, &info) != 0 || !S_ISREG(info.st_mode) || static_cast<std::uint64_t>(info.st_size) > max_bytes) {
+    const int error = errno;
+    ::close(fd);
+    if (!S_ISREG(info.st_mode) && info.st_mode != 0)
+      throw Error(fmt::format("{}: cannot read {}: it is {}, which could block or never end; give a regular file", path,
+                              role, file_kind(info.st_mode)));
+    if (info.st_mode != 0)
+      throw Error(fmt::format("{}: {} bytes; {} may hold at most {}", path, info.st_size, role, size_text(max_bytes)));
+    throw Error(fmt::format("{}: cannot read {}: {}", path, role, std::strerror(error)));
+  }
+  ::fcntl(fd, F_SETFL, ::fcntl(fd, F_GETFL) & ~O_NONBLOCK);  // opened without blocking on a FIFO
+  size = static_cast<std::uint64_t>(info.st_size);
+  return fd;
+}
+
 std::string read_bounded_file(const std::string& path, std::string_view role, std::uint64_t max_bytes,
                               bool allow_stdin) {
   const bool from_stdin = allow_stdin && path == "-";

@@ -682,12 +682,54 @@ void write_package(const Package& package, const std::string& path, const Packag
 
 void remove_package_temporary() noexcept { remove_temporary_files(); }
 
-Package read_package(const std::string& path, const PackageKey* verify_key) {
-  const std::string bytes = read_whole_file(path);
-  if (bytes.size() < kHeaderBytes || std::memcmp(bytes.data(), kMagic, sizeof(kMagic)) != 0)
-    throw Error(path + ": not a Tessera package (bad magic)");
-  if (verify_key) verify_signature(bytes, path, *verify_key);
-  Reader header(bytes.data() + 8, kHeaderBytes - 8, path + ": header");
+namespace {
+
+/// A package's bytes by range: the whole file in memory (a signed package: the signature covers
+/// the bytes decoded), or read section by section from the open file, so that a large package is
+/// not held as bytes beside its decoded tiles. A view is valid until the next read.
+class PackageBytes {
+public:
+  struct Checked {};
+  /// Signed packages: the bytes the signature was checked on.
+  PackageBytes(Checked, std::string whole) : whole_(std::move(whole)), size_(whole_.size()) {}
+  /// Unsigned packages: a regular file of at most kMaxPackageBytes, read as asked.
+  explicit PackageBytes(const std::string& path)
+      : path_(path), fd_(open_bounded_file(path, "the package", kMaxPackageBytes, size_)) {}
+  ~PackageBytes() {
+    if (fd_ >= 0) ::close(fd_);
+  }
+  PackageBytes(const PackageBytes&) = delete;
+  PackageBytes& operator=(const PackageBytes&) = delete;
+
+  std::uint64_t size() const { return size_; }
+  /// Bytes [offset, offset + count), which the caller checked lie within size().
+  std::string_view read(std::uint64_t offset, std::uint64_t count) {
+    if (fd_ < 0) return std::string_view(whole_).substr(offset, count);
+    buffer_.resize(count);
+    for (std::uint64_t done = 0; done < count;) {
+      const ssize_t n = ::pread(fd_, buffer_.data() + done, count - done, static_cast<off_t>(offset + done));
+      if (n < 0 && errno == EINTR) continue;
+      if (n < 0) fail(errno);
+      if (n == 0) throw Error(path_ + ": the package shrank while it was read; it is being rewritten, try again");
+      done += static_cast<std::uint64_t>(n);
+    }
+    return buffer_;
+  }
+
+private:
+  [[noreturn]] void fail(int error) const {
+    throw Error(fmt::format("{}: cannot read the package: {}", path_, std::strerror(error)));
+  }
+  std::string path_, whole_, buffer_;
+  std::uint64_t size_ = 0;  // before fd_: open_bounded_file sets it
+  int fd_ = -1;
+};
+
+Package decode_package(PackageBytes& bytes, const std::string& path) {
+  if (bytes.size() < kHeaderBytes) throw Error(path + ": not a Tessera package (bad magic)");
+  const std::string head(bytes.read(0, kHeaderBytes));
+  if (std::memcmp(head.data(), kMagic, sizeof(kMagic)) != 0) throw Error(path + ": not a Tessera package (bad magic)");
+  Reader header(head.data() + 8, kHeaderBytes - 8, path + ": header");
   const std::uint32_t version = header.u32();
   if (version != kPackageFormatVersion)
     throw Error(path + fmt::format(": package format version {}, this runtime reads version {}", version,
@@ -697,10 +739,10 @@ Package read_package(const std::string& path, const PackageKey* verify_key) {
   if (count < 3 || count > kMaxSections || kHeaderBytes + std::uint64_t(count) * kEntryBytes > bytes.size())
     throw Error(path + fmt::format(": section table of {} entries does not fit the file ({} bytes): truncated?", count,
                                    bytes.size()));
-  const char* table_bytes = bytes.data() + kHeaderBytes;
-  if (XXH64(table_bytes, count * kEntryBytes, 0) != table_checksum)
+  const std::string table_bytes(bytes.read(kHeaderBytes, count * kEntryBytes));
+  if (XXH64(table_bytes.data(), table_bytes.size(), 0) != table_checksum)
     throw Error(path + ": section table checksum mismatch");
-  Reader table(table_bytes, count * kEntryBytes, path + ": section table");
+  Reader table(table_bytes.data(), table_bytes.size(), path + ": section table");
   std::vector<SectionEntry> entries(count);
   // Sections follow the table in order, each in bytes of its own, so checksumming them reads
   // each byte of the file at most once (a table pointing many entries at one blob is refused).
@@ -722,18 +764,21 @@ Package read_package(const std::string& path, const PackageKey* verify_key) {
                                      "without overlapping",
                                      i, name(), e.offset, first_free_byte));
     first_free_byte = e.offset + e.size;
-    if (XXH64(bytes.data() + e.offset, e.size, 0) != e.checksum)
-      throw Error(path + ": section " + name() + " checksum mismatch (the file is corrupt)");
   }
-  // After the last section: nothing, or a signature trailer (checked above when a key is given).
+  // After the last section: nothing, or a signature trailer (checked before this when a key is given).
   if (const std::uint64_t rest = bytes.size() - first_free_byte;
-      rest != 0 && (rest != kTrailerBytes ||
-                    std::memcmp(bytes.data() + first_free_byte, kSignatureMagic, sizeof(kSignatureMagic)) != 0))
+      rest != 0 && (rest != kTrailerBytes || std::memcmp(bytes.read(first_free_byte, sizeof(kSignatureMagic)).data(),
+                                                         kSignatureMagic, sizeof(kSignatureMagic)) != 0))
     throw Error(path + fmt::format(": {} bytes after the last section (which ends at byte {}) are not a signature "
                                    "trailer: the file was appended to or its table edited",
                                    rest, first_free_byte));
+  // Each section is checked against its checksum as it is read, before it is decoded.
   auto reader = [&](const SectionEntry& e) {
-    return Reader(bytes.data() + e.offset, e.size, fmt::format("{}: section {}[{}]", path, tag_name(e.tag), e.index));
+    const std::string_view section = bytes.read(e.offset, e.size);
+    if (XXH64(section.data(), section.size(), 0) != e.checksum)
+      throw Error(path +
+                  fmt::format(": section {}[{}] checksum mismatch (the file is corrupt)", tag_name(e.tag), e.index));
+    return Reader(section.data(), section.size(), fmt::format("{}: section {}[{}]", path, tag_name(e.tag), e.index));
   };
   if (entries[0].tag != kTagMeta || entries[1].tag != kTagGraph || entries[2].tag != kTagStreams)
     throw Error(path + ": sections are not in the expected order META, GRPH, STRM, TILE...");
@@ -766,6 +811,21 @@ Package read_package(const std::string& path, const PackageKey* verify_key) {
     if (package.tiles[i].tile != i) r.fail(fmt::format("tile image says tile {}", package.tiles[i].tile));
   }
   return package;
+}
+
+}  // namespace
+
+Package read_package(const std::string& path, const PackageKey* verify_key) {
+  if (!verify_key) {
+    PackageBytes file(path);
+    return decode_package(file, path);
+  }
+  std::string whole = read_whole_file(path);
+  if (whole.size() < kHeaderBytes || std::memcmp(whole.data(), kMagic, sizeof(kMagic)) != 0)
+    throw Error(path + ": not a Tessera package (bad magic)");
+  verify_signature(whole, path, *verify_key);
+  PackageBytes bytes(PackageBytes::Checked{}, std::move(whole));
+  return decode_package(bytes, path);
 }
 
 }  // namespace tessera

@@ -110,6 +110,10 @@ void check_owned_folder_if_present(const std::string& path, std::string_view rol
 std::string read_bounded_file(const std::string& path, std::string_view role, std::uint64_t max_bytes,
                               bool allow_stdin = false);
 
+/// read_bounded_file's opening and checks, for a reader that reads by range (pread): a blocking
+/// descriptor of a regular file of at most `max_bytes`, whose size is set. The caller closes it.
+int open_bounded_file(const std::string& path, std::string_view role, std::uint64_t max_bytes, std::uint64_t& size);
+
 /// A file a command reads, and what it is to the command ("the model", "the package").
 struct InputFile {
   std::string path;
