@@ -400,27 +400,29 @@ TEST_CASE("select-finalist row groups hold the weights once per row group and co
       }
 }
 
-/// 13 rows (uneven chunks), k = 64 into 10 columns with a float32 bias (reduce_bias) and relu,
-/// then 10 into 9 without a bias (reduce_add, x gathered from the first op's pieces).
-std::string batch_model(const TempDir& dir) {
-  return dir.write("batch.yaml",
-                   "model: batch\nseed: 5\ntensors:\n"
-                   "  - {name: x, shape: [13, 64], kind: input}\n"
-                   "  - {name: w0, shape: [64, 10], kind: weight, scale: 0.2}\n"
-                   "  - {name: b0, shape: [10], kind: weight}\n"
-                   "  - {name: w1, shape: [10, 9], kind: weight, scale: 0.3}\n"
-                   "ops:\n"
-                   "  - {op: matmul, inputs: [x, w0], output: h}\n"
-                   "  - {op: add, inputs: [h, b0], output: a}\n"
-                   "  - {op: relu, inputs: [a], output: r}\n"
-                   "  - {op: matmul, inputs: [r, w1], output: y}\n"
-                   "outputs: [y]\n");
+/// x [m, k] into n columns with a float32 bias (reduce_bias) and relu, then n into `out`
+/// without one (reduce_add, x gathered from the first op's pieces).
+std::string two_layer_model(const TempDir& dir, int m, int k, int n, int out) {
+  return dir.write(fmt::format("two-layer-{}.yaml", m),
+                   fmt::format("model: two_layer\nseed: 5\ntensors:\n"
+                               "  - {{name: x, shape: [{0}, {1}], kind: input}}\n"
+                               "  - {{name: w0, shape: [{1}, {2}], kind: weight, scale: 0.1}}\n"
+                               "  - {{name: b0, shape: [{2}], kind: weight}}\n"
+                               "  - {{name: w1, shape: [{2}, {3}], kind: weight, scale: 0.1}}\n"
+                               "ops:\n"
+                               "  - {{op: matmul, inputs: [x, w0], output: h}}\n"
+                               "  - {{op: add, inputs: [h, b0], output: a}}\n"
+                               "  - {{op: relu, inputs: [a], output: r}}\n"
+                               "  - {{op: matmul, inputs: [r, w1], output: y}}\n"
+                               "outputs: [y]\n",
+                               m, k, n, out));
 }
 
 TEST_CASE("select-finalist serial row splits multiply the batch in chunks on shared buffers and compute the outputs",
           "[select-finalist][serial-rows]") {
   TempDir dir;
-  const std::string model = batch_model(dir);
+  // 13 rows: uneven chunks; k = 64 into 10, then 10 into 9.
+  const std::string model = two_layer_model(dir, 13, 64, 10, 9);
   for (std::int64_t chunks : {2, 3, 5})
     for (std::int64_t rows : {1, 2})
       for (auto [columns, depth] : {std::pair<std::int64_t, std::int64_t>{1, 4}, {2, 2}, {2, 4}}) {
@@ -471,18 +473,7 @@ TEST_CASE("select-finalist splits a batch whose activations fit no other plan in
   // 512 rows of 128 into 128 and again: 256 KiB of x, 256 KiB of activations after the first
   // op, on 16 tiles of 128 KiB each, where the second op fits no plan without serial row chunks
   // (they are screened only when nothing else fits).
-  const std::string model = dir.write("big-batch.yaml",
-                                      "model: big_batch\nseed: 2\ntensors:\n"
-                                      "  - {name: x, shape: [512, 128], kind: input}\n"
-                                      "  - {name: w0, shape: [128, 128], kind: weight, scale: 0.1}\n"
-                                      "  - {name: b0, shape: [128], kind: weight}\n"
-                                      "  - {name: w1, shape: [128, 128], kind: weight, scale: 0.1}\n"
-                                      "ops:\n"
-                                      "  - {op: matmul, inputs: [x, w0], output: h}\n"
-                                      "  - {op: add, inputs: [h, b0], output: a}\n"
-                                      "  - {op: relu, inputs: [a], output: r}\n"
-                                      "  - {op: matmul, inputs: [r, w1], output: y}\n"
-                                      "outputs: [y]\n");
+  const std::string model = two_layer_model(dir, 512, 128, 128, 128);
   PassBench bench(model, config_path("targets/t16.yaml"));
   bench.state.target.memory_bytes = 128 * 1024;
   bench.state.target.interleaved_start = 64 * 1024;
