@@ -71,25 +71,59 @@ Runs copy_runs(const Program& program, const std::vector<Copy>& copies) {
   runs.copies.resize(crossing);
   for (std::uint32_t i = 0; i < copies.size(); ++i)
     if (bucket_of[i] != kNone) runs.copies[bucket_size[bucket_of[i]]++] = i;
-  // Within a buffer, by word offset then words, keeping index order: runs are then adjacent.
+  // Within a buffer, by word offset and words, keeping index order: runs are then adjacent. A
+  // bucket in order (most) is only scanned; another (a block sent row by row to many tiles) is
+  // bucketed again by a table of its own size, runs in order of first appearance.
   struct Keyed {
-    std::uint32_t word_offset, words, index;
-    auto operator<=>(const Keyed&) const = default;
+    std::uint32_t word_offset, words;
+    bool operator==(const Keyed&) const = default;
   };
-  std::vector<Keyed> keyed;
+  struct RunSlot {
+    Keyed key{0, 0};
+    std::uint32_t run = kNone;
+  };
+  std::vector<RunSlot> run_table;
+  std::vector<std::uint32_t> run_of, run_next, scattered;
   runs.offsets.clear();  // each run's start, then the end
+  auto key_of = [&](std::uint32_t copy) { return Keyed{copies[copy].source.word_offset, copies[copy].words}; };
   for (std::size_t b = 0; b + 1 < bucket_begin.size(); ++b) {
-    keyed.clear();
-    for (std::uint32_t k = bucket_begin[b]; k < bucket_begin[b + 1]; ++k) {
-      const Copy& copy = copies[runs.copies[k]];
-      keyed.push_back({copy.source.word_offset, copy.words, runs.copies[k]});
+    const std::uint32_t first = bucket_begin[b], last = bucket_begin[b + 1];
+    bool ordered = true;
+    for (std::uint32_t k = first + 1; k < last && ordered; ++k) {
+      const Keyed before = key_of(runs.copies[k - 1]), here = key_of(runs.copies[k]);
+      ordered = before.word_offset < here.word_offset ||
+                (before.word_offset == here.word_offset && before.words <= here.words);
     }
-    if (!std::is_sorted(keyed.begin(), keyed.end())) std::sort(keyed.begin(), keyed.end());
-    for (std::size_t k = 0; k < keyed.size(); ++k) {
-      runs.copies[bucket_begin[b] + k] = keyed[k].index;
-      if (k == 0 || keyed[k].word_offset != keyed[k - 1].word_offset || keyed[k].words != keyed[k - 1].words)
-        runs.offsets.push_back(static_cast<std::uint32_t>(bucket_begin[b] + k));
+    if (!ordered) {
+      std::size_t capacity = 16;
+      while (capacity < 2 * std::size_t{last - first}) capacity *= 2;
+      run_table.assign(capacity, RunSlot{});
+      run_of.resize(last - first);
+      run_next.clear();  // per run: its size, then where its next copy goes
+      for (std::uint32_t k = first; k < last; ++k) {
+        const Keyed key = key_of(runs.copies[k]);
+        std::size_t at =
+            ((std::uint64_t{key.word_offset} << 20 ^ key.words) * 0x9E3779B97F4A7C15ull >> 40) & (capacity - 1);
+        while (run_table[at].run != kNone && !(run_table[at].key == key)) at = (at + 1) & (capacity - 1);
+        if (run_table[at].run == kNone) {
+          run_table[at] = {key, static_cast<std::uint32_t>(run_next.size())};
+          run_next.push_back(0);
+        }
+        run_of[k - first] = run_table[at].run;
+        ++run_next[run_table[at].run];
+      }
+      std::uint32_t start = first;
+      for (std::uint32_t& next : run_next) {
+        runs.offsets.push_back(start);
+        start += std::exchange(next, start);
+      }
+      scattered.resize(last - first);
+      for (std::uint32_t k = first; k < last; ++k) scattered[run_next[run_of[k - first]]++ - first] = runs.copies[k];
+      std::copy(scattered.begin(), scattered.end(), runs.copies.begin() + first);
+      continue;
     }
+    for (std::uint32_t k = first; k < last; ++k)
+      if (k == first || !(key_of(runs.copies[k]) == key_of(runs.copies[k - 1]))) runs.offsets.push_back(k);
   }
   runs.offsets.push_back(static_cast<std::uint32_t>(crossing));
   return runs;
