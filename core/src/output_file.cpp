@@ -356,6 +356,16 @@ void AtomicFileWriter::write(std::string_view bytes) {
   }
 }
 
+void AtomicFileWriter::write_at(std::uint64_t offset, std::string_view bytes) {
+  if (fd_ < 0) throw Error(fmt::format("{}: cannot write {}: the write was already finished or failed", path_, what_));
+  for (std::size_t done = 0; done < bytes.size();) {
+    const ssize_t n = ::pwrite(fd_, bytes.data() + done, bytes.size() - done, static_cast<off_t>(offset + done));
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) fail(n < 0 ? errno : EIO);
+    done += static_cast<std::size_t>(n);
+  }
+}
+
 void AtomicFileWriter::commit() {
   if (fd_ < 0) throw Error(fmt::format("{}: cannot write {}: the write was already finished or failed", path_, what_));
   // Our file is 0600 until now, so no one could read it half-written; the result is an ordinary artefact.

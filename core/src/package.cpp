@@ -636,47 +636,62 @@ void write_package(const Package& package, const std::string& path, const Packag
   if (package.tiles.size() != package.target.tiles)
     throw Error(path + fmt::format(": internal error: {} tile images for a {}-tile target", package.tiles.size(),
                                    package.target.tiles));
-  std::vector<std::pair<SectionEntry, std::string>> sections;
-  auto add = [&](std::uint32_t tag, std::uint32_t index, std::string payload) {
-    SectionEntry e{tag, index, 0, payload.size(), XXH64(payload.data(), payload.size(), 0)};
-    sections.emplace_back(e, std::move(payload));
+  const std::uint64_t count = 3 + package.tiles.size();
+  std::vector<SectionEntry> entries;
+  entries.reserve(count);
+  // Each section is encoded when written: a large package is never held whole beside its tiles.
+  auto each_section = [&](auto&& take) {
+    take(kTagMeta, 0, encode_meta(package));
+    take(kTagGraph, 0, encode_graph(package.graph));
+    take(kTagStreams, 0, encode_streams(package.streams));
+    for (std::uint32_t i = 0; i < package.tiles.size(); ++i) take(kTagTile, i, encode_tile(package.tiles[i]));
   };
-  add(kTagMeta, 0, encode_meta(package));
-  add(kTagGraph, 0, encode_graph(package.graph));
-  add(kTagStreams, 0, encode_streams(package.streams));
-  for (std::uint32_t i = 0; i < package.tiles.size(); ++i) add(kTagTile, i, encode_tile(package.tiles[i]));
-
-  Writer table;
-  std::uint64_t offset = kHeaderBytes + kEntryBytes * sections.size();
-  for (auto& [entry, payload] : sections) {
-    entry.offset = offset;
-    offset += payload.size();
-    table.u32(entry.tag);
-    table.u32(entry.index);
-    table.u64(entry.offset);
-    table.u64(entry.size);
-    table.u64(entry.checksum);
-  }
-  Writer header;
-  header.bytes.append(kMagic, sizeof(kMagic));
-  header.u32(kPackageFormatVersion);
-  header.u32(static_cast<std::uint32_t>(sections.size()));
-  header.u64(XXH64(table.bytes.data(), table.bytes.size(), 0));
-
-  std::optional<PackageMac> mac;
-  if (signing_key) mac.emplace(*signing_key);
+  auto header_and_table = [&] {
+    Writer table;
+    for (const SectionEntry& entry : entries) {
+      table.u32(entry.tag);
+      table.u32(entry.index);
+      table.u64(entry.offset);
+      table.u64(entry.size);
+      table.u64(entry.checksum);
+    }
+    Writer header;
+    header.bytes.append(kMagic, sizeof(kMagic));
+    header.u32(kPackageFormatVersion);
+    header.u32(static_cast<std::uint32_t>(count));
+    header.u64(XXH64(table.bytes.data(), table.bytes.size(), 0));
+    return header.bytes + table.bytes;
+  };
   AtomicFileWriter file(path, "package");
+  std::uint64_t offset = kHeaderBytes + kEntryBytes * count;
+  if (!signing_key) {
+    // The header and table go in last, over the room kept for them.
+    file.write(std::string(offset, '\0'));
+    each_section([&](std::uint32_t tag, std::uint32_t index, const std::string& payload) {
+      entries.push_back({tag, index, offset, payload.size(), XXH64(payload.data(), payload.size(), 0)});
+      offset += payload.size();
+      file.write(payload);
+    });
+    file.write_at(0, header_and_table());
+    file.commit();
+    return;
+  }
+  // Signed: the signature covers the bytes in file order, header first, so the sections are held until it is made.
+  std::vector<std::string> payloads;
+  each_section([&](std::uint32_t tag, std::uint32_t index, std::string payload) {
+    entries.push_back({tag, index, offset, payload.size(), XXH64(payload.data(), payload.size(), 0)});
+    offset += payload.size();
+    payloads.push_back(std::move(payload));
+  });
+  PackageMac mac(*signing_key);
   auto write = [&](std::string_view bytes) {
     file.write(bytes);
-    if (mac) mac->update(bytes);
+    mac.update(bytes);
   };
-  write(header.bytes);
-  write(table.bytes);
-  for (const auto& section : sections) write(section.second);
-  if (mac) {
-    file.write(std::string_view(kSignatureMagic, sizeof(kSignatureMagic)));
-    file.write(mac->finish());
-  }
+  write(header_and_table());
+  for (const std::string& payload : payloads) write(payload);
+  file.write(std::string_view(kSignatureMagic, sizeof(kSignatureMagic)));
+  file.write(mac.finish());
   file.commit();
 }
 

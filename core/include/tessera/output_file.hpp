@@ -30,6 +30,9 @@ public:
   AtomicFileWriter& operator=(const AtomicFileWriter&) = delete;
 
   void write(std::string_view bytes);
+  /// Overwrites bytes already written (a header whose contents are known last), not moving
+  /// where write() goes on.
+  void write_at(std::uint64_t offset, std::string_view bytes);
   /// Flushes, closes and renames the temporary over the path; throws Error on failure.
   void commit();
 
