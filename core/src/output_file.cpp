@@ -511,17 +511,17 @@ void check_owned_folder_if_present(const std::string& path, std::string_view rol
 int open_bounded_file(const std::string& path, std::string_view role, std::uint64_t max_bytes, std::uint64_t& size) {
   const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
   if (fd < 0) throw Error(fmt::format("{}: cannot read {}: {}; check the path", path, role, std::strerror(errno)));
-  struct stat info {};
-  if (::fstat(fd, &info) != 0 || !S_ISREG(info.st_mode) || static_cast<std::uint64_t>(info.st_size) > max_bytes) {
-    const int error = errno;
+  auto refuse = [&](std::string message) {
     ::close(fd);
-    if (!S_ISREG(info.st_mode) && info.st_mode != 0)
-      throw Error(fmt::format("{}: cannot read {}: it is {}, which could block or never end; give a regular file", path,
-                              role, file_kind(info.st_mode)));
-    if (info.st_mode != 0)
-      throw Error(fmt::format("{}: {} bytes; {} may hold at most {}", path, info.st_size, role, size_text(max_bytes)));
-    throw Error(fmt::format("{}: cannot read {}: {}", path, role, std::strerror(error)));
-  }
+    throw Error(std::move(message));
+  };
+  struct stat info {};
+  if (::fstat(fd, &info) != 0) refuse(fmt::format("{}: cannot read {}: {}", path, role, std::strerror(errno)));
+  if (!S_ISREG(info.st_mode))
+    refuse(fmt::format("{}: cannot read {}: it is {}, which could block or never end; give a regular file", path, role,
+                       file_kind(info.st_mode)));
+  if (static_cast<std::uint64_t>(info.st_size) > max_bytes)
+    refuse(fmt::format("{}: {} bytes; {} may hold at most {}", path, info.st_size, role, size_text(max_bytes)));
   ::fcntl(fd, F_SETFL, ::fcntl(fd, F_GETFL) & ~O_NONBLOCK);  // opened without blocking on a FIFO
   size = static_cast<std::uint64_t>(info.st_size);
   return fd;
@@ -530,23 +530,16 @@ int open_bounded_file(const std::string& path, std::string_view role, std::uint6
 std::string read_bounded_file(const std::string& path, std::string_view role, std::uint64_t max_bytes,
                               bool allow_stdin) {
   const bool from_stdin = allow_stdin && path == "-";
-  const int fd = from_stdin ? ::fcntl(STDIN_FILENO, F_DUPFD_CLOEXEC, 0)
-                            : ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
+  std::uint64_t size = 0;  // stdin's is not known: the limit is applied while reading
+  const int fd =
+      from_stdin ? ::fcntl(STDIN_FILENO, F_DUPFD_CLOEXEC, 0) : open_bounded_file(path, role, max_bytes, size);
   if (fd < 0) throw Error(fmt::format("{}: cannot read {}: {}; check the path", path, role, std::strerror(errno)));
   struct Closer {
     int fd;
     ~Closer() { ::close(fd); }
   } closer{fd};
-  struct stat info {};
-  if (::fstat(fd, &info) != 0) throw Error(fmt::format("{}: cannot read {}: {}", path, role, std::strerror(errno)));
-  if (!from_stdin && !S_ISREG(info.st_mode))
-    throw Error(fmt::format("{}: cannot read {}: it is {}, which could block or never end; give a regular file", path,
-                            role, file_kind(info.st_mode)));
-  if (S_ISREG(info.st_mode) && static_cast<std::uint64_t>(info.st_size) > max_bytes)
-    throw Error(fmt::format("{}: {} bytes; {} may hold at most {}", path, info.st_size, role, size_text(max_bytes)));
-  if (!from_stdin) ::fcntl(fd, F_SETFL, ::fcntl(fd, F_GETFL) & ~O_NONBLOCK);  // opened without blocking on a FIFO
   std::string bytes;
-  if (S_ISREG(info.st_mode)) bytes.reserve(static_cast<std::size_t>(info.st_size));
+  bytes.reserve(static_cast<std::size_t>(size));
   char buffer[1 << 16];
   for (;;) {
     const ssize_t n = ::read(fd, buffer, sizeof(buffer));
