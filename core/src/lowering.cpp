@@ -20,112 +20,101 @@ bool crosses_fabric(const Program& program, const Copy& copy) {
   return copy.words > 0 && program.buffers[copy.source.buffer].tile != program.buffers[copy.destination.buffer].tile;
 }
 
+// group_in_place's table entry (at namespace scope: GCC 12 fails on it local to the template).
+constexpr std::uint32_t kEmptySlot = std::numeric_limits<std::uint32_t>::max();
+struct KeySlot {
+  std::uint64_t key = 0;
+  std::uint32_t group = kEmptySlot;
+};
+
+/// What group_in_place works in, kept across its calls so that each does not allocate afresh.
+struct GroupScratch {
+  std::vector<KeySlot> table;
+  std::vector<std::uint32_t> group_of, next, grouped;  // next: per group its size, then its next place
+};
+
+/// Reorders items[first, last) so that items of equal key (key_of: 64 bits) sit side by side,
+/// groups in order of first appearance and each in its items' order, and appends each group's
+/// start to `starts`. Linear, with an open-addressing table grown to stay at most half full (few
+/// keys: a small table; many: one the range's size), not a sort.
+template <typename KeyOf>
+void group_in_place(std::vector<std::uint32_t>& items, std::uint32_t first, std::uint32_t last, KeyOf key_of,
+                    std::vector<std::uint32_t>& starts, GroupScratch& scratch) {
+  std::vector<KeySlot>& table = scratch.table;
+  std::vector<std::uint32_t>&group_of = scratch.group_of, &next = scratch.next, &grouped = scratch.grouped;
+  table.assign(16, KeySlot{});
+  group_of.resize(last - first);
+  next.clear();
+  auto slot_of = [&](std::uint64_t key) -> KeySlot& {
+    std::size_t at = (key * 0x9E3779B97F4A7C15ull >> 32) & (table.size() - 1);
+    while (table[at].group != kEmptySlot && table[at].key != key) at = (at + 1) & (table.size() - 1);
+    return table[at];
+  };
+  for (std::uint32_t k = first; k < last; ++k) {
+    const std::uint64_t key = key_of(items[k]);
+    KeySlot* slot = &slot_of(key);
+    if (slot->group == kEmptySlot) {
+      if (2 * (next.size() + 1) > table.size()) {
+        std::vector<KeySlot> old(table.size() * 2);
+        old.swap(table);
+        for (const KeySlot& entry : old)
+          if (entry.group != kEmptySlot) slot_of(entry.key) = entry;
+        slot = &slot_of(key);
+      }
+      *slot = {key, static_cast<std::uint32_t>(next.size())};
+      next.push_back(0);
+    }
+    group_of[k - first] = slot->group;
+    ++next[slot->group];
+  }
+  std::uint32_t start = first;
+  for (std::uint32_t& place : next) {
+    starts.push_back(start);
+    start += std::exchange(place, start);
+  }
+  grouped.resize(last - first);
+  for (std::uint32_t k = first; k < last; ++k) grouped[next[group_of[k - first]]++ - first] = items[k];
+  std::copy(grouped.begin(), grouped.end(), items.begin() + first);
+}
+
 /// A superstep's fabric-crossing copies bucketed by the words they read (source buffer, word
-/// offset, words), each run's copies in index order. By source buffer first (few per phase, so
-/// a small table), then by offset within each buffer: candidates' phases reach 10^5 copies and
-/// are bucketed several times each, so neither a sort of them all nor a table as large as they.
+/// offset, words), each run's copies in index order. By source buffer first (few per phase), then
+/// by offset within each buffer, where most already are in order: candidates' phases reach 10^5
+/// copies and are bucketed several times each, so neither a sort of them all nor a table as large.
 struct Runs {
-  std::vector<std::uint32_t> offsets{0};  ///< run r is copies[offsets[r]] to copies[offsets[r + 1] - 1]
-  std::vector<std::uint32_t> copies;      ///< indices into the superstep's copy list
+  std::vector<std::uint32_t> offsets;  ///< run r is copies[offsets[r]] to copies[offsets[r + 1] - 1]
+  std::vector<std::uint32_t> copies;   ///< indices into the superstep's copy list
 };
 
 Runs copy_runs(const Program& program, const std::vector<Copy>& copies) {
-  constexpr std::uint32_t kNone = std::numeric_limits<std::uint32_t>::max();
-  // Source buffer -> bucket, open addressing; grows to stay at most half full.
-  struct Slot {
-    std::uint32_t buffer = kNone, bucket = 0;
-  };
-  std::vector<Slot> table(64);
-  std::vector<std::uint32_t> bucket_size;  // counts, then where each bucket's next copy goes
-  std::vector<std::uint32_t> bucket_of(copies.size(), kNone);
-  auto slot_of = [&](std::uint32_t buffer) -> Slot& {
-    std::size_t at = (buffer * 0x9E3779B1u) & (table.size() - 1);
-    while (table[at].buffer != kNone && table[at].buffer != buffer) at = (at + 1) & (table.size() - 1);
-    return table[at];
-  };
-  std::size_t crossing = 0;
+  Runs runs;
   for (std::uint32_t i = 0; i < copies.size(); ++i) {
     const Copy& copy = copies[i];
     const bool named = copy.source.buffer < program.buffers.size() && copy.destination.buffer < program.buffers.size();
-    if (!named || !crosses_fabric(program, copy)) continue;  // group_copies refuses unnamed buffers first
-    Slot* slot = &slot_of(copy.source.buffer);
-    if (slot->buffer == kNone) {
-      if (2 * (bucket_size.size() + 1) > table.size()) {
-        std::vector<Slot> old(table.size() * 2);
-        old.swap(table);
-        for (const Slot& entry : old)
-          if (entry.buffer != kNone) slot_of(entry.buffer) = entry;
-        slot = &slot_of(copy.source.buffer);
-      }
-      *slot = {copy.source.buffer, static_cast<std::uint32_t>(bucket_size.size())};
-      bucket_size.push_back(0);
-    }
-    bucket_of[i] = slot->bucket;
-    ++bucket_size[slot->bucket];
-    ++crossing;
+    if (named && crosses_fabric(program, copy)) runs.copies.push_back(i);  // group_copies refuses unnamed buffers first
   }
-  std::vector<std::uint32_t> bucket_begin(bucket_size.size() + 1, 0);
-  for (std::size_t b = 0; b < bucket_size.size(); ++b) bucket_begin[b + 1] = bucket_begin[b] + bucket_size[b];
-  for (std::size_t b = 0; b < bucket_size.size(); ++b) bucket_size[b] = bucket_begin[b];
-  Runs runs;
-  runs.copies.resize(crossing);
-  for (std::uint32_t i = 0; i < copies.size(); ++i)
-    if (bucket_of[i] != kNone) runs.copies[bucket_size[bucket_of[i]]++] = i;
-  // Within a buffer, by word offset and words, keeping index order: runs are then adjacent. A
-  // bucket in order (most) is only scanned; another (a block sent row by row to many tiles) is
-  // bucketed again by a table of its own size, runs in order of first appearance.
-  struct Keyed {
-    std::uint32_t word_offset, words;
-    bool operator==(const Keyed&) const = default;
+  const auto crossing = static_cast<std::uint32_t>(runs.copies.size());
+  std::vector<std::uint32_t> buffer_starts;
+  GroupScratch scratch;
+  group_in_place(
+      runs.copies, 0, crossing, [&](std::uint32_t copy) { return copies[copy].source.buffer; }, buffer_starts, scratch);
+  buffer_starts.push_back(crossing);
+  auto words_read = [&](std::uint32_t copy) {
+    return std::uint64_t{copies[copy].source.word_offset} << 32 | copies[copy].words;
   };
-  struct RunSlot {
-    Keyed key{0, 0};
-    std::uint32_t run = kNone;
-  };
-  std::vector<RunSlot> run_table;
-  std::vector<std::uint32_t> run_of, run_next, scattered;
-  runs.offsets.clear();  // each run's start, then the end
-  auto key_of = [&](std::uint32_t copy) { return Keyed{copies[copy].source.word_offset, copies[copy].words}; };
-  for (std::size_t b = 0; b + 1 < bucket_begin.size(); ++b) {
-    const std::uint32_t first = bucket_begin[b], last = bucket_begin[b + 1];
+  for (std::size_t b = 0; b + 1 < buffer_starts.size(); ++b) {
+    const std::uint32_t first = buffer_starts[b], last = buffer_starts[b + 1];
     bool ordered = true;
-    for (std::uint32_t k = first + 1; k < last && ordered; ++k) {
-      const Keyed before = key_of(runs.copies[k - 1]), here = key_of(runs.copies[k]);
-      ordered = before.word_offset < here.word_offset ||
-                (before.word_offset == here.word_offset && before.words <= here.words);
-    }
-    if (!ordered) {
-      std::size_t capacity = 16;
-      while (capacity < 2 * std::size_t{last - first}) capacity *= 2;
-      run_table.assign(capacity, RunSlot{});
-      run_of.resize(last - first);
-      run_next.clear();  // per run: its size, then where its next copy goes
-      for (std::uint32_t k = first; k < last; ++k) {
-        const Keyed key = key_of(runs.copies[k]);
-        std::size_t at =
-            ((std::uint64_t{key.word_offset} << 20 ^ key.words) * 0x9E3779B97F4A7C15ull >> 40) & (capacity - 1);
-        while (run_table[at].run != kNone && !(run_table[at].key == key)) at = (at + 1) & (capacity - 1);
-        if (run_table[at].run == kNone) {
-          run_table[at] = {key, static_cast<std::uint32_t>(run_next.size())};
-          run_next.push_back(0);
-        }
-        run_of[k - first] = run_table[at].run;
-        ++run_next[run_table[at].run];
-      }
-      std::uint32_t start = first;
-      for (std::uint32_t& next : run_next) {
-        runs.offsets.push_back(start);
-        start += std::exchange(next, start);
-      }
-      scattered.resize(last - first);
-      for (std::uint32_t k = first; k < last; ++k) scattered[run_next[run_of[k - first]]++ - first] = runs.copies[k];
-      std::copy(scattered.begin(), scattered.end(), runs.copies.begin() + first);
+    for (std::uint32_t k = first + 1; k < last && ordered; ++k)
+      ordered = words_read(runs.copies[k - 1]) <= words_read(runs.copies[k]);
+    if (!ordered) {  // a block sent row by row to many tiles
+      group_in_place(runs.copies, first, last, words_read, runs.offsets, scratch);
       continue;
     }
     for (std::uint32_t k = first; k < last; ++k)
-      if (k == first || !(key_of(runs.copies[k]) == key_of(runs.copies[k - 1]))) runs.offsets.push_back(k);
+      if (k == first || words_read(runs.copies[k]) != words_read(runs.copies[k - 1])) runs.offsets.push_back(k);
   }
-  runs.offsets.push_back(static_cast<std::uint32_t>(crossing));
+  runs.offsets.push_back(crossing);
   return runs;
 }
 
